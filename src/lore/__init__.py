@@ -1,0 +1,38 @@
+"""Lore: project memory for AI coding agents.
+
+Use :func:`open` to get a :class:`~lore.service.Lore` for a project::
+
+    import lore
+    project = lore.open(".")
+    project.add(title="Use UTC everywhere", body="...", type="convention", tags=["time"])
+    for hit in project.search("timezone"):
+        print(hit.path, hit.score)
+"""
+
+from __future__ import annotations
+
+from lore.errors import (LoreError, NotFound, ProjectNotFound, ProviderError,
+                         UsageError, ValidationError)
+
+__version__ = "0.1.0"
+__all__ = ["open", "init", "Lore", "LoreError", "NotFound", "ProjectNotFound",
+           "ProviderError", "UsageError", "ValidationError", "__version__"]
+
+
+def open(path: str = ".", **options):  # noqa: A001 - mirrors the `lore.open(path)` API
+    """Open the Lore project containing `path` (searching parents like git)."""
+    from lore.service import Lore
+    return Lore.open(path, **options)
+
+
+def init(path: str = ".", **options):
+    """Create (idempotently) the `.lore/` layout in `path` and open it."""
+    from lore.service import Lore
+    return Lore.init(path, **options)
+
+
+def __getattr__(name):
+    if name == "Lore":
+        from lore.service import Lore
+        return Lore
+    raise AttributeError(name)

@@ -1,0 +1,85 @@
+"""Schema of the SQLite index, as numbered migrations applied in order.
+
+Each migration is a list of statements; the number reached is stored in
+``meta.schema_version``. The index is derived data, so an index whose version
+is *newer* than this code knows, or that can't be read, is rebuilt from the
+files instead (see :mod:`lore.index.store`).
+"""
+
+from __future__ import annotations
+
+_FTS = "tokenize = 'porter unicode61 remove_diacritics 2'"
+
+
+def _fts_table(name: str, kind: str) -> list[str]:
+    """An external-content FTS5 table over the chunks of one kind, kept in
+    step by triggers. One table per kind keeps BM25's statistics (IDF) about
+    like documents: memory ranking shouldn't depend on how much code exists."""
+    return [
+        f"CREATE VIRTUAL TABLE {name} USING fts5(title, keywords, text, "
+        f"content='chunks', content_rowid='id', {_FTS})",
+        f"CREATE TRIGGER {name}_ai AFTER INSERT ON chunks WHEN new.kind = '{kind}' BEGIN "
+        f"INSERT INTO {name}(rowid, title, keywords, text) VALUES (new.id, new.title, new.keywords, new.text); END",
+        f"CREATE TRIGGER {name}_ad AFTER DELETE ON chunks WHEN old.kind = '{kind}' BEGIN "
+        f"INSERT INTO {name}({name}, rowid, title, keywords, text) "
+        f"VALUES ('delete', old.id, old.title, old.keywords, old.text); END",
+    ]
+
+
+MIGRATIONS: list[list[str]] = [
+    # 1: files, memories, chunks, BM25 over memory chunks.
+    [
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        """CREATE TABLE files (
+            id INTEGER PRIMARY KEY,
+            path TEXT NOT NULL UNIQUE,
+            kind TEXT NOT NULL,
+            sha256 TEXT NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            error TEXT,
+            indexed_at TEXT NOT NULL)""",
+        "CREATE INDEX files_kind ON files(kind)",
+        """CREATE TABLE memories (
+            file_id INTEGER PRIMARY KEY REFERENCES files(id) ON DELETE CASCADE,
+            id TEXT NOT NULL,
+            title TEXT NOT NULL,
+            type TEXT NOT NULL,
+            sector TEXT NOT NULL,
+            tags TEXT NOT NULL,
+            applies_to TEXT NOT NULL,
+            agent TEXT,
+            task TEXT,
+            project TEXT,
+            visibility TEXT NOT NULL,
+            storage TEXT NOT NULL,
+            occurred_at TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            confidence REAL NOT NULL,
+            files TEXT NOT NULL,
+            summary TEXT NOT NULL,
+            body_line INTEGER NOT NULL)""",
+        "CREATE INDEX memories_id ON memories(id)",
+        "CREATE INDEX memories_dedup ON memories(occurred_at, content_hash)",
+        "CREATE INDEX memories_time ON memories(occurred_at)",
+        """CREATE TABLE chunks (
+            id INTEGER PRIMARY KEY,
+            file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+            kind TEXT NOT NULL,
+            ord INTEGER NOT NULL,
+            section TEXT,
+            symbol TEXT,
+            language TEXT,
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
+            title TEXT NOT NULL DEFAULT '',
+            keywords TEXT NOT NULL DEFAULT '',
+            text TEXT NOT NULL,
+            text_hash TEXT NOT NULL)""",
+        "CREATE INDEX chunks_file ON chunks(file_id)",
+        "CREATE INDEX chunks_hash ON chunks(text_hash)",
+        *_fts_table("chunks_fts", "memory"),
+    ],
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,256 @@
+"""The derived index: SQLite (WAL, FTS5), rebuilt from the files whenever needed.
+
+All SQL lives here, so another backend (PostgreSQL + pgvector) implements
+the same methods. The index never holds anything that can't be recomputed
+from `.lore/` and the repository, except access statistics (which reading
+must not write into committed files).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from lore.index.migrations import MIGRATIONS, SCHEMA_VERSION
+
+
+@dataclass
+class FileState:
+    id: int
+    sha256: str
+    mtime_ns: int
+    size: int
+    error: str | None
+
+
+@dataclass
+class ChunkRow:
+    """A chunk to insert (section/symbol/language depend on the kind)."""
+
+    text: str
+    start_line: int
+    end_line: int
+    section: str | None = None
+    symbol: str | None = None
+    language: str | None = None
+    title: str = ""
+    keywords: str = ""
+
+    @property
+    def text_hash(self) -> str:
+        return text_hash(self.text)
+
+
+def text_hash(text: str) -> str:
+    """Content key of a chunk: equal text shares one embedding wherever it lives."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+class SQLiteIndex:
+    """One connection to `.lore/index.db`. Not shared across threads."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.notices: list[str] = []
+        self.db = self._open()
+
+    # -- opening, migrating, recovering -------------------------------------
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            db = _connect(self.path)
+            version = _schema_version(db)
+            if version > SCHEMA_VERSION:
+                db.close()
+                return self._rebuild("was written by a newer Lore")
+            if version < SCHEMA_VERSION:
+                _migrate(db)
+            return db
+        except sqlite3.DatabaseError as err:
+            return self._rebuild(f"could not be read ({err})")
+
+    def _rebuild(self, why: str) -> sqlite3.Connection:
+        self.notices.append(f"index {self.path.name} {why}; rebuilding it from the files")
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.unlink(f"{self.path}{suffix}")
+            except FileNotFoundError:
+                pass
+        db = _connect(self.path)
+        _migrate(db)
+        return db
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction; taken IMMEDIATE so concurrent writers queue
+        on busy_timeout instead of failing half way."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    # -- meta ----------------------------------------------------------------
+
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.db.execute("INSERT INTO meta(key, value) VALUES (?, ?) "
+                        "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+
+    # -- files ---------------------------------------------------------------
+
+    def file_states(self, kind: str) -> dict[str, FileState]:
+        rows = self.db.execute("SELECT path, id, sha256, mtime_ns, size, error FROM files "
+                               "WHERE kind = ?", (kind,))
+        return {path: FileState(*rest) for path, *rest in rows}
+
+    def touch_file(self, file_id: int, mtime_ns: int, size: int) -> None:
+        self.db.execute("UPDATE files SET mtime_ns = ?, size = ? WHERE id = ?", (mtime_ns, size, file_id))
+
+    def put_file(self, path: str, kind: str, sha256: str, mtime_ns: int, size: int,
+                 error: str | None = None) -> int:
+        """Insert or replace a file row, dropping whatever was indexed for it."""
+        self.db.execute("DELETE FROM files WHERE path = ?", (path,))
+        cur = self.db.execute(
+            "INSERT INTO files(path, kind, sha256, mtime_ns, size, error, indexed_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)", (path, kind, sha256, mtime_ns, size, error, _now()))
+        return cur.lastrowid
+
+    def delete_files(self, paths: Iterable[str]) -> int:
+        count = 0
+        for path in paths:
+            count += self.db.execute("DELETE FROM files WHERE path = ?", (path,)).rowcount
+        return count
+
+    def file_errors(self, kind: str) -> list[tuple[str, str]]:
+        return list(self.db.execute("SELECT path, error FROM files WHERE kind = ? AND error IS NOT NULL "
+                                    "ORDER BY path", (kind,)))
+
+    # -- memories ------------------------------------------------------------
+
+    def put_memory(self, file_id: int, memory, body_line: int) -> None:
+        self.db.execute(
+            "INSERT INTO memories(file_id, id, title, type, sector, tags, applies_to, agent, task, "
+            "project, visibility, storage, occurred_at, content_hash, confidence, files, summary, "
+            "body_line) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (file_id, memory.id, memory.title, memory.type, memory.sector, json.dumps(memory.tags),
+             memory.applies_to, memory.agent, memory.task, memory.project, memory.visibility,
+             memory.storage, memory.occurred_at, memory.content_hash, memory.confidence,
+             json.dumps(memory.files), memory.summary, body_line))
+
+    def put_chunks(self, file_id: int, kind: str, chunks: list[ChunkRow]) -> None:
+        self.db.executemany(
+            "INSERT INTO chunks(file_id, kind, ord, section, symbol, language, start_line, end_line, "
+            "title, keywords, text, text_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(file_id, kind, i, c.section, c.symbol, c.language, c.start_line, c.end_line,
+              c.title, c.keywords, c.text, c.text_hash) for i, c in enumerate(chunks)])
+
+    def find_duplicate(self, occurred_at: str, content_hash: str) -> str | None:
+        row = self.db.execute("SELECT f.path FROM memories m JOIN files f ON f.id = m.file_id "
+                              "WHERE m.occurred_at = ? AND m.content_hash = ? LIMIT 1",
+                              (occurred_at, content_hash)).fetchone()
+        return row[0] if row else None
+
+    def memory_paths(self, key: str) -> list[str]:
+        """Paths of memories whose id is `key`, or starts with it, or whose file stem is it."""
+        rows = self.db.execute("SELECT f.path FROM memories m JOIN files f ON f.id = m.file_id "
+                               "WHERE m.id = ? ORDER BY f.path", (key,)).fetchall()
+        if not rows and len(key) >= 4:
+            rows = self.db.execute(
+                "SELECT f.path FROM memories m JOIN files f ON f.id = m.file_id "
+                "WHERE m.id LIKE ? ESCAPE '\\' OR f.path LIKE ? ESCAPE '\\' ORDER BY f.path",
+                (_like_prefix(key), "%/" + _like_prefix(key))).fetchall()
+        return [r[0] for r in rows]
+
+    def list_memories(self, where: str = "", params: tuple = (), order: str = "m.occurred_at DESC",
+                      limit: int | None = None) -> list[sqlite3.Row]:
+        sql = (f"SELECT m.*, f.path FROM memories m JOIN files f ON f.id = m.file_id "
+               f"{'WHERE ' + where if where else ''} ORDER BY {order}")
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        return self.db.execute(sql, params).fetchall()
+
+    def search_memory_chunks(self, match: str, where: str, params: tuple, limit: int) -> list[sqlite3.Row]:
+        """BM25 over memory chunks; rows carry `bm25` (higher is better)."""
+        sql = ("SELECT c.id AS chunk_id, c.section, c.start_line, c.end_line, c.text, "
+               "-bm25(chunks_fts, 4.0, 2.0, 1.0) AS bm25, m.*, f.path "
+               "FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+               "JOIN memories m ON m.file_id = c.file_id JOIN files f ON f.id = c.file_id "
+               f"WHERE chunks_fts MATCH ? {'AND ' + where if where else ''} "
+               "ORDER BY bm25(chunks_fts, 4.0, 2.0, 1.0) LIMIT ?")
+        return self.db.execute(sql, (match, *params, limit)).fetchall()
+
+    def counts(self) -> dict[str, int]:
+        one = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731
+        return {
+            "memories": one("SELECT count(*) FROM memories"),
+            "memory_files_with_errors": one("SELECT count(*) FROM files WHERE kind='memory' AND error IS NOT NULL"),
+            "chunks": one("SELECT count(*) FROM chunks"),
+            "memory_chunks": one("SELECT count(*) FROM chunks WHERE kind='memory'"),
+        }
+
+    def group_counts(self, column: str) -> dict[str, int]:
+        assert column in ("type", "sector", "visibility", "storage", "agent")
+        rows = self.db.execute(f"SELECT coalesce({column}, ''), count(*) FROM memories GROUP BY 1 ORDER BY 2 DESC")
+        return dict(rows.fetchall())
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+    db.row_factory = sqlite3.Row
+    db.execute("PRAGMA busy_timeout = 30000")
+    if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        db.execute("PRAGMA journal_mode = WAL")
+    db.execute("PRAGMA synchronous = NORMAL")
+    db.execute("PRAGMA foreign_keys = ON")
+    return db
+
+
+def _schema_version(db: sqlite3.Connection) -> int:
+    has_meta = db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+    if not has_meta:
+        # A non-empty database without our meta table is not ours: rebuild.
+        if db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+            raise sqlite3.DatabaseError("not a Lore index")
+        return 0
+    row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        version = _schema_version(db)   # re-read under the lock: another process may have migrated
+        for number in range(version, SCHEMA_VERSION):
+            for statement in MIGRATIONS[number]:
+                db.execute(statement)
+            db.execute("INSERT INTO meta(key, value) VALUES ('schema_version', ?) "
+                       "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (str(number + 1),))
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _like_prefix(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")

@@ -1,0 +1,62 @@
+"""The `lore` command line: argument parsing and printing over :class:`lore.service.Lore`.
+
+Commands are grouped by concern in sibling modules; each is a few lines
+that call the service and hand the result to :mod:`.output`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from lore import __version__
+from lore.errors import LoreError
+from lore.interfaces.cli import index_cmds, memory_cmds, search_cmds
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option("--project", "project_path", metavar="PATH", envvar="LORE_PROJECT",
+              help="Project folder (default: nearest folder with .lore/, like git).")
+@click.version_option(__version__, prog_name="lore")
+@click.pass_context
+def cli(ctx: click.Context, project_path: str | None) -> None:
+    """Lore: project memory for AI coding agents.
+
+    Memories are Markdown files in .lore/memory/ (committed); the index in
+    .lore/index.db is derived from them and rebuilt whenever needed.
+    """
+    ctx.obj = {"project": project_path}
+
+
+for module in (index_cmds, memory_cmds, search_cmds):
+    for command in module.COMMANDS:
+        cli.add_command(command)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: LoreErrors become one line on stderr and exit code 1 (2 for usage)."""
+    try:
+        # Without standalone mode, click returns the code of ctx.exit()/Exit.
+        code = cli.main(args=argv, prog_name="lore", standalone_mode=False)
+        return code if isinstance(code, int) else 0
+    except click.exceptions.Exit as done:
+        return done.exit_code
+    except click.ClickException as err:
+        err.show()
+        return 2 if isinstance(err, click.UsageError) else 1
+    except click.Abort:
+        click.echo("lore: aborted", err=True)
+        return 1
+    except LoreError as err:
+        click.echo(f"lore: error: {err}", err=True)
+        return err.exit_code
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        click.echo("lore: interrupted", err=True)
+        return 130
+
+
+def run() -> None:
+    sys.exit(main())

@@ -1,0 +1,360 @@
+"""The memory model: one canonical shape for every seed schema.
+
+Lore reads the frontmatter of all four seed formats (000 task memories, 001
+Chati memories, 002 memory format, 004 Jarvis memories) into one
+:class:`Memory` and writes one canonical form, which is 002's field names plus
+the optional fields of the others. The mapping (see docs/memory-format.md):
+
+=================  ==================================================
+canonical          also read from
+=================  ==================================================
+``subject``        ``title``; else the body's first ``# H1``; else first line
+``keywords``       ``tags`` (merged, order kept, duplicates dropped)
+``occurred_at``    ``created_at`` (001), ``createdAt`` (004), ``completed`` (000), ``date``
+``type``           000's task types (bug, feature, ...) become ``summary`` with
+                   ``task_type``; 001's sector names in ``type`` set ``sector``
+``source``         ``source_work_item_id`` (003)
+=================  ==================================================
+
+Anything else in the frontmatter is kept in :attr:`Memory.extra` and written
+back unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+
+from lore.errors import ValidationError
+
+MEMORY_TYPES = ("decision", "pattern", "convention", "lesson", "architecture",
+                "warning", "preference", "gotcha", "fact", "summary")
+SECTORS = ("episodic", "semantic", "procedural", "reflective")
+TASK_TYPES = ("bug", "feature", "task", "chore", "epic", "fix", "refactor")
+
+# What kind of knowledge each type is (001's cognitive sectors).
+SECTOR_OF_TYPE = {
+    "decision": "episodic", "summary": "episodic",
+    "pattern": "procedural", "convention": "procedural", "preference": "procedural",
+    "lesson": "reflective", "warning": "reflective", "gotcha": "reflective",
+    "architecture": "semantic", "fact": "semantic",
+}
+TYPE_OF_SECTOR = {"episodic": "summary", "semantic": "fact",
+                  "procedural": "pattern", "reflective": "lesson"}
+
+SCOPE_RE = re.compile(r"^(global|file:.+|area:.+)$")
+ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+UUID4_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+
+MAX_SUBJECT = 200
+MAX_KEYWORDS = 20
+MAX_KEYWORD_LEN = 50
+MIN_BODY = 10
+
+# Canonical frontmatter order; fields not listed go after, in their own order.
+CANONICAL_ORDER = ("id", "subject", "type", "sector", "keywords", "applies_to",
+                   "occurred_at", "updated_at", "content_hash", "agent", "task",
+                   "project", "files", "labels", "priority", "risk", "task_type",
+                   "confidence", "source")
+_ALIASES = {"title": "subject", "created_at": "occurred_at", "createdAt": "occurred_at",
+            "completed": "occurred_at", "date": "occurred_at",
+            "source_work_item_id": "source"}
+
+
+def content_hash(body: str) -> str:
+    """First 16 hex digits of the SHA-256 of the (stripped) body, as 002 defines."""
+    return hashlib.sha256(body.strip().encode("utf-8")).hexdigest()[:16]
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def now_iso() -> str:
+    return format_time(datetime.now(timezone.utc).replace(microsecond=0))
+
+
+def format_time(value: datetime) -> str:
+    """UTC ISO 8601 with a trailing Z (seconds precision unless sub-second given)."""
+    value = value.astimezone(timezone.utc)
+    spec = "milliseconds" if value.microsecond else "seconds"
+    return value.isoformat(timespec=spec).replace("+00:00", "Z")
+
+
+def parse_time(value: object, *, field_name: str = "occurred_at") -> str:
+    """Normalise an ISO 8601 string (or YAML-parsed date/datetime) to UTC ``...Z``.
+
+    Naive times are taken as UTC, a bare date as midnight UTC.
+    """
+    if isinstance(value, datetime):
+        dt = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    elif isinstance(value, date):
+        dt = datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            dt = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError:
+            raise ValidationError(f"'{value}' is not an ISO 8601 time; use e.g. 2026-02-10T15:30:00Z",
+                                  field=field_name) from None
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=timezone.utc)
+    else:
+        raise ValidationError("must be an ISO 8601 time, e.g. 2026-02-10T15:30:00Z", field=field_name)
+    return format_time(dt)
+
+
+@dataclass
+class Memory:
+    """One memory, in canonical form. ``path`` is relative to the project root."""
+
+    title: str
+    body: str
+    type: str = "fact"
+    tags: list[str] = field(default_factory=list)
+    applies_to: str = "global"
+    occurred_at: str = field(default_factory=now_iso)
+    id: str = field(default_factory=new_id)
+    sector: str | None = None
+    updated_at: str | None = None
+    agent: str | None = None
+    task: str | None = None
+    project: str | None = None
+    files: list[str] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    priority: int | None = None
+    risk: str | None = None
+    task_type: str | None = None
+    confidence: float = 1.0
+    source: str | None = None
+    extra: dict = field(default_factory=dict)
+    path: str | None = None
+    visibility: str = "shared"        # shared (memory/) or private (local/<agent>/)
+    storage: str = "durable"          # durable, or session (local/session/)
+    declared_hash: str | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.sector is None:
+            self.sector = SECTOR_OF_TYPE.get(self.type, "semantic")
+
+    @property
+    def content_hash(self) -> str:
+        return content_hash(self.body)
+
+    @property
+    def summary(self) -> str:
+        """A one-paragraph summary: the Summary section, else the first paragraph."""
+        return summarize(self.body)
+
+    def frontmatter(self) -> dict:
+        """Canonical frontmatter, in canonical order, extras last."""
+        data = {"id": self.id, "subject": self.title, "type": self.type, "sector": self.sector,
+                "keywords": list(self.tags), "applies_to": self.applies_to,
+                "occurred_at": self.occurred_at, "updated_at": self.updated_at,
+                "content_hash": self.content_hash, "agent": self.agent, "task": self.task,
+                "project": self.project, "files": list(self.files), "labels": list(self.labels),
+                "priority": self.priority, "risk": self.risk, "task_type": self.task_type,
+                "confidence": None if self.confidence == 1.0 else self.confidence,
+                "source": self.source}
+        out = {k: v for k, v in data.items() if v not in (None, [], "")}
+        for key, value in self.extra.items():
+            out.setdefault(key, value)
+        return out
+
+    def validate(self, *, strict: bool = False) -> None:
+        """Check 002's rules; raises :class:`ValidationError` naming the field.
+
+        ``strict`` (memories Lore creates) demands a UUID v4 id and at least
+        one keyword. Files written by hand or by other tools may use ids like
+        001's ``mem-2026-02-12-001`` and may lack keywords; `lore doctor`
+        reports those as warnings instead.
+        """
+        where = {"path": self.path}
+        if strict and not UUID4_RE.match(self.id):
+            raise ValidationError(f"'{self.id}' is not a UUID v4; omit it to have one generated",
+                                  field="id", **where)
+        if not ID_RE.match(self.id):
+            raise ValidationError(f"'{self.id}' is not a valid id (letters, digits, . _ : -)",
+                                  field="id", **where)
+        if not 1 <= len(self.title) <= MAX_SUBJECT:
+            raise ValidationError(f"must be 1-{MAX_SUBJECT} characters (has {len(self.title)})",
+                                  field="subject", **where)
+        if self.type not in MEMORY_TYPES:
+            raise ValidationError(f"unknown type '{self.type}'; use one of: {', '.join(MEMORY_TYPES)}",
+                                  field="type", **where)
+        if self.sector not in SECTORS:
+            raise ValidationError(f"unknown sector '{self.sector}'; use one of: {', '.join(SECTORS)}",
+                                  field="sector", **where)
+        if not (1 if strict else 0) <= len(self.tags) <= MAX_KEYWORDS:
+            raise ValidationError(f"needs 1-{MAX_KEYWORDS} keywords (has {len(self.tags)})",
+                                  field="keywords", **where)
+        for tag in self.tags:
+            if not 1 <= len(tag) <= MAX_KEYWORD_LEN:
+                raise ValidationError(f"keyword '{tag[:60]}' must be 1-{MAX_KEYWORD_LEN} characters",
+                                      field="keywords", **where)
+        if not SCOPE_RE.match(self.applies_to):
+            raise ValidationError(f"'{self.applies_to}' must be global, file:<path> or area:<name>",
+                                  field="applies_to", **where)
+        if not 0.0 <= self.confidence <= 1.0:
+            raise ValidationError("must be between 0 and 1", field="confidence", **where)
+        if len(self.body.strip()) < MIN_BODY:
+            raise ValidationError(f"body must be at least {MIN_BODY} characters", field="body", **where)
+
+
+def from_frontmatter(meta: dict, body: str, *, path: str | None = None) -> Memory:
+    """Build a :class:`Memory` from any seed schema's frontmatter.
+
+    Raises :class:`ValidationError` for wrong types or unusable values; the
+    stricter 002 rules are applied separately by :meth:`Memory.validate`.
+    """
+    data: dict = {}
+    extra: dict = {}
+    tags: list[str] = []
+    for key, value in meta.items():
+        key = str(key)
+        canonical = _ALIASES.get(key, key)
+        if canonical in ("keywords", "tags"):
+            tags.extend(_string_list(value, key, path))
+        elif canonical in CANONICAL_ORDER and canonical not in data:
+            data[canonical] = value
+        elif canonical in CANONICAL_ORDER:
+            continue  # an alias of a field already given: the first one wins
+        else:
+            extra[key] = value
+
+    kind = _opt_str(data.pop("type", None), "type", path)
+    sector = _opt_str(data.pop("sector", None), "sector", path)
+    task_type = _opt_str(data.pop("task_type", None), "task_type", path)
+    if kind is None:
+        kind = TYPE_OF_SECTOR.get(sector or "", "fact")
+    elif kind in SECTORS:              # 001 puts the sector in `type`
+        sector = sector or kind
+        kind = TYPE_OF_SECTOR[kind]
+    elif kind in TASK_TYPES:           # 000's `type` is the task's type
+        task_type = task_type or kind
+        kind = "summary"
+
+    when = data.pop("occurred_at", None)
+    if when is None:
+        raise ValidationError("missing; add e.g. `occurred_at: 2026-02-10T15:30:00Z` "
+                              "(created_at, createdAt or completed also work)",
+                              field="occurred_at", path=path)
+    updated = data.pop("updated_at", None)
+    title = _opt_str(data.pop("subject", None), "subject", path) or derive_title(body)
+    memory = Memory(
+        title=title.strip(), body=body, type=kind, tags=_unique(tags),
+        applies_to=_opt_str(data.pop("applies_to", None), "applies_to", path) or "global",
+        occurred_at=_at(when, "occurred_at", path),
+        updated_at=_at(updated, "updated_at", path) if updated is not None else None,
+        id=_opt_str(data.pop("id", None), "id", path) or (_stem(path) if path else new_id()),
+        sector=sector, task_type=task_type,
+        agent=_opt_str(data.pop("agent", None), "agent", path),
+        task=_opt_str(data.pop("task", None), "task", path),
+        project=_opt_str(data.pop("project", None), "project", path),
+        files=_string_list(data.pop("files", None) or [], "files", path),
+        labels=_string_list(data.pop("labels", None) or [], "labels", path),
+        priority=_opt_int(data.pop("priority", None), "priority", path),
+        risk=_opt_str(data.pop("risk", None), "risk", path),
+        confidence=_confidence(data.pop("confidence", None), path),
+        source=_opt_str(data.pop("source", None), "source", path),
+        extra=extra, path=path)
+    declared = data.pop("content_hash", None)   # always recomputed; kept for `lore doctor`
+    memory.declared_hash = str(declared) if declared is not None else None
+    return memory
+
+
+def derive_title(body: str) -> str:
+    """A title from the body: its first ``# H1``, else its first non-empty line."""
+    first = ""
+    for line in body.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("# "):
+            return stripped[2:].strip()[:MAX_SUBJECT]
+        if stripped and not first and not stripped.startswith(("```", "#")):
+            first = stripped.lstrip("-*> ").strip()
+    return first[:MAX_SUBJECT]
+
+
+def summarize(body: str, limit: int = 400) -> str:
+    """The Summary section if there is one, else the first paragraph; at most `limit` chars."""
+    lines = body.strip().splitlines()
+    for i, line in enumerate(lines):
+        if line.strip().lower() in ("## summary", "# summary"):
+            section = []
+            for rest in lines[i + 1:]:
+                if rest.startswith("#"):
+                    break
+                section.append(rest)
+            text = " ".join(s.strip() for s in section if s.strip())
+            if text:
+                return _clip(text, limit)
+    para: list[str] = []
+    for line in lines:
+        if line.strip().startswith("#") and not para:
+            continue
+        if not line.strip():
+            if para:
+                break
+            continue
+        para.append(line.strip())
+    return _clip(" ".join(para), limit)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _stem(path: str) -> str:
+    name = path.rsplit("/", 1)[-1]
+    return name[:-3] if name.endswith(".md") else name
+
+
+def _unique(items: list[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for item in items:
+        item = item.strip()
+        if item and item.lower() not in {s.lower() for s in seen}:
+            seen[item] = None
+    return list(seen)
+
+
+def _string_list(value, name: str, path: str | None) -> list[str]:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float)) for v in value):
+        return [str(v) for v in value]
+    raise ValidationError("must be a list of strings, e.g. [auth, timeout]", field=name, path=path)
+
+
+def _opt_str(value, name: str, path: str | None) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return str(value)
+    raise ValidationError("must be a single string", field=name, path=path)
+
+
+def _opt_int(value, name: str, path: str | None) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise ValidationError("must be a whole number", field=name, path=path)
+
+
+def _confidence(value, path: str | None) -> float:
+    if value is None:
+        return 1.0
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1:
+        return float(value)
+    raise ValidationError("must be a number between 0 and 1", field="confidence", path=path)
+
+
+def _at(value, name: str, path: str | None) -> str:
+    try:
+        return parse_time(value, field_name=name)
+    except ValidationError as err:
+        raise ValidationError(err.reason, field=name, path=path) from None

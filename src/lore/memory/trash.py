@@ -1,0 +1,98 @@
+"""Soft delete: removed memories wait in `.lore/local/trash/` until `lore gc`.
+
+Each removed file is moved (atomic rename) next to a small JSON note saying
+where it came from and when, so `lore restore` can put it back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from lore.errors import NotFound
+from lore.memory.markdown import write_atomic
+from lore.project import Project
+
+
+@dataclass
+class TrashEntry:
+    id: str
+    original: str          # path relative to the project root
+    deleted_at: str
+    file: Path             # the trashed Markdown file
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "original": self.original, "deletedAt": self.deleted_at,
+                "trashPath": self.file.name}
+
+
+def trash(project: Project, rel: str, memory_id: str) -> TrashEntry:
+    now = datetime.now(timezone.utc)
+    stamp = now.strftime("%Y%m%dT%H%M%S%f")
+    name = f"{stamp}-{Path(rel).name}"
+    target = project.trash_dir / name
+    note = {"id": memory_id, "original": rel, "deleted_at": now.isoformat(timespec="seconds")}
+    write_atomic(target.with_suffix(".json"), json.dumps(note, indent=2) + "\n")
+    os.replace(project.root / rel, target)
+    return TrashEntry(memory_id, rel, note["deleted_at"], target)
+
+
+def entries(project: Project) -> list[TrashEntry]:
+    out = []
+    if not project.trash_dir.is_dir():
+        return out
+    for note in sorted(project.trash_dir.glob("*.json")):
+        try:
+            data = json.loads(note.read_text("utf-8"))
+        except (OSError, ValueError):
+            continue
+        out.append(TrashEntry(data.get("id", ""), data.get("original", ""), data.get("deleted_at", ""),
+                              note.with_suffix(".md")))
+    return out
+
+
+def find(project: Project, key: str) -> TrashEntry:
+    """The newest trash entry whose id, id prefix or file name matches `key`."""
+    matches = [e for e in entries(project)
+               if key in (e.id, e.file.name, e.file.stem) or (len(key) >= 4 and e.id.startswith(key))
+               or Path(e.original).name == key or e.original == key]
+    if not matches:
+        raise NotFound(f"nothing in the trash matches '{key}'; see `lore restore --list`")
+    return matches[-1]
+
+
+def restore(project: Project, entry: TrashEntry) -> str:
+    """Move a trashed file back; never overwrites a file now at its old path."""
+    original = project.root / entry.original
+    original.parent.mkdir(parents=True, exist_ok=True)
+    stem, n = original.stem, 1
+    target = original
+    while True:
+        try:
+            os.link(entry.file, target)
+            break
+        except FileExistsError:
+            n += 1
+            target = original.with_name(f"{stem}-{n}.md")
+    os.unlink(entry.file)
+    entry.file.with_suffix(".json").unlink(missing_ok=True)
+    return project.rel(target)
+
+
+def purge(project: Project, retention_days: float, now: datetime | None = None) -> list[TrashEntry]:
+    """Delete trash entries older than the retention period."""
+    cutoff = (now or datetime.now(timezone.utc)) - timedelta(days=retention_days)
+    purged = []
+    for entry in entries(project):
+        try:
+            deleted = datetime.fromisoformat(entry.deleted_at)
+        except ValueError:
+            continue
+        if deleted <= cutoff:
+            entry.file.unlink(missing_ok=True)
+            entry.file.with_suffix(".json").unlink(missing_ok=True)
+            purged.append(entry)
+    return purged

@@ -1,0 +1,164 @@
+"""Where a project's Lore data lives, and its settings.
+
+::
+
+    .lore/
+      config.toml   committed: settings
+      memory/       committed: shared memories (source of truth)
+      local/        git-ignored: local/<agent>/ private memories,
+                    local/session/ session-tier memories, local/trash/
+      index.db      git-ignored: derived index, rebuilt from the files
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lore.errors import ProjectNotFound, UsageError, ValidationError
+
+LORE_DIR = ".lore"
+RESERVED_LOCAL = ("session", "trash")
+
+DEFAULT_CONFIG = """\
+# Lore settings for this project (committed). See docs/configuration.md.
+
+[memory]
+# Days a removed memory stays in .lore/local/trash/ before `lore gc` purges it.
+trash_retention_days = 30
+
+[index]
+# Extra globs to index / skip, on top of the defaults (gitignore syntax).
+include = []
+exclude = []
+max_file_bytes = 1000000
+# How many recent commits are indexed as past work.
+history_commits = 2000
+
+[embedding]
+# local (offline MiniLM, the default), onnx, openai, openai-compatible, gemini, voyage, none
+provider = "local"
+
+[search]
+# rrf (reciprocal rank fusion) or weighted (0.7 vector / 0.3 keyword)
+fusion = "rrf"
+
+[recall]
+budget = 2000
+half_life_days = 90
+"""
+
+GITIGNORE = """\
+# Derived index (rebuilt from the Markdown files) and local-only memories.
+index.db
+index.db-wal
+index.db-shm
+local/
+"""
+
+
+@dataclass
+class Project:
+    """A project root with a `.lore/` folder."""
+
+    root: Path
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def lore_dir(self) -> Path:
+        return self.root / LORE_DIR
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.lore_dir / "memory"
+
+    @property
+    def local_dir(self) -> Path:
+        return self.lore_dir / "local"
+
+    @property
+    def session_dir(self) -> Path:
+        return self.local_dir / "session"
+
+    @property
+    def trash_dir(self) -> Path:
+        return self.local_dir / "trash"
+
+    @property
+    def index_path(self) -> Path:
+        return self.lore_dir / "index.db"
+
+    def setting(self, section: str, key: str, default=None):
+        return self.settings.get(section, {}).get(key, default)
+
+    @classmethod
+    def find(cls, start: str | os.PathLike = ".") -> "Project":
+        """The nearest folder at or above `start` that has a `.lore/` (like git)."""
+        here = Path(start).resolve()
+        if here.is_file():
+            here = here.parent
+        for candidate in (here, *here.parents):
+            if (candidate / LORE_DIR).is_dir():
+                return cls(candidate, load_settings(candidate / LORE_DIR / "config.toml"))
+        raise ProjectNotFound(f"no {LORE_DIR}/ folder in {here} or any parent; run `lore init` first")
+
+    @classmethod
+    def init(cls, path: str | os.PathLike = ".") -> tuple["Project", list[str]]:
+        """Create the layout idempotently; existing files are never overwritten.
+
+        Returns the project and the paths created (relative to the root).
+        """
+        root = Path(path).resolve()
+        if not root.is_dir():
+            raise UsageError(f"{root} is not a folder")
+        created = []
+        lore = root / LORE_DIR
+        for folder in (lore, lore / "memory", lore / "local"):
+            if not folder.exists():
+                folder.mkdir(parents=True)
+                created.append(str(folder.relative_to(root)) + "/")
+        for name, text in (("config.toml", DEFAULT_CONFIG), (".gitignore", GITIGNORE)):
+            target = lore / name
+            if not target.exists():
+                from lore.memory.markdown import write_atomic
+                write_atomic(target, text)
+                created.append(str(target.relative_to(root)))
+        return cls(root, load_settings(lore / "config.toml")), created
+
+    def rel(self, path: str | os.PathLike) -> str:
+        """`path` relative to the project root, in posix form."""
+        return Path(os.path.abspath(path)).relative_to(self.root).as_posix()
+
+    def inside(self, user_path: str | os.PathLike, *, base: Path | None = None) -> Path:
+        """Resolve a user-supplied path, refusing anything outside the project."""
+        candidate = Path(user_path)
+        if not candidate.is_absolute():
+            candidate = (base or Path.cwd()) / candidate
+        resolved = candidate.resolve()
+        if resolved != self.root and self.root not in resolved.parents:
+            raise UsageError(f"{user_path} is outside the project ({self.root}); "
+                             "give a path inside it")
+        return resolved
+
+    def agent_dir(self, agent: str) -> Path:
+        from lore.memory.markdown import slugify
+        name = slugify(agent, limit=None)
+        if not name or name in RESERVED_LOCAL:
+            raise ValidationError(f"'{agent}' can't name an agent's private folder; "
+                                  "choose another agent name", field="agent")
+        return self.local_dir / name
+
+
+def load_settings(path: Path) -> dict:
+    """Read config.toml; a missing file means defaults, a broken one is an error."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise ValidationError(f"invalid TOML ({err}); fix the syntax or delete the file "
+                              "to use defaults", path=str(path)) from None

@@ -1,0 +1,101 @@
+"""Memory search: BM25 over memory chunks, best chunk per memory.
+
+Scores are normalised to 0-1 (see :func:`bm25_relevance`), so they can be
+compared across queries and fused with vector similarity later.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+from lore.index.store import SQLiteIndex
+from lore.search.filters import MemoryFilter
+from lore.search.text import fts_query, snippet, terms
+
+# BM25 scores grow with the number and rarity of matched terms; this many
+# "points" per query term count as a half-strength match.
+_HALF_SCORE_PER_TERM = 1.5
+
+
+@dataclass
+class MemoryHit:
+    """One memory found by a search (fields follow seed 000's result shape)."""
+
+    id: str
+    path: str
+    title: str
+    type: str
+    tags: list[str]
+    section: str | None
+    snippet: str
+    score: float
+    start_line: int
+    end_line: int
+    source: str
+    task_id: str | None = None
+    agent: str | None = None
+    applies_to: str = "global"
+    occurred_at: str = ""
+    summary: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        extra = data.pop("extra")
+        # 000's camelCase names, kept stable for scripts.
+        data["taskId"] = data.pop("task_id")
+        data["startLine"] = data.pop("start_line")
+        data["endLine"] = data.pop("end_line")
+        data["occurredAt"] = data.pop("occurred_at")
+        data["appliesTo"] = data.pop("applies_to")
+        data.update(extra)
+        return data
+
+
+def bm25_relevance(score: float, n_terms: int, coverage: float) -> float:
+    """Map a BM25 match to 0-1.
+
+    Half of it is *coverage* (the share of query terms the chunk contains),
+    half is the BM25 score squashed as s / (s + 1.5·n). Coverage keeps scores
+    meaningful in tiny corpora, where BM25's IDF is near zero; the squashed
+    score separates strong matches from weak ones in large corpora.
+    """
+    strength = max(score, 0.0) / (max(score, 0.0) + _HALF_SCORE_PER_TERM * max(1, n_terms))
+    return 0.5 * coverage + 0.5 * strength
+
+
+def coverage(query_terms: list[str], *texts: str) -> float:
+    """Share of query terms found (by their first five letters, a cheap stem) in `texts`."""
+    if not query_terms:
+        return 0.0
+    haystack = " ".join(texts).lower()
+    return sum(1 for t in query_terms if t[:5] in haystack) / len(query_terms)
+
+
+def search_bm25(index: SQLiteIndex, query: str, flt: MemoryFilter, limit: int,
+                candidates: int | None = None) -> list[MemoryHit]:
+    """Best chunk per memory, ranked by BM25."""
+    match = fts_query(query)
+    if match is None:
+        return []
+    words = terms(query)
+    where, params = flt.sql()
+    rows = index.search_memory_chunks(match, where, params, candidates or max(limit * 5, 50))
+    hits: dict[str, MemoryHit] = {}
+    for row in rows:
+        if row["path"] in hits:
+            continue
+        found = coverage(words, row["text"], row["title"], row["tags"])
+        hits[row["path"]] = hit_from_row(row, snippet(row["text"], words),
+                                        bm25_relevance(row["bm25"], len(words), found), "bm25")
+    return sorted(hits.values(), key=lambda h: -h.score)[:limit]
+
+
+def hit_from_row(row, snip: str, score: float, source: str) -> MemoryHit:
+    return MemoryHit(
+        id=row["id"], path=row["path"], title=row["title"], type=row["type"],
+        tags=json.loads(row["tags"]), section=row["section"], snippet=snip,
+        score=round(score, 4), start_line=row["start_line"], end_line=row["end_line"],
+        source=source, task_id=row["task"], agent=row["agent"], applies_to=row["applies_to"],
+        occurred_at=row["occurred_at"], summary=row["summary"])

@@ -1,0 +1,372 @@
+"""The Lore service: every capability, once, for all interfaces.
+
+The CLI, MCP server and HTTP API are thin layers over :class:`Lore`; so is
+the Python API (``lore.open(path)``). Methods keep the index fresh before
+they read, so a hand-edited or deleted file is never served stale.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lore.errors import NotFound, UsageError, ValidationError
+from lore.index import memory_sync
+from lore.index.memory_sync import SyncReport
+from lore.index.store import SQLiteIndex
+from lore.locking import file_lock
+from lore.memory import markdown, secrets, trash
+from lore.memory.model import Memory, now_iso, parse_time
+from lore.project import Project
+from lore.search.filters import MemoryFilter, clamp_limit
+from lore.search.memories import MemoryHit, search_bm25
+from lore.search.text import terms
+
+
+@dataclass
+class AddResult:
+    memory: Memory
+    path: str
+    created: bool                       # False: an identical memory existed (dedup)
+    redacted: Counter = field(default_factory=Counter)
+
+    def to_json(self) -> dict:
+        return {"id": self.memory.id, "path": self.path, "created": self.created,
+                "title": self.memory.title, "type": self.memory.type,
+                "redacted": dict(self.redacted)}
+
+
+@dataclass
+class Page:
+    """A slice of a memory file (004's paginated read)."""
+
+    id: str
+    path: str
+    content: str
+    offset: int
+    total_chars: int
+    next_offset: int | None
+    memory: Memory
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "path": self.path, "content": self.content, "offset": self.offset,
+                "totalChars": self.total_chars, "nextOffset": self.next_offset,
+                "title": self.memory.title, "type": self.memory.type}
+
+
+@dataclass
+class Problem:
+    level: str          # error | warning
+    where: str          # path[:line]
+    message: str
+
+    def to_json(self) -> dict:
+        return {"level": self.level, "where": self.where, "message": self.message}
+
+
+class Lore:
+    """A project's memories and index."""
+
+    def __init__(self, project: Project, *, agent: str | None = None):
+        self.project = project
+        self.agent = agent
+        self._index: SQLiteIndex | None = None
+        self.last_sync: SyncReport | None = None
+
+    @classmethod
+    def open(cls, path: str | os.PathLike = ".", *, agent: str | None = None) -> "Lore":
+        return cls(Project.find(path), agent=agent)
+
+    @classmethod
+    def init(cls, path: str | os.PathLike = ".", *, agent: str | None = None) -> "Lore":
+        project, created = Project.init(path)
+        lore = cls(project, agent=agent)
+        lore.created = created
+        return lore
+
+    # -- the index -------------------------------------------------------------
+
+    @property
+    def index(self) -> SQLiteIndex:
+        if self._index is None:
+            self._index = SQLiteIndex(self.project.index_path)
+        return self._index
+
+    @property
+    def notices(self) -> list[str]:
+        return self.index.notices if self._index else []
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None
+
+    def __enter__(self) -> "Lore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def sync(self, *, force: bool = False) -> SyncReport:
+        """Bring the index up to date with the memory files (cheap when nothing changed)."""
+        self.last_sync = memory_sync.sync_memories(self.project, self.index, force=force)
+        return self.last_sync
+
+    def reindex(self, *, force: bool = False) -> SyncReport:
+        """`lore index`: sync, or rebuild every entry with ``force``."""
+        return self.sync(force=force)
+
+    # -- writing -------------------------------------------------------------------
+
+    def add(self, *, body: str, title: str | None = None, type: str = "fact",
+            tags: list[str] | tuple = (), applies_to: str = "global", agent: str | None = None,
+            task: str | None = None, project: str | None = None, files: list[str] | tuple = (),
+            labels: list[str] | tuple = (), confidence: float | None = None,
+            occurred_at: str | None = None, id: str | None = None, private: bool = False,
+            session: bool = False, source: str | None = None, extra: dict | None = None) -> AddResult:
+        """Write a new memory file and index it.
+
+        Idempotent: a memory with the same ``occurred_at`` and body hash is
+        returned instead of written again. Secrets are redacted first.
+        """
+        agent = agent or self.agent
+        if private and not agent:
+            raise UsageError("a private memory needs an agent; pass --agent NAME")
+        body, found = secrets.redact(body)
+        title, found_title = secrets.redact((title or "").strip())
+        found += found_title
+        from lore.memory.model import derive_title, new_id
+        memory = Memory(
+            title=title or derive_title(body), body=body.strip() + "\n", type=type,
+            tags=list(tags) or suggest_keywords(title or derive_title(body), body),
+            applies_to=applies_to, agent=agent, task=task, project=project,
+            files=list(files), labels=list(labels),
+            confidence=1.0 if confidence is None else confidence,
+            occurred_at=parse_time(occurred_at) if occurred_at else now_iso(),
+            id=id or new_id(), source=source, extra=dict(extra or {}))
+        memory.validate(strict=True)
+        folder = (self.project.agent_dir(agent) if private else
+                  self.project.session_dir if session else self.project.memory_dir)
+        with file_lock(self.project.local_dir / ".write.lock"):
+            self.sync()
+            existing = self.index.find_duplicate(memory.occurred_at, memory.content_hash)
+            if existing:
+                return AddResult(self.load(existing), existing, False, found)
+            path = markdown.write_new(folder, markdown.file_name(memory), markdown.render(memory))
+            rel = self.project.rel(path)
+            with self.index.write():
+                memory = memory_sync.index_memory(self.index, self.project, rel, path.read_bytes(),
+                                                  path.stat(), memory_sync.location_of(rel))
+        memory.path = rel
+        return AddResult(memory, rel, True, found)
+
+    def update(self, key: str, *, body: str | None = None, title: str | None = None,
+               type: str | None = None, tags: list[str] | None = None,
+               applies_to: str | None = None, confidence: float | None = None) -> AddResult:
+        """Rewrite an existing memory in canonical form (unknown fields kept)."""
+        rel = self.resolve(key)
+        memory = self.load(rel)
+        found: Counter = Counter()
+        if body is not None:
+            memory.body, found = secrets.redact(body.strip() + "\n")
+        if title is not None:
+            memory.title, more = secrets.redact(title.strip())
+            found += more
+        if type is not None:
+            memory.type = type
+            from lore.memory.model import SECTOR_OF_TYPE
+            memory.sector = SECTOR_OF_TYPE.get(type, memory.sector)
+        if tags is not None:
+            memory.tags = list(tags)
+        if applies_to is not None:
+            memory.applies_to = applies_to
+        if confidence is not None:
+            memory.confidence = confidence
+        memory.updated_at = now_iso()
+        memory.validate()
+        with file_lock(self.project.local_dir / ".write.lock"):
+            markdown.write_atomic(self.project.root / rel, markdown.render(memory))
+        self.sync()
+        return AddResult(self.load(rel), rel, True, found)
+
+    def remove(self, key: str) -> trash.TrashEntry:
+        """Soft delete into `.lore/local/trash/` (see `restore`, `gc`)."""
+        rel = self.resolve(key)
+        memory_id = self._id_of(rel)
+        entry = trash.trash(self.project, rel, memory_id)
+        self.sync()
+        return entry
+
+    def restore(self, key: str) -> str:
+        rel = trash.restore(self.project, trash.find(self.project, key))
+        self.sync()
+        return rel
+
+    def trash_entries(self) -> list[trash.TrashEntry]:
+        return trash.entries(self.project)
+
+    def gc(self, *, retention_days: float | None = None) -> list[trash.TrashEntry]:
+        days = retention_days
+        if days is None:
+            days = float(self.project.setting("memory", "trash_retention_days", 30))
+        return trash.purge(self.project, days)
+
+    # -- reading -------------------------------------------------------------------
+
+    def search(self, query: str, *, limit: int | None = None, **filters) -> list[MemoryHit]:
+        """Memories matching `query`, best first (filters: see :class:`MemoryFilter`)."""
+        flt = self._filter(filters)
+        self.sync()
+        return search_bm25(self.index, query, flt, clamp_limit(limit))
+
+    def list(self, *, limit: int | None = None, **filters) -> list[dict]:
+        """Memories newest first, as dicts (id, path, title, type, tags, ...)."""
+        import json
+        flt = self._filter(filters)
+        self.sync()
+        where, params = flt.sql()
+        rows = self.index.list_memories(where, params, limit=limit)
+        return [{"id": r["id"], "path": r["path"], "title": r["title"], "type": r["type"],
+                 "sector": r["sector"], "tags": json.loads(r["tags"]), "appliesTo": r["applies_to"],
+                 "agent": r["agent"], "taskId": r["task"], "occurredAt": r["occurred_at"],
+                 "visibility": r["visibility"], "storage": r["storage"], "summary": r["summary"]}
+                for r in rows]
+
+    def show(self, key: str, *, offset: int = 0, limit: int | None = None) -> Page:
+        """A memory's whole file, or a character slice of it (004's memory_read)."""
+        if offset < 0 or (limit is not None and limit < 1):
+            raise UsageError("offset must be ≥ 0 and limit ≥ 1")
+        rel = self.resolve(key)
+        text = (self.project.root / rel).read_text("utf-8")
+        memory = self.load(rel)
+        end = len(text) if limit is None else min(len(text), offset + limit)
+        return Page(memory.id, rel, text[offset:end], offset, len(text),
+                    end if end < len(text) else None, memory)
+
+    def load(self, rel: str) -> Memory:
+        """Parse the memory file at `rel` (relative to the project root)."""
+        raw = (self.project.root / rel).read_bytes()
+        memory, _ = memory_sync.load_memory(raw, rel, memory_sync.location_of(rel))
+        memory.path = rel
+        return memory
+
+    def resolve(self, key: str) -> str:
+        """A memory's path from its id, id prefix, file name or path."""
+        self.sync()
+        candidate = Path(key)
+        if key.endswith(".md") or os.sep in key or "/" in key:
+            for base in (Path.cwd(), self.project.root):
+                full = self.project.inside(candidate, base=base)
+                if full.is_file():
+                    rel = self.project.rel(full)
+                    if not rel.startswith(".lore/"):
+                        raise UsageError(f"{key} is not a memory file (not under .lore/)")
+                    return rel
+        paths = self.index.memory_paths(key)
+        if not paths:
+            broken = [p for p, _ in self.index.file_errors("memory") if Path(p).stem == key or p == key]
+            if broken:
+                return broken[0]
+            raise NotFound(f"no memory '{key}'; see `lore list` or `lore search`")
+        if len(paths) > 1:
+            raise UsageError(f"'{key}' matches {len(paths)} memories ({', '.join(paths[:3])}…); "
+                             "give more of the id")
+        return paths[0]
+
+    def path_of(self, key: str) -> Path:
+        return self.project.root / self.resolve(key)
+
+    def check(self, rel: str) -> None:
+        """Re-read one file after a hand edit; raises ValidationError if it is broken."""
+        self.sync()
+        for path, error in self.index.file_errors("memory"):
+            if path == rel:
+                raise ValidationError(error.split(": ", 1)[-1] if error.startswith(rel) else error,
+                                      path=rel)
+
+    def stats(self) -> dict:
+        self.sync()
+        counts = self.index.counts()
+        size = sum(os.path.getsize(f"{self.project.index_path}{s}")
+                   for s in ("", "-wal", "-shm") if os.path.exists(f"{self.project.index_path}{s}"))
+        return {"project": str(self.project.root), "memories": counts["memories"],
+                "brokenFiles": counts["memory_files_with_errors"], "chunks": counts["chunks"],
+                "byType": self.index.group_counts("type"),
+                "byVisibility": self.index.group_counts("visibility"),
+                "byStorage": self.index.group_counts("storage"),
+                "trash": len(self.trash_entries()), "indexBytes": size,
+                "search": "bm25", "embedding": None}
+
+    def doctor(self) -> list[Problem]:
+        """Every problem with the files and the index, each with what to do."""
+        problems: list[Problem] = []
+        report = self.sync()
+        for path, error in report.errors:
+            problems.append(Problem("error", path, error.split(": ", 1)[-1] if error.startswith(path) else error))
+        seen_ids: dict[str, str] = {}
+        import json
+        from lore.memory.model import UUID4_RE
+        for row in self.index.list_memories(order="f.path"):
+            path, mid = row["path"], row["id"]
+            if mid in seen_ids:
+                problems.append(Problem("error", path, f"id {mid} is also used by {seen_ids[mid]}; "
+                                        "give one of them a new id (e.g. `uuidgen`)"))
+            seen_ids.setdefault(mid, path)
+            if not UUID4_RE.match(mid):
+                problems.append(Problem("warning", path, f"id '{mid}' is not a UUID v4 (seed 002); "
+                                        "fine to keep, `lore edit` to change"))
+            if not json.loads(row["tags"]):
+                problems.append(Problem("warning", path, "no keywords; add `keywords: [...]` so "
+                                        "search and recall can find it"))
+            memory = self.load(path)
+            if memory.declared_hash and memory.declared_hash != memory.content_hash:
+                problems.append(Problem("warning", path, f"content_hash {memory.declared_hash} does not "
+                                        f"match the body ({memory.content_hash}); it was edited by hand — "
+                                        "harmless, `lore edit` rewrites it"))
+        try:
+            ok = self.index.db.execute("PRAGMA quick_check").fetchone()[0]
+            self.index.db.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
+        except Exception as err:  # noqa: BLE001 - any failure here means a broken index
+            ok = str(err)
+        if ok != "ok":
+            problems.append(Problem("error", self.project.rel(self.project.index_path),
+                                    f"index check failed ({ok}); run `lore index --force`"))
+        return problems
+
+    # -- helpers -------------------------------------------------------------------
+
+    def _filter(self, filters: dict) -> MemoryFilter:
+        filters = {k: v for k, v in filters.items() if v not in (None, (), [])}
+        for key in ("types", "tags"):
+            if isinstance(filters.get(key), str):
+                filters[key] = [filters[key]]
+        if "type" in filters:
+            filters["types"] = [filters.pop("type")]
+        if "tag" in filters:
+            filters["tags"] = [filters.pop("tag")]
+        filters.setdefault("viewer", filters.get("agent") or self.agent)
+        try:
+            return MemoryFilter(**filters)
+        except TypeError as err:
+            raise UsageError(str(err)) from None
+
+    def _id_of(self, rel: str) -> str:
+        rows = self.index.list_memories("f.path = ?", (rel,))
+        return rows[0]["id"] if rows else Path(rel).stem
+
+
+def suggest_keywords(title: str, body: str, limit: int = 5) -> list[str]:
+    """Keywords for a memory given none: the title's terms, then the body's most frequent."""
+    words = [w for w in terms(title) if not w.isdigit() and len(w) <= 50]
+    if len(words) < limit:
+        counts = Counter(w for w in terms_all(body) if len(w) > 3 and not w.isdigit())
+        words += [w for w, _ in counts.most_common(limit * 2) if w not in words]
+    return words[:limit] or ["note"]
+
+
+def terms_all(text: str) -> list[str]:
+    import re
+    from lore.search.text import STOPWORDS
+    return [w for w in re.findall(r"[a-z][a-z0-9_]+", text.lower()) if w not in STOPWORDS]

@@ -1,0 +1,52 @@
+"""Shared fixtures: real projects in temp dirs, and the CLI run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import lore
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture
+def project(tmp_path) -> "lore.Lore":
+    """An initialised project with no memories."""
+    p = lore.init(tmp_path / "proj")
+    yield p
+    p.close()
+
+
+class CLI:
+    """Runs `python -m lore` in a subprocess, in the project folder."""
+
+    def __init__(self, cwd: Path):
+        self.cwd = cwd
+
+    def __call__(self, *args: str, input: str | None = None, ok: bool = True, cwd: Path | None = None,
+                 env: dict | None = None) -> subprocess.CompletedProcess:
+        full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
+        stdin = None if input is not None else subprocess.DEVNULL
+        proc = subprocess.run([sys.executable, "-m", "lore", *args], cwd=cwd or self.cwd, input=input,
+                              stdin=stdin, capture_output=True, text=True, env=full_env, timeout=120)
+        if ok and proc.returncode != 0:
+            raise AssertionError(f"lore {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    def json(self, *args: str, **kwargs):
+        return json.loads(self(*args, "--json", **kwargs).stdout)
+
+
+@pytest.fixture
+def cli(tmp_path) -> CLI:
+    root = tmp_path / "repo"
+    root.mkdir()
+    runner = CLI(root)
+    runner("init")
+    return runner

@@ -1,0 +1,249 @@
+"""Every CLI command, run as a real subprocess, and its --json shape."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+
+
+def add(cli, title, body, *extra):
+    return cli.json("add", "--title", title, "--body", body, *extra)
+
+
+def test_init_is_idempotent_and_never_overwrites(cli):
+    config = cli.cwd / ".lore/config.toml"
+    config.write_text(config.read_text() + "\n# my edit\n")
+    out = cli.json("init")
+    assert out["created"] == []
+    assert config.read_text().endswith("# my edit\n")
+    assert "index.db" in (cli.cwd / ".lore/.gitignore").read_text()
+
+
+def test_commands_find_the_project_from_a_subdirectory_and_with_project(cli, tmp_path):
+    sub = cli.cwd / "src/deep"
+    sub.mkdir(parents=True)
+    add(cli, "Deep note", "Written from the root of the project.", "--tag", "deep")
+    assert cli.json("search", "deep", cwd=sub)[0]["title"] == "Deep note"
+    assert cli.json("--project", str(cli.cwd), "list", cwd=tmp_path)[0]["title"] == "Deep note"
+    proc = cli("list", cwd=tmp_path, ok=False)
+    assert proc.returncode == 1 and "lore init" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_add_json_shape_file_name_and_search_result_shape(cli):
+    out = add(cli, "Fix OAuth timeout", "Raised the refresh timeout from 5s to 15s.\n\nProvider is slow.",
+              "--task", "jat-abc", "--type", "decision", "--tag", "auth,oauth", "--tag", "timeout",
+              "--occurred-at", "2026-02-10T15:30:00Z", "--file", "src/auth/refresh.ts")
+    assert set(out) == {"id", "path", "created", "title", "type", "redacted"}
+    assert out["path"] == ".lore/memory/2026-02-10-jat-abc-fix-oauth-timeout.md" and out["created"]
+    hits = cli.json("search", "oauth", "timeout")
+    assert len(hits) == 1
+    hit = hits[0]
+    for key in ("path", "taskId", "section", "snippet", "score", "startLine", "endLine", "source"):
+        assert key in hit
+    assert hit["taskId"] == "jat-abc" and hit["source"] == "bm25" and 0 < hit["score"] <= 1
+    lines = (cli.cwd / hit["path"]).read_text().splitlines()
+    assert lines[hit["startLine"] - 1].startswith("Raised the refresh timeout")
+    assert hit["tags"] == ["auth", "oauth", "timeout"]
+
+
+def test_add_reads_body_from_stdin_and_file(cli, tmp_path):
+    out = cli.json("add", "--title", "From stdin", input="Body piped on standard input.\n")
+    assert "Body piped" in (cli.cwd / out["path"]).read_text()
+    body = tmp_path / "b.md"
+    body.write_text("## Summary\n\nBody from a file, long enough.\n")
+    out = cli.json("add", "--title", "From file", "--body-file", str(body))
+    assert "Body from a file" in (cli.cwd / out["path"]).read_text()
+    proc = cli("add", "--title", "Nothing", ok=False)
+    assert proc.returncode == 2 and "no body" in proc.stderr
+
+
+def test_same_occurred_at_and_content_is_idempotent(cli):
+    args = ("--occurred-at", "2025-01-15T10:30:00Z", "--tag", "x")
+    first = add(cli, "Dedup me", "Exactly the same body text.", *args)
+    second = add(cli, "Dedup me again", "Exactly the same body text.", *args)
+    assert first["created"] and not second["created"] and second["id"] == first["id"]
+    assert len(list((cli.cwd / ".lore/memory").glob("*.md"))) == 1
+
+
+def test_name_collision_gets_a_suffix(cli):
+    a = add(cli, "Same title", "First body of the two.", "--occurred-at", "2025-01-01T00:00:00Z")
+    b = add(cli, "Same title", "Second body of the two.", "--occurred-at", "2025-01-01T00:00:01Z")
+    assert a["path"].endswith("2025-01-01-same-title.md") and b["path"].endswith("2025-01-01-same-title-2.md")
+
+
+def test_secrets_are_redacted_and_reported(cli):
+    key = "sk-proj-" + "Z9y8X7w6V5u4T3s2R1q0P9o8"
+    proc = cli("add", "--title", "Deploy notes", "--body", f"Use key {key} for the deploy job.", "--json")
+    out = json.loads(proc.stdout)
+    assert out["redacted"] == {"openai-key": 1} and "redacted" in proc.stderr
+    text = (cli.cwd / out["path"]).read_text()
+    assert key not in text and "[REDACTED:openai-key]" in text
+
+
+def test_list_filters_and_json_shape(cli):
+    add(cli, "Use UTC", "Store every time in UTC.", "--type", "convention", "--tag", "time",
+        "--occurred-at", "2025-01-01T00:00:00Z", "--applies-to", "area:storage")
+    add(cli, "JWT chosen", "We chose JWT over sessions.", "--type", "decision", "--tag", "auth",
+        "--agent", "alice", "--task", "t-1", "--occurred-at", "2025-06-01T00:00:00Z")
+    add(cli, "Secret plan", "Private note for bob only.", "--agent", "bob", "--private", "--tag", "x")
+    rows = cli.json("list")
+    assert [r["title"] for r in rows] == ["JWT chosen", "Use UTC"]            # newest first, no private
+    assert set(rows[0]) >= {"id", "path", "title", "type", "tags", "agent", "taskId", "occurredAt"}
+    assert [r["title"] for r in cli.json("list", "--type", "convention")] == ["Use UTC"]
+    assert [r["title"] for r in cli.json("list", "--tag", "auth")] == ["JWT chosen"]
+    assert [r["title"] for r in cli.json("list", "--task", "t-1")] == ["JWT chosen"]
+    assert [r["title"] for r in cli.json("list", "--scope", "area:storage")] == ["Use UTC"]
+    assert [r["title"] for r in cli.json("list", "--since", "2025-03-01")] == ["JWT chosen"]
+    assert [r["title"] for r in cli.json("list", "--until", "2025-03-01")] == ["Use UTC"]
+    assert [r["title"] for r in cli.json("list", "--agent", "bob")] == ["Secret plan"]
+    assert len(cli.json("list", "--all-agents")) == 3
+    assert cli.json("search", "private", "note") == []                       # invisible to others
+    assert cli.json("search", "private", "note", "--agent", "bob")[0]["title"] == "Secret plan"
+    assert (cli.cwd / ".lore/local/bob").is_dir()
+
+
+def test_unknown_type_and_bad_limit_are_usage_errors(cli):
+    proc = cli("search", "x", "--type", "nope", ok=False)
+    assert proc.returncode == 2 and "nope" in proc.stderr
+    proc = cli("list", "--since", "yesterday", ok=False)
+    assert proc.returncode == 2 and "since" in proc.stderr
+
+
+def test_search_limit_defaults_to_10_and_caps_at_50(cli):
+    for i in range(12):
+        add(cli, f"Widget note {i}", f"The widget number {i} is documented here.", "--tag", "widget")
+    assert len(cli.json("search", "widget")) == 10
+    assert len(cli.json("search", "widget", "--limit", "3")) == 3
+    assert len(cli.json("search", "widget", "--limit", "500")) == 12
+
+
+def test_show_paginates_by_characters(cli):
+    out = add(cli, "Long one", "word " * 100)
+    page = cli.json("show", out["id"], "--offset", "0", "--limit", "50")
+    assert len(page["content"]) == 50 and page["nextOffset"] == 50 and page["totalChars"] > 500
+    last = cli.json("show", out["id"][:8], "--offset", str(page["totalChars"] - 10))
+    assert len(last["content"]) == 10 and last["nextOffset"] is None
+    whole = cli("show", out["path"]).stdout
+    assert whole.startswith("---\nid: " + out["id"])
+    proc = cli("show", "does-not-exist", ok=False)
+    assert proc.returncode == 1 and "no memory" in proc.stderr
+
+
+def test_show_refuses_paths_outside_the_project(cli, tmp_path):
+    outside = tmp_path / "outside.md"
+    outside.write_text("---\nsubject: x\n---\n")
+    proc = cli("show", str(outside), ok=False)
+    assert proc.returncode == 2 and "outside the project" in proc.stderr
+
+
+def test_edit_runs_editor_and_reindexes(cli, tmp_path):
+    out = add(cli, "Editable", "Original body text here.", "--tag", "edit")
+    editor = tmp_path / "ed.py"
+    editor.write_text("import sys\np = sys.argv[1]\ns = open(p).read().replace('Original', 'Changed')\n"
+                      "open(p, 'w').write(s)\n")
+    cli("edit", out["id"], env={"EDITOR": f"{sys.executable} {editor}"})
+    assert cli.json("search", "changed")[0]["id"] == out["id"]
+    assert cli.json("search", "original") == []
+    # An edit that breaks the file is reported, and the file is left as the user made it.
+    editor.write_text("import sys\nopen(sys.argv[1], 'a').write('')\n"
+                      "p = sys.argv[1]\ns = open(p).read().replace('subject:', 'subject: [')\nopen(p, 'w').write(s)\n")
+    proc = cli("edit", out["id"], env={"EDITOR": f"{sys.executable} {editor}"}, ok=False)
+    assert proc.returncode == 1 and "malformed YAML" in proc.stderr
+    assert "subject: [" in (cli.cwd / out["path"]).read_text()
+
+
+def test_rm_restore_gc(cli):
+    out = add(cli, "Remove me", "This memory will be trashed.", "--tag", "trash")
+    removed = cli.json("rm", out["id"])
+    assert removed[0]["id"] == out["id"] and not (cli.cwd / out["path"]).exists()
+    assert cli.json("search", "trashed") == []
+    assert cli.json("restore", "--list")[0]["id"] == out["id"]
+    assert cli.json("gc")["purged"] == []                    # within retention
+    restored = cli.json("restore", out["id"][:8])
+    assert restored["restored"] == out["path"] and cli.json("search", "trashed")[0]["id"] == out["id"]
+    cli("rm", out["id"])
+    purged = cli.json("gc", "--days", "0")["purged"]
+    assert [p["id"] for p in purged] == [out["id"]] and cli.json("restore", "--list") == []
+
+
+def test_hand_edits_new_files_and_deletes_are_picked_up(cli):
+    out = add(cli, "Hand edited", "The cache is warmed at start-up.", "--tag", "cache")
+    path = cli.cwd / out["path"]
+    path.write_text(path.read_text().replace("warmed at start-up", "flushed nightly"))
+    assert cli.json("search", "nightly")[0]["id"] == out["id"]
+    assert cli.json("search", "warmed") == []
+    (cli.cwd / ".lore/memory/by-hand.md").write_bytes((FIXTURES / "seeds/002-example-3.md").read_bytes())
+    assert cli.json("search", "connection", "pooling")[0]["path"] == ".lore/memory/by-hand.md"
+    path.unlink()
+    assert cli.json("search", "nightly") == []
+
+
+def test_broken_file_is_reported_untouched_and_others_still_searchable(cli):
+    add(cli, "Healthy", "A perfectly healthy memory about caching.", "--tag", "cache")
+    bad = cli.cwd / ".lore/memory/broken.md"
+    raw = b"---\nsubject: [oops\noccurred_at: 2025-01-01\n---\nBody of a broken memory.\n"
+    bad.write_bytes(raw)
+    (cli.cwd / ".lore/memory/binary.md").write_bytes(b"\x00\x01\x02\xff" * 10)
+    (cli.cwd / ".lore/memory/latin1.md").write_bytes(b"---\nsubject: caf\xe9\noccurred_at: 2025-01-01\n---\nbody body body\n")
+    proc = cli("search", "caching", "--json")
+    assert json.loads(proc.stdout)[0]["title"] == "Healthy"
+    assert ".lore/memory/broken.md:3" in proc.stderr and "malformed YAML" in proc.stderr
+    index = cli("index", ok=False)
+    assert index.returncode == 1
+    assert "binary" in index.stderr and "UTF-8" in index.stderr
+    doctor = cli("doctor", "--json", ok=False)
+    assert doctor.returncode == 1
+    problems = json.loads(doctor.stdout)
+    assert {p["where"] for p in problems if p["level"] == "error"} == {
+        ".lore/memory/broken.md", ".lore/memory/binary.md", ".lore/memory/latin1.md"}
+    assert bad.read_bytes() == raw
+
+
+def test_doctor_warns_about_foreign_ids_and_stale_hashes(cli):
+    target = cli.cwd / ".lore/memory/mem.md"
+    target.write_bytes((FIXTURES / "seeds/001-chati-memory.md").read_bytes())
+    stale = cli.cwd / ".lore/memory/stale.md"
+    stale.write_text((FIXTURES / "seeds/002-example-1.md").read_text())
+    problems = cli.json("doctor")
+    messages = " ".join(p["message"] for p in problems)
+    assert all(p["level"] == "warning" for p in problems)
+    assert "not a UUID v4" in messages and "content_hash" in messages
+
+
+def test_stats_json_shape(cli):
+    add(cli, "One", "The first memory body.", "--type", "lesson")
+    data = cli.json("stats")
+    assert data["memories"] == 1 and data["byType"] == {"lesson": 1} and data["search"] in ("bm25", "hybrid")
+    assert data["indexBytes"] > 0 and data["brokenFiles"] == 0
+
+
+def test_corrupt_index_is_rebuilt_with_a_notice(cli):
+    add(cli, "Survivor", "This memory survives index corruption.", "--tag", "x")
+    index = cli.cwd / ".lore/index.db"
+    for suffix in ("-wal", "-shm"):
+        Path(f"{index}{suffix}").unlink(missing_ok=True)
+    index.write_bytes(b"this is not a database" * 100)
+    proc = cli("search", "survives", "--json")
+    assert json.loads(proc.stdout)[0]["title"] == "Survivor"
+    assert "rebuilding" in proc.stderr
+
+
+def test_index_force_rebuilds_and_deleted_index_comes_back(cli):
+    add(cli, "Rebuilt", "The index is derived from these files.")
+    assert cli.json("index", "--force")["updated"]
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{cli.cwd / '.lore/index.db'}{suffix}").unlink(missing_ok=True)
+    assert cli.json("search", "derived")[0]["title"] == "Rebuilt"
+
+
+def test_help_and_version(cli):
+    assert "search" in cli("--help").stdout
+    assert cli("--version").stdout.startswith("lore, version")
+    proc = cli("frobnicate", ok=False)
+    assert proc.returncode == 2
