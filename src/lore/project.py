@@ -111,8 +111,9 @@ class Project:
         Returns the project and the paths created (relative to the root).
         """
         root = Path(path).resolve()
-        if not root.is_dir():
-            raise UsageError(f"{root} is not a folder")
+        if root.exists() and not root.is_dir():
+            raise UsageError(f"{root} is a file, not a folder; give a folder to initialise")
+        root.mkdir(parents=True, exist_ok=True)   # like `git init newdir`
         created = []
         lore = root / LORE_DIR
         for folder in (lore, lore / "memory", lore / "local"):

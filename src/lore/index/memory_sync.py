@@ -38,16 +38,16 @@ class SyncReport:
         return bool(self.added or self.updated or self.removed)
 
 
-def memory_files(project: Project) -> Iterator[tuple[str, str, str, str | None]]:
-    """(relative path, visibility, storage, owner agent) of every memory file:
-    memory/**, local/session/**, local/<agent>/** (not local/trash/)."""
-    tops = [project.memory_dir]
+def memory_files(project: Project) -> Iterator[tuple[str, os.stat_result]]:
+    """(relative path, stat) of every memory file: memory/**, local/session/**,
+    local/<agent>/** (not local/trash/). Hidden files and folders are skipped."""
+    root = str(project.root) + os.sep
+    tops = [str(project.memory_dir)]
     if project.local_dir.is_dir():
-        tops += [Path(e.path) for e in sorted(os.scandir(project.local_dir), key=lambda e: e.name)
+        tops += [e.path for e in os.scandir(project.local_dir)
                  if e.is_dir(follow_symlinks=False) and e.name != "trash"]
     for top in tops:
-        for rel in _walk(project, top):
-            yield (rel, *location_of(rel))
+        yield from _walk(top, len(root))
 
 
 def location_of(rel: str) -> tuple[str, str, str | None]:
@@ -65,16 +65,11 @@ def sync_memories(project: Project, index: SQLiteIndex, *, force: bool = False) 
     known = index.file_states(KIND)
     seen: set[str] = set()
     pending: list[tuple[str, os.stat_result, tuple]] = []
-    for rel, *where in memory_files(project):
+    for rel, st in memory_files(project):
         seen.add(rel)
-        try:
-            st = os.stat(project.root / rel)
-        except FileNotFoundError:        # deleted while we walked
-            seen.discard(rel)
-            continue
         state = known.get(rel)
         if force or state is None or state.mtime_ns != st.st_mtime_ns or state.size != st.st_size:
-            pending.append((rel, st, tuple(where)))
+            pending.append((rel, st, location_of(rel)))
     gone = [rel for rel in known if rel not in seen]
     if pending or gone:
         with index.write():
@@ -134,13 +129,23 @@ def _sync_one(project, index, rel, st, where, state, force, report) -> None:
     index.put_file(rel, KIND, sha if raw is not None else "", st.st_mtime_ns, st.st_size, error=error)
 
 
-def _walk(project: Project, top: Path) -> Iterator[str]:
-    root = str(project.root) + os.sep
-    for dirpath, dirnames, filenames in os.walk(top):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            if name.endswith(".md") and not name.startswith("."):
-                yield (dirpath + os.sep + name)[len(root):].replace(os.sep, "/")
+def _walk(top: str, strip: int) -> Iterator[tuple[str, os.stat_result]]:
+    # os.scandir + DirEntry.stat: this runs before every read, so no pathlib.
+    try:
+        entries = list(os.scandir(top))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            yield from _walk(entry.path, strip)
+        elif entry.name.endswith(".md"):
+            try:
+                st = entry.stat()
+            except FileNotFoundError:        # deleted while we walked
+                continue
+            yield entry.path[strip:].replace(os.sep, "/"), st
 
 
 def tags_of(row) -> list[str]:

@@ -16,13 +16,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, NamedTuple
 
 from lore.index.migrations import MIGRATIONS, SCHEMA_VERSION
 
 
-@dataclass
-class FileState:
+class FileState(NamedTuple):
     id: int
     sha256: str
     mtime_ns: int
@@ -115,9 +114,11 @@ class SQLiteIndex:
     # -- files ---------------------------------------------------------------
 
     def file_states(self, kind: str) -> dict[str, FileState]:
-        rows = self.db.execute("SELECT path, id, sha256, mtime_ns, size, error FROM files "
-                               "WHERE kind = ?", (kind,))
-        return {path: FileState(*rest) for path, *rest in rows}
+        cur = self.db.cursor()
+        cur.row_factory = None      # plain tuples: this runs before every read
+        rows = cur.execute("SELECT path, id, sha256, mtime_ns, size, error FROM files "
+                           "WHERE kind = ?", (kind,))
+        return {row[0]: FileState._make(row[1:]) for row in rows}
 
     def touch_file(self, file_id: int, mtime_ns: int, size: int) -> None:
         self.db.execute("UPDATE files SET mtime_ns = ?, size = ? WHERE id = ?", (mtime_ns, size, file_id))

@@ -1,0 +1,355 @@
+"""Git hooks that keep Lore's index fresh, and running updates one at a time.
+
+Lore adds a small block to the `post-commit`, `post-merge`, `post-checkout` and
+`post-rewrite` hooks. The block starts Lore's command detached in the
+background and returns at once, so it adds a few milliseconds to a git command
+and can never make one fail. Existing hooks keep working:
+
+- A shell hook gets the block inserted right after its shebang line (where an
+  early `exit` cannot skip it); the hook's own exit status is untouched.
+- Any other hook (Python, Node, a binary, a symlink, or a hook that is not
+  executable and so was disabled) is moved to `<hook>.lore-chained`, and a
+  small sh wrapper runs it with the same arguments and stdin, then the block,
+  and exits with the original's status.
+- Where there was no hook, Lore writes one.
+
+`uninstall` undoes exactly that: the block's comment records how it was added
+("mode"), so the original bytes, file mode and symlinks come back as they were,
+and files Lore created are deleted.
+
+`run_coalesced` is what the hook's command uses so that a burst of git
+commands (a rebase rewrites many commits) runs one update at a time and no
+update request is ever lost.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import stat
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from lore.errors import LoreError, UsageError
+from lore.index import gitrepo
+
+__all__ = ["HOOKS", "install", "installed", "run_coalesced", "uninstall"]
+
+HOOKS = ("post-commit", "post-merge", "post-checkout", "post-rewrite")
+
+_BEGIN = b"# >>> lore >>>"
+_END = b"# <<< lore <<<"
+_MODE = re.compile(rb"\(mode: ([a-z+]+)\)")
+_CHAINED = ".lore-chained"
+_CREATED_HEADER = b"#!/bin/sh\n"
+
+# How the block was added, recorded in the block so uninstall can undo it.
+_CREATED = "created"          # Lore wrote the whole file
+_INSERTED = "inserted"        # inserted into an existing shell hook
+_INSERTED_NL = "inserted+nl"  # ... whose shebang line had no newline: one was added
+_WRAPPER = "wrapper"          # the original was moved to <hook>.lore-chained
+
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ksh93", "mksh", "ash", "yash",
+                     "posh", "busybox"})
+
+# Variables git exports to hooks that describe *this* git process's view (a
+# temporary index for `git commit <paths>`, a relative GIT_INDEX_FILE, the
+# caller's subdirectory). The background command finds the repository from
+# its working directory, the work tree root, like any git command would.
+_UNSET = "GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_PREFIX GIT_COMMON_DIR"
+
+_LOCK_FILE = "update.lock"
+_PENDING_FILE = "update.pending"
+
+
+def install(root: Path, command: list[str]) -> list[str]:
+    """Install (or update) Lore's block in each hook of :data:`HOOKS`.
+
+    Args:
+        root: the work tree root. Hooks go where git looks for them: the
+            directory named by core.hooksPath if set, else `.git/hooks`
+            (shared by all worktrees).
+        command: the program to start, as an argument list; each hook runs
+            `command + [hook_name, *hook_args]`, e.g.
+            `[sys.executable, "-m", "lore", "hooks", "run"]`.
+
+    Returns the names of hooks written or changed; an empty list when all were
+    already up to date (installing twice changes nothing).
+    """
+    if not command or not all(isinstance(part, str) and part for part in command):
+        raise UsageError("hook command must be a non-empty list of non-empty strings")
+    directory = gitrepo.hooks_dir(root)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise LoreError(f"cannot create the hooks directory {directory}: {error}; "
+                        "check core.hooksPath (`git config core.hooksPath`)") from None
+    return [name for name in HOOKS if _install_hook(directory / name, name, command)]
+
+
+def uninstall(root: Path) -> list[str]:
+    """Remove Lore's block from each hook, restoring what was there before.
+
+    A hook Lore created is deleted; a hook Lore added its block to gets its
+    exact original bytes back; a hook Lore moved aside is moved back. Hooks
+    without Lore's block are left alone. Returns the names of hooks changed.
+    """
+    directory = gitrepo.hooks_dir(root)
+    return [name for name in HOOKS if _uninstall_hook(directory / name)]
+
+
+def installed(root: Path) -> dict[str, bool]:
+    """For each hook name in :data:`HOOKS`, whether it contains Lore's block."""
+    directory = gitrepo.hooks_dir(root)
+    return {name: _find_block(_read(directory / name)) is not None for name in HOOKS}
+
+
+# -- installing ---------------------------------------------------------------
+
+def _install_hook(path: Path, name: str, command: list[str]) -> bool:
+    data = _read(path)
+    if data is None:
+        _write(path, _CREATED_HEADER + _block(_CREATED, name, command), 0o755)
+        return True
+
+    found = _find_block(data)
+    if found is not None:
+        start, end, mode = found
+        updated = data[:start] + _block(mode or _INSERTED, name, command) + data[end:]
+        changed = updated != data
+        file_mode = stat.S_IMODE(path.stat().st_mode)
+        if mode in (_CREATED, _WRAPPER) and not file_mode & stat.S_IXUSR:
+            file_mode |= 0o111
+            changed = True
+        if changed:
+            _write(path, updated, file_mode)
+        return changed
+
+    if path.is_symlink() or not os.access(path, os.X_OK) or not _is_shell_script(data):
+        _wrap(path, name, command)
+        return True
+
+    if data.startswith(b"#!"):
+        newline = data.find(b"\n")
+        if newline == -1:
+            updated = data + b"\n" + _block(_INSERTED_NL, name, command)
+        else:
+            updated = data[:newline + 1] + _block(_INSERTED, name, command) + data[newline + 1:]
+    else:
+        updated = _block(_INSERTED, name, command) + data
+    _write(path, updated, stat.S_IMODE(path.stat().st_mode))
+    return True
+
+
+def _wrap(path: Path, name: str, command: list[str]) -> None:
+    """Move the hook at `path` aside and put a wrapper that chains it in its place."""
+    chained = path.with_name(path.name + _CHAINED)
+    if os.path.lexists(chained):
+        raise LoreError(f"{chained} already exists, so Lore cannot chain the {name} hook; "
+                        f"if it is a leftover, move it back to {path} or delete it, "
+                        "then install again")
+    wrapper = _wrapper(name, command)
+    temporary = _temporary(path, wrapper, 0o755)
+    os.rename(path, chained)
+    os.replace(temporary, path)
+
+
+def _wrapper(name: str, command: list[str]) -> bytes:
+    head = (
+        f"#!/bin/sh\n"
+        f"# Lore moved the original {name} hook to {name}{_CHAINED}; this wrapper runs it\n"
+        f"# with the same arguments and stdin, then Lore, and exits with its status.\n"
+        f"chained=\"$0{_CHAINED}\"\n"
+        "status=0\n"
+        "if [ -x \"$chained\" ]; then\n"
+        "  \"$chained\" \"$@\"\n"
+        "  status=$?\n"
+        "fi\n"
+    ).encode()
+    return head + _block(_WRAPPER, name, command) + b"exit $status\n"
+
+
+def _block(mode: str, name: str, command: list[str]) -> bytes:
+    """The marked sh block that starts `command + [name, "$@"]` detached."""
+    program = command[0]
+    if os.path.isabs(program):
+        present = f"[ -x {shlex.quote(program)} ]"
+    else:
+        present = f"command -v {shlex.quote(program)} >/dev/null 2>&1"
+    argv = " ".join(shlex.quote(part) for part in [*command, name]) + ' "$@"'
+    text = (
+        f"{_BEGIN.decode()}\n"
+        "# Refreshes Lore's index in the background; never delays or fails this hook.\n"
+        f"# Added by `lore hooks install` (mode: {mode}); `lore hooks uninstall` removes it.\n"
+        f"if {present}; then\n"
+        "  (\n"
+        f"    unset {_UNSET}\n"
+        f"    if command -v setsid >/dev/null 2>&1; then exec setsid {argv}; fi\n"
+        f"    exec nohup {argv}\n"
+        "  ) </dev/null >/dev/null 2>&1 &\n"
+        "fi\n"
+        f"{_END.decode()}\n"
+    )
+    return os.fsencode(text)
+
+
+def _is_shell_script(data: bytes) -> bool:
+    """True for a hook our sh block can go into: a shell shebang, or text without one."""
+    if b"\0" in data[:8192]:
+        return False
+    first = data.split(b"\n", 1)[0]
+    if not first.startswith(b"#!"):
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        return True  # git runs a hook without a shebang with /bin/sh
+    words = first[2:].decode("utf-8", "replace").split()
+    if not words:
+        return False
+    interpreter = os.path.basename(words[0])
+    if interpreter == "env":
+        names = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+        interpreter = os.path.basename(names[0]) if names else ""
+    return interpreter in _SHELLS
+
+
+# -- uninstalling -------------------------------------------------------------
+
+def _uninstall_hook(path: Path) -> bool:
+    data = _read(path)
+    found = _find_block(data) if data is not None else None
+    if found is None:
+        return False
+    start, end, mode = found
+    if mode == _WRAPPER:
+        chained = path.with_name(path.name + _CHAINED)
+        if os.path.lexists(chained):
+            os.replace(chained, path)
+        else:
+            path.unlink()
+        return True
+    if mode == _INSERTED_NL and data[start - 1:start] == b"\n":
+        start -= 1
+    remaining = data[:start] + data[end:]
+    if mode == _CREATED and remaining == _CREATED_HEADER:
+        path.unlink()
+    else:
+        _write(path, remaining, stat.S_IMODE(path.stat().st_mode))
+    return True
+
+
+# -- files --------------------------------------------------------------------
+
+def _find_block(data: bytes | None) -> tuple[int, int, str | None] | None:
+    """(start, end, mode) of Lore's block in a hook's bytes; end is past its last newline."""
+    if data is None:
+        return None
+    if data.startswith(_BEGIN + b"\n"):
+        start = 0
+    else:
+        start = data.find(b"\n" + _BEGIN + b"\n")
+        if start == -1:
+            return None
+        start += 1
+    close = data.find(b"\n" + _END, start)
+    if close == -1:
+        raise LoreError("a git hook has Lore's opening marker (# >>> lore >>>) but not its "
+                        "closing one (# <<< lore <<<); delete the damaged block by hand, "
+                        "then run `lore hooks install` again")
+    end = close + 1 + len(_END)
+    if data[end:end + 1] == b"\n":
+        end += 1
+    mode = _MODE.search(data, start, close)
+    return start, end, mode.group(1).decode() if mode else None
+
+
+def _read(path: Path) -> bytes | None:
+    """A hook's bytes, or None when there is no hook (a dangling symlink counts as one)."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b"" if path.is_symlink() else None
+    except IsADirectoryError:
+        raise LoreError(f"{path} is a directory, not a hook; move it away and "
+                        "install again") from None
+
+
+def _write(path: Path, data: bytes, mode: int) -> None:
+    """Replace `path` atomically, so git never runs a half-written hook."""
+    os.replace(_temporary(path, data, mode), path)
+
+
+def _temporary(path: Path, data: bytes, mode: int) -> Path:
+    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".lore")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.chmod(name, mode)
+    except BaseException:
+        os.unlink(name)
+        raise
+    return Path(name)
+
+
+# -- coalescing ---------------------------------------------------------------
+
+def run_coalesced(lock_dir: Path, job: Callable[[], None]) -> bool:
+    """Run `job` unless another process is running it; then make sure it runs again.
+
+    At most one `job` runs at a time across processes (an flock on
+    `lock_dir/update.lock`), and no trigger is lost: a trigger first leaves a
+    "pending" mark, then tries the lock without waiting. If the lock is busy it
+    returns False at once; the holder, after each run, releases the lock and
+    runs again if a mark appeared meanwhile. A mark is consumed just before a
+    run starts, so every run sees every request made before it began.
+
+    Why nothing is lost: a trigger's mark is set before its lock attempt. If
+    the attempt fails, some holder has the lock; that holder checks for marks
+    after releasing it and, if the re-lock fails, the new holder acquired the
+    lock after the mark was set and either consumes it or checks it in turn.
+
+    If `job` raises, the mark is put back (the request is still open) and the
+    exception propagates; the next trigger retries.
+
+    Returns True if this process ran `job` at least once.
+    """
+    import fcntl  # POSIX only; imported here so installing hooks works everywhere
+
+    lock_dir = Path(lock_dir)
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    pending = lock_dir / _PENDING_FILE
+    _mark(pending)
+    ran = False
+    while True:
+        descriptor = os.open(lock_dir / _LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return ran  # the holder will see our mark
+            if _consume(pending):
+                try:
+                    job()
+                except BaseException:
+                    _mark(pending)
+                    raise
+                ran = True
+        finally:
+            os.close(descriptor)  # releases the lock
+        if not pending.exists():
+            return ran
+
+
+def _mark(pending: Path) -> None:
+    os.close(os.open(pending, os.O_WRONLY | os.O_CREAT, 0o644))
+
+
+def _consume(pending: Path) -> bool:
+    try:
+        pending.unlink()
+    except FileNotFoundError:
+        return False
+    return True

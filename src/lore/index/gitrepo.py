@@ -1,0 +1,408 @@
+"""Reading a git repository: commits, changed files, hook locations.
+
+Lore indexes a repository's code and its history ("past work") and keeps both
+fresh from git hooks, so everything here runs the `git` binary a small, fixed
+number of times per call (never once per commit or per file) and only reads.
+
+Conventions:
+- Paths are posix, relative to the work tree root, and real: output is read
+  with `-z` and `core.quotepath=false`, so non-ASCII names come back as-is
+  (bytes that are not UTF-8 survive as surrogate escapes, like `os.fsdecode`).
+- Git is run with the repository-locating variables that hooks export
+  (GIT_DIR, GIT_INDEX_FILE, ...) removed, because `root` says which repository
+  is meant and a hook's GIT_INDEX_FILE may name a temporary index that is gone
+  by the time a background update runs. Optional locks are off
+  (GIT_OPTIONAL_LOCKS=0), so reading never takes `index.lock` from under the
+  user's own git commands.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from lore.errors import LoreError
+
+__all__ = ["Commit", "FileChanges", "GitError", "commits", "current_branch",
+           "diff_files", "git_dir", "head", "hooks_dir", "is_ancestor",
+           "last_changed", "repo_root", "worktree_changes"]
+
+
+class GitError(LoreError):
+    """A git command failed, or git is not installed."""
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit, as Lore indexes it.
+
+    Attributes:
+        sha: full object name.
+        parents: parent shas (two or more for a merge).
+        author, email: author name and email, as recorded (no mailmap).
+        date: author date, ISO 8601 with offset (`2024-05-01T12:00:00+02:00`).
+        subject: first paragraph of the message, folded onto one line.
+        body: the rest of the message, trailing whitespace removed.
+        files: paths changed (new paths for renames); for a merge, the paths it
+            changed relative to its first parent.
+    """
+
+    sha: str
+    parents: tuple[str, ...]
+    author: str
+    email: str
+    date: str
+    subject: str
+    body: str
+    files: tuple[str, ...]
+
+    @property
+    def is_merge(self) -> bool:
+        return len(self.parents) > 1
+
+
+@dataclass
+class FileChanges:
+    """Paths that differ between two states of the tree.
+
+    `changed` and `deleted` are complete on their own: a rename from `a` to `b`
+    puts `b` in `changed` and `a` in `deleted`, and also `(a, b)` in `renamed`
+    for callers that want to carry data across the move. So a caller may
+    re-read `changed`, drop `deleted` and ignore `renamed` and still be right.
+    """
+
+    changed: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    renamed: list[tuple[str, str]] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.changed or self.deleted)
+
+
+# Variables git exports to hooks that would override `git -C root`.
+# (`git rev-parse --local-env-vars` lists them.)
+_LOCAL_ENV = ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS",
+              "GIT_CONFIG_COUNT", "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE",
+              "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE", "GIT_INDEX_FILE",
+              "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX",
+              "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE", "GIT_COMMON_DIR")
+
+# One record per commit: an empty field (a path is never empty, so this marks
+# where a record starts), then fixed fields. The message body is the last
+# field; git ends it with NUL and, when the commit changed files, follows with
+# "\n" and the NUL-terminated paths.
+_LOG_FIELDS = ("%H", "%P", "%an", "%ae", "%aI", "%s", "%b")
+_LOG_FORMAT = "%x00" + "%x00".join(_LOG_FIELDS)
+
+# Passing more paths than this to `last_changed` scans all history instead of
+# giving git a pathspec.
+_MAX_PATHSPEC = 64
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _LOCAL_ENV}
+    env.update(GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+    if extra:
+        env.update(extra)
+    return env
+
+
+def _command(root: Path, args: list[str]) -> list[str]:
+    return ["git", "-C", str(root), "-c", "core.quotepath=false", *args]
+
+
+def _git(root: Path, *args: str, check: bool = True,
+         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    """Run git in `root`; raise GitError if it is missing or (with check) fails."""
+    try:
+        result = subprocess.run(_command(root, list(args)), capture_output=True,
+                                stdin=subprocess.DEVNULL, env=_env(env))
+    except FileNotFoundError:
+        raise GitError("git is not installed (or not on PATH); install git to index "
+                       "history and use hooks") from None
+    if check and result.returncode != 0:
+        message = _text(result.stderr).strip() or f"exit status {result.returncode}"
+        raise GitError(f"`git {' '.join(args[:2])}` failed in {root}: {message}")
+    return result
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def _path(data: bytes) -> str:
+    return os.fsdecode(data)
+
+
+def _line(result: subprocess.CompletedProcess[bytes]) -> str:
+    return result.stdout.decode("utf-8", "surrogateescape").rstrip("\n")
+
+
+def repo_root(path: Path) -> Path | None:
+    """The top level of the work tree containing `path`.
+
+    Returns None when `path` is not inside a git work tree (including inside
+    `.git/` itself) or git is not installed.
+    """
+    start = Path(path).absolute()
+    while not start.is_dir():
+        if start.parent == start:
+            return None
+        start = start.parent
+    try:
+        result = _git(start, "rev-parse", "--show-toplevel", check=False)
+    except GitError:
+        return None
+    if result.returncode != 0 or not result.stdout.strip():
+        return None
+    return Path(_line(result))
+
+
+def head(root: Path) -> str | None:
+    """The sha HEAD points at, or None on an unborn branch (no commits yet)."""
+    result = _git(root, "rev-parse", "-q", "--verify", "HEAD^{commit}", check=False)
+    if result.returncode != 0:
+        return None
+    return _line(result)
+
+
+def current_branch(root: Path) -> str | None:
+    """The checked-out branch's short name, or None when HEAD is detached."""
+    result = _git(root, "symbolic-ref", "-q", "--short", "HEAD", check=False)
+    if result.returncode != 0:
+        return None
+    return _line(result) or None
+
+
+def is_ancestor(root: Path, a: str, b: str) -> bool:
+    """True if commit `a` is `b` or an ancestor of it; False if either is unknown."""
+    result = _git(root, "merge-base", "--is-ancestor", a, b, check=False)
+    return result.returncode == 0
+
+
+def commits(root: Path, *, limit: int = 1000, since: str | None = None) -> list[Commit]:
+    """Commits reachable from HEAD, newest first, merges included.
+
+    Args:
+        root: the work tree root.
+        limit: at most this many commits.
+        since: a commit already indexed. When it is an ancestor of HEAD, only
+            the commits after it are returned (HEAD's side of `since..HEAD`).
+            When it is not (history rewritten by amend or rebase, or an unknown
+            sha), the newest `limit` commits are returned and the caller
+            re-syncs; check with :func:`is_ancestor` to tell the cases apart.
+
+    Returns an empty list on an unborn branch. Runs at most two git processes.
+    """
+    if limit <= 0:
+        return []
+    revisions = ["HEAD"]
+    if since and is_ancestor(root, since, "HEAD"):
+        revisions.append(f"^{since}")
+    result = _git(root, "log", "-z", "--name-only", "--diff-merges=first-parent",
+                  "--find-renames", "--encoding=UTF-8", "--no-show-signature",
+                  f"--max-count={limit}", f"--format={_LOG_FORMAT}", *revisions, "--",
+                  check=False)
+    if result.returncode != 0:
+        if head(root) is None:
+            return []
+        raise GitError(f"`git log` failed in {root}: {_text(result.stderr).strip()}")
+    found = []
+    for fields, files in _records(iter(result.stdout.split(b"\0")), len(_LOG_FIELDS)):
+        sha, parents, author, email, date, subject, body = (_text(f) for f in fields)
+        found.append(Commit(sha=sha, parents=tuple(parents.split()), author=author,
+                            email=email, date=date, subject=subject, body=body.rstrip(),
+                            files=tuple(_path(f) for f in files)))
+    return found
+
+
+def _records(tokens: Iterator[bytes], width: int) -> Iterator[tuple[list[bytes], list[bytes]]]:
+    """Split `git log -z --name-only` output (NUL-separated tokens) into records.
+
+    Each record is an empty token, `width` fields, then optionally the first
+    path prefixed by "\\n" and further paths, up to the next empty token.
+    """
+    pending: bytes | None = None
+    while True:
+        token = pending if pending is not None else next(tokens, None)
+        pending = None
+        if token is None:
+            return
+        if token != b"":
+            continue  # not a record start; cannot happen with our format
+        fields = []
+        for _ in range(width):
+            value = next(tokens, None)
+            if value is None:
+                return
+            fields.append(value)
+        files: list[bytes] = []
+        token = next(tokens, None)
+        if token is not None and token.startswith(b"\n"):
+            files.append(token[1:])
+            token = next(tokens, None)
+            while token:  # stops at b"" (next record) or None (end)
+                files.append(token)
+                token = next(tokens, None)
+        yield fields, files
+        if token is None:
+            return
+        pending = token
+
+
+def diff_files(root: Path, old: str | None, new: str) -> FileChanges:
+    """Paths that differ between commits `old` and `new` (renames detected).
+
+    Args:
+        old: the earlier commit, or None for the empty tree (every file of
+            `new` is then "changed").
+        new: the later commit.
+    """
+    if old is None:
+        result = _git(root, "ls-tree", "-r", "-z", "--name-only", "--full-tree", new)
+        return FileChanges(changed=[_path(p) for p in result.stdout.split(b"\0") if p])
+    result = _git(root, "diff-tree", "-r", "-z", "--no-commit-id", "--name-status",
+                  "--find-renames", old, new, check=False)
+    if result.returncode != 0:
+        raise GitError(f"cannot compare {old[:12]} with {new[:12]} in {root} "
+                       f"({_text(result.stderr).strip()}); if history was rewritten or "
+                       "garbage-collected, re-index from scratch")
+    changes = FileChanges()
+    tokens = iter(result.stdout.split(b"\0"))
+    for status in tokens:
+        if not status:
+            continue
+        kind = status[:1]
+        if kind in (b"R", b"C"):
+            source, target = _path(next(tokens)), _path(next(tokens))
+            changes.changed.append(target)
+            if kind == b"R":
+                changes.deleted.append(source)
+                changes.renamed.append((source, target))
+        elif kind == b"D":
+            changes.deleted.append(_path(next(tokens)))
+        else:  # A, M, T (type change), U
+            changes.changed.append(_path(next(tokens)))
+    return changes
+
+
+def worktree_changes(root: Path) -> FileChanges:
+    """Uncommitted changes against HEAD: staged, unstaged and untracked files.
+
+    Ignored files and submodules are left out. A path counts as `changed` if
+    it exists in the work tree now and `deleted` if it does not; renames staged
+    with `git mv` are also reported in `renamed`. Directories (nested
+    repositories) are skipped: the result lists files.
+    """
+    result = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all",
+                  "--ignore-submodules=all")
+    root = Path(root)
+    changes = FileChanges()
+    seen: set[str] = set()
+
+    def add(path: str) -> None:
+        if path in seen or path.endswith("/"):
+            return
+        seen.add(path)
+        full = root / path
+        if full.is_symlink() or full.is_file():
+            changes.changed.append(path)
+        elif not full.exists():
+            changes.deleted.append(path)
+
+    tokens = iter(result.stdout.split(b"\0"))
+    for entry in tokens:
+        if len(entry) < 4:
+            continue
+        status, path = entry[:2], _path(entry[3:])
+        if b"R" in status or b"C" in status:
+            source = _path(next(tokens, b""))
+            add(path)
+            if b"R" in status:
+                add(source)
+                if path in changes.changed and source in changes.deleted:
+                    changes.renamed.append((source, path))
+        else:
+            add(path)
+    return changes
+
+
+def last_changed(root: Path, paths: Iterable[str] | None = None, *,
+                 max_commits: int = 5000) -> dict[str, int]:
+    """When each path last changed: path -> unix time of the newest commit touching it.
+
+    One `git log` pass over at most `max_commits` non-merge commits, newest
+    first (committer time). With `paths`, only those are reported and reading
+    stops as soon as all are found; a short list is also handed to git as a
+    pathspec, so only commits touching those paths are read (and count towards
+    `max_commits`). A path not touched within the window is absent. Without
+    `paths`, every path seen is reported, including since-deleted ones.
+    """
+    wanted = None if paths is None else set(paths)
+    if wanted is not None and not wanted:
+        return {}
+    args = ["log", "-z", "--name-only", "--no-merges", "--no-renames", "--format=%x00%ct",
+            f"--max-count={max_commits}", "HEAD", "--"]
+    extra_env = None
+    if wanted is not None and len(wanted) <= _MAX_PATHSPEC:
+        args += sorted(wanted)  # lets git skip commits that touch none of them
+        extra_env = {"GIT_LITERAL_PATHSPECS": "1"}
+    try:
+        process = subprocess.Popen(_command(root, args), stdout=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                                   env=_env(extra_env))
+    except FileNotFoundError:
+        raise GitError("git is not installed (or not on PATH)") from None
+    times: dict[str, int] = {}
+    assert process.stdout is not None
+    try:
+        for fields, files in _records(_stream_tokens(process.stdout), 1):
+            when = int(fields[0] or 0)
+            for raw in files:
+                path = _path(raw)
+                if wanted is not None and path not in wanted:
+                    continue
+                if when > times.get(path, -1):
+                    times[path] = when
+            if wanted is not None and len(times) == len(wanted):
+                break
+    finally:
+        process.stdout.close()
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+    return times
+
+
+def _stream_tokens(stream: IO[bytes], size: int = 1 << 16) -> Iterator[bytes]:
+    """NUL-separated tokens read incrementally, so the caller can stop early."""
+    rest = b""
+    while True:
+        chunk = stream.read1(size) if hasattr(stream, "read1") else stream.read(size)
+        if not chunk:
+            break
+        parts = (rest + chunk).split(b"\0")
+        rest = parts.pop()
+        yield from parts
+    yield rest
+
+
+def git_dir(root: Path) -> Path:
+    """The absolute git directory of the work tree (`.git/worktrees/<name>` in a linked worktree)."""
+    return Path(_line(_git(root, "rev-parse", "--absolute-git-dir")))
+
+
+def hooks_dir(root: Path) -> Path:
+    """Where git looks for hooks: core.hooksPath if set, else the common `.git/hooks`.
+
+    A relative core.hooksPath is relative to the work tree root, as git runs
+    hooks from there. Linked worktrees share the main repository's hooks.
+    """
+    path = Path(_line(_git(root, "rev-parse", "--git-path", "hooks")))
+    if not path.is_absolute():
+        path = Path(root) / path
+    return Path(os.path.normpath(path))
