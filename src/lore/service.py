@@ -21,8 +21,12 @@ from lore.memory import markdown, secrets, trash
 from lore.memory.model import Memory, now_iso, parse_time
 from lore.project import Project
 from lore.search.filters import MemoryFilter, clamp_limit
-from lore.search.memories import MemoryHit, search_bm25
+from lore.search.memories import MemoryHit
 from lore.search.text import terms
+
+# Pending memory chunks embedded inline before a search (more: `lore index`).
+INLINE_EMBED_LIMIT = 256
+DEFAULT_FUSION = "rrf"
 
 
 @dataclass
@@ -73,6 +77,9 @@ class Lore:
         self.project = project
         self.agent = agent
         self._index: SQLiteIndex | None = None
+        self._embedder = None
+        self._embedder_error: str | None = None
+        self._messages: list[str] = []
         self.last_sync: SyncReport | None = None
 
     @classmethod
@@ -96,7 +103,92 @@ class Lore:
 
     @property
     def notices(self) -> list[str]:
-        return self.index.notices if self._index else []
+        """One-line messages for the user (index rebuilt, BM25-only fallback, ...)."""
+        return (self._index.notices if self._index else []) + self._messages
+
+    def _notice(self, message: str) -> None:
+        if message not in self._messages:
+            self._messages.append(message)
+
+    # -- embeddings ------------------------------------------------------------------
+
+    @property
+    def embedding_settings(self) -> dict:
+        return dict(self.project.settings.get("embedding", {}))
+
+    @property
+    def embedder(self):
+        """The configured embedder, or None (provider "none", or it failed to load:
+        then search is BM25-only and a notice says why, once)."""
+        if self._embedder is None and self._embedder_error is None:
+            from lore.embed import load_embedder
+            from lore.errors import ProviderError
+            try:
+                self._embedder = load_embedder(self.embedding_settings, root=self.project.root)
+                if self._embedder is None:
+                    self._embedder_error = "embedding provider is 'none'"
+            except ProviderError as err:
+                self._embedder_error = str(err)
+                self._notice(f"vector search off, BM25 only: {err}")
+        return self._embedder
+
+    def vector_model(self, *, load: bool = True) -> str | None:
+        """The model id vector search can use now, or None.
+
+        The index remembers which model made its vectors; if the configured
+        model differs, vectors are not mixed: search falls back to BM25 and
+        the user is told to run `lore index --reembed`.
+        """
+        if self.embedding_settings.get("provider", "local") == "none":
+            return None
+        embedder = self.embedder if load else self._embedder
+        if embedder is None:
+            return None
+        indexed = self.index.get_meta("embed_model")
+        if indexed is None:
+            with self.index.write():
+                self.index.set_meta("embed_model", embedder.model_id)
+            return embedder.model_id
+        if indexed != embedder.model_id:
+            self._notice(f"the index's vectors were made with {indexed} but the configured model is "
+                         f"{embedder.model_id}; run `lore index --reembed` (BM25 only until then)")
+            return None
+        return embedder.model_id
+
+    def embed(self, *, progress=None, limit: int | None = None, kind: str | None = None) -> int:
+        """Embed chunks that have no vector yet; returns how many."""
+        model = self.vector_model()
+        if model is None:
+            return 0
+        from lore.index.embedding import embed_pending
+        return embed_pending(self.index, self.embedder, progress=progress, limit=limit, kind=kind)
+
+    def reembed(self, *, progress=None) -> int:
+        """Switch the index to the configured model: drop other vectors, embed everything."""
+        embedder = self.embedder
+        if embedder is None:
+            raise UsageError(f"no embedding model available ({self._embedder_error}); "
+                             "set [embedding] provider in .lore/config.toml")
+        with self.index.write():
+            self.index.set_meta("embed_model", embedder.model_id)
+            self.index.drop_embeddings(embedder.model_id)
+        return self.embed(progress=progress)
+
+    def _query_vector(self, query: str):
+        """The query's embedding, or None when vector search is unavailable."""
+        model = self.vector_model()
+        if model is None:
+            return None, None
+        from lore.errors import ProviderError
+        try:
+            # Memories written since the last `lore index` are few: embed them now,
+            # so a fresh memory is found by meaning straight away.
+            if self.index.count_pending(model, "memory") <= INLINE_EMBED_LIMIT:
+                self.embed(kind="memory")
+            return self.embedder.embed_query(query), model
+        except ProviderError as err:
+            self._notice(f"vector search off, BM25 only: {err}")
+            return None, None
 
     def close(self) -> None:
         if self._index is not None:
@@ -115,7 +207,8 @@ class Lore:
         return self.last_sync
 
     def reindex(self, *, force: bool = False) -> SyncReport:
-        """`lore index`: sync, or rebuild every entry with ``force``."""
+        """`lore index`: sync the text index (``force``: re-read every file).
+        Embedding follows separately (:meth:`embed`), so BM25 works at once."""
         return self.sync(force=force)
 
     # -- writing -------------------------------------------------------------------
@@ -215,11 +308,40 @@ class Lore:
 
     # -- reading -------------------------------------------------------------------
 
-    def search(self, query: str, *, limit: int | None = None, **filters) -> list[MemoryHit]:
-        """Memories matching `query`, best first (filters: see :class:`MemoryFilter`)."""
+    def search(self, query: str, *, limit: int | None = None, mode: str | None = None,
+               fusion: str | None = None, **filters) -> list[MemoryHit]:
+        """Memories matching `query`, best first.
+
+        Args:
+            mode: "hybrid" (default when an embedding model is available),
+                "bm25" or "vector".
+            fusion: "rrf" or "weighted" (default: `[search] fusion` in config).
+            filters: see :class:`~lore.search.filters.MemoryFilter`.
+        """
+        from lore.search import memories
         flt = self._filter(filters)
+        limit = clamp_limit(limit)
+        if mode not in (None, "hybrid", "bm25", "vector"):
+            raise UsageError(f"unknown search mode '{mode}'; use hybrid, bm25 or vector")
         self.sync()
-        return search_bm25(self.index, query, flt, clamp_limit(limit))
+        if mode == "bm25":
+            return memories.search_bm25(self.index, query, flt, limit)
+        vector, model = self._query_vector(query)
+        if vector is None:
+            if mode == "vector":
+                raise UsageError(f"vector search is unavailable ({self._embedder_error or 'see above'})")
+            return memories.search_bm25(self.index, query, flt, limit)
+        if mode == "vector":
+            return memories.search_vector(self.index, vector, model, flt, limit, query)
+        return memories.search_hybrid(self.index, query, vector, model, flt, limit, fusion or self.fusion)
+
+    @property
+    def fusion(self) -> str:
+        from lore.search.fusion import FUSIONS
+        mode = self.project.setting("search", "fusion", DEFAULT_FUSION)
+        if mode not in FUSIONS:
+            raise UsageError(f"[search] fusion = '{mode}' in .lore/config.toml; use one of {', '.join(FUSIONS)}")
+        return mode
 
     def list(self, *, limit: int | None = None, **filters) -> list[dict]:
         """Memories newest first, as dicts (id, path, title, type, tags, ...)."""
@@ -297,7 +419,18 @@ class Lore:
                 "byVisibility": self.index.group_counts("visibility"),
                 "byStorage": self.index.group_counts("storage"),
                 "trash": len(self.trash_entries()), "indexBytes": size,
-                "search": "bm25", "embedding": None}
+                **self.embedding_status()}
+
+    def embedding_status(self, *, load: bool = True) -> dict:
+        """Search mode, model, vectors and pending embeddings (for stats/status)."""
+        model = self.vector_model(load=load)
+        indexed = self.index.get_meta("embed_model")
+        return {"search": "hybrid" if model else "bm25",
+                "embedding": model, "indexedModel": indexed,
+                "embeddingProblem": None if model else (self._embedder_error or
+                                                        (self._messages[-1] if self._messages else None)),
+                "vectors": self.index.count_embeddings(indexed) if indexed else 0,
+                "pendingEmbeddings": self.index.count_pending(model) if model else None}
 
     def doctor(self) -> list[Problem]:
         """Every problem with the files and the index, each with what to do."""

@@ -80,6 +80,29 @@ MIGRATIONS: list[list[str]] = [
         "CREATE INDEX chunks_hash ON chunks(text_hash)",
         *_fts_table("chunks_fts", "memory"),
     ],
+    # 2: code chunks and commits (as chunks of their own kinds), and vectors
+    # keyed by (model, chunk content hash) so equal text is embedded once.
+    [
+        *_fts_table("code_fts", "code"),
+        *_fts_table("commit_fts", "commit"),
+        """CREATE TABLE commits (
+            file_id INTEGER PRIMARY KEY REFERENCES files(id) ON DELETE CASCADE,
+            sha TEXT NOT NULL UNIQUE,
+            author TEXT NOT NULL,
+            email TEXT NOT NULL,
+            date TEXT NOT NULL,
+            subject TEXT NOT NULL,
+            body TEXT NOT NULL,
+            files TEXT NOT NULL)""",
+        "CREATE INDEX commits_date ON commits(date)",
+        """CREATE TABLE embeddings (
+            model TEXT NOT NULL,
+            text_hash TEXT NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (model, text_hash)) WITHOUT ROWID""",
+        "CREATE INDEX chunks_kind ON chunks(kind)",
+        "INSERT OR IGNORE INTO meta(key, value) VALUES ('generation', '0')",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -42,9 +42,12 @@ class ChunkRow:
     title: str = ""
     keywords: str = ""
 
-    @property
-    def text_hash(self) -> str:
-        return text_hash(self.text)
+
+def embedding_text(kind: str, title: str, text: str) -> str:
+    """What gets embedded for a chunk. A memory chunk carries its memory's
+    title (a section alone is often ambiguous); code and commits embed their
+    text only, so a renamed file keeps its vectors."""
+    return f"{title}\n{text}" if kind == "memory" and title else text
 
 
 def text_hash(text: str) -> str:
@@ -96,10 +99,15 @@ class SQLiteIndex:
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield self.db
+            # Any write invalidates per-process caches (the vector matrix).
+            self.db.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
+
+    def generation(self) -> int:
+        return int(self.get_meta("generation", "0"))
 
     # -- meta ----------------------------------------------------------------
 
@@ -159,7 +167,8 @@ class SQLiteIndex:
             "INSERT INTO chunks(file_id, kind, ord, section, symbol, language, start_line, end_line, "
             "title, keywords, text, text_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(file_id, kind, i, c.section, c.symbol, c.language, c.start_line, c.end_line,
-              c.title, c.keywords, c.text, c.text_hash) for i, c in enumerate(chunks)])
+              c.title, c.keywords, c.text, text_hash(embedding_text(kind, c.title, c.text)))
+             for i, c in enumerate(chunks)])
 
     def find_duplicate(self, occurred_at: str, content_hash: str) -> str | None:
         row = self.db.execute("SELECT f.path FROM memories m JOIN files f ON f.id = m.file_id "
@@ -195,6 +204,52 @@ class SQLiteIndex:
                f"WHERE chunks_fts MATCH ? {'AND ' + where if where else ''} "
                "ORDER BY bm25(chunks_fts, 4.0, 2.0, 1.0) LIMIT ?")
         return self.db.execute(sql, (match, *params, limit)).fetchall()
+
+    # -- embeddings -----------------------------------------------------------
+
+    def pending_embeddings(self, model: str, limit: int, kind: str | None = None) -> list[tuple[str, str]]:
+        """(text_hash, text to embed) of chunks with no vector for `model` yet,
+        memories first (they are few and matter most), then commits, then code."""
+        rows = self.db.execute(
+            "SELECT c.text_hash, c.kind, c.title, c.text FROM chunks c "
+            "WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.model = ? AND e.text_hash = c.text_hash) "
+            "AND (? IS NULL OR c.kind = ?) GROUP BY c.text_hash "
+            "ORDER BY c.kind = 'memory' DESC, c.kind = 'commit' DESC LIMIT ?",
+            (model, kind, kind, limit)).fetchall()
+        return [(r[0], embedding_text(r[1], r[2], r[3])) for r in rows]
+
+    def count_pending(self, model: str, kind: str | None = None) -> int:
+        return self.db.execute(
+            "SELECT count(DISTINCT c.text_hash) FROM chunks c WHERE NOT EXISTS "
+            "(SELECT 1 FROM embeddings e WHERE e.model = ? AND e.text_hash = c.text_hash) "
+            "AND (? IS NULL OR c.kind = ?)", (model, kind, kind)).fetchone()[0]
+
+    def count_embeddings(self, model: str) -> int:
+        return self.db.execute("SELECT count(*) FROM embeddings WHERE model = ?", (model,)).fetchone()[0]
+
+    def put_embeddings(self, model: str, items: list[tuple[str, bytes]]) -> None:
+        self.db.executemany("INSERT OR REPLACE INTO embeddings(model, text_hash, vector) VALUES (?, ?, ?)",
+                            [(model, h, v) for h, v in items])
+
+    def drop_embeddings(self, keep_model: str | None) -> int:
+        """Forget vectors of every other model (after a model change)."""
+        return self.db.execute("DELETE FROM embeddings WHERE model IS NOT ?", (keep_model,)).rowcount
+
+    def vector_rows(self, kind: str, model: str) -> list[tuple[int, bytes]]:
+        """(chunk id, vector bytes) of every embedded chunk of `kind`."""
+        cur = self.db.cursor()
+        cur.row_factory = None
+        return cur.execute("SELECT c.id, e.vector FROM chunks c JOIN embeddings e "
+                           "ON e.model = ? AND e.text_hash = c.text_hash WHERE c.kind = ?",
+                           (model, kind)).fetchall()
+
+    def memory_chunk_rows(self, chunk_ids: list[int], where: str, params: tuple) -> list[sqlite3.Row]:
+        """Memory chunks by id, with their memory's fields, passing `where`."""
+        marks = ",".join("?" * len(chunk_ids))
+        sql = ("SELECT c.id AS chunk_id, c.section, c.start_line, c.end_line, c.text, m.*, f.path "
+               "FROM chunks c JOIN memories m ON m.file_id = c.file_id JOIN files f ON f.id = c.file_id "
+               f"WHERE c.id IN ({marks}) {'AND ' + where if where else ''}")
+        return self.db.execute(sql, (*chunk_ids, *params)).fetchall()
 
     def counts(self) -> dict[str, int]:
         one = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731

@@ -1,7 +1,7 @@
-"""Memory search: BM25 over memory chunks, best chunk per memory.
+"""Memory search: BM25 and/or vectors over memory chunks, best chunk per memory.
 
-Scores are normalised to 0-1 (see :func:`bm25_relevance`), so they can be
-compared across queries and fused with vector similarity later.
+Scores are 0-1: :func:`bm25_relevance` for keyword hits, cosine similarity
+(clamped at 0) for vector hits, and :mod:`lore.search.fusion` for hybrid.
 """
 
 from __future__ import annotations
@@ -90,6 +90,48 @@ def search_bm25(index: SQLiteIndex, query: str, flt: MemoryFilter, limit: int,
         hits[row["path"]] = hit_from_row(row, snippet(row["text"], words),
                                         bm25_relevance(row["bm25"], len(words), found), "bm25")
     return sorted(hits.values(), key=lambda h: -h.score)[:limit]
+
+
+def search_vector(index: SQLiteIndex, query_vector, model: str, flt: MemoryFilter, limit: int,
+                  query: str = "") -> list[MemoryHit]:
+    """Best chunk per memory, ranked by cosine similarity (exact search)."""
+    from lore.search.vectors import vector_set
+
+    vectors = vector_set(index, "memory", model)
+    where, params = flt.sql()
+    words = terms(query)
+    want = max(limit * 10, 200)
+    while True:
+        top = vectors.top_k(query_vector, want)
+        by_id = {row["chunk_id"]: row for row in index.memory_chunk_rows([i for i, _ in top], where, params)}
+        hits: dict[str, MemoryHit] = {}
+        for chunk_id, sim in top:
+            row = by_id.get(chunk_id)
+            if row is not None and row["path"] not in hits:
+                hits[row["path"]] = hit_from_row(row, snippet(row["text"], words), max(0.0, sim), "vector")
+        # Selective filters can reject most of the nearest chunks: look further.
+        if len(hits) >= limit or want >= len(vectors.ids):
+            return list(hits.values())[:limit]
+        want *= 4
+
+
+def search_hybrid(index: SQLiteIndex, query: str, query_vector, model: str, flt: MemoryFilter,
+                  limit: int, fusion: str = "rrf") -> list[MemoryHit]:
+    """BM25 top-N and vector top-N, fused (see :mod:`lore.search.fusion`)."""
+    from lore.search.fusion import fuse
+
+    n = max(limit * 3, 30)
+    keyword = search_bm25(index, query, flt, n)
+    vector = search_vector(index, query_vector, model, flt, n, query)
+    by_path = {h.path: h for h in vector}
+    by_path.update({h.path: h for h in keyword})     # keyword hits have the better snippet
+    fused = fuse([(h.path, h.score) for h in keyword], [(h.path, h.score) for h in vector], fusion)
+    hits = []
+    for path, score, source in fused[:limit]:
+        hit = by_path[path]
+        hit.score, hit.source = round(score, 4), source
+        hits.append(hit)
+    return hits
 
 
 def hit_from_row(row, snip: str, score: float, source: str) -> MemoryHit:

@@ -6,7 +6,7 @@ import click
 
 from lore.errors import LoreError
 from lore.interfaces.cli.common import json_option, with_lore
-from lore.interfaces.cli.output import emit_json, table, warn
+from lore.interfaces.cli.output import emit_json, progress_bar, table, warn
 
 
 @click.command()
@@ -30,17 +30,23 @@ def init(path, as_json):
 
 @click.command()
 @click.option("--force", is_flag=True, help="Re-index every file, not only changed ones.")
+@click.option("--reembed", is_flag=True, help="Switch vectors to the configured model (re-embed all).")
+@click.option("--no-embed", is_flag=True, help="Text index only; embed later.")
 @json_option
 @with_lore
-def index(lore, force, as_json):
-    """Bring the index up to date with the files (incremental by content hash)."""
+def index(lore, force, reembed, no_embed, as_json):
+    """Bring the index up to date with the files (incremental by content hash), then embed."""
     report = lore.reindex(force=force)
+    embedded = 0
+    if not no_embed:
+        with progress_bar("embedding", enabled=not as_json) as advance:
+            embedded = lore.reembed(progress=advance) if reembed else lore.embed(progress=advance)
     if as_json:
         emit_json({"added": report.added, "updated": report.updated, "removed": report.removed,
-                   "errors": [{"path": p, "error": e} for p, e in report.errors]})
+                   "embedded": embedded, "errors": [{"path": p, "error": e} for p, e in report.errors]})
     else:
         click.echo(f"memories: {len(report.added)} added, {len(report.updated)} updated, "
-                   f"{len(report.removed)} removed")
+                   f"{len(report.removed)} removed; {embedded} chunks embedded")
         for path, error in report.errors:
             warn(error if error.startswith(path) else f"{path}: {error}")
     if report.errors:
@@ -60,7 +66,9 @@ def stats(lore, as_json):
             ["by type", ", ".join(f"{k} {v}" for k, v in data["byType"].items()) or "-"],
             ["broken files", str(data["brokenFiles"])], ["chunks", str(data["chunks"])],
             ["in trash", str(data["trash"])], ["index size", f"{data['indexBytes'] / 1024:.0f} KiB"],
-            ["search", data["search"]], ["embedding", data["embedding"] or "none (BM25 only)"]]
+            ["search", data["search"]],
+            ["embedding", data["embedding"] or f"none — BM25 only ({data['embeddingProblem'] or 'no model'})"],
+            ["vectors", f"{data['vectors']} ({data['pendingEmbeddings'] or 0} chunks pending)"]]
     table(["", ""], rows)
 
 

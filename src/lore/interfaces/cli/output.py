@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 import click
 
@@ -34,3 +35,17 @@ def table(columns: list[str], rows: list[list[str]], *, title: str | None = None
 
 def is_tty() -> bool:
     return sys.stdout.isatty()
+
+
+@contextmanager
+def progress_bar(label: str, *, enabled: bool = True) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr (only on a terminal); yields advance(done, total)."""
+    if not enabled or not sys.stderr.isatty():
+        yield lambda done, total: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+    with Progress(f"[bold]{label}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(label, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)

@@ -10,12 +10,14 @@ from lore.interfaces.cli.output import console, emit_json
 
 @click.command()
 @click.argument("query", nargs=-1, required=True)
+@click.option("--mode", type=click.Choice(["hybrid", "bm25", "vector"]), default=None,
+              help="Default: hybrid when an embedding model is available, else bm25.")
 @filter_options
 @json_option
 @with_lore
-def search(lore, query, as_json, limit, **filters):
-    """Search memories (BM25; scores 0-1)."""
-    hits = lore.search(" ".join(query), limit=limit, **filters)
+def search(lore, query, mode, as_json, limit, **filters):
+    """Search memories (hybrid BM25 + vectors; scores 0-1)."""
+    hits = lore.search(" ".join(query), limit=limit, mode=mode, **filters)
     if as_json:
         emit_json([h.to_json() for h in hits])
         return
@@ -24,7 +26,7 @@ def search(lore, query, as_json, limit, **filters):
         return
     out = console()
     for hit in hits:
-        out.print(f"[bold]{hit.title}[/bold]  [dim]{hit.type} · {hit.score:.2f} · {hit.id[:8]}[/dim]")
+        out.print(f"[bold]{hit.title}[/bold]  [dim]{hit.type} · {hit.score:.2f} {hit.source} · {hit.id[:8]}[/dim]")
         out.print(f"  [cyan]{hit.path}:{hit.start_line}[/cyan]  [dim]{hit.section or ''}[/dim]")
         out.print(f"  {hit.snippet}", markup=False)
 

@@ -1,0 +1,133 @@
+"""Issue 3 retrieval benchmark: Lore's own search on the public sets in shared/bench-data.
+
+    python bench/retrieval.py [--sets locomo,cosqa] [--split dev|test] [--modes bm25,vector,rrf,weighted]
+
+- locomo: every turn is a memory, one project per conversation (the
+  protocol's per-conversation setting); questions of categories 1-4 are the
+  headline, category 5 is reported separately.
+- cosqa: every function is a memory; dev split for tuning, test for reporting.
+Prints R@1/5/10, MRR@10, nDCG@10 per mode (scored by the sets' own eval_retrieval.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections import defaultdict
+
+from _common import BENCH_DATA, WORK, jsonl
+
+MODES = {"bm25": ("bm25", None), "vector": ("vector", None),
+         "rrf": ("hybrid", "rrf"), "weighted": ("hybrid", "weighted")}
+
+
+def build(name: str, docs: list[tuple[str, str, str]]):
+    """A project whose memories are `docs` = (id, title, body); indexed and embedded."""
+    import lore
+    from lore.memory import markdown
+    from lore.memory.model import Memory
+
+    root = WORK / "retrieval" / name
+    marker = root / ".built"
+    if marker.exists():
+        return lore.open(root)
+    shutil.rmtree(root, ignore_errors=True)
+    project = lore.init(root)
+    for doc_id, title, body in docs:
+        memory = Memory(id=doc_id, title=title[:200] or doc_id, body=body, tags=["bench"],
+                        occurred_at="2024-01-01T00:00:00Z")
+        markdown.write_new(project.project.memory_dir, markdown.file_name(memory), markdown.render(memory))
+    project.reindex()
+    start = time.perf_counter()
+    project.embed()
+    print(f"  built {name}: {len(docs)} memories, embedded in {time.perf_counter() - start:.1f} s",
+          file=sys.stderr)
+    marker.touch()
+    return project
+
+
+def run_queries(project, queries: list[dict], mode: str) -> list[dict]:
+    search_mode, fusion = MODES[mode]
+    return [{"qid": q["qid"], "ranked": [h.id for h in project.search(q["text"], mode=search_mode,
+                                                                        fusion=fusion, limit=10)]}
+            for q in queries]
+
+
+def evaluate(qrels: str, run: list[dict], extra: list[str] = ()) -> dict:
+    path = WORK / "retrieval" / "run.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in run))
+    out = subprocess.run([sys.executable, str(BENCH_DATA / "eval_retrieval.py"), "--qrels", qrels,
+                          "--run", str(path), "--json", *extra], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def table(title: str, results: dict[str, dict]) -> None:
+    print(f"\n{title}")
+    print(f"  {'mode':<10} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR@10':>7} {'nDCG@10':>8}")
+    for mode, m in results.items():
+        print(f"  {mode:<10} {m['R@1']:6.3f} {m['R@5']:6.3f} {m['R@10']:6.3f} {m['MRR@10']:7.3f} {m['nDCG@10']:8.3f}")
+
+
+def overall(report: dict) -> dict:
+    return report.get("overall") or report.get("all") or report
+
+
+def locomo(modes: list[str]) -> None:
+    data = BENCH_DATA / "locomo"
+    turns = jsonl(data / "corpus_turns.jsonl")
+    queries = jsonl(data / "queries.jsonl")
+    by_conv = defaultdict(list)
+    for t in turns:
+        text = t["text"] + (f" and shared {t['image_caption']}" if t.get("image_caption") else "")
+        by_conv[t["conv"]].append((t["id"], f"{t['speaker']}: {text[:120]}", f"{t['speaker']}: {text}\n"))
+    runs = {m: [] for m in modes}
+    for conv, docs in sorted(by_conv.items()):
+        project = build(f"locomo-{conv}", docs)
+        conv_queries = [q for q in queries if q["conv"] == conv]
+        for mode in modes:
+            runs[mode] += run_queries(project, conv_queries, mode)
+        project.close()
+    qrels = str(data / "qrels_turns.jsonl")
+    headline, cat5 = {}, {}
+    for mode in modes:
+        headline[mode] = overall(evaluate(qrels, runs[mode], ["--queries", str(data / "queries.jsonl"),
+                                                               "--exclude", "category=5"]))
+        cat5[mode] = overall(evaluate(qrels, runs[mode], ["--queries", str(data / "queries.jsonl"),
+                                                           "--only", "category=5"]))
+    table("locomo turns, categories 1-4 (n=1,536; BM25 baseline R@10 .568)", headline)
+    table("locomo turns, category 5 (adversarial)", cat5)
+
+
+def cosqa(modes: list[str], split: str) -> None:
+    data = BENCH_DATA / "cosqa"
+    docs = []
+    for d in jsonl(data / "corpus.jsonl"):
+        first = d["text"].strip().splitlines()[0] if d["text"].strip() else d["id"]
+        docs.append((d["id"], first, d["text"] + "\n"))
+    project = build("cosqa", docs)
+    queries = jsonl(data / f"queries_{split}.jsonl")
+    results = {m: overall(evaluate(str(data / f"qrels_{split}.jsonl"), run_queries(project, queries, m)))
+               for m in modes}
+    table(f"cosqa {split} (n=500; BM25 baseline MRR@10 {'.333' if split == 'test' else '.320'})", results)
+    project.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sets", default="locomo,cosqa")
+    parser.add_argument("--split", default="test", choices=["dev", "test"])
+    parser.add_argument("--modes", default="bm25,vector,rrf,weighted")
+    args = parser.parse_args()
+    modes = args.modes.split(",")
+    if "locomo" in args.sets:
+        locomo(modes)
+    if "cosqa" in args.sets:
+        cosqa(modes, args.split)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,300 @@
+"""Embedding APIs over HTTP: OpenAI, OpenAI-compatible servers, Gemini, Voyage.
+
+Standard library only (urllib + json), so these providers add no dependency.
+Texts go out in batches; 429 and 5xx responses and connection failures are
+retried with exponential back-off (honouring Retry-After); every other
+failure becomes a :class:`~lore.errors.ProviderError` that says what to fix.
+API keys come from environment variables (named by `api_key_env`), never
+from the config file, and never appear in messages.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import http.client
+import json
+import os
+import random
+import time
+import urllib.error
+import urllib.request
+from datetime import datetime, timezone
+
+from lore.embed._config import Option, read_options
+from lore.embed._vectors import l2_normalise
+from lore.errors import ProviderError
+
+_CONFIG = "[embedding] in .lore/config.toml"
+_MAX_WAIT = 60.0  # seconds; caps Retry-After and back-off
+
+_SPEC = {
+    "model": Option(str),
+    "api_key_env": Option(str),
+    "base_url": Option(str),
+    "dimensions": Option(int, None, minimum=1),
+    "batch_size": Option(int, None, minimum=1),
+    "timeout": Option(float, 60.0, minimum=0.001),
+    "max_retries": Option(int, 5, minimum=0),
+    "retry_backoff": Option(float, 1.0, minimum=0.0),
+}
+
+
+class HttpEmbedder:
+    """Shared machinery of the HTTP providers; subclasses define the wire format.
+
+    Args:
+        provider: the `[embedding] provider` value (used in model ids and messages).
+        options: validated settings (see `_SPEC`).
+    """
+
+    default_model: str | None = None
+    default_base_url: str | None = None
+    default_key_env: str | None = None
+    key_required = True
+    default_batch_size = 64
+    known_dims: dict[str, int] = {}
+
+    def __init__(self, provider: str, options: dict):
+        self.provider = provider
+        self.model = options["model"] or self.default_model
+        self.base_url = options["base_url"] or self.default_base_url
+        if not self.model:
+            raise ProviderError(f"provider '{provider}' needs model = \"<model name>\" in {_CONFIG}")
+        if not self.base_url:
+            raise ProviderError(f"provider '{provider}' needs base_url, e.g. \"http://localhost:11434/v1\" "
+                                f"(Ollama) or \"http://localhost:1234/v1\" (LM Studio), in {_CONFIG}")
+        self.base_url = self.base_url.rstrip("/")
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ProviderError(f"base_url must start with http:// or https://, got {self.base_url!r} — "
+                                f"check {_CONFIG}")
+        self.key_env = options["api_key_env"] or self.default_key_env
+        self._key = os.environ.get(self.key_env) if self.key_env else None
+        if not self._key and (self.key_required or options["api_key_env"]):
+            raise ProviderError(f"{provider} embeddings need an API key: set the environment variable "
+                                f"{self.key_env} (or name another one with api_key_env in {_CONFIG})")
+        self.dimensions = options["dimensions"]
+        self.batch_size = options["batch_size"] or self.default_batch_size
+        self.timeout, self.max_retries = options["timeout"], options["max_retries"]
+        self.retry_backoff = options["retry_backoff"]
+        self.model_id = f"{provider}:{self.model}" + (f":d{self.dimensions}" if self.dimensions else "")
+        self._dim = self.dimensions or self.known_dims.get(self.model)
+
+    @property
+    def dim(self) -> int:
+        """Vector size; unknown models are asked once (one short request)."""
+        if self._dim is None:
+            self.embed_query("dimension probe")
+        return self._dim
+
+    def embed_documents(self, texts: list[str]):
+        """Embed texts in batches: float32 [len(texts), dim], unit-length rows."""
+        import numpy as np
+
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        batches = [self._embed(texts[i:i + self.batch_size], "document")
+                   for i in range(0, len(texts), self.batch_size)]
+        return np.concatenate(batches)
+
+    def embed_query(self, text: str):
+        """Embed a search query: float32 [dim], unit length."""
+        return self._embed([text], "query")[0]
+
+    # -- wire format (subclasses) -------------------------------------------
+
+    def _request(self, texts: list[str], kind: str) -> tuple[str, dict, dict]:
+        """(url, JSON body, extra headers) for one batch; kind is "document" or "query"."""
+        raise NotImplementedError
+
+    def _parse(self, payload: dict) -> list[list[float]]:
+        """The vectors of a response, in request order."""
+        raise NotImplementedError
+
+    # -- shared ---------------------------------------------------------------
+
+    def _embed(self, texts: list[str], kind: str):
+        url, body, headers = self._request(texts, kind)
+        payload = self._post(url, body, headers)
+        try:
+            vectors = self._parse(payload)
+            rows = l2_normalise(vectors)
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise ProviderError(f"unexpected response from {url} ({type(exc).__name__}: {exc}) — is base_url "
+                                f"pointing at a {self.provider} API? check {_CONFIG}") from exc
+        if rows.ndim != 2 or rows.shape[0] != len(texts):
+            raise ProviderError(f"{url} returned {len(vectors)} vectors for {len(texts)} texts — "
+                                f"check base_url and model in {_CONFIG}")
+        if self._dim is None:
+            self._dim = rows.shape[1]
+        elif rows.shape[1] != self._dim:
+            raise ProviderError(f"{self.provider} model {self.model} returned {rows.shape[1]}-dimensional vectors, "
+                                f"expected {self._dim} — set dimensions = {rows.shape[1]} (or the model's "
+                                f"size) in {_CONFIG}")
+        return rows
+
+    def _auth_headers(self) -> dict:
+        return {"Authorization": f"Bearer {self._key}"} if self._key else {}
+
+    def _post(self, url: str, body: dict, headers: dict) -> dict:
+        """POST JSON with retries; return the decoded response."""
+        data = json.dumps(body).encode()
+        headers = {"Content-Type": "application/json", "Accept": "application/json",
+                   "User-Agent": "lore-embed", **self._auth_headers(), **headers}
+        attempts = self.max_retries + 1
+        for attempt in range(attempts):
+            request = urllib.request.Request(url, data=data, headers=headers, method="POST")
+            wait = None
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                    raw = response.read()
+                break
+            except urllib.error.HTTPError as exc:
+                detail = _error_detail(exc)
+                if exc.code != 429 and exc.code < 500:
+                    raise ProviderError(self._refused(url, exc.code, detail)) from exc
+                wait = _retry_after(exc.headers)
+                what, fix = (("rate limit", f"wait, or lower batch_size / raise max_retries in {_CONFIG}")
+                             if exc.code == 429 else ("server error", "try again later"))
+                failure = (f"{self.provider} {what} (HTTP {exc.code} from {url}, {attempts} attempt(s)): "
+                           f"{detail} — {fix}")
+            except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+                reason = getattr(exc, "reason", None) or exc
+                failure = (f"cannot reach {url}: {reason} — is the server running? "
+                           f"check base_url in .lore/config.toml")
+            if attempt + 1 < attempts:
+                backoff = self.retry_backoff * 2 ** attempt * (1 + random.random() / 4)
+                time.sleep(min(wait if wait is not None else backoff, _MAX_WAIT))
+        else:
+            raise ProviderError(failure)
+        try:
+            return json.loads(raw)
+        except ValueError as exc:
+            raise ProviderError(f"{url} did not return JSON ({exc}) — is base_url pointing at a "
+                                f"{self.provider} API? check {_CONFIG}") from exc
+
+    def _refused(self, url: str, code: int, detail: str) -> str:
+        if code in (401, 403):
+            fix = f"check the key in ${self.key_env}" if self.key_env else "set api_key_env"
+            return f"{self.provider} rejected the API key (HTTP {code} from {url}): {detail} — {fix}"
+        return (f"{self.provider} refused the request (HTTP {code} from {url}): {detail} — "
+                f"check model, dimensions and base_url in {_CONFIG}")
+
+
+class OpenAIEmbedder(HttpEmbedder):
+    """OpenAI `/embeddings` (also the format of the `openai-compatible` provider)."""
+
+    default_model = "text-embedding-3-small"
+    default_base_url = "https://api.openai.com/v1"
+    default_key_env = "OPENAI_API_KEY"
+    known_dims = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
+
+    def _request(self, texts, kind):
+        body = {"model": self.model, "input": texts}
+        if self.dimensions:
+            body["dimensions"] = self.dimensions
+        return f"{self.base_url}/embeddings", body, {}
+
+    def _parse(self, payload):
+        return [item["embedding"] for item in sorted(payload["data"], key=lambda item: item["index"])]
+
+
+class CompatibleEmbedder(OpenAIEmbedder):
+    """Any server speaking OpenAI's format (Ollama, LM Studio, vLLM, llama.cpp)."""
+
+    default_model = default_base_url = default_key_env = None
+    key_required = False
+    default_batch_size = 32  # local servers: keep each request well inside the timeout
+    known_dims = {}
+
+
+class GeminiEmbedder(HttpEmbedder):
+    """Google Gemini `batchEmbedContents`; the key travels in a header, not the URL."""
+
+    default_model = "text-embedding-004"
+    default_base_url = "https://generativelanguage.googleapis.com"
+    default_key_env = "GEMINI_API_KEY"
+    default_batch_size = 100  # the API's per-call limit
+    known_dims = {"text-embedding-004": 768, "gemini-embedding-001": 3072}
+    _TASK = {"document": "RETRIEVAL_DOCUMENT", "query": "RETRIEVAL_QUERY"}
+
+    def __init__(self, provider, options):
+        super().__init__(provider, options)
+        self.model = self.model.removeprefix("models/")
+
+    def _request(self, texts, kind):
+        base = {"model": f"models/{self.model}", "taskType": self._TASK[kind]}
+        if self.dimensions:
+            base["outputDimensionality"] = self.dimensions
+        body = {"requests": [{**base, "content": {"parts": [{"text": text}]}} for text in texts]}
+        return f"{self.base_url}/v1beta/models/{self.model}:batchEmbedContents", body, {}
+
+    def _auth_headers(self):
+        return {"x-goog-api-key": self._key}
+
+    def _parse(self, payload):
+        return [item["values"] for item in payload["embeddings"]]
+
+
+class VoyageEmbedder(HttpEmbedder):
+    """Voyage AI `/v1/embeddings`, with its document/query input types."""
+
+    default_model = "voyage-3"
+    default_base_url = "https://api.voyageai.com"
+    default_key_env = "VOYAGE_API_KEY"
+    known_dims = {"voyage-3": 1024, "voyage-3-lite": 512, "voyage-3-large": 1024, "voyage-code-3": 1024}
+
+    def _request(self, texts, kind):
+        body = {"input": texts, "model": self.model, "input_type": kind}
+        if self.dimensions:
+            body["output_dimension"] = self.dimensions
+        return f"{self.base_url}/v1/embeddings", body, {}
+
+    _parse = OpenAIEmbedder._parse
+
+
+_CLASSES = {"openai": OpenAIEmbedder, "openai-compatible": CompatibleEmbedder,
+            "gemini": GeminiEmbedder, "voyage": VoyageEmbedder}
+
+
+def load_http(provider: str, settings: dict) -> HttpEmbedder:
+    """Create the HTTP embedder for `provider` from its `[embedding]` settings.
+
+    Settings: model, api_key_env, base_url, dimensions, batch_size, timeout
+    (seconds), max_retries, retry_backoff (first back-off, seconds; doubles).
+    """
+    return _CLASSES[provider](provider, read_options(provider, settings, _SPEC))
+
+
+def _error_detail(exc: urllib.error.HTTPError) -> str:
+    """The server's error message, short (OpenAI/Gemini/Voyage all nest it under "error" or "detail")."""
+    try:
+        text = exc.read().decode("utf-8", "replace")
+    except OSError:
+        return exc.reason or ""
+    try:
+        payload = json.loads(text)
+        error = payload.get("error", payload.get("detail", payload))
+        text = error.get("message", json.dumps(error)) if isinstance(error, dict) else str(error)
+    except (ValueError, AttributeError):
+        pass
+    text = " ".join(text.split())
+    return (text[:300] + "…") if len(text) > 300 else (text or str(exc.reason))
+
+
+def _retry_after(headers) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or HTTP date)."""
+    value = headers.get("Retry-After") if headers else None
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())

@@ -1,0 +1,148 @@
+"""Sentence embeddings from a BERT-style ONNX encoder, run in-process.
+
+Used by both the default model (bundled MiniLM) and the `onnx` provider (any
+directory with `model.onnx` + `tokenizer.json`). numpy, onnxruntime and
+tokenizers are imported only when the first text is embedded.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from lore.embed._vectors import l2_normalise
+from lore.errors import ProviderError
+
+# Texts tokenised at once: bounds memory (tokenizers' Encoding objects are
+# large) while leaving enough texts to sort into length-homogeneous batches.
+_WINDOW = 512
+
+
+def default_threads() -> int:
+    """CPU cores available to this process (respects affinity / containers)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+class OnnxEncoder:
+    """An :class:`~lore.embed.Embedder` over an ONNX transformer encoder.
+
+    Texts are tokenised, sorted by length and run in batches padded to the
+    longest member (so short texts do not pay for long ones), pooled over the
+    attention mask (or the [CLS] token) and L2-normalised; output rows are in
+    input order.
+
+    Args:
+        model_path: the `.onnx` file to run (already verified by the caller).
+        tokenizer_path: a Hugging Face `tokenizer.json`.
+        model_id: identifier recorded with the vectors.
+        pooling: "mean" (over the attention mask) or "cls".
+        max_tokens: truncation length, special tokens included.
+        batch_size: texts per model call.
+        threads: intra-op threads (default: all available cores).
+        dim: vector size if known; otherwise read from the loaded model.
+    """
+
+    def __init__(self, *, model_path: Path, tokenizer_path: Path, model_id: str,
+                 pooling: str = "mean", max_tokens: int = 128, batch_size: int = 8,
+                 threads: int | None = None, dim: int | None = None):
+        self.model_id = model_id
+        self.model_path, self.tokenizer_path = Path(model_path), Path(tokenizer_path)
+        self.pooling, self.max_tokens, self.batch_size = pooling, max_tokens, batch_size
+        self.threads = threads or default_threads()
+        self._dim = dim
+        self._session = self._tokenizer = None
+
+    @property
+    def dim(self) -> int:
+        """Vector size (loads the model if it was not given)."""
+        if self._dim is None:
+            self._load()
+        if self._dim is None:  # symbolic output size: run the model once
+            self._dim = int(self.embed_query("dimension probe").shape[0])
+        return self._dim
+
+    def embed_query(self, text: str):
+        """Embed one query: float32 [dim], unit length."""
+        return self.embed_documents([text])[0]
+
+    def embed_documents(self, texts: list[str]):
+        """Embed texts: float32 [len(texts), dim], unit-length rows, input order."""
+        import numpy as np
+
+        self._load()
+        parts = [self._embed_window(texts[i:i + _WINDOW]) for i in range(0, len(texts), _WINDOW)]
+        if not parts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+    def _embed_window(self, texts: list[str]):
+        import numpy as np
+
+        encodings = self._tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        rows = [None] * len(texts)
+        for start in range(0, len(order), self.batch_size):
+            members = order[start:start + self.batch_size]
+            for i, row in zip(members, self._run([encodings[i].ids for i in members])):
+                rows[i] = row
+        return np.stack(rows)
+
+    def _run(self, ids: list[list[int]]):
+        """Run one padded batch; return its pooled, normalised vectors."""
+        import numpy as np
+
+        width = max(len(row) for row in ids)
+        input_ids = np.zeros((len(ids), width), dtype=np.int64)
+        mask = np.zeros_like(input_ids)
+        for r, row in enumerate(ids):
+            input_ids[r, :len(row)] = row
+            mask[r, :len(row)] = 1
+        feeds = {"input_ids": input_ids, "attention_mask": mask,
+                 "token_type_ids": np.zeros_like(input_ids)}
+        out = self._session.run([self._output], {k: v for k, v in feeds.items() if k in self._inputs})[0]
+        if out.ndim == 3:  # token states [B, T, D] → one vector per text
+            if self.pooling == "cls":
+                out = out[:, 0]
+            else:
+                weights = mask[:, :, None].astype(np.float32)
+                out = (out * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+        return l2_normalise(out)
+
+    def _load(self) -> None:
+        if self._session is not None:
+            return
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise ProviderError(f"local embeddings need {exc.name}: pip install onnxruntime tokenizers numpy "
+                                f"(or set provider = \"none\" in [embedding] of .lore/config.toml)") from exc
+        try:
+            tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
+        except Exception as exc:  # noqa: BLE001 - tokenizers raises bare Exception
+            raise ProviderError(f"cannot load tokenizer {self.tokenizer_path}: {exc} — "
+                                f"it must be a Hugging Face tokenizer.json") from exc
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(max_length=self.max_tokens)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3  # errors only; ORT warns about benign graph details
+        try:
+            session = ort.InferenceSession(str(self.model_path), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # noqa: BLE001 - ORT raises its own hierarchy
+            raise ProviderError(f"cannot load ONNX model {self.model_path}: {exc} — "
+                                f"check that it is a valid .onnx file") from exc
+        self._inputs = {i.name for i in session.get_inputs()}
+        if not {"input_ids", "attention_mask"} <= self._inputs:
+            raise ProviderError(f"ONNX model {self.model_path} has inputs {sorted(self._inputs)}; "
+                                f"expected input_ids and attention_mask (a BERT-style encoder)")
+        outputs = [o.name for o in session.get_outputs()]
+        self._output = "last_hidden_state" if "last_hidden_state" in outputs else outputs[0]
+        self._session, self._tokenizer = session, tokenizer
+        if self._dim is None:
+            shape = next(o.shape for o in session.get_outputs() if o.name == self._output)
+            self._dim = shape[-1] if isinstance(shape[-1], int) else None

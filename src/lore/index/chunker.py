@@ -1,0 +1,550 @@
+"""Split a file into search-sized chunks along its logical units.
+
+Source code is parsed with tree-sitter: each function, method or class becomes
+a chunk that starts with its leading comments, decorators or doc comments, so
+the signature and docstring are always in it. Markdown is split by headings.
+Everything else, and any file that cannot be parsed, is cut into line windows.
+
+One algorithm serves code and prose alike. A file (or an oversized unit) is a
+*level*: the units found in it plus the *gaps* between them (module code,
+a class header, a section's intro). At each level:
+
+- a unit that fits in `max_tokens` is one chunk;
+- a larger unit is split into its own members (methods of a class, nested
+  functions, subsections), recursively, or else into overlapping line windows
+  that all keep its symbol;
+- consecutive pieces smaller than `min_tokens` are merged up to `max_tokens`,
+  their symbols joined with ", ".
+
+A chunk's `text` is exactly the file's lines `start_line..end_line`, so it can
+be shown with line numbers; continuation windows of a split unit do not repeat
+its signature, so the index should embed `symbol` alongside `text`.
+
+`import lore.index.chunker` does not import tree_sitter: grammars load on the
+first file that needs them, and parsers are cached per thread.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import importlib
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from lore.index.tokens import count_tokens
+
+_EXTENSIONS = {
+    ".py": "python", ".pyi": "python", ".pyw": "python",
+    ".js": "javascript", ".jsx": "javascript", ".mjs": "javascript", ".cjs": "javascript",
+    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
+    ".go": "go", ".rs": "rust", ".java": "java",
+    ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown", ".rst": "rst",
+}
+
+# A gap without a word character (`}`, `});`) joins the piece above it.
+_WORD = re.compile(r"\w")
+
+
+@dataclass
+class CodeChunk:
+    """A slice of a file: whole lines `start_line..end_line` (1-based, inclusive).
+
+    `symbol` is the qualified name of the unit(s) covered ("Class.method",
+    "outer.inner", "Install > From source"; names of merged neighbours joined
+    with ", "), or None for plain line windows and top-level code outside any
+    definition. `kind` is "function", "method", "class", "module" (top-level
+    code, namespaces), "section" (Markdown) or "lines" (unstructured windows).
+    """
+
+    text: str
+    start_line: int
+    end_line: int
+    symbol: str | None
+    kind: str
+    language: str
+
+
+def language_for(path: str) -> str | None:
+    """The language chunk_file uses for `path`, or None (plain line windows)."""
+    dot = path.rfind(".")
+    if dot <= path.rfind("/"):
+        return None
+    return _EXTENSIONS.get(path[dot:].lower())
+
+
+def chunk_file(path: str, text: str, *, max_tokens: int = 500, overlap_tokens: int = 50,
+               min_tokens: int = 100) -> list[CodeChunk]:
+    """Split `text` (the content of `path`) into chunks; never raises on bad input.
+
+    Args:
+        path: used only to pick the language from its extension.
+        text: the file's content.
+        max_tokens: target upper size of a chunk (a single longer line is cut).
+        overlap_tokens: lines repeated between consecutive windows of one unit.
+        min_tokens: neighbours smaller than this are merged.
+
+    Returns:
+        Chunks in file order; [] for an empty or whitespace-only file.
+    """
+    if not text.strip():
+        return []
+    language = language_for(path) or "text"
+    lines = text.split("\n")
+    if "\r" in text:
+        lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    sizes = _Sizes(lines, language, max(1, max_tokens), max(0, overlap_tokens), min_tokens)
+    last = len(lines) - 1
+    try:
+        if language in _GRAMMARS:
+            units = _CodeUnits.find(language, text)
+            if units is not None:
+                return sizes.level(units, 0, last, None, "module")
+        elif language in ("markdown", "rst"):
+            return sizes.level(_section_units(lines, language == "rst"), 0, last, None, "section")
+    except Exception:  # noqa: BLE001 - a parser bug must not stop indexing
+        pass
+    return sizes.windows(0, last, None, "lines")
+
+
+@dataclass
+class _Unit:
+    """A definition or section: rows `start..end` (0-based, inclusive)."""
+
+    start: int
+    end: int
+    symbol: str | None
+    kind: str
+    members: Callable[[], list[_Unit]] | None = None  # finds sub-units on demand
+
+
+class _Sizes:
+    """Turns a level of units into chunks, sizing with per-line token counts."""
+
+    def __init__(self, lines: list[str], language: str, max_tokens: int,
+                 overlap_tokens: int, min_tokens: int):
+        self.lines, self.language = lines, language
+        self.max, self.min = max_tokens, min_tokens
+        self.overlap = min(overlap_tokens, max_tokens // 2)
+        self.slack = min(overlap_tokens, max_tokens // 10)  # allowed overrun of a window
+        self.prefix = [0]
+        for line in lines:
+            self.prefix.append(self.prefix[-1] + count_tokens(line))
+
+    def tokens(self, start: int, end: int) -> int:
+        return self.prefix[end + 1] - self.prefix[start]
+
+    def level(self, units: list[_Unit], lo: int, hi: int, scope: str | None,
+              gap_kind: str) -> list[CodeChunk]:
+        """Chunks for rows lo..hi holding `units`; gaps get `scope` and `gap_kind`."""
+        pieces: list[_Unit] = []
+        cursor = lo
+        for unit in units:
+            self._add_gap(pieces, cursor, unit.start - 1, scope, gap_kind)
+            pieces.append(unit)
+            cursor = unit.end + 1
+        self._add_gap(pieces, cursor, hi, scope, gap_kind)
+
+        chunks: list[CodeChunk] = []
+        small: list[_Unit] = []
+        for piece in pieces:
+            size = self.tokens(piece.start, piece.end)
+            if size < self.min:
+                if small and self.tokens(small[0].start, piece.end) > self.max:
+                    chunks += self._merge(small, gap_kind)
+                    small = []
+                small.append(piece)
+                continue
+            chunks += self._merge(small, gap_kind)
+            small = []
+            if size <= self.max:
+                chunks += self._chunk(piece.start, piece.end, piece.symbol, piece.kind)
+            else:
+                chunks += self._split(piece)
+        return chunks + self._merge(small, gap_kind)
+
+    def _add_gap(self, pieces: list[_Unit], start: int, end: int, scope: str | None,
+                 kind: str) -> None:
+        """Append the non-blank rows start..end; bare closing brackets join the piece above."""
+        start, end = self._trim(start, end)
+        if start > end:
+            return
+        if pieces and not any(_WORD.search(self.lines[row]) for row in range(start, end + 1)):
+            pieces[-1].end = end
+        else:
+            pieces.append(_Unit(start, end, scope, kind))
+
+    def _split(self, piece: _Unit) -> list[CodeChunk]:
+        members = piece.members() if piece.members else None
+        if members:
+            return self.level(members, piece.start, piece.end, piece.symbol, piece.kind)
+        return self.windows(piece.start, piece.end, piece.symbol, piece.kind)
+
+    def _merge(self, pieces: list[_Unit], mixed_kind: str) -> list[CodeChunk]:
+        if not pieces:
+            return []
+        names = [p.symbol for p in pieces if p.symbol]
+        kinds = {p.kind for p in pieces}
+        return self._chunk(pieces[0].start, pieces[-1].end,
+                           ", ".join(dict.fromkeys(names)) or None,
+                           kinds.pop() if len(kinds) == 1 else mixed_kind)
+
+    def windows(self, start: int, end: int, symbol: str | None, kind: str) -> list[CodeChunk]:
+        """Overlapping windows of about max_tokens over rows start..end."""
+        chunks: list[CodeChunk] = []
+        first = start
+        while first <= end:
+            last = self._window_end(first, end)
+            if last == first and self.tokens(first, first) > self.max:
+                chunks += self._cut_line(first, symbol, kind)
+            else:
+                if last < end and self.tokens(last + 1, end) <= self.slack:
+                    last = end  # no last window holding little more than a `}`
+                chunks += self._chunk(first, last, symbol, kind)
+            if last >= end:
+                break
+            # Restart so that about `overlap` tokens of this window repeat.
+            target = self.prefix[last + 1] - self.overlap
+            first = max(first + 1, bisect.bisect_left(self.prefix, target, first + 1, last + 1))
+        return chunks
+
+    def _window_end(self, first: int, end: int) -> int:
+        """Last row of a window from `first`: as far as fits, ideally a blank line."""
+        limit = self.prefix[first] + self.max
+        last = bisect.bisect_right(self.prefix, limit, first + 1, end + 2) - 2
+        if last < first:
+            return first
+        if last < end:
+            for row in range(last, first + (last - first) // 2, -1):
+                if not self.lines[row].strip():
+                    return row
+        return last
+
+    def _cut_line(self, row: int, symbol: str | None, kind: str) -> list[CodeChunk]:
+        """A single line longer than max_tokens, cut into pieces (minified code)."""
+        line = self.lines[row]
+        parts = -(-self.tokens(row, row) // self.max)
+        step = -(-len(line) // parts)
+        return [CodeChunk(line[i:i + step], row + 1, row + 1, symbol, kind, self.language)
+                for i in range(0, len(line), step) if line[i:i + step].strip()]
+
+    def _trim(self, start: int, end: int) -> tuple[int, int]:
+        while start <= end and not self.lines[start].strip():
+            start += 1
+        while end >= start and not self.lines[end].strip():
+            end -= 1
+        return start, end
+
+    def _chunk(self, start: int, end: int, symbol: str | None, kind: str) -> list[CodeChunk]:
+        start, end = self._trim(start, end)
+        if start > end:
+            return []
+        text = "\n".join(self.lines[start:end + 1])
+        return [CodeChunk(text, start + 1, end + 1, symbol, kind, self.language)]
+
+
+# --- Code: tree-sitter ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Grammar:
+    """Where the units are in one tree-sitter grammar, as node types by role.
+
+    roles: node type -> "function", "method", "class" or "namespace".
+    wrappers: nodes whose first defining child is the unit (decorators,
+        `export`, `const f = ...`); the unit spans the wrapper.
+    bindings: node type -> (name field, value field) for a name bound to a
+        function or class (`const f = () => {}`, `handler = () => {}`).
+    attached: comments and attributes that belong to the unit below them.
+    transparent: member lists nested inside a body (Java enum methods).
+    type_names: node type -> field naming it by a type (`impl Foo<T>` -> Foo).
+    receivers: node type -> field whose type qualifies it (Go `func (s *T) M`).
+    """
+
+    package: str
+    loader: str
+    roles: dict[str, str]
+    attached: frozenset[str]
+    wrappers: frozenset[str] = frozenset()
+    bindings: dict[str, tuple[str, str]] = field(default_factory=dict)
+    transparent: frozenset[str] = frozenset()
+    type_names: dict[str, str] = field(default_factory=dict)
+    receivers: dict[str, str] = field(default_factory=dict)
+
+
+_JS_ROLES = {
+    "function_declaration": "function", "generator_function_declaration": "function",
+    "function_expression": "function", "function": "function",
+    "generator_function": "function", "arrow_function": "function",
+    "method_definition": "method", "class_declaration": "class", "class": "class",
+}
+_JS_WRAPPERS = frozenset({"export_statement", "lexical_declaration",
+                          "variable_declaration", "expression_statement"})
+_JS_BINDINGS = {"variable_declarator": ("name", "value"),
+                "field_definition": ("property", "value"),
+                "assignment_expression": ("left", "right")}
+_TS_ROLES = _JS_ROLES | {
+    "abstract_class_declaration": "class", "interface_declaration": "class",
+    "enum_declaration": "class", "type_alias_declaration": "class",
+    "function_signature": "function", "abstract_method_signature": "method",
+    "internal_module": "namespace", "module": "namespace",
+}
+_TS = dict(roles=_TS_ROLES, attached=frozenset({"comment"}),
+           wrappers=_JS_WRAPPERS | {"ambient_declaration"},
+           bindings=_JS_BINDINGS | {"public_field_definition": ("name", "value")})
+
+_GRAMMARS: dict[str, _Grammar] = {
+    "python": _Grammar(
+        "tree_sitter_python", "language",
+        roles={"function_definition": "function", "class_definition": "class"},
+        attached=frozenset({"comment"}), wrappers=frozenset({"decorated_definition"})),
+    "javascript": _Grammar(
+        "tree_sitter_javascript", "language", roles=_JS_ROLES,
+        attached=frozenset({"comment"}), wrappers=_JS_WRAPPERS, bindings=_JS_BINDINGS),
+    "typescript": _Grammar("tree_sitter_typescript", "language_typescript", **_TS),
+    "tsx": _Grammar("tree_sitter_typescript", "language_tsx", **_TS),
+    "go": _Grammar(
+        "tree_sitter_go", "language",
+        roles={"function_declaration": "function", "method_declaration": "method",
+               "type_declaration": "class"},
+        attached=frozenset({"comment"}), receivers={"method_declaration": "receiver"}),
+    "rust": _Grammar(
+        "tree_sitter_rust", "language",
+        roles={"function_item": "function", "function_signature_item": "function",
+               "macro_definition": "function", "struct_item": "class", "enum_item": "class",
+               "union_item": "class", "trait_item": "class", "impl_item": "class",
+               "type_item": "class", "mod_item": "namespace"},
+        attached=frozenset({"line_comment", "block_comment", "attribute_item"}),
+        type_names={"impl_item": "type"}),
+    "java": _Grammar(
+        "tree_sitter_java", "language",
+        roles={"method_declaration": "method", "constructor_declaration": "method",
+               "compact_constructor_declaration": "method", "class_declaration": "class",
+               "interface_declaration": "class", "enum_declaration": "class",
+               "record_declaration": "class", "annotation_type_declaration": "class"},
+        attached=frozenset({"line_comment", "block_comment"}),
+        transparent=frozenset({"enum_body_declarations"})),
+}
+
+_KINDS = {"function": "function", "method": "method", "class": "class", "namespace": "module"}
+_local = threading.local()
+
+
+def _parser(language: str):
+    """The cached tree-sitter parser for `language`, or None if unavailable."""
+    parsers = _local.__dict__.setdefault("parsers", {})
+    if language not in parsers:
+        try:
+            import tree_sitter
+
+            grammar = _GRAMMARS[language]
+            module = importlib.import_module(grammar.package)
+            pointer = getattr(module, grammar.loader)()
+            parsers[language] = tree_sitter.Parser(tree_sitter.Language(pointer))
+        except Exception:  # noqa: BLE001 - missing or incompatible grammar
+            parsers[language] = None
+    return parsers[language]
+
+
+def _rows(node) -> tuple[int, int]:
+    """First and last row of a node (one ending at column 0 ends on the row above)."""
+    start, end = node.start_point, node.end_point
+    return start[0], end[0] - 1 if end[1] == 0 and end[0] > start[0] else end[0]
+
+
+def _text(node) -> str:
+    return node.text.decode("utf-8", "replace")
+
+
+def _type_name(text: str) -> str:
+    """`*Server[T]` -> Server, `&'a mut Foo<T>` -> Foo, `fmt::Display` -> Display."""
+    names = re.findall(r"[A-Za-z_]\w*", re.split(r"[<\[]", text, maxsplit=1)[0])
+    return names[-1] if names else text.strip()
+
+
+class _CodeUnits:
+    """Finds the units of one parsed source file with its grammar's tables."""
+
+    def __init__(self, grammar: _Grammar):
+        self.grammar = grammar
+
+    @classmethod
+    def find(cls, language: str, text: str) -> list[_Unit] | None:
+        """Top-level units of `text`, or None if the grammar is unavailable."""
+        parser = _parser(language)
+        if parser is None:
+            return None
+        tree = parser.parse(text.encode("utf-8", "surrogatepass"))
+        return cls(_GRAMMARS[language]).units(tree.root_node, None, False)
+
+    def units(self, parent, scope: str | None, in_class: bool) -> list[_Unit]:
+        """Units among the children of `parent`, with attached comments, disjoint."""
+        units: list[_Unit] = []
+        comments_from = None  # first row of the comment run just above
+        comments_to = prev_end = -2
+        for child in self._children(parent):
+            start, end = _rows(child)
+            if child.type in self.grammar.attached:
+                if start <= prev_end:  # trails code on the same line
+                    comments_from = None
+                elif comments_from is None or start > comments_to + 1:
+                    comments_from = start
+                comments_to = prev_end = max(prev_end, end)
+                continue
+            found = self._classify(child)
+            if found:
+                if comments_from is not None and comments_to >= start - 1:
+                    start = comments_from
+                units.append(self._unit(found, start, end, scope, in_class))
+            comments_from = None
+            prev_end = max(prev_end, end)
+        return _disjoint(units)
+
+    def _children(self, parent):
+        for child in parent.named_children:
+            # ERROR nodes are looked into too: the units tree-sitter recovered stay units.
+            if child.type in self.grammar.transparent or child.type == "ERROR":
+                yield from child.named_children
+            else:
+                yield child
+
+    def _classify(self, node) -> tuple[str, str, object] | None:
+        """(name, role, definition node) if `node` defines a named unit."""
+        grammar, kind = self.grammar, node.type
+        if kind in grammar.wrappers:
+            for child in node.named_children:
+                found = self._classify(child)
+                if found:
+                    return found
+            return None
+        if kind in grammar.bindings:
+            name_field, value_field = grammar.bindings[kind]
+            name = node.child_by_field_name(name_field)
+            value = node.child_by_field_name(value_field)
+            if name is None or value is None or value.type not in grammar.roles:
+                return None
+            return _text(name), grammar.roles[value.type], value
+        role = grammar.roles.get(kind)
+        if role is None:
+            return None
+        name = self._name(node)
+        return (name, role, node) if name else None
+
+    def _name(self, node) -> str | None:
+        grammar = self.grammar
+        if node.type in grammar.type_names:
+            named = node.child_by_field_name(grammar.type_names[node.type])
+            return _type_name(_text(named)) if named else None
+        named = node.child_by_field_name("name")
+        if named is None:  # Go `type ( A int; B string )`: names of the specs
+            names = [_text(n) for c in node.named_children
+                     if (n := c.child_by_field_name("name")) is not None]
+            return ", ".join(names) or None
+        name = _text(named).strip("\"'`")
+        receiver = grammar.receivers.get(node.type)
+        qualifier = node.child_by_field_name(receiver) if receiver else None
+        return f"{_type_name(_text(qualifier))}.{name}" if qualifier else name
+
+    def _unit(self, found, start: int, end: int, scope: str | None, in_class: bool) -> _Unit:
+        name, role, node = found
+        symbol = f"{scope}.{name}" if scope else name
+        kind = "method" if role == "function" and in_class else _KINDS[role]
+        body = node.child_by_field_name("body")
+        members = functools.partial(self.units, body, symbol, role == "class") if body else None
+        return _Unit(start, end, symbol, kind, members)
+
+
+def _disjoint(units: list[_Unit]) -> list[_Unit]:
+    """Fold units that share a row with the previous one into it (`}; function g`)."""
+    out: list[_Unit] = []
+    for unit in units:
+        if out and unit.start <= out[-1].end:
+            prev = out[-1]
+            if unit.end > prev.end:
+                prev.end, prev.members = unit.end, None
+                prev.symbol = f"{prev.symbol}, {unit.symbol}"
+            continue
+        out.append(unit)
+    return out
+
+
+# --- Prose: Markdown and reStructuredText headings -----------------------------
+
+_ATX = re.compile(r" {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*$")
+_RST_RULE = re.compile(r"([=\-~^\"'`#*+_:.<>])\1{2,}[ \t]*$")
+
+
+def _section_units(lines: list[str], rst: bool) -> list[_Unit]:
+    """Sections as nested units: each runs to the next heading of its level or higher."""
+    headings = _rst_headings(lines) if rst else _markdown_headings(lines)
+    top: list[_Unit] = []
+    stack: list[tuple[int, _Unit, list[_Unit]]] = []  # (level, unit, its subsections)
+    for i, (row, level, title) in enumerate(headings):
+        end = next((r for r, lv, _ in headings[i + 1:] if lv <= level), len(lines)) - 1
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        symbol = f"{stack[-1][1].symbol} > {title}" if stack else title
+        children: list[_Unit] = []
+        unit = _Unit(row, end, symbol, "section", functools.partial(list, children))
+        (stack[-1][2] if stack else top).append(unit)
+        stack.append((level, unit, children))
+    return top
+
+
+def _markdown_headings(lines: list[str]) -> list[tuple[int, int, str]]:
+    """(row, level, title) of ATX and setext headings outside code fences."""
+    headings = []
+    fence = ""
+    start = _front_matter_end(lines)
+    for row in range(start, len(lines)):
+        line = lines[row]
+        opener = _FENCE.match(line)
+        if fence:
+            if opener and opener.group(1)[0] == fence[0] and len(opener.group(1)) >= len(fence):
+                fence = ""
+            continue
+        if opener:
+            fence = opener.group(1)
+            continue
+        atx = _ATX.match(line)
+        if atx:
+            headings.append((row, len(atx.group(1)), atx.group(2).strip()))
+        elif line.strip() and row + 1 < len(lines) and (rule := _SETEXT.match(lines[row + 1])):
+            if not _SETEXT.match(line) and not line.lstrip().startswith(("-", "*", "|", ">")):
+                headings.append((row, 1 if rule.group(1)[0] == "=" else 2, line.strip()))
+    return headings
+
+
+def _front_matter_end(lines: list[str]) -> int:
+    """Row after a leading `---` YAML front matter block (0 if there is none)."""
+    if lines and lines[0].strip() == "---":
+        for row in range(1, len(lines)):
+            if lines[row].strip() in ("---", "..."):
+                return row + 1
+    return 0
+
+
+def _rst_headings(lines: list[str]) -> list[tuple[int, int, str]]:
+    """(row, level, title) of underlined (optionally overlined) reST titles.
+
+    reST has no fixed levels: each new adornment style is one level deeper.
+    """
+    styles: list[tuple[str, bool]] = []
+    headings = []
+    row = 0
+    while row + 1 < len(lines):
+        title, rule = lines[row].strip(), lines[row + 1].rstrip()
+        if title and not _RST_RULE.match(lines[row]) and _RST_RULE.match(rule) \
+                and len(rule) >= len(title):
+            over = row > 0 and lines[row - 1].rstrip() == rule
+            style = (rule[0], over)
+            if style not in styles:
+                styles.append(style)
+            headings.append((row - 1 if over else row, styles.index(style) + 1, title))
+            row += 2
+        else:
+            row += 1
+    return headings

@@ -1,0 +1,347 @@
+"""Decide which files of a repository get indexed.
+
+Candidates come from git when `root` is inside a work tree (`git ls-files -co
+--exclude-standard`: tracked files plus untracked ones that are not ignored, so
+every .gitignore, .git/info/exclude and the user's global excludes apply).
+Elsewhere, without git, or when git lists nothing (say a project inside a
+dotfiles repository that ignores `*`), the tree is walked and the root and
+nested .gitignore files are applied here. Either way the candidates then pass
+through the exclude globs, virtualenvs (found by their `pyvenv.cfg` or `conda-meta`,
+whatever their name), the root `.loreignore` (gitignore syntax), the include
+globs, a size limit and a binary sniff.
+
+Gitignored files are simply absent, as they are from `git status`. Every other
+file left out is reported with a short reason; an excluded directory such as
+`node_modules/` is reported once instead of file by file.
+
+Symlinks are never followed. One pointing outside the repository is skipped
+("symlink outside repo"); one pointing inside is skipped too ("symlink to
+<target>") because its target is indexed under its own path. So a symlinked
+directory can neither leak files from elsewhere nor cause a loop.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import re
+import stat
+import subprocess
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lore.errors import UsageError
+
+DEFAULT_INCLUDE: list[str] = [
+    # Code.
+    "*.py", "*.pyi", "*.js", "*.jsx", "*.mjs", "*.cjs", "*.ts", "*.tsx", "*.mts",
+    "*.cts", "*.vue", "*.svelte", "*.go", "*.rs", "*.java", "*.kt", "*.kts",
+    "*.scala", "*.groovy", "*.gradle", "*.c", "*.h", "*.cc", "*.cpp", "*.cxx",
+    "*.hpp", "*.hh", "*.cs", "*.fs", "*.rb", "*.php", "*.swift", "*.m", "*.mm",
+    "*.dart", "*.lua", "*.pl", "*.pm", "*.r", "*.R", "*.jl", "*.ex", "*.exs",
+    "*.erl", "*.hs", "*.clj", "*.ml", "*.zig", "*.sh", "*.bash", "*.zsh",
+    "*.ps1", "*.sql", "*.proto", "*.graphql", "*.tf",
+    # Docs.
+    "*.md", "*.markdown", "*.mdx", "*.rst", "*.txt", "*.adoc",
+    # Configuration, markup, build files.
+    "*.toml", "*.yaml", "*.yml", "*.json", "*.ini", "*.cfg", "*.html", "*.htm",
+    "*.css", "*.scss", "*.sass", "*.less", "Dockerfile", "Makefile", "*.mk",
+    "*.cmake", "Jenkinsfile",
+]
+
+DEFAULT_EXCLUDE: list[str] = [
+    # Version control and Lore's own state.
+    ".git/", ".hg/", ".svn/", ".lore/",
+    # Dependencies and virtual environments.
+    # Virtualenvs under any name are also found by their pyvenv.cfg (see
+    # _VENV_MARKERS), so `venv/` and `env/` packages of real code are kept.
+    "node_modules/", "bower_components/", "jspm_packages/", "vendor/", ".venv/",
+    "__pypackages__/", "site-packages/",
+    # Build output.
+    "dist/", "build/", "target/", "_build/", ".next/", ".nuxt/", ".svelte-kit/",
+    ".output/", ".turbo/", ".parcel-cache/", ".gradle/", "*.egg-info/", ".eggs/",
+    # Caches and tool state.
+    "__pycache__/", ".tox/", ".nox/", ".mypy_cache/", ".pytest_cache/",
+    ".ruff_cache/", ".hypothesis/", ".cache/", "coverage/", "htmlcov/",
+    ".idea/", ".terraform/",
+    # Lock files and generated or minified files.
+    "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml",
+    "poetry.lock", "Pipfile.lock", "uv.lock", "Cargo.lock", "composer.lock",
+    "Gemfile.lock", "go.sum", "*.min.js", "*.min.css", "*.map", "*.bundle.js",
+]
+
+# A directory holding one of these is a Python or conda environment.
+_VENV_MARKERS = ("pyvenv.cfg", "conda-meta")
+_SNIFF_BYTES = 8192
+# JSON is code-like when small (configs, manifests) and data when large.
+_JSON_SHARE = 10
+
+
+@dataclass
+class Discovery:
+    """The outcome of :func:`discover`.
+
+    Attributes:
+        files: POSIX paths relative to the root, sorted.
+        skipped: (relative path, reason) pairs, sorted; directories end in "/".
+    """
+
+    files: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def discover(root: Path, include: list[str] | None = None,
+             exclude: list[str] | None = None,
+             max_bytes: int = 1_000_000) -> Discovery:
+    """List the files under `root` that should be indexed.
+
+    Args:
+        root: the repository (or any folder) to scan.
+        include: gitwildmatch globs a file must match (`*.py`, `src/**`);
+            replaces :data:`DEFAULT_INCLUDE` when given.
+        exclude: gitwildmatch globs to leave out, added after
+            :data:`DEFAULT_EXCLUDE`; a `!pattern` re-admits a default
+            (`!vendor/`).
+        max_bytes: larger files are skipped (JSON files get a tenth of it).
+
+    Raises:
+        UsageError: `root` is not a directory, or a glob is malformed.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise UsageError(f"{root} is not a directory; pass the repository folder.")
+    filters = _Filters(root, include, exclude)
+    result = Discovery()
+    root_real = os.path.realpath(root)
+    tracked = _git_files(root)
+    if not tracked:  # not a work tree, or one that ignores all of `root`
+        candidates = _walk(root, filters, result.skipped)
+    else:
+        candidates = _prune_dirs(tracked, filters, result.skipped)
+    for rel in candidates:
+        path = os.path.join(root, rel)
+        reason = (filters.ignore_reason(rel) or _link_reason(path, root_real)
+                  or filters.include_reason(rel) or _content_reason(path, rel, max_bytes))
+        if reason:
+            result.skipped.append((rel, reason))
+        else:
+            result.files.append(rel)
+    result.files.sort()
+    result.skipped.sort()
+    return result
+
+
+class _Patterns:
+    """A gitignore-style pattern list where the last matching pattern wins.
+
+    All patterns are also compiled into one alternation, so the common case
+    (nothing matches, or no negations) costs a single regex match.
+    """
+
+    def __init__(self, lines: Iterable[str], *, strict: bool = False):
+        from pathspec.patterns import GitWildMatchPattern
+
+        self._patterns = []
+        for line in lines:
+            try:
+                pattern = GitWildMatchPattern(line)
+            except ValueError as exc:  # GitWildMatchPatternError
+                if strict:
+                    raise UsageError(f"bad glob {line!r}: {exc}") from None
+                continue
+            if pattern.include is not None:  # None: blank line or comment
+                self._patterns.append(pattern)
+        self._negated = any(not p.include for p in self._patterns)
+        alternation = "|".join(f"(?:{_anonymous(p.regex.pattern)})" for p in self._patterns)
+        self._any = re.compile(alternation) if self._patterns else None
+
+    def verdict(self, path: str) -> bool | None:
+        """True if `path` is matched, False if re-admitted by `!`, else None."""
+        if self._any is None or not self._any.match(path):
+            return None
+        if not self._negated:
+            return True
+        for pattern in reversed(self._patterns):
+            if pattern.regex.match(path):
+                return pattern.include
+        return None
+
+
+def _anonymous(regex: str) -> str:
+    """Drop named groups so several patterns can share one regex."""
+    return re.sub(r"\(\?P<\w+>", "(?:", regex)
+
+
+class _Filters:
+    """Exclude globs, virtualenvs and .loreignore first, then include globs."""
+
+    def __init__(self, root: Path, include: list[str] | None, exclude: list[str] | None):
+        self.root = root
+        self.include = _Patterns(DEFAULT_INCLUDE if include is None else include, strict=True)
+        self.exclude = _Patterns(DEFAULT_EXCLUDE + list(exclude or []), strict=True)
+        self.loreignore = _Patterns(_read_lines(root / ".loreignore"))
+
+    def dir_reason(self, rel_dir: str) -> str | None:
+        """Why a whole directory (`rel_dir` ends in "/") is left out, if it is."""
+        if self.exclude.verdict(rel_dir):
+            return "excluded dir"
+        if any(os.path.exists(os.path.join(self.root, rel_dir, m)) for m in _VENV_MARKERS):
+            return "virtualenv"
+        if self.loreignore.verdict(rel_dir):
+            return "ignored by .loreignore"
+        return None
+
+    def ignore_reason(self, rel: str) -> str | None:
+        """Why a file is excluded or .loreignored, if it is."""
+        if self.exclude.verdict(rel):
+            return "excluded"
+        if self.loreignore.verdict(rel):
+            return "ignored by .loreignore"
+        return None
+
+    def include_reason(self, rel: str) -> str | None:
+        return None if self.include.verdict(rel) else "not included"
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+
+
+def _git_files(root: Path) -> list[str] | None:
+    """Tracked and unignored untracked files, or None outside a git work tree."""
+    try:
+        proc = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=root, capture_output=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    paths = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+    # A conflicted file is listed once per stage; keep the first.
+    return list(dict.fromkeys(p for p in paths if p))
+
+
+def _prune_dirs(paths: list[str], filters: _Filters,
+                skipped: list[tuple[str, str]]) -> Iterator[str]:
+    """Drop git's paths that lie in excluded directories, reporting each dir once."""
+    verdicts: dict[str, tuple[str, str] | None] = {}
+
+    def verdict(rel_dir: str) -> tuple[str, str] | None:
+        if rel_dir not in verdicts:
+            cut = rel_dir.rfind("/", 0, -1) + 1
+            found = verdict(rel_dir[:cut]) if cut else None
+            if found is None:
+                reason = filters.dir_reason(rel_dir)
+                if reason:
+                    found = (rel_dir, reason)
+                    skipped.append(found)
+            verdicts[rel_dir] = found
+        return verdicts[rel_dir]
+
+    for rel in paths:
+        cut = rel.rfind("/", 0, -1) + 1
+        if not cut or verdict(rel[:cut]) is None:
+            yield rel
+
+
+def _walk(root: Path, filters: _Filters, skipped: list[tuple[str, str]]) -> Iterator[str]:
+    """Walk `root` without following symlinks, applying .gitignore files.
+
+    Each directory carries the chain of .gitignore files above it as
+    (prefix, patterns) pairs; the deepest file with an opinion decides.
+    """
+    stack: list[tuple[str, str, tuple]] = [("", os.fspath(root), ())]
+    while stack:
+        prefix, directory, chain = stack.pop()
+        ignore = os.path.join(directory, ".gitignore")
+        if os.path.isfile(ignore):
+            chain = chain + ((prefix, _Patterns(_read_lines(Path(ignore)))),)
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            skipped.append((prefix, "unreadable dir"))
+            continue
+        for entry in entries:
+            rel = prefix + entry.name
+            if entry.name == ".git":
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                rel += "/"
+                if _gitignored(chain, rel):
+                    continue
+                reason = filters.dir_reason(rel)
+                if reason:
+                    skipped.append((rel, reason))
+                else:
+                    stack.append((rel, entry.path, chain))
+            elif not _gitignored(chain, rel):
+                yield rel
+
+
+def _gitignored(chain: tuple, rel: str) -> bool:
+    for prefix, patterns in reversed(chain):
+        verdict = patterns.verdict(rel[len(prefix):])
+        if verdict is not None:
+            return verdict
+    return False
+
+
+def _link_reason(path: str, root_real: str) -> str | None:
+    """Why a symlink (or a vanished file) is left out; None for anything else."""
+    try:
+        if not stat.S_ISLNK(os.lstat(path).st_mode):
+            return None
+    except OSError:
+        return "missing"
+    target = os.path.realpath(path)
+    if not os.path.exists(target):
+        return "broken symlink"
+    if target != root_real and not target.startswith(root_real.rstrip(os.sep) + os.sep):
+        return "symlink outside repo"
+    inside = Path(os.path.relpath(target, root_real)).as_posix()
+    return f"symlink to {inside}{'/' if os.path.isdir(target) else ''}"
+
+
+def _content_reason(path: str, rel: str, max_bytes: int) -> str | None:
+    """Why a file is left out after looking at it: kind, size, content."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return "missing"
+    if stat.S_ISDIR(info.st_mode):
+        return "submodule or nested repository"
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"
+    limit = max_bytes // _JSON_SHARE if rel.endswith(".json") else max_bytes
+    if info.st_size > limit:
+        return f"too large ({_human_size(info.st_size)} > {_human_size(limit)})"
+    return _sniff(path)
+
+
+def _sniff(path: str) -> str | None:
+    """'binary' when the first 8 KB hold a NUL byte or invalid UTF-8."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_SNIFF_BYTES)
+    except OSError:
+        return "unreadable"
+    if b"\0" in head:
+        return "binary"
+    # An incremental decoder tolerates a character cut at the 8 KB boundary.
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=len(head) < _SNIFF_BYTES)
+    except UnicodeDecodeError:
+        return "binary (not UTF-8)"
+    return None
+
+
+def _human_size(n: int) -> str:
+    for unit, scale in (("GB", 10**9), ("MB", 10**6), ("KB", 10**3)):
+        if n >= scale:
+            return f"{n / scale:.1f}".rstrip("0").rstrip(".") + f" {unit}"
+    return f"{n} B"

@@ -1,0 +1,45 @@
+"""Filling in vectors for chunks that have none yet.
+
+Chunks are searchable by BM25 the moment they are indexed; vectors follow.
+Each batch is committed on its own, so an interrupted run (Ctrl-C, kill)
+keeps everything embedded so far and the next run resumes where it stopped.
+Vectors are keyed by chunk content hash, so text that was embedded once —
+before a rename, on another branch, in another file — is never embedded again.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from lore.index.store import SQLiteIndex
+
+BATCH = 64
+
+
+def embed_pending(index: SQLiteIndex, embedder, *, progress: Callable[[int, int], None] | None = None,
+                  limit: int | None = None, kind: str | None = None) -> int:
+    """Embed chunks lacking a vector for `embedder.model_id`. Returns how many were embedded.
+
+    Args:
+        progress: called with (done, total) after each batch.
+        limit: stop after about this many (e.g. inline before a search).
+        kind: only chunks of this kind (memory, code, commit).
+    """
+    import numpy as np
+
+    model = embedder.model_id
+    total = index.count_pending(model, kind)
+    if limit is not None:
+        total = min(total, limit)
+    done = 0
+    while done < total:
+        batch = index.pending_embeddings(model, min(BATCH, total - done), kind)
+        if not batch:
+            break
+        vectors = np.asarray(embedder.embed_documents([text for _, text in batch]), dtype=np.float32)
+        with index.write():
+            index.put_embeddings(model, [(h, vectors[i].tobytes()) for i, (h, _) in enumerate(batch)])
+        done += len(batch)
+        if progress:
+            progress(done, total)
+    return done

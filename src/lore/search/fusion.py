@@ -1,0 +1,43 @@
+"""Combining keyword and vector rankings.
+
+Two modes (``[search] fusion`` in config.toml):
+
+- ``rrf`` — reciprocal rank fusion (seed 000): each list contributes
+  1/(k + rank), k = 60. The score is normalised by its maximum, 2/(k+1):
+  1.0 means first in both lists, ~0.5 first in one and absent from the other.
+- ``weighted`` — seed 004: 0.7 × vector similarity + 0.3 × keyword relevance,
+  both already 0-1, so the score is an absolute relevance estimate.
+"""
+
+from __future__ import annotations
+
+from typing import Hashable
+
+RRF_K = 60
+VECTOR_WEIGHT = 0.7
+FUSIONS = ("rrf", "weighted")
+
+
+def fuse(keyword: list[tuple[Hashable, float]], vector: list[tuple[Hashable, float]],
+         mode: str = "rrf") -> list[tuple[Hashable, float, str]]:
+    """Merge two ranked lists of (key, score 0-1) into (key, fused score, source), best first.
+
+    `source` is "hybrid" when both lists had the key, else the one that did.
+    """
+    kw = {key: (rank, score) for rank, (key, score) in enumerate(keyword)}
+    vec = {key: (rank, score) for rank, (key, score) in enumerate(vector)}
+    fused = []
+    for key in {**kw, **vec}:
+        in_kw, in_vec = key in kw, key in vec
+        if mode == "rrf":
+            total = sum(1.0 / (RRF_K + 1 + lst[key][0]) for lst in (kw, vec) if key in lst)
+            score = total / (2.0 / (RRF_K + 1))
+        elif mode == "weighted":
+            score = (VECTOR_WEIGHT * max(0.0, vec[key][1] if in_vec else 0.0)
+                     + (1 - VECTOR_WEIGHT) * (kw[key][1] if in_kw else 0.0))
+        else:
+            raise ValueError(f"unknown fusion {mode!r}; use one of {FUSIONS}")
+        source = "hybrid" if in_kw and in_vec else ("bm25" if in_kw else "vector")
+        fused.append((key, score, source))
+    fused.sort(key=lambda item: -item[1])
+    return fused

@@ -1,0 +1,552 @@
+"""Tests for lore.index.chunker: logical-unit chunking of source and prose."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lore.index import chunker
+from lore.index.chunker import CodeChunk, chunk_file, language_for
+from lore.index.tokens import count_tokens
+
+PYTHON = '''\
+"""Billing helpers."""
+
+import decimal
+
+RATE = decimal.Decimal("0.2")
+
+
+# Tax is charged on the net amount.
+@functools.cache
+def tax(amount):
+    """Return the tax due on `amount`."""
+    return amount * RATE
+
+
+class Invoice:
+    """An invoice with lines."""
+
+    currency = "EUR"
+
+    def __init__(self, lines):
+        self.lines = lines
+
+    # Sum of the lines, before tax.
+    def total(self):
+        def line_total(line):
+            return line.price * line.qty
+        return sum(map(line_total, self.lines))
+'''
+
+JAVASCRIPT = '''\
+import { api } from "./api";
+
+/**
+ * Fetch a user by id.
+ */
+export async function getUser(id) {
+  return api.get(`/users/${id}`);
+}
+
+export const formatName = (user) =>
+  `${user.first} ${user.last}`;
+
+export class UserStore {
+  users = new Map();
+
+  // Cache a user.
+  add(user) {
+    this.users.set(user.id, user);
+  }
+
+  get(id) {
+    return this.users.get(id);
+  }
+}
+'''
+
+TYPESCRIPT = '''\
+export interface User {
+  id: number;
+  name: string;
+}
+
+type UserId = User["id"];
+
+export enum Role {
+  Admin,
+  Guest,
+}
+
+/** Repository of users. */
+export class UserRepo {
+  private users: User[] = [];
+
+  constructor(private readonly db: Db) {}
+
+  find(id: UserId): User | undefined {
+    return this.users.find((u) => u.id === id);
+  }
+}
+
+export function isAdmin(role: Role): boolean {
+  return role === Role.Admin;
+}
+'''
+
+TSX = '''\
+import React from "react";
+
+type Props = { title: string };
+
+// The page header.
+export const Header = ({ title }: Props) => (
+  <header className="top">
+    <h1>{title}</h1>
+  </header>
+);
+
+export default function App() {
+  const onClick = () => alert("hi");
+  return <Header title="Lore" onClick={onClick} />;
+}
+'''
+
+GO = '''\
+package store
+
+import "sync"
+
+// Store keeps values in memory.
+type Store struct {
+	mu   sync.Mutex
+	data map[string]string
+}
+
+// Get returns the value for key.
+func (s *Store) Get(key string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.data[key]
+}
+
+func New() *Store {
+	return &Store{data: map[string]string{}}
+}
+'''
+
+RUST = '''\
+use std::collections::HashMap;
+
+/// A cache of computed values.
+#[derive(Debug, Default)]
+pub struct Cache {
+    values: HashMap<String, u64>,
+}
+
+impl Cache {
+    /// Look a value up.
+    pub fn get(&self, key: &str) -> Option<u64> {
+        self.values.get(key).copied()
+    }
+
+    pub fn put(&mut self, key: String, value: u64) {
+        self.values.insert(key, value);
+    }
+}
+
+pub trait Store {
+    fn load(&self) -> Cache;
+}
+
+fn main() {
+    let _ = Cache::default();
+}
+'''
+
+JAVA = '''\
+package app;
+
+import java.util.List;
+
+/** A shopping cart. */
+public class Cart {
+    private final List<Item> items;
+
+    public Cart(List<Item> items) {
+        this.items = items;
+    }
+
+    /** Total price in cents. */
+    @Override
+    public long total() {
+        return items.stream().mapToLong(Item::price).sum();
+    }
+
+    static class Item {
+        long price() { return 0; }
+    }
+}
+'''
+
+def _chunks(tmp_path: Path, name: str, source: str, **options) -> list[CodeChunk]:
+    """Chunk a real file, checking the invariants every chunk must keep."""
+    path = tmp_path / name
+    path.write_bytes(source.encode("utf-8"))
+    text = path.read_bytes().decode("utf-8")
+    chunks = chunk_file(name, text, **options)
+    lines = text.replace("\r\n", "\n").split("\n")
+    for chunk in chunks:
+        assert chunk.text.strip(), chunk
+        assert 1 <= chunk.start_line <= chunk.end_line <= len(lines)
+        if chunk.start_line != chunk.end_line or chunk.text == lines[chunk.start_line - 1]:
+            assert chunk.text == "\n".join(lines[chunk.start_line - 1:chunk.end_line])
+        else:  # a piece of a single over-long line
+            assert chunk.text in lines[chunk.start_line - 1]
+    return chunks
+
+
+def _table(chunks: list[CodeChunk]) -> list[tuple[str | None, str, int, int]]:
+    return [(c.symbol, c.kind, c.start_line, c.end_line) for c in chunks]
+
+
+def _covered(chunks: list[CodeChunk]) -> set[int]:
+    return {n for c in chunks for n in range(c.start_line, c.end_line + 1)}
+
+
+def _non_blank(source: str) -> set[int]:
+    return {n for n, line in enumerate(source.split("\n"), 1) if line.strip()}
+
+
+# --- One small file per language: units, qualified names, exact lines ----------
+
+UNITS = {
+    "billing.py": (PYTHON, [
+        (None, "module", 1, 5),
+        ("tax", "function", 8, 12),
+        ("Invoice", "class", 15, 27),
+    ]),
+    "users.js": (JAVASCRIPT, [
+        (None, "module", 1, 1),
+        ("getUser", "function", 3, 8),
+        ("formatName", "function", 10, 11),
+        ("UserStore", "class", 13, 24),
+    ]),
+    "repo.ts": (TYPESCRIPT, [
+        ("User", "class", 1, 4),
+        ("UserId", "class", 6, 6),
+        ("Role", "class", 8, 11),
+        ("UserRepo", "class", 13, 22),
+        ("isAdmin", "function", 24, 26),
+    ]),
+    "app.tsx": (TSX, [
+        (None, "module", 1, 1),
+        ("Props", "class", 3, 3),
+        ("Header", "function", 5, 10),
+        ("App", "function", 12, 15),
+    ]),
+    "store.go": (GO, [
+        (None, "module", 1, 3),
+        ("Store", "class", 5, 9),
+        ("Store.Get", "method", 11, 16),
+        ("New", "function", 18, 20),
+    ]),
+    "cache.rs": (RUST, [
+        (None, "module", 1, 1),
+        ("Cache", "class", 3, 7),
+        ("Cache", "class", 9, 18),
+        ("Store", "class", 20, 22),
+        ("main", "function", 24, 26),
+    ]),
+    "Cart.java": (JAVA, [
+        (None, "module", 1, 3),
+        ("Cart", "class", 5, 22),
+    ]),
+}
+
+# The same files with max_tokens=40: classes and impl blocks split into a
+# header chunk and their methods, methods qualified by their class.
+SPLIT = {
+    "billing.py": [
+        ("Invoice", "class", 15, 18),
+        ("Invoice.__init__", "method", 20, 21),
+        ("Invoice.total", "method", 23, 27),
+    ],
+    "users.js": [
+        ("UserStore", "class", 13, 14),
+        ("UserStore.add", "method", 16, 19),
+        ("UserStore.get", "method", 21, 24),
+    ],
+    "repo.ts": [
+        ("UserRepo", "class", 13, 15),
+        ("UserRepo.constructor", "method", 17, 17),
+        ("UserRepo.find", "method", 19, 22),
+    ],
+    "cache.rs": [
+        ("Cache", "class", 9, 9),
+        ("Cache.get", "method", 10, 13),
+        ("Cache.put", "method", 15, 18),
+    ],
+    "Cart.java": [
+        ("Cart", "class", 5, 7),
+        ("Cart.Cart", "method", 9, 11),
+        ("Cart.total", "method", 13, 17),
+        ("Cart.Item", "class", 19, 22),
+    ],
+}
+
+LANGUAGES = {"billing.py": "python", "users.js": "javascript", "repo.ts": "typescript",
+             "app.tsx": "tsx", "store.go": "go", "cache.rs": "rust", "Cart.java": "java"}
+
+
+@pytest.mark.parametrize("name", UNITS)
+def test_each_language_yields_its_units_with_exact_lines(tmp_path, name):
+    source, expected = UNITS[name]
+    chunks = _chunks(tmp_path, name, source, min_tokens=0)
+    assert _table(chunks) == expected
+    assert {c.language for c in chunks} == {LANGUAGES[name]}
+
+
+@pytest.mark.parametrize("name", SPLIT)
+def test_a_class_over_max_tokens_splits_into_header_and_methods(tmp_path, name):
+    source, units = UNITS[name]
+    table = _table(_chunks(tmp_path, name, source, min_tokens=0, max_tokens=40))
+    first, last = SPLIT[name][0][2], SPLIT[name][-1][3]
+    assert [row for row in table if first <= row[2] <= last] == SPLIT[name]
+    # Units that fit are untouched.
+    assert [u for u in units if u[3] < first or u[2] > last] == \
+        [row for row in table if row[3] < first or row[2] > last]
+
+
+def test_nested_functions_are_qualified_by_their_parent(tmp_path):
+    chunks = _chunks(tmp_path, "billing.py", PYTHON, min_tokens=0, max_tokens=20)
+    assert _table(chunks)[-3:] == [
+        ("Invoice.total", "method", 23, 24),
+        ("Invoice.total.line_total", "function", 25, 26),
+        ("Invoice.total", "method", 27, 27),
+    ]
+    tsx = _chunks(tmp_path, "app.tsx", TSX, min_tokens=0, max_tokens=20)
+    assert ("App.onClick", "function", 13, 13) in _table(tsx)
+
+
+@pytest.mark.parametrize("name, line, marker", [
+    ("billing.py", 8, "# Tax is charged"),
+    ("users.js", 3, "/**"),
+    ("repo.ts", 13, "/** Repository of users. */"),
+    ("store.go", 11, "// Get returns"),
+    ("cache.rs", 3, "/// A cache"),
+    ("Cart.java", 13, "/** Total price"),
+])
+def test_chunks_start_with_their_comments_and_docstrings(tmp_path, name, line, marker):
+    source = UNITS[name][0]
+    chunks = _chunks(tmp_path, name, source, min_tokens=0, max_tokens=40)
+    chunk = next(c for c in chunks if c.start_line == line)
+    assert chunk.text.lstrip().startswith(marker)
+
+
+def test_python_chunk_holds_decorator_signature_and_docstring(tmp_path):
+    chunk = _chunks(tmp_path, "billing.py", PYTHON, min_tokens=0)[1]
+    assert chunk.text.splitlines()[1:4] == [
+        "@functools.cache", "def tax(amount):", '    """Return the tax due on `amount`."""']
+
+
+def test_rust_attributes_and_go_receivers(tmp_path):
+    rust = _chunks(tmp_path, "cache.rs", RUST, min_tokens=0)[1]
+    assert rust.text.splitlines()[:3] == [
+        "/// A cache of computed values.", "#[derive(Debug, Default)]", "pub struct Cache {"]
+    source = "package p\n\nfunc (s *Server[T]) Run() {}\n\nfunc (Server[T]) Stop() {}\n"
+    assert [c.symbol for c in _chunks(tmp_path, "s.go", source, min_tokens=0)] == \
+        [None, "Server.Run", "Server.Stop"]
+
+
+def test_javascript_bindings_and_commonjs_exports(tmp_path):
+    source = (
+        "module.exports.parse = function (text) {\n  return text;\n};\n"
+        "\n"
+        "class Button {\n  onClick = () => {\n    this.clicked = true;\n  };\n}\n"
+    )
+    table = _table(_chunks(tmp_path, "b.js", source, min_tokens=0, max_tokens=15))
+    assert table[0] == ("module.exports.parse", "function", 1, 3)
+    assert ("Button.onClick", "method", 6, 9) in table
+
+
+# --- Merging and splitting -----------------------------------------------------
+
+def test_tiny_neighbours_merge_into_one_chunk(tmp_path):
+    source = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(5))
+    chunks = _chunks(tmp_path, "small.py", source)
+    assert _table(chunks) == [("f0, f1, f2, f3, f4", "function", 1, 18)]
+
+
+def test_merging_stops_at_a_large_unit_and_mixed_kinds_are_module(tmp_path):
+    body = "".join(f"    total += compute_value(item, {i}) * weight\n" for i in range(30))
+    source = ("import os\n\n\ndef a():\n    return 1\n\n\n"
+              f"def big(items):\n    total = 0\n{body}    return total\n\n\n"
+              "def b():\n    return 2\n\n\ndef c():\n    return 3\n")
+    table = _table(_chunks(tmp_path, "mix.py", source, max_tokens=500))
+    assert table == [("a", "module", 1, 5), ("big", "function", 8, 40),
+                     ("b, c", "function", 43, 48)]
+
+
+def test_huge_function_splits_into_overlapping_windows(tmp_path):
+    body = "".join(f"    value_{i} = compute(value_{i - 1}, factor={i})\n" for i in range(1, 201))
+    source = f"import math\n\n\n# Big one.\ndef huge(value_0):\n{body}    return value_200\n"
+    chunks = _chunks(tmp_path, "huge.py", source, max_tokens=200, overlap_tokens=30)
+    windows = [c for c in chunks if c.symbol == "huge"]
+    assert len(windows) > 5
+    assert all(c.kind == "function" for c in windows)
+    assert windows[0].start_line == 4 and windows[0].text.startswith("# Big one.\ndef huge")
+    assert windows[-1].end_line == 206
+    for prev, nxt in zip(windows, windows[1:]):
+        assert prev.start_line < nxt.start_line <= prev.end_line  # overlap, progress
+        overlap = "\n".join(prev.text.split("\n")[nxt.start_line - prev.start_line:])
+        assert 0 < count_tokens(overlap) <= 30
+    for window in windows:
+        assert count_tokens(window.text) <= 200 + 20
+    assert _covered(chunks) == _non_blank(source)
+
+
+def test_an_over_long_line_is_cut_into_pieces(tmp_path):
+    line = ";".join(f"var a{i}=b{i}+c{i}" for i in range(2000))
+    chunks = _chunks(tmp_path, "bundle.js", line + "\n", max_tokens=500)
+    assert len(chunks) > 5
+    assert all(c.start_line == c.end_line == 1 for c in chunks)
+    assert "".join(c.text for c in chunks) == line
+    assert max(count_tokens(c.text) for c in chunks) < 700
+
+
+# --- Markdown and plain text -----------------------------------------------------
+
+MARKDOWN = """\
+---
+title: Lore
+---
+Intro text.
+
+# Lore
+
+Some words.
+
+## Install
+
+```sh
+# not a heading
+pip install lore
+```
+
+### From source
+
+Clone it.
+
+Usage
+-----
+
+Run it.
+
+# Other
+"""
+
+
+def test_markdown_sections_follow_the_heading_tree(tmp_path):
+    chunks = _chunks(tmp_path, "README.md", MARKDOWN, min_tokens=0, max_tokens=12)
+    assert _table(chunks) == [
+        (None, "section", 1, 4),
+        ("Lore", "section", 6, 8),
+        ("Lore > Install", "section", 10, 15),
+        ("Lore > Install > From source", "section", 17, 19),
+        ("Lore > Usage", "section", 21, 24),
+        ("Other", "section", 26, 26),
+    ]
+    assert {c.language for c in chunks} == {"markdown"}
+
+
+def test_markdown_section_that_fits_is_one_chunk_and_small_ones_merge(tmp_path):
+    assert _table(_chunks(tmp_path, "README.md", MARKDOWN, min_tokens=0)) == [
+        (None, "section", 1, 4), ("Lore", "section", 6, 24), ("Other", "section", 26, 26)]
+    assert _table(_chunks(tmp_path, "README.md", MARKDOWN)) == [
+        ("Lore, Other", "section", 1, 26)]
+
+
+def test_oversized_markdown_section_splits_with_overlap(tmp_path):
+    paragraphs = "\n\n".join(f"Paragraph {i} explains one more detail of the setup."
+                             for i in range(60))
+    chunks = _chunks(tmp_path, "guide.md", f"# Guide\n\n{paragraphs}\n", max_tokens=100)
+    assert {c.symbol for c in chunks} == {"Guide"}
+    assert len(chunks) > 5
+    assert chunks[0].start_line == 1
+    assert all(a.start_line < b.start_line <= a.end_line + 1 for a, b in zip(chunks, chunks[1:]))
+
+
+def test_rst_titles_are_sections(tmp_path):
+    source = "=====\nTitle\n=====\n\nIntro.\n\nSection\n-------\n\nText.\n\nOther\n-----\nx\n"
+    table = _table(_chunks(tmp_path, "index.rst", source, min_tokens=0, max_tokens=8))
+    assert table == [("Title", "section", 1, 5), ("Title > Section", "section", 7, 10),
+                     ("Title > Other", "section", 12, 14)]
+
+
+def test_plain_text_is_cut_into_overlapping_line_windows(tmp_path):
+    source = "".join(f"line {i} of the notes, with a few words\n" for i in range(300))
+    chunks = _chunks(tmp_path, "notes.txt", source, max_tokens=100, overlap_tokens=20)
+    assert {(c.kind, c.symbol, c.language) for c in chunks} == {("lines", None, "text")}
+    assert chunks[0].start_line == 1 and chunks[-1].end_line == 300
+    assert all(a.start_line < b.start_line <= a.end_line for a, b in zip(chunks, chunks[1:]))
+
+
+# --- Robustness ------------------------------------------------------------------
+
+@pytest.mark.parametrize("source", ["", "   \n\n\t\n"])
+@pytest.mark.parametrize("name", ["a.py", "a.md", "a.txt", "a.go"])
+def test_empty_or_blank_files_yield_nothing(tmp_path, name, source):
+    assert _chunks(tmp_path, name, source) == []
+
+
+@pytest.mark.parametrize("name, source, good", [
+    ("broken.py", "def ok():\n    return 1\n\ndef broken(:\n    x = [1, 2\n    return x\n\n"
+                  "class Fine:\n    def m(self):\n        pass\n", ("ok", 1, 2)),
+    ("broken.js", "function ok() { return 1 }\n\nfunction broken( {\n  const x = [1, 2\n"
+                  "  return x\n}}}\n\nclass Fine { m() {} }\n", ("Fine", 8, 8)),
+    ("broken.rs", "fn ok() -> u8 { 1 }\n\nimpl Broken for {\n  fn x(&self { }\n", ("ok", 1, 1)),
+])
+def test_broken_source_keeps_good_units_and_covers_every_line(tmp_path, name, source, good):
+    chunks = _chunks(tmp_path, name, source, min_tokens=0)
+    assert good in [(c.symbol, c.start_line, c.end_line) for c in chunks]
+    assert _covered(chunks) >= _non_blank(source)
+
+
+def test_missing_grammar_falls_back_to_line_windows(tmp_path, monkeypatch):
+    monkeypatch.setattr(chunker, "_parser", lambda language: None)
+    chunks = _chunks(tmp_path, "store.go", GO)
+    assert _table(chunks) == [(None, "lines", 1, 20)]
+    assert chunks[0].language == "go"
+
+
+def test_crlf_line_endings_keep_line_numbers_and_drop_carriage_returns(tmp_path):
+    source = "import os\r\n\r\n\r\ndef a():\r\n    return 1\r\n"
+    chunks = _chunks(tmp_path, "crlf.py", source, min_tokens=0)
+    assert _table(chunks) == [(None, "module", 1, 1), ("a", "function", 4, 5)]
+    assert "\r" not in chunks[1].text
+
+
+def test_language_for_maps_extensions():
+    assert language_for("src/app.py") == "python"
+    assert language_for("web/App.JSX") == "javascript"
+    assert language_for("lib/x.mjs") == "javascript"
+    assert language_for("types/index.d.ts") == "typescript"
+    assert language_for("ui/Page.tsx") == "tsx"
+    assert language_for("main.go") == "go"
+    assert language_for("lib.rs") == "rust"
+    assert language_for("A.java") == "java"
+    assert language_for("README.md") == "markdown"
+    assert language_for("docs/index.rst") == "rst"
+    assert language_for("notes.txt") is None
+    assert language_for("Makefile") is None
+    assert language_for("dir.d/file") is None
+
+
+def test_importing_the_chunker_does_not_import_tree_sitter():
+    code = "import sys, lore.index.chunker; sys.exit('tree_sitter' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0

@@ -1,0 +1,249 @@
+"""Tests for lore.index.discover: which files of a repository get indexed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lore.errors import UsageError
+from lore.index.discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, Discovery, discover
+
+HAS_GIT = shutil.which("git") is not None
+
+
+@pytest.fixture(autouse=True)
+def _isolated_git(monkeypatch, tmp_path):
+    """Keep the user's global git config (excludesFile, ...) out of the tests."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=Test", "-c", "user.email=test@example.com",
+                    "-c", "init.defaultBranch=main", *args],
+                   cwd=root, check=True, capture_output=True)
+
+
+def _write(root: Path, rel: str, content: str | bytes = "x = 1\n") -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(params=["git", "plain"])
+def repo(request, tmp_path) -> Path:
+    """An empty project folder, once as a git repository and once not."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    if request.param == "git":
+        if not HAS_GIT:
+            pytest.skip("git is not installed")
+        _git(root, "init", "-q")
+    return root
+
+
+def _reasons(found: Discovery) -> dict[str, str]:
+    return dict(found.skipped)
+
+
+def test_plain_files_are_found_sorted_and_posix(repo):
+    for rel in ["b.py", "a.md", "src/pkg/mod.ts", "src/app.go"]:
+        _write(repo, rel)
+    found = discover(repo)
+    assert found.files == ["a.md", "b.py", "src/app.go", "src/pkg/mod.ts"]
+    assert found.skipped == []
+
+
+def test_gitignore_and_nested_gitignore_are_respected(repo):
+    _write(repo, ".gitignore", "gen_*.py\nsecret/\n")
+    _write(repo, "sub/.gitignore", "!gen_keep.py\nlocal.py\n")
+    for rel in ["main.py", "local.py", "gen_a.py", "secret/key.py",
+                "sub/gen_keep.py", "sub/gen_b.py", "sub/local.py", "sub/ok.py"]:
+        _write(repo, rel)
+    found = discover(repo)
+    assert found.files == ["local.py", "main.py", "sub/gen_keep.py", "sub/ok.py"]
+    # Ignored files are absent, as in `git status`; .gitignore files are not code.
+    assert set(_reasons(found)) == {".gitignore", "sub/.gitignore"}
+
+
+def test_loreignore_skips_files_and_whole_dirs(repo):
+    _write(repo, ".loreignore", "# drafts are noise\ndocs/drafts/\n*.generated.py\n")
+    for rel in ["docs/guide.md", "docs/drafts/a.md", "docs/drafts/b.md",
+                "api.generated.py", "api.py"]:
+        _write(repo, rel)
+    found = discover(repo)
+    assert found.files == ["api.py", "docs/guide.md"]
+    reasons = _reasons(found)
+    assert reasons["docs/drafts/"] == "ignored by .loreignore"
+    assert reasons["api.generated.py"] == "ignored by .loreignore"
+    assert not any(path.startswith("docs/drafts/") and path != "docs/drafts/" for path in reasons)
+
+
+def test_include_globs_replace_the_defaults(repo):
+    for rel in ["src/a.py", "src/deep/b.py", "src/c.js", "top.py", "README.md"]:
+        _write(repo, rel)
+    found = discover(repo, include=["src/**/*.py"])
+    assert found.files == ["src/a.py", "src/deep/b.py"]
+    reasons = _reasons(found)
+    assert reasons["top.py"] == "not included"
+    assert reasons["src/c.js"] == "not included"
+
+
+def test_exclude_globs_add_to_the_defaults_and_can_readmit(repo):
+    for rel in ["app.go", "app_test.go", "tests/t.py", "vendor/lib.go", "node_modules/x.js"]:
+        _write(repo, rel)
+    found = discover(repo, exclude=["*_test.go", "tests/", "!vendor/"])
+    assert found.files == ["app.go", "vendor/lib.go"]
+    reasons = _reasons(found)
+    assert reasons["app_test.go"] == "excluded"
+    assert reasons["tests/"] == "excluded dir"
+    assert reasons["node_modules/"] == "excluded dir"
+
+
+def test_node_modules_is_one_entry_not_one_per_file(repo):
+    for i in range(20):
+        _write(repo, f"node_modules/pkg{i}/index.js")
+        _write(repo, f"web/node_modules/pkg{i}/index.js")
+    _write(repo, "web/app.js")
+    _write(repo, "package-lock.json", "{}")
+    _write(repo, "web/vendor.min.js", "var a=1;")
+    found = discover(repo)
+    assert found.files == ["web/app.js"]
+    assert found.skipped == [("node_modules/", "excluded dir"),
+                             ("package-lock.json", "excluded"),
+                             ("web/node_modules/", "excluded dir"),
+                             ("web/vendor.min.js", "excluded")]
+
+
+def test_virtualenvs_are_found_by_marker_not_by_name(repo):
+    _write(repo, "myenv/pyvenv.cfg", "home = /usr/bin\n")
+    _write(repo, "myenv/lib/python3.11/site.py")
+    _write(repo, "conda/conda-meta/history", "")
+    _write(repo, "conda/lib/x.py")
+    _write(repo, "src/venv/__init__.py")  # a package that happens to be called venv
+    found = discover(repo)
+    assert found.files == ["src/venv/__init__.py"]
+    assert found.skipped == [("conda/", "virtualenv"), ("myenv/", "virtualenv")]
+
+
+def test_binary_content_is_skipped_whatever_the_extension(repo):
+    _write(repo, "blob.py", b"import os\n\x00\x01\x02")
+    _write(repo, "latin1.py", "x = 'café'\n".encode("latin-1"))
+    _write(repo, "ok.py", "x = 'café'\n")
+    found = discover(repo)
+    assert found.files == ["ok.py"]
+    assert _reasons(found) == {"blob.py": "binary", "latin1.py": "binary (not UTF-8)"}
+
+
+def test_utf8_cut_at_the_sniff_boundary_is_text(repo):
+    # "é" is two bytes; put it across byte 8192 so the sniff sees half of it.
+    _write(repo, "wide.md", "a" * 8191 + "é" * 100 + "\n")
+    assert discover(repo).files == ["wide.md"]
+
+
+def test_huge_files_are_skipped_with_their_size(repo):
+    _write(repo, "big.py", "x = 1\n" * 350)  # 2,100 bytes
+    _write(repo, "small.py", "x = 1\n")
+    _write(repo, "data.json", "[" + "1," * 100 + "1]")  # 203 bytes > a tenth of 1,000
+    found = discover(repo, max_bytes=1000)
+    assert found.files == ["small.py"]
+    assert _reasons(found) == {"big.py": "too large (2.1 KB > 1 KB)",
+                               "data.json": "too large (203 B > 100 B)"}
+
+
+def test_symlinks_outside_the_repo_are_not_followed(repo, tmp_path):
+    outside = tmp_path / "outside"
+    _write(outside, "secret.py", "TOKEN = 'x'\n")
+    _write(repo, "main.py")
+    (repo / "leak.py").symlink_to(outside / "secret.py")
+    (repo / "leakdir").symlink_to(outside, target_is_directory=True)
+    found = discover(repo)
+    assert found.files == ["main.py"]
+    assert _reasons(found) == {"leak.py": "symlink outside repo",
+                               "leakdir": "symlink outside repo"}
+
+
+def test_symlinks_inside_the_repo_are_left_to_their_target(repo):
+    _write(repo, "src/a.py")
+    (repo / "alias.py").symlink_to(repo / "src" / "a.py")
+    (repo / "src" / "again").symlink_to(repo / "src", target_is_directory=True)
+    (repo / "dangling.py").symlink_to(repo / "nowhere.py")
+    found = discover(repo)
+    assert found.files == ["src/a.py"]
+    assert _reasons(found) == {"alias.py": "symlink to src/a.py",
+                               "src/again": "symlink to src/",
+                               "dangling.py": "broken symlink"}
+
+
+def test_symlink_loops_are_safe(repo):
+    _write(repo, "a/b/c.py")
+    (repo / "a" / "b" / "up").symlink_to(repo / "a", target_is_directory=True)
+    (repo / "self.py").symlink_to(repo / "self.py")  # points at itself
+    found = discover(repo)
+    assert found.files == ["a/b/c.py"]
+    reasons = _reasons(found)
+    assert reasons["a/b/up"] == "symlink to a/"
+    assert reasons["self.py"] == "broken symlink"
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+def test_git_lists_tracked_and_untracked_and_reports_deleted(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    _git(root, "init", "-q")
+    _write(root, ".gitignore", "*.tmp.py\n")
+    _write(root, "tracked.py")
+    _write(root, "gone.py")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "init")
+    _write(root, "untracked.py")
+    _write(root, "scratch.tmp.py")
+    (root / "gone.py").unlink()
+    found = discover(root)
+    assert found.files == ["tracked.py", "untracked.py"]
+    assert _reasons(found) == {".gitignore": "not included", "gone.py": "missing"}
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+def test_gitignore_applies_to_a_subfolder_of_a_repo(tmp_path):
+    root = tmp_path / "repo"
+    _git(tmp_path, "init", "-q", "repo")
+    _write(root, ".gitignore", "*.gen.py\n")
+    _write(root, "pkg/a.py")
+    _write(root, "pkg/b.gen.py")
+    assert discover(root / "pkg").files == ["a.py"]
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+def test_a_folder_ignored_by_an_enclosing_repo_is_walked(tmp_path):
+    # A dotfiles repository in $HOME that ignores `*` must not hide projects.
+    _git(tmp_path, "init", "-q")
+    _write(tmp_path, ".gitignore", "*\n")
+    _write(tmp_path, "proj/.gitignore", "*.log.py\n")
+    _write(tmp_path, "proj/app.py")
+    _write(tmp_path, "proj/debug.log.py")
+    assert discover(tmp_path / "proj").files == ["app.py"]
+
+
+def test_defaults_cover_the_usual_suspects():
+    for glob in ["*.py", "*.ts", "*.tsx", "*.go", "*.rs", "*.java", "*.md", "*.json"]:
+        assert glob in DEFAULT_INCLUDE
+    for glob in ["node_modules/", ".venv/", ".git/", ".lore/", "__pycache__/",
+                 "*.min.js", "package-lock.json"]:
+        assert glob in DEFAULT_EXCLUDE
+
+
+def test_bad_input_is_a_usage_error(tmp_path):
+    with pytest.raises(UsageError):
+        discover(tmp_path / "missing")
+    with pytest.raises(UsageError, match="bad glob"):
+        discover(tmp_path, include=["!"])
