@@ -174,7 +174,7 @@ class Lore:
             self.index.drop_embeddings(embedder.model_id)
         return self.embed(progress=progress)
 
-    def _query_vector(self, query: str):
+    def _query_vector(self, query: str, kind: str = "memory"):
         """The query's embedding, or None when vector search is unavailable."""
         model = self.vector_model()
         if model is None:
@@ -183,8 +183,8 @@ class Lore:
         try:
             # Memories written since the last `lore index` are few: embed them now,
             # so a fresh memory is found by meaning straight away.
-            if self.index.count_pending(model, "memory") <= INLINE_EMBED_LIMIT:
-                self.embed(kind="memory")
+            if self.index.count_pending(model, kind) <= INLINE_EMBED_LIMIT:
+                self.embed(kind=kind)
             return self.embedder.embed_query(query), model
         except ProviderError as err:
             self._notice(f"vector search off, BM25 only: {err}")
@@ -305,6 +305,132 @@ class Lore:
         if days is None:
             days = float(self.project.setting("memory", "trash_retention_days", 30))
         return trash.purge(self.project, days)
+
+    # -- code and history --------------------------------------------------------------
+
+    def index_code(self, *, force: bool = False, progress=None, only: list[str] | None = None,
+                   deleted: list[str] | None = None):
+        """Index the repository's files (incremental) and its git history.
+
+        Returns 003's IndexResult. Chunks are searchable by BM25 at once;
+        call :meth:`embed` for vectors.
+        """
+        from lore.index import gitrepo
+        from lore.index.code_sync import sync_code
+        from lore.index.history_sync import sync_history
+        result = sync_code(self.project.root, self.index, self.project.settings.get("index", {}),
+                           force=force, only=only, deleted=deleted, progress=progress)
+        history = sync_history(self.project.root, self.index, self.history_limit)
+        if only is None and (head := history.head or (gitrepo.head(self.project.root)
+                                                       if gitrepo.repo_root(self.project.root) else None)):
+            with self.index.write():
+                self.index.set_meta("indexed_commit", head)
+        result.commits_added = history.added
+        return result
+
+    @property
+    def history_limit(self) -> int:
+        return int(self.project.setting("index", "history_commits", 2000))
+
+    def update_index(self, files: list[str], deleted: list[str] | None = None) -> dict:
+        """003's update_index: re-check these paths (for hooks and tools)."""
+        for path in [*files, *(deleted or [])]:
+            self.project.inside(path, base=self.project.root)
+        result = self.index_code(only=list(files) + list(deleted or []), deleted=deleted)
+        return {"updated": result.files_processed + result.files_renamed, "deleted": result.files_removed}
+
+    def refresh(self, *, embed: bool = True) -> dict:
+        """Everything a git hook does: memories, code, history, then vectors."""
+        report = self.sync()
+        code = self.index_code()
+        embedded = self.embed() if embed else 0
+        return {"memories": len(report.added) + len(report.updated) + len(report.removed),
+                "code": code.to_json(), "embedded": embedded}
+
+    def code_search(self, query: str, *, limit: int | None = None, languages=(), extensions=(),
+                    directories=(), changed_within_days: float | None = None, files_only: bool = False,
+                    mode: str | None = None, fusion: str | None = None, fresh: bool = True):
+        """003's search_codebase: code chunks (or files) by hybrid search.
+
+        Args:
+            changed_within_days: only files changed by commits this recent (git).
+            fresh: first pick up files changed on disk (cheap stat check).
+        """
+        from lore.search.code import CodeFilter, search_code
+        paths = None
+        if changed_within_days is not None:
+            paths = self._recent_paths(changed_within_days)
+        flt = CodeFilter(list(languages), list(extensions), list(directories), paths)
+        if fresh and self.project.setting("index", "auto_sync", True):
+            self.index_code()
+        return search_code(self.index, query, flt, limit=clamp_limit(limit), files_only=files_only,
+                           **self._search_args(query, mode, fusion, "code"))
+
+    def history(self, query: str, *, limit: int | None = None, mode: str | None = None,
+                fusion: str | None = None):
+        """Past commits (work items) matching `query`, with their files."""
+        from lore.index.history_sync import sync_history
+        from lore.search.code import search_history
+        sync_history(self.project.root, self.index, self.history_limit)
+        return search_history(self.index, query, limit=clamp_limit(limit),
+                              **self._search_args(query, mode, fusion, "commit"))
+
+    def _search_args(self, query: str, mode: str | None, fusion: str | None, kind: str) -> dict:
+        if mode not in (None, "hybrid", "bm25", "vector"):
+            raise UsageError(f"unknown search mode '{mode}'; use hybrid, bm25 or vector")
+        args = {"mode": mode or "hybrid", "fusion": fusion or self.fusion}
+        if mode != "bm25":
+            vector, model = self._query_vector(query, kind)
+            if vector is None and mode == "vector":
+                raise UsageError(f"vector search is unavailable ({self._embedder_error or 'see above'})")
+            args.update(query_vector=vector, model=model)
+        return args
+
+    def _recent_paths(self, days: float) -> set[str]:
+        import time
+        from lore.index import gitrepo
+        if not gitrepo.repo_root(self.project.root):
+            raise UsageError("--changed-within needs a git repository")
+        cutoff = time.time() - days * 86400
+        return {path for path, when in gitrepo.last_changed(self.project.root).items() if when >= cutoff}
+
+    def status(self) -> dict:
+        """How fresh the index is: indexed commit vs HEAD, changed files, pending vectors."""
+        import os as _os
+        from lore.index import gitrepo
+        from lore.index.discover import discover
+        root = self.project.root
+        is_git = gitrepo.repo_root(root) is not None
+        head = gitrepo.head(root) if is_git else None
+        indexed = self.index.get_meta("indexed_commit")
+        settings = self.project.settings.get("index", {})
+        found = discover(root, include=settings.get("include") or None,
+                         exclude=settings.get("exclude") or None,
+                         max_bytes=int(settings.get("max_file_bytes", 1_000_000)))
+        known = self.index.file_states("code")
+        changed, new = [], []
+        for rel in found.files:
+            state = known.get(rel)
+            if state is None:
+                new.append(rel)
+                continue
+            try:
+                st = _os.stat(root / rel)
+            except OSError:
+                continue
+            if (st.st_mtime_ns, st.st_size) != (state.mtime_ns, state.size):
+                changed.append(rel)
+        wanted = set(found.files)
+        deleted = [p for p in known if p not in wanted]
+        report = self.sync()
+        counts = self.index.counts()
+        return {"project": str(root), "git": is_git, "head": head, "indexedCommit": indexed,
+                "upToDate": not (changed or new or deleted) and (head == indexed or not is_git),
+                "changedFiles": sorted(changed), "newFiles": sorted(new), "deletedFiles": sorted(deleted),
+                "codeFiles": counts["code_files"], "codeChunks": counts["code_chunks"],
+                "commits": counts["commits"], "memories": counts["memories"],
+                "brokenMemoryFiles": [p for p, _ in report.errors],
+                **self.embedding_status()}
 
     # -- reading -------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ when a provider is created or first used.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol
 
 from lore.errors import ProviderError
 
@@ -28,9 +28,9 @@ __all__ = ["Embedder", "PROVIDERS", "load_embedder"]
 PROVIDERS = ("local", "onnx", "openai", "openai-compatible", "gemini", "voyage", "none")
 
 
-@runtime_checkable
 class Embedder(Protocol):
-    """What every provider offers.
+    """What every provider offers (duck-typed; not runtime-checkable, because
+    checking `dim` could make an HTTP provider call its API).
 
     Attributes:
         model_id: stable identifier stored with the vectors; it changes whenever

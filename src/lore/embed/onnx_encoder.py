@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from lore.embed._files import cache_dir
 from lore.embed._vectors import l2_normalise
 from lore.errors import ProviderError
 
@@ -73,6 +74,7 @@ class OnnxEncoder:
         import numpy as np
 
         self._load()
+        texts = list(texts)
         parts = [self._embed_window(texts[i:i + _WINDOW]) for i in range(0, len(texts), _WINDOW)]
         if not parts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -134,8 +136,9 @@ class OnnxEncoder:
         try:
             session = ort.InferenceSession(str(self.model_path), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # noqa: BLE001 - ORT raises its own hierarchy
-            raise ProviderError(f"cannot load ONNX model {self.model_path}: {exc} — "
-                                f"check that it is a valid .onnx file") from exc
+            fix = ("delete it (a cached, derived file; it is rebuilt)" if cache_dir() in self.model_path.parents
+                   else "check that it is a valid .onnx file")
+            raise ProviderError(f"cannot load ONNX model {self.model_path}: {exc} — {fix}") from exc
         self._inputs = {i.name for i in session.get_inputs()}
         if not {"input_ids", "attention_mask"} <= self._inputs:
             raise ProviderError(f"ONNX model {self.model_path} has inputs {sorted(self._inputs)}; "

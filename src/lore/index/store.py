@@ -44,10 +44,10 @@ class ChunkRow:
 
 
 def embedding_text(kind: str, title: str, text: str) -> str:
-    """What gets embedded for a chunk. A memory chunk carries its memory's
-    title (a section alone is often ambiguous); code and commits embed their
-    text only, so a renamed file keeps its vectors."""
-    return f"{title}\n{text}" if kind == "memory" and title else text
+    """What gets embedded for a chunk: its title (a memory's title, a code
+    unit's qualified symbol) then its text. Never the file path, so a renamed
+    file keeps its vectors; commits embed their message as is."""
+    return f"{title}\n{text}" if title and kind != "commit" else text
 
 
 def text_hash(text: str) -> str:
@@ -139,6 +139,12 @@ class SQLiteIndex:
             "INSERT INTO files(path, kind, sha256, mtime_ns, size, error, indexed_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)", (path, kind, sha256, mtime_ns, size, error, _now()))
         return cur.lastrowid
+
+    def move_file(self, old: str, new: str, mtime_ns: int, size: int) -> None:
+        """A rename: same bytes, new path. Chunks (and so vectors) stay."""
+        self.db.execute("DELETE FROM files WHERE path = ?", (new,))
+        self.db.execute("UPDATE files SET path = ?, mtime_ns = ?, size = ?, indexed_at = ? WHERE path = ?",
+                        (new, mtime_ns, size, _now(), old))
 
     def delete_files(self, paths: Iterable[str]) -> int:
         count = 0
@@ -251,6 +257,43 @@ class SQLiteIndex:
                f"WHERE c.id IN ({marks}) {'AND ' + where if where else ''}")
         return self.db.execute(sql, (*chunk_ids, *params)).fetchall()
 
+    # -- commits -------------------------------------------------------------
+
+    def put_commit(self, file_id: int, commit) -> None:
+        self.db.execute("INSERT INTO commits(file_id, sha, author, email, date, subject, body, files) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        (file_id, commit.sha, commit.author, commit.email, commit.date, commit.subject,
+                         commit.body, json.dumps(list(commit.files))))
+
+    def prune_commits(self, keep: int) -> int:
+        """Drop all but the `keep` newest commits."""
+        return self.db.execute("DELETE FROM files WHERE id IN (SELECT file_id FROM commits "
+                               "ORDER BY date DESC LIMIT -1 OFFSET ?)", (keep,)).rowcount
+
+    # -- search over code and commits ------------------------------------------
+
+    def search_chunks(self, kind: str, match: str, limit: int, where: str = "",
+                      params: tuple = ()) -> list[sqlite3.Row]:
+        """BM25 over code or commit chunks; rows carry `bm25` (higher is better)."""
+        table = {"code": "code_fts", "commit": "commit_fts"}[kind]
+        extra = "commits m ON m.file_id = c.file_id" if kind == "commit" else ""
+        sql = (f"SELECT c.*, c.id AS chunk_id, -bm25({table}, 4.0, 1.0, 1.0) AS bm25, f.path "
+               f"{', m.sha, m.author, m.date, m.subject, m.files' if extra else ''} "
+               f"FROM {table} JOIN chunks c ON c.id = {table}.rowid JOIN files f ON f.id = c.file_id "
+               f"{'JOIN ' + extra if extra else ''} "
+               f"WHERE {table} MATCH ? {'AND ' + where if where else ''} "
+               f"ORDER BY bm25({table}, 4.0, 1.0, 1.0) LIMIT ?")
+        return self.db.execute(sql, (match, *params, limit)).fetchall()
+
+    def chunk_rows(self, kind: str, chunk_ids: list[int], where: str = "", params: tuple = ()) -> list[sqlite3.Row]:
+        marks = ",".join("?" * len(chunk_ids))
+        extra = "JOIN commits m ON m.file_id = c.file_id" if kind == "commit" else ""
+        sql = (f"SELECT c.*, c.id AS chunk_id, f.path "
+               f"{', m.sha, m.author, m.date, m.subject, m.files' if extra else ''} "
+               f"FROM chunks c JOIN files f ON f.id = c.file_id {extra} "
+               f"WHERE c.id IN ({marks}) {'AND ' + where if where else ''}")
+        return self.db.execute(sql, (*chunk_ids, *params)).fetchall()
+
     def counts(self) -> dict[str, int]:
         one = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731
         return {
@@ -258,6 +301,9 @@ class SQLiteIndex:
             "memory_files_with_errors": one("SELECT count(*) FROM files WHERE kind='memory' AND error IS NOT NULL"),
             "chunks": one("SELECT count(*) FROM chunks"),
             "memory_chunks": one("SELECT count(*) FROM chunks WHERE kind='memory'"),
+            "code_files": one("SELECT count(*) FROM files WHERE kind='code'"),
+            "code_chunks": one("SELECT count(*) FROM chunks WHERE kind='code'"),
+            "commits": one("SELECT count(*) FROM commits"),
         }
 
     def group_counts(self, column: str) -> dict[str, int]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import click
 
 from lore.errors import LoreError
@@ -32,21 +34,38 @@ def init(path, as_json):
 @click.option("--force", is_flag=True, help="Re-index every file, not only changed ones.")
 @click.option("--reembed", is_flag=True, help="Switch vectors to the configured model (re-embed all).")
 @click.option("--no-embed", is_flag=True, help="Text index only; embed later.")
+@click.option("--no-code", is_flag=True, help="Memories only (skip the repository's files and history).")
 @json_option
 @with_lore
-def index(lore, force, reembed, no_embed, as_json):
-    """Bring the index up to date with the files (incremental by content hash), then embed."""
+def index(lore, force, reembed, no_embed, no_code, as_json):
+    """Index memories, code and git history (incremental by content hash), then embed.
+
+    Text is searchable (BM25) as soon as it is chunked; vectors follow, and an
+    interrupted run keeps what it embedded and resumes next time.
+    """
     report = lore.reindex(force=force)
+    code = None
+    if not no_code:
+        with progress_bar("chunking", enabled=not as_json) as advance:
+            code = lore.index_code(force=force, progress=advance)
     embedded = 0
     if not no_embed:
         with progress_bar("embedding", enabled=not as_json) as advance:
             embedded = lore.reembed(progress=advance) if reembed else lore.embed(progress=advance)
     if as_json:
         emit_json({"added": report.added, "updated": report.updated, "removed": report.removed,
-                   "embedded": embedded, "errors": [{"path": p, "error": e} for p, e in report.errors]})
+                   "embedded": embedded, "code": code.to_json() if code else None,
+                   "errors": [{"path": p, "error": e} for p, e in report.errors]})
     else:
         click.echo(f"memories: {len(report.added)} added, {len(report.updated)} updated, "
-                   f"{len(report.removed)} removed; {embedded} chunks embedded")
+                   f"{len(report.removed)} removed")
+        if code:
+            reasons = Counter(reason.split(" (")[0] for _, reason in code.skipped)
+            click.echo(f"code: {code.files_processed} files processed, {code.chunks_created} chunks, "
+                       f"{code.files_renamed} renamed, {code.files_removed} removed, "
+                       f"{code.files_skipped} skipped ({', '.join(f'{n} {r}' for r, n in reasons.most_common()) or '-'}), "
+                       f"{code.commits_added} commits, {code.duration_ms / 1000:.1f} s")
+        click.echo(f"embeddings: {embedded} chunks embedded")
         for path, error in report.errors:
             warn(error if error.startswith(path) else f"{path}: {error}")
     if report.errors:

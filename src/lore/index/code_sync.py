@@ -1,0 +1,147 @@
+"""Keep the code index in step with the repository's files.
+
+Discovery (`discover.py`) says which files count; each is compared with the
+index by (mtime, size), then by sha256, so only changed files are chunked
+again. A new path whose bytes equal a vanished file's is a rename: its row is
+moved, nothing is re-chunked or re-embedded. Chunks are searchable by BM25 as
+soon as they are written; vectors follow (`embedding.py`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from lore.index.store import ChunkRow, SQLiteIndex
+
+KIND = "code"
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+_SPLIT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|_+")
+
+
+@dataclass
+class IndexResult:
+    """003's IndexResult, plus what a person wants to know."""
+
+    success: bool = True
+    files_processed: int = 0
+    chunks_created: int = 0
+    files_skipped: int = 0
+    files_removed: int = 0
+    files_renamed: int = 0
+    commits_added: int = 0
+    duration_ms: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"success": self.success, "files_processed": self.files_processed,
+                "chunks_created": self.chunks_created, "files_skipped": self.files_skipped,
+                "files_removed": self.files_removed, "files_renamed": self.files_renamed,
+                "commits_added": self.commits_added,
+                "duration_ms": self.duration_ms, "errors": self.errors,
+                "skipped": [{"path": p, "reason": r} for p, r in self.skipped]}
+
+
+def sync_code(root: Path, index: SQLiteIndex, settings: dict, *, force: bool = False,
+              only: list[str] | None = None, deleted: list[str] | None = None,
+              progress: Callable[[int, int], None] | None = None) -> IndexResult:
+    """Index the repository's code incrementally.
+
+    Args:
+        settings: the `[index]` table (include, exclude, max_file_bytes).
+        only: re-check just these paths (003's update_index); None = every file.
+        deleted: paths known to be gone.
+    """
+    from lore.index.discover import discover
+
+    started = time.perf_counter()
+    result = IndexResult()
+    known = index.file_states(KIND)
+    found = discover(root, include=settings.get("include") or None, exclude=settings.get("exclude") or None,
+                     max_bytes=int(settings.get("max_file_bytes", 1_000_000)))
+    result.skipped = found.skipped
+    result.files_skipped = len(found.skipped)
+    wanted = set(found.files)
+    if only is not None:
+        check = {p for p in (_norm(x, root) for x in only) if p}
+        candidates = [p for p in found.files if p in check]
+        gone = [p for p in check | {_norm(x, root) for x in deleted or []} if p in known and p not in wanted]
+    else:
+        candidates = found.files
+        gone = [p for p in known if p not in wanted]
+    changed: list[tuple[str, os.stat_result]] = []
+    for rel in candidates:
+        try:
+            st = os.stat(root / rel)
+        except OSError:
+            continue
+        state = known.get(rel)
+        if force or state is None or state.mtime_ns != st.st_mtime_ns or state.size != st.st_size:
+            changed.append((rel, st))
+    gone_by_sha = {known[p].sha256: p for p in gone}
+    for done, (rel, st) in enumerate(changed, 1):
+        try:
+            raw = (root / rel).read_bytes()
+        except OSError as err:
+            result.errors.append(f"{rel}: {err.strerror}")
+            continue
+        sha = hashlib.sha256(raw).hexdigest()
+        state = known.get(rel)
+        with index.write():
+            if state is not None and state.sha256 == sha and not force:
+                index.touch_file(state.id, st.st_mtime_ns, st.st_size)
+            elif state is None and sha in gone_by_sha:
+                old = gone_by_sha.pop(sha)
+                index.move_file(old, rel, st.st_mtime_ns, st.st_size)
+                gone.remove(old)
+                result.files_renamed += 1
+            else:
+                chunks = code_chunks(rel, raw.decode("utf-8", errors="replace"))
+                file_id = index.put_file(rel, KIND, sha, st.st_mtime_ns, st.st_size)
+                index.put_chunks(file_id, KIND, chunks)
+                result.files_processed += 1
+                result.chunks_created += len(chunks)
+        if progress:
+            progress(done, len(changed))
+    if gone:
+        with index.write():
+            result.files_removed = index.delete_files(gone)
+    result.duration_ms = int((time.perf_counter() - started) * 1000)
+    return result
+
+
+def code_chunks(rel: str, text: str) -> list[ChunkRow]:
+    from lore.index.chunker import chunk_file
+
+    path_words = " ".join(p for p in re.split(r"[/._-]+", rel) if p)
+    rows = []
+    for chunk in chunk_file(rel, text):
+        rows.append(ChunkRow(text=chunk.text, start_line=chunk.start_line, end_line=chunk.end_line,
+                             section=chunk.kind, symbol=chunk.symbol, language=chunk.language,
+                             title=chunk.symbol or "", keywords=f"{path_words} {identifier_parts(chunk.text)}"))
+    return rows
+
+
+def identifier_parts(text: str) -> str:
+    """The words inside compound identifiers (getUserName → get user name),
+    so BM25 finds code by the words a person would type."""
+    parts: dict[str, None] = {}
+    for ident in set(_IDENT.findall(text)):
+        pieces = [p for p in _SPLIT.split(ident) if len(p) > 1]
+        if len(pieces) > 1:
+            parts.update(dict.fromkeys(p.lower() for p in pieces))
+    return " ".join(parts)
+
+
+def _norm(path: str, root: Path) -> str | None:
+    full = Path(path) if os.path.isabs(path) else root / path
+    try:
+        return Path(os.path.normpath(full)).relative_to(root).as_posix()
+    except ValueError:
+        return None

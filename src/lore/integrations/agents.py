@@ -1,0 +1,617 @@
+"""Installing Lore into coding agents' config files, and taking it out again.
+
+What each agent gets (``command`` is how to run lore, e.g. ``["lore"]``):
+
+===============  ==========================================================
+``claude-code``  ``.mcp.json``: ``mcpServers.lore`` = ``{command, args: [..., "mcp"]}``;
+                 ``.claude/settings.json``: SessionStart, PreCompact and Stop
+                 hooks running ``<lore> hook session-start|pre-compact|stop``;
+                 ``CLAUDE.md`` block with ``instructions=True``.
+``codex``        ``$CODEX_HOME/config.toml`` (default ``~/.codex``): a delimited
+                 ``[mcp_servers.lore]`` table with ``cwd`` and
+                 ``env.LORE_PROJECT`` set to the project; ``AGENTS.md`` block.
+``cursor``       ``.cursor/mcp.json``: ``mcpServers.lore``; ``AGENTS.md`` block.
+===============  ==========================================================
+
+Every edit is a merge: other servers, hooks, keys, tables and comments are
+kept, installing twice changes nothing, and uninstalling removes exactly what
+Lore added (plus any container its removal left empty, and a file whose whole
+content was Lore's). JSON is rewritten in the file's own indentation, so a
+file that existed before ``install`` comes back byte-identical after
+``uninstall`` when it was written in the usual ``JSON.stringify(x, null, 2)``
+style. TOML and Markdown are edited as text, never re-serialised. Writes are
+atomic (temp file + rename) and follow symlinks; a file Lore cannot parse is
+reported and never overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import stat
+import tempfile
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from lore.errors import LoreError, UsageError
+
+AGENTS = ("claude-code", "codex", "cursor")
+SERVER_NAME = "lore"
+
+# Claude Code hook events Lore listens to -> the `lore hook` sub-command each runs.
+HOOK_EVENTS = {"SessionStart": "session-start", "PreCompact": "pre-compact", "Stop": "stop"}
+# Events whose hooks take a matcher ("" = every source: startup/resume/clear/compact,
+# manual/auto). Stop has no matcher, so the field is left out, as Claude Code documents.
+_MATCHER_EVENTS = ("SessionStart", "PreCompact")
+
+MD_BEGIN = "<!-- lore:begin -->"
+MD_END = "<!-- lore:end -->"
+TOML_BEGIN = "# lore:begin"
+TOML_NOTE = "(managed by `lore install codex`; `lore uninstall codex` removes it)"
+TOML_END = "# lore:end"
+
+INSTRUCTIONS = """\
+## Project memory (Lore)
+
+This project keeps lasting knowledge in Lore (Markdown files in `.lore/memory/`).
+
+**Search before you explore.** Before reading code or asking the user, search:
+MCP tools `memory_search` / `search_memories` for memories and `search_codebase`
+for code, or `lore search "<query>"` and `lore code "<query>"` in a shell.
+Search returns summaries and ids; read in full (`memory_read`, `lore show <id>`)
+only the few you need. Never load every memory.
+
+**Write what lasts.** When you learn something a future session will need, save
+it with `memory_write` / `add_memory` (or `lore add`): a decision and why, a
+convention, a gotcha, a lesson from a failure, how the parts fit together. One
+idea per memory, with a clear title and a few keywords. Don't save transient
+state ("user just asked X", "tests are running"), task progress, or secrets.
+
+- `type`: decision, pattern, convention, lesson, architecture, warning,
+  preference, gotcha, fact, summary
+- `applies_to`: `global`, `file:<path>` or `area:<name>`
+
+**Finish each task** with `lore complete "<task>"` to record what was done.
+
+**No MCP tools?** Print each memory in a block like this; Lore reads them from your output:
+
+```text
+<lore-memory type="gotcha" tags="auth,jwt" applies_to="file:src/auth.py" title="JWT secret must be base64">
+Token validation fails silently when JWT_SECRET contains special characters.
+Use a base64-encoded secret.
+</lore-memory>
+```
+"""
+
+
+class ConfigError(LoreError):
+    """An agent's config file Lore must edit is malformed or has a conflicting entry.
+
+    Args:
+        message: what is wrong and what to do.
+        path: the file concerned.
+    """
+
+    def __init__(self, message: str, *, path: Path):
+        self.path = path
+        super().__init__(f"{path}: {message}")
+
+
+def install(agent: str, root: Path, *, command: list[str], instructions: bool = False) -> list[str]:
+    """Install Lore into `agent`'s config for the project at `root`.
+
+    Args:
+        agent: one of :data:`AGENTS`.
+        root: the project root (the folder holding `.lore/`).
+        command: how to run lore, e.g. ``["lore"]`` or ``[sys.executable, "-m", "lore"]``.
+        instructions: also add (or refresh) the Lore block in CLAUDE.md / AGENTS.md.
+
+    Returns:
+        One human-readable line per file changed; ``[]`` if everything was already in place.
+    """
+    agent = _check_agent(agent)
+    root = _check_root(root)
+    if not command or not all(isinstance(part, str) and part for part in command):
+        raise UsageError("command must be a non-empty list of strings, e.g. ['lore']")
+    command = list(command)
+    server = {"command": command[0], "args": command[1:] + ["mcp"]}
+    changes: list[str] = []
+    if agent == "claude-code":
+        changes += _json_edit(root / ".mcp.json", root, "MCP server 'lore'",
+                              lambda doc: _set_server(doc, server))
+        changes += _json_edit(root / ".claude" / "settings.json", root,
+                              "hooks " + ", ".join(HOOK_EVENTS),
+                              lambda doc: _set_hooks(doc, command))
+    elif agent == "cursor":
+        changes += _json_edit(root / ".cursor" / "mcp.json", root, "MCP server 'lore'",
+                              lambda doc: _set_server(doc, server))
+    else:
+        changes += _codex_install(root, command)
+    if instructions:
+        changes += _md_install(root / _instructions_file(agent), root)
+    return changes
+
+
+def uninstall(agent: str, root: Path) -> list[str]:
+    """Remove what :func:`install` added for `agent` in the project at `root`.
+
+    The instructions block in AGENTS.md is kept while the other AGENTS.md agent
+    (codex or cursor) is still installed for this project.
+
+    Returns:
+        One human-readable line per file changed; ``[]`` if Lore was not installed.
+    """
+    agent = _check_agent(agent)
+    root = _check_root(root)
+    changes: list[str] = []
+    if agent == "claude-code":
+        changes += _json_edit(root / ".mcp.json", root, "MCP server 'lore'", _drop_server,
+                              removing=True)
+        changes += _json_edit(root / ".claude" / "settings.json", root,
+                              "hooks " + ", ".join(HOOK_EVENTS), _drop_hooks, removing=True)
+    elif agent == "cursor":
+        changes += _json_edit(root / ".cursor" / "mcp.json", root, "MCP server 'lore'",
+                              _drop_server, removing=True)
+    else:
+        changes += _codex_uninstall(root)
+    md = root / _instructions_file(agent)
+    other = {"codex": "cursor", "cursor": "codex"}.get(agent)
+    if other and _is_installed(other, root):
+        if _has_block(md, MD_BEGIN):
+            changes.append(f"kept the Lore block in {md.name}: {other} still uses it")
+    else:
+        changes += _md_uninstall(md, root)
+    return changes
+
+
+def hook_command(command: list[str], event: str) -> str:
+    """The shell command Lore's hook for a Claude Code `event` runs."""
+    return shlex.join([*command, "hook", HOOK_EVENTS[event]])
+
+
+def codex_config_path() -> Path:
+    """Codex's user config: ``$CODEX_HOME/config.toml``, ``~/.codex/config.toml`` by default."""
+    home = os.environ.get("CODEX_HOME")
+    return (Path(home).expanduser() if home else Path.home() / ".codex") / "config.toml"
+
+
+# ---------------------------------------------------------------- checks
+
+
+def _check_agent(agent: str) -> str:
+    if agent not in AGENTS:
+        raise UsageError(f"unknown agent '{agent}'; use one of: {', '.join(AGENTS)}")
+    return agent
+
+
+def _check_root(root: Path) -> Path:
+    root = Path(root).expanduser().resolve()
+    if not root.is_dir():
+        raise UsageError(f"project folder {root} does not exist")
+    return root
+
+
+def _instructions_file(agent: str) -> str:
+    return "CLAUDE.md" if agent == "claude-code" else "AGENTS.md"
+
+
+def _is_installed(agent: str, root: Path) -> bool:
+    """Whether `agent` still has Lore's MCP server for this project (best effort)."""
+    try:
+        if agent == "cursor":
+            doc = _load_json(_read(root / ".cursor" / "mcp.json"))
+            servers = doc.get("mcpServers") if isinstance(doc, dict) else None
+            return isinstance(servers, dict) and SERVER_NAME in servers
+        text = _read(codex_config_path()).text
+        span = _find_block(text, TOML_BEGIN, TOML_END, codex_config_path())
+        return span is not None and _codex_project(text[span[0]:span[1]]) == str(root)
+    except LoreError:
+        return False
+
+
+# ---------------------------------------------------------------- files
+
+
+@dataclass
+class _TextFile:
+    """A config file's text as read, with what's needed to write it back the same way."""
+
+    path: Path
+    exists: bool
+    text: str = ""
+    bom: bool = False
+    newline: str = "\n"
+
+
+def _read(path: Path) -> _TextFile:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return _TextFile(path, exists=False)
+    except OSError as err:
+        raise ConfigError(f"cannot read ({err.strerror}); check its permissions", path=path) from None
+    bom = raw.startswith(b"\xef\xbb\xbf")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ConfigError("is not valid UTF-8; re-save it as UTF-8, then run the command again",
+                          path=path) from None
+    return _TextFile(path, True, text, bom, "\r\n" if "\r\n" in text else "\n")
+
+
+def _write(file: _TextFile, text: str, *, new_mode: int = 0o644) -> None:
+    """Replace the file atomically (temp file in the same folder + rename), keeping its mode."""
+    target = file.path.resolve() if file.path.is_symlink() else file.path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        mode = new_mode
+    data = (("\ufeff" if file.bom else "") + text).encode("utf-8")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".lore-tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _delete(path: Path, root: Path) -> None:
+    """Delete a file Lore emptied, and its folder if that is now empty and inside the project."""
+    path.unlink()
+    folder = path.parent
+    if folder != root and root in folder.parents:
+        try:
+            folder.rmdir()
+        except OSError:
+            pass  # not empty: other files live there
+
+
+def _show(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+# ---------------------------------------------------------------- JSON configs
+
+
+def _load_json(file: _TextFile):
+    if not file.exists:
+        return {}
+    try:
+        doc = json.loads(file.text)
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"is not valid JSON (line {err.lineno}: {err.msg}); fix it, "
+                          "then run the command again", path=file.path) from None
+    if not isinstance(doc, dict):
+        raise ConfigError("must hold a JSON object ({...}); fix it, then run the command again",
+                          path=file.path)
+    return doc
+
+
+def _dump_json(doc: dict, file: _TextFile) -> str:
+    """Serialise in the file's own style: its indentation, newlines and final newline."""
+    indent = "  "
+    trailing = True
+    if file.exists:
+        found = re.search(r"^([ \t]+)\S", file.text, re.MULTILINE)
+        if found:
+            indent = found.group(1)
+        trailing = file.text.endswith("\n")
+    text = json.dumps(doc, indent=indent, ensure_ascii=False) + ("\n" if trailing else "")
+    return text.replace("\n", file.newline)
+
+
+def _json_edit(path: Path, root: Path, what: str, edit, *, removing: bool = False) -> list[str]:
+    """Apply `edit` (doc -> doc) to a JSON config file, writing only if the data changed.
+
+    A file left holding an empty object is deleted (all of it was Lore's).
+    """
+    file = _read(path)
+    doc = _load_json(file)
+    before = json.dumps(doc)
+    try:
+        new = edit(json.loads(before))          # edit a deep copy
+    except _ShapeProblem as err:
+        raise ConfigError(f"{err}; fix it, then run the command again", path=path) from None
+    if json.dumps(new) == before:
+        return []
+    shown = _show(path, root)
+    if not new:
+        _delete(path, root)
+        return [f"removed {shown} (it held only Lore's {what})"]
+    _write(file, _dump_json(new, file))
+    if not file.exists:
+        return [f"created {shown}: {what}"]
+    return [f"updated {shown}: {'removed' if removing else 'set'} {what}"]
+
+
+class _ShapeProblem(Exception):
+    """A JSON config has the wrong shape where Lore must edit it."""
+
+
+def _set_server(doc: dict, server: dict) -> dict:
+    servers = doc.setdefault("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise _ShapeProblem("'mcpServers' must be an object")
+    entry = servers.get(SERVER_NAME)
+    # Keep keys the user added to Lore's entry (env, type, ...); set only ours.
+    servers[SERVER_NAME] = {**entry, **server} if isinstance(entry, dict) else dict(server)
+    return doc
+
+
+def _drop_server(doc: dict) -> dict:
+    servers = doc.get("mcpServers")
+    if isinstance(servers, dict) and SERVER_NAME in servers:
+        del servers[SERVER_NAME]
+        if not servers:
+            del doc["mcpServers"]
+    return doc
+
+
+_LORE_HOOK = re.compile(r"\blore\b.*\shook\s+(session-start|pre-compact|stop)\s*$")
+
+
+def _is_lore_hook(hook, sub: str) -> bool:
+    if not isinstance(hook, dict) or not isinstance(hook.get("command"), str):
+        return False
+    found = _LORE_HOOK.search(hook["command"])
+    return bool(found) and found.group(1) == sub
+
+
+def _set_hooks(doc: dict, command: list[str]) -> dict:
+    hooks = doc.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise _ShapeProblem("'hooks' must be an object")
+    for event, sub in HOOK_EVENTS.items():
+        groups = hooks.get(event, [])
+        if not isinstance(groups, list):
+            raise _ShapeProblem(f"'hooks.{event}' must be a list")
+        hooks[event] = _place_hook(groups, sub, hook_command(command, event),
+                                   event in _MATCHER_EVENTS)
+    return doc
+
+
+def _place_hook(groups: list, sub: str, command: str, with_matcher: bool) -> list:
+    """Groups with Lore's hook set to `command`: updated where it is, else appended."""
+    out: list = []
+    placed = False
+    for group in groups:
+        if not (isinstance(group, dict) and isinstance(group.get("hooks"), list)) or not group["hooks"]:
+            out.append(group)
+            continue
+        kept = []
+        for hook in group["hooks"]:
+            if not _is_lore_hook(hook, sub):
+                kept.append(hook)
+            elif not placed:        # update in place, keeping keys the user added (timeout, ...)
+                kept.append({**hook, "type": "command", "command": command})
+                placed = True
+            # later duplicates of Lore's hook are dropped
+        if kept:
+            out.append({**group, "hooks": kept})
+    if not placed:
+        group = {"matcher": ""} if with_matcher else {}
+        group["hooks"] = [{"type": "command", "command": command}]
+        out.append(group)
+    return out
+
+
+def _drop_hooks(doc: dict) -> dict:
+    hooks = doc.get("hooks")
+    if not isinstance(hooks, dict):
+        return doc
+    for event, sub in HOOK_EVENTS.items():
+        groups = hooks.get(event)
+        if not isinstance(groups, list):
+            continue
+        out = []
+        removed = False
+        for group in groups:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                kept = [h for h in group["hooks"] if not _is_lore_hook(h, sub)]
+                if len(kept) != len(group["hooks"]):
+                    removed = True
+                    if kept:
+                        out.append({**group, "hooks": kept})
+                    continue
+            out.append(group)
+        if removed:
+            if out:
+                hooks[event] = out
+            else:
+                del hooks[event]
+            if not hooks:
+                del doc["hooks"]
+                break
+    return doc
+
+
+# ---------------------------------------------------------------- delimited text blocks
+
+
+def _find_block(text: str, begin: str, end: str, path: Path) -> tuple[int, int] | None:
+    """Character span of Lore's block (begin line .. end line and its newline), or None.
+
+    A begin line is `begin` itself or `begin` followed by a space and a comment.
+    """
+    start = None
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        bare = line.strip()
+        if start is None and (bare == begin or bare.startswith(begin + " ")):
+            start = offset
+        elif bare == end:
+            if start is None:
+                raise ConfigError(f"has a '{end}' line without '{begin}' before it; remove the "
+                                  "stray line, then run the command again", path=path)
+            return start, offset + len(line)
+        offset += len(line)
+    if start is not None:
+        raise ConfigError(f"has a '{begin}' line but no '{end}' after it; delete the partial "
+                          "Lore block, then run the command again", path=path)
+    return None
+
+
+def _put_block(text: str, block: str, span: tuple[int, int] | None) -> str:
+    if span is not None:
+        return text[: span[0]] + block + text[span[1]:]
+    if not text:
+        return block
+    sep = "\n" if text.endswith("\n") else "\n\n"
+    return text + sep + block
+
+
+def _cut_block(text: str, span: tuple[int, int]) -> str:
+    before, after = text[: span[0]], text[span[1]:]
+    if before.endswith("\n\n"):       # the blank line _put_block added
+        before = before[:-1]
+    elif before.endswith("\r\n\r\n"):
+        before = before[:-2]
+    return before + after
+
+
+def _has_block(path: Path, begin: str) -> bool:
+    file = _read(path)
+    return file.exists and any(line.strip() == begin for line in file.text.splitlines())
+
+
+def _md_install(path: Path, root: Path) -> list[str]:
+    file = _read(path)
+    block = (f"{MD_BEGIN}\n{INSTRUCTIONS.rstrip()}\n{MD_END}\n").replace("\n", file.newline)
+    span = _find_block(file.text, MD_BEGIN, MD_END, path)
+    new = _put_block(file.text, block, span)
+    if file.exists and new == file.text:
+        return []
+    _write(file, new)
+    shown = _show(path, root)
+    if not file.exists:
+        return [f"created {shown}: Lore instructions"]
+    return [f"updated {shown}: {'refreshed' if span else 'added'} Lore instructions"]
+
+
+def _md_uninstall(path: Path, root: Path) -> list[str]:
+    file = _read(path)
+    if not file.exists:
+        return []
+    span = _find_block(file.text, MD_BEGIN, MD_END, path)
+    if span is None:
+        return []
+    new = _cut_block(file.text, span)
+    shown = _show(path, root)
+    if not new:
+        _delete(path, root)
+        return [f"removed {shown} (it held only Lore's instructions)"]
+    _write(file, new)
+    return [f"updated {shown}: removed Lore instructions"]
+
+
+# ---------------------------------------------------------------- Codex (TOML)
+
+
+def _toml_str(value: str) -> str:
+    """A TOML basic string."""
+    out = ['"']
+    for ch in value:
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch in "\b\t\n\f\r":
+            out.append({"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}[ch])
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04X}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _codex_block(root: Path, command: list[str]) -> str:
+    args = ", ".join(_toml_str(arg) for arg in [*command[1:], "mcp"])
+    return (f"{TOML_BEGIN} {TOML_NOTE}\n"
+            f"[mcp_servers.{SERVER_NAME}]\n"
+            f"command = {_toml_str(command[0])}\n"
+            f"args = [{args}]\n"
+            f"cwd = {_toml_str(str(root))}\n"
+            f"\n"
+            f"[mcp_servers.{SERVER_NAME}.env]\n"
+            f"LORE_PROJECT = {_toml_str(str(root))}\n"
+            f"{TOML_END}\n")
+
+
+def _parse_toml(text: str, path: Path) -> dict:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"is not valid TOML ({err}); fix it, then run the command again",
+                          path=path) from None
+
+
+def _codex_project(block_text: str) -> str | None:
+    try:
+        server = tomllib.loads(block_text).get("mcp_servers", {}).get(SERVER_NAME, {})
+    except tomllib.TOMLDecodeError:
+        return None
+    env = server.get("env") if isinstance(server, dict) else None
+    project = env.get("LORE_PROJECT") if isinstance(env, dict) else None
+    return project if isinstance(project, str) else None
+
+
+def _codex_install(root: Path, command: list[str]) -> list[str]:
+    path = codex_config_path()
+    file = _read(path)
+    data = _parse_toml(file.text, path)
+    span = _find_block(file.text, TOML_BEGIN, TOML_END, path)
+    if span is None and SERVER_NAME in (data.get("mcp_servers") or {}):
+        raise ConfigError(f"already defines [mcp_servers.{SERVER_NAME}], not written by Lore; "
+                          "remove or rename it, then run `lore install codex` again", path=path)
+    previous = _codex_project(file.text[span[0]:span[1]]) if span else None
+    block = _codex_block(root, command).replace("\n", file.newline)
+    new = _put_block(file.text, block, span)
+    if file.exists and new == file.text:
+        return []
+    try:
+        written = tomllib.loads(new)["mcp_servers"][SERVER_NAME]
+        assert written["env"]["LORE_PROJECT"] == str(root)
+    except (tomllib.TOMLDecodeError, KeyError, TypeError, AssertionError):
+        raise ConfigError(f"Lore's [mcp_servers.{SERVER_NAME}] table cannot be added to this file "
+                          "(is `mcp_servers` an inline table?); use [mcp_servers.<name>] tables, "
+                          "then run `lore install codex` again", path=path) from None
+    _write(file, new, new_mode=0o600)
+    if not file.exists:
+        return [f"created {path}: MCP server '{SERVER_NAME}' for {root}"]
+    if previous and previous != str(root):
+        return [f"updated {path}: MCP server '{SERVER_NAME}' now serves {root} (was {previous}); "
+                "Codex's config is per user, so one project at a time"]
+    return [f"updated {path}: set MCP server '{SERVER_NAME}' for {root}"]
+
+
+def _codex_uninstall(root: Path) -> list[str]:
+    path = codex_config_path()
+    file = _read(path)
+    if not file.exists:
+        return []
+    span = _find_block(file.text, TOML_BEGIN, TOML_END, path)
+    if span is None:
+        return []
+    project = _codex_project(file.text[span[0]:span[1]])
+    if project is not None and project != str(root):
+        return [f"left {path} alone: its MCP server '{SERVER_NAME}' serves {project}, not {root}"]
+    new = _cut_block(file.text, span)
+    if not new:
+        path.unlink()
+        return [f"removed {path} (it held only Lore's MCP server)"]
+    _write(file, new)
+    return [f"updated {path}: removed MCP server '{SERVER_NAME}'"]

@@ -1,0 +1,101 @@
+"""Code and history commands: code, history, update-index, status."""
+
+from __future__ import annotations
+
+import click
+
+from lore.interfaces.cli.common import json_option, with_lore
+from lore.interfaces.cli.output import console, emit_json, table
+
+
+@click.command()
+@click.argument("query", nargs=-1, required=True)
+@click.option("--lang", "languages", multiple=True, help="Language (python, typescript, go…; repeatable).")
+@click.option("--ext", "extensions", multiple=True, help="File extension (ts, py…; repeatable).")
+@click.option("--dir", "directories", multiple=True, help="Directory prefix or glob (repeatable).")
+@click.option("--changed-within", "days", type=float, help="Only files changed in the last N days (git).")
+@click.option("--files-only", is_flag=True, help="Rank files (best chunk per file).")
+@click.option("--mode", type=click.Choice(["hybrid", "bm25", "vector"]), default=None)
+@click.option("--limit", type=int, default=None, help="At most N results (default 10, max 50).")
+@click.option("--full", is_flag=True, help="Include each chunk's whole text in --json.")
+@json_option
+@with_lore
+def code(lore, query, languages, extensions, directories, days, files_only, mode, limit, full, as_json):
+    """Search the codebase by meaning and keywords (003's search_codebase)."""
+    hits = lore.code_search(" ".join(query), limit=limit, languages=languages, extensions=extensions,
+                            directories=directories, changed_within_days=days, files_only=files_only,
+                            mode=mode)
+    if as_json:
+        emit_json([h.to_json(full=full) for h in hits])
+        return
+    if not hits:
+        click.echo("no matches")
+        return
+    out = console()
+    for h in hits:
+        out.print(f"[cyan]{h.file_path}:{h.start_line}-{h.end_line}[/cyan]  [bold]{h.symbol or ''}[/bold]  "
+                  f"[dim]{h.language} · {h.similarity:.2f} {h.source}[/dim]")
+        if not files_only:
+            out.print(f"  {h.snippet}", markup=False)
+
+
+@click.command()
+@click.argument("query", nargs=-1, required=True)
+@click.option("--limit", type=int, default=None)
+@click.option("--mode", type=click.Choice(["hybrid", "bm25", "vector"]), default=None)
+@json_option
+@with_lore
+def history(lore, query, limit, mode, as_json):
+    """Search past work: the project's commits, with the files they changed."""
+    hits = lore.history(" ".join(query), limit=limit, mode=mode)
+    if as_json:
+        emit_json([h.to_json() for h in hits])
+        return
+    if not hits:
+        click.echo("no matches")
+        return
+    out = console()
+    for h in hits:
+        out.print(f"[yellow]{h.sha[:10]}[/yellow] [bold]{h.subject}[/bold]  [dim]{h.author} · {h.date[:10]} · "
+                  f"{h.relevance:.2f}[/dim]", markup=True)
+        out.print("  " + ", ".join(h.files[:8]) + (" …" if len(h.files) > 8 else ""), markup=False)
+
+
+@click.command(name="update-index")
+@click.option("--files", "files", multiple=True, help="Changed file (repeatable, or space-separated).")
+@click.option("--deleted", "deleted", multiple=True, help="Deleted file (repeatable).")
+@json_option
+@with_lore
+def update_index(lore, files, deleted, as_json):
+    """Re-index just these files (003's update_index, for hooks and tools)."""
+    split = lambda values: [p for v in values for p in v.split()]  # noqa: E731
+    result = lore.update_index(split(files), split(deleted))
+    if as_json:
+        emit_json(result)
+    else:
+        click.echo(f"updated {result['updated']}, deleted {result['deleted']}")
+
+
+@click.command()
+@json_option
+@with_lore
+def status(lore, as_json):
+    """How fresh the index is: indexed commit vs HEAD, changed files, pending embeddings."""
+    data = lore.status()
+    if as_json:
+        emit_json(data)
+        return
+    short = lambda sha: sha[:10] if sha else "-"  # noqa: E731
+    changes = len(data["changedFiles"]) + len(data["newFiles"]) + len(data["deletedFiles"])
+    rows = [["index", "up to date" if data["upToDate"] else "stale — run `lore index`"],
+            ["HEAD / indexed commit", f"{short(data['head'])} / {short(data['indexedCommit'])}" if data["git"] else "not a git repo"],
+            ["work tree changes since index", f"{len(data['changedFiles'])} changed, {len(data['newFiles'])} new, "
+                                              f"{len(data['deletedFiles'])} deleted" if changes else "none"],
+            ["code", f"{data['codeFiles']} files, {data['codeChunks']} chunks, {data['commits']} commits"],
+            ["memories", str(data["memories"])],
+            ["embedding model", data["embedding"] or f"none — BM25 only ({data['embeddingProblem'] or 'no model'})"],
+            ["pending embeddings", str(data["pendingEmbeddings"] or 0)]]
+    table(["", ""], rows)
+
+
+COMMANDS = [code, history, update_index, status]

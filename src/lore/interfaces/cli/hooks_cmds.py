@@ -1,0 +1,78 @@
+"""Git hook commands: install, uninstall, and the background updater they start."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from lore.interfaces.cli.common import json_option
+from lore.interfaces.cli.output import emit_json
+
+
+@click.group()
+def hooks():
+    """Keep the index fresh from git hooks (post-commit, -merge, -checkout, -rewrite)."""
+
+
+def _root(ctx) -> "object":
+    from lore.project import Project
+    return Project.find(ctx.obj.get("project") or ".").root
+
+
+@hooks.command()
+@json_option
+@click.pass_context
+def install(ctx, as_json):
+    """Install the hooks (chained with any existing ones)."""
+    from lore.index import githooks
+    changed = githooks.install(_root(ctx), [sys.executable, "-m", "lore", "hooks", "run"])
+    if as_json:
+        emit_json({"installed": changed})
+    else:
+        click.echo(f"installed: {', '.join(changed)}" if changed else "hooks already installed")
+
+
+@hooks.command()
+@json_option
+@click.pass_context
+def uninstall(ctx, as_json):
+    """Remove exactly what `lore hooks install` added."""
+    from lore.index import githooks
+    removed = githooks.uninstall(_root(ctx))
+    if as_json:
+        emit_json({"removed": removed})
+    else:
+        click.echo(f"removed: {', '.join(removed)}" if removed else "no Lore hooks installed")
+
+
+@hooks.command(name="run", hidden=True)
+@click.argument("hook")
+@click.argument("args", nargs=-1)
+@click.pass_context
+def run(ctx, hook, args):
+    """Run by the hooks in the background: one updater at a time, no trigger lost."""
+    from lore.index.githooks import run_coalesced
+    from lore.service import Lore
+    lore = Lore.open(ctx.obj.get("project") or ".")
+    log = lore.project.local_dir / "hooks.log"
+
+    def job():
+        started = time.time()
+        try:
+            result = lore.refresh()
+            line = (f"ok {hook}: {result['code']['files_processed']} files, "
+                    f"{result['code']['files_removed']} removed, {result['embedded']} embedded")
+        except Exception as err:  # noqa: BLE001 - a hook must never fail loudly
+            line = f"error {hook}: {err}"
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line} ({time.time() - started:.2f} s)\n")
+
+    try:
+        run_coalesced(lore.project.local_dir, job)
+    finally:
+        lore.close()
+
+
+COMMANDS = [hooks]

@@ -1,0 +1,147 @@
+"""The bundled MiniLM model and the ONNX-directory provider (real model, offline)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from lore.embed import local, load_embedder
+from lore.embed._files import file_sha256
+from lore.errors import ProviderError
+
+TEXTS = ["def parse(path): return open(path).read()", "x", "how to reset a password",
+         "Caroline went to the LGBTQ support group on 7 May 2023 and told Melanie about it afterwards.",
+         "", "banana bread recipe with walnuts"]
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    """A private, initially empty Lore cache for this module."""
+    with pytest.MonkeyPatch.context() as patch:
+        path = tmp_path_factory.mktemp("lore-cache")
+        patch.setenv("LORE_CACHE_DIR", str(path))
+        yield path
+
+
+@pytest.fixture(scope="module")
+def embedder(cache):
+    return load_embedder({})
+
+
+@pytest.fixture(scope="module")
+def plain(cache):
+    return load_embedder({"requantize": False})
+
+
+@pytest.fixture
+def model_dir(tmp_path):
+    """A copy of the bundled model + tokenizer, as the `onnx` provider expects."""
+    folder = tmp_path / "minilm"
+    folder.mkdir()
+    shutil.copy(local._bundled_model(), folder / "model.onnx")
+    shutil.copy(local.TOKENIZER, folder / "tokenizer.json")
+    return folder
+
+
+def test_default_model(embedder, cache):
+    assert embedder.model_id == "local:all-MiniLM-L6-v2-int8:8199be6f:pcq8:t128"
+    assert embedder.dim == 384
+    vectors = embedder.embed_documents(TEXTS)
+    assert vectors.shape == (len(TEXTS), 384) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_array_equal(vectors, embedder.embed_documents(TEXTS))  # deterministic
+    query = embedder.embed_query("password")
+    assert query.shape == (384,) and query.dtype == np.float32
+    # Built once, published atomically: no build leftovers in the cache.
+    assert [p.name for p in (cache / "models").iterdir()] == [
+        f"8199be6f699a395f-ort{__import__('onnxruntime').__version__}-pcq8.onnx"]
+
+
+def test_order_is_preserved_across_length_sorted_batches(embedder, plain):
+    texts = [f"item {i}: " + "word " * ((i * 7) % 23) for i in range(21)]  # lengths shuffled
+    for model in (embedder, plain):
+        batched = model.embed_documents(texts)
+        alone = np.stack([model.embed_query(t) for t in texts])
+        # Each row matches its own text best (the re-quantised path varies slightly with batch mates).
+        assert list(np.argmax(batched @ alone.T, axis=1)) == list(range(len(texts)))
+        assert np.min(np.sum(batched * alone, axis=1)) > 0.98
+    np.testing.assert_array_equal(plain.embed_documents(texts), np.stack([plain.embed_query(t) for t in texts]))
+
+
+def test_semantics(embedder):
+    query = embedder.embed_query("how to reset a password")
+    near, far = embedder.embed_documents(["password reset instructions", "banana bread recipe"])
+    assert query @ near > query @ far + 0.3
+
+
+def test_requantised_matches_plain(embedder, plain):
+    assert plain.model_id == "local:all-MiniLM-L6-v2-int8:8199be6f:t128"
+    texts = [t for t in TEXTS if len(t) > 5]
+    cosines = [embedder.embed_query(t) @ plain.embed_query(t) for t in texts]
+    assert min(cosines) > 0.98 and np.mean(cosines) > 0.99
+
+
+def test_truncation_is_part_of_the_model_id(cache):
+    long = "token " * 400
+    short, wide = load_embedder({"max_tokens": 32}), load_embedder({"max_tokens": 256})
+    assert short.model_id.endswith(":t32") and wide.model_id.endswith(":t256")
+    assert short.embed_query(long) @ wide.embed_query(long) < 0.999
+
+
+def test_onnx_directory_provider(model_dir, plain):
+    embedder = load_embedder({"provider": "onnx", "path": "minilm", "max_tokens": 128}, root=model_dir.parent)
+    assert embedder.model_id == "onnx:8199be6f:tokbe50c362:mean:t128"
+    assert embedder.dim == 384
+    # Same weights, same code path as the plain default: the same vectors.
+    np.testing.assert_allclose(embedder.embed_documents(TEXTS), plain.embed_documents(TEXTS), atol=1e-5)
+    cls = load_embedder({"provider": "onnx", "path": str(model_dir), "pooling": "cls"})
+    assert cls.model_id == "onnx:8199be6f:tokbe50c362:cls:t256"
+    np.testing.assert_allclose(np.linalg.norm(cls.embed_documents(TEXTS), axis=1), 1.0, atol=1e-5)
+
+
+def _tamper(path):
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_tampered_model_is_refused(model_dir, monkeypatch, cache):
+    _tamper(model_dir / "model.onnx")
+    with pytest.raises(ProviderError, match="sha256 mismatch"):
+        load_embedder({"provider": "onnx", "path": str(model_dir), "sha256": local.MODEL_SHA256})
+    monkeypatch.setattr(local, "_bundled_model", lambda: model_dir / "model.onnx")
+    with pytest.raises(ProviderError, match="sha256 mismatch.*reinstall"):
+        load_embedder({"provider": "local"})
+
+
+def test_onnx_directory_errors(tmp_path):
+    with pytest.raises(ProviderError, match="needs path"):
+        load_embedder({"provider": "onnx"})
+    with pytest.raises(ProviderError, match="model.onnx not found"):
+        load_embedder({"provider": "onnx", "path": str(tmp_path)})
+    with pytest.raises(ProviderError, match="pooling must be one of mean, cls"):
+        load_embedder({"provider": "onnx", "path": str(tmp_path), "pooling": "max"})
+
+
+def test_hash_is_remembered_until_the_file_changes(tmp_path, cache):
+    path = tmp_path / "weights.bin"
+    path.write_bytes(b"one")
+    first = file_sha256(path)
+    stat = path.stat()
+    path.write_bytes(b"two")  # same size; restore the mtime: treated as unchanged
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert file_sha256(path) == first
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    assert file_sha256(path) != first
+
+
+def test_plain_fallback_when_the_cache_is_unwritable(tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    monkeypatch.setenv("LORE_CACHE_DIR", str(blocker))
+    embedder = load_embedder({})
+    assert embedder.model_id == "local:all-MiniLM-L6-v2-int8:8199be6f:t128"
+    assert embedder.embed_query("still works").shape == (384,)

@@ -1,0 +1,426 @@
+"""Installing Lore into agents' config files: real files in a temp project."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from lore.errors import UsageError
+from lore.integrations import AGENTS, INSTRUCTIONS, ConfigError, install, uninstall
+from lore.integrations.agents import MD_BEGIN, MD_END, hook_command
+
+PY = ["/opt/venv/bin/python", "-m", "lore"]
+
+
+@pytest.fixture
+def root(tmp_path) -> Path:
+    path = tmp_path / "proj"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def codex_home(tmp_path, monkeypatch) -> Path:
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    return home
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def dump(data) -> str:
+    return json.dumps(data, indent=2) + "\n"
+
+
+# ---------------------------------------------------------------- claude-code
+
+
+def test_claude_code_into_empty_project(root):
+    lines = install("claude-code", root, command=PY)
+
+    assert lines == ["created .mcp.json: MCP server 'lore'",
+                     "created .claude/settings.json: hooks SessionStart, PreCompact, Stop"]
+    assert (root / ".mcp.json").read_text() == dump(
+        {"mcpServers": {"lore": {"command": "/opt/venv/bin/python", "args": ["-m", "lore", "mcp"]}}})
+    assert (root / ".claude" / "settings.json").read_text() == dump({"hooks": {
+        "SessionStart": [{"matcher": "", "hooks": [
+            {"type": "command", "command": "/opt/venv/bin/python -m lore hook session-start"}]}],
+        "PreCompact": [{"matcher": "", "hooks": [
+            {"type": "command", "command": "/opt/venv/bin/python -m lore hook pre-compact"}]}],
+        "Stop": [{"hooks": [
+            {"type": "command", "command": "/opt/venv/bin/python -m lore hook stop"}]}],
+    }})
+    assert not (root / "CLAUDE.md").exists()
+
+
+def test_claude_code_install_is_idempotent_and_uninstall_removes_created_files(root):
+    install("claude-code", root, command=["lore"], instructions=True)
+    first = snapshot(root)
+    assert install("claude-code", root, command=["lore"], instructions=True) == []
+    assert snapshot(root) == first
+
+    lines = uninstall("claude-code", root)
+    assert len(lines) == 3 and all(line.startswith("removed ") for line in lines)
+    assert list(root.iterdir()) == []            # .claude/ went too: Lore created it
+    assert uninstall("claude-code", root) == []
+
+
+EXISTING_MCP = {
+    "mcpServers": {
+        "github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+                   "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}},
+    },
+    "note": "team servers — don't touch",
+}
+EXISTING_SETTINGS = {
+    "permissions": {"allow": ["Bash(npm test:*)"], "deny": []},
+    "hooks": {
+        "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "echo hi"}]}],
+        "PostToolUse": [{"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "ruff format"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done", "timeout": 5}]}],
+    },
+    "model": "opus",
+}
+
+
+def test_claude_code_merges_into_existing_files_and_uninstall_restores_bytes(root):
+    (root / ".mcp.json").write_text(dump(EXISTING_MCP))
+    (root / ".claude").mkdir()
+    (root / ".claude" / "settings.json").write_text(dump(EXISTING_SETTINGS))
+    (root / ".claude" / "settings.local.json").write_text('{"x": 1}\n')
+    before = snapshot(root)
+
+    lines = install("claude-code", root, command=PY)
+    assert lines == ["updated .mcp.json: set MCP server 'lore'",
+                     "updated .claude/settings.json: set hooks SessionStart, PreCompact, Stop"]
+    mcp = json.loads((root / ".mcp.json").read_text())
+    assert mcp["mcpServers"]["github"] == EXISTING_MCP["mcpServers"]["github"]
+    assert list(mcp["mcpServers"]) == ["github", "lore"]
+    assert mcp["note"] == EXISTING_MCP["note"]
+
+    settings = json.loads((root / ".claude" / "settings.json").read_text())
+    assert settings["permissions"] == EXISTING_SETTINGS["permissions"]
+    assert settings["model"] == "opus"
+    hooks = settings["hooks"]
+    assert hooks["PostToolUse"] == EXISTING_SETTINGS["hooks"]["PostToolUse"]
+    # Same event: the user's group first and untouched, Lore's appended.
+    assert hooks["SessionStart"][0] == EXISTING_SETTINGS["hooks"]["SessionStart"][0]
+    assert hooks["SessionStart"][1] == {"matcher": "", "hooks": [
+        {"type": "command", "command": hook_command(PY, "SessionStart")}]}
+    assert hooks["Stop"][0] == EXISTING_SETTINGS["hooks"]["Stop"][0]
+    assert hooks["Stop"][1]["hooks"][0]["command"].endswith(" hook stop")
+    assert hooks["PreCompact"] == [{"matcher": "", "hooks": [
+        {"type": "command", "command": hook_command(PY, "PreCompact")}]}]
+
+    after_first = snapshot(root)
+    assert install("claude-code", root, command=PY) == []
+    assert snapshot(root) == after_first
+
+    assert uninstall("claude-code", root) == [
+        "updated .mcp.json: removed MCP server 'lore'",
+        "updated .claude/settings.json: removed hooks SessionStart, PreCompact, Stop"]
+    assert snapshot(root) == before
+
+
+def test_new_command_updates_lore_entries_in_place(root):
+    install("claude-code", root, command=["lore"])
+    settings = root / ".claude" / "settings.json"
+    data = json.loads(settings.read_text())
+    # The user puts their own hook after Lore's and gives Lore's hook a timeout.
+    data["hooks"]["SessionStart"].append({"matcher": "", "hooks": [{"type": "command", "command": "echo 2"}]})
+    data["hooks"]["SessionStart"][0]["hooks"][0]["timeout"] = 30
+    settings.write_text(dump(data))
+
+    assert install("claude-code", root, command=PY) == [
+        "updated .mcp.json: set MCP server 'lore'",
+        "updated .claude/settings.json: set hooks SessionStart, PreCompact, Stop"]
+    groups = json.loads(settings.read_text())["hooks"]["SessionStart"]
+    assert groups == [
+        {"matcher": "", "hooks": [{"type": "command", "command": hook_command(PY, "SessionStart"),
+                                   "timeout": 30}]},
+        {"matcher": "", "hooks": [{"type": "command", "command": "echo 2"}]},
+    ]
+    assert json.loads((root / ".mcp.json").read_text())["mcpServers"]["lore"]["command"] == PY[0]
+
+
+def test_lore_hook_inside_a_user_group_is_removed_alone(root):
+    (root / ".claude").mkdir()
+    mixed = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo bye"},
+                                           {"type": "command", "command": "lore hook stop"}]}]}}
+    (root / ".claude" / "settings.json").write_text(dump(mixed))
+    uninstall("claude-code", root)
+    assert json.loads((root / ".claude" / "settings.json").read_text()) == {
+        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo bye"}]}]}}
+
+
+def test_json_keeps_the_files_indentation(root):
+    original = json.dumps({"mcpServers": {"other": {"command": "x"}}}, indent=4) + "\n"
+    (root / ".mcp.json").write_text(original)
+    install("claude-code", root, command=["lore"])
+    assert '\n        "lore": {\n' in (root / ".mcp.json").read_text()
+    uninstall("claude-code", root)
+    assert (root / ".mcp.json").read_text() == original
+
+
+def test_file_mode_is_kept(root):
+    (root / ".mcp.json").write_text(dump({"mcpServers": {}}))
+    os.chmod(root / ".mcp.json", 0o600)
+    install("claude-code", root, command=["lore"])
+    assert stat.S_IMODE((root / ".mcp.json").stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("name", [".mcp.json", ".claude/settings.json"])
+@pytest.mark.parametrize("text", ['{"mcpServers": {', "[1, 2]\n", '{"hooks": [], "mcpServers": []}\n'])
+def test_malformed_json_is_reported_and_left_alone(root, name, text):
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        install("claude-code", root, command=["lore"])
+    assert name.split("/")[-1] in str(err.value) and "fix it" in str(err.value)
+    assert path.read_text() == text
+    assert [p.name for p in path.parent.iterdir() if p.name.startswith(".") and "tmp" in p.name] == []
+
+
+# ---------------------------------------------------------------- cursor
+
+
+def test_cursor_install_and_uninstall(root):
+    assert install("cursor", root, command=["lore"]) == ["created .cursor/mcp.json: MCP server 'lore'"]
+    assert json.loads((root / ".cursor" / "mcp.json").read_text()) == {
+        "mcpServers": {"lore": {"command": "lore", "args": ["mcp"]}}}
+    assert install("cursor", root, command=["lore"]) == []
+    uninstall("cursor", root)
+    assert list(root.iterdir()) == []
+
+
+def test_cursor_keeps_other_servers(root):
+    (root / ".cursor").mkdir()
+    (root / ".cursor" / "rules").mkdir()
+    original = dump({"mcpServers": {"db": {"url": "http://localhost:9000/mcp"}}})
+    (root / ".cursor" / "mcp.json").write_text(original)
+    install("cursor", root, command=PY, instructions=True)
+    servers = json.loads((root / ".cursor" / "mcp.json").read_text())["mcpServers"]
+    assert servers == {"db": {"url": "http://localhost:9000/mcp"},
+                       "lore": {"command": PY[0], "args": ["-m", "lore", "mcp"]}}
+    assert MD_BEGIN in (root / "AGENTS.md").read_text()
+    uninstall("cursor", root)
+    assert (root / ".cursor" / "mcp.json").read_text() == original
+    assert not (root / "AGENTS.md").exists()
+
+
+# ---------------------------------------------------------------- codex
+
+
+EXISTING_TOML = '''\
+# My Codex settings
+model = "gpt-5.1"   # keep this comment
+approval_policy = "on-request"
+
+[mcp_servers.docs]
+command = "docs-server"
+args = ["--port", "4000"]
+
+[mcp_servers.docs.env]
+TOKEN = "abc"
+
+# profiles below
+[profiles.fast]
+model = "gpt-5.1-mini"
+'''
+
+
+def test_codex_into_empty_home(root, codex_home):
+    lines = install("codex", root, command=PY)
+    config = codex_home / "config.toml"
+    assert lines == [f"created {config}: MCP server 'lore' for {root}"]
+    data = tomllib.loads(config.read_text())
+    assert data == {"mcp_servers": {"lore": {
+        "command": PY[0], "args": ["-m", "lore", "mcp"], "cwd": str(root),
+        "env": {"LORE_PROJECT": str(root)}}}}
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+    assert install("codex", root, command=PY) == []
+    uninstall("codex", root)
+    assert not config.exists()
+
+
+def test_codex_preserves_other_tables_and_comments(root, codex_home):
+    config = codex_home / "config.toml"
+    config.write_text(EXISTING_TOML)
+
+    install("codex", root, command=["lore"])
+    text = config.read_text()
+    assert text.startswith(EXISTING_TOML)
+    data = tomllib.loads(text)
+    assert data["mcp_servers"]["docs"] == {"command": "docs-server", "args": ["--port", "4000"],
+                                           "env": {"TOKEN": "abc"}}
+    assert data["mcp_servers"]["lore"]["env"] == {"LORE_PROJECT": str(root)}
+    assert data["profiles"] == {"fast": {"model": "gpt-5.1-mini"}}
+
+    assert install("codex", root, command=["lore"]) == []
+    assert config.read_text() == text
+    assert uninstall("codex", root) == [f"updated {config}: removed MCP server 'lore'"]
+    assert config.read_bytes() == EXISTING_TOML.encode()
+
+
+def test_codex_refresh_keeps_the_block_where_it_is(root, codex_home):
+    config = codex_home / "config.toml"
+    config.write_text(EXISTING_TOML)
+    install("codex", root, command=["lore"])
+    config.write_text(config.read_text() + '\n[tui]\nanimations = false\n')    # the user adds more
+
+    install("codex", root, command=PY)
+    text = config.read_text()
+    assert text.endswith('\n[tui]\nanimations = false\n')
+    assert tomllib.loads(text)["mcp_servers"]["lore"]["command"] == PY[0]
+    uninstall("codex", root)
+    assert config.read_text() == EXISTING_TOML + '\n[tui]\nanimations = false\n'
+
+
+def test_codex_strings_are_escaped(tmp_path, codex_home):
+    odd = tmp_path / 'my "odd" \\ project'
+    odd.mkdir()
+    install("codex", odd, command=["C:\\Tools\\lore.exe"])
+    server = tomllib.loads((codex_home / "config.toml").read_text())["mcp_servers"]["lore"]
+    assert server["command"] == "C:\\Tools\\lore.exe"
+    assert server["cwd"] == str(odd) and server["env"]["LORE_PROJECT"] == str(odd)
+
+
+def test_codex_serves_one_project_at_a_time(tmp_path, codex_home):
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    install("codex", first, command=["lore"])
+    lines = install("codex", second, command=["lore"])
+    assert "now serves" in lines[0] and str(first) in lines[0]
+    assert uninstall("codex", first)[0].startswith("left ")
+    assert uninstall("codex", second) == [f"removed {codex_home / 'config.toml'} "
+                                          "(it held only Lore's MCP server)"]
+
+
+def test_codex_refuses_a_lore_table_it_did_not_write(root, codex_home):
+    config = codex_home / "config.toml"
+    original = '[mcp_servers.lore]\ncommand = "something-else"\n'
+    config.write_text(original)
+    with pytest.raises(ConfigError, match=r"already defines \[mcp_servers.lore\]"):
+        install("codex", root, command=["lore"])
+    assert config.read_text() == original
+    assert uninstall("codex", root) == []
+    assert config.read_text() == original
+
+
+@pytest.mark.parametrize("text", ['model = "unterminated\n', '[a]\nx = 1\n[a]\nx = 2\n',
+                                  '# lore:begin\n[mcp_servers.lore]\ncommand = "x"\n'])
+def test_codex_malformed_config_is_left_alone(root, codex_home, text):
+    config = codex_home / "config.toml"
+    config.write_text(text)
+    with pytest.raises(ConfigError, match="config.toml"):
+        install("codex", root, command=["lore"])
+    assert config.read_text() == text
+
+
+def test_codex_inline_mcp_servers_table_is_reported(root, codex_home):
+    config = codex_home / "config.toml"
+    original = 'mcp_servers = { docs = { command = "d" } }\n'
+    config.write_text(original)
+    with pytest.raises(ConfigError, match="inline table"):
+        install("codex", root, command=["lore"])
+    assert config.read_text() == original
+
+
+def test_codex_default_location_is_home_dot_codex(root, tmp_path, monkeypatch):
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    install("codex", root, command=["lore"])
+    assert (tmp_path / "home" / ".codex" / "config.toml").is_file()
+
+
+# ---------------------------------------------------------------- instructions
+
+
+def test_instructions_block_add_refresh_remove(root):
+    original = "# Project rules\n\nUse tabs.\n"
+    (root / "CLAUDE.md").write_text(original)
+
+    install("claude-code", root, command=["lore"], instructions=True)
+    text = (root / "CLAUDE.md").read_text()
+    assert text == original + "\n" + MD_BEGIN + "\n" + INSTRUCTIONS.rstrip() + "\n" + MD_END + "\n"
+
+    # An older block, and text the user added after it, are refreshed / kept.
+    stale = text.replace(INSTRUCTIONS.rstrip(), "old words") + "\nMore rules.\n"
+    (root / "CLAUDE.md").write_text(stale)
+    lines = install("claude-code", root, command=["lore"], instructions=True)
+    assert lines == ["updated CLAUDE.md: refreshed Lore instructions"]
+    assert (root / "CLAUDE.md").read_text() == text + "\nMore rules.\n"
+
+    uninstall("claude-code", root)
+    assert (root / "CLAUDE.md").read_text() == original + "\nMore rules.\n"
+
+
+def test_instructions_round_trip_restores_bytes(root):
+    for original in ("no trailing newline", "ends with blank line\n\n", "crlf\r\nfile\r\n"):
+        (root / "AGENTS.md").write_bytes(original.encode())
+        install("cursor", root, command=["lore"], instructions=True)
+        assert MD_END in (root / "AGENTS.md").read_text()
+        assert install("cursor", root, command=["lore"], instructions=True) == []
+        uninstall("cursor", root)
+        restored = (root / "AGENTS.md").read_bytes().decode()
+        assert restored.rstrip("\n") == original.rstrip("\n")
+        if original.endswith("\n"):
+            assert restored == original
+
+
+def test_agents_md_block_kept_while_the_other_agent_uses_it(root, codex_home):
+    install("codex", root, command=["lore"], instructions=True)
+    install("cursor", root, command=["lore"], instructions=True)
+    assert (root / "AGENTS.md").read_text().count(MD_BEGIN) == 1
+
+    assert "kept the Lore block in AGENTS.md: cursor still uses it" in uninstall("codex", root)
+    assert MD_BEGIN in (root / "AGENTS.md").read_text()
+    uninstall("cursor", root)
+    assert not (root / "AGENTS.md").exists()
+
+
+def test_instructions_follow_a_symlink(root):
+    (root / "AGENTS.md").write_text("# Shared rules\n")
+    (root / "CLAUDE.md").symlink_to("AGENTS.md")
+    install("claude-code", root, command=["lore"], instructions=True)
+    assert (root / "CLAUDE.md").is_symlink()
+    assert MD_BEGIN in (root / "AGENTS.md").read_text()
+
+
+def test_partial_block_is_reported(root):
+    (root / "CLAUDE.md").write_text(f"intro\n{MD_BEGIN}\nhalf a block\n")
+    with pytest.raises(ConfigError, match="no '<!-- lore:end -->'"):
+        install("claude-code", root, command=["lore"], instructions=True)
+    assert (root / "CLAUDE.md").read_text() == f"intro\n{MD_BEGIN}\nhalf a block\n"
+
+
+def test_instructions_text_covers_the_essentials():
+    words = INSTRUCTIONS.split()
+    assert len(words) <= 350
+    for needle in ("memory_search", "memory_read", "memory_write", "search_codebase", "lore search",
+                   "lore code", "lore complete", "<lore-memory", "applies_to", "gotcha", "secrets"):
+        assert needle in INSTRUCTIONS
+
+
+# ---------------------------------------------------------------- arguments
+
+
+def test_bad_arguments(root):
+    with pytest.raises(UsageError, match="unknown agent 'vim'"):
+        install("vim", root, command=["lore"])
+    with pytest.raises(UsageError, match="command"):
+        install("cursor", root, command=[])
+    with pytest.raises(UsageError, match="does not exist"):
+        install("cursor", root / "missing", command=["lore"])
+    assert AGENTS == ("claude-code", "codex", "cursor")
