@@ -187,8 +187,17 @@ def test_malformed_json_is_reported_and_left_alone(root, name, text):
     with pytest.raises(ConfigError) as err:
         install("claude-code", root, command=["lore"])
     assert name.split("/")[-1] in str(err.value) and "fix it" in str(err.value)
-    assert path.read_text() == text
-    assert [p.name for p in path.parent.iterdir() if p.name.startswith(".") and "tmp" in p.name] == []
+    assert snapshot(root) == {name: text.encode()}      # untouched, and nothing else written
+
+
+def test_write_failure_is_a_config_error_and_leaves_no_temp_file(root, monkeypatch):
+    def refuse(src, dst):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    with pytest.raises(ConfigError, match=r"mcp.json: cannot write \(Permission denied\)"):
+        install("cursor", root, command=["lore"])
+    assert list((root / ".cursor").iterdir()) == []
 
 
 # ---------------------------------------------------------------- cursor

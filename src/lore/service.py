@@ -321,8 +321,13 @@ class Lore:
         result = sync_code(self.project.root, self.index, self.project.settings.get("index", {}),
                            force=force, only=only, deleted=deleted, progress=progress)
         history = sync_history(self.project.root, self.index, self.history_limit)
-        if only is None and (head := history.head or (gitrepo.head(self.project.root)
-                                                       if gitrepo.repo_root(self.project.root) else None)):
+        head = history.head or (gitrepo.head(self.project.root) if gitrepo.repo_root(self.project.root) else None)
+        if result.changed_paths or result.removed_paths or result.renamed_paths:
+            from lore.index import anchors
+            with self.index.write():
+                result.newly_stale = anchors.check(self.index, self.project.root, result.changed_paths,
+                                                   result.removed_paths, result.renamed_paths, head)
+        if only is None and head:
             with self.index.write():
                 self.index.set_meta("indexed_commit", head)
         result.commits_added = history.added
@@ -432,6 +437,137 @@ class Lore:
                 "brokenMemoryFiles": [p for p, _ in report.errors],
                 **self.embedding_status()}
 
+    # -- recall ----------------------------------------------------------------------
+
+    def recall(self, title: str, *, description: str = "", task: str | None = None,
+               files: list[str] | tuple = (), budget: int | None = None, level: str | None = "auto",
+               bracket: str | None = None, limit_per_type: int = 5, include_memories: bool = True,
+               include_code: bool = True, include_related_work: bool = True,
+               agent: str | None = None, fresh: bool = True):
+        """What an agent picking up a task should know, packed into `budget` tokens.
+
+        Returns a :class:`~lore.search.recall.RecallPack` (Markdown + 003's ContextResult).
+        """
+        from lore.index import anchors
+        from lore.search import recall as rc
+        from lore.search.pack import resolve_level
+        agent = agent or self.agent
+        request = rc.RecallRequest(
+            title=title, description=description or "", task=task,
+            files=[self.project.rel(self.project.inside(f, base=self.project.root)) for f in files],
+            budget=int(budget if budget is not None else self.project.setting("recall", "budget", 2000)),
+            level=resolve_level(level, bracket), limit_per_type=clamp_limit(limit_per_type, 5),
+            agent=agent)
+        query = request.query() or title
+        if fresh and include_code:
+            self.index_code()
+        items = []
+        if include_memories:
+            hits = self.search(query, limit=max(20, request.limit_per_type * 4), agent=agent)
+            stale = anchors.stale_reasons(self.index)
+            access = self._access_stats()
+            hot = self._hot_memories(request, access, stale, exclude={h.id for h in hits})
+            for hit in [*hits[:request.limit_per_type * 2], *hot]:
+                hit.body = self.load(hit.path).body
+            items += rc.memory_items(hits, access, stale, request, self.half_life, hot)
+            if include_related_work:
+                tasks = {}
+                for hit in hits[: request.limit_per_type]:
+                    if hit.task_id and hit.task_id not in tasks:
+                        tasks[hit.task_id] = rc.task_item(hit.task_id, hit.title, hit.score)
+                items += list(tasks.values())
+        commits = []
+        if include_code or include_related_work:
+            commits = self.history(query, limit=20) if self.index.counts()["commits"] else []
+        if include_code:
+            code_files = self.code_search(query, limit=20, files_only=True, fresh=False)
+            existing = set(self.index.file_states("code"))
+            ranked = rc.rank_files([(h.file_path, h.similarity) for h in code_files], commits, existing,
+                                   request.files)
+            items += [rc.file_item(p, s, r) for p, s, r in ranked[: max(request.limit_per_type * 2, 10)]]
+            items += [rc.code_item(h) for h in self.code_search(query, limit=request.limit_per_type, fresh=False)]
+        if include_related_work:
+            items += [rc.work_item(c) for c in commits[: request.limit_per_type]]
+        result = rc.build(request, items)
+        self._record_access([it.key for it in result.items if it.kind == "memory"])
+        return result
+
+    @property
+    def half_life(self) -> float:
+        return float(self.project.setting("recall", "half_life_days", 90))
+
+    def _access_stats(self) -> dict[str, tuple[int, str]]:
+        return {r[0]: (r[1], r[2]) for r in
+                self.index.db.execute("SELECT memory_id, count, last_accessed FROM access")}
+
+    def _record_access(self, memory_ids: list[str]) -> None:
+        """Count a read; kept in the index so reading never dirties committed files."""
+        if not memory_ids:
+            return
+        now = now_iso()
+        with self.index.write():
+            self.index.db.executemany(
+                "INSERT INTO access(memory_id, count, last_accessed) VALUES (?, 1, ?) "
+                "ON CONFLICT(memory_id) DO UPDATE SET count = count + 1, last_accessed = excluded.last_accessed",
+                [(mid, now) for mid in memory_ids])
+
+    def attention_of(self, rows, access=None, stale=None) -> dict[str, float]:
+        """Query-free attention (001) of memory rows, for tiers."""
+        from lore.index import anchors
+        from lore.search.attention import attention
+        access = self._access_stats() if access is None else access
+        stale = anchors.stale_reasons(self.index) if stale is None else stale
+        out = {}
+        for row in rows:
+            count, last = access.get(row["id"], (0, None))
+            out[row["id"]] = attention(1.0, occurred_at=row["occurred_at"], last_accessed=last,
+                                       access_count=count, confidence=row["confidence"],
+                                       stale=row["id"] in stale, half_life_days=self.half_life)
+        return out
+
+    def _hot_memories(self, request, access, stale, exclude: set[str]) -> list[MemoryHit]:
+        """HOT memories (query-free attention > 0.7) whose scope the task touches."""
+        from lore.search import recall as rc
+        from lore.search.attention import HOT
+        from lore.search.memories import hit_from_row
+        where, params = self._filter({"agent": request.agent} if request.agent else {}).sql()
+        rows = self.index.list_memories(where + (" AND " if where else "") + "m.applies_to != 'global'", params)
+        scores = self.attention_of(rows, access, stale)
+        text = f"{request.title} {request.description}".lower()
+        touched = set(request.files)
+        hot = []
+        for row in rows:
+            if row["id"] in exclude or scores[row["id"]] <= HOT:
+                continue
+            if rc._applies(row["applies_to"], touched, text):
+                chunk = self.index.db.execute(
+                    "SELECT c.id AS chunk_id, c.section, c.start_line, c.end_line, c.text FROM chunks c "
+                    "JOIN files f ON f.id = c.file_id WHERE f.path = ? ORDER BY c.ord LIMIT 1", (row["path"],)).fetchone()
+                merged = {**dict(row), **dict(chunk)} if chunk else dict(row)
+                merged.setdefault("section", None), merged.setdefault("start_line", 1), merged.setdefault("end_line", 1)
+                hit = hit_from_row(merged, row["summary"], 1.0, "hot")
+                hot.append(hit)
+        return hot
+
+    def stale(self) -> list[dict]:
+        """Memories whose anchored code changed, with the reasons."""
+        from lore.index import anchors
+        self.sync()
+        reasons = anchors.stale_reasons(self.index)
+        rows = self.index.list_memories(order="f.path") if reasons else []
+        return [{"id": r["id"], "path": r["path"], "title": r["title"], "reasons": reasons[r["id"]]}
+                for r in rows if r["id"] in reasons]
+
+    def verify(self, key: str) -> dict:
+        """A human or agent checked the memory: re-anchor it to the current code."""
+        from lore.index import anchors
+        rel = self.resolve(key)
+        memory = self.load(rel)
+        with self.index.write():
+            count = anchors.record(self.index, self.project.root, memory)
+        return {"id": memory.id, "path": rel, "anchors": anchors.anchors_of(self.index, memory.id),
+                "anchored": count}
+
     # -- reading -------------------------------------------------------------------
 
     def search(self, query: str, *, limit: int | None = None, mode: str | None = None,
@@ -490,6 +626,7 @@ class Lore:
         text = (self.project.root / rel).read_text("utf-8")
         memory = self.load(rel)
         end = len(text) if limit is None else min(len(text), offset + limit)
+        self._record_access([memory.id])
         return Page(memory.id, rel, text[offset:end], offset, len(text),
                     end if end < len(text) else None, memory)
 

@@ -35,15 +35,19 @@ class IndexResult:
     files_removed: int = 0
     files_renamed: int = 0
     commits_added: int = 0
+    newly_stale: list[str] = field(default_factory=list)
     duration_ms: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    changed_paths: list[str] = field(default_factory=list)
+    removed_paths: list[str] = field(default_factory=list)
+    renamed_paths: list[tuple[str, str]] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"success": self.success, "files_processed": self.files_processed,
                 "chunks_created": self.chunks_created, "files_skipped": self.files_skipped,
                 "files_removed": self.files_removed, "files_renamed": self.files_renamed,
-                "commits_added": self.commits_added,
+                "commits_added": self.commits_added, "newly_stale": self.newly_stale,
                 "duration_ms": self.duration_ms, "errors": self.errors,
                 "skipped": [{"path": p, "reason": r} for p, r in self.skipped]}
 
@@ -101,17 +105,21 @@ def sync_code(root: Path, index: SQLiteIndex, settings: dict, *, force: bool = F
                 index.move_file(old, rel, st.st_mtime_ns, st.st_size)
                 gone.remove(old)
                 result.files_renamed += 1
+                result.renamed_paths.append((old, rel))
             else:
                 chunks = code_chunks(rel, raw.decode("utf-8", errors="replace"))
                 file_id = index.put_file(rel, KIND, sha, st.st_mtime_ns, st.st_size)
                 index.put_chunks(file_id, KIND, chunks)
                 result.files_processed += 1
                 result.chunks_created += len(chunks)
+                if state is not None:
+                    result.changed_paths.append(rel)
         if progress:
             progress(done, len(changed))
     if gone:
         with index.write():
             result.files_removed = index.delete_files(gone)
+        result.removed_paths = list(gone)
     result.duration_ms = int((time.perf_counter() - started) * 1000)
     return result
 

@@ -89,6 +89,9 @@ def index_memory(index: SQLiteIndex, project: Project, rel: str, raw: bytes,
     file_id = index.put_file(rel, KIND, sha, st.st_mtime_ns, st.st_size)
     index.put_memory(file_id, memory, body_line)
     index.put_chunks(file_id, KIND, memory_chunks(memory, body_line))
+    if memory.files or memory.applies_to.startswith("file:") or "key files" in memory.body.lower():
+        from lore.index import anchors
+        anchors.record(index, project.root, memory)
     return memory
 
 

@@ -103,6 +103,25 @@ MIGRATIONS: list[list[str]] = [
         "CREATE INDEX chunks_kind ON chunks(kind)",
         "INSERT OR IGNORE INTO meta(key, value) VALUES ('generation', '0')",
     ],
+    # 3: access statistics (reading must not dirty committed files) and code
+    # anchors of memories, with staleness when the anchored code changes.
+    [
+        """CREATE TABLE access (
+            memory_id TEXT PRIMARY KEY,
+            count INTEGER NOT NULL,
+            last_accessed TEXT NOT NULL)""",
+        """CREATE TABLE anchors (
+            memory_id TEXT NOT NULL,
+            path TEXT NOT NULL,
+            symbol TEXT,
+            start_line INTEGER,
+            end_line INTEGER,
+            code_hash TEXT,
+            stale_reason TEXT,
+            stale_commit TEXT,
+            PRIMARY KEY (memory_id, path, symbol))""",
+        "CREATE INDEX anchors_path ON anchors(path)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

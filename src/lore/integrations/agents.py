@@ -118,7 +118,7 @@ def install(agent: str, root: Path, *, command: list[str], instructions: bool = 
         raise UsageError("command must be a non-empty list of strings, e.g. ['lore']")
     command = list(command)
     server = {"command": command[0], "args": command[1:] + ["mcp"]}
-    changes: list[str] = []
+    changes: list[_Change] = []            # every file is checked before any is written
     if agent == "claude-code":
         changes += _json_edit(root / ".mcp.json", root, "MCP server 'lore'",
                               lambda doc: _set_server(doc, server))
@@ -132,7 +132,7 @@ def install(agent: str, root: Path, *, command: list[str], instructions: bool = 
         changes += _codex_install(root, command)
     if instructions:
         changes += _md_install(root / _instructions_file(agent), root)
-    return changes
+    return _apply(changes, root)
 
 
 def uninstall(agent: str, root: Path) -> list[str]:
@@ -146,7 +146,7 @@ def uninstall(agent: str, root: Path) -> list[str]:
     """
     agent = _check_agent(agent)
     root = _check_root(root)
-    changes: list[str] = []
+    changes: list[_Change] = []
     if agent == "claude-code":
         changes += _json_edit(root / ".mcp.json", root, "MCP server 'lore'", _drop_server,
                               removing=True)
@@ -161,10 +161,11 @@ def uninstall(agent: str, root: Path) -> list[str]:
     other = {"codex": "cursor", "cursor": "codex"}.get(agent)
     if other and _is_installed(other, root):
         if _has_block(md, MD_BEGIN):
-            changes.append(f"kept the Lore block in {md.name}: {other} still uses it")
+            changes.append(_Change(None, None, f"kept the Lore block in {md.name}: "
+                                               f"{other} still uses it"))
     else:
         changes += _md_uninstall(md, root)
-    return changes
+    return _apply(changes, root)
 
 
 def hook_command(command: list[str], event: str) -> str:
@@ -276,6 +277,31 @@ def _delete(path: Path, root: Path) -> None:
             pass  # not empty: other files live there
 
 
+@dataclass
+class _Change:
+    """One planned edit: new text for a file, its deletion (text None), or just a note (file None)."""
+
+    file: _TextFile | None
+    text: str | None
+    line: str
+    new_mode: int = 0o644
+
+
+def _apply(changes: list[_Change], root: Path) -> list[str]:
+    for change in changes:
+        if change.file is None:
+            continue
+        try:
+            if change.text is None:
+                _delete(change.file.path, root)
+            else:
+                _write(change.file, change.text, new_mode=change.new_mode)
+        except OSError as err:
+            raise ConfigError(f"cannot write ({err.strerror or err}); check the permissions of "
+                              "the file and its folder", path=change.file.path) from None
+    return [change.line for change in changes]
+
+
 def _show(path: Path, root: Path) -> str:
     try:
         return path.relative_to(root).as_posix()
@@ -301,20 +327,22 @@ def _load_json(file: _TextFile):
 
 
 def _dump_json(doc: dict, file: _TextFile) -> str:
-    """Serialise in the file's own style: its indentation, newlines and final newline."""
-    indent = "  "
-    trailing = True
+    """Serialise in the file's own style: indentation, newlines, final newline, and
+    ``\\uXXXX`` escapes if the file is pure ASCII (Python's style) or raw UTF-8 if not
+    (JavaScript's)."""
+    indent, trailing, ascii_only = "  ", True, False
     if file.exists:
         found = re.search(r"^([ \t]+)\S", file.text, re.MULTILINE)
         if found:
             indent = found.group(1)
         trailing = file.text.endswith("\n")
-    text = json.dumps(doc, indent=indent, ensure_ascii=False) + ("\n" if trailing else "")
+        ascii_only = file.text.isascii()
+    text = json.dumps(doc, indent=indent, ensure_ascii=ascii_only) + ("\n" if trailing else "")
     return text.replace("\n", file.newline)
 
 
-def _json_edit(path: Path, root: Path, what: str, edit, *, removing: bool = False) -> list[str]:
-    """Apply `edit` (doc -> doc) to a JSON config file, writing only if the data changed.
+def _json_edit(path: Path, root: Path, what: str, edit, *, removing: bool = False) -> list[_Change]:
+    """Plan `edit` (doc -> doc) on a JSON config file; nothing if the data doesn't change.
 
     A file left holding an empty object is deleted (all of it was Lore's).
     """
@@ -329,12 +357,12 @@ def _json_edit(path: Path, root: Path, what: str, edit, *, removing: bool = Fals
         return []
     shown = _show(path, root)
     if not new:
-        _delete(path, root)
-        return [f"removed {shown} (it held only Lore's {what})"]
-    _write(file, _dump_json(new, file))
+        return [_Change(file, None, f"removed {shown} (it held only Lore's {what})")]
     if not file.exists:
-        return [f"created {shown}: {what}"]
-    return [f"updated {shown}: {'removed' if removing else 'set'} {what}"]
+        line = f"created {shown}: {what}"
+    else:
+        line = f"updated {shown}: {'removed' if removing else 'set'} {what}"
+    return [_Change(file, _dump_json(new, file), line)]
 
 
 class _ShapeProblem(Exception):
@@ -487,21 +515,21 @@ def _has_block(path: Path, begin: str) -> bool:
     return file.exists and any(line.strip() == begin for line in file.text.splitlines())
 
 
-def _md_install(path: Path, root: Path) -> list[str]:
+def _md_install(path: Path, root: Path) -> list[_Change]:
     file = _read(path)
     block = (f"{MD_BEGIN}\n{INSTRUCTIONS.rstrip()}\n{MD_END}\n").replace("\n", file.newline)
     span = _find_block(file.text, MD_BEGIN, MD_END, path)
     new = _put_block(file.text, block, span)
     if file.exists and new == file.text:
         return []
-    _write(file, new)
     shown = _show(path, root)
     if not file.exists:
-        return [f"created {shown}: Lore instructions"]
-    return [f"updated {shown}: {'refreshed' if span else 'added'} Lore instructions"]
+        return [_Change(file, new, f"created {shown}: Lore instructions")]
+    return [_Change(file, new, f"updated {shown}: {'refreshed' if span else 'added'} "
+                               "Lore instructions")]
 
 
-def _md_uninstall(path: Path, root: Path) -> list[str]:
+def _md_uninstall(path: Path, root: Path) -> list[_Change]:
     file = _read(path)
     if not file.exists:
         return []
@@ -511,10 +539,8 @@ def _md_uninstall(path: Path, root: Path) -> list[str]:
     new = _cut_block(file.text, span)
     shown = _show(path, root)
     if not new:
-        _delete(path, root)
-        return [f"removed {shown} (it held only Lore's instructions)"]
-    _write(file, new)
-    return [f"updated {shown}: removed Lore instructions"]
+        return [_Change(file, None, f"removed {shown} (it held only Lore's instructions)")]
+    return [_Change(file, new, f"updated {shown}: removed Lore instructions")]
 
 
 # ---------------------------------------------------------------- Codex (TOML)
@@ -569,7 +595,7 @@ def _codex_project(block_text: str) -> str | None:
     return project if isinstance(project, str) else None
 
 
-def _codex_install(root: Path, command: list[str]) -> list[str]:
+def _codex_install(root: Path, command: list[str]) -> list[_Change]:
     path = codex_config_path()
     file = _read(path)
     data = _parse_toml(file.text, path)
@@ -589,16 +615,17 @@ def _codex_install(root: Path, command: list[str]) -> list[str]:
         raise ConfigError(f"Lore's [mcp_servers.{SERVER_NAME}] table cannot be added to this file "
                           "(is `mcp_servers` an inline table?); use [mcp_servers.<name>] tables, "
                           "then run `lore install codex` again", path=path) from None
-    _write(file, new, new_mode=0o600)
     if not file.exists:
-        return [f"created {path}: MCP server '{SERVER_NAME}' for {root}"]
-    if previous and previous != str(root):
-        return [f"updated {path}: MCP server '{SERVER_NAME}' now serves {root} (was {previous}); "
-                "Codex's config is per user, so one project at a time"]
-    return [f"updated {path}: set MCP server '{SERVER_NAME}' for {root}"]
+        line = f"created {path}: MCP server '{SERVER_NAME}' for {root}"
+    elif previous and previous != str(root):
+        line = (f"updated {path}: MCP server '{SERVER_NAME}' now serves {root} (was {previous}); "
+                "Codex's config is per user, so one project at a time")
+    else:
+        line = f"updated {path}: set MCP server '{SERVER_NAME}' for {root}"
+    return [_Change(file, new, line, new_mode=0o600)]
 
 
-def _codex_uninstall(root: Path) -> list[str]:
+def _codex_uninstall(root: Path) -> list[_Change]:
     path = codex_config_path()
     file = _read(path)
     if not file.exists:
@@ -608,10 +635,9 @@ def _codex_uninstall(root: Path) -> list[str]:
         return []
     project = _codex_project(file.text[span[0]:span[1]])
     if project is not None and project != str(root):
-        return [f"left {path} alone: its MCP server '{SERVER_NAME}' serves {project}, not {root}"]
+        return [_Change(None, None, f"left {path} alone: its MCP server '{SERVER_NAME}' "
+                                    f"serves {project}, not {root}")]
     new = _cut_block(file.text, span)
     if not new:
-        path.unlink()
-        return [f"removed {path} (it held only Lore's MCP server)"]
-    _write(file, new)
-    return [f"updated {path}: removed MCP server '{SERVER_NAME}'"]
+        return [_Change(file, None, f"removed {path} (it held only Lore's MCP server)")]
+    return [_Change(file, new, f"updated {path}: removed MCP server '{SERVER_NAME}'")]

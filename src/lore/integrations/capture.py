@@ -397,7 +397,7 @@ _NORMALISE = (
     (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
     (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,}\b"), "<hex>"),  # hashes
     (re.compile(r"(?<=[/\\])tmp[\w.-]{4,}"), "<tmp>"),
-    (re.compile(r"(?<![A-Za-z])\d+(?:\.\d+)*"), "<n>"),     # counts, line numbers, ports
+    (re.compile(r"(?<![A-Za-z\d])\d+(?:\.\d+)*"), "<n>"),  # not codes like E0382, py3
     (re.compile(r"\s+"), " "),
 )
 MAX_PATTERN = 300

@@ -38,6 +38,8 @@ class MemoryHit:
     applies_to: str = "global"
     occurred_at: str = ""
     summary: str = ""
+    confidence: float = 1.0
+    stale: list[str] | None = None
     extra: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
@@ -49,6 +51,7 @@ class MemoryHit:
         data["endLine"] = data.pop("end_line")
         data["occurredAt"] = data.pop("occurred_at")
         data["appliesTo"] = data.pop("applies_to")
+        data.pop("confidence")
         data.update(extra)
         return data
 
@@ -140,4 +143,4 @@ def hit_from_row(row, snip: str, score: float, source: str) -> MemoryHit:
         tags=json.loads(row["tags"]), section=row["section"], snippet=snip,
         score=round(score, 4), start_line=row["start_line"], end_line=row["end_line"],
         source=source, task_id=row["task"], agent=row["agent"], applies_to=row["applies_to"],
-        occurred_at=row["occurred_at"], summary=row["summary"])
+        occurred_at=row["occurred_at"], summary=row["summary"], confidence=row["confidence"])

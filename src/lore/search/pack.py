@@ -1,0 +1,94 @@
+"""Packing recall items into a token budget, at progressive detail levels.
+
+Every item renders at L1 (~50 tokens: what and where), L2 (~200: a summary,
+key decisions or a code snippet) or L3 (everything). With ``level="auto"``
+the packer first fits as many items as it can at L1, most valuable first,
+then upgrades them to L2 and L3 in the same order while the budget allows.
+Seed 001's context brackets choose a fixed level instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lore.errors import UsageError
+from lore.index.tokens import count_tokens
+
+LEVELS = ("L1", "L2", "L3")
+BRACKETS = {"fresh": None, "moderate": "L1", "depleted": "L2", "critical": "L3"}
+SECTIONS = {"memory": "Memories", "file": "Likely files", "code": "Code", "work": "Related past work"}
+
+
+@dataclass
+class Item:
+    kind: str                     # memory | file | code | work
+    key: str
+    value: float                  # packing priority (higher first)
+    renders: dict[str, str]       # level -> Markdown (L1 always; L2/L3 optional)
+    data: dict = field(default_factory=dict)
+    level: str | None = None
+
+    def text(self, level: str) -> str:
+        """The richest rendering at or below `level`."""
+        for candidate in reversed(LEVELS[: LEVELS.index(level) + 1]):
+            if candidate in self.renders:
+                return self.renders[candidate]
+        return self.renders["L1"]
+
+    def cost(self, level: str) -> int:
+        return count_tokens(self.text(level)) + 1
+
+
+def resolve_level(level: str | None, bracket: str | None) -> str | None:
+    """The level to use: a bracket maps to one (fresh → nothing); default auto."""
+    if bracket:
+        if bracket not in BRACKETS:
+            raise UsageError(f"unknown bracket '{bracket}'; use {', '.join(BRACKETS)}")
+        return BRACKETS[bracket]
+    level = level or "auto"
+    if level != "auto" and level not in LEVELS:
+        raise UsageError(f"unknown level '{level}'; use auto, L1, L2 or L3")
+    return level
+
+
+def pack(items: list[Item], budget: int, level: str | None, header_tokens: int) -> list[Item]:
+    """Choose items and their levels so the rendered pack never exceeds `budget` tokens."""
+    if level is None or budget <= header_tokens:
+        return []
+    # Each section's heading costs tokens too; charge it when its first item goes in.
+    section_cost = {kind: count_tokens(f"\n### {title}\n") + 1 for kind, title in SECTIONS.items()}
+    ordered = sorted(items, key=lambda it: -it.value)
+    used = header_tokens
+    chosen: list[Item] = []
+    first = "L1" if level == "auto" else level
+    for item in ordered:
+        extra = 0 if any(c.kind == item.kind for c in chosen) else section_cost[item.kind]
+        cost = item.cost(first) + extra
+        if used + cost <= budget:
+            item.level = first
+            chosen.append(item)
+            used += cost
+    if level == "auto":
+        for target in ("L2", "L3"):
+            for item in chosen:
+                if target not in item.renders:
+                    continue
+                delta = item.cost(target) - item.cost(item.level)
+                if delta > 0 and used + delta <= budget:
+                    used += delta
+                    item.level = target
+    return chosen
+
+
+def render(title: str, query_used: str, chosen: list[Item], budget: int, *, used: int | None = None) -> str:
+    """The Markdown block injected into an agent's prompt."""
+    head = f"## Lore recall: {title}\n_query: {query_used}_"
+    if used is not None:
+        head += f" · {used}/{budget} tokens"
+    parts = [head]
+    for kind, section in SECTIONS.items():
+        mine = [it for it in chosen if it.kind == kind]
+        if mine:
+            parts.append(f"\n### {section}")
+            parts.extend(it.text(it.level or "L1") for it in mine)
+    return "\n".join(parts) + "\n"

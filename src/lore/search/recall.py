@@ -1,0 +1,197 @@
+"""Recall on task pickup: one ranked pack of memories, files, code and past work.
+
+The query is the task's title and description reduced to key terms. From it:
+
+- memories: hybrid search, re-ranked by attention (relevance × recency ×
+  access × confidence, stale ones halved), boosted when their scope names a
+  file or area the task touches; HOT memories that apply are always offered;
+- likely files: code search ranked by file, fused (RRF) with the files of
+  similar past commits — past work is evidence for where a change goes;
+- code: the best chunks of those files;
+- related past work: similar commits, and tasks of the memories found.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from lore.search import attention as att
+from lore.search.fusion import RRF_K
+from lore.search.pack import Item, pack, render
+from lore.search.text import terms
+
+MAX_QUERY_TERMS = 24
+SCOPE_BOOST = 1.5
+
+
+@dataclass
+class RecallRequest:
+    title: str
+    description: str = ""
+    task: str | None = None
+    files: list[str] = field(default_factory=list)
+    budget: int = 2000
+    level: str | None = "auto"
+    limit_per_type: int = 5
+    include_memories: bool = True
+    include_code: bool = True
+    include_related_work: bool = True
+    agent: str | None = None
+
+    def query(self) -> str:
+        words = terms(f"{self.title}\n{self.description}")
+        return " ".join(words[:MAX_QUERY_TERMS])
+
+
+@dataclass
+class RecallPack:
+    """003's ContextResult, plus the packing outcome."""
+
+    query_used: str
+    title: str
+    budget: int
+    level: str | None
+    items: list[Item]
+    markdown: str
+    tokens_used: int
+
+    def of(self, kind: str) -> list[dict]:
+        return [{**it.data, "level": it.level} for it in self.items if it.kind == kind]
+
+    def to_json(self) -> dict:
+        return {"query_used": self.query_used, "memories": self.of("memory"),
+                "files": self.of("file"), "code_snippets": self.of("code"),
+                "related_work_items": self.of("work"), "budget": self.budget,
+                "level": self.level, "tokens_used": self.tokens_used, "markdown": self.markdown}
+
+
+def memory_items(hits, access: dict, stale: dict, request: RecallRequest, half_life: float,
+                 hot: list) -> list[Item]:
+    """Items for memories found by search (plus HOT ones that apply)."""
+    touched = {f.strip("./") for f in request.files}
+    text = f"{request.title} {request.description}".lower()
+    items = []
+    for hit in [*hits, *hot]:
+        count, last = access.get(hit.id, (0, None))
+        score = att.attention(hit.score, occurred_at=hit.occurred_at, last_accessed=last,
+                              access_count=count, confidence=getattr(hit, "confidence", 1.0),
+                              stale=hit.id in stale, half_life_days=half_life)
+        if _applies(hit.applies_to, touched, text):
+            score = min(1.0, score * SCOPE_BOOST)
+        items.append(_memory_item(hit, score, stale.get(hit.id)))
+    unique: dict[str, Item] = {}
+    for item in sorted(items, key=lambda it: -it.value):
+        unique.setdefault(item.key, item)
+    return list(unique.values())[: request.limit_per_type + len(hot)]
+
+
+def rank_files(code_files: list[tuple[str, float]], commits, existing: set[str],
+               given: list[str]) -> list[tuple[str, float, list[str]]]:
+    """Files by RRF of code-search rank and past-commit evidence; given files first.
+
+    Returns (path, score 0-1, reasons)."""
+    evidence: dict[str, float] = {}
+    for rank, commit in enumerate(commits):
+        # A commit touching many files (an import, a reformat) says little about each.
+        weight = commit.relevance / (1 + rank) / max(1.0, len(commit.files)) ** 0.5
+        for path in commit.files:
+            if path in existing:
+                evidence[path] = evidence.get(path, 0.0) + weight
+    history_rank = {p: r for r, (p, _) in enumerate(sorted(evidence.items(), key=lambda kv: -kv[1]))}
+    code_rank = {p: r for r, (p, _) in enumerate(code_files)}
+    scores: dict[str, float] = {}
+    for ranks in (code_rank, history_rank):
+        for path, rank in ranks.items():
+            scores[path] = scores.get(path, 0.0) + 1.0 / (RRF_K + 1 + rank)
+    top = 2.0 / (RRF_K + 1)
+    out = []
+    for path in given:
+        out.append((path, 1.0, ["named by the task"]))
+    for path, score in sorted(scores.items(), key=lambda kv: -kv[1]):
+        if path in given:
+            continue
+        reasons = []
+        if path in code_rank:
+            reasons.append(f"code match #{code_rank[path] + 1}")
+        if path in history_rank:
+            n = sum(1 for c in commits if path in c.files)
+            reasons.append(f"{n} similar past commit{'s' if n > 1 else ''}")
+        out.append((path, score / top, reasons))
+    return out
+
+
+def file_item(path: str, score: float, reasons: list[str]) -> Item:
+    line = f"- `{path}` — {', '.join(reasons)}"
+    return Item("file", path, 0.9 * score, {"L1": line},
+                {"path": path, "score": round(score, 4), "reasons": reasons})
+
+
+def code_item(hit) -> Item:
+    where = f"{hit.file_path}:{hit.start_line}-{hit.end_line}"
+    l1 = f"- `{where}` {hit.symbol or ''} ({hit.language}, {hit.similarity:.2f})".replace("  ", " ")
+    lang = hit.language if hit.language not in (None, "text", "lines") else ""
+    body = hit.chunk_text.rstrip()
+    short = "\n".join(body.splitlines()[:12])
+    return Item("code", where, 0.8 * hit.similarity,
+                {"L1": l1, "L2": f"{l1}\n```{lang}\n{short}\n```", "L3": f"{l1}\n```{lang}\n{body}\n```"},
+                {**hit.to_json(), "citation": where})
+
+
+def work_item(commit) -> Item:
+    files = ", ".join(commit.files[:5]) + (" …" if len(commit.files) > 5 else "")
+    l1 = f"- `{commit.sha[:10]}` {commit.subject} ({commit.date[:10]}) — {files}"
+    return Item("work", commit.sha, 0.7 * commit.relevance, {"L1": l1},
+                {"id": commit.sha, "title": commit.subject, "type": "commit", "status": "done",
+                 "relevance": round(commit.relevance, 4), "date": commit.date, "files": commit.files})
+
+
+def task_item(task: str, title: str, score: float) -> Item:
+    return Item("work", f"task:{task}", 0.7 * score, {"L1": f"- task `{task}`: {title}"},
+                {"id": task, "title": title, "type": "task", "status": "done", "relevance": round(score, 4)})
+
+
+def build(request: RecallRequest, items: list[Item]) -> RecallPack:
+    query = request.query()
+    header = render(request.title, query, [], request.budget, used=request.budget)
+    from lore.index.tokens import count_tokens
+    chosen = pack(items, request.budget, request.level, count_tokens(header) + 2)
+    markdown = render(request.title, query, chosen, request.budget)
+    used = count_tokens(markdown)
+    markdown = render(request.title, query, chosen, request.budget, used=used)
+    # The used-count line can only grow by a few tokens; re-measure to be exact.
+    used = count_tokens(markdown)
+    return RecallPack(query, request.title, request.budget, request.level, chosen, markdown, used)
+
+
+def _memory_item(hit, score: float, stale: list[str] | None) -> Item:
+    flag = " ⚠ stale" if stale else ""
+    tags = ", ".join(hit.tags[:5])
+    l1 = (f"- [{hit.type}] **{hit.title}**{flag} — `lore show {hit.id[:8]}` · {score:.2f}"
+          + (f" · {tags}" if tags else ""))
+    summary = hit.summary or hit.snippet
+    l2 = f"{l1}\n  {summary}" + (f"\n  stale: {'; '.join(stale)}" if stale else "")
+    body = getattr(hit, "body", None)
+    renders = {"L1": l1, "L2": l2}
+    if body:
+        renders["L3"] = f"{l1}\n\n" + "\n".join("  " + line for line in body.strip().splitlines())
+    data = {"id": hit.id, "title": hit.title, "memory_type": hit.type, "path": hit.path,
+            "citation": f"{hit.path}:{hit.start_line}", "tags": hit.tags, "score": round(score, 4),
+            "relevance": hit.score, "applies_to": hit.applies_to, "source_work_item_id": hit.task_id,
+            "created_at": hit.occurred_at, "created_by_agent": hit.agent, "summary": summary,
+            "stale": stale or None, "tier": att.tier(score)}
+    return Item("memory", hit.id, score, renders, data)
+
+
+def _applies(scope: str, touched: set[str], text: str) -> bool:
+    if scope.startswith("file:"):
+        path = scope[5:].strip("./")
+        return any(t == path or t.startswith(path.rstrip("/") + "/") for t in touched) or path.lower() in text
+    if scope.startswith("area:"):
+        area = scope[5:].lower()
+        return area in text or any(area in t.lower() for t in touched)
+    return False
+
+
+def parse_files(row) -> list[str]:
+    return json.loads(row["files"]) if isinstance(row["files"], str) else list(row["files"])

@@ -1,0 +1,302 @@
+"""Turning agent output into memory candidates: transcripts, <lore-memory> blocks, repeated errors."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from lore.integrations import INSTRUCTIONS, Candidate, from_stdout, from_transcript, repeated_errors
+
+SESSION = "5f0c2d1e-aaaa-4bbb-8ccc-123456789abc"
+
+
+def event(kind: str, uuid: str, timestamp: str, message: dict, **extra) -> str:
+    return json.dumps({"parentUuid": None, "isSidechain": False, "userType": "external",
+                       "cwd": "/home/dev/app", "sessionId": SESSION, "version": "1.0.80",
+                       "type": kind, "message": message, "uuid": uuid, "timestamp": timestamp,
+                       **extra})
+
+
+def assistant(uuid: str, timestamp: str, content, message_id: str | None = None, **extra) -> str:
+    message = {"id": message_id or f"msg_{uuid}", "type": "message", "role": "assistant",
+               "model": "claude-sonnet-4-5", "content": content, "stop_reason": None,
+               "usage": {"input_tokens": 10, "output_tokens": 20}}
+    return event("assistant", uuid, timestamp, message, requestId=f"req_{uuid}", **extra)
+
+
+PLAN = "I'll fix the CORS error.\n\nThe API runs on port 4000, so the dev proxy must forward /api."
+SPLIT_TEXT = "Found it:\n- `next.config.js` lacked the rewrite\n- added `/api/:path*`"
+HEADED = "## Decision: JWT over sessions\n\nStateless API, refresh tokens in httpOnly cookies."
+
+TRANSCRIPT = [
+    json.dumps({"type": "summary", "summary": "CORS fix", "leafUuid": "u0"}),
+    event("user", "u1", "2025-06-01T10:00:00.000Z",
+          {"role": "user", "content": "Why does the API call fail?\nIt says CORS."}),
+    # single-line assistant text: skipped
+    assistant("a1", "2025-06-01T10:00:05.120Z", [{"type": "text", "text": "Let me look."}]),
+    # thinking + multi-line text + tool_use in one message: kept, text only
+    assistant("a2", "2025-06-01T10:00:09.000Z", [
+        {"type": "thinking", "thinking": "Probably the proxy.\nCheck config.", "signature": "x"},
+        {"type": "text", "text": PLAN},
+        {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "next.config.js"}},
+    ]),
+    event("user", "u2", "2025-06-01T10:00:10.000Z", {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "module.exports = {\n}\n"}]}),
+    "{this line is not json",
+    "",
+    # one API message written as two events (text, then tool_use) sharing message.id: joined
+    assistant("a3", "2025-06-01T10:01:00Z", [{"type": "text", "text": SPLIT_TEXT}], message_id="msg_X"),
+    assistant("a4", "2025-06-01T10:01:01Z", [{"type": "tool_use", "id": "toolu_2", "name": "Edit",
+                                             "input": {"old_string": "a\nb"}}], message_id="msg_X"),
+    # multi-line only through whitespace: after stripping it's one line, skipped
+    assistant("a5", "2025-06-01T10:02:00Z", [{"type": "text", "text": "\n  Done.  \n\n"}]),
+    # two single-line text parts in one message join into a multi-line one: kept
+    assistant("a6", "2025-06-01T10:03:00+02:00", [{"type": "text", "text": "Summary of changes:"},
+                                                 {"type": "text", "text": "- proxy added"}]),
+    # Claude Code's own API error notice: skipped
+    assistant("a7", "2025-06-01T10:04:00Z",
+              [{"type": "text", "text": "API Error: 529\nOverloaded"}], isApiErrorMessage=True),
+    json.dumps({"type": "system", "content": "Conversation compacted\nfor real", "timestamp": "2025-06-01T10:05:00Z"}),
+    # the same event written twice: counted once
+    assistant("a8", "2025-06-01T10:06:00Z", [{"type": "text", "text": HEADED}]),
+    assistant("a8", "2025-06-01T10:06:00Z", [{"type": "text", "text": HEADED}]),
+    # no timestamp: skipped (occurred_at is required)
+    json.dumps({"type": "assistant", "uuid": "a9", "message": {"role": "assistant", "content": "A\nB"}}),
+    # a list that isn't an event
+    "[1, 2, 3]",
+]
+
+
+def test_transcript_keeps_exactly_the_multiline_assistant_messages(tmp_path):
+    path = tmp_path / f"{SESSION}.jsonl"
+    path.write_text("\n".join(TRANSCRIPT) + "\n")
+
+    found = from_transcript(path)
+
+    assert [(c.body, c.occurred_at, c.source) for c in found] == [
+        (PLAN, "2025-06-01T10:00:09Z", f"transcript:{SESSION}:a2"),
+        (SPLIT_TEXT, "2025-06-01T10:01:00Z", f"transcript:{SESSION}:a3"),
+        ("Summary of changes:\n- proxy added", "2025-06-01T08:03:00Z", f"transcript:{SESSION}:a6"),
+        (HEADED, "2025-06-01T10:06:00Z", f"transcript:{SESSION}:a8"),
+    ]
+    assert all(isinstance(c, Candidate) and c.type == "summary" and c.applies_to == "global"
+               and c.tags == [] for c in found)
+    assert [c.title for c in found] == [None, None, None, "Decision: JWT over sessions"]
+
+
+def test_transcript_keeps_text_in_full(tmp_path):
+    long_text = "# Notes\n\n" + "\n".join(f"- point {i} " + "x" * 200 for i in range(200))
+    path = tmp_path / "t.jsonl"
+    path.write_text(assistant("a1", "2025-06-01T10:00:00Z", [{"type": "text", "text": long_text}]) + "\n")
+    (candidate,) = from_transcript(path)
+    assert candidate.body == long_text and candidate.title == "Notes"
+
+
+def test_transcript_in_004_session_format(tmp_path):
+    lines = [
+        {"type": "message", "role": "user", "content": "Hello\nthere", "timestamp": "2024-01-01T00:00:00Z"},
+        {"type": "message", "role": "assistant", "content": "Hi there!", "timestamp": "2024-01-01T00:00:01Z"},
+        {"type": "tool_call", "toolName": "read", "args": {"path": "x"}, "timestamp": "2024-01-01T00:00:02Z"},
+        {"type": "tool_result", "toolCallId": "tc_1", "result": "a\nb", "timestamp": "2024-01-01T00:00:03Z"},
+        {"type": "message", "role": "assistant", "content": "User prefers dark mode.\nAnd concise replies.",
+         "timestamp": "2024-01-02T12:00:00"},
+    ]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines))
+    (candidate,) = from_transcript(path)
+    assert candidate.body == "User prefers dark mode.\nAnd concise replies."
+    assert candidate.occurred_at == "2024-01-02T12:00:00Z"
+    assert candidate.source == "transcript:session:line5"
+
+
+def test_transcript_in_codex_rollout_format(tmp_path):
+    lines = [
+        {"timestamp": "2025-09-01T09:00:00.000Z", "type": "session_meta", "payload": {"id": "s1"}},
+        {"timestamp": "2025-09-01T09:00:01.000Z", "type": "response_item",
+         "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "a\nb"}]}},
+        {"timestamp": "2025-09-01T09:00:05.500Z", "type": "response_item",
+         "payload": {"type": "message", "role": "assistant",
+                     "content": [{"type": "output_text", "text": "Ran the tests.\nAll 12 pass."}]}},
+    ]
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines))
+    (candidate,) = from_transcript(path)
+    assert (candidate.body, candidate.occurred_at) == ("Ran the tests.\nAll 12 pass.", "2025-09-01T09:00:05.500Z")
+
+
+def test_transcript_that_is_not_jsonl_gives_nothing(tmp_path):
+    path = tmp_path / "notes.jsonl"
+    path.write_bytes(b"\xff\xfe garbage\nplain text\n")
+    assert from_transcript(path) == []
+
+
+# ---------------------------------------------------------------- <lore-memory> blocks
+
+
+STDOUT = '''\
+Running task 42...
+<lore-memory type="gotcha" tags="auth, jwt,Auth" applies_to="file:src/auth.py" title="JWT secret must be base64">
+  Token validation fails silently when JWT_SECRET contains special characters.
+  Always use a base64-encoded secret.
+</lore-memory>
+some more output
+<lore-memory>
+---
+type: decision
+tags: [api, versioning]
+applies_to: area:api
+title: Version the API in the path
+occurred_at: 2025-03-04T05:06:07+01:00
+---
+We version the public API as /v1/... because the CDN caches by path.
+</lore-memory>
+<lore-memory type="lesson" applies_to="area:db">
+---
+type: fact
+tags: pool
+---
+Attribute beats header: this is a lesson with tag pool.
+</lore-memory>
+done.
+'''
+
+
+def test_stdout_blocks_with_attributes_and_with_header():
+    found, problems = from_stdout(STDOUT, default_time="2025-06-01T12:00:00Z")
+    assert problems == []
+    first, second, third = found
+    assert first == Candidate(
+        body="Token validation fails silently when JWT_SECRET contains special characters.\n"
+             "Always use a base64-encoded secret.",
+        occurred_at="2025-06-01T12:00:00Z", title="JWT secret must be base64", type="gotcha",
+        tags=["auth", "jwt"], applies_to="file:src/auth.py", source="stdout")
+    assert second == Candidate(
+        body="We version the public API as /v1/... because the CDN caches by path.",
+        occurred_at="2025-03-04T04:06:07Z", title="Version the API in the path", type="decision",
+        tags=["api", "versioning"], applies_to="area:api", source="stdout")
+    assert (third.type, third.tags, third.applies_to) == ("lesson", ["pool"], "area:db")
+    assert third.body == "Attribute beats header: this is a lesson with tag pool."
+
+
+def test_stdout_malformed_blocks_are_reported_and_the_rest_parse():
+    text = "\n".join([
+        '<lore-memory type="lesson">',                                 # 1: unclosed (next opens)
+        "half a thought",
+        '<lore-memory type="wisdom">Bad type here, long enough.</lore-memory>',       # 3
+        '<lore-memory applies_to="repo:x">Bad scope here, long enough.</lore-memory>',  # 4
+        '<lore-memory type="fact">   \n  </lore-memory>',                 # 5: empty body
+        '<lore-memory occurred_at="yesterday">Bad time, long enough.</lore-memory>',  # 7
+        '<lore-memory type="fact" confidence="0.9">Unknown attribute kept.</lore-memory>',  # 8
+        '<lore-memory type=fact>Unquoted attribute value.</lore-memory>',  # 9
+        '<lore-memory type="fact"/>',                                      # 10
+        '<lore-memory>\n---\ntype: [unclosed\n---\nbody text here\n</lore-memory>',  # 11
+        '<lore-memory type="pattern">Good one survives.</lore-memory>',    # 17
+        '<lore-memory type="fact">never closed, at the end',               # 18
+    ])
+    found, problems = from_stdout(text, default_time="2025-01-01T00:00:00Z")
+
+    assert [c.body for c in found] == ["Unknown attribute kept.", "Good one survives."]
+    assert [p.split(":")[0] for p in problems] == [
+        "line 1", "line 3", "line 4", "line 5", "line 7", "line 8", "line 9", "line 10", "line 11",
+        "line 18"]
+    joined = "\n".join(problems)
+    assert "no </lore-memory>" in problems[0]
+    assert "unknown type 'wisdom'" in problems[1]
+    assert "applies_to 'repo:x'" in problems[2]
+    assert "empty body" in problems[3]
+    assert "occurred_at 'yesterday'" in problems[4]
+    assert "ignored unknown field 'confidence'" in problems[5] and "skipped" not in problems[5]
+    assert 'name="value"' in problems[6]
+    assert "no body" in problems[7]
+    assert "malformed YAML header" in problems[8]
+    assert "no </lore-memory>" in problems[9]
+    assert all("\n" not in p for p in problems) and joined.count("line ") == len(problems)
+
+
+def test_stdout_time_falls_back_to_now():
+    (candidate,), _ = from_stdout("<lore-memory>Body of the memory.</lore-memory>")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", candidate.occurred_at)
+    assert (candidate.type, candidate.applies_to, candidate.title) == ("summary", "global", None)
+
+
+def test_stdout_ignores_ansi_colours_and_crlf_and_records_source():
+    text = "\x1b[32mok\x1b[0m\r\n<lore-memory type=\"fact\">\r\nUses \x1b[1mPostgres 16\x1b[0m.\r\n</lore-memory>\r\n"
+    (candidate,), problems = from_stdout(text, default_time="2025-01-01", source="stdout:run.log")
+    assert problems == []
+    assert candidate.body == "Uses Postgres 16."
+    assert candidate.occurred_at == "2025-01-01T00:00:00Z"
+    assert candidate.source == "stdout:run.log"
+
+
+def test_stdout_skips_the_example_from_lores_instructions():
+    found, problems = from_stdout("The instructions say:\n" + INSTRUCTIONS)
+    assert found == []
+    assert len(problems) == 1 and "example block" in problems[0]
+
+
+def test_stdout_without_blocks():
+    assert from_stdout("nothing to see\n</lore-memory>\n") == ([], [])
+
+
+# ---------------------------------------------------------------- repeated errors
+
+
+def test_repeated_errors_normalises_and_counts():
+    output = "\n".join([
+        "2025-06-01T10:00:00Z ERROR Connection refused: 127.0.0.1:5432",
+        "src/app.py:42: TypeError: unsupported operand type(s) for +: 'int' and 'str'",
+        "Traceback (most recent call last):",
+        '  File "/home/dev/app/x.py", line 10, in <module>',
+        "    main()",
+        "KeyError: 'user_17'",
+        "2025-06-01T10:00:05.123Z ERROR Connection refused: 127.0.0.1:5432",
+        "src/app.py:57: TypeError: unsupported operand type(s) for +: 'int' and 'str'",
+        "Segfault-ish object at 0x7f3a2b1c4d50 in worker 3: Exception raised",
+        "Traceback (most recent call last):",
+        '  File "/home/dev/app/x.py", line 12, in <module>',
+        "KeyError: 'user_99'",
+        "all good, 0 errors",
+        "2025-06-01 10:00:09,511 ERROR Connection refused: 127.0.0.1:5432",
+        "src/app.py:61: TypeError: unsupported operand type(s) for +: 'int' and 'str'",
+        "Segfault-ish object at 0x55d1e2f3a4b0 in worker 7: Exception raised",
+        "error[E0382]: borrow of moved value: `v`",
+        "error[E0382]: borrow of moved value: `v`",
+        "error[E0499]: cannot borrow `x` as mutable more than once",
+        "Traceback (most recent call last):",
+        '  File "/home/dev/app/y.py", line 3, in f',
+        "KeyError: 'user_5'",
+    ])
+    assert repeated_errors(output) == [
+        ("<time> ERROR Connection refused: <n>:<n>", 3),
+        ("src/app.py:<n>: TypeError: unsupported operand type(s) for +: 'int' and 'str'", 3),
+        ("KeyError: 'user_<n>'", 3),
+    ]
+    assert ("error[E0382]: borrow of moved value: `v`", 2) in repeated_errors(output, threshold=2)
+    assert ("Segfault-ish object at <hex> in worker <n>: Exception raised", 2) in \
+        repeated_errors(output, threshold=2)
+    assert all("0 errors" not in pattern and "Traceback" not in pattern
+               for pattern, _ in repeated_errors(output, threshold=1))
+
+
+def test_repeated_errors_from_lines_and_other_tools():
+    lines = ["npm ERR! code ERESOLVE", "FAILED tests/test_api.py::test_login - AssertionError",
+             "fatal: not a git repository (or any of the parent directories): .git"] * 4
+    lines += ["npm ERR! code ERESOLVE"]
+    assert repeated_errors(lines, threshold=4) == [
+        ("npm ERR! code ERESOLVE", 5),
+        ("FAILED tests/test_api.py::test_login - AssertionError", 4),
+        ("fatal: not a git repository (or any of the parent directories): .git", 4),
+    ]
+    assert repeated_errors(lines, threshold=6) == []
+    assert repeated_errors("everything passed\n12 tests, 0 failures") == []
+
+
+@pytest.mark.parametrize("noisy, same", [
+    ("Error: build abc1234f failed at /tmp/tmpk2j3h4x/out.o", "Error: build 9f8e7d6c failed at /tmp/tmpzz81ab/out.o"),
+    ("ValueError: request 3fa85f64-5717-4562-b3fc-2c963f66afa6 timed out after 30.5s",
+     "ValueError: request 123e4567-e89b-42d3-a456-426614174000 timed out after 2s"),
+])
+def test_repeated_errors_treats_volatile_parts_as_equal(noisy, same):
+    assert repeated_errors([noisy, same], threshold=2)[0][1] == 2
