@@ -140,6 +140,7 @@ class Lore:
         the user is told to run `lore index --reembed`.
         """
         if self.embedding_settings.get("provider", "local") == "none":
+            self._embedder_error = "embedding provider is 'none' ([embedding] in .lore/config.toml)"
             return None
         embedder = self.embedder if load else self._embedder
         if embedder is None:
@@ -642,13 +643,20 @@ class Lore:
         self.sync()
         candidate = Path(key)
         if key.endswith(".md") or os.sep in key or "/" in key:
+            outside = []
             for base in (Path.cwd(), self.project.root):
-                full = self.project.inside(candidate, base=base)
+                try:
+                    full = self.project.inside(candidate, base=base)
+                except UsageError as err:      # relative to the cwd it may leave the project
+                    outside.append(err)
+                    continue
                 if full.is_file():
                     rel = self.project.rel(full)
                     if not rel.startswith(".lore/"):
                         raise UsageError(f"{key} is not a memory file (not under .lore/)")
                     return rel
+            if len(outside) == 2:
+                raise outside[0]
         paths = self.index.memory_paths(key)
         if not paths:
             broken = [p for p, _ in self.index.file_errors("memory") if Path(p).stem == key or p == key]

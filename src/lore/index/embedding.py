@@ -28,12 +28,16 @@ def embed_pending(index: SQLiteIndex, embedder, *, progress: Callable[[int, int]
     import numpy as np
 
     model = embedder.model_id
+    step = BATCH
+    if getattr(embedder, "base_url", None) is not None:
+        # A remote provider's request is what a failure loses: save after each one.
+        step = min(BATCH, int(getattr(embedder, "batch_size", BATCH)))
     total = index.count_pending(model, kind)
     if limit is not None:
         total = min(total, limit)
     done = 0
     while done < total:
-        batch = index.pending_embeddings(model, min(BATCH, total - done), kind)
+        batch = index.pending_embeddings(model, min(step, total - done), kind)
         if not batch:
             break
         vectors = np.asarray(embedder.embed_documents([text for _, text in batch]), dtype=np.float32)

@@ -1,0 +1,640 @@
+"""Issue 3: embeddings and hybrid search, end to end.
+
+Real things only: the bundled MiniLM model (offline), real projects in temp
+dirs, the CLI as a subprocess, and a tiny OpenAI-compatible embedding server
+on 127.0.0.1 (a thread in this process) that records every text it embeds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+import lore
+from lore.errors import UsageError
+from lore.index.embedding import BATCH
+
+
+# -- shared helpers --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module", autouse=True)
+def model_cache(tmp_path_factory):
+    """A private Lore cache (the requantized MiniLM copy) for this module, in-process and in subprocesses."""
+    with pytest.MonkeyPatch.context() as patch:
+        path = tmp_path_factory.mktemp("lore-cache")
+        patch.setenv("LORE_CACHE_DIR", str(path))
+        yield path
+
+
+def _toml(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps(value)
+
+
+def configure(root: Path, embedding: dict) -> None:
+    """Replace the `[embedding]` table of the project's config.toml."""
+    path = root / ".lore" / "config.toml"
+    text = path.read_text("utf-8")
+    table = "\n".join(["[embedding]", *(f"{k} = {_toml(v)}" for k, v in embedding.items())]) + "\n\n"
+    new, count = re.subn(r"^\[embedding\]\n(?:(?!\[).*\n)*", table, text, flags=re.M)
+    assert count == 1, text
+    path.write_text(new, "utf-8")
+
+
+def add_memories(root: Path, items: list[dict]) -> list[str]:
+    """Write memories through the Python API (fast; it never embeds); returns their paths."""
+    with lore.open(root) as project:
+        return [project.add(**item).path for item in items]
+
+
+def index_db(root: Path):
+    db = sqlite3.connect(root / ".lore" / "index.db")
+    db.execute("PRAGMA busy_timeout = 10000")
+    return db
+
+
+def distinct_embedding_texts(root: Path) -> set[str]:
+    """The texts Lore embeds for the project's chunks (one per distinct content hash)."""
+    from lore.index.store import embedding_text
+    with index_db(root) as db:
+        rows = db.execute("SELECT kind, title, text FROM chunks").fetchall()
+    return {embedding_text(kind, title, text) for kind, title, text in rows}
+
+
+def notices(stderr: str, needle: str) -> list[str]:
+    return [line for line in stderr.splitlines() if needle in line]
+
+
+# -- a local OpenAI-compatible embedding server ----------------------------------------------
+
+DIM = 64
+
+
+def fake_vector(model: str, text: str) -> list[float]:
+    """Hashed bag of words, salted by the model name: deterministic, meaningful enough for
+    keyword-like vector search, and a different (same-sized) space for each model."""
+    vector = [0.0] * DIM
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        digest = hashlib.md5(f"{model}|{word}".encode()).digest()
+        vector[digest[0] % (DIM - 1)] += 1.0 if digest[1] % 2 else -1.0
+    vector[DIM - 1] = 0.01     # never a zero vector
+    return vector
+
+
+class EmbeddingServer(ThreadingHTTPServer):
+    """Serves POST /v1/embeddings. Records (model, texts, status) per request.
+
+    fail_from: requests numbered ≥ this (0-based) get HTTP 500.
+    block_from: requests numbered ≥ this wait for `release` and are never answered;
+        `blocked` is set when the first one arrives.
+    """
+
+    daemon_threads = True
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", 0), _EmbeddingHandler)
+        self.url = f"http://127.0.0.1:{self.server_address[1]}/v1"
+        self.lock = threading.Lock()
+        self.requests: list[dict] = []
+        self.fail_from: int | None = None
+        self.block_from: int | None = None
+        self.blocked = threading.Event()
+        self.release = threading.Event()
+
+    def settings(self, model: str = "a", **extra) -> dict:
+        return {"provider": "openai-compatible", "base_url": self.url, "model": model, "batch_size": BATCH,
+                "max_retries": 0, "retry_backoff": 0.0, "timeout": 30, **extra}
+
+    def answered(self, model: str | None = None) -> list[str]:
+        """Every text embedded successfully, in order (duplicates kept)."""
+        with self.lock:
+            return [t for r in self.requests if r["status"] == 200 and model in (None, r["model"])
+                    for t in r["texts"]]
+
+    def mark(self) -> int:
+        with self.lock:
+            return len(self.requests)
+
+    def since(self, mark: int) -> list[dict]:
+        with self.lock:
+            return self.requests[mark:]
+
+    def handle_error(self, request, client_address):  # a killed client: nothing to report
+        pass
+
+
+class _EmbeddingHandler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        server: EmbeddingServer = self.server
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        assert self.path == "/v1/embeddings", self.path
+        with server.lock:
+            number = len(server.requests)
+            entry = {"model": body["model"], "texts": list(body["input"]), "status": None}
+            server.requests.append(entry)
+            block = server.block_from is not None and number >= server.block_from
+            fail = server.fail_from is not None and number >= server.fail_from
+            entry["status"] = "blocked" if block else 500 if fail else 200
+        if block:
+            server.blocked.set()
+            server.release.wait(60)
+            return                       # never answered
+        if fail:
+            return self._reply(500, {"error": {"message": "embedding backend crashed"}})
+        data = [{"object": "embedding", "index": i, "embedding": fake_vector(body["model"], text)}
+                for i, text in enumerate(body["input"])]
+        self._reply(200, {"object": "list", "data": data, "model": body["model"]})
+
+    def _reply(self, status: int, payload: dict):
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def server():
+    srv = EmbeddingServer()
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    yield srv
+    srv.release.set()
+    srv.shutdown()
+    srv.server_close()
+
+
+# -- 1. hybrid ranking with the real default model ---------------------------------------------
+
+CORPUS = {
+    "utc": ("Store timestamps in UTC", "Always persist timestamps as UTC in the database and convert to "
+            "the user's local timezone only when rendering."),
+    "pool": ("Database connection pool", "The Postgres connection pool is capped at twenty connections; "
+             "raise PGPOOL_MAX only after load testing."),
+    "pets": ("Office pet policy", "Cats and dogs may visit the office on Fridays if they are vaccinated."),
+    "deploy": ("Deploy with blue-green", "Production releases use blue-green deployment behind the load "
+               "balancer so rollback is instant."),
+    "password": ("Password reset flow", "Users who forget their password receive a reset link by email "
+                 "that expires after one hour."),
+    "theme": ("Dark mode colours", "The dark theme uses slate backgrounds and amber accents; never pure black."),
+    "flaky": ("Flaky payment tests", "The payment integration tests are flaky on CI because the sandbox "
+              "rate-limits; retry them once."),
+    "redis": ("Redis cache keys", "Cache keys are namespaced by tenant and expire after ten minutes."),
+    "i18n": ("Translations", "User-facing strings live in locales/*.po files and are translated by the "
+             "localisation team."),
+    "flag": ("Feature flag naming", "The experimental checkout is behind the flag zqx_checkout_v7; remove "
+             "it after the launch."),
+}
+
+# Paraphrases sharing no keyword with any memory (checked by the bm25 assertion).
+PARAPHRASES = [
+    ("animals allowed at work", "pets"),
+    ("how do we ship new versions without downtime", "deploy"),
+]
+IDENTIFIER = ("zqx_checkout_v7", "flag")
+
+
+@pytest.fixture(scope="module")
+def ranked(tmp_path_factory, model_cache):
+    """A project with CORPUS indexed and embedded by the bundled MiniLM model."""
+    project = lore.init(tmp_path_factory.mktemp("ranked") / "proj")
+    paths = {key: project.add(title=title, body=body).path for key, (title, body) in CORPUS.items()}
+    assert project.embed() == len(CORPUS)
+    yield project, paths
+    project.close()
+
+
+def test_default_model_is_used_and_everything_is_embedded(ranked):
+    project, _ = ranked
+    status = project.embedding_status()
+    assert status["search"] == "hybrid"
+    assert status["embedding"].startswith("local:all-MiniLM-L6-v2") and status["indexedModel"] == status["embedding"]
+    assert status["vectors"] == len(CORPUS) and status["pendingEmbeddings"] == 0
+    assert status["embeddingProblem"] is None
+
+
+@pytest.mark.parametrize("query, expected", PARAPHRASES)
+def test_paraphrase_is_found_by_meaning_not_by_keywords(ranked, query, expected):
+    project, paths = ranked
+    assert project.search(query, mode="bm25") == []
+    vector = project.search(query, mode="vector")
+    assert vector[0].path == paths[expected] and vector[0].source == "vector"
+    assert all(h.source == "vector" for h in vector)
+    for fusion in ("rrf", "weighted"):
+        hybrid = project.search(query, mode="hybrid", fusion=fusion)
+        assert hybrid[0].path == paths[expected], fusion
+        assert all(h.source == "vector" for h in hybrid), fusion    # no keyword list to fuse with
+    # RRF: first in one list and absent from the other is exactly half of the maximum.
+    assert project.search(query, fusion="rrf")[0].score == pytest.approx(0.5)
+    # Weighted: 0.7 x cosine when there is no keyword match.
+    assert project.search(query, fusion="weighted")[0].score == pytest.approx(0.7 * vector[0].score, abs=2e-4)
+
+
+def test_exact_rare_identifier_is_found_by_bm25_and_hybrid(ranked):
+    query, expected = IDENTIFIER
+    project, paths = ranked
+    bm25 = project.search(query, mode="bm25")
+    assert [h.path for h in bm25] == [paths[expected]] and bm25[0].source == "bm25"
+    vector = project.search(query, mode="vector")
+    for fusion in ("rrf", "weighted"):
+        hybrid = project.search(query, mode="hybrid", fusion=fusion)
+        assert hybrid[0].path == paths[expected] and hybrid[0].source == "hybrid", fusion
+        assert {h.source for h in hybrid[1:]} <= {"vector"}, fusion
+    assert project.search(query, fusion="rrf")[0].score == pytest.approx(1.0)   # first in both lists
+    vec_score = next(h.score for h in vector if h.path == paths[expected])
+    weighted = project.search(query, fusion="weighted")[0].score
+    assert weighted == pytest.approx(0.7 * vec_score + 0.3 * bm25[0].score, abs=5e-4)
+
+
+def test_scores_are_0_to_1_and_sorted_in_every_mode(ranked):
+    project, _ = ranked
+    queries = [q for q, _ in PARAPHRASES] + [IDENTIFIER[0], "database timezone", "rollback the cache"]
+    for query in queries:
+        for mode, fusion in [("bm25", None), ("vector", None), ("hybrid", "rrf"), ("hybrid", "weighted")]:
+            hits = project.search(query, mode=mode, fusion=fusion, limit=50)
+            scores = [h.score for h in hits]
+            assert all(0.0 <= s <= 1.0 for s in scores), (query, mode, fusion, scores)
+            assert scores == sorted(scores, reverse=True), (query, mode, fusion, scores)
+            assert len({h.path for h in hits}) == len(hits)      # best chunk per memory
+            if mode == "vector":
+                assert len(hits) == len(CORPUS)
+
+
+def test_default_mode_is_hybrid_and_unknown_fusion_is_refused(ranked):
+    project, paths = ranked
+    default = project.search(IDENTIFIER[0])
+    assert default[0].path == paths["flag"] and default[0].source == "hybrid"
+    assert [h.to_json() for h in default] == [h.to_json() for h in project.search(IDENTIFIER[0], mode="hybrid")]
+    with pytest.raises((ValueError, UsageError), match="unknown fusion"):
+        project.search(IDENTIFIER[0], fusion="max")
+    with pytest.raises(UsageError, match="unknown search mode"):
+        project.search(IDENTIFIER[0], mode="semantic")
+
+
+# -- 2. BM25-only fallback -------------------------------------------------------------------
+
+FALLBACK_MEMORIES = [
+    {"title": "Postgres vacuum schedule", "body": "Autovacuum runs nightly; the orders table needs a manual VACUUM."},
+    {"title": "Release checklist", "body": "Bump the version, tag the commit, then publish the wheel."},
+]
+
+
+def test_provider_none_is_bm25_only(cli):
+    configure(cli.cwd, {"provider": "none"})
+    paths = add_memories(cli.cwd, FALLBACK_MEMORIES)
+    proc = cli("search", "vacuum", "--json")
+    hits = json.loads(proc.stdout)
+    assert [h["path"] for h in hits] == [paths[0]] and hits[0]["source"] == "bm25"
+    assert 0 < hits[0]["score"] <= 1
+    assert proc.stderr == ""                                # "none" is a choice, not a problem
+    stats = cli.json("stats")
+    assert stats["search"] == "bm25" and stats["embedding"] is None and stats["pendingEmbeddings"] is None
+    indexed = cli.json("index")
+    assert indexed["embedded"] == 0
+
+
+def test_provider_none_vector_mode_says_why(cli):
+    configure(cli.cwd, {"provider": "none"})
+    add_memories(cli.cwd, FALLBACK_MEMORIES)
+    proc = cli("search", "--mode", "vector", "vacuum", ok=False)
+    assert proc.returncode == 2
+    assert "vector search is unavailable" in proc.stderr
+    # Nothing else was printed, so the reason must be in this message ("see above" points at nothing).
+    assert "none" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("embedding, problem", [
+    ({"provider": "onnx", "path": "models/does-not-exist"}, "not found"),
+    ({"provider": "openai", "api_key_env": "LORE_TEST_UNSET_KEY_1234"}, "LORE_TEST_UNSET_KEY_1234"),
+], ids=["onnx-missing-dir", "openai-missing-key"])
+def test_provider_that_cannot_load_falls_back_to_bm25(cli, embedding, problem, monkeypatch):
+    monkeypatch.delenv("LORE_TEST_UNSET_KEY_1234", raising=False)
+    configure(cli.cwd, embedding)
+    paths = add_memories(cli.cwd, FALLBACK_MEMORIES)
+
+    proc = cli("search", "wheel", "version", "--json")
+    assert proc.returncode == 0
+    hits = json.loads(proc.stdout)
+    assert [h["path"] for h in hits] == [paths[1]] and hits[0]["source"] == "bm25"
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr                    # one line, once
+    assert lines[0].startswith("lore: vector search off, BM25 only:") and problem in lines[0]
+
+    proc = cli("search", "wheel")                          # the human output too
+    assert "Release checklist" in proc.stdout and len(notices(proc.stderr, "BM25 only")) == 1
+
+    proc = cli("stats", "--json")
+    stats = json.loads(proc.stdout)
+    assert stats["search"] == "bm25" and stats["embedding"] is None
+    assert problem in stats["embeddingProblem"]
+    assert len(notices(proc.stderr, "BM25 only")) == 1
+
+    proc = cli("index", "--json")                          # text index still works; nothing to embed with
+    assert json.loads(proc.stdout)["embedded"] == 0 and len(notices(proc.stderr, "BM25 only")) == 1
+
+    proc = cli("search", "--mode", "vector", "wheel", ok=False)
+    assert proc.returncode == 2 and problem in proc.stderr
+
+
+def test_unreachable_server_at_query_time_falls_back_to_bm25(cli):
+    import socket
+    with socket.socket() as sock:                          # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    configure(cli.cwd, {"provider": "openai-compatible", "base_url": f"http://127.0.0.1:{port}/v1",
+                        "model": "m", "max_retries": 0, "timeout": 5})
+    paths = add_memories(cli.cwd, FALLBACK_MEMORIES)
+    proc = cli("search", "vacuum", "--json")
+    hits = json.loads(proc.stdout)
+    assert [h["path"] for h in hits] == [paths[0]] and hits[0]["source"] == "bm25"
+    found = notices(proc.stderr, "BM25 only")
+    assert len(found) == 1 and "cannot reach" in found[0]
+
+
+# -- 3. model change ---------------------------------------------------------------------------
+
+MODEL_MEMORIES = [
+    {"title": "Blue-green deploys", "body": "Production releases switch traffic between blue and green pools; "
+                                            "rollback is a switch back."},
+    {"title": "Timezone rule", "body": "Persist timestamps in UTC and convert at render time."},
+    {"title": "Redis namespaces", "body": "Cache keys are namespaced by tenant id and expire after ten minutes."},
+]
+
+
+def test_model_change_falls_back_until_reembed(cli, server):
+    root = cli.cwd
+    configure(root, server.settings("a"))
+    paths = add_memories(root, MODEL_MEMORIES)
+    assert cli.json("index")["embedded"] == 3
+    assert sorted(server.answered("a")) == sorted(distinct_embedding_texts(root))
+    hits = cli.json("search", "--mode", "vector", "rollback", "traffic")
+    assert hits[0]["path"] == paths[0] and hits[0]["source"] == "vector"
+    stats = cli.json("stats")
+    assert stats["embedding"] == stats["indexedModel"] == "openai-compatible:a" and stats["search"] == "hybrid"
+
+    configure(root, server.settings("b"))
+    mark = server.mark()
+    proc = cli("search", "rollback", "traffic", "--json")
+    hits = json.loads(proc.stdout)
+    assert hits and {h["source"] for h in hits} == {"bm25"} and hits[0]["path"] == paths[0]
+    found = notices(proc.stderr, "lore index --reembed")
+    assert len(found) == 1 and "openai-compatible:a" in found[0] and "openai-compatible:b" in found[0]
+    proc = cli("search", "--mode", "vector", "rollback", ok=False)
+    assert proc.returncode == 2
+    stats = cli.json("stats")
+    assert stats["search"] == "bm25" and stats["embedding"] is None
+    assert stats["indexedModel"] == "openai-compatible:a" and "--reembed" in stats["embeddingProblem"]
+    # A plain `lore index` does not quietly mix model b vectors into model a's index.
+    proc = cli("index", "--json")
+    assert json.loads(proc.stdout)["embedded"] == 0 and notices(proc.stderr, "--reembed")
+    assert server.since(mark) == []                        # model b was never asked for anything
+    with index_db(root) as db:
+        assert {m for (m,) in db.execute("SELECT DISTINCT model FROM embeddings")} == {"openai-compatible:a"}
+
+    result = cli.json("index", "--reembed")
+    assert result["embedded"] == 3
+    assert sorted(server.answered("b")) == sorted(distinct_embedding_texts(root))
+    with index_db(root) as db:
+        assert {m for (m,) in db.execute("SELECT DISTINCT model FROM embeddings")} == {"openai-compatible:b"}
+    stats = cli.json("stats")
+    assert stats["search"] == "hybrid" and stats["embeddingProblem"] is None
+    assert stats["embedding"] == stats["indexedModel"] == "openai-compatible:b"
+    assert stats["vectors"] == 3 and stats["pendingEmbeddings"] == 0
+
+    proc = cli("search", "rollback", "traffic", "--json")
+    hits = json.loads(proc.stdout)
+    assert hits[0]["path"] == paths[0] and hits[0]["source"] == "hybrid"
+    assert "{" not in proc.stderr and notices(proc.stderr, "reembed") == []
+    assert server.since(mark)[-1]["model"] == "b" and server.since(mark)[-1]["texts"] == ["rollback traffic"]
+    hits = cli.json("search", "--mode", "vector", "tenant", "namespaced")
+    assert hits[0]["path"] == paths[2]
+
+
+# -- 4. embedding cache ------------------------------------------------------------------------
+
+
+def test_embedding_cache_by_content(cli, server):
+    root = cli.cwd
+    configure(root, server.settings())
+    paths = add_memories(root, [
+        {"title": "Blue-green deploys", "body": "Releases switch traffic between blue and green pools."},
+        {"title": "Timezone rule", "body": "Persist timestamps in UTC and convert at render time."},
+        {"title": "Service layout", "body": "## Summary\nThe API lives in api/.\n\n"
+                                           "## Decisions\nWe picked SQLite for the index."},
+    ])
+    result = cli.json("index")
+    assert result["embedded"] == 4                          # the third memory has two sections
+    assert len(server.answered()) == 4 and set(server.answered()) == distinct_embedding_texts(root)
+
+    # Rename a file (same bytes): nothing to embed, and vector search finds it at its new path.
+    mark = server.mark()
+    renamed = ".lore/memory/renamed-deploys.md"
+    (root / paths[0]).rename(root / renamed)
+    result = cli.json("index")
+    assert result["added"] == [renamed] and result["removed"] == [paths[0]] and result["embedded"] == 0
+    assert server.since(mark) == []
+    hits = cli.json("search", "--mode", "vector", "blue", "green", "traffic")
+    assert hits[0]["path"] == renamed
+
+    # A second memory with the same title and body shares the vector.
+    mark = server.mark()
+    twin = add_memories(root, [{"title": "Timezone rule", "body": "Persist timestamps in UTC and convert "
+                                "at render time.", "occurred_at": "2020-01-01T00:00:00Z"}])[0]
+    assert twin != paths[1]
+    assert cli.json("index")["embedded"] == 0
+    assert server.since(mark) == []
+    hits = cli.json("search", "--mode", "vector", "timestamps", "utc")
+    assert {h["path"] for h in hits[:2]} == {paths[1], twin}
+    assert hits[0]["score"] == pytest.approx(hits[1]["score"])
+
+    # Editing one section re-embeds that section only.
+    mark = server.mark()
+    with lore.open(root) as project:
+        project.update(Path(paths[2]).stem, body="## Summary\nThe API lives in api/.\n\n## Decisions\nWe picked Postgres.")
+    assert cli.json("index")["embedded"] == 1
+    sent = [t for r in server.since(mark) for t in r["texts"]]
+    assert len(sent) == 1 and "Postgres" in sent[0]
+
+    # --force re-reads every file but sends no unchanged chunk.
+    mark = server.mark()
+    result = cli.json("index", "--force")
+    assert len(result["updated"]) == 4 and result["embedded"] == 0
+    assert server.since(mark) == []
+    stats = cli.json("stats")
+    assert stats["pendingEmbeddings"] == 0
+
+    # Over the whole test, no text was ever embedded twice.
+    answered = server.answered()
+    assert len(answered) == len(set(answered))
+
+
+# -- 5. interrupted indexing resumes ---------------------------------------------------------
+
+TOPICS = ["parser", "scheduler", "billing", "uploader", "renderer", "mailer", "auth", "search", "cache", "queue"]
+BULK = 3 * BATCH + 8                                        # four embedding batches: 64, 64, 64, 8
+
+
+def bulk_memories(n: int = BULK) -> list[dict]:
+    return [{"title": f"Note {i} about the {TOPICS[i % len(TOPICS)]}",
+             "body": f"Memory number {i}: the {TOPICS[i % len(TOPICS)]} module keeps setting x{i} at {i * 7}."}
+            for i in range(n)]
+
+
+def test_failed_indexing_resumes_where_it_stopped(cli, server):
+    root = cli.cwd
+    configure(root, server.settings())
+    add_memories(root, bulk_memories())
+    expected = distinct_embedding_texts(root)
+    assert len(expected) == BULK
+
+    server.fail_from = 2                                    # the third batch and everything after: HTTP 500
+    proc = cli("index", ok=False)
+    assert proc.returncode == 1
+    assert "HTTP 500" in proc.stderr and "Traceback" not in proc.stderr
+    assert [r["status"] for r in server.requests] == [200, 200, 500]
+    stats = cli.json("stats")
+    assert stats["vectors"] == 2 * BATCH and stats["pendingEmbeddings"] == BULK - 2 * BATCH
+    # While the server is still down, search tries to embed inline, fails, and falls back to BM25.
+    proc = cli("search", "scheduler", "module", "--json")
+    assert json.loads(proc.stdout) and {h["source"] for h in json.loads(proc.stdout)} == {"bm25"}
+    assert len(notices(proc.stderr, "BM25 only")) == 1
+    assert cli.json("stats")["pendingEmbeddings"] == BULK - 2 * BATCH
+
+    server.fail_from = None
+    mark = server.mark()
+    result = cli.json("index")
+    assert result["embedded"] == BULK - 2 * BATCH
+    resumed = [t for r in server.since(mark) for t in r["texts"]]
+    assert len(resumed) == BULK - 2 * BATCH                 # only the rest was sent
+    answered = server.answered()
+    assert len(answered) == len(set(answered)) == BULK      # no chunk embedded twice
+    assert set(answered) == expected
+    stats = cli.json("stats")
+    assert stats["pendingEmbeddings"] == 0 and stats["vectors"] == BULK
+
+
+def test_failed_indexing_with_the_providers_default_batch_size_loses_nothing(cli, server):
+    """openai-compatible sends 32 texts per request (its default batch_size) while Lore commits
+    every 64 chunks: a failure on the second request of a batch must not throw away the vectors
+    the first request already returned (they were paid for), nor send those texts again."""
+    root = cli.cwd
+    settings = server.settings()
+    del settings["batch_size"]                              # the provider's default: 32
+    configure(root, settings)
+    add_memories(root, bulk_memories())
+
+    server.fail_from = 3                                    # requests 0-2 answered (96 texts), then HTTP 500
+    assert cli("index", ok=False).returncode == 1
+    assert [len(r["texts"]) for r in server.requests] == [32, 32, 32, 32]
+    assert len(server.answered()) == 96
+
+    server.fail_from = None
+    assert cli.json("index")["embedded"] > 0
+    assert cli.json("stats")["pendingEmbeddings"] == 0
+    answered = server.answered()
+    assert len(answered) - len(set(answered)) == 0, f"{len(answered) - len(set(answered))} texts embedded twice"
+    assert len(answered) == BULK
+
+
+def test_killed_indexing_resumes_where_it_stopped(cli, server):
+    root = cli.cwd
+    configure(root, server.settings())
+    add_memories(root, bulk_memories())
+    expected = distinct_embedding_texts(root)
+
+    server.block_from = 2                                   # hang on the third batch
+    proc = subprocess.Popen([sys.executable, "-m", "lore", "index"], cwd=root, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert server.blocked.wait(60), "lore index never reached the third batch"
+    finally:
+        proc.kill()                                         # SIGKILL: no cleanup of any kind
+        proc.communicate(timeout=30)
+    assert proc.returncode != 0
+    assert [r["status"] for r in server.requests] == [200, 200, "blocked"]
+
+    server.block_from = None
+    server.release.set()
+    stats = cli.json("stats")
+    assert stats["vectors"] == 2 * BATCH and stats["pendingEmbeddings"] == BULK - 2 * BATCH
+    mark = server.mark()
+    assert cli.json("index")["embedded"] == BULK - 2 * BATCH
+    assert sum(len(r["texts"]) for r in server.since(mark)) == BULK - 2 * BATCH
+    answered = server.answered()
+    assert len(answered) == len(set(answered)) == BULK and set(answered) == expected
+    assert cli.json("stats")["pendingEmbeddings"] == 0
+
+
+# -- 6. fresh memories are searchable by meaning at once -----------------------------------------
+
+
+def test_memory_added_after_index_is_found_by_vector_search(project):
+    for key in ("utc", "pool", "deploy", "theme"):
+        title, body = CORPUS[key]
+        project.add(title=title, body=body)
+    assert project.embed() == 4                             # what `lore index` does
+    fresh = project.add(title=CORPUS["pets"][0], body=CORPUS["pets"][1]).path
+    assert project.embedding_status()["pendingEmbeddings"] == 1
+    hits = project.search("animals allowed at work", mode="vector")
+    assert hits[0].path == fresh and hits[0].source == "vector"
+    assert project.embedding_status()["pendingEmbeddings"] == 0
+
+
+def test_memory_added_after_index_is_found_by_vector_search_cli(cli):
+    add_memories(cli.cwd, [{"title": t, "body": b} for k, (t, b) in CORPUS.items() if k != "deploy"])
+    assert cli.json("index")["embedded"] == len(CORPUS) - 1
+    added = cli.json("add", "--title", CORPUS["deploy"][0], "--body", CORPUS["deploy"][1])
+    assert cli.json("stats")["pendingEmbeddings"] == 1
+    hits = cli.json("search", "--mode", "vector", "how do we ship new versions without downtime")
+    assert hits[0]["path"] == added["path"] and hits[0]["source"] == "vector"
+    stats = cli.json("stats")
+    assert stats["pendingEmbeddings"] == 0 and stats["vectors"] == len(CORPUS)
+
+
+def test_inline_embedding_only_covers_memory_chunks_added_since(cli, server):
+    """Search embeds pending memory chunks inline; a new memory is found at once with an HTTP model too."""
+    root = cli.cwd
+    configure(root, server.settings())
+    add_memories(root, MODEL_MEMORIES[:2])
+    assert cli.json("index")["embedded"] == 2
+    mark = server.mark()
+    fresh = add_memories(root, MODEL_MEMORIES[2:])[0]
+    hits = cli.json("search", "--mode", "vector", "tenant", "namespaced")
+    assert hits[0]["path"] == fresh
+    sent = server.since(mark)
+    assert [len(r["texts"]) for r in sent] == [1, 1]        # the new chunk, then the query
+    assert "Redis namespaces" in sent[0]["texts"][0] and sent[1]["texts"] == ["tenant namespaced"]
+
+
+# -- found while writing these tests -------------------------------------------------------------
+
+
+def test_python_api_accepts_the_path_add_returned_from_any_cwd(tmp_path, monkeypatch):
+    """`add()` returns a project-relative path; `show`/`update` must take it back even when the
+    process's cwd is outside the project (resolve() tries cwd, then the project root)."""
+    project = lore.init(tmp_path / "proj")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    try:
+        path = project.add(title="Timezone rule", body="Persist timestamps in UTC.").path
+        assert project.show(path).path == path
+    finally:
+        project.close()
