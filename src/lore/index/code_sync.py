@@ -100,18 +100,21 @@ def sync_code(root: Path, index: SQLiteIndex, settings: dict, *, force: bool = F
         with index.write():
             if state is not None and state.sha256 == sha and not force:
                 index.touch_file(state.id, st.st_mtime_ns, st.st_size)
-            elif state is None and sha in gone_by_sha:
-                old = gone_by_sha.pop(sha)
-                index.move_file(old, rel, st.st_mtime_ns, st.st_size)
-                gone.remove(old)
-                result.files_renamed += 1
-                result.renamed_paths.append((old, rel))
             else:
+                # A rename (same bytes as a vanished file) is re-chunked so its path
+                # words are searchable, but its text hashes are unchanged: no re-embedding.
+                renamed_from = gone_by_sha.pop(sha, None) if state is None else None
+                if renamed_from:
+                    index.delete_files([renamed_from])
+                    gone.remove(renamed_from)
+                    result.files_renamed += 1
+                    result.renamed_paths.append((renamed_from, rel))
                 chunks = code_chunks(rel, raw.decode("utf-8", errors="replace"))
                 file_id = index.put_file(rel, KIND, sha, st.st_mtime_ns, st.st_size)
                 index.put_chunks(file_id, KIND, chunks)
-                result.files_processed += 1
-                result.chunks_created += len(chunks)
+                if not renamed_from:
+                    result.files_processed += 1
+                    result.chunks_created += len(chunks)
                 if state is not None:
                     result.changed_paths.append(rel)
         if progress:

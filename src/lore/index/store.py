@@ -140,12 +140,6 @@ class SQLiteIndex:
             "VALUES (?, ?, ?, ?, ?, ?, ?)", (path, kind, sha256, mtime_ns, size, error, _now()))
         return cur.lastrowid
 
-    def move_file(self, old: str, new: str, mtime_ns: int, size: int) -> None:
-        """A rename: same bytes, new path. Chunks (and so vectors) stay."""
-        self.db.execute("DELETE FROM files WHERE path = ?", (new,))
-        self.db.execute("UPDATE files SET path = ?, mtime_ns = ?, size = ?, indexed_at = ? WHERE path = ?",
-                        (new, mtime_ns, size, _now(), old))
-
     def delete_files(self, paths: Iterable[str]) -> int:
         count = 0
         for path in paths:

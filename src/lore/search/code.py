@@ -35,9 +35,13 @@ class CodeFilter:
                 d = d.strip().strip("/")
                 if ".." in d.split("/"):
                     raise UsageError(f"directory filter '{d}' leaves the project; give a path inside it")
-                globs.append(d if any(ch in d for ch in "*?[") else f"{d}/*")
+                # A glob names directories (src/*/api): match files under them too.
+                globs += [d, f"{d}/*"] if any(ch in d for ch in "*?[") else [f"{d}/*"]
             clauses.append("(" + " OR ".join("f.path GLOB ?" for _ in globs) + ")")
             params += globs
+        if self.paths is not None:
+            clauses.append("f.path IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(sorted(self.paths)))
         return " AND ".join(clauses), tuple(params)
 
 
@@ -82,19 +86,22 @@ class CommitHit:
 def search_code(index, query: str, flt: CodeFilter, *, limit: int, files_only: bool = False,
                 **search) -> list[CodeHit]:
     where, params = flt.sql()
-    keep = (lambda row: row["path"] in flt.paths) if flt.paths is not None else None
-    matches = search_kind(index, "code", query, limit=limit * (6 if files_only else 1), where=where,
-                          params=params, keep=keep, **search)
     words = terms(query)
-    hits, seen = [], set()
-    for m in matches:
-        if files_only and m.row["path"] in seen:
-            continue
-        seen.add(m.row["path"])
-        hits.append(_code_hit(m, words))
-        if len(hits) >= limit:
-            break
-    return hits
+    want = limit * (6 if files_only else 1)
+    while True:
+        matches = search_kind(index, "code", query, limit=want, where=where, params=params, **search)
+        hits, seen = [], set()
+        for m in matches:
+            if files_only and m.row["path"] in seen:
+                continue
+            seen.add(m.row["path"])
+            hits.append(_code_hit(m, words))
+            if len(hits) >= limit:
+                return hits
+        # One file can own most of the best chunks: look further for more files.
+        if not files_only or len(matches) < want or want >= 4000:
+            return hits
+        want *= 4
 
 
 def search_history(index, query: str, *, limit: int, **search) -> list[CommitHit]:

@@ -1,0 +1,683 @@
+"""Codebase indexing end to end (issue 4): tree-sitter chunks, incremental sync
+driven by git, code search, git history as past work, `lore status`.
+
+Real files in real git repositories made in temp dirs; every command is the
+`lore` CLI run as a subprocess. Most tests set `[embedding] provider = "none"`
+(BM25 only, no model load); the few about vectors use the bundled default model.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+# -- helpers ---------------------------------------------------------------------
+
+AUTHOR = {"GIT_AUTHOR_NAME": "Ada Tester", "GIT_AUTHOR_EMAIL": "ada@example.com",
+          "GIT_COMMITTER_NAME": "Ada Tester", "GIT_COMMITTER_EMAIL": "ada@example.com"}
+_GIT_LOCAL = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR")
+RESULT_KEYS = {"file_path", "symbol", "language", "start_line", "end_line", "snippet", "similarity", "source"}
+
+
+def git(root: Path, *args: str, date: str | None = None, env: dict | None = None) -> str:
+    full_env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCAL}
+    full_env.update(AUTHOR)
+    if date:
+        full_env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
+    full_env.update(env or {})
+    proc = subprocess.run(["git", "-c", "commit.gpgsign=false", *args], cwd=root, env=full_env,
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, f"git {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout.strip()
+
+
+def commit(root: Path, message: str, *, date: str | None = None) -> str:
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message, date=date)
+    return git(root, "rev-parse", "HEAD")
+
+
+def write(root: Path, rel: str, text: str | bytes) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+def configure(root: Path, *, provider: str = "none", **index) -> None:
+    """Set `[embedding] provider` and `[index]` keys in .lore/config.toml."""
+    path = root / ".lore/config.toml"
+    text = path.read_text()
+    assert re.search(r'^provider = "\w+"$', text, re.M) and "[index]\n" in text
+    text = re.sub(r'^provider = "\w+"$', f'provider = "{provider}"', text, count=1, flags=re.M)
+    for key, value in index.items():
+        line = f"{key} = {str(value).lower() if isinstance(value, bool) else repr(value)}"
+        pattern = re.compile(rf"^{key} = .*$", re.M)
+        text = pattern.sub(line, text) if pattern.search(text) else text.replace("[index]\n", f"[index]\n{line}\n", 1)
+    path.write_text(text)
+
+
+def index(cli) -> dict:
+    return cli.json("index")["code"]
+
+
+def code(cli, *args: str) -> list[dict]:
+    return cli.json("code", *args)
+
+
+def paths(hits: list[dict]) -> list[str]:
+    return [h["file_path"] for h in hits]
+
+
+def subjects(hits: list[dict]) -> list[str]:
+    return [h["subject"] for h in hits]
+
+
+def _method(name: str, topic: str, word: str, n: int = 12) -> list[str]:
+    lines = [f"    def {name}(self, person, salutation='Hello'):",
+             f'        """{topic} for the given person, politely and with care."""']
+    lines += [f"        part_{i} = self.compose_{word}_fragment(person, salutation, index={i})" for i in range(n)]
+    lines.append(f"        return ' '.join([{', '.join(f'part_{i}' for i in range(n))}])")
+    return lines
+
+
+# A class too big for one chunk, so each method is its own chunk with a qualified symbol.
+GREETER = "\n".join(
+    ['"""Greeting helpers for the reception desk."""', "", "",
+     "class Greeter:", '    """Says hello and goodbye to visitors by name."""', ""]
+    + _method("greet", "Greeting words", "greeting") + [""]
+    + _method("farewell", "Farewell message", "farewell") + [""]
+    + _method("introduce", "Introduction speech", "introduction") + ["", "",
+     "def shout(text):", "    return text.upper()", ""])
+
+MATH_TS = """\
+export function addNumbers(a: number, b: number): number {
+  return a + b;
+}
+"""
+
+MUL_GO = """\
+package mathx
+
+// Multiply returns the product of two integers.
+func Multiply(a, b int) int {
+\treturn a * b
+}
+"""
+
+
+@pytest.fixture
+def repo(cli):
+    """The `cli` folder made a git repository, BM25 only (no model load)."""
+    git(cli.cwd, "init", "-q", "-b", "main")
+    configure(cli.cwd)
+    return cli
+
+
+# -- 1. `lore index`: what is indexed, what is skipped and why ----------------------------
+
+def test_index_reports_counts_and_skips_binary_large_vendored_and_ignored_files(repo):
+    root = repo.cwd
+    configure(root, max_file_bytes=2000)
+    write(root, "app/greeter.py", "class Greeter:\n    def greet(self, name):\n        return 'hi ' + name\n")
+    write(root, "src/math.ts", MATH_TS)
+    write(root, "cmd/mul.go", MUL_GO)
+    write(root, "node_modules/leftpad/index.js", "module.exports = function leftpadzebra() {};\n")
+    write(root, "data.txt", b"header\x00\x01\x02binary payload okapizebra\n")
+    write(root, "big.py", "def huge_table():\n" + "".join(f"    row_{i} = 'hippozebra'\n" for i in range(150)))
+    write(root, ".gitignore", "secret.py\n")
+    write(root, "secret.py", "def gitignoredzebra():\n    return 1\n")
+    write(root, ".loreignore", "generated.py\n")
+    write(root, "generated.py", "def loreignoredzebra():\n    return 1\n")
+    assert (root / "big.py").stat().st_size > 2000
+    commit(root, "Initial import")
+
+    out = index(repo)
+    assert out["files_processed"] == 3
+    assert out["chunks_created"] >= 3
+    assert isinstance(out["duration_ms"], int) and out["duration_ms"] >= 0
+    assert out["commits_added"] == 1 and out["errors"] == [] and out["success"] is True
+    reasons = {s["path"]: s["reason"] for s in out["skipped"]}
+    assert out["files_skipped"] == len(out["skipped"])
+    assert reasons["data.txt"] == "binary"
+    assert reasons["big.py"].startswith("too large")
+    assert reasons["node_modules/"] == "excluded dir"
+    assert not [p for p in reasons if p.startswith("node_modules/") and p != "node_modules/"]  # reported once
+    assert reasons["generated.py"] == "ignored by .loreignore"
+    assert "secret.py" not in reasons                  # gitignored: simply absent
+
+    status = repo.json("status")
+    assert status["codeFiles"] == 3 and status["codeChunks"] == out["chunks_created"]
+    for word in ("leftpadzebra", "okapizebra", "hippozebra", "gitignoredzebra", "loreignoredzebra"):
+        assert code(repo, word) == [], word
+    assert paths(code(repo, "Multiply")) == ["cmd/mul.go"]
+
+
+def test_text_output_of_index_summarises_code(repo):
+    write(repo.cwd, "a.py", "def alpha():\n    return 1\n")
+    write(repo.cwd, "node_modules/x.js", "x()\n")
+    commit(repo.cwd, "first")
+    out = repo("index").stdout
+    assert re.search(r"code: 1 files processed, \d+ chunks, 0 renamed, 0 removed, \d+ skipped \(.*excluded dir",
+                     out), out
+
+
+# -- 2. Incremental sync --------------------------------------------------------------
+
+def test_second_index_processes_nothing_and_one_edit_reprocesses_one_file(repo):
+    root = repo.cwd
+    write(root, "a.py", "def alpha():\n    return 1\n")
+    write(root, "b.ts", MATH_TS)
+    write(root, "c.go", MUL_GO)
+    commit(root, "three files")
+    assert index(repo)["files_processed"] == 3
+
+    again = index(repo)
+    assert (again["files_processed"], again["chunks_created"], again["files_renamed"],
+            again["files_removed"], again["commits_added"]) == (0, 0, 0, 0, 0)
+
+    write(root, "b.ts", MATH_TS + "\nexport function zanzibarRoute(): string {\n  return 'z';\n}\n")
+    changed = index(repo)
+    assert changed["files_processed"] == 1 and changed["chunks_created"] >= 1
+    assert paths(code(repo, "zanzibarRoute")) == ["b.ts"]
+
+    # Same bytes, new mtime: checked by hash, not re-chunked.
+    st = (root / "a.py").stat()
+    os.utime(root / "a.py", ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+    assert index(repo)["files_processed"] == 0
+
+
+def test_deleting_a_file_removes_its_chunks(repo):
+    root = repo.cwd
+    write(root, "keep.py", "def keeper():\n    return 'stay'\n")
+    write(root, "quokka.py", "def feed_quokka():\n    return 'leaves'\n")
+    commit(root, "two files")
+    index(repo)
+    assert paths(code(repo, "feed_quokka")) == ["quokka.py"]
+    before = repo.json("status")["codeFiles"]
+
+    (root / "quokka.py").unlink()
+    out = index(repo)
+    assert out["files_removed"] == 1 and out["files_processed"] == 0
+    assert code(repo, "feed_quokka") == []
+    assert repo.json("status")["codeFiles"] == before - 1
+
+
+def test_rename_moves_the_file_without_rechunking(repo):
+    root = repo.cwd
+    write(root, "helpers/arithmetic.py", "def compute_tax_total(amount):\n    return amount * 1.2\n")
+    commit(root, "helpers")
+    index(repo)
+    (root / "billing").mkdir()
+    git(root, "mv", "helpers/arithmetic.py", "billing/invoices.py")
+    out = index(repo)
+    assert out["files_renamed"] == 1
+    assert out["files_processed"] == 0 and out["chunks_created"] == 0 and out["files_removed"] == 0
+    assert paths(code(repo, "compute_tax_total")) == ["billing/invoices.py"]
+
+
+def test_renamed_file_is_found_by_the_words_of_its_new_path_not_the_old(repo):
+    """Path words are searchable (`code_chunks` puts them in the chunk keywords);
+    a rename must not leave the old path's words behind."""
+    root = repo.cwd
+    write(root, "helpers/arithmetic.py", "def compute(x):\n    return x * 2\n")
+    commit(root, "helpers")
+    index(repo)
+    assert paths(code(repo, "arithmetic")) == ["helpers/arithmetic.py"]   # found by a path word
+    (root / "billing").mkdir()
+    git(root, "mv", "helpers/arithmetic.py", "billing/invoices.py")
+    assert index(repo)["files_renamed"] == 1
+    assert paths(code(repo, "invoices")) == ["billing/invoices.py"]
+    assert code(repo, "arithmetic") == []
+
+
+def test_rename_and_branch_switches_embed_nothing_new(cli):
+    """Real default model: vectors are keyed by content, so moving or re-checking-out
+    known content embeds nothing."""
+    root = cli.cwd
+    git(root, "init", "-q", "-b", "main")
+    write(root, "greeter.py", GREETER)
+    write(root, "math.ts", MATH_TS)
+    commit(root, "init")
+    first = cli.json("index")
+    assert first["embedded"] > 0 and first["code"]["files_processed"] == 2
+
+    git(root, "checkout", "-q", "-b", "other")
+    write(root, "greeter.py", GREETER.replace("Greeting words", "Hearty greeting words"))
+    write(root, "other.py", "def other_branch_only():\n    return 42\n")
+    commit(root, "other work")
+    assert cli.json("index")["embedded"] > 0            # new content, new commit: embedded once
+
+    for branch in ("main", "other", "main", "other"):
+        git(root, "checkout", "-q", branch)
+        out = cli.json("index")
+        assert out["code"]["files_processed"] >= 1, branch  # the work tree did change
+        assert out["embedded"] == 0, branch
+
+    git(root, "mv", "math.ts", "arith.ts")
+    out = cli.json("index")
+    assert out["code"]["files_renamed"] == 1 and out["embedded"] == 0
+    status = cli.json("status")
+    assert status["embedding"] and status["pendingEmbeddings"] == 0 and status["vectors"] > 0
+
+
+# -- 3. Git operations ------------------------------------------------------------------
+
+def test_amend_replaces_the_commit_in_history(repo):
+    root = repo.cwd
+    write(root, "a.py", "a = 1\n")
+    commit(root, "Add alpha module")
+    index(repo)
+    write(root, "b.py", "b = 1\n")
+    old = commit(root, "Introduce zebra parser")
+    hits = repo.json("history", "zebra")
+    assert subjects(hits) == ["Introduce zebra parser"] and hits[0]["sha"] == old
+
+    git(root, "commit", "-q", "--amend", "-m", "Introduce giraffe parser")
+    new = git(root, "rev-parse", "HEAD")
+    assert repo.json("history", "zebra") == []
+    hits = repo.json("history", "giraffe")
+    assert subjects(hits) == ["Introduce giraffe parser"] and hits[0]["sha"] == new
+    assert repo.json("status")["commits"] == 2
+
+
+def test_rebase_drop_and_reword_resyncs_history(repo):
+    root = repo.cwd
+    for name, subject in (("a", "Add alpha module"), ("c", "Add walrus cache"), ("d", "Add pelican logger")):
+        write(root, f"{name}.py", f"{name} = 1\n")
+        commit(root, subject)
+    index(repo)
+    assert subjects(repo.json("history", "walrus")) == ["Add walrus cache"]
+
+    git(root, "rebase", "-q", "-i", "HEAD~2", env={
+        "GIT_SEQUENCE_EDITOR": "sed -i -e '/walrus/d' -e 's/^pick \\(.*pelican.*\\)/reword \\1/'",
+        "GIT_EDITOR": "sed -i 's/pelican/flamingo/'"})
+    assert git(root, "log", "--format=%s") == "Add flamingo logger\nAdd alpha module"
+    index(repo)
+    assert repo.json("history", "walrus") == []
+    assert repo.json("history", "pelican") == []
+    hits = repo.json("history", "flamingo")
+    assert subjects(hits) == ["Add flamingo logger"] and hits[0]["files"] == ["d.py"]
+    assert repo.json("status")["commits"] == 2
+    assert not (root / "c.py").exists() and code(repo, "walrus") == []
+
+
+def test_branch_switch_is_reflected_in_code_search_and_history(repo):
+    root = repo.cwd
+    write(root, "feature.py", "def pelicanroute():\n    return 'main'\n")
+    commit(root, "Main line route")
+    git(root, "checkout", "-q", "-b", "other")
+    write(root, "feature.py", "def flamingoroute():\n    return 'other'\n")
+    write(root, "only_other.py", "def heronhelper():\n    return 1\n")
+    commit(root, "Otter branch route")
+
+    git(root, "checkout", "-q", "main")
+    index(repo)
+    assert paths(code(repo, "pelicanroute")) == ["feature.py"]
+    assert code(repo, "flamingoroute") == [] and code(repo, "heronhelper") == []
+    assert repo.json("history", "otter") == []
+
+    git(root, "checkout", "-q", "other")
+    out = index(repo)
+    assert out["files_processed"] == 2
+    assert paths(code(repo, "flamingoroute")) == ["feature.py"]
+    assert paths(code(repo, "heronhelper")) == ["only_other.py"]
+    assert code(repo, "pelicanroute") == []
+    assert subjects(repo.json("history", "otter")) == ["Otter branch route"]
+
+    git(root, "checkout", "-q", "main")
+    out = index(repo)
+    assert out["files_removed"] == 1
+    assert code(repo, "heronhelper") == [] and paths(code(repo, "pelicanroute")) == ["feature.py"]
+
+
+def test_merge_brings_both_sides_into_code_and_history(repo):
+    root = repo.cwd
+    write(root, "base.py", "def base():\n    return 0\n")
+    commit(root, "Base")
+    git(root, "checkout", "-q", "-b", "feature")
+    write(root, "feature/lynx.py", "def lynx_tracker():\n    return 'lynx'\n")
+    commit(root, "Add lynx tracker")
+    git(root, "checkout", "-q", "main")
+    write(root, "main/badger.py", "def badger_burrow():\n    return 'badger'\n")
+    commit(root, "Add badger burrow")
+    index(repo)
+    assert code(repo, "lynx_tracker") == []
+
+    git(root, "merge", "-q", "--no-ff", "feature", "-m", "Merge feature tracking")
+    out = index(repo)
+    assert out["files_processed"] == 1 and out["commits_added"] == 2
+    assert paths(code(repo, "lynx_tracker")) == ["feature/lynx.py"]
+    assert paths(code(repo, "badger_burrow")) == ["main/badger.py"]
+    assert subjects(repo.json("history", "lynx", "tracker"))[0] == "Add lynx tracker"
+    merge = repo.json("history", "merge", "feature", "tracking")[0]
+    assert merge["subject"] == "Merge feature tracking" and merge["files"] == ["feature/lynx.py"]
+    status = repo.json("status")
+    assert status["upToDate"] and status["commits"] == 4
+
+
+# -- 4. update-index ----------------------------------------------------------------------
+
+def test_update_index_reports_updated_and_deleted(repo):
+    root = repo.cwd
+    configure(root, auto_sync=False)      # so `lore code` shows what update-index did, nothing more
+    write(root, "a.py", "def alpha():\n    return 1\n")
+    write(root, "b.py", "def betawombat():\n    return 2\n")
+    commit(root, "two")
+    index(repo)
+    write(root, "a.py", "def alphakangaroo():\n    return 1\n")
+    (root / "b.py").unlink()
+    assert code(repo, "alphakangaroo") == []         # not picked up without an update
+    assert repo.json("update-index", "--files", "a.py", "--deleted", "b.py") == {"updated": 1, "deleted": 1}
+    assert paths(code(repo, "alphakangaroo")) == ["a.py"]
+    assert code(repo, "betawombat") == []
+    assert repo("update-index", "--files", "a.py").stdout.strip() == "updated 0, deleted 0"
+
+
+def test_update_index_refuses_paths_outside_the_project(repo, tmp_path):
+    write(repo.cwd, "a.py", "a = 1\n")
+    outside = write(tmp_path, "elsewhere.py", "x = 1\n")
+    for arg in ("../elsewhere.py", str(outside)):
+        proc = repo("update-index", "--files", arg, "--json", ok=False)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stdout == ""
+        assert proc.stderr.count("\n") == 1 and "outside the project" in proc.stderr
+    proc = repo("update-index", "--files", "a.py", "--deleted", "../gone.py", ok=False)
+    assert proc.returncode == 2 and "outside the project" in proc.stderr
+
+
+# -- 5. `lore code` -------------------------------------------------------------------------
+
+def test_code_result_shape_qualified_symbols_and_exact_lines(repo):
+    root = repo.cwd
+    write(root, "greeter.py", GREETER)
+    write(root, "src/math.ts", MATH_TS)
+    write(root, "cmd/mul.go", MUL_GO)
+    commit(root, "code")
+    index(repo)
+
+    hits = code(repo, "greet")
+    assert hits and all(set(h) == RESULT_KEYS for h in hits)
+    assert all(0 <= h["similarity"] <= 1 and h["source"] in ("bm25", "vector", "hybrid") for h in hits)
+    greet = next(h for h in hits if h["symbol"] == "Greeter.greet")
+    lines = GREETER.split("\n")
+    start = lines.index("    def greet(self, person, salutation='Hello'):") + 1
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("        return ")) + 1
+    assert (greet["file_path"], greet["language"]) == ("greeter.py", "python")
+    assert (greet["start_line"], greet["end_line"]) == (start, end)
+    assert "greet" in greet["snippet"].lower()
+
+    full = next(h for h in code(repo, "greet", "--full") if h["symbol"] == "Greeter.greet")
+    assert full["chunk_text"] == "\n".join(lines[start - 1:end])
+    assert "Greeter.farewell" in [h["symbol"] for h in code(repo, "farewell", "message")]
+
+    ts = code(repo, "addNumbers")[0]
+    assert (ts["file_path"], ts["language"], ts["symbol"], ts["start_line"], ts["end_line"]) == \
+        ("src/math.ts", "typescript", "addNumbers", 1, 3)
+    go = code(repo, "Multiply")[0]
+    assert (go["file_path"], go["language"], go["symbol"], go["end_line"]) == ("cmd/mul.go", "go", "Multiply", 6)
+    assert go["start_line"] <= 3           # the doc comment belongs to the function
+
+
+def test_code_filters_by_language_extension_and_directory(repo):
+    root = repo.cwd
+    write(root, "src/v1/api/routes.py", "def route_wombat():\n    return 'wombat'\n")
+    write(root, "src/web/view.py", "def view_wombat():\n    return 'wombat'\n")
+    write(root, "src/web/page.ts", "export function pageWombat(): string {\n  return 'wombat';\n}\n")
+    write(root, "lib/util.go", "package lib\n\nfunc UtilWombat() string {\n\treturn \"wombat\"\n}\n")
+    write(root, "srcx/other.py", "def other_wombat():\n    return 'wombat'\n")
+    commit(root, "wombats")
+    index(repo)
+    everything = {"src/v1/api/routes.py", "src/web/view.py", "src/web/page.ts", "lib/util.go", "srcx/other.py"}
+    assert set(paths(code(repo, "wombat"))) == everything
+
+    assert set(paths(code(repo, "wombat", "--lang", "python"))) == {"src/v1/api/routes.py", "src/web/view.py",
+                                                                   "srcx/other.py"}
+    assert paths(code(repo, "wombat", "--lang", "go")) == ["lib/util.go"]
+    assert set(paths(code(repo, "wombat", "--lang", "go", "--lang", "typescript"))) == {"lib/util.go",
+                                                                                        "src/web/page.ts"}
+    assert paths(code(repo, "wombat", "--ext", "ts")) == ["src/web/page.ts"]
+    assert set(paths(code(repo, "wombat", "--ext", ".go", "--ext", "ts"))) == {"lib/util.go", "src/web/page.ts"}
+    # A prefix is a directory, not a string prefix: srcx/ is not under src/.
+    assert set(paths(code(repo, "wombat", "--dir", "src"))) == {"src/v1/api/routes.py", "src/web/view.py",
+                                                               "src/web/page.ts"}
+    assert set(paths(code(repo, "wombat", "--dir", "src/web/"))) == {"src/web/view.py", "src/web/page.ts"}
+    assert set(paths(code(repo, "wombat", "--dir", "lib", "--dir", "srcx"))) == {"lib/util.go", "srcx/other.py"}
+    assert set(paths(code(repo, "wombat", "--dir", "src/*/api/*"))) == {"src/v1/api/routes.py"}
+    assert paths(code(repo, "wombat", "--dir", "src", "--lang", "typescript")) == ["src/web/page.ts"]
+    proc = repo("code", "wombat", "--dir", "../elsewhere", ok=False)
+    assert proc.returncode == 2 and "leaves the project" in proc.stderr
+
+
+def test_code_directory_glob_matches_files_under_matching_directories(repo):
+    """`--dir` takes "a directory prefix or glob" (CodeFilter's own example: src/**/api)."""
+    root = repo.cwd
+    write(root, "src/v1/api/routes.py", "def route_wombat():\n    return 'wombat'\n")
+    write(root, "src/web/page.py", "def page_wombat():\n    return 'wombat'\n")
+    commit(root, "wombats")
+    index(repo)
+    assert paths(code(repo, "wombat", "--dir", "src/**/api")) == ["src/v1/api/routes.py"]
+    assert paths(code(repo, "wombat", "--dir", "src/*/api")) == ["src/v1/api/routes.py"]
+
+
+def test_changed_within_uses_commit_dates(repo):
+    root = repo.cwd
+    write(root, "old.py", "def capybaralegacy():\n    return 'capybara'\n")
+    commit(root, "Old capybara code", date="2015-03-01T12:00:00+00:00")
+    write(root, "new.py", "def capybarafresh():\n    return 'capybara'\n")
+    commit(root, "New capybara code")
+    index(repo)
+    assert set(paths(code(repo, "capybara"))) == {"old.py", "new.py"}
+    assert paths(code(repo, "capybara", "--changed-within", "30")) == ["new.py"]
+    assert set(paths(code(repo, "capybara", "--changed-within", "36500"))) == {"old.py", "new.py"}
+    assert code(repo, "capybaralegacy", "--changed-within", "30") == []
+
+
+def test_changed_within_finds_a_recent_file_among_many_older_matches(repo):
+    """The recency filter must select before ranking is cut to the limit."""
+    root = repo.cwd
+    for i in range(45):
+        write(root, f"old/parser_{i}.py", f"def old_parser_{i}():\n    # tokenizer tokenizer tokenizer\n"
+                                          f"    return 'tokenizer'\n")
+    commit(root, "Old parsers", date="2015-03-01T12:00:00+00:00")
+    write(root, "fresh.py", "def fresh_code():\n    # uses the tokenizer once, among many other words\n"
+                            "    return compute_everything_else()\n")
+    commit(root, "Fresh code")
+    index(repo)
+    assert "fresh.py" in paths(code(repo, "tokenizer", "--limit", "50"))
+    assert paths(code(repo, "tokenizer", "--changed-within", "30")) == ["fresh.py"]
+
+
+def _many_chunk_file(word: str, n: int) -> str:
+    lines = []
+    for i in range(n):
+        lines.append(f"def {word}_step_{i}({word}, text):")
+        lines.append(f'    """{word.title()} stage {i}: the {word} splits text into {word} units."""')
+        lines += [f"    value_{j} = {word}.advance_position(text, offset={j}, stage={i})" for j in range(10)]
+        lines += ["    return value_0", ""]
+    return "\n".join(lines)
+
+
+def test_files_only_lists_each_file_once(repo):
+    root = repo.cwd
+    write(root, "big_tokenizer.py", _many_chunk_file("tokenizer", 5))
+    write(root, "small_a.py", "def use_tokenizer():\n    return 'tokenizer'\n")
+    write(root, "small_b.py", "def other_tokenizer():\n    return 'tokenizer'\n")
+    commit(root, "tokenizers")
+    index(repo)
+    chunks = paths(code(repo, "tokenizer"))
+    assert chunks.count("big_tokenizer.py") >= 3
+    files = paths(code(repo, "tokenizer", "--files-only"))
+    assert sorted(files) == ["big_tokenizer.py", "small_a.py", "small_b.py"]
+    out = repo("code", "tokenizer", "--files-only").stdout
+    assert out.count("big_tokenizer.py") == 1
+
+
+def test_files_only_fills_the_limit_when_one_file_has_many_matching_chunks(repo):
+    root = repo.cwd
+    write(root, "big_tokenizer.py", _many_chunk_file("tokenizer", 15))
+    for name in ("small_a", "small_b", "small_c"):
+        write(root, f"{name}.py", f"def {name}():\n    return 'tokenizer'\n")
+    commit(root, "tokenizers")
+    index(repo)
+    assert paths(code(repo, "tokenizer", "--limit", "50")).count("big_tokenizer.py") == 15
+    files = paths(code(repo, "tokenizer", "--files-only", "--limit", "2"))
+    assert len(files) == 2 and len(set(files)) == 2
+
+
+def test_limit_defaults_to_10_and_is_capped_at_50(repo):
+    root = repo.cwd
+    for i in range(60):
+        write(root, f"pkg/narwhal_{i:02}.py", f"def narwhal_{i}():\n    return 'narwhal'\n")
+    commit(root, "many narwhals")
+    index(repo)
+    assert len(code(repo, "narwhal")) == 10
+    assert len(code(repo, "narwhal", "--limit", "3")) == 3
+    assert len(code(repo, "narwhal", "--limit", "100")) == 50
+    assert len(set(paths(code(repo, "narwhal", "--files-only", "--limit", "100")))) == 50
+    proc = repo("code", "narwhal", "--limit", "0", ok=False)
+    assert proc.returncode == 2 and "limit" in proc.stderr
+
+
+# -- 6. `lore history` -------------------------------------------------------------------------
+
+def test_history_result_shape(repo):
+    root = repo.cwd
+    write(root, "README.md", "# Shop\n")
+    commit(root, "Start the shop", date="2024-03-01T09:00:00+00:00")
+    write(root, "src/payments/refund.py", "def refund(order):\n    return order.total\n")
+    write(root, "tests/test_refund.py", "def test_refund():\n    pass\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "Handle partial refunds\n\nStripe sends negative amounts for chargebacks.",
+        date="2024-03-05T10:20:30+00:00")
+    sha = git(root, "rev-parse", "HEAD")
+
+    hits = repo.json("history", "partial", "refunds")
+    assert hits, "no commit found"
+    hit = hits[0]
+    assert set(hit) >= {"sha", "subject", "author", "date", "files", "relevance"}
+    assert hit["sha"] == sha and hit["subject"] == "Handle partial refunds"
+    assert hit["author"] == "Ada Tester" and hit["date"] == "2024-03-05T10:20:30+00:00"
+    assert sorted(hit["files"]) == ["src/payments/refund.py", "tests/test_refund.py"]
+    assert 0 < hit["relevance"] <= 1
+    assert repo.json("history", "chargebacks")[0]["sha"] == sha       # the body is searched too
+    assert "Start the shop" not in subjects(repo.json("history", "partial", "refunds"))
+    text = repo("history", "refunds").stdout
+    assert sha[:10] in text and "Handle partial refunds" in text and "src/payments/refund.py" in text
+
+
+# -- 7. `lore status` -----------------------------------------------------------------------------
+
+def test_status_tracks_head_and_work_tree_changes(repo):
+    root = repo.cwd
+    write(root, "a.py", "def alpha():\n    return 1\n")
+    write(root, "b.py", "def beta():\n    return 2\n")
+    first = commit(root, "first")
+    index(repo)
+    status = repo.json("status")
+    assert status["git"] is True and status["upToDate"] is True
+    assert status["head"] == status["indexedCommit"] == first
+    assert (status["changedFiles"], status["newFiles"], status["deletedFiles"]) == ([], [], [])
+
+    git(root, "commit", "-q", "--allow-empty", "-m", "nothing changed")
+    status = repo.json("status")
+    assert status["head"] == git(root, "rev-parse", "HEAD") != status["indexedCommit"] == first
+    assert status["upToDate"] is False and status["changedFiles"] == []
+
+    write(root, "a.py", "def alpha():\n    return 'one'\n")
+    second = commit(root, "edit a")
+    status = repo.json("status")
+    assert status["head"] == second and status["indexedCommit"] == first
+    assert status["upToDate"] is False and status["changedFiles"] == ["a.py"]
+
+    index(repo)
+    status = repo.json("status")
+    assert status["upToDate"] is True and status["indexedCommit"] == second
+
+    write(root, "a.py", "def alpha():\n    return 'uno, modified in the work tree'\n")
+    write(root, "n.py", "def new_one():\n    return 3\n")
+    (root / "b.py").unlink()
+    status = repo.json("status")
+    assert status["changedFiles"] == ["a.py"] and status["newFiles"] == ["n.py"]
+    assert status["deletedFiles"] == ["b.py"] and status["upToDate"] is False
+    text = repo("status").stdout
+    assert "stale" in text and "1 changed, 1 new, 1 deleted" in text
+
+
+# -- 8. Outside git ---------------------------------------------------------------------------
+
+def test_a_folder_without_git_is_indexed_and_searched(cli):
+    root = cli.cwd
+    configure(root)
+    write(root, "greeter.py", GREETER)
+    write(root, "lib/mul.go", MUL_GO)
+    write(root, ".gitignore", "ignored.py\n")
+    write(root, "ignored.py", "def ignored_meerkat():\n    return 1\n")
+    write(root, "node_modules/dep/index.js", "function vendored_meerkat() {}\n")
+    out = index(cli)
+    assert out["files_processed"] == 2 and out["commits_added"] == 0
+    assert {"path": "node_modules/", "reason": "excluded dir"} in out["skipped"]
+    assert paths(code(cli, "Multiply")) == ["lib/mul.go"]
+    assert "Greeter.greet" in [h["symbol"] for h in code(cli, "greet")]
+    assert code(cli, "ignored_meerkat") == [] and code(cli, "vendored_meerkat") == []
+    assert index(cli)["files_processed"] == 0
+
+    status = cli.json("status")
+    assert status["git"] is False and status["head"] is None and status["upToDate"] is True
+    assert status["codeFiles"] == 2
+    assert cli.json("history", "anything") == []
+    proc = cli("code", "Multiply", "--changed-within", "7", ok=False)
+    assert proc.returncode == 2 and "git" in proc.stderr
+
+
+# -- 10. Memories are not code ------------------------------------------------------------------
+
+@pytest.mark.parametrize("use_git", [True, False], ids=["git", "no-git"])
+def test_memory_files_are_never_indexed_as_code(cli, use_git):
+    root = cli.cwd
+    configure(root)
+    added = cli.json("add", "--title", "Ocelot cluster deploys", "--body",
+                     "The ocelot cluster deploys from the release branch only.", "--tag", "deploy")
+    write(root, ".lore/memory/hand-written.md", "---\ntitle: Ocelot notes\ntype: fact\noccurred_at: 2025-01-02T03:04:05Z\n---\nOcelot by hand.\n")
+    write(root, "docs/ocelot.md", "# Ocelot\n\nThe ocelot runbook lives here.\n")
+    write(root, "sub/.lore/memory/nested.md", "Ocelot in a nested lore folder.\n")
+    if use_git:
+        git(root, "init", "-q", "-b", "main")
+        commit(root, "memories and docs")
+    out = index(cli)
+    assert out["files_processed"] == 1
+    assert paths(code(cli, "ocelot")) == ["docs/ocelot.md"]
+    assert paths(code(cli, "ocelot", "--dir", ".lore")) == []
+    assert cli.json("status")["codeFiles"] == 1
+    assert added["path"] in [h["path"] for h in cli.json("search", "ocelot")]   # still a memory
+
+
+# -- embeddings: semantic search with the default model -------------------------------------------
+
+def test_semantic_code_search_with_the_default_model(cli):
+    root = cli.cwd
+    git(root, "init", "-q", "-b", "main")
+    write(root, "greeter.py", GREETER)
+    write(root, "src/math.ts", MATH_TS)
+    write(root, "lib/mul.go", MUL_GO)
+    commit(root, "Implement arithmetic helpers and the greeter")
+    out = cli.json("index")
+    assert out["embedded"] >= out["code"]["chunks_created"] > 0
+    status = cli.json("status")
+    assert status["search"] == "hybrid" and status["pendingEmbeddings"] == 0
+
+    hits = code(cli, "product of two integers", "--mode", "vector")
+    assert hits[0]["file_path"] == "lib/mul.go" and hits[0]["source"] == "vector"
+    assert all(0 <= h["similarity"] <= 1 and set(h) == RESULT_KEYS for h in hits)
+    hybrid = code(cli, "say hello to a visitor")
+    assert hybrid[0]["file_path"] == "greeter.py"
+    assert hybrid[0]["source"] in ("hybrid", "vector", "bm25")
+    assert cli.json("history", "arithmetic", "helpers")[0]["subject"] == \
+        "Implement arithmetic helpers and the greeter"

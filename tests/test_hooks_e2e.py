@@ -1,0 +1,143 @@
+"""Git hooks end to end: `lore hooks install` in a real repository, real `git`
+commands firing them, and the detached background updater keeping the index
+fresh with no `lore index` run. `[index] auto_sync = false` makes `lore code`
+read the index as it is, so what it finds is what the hooks indexed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import stat
+import time
+
+import pytest
+
+from test_code_index import code, commit, configure, git, paths, write
+
+WAIT_S = 20.0
+
+OLD_HOOK = b"""#!/bin/sh
+# the team's own post-commit hook
+echo "ran $(git rev-parse HEAD)" >> .git/old-hook-ran.txt
+exit 0
+"""
+
+
+def wait_for(predicate, what: str, timeout: float = WAIT_S):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.25)
+
+
+def updater_idle(root) -> bool:
+    """No update requested and none running (the updater holds update.lock while it runs)."""
+    local = root / ".lore/local"
+    if (local / "update.pending").exists():
+        return False
+    lock = local / "update.lock"
+    if not lock.exists():
+        return True
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def log_lines(root) -> list[str]:
+    log = root / ".lore/local/hooks.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+@pytest.fixture
+def hooked(cli):
+    """A git repo with one commit, indexed, BM25 only, no auto sync before reads."""
+    root = cli.cwd
+    git(root, "init", "-q", "-b", "main")
+    configure(root, auto_sync=False)
+    write(root, "app.py", "def start():\n    return 'start'\n")
+    commit(root, "Initial commit")
+    cli.json("index")
+    yield cli
+    # Never leave a detached updater writing into a folder pytest is about to delete.
+    wait_for(lambda: updater_idle(root), "the background updater to finish")
+
+
+def test_install_chains_the_existing_hook_and_a_commit_updates_the_index_in_background(hooked):
+    root = hooked.cwd
+    hook = root / ".git/hooks/post-commit"
+    hook.write_bytes(OLD_HOOK)
+    hook.chmod(0o755)
+
+    installed = hooked.json("hooks", "install")["installed"]
+    assert "post-commit" in installed and "post-checkout" in installed
+    assert hooked.json("hooks", "install")["installed"] == []          # idempotent
+
+    write(root, "app.py", "def feed_pangolins():\n    return 'ants'\n")
+    assert code(hooked, "pangolins") == []                             # the index does not have it yet
+    sha = commit(root, "Feed the pangolins")
+    assert f"ran {sha}" in (root / ".git/old-hook-ran.txt").read_text()   # the old hook still ran
+
+    wait_for(lambda: paths(code(hooked, "pangolins")) == ["app.py"], "the commit to be indexed")
+    wait_for(lambda: any(" ok post-commit:" in line for line in log_lines(root)), "an ok line in hooks.log")
+    assert not [line for line in log_lines(root) if " error " in line]
+    status = hooked.json("status")
+    assert status["indexedCommit"] == sha and status["upToDate"] is True
+
+    wait_for(lambda: updater_idle(root), "the background updater to finish")
+    removed = hooked.json("hooks", "uninstall")["removed"]
+    assert "post-commit" in removed
+    assert hook.read_bytes() == OLD_HOOK
+    assert stat.S_IMODE(hook.stat().st_mode) == 0o755
+    assert not (root / ".git/hooks/post-merge").exists()               # Lore created it, Lore removed it
+    assert hooked.json("hooks", "uninstall")["removed"] == []
+
+
+def test_rapid_commits_leave_the_final_state_indexed(hooked):
+    root = hooked.cwd
+    hooked.json("hooks", "install")
+    for i in range(6):
+        write(root, "app.py", f"def marker{i}():\n    return 'state {i}'\n")
+        write(root, f"notes/n{i}.py", f"def note{i}():\n    return {i}\n")
+        commit(root, f"Step {i}")
+    head = git(root, "rev-parse", "HEAD")
+
+    def final_state_indexed():
+        status = hooked.json("status")
+        return status["indexedCommit"] == head and status["upToDate"]
+
+    wait_for(final_state_indexed, "the last commit to be indexed")
+    assert paths(code(hooked, "marker5")) == ["app.py"]
+    assert code(hooked, "marker4") == [] and code(hooked, "marker0") == []
+    assert set(paths(code(hooked, "note0", "note5", "--limit", "20"))) >= {"notes/n0.py", "notes/n5.py"}
+    assert subjects_of(hooked.json("history", "step", "--limit", "20")) >= {f"Step {i}" for i in range(6)}
+    assert not [line for line in log_lines(root) if " error " in line]
+
+
+def test_checkout_hook_reindexes_the_branch(hooked):
+    root = hooked.cwd
+    git(root, "checkout", "-q", "-b", "other")
+    write(root, "app.py", "def otter_slide():\n    return 'wheee'\n")
+    other = commit(root, "Otters")
+    git(root, "checkout", "-q", "main")
+    hooked.json("index")
+    assert code(hooked, "otter") == []
+
+    hooked.json("hooks", "install")
+    git(root, "checkout", "-q", "other")
+    wait_for(lambda: paths(code(hooked, "otter")) == ["app.py"], "the checkout to be indexed")
+    wait_for(lambda: hooked.json("status")["indexedCommit"] == other, "indexedCommit to follow HEAD")
+    assert any(" ok post-checkout:" in line for line in log_lines(root))
+
+
+def subjects_of(hits: list[dict]) -> set[str]:
+    return {h["subject"] for h in hits}
