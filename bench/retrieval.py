@@ -73,7 +73,7 @@ def table(title: str, results: dict[str, dict]) -> None:
 
 
 def overall(report: dict) -> dict:
-    return report.get("overall") or report.get("all") or report
+    return report["metrics"]["ALL"]
 
 
 def locomo(modes: list[str]) -> None:

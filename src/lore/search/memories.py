@@ -121,9 +121,9 @@ def search_vector(index: SQLiteIndex, query_vector, model: str, flt: MemoryFilte
 def search_hybrid(index: SQLiteIndex, query: str, query_vector, model: str, flt: MemoryFilter,
                   limit: int, fusion: str = "rrf") -> list[MemoryHit]:
     """BM25 top-N and vector top-N, fused (see :mod:`lore.search.fusion`)."""
-    from lore.search.fusion import fuse
+    from lore.search.fusion import CANDIDATES, fuse
 
-    n = max(limit * 3, 30)
+    n = max(limit, CANDIDATES)
     keyword = search_bm25(index, query, flt, n)
     vector = search_vector(index, query_vector, model, flt, n, query)
     by_path = {h.path: h for h in vector}

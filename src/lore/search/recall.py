@@ -17,11 +17,11 @@ import json
 from dataclasses import dataclass, field
 
 from lore.search import attention as att
-from lore.search.fusion import RRF_K
 from lore.search.pack import Item, pack, render
 from lore.search.text import terms
 
 MAX_QUERY_TERMS = 24
+FILE_RRF_K = 10       # file ranks from code search and from past commits
 SCOPE_BOOST = 1.5
 
 
@@ -103,8 +103,8 @@ def rank_files(code_files: list[tuple[str, float]], commits, existing: set[str],
     scores: dict[str, float] = {}
     for ranks in (code_rank, history_rank):
         for path, rank in ranks.items():
-            scores[path] = scores.get(path, 0.0) + 1.0 / (RRF_K + 1 + rank)
-    top = 2.0 / (RRF_K + 1)
+            scores[path] = scores.get(path, 0.0) + 1.0 / (FILE_RRF_K + 1 + rank)
+    top = 2.0 / (FILE_RRF_K + 1)
     out = []
     for path in given:
         out.append((path, 1.0, ["named by the task"]))

@@ -12,8 +12,8 @@ import click
 
 from lore import __version__
 from lore.errors import LoreError
-from lore.interfaces.cli import (code_cmds, hooks_cmds, index_cmds, memory_cmds, recall_cmds,
-                                 search_cmds)
+from lore.interfaces.cli import (agent_cmds, code_cmds, hooks_cmds, index_cmds, memory_cmds,
+                                 recall_cmds, search_cmds)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -30,7 +30,7 @@ def cli(ctx: click.Context, project_path: str | None) -> None:
     ctx.obj = {"project": project_path}
 
 
-for module in (index_cmds, memory_cmds, search_cmds, code_cmds, recall_cmds, hooks_cmds):
+for module in (index_cmds, memory_cmds, search_cmds, code_cmds, recall_cmds, hooks_cmds, agent_cmds):
     for command in module.COMMANDS:
         cli.add_command(command)
 
