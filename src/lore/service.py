@@ -438,6 +438,57 @@ class Lore:
                 "brokenMemoryFiles": [p for p, _ in report.errors],
                 **self.embedding_status()}
 
+    # -- capture ---------------------------------------------------------------------
+
+    def capture_transcript(self, path: str | os.PathLike, *, agent: str | None = None) -> dict:
+        """Store a transcript's qualifying messages (002's rules) as session-tier
+        memories, and errors repeated 3+ times as gotchas. Idempotent."""
+        from lore.integrations import capture
+        transcript = Path(path)
+        result = self._store_candidates(capture.from_transcript(transcript), agent=agent, session=True)
+        result["gotchas"] = self._capture_gotchas(_transcript_lines(transcript), agent=agent,
+                                                  where=f"session {transcript.stem}")
+        return result
+
+    def capture_stdout(self, text: str, *, agent: str | None = None, source: str = "stdout") -> dict:
+        """Store `<lore-memory>` blocks an agent printed; repeated errors become gotchas."""
+        from lore.integrations import capture
+        candidates, problems = capture.from_stdout(text, source=source)
+        result = self._store_candidates(candidates, agent=agent, session=False)
+        result["problems"] = problems + result["problems"]
+        result["gotchas"] = self._capture_gotchas(text.splitlines(), agent=agent, where=source)
+        return result
+
+    def _store_candidates(self, candidates, *, agent: str | None, session: bool) -> dict:
+        created = existing = 0
+        problems: list[str] = []
+        for c in candidates:
+            try:
+                added = self.add(body=c.body, title=c.title, type=c.type, tags=c.tags,
+                                 applies_to=c.applies_to, occurred_at=c.occurred_at, agent=agent,
+                                 source=c.source, session=session)
+            except ValidationError as err:
+                problems.append(f"{c.source or 'block'}: {err}")
+                continue
+            created += added.created
+            existing += not added.created
+        return {"created": created, "existing": existing, "problems": problems}
+
+    def _capture_gotchas(self, lines, *, agent: str | None, where: str) -> int:
+        """001's auto-capture: an error pattern seen 3+ times becomes a gotcha (once)."""
+        from lore.integrations.capture import repeated_errors
+        count = 0
+        for pattern, seen in repeated_errors(lines, threshold=3):
+            title = f"Repeated error: {pattern}"[:200]
+            if self.index.list_memories("m.type = 'gotcha' AND m.title = ?", (title,), limit=1):
+                continue
+            body = (f"This error came up again and again ({seen}× in {where}) before it was solved:\n\n"
+                    f"```\n{pattern}\n```\n\nWhen you see it, look for the cause recorded with it, or add one.")
+            self.add(body=body, title=title, type="gotcha", tags=["error", "auto-captured"],
+                     confidence=0.6, agent=agent)
+            count += 1
+        return count
+
     # -- recall ----------------------------------------------------------------------
 
     def recall(self, title: str, *, description: str = "", task: str | None = None,
@@ -759,6 +810,32 @@ class Lore:
     def _id_of(self, rel: str) -> str:
         rows = self.index.list_memories("f.path = ?", (rel,))
         return rows[0]["id"] if rows else Path(rel).stem
+
+
+def _transcript_lines(path: Path) -> list[str]:
+    """Every string in a JSONL transcript, split into lines (errors hide in tool results)."""
+    import json
+
+    def strings(value):
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, dict):
+            for item in value.values():
+                yield from strings(item)
+        elif isinstance(value, list):
+            for item in value:
+                yield from strings(item)
+
+    lines: list[str] = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for raw in handle:
+            try:
+                event = json.loads(raw)
+            except ValueError:
+                continue
+            for text in strings(event):
+                lines.extend(text.splitlines())
+    return lines
 
 
 def suggest_keywords(title: str, body: str, limit: int = 5) -> list[str]:

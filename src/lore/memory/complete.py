@@ -346,12 +346,15 @@ class _FileStat:
         return self.added + self.removed
 
     def note(self) -> str:
+        counts = [f"+{self.added}"] if self.added or not self.removed else []
+        counts += [f"−{self.removed}"] if self.removed else []
+        lines = " ".join(counts) + (" line" if self.churn == 1 else " lines")
         if self.binary and not self.churn:
             text = "new binary file" if self.new else "binary file changed"
         elif self.new:
-            text = f"new file, +{self.added} lines"
+            text = f"new file, {lines}"
         elif self.churn:
-            text = f"+{self.added} −{self.removed} lines"
+            text = lines
         else:
             text = "mode changed"
         if self.renamed_from:
@@ -412,8 +415,16 @@ def _apply(stats: dict[str, _FileStat], diff: _FileDiff) -> None:
             stat.first, stat.context = start, _short_context(context)
 
 
+# Git's default hunk context is just the nearest line starting with a letter;
+# keep it only when it looks like a definition (def/class/function f(...)).
+_DEFINITION = re.compile(r"\b(?:def|class|function|func|fn|sub|module|interface|struct|impl|"
+                         r"enum|trait|namespace|package|type)\b|[\w>]\s*\(")
+
+
 def _short_context(context: str) -> str:
     text = context.strip().rstrip("{:").strip()
+    if not _DEFINITION.search(text):
+        return ""
     return text if len(text) <= 60 else text[:59].rstrip() + "…"
 
 
@@ -486,7 +497,7 @@ def _diff_git_paths(rest: str) -> tuple[str, str]:
     """The two names of a ``diff --git a/X b/Y`` line (quoted or not)."""
     if rest.startswith('"'):
         first, end = _read_quoted(rest)
-        second = rest[end + 1:]
+        second = rest[end + 1:].lstrip(" ")
         return _strip_prefix(first, "a/"), _strip_prefix(_unquote(second), "b/")
     if rest.endswith('"'):
         start = rest.index(' "')
@@ -619,15 +630,19 @@ def _message_items(body: str) -> list[str]:
             items.append(" ".join(current))
             current.clear()
 
+    in_bullet = False
     for raw in body.splitlines():
         line = raw.strip()
-        if not line:
-            flush()
-        elif _is_trailer(line):
-            flush()                 # never part of an item
+        if not line or _is_trailer(line):
+            flush()                 # trailers are never part of an item
         elif _BULLET.match(line) or _DECISION_LABEL.match(line):
             flush()
             current.append(line)
+            in_bullet = bool(_BULLET.match(line))
+        elif in_bullet and current and raw[:1] not in (" ", "\t"):
+            flush()                 # an unindented line after a bullet starts a new item
+            current.append(line)
+            in_bullet = False
         else:
             current.append(line)
     flush()
@@ -658,7 +673,10 @@ def _decision_text(item: str) -> str | None:
             text += " " + sentences[start + 1]
         if len(text) > MAX_DECISION_CHARS:
             text = text[:MAX_DECISION_CHARS - 1].rstrip() + "…"
-    text = text.rstrip().removesuffix(".")
+    return _capitalize(text.rstrip().removesuffix("."))
+
+
+def _capitalize(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
@@ -722,7 +740,8 @@ def _summary(bundle: CompletionBundle, changes: TaskChanges) -> list[str]:
     if items:
         return items
     if changes.commits:
-        return _merge([strip_task_id(c.subject, changes.task) for c in reversed(changes.commits)])
+        return _merge([_capitalize(strip_task_id(c.subject, changes.task))
+                       for c in reversed(changes.commits)])
     if changes.files:
         shown = ", ".join(f"`{p}`" for p in changes.files[:5])
         more = f" and {len(changes.files) - 5} more" if len(changes.files) > 5 else ""
@@ -735,7 +754,7 @@ def _approach(changes: TaskChanges) -> str:
     commits = list(reversed(changes.commits))
     touched = f" touching {_plural(len(changes.files), 'file')}" if changes.files else ""
     if commits:
-        subjects = [strip_task_id(c.subject, changes.task) for c in commits]
+        subjects = [_capitalize(strip_task_id(c.subject, changes.task)) for c in commits]
         listed = "; ".join(subjects[:MAX_APPROACH_SUBJECTS])
         if len(subjects) > MAX_APPROACH_SUBJECTS:
             listed += f"; and {len(subjects) - MAX_APPROACH_SUBJECTS} more"
