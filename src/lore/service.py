@@ -438,6 +438,39 @@ class Lore:
                 "brokenMemoryFiles": [p for p, _ in report.errors],
                 **self.embedding_status()}
 
+    # -- task lifecycle ----------------------------------------------------------------
+
+    def complete(self, task: str, *, title: str, bundle=None, agent: str | None = None) -> AddResult:
+        """000's write-on-complete: the task's memory with Summary, Approach,
+        Decisions, Key Files, Lessons and Cross-Agent Intel, its files taken
+        from the task's commits (or the work tree). Idempotent per task: a
+        second call rewrites the same memory."""
+        from lore.memory.complete import CompletionBundle, render_body, task_changes
+        bundle = bundle or CompletionBundle()
+        changes = task_changes(self.project.root, task)
+        body = render_body(bundle, changes)
+        agent = agent or bundle.agent or self.agent
+        self.sync()
+        existing = self.index.list_memories("m.task = ? AND m.type = 'summary' AND m.visibility = 'shared'",
+                                            (task,), limit=1)
+        fields = dict(tags=bundle.tags or suggest_keywords(title, body), files=changes.files,
+                      labels=bundle.labels, agent=agent, project=self.project.root.name)
+        if not existing:
+            return self.add(body=body, title=title, type="summary", task=task, extra=_task_extra(bundle),
+                            **fields)
+        rel = existing[0]["path"]
+        memory = self.load(rel)
+        memory.body, found = secrets.redact(body)
+        memory.title = secrets.redact(title)[0]
+        memory.tags, memory.files, memory.labels = list(fields["tags"]), list(changes.files), list(bundle.labels)
+        memory.agent, memory.project, memory.updated_at = agent, fields["project"], now_iso()
+        memory.priority, memory.risk, memory.task_type = bundle.priority, bundle.risk, bundle.task_type
+        memory.validate()
+        with file_lock(self.project.local_dir / ".write.lock"):
+            markdown.write_atomic(self.project.root / rel, markdown.render(memory))
+        self.sync()
+        return AddResult(self.load(rel), rel, False, found)
+
     # -- capture ---------------------------------------------------------------------
 
     def capture_transcript(self, path: str | os.PathLike, *, agent: str | None = None) -> dict:
@@ -812,6 +845,11 @@ class Lore:
         return rows[0]["id"] if rows else Path(rel).stem
 
 
+def _task_extra(bundle) -> dict:
+    return {k: v for k, v in (("priority", bundle.priority), ("risk", bundle.risk),
+                              ("task_type", bundle.task_type)) if v is not None}
+
+
 def _transcript_lines(path: Path) -> list[str]:
     """Every string in a JSONL transcript, split into lines (errors hide in tool results)."""
     import json
@@ -840,9 +878,11 @@ def _transcript_lines(path: Path) -> list[str]:
 
 def suggest_keywords(title: str, body: str, limit: int = 5) -> list[str]:
     """Keywords for a memory given none: the title's terms, then the body's most frequent."""
-    words = [w for w in terms(title) if not w.isdigit() and len(w) <= 50]
+    import re
+    noise = re.compile(r"^(\d+|[0-9a-f]{7,40})$")      # numbers and commit shas say nothing
+    words = [w for w in terms(title) if not noise.match(w) and len(w) <= 50]
     if len(words) < limit:
-        counts = Counter(w for w in terms_all(body) if len(w) > 3 and not w.isdigit())
+        counts = Counter(w for w in terms_all(body) if len(w) > 3 and not noise.match(w))
         words += [w for w, _ in counts.most_common(limit * 2) if w not in words]
     return words[:limit] or ["note"]
 

@@ -99,3 +99,40 @@ def verify(lore, key, as_json):
 
 
 COMMANDS = [recall, start, stale, verify]
+
+
+@click.command()
+@click.argument("task")
+@click.option("--title", "-t", required=True, help="The task's title.")
+@click.option("--summary", multiple=True, help="What was accomplished (repeatable: one bullet each).")
+@click.option("--approach", default="", help="How the work was done.")
+@click.option("--decision", "decisions", multiple=True, help="A decision and why (repeatable).")
+@click.option("--lesson", "lessons", multiple=True, help="A non-obvious lesson (repeatable).")
+@click.option("--pattern", "patterns", multiple=True, help="A pattern for other agents (repeatable).")
+@click.option("--gotcha", "gotchas", multiple=True, help="A gotcha for other agents (repeatable).")
+@click.option("--tag", "tags", multiple=True, help="Tag (repeatable).")
+@click.option("--bundle", type=click.Path(exists=True, dir_okay=False),
+              help="000's CompletionBundle as JSON (instead of the options above).")
+@click.option("--agent", help="Agent that did the task.")
+@json_option
+@with_lore
+def complete(lore, task, title, summary, approach, decisions, lessons, patterns, gotchas, tags, bundle,
+             agent, as_json):
+    """Write the task's memory (000's sections; files and decisions from its commits)."""
+    from pathlib import Path
+
+    from lore.memory.complete import CompletionBundle, load_bundle
+    if bundle:
+        data = load_bundle(Path(bundle))
+    else:
+        data = CompletionBundle(summary=list(summary), approach=approach, decisions=list(decisions),
+                                lessons=list(lessons), patterns=list(patterns), gotchas=list(gotchas),
+                                tags=[t for v in tags for t in v.split(",") if t.strip()])
+    result = lore.complete(task, title=title, bundle=data, agent=agent)
+    if as_json:
+        emit_json({**result.to_json(), "files": result.memory.files})
+    else:
+        click.echo(f"{'wrote' if result.created else 'updated'} {result.path} ({len(result.memory.files)} files)")
+
+
+COMMANDS.append(complete)
