@@ -543,7 +543,7 @@ class Lore:
             budget=int(budget if budget is not None else self.project.setting("recall", "budget", 2000)),
             level=resolve_level(level, bracket), limit_per_type=clamp_limit(limit_per_type, 5),
             agent=agent)
-        query = request.query() or title
+        query = request.text
         if fresh and include_code:
             self.index_code()
         items = []

@@ -203,9 +203,13 @@ def commits(root: Path, *, limit: int = 1000, since: str | None = None) -> list[
     revisions = ["HEAD"]
     if since and is_ancestor(root, since, "HEAD"):
         revisions.append(f"^{since}")
-    result = _git(root, "log", "-z", "--name-only", "--diff-merges=first-parent",
+    # A project in a subfolder of a repository sees only the commits touching
+    # it (the "." pathspec), with paths relative to it (--relative).
+    top = repo_root(root)
+    scope = ["."] if top is not None and top != Path(root).resolve() else []
+    result = _git(root, "log", "-z", "--name-only", "--diff-merges=first-parent", "--relative",
                   "--find-renames", "--encoding=UTF-8", "--no-show-signature",
-                  f"--max-count={limit}", f"--format={_LOG_FORMAT}", *revisions, "--",
+                  f"--max-count={limit}", f"--format={_LOG_FORMAT}", *revisions, "--", *scope,
                   check=False)
     if result.returncode != 0:
         if head(root) is None:
@@ -345,7 +349,7 @@ def last_changed(root: Path, paths: Iterable[str] | None = None, *,
     wanted = None if paths is None else set(paths)
     if wanted is not None and not wanted:
         return {}
-    args = ["log", "-z", "--name-only", "--no-merges", "--no-renames", "--format=%x00%ct",
+    args = ["log", "-z", "--name-only", "--no-merges", "--no-renames", "--relative", "--format=%x00%ct",
             f"--max-count={max_commits}", "HEAD", "--"]
     extra_env = None
     if wanted is not None and len(wanted) <= _MAX_PATHSPEC:

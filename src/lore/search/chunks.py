@@ -56,4 +56,4 @@ def search_kind(index: SQLiteIndex, kind: str, query: str, *, limit: int, where:
         return [ChunkMatch(rows[i], s, "bm25") for i, s in keyword[:limit]]
     if not keyword and mode != "hybrid" or mode == "vector":
         return [ChunkMatch(rows[i], s, "vector") for i, s in vector[:limit]]
-    return [ChunkMatch(rows[i], s, src) for i, s, src in fuse(keyword, vector, fusion)[:limit]]
+    return [ChunkMatch(rows[i], s, src) for i, s, src in fuse(keyword, vector, fusion, len(words))[:limit]]

@@ -87,21 +87,24 @@ def search_code(index, query: str, flt: CodeFilter, *, limit: int, files_only: b
                 **search) -> list[CodeHit]:
     where, params = flt.sql()
     words = terms(query)
-    want = limit * (6 if files_only else 1)
-    while True:
-        matches = search_kind(index, "code", query, limit=want, where=where, params=params, **search)
-        hits, seen = [], set()
-        for m in matches:
-            if files_only and m.row["path"] in seen:
-                continue
-            seen.add(m.row["path"])
-            hits.append(_code_hit(m, words))
-            if len(hits) >= limit:
-                return hits
-        # One file can own most of the best chunks: look further for more files.
-        if not files_only or len(matches) < want or want >= 4000:
-            return hits
-        want *= 4
+    if not files_only:
+        matches = search_kind(index, "code", query, limit=limit, where=where, params=params, **search)
+        return [_code_hit(m, words) for m in matches]
+    # Files: a file with several good chunks is stronger evidence than one lucky
+    # chunk, so rank by the best chunk plus half the next three (tuned on
+    # gitlog-flask: R@10 .833 with the best chunk alone, .880 with this).
+    matches = search_kind(index, "code", query, limit=max(300, limit * 30), where=where, params=params,
+                          **search)
+    per_file: dict[str, list] = {}
+    for m in matches:
+        per_file.setdefault(m.row["path"], []).append(m)
+    ranked = sorted(per_file.values(), key=lambda ms: -file_score([m.score for m in ms]))
+    return [_code_hit(ms[0], words) for ms in ranked[:limit]]
+
+
+def file_score(scores: list[float]) -> float:
+    best = sorted(scores, reverse=True)
+    return best[0] + 0.5 * sum(best[1:4])
 
 
 def search_history(index, query: str, *, limit: int, **search) -> list[CommitHit]:

@@ -128,7 +128,8 @@ def search_hybrid(index: SQLiteIndex, query: str, query_vector, model: str, flt:
     vector = search_vector(index, query_vector, model, flt, n, query)
     by_path = {h.path: h for h in vector}
     by_path.update({h.path: h for h in keyword})     # keyword hits have the better snippet
-    fused = fuse([(h.path, h.score) for h in keyword], [(h.path, h.score) for h in vector], fusion)
+    fused = fuse([(h.path, h.score) for h in keyword], [(h.path, h.score) for h in vector], fusion,
+                 len(terms(query)))
     hits = []
     for path, score, source in fused[:limit]:
         hit = by_path[path]

@@ -20,7 +20,7 @@ from lore.search import attention as att
 from lore.search.pack import Item, pack, render
 from lore.search.text import terms
 
-MAX_QUERY_TERMS = 24
+MAX_QUERY_TERMS = 64
 FILE_RRF_K = 10       # file ranks from code search and from past commits
 SCOPE_BOOST = 1.5
 
@@ -39,8 +39,14 @@ class RecallRequest:
     include_related_work: bool = True
     agent: str | None = None
 
+    @property
+    def text(self) -> str:
+        """What is searched: the task's own words (the model reads sentences best)."""
+        return f"{self.title}\n{self.description}".strip()
+
     def query(self) -> str:
-        words = terms(f"{self.title}\n{self.description}")
+        """The key terms, echoed back as `query_used`."""
+        words = terms(self.text)
         return " ".join(words[:MAX_QUERY_TERMS])
 
 
