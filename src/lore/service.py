@@ -228,6 +228,8 @@ class Lore:
         agent = agent or self.agent
         if private and not agent:
             raise UsageError("a private memory needs an agent; pass --agent NAME")
+        if not (body or "").strip():
+            raise ValidationError("the memory's content is empty; give the text to remember", field="body")
         body, found = secrets.redact(body)
         title, found_title = secrets.redact((title or "").strip())
         found += found_title
@@ -283,7 +285,7 @@ class Lore:
         with file_lock(self.project.local_dir / ".write.lock"):
             markdown.write_atomic(self.project.root / rel, markdown.render(memory))
         self.sync()
-        return AddResult(self.load(rel), rel, True, found)
+        return AddResult(self.load(rel), rel, False, found)
 
     def remove(self, key: str) -> trash.TrashEntry:
         """Soft delete into `.lore/local/trash/` (see `restore`, `gc`)."""
@@ -487,15 +489,22 @@ class Lore:
         """Store `<lore-memory>` blocks an agent printed; repeated errors become gotchas."""
         from lore.integrations import capture
         candidates, problems = capture.from_stdout(text, source=source)
-        result = self._store_candidates(candidates, agent=agent, session=False)
+        # Printed blocks carry no time of their own: a block is known by its content.
+        result = self._store_candidates(candidates, agent=agent, session=False, by_content=True)
         result["problems"] = problems + result["problems"]
         result["gotchas"] = self._capture_gotchas(text.splitlines(), agent=agent, where=source)
         return result
 
-    def _store_candidates(self, candidates, *, agent: str | None, session: bool) -> dict:
+    def _store_candidates(self, candidates, *, agent: str | None, session: bool,
+                          by_content: bool = False) -> dict:
+        from lore.memory.model import content_hash
         created = existing = 0
         problems: list[str] = []
         for c in candidates:
+            known = content_hash(secrets.redact(c.body)[0])     # as it would be written
+            if by_content and self.index.list_memories("m.content_hash = ?", (known,), limit=1):
+                existing += 1
+                continue
             try:
                 added = self.add(body=c.body, title=c.title, type=c.type, tags=c.tags,
                                  applies_to=c.applies_to, occurred_at=c.occurred_at, agent=agent,

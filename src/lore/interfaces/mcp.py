@@ -141,7 +141,7 @@ def build_server(project: str | None = None, *, agent: str | None = None):
 
     @server.tool(description="Create a memory, or update one when id is given. Lasting knowledge "
                              "only, never transient state or secrets.")
-    def memory_write(content: str, type: str = "fact", tags: list[str] | None = None,
+    def memory_write(content: str, type: str | None = None, tags: list[str] | None = None,
                      title: str | None = None, id: str | None = None, applies_to: str | None = None) -> str:
         def run():
             if id is not None:
@@ -152,7 +152,7 @@ def build_server(project: str | None = None, *, agent: str | None = None):
                 else:
                     return _memory_json(lore.update(id, body=content, title=title, type=type, tags=tags,
                                                     applies_to=applies_to))
-            return _memory_json(lore.add(body=content, title=title, type=type, tags=tags or (),
+            return _memory_json(lore.add(body=content, title=title, type=type or "fact", tags=tags or (),
                                          applies_to=applies_to or "global", id=id))
         return tools.call(run)
 

@@ -1,0 +1,743 @@
+"""The MCP server end to end (issue 6): a real MCP client (the official SDK)
+talks to `python -m lore mcp` in a subprocess, over stdio and over streamable
+HTTP, in real projects made in temp dirs.
+
+Every project but one sets `[embedding] provider = "none"` (BM25 only, no
+model load) to keep the tests fast; `test_default_model_through_mcp` checks
+that the bundled default model really serves vector search through MCP.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+TOOLS = {"search_codebase", "index_project", "add_memory", "recall_context", "search_memories",
+         "update_index", "memory_search", "memory_read", "memory_write"}
+UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+_CLEAN_ENV = ("LORE_PROJECT", "LORE_MCP_TOKEN", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")
+
+AUTH_PY = '''\
+"""Authentication helpers."""
+
+
+def parse_oauth_token(header: str) -> str:
+    """Extract the bearer token from an Authorization header."""
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer":
+        raise ValueError("not a bearer token")
+    return token
+'''
+
+BILLING_PY = '''\
+"""Billing."""
+
+
+def compute_invoice_total(lines) -> float:
+    """Sum price times quantity over the invoice lines."""
+    return sum(line.price * line.quantity for line in lines)
+'''
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def env() -> dict[str, str]:
+    out = {k: v for k, v in os.environ.items() if k not in _CLEAN_ENV}
+    out.update(NO_COLOR="1", GIT_AUTHOR_NAME="Ada Tester", GIT_AUTHOR_EMAIL="ada@example.com",
+               GIT_COMMITTER_NAME="Ada Tester", GIT_COMMITTER_EMAIL="ada@example.com")
+    return out
+
+
+def run(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(list(args), cwd=root, env=env(), capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+    if check:
+        assert proc.returncode == 0, f"{' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def lore(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return run(root, sys.executable, "-m", "lore", *args, check=check)
+
+
+def git(root: Path, *args: str) -> str:
+    return run(root, "git", "-c", "commit.gpgsign=false", *args).stdout.strip()
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def make_project(tmp_path: Path, *, provider: str = "none", code: bool = True) -> Path:
+    """A git repository with a little code, initialised for Lore."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    if code:
+        write(root, "src/auth.py", AUTH_PY)
+        write(root, "src/billing.py", BILLING_PY)
+    write(root, "README.md", "# Demo\n\nA small demo project.\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "Add auth and billing")
+    lore(root, "init")
+    config = root / ".lore/config.toml"
+    text = config.read_text()
+    assert re.search(r'^provider = "local"$', text, re.M), "config template changed"
+    config.write_text(re.sub(r'^provider = "local"$', f'provider = "{provider}"', text, count=1, flags=re.M))
+    return root
+
+
+@pytest.fixture
+def root(tmp_path) -> Path:
+    return make_project(tmp_path)
+
+
+class Session:
+    """A ClientSession with helpers that decode Lore's JSON tool results."""
+
+    def __init__(self, session: ClientSession):
+        self.session = session
+
+    async def raw(self, tool: str, **arguments):
+        return await self.session.call_tool(tool, arguments)
+
+    async def ok(self, tool: str, **arguments):
+        result = await self.raw(tool, **arguments)
+        text = result.content[0].text
+        assert not result.is_error, f"{tool}({arguments}) failed: {text}"
+        return json.loads(text)
+
+    async def error(self, tool: str, **arguments) -> str:
+        result = await self.raw(tool, **arguments)
+        text = " ".join(getattr(part, "text", "") for part in result.content)
+        assert result.is_error, f"{tool}({arguments}) should have failed but returned: {text[:300]}"
+        return text
+
+
+@asynccontextmanager
+async def stdio_session(root: Path, *, args: tuple[str, ...] = (), cwd: Path | None = None,
+                        extra_env: dict | None = None):
+    params = StdioServerParameters(command=sys.executable, args=["-m", "lore", *args, "mcp"],
+                                   cwd=str(cwd or root), env=extra_env)
+    errlog_path = (cwd or root).parent / f"server-{time.monotonic_ns()}.err"
+    with open(errlog_path, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write_):
+            async with ClientSession(read, write_) as session:
+                with anyio.fail_after(60):
+                    await session.initialize()
+                yield Session(session)
+
+
+def run_async(fn):
+    """anyio.run, re-raising a lone failure out of the SDK's task-group exception groups."""
+    try:
+        return anyio.run(fn)
+    except BaseExceptionGroup as group:
+        leaves = []
+
+        def collect(exc):
+            if isinstance(exc, BaseExceptionGroup):
+                for inner in exc.exceptions:
+                    collect(inner)
+            else:
+                leaves.append(exc)
+        collect(group)
+        if len(leaves) == 1:
+            raise leaves[0] from None
+        raise
+
+
+def file_text(root: Path, rel: str) -> str:
+    return (root / rel).read_text("utf-8")
+
+
+# ---------------------------------------------------------------- stdio: every tool
+
+
+def test_tools_list_has_exactly_the_nine_tools(root):
+    async def body():
+        async with stdio_session(root) as s:
+            listed = await s.session.list_tools()
+            names = [t.name for t in listed.tools]
+            assert sorted(names) == sorted(TOOLS) and len(names) == 9
+            for tool in listed.tools:
+                assert tool.description, f"{tool.name} has no description"
+                assert tool.input_schema["type"] == "object"
+            schema = {t.name: t.input_schema for t in listed.tools}
+            assert set(schema["add_memory"]["required"]) == {"type", "title", "content"}
+            assert schema["memory_search"]["properties"]["limit"]["maximum"] == 50
+    run_async(body)
+
+
+def test_memory_tools_return_their_documented_shapes(root):
+    async def body():
+        async with stdio_session(root) as s:
+            added = await s.ok("add_memory", type="decision", title="Store times in UTC",
+                               content="Every timestamp is stored in UTC.\nConvert only in the UI.",
+                               tags=["time", "utc"], applies_to="area:backend")
+            assert UUID4.match(added["id"])
+            assert added["created"] is True
+            assert added["path"].startswith(".lore/memory/") and added["path"].endswith(".md")
+            assert (root / added["path"]).is_file()
+            assert added["memory_type"] == "decision" and added["title"] == "Store times in UTC"
+            assert added["tags"] == ["time", "utc"] and added["applies_to"] == "area:backend"
+            assert "Every timestamp is stored in UTC." in file_text(root, added["path"])
+
+            await s.ok("add_memory", type="gotcha", title="Redis eviction drops sessions",
+                       content="Redis evicts session keys under memory pressure.\nUse volatile-lru.")
+
+            hits = await s.ok("search_memories", query="UTC timestamps")
+            assert hits and hits[0]["id"] == added["id"]
+            assert {"id", "title", "type", "snippet", "score", "path"} <= set(hits[0])
+            assert 0 <= hits[0]["score"] <= 1
+            only_gotchas = await s.ok("search_memories", query="UTC timestamps redis", types=["gotcha"])
+            assert only_gotchas and {h["type"] for h in only_gotchas} == {"gotcha"}
+
+            found = await s.ok("memory_search", query="UTC timestamps", limit=3)
+            assert found and found[0]["id"] == added["id"]
+            assert set(found[0]) >= {"id", "summary", "relevance", "timestamp"}
+            assert found[0]["summary"] and 0 <= found[0]["relevance"] <= 1
+            assert re.match(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$", found[0]["timestamp"])
+
+            page = await s.ok("memory_read", id=added["id"])
+            assert page["id"] == added["id"] and page["path"] == added["path"]
+            assert page["content"] == file_text(root, added["path"])
+            assert page["nextOffset"] is None and page["totalChars"] == len(page["content"])
+            prefix = await s.ok("memory_read", id=added["id"][:8])      # id prefixes resolve too
+            assert prefix["id"] == added["id"]
+    run_async(body)
+
+
+def test_memory_write_creates_then_updates_the_same_memory(root):
+    async def body():
+        async with stdio_session(root) as s:
+            made = await s.ok("memory_write", content="Deploys go through the staging cluster first.\n"
+                                                      "Never deploy to prod directly.",
+                              type="decision", title="Deploy via staging", tags=["deploy"])
+            assert made["created"] is True and UUID4.match(made["id"])
+            path = root / made["path"]
+            assert path.is_file() and "staging cluster" in path.read_text()
+
+            updated = await s.ok("memory_write", id=made["id"],
+                                 content="Deploys go through the staging cluster first.\n"
+                                         "Prod deploys need a second reviewer.")
+            assert updated["id"] == made["id"] and updated["path"] == made["path"]
+            text = path.read_text()
+            assert "second reviewer" in text and "Never deploy to prod directly" not in text
+            assert len(list((root / ".lore/memory").glob("*.md"))) == 1     # rewritten, not added
+            # Fields the update did not give are kept.
+            assert updated["title"] == "Deploy via staging" and updated["tags"] == ["deploy"]
+            assert updated["memory_type"] == "decision", \
+                "memory_write(id=..., content=...) changed the memory's type to its default"
+            read = await s.ok("memory_read", id=made["id"])
+            assert "type: decision" in read["content"]
+    run_async(body)
+
+
+def test_memory_write_with_a_new_uuid_creates_that_memory(root):
+    async def body():
+        async with stdio_session(root) as s:
+            wanted = "0b6f0b8e-4a57-4c1e-9d0a-1f2e3d4c5b6a"
+            made = await s.ok("memory_write", id=wanted, content="Feature flags live in LaunchDarkly.\n"
+                                                                 "Never hard-code them.")
+            assert made["id"] == wanted and made["created"] is True
+            again = await s.ok("memory_read", id=wanted)
+            assert "LaunchDarkly" in again["content"]
+    run_async(body)
+
+
+def test_memory_read_paginates_by_characters(root):
+    body_text = "\n".join(f"Line {i}: café naïve — ünïcödé 🎉 text to page through." for i in range(60))
+
+    async def body():
+        async with stdio_session(root) as s:
+            made = await s.ok("add_memory", type="fact", title="A long memory", content=body_text)
+            whole = file_text(root, made["path"])
+            assert len(whole) > 3000
+
+            first = await s.ok("memory_read", id=made["id"], offset=0, limit=100)
+            assert first["content"] == whole[:100] and first["offset"] == 0
+            assert first["nextOffset"] == 100 and first["totalChars"] == len(whole)
+            middle = await s.ok("memory_read", id=made["id"], offset=1234, limit=321)
+            assert middle["content"] == whole[1234:1555] and middle["nextOffset"] == 1555
+
+            pieces, offset, calls = [], 0, 0
+            while offset is not None:
+                page = await s.ok("memory_read", id=made["id"], offset=offset, limit=700)
+                assert page["offset"] == offset and len(page["content"]) <= 700
+                pieces.append(page["content"])
+                offset = page["nextOffset"]
+                calls += 1
+                assert calls < 100
+            assert "".join(pieces) == whole
+            assert calls == -(-len(whole) // 700)
+
+            past_end = await s.ok("memory_read", id=made["id"], offset=len(whole) + 10, limit=50)
+            assert past_end["content"] == "" and past_end["nextOffset"] is None
+    run_async(body)
+
+
+def test_code_tools_index_search_recall_and_update(root):
+    async def body():
+        async with stdio_session(root) as s:
+            indexed = await s.ok("index_project")
+            assert indexed["success"] is True and indexed["files_processed"] >= 2
+            assert {"files_processed", "chunks_created", "files_removed", "commits_added",
+                    "duration_ms", "errors", "embedded"} <= set(indexed)
+            assert "skipped" not in indexed
+            again = await s.ok("index_project", incremental=True)
+            assert again["files_processed"] == 0
+
+            hits = await s.ok("search_codebase", query="parse oauth bearer token from header")
+            assert hits and hits[0]["file_path"] == "src/auth.py"
+            assert "parse_oauth_token" in (hits[0]["symbol"] or "") + hits[0]["chunk_text"]
+            assert {"file_path", "symbol", "language", "start_line", "end_line", "snippet",
+                    "similarity", "chunk_text"} <= set(hits[0])
+            assert hits[0]["language"] == "python" and 0 <= hits[0]["similarity"] <= 1
+            py_only = await s.ok("search_codebase", query="invoice total", file_types=["py"],
+                                 directories=["src"], files_only=True, limit=5)
+            assert py_only and py_only[0]["file_path"] == "src/billing.py"
+            assert len({h["file_path"] for h in py_only}) == len(py_only)
+
+            await s.ok("add_memory", type="gotcha", title="OAuth tokens need the bearer scheme",
+                       content="parse_oauth_token rejects headers without 'Bearer'.\nClients must send it.",
+                       applies_to="file:src/auth.py")
+            pack = await s.ok("recall_context", title="Fix oauth token parsing",
+                              description="bearer header handling", budget=1500)
+            assert isinstance(pack["markdown"], str) and pack["markdown"].strip()
+            for key in ("memories", "files", "code_snippets", "related_work_items"):
+                assert isinstance(pack[key], list), key
+            assert pack["budget"] == 1500 and pack["tokens_used"] <= 1500
+            assert any("OAuth tokens need the bearer scheme" in json.dumps(m) for m in pack["memories"])
+            assert "OAuth tokens need the bearer scheme" in pack["markdown"]
+            assert any("src/auth.py" in json.dumps(f) for f in pack["files"])
+            no_code = await s.ok("recall_context", title="oauth", include_code=False,
+                                 include_related_work=False)
+            assert no_code["files"] == [] and no_code["code_snippets"] == []
+
+            write(root, "src/billing.py", BILLING_PY + '''
+
+def apply_discount_coupon(total: float, percent: float) -> float:
+    """Reduce the total by a coupon percentage."""
+    return total * (1 - percent / 100)
+''')
+            (root / "src/auth.py").unlink()
+            result = await s.ok("update_index", files=["src/billing.py"], deleted_files=["src/auth.py"])
+            assert result == {"updated": 1, "deleted": 1}
+            coupon = await s.ok("search_codebase", query="apply discount coupon percentage")
+            assert coupon and coupon[0]["file_path"] == "src/billing.py"
+            gone = await s.ok("search_codebase", query="parse oauth bearer token from header")
+            assert "src/auth.py" not in [h["file_path"] for h in gone]
+    run_async(body)
+
+
+# ---------------------------------------------------------------- stdio: bad input
+
+
+def test_bad_inputs_are_tool_errors_and_the_server_keeps_working(root):
+    async def body():
+        async with stdio_session(root) as s:
+            message = await s.error("memory_read", id="no-such-memory")
+            assert "no-such-memory" in message and "no memory" in message
+            message = await s.error("memory_write", id="not-a-uuid", content="Some lasting fact here.\nMore.")
+            assert "not-a-uuid" in message and "UUID" in message
+
+            message = await s.error("add_memory", type="bogus", title="T", content="Long enough body.\nYes.")
+            assert "bogus" in message and "type" in message and "decision" in message
+            message = await s.error("memory_write", type="nonsense", content="Long enough body.\nYes.")
+            assert "nonsense" in message
+
+            for tool, args in (("memory_search", {"query": "x"}), ("search_memories", {"query": "x"}),
+                               ("search_codebase", {"query": "x"})):
+                message = await s.error(tool, limit=51, **args)
+                assert "limit" in message and "50" in message, message
+                message = await s.error(tool, limit=0, **args)
+                assert "limit" in message, message
+
+            message = await s.error("add_memory", type="fact", title="T", content="Long enough body.\nYes.",
+                                    applies_to="everywhere")
+            assert "applies_to" in message and "everywhere" in message
+            message = await s.error("memory_write", content="Long enough body.\nYes.", applies_to="file:")
+            assert "applies_to" in message
+
+            message = await s.error("add_memory", type="fact", title="Empty", content="")
+            assert "body" in message.lower() or "content" in message.lower(), message
+            message = await s.error("add_memory", type="fact", title="Missing content")
+            assert "content" in message
+            message = await s.error("memory_read", id="x", offset=-1)
+            assert "offset" in message
+            message = await s.error("update_index", files=["../outside.py"])
+            assert "outside.py" in message
+            message = await s.error("recall_context", title="x", budget=10)
+            assert "budget" in message
+
+            # Nothing was written by the failed calls, and the server still answers.
+            assert list((root / ".lore/memory").glob("*.md")) == []
+            ok = await s.ok("add_memory", type="fact", title="Still alive",
+                            content="The server survives bad calls.\nIt keeps answering.")
+            assert (await s.ok("memory_search", query="server survives bad calls"))[0]["id"] == ok["id"]
+            listed = await s.session.list_tools()
+            assert len(listed.tools) == 9
+    run_async(body)
+
+
+def test_empty_content_error_says_the_content_is_empty(root):
+    """memory_write with empty (or blank) content must say the content/body is empty."""
+    async def body():
+        async with stdio_session(root) as s:
+            for content in ("", "   \n  "):
+                message = await s.error("memory_write", content=content)
+                assert "body" in message.lower() or "content" in message.lower(), \
+                    f"error for empty content does not mention it: {message!r}"
+            assert list((root / ".lore/memory").glob("*.md")) == []
+    run_async(body)
+
+
+# ---------------------------------------------------------------- stdio: only protocol on stdout
+
+
+class RawServer:
+    """`lore mcp` driven by hand-written JSON-RPC lines, keeping every stdout line."""
+
+    def __init__(self, root: Path):
+        self.err = open(root.parent / "raw-server.err", "w+")
+        self.proc = subprocess.Popen([sys.executable, "-m", "lore", "mcp"], cwd=root, env=env(),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err,
+                                     text=True, encoding="utf-8", bufsize=1)
+        self.lines: list[str] = []
+        self.queue: queue.Queue = queue.Queue()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line)
+            self.queue.put(line)
+        self.queue.put(None)
+
+    def send(self, message: dict) -> None:
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+
+    def request(self, rid: int, method: str, params: dict | None = None, timeout: float = 60) -> dict:
+        self.send({"jsonrpc": "2.0", "id": rid, "method": method, **({"params": params} if params else {})})
+        deadline = time.monotonic() + timeout
+        while True:
+            line = self.queue.get(timeout=max(0.1, deadline - time.monotonic()))
+            assert line is not None, "server closed stdout"
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue            # reported by the final check
+            if isinstance(message, dict) and message.get("id") == rid:
+                return message
+
+    def close(self) -> str:
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=15)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            self.reader.join(timeout=5)
+            self.err.seek(0)
+            stderr = self.err.read()
+            self.err.close()
+        return stderr
+
+
+def test_stdout_carries_nothing_but_protocol(root):
+    server = RawServer(root)
+    try:
+        init = server.request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                "clientInfo": {"name": "raw-test", "version": "1"}})
+        assert init["result"]["serverInfo"]["name"] == "lore"
+        server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert len(server.request(2, "tools/list")["result"]["tools"]) == 9
+        calls = [("index_project", {}),
+                 ("add_memory", {"type": "lesson", "title": "Print nothing", "content": "stdout is the "
+                                 "protocol channel.\nLog to stderr."}),
+                 ("search_memories", {"query": "protocol channel"}),
+                 ("search_codebase", {"query": "invoice total"}),
+                 ("recall_context", {"title": "invoice totals"}),
+                 ("update_index", {"files": ["src/auth.py"]}),
+                 ("memory_read", {"id": "missing"}),
+                 ("add_memory", {"type": "bad", "title": "x", "content": "y"}),
+                 ("memory_search", {"query": "x", "limit": 500})]
+        for n, (tool, args) in enumerate(calls, start=3):
+            reply = server.request(n, "tools/call", {"name": tool, "arguments": args})
+            assert "result" in reply, reply
+            assert reply["result"].get("isError", False) == (n >= 9), (tool, reply)
+    finally:
+        stderr = server.close()
+    assert server.lines, "no output at all"
+    for line in server.lines:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            raise AssertionError(f"non-protocol line on stdout: {line!r}") from None
+        assert isinstance(message, dict) and message.get("jsonrpc") == "2.0", line
+    assert "Traceback" not in stderr, stderr
+
+
+# ---------------------------------------------------------------- freshness while running
+
+
+def test_memory_files_edited_by_hand_are_found_by_the_next_search(root):
+    async def body():
+        async with stdio_session(root) as s:
+            made = await s.ok("add_memory", type="convention", title="Logging format",
+                              content="Logs are JSON lines.\nOne object per line.")
+            assert await s.ok("search_memories", query="zanzibar") == []
+
+            path = root / made["path"]
+            path.write_text(path.read_text().replace("Logs are JSON lines.",
+                                                     "Logs are JSON lines shipped to zanzibar."))
+            hits = await s.ok("search_memories", query="zanzibar")
+            assert [h["id"] for h in hits] == [made["id"]]
+
+            write(root, ".lore/memory/hand-written.md", """\
+---
+id: 7d3c1f4e-2b8a-4c6d-9e0f-a1b2c3d4e5f6
+subject: Quokka cache warmup
+type: gotcha
+keywords: [cache, warmup]
+applies_to: global
+occurred_at: 2026-01-15T09:30:00Z
+---
+
+The quokka cache must be warmed before the first request.
+Otherwise p99 latency spikes.
+""")
+            hits = await s.ok("search_memories", query="quokka warmup")
+            assert hits and hits[0]["id"] == "7d3c1f4e-2b8a-4c6d-9e0f-a1b2c3d4e5f6"
+            assert hits[0]["type"] == "gotcha"
+            found = await s.ok("memory_search", query="quokka")
+            assert found and found[0]["title"] == "Quokka cache warmup"
+
+            (root / ".lore/memory/hand-written.md").unlink()
+            assert await s.ok("search_memories", query="quokka warmup") == []
+    run_async(body)
+
+
+def test_code_changed_on_disk_is_found_within_a_few_seconds(root):
+    async def body():
+        async with stdio_session(root) as s:
+            await s.ok("index_project")
+            first = await s.ok("search_codebase", query="frobnicate widget inventory")
+            assert "src/widgets.py" not in [h["file_path"] for h in first]
+
+            write(root, "src/widgets.py", '''\
+def frobnicate_widget_inventory(widgets):
+    """Frobnicate every widget in the inventory."""
+    return [w.frobnicate() for w in widgets]
+''')
+            started = time.monotonic()
+            while True:
+                hits = await s.ok("search_codebase", query="frobnicate widget inventory")
+                if hits and hits[0]["file_path"] == "src/widgets.py":
+                    break
+                assert time.monotonic() - started < 8, "new code file not found 8 s after it was written"
+                await anyio.sleep(0.25)
+            print(f"\nnew code file found by search_codebase {time.monotonic() - started:.2f} s after writing it")
+            assert "frobnicate_widget_inventory" in hits[0]["chunk_text"]
+    run_async(body)
+
+
+# ---------------------------------------------------------------- the real default model
+
+
+def test_default_model_through_mcp(tmp_path):
+    root = make_project(tmp_path, provider="local", code=False)
+
+    async def body():
+        async with stdio_session(root) as s:
+            memories = {
+                "pool": ("Database pool size", "The Postgres connection pool is capped at 20 connections "
+                                               "per worker.\nRaise it in settings.py."),
+                "ui": ("Button colours", "Primary buttons use the brand teal.\nDisabled ones are grey."),
+                "release": ("Release process", "Tag the commit, then CI publishes the wheel to PyPI.\n"
+                                               "Never upload by hand."),
+            }
+            ids = {}
+            for key, (title, content) in memories.items():
+                ids[key] = (await s.ok("add_memory", type="fact", title=title, content=content))["id"]
+            # No word in common with any memory: only vectors can answer.
+            hits = await s.ok("search_memories", query="how many simultaneous DB sessions are allowed")
+            assert hits and hits[0]["id"] == ids["pool"], hits
+            assert hits[0]["source"] in ("vector", "hybrid", "both"), hits[0]
+            found = await s.ok("memory_search", query="shipping a new version of our library")
+            assert found and found[0]["id"] == ids["release"], found
+    run_async(body)
+    stats = json.loads(lore(root, "stats", "--json").stdout)
+    assert stats["search"] == "hybrid" and stats["embedding"].startswith("local:")
+    assert stats["vectors"] >= 3 and stats["embeddingProblem"] is None
+
+
+# ---------------------------------------------------------------- streamable HTTP
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class HttpServer:
+    def __init__(self, root: Path, *args: str):
+        self.port = free_port()
+        self.err = open(root.parent / f"http-{self.port}.err", "w+")
+        self.proc = subprocess.Popen([sys.executable, "-m", "lore", "mcp", "--http", "--port", str(self.port),
+                                      *args], cwd=root, env=env(), stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=self.err)
+        deadline = time.monotonic() + 60
+        while True:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"server exited {self.proc.returncode}: {self.stderr()}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "HTTP server did not start"
+                time.sleep(0.05)
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+
+    def stderr(self) -> str:
+        self.err.seek(0)
+        return self.err.read()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc.stdout.close()
+        self.err.close()
+
+
+@pytest.fixture
+def http_server(root):
+    servers = []
+
+    def start(*args: str) -> HttpServer:
+        server = HttpServer(root, *args)
+        servers.append(server)
+        return server
+    yield start
+    for server in servers:
+        server.stop()
+
+
+async def http_call(url: str, headers: dict, tool: str, **arguments):
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+    async with httpx2.AsyncClient(headers=headers, timeout=30) as client:
+        async with streamable_http_client(url, http_client=client) as (read, write_):
+            async with ClientSession(read, write_) as session:
+                with anyio.fail_after(60):
+                    await session.initialize()
+                    tools = await session.list_tools()
+                    result = await session.call_tool(tool, arguments)
+                return [t.name for t in tools.tools], result
+
+
+def post_without_sdk(url: str, headers: dict | None = None) -> tuple[int, str]:
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}})
+    request = urllib.request.Request(url, data=body.encode(), method="POST", headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def test_http_transport_serves_the_tools(root, http_server):
+    server = http_server()
+    write(root, ".lore/memory/hand.md", """\
+---
+id: 3f1e2d4c-5b6a-4978-8a9b-0c1d2e3f4a5b
+subject: Cache keys carry the schema version
+type: convention
+keywords: [cache, schema]
+applies_to: global
+occurred_at: 2026-02-01T12:00:00Z
+---
+
+Cache keys carry the schema version.
+Bump it when the schema changes.
+""")
+    names, result = run_async(lambda: http_call(server.url, {}, "memory_search", query="cache schema version"))
+    assert sorted(names) == sorted(TOOLS)
+    assert not result.is_error
+    hits = json.loads(result.content[0].text)
+    assert hits[0]["id"] == "3f1e2d4c-5b6a-4978-8a9b-0c1d2e3f4a5b"
+
+    _, bad = run_async(lambda: http_call(server.url, {}, "memory_read", id="nope"))
+    assert bad.is_error and "nope" in bad.content[0].text
+    assert server.proc.poll() is None
+
+
+def test_http_bearer_token_is_checked(root, http_server):
+    server = http_server("--token", "s3cret")
+    status, text = post_without_sdk(server.url)
+    assert status == 401, text
+    status, _ = post_without_sdk(server.url, {"Authorization": "Bearer wrong"})
+    assert status == 401
+    status, _ = post_without_sdk(server.url, {"Authorization": "s3cret"})
+    assert status == 401
+
+    async def no_header():
+        import httpx2
+        async with httpx2.AsyncClient(timeout=10) as client:
+            response = await client.get(server.url)
+            return response.status_code
+    assert run_async(no_header) == 401
+
+    names, result = run_async(lambda: http_call(server.url, {"Authorization": "Bearer s3cret"},
+                                                "add_memory", type="fact", title="Over HTTP",
+                                                content="Memories can be written over HTTP.\nWith a token."))
+    assert len(names) == 9 and not result.is_error
+    made = json.loads(result.content[0].text)
+    assert made["created"] is True and (root / made["path"]).is_file()
+
+
+def test_http_public_host_without_token_is_refused(root):
+    port = free_port()
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "lore", "mcp", "--http", "--host", "0.0.0.0", "--port", str(port)],
+                          cwd=root, env=env(), capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "0.0.0.0" in lines[0] and "token" in lines[0].lower()
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    assert time.monotonic() - started < 30
+    with socket.socket() as sock:           # nothing was listening: the port is still free
+        sock.bind(("127.0.0.1", port))
