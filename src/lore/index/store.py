@@ -109,6 +109,15 @@ class SQLiteIndex:
     def generation(self) -> int:
         return int(self.get_meta("generation", "0"))
 
+    def vectors_version(self) -> int:
+        """Changes only when chunks or vectors do (not on access stats or meta),
+        so cached matrices survive reads."""
+        return int(self.get_meta("vectors_version", "0"))
+
+    def _vectors_changed(self) -> None:
+        self.db.execute("INSERT INTO meta(key, value) VALUES ('vectors_version', '1') "
+                        "ON CONFLICT(key) DO UPDATE SET value = value + 1")
+
     # -- meta ----------------------------------------------------------------
 
     def get_meta(self, key: str, default: str | None = None) -> str | None:
@@ -134,7 +143,8 @@ class SQLiteIndex:
     def put_file(self, path: str, kind: str, sha256: str, mtime_ns: int, size: int,
                  error: str | None = None) -> int:
         """Insert or replace a file row, dropping whatever was indexed for it."""
-        self.db.execute("DELETE FROM files WHERE path = ?", (path,))
+        if self.db.execute("DELETE FROM files WHERE path = ?", (path,)).rowcount:
+            self._vectors_changed()
         cur = self.db.execute(
             "INSERT INTO files(path, kind, sha256, mtime_ns, size, error, indexed_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)", (path, kind, sha256, mtime_ns, size, error, _now()))
@@ -144,6 +154,8 @@ class SQLiteIndex:
         count = 0
         for path in paths:
             count += self.db.execute("DELETE FROM files WHERE path = ?", (path,)).rowcount
+        if count:
+            self._vectors_changed()
         return count
 
     def file_errors(self, kind: str) -> list[tuple[str, str]]:
@@ -163,6 +175,7 @@ class SQLiteIndex:
              json.dumps(memory.files), memory.summary, body_line))
 
     def put_chunks(self, file_id: int, kind: str, chunks: list[ChunkRow]) -> None:
+        self._vectors_changed()
         self.db.executemany(
             "INSERT INTO chunks(file_id, kind, ord, section, symbol, language, start_line, end_line, "
             "title, keywords, text, text_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -228,11 +241,13 @@ class SQLiteIndex:
         return self.db.execute("SELECT count(*) FROM embeddings WHERE model = ?", (model,)).fetchone()[0]
 
     def put_embeddings(self, model: str, items: list[tuple[str, bytes]]) -> None:
+        self._vectors_changed()
         self.db.executemany("INSERT OR REPLACE INTO embeddings(model, text_hash, vector) VALUES (?, ?, ?)",
                             [(model, h, v) for h, v in items])
 
     def drop_embeddings(self, keep_model: str | None) -> int:
         """Forget vectors of every other model (after a model change)."""
+        self._vectors_changed()
         return self.db.execute("DELETE FROM embeddings WHERE model IS NOT ?", (keep_model,)).rowcount
 
     def vector_rows(self, kind: str, model: str) -> list[tuple[int, bytes]]:
@@ -261,8 +276,11 @@ class SQLiteIndex:
 
     def prune_commits(self, keep: int) -> int:
         """Drop all but the `keep` newest commits."""
-        return self.db.execute("DELETE FROM files WHERE id IN (SELECT file_id FROM commits "
-                               "ORDER BY date DESC LIMIT -1 OFFSET ?)", (keep,)).rowcount
+        pruned = self.db.execute("DELETE FROM files WHERE id IN (SELECT file_id FROM commits "
+                                 "ORDER BY date DESC LIMIT -1 OFFSET ?)", (keep,)).rowcount
+        if pruned:
+            self._vectors_changed()
+        return pruned
 
     # -- search over code and commits ------------------------------------------
 

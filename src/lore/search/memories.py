@@ -103,7 +103,8 @@ def search_vector(index: SQLiteIndex, query_vector, model: str, flt: MemoryFilte
     vectors = vector_set(index, "memory", model)
     where, params = flt.sql()
     words = terms(query)
-    want = max(limit * 10, 200)
+    want = limit * 2           # grows below when chunks collapse into fewer memories, or filters reject
+
     while True:
         top = vectors.top_k(query_vector, want)
         by_id = {row["chunk_id"]: row for row in index.memory_chunk_rows([i for i, _ in top], where, params)}
