@@ -78,21 +78,20 @@ def coverage(query_terms: list[str], *texts: str) -> float:
 
 def search_bm25(index: SQLiteIndex, query: str, flt: MemoryFilter, limit: int,
                 candidates: int | None = None) -> list[MemoryHit]:
-    """Best chunk per memory, ranked by BM25."""
+    """Best chunk per memory, ranked by BM25 relevance (hits built for the winners only)."""
     match = fts_query(query)
     if match is None:
         return []
     words = terms(query)
     where, params = flt.sql()
     rows = index.search_memory_chunks(match, where, params, candidates or max(limit * 5, 50))
-    hits: dict[str, MemoryHit] = {}
+    best: dict[str, tuple[float, object]] = {}
     for row in rows:
-        if row["path"] in hits:
-            continue
-        found = coverage(words, row["text"], row["title"], row["tags"])
-        hits[row["path"]] = hit_from_row(row, snippet(row["text"], words),
-                                        bm25_relevance(row["bm25"], len(words), found), "bm25")
-    return sorted(hits.values(), key=lambda h: -h.score)[:limit]
+        if row["path"] not in best:
+            found = coverage(words, row["text"], row["title"], row["tags"])
+            best[row["path"]] = (bm25_relevance(row["bm25"], len(words), found), row)
+    ranked = sorted(best.values(), key=lambda item: -item[0])[:limit]
+    return [hit_from_row(row, snippet(row["text"], words), score, "bm25") for score, row in ranked]
 
 
 def search_vector(index: SQLiteIndex, query_vector, model: str, flt: MemoryFilter, limit: int,
