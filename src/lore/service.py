@@ -555,21 +555,18 @@ class Lore:
         query = request.text
         if fresh and include_code:
             self.index_code()
-        items = []
+        items, tasks = [], {}
         if include_memories:
-            hits = self.search(query, limit=max(20, request.limit_per_type * 4), agent=agent)
+            hits = self.search(query, limit=max(20, request.limit_per_type * 4), viewer=agent)
             stale = anchors.stale_reasons(self.index)
             access = self._access_stats()
             hot = self._hot_memories(request, access, stale, exclude={h.id for h in hits})
             for hit in [*hits[:request.limit_per_type * 2], *hot]:
                 hit.body = self.load(hit.path).body
             items += rc.memory_items(hits, access, stale, request, self.half_life, hot)
-            if include_related_work:
-                tasks = {}
-                for hit in hits[: request.limit_per_type]:
-                    if hit.task_id and hit.task_id not in tasks:
-                        tasks[hit.task_id] = rc.task_item(hit.task_id, hit.title, hit.score)
-                items += list(tasks.values())
+            for hit in hits[: request.limit_per_type] if include_related_work else []:
+                if hit.task_id and hit.task_id not in tasks:
+                    tasks[hit.task_id] = rc.task_item(hit.task_id, hit.title, hit.score)
         commits = []
         if include_code or include_related_work:
             commits = self.history(query, limit=20) if self.index.counts()["commits"] else []
@@ -581,7 +578,8 @@ class Lore:
             items += [rc.file_item(p, s, r) for p, s, r in ranked[: max(request.limit_per_type * 2, 10)]]
             items += [rc.code_item(h) for h in self.code_search(query, limit=request.limit_per_type, fresh=False)]
         if include_related_work:
-            items += [rc.work_item(c) for c in commits[: request.limit_per_type]]
+            work = [rc.work_item(c) for c in commits] + list(tasks.values())
+            items += sorted(work, key=lambda it: -it.value)[: request.limit_per_type]
         result = rc.build(request, items)
         self._record_access([it.key for it in result.items if it.kind == "memory"])
         return result
@@ -624,7 +622,7 @@ class Lore:
         from lore.search import recall as rc
         from lore.search.attention import HOT
         from lore.search.memories import hit_from_row
-        where, params = self._filter({"agent": request.agent} if request.agent else {}).sql()
+        where, params = self._filter({"viewer": request.agent} if request.agent else {}).sql()
         rows = self.index.list_memories(where + (" AND " if where else "") + "m.applies_to != 'global'", params)
         scores = self.attention_of(rows, access, stale)
         text = f"{request.title} {request.description}".lower()
@@ -705,7 +703,12 @@ class Lore:
         flt = self._filter(filters)
         self.sync()
         where, params = flt.sql()
-        rows = self.index.list_memories(where, params, limit=limit)
+        attention_tier = flt.tier if flt.tier in ("hot", "warm", "cold") else None
+        rows = self.index.list_memories(where, params, limit=None if attention_tier else limit)
+        if attention_tier:
+            from lore.search.attention import tier
+            scores = self.attention_of(rows)
+            rows = [r for r in rows if tier(scores[r["id"]]) == attention_tier][:limit]
         return [{"id": r["id"], "path": r["path"], "title": r["title"], "type": r["type"],
                  "sector": r["sector"], "tags": json.loads(r["tags"]), "appliesTo": r["applies_to"],
                  "agent": r["agent"], "taskId": r["task"], "occurredAt": r["occurred_at"],

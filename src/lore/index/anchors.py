@@ -55,17 +55,23 @@ def targets(memory) -> list[tuple[str, int | None, int | None]]:
 
 
 def record(index: SQLiteIndex, root: Path, memory) -> int:
-    """(Re-)anchor `memory` to the code as it is now; clears staleness."""
+    """(Re-)anchor `memory` to the code as it is now; clears staleness.
+
+    A path the memory names that was since renamed resolves to its new name
+    (remembered from the previous anchors)."""
+    moved = dict(index.db.execute("SELECT named_path, path FROM anchors WHERE memory_id = ? "
+                                  "AND named_path IS NOT NULL AND named_path != path", (memory.id,)))
     index.db.execute("DELETE FROM anchors WHERE memory_id = ?", (memory.id,))
     count = 0
-    for path, first, last in targets(memory):
+    for named, first, last in targets(memory):
+        path = named if (root / named).exists() or named not in moved else moved[named]
         anchor = _anchor(root, path, first, last)
         if anchor is None:
             continue
         index.db.execute("INSERT OR REPLACE INTO anchors(memory_id, path, symbol, start_line, end_line, "
-                         "code_hash) VALUES (?, ?, ?, ?, ?, ?)",
+                         "code_hash, named_path) VALUES (?, ?, ?, ?, ?, ?, ?)",
                          (memory.id, anchor.path, anchor.symbol, anchor.start_line, anchor.end_line,
-                          anchor.code_hash))
+                          anchor.code_hash, named))
         count += 1
     return count
 
@@ -155,7 +161,8 @@ def _anchor(root: Path, path: str, first: int | None, last: int | None,
 def _units(path: str, text: str) -> list[tuple[str | None, int, int, str]]:
     """(symbol, start, end, text) of the file's code units, freshly chunked."""
     from lore.index.chunker import chunk_file
-    return [(c.symbol, c.start_line, c.end_line, c.text) for c in chunk_file(path, text)]
+    # No merging of small neighbours: an anchor is one function, not its neighbours.
+    return [(c.symbol, c.start_line, c.end_line, c.text) for c in chunk_file(path, text, min_tokens=0)]
 
 
 def _hash(text: str) -> str:

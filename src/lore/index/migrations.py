@@ -122,6 +122,12 @@ MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (memory_id, path, symbol))""",
         "CREATE INDEX anchors_path ON anchors(path)",
     ],
+    # 4: the path as the memory names it, so re-anchoring after a rename
+    # (the Markdown still names the old path) follows the file.
+    [
+        "ALTER TABLE anchors ADD COLUMN named_path TEXT",
+        "UPDATE anchors SET named_path = path",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -162,11 +162,13 @@ def build(request: RecallRequest, items: list[Item]) -> RecallPack:
     header = render(request.title, query, [], request.budget, used=request.budget)
     from lore.index.tokens import count_tokens
     chosen = pack(items, request.budget, request.level, count_tokens(header) + 2)
-    markdown = render(request.title, query, chosen, request.budget)
-    used = count_tokens(markdown)
-    markdown = render(request.title, query, chosen, request.budget, used=used)
-    # The used-count line can only grow by a few tokens; re-measure to be exact.
-    used = count_tokens(markdown)
+    # The header states the tokens used, which changes the count: settle it.
+    used = count_tokens(render(request.title, query, chosen, request.budget))
+    for _ in range(3):
+        markdown = render(request.title, query, chosen, request.budget, used=used)
+        if count_tokens(markdown) == used:
+            break
+        used = count_tokens(markdown)
     return RecallPack(query, request.title, request.budget, request.level, chosen, markdown, used)
 
 
@@ -180,7 +182,8 @@ def _memory_item(hit, score: float, stale: list[str] | None) -> Item:
     body = getattr(hit, "body", None)
     renders = {"L1": l1, "L2": l2}
     if body:
-        renders["L3"] = f"{l1}\n\n" + "\n".join("  " + line for line in body.strip().splitlines())
+        # Quoted, so the memory's own headings stay inside its item.
+        renders["L3"] = f"{l1}\n" + "\n".join(("  > " + line).rstrip() for line in body.strip().splitlines())
     data = {"id": hit.id, "title": hit.title, "memory_type": hit.type, "path": hit.path,
             "citation": f"{hit.path}:{hit.start_line}", "tags": hit.tags, "score": round(score, 4),
             "relevance": hit.score, "applies_to": hit.applies_to, "source_work_item_id": hit.task_id,

@@ -1,0 +1,957 @@
+"""Recall on task pickup (issue 5): ranking by attention, packing into a token
+budget, token counts against a real BPE tokenizer, the `lore recall` / `lore
+start` CLI, code-anchored staleness (edit, rename, delete; `lore index` and
+the git hooks), and private memories never leaking to other agents.
+
+Real projects in temp dirs; the CLI runs as a subprocess. Every project sets
+`[embedding] provider = "none"` (BM25 only, no model load) so this file stays
+fast. The BPE comparison needs `bpe-openai` (an offline cl100k tokenizer) and
+is skipped without it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import textwrap
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+import lore
+from lore.index.tokens import count_tokens
+from lore.search import attention as att
+from lore.search import pack as pk
+from lore.search import recall as rc
+
+from test_code_index import commit, configure, git, write
+from test_hooks_e2e import updater_idle, wait_for
+
+DAY = 86400
+
+
+# -- helpers ------------------------------------------------------------------------
+
+# One clock for the whole file: timestamps a second apart stay a second apart
+# however slow the subprocesses that write them.
+STARTED = datetime.now(timezone.utc).replace(microsecond=0)
+
+
+def iso(days_ago: float = 0.0, seconds: int = 0) -> str:
+    when = STARTED - timedelta(days=days_ago) + timedelta(seconds=seconds)
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def set_recall(root: Path, **values) -> None:
+    """Set keys of `[recall]` in .lore/config.toml."""
+    path = root / ".lore/config.toml"
+    text = path.read_text()
+    for key, value in values.items():
+        text, n = re.subn(rf"^{key} = .*$", f"{key} = {value}", text, flags=re.M)
+        assert n == 1, key
+    path.write_text(text)
+
+
+def open_project(root: Path, **recall) -> "lore.Lore":
+    """An initialised project at `root`, BM25 only, with `[recall]` settings."""
+    lore.init(root).close()
+    configure(root)
+    if recall:
+        set_recall(root, **recall)
+    return lore.open(root)
+
+
+@pytest.fixture
+def mem(tmp_path):
+    p = open_project(tmp_path / "proj")
+    yield p
+    p.close()
+
+
+def memories_of(p, title: str, **kwargs) -> list[dict]:
+    """Memories of a memory-only recall with room for everything, best first."""
+    kwargs.setdefault("budget", 4000)
+    result = p.recall(title, include_code=False, include_related_work=False, **kwargs)
+    return result.to_json()["memories"]
+
+
+def by_id(memories: list[dict]) -> dict[str, dict]:
+    return {m["id"]: m for m in memories}
+
+
+def boost(m: dict) -> float:
+    """score / relevance: everything attention multiplies in besides relevance."""
+    return m["score"] / m["relevance"]
+
+
+def file_state(path: Path) -> tuple[str, int]:
+    return hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns
+
+
+@pytest.fixture
+def repo(cli):
+    """The `cli` project made a git repository, BM25 only."""
+    git(cli.cwd, "init", "-q", "-b", "main")
+    configure(cli.cwd)
+    return cli
+
+
+# -- 1. Ranking: attention unit properties ---------------------------------------------
+
+NOW = datetime(2026, 3, 1, tzinfo=timezone.utc)
+
+
+def at(days_ago: float) -> str:
+    return (NOW - timedelta(days=days_ago)).isoformat()
+
+
+def test_recency_halves_its_decaying_part_every_half_life_and_never_drops_below_the_floor():
+    for half_life in (7.0, 30.0, 90.0):
+        assert att.recency(at(0), half_life, NOW) == pytest.approx(1.0)
+        assert att.recency(at(half_life), half_life, NOW) == pytest.approx(0.3 + 0.7 * 0.5)
+        assert att.recency(at(2 * half_life), half_life, NOW) == pytest.approx(0.3 + 0.7 * 0.25)
+        ages = [0, 1, 5, 30, 90, 365, 3650, 36500]
+        scores = [att.recency(at(a), half_life, NOW) for a in ages]
+        assert scores == sorted(scores, reverse=True) and len(set(scores[:6])) == 6
+        assert min(scores) >= att.RECENCY_FLOOR
+        assert scores[-1] == pytest.approx(att.RECENCY_FLOOR, abs=1e-6)
+    # A longer half-life forgets more slowly.
+    assert att.recency(at(60), 90, NOW) > att.recency(at(60), 30, NOW)
+    # No or unreadable date: demoted to the floor, never an error.
+    assert att.recency(None, 90, NOW) == att.RECENCY_FLOOR
+    assert att.recency("not a date", 90, NOW) == att.RECENCY_FLOOR
+
+
+def test_access_modifier_grows_logarithmically_and_is_capped():
+    values = [att.access_modifier(n) for n in (0, 1, 2, 5, 10, 100)]
+    assert values[0] == 1.0
+    assert values == sorted(values) and len(set(values)) == len(values)
+    # Logarithmic: the 1st read adds more than the 100th.
+    assert values[1] - values[0] > att.access_modifier(101) - att.access_modifier(100)
+    assert att.access_modifier(10 ** 9) == 1.5
+    assert att.access_modifier(-3) == 1.0
+
+
+def test_attention_multiplies_relevance_recency_access_confidence_and_staleness():
+    base = dict(occurred_at=at(10), last_accessed=None, access_count=0, confidence=1.0, stale=False,
+                half_life_days=90, now=NOW)
+    plain = att.attention(0.5, **base)
+    assert plain == pytest.approx(0.5 * att.recency(at(10), 90, NOW))
+    assert att.attention(0.5, **{**base, "confidence": 0.4}) == pytest.approx(plain * 0.4)
+    assert att.attention(0.5, **{**base, "stale": True}) == pytest.approx(plain * 0.5)
+    assert att.attention(0.5, **{**base, "access_count": 5}) == pytest.approx(plain * att.access_modifier(5))
+    assert att.attention(0.25, **base) == pytest.approx(plain / 2)
+    # The last read, not the writing, is what recency measures once a memory is read.
+    old = dict(base, occurred_at=at(400))
+    assert att.attention(0.5, **old) < att.attention(0.5, **{**old, "last_accessed": at(0)})
+    # Capped at 1.
+    assert att.attention(1.0, **{**base, "occurred_at": at(0), "access_count": 50}) == 1.0
+
+
+def test_tier_thresholds():
+    assert att.tier(1.0) == att.tier(0.71) == "hot"
+    assert att.tier(0.7) == att.tier(0.5) == att.tier(0.3) == "warm"
+    assert att.tier(0.29) == att.tier(0.0) == "cold"
+
+
+# -- 1. Ranking through Lore.recall ------------------------------------------------------
+
+BODY = "Refresh tokens rotate on every use; the previous token is revoked at once."
+
+
+@pytest.mark.parametrize("half_life", [10, 365])
+def test_older_memory_ranks_lower_by_the_configured_half_life(tmp_path, half_life):
+    p = open_project(tmp_path / "proj", half_life_days=half_life)
+    try:
+        new = p.add(title="Token refresh rotation", body=BODY, tags=["token", "refresh"], occurred_at=iso(1))
+        old = p.add(title="Token refresh rotation", body=BODY, tags=["token", "refresh"], occurred_at=iso(200))
+        got = memories_of(p, "token refresh rotation")
+        assert [m["id"] for m in got] == [new.memory.id, old.memory.id]
+        a, b = by_id(got)[new.memory.id], by_id(got)[old.memory.id]
+        assert a["relevance"] == b["relevance"]
+        expected = att.recency(iso(200), half_life) / att.recency(iso(1), half_life)
+        assert b["score"] / a["score"] == pytest.approx(expected, rel=0.01)
+    finally:
+        p.close()
+
+
+def test_reading_a_memory_boosts_it_without_touching_its_file(repo):
+    first = repo.json("add", "-t", "Token refresh rotation", "-b", BODY, "-k", "token,refresh",
+                      "--occurred-at", iso(30))
+    second = repo.json("add", "-t", "Token refresh rotation", "-b", BODY, "-k", "token,refresh",
+                       "--occurred-at", iso(30, seconds=1))      # a second newer: wins a tie
+    files = {m["id"]: repo.cwd / m["path"] for m in (first, second)}
+    before = {mid: file_state(path) for mid, path in files.items()}
+    for _ in range(3):
+        repo("show", first["id"][:8])
+    assert repo.json("show", first["id"])["id"] == first["id"]
+
+    got = repo.json("recall", "token refresh rotation", "--no-code", "--no-related-work")["memories"]
+    assert [m["id"] for m in got] == [first["id"], second["id"]]
+    assert got[0]["relevance"] == got[1]["relevance"]
+    assert got[0]["score"] > got[1]["score"]
+    # A second recall counts as a read too, for both; the order stays.
+    again = repo.json("recall", "token refresh rotation", "--no-code", "--no-related-work")["memories"]
+    assert [m["id"] for m in again] == [first["id"], second["id"]]
+    # Access lives in the index: the committed Markdown is byte-for-byte (and mtime) unchanged.
+    assert {mid: file_state(path) for mid, path in files.items()} == before
+
+
+def test_lower_confidence_ranks_lower(mem):
+    sure = mem.add(title="Token refresh rotation", body=BODY, tags=["token"], occurred_at=iso(5))
+    unsure = mem.add(title="Token refresh rotation", body=BODY, tags=["token"], confidence=0.4,
+                     occurred_at=iso(5, seconds=60))             # newer, still below
+    got = memories_of(mem, "token refresh rotation")
+    assert [m["id"] for m in got] == [sure.memory.id, unsure.memory.id]
+    assert got[1]["score"] / got[0]["score"] == pytest.approx(0.4, rel=0.02)
+
+
+def test_list_by_attention_tier(repo):
+    ids = {}
+    for name, age, confidence in (("hot", 0, "1"), ("warm", 90, "1"), ("cold", 400, "0.5")):
+        out = repo.json("add", "-t", f"The {name} memory", "-b", f"A memory that should be {name}.",
+                        "-k", name, "--occurred-at", iso(age), "--confidence", confidence)
+        ids[name] = out["id"]
+    for name in ("hot", "warm", "cold"):
+        listed = [m["id"] for m in repo.json("list", "--tier", name)]
+        assert listed == [ids[name]], f"--tier {name} listed {listed}, expected only the {name} memory"
+    assert len(repo.json("list")) == 3
+
+
+def test_file_scope_boosts_a_memory_when_the_task_touches_the_file(repo):
+    write(repo.cwd, "src/auth.py", "def login(user):\n    return user.check()\n")
+    body = "Session cookies must be refreshed before the expiry window closes."
+    glob_ = repo.json("add", "-t", "Session cookie expiry", "-b", body, "-k", "session,cookie",
+                      "--occurred-at", iso(3, seconds=1))
+    scoped = repo.json("add", "-t", "Session cookie expiry", "-b", body, "-k", "session,cookie",
+                       "--applies-to", "file:src/auth.py", "--occurred-at", iso(3))
+    args = ("recall", "session cookie expiry", "--no-code", "--no-related-work")
+
+    plain = by_id(repo.json(*args)["memories"])
+    assert boost(plain[scoped["id"]]) == pytest.approx(boost(plain[glob_["id"]]), rel=0.02)
+
+    got = repo.json(*args, "--files", "src/auth.py")["memories"]
+    assert got[0]["id"] == scoped["id"]
+    touched = by_id(got)
+    assert boost(touched[scoped["id"]]) / boost(touched[glob_["id"]]) == pytest.approx(1.5, rel=0.03)
+
+
+def test_area_scope_boosts_a_memory_when_the_task_mentions_the_area(mem):
+    body = "Invoices are rounded once, at the end, never per line item."
+    glob_ = mem.add(title="Rounding invoices", body=body, tags=["rounding", "invoices"], occurred_at=iso(3, seconds=1))
+    area = mem.add(title="Rounding invoices", body=body, tags=["rounding", "invoices"],
+                   applies_to="area:billing", occurred_at=iso(3))
+    other = mem.add(title="Rounding invoices", body=body, tags=["rounding", "invoices"],
+                    applies_to="area:shipping", occurred_at=iso(3, seconds=2))
+
+    plain = by_id(memories_of(mem, "rounding invoices"))
+    assert boost(plain[area.memory.id]) == pytest.approx(boost(plain[glob_.memory.id]), rel=0.02)
+
+    got = memories_of(mem, "Rounding invoices", description="Totals are off by a cent in the billing export")
+    assert got[0]["id"] == area.memory.id
+    scores = by_id(got)
+    assert boost(scores[area.memory.id]) / boost(scores[glob_.memory.id]) == pytest.approx(1.5, rel=0.03)
+    # An area the task does not mention gets nothing.
+    assert boost(scores[other.memory.id]) == pytest.approx(boost(scores[glob_.memory.id]), rel=0.02)
+
+
+# -- 2. The packer ------------------------------------------------------------------
+
+TASK = "Token refresh fails after session rotation when the refresh token expired mid request"
+LONG_FIRST_PARAGRAPH = (
+    "When a refresh token expires while a long request is still running, the session rotation "
+    "handler must not retry with the old token: it revokes the whole token family, logs the user "
+    "out and every open tab starts failing with a 401. The fix is to rotate once under the session "
+    "lock, store the new token before answering, and let concurrent refreshes wait for it instead of "
+    "racing. Tests for this live next to the session store and cover the expired-mid-request case.")
+
+
+def _session_module(i: int) -> str:
+    return "\n\n".join(textwrap.dedent(f'''\
+        def refresh_token_{i}_{j}(session, token, clock=None):
+            """Refresh the session token and rotate it when it has expired."""
+            now = clock() if clock else session.now()
+            if token.expires_at <= now:
+                session.token = session.rotate(token, reason="expired")
+            session.touch(now)
+            return session.token
+        ''') for j in range(6))
+
+
+@pytest.fixture(scope="module")
+def rich(tmp_path_factory):
+    """A repository with code, history and memories of every relevance, indexed."""
+    root = tmp_path_factory.mktemp("rich") / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    p = open_project(root)
+    for i in range(6):
+        write(root, f"src/session/store_{i}.py", _session_module(i))
+        commit(root, f"Fix token refresh race in session store {i}")
+    top = p.add(title="Token refresh after session rotation",
+                body=LONG_FIRST_PARAGRAPH + "\n\n## Details\n\n" + LONG_FIRST_PARAGRAPH.replace("token", "credential"),
+                tags=["token", "refresh", "session", "rotation"], type="gotcha", occurred_at=iso(0))
+    for i in range(14):
+        p.add(title=f"Session note {i} about refresh", body=("Sessions are refreshed lazily. " * (1 + 2 * i))
+              + f"\n\n## More\n\nSee store {i % 6}.", tags=["session", "note"], confidence=0.3,
+              type="decision" if i % 2 else "fact", occurred_at=iso(30 + i))
+    p.index_code()
+    for _ in range(100):            # read often: its attention reaches the cap, above every file and snippet
+        p.show(top.memory.id)
+    yield p, top.memory.id
+    p.close()
+
+
+BUDGETS = [50, 64, 80, 100, 128, 160, 200, 256, 320, 400, 512, 640, 800, 1000, 1300, 1600, 2000,
+           2500, 3000, 3500, 4000]
+
+
+def top_memory_item(p, top: str) -> pk.Item:
+    result = p.recall(TASK, budget=4000, level="L3")
+    item = next(it for it in result.items if it.key == top)
+    assert item.value == 1.0 and max(it.value for it in result.items) == 1.0
+    return item
+
+
+def fits_alone(item: pk.Item, budget: int, level: str) -> bool:
+    """Would a pack of this one item hold it? (The packer itself as the oracle.)"""
+    alone = rc.build(rc.RecallRequest(title=TASK, budget=budget, level=level), [replace(item, level=None)])
+    return bool(alone.items)
+
+
+@pytest.mark.parametrize("level", ["auto", "L1", "L2", "L3"])
+def test_recall_never_exceeds_the_budget(rich, level):
+    p, top = rich
+    top_item = top_memory_item(p, top)
+    for budget in BUDGETS:
+        result = p.recall(TASK, budget=budget, level=level)
+        data = result.to_json()
+        assert data["budget"] == budget and data["level"] == level
+        assert result.tokens_used <= budget, (level, budget, result.tokens_used)
+        assert count_tokens(result.markdown) <= budget, (level, budget)
+        assert data["tokens_used"] == count_tokens(data["markdown"])
+        for kind in ("memories", "files", "code_snippets", "related_work_items"):
+            for item in data[kind]:
+                assert item["level"] in ("L1", "L2", "L3")
+                if level != "auto":
+                    assert item["level"] == level
+        mems = data["memories"]
+        # Best first; the top memory is the most valuable item of all, so it is
+        # left out only when it cannot fit even alone.
+        assert [m["score"] for m in mems] == sorted((m["score"] for m in mems), reverse=True)
+        if fits_alone(top_item, budget, level):
+            assert mems and mems[0]["id"] == top, (level, budget)
+        else:
+            assert top not in [m["id"] for m in mems]
+    assert p.recall(TASK, budget=4000, level=level).to_json()["memories"], "4000 tokens hold memories"
+
+
+def test_auto_level_upgrades_the_top_memory_as_the_budget_grows(rich):
+    p, top = rich
+    top_item = top_memory_item(p, top)
+    seen = []
+    for budget in BUDGETS:
+        mems = memories_of(p, TASK, budget=budget)
+        if fits_alone(top_item, budget, "auto"):
+            assert mems and mems[0]["id"] == top
+            seen.append(mems[0]["level"])
+    assert seen, "some budget must fit a memory"
+    assert seen[0] == "L1", "the smallest budget that fits a memory shows it at L1"
+    assert seen[-1] == "L3", "a big budget shows the top memory in full"
+    assert "L2" in seen
+    assert seen == sorted(seen), "more budget never means less detail for the top memory"
+    big = p.recall(TASK, budget=4000, include_code=False, include_related_work=False)
+    assert LONG_FIRST_PARAGRAPH.replace("token", "credential")[:80] in big.markdown      # L3: the whole body
+
+
+@pytest.mark.parametrize("bracket, level", [("moderate", "L1"), ("depleted", "L2"), ("critical", "L3")])
+def test_brackets_fix_the_level(rich, bracket, level):
+    p, top = rich
+    data = p.recall(TASK, budget=3000, bracket=bracket).to_json()
+    items = [i for k in ("memories", "files", "code_snippets", "related_work_items") for i in data[k]]
+    assert items and data["memories"][0]["id"] == top
+    assert {i["level"] for i in items} == {level}
+    assert data["tokens_used"] <= 3000
+
+
+def test_fresh_bracket_gives_an_empty_pack(rich, cli):
+    p, _ = rich
+    data = p.recall(TASK, budget=3000, bracket="fresh").to_json()
+    assert data["memories"] == data["files"] == data["code_snippets"] == data["related_work_items"] == []
+    assert data["tokens_used"] <= 3000 and "### " not in data["markdown"]
+    out = cli.json("recall", "anything at all", "--bracket", "fresh", cwd=p.project.root)
+    assert out["memories"] == [] and out["level"] is None
+
+
+def test_markdown_header_reports_the_real_token_count(rich):
+    p, _ = rich
+    for budget in (300, 2000):
+        result = p.recall(TASK, budget=budget)
+        shown = re.search(r"· (\d+)/(\d+) tokens", result.markdown)
+        assert shown and int(shown.group(2)) == budget
+        assert int(shown.group(1)) == result.tokens_used == count_tokens(result.markdown), \
+            f"header says {shown.group(1)} tokens, the pack is {result.tokens_used}"
+
+
+# Synthetic items straight into the packer: many shapes, deterministic.
+
+WORDS = ("token refresh session rotate expiry cookie handler store lock retry race family revoke "
+         "request concurrent invoice rounding billing schema migration index vector").split()
+
+
+def _text(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def _items(seed: int) -> list[pk.Item]:
+    rng = random.Random(seed)
+    items = []
+    for i in range(40):
+        kind = rng.choice(["memory", "memory", "file", "code", "work"])
+        l1 = f"- [{kind}] **{_text(rng, rng.randint(2, 8))}** — `src/x_{i}.py:{rng.randint(1, 500)}`"
+        renders = {"L1": l1}
+        if kind in ("memory", "code"):
+            renders["L2"] = l1 + "\n  " + _text(rng, rng.randint(10, 60))
+            body = "\n".join(f"    {_text(rng, rng.randint(3, 12))}({i}, '{rng.choice(WORDS)}')"
+                             for _ in range(rng.randint(3, 40)))
+            renders["L3"] = l1 + "\n```python\n" + body + "\n```"
+        items.append(pk.Item(kind, f"k{i}", round(rng.random(), 4), renders))
+    return items
+
+
+@pytest.mark.parametrize("level", ["auto", "L1", "L2", "L3"])
+def test_build_never_exceeds_the_budget_on_synthetic_items(level):
+    for seed in range(6):
+        for budget in range(50, 4001, 151):
+            request = rc.RecallRequest(title=f"Synthetic task {seed}", description=_text(random.Random(seed), 30),
+                                       budget=budget, level=level)
+            result = rc.build(request, _items(seed))
+            assert result.tokens_used == count_tokens(result.markdown) <= budget, (seed, budget)
+            values = [it.value for it in result.items]
+            assert values == sorted(values, reverse=True)
+
+
+def test_pack_takes_the_most_valuable_items_first():
+    rng = random.Random(7)
+    items = [pk.Item("memory", f"m{i}", rng.random(), {"L1": f"- [fact] **Equal sized memory number {i:03}**"})
+             for i in range(30)]
+    one = items[0].cost("L1")
+    assert all(it.cost("L1") == one for it in items)
+    section = count_tokens("\n### Memories\n") + 1
+    best = sorted(items, key=lambda it: -it.value)
+    for k in (1, 3, 10, 29):
+        header = 20
+        chosen = pk.pack(list(items), header + section + k * one, "L1", header)
+        assert [it.key for it in chosen] == [it.key for it in best[:k]]
+    # auto: L1 for everything that fits first, then the best upgraded first.
+    rich_items = [pk.Item("memory", f"r{i}", v, {"L1": "- short line", "L2": "- short line\n  " + "detail " * 40})
+                  for i, v in enumerate((0.9, 0.5, 0.1))]
+    l1, l2 = rich_items[0].cost("L1"), rich_items[0].cost("L2")
+    chosen = pk.pack(rich_items, section + 3 * l1 + (l2 - l1), "auto", 0)
+    assert [(it.key, it.level) for it in chosen] == [("r0", "L2"), ("r1", "L1"), ("r2", "L1")]
+    assert pk.pack(rich_items, 10_000, None, 0) == []                    # fresh bracket
+    assert pk.resolve_level("L2", "critical") == "L3" and pk.resolve_level(None, "fresh") is None
+
+
+# -- 3. Token counts against a real BPE tokenizer -----------------------------------------
+
+PROSE = """\
+The committee met on a grey Tuesday morning to decide, at last, whether the old library would be
+restored or torn down. Nobody expected the debate to be short. The building had stood for a hundred
+and twelve years; generations of students had learned to read beneath its cracked plaster ceilings,
+and the town's historians argued that losing it would erase something irreplaceable. The engineers,
+however, were blunt: the foundations were sinking, the roof leaked in four places, and the wiring
+predated the Second World War. Restoring it properly would cost nearly three times as much as a new
+building. After four hours, the chair proposed a compromise - keep the facade, rebuild behind it -
+and, to everyone's surprise, the vote was unanimous.
+"""
+
+MARKDOWN = """\
+# Session handling
+
+Lore keeps **one session per agent**. Sessions are created lazily and expire after
+`session_ttl_minutes` (default `30`).
+
+## Refreshing tokens
+
+1. Take the session lock (`SessionStore.lock(session_id)`).
+2. If the token expired, rotate it: see [`rotate()`](src/auth/session.py#L45).
+3. Save the new token *before* answering the request.
+
+> Never retry a refresh with the old token: the server revokes the whole family.
+
+| Setting | Default | Meaning |
+|---------|---------|---------|
+| `session_ttl_minutes` | 30 | idle time before a session expires |
+| `max_refresh_retries` | 2 | retries on a network error |
+
+```bash
+lore recall "Fix token refresh" --files src/auth/session.py --budget 1500
+```
+
+- See also: `docs/architecture.md`, issue #142 and the post-mortem from 2025-11-03.
+"""
+
+MARKDOWN_API_REFERENCE = """\
+# CLI and JSON shapes
+
+## `lore search --json`
+A list, best first, of
+`{"id", "path", "title", "type", "tags", "section", "snippet", "score", "source", "taskId", "startLine", "endLine", "agent", "appliesTo", "occurredAt", "summary"}`.
+
+## `lore rm --json`, `lore restore --list --json`
+Lists of `{"id", "original", "deletedAt", "trashPath"}`. `lore restore ID --json`: `{"restored": path}`.
+`lore gc --json`: `{"purged": [...]}`.
+
+## `lore index --json`
+`{"added": [paths], "updated": [...], "removed": [...], "errors": [{"path", "error"}]}`; exit 1 if any file is broken.
+
+## `lore stats --json`
+`{"project", "memories", "brokenFiles", "chunks", "byType", "byVisibility", "byStorage", "trash", "indexBytes"}`
+"""
+
+PYTHON = '''\
+"""Retry helpers for flaky network calls."""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass
+class RetryPolicy:
+    attempts: int = 3
+    base_delay: float = 0.2
+    max_delay: float = 5.0
+    jitter: float = 0.1
+
+    def delay(self, attempt: int) -> float:
+        """Exponential backoff with jitter, capped at max_delay."""
+        raw = min(self.max_delay, self.base_delay * (2 ** attempt))
+        return raw + random.uniform(0, self.jitter * raw)
+
+
+def retry(call: Callable[[], T], policy: RetryPolicy | None = None,
+          retry_on: tuple[type[BaseException], ...] = (ConnectionError, TimeoutError)) -> T:
+    policy = policy or RetryPolicy()
+    for attempt in range(policy.attempts):
+        try:
+            return call()
+        except retry_on as err:
+            if attempt == policy.attempts - 1:
+                raise
+            wait = policy.delay(attempt)
+            print(f"attempt {attempt + 1} failed ({err!r}); retrying in {wait:.2f}s")
+            time.sleep(wait)
+    raise AssertionError("unreachable")
+'''
+
+PYTHON_PATTERNS = r'''"""Secret patterns: each match is replaced before a file is written."""
+
+import re
+
+PATTERNS = [
+    ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})")),
+    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
+    ("url-password", re.compile(r"(?<=://)(?P<user>[^\s:/@]+):(?P<secret>[^\s@/]{3,})(?=@)")),
+    ("assignment", re.compile(
+        r"(?i)(?P<key>\b[\w.-]*(?:password|passwd|secret|api[_-]?key|access[_-]?token)[\w.-]*"
+        r"\s*[:=]\s*['\"]?)(?P<secret>(?=[^\s'\"]*\d)(?=[^\s'\"]*[A-Za-z])[^\s'\"<>\[\]]{12,})")),
+]
+
+
+def redact(text: str) -> str:
+    for kind, pattern in PATTERNS:
+        text = pattern.sub(f"[REDACTED:{kind}]", text)
+    return text
+'''
+
+SAMPLES = {"prose": PROSE, "markdown": MARKDOWN, "markdown-api-reference": MARKDOWN_API_REFERENCE,
+           "python": PYTHON, "python-regex-table": PYTHON_PATTERNS, "python-stdlib-textwrap": None}
+
+
+@pytest.fixture(scope="module")
+def bpe():
+    bpe_openai = pytest.importorskip("bpe_openai")
+    enc = bpe_openai.get_encoding("cl100k_base")
+    return lambda text: len(enc.encode(text))
+
+
+def assert_close(estimate: int, real: int, what: str) -> None:
+    assert abs(estimate - real) <= 0.10 * real, \
+        f"{what}: count_tokens {estimate} vs cl100k {real} ({(estimate - real) / real:+.1%})"
+
+
+@pytest.mark.parametrize("name", list(SAMPLES))
+def test_token_count_is_within_10_percent_of_cl100k(bpe, name):
+    text = SAMPLES[name]
+    if text is None:
+        import inspect
+        import textwrap as module
+        text = inspect.getsource(module)
+    assert_close(count_tokens(text), bpe(text), name)
+
+
+def test_rendered_packs_count_within_10_percent_of_cl100k(bpe, rich):
+    p, _ = rich
+    for level in ("auto", "L1", "L2", "L3"):
+        for budget in (200, 1000, 4000):
+            result = p.recall(TASK, budget=budget, level=level)
+            real = bpe(result.markdown)
+            assert_close(result.tokens_used, real, f"pack {level}/{budget}")
+    for seed in range(3):
+        result = rc.build(rc.RecallRequest(title="Synthetic", budget=4000, level="L3"), _items(seed))
+        assert_close(result.tokens_used, bpe(result.markdown), f"synthetic pack {seed}")
+
+
+# -- 4. The `lore recall` / `lore start` CLI ------------------------------------------------
+
+SESSION_PY = '''\
+"""Session store with token refresh."""
+
+
+def refresh_session_token(session, token):
+    """Rotate the refresh token once, under the session lock."""
+    with session.lock():
+        if token.expired:
+            session.token = session.rotate(token)
+        return session.token
+
+
+def revoke_token_family(session):
+    session.revoke_all()
+'''
+
+
+@pytest.fixture
+def work(repo):
+    """A repository with code, past commits and memories about token refresh."""
+    root = repo.cwd
+    write(root, "src/auth/session.py", SESSION_PY)
+    write(root, "src/billing/invoice.py", "def total(lines):\n    return round(sum(lines), 2)\n")
+    commit(root, "Add session store")
+    write(root, "src/auth/session.py", SESSION_PY + "\n\ndef refresh_window():\n    return 30\n")
+    commit(root, "Fix token refresh race in the session store")
+    for i, title in enumerate(["Token refresh must hold the session lock",
+                               "Refresh token rotation revokes the family",
+                               "Session refresh window is thirty seconds"]):
+        repo("add", "-t", title, "-b", f"{title}. Learned while fixing the refresh race.\n\nMore detail {i}.",
+             "-k", "token,refresh,session", "--task", f"T-{100 + i}", "--occurred-at", iso(i + 1))
+    repo("index")
+    return repo
+
+
+def test_recall_json_is_003s_context_result(work):
+    data = work.json("recall", "Fix token refresh race")
+    assert set(data) >= {"query_used", "memories", "code_snippets", "related_work_items", "files",
+                         "tokens_used", "budget", "level", "markdown"}
+    assert data["query_used"] == "fix token refresh race"
+    assert data["budget"] == 2000 and data["level"] == "auto" and 0 < data["tokens_used"] <= 2000
+    assert len(data["memories"]) == 3
+    for m in data["memories"]:
+        assert {"id", "title", "memory_type", "path", "citation", "score", "stale", "level"} <= set(m)
+        path, line = m["citation"].rsplit(":", 1)
+        assert path == m["path"] and int(line) >= 1
+        cited = (work.cwd / path).read_text().splitlines()[int(line) - 1]
+        assert cited.strip(), f"{m['citation']} points at a blank line"
+        assert f"lore show {m['id'][:8]}" in data["markdown"]
+        assert m["stale"] is None
+    assert data["code_snippets"] and data["code_snippets"][0]["file_path"] == "src/auth/session.py"
+    for c in data["code_snippets"]:
+        assert c["citation"] == f"{c['file_path']}:{c['start_line']}-{c['end_line']}"
+        assert f"`{c['citation']}`" in data["markdown"]
+    assert "src/auth/session.py" in [f["path"] for f in data["files"]]
+    subjects = [w["title"] for w in data["related_work_items"]]
+    assert "Fix token refresh race in the session store" in subjects
+    assert {"T-100", "T-101", "T-102"} & {w["id"] for w in data["related_work_items"]}
+
+    # --markdown (the default) prints exactly the block the JSON carries; its ids open with `lore show`.
+    md = work("recall", "Fix token refresh race", "--markdown").stdout
+    assert md.startswith("## Lore recall: Fix token refresh race\n")
+    for section in ("### Memories", "### Likely files", "### Code", "### Related past work"):
+        assert section in md
+    assert re.search(r"`src/auth/session\.py:\d+-\d+`", md)
+    short = re.search(r"`lore show ([0-9a-f]{8})`", md).group(1)
+    shown = work.json("show", short)
+    assert (work.cwd / shown["path"]).read_text() == shown["content"]
+
+
+def test_recall_toggles_and_limit_per_type(work):
+    base = ("recall", "Fix token refresh race")
+    no_code = work.json(*base, "--no-code")
+    assert no_code["code_snippets"] == [] and no_code["files"] == [] and no_code["memories"]
+    assert "### Code" not in no_code["markdown"]
+    no_mem = work.json(*base, "--no-memories")
+    assert no_mem["memories"] == [] and no_mem["code_snippets"]
+    assert "### Memories" not in no_mem["markdown"]
+    no_work = work.json(*base, "--no-related-work")
+    assert no_work["related_work_items"] == [] and no_work["memories"] and no_work["code_snippets"]
+    one = work.json(*base, "--limit-per-type", "1")
+    for kind in ("memories", "code_snippets", "related_work_items"):
+        assert len(one[kind]) <= 1, f"{kind}: {len(one[kind])} with --limit-per-type 1"
+    assert one["memories"] and one["code_snippets"]
+
+
+def test_recall_reads_the_description_from_stdin_and_takes_files(work):
+    data = work.json("recall", "Fix it", "--description", "-", "--files", "src/billing/invoice.py",
+                     input="Invoice rounding drifts by a cent on refunds.\n")
+    assert {"invoice", "rounding", "refunds"} <= set(data["query_used"].split())
+    assert data["files"][0]["path"] == "src/billing/invoice.py"
+    assert data["files"][0]["reasons"] == ["named by the task"]
+
+
+def test_start_recalls_for_the_task_and_branch(work):
+    git(work.cwd, "checkout", "-q", "-b", "fix/token-refresh")
+    md = work("start", "T-7").stdout
+    assert md.startswith("## Lore recall: T-7 fix token refresh\n")
+    data = work.json("start", "T-7")
+    assert {"token", "refresh"} <= set(data["query_used"].split())
+    assert data["memories"] and all("refresh" in m["title"].lower() for m in data["memories"][:2])
+    titled = work.json("start", "T-7", "--title", "Invoice rounding")
+    assert titled["query_used"] == "invoice rounding"
+
+
+# -- 5. Staleness: edit, rename, delete -----------------------------------------------------
+
+def _big_function(name: str, op: str) -> str:
+    lines = [f"def {name}(values, scale=1, offset=0, strict=False):",
+             f'    """Combine the values with {op}, scaled and offset; strict mode rejects empty input."""',
+             "    if strict and not values:", "        raise ValueError('no values to combine')",
+             "    total = values[0] if values else 0"]
+    lines += [f"    step_{i} = (total {op} {i}) * scale + offset  # intermediate result number {i}" for i in range(8)]
+    lines += ["    for value in values[1:]:", f"        total = total {op} value", "    return total * scale + offset"]
+    return "\n".join(lines) + "\n"
+
+
+BIG_CALC = _big_function("add_all", "+") + "\n\n" + _big_function("subtract_all", "-")
+SMALL_CALC = "def add_all(a, b):\n    return a + b\n\n\ndef subtract_all(a, b):\n    return a - b\n"
+ADD_EDIT = ("total = total + value", "total = total + value * 1")
+SMALL_ADD_EDIT = ("return a + b", "return b + a")
+SUB_EDIT = ("total = total - value", "total = total - abs(value)")
+SMALL_SUB_EDIT = ("return a - b", "return -(b - a)")
+
+
+def edit(root: Path, rel: str, old: str, new: str) -> None:
+    path = root / rel
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+@pytest.fixture
+def calc(repo):
+    write(repo.cwd, "src/calc.py", BIG_CALC)
+    write(repo.cwd, "src/other.py", "def unrelated():\n    return 'other'\n")
+    commit(repo.cwd, "calc")
+    repo("index")
+    return repo
+
+
+def add_anchored(cli, *, line: int = 3, title: str = "add_all must stay exact") -> str:
+    body = (f"{title}: never round intermediate sums.\n\n## Key Files\n\n"
+            f"- `src/calc.py:{line}` — the add_all function")
+    return cli.json("add", "-t", title, "-b", body, "-k", "calc,add", "--type", "gotcha")["id"]
+
+
+def stale_ids(cli) -> dict[str, list[str]]:
+    return {row["id"]: row["reasons"] for row in cli.json("stale")}
+
+
+def test_changing_the_anchored_function_makes_the_memory_stale(calc):
+    root = calc.cwd
+    keyed = add_anchored(calc)
+    whole = calc.json("add", "-t", "calc module conventions", "-b", "Every function in calc takes a list.",
+                      "-k", "calc", "--file", "src/calc.py")["id"]
+    assert stale_ids(calc) == {}
+    edit(root, "src/calc.py", *ADD_EDIT)
+    commit(root, "Change add_all")
+    calc("index")
+    stale = stale_ids(calc)
+    assert set(stale) == {keyed, whole}
+    assert any("add_all" in r and "src/calc.py" in r and "changed" in r for r in stale[keyed]), stale[keyed]
+    assert any("src/calc.py" in r for r in stale[whole]), stale[whole]
+    assert calc("stale").stdout.count("src/calc.py") >= 2        # the table names why
+
+
+@pytest.mark.parametrize("source, line, other_edit", [
+    (BIG_CALC, 3, SUB_EDIT),
+    (SMALL_CALC, 2, SMALL_SUB_EDIT),      # small functions: the chunker merges them for search
+], ids=["large-functions", "small-functions"])
+def test_editing_another_function_does_not_make_the_memory_stale(repo, source, line, other_edit):
+    root = repo.cwd
+    write(root, "src/calc.py", source)
+    commit(root, "calc")
+    repo("index")
+    keyed = add_anchored(repo, line=line)
+    edit(root, "src/calc.py", *other_edit)
+    commit(root, "Change subtract_all only")
+    repo("index")
+    assert keyed not in stale_ids(repo), "only subtract_all changed; the memory is about add_all"
+    # ...while changing the anchored function itself does.
+    edit(root, "src/calc.py", *(ADD_EDIT if source is BIG_CALC else SMALL_ADD_EDIT))
+    commit(root, "Change add_all")
+    repo("index")
+    assert keyed in stale_ids(repo)
+
+
+def test_rename_moves_the_anchor(calc):
+    root = calc.cwd
+    keyed = add_anchored(calc)
+    (root / "src/maths").mkdir()
+    git(root, "mv", "src/calc.py", "src/maths/calc.py")
+    commit(root, "Move calc into maths")
+    out = calc.json("index")["code"]
+    assert out["files_renamed"] == 1 and out["newly_stale"] == []
+    assert stale_ids(calc) == {}
+    # The anchor now watches the new path.
+    edit(root, "src/maths/calc.py", *ADD_EDIT)
+    commit(root, "Change add_all")
+    calc("index")
+    reasons = stale_ids(calc)[keyed]
+    assert any("src/maths/calc.py" in r and "add_all" in r for r in reasons), reasons
+
+
+def test_deleting_the_file_makes_the_memory_stale(calc):
+    keyed = add_anchored(calc)
+    git(calc.cwd, "rm", "-q", "src/calc.py")
+    commit(calc.cwd, "Drop calc")
+    assert keyed in calc.json("index")["code"]["newly_stale"]
+    reasons = stale_ids(calc)[keyed]
+    assert any("src/calc.py" in r and "deleted" in r for r in reasons), reasons
+
+
+def test_stale_memories_stay_searchable_are_flagged_rank_lower_and_verify_clears_them(calc):
+    root = calc.cwd
+    body = "Sums in the calc module must stay exact; never round intermediate results."
+    common = ("-t", "Exact sums in calc", "-b", body, "-k", "calc,sums")
+    anchored = calc.json("add", *common, "--file", "src/calc.py", "--occurred-at", iso(2, seconds=1))["id"]
+    control = calc.json("add", *common, "--occurred-at", iso(2))["id"]
+    args = ("recall", "exact sums in calc", "--no-code", "--no-related-work")
+
+    before = calc.json(*args)["memories"]
+    assert [m["id"] for m in before] == [anchored, control]          # newer by a second
+    assert all(m["stale"] is None for m in before)
+
+    edit(root, "src/calc.py", *ADD_EDIT)
+    commit(root, "Change add_all")
+    calc("index")
+    after = calc.json(*args)
+    assert [m["id"] for m in after["memories"]] == [control, anchored], "stale ranks lower"
+    flagged = by_id(after["memories"])[anchored]
+    assert flagged["stale"] and any("src/calc.py" in r for r in flagged["stale"])
+    assert flagged["score"] / by_id(after["memories"])[control]["score"] == pytest.approx(0.5, rel=0.02)
+    assert flagged["score"] < by_id(before)[anchored]["score"]
+    stale_line = next(l for l in after["markdown"].splitlines() if anchored[:8] in l)
+    assert "⚠ stale" in stale_line
+    assert anchored in [h["id"] for h in calc.json("search", "exact", "sums")], "stale stays searchable"
+
+    verified = calc.json("verify", anchored[:8])
+    assert verified["id"] == anchored and verified["anchored"] >= 1
+    assert all(a["stale"] is None for a in verified["anchors"])
+    assert stale_ids(calc) == {}
+    cleared = calc.json(*args)["memories"]
+    assert by_id(cleared)[anchored]["stale"] is None
+    assert cleared[0]["id"] == anchored
+    assert "⚠ stale" not in calc("recall", "exact sums in calc", "--no-code").stdout
+
+
+def test_verify_after_a_rename_keeps_the_memory_anchored(calc):
+    root = calc.cwd
+    keyed = add_anchored(calc)
+    (root / "src/maths").mkdir()
+    git(root, "mv", "src/calc.py", "src/maths/calc.py")
+    commit(root, "Move calc into maths")
+    calc("index")
+    edit(root, "src/maths/calc.py", *ADD_EDIT)
+    commit(root, "Change add_all")
+    calc("index")
+    assert keyed in stale_ids(calc)
+
+    verified = calc.json("verify", keyed)
+    assert stale_ids(calc) == {}
+    assert verified["anchored"] >= 1, f"verify dropped the followed anchor: {verified['anchors']}"
+    assert [a["path"] for a in verified["anchors"]] == ["src/maths/calc.py"]
+    # Still watched: the next change to add_all flags it again.
+    edit(root, "src/maths/calc.py", "value * 1", "value * 2")
+    commit(root, "Change add_all again")
+    calc("index")
+    assert keyed in stale_ids(calc)
+
+
+# -- 6. Staleness through the git hooks ----------------------------------------------------
+
+@pytest.fixture
+def hooked_calc(calc):
+    yield calc
+    # Never leave a detached updater writing into a folder pytest is about to delete.
+    wait_for(lambda: updater_idle(calc.cwd), "the background updater to finish")
+
+
+def test_a_commit_marks_the_memory_stale_through_the_hooks(hooked_calc):
+    cli = hooked_calc
+    root = cli.cwd
+    assert "post-commit" in cli.json("hooks", "install")["installed"]
+    keyed = add_anchored(cli)
+    assert stale_ids(cli) == {}
+    edit(root, "src/calc.py", *ADD_EDIT)
+    commit(root, "Change add_all")          # no `lore index`: the post-commit hook does it
+    reasons = wait_for(lambda: stale_ids(cli).get(keyed), "the hook to mark the memory stale")
+    assert any("add_all" in r and "src/calc.py" in r for r in reasons), reasons
+
+
+# -- 7. Private memories -------------------------------------------------------------------
+
+SECRET = "kept in vault path zebrafinch-7731"
+
+
+@pytest.fixture
+def private(repo):
+    root = repo.cwd
+    write(root, "deploy/quokka.py", "def deploy_quokka():\n    return 'deploy'\n")
+    commit(root, "Quokka deploy script")
+    alice = repo.json("add", "--private", "--agent", "alice", "-t", "Quokka deployment credentials",
+                      "-b", f"The quokka deployment credentials are {SECRET}.", "-k", "quokka,deployment")["id"]
+    shared = repo.json("add", "-t", "Quokka deployment runbook", "-b", "Deploy quokka with the deploy script.",
+                       "-k", "quokka,deployment")["id"]
+    repo("index")
+    return repo, alice, shared
+
+
+def test_private_memories_never_leak_to_other_agents(private):
+    cli, alice, _ = private
+    for who in ((), ("--agent", "bob")):
+        for title in ("Quokka deployment credentials", "quokka deployment zebrafinch vault path"):
+            out = cli("recall", title, *who, "--json").stdout
+            data = json.loads(out)
+            assert alice not in [m["id"] for m in data["memories"]], who
+            assert "vault path zebrafinch" not in out and ".lore/local/alice" not in out, who
+            md = cli("recall", title, *who).stdout
+            assert "vault path zebrafinch" not in md and alice[:8] not in md, who
+        hits = cli.json("search", "quokka", "deployment", "credentials", *who)
+        assert alice not in [h["id"] for h in hits], who
+        assert alice not in [m["id"] for m in cli.json("list", *who)], who
+        assert "zebrafinch" not in json.dumps(cli.json("code", "zebrafinch")), "memories are not code"
+    mine = cli.json("recall", "Quokka deployment credentials", "--agent", "alice")
+    assert alice in [m["id"] for m in mine["memories"]]
+    assert "vault path zebrafinch" in mine["markdown"]
+    assert alice in [h["id"] for h in cli.json("search", "quokka", "credentials", "--agent", "alice")]
+
+
+def test_an_agent_recalling_still_sees_shared_memories(private):
+    cli, alice, shared = private
+    for agent in ("alice", "bob"):
+        got = [m["id"] for m in cli.json("recall", "Quokka deployment runbook", "--agent", agent)["memories"]]
+        assert shared in got, f"recall --agent {agent} lost the shared memory: {got}"
+    both = [m["id"] for m in cli.json("recall", "Quokka deployment", "--agent", "alice")["memories"]]
+    assert {alice, shared} <= set(both)
