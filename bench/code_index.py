@@ -32,7 +32,6 @@ def copy_stdlib() -> None:
     src = Path(sysconfig.get_paths()["stdlib"])
     shutil.rmtree(ROOT, ignore_errors=True)
     shutil.copytree(src, ROOT, ignore=shutil.ignore_patterns("site-packages", "__pycache__", "*.pyc",
-                                                             "test", "tests", "idlelib", "lib2to3",
                                                              "*.so", "config-*"), symlinks=True)
     subprocess.run(["git", "init", "-q"], cwd=ROOT, check=True)
     subprocess.run(["git", "add", "-A"], cwd=ROOT, check=True)

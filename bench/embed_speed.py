@@ -135,7 +135,9 @@ def main() -> None:
         result = _load(variant, max_tokens)[0] if mode == "load" else _run_one(variant, max_tokens, args)
         print(json.dumps(result))
         return
-    print(f"cores: {len(os.sched_getaffinity(0))}, python {sys.version.split()[0]}")
+    # Throughput is wall-clock: on a shared machine, check the load average.
+    print(f"cores: {len(os.sched_getaffinity(0))}, python {sys.version.split()[0]}, "
+          f"load average {os.getloadavg()[0]:.1f}")
     for variant, max_tokens in CONFIGS:
         with tempfile.TemporaryDirectory(prefix="lore-bench-cache-") as cache:
             cold = _child("load", variant, max_tokens, cache, args)
@@ -153,6 +155,7 @@ def main() -> None:
         print(f"  peak RSS: {full['peak_rss_mb']:.0f} MB")
         if "cosqa_mrr" in full:
             print(f"  CoSQA MRR (500 queries, 1500 distractors): {full['cosqa_mrr']:.3f}")
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,76 @@
+"""Issue 6 benchmark: the MCP tool list's token cost, and tool latency over stdio.
+
+    python bench/mcp_server.py [--project bench/.data/stdlib]
+
+Starts `lore mcp` as a real subprocess with the SDK's stdio client, measures
+the tokens of the tool list as an agent receives it (names, descriptions,
+input schemas; cl100k if `bpe-openai` is installed, else Lore's estimate) and
+p50/p95 of search_memories and recall_context calls on the given project.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import sys
+import time
+
+from _common import BENCH_DATA, WORK, jsonl, percentile, row
+
+
+def tokens(text: str) -> tuple[int, str]:
+    try:
+        import bpe_openai
+        return len(bpe_openai.get_encoding("cl100k_base").encode(text)), "cl100k"
+    except ImportError:
+        from lore.index.tokens import count_tokens
+        return count_tokens(text), "estimate"
+
+
+async def run(project: str) -> None:
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "lore", "mcp"], cwd=project)
+    start = time.perf_counter()
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            listed = await session.list_tools()
+            row("server start + initialize", f"{(time.perf_counter() - start) * 1000:.0f} ms")
+            payload = json.dumps([{"name": t.name, "description": t.description, "inputSchema": t.input_schema}
+                                  for t in listed.tools])
+            count, how = tokens(payload)
+            row(f"tool list ({len(listed.tools)} tools)", f"{count} tokens ({how}, JSON as sent)")
+            random.seed(3)
+            tasks = [q["subject"] for q in jsonl(BENCH_DATA / "gitlog-flask/queries.jsonl")]
+            questions = [q["text"] for q in jsonl(BENCH_DATA / "locomo/queries.jsonl")]
+            for name, make, n in (
+                ("search_memories", lambda: {"query": random.choice(questions)}, 100),
+                ("memory_search", lambda: {"query": random.choice(questions)}, 50),
+                ("recall_context", lambda: {"title": random.choice(tasks)}, 50),
+            ):
+                await session.call_tool(name, make())          # warm
+                times = []
+                for _ in range(n):
+                    start = time.perf_counter()
+                    result = await session.call_tool(name, make())
+                    times.append((time.perf_counter() - start) * 1000)
+                    assert not result.is_error, result.content[0].text
+                row(f"{name} over stdio", f"p50 {percentile(times, 50):.1f} ms   p95 {percentile(times, 95):.1f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--project", default=str(WORK / "stdlib"))
+    args = parser.parse_args()
+    import lore
+    counts = lore.open(args.project).index.counts()
+    print(f"MCP benchmark on {args.project}: {counts['chunks']:,} chunks")
+    asyncio.run(run(args.project))
+
+
+if __name__ == "__main__":
+    main()
