@@ -50,3 +50,16 @@ def cli(tmp_path) -> CLI:
     runner = CLI(root)
     runner("init")
     return runner
+
+
+@pytest.fixture
+def git_env(monkeypatch, tmp_path):
+    """Isolate git from the user's config and give it an identity."""
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for role in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{role}_NAME", "Ada Lovelace")
+        monkeypatch.setenv(f"GIT_{role}_EMAIL", "ada@example.com")
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        monkeypatch.delenv(name, raising=False)
