@@ -782,6 +782,8 @@ class Lore:
                    for s in ("", "-wal", "-shm") if os.path.exists(f"{self.project.index_path}{s}"))
         return {"project": str(self.project.root), "memories": counts["memories"],
                 "brokenFiles": counts["memory_files_with_errors"], "chunks": counts["chunks"],
+                "codeFiles": counts["code_files"], "codeChunks": counts["code_chunks"],
+                "commits": counts["commits"],
                 "byType": self.index.group_counts("type"),
                 "byVisibility": self.index.group_counts("visibility"),
                 "byStorage": self.index.group_counts("storage"),
@@ -825,6 +827,11 @@ class Lore:
                 problems.append(Problem("warning", path, f"content_hash {memory.declared_hash} does not "
                                         f"match the body ({memory.content_hash}); it was edited by hand — "
                                         "harmless, `lore edit` rewrites it"))
+        from lore.index import anchors
+        for memory_id, reasons in anchors.stale_reasons(self.index).items():
+            paths = self.index.memory_paths(memory_id)
+            problems.append(Problem("warning", paths[0] if paths else memory_id,
+                                    f"stale: {'; '.join(reasons)}; check it, then `lore verify {memory_id[:8]}`"))
         try:
             ok = self.index.db.execute("PRAGMA quick_check").fetchone()[0]
             self.index.db.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")

@@ -84,6 +84,7 @@ def stats(lore, as_json):
     rows = [["project", data["project"]], ["memories", str(data["memories"])],
             ["by type", ", ".join(f"{k} {v}" for k, v in data["byType"].items()) or "-"],
             ["broken files", str(data["brokenFiles"])], ["chunks", str(data["chunks"])],
+            ["code", f"{data['codeFiles']} files, {data['codeChunks']} chunks, {data['commits']} commits"],
             ["in trash", str(data["trash"])], ["index size", f"{data['indexBytes'] / 1024:.0f} KiB"],
             ["search", data["search"]],
             ["embedding", data["embedding"] or f"none — BM25 only ({data['embeddingProblem'] or 'no model'})"],
