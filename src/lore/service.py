@@ -73,18 +73,28 @@ class Problem:
 class Lore:
     """A project's memories and index."""
 
-    def __init__(self, project: Project, *, agent: str | None = None):
+    def __init__(self, project: Project, *, agent: str | None = None, watch: bool = False):
+        """Args:
+            watch: for long-running processes (the MCP server): use inotify so
+                the freshness check before each read costs nothing unless a
+                memory file changed.
+        """
         self.project = project
         self.agent = agent
+        self._watcher = None
+        if watch:
+            from lore.index.watch import Watcher
+            self._watcher = Watcher([project.memory_dir, project.local_dir])
         self._index: SQLiteIndex | None = None
         self._embedder = None
         self._embedder_error: str | None = None
+        self._query_vectors: dict[str, object] = {}
         self._messages: list[str] = []
         self.last_sync: SyncReport | None = None
 
     @classmethod
-    def open(cls, path: str | os.PathLike = ".", *, agent: str | None = None) -> "Lore":
-        return cls(Project.find(path), agent=agent)
+    def open(cls, path: str | os.PathLike = ".", *, agent: str | None = None, watch: bool = False) -> "Lore":
+        return cls(Project.find(path), agent=agent, watch=watch)
 
     @classmethod
     def init(cls, path: str | os.PathLike = ".", *, agent: str | None = None) -> "Lore":
@@ -184,9 +194,14 @@ class Lore:
         try:
             # Memories written since the last `lore index` are few: embed them now,
             # so a fresh memory is found by meaning straight away.
-            if self.index.count_pending(model, kind) <= INLINE_EMBED_LIMIT:
+            if (not self.index.all_embedded(model)
+                    and self.index.count_pending(model, kind, cap=INLINE_EMBED_LIMIT + 1) <= INLINE_EMBED_LIMIT):
                 self.embed(kind=kind)
-            return self.embedder.embed_query(query), model
+            if query not in self._query_vectors:      # recall embeds one query for several searches
+                if len(self._query_vectors) > 64:
+                    self._query_vectors.clear()
+                self._query_vectors[query] = self.embedder.embed_query(query)
+            return self._query_vectors[query], model
         except ProviderError as err:
             self._notice(f"vector search off, BM25 only: {err}")
             return None, None
@@ -195,6 +210,8 @@ class Lore:
         if self._index is not None:
             self._index.close()
             self._index = None
+        if self._watcher is not None:
+            self._watcher.close()
 
     def __enter__(self) -> "Lore":
         return self
@@ -204,6 +221,9 @@ class Lore:
 
     def sync(self, *, force: bool = False) -> SyncReport:
         """Bring the index up to date with the memory files (cheap when nothing changed)."""
+        if (not force and self.last_sync is not None and self._watcher is not None
+                and not self._watcher.changed()):
+            return self.last_sync
         self.last_sync = memory_sync.sync_memories(self.project, self.index, force=force)
         return self.last_sync
 
@@ -375,11 +395,12 @@ class Lore:
                            **self._search_args(query, mode, fusion, "code"))
 
     def history(self, query: str, *, limit: int | None = None, mode: str | None = None,
-                fusion: str | None = None):
+                fusion: str | None = None, fresh: bool = True):
         """Past commits (work items) matching `query`, with their files."""
         from lore.index.history_sync import sync_history
         from lore.search.code import search_history
-        sync_history(self.project.root, self.index, self.history_limit)
+        if fresh:
+            sync_history(self.project.root, self.index, self.history_limit)
         return search_history(self.index, query, limit=clamp_limit(limit),
                               **self._search_args(query, mode, fusion, "commit"))
 
@@ -569,20 +590,28 @@ class Lore:
                     tasks[hit.task_id] = rc.task_item(hit.task_id, hit.title, hit.score)
         commits = []
         if include_code or include_related_work:
-            commits = self.history(query, limit=20) if self.index.counts()["commits"] else []
+            commits = self.history(query, limit=20, fresh=fresh)
         if include_code:
-            code_files = self.code_search(query, limit=20, files_only=True, fresh=False)
-            existing = set(self.index.file_states("code"))
+            code_files = self.code_search(query, limit=max(10, request.limit_per_type * 2), files_only=True,
+                                          fresh=False)
+            existing = self._code_paths()
             ranked = rc.rank_files([(h.file_path, h.similarity) for h in code_files], commits, existing,
                                    request.files)
             items += [rc.file_item(p, s, r) for p, s, r in ranked[: max(request.limit_per_type * 2, 10)]]
-            items += [rc.code_item(h) for h in self.code_search(query, limit=request.limit_per_type, fresh=False)]
+            # The best chunk of each top file: code snippets from different files.
+            items += [rc.code_item(h) for h in code_files[: request.limit_per_type]]
         if include_related_work:
             work = [rc.work_item(c) for c in commits] + list(tasks.values())
             items += sorted(work, key=lambda it: -it.value)[: request.limit_per_type]
         result = rc.build(request, items)
         self._record_access([it.key for it in result.items if it.kind == "memory"])
         return result
+
+    def _code_paths(self) -> set[str]:
+        version = self.index.vectors_version()
+        if getattr(self, "_paths_cache", (None,))[0] != version:
+            self._paths_cache = (version, self.index.paths("code"))
+        return self._paths_cache[1]
 
     @property
     def half_life(self) -> float:

@@ -32,9 +32,9 @@ def embed_pending(index: SQLiteIndex, embedder, *, progress: Callable[[int, int]
     if getattr(embedder, "base_url", None) is not None:
         # A remote provider's request is what a failure loses: save after each one.
         step = min(BATCH, int(getattr(embedder, "batch_size", BATCH)))
-    total = index.count_pending(model, kind)
-    if limit is not None:
-        total = min(total, limit)
+    if index.all_embedded(model):
+        return 0
+    total = index.count_pending(model, kind, cap=limit)
     done = 0
     while done < total:
         batch = index.pending_embeddings(model, min(step, total - done), kind)
@@ -46,4 +46,7 @@ def embed_pending(index: SQLiteIndex, embedder, *, progress: Callable[[int, int]
         done += len(batch)
         if progress:
             progress(done, total)
+    if not index.count_pending(model, cap=1):
+        with index.write():
+            index.mark_all_embedded(model)     # later reads skip the pending scan
     return done

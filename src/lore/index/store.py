@@ -137,6 +137,9 @@ class SQLiteIndex:
                            "WHERE kind = ?", (kind,))
         return {row[0]: FileState._make(row[1:]) for row in rows}
 
+    def paths(self, kind: str) -> set[str]:
+        return {row[0] for row in self.db.execute("SELECT path FROM files WHERE kind = ?", (kind,))}
+
     def touch_file(self, file_id: int, mtime_ns: int, size: int) -> None:
         self.db.execute("UPDATE files SET mtime_ns = ?, size = ? WHERE id = ?", (mtime_ns, size, file_id))
 
@@ -231,11 +234,21 @@ class SQLiteIndex:
             (model, kind, kind, limit)).fetchall()
         return [(r[0], embedding_text(r[1], r[2], r[3])) for r in rows]
 
-    def count_pending(self, model: str, kind: str | None = None) -> int:
+    def count_pending(self, model: str, kind: str | None = None, cap: int | None = None) -> int:
+        """Distinct chunk texts without a vector for `model` (counting stops at `cap`)."""
+        if cap is None and self.all_embedded(model):
+            return 0
         return self.db.execute(
-            "SELECT count(DISTINCT c.text_hash) FROM chunks c WHERE NOT EXISTS "
+            "SELECT count(*) FROM (SELECT DISTINCT c.text_hash FROM chunks c WHERE NOT EXISTS "
             "(SELECT 1 FROM embeddings e WHERE e.model = ? AND e.text_hash = c.text_hash) "
-            "AND (? IS NULL OR c.kind = ?)", (model, kind, kind)).fetchone()[0]
+            "AND (? IS NULL OR c.kind = ?) LIMIT ?)", (model, kind, kind, -1 if cap is None else cap)).fetchone()[0]
+
+    def all_embedded(self, model: str) -> bool:
+        """True when nothing changed since every chunk had a vector (no scan needed)."""
+        return self.get_meta(f"embedded:{model}") == str(self.vectors_version())
+
+    def mark_all_embedded(self, model: str) -> None:
+        self.set_meta(f"embedded:{model}", str(self.vectors_version()))
 
     def count_embeddings(self, model: str) -> int:
         return self.db.execute("SELECT count(*) FROM embeddings WHERE model = ?", (model,)).fetchone()[0]

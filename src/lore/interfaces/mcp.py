@@ -4,8 +4,9 @@ Tools follow seeds 003 (search_codebase, index_project, add_memory,
 recall_context, search_memories, update_index) and 004 (memory_search →
 memory_read, memory_write). Each is a few lines over :class:`lore.service.Lore`,
 which stays open for the server's life: the embedding model and vector
-matrices load once. Before answering, memory files are re-checked (cheap
-stat); code is re-checked at most every ``CODE_CHECK_SECONDS``.
+matrices load once. Before answering, memory files are re-checked (an
+inotify read; a stat scan only when something changed); code is re-checked
+at most every ``CODE_CHECK_SECONDS``.
 
 Nothing may be printed to stdout in stdio mode: it is the protocol channel.
 """
@@ -37,7 +38,7 @@ class LoreTools:
 
     def __init__(self, project: str | None, agent: str | None = None):
         from lore.service import Lore
-        self.lore = Lore.open(project or ".", agent=agent)
+        self.lore = Lore.open(project or ".", agent=agent, watch=True)
         self.lock = threading.Lock()
         self._code_checked = 0.0
 

@@ -27,6 +27,7 @@ class Item:
     renders: dict[str, str]       # level -> Markdown (L1 always; L2/L3 optional)
     data: dict = field(default_factory=dict)
     level: str | None = None
+    _costs: dict = field(default_factory=dict, repr=False)
 
     def text(self, level: str) -> str:
         """The richest rendering at or below `level`."""
@@ -36,7 +37,9 @@ class Item:
         return self.renders["L1"]
 
     def cost(self, level: str) -> int:
-        return count_tokens(self.text(level)) + 1
+        if level not in self._costs:
+            self._costs[level] = count_tokens(self.text(level)) + 1
+        return self._costs[level]
 
 
 def resolve_level(level: str | None, bracket: str | None) -> str | None:

@@ -98,12 +98,14 @@ def rank_files(code_files: list[tuple[str, float]], commits, existing: set[str],
 
     Returns (path, score 0-1, reasons)."""
     evidence: dict[str, float] = {}
+    touched_by: dict[str, int] = {}
     for rank, commit in enumerate(commits):
         # A commit touching many files (an import, a reformat) says little about each.
         weight = commit.relevance / (1 + rank) / max(1.0, len(commit.files)) ** 0.5
         for path in commit.files:
             if path in existing:
                 evidence[path] = evidence.get(path, 0.0) + weight
+                touched_by[path] = touched_by.get(path, 0) + 1
     history_rank = {p: r for r, (p, _) in enumerate(sorted(evidence.items(), key=lambda kv: -kv[1]))}
     code_rank = {p: r for r, (p, _) in enumerate(code_files)}
     scores: dict[str, float] = {}
@@ -121,7 +123,7 @@ def rank_files(code_files: list[tuple[str, float]], commits, existing: set[str],
         if path in code_rank:
             reasons.append(f"code match #{code_rank[path] + 1}")
         if path in history_rank:
-            n = sum(1 for c in commits if path in c.files)
+            n = touched_by[path]
             reasons.append(f"{n} similar past commit{'s' if n > 1 else ''}")
         out.append((path, score / top, reasons))
     return out
