@@ -618,19 +618,13 @@ class Lore:
         return float(self.project.setting("recall", "half_life_days", 90))
 
     def _access_stats(self) -> dict[str, tuple[int, str]]:
-        return {r[0]: (r[1], r[2]) for r in
-                self.index.db.execute("SELECT memory_id, count, last_accessed FROM access")}
+        return self.index.access_stats()
 
     def _record_access(self, memory_ids: list[str]) -> None:
         """Count a read; kept in the index so reading never dirties committed files."""
-        if not memory_ids:
-            return
-        now = now_iso()
-        with self.index.write():
-            self.index.db.executemany(
-                "INSERT INTO access(memory_id, count, last_accessed) VALUES (?, 1, ?) "
-                "ON CONFLICT(memory_id) DO UPDATE SET count = count + 1, last_accessed = excluded.last_accessed",
-                [(mid, now) for mid in memory_ids])
+        if memory_ids:
+            with self.index.write():
+                self.index.record_access(memory_ids, now_iso())
 
     def attention_of(self, rows, access=None, stale=None) -> dict[str, float]:
         """Query-free attention (001) of memory rows, for tiers."""
@@ -661,13 +655,8 @@ class Lore:
             if row["id"] in exclude or scores[row["id"]] <= HOT:
                 continue
             if rc._applies(row["applies_to"], touched, text):
-                chunk = self.index.db.execute(
-                    "SELECT c.id AS chunk_id, c.section, c.start_line, c.end_line, c.text FROM chunks c "
-                    "JOIN files f ON f.id = c.file_id WHERE f.path = ? ORDER BY c.ord LIMIT 1", (row["path"],)).fetchone()
-                merged = {**dict(row), **dict(chunk)} if chunk else dict(row)
-                merged.setdefault("section", None), merged.setdefault("start_line", 1), merged.setdefault("end_line", 1)
-                hit = hit_from_row(merged, row["summary"], 1.0, "hot")
-                hot.append(hit)
+                first = self.index.first_chunk(row["path"]) or {"section": None, "start_line": 1, "end_line": 1}
+                hot.append(hit_from_row({**dict(row), **first}, row["summary"], 1.0, "hot"))
         return hot
 
     def stale(self) -> list[dict]:
@@ -861,11 +850,7 @@ class Lore:
             paths = self.index.memory_paths(memory_id)
             problems.append(Problem("warning", paths[0] if paths else memory_id,
                                     f"stale: {'; '.join(reasons)}; check it, then `lore verify {memory_id[:8]}`"))
-        try:
-            ok = self.index.db.execute("PRAGMA quick_check").fetchone()[0]
-            self.index.db.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
-        except Exception as err:  # noqa: BLE001 - any failure here means a broken index
-            ok = str(err)
+        ok = self.index.check()
         if ok != "ok":
             problems.append(Problem("error", self.project.rel(self.project.index_path),
                                     f"index check failed ({ok}); run `lore index --force`"))

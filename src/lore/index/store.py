@@ -1,7 +1,7 @@
 """The derived index: SQLite (WAL, FTS5), rebuilt from the files whenever needed.
 
-All SQL lives here, so another backend (PostgreSQL + pgvector) implements
-the same methods. The index never holds anything that can't be recomputed
+SQL lives in the index package — here, and anchors.py for code anchors — so
+another backend (PostgreSQL + pgvector) implements the same methods. The index never holds anything that can't be recomputed
 from `.lore/` and the repository, except access statistics (which reading
 must not write into committed files).
 """
@@ -114,6 +114,18 @@ class SQLiteIndex:
         so cached matrices survive reads."""
         return int(self.get_meta("vectors_version", "0"))
 
+    def identity(self) -> str:
+        """A random id of this index file: a rebuilt index starts its version
+        counters again, and caches must not mistake it for the old one."""
+        found = self.get_meta("index_id")
+        if found is None:
+            import uuid
+            with self.write():
+                self.db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('index_id', ?)",
+                                (uuid.uuid4().hex,))
+            found = self.get_meta("index_id")
+        return found
+
     def _vectors_changed(self) -> None:
         self.db.execute("INSERT INTO meta(key, value) VALUES ('vectors_version', '1') "
                         "ON CONFLICT(key) DO UPDATE SET value = value + 1")
@@ -221,6 +233,23 @@ class SQLiteIndex:
                "ORDER BY bm25(chunks_fts, 4.0, 2.0, 1.0) LIMIT ?")
         return self.db.execute(sql, (match, *params, limit)).fetchall()
 
+    def first_chunk(self, path: str) -> dict | None:
+        row = self.db.execute("SELECT c.id AS chunk_id, c.section, c.start_line, c.end_line, c.text "
+                              "FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ? "
+                              "ORDER BY c.ord LIMIT 1", (path,)).fetchone()
+        return dict(row) if row else None
+
+    # -- access statistics (index only: reading must not dirty committed files) --
+
+    def access_stats(self) -> dict[str, tuple[int, str]]:
+        return {r[0]: (r[1], r[2]) for r in self.db.execute("SELECT memory_id, count, last_accessed FROM access")}
+
+    def record_access(self, memory_ids: list[str], when: str) -> None:
+        self.db.executemany(
+            "INSERT INTO access(memory_id, count, last_accessed) VALUES (?, 1, ?) "
+            "ON CONFLICT(memory_id) DO UPDATE SET count = count + 1, last_accessed = excluded.last_accessed",
+            [(mid, when) for mid in memory_ids])
+
     # -- embeddings -----------------------------------------------------------
 
     def pending_embeddings(self, model: str, limit: int, kind: str | None = None) -> list[tuple[str, str]]:
@@ -318,6 +347,16 @@ class SQLiteIndex:
                f"FROM chunks c JOIN files f ON f.id = c.file_id {extra} "
                f"WHERE c.id IN ({marks}) {'AND ' + where if where else ''}")
         return self.db.execute(sql, (*chunk_ids, *params)).fetchall()
+
+    def check(self) -> str:
+        """'ok', or what is wrong with the database and its full-text indexes."""
+        try:
+            result = self.db.execute("PRAGMA quick_check").fetchone()[0]
+            for table in ("chunks_fts", "code_fts", "commit_fts"):
+                self.db.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
+            return result
+        except sqlite3.DatabaseError as err:
+            return str(err)
 
     def counts(self) -> dict[str, int]:
         one = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731

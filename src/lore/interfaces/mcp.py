@@ -157,7 +157,27 @@ def build_server(project: str | None = None, *, agent: str | None = None):
                                          applies_to=applies_to or "global", id=id))
         return tools.call(run)
 
+    for tool in server._tool_manager.list_tools():
+        tool.parameters = _compact(tool.parameters)
     return server, tools
+
+
+def _compact(schema):
+    """The advertised input schema without what costs an agent tokens and says
+    nothing: per-field titles and `anyOf [X, null]` around optional fields
+    (arguments are still validated against the full signature)."""
+    if isinstance(schema, list):
+        return [_compact(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _compact(v) for k, v in schema.items() if k != "title" or not isinstance(v, str)}
+    options = out.get("anyOf")
+    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
+        out.pop("anyOf")
+        out.update(next(o for o in options if o != {"type": "null"}))
+    if out.get("default", 0) is None:
+        out.pop("default")
+    return out
 
 
 def _memory_json(result) -> dict:

@@ -59,7 +59,7 @@ def _load(index: SQLiteIndex, kind: str, model: str, version: int) -> VectorSet:
     import numpy as np
 
     folder = index.path.parent / "local" / "cache"
-    prefix = f"vectors-{kind}-{hashlib.sha1(model.encode()).hexdigest()[:10]}"
+    prefix = f"vectors-{index.identity()[:12]}-{kind}-{hashlib.sha1(model.encode()).hexdigest()[:10]}"
     # Files are per version and never rewritten; the .vec file is written last,
     # so its presence means the pair is complete.
     ids_file, vec_file = folder / f"{prefix}-v{version}.ids.npy", folder / f"{prefix}-v{version}.vec.npy"
@@ -84,8 +84,10 @@ def _load(index: SQLiteIndex, kind: str, model: str, version: int) -> VectorSet:
                 with open(tmp, "wb") as handle:
                     np.save(handle, array)
                 os.replace(tmp, path)
-            for old in folder.glob(f"{prefix}-v*.npy"):
-                if old not in (ids_file, vec_file):
+            # Older versions of this matrix, and matrices of indexes since rebuilt.
+            for old in folder.glob(f"vectors-*-{kind}-*.npy"):
+                if old not in (ids_file, vec_file) and (old.name.startswith(prefix) or
+                                                        not old.name.startswith(f"vectors-{index.identity()[:12]}")):
                     old.unlink(missing_ok=True)
         except OSError:
             pass        # a cache is an optimisation, never a failure

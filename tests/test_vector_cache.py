@@ -1,0 +1,44 @@
+"""The on-disk matrix cache is never served for a different index or version."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lore
+from lore.search import vectors
+
+
+def test_cache_is_used_then_invalidated_by_changes_and_rebuilds(tmp_path, monkeypatch):
+    monkeypatch.setattr(vectors, "_DISK_CACHE_MIN", 1)      # cache even a tiny matrix
+    root = tmp_path / "p"
+    project = lore.init(root)
+    project.add(title="Deploys", body="Releases go to the staging cluster for an hour first.", tags=["deploy"])
+    project.add(title="Pets", body="Dogs are welcome in the office on Fridays.", tags=["office"])
+    assert project.search("shipping a new version", mode="vector")[0].title == "Deploys"
+    cache = root / ".lore/local/cache"
+    first = sorted(p.name for p in cache.glob("*.vec.npy"))
+    assert first
+    project.close()
+
+    # A new process reads the cached matrix (same identity and version).
+    reopened = lore.open(root)
+    vectors._CACHE.clear()
+    assert reopened.search("animals at work", mode="vector")[0].title == "Pets"
+    assert sorted(p.name for p in cache.glob("*.vec.npy")) == first
+    # A change makes a new version; the old files go.
+    reopened.add(title="Coffee", body="The espresso machine is descaled every Monday.", tags=["office"])
+    vectors._CACHE.clear()
+    assert reopened.search("cleaning the coffee maker", mode="vector")[0].title == "Coffee"
+    second = sorted(p.name for p in cache.glob("*.vec.npy"))
+    assert second and second != first
+    reopened.close()
+
+    # A rebuilt index starts its counters again: it must not read the old matrix.
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{root / '.lore/index.db'}{suffix}").unlink(missing_ok=True)
+    rebuilt = lore.open(root)
+    vectors._CACHE.clear()
+    assert rebuilt.search("cleaning the coffee maker", mode="vector")[0].title == "Coffee"
+    assert rebuilt.search("animals at work", mode="vector")[0].title == "Pets"
+    assert not set(second) & {p.name for p in cache.glob("*.vec.npy")}
+    rebuilt.close()
