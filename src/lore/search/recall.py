@@ -160,18 +160,26 @@ def task_item(task: str, title: str, score: float) -> Item:
 
 
 def build(request: RecallRequest, items: list[Item]) -> RecallPack:
+    from lore.index.tokens import count_tokens
+
     query = request.query()
     header = render(request.title, query, [], request.budget, used=request.budget)
-    from lore.index.tokens import count_tokens
     chosen = pack(items, request.budget, request.level, count_tokens(header) + 2)
-    # The header states the tokens used, which changes the count: settle it.
-    used = count_tokens(render(request.title, query, chosen, request.budget))
+    # The header states the tokens used, which changes the count: the body is
+    # counted once, the one-line header until its number is stable.
+    head = render(request.title, query, [], request.budget).rstrip("\n")
+    rest = count_tokens(render(request.title, query, chosen, request.budget)[len(head):])
+    used = count_tokens(head) + rest
     for _ in range(3):
-        markdown = render(request.title, query, chosen, request.budget, used=used)
-        if count_tokens(markdown) == used:
+        total = count_tokens(render(request.title, query, [], request.budget, used=used).rstrip("\n")) + rest
+        if total == used:
             break
-        used = count_tokens(markdown)
-    return RecallPack(query, request.title, request.budget, request.level, chosen, markdown, used)
+        used = total
+    markdown = render(request.title, query, chosen, request.budget, used=used)
+    exact = count_tokens(markdown)
+    if exact != used:       # a piece straddled the seam: say the exact figure
+        markdown = render(request.title, query, chosen, request.budget, used=exact)
+    return RecallPack(query, request.title, request.budget, request.level, chosen, markdown, exact)
 
 
 def _memory_item(hit, score: float, stale: list[str] | None) -> Item:
