@@ -128,6 +128,10 @@ MIGRATIONS: list[list[str]] = [
         "ALTER TABLE anchors ADD COLUMN named_path TEXT",
         "UPDATE anchors SET named_path = path",
     ],
+    # 5: scoped memories (file:/area: sort before 'global') found by range scan.
+    [
+        "CREATE INDEX memories_scope ON memories(applies_to)",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -22,6 +22,7 @@ from lore.search.text import terms
 
 MAX_QUERY_TERMS = 64
 FILE_RRF_K = 10       # file ranks from code search and from past commits
+MAX_EVIDENCE_FILES = 100   # commits touching more files are imports or sweeps, not evidence
 SCOPE_BOOST = 1.5
 
 
@@ -101,6 +102,8 @@ def rank_files(code_files: list[tuple[str, float]], commits, existing: set[str],
     touched_by: dict[str, int] = {}
     for rank, commit in enumerate(commits):
         # A commit touching many files (an import, a reformat) says little about each.
+        if len(commit.files) > MAX_EVIDENCE_FILES:
+            continue
         weight = commit.relevance / (1 + rank) / max(1.0, len(commit.files)) ** 0.5
         for path in commit.files:
             if path in existing:
