@@ -97,16 +97,21 @@ def show(lore, key, offset, limit, as_json):
 
 @click.command()
 @click.argument("key")
+@json_option
 @with_lore
-def edit(lore, key):
+def edit(lore, key, as_json):
     """Open a memory in $EDITOR, then re-index it (the file is never rewritten by Lore)."""
     path = lore.path_of(key)
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     status = subprocess.call(f'{editor} "{path}"', shell=True)
     if status != 0:
         raise UsageError(f"editor '{editor}' exited with {status}; the file is as you left it")
-    lore.check(lore.project.rel(path))
-    click.echo(f"saved {lore.project.rel(path)}")
+    rel = lore.project.rel(path)
+    lore.check(rel)
+    if as_json:
+        emit_json({"path": rel, "id": lore.load(rel).id})
+    else:
+        click.echo(f"saved {rel}")
 
 
 @click.command()
