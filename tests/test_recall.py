@@ -854,7 +854,10 @@ def test_stale_memories_stay_searchable_are_flagged_rank_lower_and_verify_clears
     assert flagged["score"] < by_id(before)[anchored]["score"]
     stale_line = next(l for l in after["markdown"].splitlines() if anchored[:8] in l)
     assert "⚠ stale" in stale_line
-    assert anchored in [h["id"] for h in calc.json("search", "exact", "sums")], "stale stays searchable"
+    found = by_id(calc.json("search", "exact", "sums"))
+    assert anchored in found, "stale stays searchable"
+    assert found[anchored]["stale"] and found[control]["stale"] is None        # flagged in search too
+    assert found[anchored]["score"] < found[control]["score"]                  # and ranked lower
 
     verified = calc.json("verify", anchored[:8])
     assert verified["id"] == anchored and verified["anchored"] >= 1

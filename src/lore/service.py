@@ -578,7 +578,10 @@ class Lore:
             self.index_code()
         items, tasks = [], {}
         if include_memories:
-            hits = self.search(query, limit=max(20, request.limit_per_type * 4), viewer=agent)
+            # Unflagged hits: attention applies the stale penalty itself.
+            self.sync()
+            hits = self._search(query, self._filter({"viewer": agent} if agent else {}),
+                                clamp_limit(max(20, request.limit_per_type * 4)), None, None)
             stale = anchors.stale_reasons(self.index)
             access = self._access_stats()
             hot = self._hot_memories(request, access, stale, exclude={h.id for h in hits})
@@ -691,12 +694,16 @@ class Lore:
             fusion: "rrf" or "weighted" (default: `[search] fusion` in config).
             filters: see :class:`~lore.search.filters.MemoryFilter`.
         """
-        from lore.search import memories
         flt = self._filter(filters)
         limit = clamp_limit(limit)
         if mode not in (None, "hybrid", "bm25", "vector"):
             raise UsageError(f"unknown search mode '{mode}'; use hybrid, bm25 or vector")
         self.sync()
+        return self._flag_stale(self._search(query, flt, limit, mode, fusion))
+
+    def _search(self, query: str, flt: MemoryFilter, limit: int, mode: str | None,
+                fusion: str | None) -> list[MemoryHit]:
+        from lore.search import memories
         if mode == "bm25":
             return memories.search_bm25(self.index, query, flt, limit)
         vector, model = self._query_vector(query)
@@ -707,6 +714,17 @@ class Lore:
         if mode == "vector":
             return memories.search_vector(self.index, vector, model, flt, limit, query)
         return memories.search_hybrid(self.index, query, vector, model, flt, limit, fusion or self.fusion)
+
+    def _flag_stale(self, hits: list[MemoryHit]) -> list[MemoryHit]:
+        """Stale memories stay findable, flagged, at half their score."""
+        from lore.index import anchors
+        from lore.search.attention import STALE_FACTOR
+        stale = anchors.stale_reasons(self.index, [h.id for h in hits])
+        for hit in hits:
+            if hit.id in stale:
+                hit.stale = stale[hit.id]
+                hit.score = round(hit.score * STALE_FACTOR, 4)
+        return sorted(hits, key=lambda h: -h.score) if stale else hits
 
     @property
     def fusion(self) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from lore.interfaces.cli.common import json_option, with_lore
-from lore.interfaces.cli.output import console, emit_json, table
+from lore.interfaces.cli.output import emit_json, emit_results, table
 
 
 @click.command()
@@ -25,18 +25,13 @@ def code(lore, query, languages, extensions, directories, days, files_only, mode
     hits = lore.code_search(" ".join(query), limit=limit, languages=languages, extensions=extensions,
                             directories=directories, changed_within_days=days, files_only=files_only,
                             mode=mode)
-    if as_json:
-        emit_json([h.to_json(full=full) for h in hits])
-        return
-    if not hits:
-        click.echo("no matches")
-        return
-    out = console()
-    for h in hits:
+    def render(out, h):
         out.print(f"[cyan]{h.file_path}:{h.start_line}-{h.end_line}[/cyan]  [bold]{h.symbol or ''}[/bold]  "
                   f"[dim]{h.language} · {h.similarity:.2f} {h.source}[/dim]")
         if not files_only:
             out.print(f"  {h.snippet}", markup=False)
+
+    emit_results(hits, as_json, lambda h: h.to_json(full=full), render)
 
 
 @click.command()
@@ -48,17 +43,13 @@ def code(lore, query, languages, extensions, directories, days, files_only, mode
 def history(lore, query, limit, mode, as_json):
     """Search past work: the project's commits, with the files they changed."""
     hits = lore.history(" ".join(query), limit=limit, mode=mode)
-    if as_json:
-        emit_json([h.to_json() for h in hits])
-        return
-    if not hits:
-        click.echo("no matches")
-        return
-    out = console()
-    for h in hits:
+
+    def render(out, h):
         out.print(f"[yellow]{h.sha[:10]}[/yellow] [bold]{h.subject}[/bold]  [dim]{h.author} · {h.date[:10]} · "
-                  f"{h.relevance:.2f}[/dim]", markup=True)
+                  f"{h.relevance:.2f}[/dim]")
         out.print("  " + ", ".join(h.files[:8]) + (" …" if len(h.files) > 8 else ""), markup=False)
+
+    emit_results(hits, as_json, lambda h: h.to_json(), render)
 
 
 @click.command(name="update-index")

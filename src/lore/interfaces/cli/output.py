@@ -19,6 +19,18 @@ def console():
     return Console(highlight=False, soft_wrap=False)
 
 
+def emit_results(hits: list, as_json: bool, json_of: Callable, render: Callable) -> None:
+    """Search results: a JSON list, "no matches", or render(console, hit) per hit."""
+    if as_json:
+        emit_json([json_of(h) for h in hits])
+    elif not hits:
+        click.echo("no matches")
+    else:
+        out = console()
+        for hit in hits:
+            render(out, hit)
+
+
 def warn(message: str) -> None:
     click.echo(f"lore: {message}", err=True)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from lore.interfaces.cli.common import filter_options, json_option, with_lore
-from lore.interfaces.cli.output import console, emit_json
+from lore.interfaces.cli.output import emit_results
 
 
 @click.command()
@@ -18,17 +18,14 @@ from lore.interfaces.cli.output import console, emit_json
 def search(lore, query, mode, as_json, limit, **filters):
     """Search memories (hybrid BM25 + vectors; scores 0-1)."""
     hits = lore.search(" ".join(query), limit=limit, mode=mode, **filters)
-    if as_json:
-        emit_json([h.to_json() for h in hits])
-        return
-    if not hits:
-        click.echo("no matches")
-        return
-    out = console()
-    for hit in hits:
-        out.print(f"[bold]{hit.title}[/bold]  [dim]{hit.type} · {hit.score:.2f} {hit.source} · {hit.id[:8]}[/dim]")
-        out.print(f"  [cyan]{hit.path}:{hit.start_line}[/cyan]  [dim]{hit.section or ''}[/dim]")
-        out.print(f"  {hit.snippet}", markup=False)
+    emit_results(hits, as_json, lambda h: h.to_json(), _render)
+
+
+def _render(out, hit) -> None:
+    stale = " [red]⚠ stale[/red]" if hit.stale else ""
+    out.print(f"[bold]{hit.title}[/bold]{stale}  [dim]{hit.type} · {hit.score:.2f} {hit.source} · {hit.id[:8]}[/dim]")
+    out.print(f"  [cyan]{hit.path}:{hit.start_line}[/cyan]  [dim]{hit.section or ''}[/dim]")
+    out.print(f"  {hit.snippet}", markup=False)
 
 
 COMMANDS = [search]
