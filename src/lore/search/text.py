@@ -34,12 +34,22 @@ def terms(text: str) -> list[str]:
     return list(out)
 
 
+MAX_FTS_TERMS = 16
+
+
 def fts_query(text: str) -> str | None:
     """An FTS5 MATCH expression: every term quoted, OR-ed (BM25 ranks by how
-    many and how rare the matches are). None when nothing is searchable."""
+    many and how rare the matches are). None when nothing is searchable.
+
+    FTS5 scores every row matching any OR-ed term, so a long task description
+    is cut to its 16 longest terms (longer words are, as a rule, rarer and
+    say more), in their original order."""
     words = terms(text)
     if not words:
         return None
+    if len(words) > MAX_FTS_TERMS:
+        keep = set(sorted(words, key=len, reverse=True)[:MAX_FTS_TERMS])
+        words = [w for w in words if w in keep][:MAX_FTS_TERMS]
     return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
 
 
