@@ -13,7 +13,6 @@ With --memories N it also adds N memories (LoCoMo turns) so later benchmarks
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import subprocess

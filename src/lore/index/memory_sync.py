@@ -10,10 +10,8 @@ dropped) and every other file stays searchable.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterator
 
 from lore.errors import ValidationError
@@ -149,7 +147,3 @@ def _walk(top: str, strip: int) -> Iterator[tuple[str, os.stat_result]]:
             except FileNotFoundError:        # deleted while we walked
                 continue
             yield entry.path[strip:].replace(os.sep, "/"), st
-
-
-def tags_of(row) -> list[str]:
-    return json.loads(row["tags"])

@@ -99,15 +99,10 @@ class SQLiteIndex:
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield self.db
-            # Any write invalidates per-process caches (the vector matrix).
-            self.db.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
-
-    def generation(self) -> int:
-        return int(self.get_meta("generation", "0"))
 
     def vectors_version(self) -> int:
         """Changes only when chunks or vectors do (not on access stats or meta),

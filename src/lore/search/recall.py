@@ -13,7 +13,6 @@ The query is the task's title and description reduced to key terms. From it:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from lore.search import attention as att
@@ -213,7 +212,3 @@ def _applies(scope: str, touched: set[str], text: str) -> bool:
         area = scope[5:].lower()
         return area in text or any(area in t.lower() for t in touched)
     return False
-
-
-def parse_files(row) -> list[str]:
-    return json.loads(row["files"]) if isinstance(row["files"], str) else list(row["files"])

@@ -14,15 +14,19 @@ an approximate index (pgvector HNSW) would replace `top_k`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lore.index.store import SQLiteIndex
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _CACHE: dict[tuple[str, str, str], "VectorSet"] = {}
 
 
 @dataclass
 class VectorSet:
-    generation: int
+    version: int
     ids: "np.ndarray"        # chunk ids, int64
     matrix: "np.ndarray"     # float32 [n, dim], unit rows
 
@@ -46,7 +50,7 @@ def vector_set(index: SQLiteIndex, kind: str, model: str) -> VectorSet:
     key = (str(index.path), kind, model)
     version = index.vectors_version()
     cached = _CACHE.get(key)
-    if cached is None or cached.generation != version:
+    if cached is None or cached.version != version:
         cached = _load(index, kind, model, version)
         _CACHE[key] = cached
     return cached

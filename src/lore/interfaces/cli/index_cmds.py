@@ -6,7 +6,6 @@ from collections import Counter
 
 import click
 
-from lore.errors import LoreError
 from lore.interfaces.cli.common import json_option, with_lore
 from lore.interfaces.cli.output import emit_json, progress_bar, table, warn
 

@@ -45,10 +45,6 @@ def table(columns: list[str], rows: list[list[str]], *, title: str | None = None
     console().print(grid)
 
 
-def is_tty() -> bool:
-    return sys.stdout.isatty()
-
-
 @contextmanager
 def progress_bar(label: str, *, enabled: bool = True) -> Iterator[Callable[[int, int], None]]:
     """A progress bar on stderr (only on a terminal); yields advance(done, total)."""
