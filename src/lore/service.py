@@ -809,8 +809,8 @@ class Lore:
         self.sync()
         for path, error in self.index.file_errors("memory"):
             if path == rel:
-                raise ValidationError(error.split(": ", 1)[-1] if error.startswith(rel) else error,
-                                      path=rel)
+                line, message = memory_sync.split_error(path, error)
+                raise ValidationError(message, path=rel, line=line)
 
     def stats(self) -> dict:
         self.sync()
@@ -843,7 +843,8 @@ class Lore:
         problems: list[Problem] = []
         report = self.sync()
         for path, error in report.errors:
-            problems.append(Problem("error", path, error.split(": ", 1)[-1] if error.startswith(path) else error))
+            line, message = memory_sync.split_error(path, error)
+            problems.append(Problem("error", path, f"line {line}: {message}" if line else message))
         seen_ids: dict[str, str] = {}
         import json
         from lore.memory.model import UUID4_RE

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -100,6 +101,15 @@ def load_memory(raw: bytes, rel: str, where: tuple) -> tuple[Memory, int]:
         memory.agent = owner
     memory.validate()
     return memory, body_line
+
+
+def split_error(path: str, error: str) -> tuple[int | None, str]:
+    """(line, message) of an error recorded for `path`; errors are stored as
+    users see them: `path[:line]: message`."""
+    match = re.match(r"(?::(\d+))?: (.*)", error.removeprefix(path), re.S)
+    if match is None:
+        return None, error
+    return (int(match.group(1)) if match.group(1) else None), match.group(2)
 
 
 def memory_chunks(memory: Memory, body_line: int) -> list[ChunkRow]:

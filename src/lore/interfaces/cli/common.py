@@ -46,8 +46,8 @@ def with_lore(func):
             for notice in lore.notices:
                 warn(notice)
             if lore.last_sync and ctx.info_name not in ("doctor", "index"):
-                for path, error in lore.last_sync.errors:
-                    warn(f"skipped {error if error.startswith(path) else path + ': ' + error}")
+                for _, error in lore.last_sync.errors:
+                    warn(f"skipped {error}")
             lore.close()
         return result
     return wrapper

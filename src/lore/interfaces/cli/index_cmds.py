@@ -65,8 +65,8 @@ def index(lore, force, reembed, no_embed, no_code, as_json):
                        f"{code.files_skipped} skipped ({', '.join(f'{n} {r}' for r, n in reasons.most_common()) or '-'}), "
                        f"{code.commits_added} commits, {code.duration_ms / 1000:.1f} s")
         click.echo(f"embeddings: {embedded} chunks embedded")
-        for path, error in report.errors:
-            warn(error if error.startswith(path) else f"{path}: {error}")
+        for _, error in report.errors:
+            warn(error)
     if report.errors:
         raise click.exceptions.Exit(1)
 
