@@ -577,3 +577,34 @@ def test_capture_needs_a_source(repo, tmp_path):
     assert proc.returncode != 0 and "--transcript" in proc.stderr and "--from-stdout" in proc.stderr
     proc = repo("capture", "--transcript", str(tmp_path / "missing.jsonl"), ok=False)
     assert proc.returncode != 0 and "missing.jsonl" in proc.stderr
+
+
+def test_complete_writes_the_task_memory_from_its_commits_and_is_idempotent(cli, git_env):
+    import subprocess
+    root = cli.cwd
+    def git(*args):
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+    git("init", "-q", "-b", "main")
+    (root / "src").mkdir()
+    (root / "src/auth.py").write_text("def timeout():\n    return 5\n")
+    (root / "README.md").write_text("unrelated\n")
+    git("add", "-A"); git("commit", "-qm", "initial import")
+    (root / "src/auth.py").write_text("def timeout():\n    return 15\n")
+    git("commit", "-qam", "jat-abc: raise the timeout to 15s rather than adding retries")
+    (root / "README.md").write_text("other task\n")
+    git("commit", "-qam", "jat-xyz: unrelated docs")
+
+    first = cli.json("complete", "jat-abc", "--title", "Fix OAuth timeout", "--summary", "Raised the timeout",
+                     "--lesson", "The provider is slow under load", "--agent", "FairBay")
+    assert first["created"] and first["files"] == ["src/auth.py"]
+    text = (root / first["path"]).read_text()
+    assert first["path"].endswith("-jat-abc-fix-oauth-timeout.md")
+    for section in ("## Summary", "## Approach", "## Decisions", "## Key Files", "## Lessons"):
+        assert section in text
+    assert "rather than adding retries" in text and "`src/auth.py:2`" in text and "agent: FairBay" in text
+
+    again = cli.json("complete", "jat-abc", "--title", "Fix OAuth timeout", "--summary", "Raised it to 15s")
+    assert not again["created"] and again["id"] == first["id"] and again["path"] == first["path"]
+    assert len(list((root / ".lore/memory").glob("*.md"))) == 1
+    assert "Raised it to 15s" in (root / first["path"]).read_text()
+    assert cli.json("search", "timeout", "--mode", "bm25")[0]["id"] == first["id"]

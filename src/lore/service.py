@@ -279,9 +279,19 @@ class Lore:
         return AddResult(memory, rel, True, found)
 
     def update(self, key: str, *, body: str | None = None, title: str | None = None,
-               type: str | None = None, tags: list[str] | None = None,
-               applies_to: str | None = None, confidence: float | None = None) -> AddResult:
-        """Rewrite an existing memory in canonical form (unknown fields kept)."""
+               type: str | None = None, **fields) -> AddResult:
+        """Rewrite an existing memory in canonical form (unknown fields kept).
+
+        Args:
+            fields: other Memory fields to set (tags, applies_to, confidence,
+                files, labels, agent, project, priority, risk, task_type);
+                None leaves a field as it is.
+        """
+        from lore.memory.model import SECTOR_OF_TYPE, UPDATABLE
+        unknown = set(fields) - UPDATABLE
+        if unknown:
+            raise UsageError(f"cannot update {', '.join(sorted(unknown))}; "
+                             f"updatable fields: {', '.join(sorted(UPDATABLE))}")
         rel = self.resolve(key)
         memory = self.load(rel)
         found: Counter = Counter()
@@ -291,15 +301,10 @@ class Lore:
             memory.title, more = secrets.redact(title.strip())
             found += more
         if type is not None:
-            memory.type = type
-            from lore.memory.model import SECTOR_OF_TYPE
-            memory.sector = SECTOR_OF_TYPE.get(type, memory.sector)
-        if tags is not None:
-            memory.tags = list(tags)
-        if applies_to is not None:
-            memory.applies_to = applies_to
-        if confidence is not None:
-            memory.confidence = confidence
+            memory.type, memory.sector = type, SECTOR_OF_TYPE.get(type, memory.sector)
+        for name, value in fields.items():
+            if value is not None:
+                setattr(memory, name, list(value) if isinstance(value, (list, tuple)) else value)
         memory.updated_at = now_iso()
         memory.validate()
         with file_lock(self.project.local_dir / ".write.lock"):
@@ -481,18 +486,7 @@ class Lore:
         if not existing:
             return self.add(body=body, title=title, type="summary", task=task, extra=_task_extra(bundle),
                             **fields)
-        rel = existing[0]["path"]
-        memory = self.load(rel)
-        memory.body, found = secrets.redact(body)
-        memory.title = secrets.redact(title)[0]
-        memory.tags, memory.files, memory.labels = list(fields["tags"]), list(changes.files), list(bundle.labels)
-        memory.agent, memory.project, memory.updated_at = agent, fields["project"], now_iso()
-        memory.priority, memory.risk, memory.task_type = bundle.priority, bundle.risk, bundle.task_type
-        memory.validate()
-        with file_lock(self.project.local_dir / ".write.lock"):
-            markdown.write_atomic(self.project.root / rel, markdown.render(memory))
-        self.sync()
-        return AddResult(self.load(rel), rel, False, found)
+        return self.update(existing[0]["path"], body=body, title=title, **fields, **_task_extra(bundle))
 
     # -- capture ---------------------------------------------------------------------
 

@@ -49,6 +49,10 @@ SCOPE_RE = re.compile(r"^(global|file:.+|area:.+)$")
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 UUID4_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
+# Fields Lore.update may set besides body, title and type.
+UPDATABLE = frozenset({"tags", "applies_to", "confidence", "files", "labels", "agent", "project",
+                       "priority", "risk", "task_type"})
+
 MAX_SUBJECT = 200
 MAX_KEYWORDS = 20
 MAX_KEYWORD_LEN = 50
