@@ -610,6 +610,17 @@ class Lore:
             self._paths_cache = (version, self.index.paths("code"))
         return self._paths_cache[1]
 
+    def branch_title(self, task: str | None = None) -> str:
+        """A task title from the task id and the current git branch
+        (`fix-oauth-timeout` → "fix oauth timeout"); "" if there is neither."""
+        from lore.index import gitrepo
+        root = self.project.root
+        branch = gitrepo.current_branch(root) if gitrepo.repo_root(root) else None
+        if branch in ("main", "master", "trunk", "develop"):
+            branch = None
+        words = " ".join((branch or "").replace("/", " ").replace("-", " ").replace("_", " ").split())
+        return " ".join(filter(None, [task, words]))
+
     @property
     def half_life(self) -> float:
         return float(self.project.setting("recall", "half_life_days", 90))

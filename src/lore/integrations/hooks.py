@@ -37,12 +37,7 @@ def run_hook(event: str, project: str, stdin=None) -> int:
 
 
 def _session_start(lore, payload: dict) -> str:
-    from lore.index import gitrepo
-    root = lore.project.root
-    branch = gitrepo.current_branch(root) if gitrepo.repo_root(root) else None
-    title = (branch or "").replace("-", " ").replace("_", " ").replace("/", " ").strip()
-    if not title or title in ("main", "master", "trunk", "develop"):
-        title = "project conventions decisions gotchas"
+    title = lore.branch_title() or "project conventions decisions gotchas"
     pack = lore.recall(title, fresh=False)
     context = pack.markdown if pack.items else ""
     if context:

@@ -63,10 +63,7 @@ def recall(lore, title, **options):
 @with_lore
 def start(lore, task, title, **options):
     """Print the recall pack for a task being picked up (seed 000's /start step)."""
-    if not title:
-        from lore.index import gitrepo
-        branch = gitrepo.current_branch(lore.project.root) if gitrepo.repo_root(lore.project.root) else None
-        title = " ".join(filter(None, [task, (branch or "").replace("-", " ").replace("/", " ")]))
+    title = title or lore.branch_title(task)
     options["task"] = options.get("task") or task
     _recall(lore, title, **options)
 
