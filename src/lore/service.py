@@ -26,6 +26,7 @@ from lore.search.text import terms
 
 # Pending memory chunks embedded inline before a search (more: `lore index`).
 INLINE_EMBED_LIMIT = 256
+CODE_CHECK_SECONDS = 2.0
 DEFAULT_FUSION = "rrf"
 
 
@@ -82,6 +83,7 @@ class Lore:
         self.project = project
         self.agent = agent
         self._watcher = None
+        self._code_checked = float("-inf")
         if watch:
             from lore.index.watch import Watcher
             self._watcher = Watcher([project.memory_dir, project.local_dir])
@@ -394,10 +396,22 @@ class Lore:
         if changed_within_days is not None:
             paths = self._recent_paths(changed_within_days)
         flt = CodeFilter(list(languages), list(extensions), list(directories), paths)
-        if fresh and self.project.setting("index", "auto_sync", True):
-            self.index_code()
+        if fresh:
+            self._refresh_code()
         return search_code(self.index, query, flt, limit=clamp_limit(limit), files_only=files_only,
                            **self._search_args(query, mode, fusion, "code"))
+
+    def _refresh_code(self) -> None:
+        """Pick up changed files before reading code (unless `[index] auto_sync
+        = false`). A watching, long-running process re-checks at most every
+        CODE_CHECK_SECONDS: the scan costs tens of ms on a large repository."""
+        import time
+        if not self.project.setting("index", "auto_sync", True):
+            return
+        if self._watcher is not None and time.monotonic() - self._code_checked < CODE_CHECK_SECONDS:
+            return
+        self.index_code()
+        self._code_checked = time.monotonic()
 
     def history(self, query: str, *, limit: int | None = None, mode: str | None = None,
                 fusion: str | None = None, fresh: bool = True):
@@ -568,8 +582,8 @@ class Lore:
             level=resolve_level(level, bracket), limit_per_type=clamp_limit(limit_per_type, 5),
             agent=agent)
         query = request.text
-        if fresh and include_code:
-            self.index_code()
+        if fresh and (include_code or include_related_work):
+            self._refresh_code()          # code and history
         items, tasks = [], {}
         if include_memories:
             # Unflagged hits: attention applies the stale penalty itself.
@@ -587,7 +601,7 @@ class Lore:
                     tasks[hit.task_id] = rc.task_item(hit.task_id, hit.title, hit.score)
         commits = []
         if include_code or include_related_work:
-            commits = self.history(query, limit=20, fresh=fresh)
+            commits = self.history(query, limit=20, fresh=False)
         if include_code:
             code_files = self.code_search(query, limit=max(10, request.limit_per_type * 2), files_only=True,
                                           fresh=False)

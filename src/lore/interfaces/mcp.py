@@ -5,8 +5,8 @@ recall_context, search_memories, update_index) and 004 (memory_search →
 memory_read, memory_write). Each is a few lines over :class:`lore.service.Lore`,
 which stays open for the server's life: the embedding model and vector
 matrices load once. Before answering, memory files are re-checked (an
-inotify read; a stat scan only when something changed); code is re-checked
-at most every ``CODE_CHECK_SECONDS``.
+inotify read; a stat scan only when something changed); code at most every
+2 s (the service's ``CODE_CHECK_SECONDS`` for watching processes).
 
 Nothing may be printed to stdout in stdio mode: it is the protocol channel.
 """
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -23,7 +22,6 @@ from pydantic import Field
 from lore.errors import LoreError
 from lore.memory.model import MEMORY_TYPES
 
-CODE_CHECK_SECONDS = 2.0
 MAX_LIMIT = 50
 
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT)]
@@ -40,16 +38,12 @@ class LoreTools:
         from lore.service import Lore
         self.lore = Lore.open(project or ".", agent=agent, watch=True)
         self.lock = threading.Lock()
-        self._code_checked = 0.0
 
-    def call(self, fn, *args, fresh_code: bool = False, **kwargs) -> str:
+    def call(self, fn, *args, **kwargs) -> str:
         """Run a service call; LoreErrors become tool errors with their one-line message."""
         from mcp.server.mcpserver.exceptions import ToolError
         with self.lock:
             try:
-                if fresh_code and time.monotonic() - self._code_checked > CODE_CHECK_SECONDS:
-                    self.lore.index_code()
-                    self._code_checked = time.monotonic()
                 return _dump(fn(*args, **kwargs))
             except LoreError as err:
                 raise ToolError(str(err)) from None
@@ -81,7 +75,7 @@ def build_server(project: str | None = None, *, agent: str | None = None):
                         files_only: bool = False) -> str:
         return tools.call(lambda: [h.to_json(full=True) for h in lore.code_search(
             query, limit=limit, extensions=file_types or (), directories=directories or (),
-            changed_within_days=changed_within_days, files_only=files_only, fresh=False)], fresh_code=True)
+            changed_within_days=changed_within_days, files_only=files_only)])
 
     @server.tool(description="Index the project's code, history and memories (incremental unless "
                              "incremental=false). Returns IndexResult.")
@@ -116,7 +110,7 @@ def build_server(project: str | None = None, *, agent: str | None = None):
             title, description=description, task=work_item_id, files=files or (),
             include_code=include_code, include_memories=include_memories,
             include_related_work=include_related_work, limit_per_type=limit_per_type,
-            budget=budget, agent=agent, fresh=False).to_json(), fresh_code=include_code)
+            budget=budget, agent=agent).to_json())
 
     @server.tool(description="Search memories; filter by types. Returns memories with id, title, "
                              "type, snippet, score 0-1.")
