@@ -63,3 +63,12 @@ def git_env(monkeypatch, tmp_path):
         monkeypatch.setenv(f"GIT_{role}_EMAIL", "ada@example.com")
     for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def repo(tmp_path, git_env) -> Path:
+    """An empty git repository on branch main (modules may define their own `repo`)."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=root, check=True)
+    return root

@@ -41,14 +41,6 @@ def numbered(n: int, prefix: str = "line") -> str:
     return "".join(f"{prefix} {i}\n" for i in range(1, n + 1))
 
 
-@pytest.fixture
-def repo(tmp_path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    return root
-
-
 # -- finding the task's commits ---------------------------------------------------
 
 def test_task_commits_found_by_whole_word_id_newest_first(repo):

@@ -43,14 +43,6 @@ def commit(repo: Path, message: str, *, date: int | None = None) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
-@pytest.fixture
-def repo(tmp_path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    return root
-
-
 # -- locating -----------------------------------------------------------------
 
 def test_repo_root_from_subdir_file_and_outside(repo, tmp_path):

@@ -54,6 +54,6 @@ def search_kind(index: SQLiteIndex, kind: str, query: str, *, limit: int, where:
                 vector.append((chunk_id, max(0.0, sim)))
     if not vector:
         return [ChunkMatch(rows[i], s, "bm25") for i, s in keyword[:limit]]
-    if not keyword and mode != "hybrid" or mode == "vector":
+    if mode == "vector":
         return [ChunkMatch(rows[i], s, "vector") for i, s in vector[:limit]]
     return [ChunkMatch(rows[i], s, src) for i, s, src in fuse(keyword, vector, fusion, len(words))[:limit]]
