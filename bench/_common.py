@@ -11,7 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-BENCH_DATA = Path(os.environ.get("LORE_BENCH_DATA", Path(__file__).resolve().parents[2] / "shared" / "bench-data"))
+BENCH_DATA = Path(
+    os.environ.get("LORE_BENCH_DATA", Path(__file__).resolve().parents[2] / "shared" / "bench-data")
+)
 WORK = Path(os.environ.get("LORE_BENCH_WORK", Path(__file__).resolve().parent / ".data"))
 
 
@@ -25,13 +27,21 @@ def percentile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(round(q / 100 * (len(values) - 1))))]
 
 
-def timed_cli(args: list[str], cwd: Path, repeat: int = 1, env: dict | None = None) -> tuple[list[float], subprocess.CompletedProcess]:
+def timed_cli(
+    args: list[str], cwd: Path, repeat: int = 1, env: dict | None = None
+) -> tuple[list[float], subprocess.CompletedProcess]:
     """Wall times (ms) of `python -m lore ARGS` in fresh processes."""
     times, proc = [], None
     for _ in range(repeat):
         start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "lore", *args], cwd=cwd, capture_output=True,
-                              text=True, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [sys.executable, "-m", "lore", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            env={**os.environ, **(env or {})},
+            stdin=subprocess.DEVNULL,
+        )
         times.append((time.perf_counter() - start) * 1000)
         if proc.returncode not in (0, 1):
             raise SystemExit(f"lore {' '.join(args)} failed:\n{proc.stderr}")
@@ -55,5 +65,6 @@ def row(label: str, value: str) -> None:
 
 
 def summary(times: list[float]) -> str:
-    return (f"median {statistics.median(times):7.1f} ms   p95 {percentile(times, 95):7.1f} ms   "
-            f"(n={len(times)})")
+    return (
+        f"median {statistics.median(times):7.1f} ms   p95 {percentile(times, 95):7.1f} ms   (n={len(times)})"
+    )

@@ -30,8 +30,12 @@ GIT = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.com"]
 def copy_stdlib() -> None:
     src = Path(sysconfig.get_paths()["stdlib"])
     shutil.rmtree(ROOT, ignore_errors=True)
-    shutil.copytree(src, ROOT, ignore=shutil.ignore_patterns("site-packages", "__pycache__", "*.pyc",
-                                                             "*.so", "config-*"), symlinks=True)
+    shutil.copytree(
+        src,
+        ROOT,
+        ignore=shutil.ignore_patterns("site-packages", "__pycache__", "*.pyc", "*.so", "config-*"),
+        symlinks=True,
+    )
     subprocess.run(["git", "init", "-q"], cwd=ROOT, check=True)
     subprocess.run(["git", "add", "-A"], cwd=ROOT, check=True)
     subprocess.run([*GIT, "commit", "-qm", "import the standard library"], cwd=ROOT, check=True)
@@ -41,14 +45,19 @@ def add_memories(n: int) -> None:
     from lore.memory import markdown
     from lore.memory.model import Memory
     from lore.service import suggest_keywords
+
     turns = jsonl(BENCH_DATA / "locomo/corpus_turns.jsonl")
     folder = ROOT / ".lore/memory"
     for i in range(n):
         t = turns[i % len(turns)]
         body = f"{t['speaker']}: {t['text']}" + (f" [{i // len(turns)}]" if i >= len(turns) else "") + "\n"
         title = f"{t['speaker']}: {t['text'][:80]}"
-        m = Memory(title=title, body=body, tags=suggest_keywords(title, body),
-                   occurred_at=f"2023-{1 + i % 12:02d}-{1 + i % 28:02d}T12:00:00Z")
+        m = Memory(
+            title=title,
+            body=body,
+            tags=suggest_keywords(title, body),
+            occurred_at=f"2023-{1 + i % 12:02d}-{1 + i % 28:02d}T12:00:00Z",
+        )
         markdown.write_new(folder, markdown.file_name(m), markdown.render(m))
 
 
@@ -68,6 +77,7 @@ def commit_times(n: int, touch: str) -> list[float]:
 def wait_idle(timeout: float = 600) -> None:
     """Until no background updater holds the lock."""
     import fcntl
+
     lock = ROOT / ".lore/local/update.lock"
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -100,17 +110,21 @@ def main() -> None:
     chunk, proc = timed_cli(["index", "--no-embed", "--json"], ROOT)
     row("chunking + BM25 (lore index --no-embed)", f"{chunk[0] / 1000:.1f} s")
     import json
+
     code = json.loads(proc.stdout)["code"]
     row("files processed / chunks", f"{code['files_processed']} / {code['chunks_created']}")
     row("peak RSS so far", f"{children_peak_rss_mb():.0f} MB")
     if not args.no_embed:
         import lore
+
         project = lore.open(ROOT)
         pending = project.index.count_pending(project.vector_model())
         project.close()
         embed, _ = timed_cli(["index"], ROOT)
-        row("embedding (lore index)", f"{embed[0] / 1000:.0f} s for {pending} chunks = "
-                                      f"{pending / (embed[0] / 1000):.0f} chunks/s")
+        row(
+            "embedding (lore index)",
+            f"{embed[0] / 1000:.0f} s for {pending} chunks = {pending / (embed[0] / 1000):.0f} chunks/s",
+        )
         row("peak RSS (incl. embedding)", f"{children_peak_rss_mb():.0f} MB")
     row("index size on disk", f"{dir_size(ROOT / '.lore/index.db', 'index.db') / 1e6:.0f} MB")
 
@@ -120,8 +134,11 @@ def main() -> None:
     wait_idle()
     after = commit_times(10, touch)
     row("git commit without hooks", f"median {statistics.median(before):.1f} ms")
-    row("git commit with Lore's hooks", f"median {statistics.median(after):.1f} ms "
-                                        f"(+{statistics.median(after) - statistics.median(before):.1f} ms)")
+    row(
+        "git commit with Lore's hooks",
+        f"median {statistics.median(after):.1f} ms "
+        f"(+{statistics.median(after) - statistics.median(before):.1f} ms)",
+    )
     wait_idle()
 
     # Commit → searchable: add a function with a unique name, poll `lore code` (no auto-sync).
@@ -136,16 +153,22 @@ def main() -> None:
         start = time.perf_counter()
         subprocess.run([*GIT, "commit", "-qm", f"add {word}"], cwd=ROOT, check=True)
         while True:
-            out = subprocess.run([sys.executable, "-m", "lore", "code", word, "--mode", "bm25", "--json"],
-                                 cwd=ROOT, capture_output=True, text=True)
+            out = subprocess.run(
+                [sys.executable, "-m", "lore", "code", word, "--mode", "bm25", "--json"],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+            )
             if word in out.stdout:
                 break
             if time.perf_counter() - start > 120:
                 raise SystemExit("change never became searchable")
         latencies.append((time.perf_counter() - start) * 1000)
         wait_idle()
-    row("git commit → change searchable (BM25)", f"median {statistics.median(latencies):.0f} ms "
-                                                   f"(min {min(latencies):.0f}, max {max(latencies):.0f})")
+    row(
+        "git commit → change searchable (BM25)",
+        f"median {statistics.median(latencies):.0f} ms (min {min(latencies):.0f}, max {max(latencies):.0f})",
+    )
     print("  (includes the polling `lore code` process itself, ~0.2 s each)")
     config.write_text(config.read_text().replace("auto_sync = false\n", ""))
     timed_cli(["hooks", "uninstall"], ROOT)

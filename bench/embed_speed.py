@@ -47,6 +47,7 @@ def _load(variant: str, max_tokens: int):
     """Time load_embedder() and the first query (which creates the ORT session)."""
     t0 = time.perf_counter()
     from lore.embed import load_embedder
+
     embedder = load_embedder(_settings(variant, max_tokens))
     t1 = time.perf_counter()
     embedder.embed_query("warm up")
@@ -67,6 +68,7 @@ def _throughput(embedder, texts: list[str], repeats: int) -> float:
 def _mrr(embedder, n_distractors: int = 1500) -> float:
     """MRR of CoSQA test queries over their relevant functions plus distractors."""
     import numpy as np
+
     corpus = {row["id"]: row["text"] for row in _jsonl(DATA / "cosqa/corpus.jsonl", None)}
     queries = {row["qid"]: row["text"] for row in _jsonl(DATA / "cosqa/queries_test.jsonl", None)}
     qrels = {row["qid"]: row["relevant"] for row in _jsonl(DATA / "cosqa/qrels_test.jsonl", None)}
@@ -86,13 +88,16 @@ def _mrr(embedder, n_distractors: int = 1500) -> float:
 def _run_one(variant: str, max_tokens: int, args) -> dict:
     """Measure one configuration in this process (the cache is already warm)."""
     import numpy as np
+
     result, embedder = _load(variant, max_tokens)
     short = _jsonl(DATA / "locomo/corpus_turns.jsonl", limit=args.short)
     functions = _jsonl(DATA / "cosqa/corpus.jsonl")
-    sets = {"short": short,
-            "code": functions[::max(1, len(functions) // args.code)][:args.code],  # typical functions
-            "long_code": sorted(functions, key=len)[-args.code:]}  # chunks past 256 tokens
-    tokenizer = embedder._tokenizer  # noqa: SLF001 - bench only: report real input sizes
+    sets = {
+        "short": short,
+        "code": functions[:: max(1, len(functions) // args.code)][: args.code],  # typical functions
+        "long_code": sorted(functions, key=len)[-args.code :],
+    }  # chunks past 256 tokens
+    tokenizer = embedder._tokenizer
     for name, texts in sets.items():
         result[f"{name}_tokens_mean"] = float(np.mean([len(e.ids) for e in tokenizer.encode_batch(texts)]))
         result[f"{name}_per_s"] = _throughput(embedder, texts, args.repeats)
@@ -110,8 +115,22 @@ def _run_one(variant: str, max_tokens: int, args) -> dict:
 
 
 def _child(mode: str, variant: str, max_tokens: int, cache: str, args) -> dict:
-    cmd = [sys.executable, __file__, "--child", mode, variant, str(max_tokens),
-           "--short", str(args.short), "--code", str(args.code), "--queries", str(args.queries), "--repeats", str(args.repeats)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        mode,
+        variant,
+        str(max_tokens),
+        "--short",
+        str(args.short),
+        "--code",
+        str(args.code),
+        "--queries",
+        str(args.queries),
+        "--repeats",
+        str(args.repeats),
+    ]
     if args.quality:
         cmd.append("--quality")
     env = {**os.environ, "LORE_CACHE_DIR": cache}
@@ -136,21 +155,29 @@ def main() -> None:
         print(json.dumps(result))
         return
     # Throughput is wall-clock: on a shared machine, check the load average.
-    print(f"cores: {len(os.sched_getaffinity(0))}, python {sys.version.split()[0]}, "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"cores: {len(os.sched_getaffinity(0))}, python {sys.version.split()[0]}, "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     for variant, max_tokens in CONFIGS:
         with tempfile.TemporaryDirectory(prefix="lore-bench-cache-") as cache:
             cold = _child("load", variant, max_tokens, cache, args)
             warm = _child("load", variant, max_tokens, cache, args)
             full = _child("full", variant, max_tokens, cache, args)
         print(f"\n== {full['model_id']}")
-        print(f"  load (cold cache): load_embedder {cold['load_embedder_s']:.2f}s + first query "
-              f"{cold['first_query_s']:.2f}s")
-        print(f"  load (warm cache): load_embedder {warm['load_embedder_s']:.3f}s + first query "
-              f"{warm['first_query_s']:.3f}s")
+        print(
+            f"  load (cold cache): load_embedder {cold['load_embedder_s']:.2f}s + first query "
+            f"{cold['first_query_s']:.2f}s"
+        )
+        print(
+            f"  load (warm cache): load_embedder {warm['load_embedder_s']:.3f}s + first query "
+            f"{warm['first_query_s']:.3f}s"
+        )
         for name, label in (("short", "short texts"), ("code", "code chunks"), ("long_code", "long code")):
-            print(f"  {label}: {full[f'{name}_per_s']:.0f}/s "
-                  f"(mean {full[f'{name}_tokens_mean']:.0f} tokens after truncation)")
+            print(
+                f"  {label}: {full[f'{name}_per_s']:.0f}/s "
+                f"(mean {full[f'{name}_tokens_mean']:.0f} tokens after truncation)"
+            )
         print(f"  query latency: p50 {full['query_ms_p50']:.1f} ms, p95 {full['query_ms_p95']:.1f} ms")
         print(f"  peak RSS: {full['peak_rss_mb']:.0f} MB")
         if "cosqa_mrr" in full:

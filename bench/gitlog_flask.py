@@ -31,6 +31,7 @@ SDIST = "flask-3.1.3.tar.gz"
 
 def tree(kind: str):
     import lore
+
     # Outside any git repository: the sdist has no history, and must not
     # borrow the history of a repository it happens to sit in.
     root = OUTSIDE / f"flask-{kind}" / "flask-3.1.3"
@@ -40,8 +41,22 @@ def tree(kind: str):
     root.parent.mkdir(parents=True)
     cache = WORK / "downloads"
     if not (cache / SDIST).exists():
-        subprocess.run([sys.executable, "-m", "pip", "download", "flask==3.1.3", "--no-binary", ":all:",
-                        "--no-deps", "-d", str(cache), "-q"], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "flask==3.1.3",
+                "--no-binary",
+                ":all:",
+                "--no-deps",
+                "-d",
+                str(cache),
+                "-q",
+            ],
+            check=True,
+        )
     with tarfile.open(cache / SDIST) as archive:
         archive.extractall(root.parent, filter="data")
     project = lore.init(root)
@@ -58,9 +73,20 @@ def tree(kind: str):
 def evaluate(run: list[dict]) -> dict:
     path = WORK / "flask-run.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in run))
-    out = subprocess.run([sys.executable, str(BENCH_DATA / "eval_retrieval.py"), "--qrels",
-                          str(DATA / "qrels.jsonl"), "--run", str(path), "--json"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH_DATA / "eval_retrieval.py"),
+            "--qrels",
+            str(DATA / "qrels.jsonl"),
+            "--run",
+            str(path),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout)["metrics"]["ALL"]
 
 
@@ -78,14 +104,30 @@ def main() -> None:
     queries = jsonl(DATA / "queries.jsonl")
     print(f"gitlog-flask: {len(queries)} queries ({args.field}), tree: {args.tree}")
     print(f"  {'system':<26} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR@10':>7}")
-    for name, base in (("BM25 baseline (README)", "bm25"), ("grep baseline (README)", "grep"),
-                       ("prior (README)", "prior")):
+    for name, base in (
+        ("BM25 baseline (README)", "bm25"),
+        ("grep baseline (README)", "grep"),
+        ("prior (README)", "prior"),
+    ):
         line(name, evaluate(jsonl(DATA / f"baselines/{base}.jsonl")))
-    for name, mode, fusion in (("lore code bm25", "bm25", None), ("lore code vector", "vector", None),
-                               ("lore code hybrid rrf", "hybrid", "rrf"),
-                               ("lore code hybrid weighted", "hybrid", "weighted")):
-        run = [{"qid": q["qid"], "ranked": [h.file_path for h in project.code_search(
-            q[args.field], limit=10, files_only=True, mode=mode, fusion=fusion, fresh=False)]} for q in queries]
+    for name, mode, fusion in (
+        ("lore code bm25", "bm25", None),
+        ("lore code vector", "vector", None),
+        ("lore code hybrid rrf", "hybrid", "rrf"),
+        ("lore code hybrid weighted", "hybrid", "weighted"),
+    ):
+        run = [
+            {
+                "qid": q["qid"],
+                "ranked": [
+                    h.file_path
+                    for h in project.code_search(
+                        q[args.field], limit=10, files_only=True, mode=mode, fusion=fusion, fresh=False
+                    )
+                ],
+            }
+            for q in queries
+        ]
         line(name, evaluate(run))
     run, tokens = [], []
     for q in queries:
@@ -99,8 +141,11 @@ def main() -> None:
                     cited.append(path)
         run.append({"qid": q["qid"], "ranked": cited})
         tokens.append(pack.tokens_used)
-    line(f"lore recall (≤{args.budget} tok)", evaluate(run),
-         f"tokens median {statistics.median(tokens):.0f}, max {max(tokens)}")
+    line(
+        f"lore recall (≤{args.budget} tok)",
+        evaluate(run),
+        f"tokens median {statistics.median(tokens):.0f}, max {max(tokens)}",
+    )
 
 
 if __name__ == "__main__":

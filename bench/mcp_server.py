@@ -23,9 +23,11 @@ from _common import BENCH_DATA, WORK, jsonl, percentile, row
 def tokens(text: str) -> tuple[int, str]:
     try:
         import bpe_openai
+
         return len(bpe_openai.get_encoding("cl100k_base").encode(text)), "cl100k"
     except ImportError:
         from lore.index.tokens import count_tokens
+
         return count_tokens(text), "estimate"
 
 
@@ -35,31 +37,37 @@ async def run(project: str) -> None:
 
     params = StdioServerParameters(command=sys.executable, args=["-m", "lore", "mcp"], cwd=project)
     start = time.perf_counter()
-    async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            listed = await session.list_tools()
-            row("server start + initialize", f"{(time.perf_counter() - start) * 1000:.0f} ms")
-            payload = json.dumps([{"name": t.name, "description": t.description, "inputSchema": t.input_schema}
-                                  for t in listed.tools])
-            count, how = tokens(payload)
-            row(f"tool list ({len(listed.tools)} tools)", f"{count} tokens ({how}, JSON as sent)")
-            random.seed(3)
-            tasks = [q["subject"] for q in jsonl(BENCH_DATA / "gitlog-flask/queries.jsonl")]
-            questions = [q["text"] for q in jsonl(BENCH_DATA / "locomo/queries.jsonl")]
-            for name, make, n in (
-                ("search_memories", lambda: {"query": random.choice(questions)}, 100),
-                ("memory_search", lambda: {"query": random.choice(questions)}, 50),
-                ("recall_context", lambda: {"title": random.choice(tasks)}, 50),
-            ):
-                await session.call_tool(name, make())          # warm
-                times = []
-                for _ in range(n):
-                    start = time.perf_counter()
-                    result = await session.call_tool(name, make())
-                    times.append((time.perf_counter() - start) * 1000)
-                    assert not result.is_error, result.content[0].text
-                row(f"{name} over stdio", f"p50 {percentile(times, 50):.1f} ms   p95 {percentile(times, 95):.1f} ms")
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        listed = await session.list_tools()
+        row("server start + initialize", f"{(time.perf_counter() - start) * 1000:.0f} ms")
+        payload = json.dumps(
+            [
+                {"name": t.name, "description": t.description, "inputSchema": t.input_schema}
+                for t in listed.tools
+            ]
+        )
+        count, how = tokens(payload)
+        row(f"tool list ({len(listed.tools)} tools)", f"{count} tokens ({how}, JSON as sent)")
+        random.seed(3)
+        tasks = [q["subject"] for q in jsonl(BENCH_DATA / "gitlog-flask/queries.jsonl")]
+        questions = [q["text"] for q in jsonl(BENCH_DATA / "locomo/queries.jsonl")]
+        for name, make, n in (
+            ("search_memories", lambda: {"query": random.choice(questions)}, 100),
+            ("memory_search", lambda: {"query": random.choice(questions)}, 50),
+            ("recall_context", lambda: {"title": random.choice(tasks)}, 50),
+        ):
+            await session.call_tool(name, make())  # warm
+            times = []
+            for _ in range(n):
+                start = time.perf_counter()
+                result = await session.call_tool(name, make())
+                times.append((time.perf_counter() - start) * 1000)
+                assert not result.is_error, result.content[0].text
+            row(
+                f"{name} over stdio",
+                f"p50 {percentile(times, 50):.1f} ms   p95 {percentile(times, 95):.1f} ms",
+            )
 
 
 def main() -> None:
@@ -67,6 +75,7 @@ def main() -> None:
     parser.add_argument("--project", default=str(WORK / "stdlib"))
     args = parser.parse_args()
     import lore
+
     counts = lore.open(args.project).index.counts()
     print(f"MCP benchmark on {args.project}: {counts['chunks']:,} chunks")
     asyncio.run(run(args.project))

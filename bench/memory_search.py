@@ -14,8 +14,18 @@ import shutil
 import statistics
 import time
 
-from _common import (BENCH_DATA, WORK, children_peak_rss_mb, dir_size, jsonl, percentile, row,
-                     self_peak_rss_mb, summary, timed_cli)
+from _common import (
+    BENCH_DATA,
+    WORK,
+    children_peak_rss_mb,
+    dir_size,
+    jsonl,
+    percentile,
+    row,
+    self_peak_rss_mb,
+    summary,
+    timed_cli,
+)
 
 
 def build_project(n: int, embedding: str):
@@ -39,8 +49,13 @@ def build_project(n: int, embedding: str):
             text += f" [copy {i // len(turns)}]"
         body = f"{turn['speaker']} said on {turn['date_time']}:\n\n{text}\n"
         title = f"{turn['speaker']}: {text[:80]}"
-        memory = Memory(title=title, body=body, type=random.choice(["fact", "lesson", "decision", "summary"]),
-                        tags=suggest_keywords(title, body), occurred_at=f"2023-{1 + i % 12:02d}-{1 + i % 28:02d}T12:00:00Z")
+        memory = Memory(
+            title=title,
+            body=body,
+            type=random.choice(["fact", "lesson", "decision", "summary"]),
+            tags=suggest_keywords(title, body),
+            occurred_at=f"2023-{1 + i % 12:02d}-{1 + i % 28:02d}T12:00:00Z",
+        )
         markdown.write_new(folder, markdown.file_name(memory), markdown.render(memory))
     project.close()
     return root
@@ -68,6 +83,7 @@ def main() -> None:
     row("  (cold `lore --version`, for reference)", f"median {statistics.median(cold_noop):.1f} ms")
 
     import lore
+
     project = lore.open(root)
     project.search("warm up")
     times = []
@@ -75,16 +91,23 @@ def main() -> None:
         start = time.perf_counter()
         project.search(q)
         times.append((time.perf_counter() - start) * 1000)
-    row("in-process search (incl. freshness check)", f"p50 {percentile(times, 50):.2f} ms   p95 {percentile(times, 95):.2f} ms")
+    row(
+        "in-process search (incl. freshness check)",
+        f"p50 {percentile(times, 50):.2f} ms   p95 {percentile(times, 95):.2f} ms",
+    )
     from lore.search.filters import MemoryFilter
     from lore.search.memories import search_bm25
+
     flt = MemoryFilter()
     times = []
     for q in random.sample(queries, 300):
         start = time.perf_counter()
         search_bm25(project.index, q, flt, 10)
         times.append((time.perf_counter() - start) * 1000)
-    row("in-process BM25 query only", f"p50 {percentile(times, 50):.2f} ms   p95 {percentile(times, 95):.2f} ms")
+    row(
+        "in-process BM25 query only",
+        f"p50 {percentile(times, 50):.2f} ms   p95 {percentile(times, 95):.2f} ms",
+    )
     row("peak RSS of this process", f"{self_peak_rss_mb():.0f} MB")
 
 

@@ -21,10 +21,13 @@ def main() -> None:
     parser.add_argument("--project", default=str(WORK / "stdlib"))
     args = parser.parse_args()
     import lore
-    project = lore.open(args.project, watch=True)      # as the MCP server runs
+
+    project = lore.open(args.project, watch=True)  # as the MCP server runs
     counts = project.index.counts()
-    print(f"recall latency on {args.project}: {counts['chunks']:,} chunks "
-          f"({counts['code_chunks']:,} code, {counts['memory_chunks']:,} memory, {counts['commits']} commits)")
+    print(
+        f"recall latency on {args.project}: {counts['chunks']:,} chunks "
+        f"({counts['code_chunks']:,} code, {counts['memory_chunks']:,} memory, {counts['commits']} commits)"
+    )
     random.seed(2)
     tasks = [q["subject"] for q in jsonl(BENCH_DATA / "gitlog-flask/queries.jsonl")]
     cold = [timed_cli(["recall", t, "--json"], project.project.root)[0][0] for t in random.sample(tasks, 10)]
@@ -35,13 +38,19 @@ def main() -> None:
         start = time.perf_counter()
         project.recall(t, fresh=False)
         times.append((time.perf_counter() - start) * 1000)
-    row("in-process recall (warm, like the MCP server)", f"p50 {percentile(times, 50):.0f} ms   p95 {percentile(times, 95):.0f} ms")
+    row(
+        "in-process recall (warm, like the MCP server)",
+        f"p50 {percentile(times, 50):.0f} ms   p95 {percentile(times, 95):.0f} ms",
+    )
     times = []
     for t in random.sample(tasks, 20):
         start = time.perf_counter()
         project.recall(t, fresh=True)
         times.append((time.perf_counter() - start) * 1000)
-    row("in-process recall (with code freshness check)", f"p50 {percentile(times, 50):.0f} ms   p95 {percentile(times, 95):.0f} ms")
+    row(
+        "in-process recall (with code freshness check)",
+        f"p50 {percentile(times, 50):.0f} ms   p95 {percentile(times, 95):.0f} ms",
+    )
 
 
 if __name__ == "__main__":

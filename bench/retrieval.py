@@ -27,8 +27,12 @@ from _common import BENCH_DATA, WORK, jsonl
 # Projects whose code is indexed must not sit inside another git repository.
 OUTSIDE = Path(tempfile.gettempdir()) / "lore-bench"
 
-MODES = {"bm25": ("bm25", None), "vector": ("vector", None),
-         "rrf": ("hybrid", "rrf"), "weighted": ("hybrid", "weighted")}
+MODES = {
+    "bm25": ("bm25", None),
+    "vector": ("vector", None),
+    "rrf": ("hybrid", "rrf"),
+    "weighted": ("hybrid", "weighted"),
+}
 
 
 def build(name: str, docs: list[tuple[str, str, str]]):
@@ -44,30 +48,54 @@ def build(name: str, docs: list[tuple[str, str, str]]):
     shutil.rmtree(root, ignore_errors=True)
     project = lore.init(root)
     for doc_id, title, body in docs:
-        memory = Memory(id=doc_id, title=title[:200] or doc_id, body=body, tags=["bench"],
-                        occurred_at="2024-01-01T00:00:00Z")
+        memory = Memory(
+            id=doc_id,
+            title=title[:200] or doc_id,
+            body=body,
+            tags=["bench"],
+            occurred_at="2024-01-01T00:00:00Z",
+        )
         markdown.write_new(project.project.memory_dir, markdown.file_name(memory), markdown.render(memory))
     project.reindex()
     start = time.perf_counter()
     project.embed()
-    print(f"  built {name}: {len(docs)} memories, embedded in {time.perf_counter() - start:.1f} s",
-          file=sys.stderr)
+    print(
+        f"  built {name}: {len(docs)} memories, embedded in {time.perf_counter() - start:.1f} s",
+        file=sys.stderr,
+    )
     marker.touch()
     return project
 
 
 def run_queries(project, queries: list[dict], mode: str) -> list[dict]:
     search_mode, fusion = MODES[mode]
-    return [{"qid": q["qid"], "ranked": [h.id for h in project.search(q["text"], mode=search_mode,
-                                                                        fusion=fusion, limit=10)]}
-            for q in queries]
+    return [
+        {
+            "qid": q["qid"],
+            "ranked": [h.id for h in project.search(q["text"], mode=search_mode, fusion=fusion, limit=10)],
+        }
+        for q in queries
+    ]
 
 
 def evaluate(qrels: str, run: list[dict], extra: list[str] = ()) -> dict:
     path = WORK / "retrieval" / "run.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in run))
-    out = subprocess.run([sys.executable, str(BENCH_DATA / "eval_retrieval.py"), "--qrels", qrels,
-                          "--run", str(path), "--json", *extra], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH_DATA / "eval_retrieval.py"),
+            "--qrels",
+            qrels,
+            "--run",
+            str(path),
+            "--json",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout)
 
 
@@ -75,7 +103,9 @@ def table(title: str, results: dict[str, dict]) -> None:
     print(f"\n{title}")
     print(f"  {'mode':<10} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR@10':>7} {'nDCG@10':>8}")
     for mode, m in results.items():
-        print(f"  {mode:<10} {m['R@1']:6.3f} {m['R@5']:6.3f} {m['R@10']:6.3f} {m['MRR@10']:7.3f} {m['nDCG@10']:8.3f}")
+        print(
+            f"  {mode:<10} {m['R@1']:6.3f} {m['R@5']:6.3f} {m['R@10']:6.3f} {m['MRR@10']:7.3f} {m['nDCG@10']:8.3f}"
+        )
 
 
 def overall(report: dict) -> dict:
@@ -100,10 +130,12 @@ def locomo(modes: list[str]) -> None:
     qrels = str(data / "qrels_turns.jsonl")
     headline, cat5 = {}, {}
     for mode in modes:
-        headline[mode] = overall(evaluate(qrels, runs[mode], ["--queries", str(data / "queries.jsonl"),
-                                                               "--exclude", "category=5"]))
-        cat5[mode] = overall(evaluate(qrels, runs[mode], ["--queries", str(data / "queries.jsonl"),
-                                                           "--only", "category=5"]))
+        headline[mode] = overall(
+            evaluate(qrels, runs[mode], ["--queries", str(data / "queries.jsonl"), "--exclude", "category=5"])
+        )
+        cat5[mode] = overall(
+            evaluate(qrels, runs[mode], ["--queries", str(data / "queries.jsonl"), "--only", "category=5"])
+        )
     table("locomo turns, categories 1-4 (n=1,536; BM25 baseline R@10 .568)", headline)
     table("locomo turns, category 5 (adversarial)", cat5)
 
@@ -116,8 +148,10 @@ def cosqa(modes: list[str], split: str) -> None:
         docs.append((d["id"], first, d["text"] + "\n"))
     project = build("cosqa", docs)
     queries = jsonl(data / f"queries_{split}.jsonl")
-    results = {m: overall(evaluate(str(data / f"qrels_{split}.jsonl"), run_queries(project, queries, m)))
-               for m in modes}
+    results = {
+        m: overall(evaluate(str(data / f"qrels_{split}.jsonl"), run_queries(project, queries, m)))
+        for m in modes
+    }
     table(f"cosqa {split} (n=500; BM25 baseline MRR@10 {'.333' if split == 'test' else '.320'})", results)
     project.close()
 
@@ -125,6 +159,7 @@ def cosqa(modes: list[str], split: str) -> None:
 def cosqa_code(modes: list[str], split: str) -> None:
     """Issue 4: the same set through the code indexer, each function a .py file."""
     import lore
+
     data = BENCH_DATA / "cosqa"
     root = OUTSIDE / "cosqa-code"
     if not (root / ".lore/.built").exists():
@@ -143,9 +178,18 @@ def cosqa_code(modes: list[str], split: str) -> None:
     results = {}
     for mode in modes:
         search_mode, fusion = MODES[mode]
-        run = [{"qid": q["qid"], "ranked": [h.file_path.rsplit("/", 1)[-1][:-3] for h in project.code_search(
-            q["text"], limit=10, files_only=True, mode=search_mode, fusion=fusion, fresh=False)]}
-            for q in queries]
+        run = [
+            {
+                "qid": q["qid"],
+                "ranked": [
+                    h.file_path.rsplit("/", 1)[-1][:-3]
+                    for h in project.code_search(
+                        q["text"], limit=10, files_only=True, mode=search_mode, fusion=fusion, fresh=False
+                    )
+                ],
+            }
+            for q in queries
+        ]
         results[mode] = overall(evaluate(str(data / f"qrels_{split}.jsonl"), run))
     table(f"cosqa {split} through the code indexer (functions as files)", results)
     project.close()

@@ -92,11 +92,19 @@ def main() -> None:
             mat.append((time.perf_counter() - start) * 1000)
         row("exact top-100 (matrix product + partition)", f"p50 {percentile(mat, 50):.1f} ms")
         for label, run in (
-            ("BM25", lambda q: memories.search_bm25(index, q, flt, 10)),
-            ("vector (query embedding included)",
-             lambda q: memories.search_vector(index, embedder.embed_query(q), embedder.model_id, flt, 10, q)),
-            ("hybrid (query embedding included)",
-             lambda q: memories.search_hybrid(index, q, embedder.embed_query(q), embedder.model_id, flt, 10)),
+            ("BM25", lambda q, index=index: memories.search_bm25(index, q, flt, 10)),
+            (
+                "vector (query embedding included)",
+                lambda q, index=index: memories.search_vector(
+                    index, embedder.embed_query(q), embedder.model_id, flt, 10, q
+                ),
+            ),
+            (
+                "hybrid (query embedding included)",
+                lambda q, index=index: memories.search_hybrid(
+                    index, q, embedder.embed_query(q), embedder.model_id, flt, 10
+                ),
+            ),
         ):
             times = []
             for q in queries:

@@ -16,7 +16,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 @pytest.fixture
-def project(tmp_path) -> "lore.Lore":
+def project(tmp_path) -> lore.Lore:
     """An initialised project with no memories."""
     p = lore.init(tmp_path / "proj")
     yield p
@@ -29,14 +29,30 @@ class CLI:
     def __init__(self, cwd: Path):
         self.cwd = cwd
 
-    def __call__(self, *args: str, input: str | None = None, ok: bool = True, cwd: Path | None = None,
-                 env: dict | None = None) -> subprocess.CompletedProcess:
+    def __call__(
+        self,
+        *args: str,
+        input: str | None = None,
+        ok: bool = True,
+        cwd: Path | None = None,
+        env: dict | None = None,
+    ) -> subprocess.CompletedProcess:
         full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
         stdin = None if input is not None else subprocess.DEVNULL
-        proc = subprocess.run([sys.executable, "-m", "lore", *args], cwd=cwd or self.cwd, input=input,
-                              stdin=stdin, capture_output=True, text=True, env=full_env, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "lore", *args],
+            cwd=cwd or self.cwd,
+            input=input,
+            stdin=stdin,
+            capture_output=True,
+            text=True,
+            env=full_env,
+            timeout=120,
+        )
         if ok and proc.returncode != 0:
-            raise AssertionError(f"lore {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+            raise AssertionError(
+                f"lore {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+            )
         return proc
 
     def json(self, *args: str, **kwargs):

@@ -24,8 +24,12 @@ from lore.integrations.agents import INSTRUCTIONS, MD_BEGIN, MD_END
 
 LORE = [sys.executable, "-m", "lore"]
 _GIT_LOCAL = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR")
-GIT_ENV = {"GIT_AUTHOR_NAME": "Ada Tester", "GIT_AUTHOR_EMAIL": "ada@example.com",
-           "GIT_COMMITTER_NAME": "Ada Tester", "GIT_COMMITTER_EMAIL": "ada@example.com"}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Ada Tester",
+    "GIT_AUTHOR_EMAIL": "ada@example.com",
+    "GIT_COMMITTER_NAME": "Ada Tester",
+    "GIT_COMMITTER_EMAIL": "ada@example.com",
+}
 
 
 # ---------------------------------------------------------------- helpers
@@ -33,8 +37,15 @@ GIT_ENV = {"GIT_AUTHOR_NAME": "Ada Tester", "GIT_AUTHOR_EMAIL": "ada@example.com
 
 def git(root: Path, *args: str) -> str:
     env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCAL} | GIT_ENV
-    proc = subprocess.run(["git", "-c", "commit.gpgsign=false", *args], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        ["git", "-c", "commit.gpgsign=false", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 0, f"git {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout.strip()
 
@@ -63,8 +74,11 @@ def codex_home(tmp_path) -> Path:
 
 def snapshot(root: Path) -> dict[str, bytes]:
     """Every file outside .lore/ and .git/, with its bytes."""
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and not p.relative_to(root).parts[0] in (".lore", ".git")}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.relative_to(root).parts[0] not in (".lore", ".git")
+    }
 
 
 def memory_files(root: Path, folder: str) -> dict[str, tuple[dict, str]]:
@@ -102,8 +116,11 @@ def log_lines(root: Path) -> list[str]:
 
 EXISTING_MCP = {
     "mcpServers": {
-        "github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
-                   "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}},
+        "github": {
+            "command": "npx",
+            "args": ["-y", "@modelcontextprotocol/server-github"],
+            "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"},
+        },
     },
 }
 EXISTING_SETTINGS = {
@@ -127,8 +144,10 @@ def test_install_claude_code_merges_is_idempotent_and_uninstall_restores_bytes(c
     before = snapshot(root)
 
     out = cli("install", "claude-code").stdout.splitlines()
-    assert out == ["updated .mcp.json: set MCP server 'lore'",
-                   "updated .claude/settings.json: set hooks SessionStart, PreCompact, Stop"]
+    assert out == [
+        "updated .mcp.json: set MCP server 'lore'",
+        "updated .claude/settings.json: set hooks SessionStart, PreCompact, Stop",
+    ]
 
     mcp = json.loads((root / ".mcp.json").read_text())
     assert mcp["mcpServers"]["github"] == EXISTING_MCP["mcpServers"]["github"]
@@ -138,30 +157,37 @@ def test_install_claude_code_merges_is_idempotent_and_uninstall_restores_bytes(c
     hooks = settings["hooks"]
     assert hooks["PostToolUse"] == EXISTING_SETTINGS["hooks"]["PostToolUse"]
     assert hooks["SessionStart"][0] == EXISTING_SETTINGS["hooks"]["SessionStart"][0]
-    assert hooks["SessionStart"][1] == {"matcher": "", "hooks": [
-        {"type": "command", "command": lore_hook("session-start")}]}
-    assert hooks["PreCompact"] == [{"matcher": "", "hooks": [
-        {"type": "command", "command": lore_hook("pre-compact")}]}]
+    assert hooks["SessionStart"][1] == {
+        "matcher": "",
+        "hooks": [{"type": "command", "command": lore_hook("session-start")}],
+    }
+    assert hooks["PreCompact"] == [
+        {"matcher": "", "hooks": [{"type": "command", "command": lore_hook("pre-compact")}]}
+    ]
     assert hooks["Stop"] == [{"hooks": [{"type": "command", "command": lore_hook("stop")}]}]
 
     installed = snapshot(root)
     again = cli("install", "claude-code")
     assert again.stdout.strip() == "Lore is already installed for claude-code"
-    assert snapshot(root) == installed                      # byte-identical
+    assert snapshot(root) == installed  # byte-identical
     assert cli.json("install", "claude-code") == {"agent": "claude-code", "changes": []}
 
     out = cli("uninstall", "claude-code").stdout.splitlines()
-    assert out == ["updated .mcp.json: removed MCP server 'lore'",
-                   "updated .claude/settings.json: removed hooks SessionStart, PreCompact, Stop"]
-    assert snapshot(root) == before                         # the original bytes
+    assert out == [
+        "updated .mcp.json: removed MCP server 'lore'",
+        "updated .claude/settings.json: removed hooks SessionStart, PreCompact, Stop",
+    ]
+    assert snapshot(root) == before  # the original bytes
     assert cli("uninstall", "claude-code").stdout.strip() == "Lore was not installed for claude-code"
 
 
 def test_install_claude_code_into_a_bare_project_and_uninstall_leaves_nothing(cli):
     root = cli.cwd
     changes = cli.json("install", "claude-code")["changes"]
-    assert changes == ["created .mcp.json: MCP server 'lore'",
-                       "created .claude/settings.json: hooks SessionStart, PreCompact, Stop"]
+    assert changes == [
+        "created .mcp.json: MCP server 'lore'",
+        "created .claude/settings.json: hooks SessionStart, PreCompact, Stop",
+    ]
     cli("uninstall", "claude-code")
     assert snapshot(root) == {} and not (root / ".claude").exists()
 
@@ -173,8 +199,15 @@ def test_installed_claude_code_entries_actually_run(repo):
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     root = repo.cwd
-    repo("add", "--type", "convention", "--title", "API errors use RFC 7807 problem details",
-         "--body", "Every API error is a problem+json document.\nNever return bare strings.")
+    repo(
+        "add",
+        "--type",
+        "convention",
+        "--title",
+        "API errors use RFC 7807 problem details",
+        "--body",
+        "Every API error is a problem+json document.\nNever return bare strings.",
+    )
     repo("install", "claude-code")
     server = json.loads((root / ".mcp.json").read_text())["mcpServers"]["lore"]
 
@@ -188,18 +221,28 @@ def test_installed_claude_code_entries_actually_run(repo):
                         tools = await session.list_tools()
                         result = await session.call_tool("memory_search", {"query": "problem details"})
                     return [t.name for t in tools.tools], result
+
     names, result = anyio.run(talk)
     assert len(names) == 9
     assert not result.is_error and "RFC 7807" in result.content[0].text
 
     settings = json.loads((root / ".claude/settings.json").read_text())
-    for event, payload in (("SessionStart", {"hook_event_name": "SessionStart", "source": "startup"}),
-                           ("PreCompact", {"hook_event_name": "PreCompact", "trigger": "auto"}),
-                           ("Stop", {"hook_event_name": "Stop"})):
+    for event, payload in (
+        ("SessionStart", {"hook_event_name": "SessionStart", "source": "startup"}),
+        ("PreCompact", {"hook_event_name": "PreCompact", "trigger": "auto"}),
+        ("Stop", {"hook_event_name": "Stop"}),
+    ):
         command = settings["hooks"][event][-1]["hooks"][0]["command"]
         env = {k: v for k, v in os.environ.items() if k != "LORE_PROJECT"} | {"CLAUDE_PROJECT_DIR": str(root)}
-        proc = subprocess.run(["sh", "-c", command], cwd=root, env=env, capture_output=True, text=True,
-                              timeout=60, input=json.dumps({"session_id": "s1", "cwd": str(root), **payload}))
+        proc = subprocess.run(
+            ["sh", "-c", command],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            input=json.dumps({"session_id": "s1", "cwd": str(root), **payload}),
+        )
         assert proc.returncode == 0, (event, proc.stderr)
         if event == "SessionStart":
             context = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
@@ -226,7 +269,8 @@ def test_install_cursor(cli):
     (root / ".cursor/mcp.json").write_text(dump(doc))
     cli("uninstall", "cursor")
     assert json.loads((root / ".cursor/mcp.json").read_text()) == {
-        "mcpServers": {"linear": {"url": "https://mcp.linear.app/sse"}}}
+        "mcpServers": {"linear": {"url": "https://mcp.linear.app/sse"}}
+    }
     (root / ".cursor/mcp.json").unlink()
     (root / ".cursor").rmdir()
 
@@ -254,25 +298,38 @@ def test_install_codex_with_codex_home(cli, codex_home, tmp_path):
     out = cli("install", "codex", env=env).stdout.strip()
     assert out == f"updated {config}: set MCP server 'lore' for {root}"
     text = config.read_text()
-    assert text.startswith(CODEX_CONFIG)            # everything there before, byte for byte
+    assert text.startswith(CODEX_CONFIG)  # everything there before, byte for byte
     data = tomllib.loads(text)
     assert data["model"] == "o3" and data["mcp_servers"]["docs"]["command"] == "npx"
     lore = data["mcp_servers"]["lore"]
     assert lore["command"] == sys.executable and lore["args"] == ["-m", "lore", "mcp"]
     assert lore["cwd"] == str(root) and lore["env"] == {"LORE_PROJECT": str(root)}
-    assert snapshot(root) == {}                     # nothing written into the project
+    assert snapshot(root) == {}  # nothing written into the project
 
     assert cli("install", "codex", env=env).stdout.strip() == "Lore is already installed for codex"
     assert config.read_text() == text
 
     # Codex starts the server from its own folder: LORE_PROJECT finds the project.
-    cli("add", "--type", "fact", "--title", "Payments use Stripe", "--body",
-        "All card payments go through Stripe.\nNo other processor.")
+    cli(
+        "add",
+        "--type",
+        "fact",
+        "--title",
+        "Payments use Stripe",
+        "--body",
+        "All card payments go through Stripe.\nNo other processor.",
+    )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    proc = subprocess.run([lore["command"], *lore["args"][:-1], "search", "Stripe payments", "--json"],
-                          cwd=elsewhere, env={**os.environ, **lore["env"]}, capture_output=True, text=True,
-                          timeout=60, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [lore["command"], *lore["args"][:-1], "search", "Stripe payments", "--json"],
+        cwd=elsewhere,
+        env={**os.environ, **lore["env"]},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)[0]["title"] == "Payments use Stripe"
 
@@ -298,24 +355,24 @@ def test_instructions_block_goes_to_claude_md_and_agents_md(cli, codex_home):
     assert "updated CLAUDE.md: added Lore instructions" in out
     text = (root / "CLAUDE.md").read_text()
     assert text.startswith(original)
-    block = text[len(original):]
+    block = text[len(original) :]
     assert block.strip().startswith(MD_BEGIN) and block.strip().endswith(MD_END)
     assert INSTRUCTIONS.strip() in block
     assert text.count(MD_BEGIN) == 1
     assert not (root / "AGENTS.md").exists()
     cli("install", "claude-code", "--instructions")
-    assert (root / "CLAUDE.md").read_text() == text         # idempotent
+    assert (root / "CLAUDE.md").read_text() == text  # idempotent
 
     cli("install", "codex", "--instructions", env=env)
     agents = (root / "AGENTS.md").read_text()
     assert agents.startswith(MD_BEGIN) and INSTRUCTIONS.strip() in agents
     cli("install", "cursor", "--instructions")
-    assert (root / "AGENTS.md").read_text() == agents       # one block, shared
+    assert (root / "AGENTS.md").read_text() == agents  # one block, shared
 
     cli("uninstall", "claude-code")
     assert (root / "CLAUDE.md").read_text() == original
     out = cli("uninstall", "codex", env=env).stdout
-    assert "kept the Lore block in AGENTS.md" in out        # cursor still uses it
+    assert "kept the Lore block in AGENTS.md" in out  # cursor still uses it
     cli("uninstall", "cursor")
     assert not (root / "AGENTS.md").exists()
 
@@ -328,7 +385,7 @@ def test_install_bad_agent_and_malformed_config(cli):
     assert proc.returncode != 0 and ".mcp.json" in proc.stderr and "JSON" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert (cli.cwd / ".mcp.json").read_text() == "{not json"
-    assert not (cli.cwd / ".claude").exists()               # nothing half-done
+    assert not (cli.cwd / ".claude").exists()  # nothing half-done
 
 
 # ---------------------------------------------------------------- hooks
@@ -344,20 +401,36 @@ def transcript_events() -> tuple[list[dict], list[str]]:
     def event(kind: str, message: dict, ts: str) -> dict:
         nonlocal n
         n += 1
-        item = {"type": kind, "uuid": f"00000000-0000-4000-8000-{n:012d}", "parentUuid": None,
-                "sessionId": SESSION, "timestamp": ts, "cwd": "/somewhere", "message": message}
+        item = {
+            "type": kind,
+            "uuid": f"00000000-0000-4000-8000-{n:012d}",
+            "parentUuid": None,
+            "sessionId": SESSION,
+            "timestamp": ts,
+            "cwd": "/somewhere",
+            "message": message,
+        }
         events.append(item)
         return item
 
     def assistant(content, ts: str, mid: str) -> dict:
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
-        return event("assistant", {"id": mid, "role": "assistant", "model": "claude-sonnet-4",
-                                   "content": content}, ts)
+        return event(
+            "assistant", {"id": mid, "role": "assistant", "model": "claude-sonnet-4", "content": content}, ts
+        )
 
     def tool_error(text: str, ts: str) -> None:
-        event("user", {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": text, "is_error": True}]}, ts)
+        event(
+            "user",
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": text, "is_error": True}
+                ],
+            },
+            ts,
+        )
 
     keep = [
         "## OAuth refresh timeout\nThe refresh call goes through the corporate proxy.\n"
@@ -365,22 +438,38 @@ def transcript_events() -> tuple[list[dict], list[str]]:
         "Summary of the fix:\n- lowered the timeout\n- added one retry\n- documented it in README",
         "I'll run the tests now.\nThey take about a minute.",
     ]
-    event("user", {"role": "user", "content": "Why does the OAuth login\ntime out on staging?"},
-          "2026-03-01T10:00:00Z")
+    event(
+        "user",
+        {"role": "user", "content": "Why does the OAuth login\ntime out on staging?"},
+        "2026-03-01T10:00:00Z",
+    )
     assistant("Let me look at the auth module.", "2026-03-01T10:00:05Z", "msg_01")
-    assistant([{"type": "thinking", "thinking": "Maybe the proxy.\nCheck env."},
-               {"type": "tool_use", "id": "toolu_a", "name": "Bash", "input": {"command": "pytest"}}],
-              "2026-03-01T10:00:06Z", "msg_02")
+    assistant(
+        [
+            {"type": "thinking", "thinking": "Maybe the proxy.\nCheck env."},
+            {"type": "tool_use", "id": "toolu_a", "name": "Bash", "input": {"command": "pytest"}},
+        ],
+        "2026-03-01T10:00:06Z",
+        "msg_02",
+    )
     for i, seconds in enumerate((30, 31, 29)):
-        tool_error(f"Traceback (most recent call last):\n  File \"auth.py\", line {10 + i}, in refresh\n"
-                   f"TimeoutError: refresh timed out after {seconds} s", f"2026-03-01T10:00:{10 + i}Z")
+        tool_error(
+            f'Traceback (most recent call last):\n  File "auth.py", line {10 + i}, in refresh\n'
+            f"TimeoutError: refresh timed out after {seconds} s",
+            f"2026-03-01T10:00:{10 + i}Z",
+        )
     assistant(keep[0], "2026-03-01T10:01:00Z", "msg_03")
     assistant("Done.", "2026-03-01T10:02:00Z", "msg_04")
     assistant(keep[1], "2026-03-01T10:03:00Z", "msg_05")
-    assistant([{"type": "text", "text": keep[2]},
-               {"type": "tool_use", "id": "toolu_b", "name": "Bash", "input": {"command": "make test"}}],
-              "2026-03-01T10:04:00Z", "msg_06")
-    events.append(dict(events[-1]))     # the same event written twice
+    assistant(
+        [
+            {"type": "text", "text": keep[2]},
+            {"type": "tool_use", "id": "toolu_b", "name": "Bash", "input": {"command": "make test"}},
+        ],
+        "2026-03-01T10:04:00Z",
+        "msg_06",
+    )
+    events.append(dict(events[-1]))  # the same event written twice
     event("user", {"role": "user", "content": "Thanks!\nLooks good."}, "2026-03-01T10:05:00Z")
     return events, keep
 
@@ -395,15 +484,34 @@ def write_transcript(path: Path) -> list[str]:
 
 def test_session_start_hook_adds_memories_relevant_to_the_branch(repo):
     root = repo.cwd
-    repo("add", "--type", "gotcha", "--title", "OAuth token refresh times out behind the proxy",
-         "--body", "The OAuth refresh call hangs for 30 s behind the corporate proxy.\n"
-                   "Set OAUTH_TIMEOUT=5 and retry once.")
-    repo("add", "--type", "decision", "--title", "Use Postgres for storage",
-         "--body", "We chose Postgres over MySQL for JSONB support.\nMigrations live in db/.")
+    repo(
+        "add",
+        "--type",
+        "gotcha",
+        "--title",
+        "OAuth token refresh times out behind the proxy",
+        "--body",
+        "The OAuth refresh call hangs for 30 s behind the corporate proxy.\n"
+        "Set OAUTH_TIMEOUT=5 and retry once.",
+    )
+    repo(
+        "add",
+        "--type",
+        "decision",
+        "--title",
+        "Use Postgres for storage",
+        "--body",
+        "We chose Postgres over MySQL for JSONB support.\nMigrations live in db/.",
+    )
     git(root, "checkout", "-q", "-b", "fix-oauth-timeout")
 
-    payload = {"session_id": SESSION, "transcript_path": str(root.parent / "none.jsonl"),
-               "cwd": str(root), "hook_event_name": "SessionStart", "source": "startup"}
+    payload = {
+        "session_id": SESSION,
+        "transcript_path": str(root.parent / "none.jsonl"),
+        "cwd": str(root),
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }
     proc, took = hook(repo, "session-start", payload)
     print(f"\nsession-start hook: {took:.2f} s")
     assert proc.returncode == 0 and proc.stderr == ""
@@ -426,8 +534,14 @@ def test_pre_compact_hook_captures_multiline_assistant_messages_once(repo, tmp_p
     root = repo.cwd
     transcript = tmp_path / f"{SESSION}.jsonl"
     keep = write_transcript(transcript)
-    payload = {"session_id": SESSION, "transcript_path": str(transcript), "cwd": str(root),
-               "hook_event_name": "PreCompact", "trigger": "auto", "custom_instructions": ""}
+    payload = {
+        "session_id": SESSION,
+        "transcript_path": str(transcript),
+        "cwd": str(root),
+        "hook_event_name": "PreCompact",
+        "trigger": "auto",
+        "custom_instructions": "",
+    }
 
     proc, took = hook(repo, "pre-compact", payload)
     print(f"\npre-compact hook (capture): {took:.2f} s")
@@ -435,12 +549,12 @@ def test_pre_compact_hook_captures_multiline_assistant_messages_once(repo, tmp_p
 
     session = memory_files(root, ".lore/local/session")
     assert sorted(body for _, body in session.values()) == sorted(keep)
-    for meta, body in session.values():
+    for meta, _body in session.values():
         assert meta["agent"] == "claude-code"
         assert meta["source"].startswith(f"transcript:{SESSION}:")
         assert str(meta["occurred_at"]).startswith("2026-03-01 10:0")
     titles = {meta["subject"] for meta, _ in session.values()}
-    assert "OAuth refresh timeout" in titles                # the heading became the title
+    assert "OAuth refresh timeout" in titles  # the heading became the title
 
     shared = memory_files(root, ".lore/memory")
     gotchas = [(meta, body) for meta, body in shared.values() if meta["type"] == "gotcha"]
@@ -457,18 +571,22 @@ def test_pre_compact_hook_captures_multiline_assistant_messages_once(repo, tmp_p
     proc, took = hook(repo, "pre-compact", payload)
     print(f"pre-compact hook (nothing new): {took:.2f} s")
     assert proc.returncode == 0 and proc.stdout == ""
-    assert all_memories(root) == before                     # idempotent: nothing new, nothing rewritten
+    assert all_memories(root) == before  # idempotent: nothing new, nothing rewritten
     assert "0 captured" in log_lines(root)[-1]
 
 
-@pytest.mark.parametrize("payload", [
-    "this is not JSON",
-    "",
-    "[1, 2, 3]",
-    json.dumps({"transcript_path": "/no/such/transcript.jsonl", "hook_event_name": "PreCompact"}),
-    json.dumps({"hook_event_name": "PreCompact"}),
-    json.dumps({"transcript_path": 42}),
-], ids=["not-json", "empty", "not-an-object", "missing-transcript", "no-transcript-path", "path-not-string"])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "this is not JSON",
+        "",
+        "[1, 2, 3]",
+        json.dumps({"transcript_path": "/no/such/transcript.jsonl", "hook_event_name": "PreCompact"}),
+        json.dumps({"hook_event_name": "PreCompact"}),
+        json.dumps({"transcript_path": 42}),
+    ],
+    ids=["not-json", "empty", "not-an-object", "missing-transcript", "no-transcript-path", "path-not-string"],
+)
 def test_broken_hook_payloads_exit_0_silently_and_are_logged(repo, payload):
     root = repo.cwd
     before_memories = all_memories(root)
@@ -483,8 +601,11 @@ def test_broken_hook_payloads_exit_0_silently_and_are_logged(repo, payload):
 
 
 def test_stop_hook_and_hooks_outside_a_project_never_fail(repo, tmp_path):
-    proc, took = hook(repo, "stop", {"session_id": SESSION, "hook_event_name": "Stop",
-                                     "stop_hook_active": False, "cwd": str(repo.cwd)})
+    proc, took = hook(
+        repo,
+        "stop",
+        {"session_id": SESSION, "hook_event_name": "Stop", "stop_hook_active": False, "cwd": str(repo.cwd)},
+    )
     print(f"\nstop hook: {took:.2f} s")
     assert proc.returncode == 0 and proc.stdout == ""
     assert "stop" in log_lines(repo.cwd)[-1]
@@ -540,16 +661,19 @@ def test_capture_from_stdout_stores_blocks_reports_problems_and_dedups(repo):
     assert not (root / ".lore/local/session").exists() or not list((root / ".lore/local/session").iterdir())
 
     before = all_memories(root)
-    time.sleep(1.1)                 # a later run, as in real use (times have 1 s resolution)
+    time.sleep(1.1)  # a later run, as in real use (times have 1 s resolution)
     proc = repo("capture", "--from-stdout", str(out_file))
-    assert proc.stdout.strip() == "captured 0 new, 2 already known", \
+    assert proc.stdout.strip() == "captured 0 new, 2 already known", (
         f"second capture of the same output was not deduplicated: {proc.stdout.strip()}"
+    )
     assert all_memories(root) == before
 
 
 def test_capture_from_stdin_as_json(repo):
-    block = ('<lore-memory type="convention" tags="style" title="Black line length">\n'
-             'Code is formatted with black at line length 100.\nCI checks it.\n</lore-memory>\n')
+    block = (
+        '<lore-memory type="convention" tags="style" title="Black line length">\n'
+        "Code is formatted with black at line length 100.\nCI checks it.\n</lore-memory>\n"
+    )
     result = repo.json("capture", "--from-stdout", "-", input=block)
     assert result == {"created": 1, "existing": 0, "problems": [], "gotchas": 0}
     assert repo.json("search", "black line length")[0]["title"] == "Black line length"
@@ -581,21 +705,35 @@ def test_capture_needs_a_source(repo, tmp_path):
 
 def test_complete_writes_the_task_memory_from_its_commits_and_is_idempotent(cli, git_env):
     import subprocess
+
     root = cli.cwd
+
     def git(*args):
         subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
     git("init", "-q", "-b", "main")
     (root / "src").mkdir()
     (root / "src/auth.py").write_text("def timeout():\n    return 5\n")
     (root / "README.md").write_text("unrelated\n")
-    git("add", "-A"); git("commit", "-qm", "initial import")
+    git("add", "-A")
+    git("commit", "-qm", "initial import")
     (root / "src/auth.py").write_text("def timeout():\n    return 15\n")
     git("commit", "-qam", "jat-abc: raise the timeout to 15s rather than adding retries")
     (root / "README.md").write_text("other task\n")
     git("commit", "-qam", "jat-xyz: unrelated docs")
 
-    first = cli.json("complete", "jat-abc", "--title", "Fix OAuth timeout", "--summary", "Raised the timeout",
-                     "--lesson", "The provider is slow under load", "--agent", "FairBay")
+    first = cli.json(
+        "complete",
+        "jat-abc",
+        "--title",
+        "Fix OAuth timeout",
+        "--summary",
+        "Raised the timeout",
+        "--lesson",
+        "The provider is slow under load",
+        "--agent",
+        "FairBay",
+    )
     assert first["created"] and first["files"] == ["src/auth.py"]
     text = (root / first["path"]).read_text()
     assert first["path"].endswith("-jat-abc-fix-oauth-timeout.md")

@@ -13,16 +13,33 @@ SESSION = "5f0c2d1e-aaaa-4bbb-8ccc-123456789abc"
 
 
 def event(kind: str, uuid: str, timestamp: str, message: dict, **extra) -> str:
-    return json.dumps({"parentUuid": None, "isSidechain": False, "userType": "external",
-                       "cwd": "/home/dev/app", "sessionId": SESSION, "version": "1.0.80",
-                       "type": kind, "message": message, "uuid": uuid, "timestamp": timestamp,
-                       **extra})
+    return json.dumps(
+        {
+            "parentUuid": None,
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": "/home/dev/app",
+            "sessionId": SESSION,
+            "version": "1.0.80",
+            "type": kind,
+            "message": message,
+            "uuid": uuid,
+            "timestamp": timestamp,
+            **extra,
+        }
+    )
 
 
 def assistant(uuid: str, timestamp: str, content, message_id: str | None = None, **extra) -> str:
-    message = {"id": message_id or f"msg_{uuid}", "type": "message", "role": "assistant",
-               "model": "claude-sonnet-4-5", "content": content, "stop_reason": None,
-               "usage": {"input_tokens": 10, "output_tokens": 20}}
+    message = {
+        "id": message_id or f"msg_{uuid}",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": content,
+        "stop_reason": None,
+        "usage": {"input_tokens": 10, "output_tokens": 20},
+    }
     return event("assistant", uuid, timestamp, message, requestId=f"req_{uuid}", **extra)
 
 
@@ -32,33 +49,63 @@ HEADED = "## Decision: JWT over sessions\n\nStateless API, refresh tokens in htt
 
 TRANSCRIPT = [
     json.dumps({"type": "summary", "summary": "CORS fix", "leafUuid": "u0"}),
-    event("user", "u1", "2025-06-01T10:00:00.000Z",
-          {"role": "user", "content": "Why does the API call fail?\nIt says CORS."}),
+    event(
+        "user",
+        "u1",
+        "2025-06-01T10:00:00.000Z",
+        {"role": "user", "content": "Why does the API call fail?\nIt says CORS."},
+    ),
     # single-line assistant text: skipped
     assistant("a1", "2025-06-01T10:00:05.120Z", [{"type": "text", "text": "Let me look."}]),
     # thinking + multi-line text + tool_use in one message: kept, text only
-    assistant("a2", "2025-06-01T10:00:09.000Z", [
-        {"type": "thinking", "thinking": "Probably the proxy.\nCheck config.", "signature": "x"},
-        {"type": "text", "text": PLAN},
-        {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "next.config.js"}},
-    ]),
-    event("user", "u2", "2025-06-01T10:00:10.000Z", {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "module.exports = {\n}\n"}]}),
+    assistant(
+        "a2",
+        "2025-06-01T10:00:09.000Z",
+        [
+            {"type": "thinking", "thinking": "Probably the proxy.\nCheck config.", "signature": "x"},
+            {"type": "text", "text": PLAN},
+            {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "next.config.js"}},
+        ],
+    ),
+    event(
+        "user",
+        "u2",
+        "2025-06-01T10:00:10.000Z",
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "module.exports = {\n}\n"}
+            ],
+        },
+    ),
     "{this line is not json",
     "",
     # one API message written as two events (text, then tool_use) sharing message.id: joined
     assistant("a3", "2025-06-01T10:01:00Z", [{"type": "text", "text": SPLIT_TEXT}], message_id="msg_X"),
-    assistant("a4", "2025-06-01T10:01:01Z", [{"type": "tool_use", "id": "toolu_2", "name": "Edit",
-                                             "input": {"old_string": "a\nb"}}], message_id="msg_X"),
+    assistant(
+        "a4",
+        "2025-06-01T10:01:01Z",
+        [{"type": "tool_use", "id": "toolu_2", "name": "Edit", "input": {"old_string": "a\nb"}}],
+        message_id="msg_X",
+    ),
     # multi-line only through whitespace: after stripping it's one line, skipped
     assistant("a5", "2025-06-01T10:02:00Z", [{"type": "text", "text": "\n  Done.  \n\n"}]),
     # two single-line text parts in one message join into a multi-line one: kept
-    assistant("a6", "2025-06-01T10:03:00+02:00", [{"type": "text", "text": "Summary of changes:"},
-                                                 {"type": "text", "text": "- proxy added"}]),
+    assistant(
+        "a6",
+        "2025-06-01T10:03:00+02:00",
+        [{"type": "text", "text": "Summary of changes:"}, {"type": "text", "text": "- proxy added"}],
+    ),
     # Claude Code's own API error notice: skipped
-    assistant("a7", "2025-06-01T10:04:00Z",
-              [{"type": "text", "text": "API Error: 529\nOverloaded"}], isApiErrorMessage=True),
-    json.dumps({"type": "system", "content": "Conversation compacted\nfor real", "timestamp": "2025-06-01T10:05:00Z"}),
+    assistant(
+        "a7",
+        "2025-06-01T10:04:00Z",
+        [{"type": "text", "text": "API Error: 529\nOverloaded"}],
+        isApiErrorMessage=True,
+    ),
+    json.dumps(
+        {"type": "system", "content": "Conversation compacted\nfor real", "timestamp": "2025-06-01T10:05:00Z"}
+    ),
     # the same event written twice: counted once
     assistant("a8", "2025-06-01T10:06:00Z", [{"type": "text", "text": HEADED}]),
     assistant("a8", "2025-06-01T10:06:00Z", [{"type": "text", "text": HEADED}]),
@@ -81,8 +128,10 @@ def test_transcript_keeps_exactly_the_multiline_assistant_messages(tmp_path):
         ("Summary of changes:\n- proxy added", "2025-06-01T08:03:00Z", f"transcript:{SESSION}:a6"),
         (HEADED, "2025-06-01T10:06:00Z", f"transcript:{SESSION}:a8"),
     ]
-    assert all(isinstance(c, Candidate) and c.type == "summary" and c.applies_to == "global"
-               and c.tags == [] for c in found)
+    assert all(
+        isinstance(c, Candidate) and c.type == "summary" and c.applies_to == "global" and c.tags == []
+        for c in found
+    )
     assert [c.title for c in found] == [None, None, None, "Decision: JWT over sessions"]
 
 
@@ -100,8 +149,12 @@ def test_transcript_in_004_session_format(tmp_path):
         {"type": "message", "role": "assistant", "content": "Hi there!", "timestamp": "2024-01-01T00:00:01Z"},
         {"type": "tool_call", "toolName": "read", "args": {"path": "x"}, "timestamp": "2024-01-01T00:00:02Z"},
         {"type": "tool_result", "toolCallId": "tc_1", "result": "a\nb", "timestamp": "2024-01-01T00:00:03Z"},
-        {"type": "message", "role": "assistant", "content": "User prefers dark mode.\nAnd concise replies.",
-         "timestamp": "2024-01-02T12:00:00"},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": "User prefers dark mode.\nAnd concise replies.",
+            "timestamp": "2024-01-02T12:00:00",
+        },
     ]
     path = tmp_path / "session.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in lines))
@@ -114,16 +167,32 @@ def test_transcript_in_004_session_format(tmp_path):
 def test_transcript_in_codex_rollout_format(tmp_path):
     lines = [
         {"timestamp": "2025-09-01T09:00:00.000Z", "type": "session_meta", "payload": {"id": "s1"}},
-        {"timestamp": "2025-09-01T09:00:01.000Z", "type": "response_item",
-         "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "a\nb"}]}},
-        {"timestamp": "2025-09-01T09:00:05.500Z", "type": "response_item",
-         "payload": {"type": "message", "role": "assistant",
-                     "content": [{"type": "output_text", "text": "Ran the tests.\nAll 12 pass."}]}},
+        {
+            "timestamp": "2025-09-01T09:00:01.000Z",
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "a\nb"}],
+            },
+        },
+        {
+            "timestamp": "2025-09-01T09:00:05.500Z",
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "Ran the tests.\nAll 12 pass."}],
+            },
+        },
     ]
     path = tmp_path / "rollout.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in lines))
     (candidate,) = from_transcript(path)
-    assert (candidate.body, candidate.occurred_at) == ("Ran the tests.\nAll 12 pass.", "2025-09-01T09:00:05.500Z")
+    assert (candidate.body, candidate.occurred_at) == (
+        "Ran the tests.\nAll 12 pass.",
+        "2025-09-01T09:00:05.500Z",
+    )
 
 
 def test_transcript_that_is_not_jsonl_gives_nothing(tmp_path):
@@ -135,7 +204,7 @@ def test_transcript_that_is_not_jsonl_gives_nothing(tmp_path):
 # ---------------------------------------------------------------- <lore-memory> blocks
 
 
-STDOUT = '''\
+STDOUT = """\
 Running task 42...
 <lore-memory type="gotcha" tags="auth, jwt,Auth" applies_to="file:src/auth.py" title="JWT secret must be base64">
   Token validation fails silently when JWT_SECRET contains special characters.
@@ -160,7 +229,7 @@ tags: pool
 Attribute beats header: this is a lesson with tag pool.
 </lore-memory>
 done.
-'''
+"""
 
 
 def test_stdout_blocks_with_attributes_and_with_header():
@@ -169,38 +238,59 @@ def test_stdout_blocks_with_attributes_and_with_header():
     first, second, third = found
     assert first == Candidate(
         body="Token validation fails silently when JWT_SECRET contains special characters.\n"
-             "Always use a base64-encoded secret.",
-        occurred_at="2025-06-01T12:00:00Z", title="JWT secret must be base64", type="gotcha",
-        tags=["auth", "jwt"], applies_to="file:src/auth.py", source="stdout")
+        "Always use a base64-encoded secret.",
+        occurred_at="2025-06-01T12:00:00Z",
+        title="JWT secret must be base64",
+        type="gotcha",
+        tags=["auth", "jwt"],
+        applies_to="file:src/auth.py",
+        source="stdout",
+    )
     assert second == Candidate(
         body="We version the public API as /v1/... because the CDN caches by path.",
-        occurred_at="2025-03-04T04:06:07Z", title="Version the API in the path", type="decision",
-        tags=["api", "versioning"], applies_to="area:api", source="stdout")
+        occurred_at="2025-03-04T04:06:07Z",
+        title="Version the API in the path",
+        type="decision",
+        tags=["api", "versioning"],
+        applies_to="area:api",
+        source="stdout",
+    )
     assert (third.type, third.tags, third.applies_to) == ("lesson", ["pool"], "area:db")
     assert third.body == "Attribute beats header: this is a lesson with tag pool."
 
 
 def test_stdout_malformed_blocks_are_reported_and_the_rest_parse():
-    text = "\n".join([
-        '<lore-memory type="lesson">',                                 # 1: unclosed (next opens)
-        "half a thought",
-        '<lore-memory type="wisdom">Bad type here, long enough.</lore-memory>',       # 3
-        '<lore-memory applies_to="repo:x">Bad scope here, long enough.</lore-memory>',  # 4
-        '<lore-memory type="fact">   \n  </lore-memory>',                 # 5: empty body
-        '<lore-memory occurred_at="yesterday">Bad time, long enough.</lore-memory>',  # 7
-        '<lore-memory type="fact" confidence="0.9">Unknown attribute kept.</lore-memory>',  # 8
-        '<lore-memory type=fact>Unquoted attribute value.</lore-memory>',  # 9
-        '<lore-memory type="fact"/>',                                      # 10
-        '<lore-memory>\n---\ntype: [unclosed\n---\nbody text here\n</lore-memory>',  # 11
-        '<lore-memory type="pattern">Good one survives.</lore-memory>',    # 17
-        '<lore-memory type="fact">never closed, at the end',               # 18
-    ])
+    text = "\n".join(
+        [
+            '<lore-memory type="lesson">',  # 1: unclosed (next opens)
+            "half a thought",
+            '<lore-memory type="wisdom">Bad type here, long enough.</lore-memory>',  # 3
+            '<lore-memory applies_to="repo:x">Bad scope here, long enough.</lore-memory>',  # 4
+            '<lore-memory type="fact">   \n  </lore-memory>',  # 5: empty body
+            '<lore-memory occurred_at="yesterday">Bad time, long enough.</lore-memory>',  # 7
+            '<lore-memory type="fact" confidence="0.9">Unknown attribute kept.</lore-memory>',  # 8
+            "<lore-memory type=fact>Unquoted attribute value.</lore-memory>",  # 9
+            '<lore-memory type="fact"/>',  # 10
+            "<lore-memory>\n---\ntype: [unclosed\n---\nbody text here\n</lore-memory>",  # 11
+            '<lore-memory type="pattern">Good one survives.</lore-memory>',  # 17
+            '<lore-memory type="fact">never closed, at the end',  # 18
+        ]
+    )
     found, problems = from_stdout(text, default_time="2025-01-01T00:00:00Z")
 
     assert [c.body for c in found] == ["Unknown attribute kept.", "Good one survives."]
     assert [p.split(":")[0] for p in problems] == [
-        "line 1", "line 3", "line 4", "line 5", "line 7", "line 8", "line 9", "line 10", "line 11",
-        "line 18"]
+        "line 1",
+        "line 3",
+        "line 4",
+        "line 5",
+        "line 7",
+        "line 8",
+        "line 9",
+        "line 10",
+        "line 11",
+        "line 18",
+    ]
     joined = "\n".join(problems)
     assert "no </lore-memory>" in problems[0]
     assert "unknown type 'wisdom'" in problems[1]
@@ -222,7 +312,7 @@ def test_stdout_time_falls_back_to_now():
 
 
 def test_stdout_ignores_ansi_colours_and_crlf_and_records_source():
-    text = "\x1b[32mok\x1b[0m\r\n<lore-memory type=\"fact\">\r\nUses \x1b[1mPostgres 16\x1b[0m.\r\n</lore-memory>\r\n"
+    text = '\x1b[32mok\x1b[0m\r\n<lore-memory type="fact">\r\nUses \x1b[1mPostgres 16\x1b[0m.\r\n</lore-memory>\r\n'
     (candidate,), problems = from_stdout(text, default_time="2025-01-01", source="stdout:run.log")
     assert problems == []
     assert candidate.body == "Uses Postgres 16."
@@ -244,45 +334,53 @@ def test_stdout_without_blocks():
 
 
 def test_repeated_errors_normalises_and_counts():
-    output = "\n".join([
-        "2025-06-01T10:00:00Z ERROR Connection refused: 127.0.0.1:5432",
-        "src/app.py:42: TypeError: unsupported operand type(s) for +: 'int' and 'str'",
-        "Traceback (most recent call last):",
-        '  File "/home/dev/app/x.py", line 10, in <module>',
-        "    main()",
-        "KeyError: 'user_17'",
-        "2025-06-01T10:00:05.123Z ERROR Connection refused: 127.0.0.1:5432",
-        "src/app.py:57: TypeError: unsupported operand type(s) for +: 'int' and 'str'",
-        "Segfault-ish object at 0x7f3a2b1c4d50 in worker 3: Exception raised",
-        "Traceback (most recent call last):",
-        '  File "/home/dev/app/x.py", line 12, in <module>',
-        "KeyError: 'user_99'",
-        "all good, 0 errors",
-        "2025-06-01 10:00:09,511 ERROR Connection refused: 127.0.0.1:5432",
-        "src/app.py:61: TypeError: unsupported operand type(s) for +: 'int' and 'str'",
-        "Segfault-ish object at 0x55d1e2f3a4b0 in worker 7: Exception raised",
-        "error[E0382]: borrow of moved value: `v`",
-        "error[E0382]: borrow of moved value: `v`",
-        "error[E0499]: cannot borrow `x` as mutable more than once",
-        "Traceback (most recent call last):",
-        '  File "/home/dev/app/y.py", line 3, in f',
-        "KeyError: 'user_5'",
-    ])
+    output = "\n".join(
+        [
+            "2025-06-01T10:00:00Z ERROR Connection refused: 127.0.0.1:5432",
+            "src/app.py:42: TypeError: unsupported operand type(s) for +: 'int' and 'str'",
+            "Traceback (most recent call last):",
+            '  File "/home/dev/app/x.py", line 10, in <module>',
+            "    main()",
+            "KeyError: 'user_17'",
+            "2025-06-01T10:00:05.123Z ERROR Connection refused: 127.0.0.1:5432",
+            "src/app.py:57: TypeError: unsupported operand type(s) for +: 'int' and 'str'",
+            "Segfault-ish object at 0x7f3a2b1c4d50 in worker 3: Exception raised",
+            "Traceback (most recent call last):",
+            '  File "/home/dev/app/x.py", line 12, in <module>',
+            "KeyError: 'user_99'",
+            "all good, 0 errors",
+            "2025-06-01 10:00:09,511 ERROR Connection refused: 127.0.0.1:5432",
+            "src/app.py:61: TypeError: unsupported operand type(s) for +: 'int' and 'str'",
+            "Segfault-ish object at 0x55d1e2f3a4b0 in worker 7: Exception raised",
+            "error[E0382]: borrow of moved value: `v`",
+            "error[E0382]: borrow of moved value: `v`",
+            "error[E0499]: cannot borrow `x` as mutable more than once",
+            "Traceback (most recent call last):",
+            '  File "/home/dev/app/y.py", line 3, in f',
+            "KeyError: 'user_5'",
+        ]
+    )
     assert repeated_errors(output) == [
         ("<time> ERROR Connection refused: <n>:<n>", 3),
         ("src/app.py:<n>: TypeError: unsupported operand type(s) for +: 'int' and 'str'", 3),
         ("KeyError: 'user_<n>'", 3),
     ]
     assert ("error[E0382]: borrow of moved value: `v`", 2) in repeated_errors(output, threshold=2)
-    assert ("Segfault-ish object at <hex> in worker <n>: Exception raised", 2) in \
-        repeated_errors(output, threshold=2)
-    assert all("0 errors" not in pattern and "Traceback" not in pattern
-               for pattern, _ in repeated_errors(output, threshold=1))
+    assert ("Segfault-ish object at <hex> in worker <n>: Exception raised", 2) in repeated_errors(
+        output, threshold=2
+    )
+    assert all(
+        "0 errors" not in pattern and "Traceback" not in pattern
+        for pattern, _ in repeated_errors(output, threshold=1)
+    )
 
 
 def test_repeated_errors_from_lines_and_other_tools():
-    lines = ["npm ERR! code ERESOLVE", "FAILED tests/test_api.py::test_login - AssertionError",
-             "fatal: not a git repository (or any of the parent directories): .git"] * 4
+    lines = [
+        "npm ERR! code ERESOLVE",
+        "FAILED tests/test_api.py::test_login - AssertionError",
+        "fatal: not a git repository (or any of the parent directories): .git",
+    ] * 4
     lines += ["npm ERR! code ERESOLVE"]
     assert repeated_errors(lines, threshold=4) == [
         ("npm ERR! code ERESOLVE", 5),
@@ -293,10 +391,18 @@ def test_repeated_errors_from_lines_and_other_tools():
     assert repeated_errors("everything passed\n12 tests, 0 failures") == []
 
 
-@pytest.mark.parametrize("noisy, same", [
-    ("Error: build abc1234f failed at /tmp/tmpk2j3h4x/out.o", "Error: build 9f8e7d6c failed at /tmp/tmpzz81ab/out.o"),
-    ("ValueError: request 3fa85f64-5717-4562-b3fc-2c963f66afa6 timed out after 30.5s",
-     "ValueError: request 123e4567-e89b-42d3-a456-426614174000 timed out after 2s"),
-])
+@pytest.mark.parametrize(
+    "noisy, same",
+    [
+        (
+            "Error: build abc1234f failed at /tmp/tmpk2j3h4x/out.o",
+            "Error: build 9f8e7d6c failed at /tmp/tmpzz81ab/out.o",
+        ),
+        (
+            "ValueError: request 3fa85f64-5717-4562-b3fc-2c963f66afa6 timed out after 30.5s",
+            "ValueError: request 123e4567-e89b-42d3-a456-426614174000 timed out after 2s",
+        ),
+    ],
+)
 def test_repeated_errors_treats_volatile_parts_as_equal(noisy, same):
     assert repeated_errors([noisy, same], threshold=2)[0][1] == 2

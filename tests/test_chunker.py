@@ -42,7 +42,7 @@ class Invoice:
         return sum(map(line_total, self.lines))
 '''
 
-JAVASCRIPT = '''\
+JAVASCRIPT = """\
 import { api } from "./api";
 
 /**
@@ -67,9 +67,9 @@ export class UserStore {
     return this.users.get(id);
   }
 }
-'''
+"""
 
-TYPESCRIPT = '''\
+TYPESCRIPT = """\
 export interface User {
   id: number;
   name: string;
@@ -96,9 +96,9 @@ export class UserRepo {
 export function isAdmin(role: Role): boolean {
   return role === Role.Admin;
 }
-'''
+"""
 
-TSX = '''\
+TSX = """\
 import React from "react";
 
 type Props = { title: string };
@@ -114,9 +114,9 @@ export default function App() {
   const onClick = () => alert("hi");
   return <Header title="Lore" onClick={onClick} />;
 }
-'''
+"""
 
-GO = '''\
+GO = """\
 package store
 
 import "sync"
@@ -137,9 +137,9 @@ func (s *Store) Get(key string) string {
 func New() *Store {
 	return &Store{data: map[string]string{}}
 }
-'''
+"""
 
-RUST = '''\
+RUST = """\
 use std::collections::HashMap;
 
 /// A cache of computed values.
@@ -166,9 +166,9 @@ pub trait Store {
 fn main() {
     let _ = Cache::default();
 }
-'''
+"""
 
-JAVA = '''\
+JAVA = """\
 package app;
 
 import java.util.List;
@@ -191,7 +191,8 @@ public class Cart {
         long price() { return 0; }
     }
 }
-'''
+"""
+
 
 def _chunks(tmp_path: Path, name: str, source: str, **options) -> list[CodeChunk]:
     """Chunk a real file, checking the invariants every chunk must keep."""
@@ -204,7 +205,7 @@ def _chunks(tmp_path: Path, name: str, source: str, **options) -> list[CodeChunk
         assert chunk.text.strip(), chunk
         assert 1 <= chunk.start_line <= chunk.end_line <= len(lines)
         if chunk.start_line != chunk.end_line or chunk.text == lines[chunk.start_line - 1]:
-            assert chunk.text == "\n".join(lines[chunk.start_line - 1:chunk.end_line])
+            assert chunk.text == "\n".join(lines[chunk.start_line - 1 : chunk.end_line])
         else:  # a piece of a single over-long line
             assert chunk.text in lines[chunk.start_line - 1]
     return chunks
@@ -225,47 +226,68 @@ def _non_blank(source: str) -> set[int]:
 # --- One small file per language: units, qualified names, exact lines ----------
 
 UNITS = {
-    "billing.py": (PYTHON, [
-        (None, "module", 1, 5),
-        ("tax", "function", 8, 12),
-        ("Invoice", "class", 15, 27),
-    ]),
-    "users.js": (JAVASCRIPT, [
-        (None, "module", 1, 1),
-        ("getUser", "function", 3, 8),
-        ("formatName", "function", 10, 11),
-        ("UserStore", "class", 13, 24),
-    ]),
-    "repo.ts": (TYPESCRIPT, [
-        ("User", "class", 1, 4),
-        ("UserId", "class", 6, 6),
-        ("Role", "class", 8, 11),
-        ("UserRepo", "class", 13, 22),
-        ("isAdmin", "function", 24, 26),
-    ]),
-    "app.tsx": (TSX, [
-        (None, "module", 1, 1),
-        ("Props", "class", 3, 3),
-        ("Header", "function", 5, 10),
-        ("App", "function", 12, 15),
-    ]),
-    "store.go": (GO, [
-        (None, "module", 1, 3),
-        ("Store", "class", 5, 9),
-        ("Store.Get", "method", 11, 16),
-        ("New", "function", 18, 20),
-    ]),
-    "cache.rs": (RUST, [
-        (None, "module", 1, 1),
-        ("Cache", "class", 3, 7),
-        ("Cache", "class", 9, 18),
-        ("Store", "class", 20, 22),
-        ("main", "function", 24, 26),
-    ]),
-    "Cart.java": (JAVA, [
-        (None, "module", 1, 3),
-        ("Cart", "class", 5, 22),
-    ]),
+    "billing.py": (
+        PYTHON,
+        [
+            (None, "module", 1, 5),
+            ("tax", "function", 8, 12),
+            ("Invoice", "class", 15, 27),
+        ],
+    ),
+    "users.js": (
+        JAVASCRIPT,
+        [
+            (None, "module", 1, 1),
+            ("getUser", "function", 3, 8),
+            ("formatName", "function", 10, 11),
+            ("UserStore", "class", 13, 24),
+        ],
+    ),
+    "repo.ts": (
+        TYPESCRIPT,
+        [
+            ("User", "class", 1, 4),
+            ("UserId", "class", 6, 6),
+            ("Role", "class", 8, 11),
+            ("UserRepo", "class", 13, 22),
+            ("isAdmin", "function", 24, 26),
+        ],
+    ),
+    "app.tsx": (
+        TSX,
+        [
+            (None, "module", 1, 1),
+            ("Props", "class", 3, 3),
+            ("Header", "function", 5, 10),
+            ("App", "function", 12, 15),
+        ],
+    ),
+    "store.go": (
+        GO,
+        [
+            (None, "module", 1, 3),
+            ("Store", "class", 5, 9),
+            ("Store.Get", "method", 11, 16),
+            ("New", "function", 18, 20),
+        ],
+    ),
+    "cache.rs": (
+        RUST,
+        [
+            (None, "module", 1, 1),
+            ("Cache", "class", 3, 7),
+            ("Cache", "class", 9, 18),
+            ("Store", "class", 20, 22),
+            ("main", "function", 24, 26),
+        ],
+    ),
+    "Cart.java": (
+        JAVA,
+        [
+            (None, "module", 1, 3),
+            ("Cart", "class", 5, 22),
+        ],
+    ),
 }
 
 # The same files with max_tokens=40: classes and impl blocks split into a
@@ -299,8 +321,15 @@ SPLIT = {
     ],
 }
 
-LANGUAGES = {"billing.py": "python", "users.js": "javascript", "repo.ts": "typescript",
-             "app.tsx": "tsx", "store.go": "go", "cache.rs": "rust", "Cart.java": "java"}
+LANGUAGES = {
+    "billing.py": "python",
+    "users.js": "javascript",
+    "repo.ts": "typescript",
+    "app.tsx": "tsx",
+    "store.go": "go",
+    "cache.rs": "rust",
+    "Cart.java": "java",
+}
 
 
 @pytest.mark.parametrize("name", UNITS)
@@ -318,8 +347,9 @@ def test_a_class_over_max_tokens_splits_into_header_and_methods(tmp_path, name):
     first, last = SPLIT[name][0][2], SPLIT[name][-1][3]
     assert [row for row in table if first <= row[2] <= last] == SPLIT[name]
     # Units that fit are untouched.
-    assert [u for u in units if u[3] < first or u[2] > last] == \
-        [row for row in table if row[3] < first or row[2] > last]
+    assert [u for u in units if u[3] < first or u[2] > last] == [
+        row for row in table if row[3] < first or row[2] > last
+    ]
 
 
 def test_nested_functions_are_qualified_by_their_parent(tmp_path):
@@ -333,14 +363,17 @@ def test_nested_functions_are_qualified_by_their_parent(tmp_path):
     assert ("App.onClick", "function", 13, 13) in _table(tsx)
 
 
-@pytest.mark.parametrize("name, line, marker", [
-    ("billing.py", 8, "# Tax is charged"),
-    ("users.js", 3, "/**"),
-    ("repo.ts", 13, "/** Repository of users. */"),
-    ("store.go", 11, "// Get returns"),
-    ("cache.rs", 3, "/// A cache"),
-    ("Cart.java", 13, "/** Total price"),
-])
+@pytest.mark.parametrize(
+    "name, line, marker",
+    [
+        ("billing.py", 8, "# Tax is charged"),
+        ("users.js", 3, "/**"),
+        ("repo.ts", 13, "/** Repository of users. */"),
+        ("store.go", 11, "// Get returns"),
+        ("cache.rs", 3, "/// A cache"),
+        ("Cart.java", 13, "/** Total price"),
+    ],
+)
 def test_chunks_start_with_their_comments_and_docstrings(tmp_path, name, line, marker):
     source = UNITS[name][0]
     chunks = _chunks(tmp_path, name, source, min_tokens=0, max_tokens=40)
@@ -351,16 +384,25 @@ def test_chunks_start_with_their_comments_and_docstrings(tmp_path, name, line, m
 def test_python_chunk_holds_decorator_signature_and_docstring(tmp_path):
     chunk = _chunks(tmp_path, "billing.py", PYTHON, min_tokens=0)[1]
     assert chunk.text.splitlines()[1:4] == [
-        "@functools.cache", "def tax(amount):", '    """Return the tax due on `amount`."""']
+        "@functools.cache",
+        "def tax(amount):",
+        '    """Return the tax due on `amount`."""',
+    ]
 
 
 def test_rust_attributes_and_go_receivers(tmp_path):
     rust = _chunks(tmp_path, "cache.rs", RUST, min_tokens=0)[1]
     assert rust.text.splitlines()[:3] == [
-        "/// A cache of computed values.", "#[derive(Debug, Default)]", "pub struct Cache {"]
+        "/// A cache of computed values.",
+        "#[derive(Debug, Default)]",
+        "pub struct Cache {",
+    ]
     source = "package p\n\nfunc (s *Server[T]) Run() {}\n\nfunc (Server[T]) Stop() {}\n"
-    assert [c.symbol for c in _chunks(tmp_path, "s.go", source, min_tokens=0)] == \
-        [None, "Server.Run", "Server.Stop"]
+    assert [c.symbol for c in _chunks(tmp_path, "s.go", source, min_tokens=0)] == [
+        None,
+        "Server.Run",
+        "Server.Stop",
+    ]
 
 
 def test_javascript_bindings_and_commonjs_exports(tmp_path):
@@ -376,6 +418,7 @@ def test_javascript_bindings_and_commonjs_exports(tmp_path):
 
 # --- Merging and splitting -----------------------------------------------------
 
+
 def test_tiny_neighbours_merge_into_one_chunk(tmp_path):
     source = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(5))
     chunks = _chunks(tmp_path, "small.py", source)
@@ -384,12 +427,13 @@ def test_tiny_neighbours_merge_into_one_chunk(tmp_path):
 
 def test_merging_stops_at_a_large_unit_and_mixed_kinds_are_module(tmp_path):
     body = "".join(f"    total += compute_value(item, {i}) * weight\n" for i in range(30))
-    source = ("import os\n\n\ndef a():\n    return 1\n\n\n"
-              f"def big(items):\n    total = 0\n{body}    return total\n\n\n"
-              "def b():\n    return 2\n\n\ndef c():\n    return 3\n")
+    source = (
+        "import os\n\n\ndef a():\n    return 1\n\n\n"
+        f"def big(items):\n    total = 0\n{body}    return total\n\n\n"
+        "def b():\n    return 2\n\n\ndef c():\n    return 3\n"
+    )
     table = _table(_chunks(tmp_path, "mix.py", source, max_tokens=500))
-    assert table == [("a", "module", 1, 5), ("big", "function", 8, 40),
-                     ("b, c", "function", 43, 48)]
+    assert table == [("a", "module", 1, 5), ("big", "function", 8, 40), ("b, c", "function", 43, 48)]
 
 
 def test_huge_function_splits_into_overlapping_windows(tmp_path):
@@ -403,7 +447,7 @@ def test_huge_function_splits_into_overlapping_windows(tmp_path):
     assert windows[-1].end_line == 206
     for prev, nxt in zip(windows, windows[1:]):
         assert prev.start_line < nxt.start_line <= prev.end_line  # overlap, progress
-        overlap = "\n".join(prev.text.split("\n")[nxt.start_line - prev.start_line:])
+        overlap = "\n".join(prev.text.split("\n")[nxt.start_line - prev.start_line :])
         assert 0 < count_tokens(overlap) <= 30
     for window in windows:
         assert count_tokens(window.text) <= 200 + 20
@@ -466,14 +510,15 @@ def test_markdown_sections_follow_the_heading_tree(tmp_path):
 
 def test_markdown_section_that_fits_is_one_chunk_and_small_ones_merge(tmp_path):
     assert _table(_chunks(tmp_path, "README.md", MARKDOWN, min_tokens=0)) == [
-        (None, "section", 1, 4), ("Lore", "section", 6, 24), ("Other", "section", 26, 26)]
-    assert _table(_chunks(tmp_path, "README.md", MARKDOWN)) == [
-        ("Lore, Other", "section", 1, 26)]
+        (None, "section", 1, 4),
+        ("Lore", "section", 6, 24),
+        ("Other", "section", 26, 26),
+    ]
+    assert _table(_chunks(tmp_path, "README.md", MARKDOWN)) == [("Lore, Other", "section", 1, 26)]
 
 
 def test_oversized_markdown_section_splits_with_overlap(tmp_path):
-    paragraphs = "\n\n".join(f"Paragraph {i} explains one more detail of the setup."
-                             for i in range(60))
+    paragraphs = "\n\n".join(f"Paragraph {i} explains one more detail of the setup." for i in range(60))
     chunks = _chunks(tmp_path, "guide.md", f"# Guide\n\n{paragraphs}\n", max_tokens=100)
     assert {c.symbol for c in chunks} == {"Guide"}
     assert len(chunks) > 5
@@ -484,8 +529,11 @@ def test_oversized_markdown_section_splits_with_overlap(tmp_path):
 def test_rst_titles_are_sections(tmp_path):
     source = "=====\nTitle\n=====\n\nIntro.\n\nSection\n-------\n\nText.\n\nOther\n-----\nx\n"
     table = _table(_chunks(tmp_path, "index.rst", source, min_tokens=0, max_tokens=8))
-    assert table == [("Title", "section", 1, 5), ("Title > Section", "section", 7, 10),
-                     ("Title > Other", "section", 12, 14)]
+    assert table == [
+        ("Title", "section", 1, 5),
+        ("Title > Section", "section", 7, 10),
+        ("Title > Other", "section", 12, 14),
+    ]
 
 
 def test_plain_text_is_cut_into_overlapping_line_windows(tmp_path):
@@ -498,19 +546,31 @@ def test_plain_text_is_cut_into_overlapping_line_windows(tmp_path):
 
 # --- Robustness ------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("source", ["", "   \n\n\t\n"])
 @pytest.mark.parametrize("name", ["a.py", "a.md", "a.txt", "a.go"])
 def test_empty_or_blank_files_yield_nothing(tmp_path, name, source):
     assert _chunks(tmp_path, name, source) == []
 
 
-@pytest.mark.parametrize("name, source, good", [
-    ("broken.py", "def ok():\n    return 1\n\ndef broken(:\n    x = [1, 2\n    return x\n\n"
-                  "class Fine:\n    def m(self):\n        pass\n", ("ok", 1, 2)),
-    ("broken.js", "function ok() { return 1 }\n\nfunction broken( {\n  const x = [1, 2\n"
-                  "  return x\n}}}\n\nclass Fine { m() {} }\n", ("Fine", 8, 8)),
-    ("broken.rs", "fn ok() -> u8 { 1 }\n\nimpl Broken for {\n  fn x(&self { }\n", ("ok", 1, 1)),
-])
+@pytest.mark.parametrize(
+    "name, source, good",
+    [
+        (
+            "broken.py",
+            "def ok():\n    return 1\n\ndef broken(:\n    x = [1, 2\n    return x\n\n"
+            "class Fine:\n    def m(self):\n        pass\n",
+            ("ok", 1, 2),
+        ),
+        (
+            "broken.js",
+            "function ok() { return 1 }\n\nfunction broken( {\n  const x = [1, 2\n"
+            "  return x\n}}}\n\nclass Fine { m() {} }\n",
+            ("Fine", 8, 8),
+        ),
+        ("broken.rs", "fn ok() -> u8 { 1 }\n\nimpl Broken for {\n  fn x(&self { }\n", ("ok", 1, 1)),
+    ],
+)
 def test_broken_source_keeps_good_units_and_covers_every_line(tmp_path, name, source, good):
     chunks = _chunks(tmp_path, name, source, min_tokens=0)
     assert good in [(c.symbol, c.start_line, c.end_line) for c in chunks]

@@ -6,7 +6,6 @@ import json
 import sys
 from pathlib import Path
 
-
 from conftest import FIXTURES
 
 
@@ -34,9 +33,23 @@ def test_commands_find_the_project_from_a_subdirectory_and_with_project(cli, tmp
 
 
 def test_add_json_shape_file_name_and_search_result_shape(cli):
-    out = add(cli, "Fix OAuth timeout", "Raised the refresh timeout from 5s to 15s.\n\nProvider is slow.",
-              "--task", "jat-abc", "--type", "decision", "--tag", "auth,oauth", "--tag", "timeout",
-              "--occurred-at", "2026-02-10T15:30:00Z", "--file", "src/auth/refresh.ts")
+    out = add(
+        cli,
+        "Fix OAuth timeout",
+        "Raised the refresh timeout from 5s to 15s.\n\nProvider is slow.",
+        "--task",
+        "jat-abc",
+        "--type",
+        "decision",
+        "--tag",
+        "auth,oauth",
+        "--tag",
+        "timeout",
+        "--occurred-at",
+        "2026-02-10T15:30:00Z",
+        "--file",
+        "src/auth/refresh.ts",
+    )
     assert set(out) == {"id", "path", "created", "title", "type", "redacted"}
     assert out["path"] == ".lore/memory/2026-02-10-jat-abc-fix-oauth-timeout.md" and out["created"]
     hits = cli.json("search", "oauth", "timeout")
@@ -85,13 +98,37 @@ def test_secrets_are_redacted_and_reported(cli):
 
 
 def test_list_filters_and_json_shape(cli):
-    add(cli, "Use UTC", "Store every time in UTC.", "--type", "convention", "--tag", "time",
-        "--occurred-at", "2025-01-01T00:00:00Z", "--applies-to", "area:storage")
-    add(cli, "JWT chosen", "We chose JWT over sessions.", "--type", "decision", "--tag", "auth",
-        "--agent", "alice", "--task", "t-1", "--occurred-at", "2025-06-01T00:00:00Z")
+    add(
+        cli,
+        "Use UTC",
+        "Store every time in UTC.",
+        "--type",
+        "convention",
+        "--tag",
+        "time",
+        "--occurred-at",
+        "2025-01-01T00:00:00Z",
+        "--applies-to",
+        "area:storage",
+    )
+    add(
+        cli,
+        "JWT chosen",
+        "We chose JWT over sessions.",
+        "--type",
+        "decision",
+        "--tag",
+        "auth",
+        "--agent",
+        "alice",
+        "--task",
+        "t-1",
+        "--occurred-at",
+        "2025-06-01T00:00:00Z",
+    )
     add(cli, "Secret plan", "Private note for bob only.", "--agent", "bob", "--private", "--tag", "x")
     rows = cli.json("list")
-    assert [r["title"] for r in rows] == ["JWT chosen", "Use UTC"]            # newest first, no private
+    assert [r["title"] for r in rows] == ["JWT chosen", "Use UTC"]  # newest first, no private
     assert set(rows[0]) >= {"id", "path", "title", "type", "tags", "agent", "taskId", "occurredAt"}
     assert [r["title"] for r in cli.json("list", "--type", "convention")] == ["Use UTC"]
     assert [r["title"] for r in cli.json("list", "--tag", "auth")] == ["JWT chosen"]
@@ -143,14 +180,18 @@ def test_show_refuses_paths_outside_the_project(cli, tmp_path):
 def test_edit_runs_editor_and_reindexes(cli, tmp_path):
     out = add(cli, "Editable", "Original body text here.", "--tag", "edit")
     editor = tmp_path / "ed.py"
-    editor.write_text("import sys\np = sys.argv[1]\ns = open(p).read().replace('Original', 'Changed')\n"
-                      "open(p, 'w').write(s)\n")
+    editor.write_text(
+        "import sys\np = sys.argv[1]\ns = open(p).read().replace('Original', 'Changed')\n"
+        "open(p, 'w').write(s)\n"
+    )
     cli("edit", out["id"], env={"EDITOR": f"{sys.executable} {editor}"})
     assert cli.json("search", "changed")[0]["id"] == out["id"]
     assert cli.json("search", "original", "--mode", "bm25") == []
     # An edit that breaks the file is reported, and the file is left as the user made it.
-    editor.write_text("import sys\nopen(sys.argv[1], 'a').write('')\n"
-                      "p = sys.argv[1]\ns = open(p).read().replace('subject:', 'subject: [')\nopen(p, 'w').write(s)\n")
+    editor.write_text(
+        "import sys\nopen(sys.argv[1], 'a').write('')\n"
+        "p = sys.argv[1]\ns = open(p).read().replace('subject:', 'subject: [')\nopen(p, 'w').write(s)\n"
+    )
     proc = cli("edit", out["id"], env={"EDITOR": f"{sys.executable} {editor}"}, ok=False)
     assert proc.returncode == 1 and "malformed YAML" in proc.stderr
     assert "subject: [" in (cli.cwd / out["path"]).read_text()
@@ -160,9 +201,9 @@ def test_rm_restore_gc(cli):
     out = add(cli, "Remove me", "This memory will be trashed.", "--tag", "trash")
     removed = cli.json("rm", out["id"])
     assert removed[0]["id"] == out["id"] and not (cli.cwd / out["path"]).exists()
-    assert cli.json("search", "trashed") == []          # the only memory is gone
+    assert cli.json("search", "trashed") == []  # the only memory is gone
     assert cli.json("restore", "--list")[0]["id"] == out["id"]
-    assert cli.json("gc")["purged"] == []                    # within retention
+    assert cli.json("gc")["purged"] == []  # within retention
     restored = cli.json("restore", out["id"][:8])
     assert restored["restored"] == out["path"] and cli.json("search", "trashed")[0]["id"] == out["id"]
     cli("rm", out["id"])
@@ -188,7 +229,9 @@ def test_broken_file_is_reported_untouched_and_others_still_searchable(cli):
     raw = b"---\nsubject: [oops\noccurred_at: 2025-01-01\n---\nBody of a broken memory.\n"
     bad.write_bytes(raw)
     (cli.cwd / ".lore/memory/binary.md").write_bytes(b"\x00\x01\x02\xff" * 10)
-    (cli.cwd / ".lore/memory/latin1.md").write_bytes(b"---\nsubject: caf\xe9\noccurred_at: 2025-01-01\n---\nbody body body\n")
+    (cli.cwd / ".lore/memory/latin1.md").write_bytes(
+        b"---\nsubject: caf\xe9\noccurred_at: 2025-01-01\n---\nbody body body\n"
+    )
     proc = cli("search", "caching", "--json")
     assert json.loads(proc.stdout)[0]["title"] == "Healthy"
     assert ".lore/memory/broken.md:3" in proc.stderr and "malformed YAML" in proc.stderr
@@ -199,7 +242,10 @@ def test_broken_file_is_reported_untouched_and_others_still_searchable(cli):
     assert doctor.returncode == 1
     problems = json.loads(doctor.stdout)
     assert {p["where"] for p in problems if p["level"] == "error"} == {
-        ".lore/memory/broken.md", ".lore/memory/binary.md", ".lore/memory/latin1.md"}
+        ".lore/memory/broken.md",
+        ".lore/memory/binary.md",
+        ".lore/memory/latin1.md",
+    }
     assert bad.read_bytes() == raw
 
 

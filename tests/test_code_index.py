@@ -17,8 +17,12 @@ import pytest
 
 # -- helpers ---------------------------------------------------------------------
 
-AUTHOR = {"GIT_AUTHOR_NAME": "Ada Tester", "GIT_AUTHOR_EMAIL": "ada@example.com",
-          "GIT_COMMITTER_NAME": "Ada Tester", "GIT_COMMITTER_EMAIL": "ada@example.com"}
+AUTHOR = {
+    "GIT_AUTHOR_NAME": "Ada Tester",
+    "GIT_AUTHOR_EMAIL": "ada@example.com",
+    "GIT_COMMITTER_NAME": "Ada Tester",
+    "GIT_COMMITTER_EMAIL": "ada@example.com",
+}
 _GIT_LOCAL = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR")
 RESULT_KEYS = {"file_path", "symbol", "language", "start_line", "end_line", "snippet", "similarity", "source"}
 
@@ -29,8 +33,15 @@ def git(root: Path, *args: str, date: str | None = None, env: dict | None = None
     if date:
         full_env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
     full_env.update(env or {})
-    proc = subprocess.run(["git", "-c", "commit.gpgsign=false", *args], cwd=root, env=full_env,
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        ["git", "-c", "commit.gpgsign=false", *args],
+        cwd=root,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 0, f"git {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout.strip()
 
@@ -60,7 +71,11 @@ def configure(root: Path, *, provider: str = "none", **index) -> None:
     for key, value in index.items():
         line = f"{key} = {str(value).lower() if isinstance(value, bool) else repr(value)}"
         pattern = re.compile(rf"^{key} = .*$", re.M)
-        text = pattern.sub(line, text) if pattern.search(text) else text.replace("[index]\n", f"[index]\n{line}\n", 1)
+        text = (
+            pattern.sub(line, text)
+            if pattern.search(text)
+            else text.replace("[index]\n", f"[index]\n{line}\n", 1)
+        )
     path.write_text(text)
 
 
@@ -81,21 +96,34 @@ def subjects(hits: list[dict]) -> list[str]:
 
 
 def _method(name: str, topic: str, word: str, n: int = 12) -> list[str]:
-    lines = [f"    def {name}(self, person, salutation='Hello'):",
-             f'        """{topic} for the given person, politely and with care."""']
-    lines += [f"        part_{i} = self.compose_{word}_fragment(person, salutation, index={i})" for i in range(n)]
+    lines = [
+        f"    def {name}(self, person, salutation='Hello'):",
+        f'        """{topic} for the given person, politely and with care."""',
+    ]
+    lines += [
+        f"        part_{i} = self.compose_{word}_fragment(person, salutation, index={i})" for i in range(n)
+    ]
     lines.append(f"        return ' '.join([{', '.join(f'part_{i}' for i in range(n))}])")
     return lines
 
 
 # A class too big for one chunk, so each method is its own chunk with a qualified symbol.
 GREETER = "\n".join(
-    ['"""Greeting helpers for the reception desk."""', "", "",
-     "class Greeter:", '    """Says hello and goodbye to visitors by name."""', ""]
-    + _method("greet", "Greeting words", "greeting") + [""]
-    + _method("farewell", "Farewell message", "farewell") + [""]
-    + _method("introduce", "Introduction speech", "introduction") + ["", "",
-     "def shout(text):", "    return text.upper()", ""])
+    [
+        '"""Greeting helpers for the reception desk."""',
+        "",
+        "",
+        "class Greeter:",
+        '    """Says hello and goodbye to visitors by name."""',
+        "",
+    ]
+    + _method("greet", "Greeting words", "greeting")
+    + [""]
+    + _method("farewell", "Farewell message", "farewell")
+    + [""]
+    + _method("introduce", "Introduction speech", "introduction")
+    + ["", "", "def shout(text):", "    return text.upper()", ""]
+)
 
 MATH_TS = """\
 export function addNumbers(a: number, b: number): number {
@@ -123,6 +151,7 @@ def repo(cli):
 
 # -- 1. `lore index`: what is indexed, what is skipped and why ----------------------------
 
+
 def test_index_reports_counts_and_skips_binary_large_vendored_and_ignored_files(repo):
     root = repo.cwd
     configure(root, max_file_bytes=2000)
@@ -131,7 +160,9 @@ def test_index_reports_counts_and_skips_binary_large_vendored_and_ignored_files(
     write(root, "cmd/mul.go", MUL_GO)
     write(root, "node_modules/leftpad/index.js", "module.exports = function leftpadzebra() {};\n")
     write(root, "data.txt", b"header\x00\x01\x02binary payload okapizebra\n")
-    write(root, "big.py", "def huge_table():\n" + "".join(f"    row_{i} = 'hippozebra'\n" for i in range(150)))
+    write(
+        root, "big.py", "def huge_table():\n" + "".join(f"    row_{i} = 'hippozebra'\n" for i in range(150))
+    )
     write(root, ".gitignore", "secret.py\n")
     write(root, "secret.py", "def gitignoredzebra():\n    return 1\n")
     write(root, ".loreignore", "generated.py\n")
@@ -151,7 +182,7 @@ def test_index_reports_counts_and_skips_binary_large_vendored_and_ignored_files(
     assert reasons["node_modules/"] == "excluded dir"
     assert not [p for p in reasons if p.startswith("node_modules/") and p != "node_modules/"]  # reported once
     assert reasons["generated.py"] == "ignored by .loreignore"
-    assert "secret.py" not in reasons                  # gitignored: simply absent
+    assert "secret.py" not in reasons  # gitignored: simply absent
 
     status = repo.json("status")
     assert status["codeFiles"] == 3 and status["codeChunks"] == out["chunks_created"]
@@ -165,11 +196,13 @@ def test_text_output_of_index_summarises_code(repo):
     write(repo.cwd, "node_modules/x.js", "x()\n")
     commit(repo.cwd, "first")
     out = repo("index").stdout
-    assert re.search(r"code: 1 files processed, \d+ chunks, 0 renamed, 0 removed, \d+ skipped \(.*excluded dir",
-                     out), out
+    assert re.search(
+        r"code: 1 files processed, \d+ chunks, 0 renamed, 0 removed, \d+ skipped \(.*excluded dir", out
+    ), out
 
 
 # -- 2. Incremental sync --------------------------------------------------------------
+
 
 def test_second_index_processes_nothing_and_one_edit_reprocesses_one_file(repo):
     root = repo.cwd
@@ -180,8 +213,13 @@ def test_second_index_processes_nothing_and_one_edit_reprocesses_one_file(repo):
     assert index(repo)["files_processed"] == 3
 
     again = index(repo)
-    assert (again["files_processed"], again["chunks_created"], again["files_renamed"],
-            again["files_removed"], again["commits_added"]) == (0, 0, 0, 0, 0)
+    assert (
+        again["files_processed"],
+        again["chunks_created"],
+        again["files_renamed"],
+        again["files_removed"],
+        again["commits_added"],
+    ) == (0, 0, 0, 0, 0)
 
     write(root, "b.ts", MATH_TS + "\nexport function zanzibarRoute(): string {\n  return 'z';\n}\n")
     changed = index(repo)
@@ -230,7 +268,7 @@ def test_renamed_file_is_found_by_the_words_of_its_new_path_not_the_old(repo):
     write(root, "helpers/arithmetic.py", "def compute(x):\n    return x * 2\n")
     commit(root, "helpers")
     index(repo)
-    assert paths(code(repo, "arithmetic")) == ["helpers/arithmetic.py"]   # found by a path word
+    assert paths(code(repo, "arithmetic")) == ["helpers/arithmetic.py"]  # found by a path word
     (root / "billing").mkdir()
     git(root, "mv", "helpers/arithmetic.py", "billing/invoices.py")
     assert index(repo)["files_renamed"] == 1
@@ -253,7 +291,7 @@ def test_rename_and_branch_switches_embed_nothing_new(cli):
     write(root, "greeter.py", GREETER.replace("Greeting words", "Hearty greeting words"))
     write(root, "other.py", "def other_branch_only():\n    return 42\n")
     commit(root, "other work")
-    assert cli.json("index")["embedded"] > 0            # new content, new commit: embedded once
+    assert cli.json("index")["embedded"] > 0  # new content, new commit: embedded once
 
     for branch in ("main", "other", "main", "other"):
         git(root, "checkout", "-q", branch)
@@ -269,6 +307,7 @@ def test_rename_and_branch_switches_embed_nothing_new(cli):
 
 
 # -- 3. Git operations ------------------------------------------------------------------
+
 
 def test_amend_replaces_the_commit_in_history(repo):
     root = repo.cwd
@@ -296,9 +335,17 @@ def test_rebase_drop_and_reword_resyncs_history(repo):
     index(repo)
     assert subjects(repo.json("history", "walrus")) == ["Add walrus cache"]
 
-    git(root, "rebase", "-q", "-i", "HEAD~2", env={
-        "GIT_SEQUENCE_EDITOR": "sed -i -e '/walrus/d' -e 's/^pick \\(.*pelican.*\\)/reword \\1/'",
-        "GIT_EDITOR": "sed -i 's/pelican/flamingo/'"})
+    git(
+        root,
+        "rebase",
+        "-q",
+        "-i",
+        "HEAD~2",
+        env={
+            "GIT_SEQUENCE_EDITOR": "sed -i -e '/walrus/d' -e 's/^pick \\(.*pelican.*\\)/reword \\1/'",
+            "GIT_EDITOR": "sed -i 's/pelican/flamingo/'",
+        },
+    )
     assert git(root, "log", "--format=%s") == "Add flamingo logger\nAdd alpha module"
     index(repo)
     assert repo.json("history", "walrus") == []
@@ -365,16 +412,17 @@ def test_merge_brings_both_sides_into_code_and_history(repo):
 
 # -- 4. update-index ----------------------------------------------------------------------
 
+
 def test_update_index_reports_updated_and_deleted(repo):
     root = repo.cwd
-    configure(root, auto_sync=False)      # so `lore code` shows what update-index did, nothing more
+    configure(root, auto_sync=False)  # so `lore code` shows what update-index did, nothing more
     write(root, "a.py", "def alpha():\n    return 1\n")
     write(root, "b.py", "def betawombat():\n    return 2\n")
     commit(root, "two")
     index(repo)
     write(root, "a.py", "def alphakangaroo():\n    return 1\n")
     (root / "b.py").unlink()
-    assert code(repo, "alphakangaroo") == []         # not picked up without an update
+    assert code(repo, "alphakangaroo") == []  # not picked up without an update
     assert repo.json("update-index", "--files", "a.py", "--deleted", "b.py") == {"updated": 1, "deleted": 1}
     assert paths(code(repo, "alphakangaroo")) == ["a.py"]
     assert code(repo, "betawombat") == []
@@ -394,6 +442,7 @@ def test_update_index_refuses_paths_outside_the_project(repo, tmp_path):
 
 
 # -- 5. `lore code` -------------------------------------------------------------------------
+
 
 def test_code_result_shape_qualified_symbols_and_exact_lines(repo):
     root = repo.cwd
@@ -415,15 +464,25 @@ def test_code_result_shape_qualified_symbols_and_exact_lines(repo):
     assert "greet" in greet["snippet"].lower()
 
     full = next(h for h in code(repo, "greet", "--full") if h["symbol"] == "Greeter.greet")
-    assert full["chunk_text"] == "\n".join(lines[start - 1:end])
+    assert full["chunk_text"] == "\n".join(lines[start - 1 : end])
     assert "Greeter.farewell" in [h["symbol"] for h in code(repo, "farewell", "message")]
 
     ts = code(repo, "addNumbers")[0]
-    assert (ts["file_path"], ts["language"], ts["symbol"], ts["start_line"], ts["end_line"]) == \
-        ("src/math.ts", "typescript", "addNumbers", 1, 3)
+    assert (ts["file_path"], ts["language"], ts["symbol"], ts["start_line"], ts["end_line"]) == (
+        "src/math.ts",
+        "typescript",
+        "addNumbers",
+        1,
+        3,
+    )
     go = code(repo, "Multiply")[0]
-    assert (go["file_path"], go["language"], go["symbol"], go["end_line"]) == ("cmd/mul.go", "go", "Multiply", 6)
-    assert go["start_line"] <= 3           # the doc comment belongs to the function
+    assert (go["file_path"], go["language"], go["symbol"], go["end_line"]) == (
+        "cmd/mul.go",
+        "go",
+        "Multiply",
+        6,
+    )
+    assert go["start_line"] <= 3  # the doc comment belongs to the function
 
 
 def test_code_filters_by_language_extension_and_directory(repo):
@@ -431,25 +490,45 @@ def test_code_filters_by_language_extension_and_directory(repo):
     write(root, "src/v1/api/routes.py", "def route_wombat():\n    return 'wombat'\n")
     write(root, "src/web/view.py", "def view_wombat():\n    return 'wombat'\n")
     write(root, "src/web/page.ts", "export function pageWombat(): string {\n  return 'wombat';\n}\n")
-    write(root, "lib/util.go", "package lib\n\nfunc UtilWombat() string {\n\treturn \"wombat\"\n}\n")
+    write(root, "lib/util.go", 'package lib\n\nfunc UtilWombat() string {\n\treturn "wombat"\n}\n')
     write(root, "srcx/other.py", "def other_wombat():\n    return 'wombat'\n")
     commit(root, "wombats")
     index(repo)
-    everything = {"src/v1/api/routes.py", "src/web/view.py", "src/web/page.ts", "lib/util.go", "srcx/other.py"}
+    everything = {
+        "src/v1/api/routes.py",
+        "src/web/view.py",
+        "src/web/page.ts",
+        "lib/util.go",
+        "srcx/other.py",
+    }
     assert set(paths(code(repo, "wombat"))) == everything
 
-    assert set(paths(code(repo, "wombat", "--lang", "python"))) == {"src/v1/api/routes.py", "src/web/view.py",
-                                                                   "srcx/other.py"}
+    assert set(paths(code(repo, "wombat", "--lang", "python"))) == {
+        "src/v1/api/routes.py",
+        "src/web/view.py",
+        "srcx/other.py",
+    }
     assert paths(code(repo, "wombat", "--lang", "go")) == ["lib/util.go"]
-    assert set(paths(code(repo, "wombat", "--lang", "go", "--lang", "typescript"))) == {"lib/util.go",
-                                                                                        "src/web/page.ts"}
+    assert set(paths(code(repo, "wombat", "--lang", "go", "--lang", "typescript"))) == {
+        "lib/util.go",
+        "src/web/page.ts",
+    }
     assert paths(code(repo, "wombat", "--ext", "ts")) == ["src/web/page.ts"]
-    assert set(paths(code(repo, "wombat", "--ext", ".go", "--ext", "ts"))) == {"lib/util.go", "src/web/page.ts"}
+    assert set(paths(code(repo, "wombat", "--ext", ".go", "--ext", "ts"))) == {
+        "lib/util.go",
+        "src/web/page.ts",
+    }
     # A prefix is a directory, not a string prefix: srcx/ is not under src/.
-    assert set(paths(code(repo, "wombat", "--dir", "src"))) == {"src/v1/api/routes.py", "src/web/view.py",
-                                                               "src/web/page.ts"}
+    assert set(paths(code(repo, "wombat", "--dir", "src"))) == {
+        "src/v1/api/routes.py",
+        "src/web/view.py",
+        "src/web/page.ts",
+    }
     assert set(paths(code(repo, "wombat", "--dir", "src/web/"))) == {"src/web/view.py", "src/web/page.ts"}
-    assert set(paths(code(repo, "wombat", "--dir", "lib", "--dir", "srcx"))) == {"lib/util.go", "srcx/other.py"}
+    assert set(paths(code(repo, "wombat", "--dir", "lib", "--dir", "srcx"))) == {
+        "lib/util.go",
+        "srcx/other.py",
+    }
     assert set(paths(code(repo, "wombat", "--dir", "src/*/api/*"))) == {"src/v1/api/routes.py"}
     assert paths(code(repo, "wombat", "--dir", "src", "--lang", "typescript")) == ["src/web/page.ts"]
     proc = repo("code", "wombat", "--dir", "../elsewhere", ok=False)
@@ -484,11 +563,18 @@ def test_changed_within_finds_a_recent_file_among_many_older_matches(repo):
     """The recency filter must select before ranking is cut to the limit."""
     root = repo.cwd
     for i in range(45):
-        write(root, f"old/parser_{i}.py", f"def old_parser_{i}():\n    # tokenizer tokenizer tokenizer\n"
-                                          f"    return 'tokenizer'\n")
+        write(
+            root,
+            f"old/parser_{i}.py",
+            f"def old_parser_{i}():\n    # tokenizer tokenizer tokenizer\n    return 'tokenizer'\n",
+        )
     commit(root, "Old parsers", date="2015-03-01T12:00:00+00:00")
-    write(root, "fresh.py", "def fresh_code():\n    # uses the tokenizer once, among many other words\n"
-                            "    return compute_everything_else()\n")
+    write(
+        root,
+        "fresh.py",
+        "def fresh_code():\n    # uses the tokenizer once, among many other words\n"
+        "    return compute_everything_else()\n",
+    )
     commit(root, "Fresh code")
     index(repo)
     assert "fresh.py" in paths(code(repo, "tokenizer", "--limit", "50"))
@@ -548,6 +634,7 @@ def test_limit_defaults_to_10_and_is_capped_at_50(repo):
 
 # -- 6. `lore history` -------------------------------------------------------------------------
 
+
 def test_history_result_shape(repo):
     root = repo.cwd
     write(root, "README.md", "# Shop\n")
@@ -555,8 +642,14 @@ def test_history_result_shape(repo):
     write(root, "src/payments/refund.py", "def refund(order):\n    return order.total\n")
     write(root, "tests/test_refund.py", "def test_refund():\n    pass\n")
     git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "Handle partial refunds\n\nStripe sends negative amounts for chargebacks.",
-        date="2024-03-05T10:20:30+00:00")
+    git(
+        root,
+        "commit",
+        "-q",
+        "-m",
+        "Handle partial refunds\n\nStripe sends negative amounts for chargebacks.",
+        date="2024-03-05T10:20:30+00:00",
+    )
     sha = git(root, "rev-parse", "HEAD")
 
     hits = repo.json("history", "partial", "refunds")
@@ -567,13 +660,14 @@ def test_history_result_shape(repo):
     assert hit["author"] == "Ada Tester" and hit["date"] == "2024-03-05T10:20:30+00:00"
     assert sorted(hit["files"]) == ["src/payments/refund.py", "tests/test_refund.py"]
     assert 0 < hit["relevance"] <= 1
-    assert repo.json("history", "chargebacks")[0]["sha"] == sha       # the body is searched too
+    assert repo.json("history", "chargebacks")[0]["sha"] == sha  # the body is searched too
     assert "Start the shop" not in subjects(repo.json("history", "partial", "refunds"))
     text = repo("history", "refunds").stdout
     assert sha[:10] in text and "Handle partial refunds" in text and "src/payments/refund.py" in text
 
 
 # -- 7. `lore status` -----------------------------------------------------------------------------
+
 
 def test_status_tracks_head_and_work_tree_changes(repo):
     root = repo.cwd
@@ -613,6 +707,7 @@ def test_status_tracks_head_and_work_tree_changes(repo):
 
 # -- 8. Outside git ---------------------------------------------------------------------------
 
+
 def test_a_folder_without_git_is_indexed_and_searched(cli):
     root = cli.cwd
     configure(root)
@@ -639,13 +734,25 @@ def test_a_folder_without_git_is_indexed_and_searched(cli):
 
 # -- 10. Memories are not code ------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("use_git", [True, False], ids=["git", "no-git"])
 def test_memory_files_are_never_indexed_as_code(cli, use_git):
     root = cli.cwd
     configure(root)
-    added = cli.json("add", "--title", "Ocelot cluster deploys", "--body",
-                     "The ocelot cluster deploys from the release branch only.", "--tag", "deploy")
-    write(root, ".lore/memory/hand-written.md", "---\ntitle: Ocelot notes\ntype: fact\noccurred_at: 2025-01-02T03:04:05Z\n---\nOcelot by hand.\n")
+    added = cli.json(
+        "add",
+        "--title",
+        "Ocelot cluster deploys",
+        "--body",
+        "The ocelot cluster deploys from the release branch only.",
+        "--tag",
+        "deploy",
+    )
+    write(
+        root,
+        ".lore/memory/hand-written.md",
+        "---\ntitle: Ocelot notes\ntype: fact\noccurred_at: 2025-01-02T03:04:05Z\n---\nOcelot by hand.\n",
+    )
     write(root, "docs/ocelot.md", "# Ocelot\n\nThe ocelot runbook lives here.\n")
     write(root, "sub/.lore/memory/nested.md", "Ocelot in a nested lore folder.\n")
     if use_git:
@@ -656,10 +763,11 @@ def test_memory_files_are_never_indexed_as_code(cli, use_git):
     assert paths(code(cli, "ocelot")) == ["docs/ocelot.md"]
     assert paths(code(cli, "ocelot", "--dir", ".lore")) == []
     assert cli.json("status")["codeFiles"] == 1
-    assert added["path"] in [h["path"] for h in cli.json("search", "ocelot")]   # still a memory
+    assert added["path"] in [h["path"] for h in cli.json("search", "ocelot")]  # still a memory
 
 
 # -- embeddings: semantic search with the default model -------------------------------------------
+
 
 def test_semantic_code_search_with_the_default_model(cli):
     root = cli.cwd
@@ -679,5 +787,7 @@ def test_semantic_code_search_with_the_default_model(cli):
     hybrid = code(cli, "say hello to a visitor")
     assert hybrid[0]["file_path"] == "greeter.py"
     assert hybrid[0]["source"] in ("hybrid", "vector", "bm25")
-    assert cli.json("history", "arithmetic", "helpers")[0]["subject"] == \
-        "Implement arithmetic helpers and the greeter"
+    assert (
+        cli.json("history", "arithmetic", "helpers")[0]["subject"]
+        == "Implement arithmetic helpers and the greeter"
+    )

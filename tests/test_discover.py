@@ -24,9 +24,21 @@ def _isolated_git(monkeypatch, tmp_path):
 
 
 def _git(root: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=Test", "-c", "user.email=test@example.com",
-                    "-c", "init.defaultBranch=main", *args],
-                   cwd=root, check=True, capture_output=True)
+    subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.name=Test",
+            "-c",
+            "user.email=test@example.com",
+            "-c",
+            "init.defaultBranch=main",
+            *args,
+        ],
+        cwd=root,
+        check=True,
+        capture_output=True,
+    )
 
 
 def _write(root: Path, rel: str, content: str | bytes = "x = 1\n") -> Path:
@@ -66,8 +78,16 @@ def test_plain_files_are_found_sorted_and_posix(repo):
 def test_gitignore_and_nested_gitignore_are_respected(repo):
     _write(repo, ".gitignore", "gen_*.py\nsecret/\n")
     _write(repo, "sub/.gitignore", "!gen_keep.py\nlocal.py\n")
-    for rel in ["main.py", "local.py", "gen_a.py", "secret/key.py",
-                "sub/gen_keep.py", "sub/gen_b.py", "sub/local.py", "sub/ok.py"]:
+    for rel in [
+        "main.py",
+        "local.py",
+        "gen_a.py",
+        "secret/key.py",
+        "sub/gen_keep.py",
+        "sub/gen_b.py",
+        "sub/local.py",
+        "sub/ok.py",
+    ]:
         _write(repo, rel)
     found = discover(repo)
     assert found.files == ["local.py", "main.py", "sub/gen_keep.py", "sub/ok.py"]
@@ -77,8 +97,7 @@ def test_gitignore_and_nested_gitignore_are_respected(repo):
 
 def test_loreignore_skips_files_and_whole_dirs(repo):
     _write(repo, ".loreignore", "# drafts are noise\ndocs/drafts/\n*.generated.py\n")
-    for rel in ["docs/guide.md", "docs/drafts/a.md", "docs/drafts/b.md",
-                "api.generated.py", "api.py"]:
+    for rel in ["docs/guide.md", "docs/drafts/a.md", "docs/drafts/b.md", "api.generated.py", "api.py"]:
         _write(repo, rel)
     found = discover(repo)
     assert found.files == ["api.py", "docs/guide.md"]
@@ -118,10 +137,12 @@ def test_node_modules_is_one_entry_not_one_per_file(repo):
     _write(repo, "web/vendor.min.js", "var a=1;")
     found = discover(repo)
     assert found.files == ["web/app.js"]
-    assert found.skipped == [("node_modules/", "excluded dir"),
-                             ("package-lock.json", "excluded"),
-                             ("web/node_modules/", "excluded dir"),
-                             ("web/vendor.min.js", "excluded")]
+    assert found.skipped == [
+        ("node_modules/", "excluded dir"),
+        ("package-lock.json", "excluded"),
+        ("web/node_modules/", "excluded dir"),
+        ("web/vendor.min.js", "excluded"),
+    ]
 
 
 def test_virtualenvs_are_found_by_marker_not_by_name(repo):
@@ -156,8 +177,10 @@ def test_huge_files_are_skipped_with_their_size(repo):
     _write(repo, "data.json", "[" + "1," * 100 + "1]")  # 203 bytes > a tenth of 1,000
     found = discover(repo, max_bytes=1000)
     assert found.files == ["small.py"]
-    assert _reasons(found) == {"big.py": "too large (2.1 KB > 1 KB)",
-                               "data.json": "too large (203 B > 100 B)"}
+    assert _reasons(found) == {
+        "big.py": "too large (2.1 KB > 1 KB)",
+        "data.json": "too large (203 B > 100 B)",
+    }
 
 
 def test_symlinks_outside_the_repo_are_not_followed(repo, tmp_path):
@@ -168,8 +191,7 @@ def test_symlinks_outside_the_repo_are_not_followed(repo, tmp_path):
     (repo / "leakdir").symlink_to(outside, target_is_directory=True)
     found = discover(repo)
     assert found.files == ["main.py"]
-    assert _reasons(found) == {"leak.py": "symlink outside repo",
-                               "leakdir": "symlink outside repo"}
+    assert _reasons(found) == {"leak.py": "symlink outside repo", "leakdir": "symlink outside repo"}
 
 
 def test_symlinks_inside_the_repo_are_left_to_their_target(repo):
@@ -179,9 +201,11 @@ def test_symlinks_inside_the_repo_are_left_to_their_target(repo):
     (repo / "dangling.py").symlink_to(repo / "nowhere.py")
     found = discover(repo)
     assert found.files == ["src/a.py"]
-    assert _reasons(found) == {"alias.py": "symlink to src/a.py",
-                               "src/again": "symlink to src/",
-                               "dangling.py": "broken symlink"}
+    assert _reasons(found) == {
+        "alias.py": "symlink to src/a.py",
+        "src/again": "symlink to src/",
+        "dangling.py": "broken symlink",
+    }
 
 
 def test_symlink_loops_are_safe(repo):
@@ -237,8 +261,15 @@ def test_a_folder_ignored_by_an_enclosing_repo_is_walked(tmp_path):
 def test_defaults_cover_the_usual_suspects():
     for glob in ["*.py", "*.ts", "*.tsx", "*.go", "*.rs", "*.java", "*.md", "*.json"]:
         assert glob in DEFAULT_INCLUDE
-    for glob in ["node_modules/", ".venv/", ".git/", ".lore/", "__pycache__/",
-                 "*.min.js", "package-lock.json"]:
+    for glob in [
+        "node_modules/",
+        ".venv/",
+        ".git/",
+        ".lore/",
+        "__pycache__/",
+        "*.min.js",
+        "package-lock.json",
+    ]:
         assert glob in DEFAULT_EXCLUDE
 
 

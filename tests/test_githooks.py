@@ -17,13 +17,13 @@ from lore.errors import LoreError
 from lore.index import githooks
 from lore.index.githooks import HOOKS
 
-
 pytestmark = pytest.mark.usefixtures("git_env")
 
 
 def git(repo: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                          text=True, input=input)
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, input=input
+    )
 
 
 def commit(repo: Path, message: str = "change") -> subprocess.CompletedProcess[str]:
@@ -65,11 +65,14 @@ def repo(tmp_path) -> Path:
 def recorder(tmp_path):
     """A stand-in for `python -m lore hooks run`: appends its arguments to a log."""
     log = tmp_path / "lore-calls.log"
-    script = executable(tmp_path / "bin" / "record", textwrap.dedent(f"""\
+    script = executable(
+        tmp_path / "bin" / "record",
+        textwrap.dedent(f"""\
         #!/bin/sh
         [ -n "$LORE_TEST_SLEEP" ] && sleep "$LORE_TEST_SLEEP"
         echo "$* index=${{GIT_INDEX_FILE-unset}}" >> {shlex.quote(str(log))}
-        """))
+        """),
+    )
     return [str(script)], log
 
 
@@ -89,6 +92,7 @@ def snapshot(directory: Path) -> dict[str, tuple[bytes, int, bool]]:
 
 
 # -- installing into an empty repository -------------------------------------
+
 
 def test_install_fresh_hooks_run_the_command_on_git_events(repo, recorder):
     command, log = recorder
@@ -159,18 +163,21 @@ def test_missing_command_is_silent(repo, tmp_path):
 
 # -- chaining existing hooks --------------------------------------------------
 
+
 def test_existing_shell_hook_keeps_running_and_its_status(repo, recorder, tmp_path):
     command, log = recorder
     observed = tmp_path / "original.log"
-    original = (f"#!/bin/sh\n"
-                f"echo \"original $*\" >> {shlex.quote(str(observed))}\n"
-                f"exit 3\n"
-                f"echo unreachable >> {shlex.quote(str(observed))}\n")
+    original = (
+        f"#!/bin/sh\n"
+        f'echo "original $*" >> {shlex.quote(str(observed))}\n'
+        f"exit 3\n"
+        f"echo unreachable >> {shlex.quote(str(observed))}\n"
+    )
     hook = executable(hooks_path(repo) / "post-checkout", original, 0o750)
     assert githooks.install(repo, command) == list(HOOKS)
     text = hook.read_text()
     assert text.startswith("#!/bin/sh\n# >>> lore >>>\n")  # before the early exit
-    assert text.endswith(original[len("#!/bin/sh\n"):])
+    assert text.endswith(original[len("#!/bin/sh\n") :])
     assert stat.S_IMODE(hook.stat().st_mode) == 0o750
 
     # Run by hand: the original's exit status is the hook's status.
@@ -191,14 +198,18 @@ def test_existing_shell_hook_keeps_running_and_its_status(repo, recorder, tmp_pa
     assert stat.S_IMODE(hook.stat().st_mode) == 0o750
 
 
-@pytest.mark.parametrize("original", [
-    b"#!/bin/bash\nset -eu\necho hi\n",
-    b"#!/usr/bin/env bash\r\necho windows line ending\r\n",
-    b"echo 'no shebang, no trailing newline'",
-    b"#!/bin/sh",
-    b"#!/bin/sh\n",
-    b"",
-], ids=["bash", "env-bash-crlf", "no-shebang", "shebang-only", "shebang-newline", "empty"])
+@pytest.mark.parametrize(
+    "original",
+    [
+        b"#!/bin/bash\nset -eu\necho hi\n",
+        b"#!/usr/bin/env bash\r\necho windows line ending\r\n",
+        b"echo 'no shebang, no trailing newline'",
+        b"#!/bin/sh",
+        b"#!/bin/sh\n",
+        b"",
+    ],
+    ids=["bash", "env-bash-crlf", "no-shebang", "shebang-only", "shebang-newline", "empty"],
+)
 def test_uninstall_restores_shell_hooks_byte_for_byte(repo, recorder, original):
     command, _ = recorder
     hook = hooks_path(repo) / "post-merge"
@@ -256,8 +267,9 @@ def test_python_hook_is_chained_through_a_wrapper(repo, recorder, tmp_path):
     assert hook.read_text() == original
     assert stat.S_IMODE(hook.stat().st_mode) == 0o700
     assert not chained.exists()
-    assert sorted(p.name for p in hooks_path(repo).iterdir()
-                  if not p.name.endswith(".sample")) == ["post-rewrite"]
+    assert sorted(p.name for p in hooks_path(repo).iterdir() if not p.name.endswith(".sample")) == [
+        "post-rewrite"
+    ]
 
 
 def test_disabled_hook_stays_disabled(repo, recorder, tmp_path):
@@ -278,8 +290,9 @@ def test_disabled_hook_stays_disabled(repo, recorder, tmp_path):
 def test_symlinked_hook_is_chained_not_edited(repo, recorder, tmp_path):
     command, log = recorder
     observed = tmp_path / "shared.log"
-    shared = executable(tmp_path / "shared" / "hook.sh",
-                        f"#!/bin/sh\necho \"shared $*\" >> {shlex.quote(str(observed))}\n")
+    shared = executable(
+        tmp_path / "shared" / "hook.sh", f'#!/bin/sh\necho "shared $*" >> {shlex.quote(str(observed))}\n'
+    )
     shared_bytes = shared.read_bytes()
     hook = hooks_path(repo) / "post-commit"
     hook.symlink_to(shared)
@@ -328,11 +341,13 @@ def test_core_hooks_path_outside_git_dir(repo, recorder):
 
 def test_rejects_empty_command(repo):
     from lore.errors import UsageError
+
     with pytest.raises(UsageError):
         githooks.install(repo, [])
 
 
 # -- coalescing ---------------------------------------------------------------
+
 
 def test_run_coalesced_reruns_for_a_trigger_that_arrives_during_a_run(tmp_path):
     runs = []
@@ -400,9 +415,14 @@ def test_run_coalesced_across_processes_never_overlaps_or_loses_a_trigger(tmp_pa
     script = tmp_path / "trigger.py"
     script.write_text(_TRIGGER)
     count = 12
-    processes = [subprocess.Popen([sys.executable, str(script), str(state), str(n),
-                                   str(0.015 * n)], stdout=subprocess.PIPE, text=True)
-                 for n in range(count)]
+    processes = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(state), str(n), str(0.015 * n)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(count)
+    ]
     outputs = [p.communicate(timeout=60)[0].strip() for p in processes]
     assert all(p.returncode == 0 for p in processes)
 
@@ -410,8 +430,8 @@ def test_run_coalesced_across_processes_never_overlaps_or_loses_a_trigger(tmp_pa
     seen = [int(x) for x in (state / "runs").read_text().split()]
     requested = [int(x) for x in (state / "requested").read_text().split()]
     assert sorted(requested) == list(range(count))
-    assert max(seen) == count - 1          # the last trigger's state was processed
-    assert seen == sorted(seen)            # runs happen one after another
+    assert max(seen) == count - 1  # the last trigger's state was processed
+    assert seen == sorted(seen)  # runs happen one after another
     assert "True" in outputs
-    assert len(seen) < count               # bursts were coalesced
+    assert len(seen) < count  # bursts were coalesced
     assert not (state / "lock" / "update.pending").exists()

@@ -11,7 +11,6 @@ import pytest
 from lore.index import gitrepo
 from lore.index.gitrepo import Commit, FileChanges
 
-
 pytestmark = pytest.mark.usefixtures("git_env")
 
 
@@ -19,8 +18,9 @@ def git(repo: Path, *args: str, date: int | None = None) -> str:
     env = dict(os.environ)
     if date is not None:
         env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = f"@{date} +0200"
-    result = subprocess.run(["git", "-C", str(repo), *args], env=env, check=True,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        ["git", "-C", str(repo), *args], env=env, check=True, capture_output=True, text=True
+    )
     return result.stdout.strip()
 
 
@@ -44,6 +44,7 @@ def commit(repo: Path, message: str, *, date: int | None = None) -> str:
 
 
 # -- locating -----------------------------------------------------------------
+
 
 def test_repo_root_from_subdir_file_and_outside(repo, tmp_path):
     write(repo, "src/pkg/mod.py")
@@ -75,6 +76,7 @@ def test_head_and_branch(repo):
 
 def test_git_errors_are_lore_errors(tmp_path):
     from lore.errors import LoreError
+
     plain = tmp_path / "plain"
     plain.mkdir()
     with pytest.raises(LoreError, match="rev-parse"):
@@ -82,6 +84,7 @@ def test_git_errors_are_lore_errors(tmp_path):
 
 
 # -- commits ------------------------------------------------------------------
+
 
 def test_commits_parse_bodies_unicode_renames_deletes(repo):
     write(repo, "a.txt", "a\n")
@@ -93,12 +96,14 @@ def test_commits_parse_bodies_unicode_renames_deletes(repo):
     write(repo, "docs/日本語 ñ.md", "hola\n")
     write(repo, "weird\nname.txt")
     write(repo, "\nleading-newline.txt")
-    body = ("Café ☕: résumé of the change\n\n"
-            "Line one of the body.\n\n\n"
-            "%H %x00 \x1e record-separator-looking text\n"
-            "\n"
-            "a.txt\n"
-            "Signed-off-by: Ada <ada@example.com>\n")
+    body = (
+        "Café ☕: résumé of the change\n\n"
+        "Line one of the body.\n\n\n"
+        "%H %x00 \x1e record-separator-looking text\n"
+        "\n"
+        "a.txt\n"
+        "Signed-off-by: Ada <ada@example.com>\n"
+    )
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "--cleanup=verbatim", "-m", body)  # keep the blank lines
     sha = git(repo, "rev-parse", "HEAD")
@@ -108,11 +113,18 @@ def test_commits_parse_bodies_unicode_renames_deletes(repo):
     assert newest.parents == (oldest.sha,)
     assert newest.author == "Ada Lovelace" and newest.email == "ada@example.com"
     assert newest.subject == "Café ☕: résumé of the change"
-    assert newest.body == ("Line one of the body.\n\n\n"
-                           "%H %x00 \x1e record-separator-looking text\n\n"
-                           "a.txt\nSigned-off-by: Ada <ada@example.com>")
-    assert set(newest.files) == {"docs/new name.txt", "gone.txt", "docs/日本語 ñ.md",
-                                 "weird\nname.txt", "\nleading-newline.txt"}
+    assert newest.body == (
+        "Line one of the body.\n\n\n"
+        "%H %x00 \x1e record-separator-looking text\n\n"
+        "a.txt\nSigned-off-by: Ada <ada@example.com>"
+    )
+    assert set(newest.files) == {
+        "docs/new name.txt",
+        "gone.txt",
+        "docs/日本語 ñ.md",
+        "weird\nname.txt",
+        "\nleading-newline.txt",
+    }
     assert "old name.txt" not in newest.files
     assert oldest.parents == ()
     assert set(oldest.files) == {"a.txt", "old name.txt", "gone.txt"}
@@ -148,7 +160,11 @@ def test_commits_merges_list_files_against_first_parent(repo):
     assert merge.subject == "Merge branch 'feature'"
     assert set(merge.files) == {"feature.py", "shared"}
     assert {c.subject for c in gitrepo.commits(repo)} == {
-        "Merge branch 'feature'", "main work", "feature work", "base"}
+        "Merge branch 'feature'",
+        "main work",
+        "feature work",
+        "base",
+    }
 
 
 def test_commits_limit(repo):
@@ -192,8 +208,7 @@ def test_commits_since_after_rebase_returns_full_list(repo):
     git(repo, "checkout", "-q", "topic")
     git(repo, "rebase", "-q", "main")
     assert not gitrepo.is_ancestor(repo, indexed, "HEAD")
-    assert [c.subject for c in gitrepo.commits(repo, since=indexed)] == [
-        "topic", "main moved", "base"]
+    assert [c.subject for c in gitrepo.commits(repo, since=indexed)] == ["topic", "main moved", "base"]
 
 
 def test_is_ancestor(repo):
@@ -208,6 +223,7 @@ def test_is_ancestor(repo):
 
 
 # -- diffs --------------------------------------------------------------------
+
 
 def test_diff_files_renames_deletes_changes(repo):
     write(repo, "keep.py", "v1\n")
@@ -239,6 +255,7 @@ def test_diff_files_from_empty_tree(repo):
 
 def test_diff_files_unknown_commit_raises_actionable_error(repo):
     from lore.errors import LoreError
+
     write(repo, "a")
     sha = commit(repo, "one")
     with pytest.raises(LoreError, match="re-index from scratch"):
@@ -254,16 +271,15 @@ def test_worktree_changes(repo):
     commit(repo, "one")
     assert gitrepo.worktree_changes(repo) == FileChanges()
 
-    write(repo, "modified.py", "v2\n")                  # unstaged
+    write(repo, "modified.py", "v2\n")  # unstaged
     write(repo, "staged.py", "v2\n")
-    git(repo, "add", "staged.py")                       # staged
-    (repo / "to_delete.py").unlink()                     # unstaged delete
-    move(repo, "to_rename.py", "renamed/ü.py")          # staged rename
-    write(repo, "new/deep/untracked é.py")              # untracked, in an untracked dir
-    write(repo, "debug.log")                             # ignored
+    git(repo, "add", "staged.py")  # staged
+    (repo / "to_delete.py").unlink()  # unstaged delete
+    move(repo, "to_rename.py", "renamed/ü.py")  # staged rename
+    write(repo, "new/deep/untracked é.py")  # untracked, in an untracked dir
+    write(repo, "debug.log")  # ignored
     changes = gitrepo.worktree_changes(repo)
-    assert sorted(changes.changed) == ["modified.py", "new/deep/untracked é.py",
-                                       "renamed/ü.py", "staged.py"]
+    assert sorted(changes.changed) == ["modified.py", "new/deep/untracked é.py", "renamed/ü.py", "staged.py"]
     assert sorted(changes.deleted) == ["to_delete.py", "to_rename.py"]
     assert changes.renamed == [("to_rename.py", "renamed/ü.py")]
 
@@ -276,6 +292,7 @@ def test_worktree_changes_on_unborn_branch(repo):
 
 
 # -- last changed -------------------------------------------------------------
+
 
 def test_last_changed(repo):
     write(repo, "a.py", "1\n")
@@ -294,8 +311,7 @@ def test_last_changed(repo):
     assert gitrepo.last_changed(repo, []) == {}
     # Many paths: one scan of history instead of a pathspec.
     many = ["a.py", "c é.py"] + [f"nope{n}.py" for n in range(100)]
-    assert gitrepo.last_changed(repo, many) == {"a.py": 1_700_000_100,
-                                                "c é.py": 1_700_000_200}
+    assert gitrepo.last_changed(repo, many) == {"a.py": 1_700_000_100, "c é.py": 1_700_000_200}
     # max_commits bounds the commits read; a short path list only reads
     # commits touching those paths.
     assert gitrepo.last_changed(repo, many, max_commits=1) == {"c é.py": 1_700_000_200}
@@ -310,10 +326,13 @@ def test_last_changed_stops_early_in_long_history(repo):
     many = ["target.py", "f29.py"] + [f"x{n}" for n in range(70)]
     assert gitrepo.last_changed(repo, many)["f29.py"] == 1_700_000_029
     assert gitrepo.last_changed(repo, ["f29.py", "f28.py"]) == {
-        "f29.py": 1_700_000_029, "f28.py": 1_700_000_028}
+        "f29.py": 1_700_000_029,
+        "f28.py": 1_700_000_028,
+    }
 
 
 # -- hook locations -----------------------------------------------------------
+
 
 def test_git_dir_and_hooks_dir(repo):
     assert gitrepo.git_dir(repo) == repo / ".git"

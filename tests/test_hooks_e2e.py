@@ -80,12 +80,12 @@ def test_install_chains_the_existing_hook_and_a_commit_updates_the_index_in_back
 
     installed = hooked.json("hooks", "install")["installed"]
     assert "post-commit" in installed and "post-checkout" in installed
-    assert hooked.json("hooks", "install")["installed"] == []          # idempotent
+    assert hooked.json("hooks", "install")["installed"] == []  # idempotent
 
     write(root, "app.py", "def feed_pangolins():\n    return 'ants'\n")
-    assert code(hooked, "pangolins") == []                             # the index does not have it yet
+    assert code(hooked, "pangolins") == []  # the index does not have it yet
     sha = commit(root, "Feed the pangolins")
-    assert f"ran {sha}" in (root / ".git/old-hook-ran.txt").read_text()   # the old hook still ran
+    assert f"ran {sha}" in (root / ".git/old-hook-ran.txt").read_text()  # the old hook still ran
 
     wait_for(lambda: paths(code(hooked, "pangolins")) == ["app.py"], "the commit to be indexed")
     wait_for(lambda: any(" ok post-commit:" in line for line in log_lines(root)), "an ok line in hooks.log")
@@ -98,7 +98,7 @@ def test_install_chains_the_existing_hook_and_a_commit_updates_the_index_in_back
     assert "post-commit" in removed
     assert hook.read_bytes() == OLD_HOOK
     assert stat.S_IMODE(hook.stat().st_mode) == 0o755
-    assert not (root / ".git/hooks/post-merge").exists()               # Lore created it, Lore removed it
+    assert not (root / ".git/hooks/post-merge").exists()  # Lore created it, Lore removed it
     assert hooked.json("hooks", "uninstall")["removed"] == []
 
 

@@ -23,7 +23,6 @@ import lore
 from lore.errors import UsageError
 from lore.index.embedding import BATCH
 
-
 # -- shared helpers --------------------------------------------------------------------------
 
 
@@ -69,6 +68,7 @@ def index_db(root: Path):
 def distinct_embedding_texts(root: Path) -> set[str]:
     """The texts Lore embeds for the project's chunks (one per distinct content hash)."""
     from lore.index.store import embedding_text
+
     with index_db(root) as db:
         rows = db.execute("SELECT kind, title, text FROM chunks").fetchall()
     return {embedding_text(kind, title, text) for kind, title, text in rows}
@@ -90,7 +90,7 @@ def fake_vector(model: str, text: str) -> list[float]:
     for word in re.findall(r"[a-z0-9]+", text.lower()):
         digest = hashlib.md5(f"{model}|{word}".encode()).digest()
         vector[digest[0] % (DIM - 1)] += 1.0 if digest[1] % 2 else -1.0
-    vector[DIM - 1] = 0.01     # never a zero vector
+    vector[DIM - 1] = 0.01  # never a zero vector
     return vector
 
 
@@ -115,14 +115,26 @@ class EmbeddingServer(ThreadingHTTPServer):
         self.release = threading.Event()
 
     def settings(self, model: str = "a", **extra) -> dict:
-        return {"provider": "openai-compatible", "base_url": self.url, "model": model, "batch_size": BATCH,
-                "max_retries": 0, "retry_backoff": 0.0, "timeout": 30, **extra}
+        return {
+            "provider": "openai-compatible",
+            "base_url": self.url,
+            "model": model,
+            "batch_size": BATCH,
+            "max_retries": 0,
+            "retry_backoff": 0.0,
+            "timeout": 30,
+            **extra,
+        }
 
     def answered(self, model: str | None = None) -> list[str]:
         """Every text embedded successfully, in order (duplicates kept)."""
         with self.lock:
-            return [t for r in self.requests if r["status"] == 200 and model in (None, r["model"])
-                    for t in r["texts"]]
+            return [
+                t
+                for r in self.requests
+                if r["status"] == 200 and model in (None, r["model"])
+                for t in r["texts"]
+            ]
 
     def mark(self) -> int:
         with self.lock:
@@ -154,11 +166,13 @@ class _EmbeddingHandler(BaseHTTPRequestHandler):
         if block:
             server.blocked.set()
             server.release.wait(60)
-            return                       # never answered
+            return  # never answered
         if fail:
             return self._reply(500, {"error": {"message": "embedding backend crashed"}})
-        data = [{"object": "embedding", "index": i, "embedding": fake_vector(body["model"], text)}
-                for i, text in enumerate(body["input"])]
+        data = [
+            {"object": "embedding", "index": i, "embedding": fake_vector(body["model"], text)}
+            for i, text in enumerate(body["input"])
+        ]
         self._reply(200, {"object": "list", "data": data, "model": body["model"]})
 
     def _reply(self, status: int, payload: dict):
@@ -184,23 +198,42 @@ def server():
 # -- 1. hybrid ranking with the real default model ---------------------------------------------
 
 CORPUS = {
-    "utc": ("Store timestamps in UTC", "Always persist timestamps as UTC in the database and convert to "
-            "the user's local timezone only when rendering."),
-    "pool": ("Database connection pool", "The Postgres connection pool is capped at twenty connections; "
-             "raise PGPOOL_MAX only after load testing."),
+    "utc": (
+        "Store timestamps in UTC",
+        "Always persist timestamps as UTC in the database and convert to "
+        "the user's local timezone only when rendering.",
+    ),
+    "pool": (
+        "Database connection pool",
+        "The Postgres connection pool is capped at twenty connections; "
+        "raise PGPOOL_MAX only after load testing.",
+    ),
     "pets": ("Office pet policy", "Cats and dogs may visit the office on Fridays if they are vaccinated."),
-    "deploy": ("Deploy with blue-green", "Production releases use blue-green deployment behind the load "
-               "balancer so rollback is instant."),
-    "password": ("Password reset flow", "Users who forget their password receive a reset link by email "
-                 "that expires after one hour."),
-    "theme": ("Dark mode colours", "The dark theme uses slate backgrounds and amber accents; never pure black."),
-    "flaky": ("Flaky payment tests", "The payment integration tests are flaky on CI because the sandbox "
-              "rate-limits; retry them once."),
+    "deploy": (
+        "Deploy with blue-green",
+        "Production releases use blue-green deployment behind the load balancer so rollback is instant.",
+    ),
+    "password": (
+        "Password reset flow",
+        "Users who forget their password receive a reset link by email that expires after one hour.",
+    ),
+    "theme": (
+        "Dark mode colours",
+        "The dark theme uses slate backgrounds and amber accents; never pure black.",
+    ),
+    "flaky": (
+        "Flaky payment tests",
+        "The payment integration tests are flaky on CI because the sandbox rate-limits; retry them once.",
+    ),
     "redis": ("Redis cache keys", "Cache keys are namespaced by tenant and expire after ten minutes."),
-    "i18n": ("Translations", "User-facing strings live in locales/*.po files and are translated by the "
-             "localisation team."),
-    "flag": ("Feature flag naming", "The experimental checkout is behind the flag zqx_checkout_v7; remove "
-             "it after the launch."),
+    "i18n": (
+        "Translations",
+        "User-facing strings live in locales/*.po files and are translated by the localisation team.",
+    ),
+    "flag": (
+        "Feature flag naming",
+        "The experimental checkout is behind the flag zqx_checkout_v7; remove it after the launch.",
+    ),
 }
 
 # Paraphrases sharing no keyword with any memory (checked by the bm25 assertion).
@@ -225,7 +258,10 @@ def test_default_model_is_used_and_everything_is_embedded(ranked):
     project, _ = ranked
     status = project.embedding_status()
     assert status["search"] == "hybrid"
-    assert status["embedding"].startswith("local:all-MiniLM-L6-v2") and status["indexedModel"] == status["embedding"]
+    assert (
+        status["embedding"].startswith("local:all-MiniLM-L6-v2")
+        and status["indexedModel"] == status["embedding"]
+    )
     assert status["vectors"] == len(CORPUS) and status["pendingEmbeddings"] == 0
     assert status["embeddingProblem"] is None
 
@@ -240,9 +276,10 @@ def test_paraphrase_is_found_by_meaning_not_by_keywords(ranked, query, expected)
     for fusion in ("rrf", "weighted"):
         hybrid = project.search(query, mode="hybrid", fusion=fusion)
         assert hybrid[0].path == paths[expected], fusion
-        assert all(h.source == "vector" for h in hybrid), fusion    # no keyword list to fuse with
+        assert all(h.source == "vector" for h in hybrid), fusion  # no keyword list to fuse with
     # RRF: first by vectors alone scores the vector weight's share of the maximum.
     from lore.search.fusion import RRF_WEIGHTS
+
     assert project.search(query, fusion="rrf")[0].score == pytest.approx(RRF_WEIGHTS[1] / sum(RRF_WEIGHTS))
     # Weighted: 0.7 x cosine when there is no keyword match.
     assert project.search(query, fusion="weighted")[0].score == pytest.approx(0.7 * vector[0].score, abs=2e-4)
@@ -258,7 +295,7 @@ def test_exact_rare_identifier_is_found_by_bm25_and_hybrid(ranked):
         hybrid = project.search(query, mode="hybrid", fusion=fusion)
         assert hybrid[0].path == paths[expected] and hybrid[0].source == "hybrid", fusion
         assert {h.source for h in hybrid[1:]} <= {"vector"}, fusion
-    assert project.search(query, fusion="rrf")[0].score == pytest.approx(1.0)   # first in both lists
+    assert project.search(query, fusion="rrf")[0].score == pytest.approx(1.0)  # first in both lists
     vec_score = next(h.score for h in vector if h.path == paths[expected])
     weighted = project.search(query, fusion="weighted")[0].score
     assert weighted == pytest.approx(0.7 * vec_score + 0.3 * bm25[0].score, abs=5e-4)
@@ -273,7 +310,7 @@ def test_scores_are_0_to_1_and_sorted_in_every_mode(ranked):
             scores = [h.score for h in hits]
             assert all(0.0 <= s <= 1.0 for s in scores), (query, mode, fusion, scores)
             assert scores == sorted(scores, reverse=True), (query, mode, fusion, scores)
-            assert len({h.path for h in hits}) == len(hits)      # best chunk per memory
+            assert len({h.path for h in hits}) == len(hits)  # best chunk per memory
             if mode == "vector":
                 assert len(hits) == len(CORPUS)
 
@@ -282,7 +319,9 @@ def test_default_mode_is_hybrid_and_unknown_fusion_is_refused(ranked):
     project, paths = ranked
     default = project.search(IDENTIFIER[0])
     assert default[0].path == paths["flag"] and default[0].source == "hybrid"
-    assert [h.to_json() for h in default] == [h.to_json() for h in project.search(IDENTIFIER[0], mode="hybrid")]
+    assert [h.to_json() for h in default] == [
+        h.to_json() for h in project.search(IDENTIFIER[0], mode="hybrid")
+    ]
     with pytest.raises((ValueError, UsageError), match="unknown fusion"):
         project.search(IDENTIFIER[0], fusion="max")
     with pytest.raises(UsageError, match="unknown search mode"):
@@ -292,7 +331,10 @@ def test_default_mode_is_hybrid_and_unknown_fusion_is_refused(ranked):
 # -- 2. BM25-only fallback -------------------------------------------------------------------
 
 FALLBACK_MEMORIES = [
-    {"title": "Postgres vacuum schedule", "body": "Autovacuum runs nightly; the orders table needs a manual VACUUM."},
+    {
+        "title": "Postgres vacuum schedule",
+        "body": "Autovacuum runs nightly; the orders table needs a manual VACUUM.",
+    },
     {"title": "Release checklist", "body": "Bump the version, tag the commit, then publish the wheel."},
 ]
 
@@ -304,7 +346,7 @@ def test_provider_none_is_bm25_only(cli):
     hits = json.loads(proc.stdout)
     assert [h["path"] for h in hits] == [paths[0]] and hits[0]["source"] == "bm25"
     assert 0 < hits[0]["score"] <= 1
-    assert proc.stderr == ""                                # "none" is a choice, not a problem
+    assert proc.stderr == ""  # "none" is a choice, not a problem
     stats = cli.json("stats")
     assert stats["search"] == "bm25" and stats["embedding"] is None and stats["pendingEmbeddings"] is None
     indexed = cli.json("index")
@@ -321,10 +363,14 @@ def test_provider_none_vector_mode_says_why(cli):
     assert "none" in proc.stderr, proc.stderr
 
 
-@pytest.mark.parametrize("embedding, problem", [
-    ({"provider": "onnx", "path": "models/does-not-exist"}, "not found"),
-    ({"provider": "openai", "api_key_env": "LORE_TEST_UNSET_KEY_1234"}, "LORE_TEST_UNSET_KEY_1234"),
-], ids=["onnx-missing-dir", "openai-missing-key"])
+@pytest.mark.parametrize(
+    "embedding, problem",
+    [
+        ({"provider": "onnx", "path": "models/does-not-exist"}, "not found"),
+        ({"provider": "openai", "api_key_env": "LORE_TEST_UNSET_KEY_1234"}, "LORE_TEST_UNSET_KEY_1234"),
+    ],
+    ids=["onnx-missing-dir", "openai-missing-key"],
+)
 def test_provider_that_cannot_load_falls_back_to_bm25(cli, embedding, problem, monkeypatch):
     monkeypatch.delenv("LORE_TEST_UNSET_KEY_1234", raising=False)
     configure(cli.cwd, embedding)
@@ -335,10 +381,10 @@ def test_provider_that_cannot_load_falls_back_to_bm25(cli, embedding, problem, m
     hits = json.loads(proc.stdout)
     assert [h["path"] for h in hits] == [paths[1]] and hits[0]["source"] == "bm25"
     lines = proc.stderr.splitlines()
-    assert len(lines) == 1, proc.stderr                    # one line, once
+    assert len(lines) == 1, proc.stderr  # one line, once
     assert lines[0].startswith("lore: vector search off, BM25 only:") and problem in lines[0]
 
-    proc = cli("search", "wheel")                          # the human output too
+    proc = cli("search", "wheel")  # the human output too
     assert "Release checklist" in proc.stdout and len(notices(proc.stderr, "BM25 only")) == 1
 
     proc = cli("stats", "--json")
@@ -347,7 +393,7 @@ def test_provider_that_cannot_load_falls_back_to_bm25(cli, embedding, problem, m
     assert problem in stats["embeddingProblem"]
     assert len(notices(proc.stderr, "BM25 only")) == 1
 
-    proc = cli("index", "--json")                          # text index still works; nothing to embed with
+    proc = cli("index", "--json")  # text index still works; nothing to embed with
     assert json.loads(proc.stdout)["embedded"] == 0 and len(notices(proc.stderr, "BM25 only")) == 1
 
     proc = cli("search", "--mode", "vector", "wheel", ok=False)
@@ -356,11 +402,20 @@ def test_provider_that_cannot_load_falls_back_to_bm25(cli, embedding, problem, m
 
 def test_unreachable_server_at_query_time_falls_back_to_bm25(cli):
     import socket
-    with socket.socket() as sock:                          # a port nobody listens on
+
+    with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    configure(cli.cwd, {"provider": "openai-compatible", "base_url": f"http://127.0.0.1:{port}/v1",
-                        "model": "m", "max_retries": 0, "timeout": 5})
+    configure(
+        cli.cwd,
+        {
+            "provider": "openai-compatible",
+            "base_url": f"http://127.0.0.1:{port}/v1",
+            "model": "m",
+            "max_retries": 0,
+            "timeout": 5,
+        },
+    )
     paths = add_memories(cli.cwd, FALLBACK_MEMORIES)
     proc = cli("search", "vacuum", "--json")
     hits = json.loads(proc.stdout)
@@ -372,10 +427,15 @@ def test_unreachable_server_at_query_time_falls_back_to_bm25(cli):
 # -- 3. model change ---------------------------------------------------------------------------
 
 MODEL_MEMORIES = [
-    {"title": "Blue-green deploys", "body": "Production releases switch traffic between blue and green pools; "
-                                            "rollback is a switch back."},
+    {
+        "title": "Blue-green deploys",
+        "body": "Production releases switch traffic between blue and green pools; rollback is a switch back.",
+    },
     {"title": "Timezone rule", "body": "Persist timestamps in UTC and convert at render time."},
-    {"title": "Redis namespaces", "body": "Cache keys are namespaced by tenant id and expire after ten minutes."},
+    {
+        "title": "Redis namespaces",
+        "body": "Cache keys are namespaced by tenant id and expire after ten minutes.",
+    },
 ]
 
 
@@ -388,7 +448,9 @@ def test_model_change_falls_back_until_reembed(cli, server):
     hits = cli.json("search", "--mode", "vector", "rollback", "traffic")
     assert hits[0]["path"] == paths[0] and hits[0]["source"] == "vector"
     stats = cli.json("stats")
-    assert stats["embedding"] == stats["indexedModel"] == "openai-compatible:a" and stats["search"] == "hybrid"
+    assert (
+        stats["embedding"] == stats["indexedModel"] == "openai-compatible:a" and stats["search"] == "hybrid"
+    )
 
     configure(root, server.settings("b"))
     mark = server.mark()
@@ -405,7 +467,7 @@ def test_model_change_falls_back_until_reembed(cli, server):
     # A plain `lore index` does not quietly mix model b vectors into model a's index.
     proc = cli("index", "--json")
     assert json.loads(proc.stdout)["embedded"] == 0 and notices(proc.stderr, "--reembed")
-    assert server.since(mark) == []                        # model b was never asked for anything
+    assert server.since(mark) == []  # model b was never asked for anything
     with index_db(root) as db:
         assert {m for (m,) in db.execute("SELECT DISTINCT model FROM embeddings")} == {"openai-compatible:a"}
 
@@ -434,14 +496,19 @@ def test_model_change_falls_back_until_reembed(cli, server):
 def test_embedding_cache_by_content(cli, server):
     root = cli.cwd
     configure(root, server.settings())
-    paths = add_memories(root, [
-        {"title": "Blue-green deploys", "body": "Releases switch traffic between blue and green pools."},
-        {"title": "Timezone rule", "body": "Persist timestamps in UTC and convert at render time."},
-        {"title": "Service layout", "body": "## Summary\nThe API lives in api/.\n\n"
-                                           "## Decisions\nWe picked SQLite for the index."},
-    ])
+    paths = add_memories(
+        root,
+        [
+            {"title": "Blue-green deploys", "body": "Releases switch traffic between blue and green pools."},
+            {"title": "Timezone rule", "body": "Persist timestamps in UTC and convert at render time."},
+            {
+                "title": "Service layout",
+                "body": "## Summary\nThe API lives in api/.\n\n## Decisions\nWe picked SQLite for the index.",
+            },
+        ],
+    )
     result = cli.json("index")
-    assert result["embedded"] == 4                          # the third memory has two sections
+    assert result["embedded"] == 4  # the third memory has two sections
     assert len(server.answered()) == 4 and set(server.answered()) == distinct_embedding_texts(root)
 
     # Rename a file (same bytes): nothing to embed, and vector search finds it at its new path.
@@ -456,8 +523,16 @@ def test_embedding_cache_by_content(cli, server):
 
     # A second memory with the same title and body shares the vector.
     mark = server.mark()
-    twin = add_memories(root, [{"title": "Timezone rule", "body": "Persist timestamps in UTC and convert "
-                                "at render time.", "occurred_at": "2020-01-01T00:00:00Z"}])[0]
+    twin = add_memories(
+        root,
+        [
+            {
+                "title": "Timezone rule",
+                "body": "Persist timestamps in UTC and convert at render time.",
+                "occurred_at": "2020-01-01T00:00:00Z",
+            }
+        ],
+    )[0]
     assert twin != paths[1]
     assert cli.json("index")["embedded"] == 0
     assert server.since(mark) == []
@@ -468,7 +543,10 @@ def test_embedding_cache_by_content(cli, server):
     # Editing one section re-embeds that section only.
     mark = server.mark()
     with lore.open(root) as project:
-        project.update(Path(paths[2]).stem, body="## Summary\nThe API lives in api/.\n\n## Decisions\nWe picked Postgres.")
+        project.update(
+            Path(paths[2]).stem,
+            body="## Summary\nThe API lives in api/.\n\n## Decisions\nWe picked Postgres.",
+        )
     assert cli.json("index")["embedded"] == 1
     sent = [t for r in server.since(mark) for t in r["texts"]]
     assert len(sent) == 1 and "Postgres" in sent[0]
@@ -488,14 +566,29 @@ def test_embedding_cache_by_content(cli, server):
 
 # -- 5. interrupted indexing resumes ---------------------------------------------------------
 
-TOPICS = ["parser", "scheduler", "billing", "uploader", "renderer", "mailer", "auth", "search", "cache", "queue"]
-BULK = 3 * BATCH + 8                                        # four embedding batches: 64, 64, 64, 8
+TOPICS = [
+    "parser",
+    "scheduler",
+    "billing",
+    "uploader",
+    "renderer",
+    "mailer",
+    "auth",
+    "search",
+    "cache",
+    "queue",
+]
+BULK = 3 * BATCH + 8  # four embedding batches: 64, 64, 64, 8
 
 
 def bulk_memories(n: int = BULK) -> list[dict]:
-    return [{"title": f"Note {i} about the {TOPICS[i % len(TOPICS)]}",
-             "body": f"Memory number {i}: the {TOPICS[i % len(TOPICS)]} module keeps setting x{i} at {i * 7}."}
-            for i in range(n)]
+    return [
+        {
+            "title": f"Note {i} about the {TOPICS[i % len(TOPICS)]}",
+            "body": f"Memory number {i}: the {TOPICS[i % len(TOPICS)]} module keeps setting x{i} at {i * 7}.",
+        }
+        for i in range(n)
+    ]
 
 
 def test_failed_indexing_resumes_where_it_stopped(cli, server):
@@ -505,7 +598,7 @@ def test_failed_indexing_resumes_where_it_stopped(cli, server):
     expected = distinct_embedding_texts(root)
     assert len(expected) == BULK
 
-    server.fail_from = 2                                    # the third batch and everything after: HTTP 500
+    server.fail_from = 2  # the third batch and everything after: HTTP 500
     proc = cli("index", ok=False)
     assert proc.returncode == 1
     assert "HTTP 500" in proc.stderr and "Traceback" not in proc.stderr
@@ -523,9 +616,9 @@ def test_failed_indexing_resumes_where_it_stopped(cli, server):
     result = cli.json("index")
     assert result["embedded"] == BULK - 2 * BATCH
     resumed = [t for r in server.since(mark) for t in r["texts"]]
-    assert len(resumed) == BULK - 2 * BATCH                 # only the rest was sent
+    assert len(resumed) == BULK - 2 * BATCH  # only the rest was sent
     answered = server.answered()
-    assert len(answered) == len(set(answered)) == BULK      # no chunk embedded twice
+    assert len(answered) == len(set(answered)) == BULK  # no chunk embedded twice
     assert set(answered) == expected
     stats = cli.json("stats")
     assert stats["pendingEmbeddings"] == 0 and stats["vectors"] == BULK
@@ -537,11 +630,11 @@ def test_failed_indexing_with_the_providers_default_batch_size_loses_nothing(cli
     the first request already returned (they were paid for), nor send those texts again."""
     root = cli.cwd
     settings = server.settings()
-    del settings["batch_size"]                              # the provider's default: 32
+    del settings["batch_size"]  # the provider's default: 32
     configure(root, settings)
     add_memories(root, bulk_memories())
 
-    server.fail_from = 3                                    # requests 0-2 answered (96 texts), then HTTP 500
+    server.fail_from = 3  # requests 0-2 answered (96 texts), then HTTP 500
     assert cli("index", ok=False).returncode == 1
     assert [len(r["texts"]) for r in server.requests] == [32, 32, 32, 32]
     assert len(server.answered()) == 96
@@ -550,7 +643,9 @@ def test_failed_indexing_with_the_providers_default_batch_size_loses_nothing(cli
     assert cli.json("index")["embedded"] > 0
     assert cli.json("stats")["pendingEmbeddings"] == 0
     answered = server.answered()
-    assert len(answered) - len(set(answered)) == 0, f"{len(answered) - len(set(answered))} texts embedded twice"
+    assert len(answered) - len(set(answered)) == 0, (
+        f"{len(answered) - len(set(answered))} texts embedded twice"
+    )
     assert len(answered) == BULK
 
 
@@ -560,13 +655,18 @@ def test_killed_indexing_resumes_where_it_stopped(cli, server):
     add_memories(root, bulk_memories())
     expected = distinct_embedding_texts(root)
 
-    server.block_from = 2                                   # hang on the third batch
-    proc = subprocess.Popen([sys.executable, "-m", "lore", "index"], cwd=root, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    server.block_from = 2  # hang on the third batch
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lore", "index"],
+        cwd=root,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         assert server.blocked.wait(60), "lore index never reached the third batch"
     finally:
-        proc.kill()                                         # SIGKILL: no cleanup of any kind
+        proc.kill()  # SIGKILL: no cleanup of any kind
         proc.communicate(timeout=30)
     assert proc.returncode != 0
     assert [r["status"] for r in server.requests] == [200, 200, "blocked"]
@@ -590,7 +690,7 @@ def test_memory_added_after_index_is_found_by_vector_search(project):
     for key in ("utc", "pool", "deploy", "theme"):
         title, body = CORPUS[key]
         project.add(title=title, body=body)
-    assert project.embed() == 4                             # what `lore index` does
+    assert project.embed() == 4  # what `lore index` does
     fresh = project.add(title=CORPUS["pets"][0], body=CORPUS["pets"][1]).path
     assert project.embedding_status()["pendingEmbeddings"] == 1
     hits = project.search("animals allowed at work", mode="vector")
@@ -620,7 +720,7 @@ def test_inline_embedding_only_covers_memory_chunks_added_since(cli, server):
     hits = cli.json("search", "--mode", "vector", "tenant", "namespaced")
     assert hits[0]["path"] == fresh
     sent = server.since(mark)
-    assert [len(r["texts"]) for r in sent] == [1, 1]        # the new chunk, then the query
+    assert [len(r["texts"]) for r in sent] == [1, 1]  # the new chunk, then the query
     assert "Redis namespaces" in sent[0]["texts"][0] and sent[1]["texts"] == ["tenant namespaced"]
 
 

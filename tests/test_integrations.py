@@ -33,8 +33,9 @@ def codex_home(tmp_path, monkeypatch) -> Path:
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
 
 
 def dump(data) -> str:
@@ -47,18 +48,38 @@ def dump(data) -> str:
 def test_claude_code_into_empty_project(root):
     lines = install("claude-code", root, command=PY)
 
-    assert lines == ["created .mcp.json: MCP server 'lore'",
-                     "created .claude/settings.json: hooks SessionStart, PreCompact, Stop"]
+    assert lines == [
+        "created .mcp.json: MCP server 'lore'",
+        "created .claude/settings.json: hooks SessionStart, PreCompact, Stop",
+    ]
     assert (root / ".mcp.json").read_text() == dump(
-        {"mcpServers": {"lore": {"command": "/opt/venv/bin/python", "args": ["-m", "lore", "mcp"]}}})
-    assert (root / ".claude" / "settings.json").read_text() == dump({"hooks": {
-        "SessionStart": [{"matcher": "", "hooks": [
-            {"type": "command", "command": "/opt/venv/bin/python -m lore hook session-start"}]}],
-        "PreCompact": [{"matcher": "", "hooks": [
-            {"type": "command", "command": "/opt/venv/bin/python -m lore hook pre-compact"}]}],
-        "Stop": [{"hooks": [
-            {"type": "command", "command": "/opt/venv/bin/python -m lore hook stop"}]}],
-    }})
+        {"mcpServers": {"lore": {"command": "/opt/venv/bin/python", "args": ["-m", "lore", "mcp"]}}}
+    )
+    assert (root / ".claude" / "settings.json").read_text() == dump(
+        {
+            "hooks": {
+                "SessionStart": [
+                    {
+                        "matcher": "",
+                        "hooks": [
+                            {"type": "command", "command": "/opt/venv/bin/python -m lore hook session-start"}
+                        ],
+                    }
+                ],
+                "PreCompact": [
+                    {
+                        "matcher": "",
+                        "hooks": [
+                            {"type": "command", "command": "/opt/venv/bin/python -m lore hook pre-compact"}
+                        ],
+                    }
+                ],
+                "Stop": [
+                    {"hooks": [{"type": "command", "command": "/opt/venv/bin/python -m lore hook stop"}]}
+                ],
+            }
+        }
+    )
     assert not (root / "CLAUDE.md").exists()
 
 
@@ -70,14 +91,17 @@ def test_claude_code_install_is_idempotent_and_uninstall_removes_created_files(r
 
     lines = uninstall("claude-code", root)
     assert len(lines) == 3 and all(line.startswith("removed ") for line in lines)
-    assert list(root.iterdir()) == []            # .claude/ went too: Lore created it
+    assert list(root.iterdir()) == []  # .claude/ went too: Lore created it
     assert uninstall("claude-code", root) == []
 
 
 EXISTING_MCP = {
     "mcpServers": {
-        "github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
-                   "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}},
+        "github": {
+            "command": "npx",
+            "args": ["-y", "@modelcontextprotocol/server-github"],
+            "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"},
+        },
     },
     "note": "team servers — don't touch",
 }
@@ -100,8 +124,10 @@ def test_claude_code_merges_into_existing_files_and_uninstall_restores_bytes(roo
     before = snapshot(root)
 
     lines = install("claude-code", root, command=PY)
-    assert lines == ["updated .mcp.json: set MCP server 'lore'",
-                     "updated .claude/settings.json: set hooks SessionStart, PreCompact, Stop"]
+    assert lines == [
+        "updated .mcp.json: set MCP server 'lore'",
+        "updated .claude/settings.json: set hooks SessionStart, PreCompact, Stop",
+    ]
     mcp = json.loads((root / ".mcp.json").read_text())
     assert mcp["mcpServers"]["github"] == EXISTING_MCP["mcpServers"]["github"]
     assert list(mcp["mcpServers"]) == ["github", "lore"]
@@ -114,12 +140,15 @@ def test_claude_code_merges_into_existing_files_and_uninstall_restores_bytes(roo
     assert hooks["PostToolUse"] == EXISTING_SETTINGS["hooks"]["PostToolUse"]
     # Same event: the user's group first and untouched, Lore's appended.
     assert hooks["SessionStart"][0] == EXISTING_SETTINGS["hooks"]["SessionStart"][0]
-    assert hooks["SessionStart"][1] == {"matcher": "", "hooks": [
-        {"type": "command", "command": hook_command(PY, "SessionStart")}]}
+    assert hooks["SessionStart"][1] == {
+        "matcher": "",
+        "hooks": [{"type": "command", "command": hook_command(PY, "SessionStart")}],
+    }
     assert hooks["Stop"][0] == EXISTING_SETTINGS["hooks"]["Stop"][0]
     assert hooks["Stop"][1]["hooks"][0]["command"].endswith(" hook stop")
-    assert hooks["PreCompact"] == [{"matcher": "", "hooks": [
-        {"type": "command", "command": hook_command(PY, "PreCompact")}]}]
+    assert hooks["PreCompact"] == [
+        {"matcher": "", "hooks": [{"type": "command", "command": hook_command(PY, "PreCompact")}]}
+    ]
 
     after_first = snapshot(root)
     assert install("claude-code", root, command=PY) == []
@@ -127,7 +156,8 @@ def test_claude_code_merges_into_existing_files_and_uninstall_restores_bytes(roo
 
     assert uninstall("claude-code", root) == [
         "updated .mcp.json: removed MCP server 'lore'",
-        "updated .claude/settings.json: removed hooks SessionStart, PreCompact, Stop"]
+        "updated .claude/settings.json: removed hooks SessionStart, PreCompact, Stop",
+    ]
     assert snapshot(root) == before
 
 
@@ -142,11 +172,14 @@ def test_new_command_updates_lore_entries_in_place(root):
 
     assert install("claude-code", root, command=PY) == [
         "updated .mcp.json: set MCP server 'lore'",
-        "updated .claude/settings.json: set hooks SessionStart, PreCompact, Stop"]
+        "updated .claude/settings.json: set hooks SessionStart, PreCompact, Stop",
+    ]
     groups = json.loads(settings.read_text())["hooks"]["SessionStart"]
     assert groups == [
-        {"matcher": "", "hooks": [{"type": "command", "command": hook_command(PY, "SessionStart"),
-                                   "timeout": 30}]},
+        {
+            "matcher": "",
+            "hooks": [{"type": "command", "command": hook_command(PY, "SessionStart"), "timeout": 30}],
+        },
         {"matcher": "", "hooks": [{"type": "command", "command": "echo 2"}]},
     ]
     assert json.loads((root / ".mcp.json").read_text())["mcpServers"]["lore"]["command"] == PY[0]
@@ -154,12 +187,23 @@ def test_new_command_updates_lore_entries_in_place(root):
 
 def test_lore_hook_inside_a_user_group_is_removed_alone(root):
     (root / ".claude").mkdir()
-    mixed = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo bye"},
-                                           {"type": "command", "command": "lore hook stop"}]}]}}
+    mixed = {
+        "hooks": {
+            "Stop": [
+                {
+                    "hooks": [
+                        {"type": "command", "command": "echo bye"},
+                        {"type": "command", "command": "lore hook stop"},
+                    ]
+                }
+            ]
+        }
+    }
     (root / ".claude" / "settings.json").write_text(dump(mixed))
     uninstall("claude-code", root)
     assert json.loads((root / ".claude" / "settings.json").read_text()) == {
-        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo bye"}]}]}}
+        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo bye"}]}]}
+    }
 
 
 def test_json_keeps_the_files_indentation(root):
@@ -187,7 +231,7 @@ def test_malformed_json_is_reported_and_left_alone(root, name, text):
     with pytest.raises(ConfigError) as err:
         install("claude-code", root, command=["lore"])
     assert name.split("/")[-1] in str(err.value) and "fix it" in str(err.value)
-    assert snapshot(root) == {name: text.encode()}      # untouched, and nothing else written
+    assert snapshot(root) == {name: text.encode()}  # untouched, and nothing else written
 
 
 def test_write_failure_is_a_config_error_and_leaves_no_temp_file(root, monkeypatch):
@@ -206,7 +250,8 @@ def test_write_failure_is_a_config_error_and_leaves_no_temp_file(root, monkeypat
 def test_cursor_install_and_uninstall(root):
     assert install("cursor", root, command=["lore"]) == ["created .cursor/mcp.json: MCP server 'lore'"]
     assert json.loads((root / ".cursor" / "mcp.json").read_text()) == {
-        "mcpServers": {"lore": {"command": "lore", "args": ["mcp"]}}}
+        "mcpServers": {"lore": {"command": "lore", "args": ["mcp"]}}
+    }
     assert install("cursor", root, command=["lore"]) == []
     uninstall("cursor", root)
     assert list(root.iterdir()) == []
@@ -219,8 +264,10 @@ def test_cursor_keeps_other_servers(root):
     (root / ".cursor" / "mcp.json").write_text(original)
     install("cursor", root, command=PY, instructions=True)
     servers = json.loads((root / ".cursor" / "mcp.json").read_text())["mcpServers"]
-    assert servers == {"db": {"url": "http://localhost:9000/mcp"},
-                       "lore": {"command": PY[0], "args": ["-m", "lore", "mcp"]}}
+    assert servers == {
+        "db": {"url": "http://localhost:9000/mcp"},
+        "lore": {"command": PY[0], "args": ["-m", "lore", "mcp"]},
+    }
     assert MD_BEGIN in (root / "AGENTS.md").read_text()
     uninstall("cursor", root)
     assert (root / ".cursor" / "mcp.json").read_text() == original
@@ -230,7 +277,7 @@ def test_cursor_keeps_other_servers(root):
 # ---------------------------------------------------------------- codex
 
 
-EXISTING_TOML = '''\
+EXISTING_TOML = """\
 # My Codex settings
 model = "gpt-5.1"   # keep this comment
 approval_policy = "on-request"
@@ -245,7 +292,7 @@ TOKEN = "abc"
 # profiles below
 [profiles.fast]
 model = "gpt-5.1-mini"
-'''
+"""
 
 
 def test_codex_into_empty_home(root, codex_home):
@@ -253,9 +300,16 @@ def test_codex_into_empty_home(root, codex_home):
     config = codex_home / "config.toml"
     assert lines == [f"created {config}: MCP server 'lore' for {root}"]
     data = tomllib.loads(config.read_text())
-    assert data == {"mcp_servers": {"lore": {
-        "command": PY[0], "args": ["-m", "lore", "mcp"], "cwd": str(root),
-        "env": {"LORE_PROJECT": str(root)}}}}
+    assert data == {
+        "mcp_servers": {
+            "lore": {
+                "command": PY[0],
+                "args": ["-m", "lore", "mcp"],
+                "cwd": str(root),
+                "env": {"LORE_PROJECT": str(root)},
+            }
+        }
+    }
     assert stat.S_IMODE(config.stat().st_mode) == 0o600
     assert install("codex", root, command=PY) == []
     uninstall("codex", root)
@@ -270,8 +324,11 @@ def test_codex_preserves_other_tables_and_comments(root, codex_home):
     text = config.read_text()
     assert text.startswith(EXISTING_TOML)
     data = tomllib.loads(text)
-    assert data["mcp_servers"]["docs"] == {"command": "docs-server", "args": ["--port", "4000"],
-                                           "env": {"TOKEN": "abc"}}
+    assert data["mcp_servers"]["docs"] == {
+        "command": "docs-server",
+        "args": ["--port", "4000"],
+        "env": {"TOKEN": "abc"},
+    }
     assert data["mcp_servers"]["lore"]["env"] == {"LORE_PROJECT": str(root)}
     assert data["profiles"] == {"fast": {"model": "gpt-5.1-mini"}}
 
@@ -285,14 +342,14 @@ def test_codex_refresh_keeps_the_block_where_it_is(root, codex_home):
     config = codex_home / "config.toml"
     config.write_text(EXISTING_TOML)
     install("codex", root, command=["lore"])
-    config.write_text(config.read_text() + '\n[tui]\nanimations = false\n')    # the user adds more
+    config.write_text(config.read_text() + "\n[tui]\nanimations = false\n")  # the user adds more
 
     install("codex", root, command=PY)
     text = config.read_text()
-    assert text.endswith('\n[tui]\nanimations = false\n')
+    assert text.endswith("\n[tui]\nanimations = false\n")
     assert tomllib.loads(text)["mcp_servers"]["lore"]["command"] == PY[0]
     uninstall("codex", root)
-    assert config.read_text() == EXISTING_TOML + '\n[tui]\nanimations = false\n'
+    assert config.read_text() == EXISTING_TOML + "\n[tui]\nanimations = false\n"
 
 
 def test_codex_strings_are_escaped(tmp_path, codex_home):
@@ -312,8 +369,9 @@ def test_codex_serves_one_project_at_a_time(tmp_path, codex_home):
     lines = install("codex", second, command=["lore"])
     assert "now serves" in lines[0] and str(first) in lines[0]
     assert uninstall("codex", first)[0].startswith("left ")
-    assert uninstall("codex", second) == [f"removed {codex_home / 'config.toml'} "
-                                          "(it held only Lore's MCP server)"]
+    assert uninstall("codex", second) == [
+        f"removed {codex_home / 'config.toml'} (it held only Lore's MCP server)"
+    ]
 
 
 def test_codex_refuses_a_lore_table_it_did_not_write(root, codex_home):
@@ -327,8 +385,14 @@ def test_codex_refuses_a_lore_table_it_did_not_write(root, codex_home):
     assert config.read_text() == original
 
 
-@pytest.mark.parametrize("text", ['model = "unterminated\n', '[a]\nx = 1\n[a]\nx = 2\n',
-                                  '# lore:begin\n[mcp_servers.lore]\ncommand = "x"\n'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        'model = "unterminated\n',
+        "[a]\nx = 1\n[a]\nx = 2\n",
+        '# lore:begin\n[mcp_servers.lore]\ncommand = "x"\n',
+    ],
+)
 def test_codex_malformed_config_is_left_alone(root, codex_home, text):
     config = codex_home / "config.toml"
     config.write_text(text)
@@ -417,8 +481,19 @@ def test_partial_block_is_reported(root):
 def test_instructions_text_covers_the_essentials():
     words = INSTRUCTIONS.split()
     assert len(words) <= 350
-    for needle in ("memory_search", "memory_read", "memory_write", "search_codebase", "lore search",
-                   "lore code", "lore complete", "<lore-memory", "applies_to", "gotcha", "secrets"):
+    for needle in (
+        "memory_search",
+        "memory_read",
+        "memory_write",
+        "search_codebase",
+        "lore search",
+        "lore code",
+        "lore complete",
+        "<lore-memory",
+        "applies_to",
+        "gotcha",
+        "secrets",
+    ):
         assert needle in INSTRUCTIONS
 
 

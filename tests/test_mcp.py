@@ -25,12 +25,20 @@ from pathlib import Path
 
 import anyio
 import pytest
-
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-TOOLS = {"search_codebase", "index_project", "add_memory", "recall_context", "search_memories",
-         "update_index", "memory_search", "memory_read", "memory_write"}
+TOOLS = {
+    "search_codebase",
+    "index_project",
+    "add_memory",
+    "recall_context",
+    "search_memories",
+    "update_index",
+    "memory_search",
+    "memory_read",
+    "memory_write",
+}
 UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 _CLEAN_ENV = ("LORE_PROJECT", "LORE_MCP_TOKEN", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")
 
@@ -61,16 +69,24 @@ def compute_invoice_total(lines) -> float:
 
 def env() -> dict[str, str]:
     out = {k: v for k, v in os.environ.items() if k not in _CLEAN_ENV}
-    out.update(NO_COLOR="1", GIT_AUTHOR_NAME="Ada Tester", GIT_AUTHOR_EMAIL="ada@example.com",
-               GIT_COMMITTER_NAME="Ada Tester", GIT_COMMITTER_EMAIL="ada@example.com")
+    out.update(
+        NO_COLOR="1",
+        GIT_AUTHOR_NAME="Ada Tester",
+        GIT_AUTHOR_EMAIL="ada@example.com",
+        GIT_COMMITTER_NAME="Ada Tester",
+        GIT_COMMITTER_EMAIL="ada@example.com",
+    )
     return out
 
 
 def run(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run(list(args), cwd=root, env=env(), capture_output=True, text=True, timeout=120,
-                          stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        list(args), cwd=root, env=env(), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+    )
     if check:
-        assert proc.returncode == 0, f"{' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+        assert proc.returncode == 0, (
+            f"{' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+        )
     return proc
 
 
@@ -136,10 +152,12 @@ class Session:
 
 
 @asynccontextmanager
-async def stdio_session(root: Path, *, args: tuple[str, ...] = (), cwd: Path | None = None,
-                        extra_env: dict | None = None):
-    params = StdioServerParameters(command=sys.executable, args=["-m", "lore", *args, "mcp"],
-                                   cwd=str(cwd or root), env=extra_env)
+async def stdio_session(
+    root: Path, *, args: tuple[str, ...] = (), cwd: Path | None = None, extra_env: dict | None = None
+):
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "lore", *args, "mcp"], cwd=str(cwd or root), env=extra_env
+    )
     errlog_path = (cwd or root).parent / f"server-{time.monotonic_ns()}.err"
     with open(errlog_path, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write_):
@@ -162,6 +180,7 @@ def run_async(fn):
                     collect(inner)
             else:
                 leaves.append(exc)
+
         collect(group)
         if len(leaves) == 1:
             raise leaves[0] from None
@@ -187,15 +206,21 @@ def test_tools_list_has_exactly_the_nine_tools(root):
             schema = {t.name: t.input_schema for t in listed.tools}
             assert set(schema["add_memory"]["required"]) == {"type", "title", "content"}
             assert schema["memory_search"]["properties"]["limit"]["maximum"] == 50
+
     run_async(body)
 
 
 def test_memory_tools_return_their_documented_shapes(root):
     async def body():
         async with stdio_session(root) as s:
-            added = await s.ok("add_memory", type="decision", title="Store times in UTC",
-                               content="Every timestamp is stored in UTC.\nConvert only in the UI.",
-                               tags=["time", "utc"], applies_to="area:backend")
+            added = await s.ok(
+                "add_memory",
+                type="decision",
+                title="Store times in UTC",
+                content="Every timestamp is stored in UTC.\nConvert only in the UI.",
+                tags=["time", "utc"],
+                applies_to="area:backend",
+            )
             assert UUID4.match(added["id"])
             assert added["created"] is True
             assert added["path"].startswith(".lore/memory/") and added["path"].endswith(".md")
@@ -204,8 +229,12 @@ def test_memory_tools_return_their_documented_shapes(root):
             assert added["tags"] == ["time", "utc"] and added["applies_to"] == "area:backend"
             assert "Every timestamp is stored in UTC." in file_text(root, added["path"])
 
-            await s.ok("add_memory", type="gotcha", title="Redis eviction drops sessions",
-                       content="Redis evicts session keys under memory pressure.\nUse volatile-lru.")
+            await s.ok(
+                "add_memory",
+                type="gotcha",
+                title="Redis eviction drops sessions",
+                content="Redis evicts session keys under memory pressure.\nUse volatile-lru.",
+            )
 
             hits = await s.ok("search_memories", query="UTC timestamps")
             assert hits and hits[0]["id"] == added["id"]
@@ -224,34 +253,43 @@ def test_memory_tools_return_their_documented_shapes(root):
             assert page["id"] == added["id"] and page["path"] == added["path"]
             assert page["content"] == file_text(root, added["path"])
             assert page["nextOffset"] is None and page["totalChars"] == len(page["content"])
-            prefix = await s.ok("memory_read", id=added["id"][:8])      # id prefixes resolve too
+            prefix = await s.ok("memory_read", id=added["id"][:8])  # id prefixes resolve too
             assert prefix["id"] == added["id"]
+
     run_async(body)
 
 
 def test_memory_write_creates_then_updates_the_same_memory(root):
     async def body():
         async with stdio_session(root) as s:
-            made = await s.ok("memory_write", content="Deploys go through the staging cluster first.\n"
-                                                      "Never deploy to prod directly.",
-                              type="decision", title="Deploy via staging", tags=["deploy"])
+            made = await s.ok(
+                "memory_write",
+                content="Deploys go through the staging cluster first.\nNever deploy to prod directly.",
+                type="decision",
+                title="Deploy via staging",
+                tags=["deploy"],
+            )
             assert made["created"] is True and UUID4.match(made["id"])
             path = root / made["path"]
             assert path.is_file() and "staging cluster" in path.read_text()
 
-            updated = await s.ok("memory_write", id=made["id"],
-                                 content="Deploys go through the staging cluster first.\n"
-                                         "Prod deploys need a second reviewer.")
+            updated = await s.ok(
+                "memory_write",
+                id=made["id"],
+                content="Deploys go through the staging cluster first.\nProd deploys need a second reviewer.",
+            )
             assert updated["id"] == made["id"] and updated["path"] == made["path"]
             text = path.read_text()
             assert "second reviewer" in text and "Never deploy to prod directly" not in text
-            assert len(list((root / ".lore/memory").glob("*.md"))) == 1     # rewritten, not added
+            assert len(list((root / ".lore/memory").glob("*.md"))) == 1  # rewritten, not added
             # Fields the update did not give are kept.
             assert updated["title"] == "Deploy via staging" and updated["tags"] == ["deploy"]
-            assert updated["memory_type"] == "decision", \
+            assert updated["memory_type"] == "decision", (
                 "memory_write(id=..., content=...) changed the memory's type to its default"
+            )
             read = await s.ok("memory_read", id=made["id"])
             assert "type: decision" in read["content"]
+
     run_async(body)
 
 
@@ -259,11 +297,15 @@ def test_memory_write_with_a_new_uuid_creates_that_memory(root):
     async def body():
         async with stdio_session(root) as s:
             wanted = "0b6f0b8e-4a57-4c1e-9d0a-1f2e3d4c5b6a"
-            made = await s.ok("memory_write", id=wanted, content="Feature flags live in LaunchDarkly.\n"
-                                                                 "Never hard-code them.")
+            made = await s.ok(
+                "memory_write",
+                id=wanted,
+                content="Feature flags live in LaunchDarkly.\nNever hard-code them.",
+            )
             assert made["id"] == wanted and made["created"] is True
             again = await s.ok("memory_read", id=wanted)
             assert "LaunchDarkly" in again["content"]
+
     run_async(body)
 
 
@@ -295,6 +337,7 @@ def test_memory_read_paginates_by_characters(root):
 
             past_end = await s.ok("memory_read", id=made["id"], offset=len(whole) + 10, limit=50)
             assert past_end["content"] == "" and past_end["nextOffset"] is None
+
     run_async(body)
 
 
@@ -303,8 +346,15 @@ def test_code_tools_index_search_recall_and_update(root):
         async with stdio_session(root) as s:
             indexed = await s.ok("index_project")
             assert indexed["success"] is True and indexed["files_processed"] >= 2
-            assert {"files_processed", "chunks_created", "files_removed", "commits_added",
-                    "duration_ms", "errors", "embedded"} <= set(indexed)
+            assert {
+                "files_processed",
+                "chunks_created",
+                "files_removed",
+                "commits_added",
+                "duration_ms",
+                "errors",
+                "embedded",
+            } <= set(indexed)
             assert "skipped" not in indexed
             again = await s.ok("index_project", incremental=True)
             assert again["files_processed"] == 0
@@ -312,19 +362,41 @@ def test_code_tools_index_search_recall_and_update(root):
             hits = await s.ok("search_codebase", query="parse oauth bearer token from header")
             assert hits and hits[0]["file_path"] == "src/auth.py"
             assert "parse_oauth_token" in (hits[0]["symbol"] or "") + hits[0]["chunk_text"]
-            assert {"file_path", "symbol", "language", "start_line", "end_line", "snippet",
-                    "similarity", "chunk_text"} <= set(hits[0])
+            assert {
+                "file_path",
+                "symbol",
+                "language",
+                "start_line",
+                "end_line",
+                "snippet",
+                "similarity",
+                "chunk_text",
+            } <= set(hits[0])
             assert hits[0]["language"] == "python" and 0 <= hits[0]["similarity"] <= 1
-            py_only = await s.ok("search_codebase", query="invoice total", file_types=["py"],
-                                 directories=["src"], files_only=True, limit=5)
+            py_only = await s.ok(
+                "search_codebase",
+                query="invoice total",
+                file_types=["py"],
+                directories=["src"],
+                files_only=True,
+                limit=5,
+            )
             assert py_only and py_only[0]["file_path"] == "src/billing.py"
             assert len({h["file_path"] for h in py_only}) == len(py_only)
 
-            await s.ok("add_memory", type="gotcha", title="OAuth tokens need the bearer scheme",
-                       content="parse_oauth_token rejects headers without 'Bearer'.\nClients must send it.",
-                       applies_to="file:src/auth.py")
-            pack = await s.ok("recall_context", title="Fix oauth token parsing",
-                              description="bearer header handling", budget=1500)
+            await s.ok(
+                "add_memory",
+                type="gotcha",
+                title="OAuth tokens need the bearer scheme",
+                content="parse_oauth_token rejects headers without 'Bearer'.\nClients must send it.",
+                applies_to="file:src/auth.py",
+            )
+            pack = await s.ok(
+                "recall_context",
+                title="Fix oauth token parsing",
+                description="bearer header handling",
+                budget=1500,
+            )
             assert isinstance(pack["markdown"], str) and pack["markdown"].strip()
             for key in ("memories", "files", "code_snippets", "related_work_items"):
                 assert isinstance(pack[key], list), key
@@ -332,16 +404,22 @@ def test_code_tools_index_search_recall_and_update(root):
             assert any("OAuth tokens need the bearer scheme" in json.dumps(m) for m in pack["memories"])
             assert "OAuth tokens need the bearer scheme" in pack["markdown"]
             assert any("src/auth.py" in json.dumps(f) for f in pack["files"])
-            no_code = await s.ok("recall_context", title="oauth", include_code=False,
-                                 include_related_work=False)
+            no_code = await s.ok(
+                "recall_context", title="oauth", include_code=False, include_related_work=False
+            )
             assert no_code["files"] == [] and no_code["code_snippets"] == []
 
-            write(root, "src/billing.py", BILLING_PY + '''
+            write(
+                root,
+                "src/billing.py",
+                BILLING_PY
+                + '''
 
 def apply_discount_coupon(total: float, percent: float) -> float:
     """Reduce the total by a coupon percentage."""
     return total * (1 - percent / 100)
-''')
+''',
+            )
             (root / "src/auth.py").unlink()
             result = await s.ok("update_index", files=["src/billing.py"], deleted_files=["src/auth.py"])
             assert result == {"updated": 1, "deleted": 1}
@@ -349,6 +427,7 @@ def apply_discount_coupon(total: float, percent: float) -> float:
             assert coupon and coupon[0]["file_path"] == "src/billing.py"
             gone = await s.ok("search_codebase", query="parse oauth bearer token from header")
             assert "src/auth.py" not in [h["file_path"] for h in gone]
+
     run_async(body)
 
 
@@ -368,15 +447,23 @@ def test_bad_inputs_are_tool_errors_and_the_server_keeps_working(root):
             message = await s.error("memory_write", type="nonsense", content="Long enough body.\nYes.")
             assert "nonsense" in message
 
-            for tool, args in (("memory_search", {"query": "x"}), ("search_memories", {"query": "x"}),
-                               ("search_codebase", {"query": "x"})):
+            for tool, args in (
+                ("memory_search", {"query": "x"}),
+                ("search_memories", {"query": "x"}),
+                ("search_codebase", {"query": "x"}),
+            ):
                 message = await s.error(tool, limit=51, **args)
                 assert "limit" in message and "50" in message, message
                 message = await s.error(tool, limit=0, **args)
                 assert "limit" in message, message
 
-            message = await s.error("add_memory", type="fact", title="T", content="Long enough body.\nYes.",
-                                    applies_to="everywhere")
+            message = await s.error(
+                "add_memory",
+                type="fact",
+                title="T",
+                content="Long enough body.\nYes.",
+                applies_to="everywhere",
+            )
             assert "applies_to" in message and "everywhere" in message
             message = await s.error("memory_write", content="Long enough body.\nYes.", applies_to="file:")
             assert "applies_to" in message
@@ -394,23 +481,31 @@ def test_bad_inputs_are_tool_errors_and_the_server_keeps_working(root):
 
             # Nothing was written by the failed calls, and the server still answers.
             assert list((root / ".lore/memory").glob("*.md")) == []
-            ok = await s.ok("add_memory", type="fact", title="Still alive",
-                            content="The server survives bad calls.\nIt keeps answering.")
+            ok = await s.ok(
+                "add_memory",
+                type="fact",
+                title="Still alive",
+                content="The server survives bad calls.\nIt keeps answering.",
+            )
             assert (await s.ok("memory_search", query="server survives bad calls"))[0]["id"] == ok["id"]
             listed = await s.session.list_tools()
             assert len(listed.tools) == 9
+
     run_async(body)
 
 
 def test_empty_content_error_says_the_content_is_empty(root):
     """memory_write with empty (or blank) content must say the content/body is empty."""
+
     async def body():
         async with stdio_session(root) as s:
             for content in ("", "   \n  "):
                 message = await s.error("memory_write", content=content)
-                assert "body" in message.lower() or "content" in message.lower(), \
+                assert "body" in message.lower() or "content" in message.lower(), (
                     f"error for empty content does not mention it: {message!r}"
+                )
             assert list((root / ".lore/memory").glob("*.md")) == []
+
     run_async(body)
 
 
@@ -422,9 +517,17 @@ class RawServer:
 
     def __init__(self, root: Path):
         self.err = open(root.parent / "raw-server.err", "w+")
-        self.proc = subprocess.Popen([sys.executable, "-m", "lore", "mcp"], cwd=root, env=env(),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err,
-                                     text=True, encoding="utf-8", bufsize=1)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "lore", "mcp"],
+            cwd=root,
+            env=env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.err,
+            text=True,
+            encoding="utf-8",
+            bufsize=1,
+        )
         self.lines: list[str] = []
         self.queue: queue.Queue = queue.Queue()
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -449,7 +552,7 @@ class RawServer:
             try:
                 message = json.loads(line)
             except ValueError:
-                continue            # reported by the final check
+                continue  # reported by the final check
             if isinstance(message, dict) and message.get("id") == rid:
                 return message
 
@@ -471,21 +574,36 @@ class RawServer:
 def test_stdout_carries_nothing_but_protocol(root):
     server = RawServer(root)
     try:
-        init = server.request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                                "clientInfo": {"name": "raw-test", "version": "1"}})
+        init = server.request(
+            1,
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw-test", "version": "1"},
+            },
+        )
         assert init["result"]["serverInfo"]["name"] == "lore"
         server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         assert len(server.request(2, "tools/list")["result"]["tools"]) == 9
-        calls = [("index_project", {}),
-                 ("add_memory", {"type": "lesson", "title": "Print nothing", "content": "stdout is the "
-                                 "protocol channel.\nLog to stderr."}),
-                 ("search_memories", {"query": "protocol channel"}),
-                 ("search_codebase", {"query": "invoice total"}),
-                 ("recall_context", {"title": "invoice totals"}),
-                 ("update_index", {"files": ["src/auth.py"]}),
-                 ("memory_read", {"id": "missing"}),
-                 ("add_memory", {"type": "bad", "title": "x", "content": "y"}),
-                 ("memory_search", {"query": "x", "limit": 500})]
+        calls = [
+            ("index_project", {}),
+            (
+                "add_memory",
+                {
+                    "type": "lesson",
+                    "title": "Print nothing",
+                    "content": "stdout is the protocol channel.\nLog to stderr.",
+                },
+            ),
+            ("search_memories", {"query": "protocol channel"}),
+            ("search_codebase", {"query": "invoice total"}),
+            ("recall_context", {"title": "invoice totals"}),
+            ("update_index", {"files": ["src/auth.py"]}),
+            ("memory_read", {"id": "missing"}),
+            ("add_memory", {"type": "bad", "title": "x", "content": "y"}),
+            ("memory_search", {"query": "x", "limit": 500}),
+        ]
         for n, (tool, args) in enumerate(calls, start=3):
             reply = server.request(n, "tools/call", {"name": tool, "arguments": args})
             assert "result" in reply, reply
@@ -508,17 +626,25 @@ def test_stdout_carries_nothing_but_protocol(root):
 def test_memory_files_edited_by_hand_are_found_by_the_next_search(root):
     async def body():
         async with stdio_session(root) as s:
-            made = await s.ok("add_memory", type="convention", title="Logging format",
-                              content="Logs are JSON lines.\nOne object per line.")
+            made = await s.ok(
+                "add_memory",
+                type="convention",
+                title="Logging format",
+                content="Logs are JSON lines.\nOne object per line.",
+            )
             assert await s.ok("search_memories", query="zanzibar") == []
 
             path = root / made["path"]
-            path.write_text(path.read_text().replace("Logs are JSON lines.",
-                                                     "Logs are JSON lines shipped to zanzibar."))
+            path.write_text(
+                path.read_text().replace("Logs are JSON lines.", "Logs are JSON lines shipped to zanzibar.")
+            )
             hits = await s.ok("search_memories", query="zanzibar")
             assert [h["id"] for h in hits] == [made["id"]]
 
-            write(root, ".lore/memory/hand-written.md", """\
+            write(
+                root,
+                ".lore/memory/hand-written.md",
+                """\
 ---
 id: 7d3c1f4e-2b8a-4c6d-9e0f-a1b2c3d4e5f6
 subject: Quokka cache warmup
@@ -530,7 +656,8 @@ occurred_at: 2026-01-15T09:30:00Z
 
 The quokka cache must be warmed before the first request.
 Otherwise p99 latency spikes.
-""")
+""",
+            )
             hits = await s.ok("search_memories", query="quokka warmup")
             assert hits and hits[0]["id"] == "7d3c1f4e-2b8a-4c6d-9e0f-a1b2c3d4e5f6"
             assert hits[0]["type"] == "gotcha"
@@ -539,6 +666,7 @@ Otherwise p99 latency spikes.
 
             (root / ".lore/memory/hand-written.md").unlink()
             assert await s.ok("search_memories", query="quokka warmup") == []
+
     run_async(body)
 
 
@@ -549,11 +677,15 @@ def test_code_changed_on_disk_is_found_within_a_few_seconds(root):
             first = await s.ok("search_codebase", query="frobnicate widget inventory")
             assert "src/widgets.py" not in [h["file_path"] for h in first]
 
-            write(root, "src/widgets.py", '''\
+            write(
+                root,
+                "src/widgets.py",
+                '''\
 def frobnicate_widget_inventory(widgets):
     """Frobnicate every widget in the inventory."""
     return [w.frobnicate() for w in widgets]
-''')
+''',
+            )
             started = time.monotonic()
             while True:
                 hits = await s.ok("search_codebase", query="frobnicate widget inventory")
@@ -561,8 +693,11 @@ def frobnicate_widget_inventory(widgets):
                     break
                 assert time.monotonic() - started < 8, "new code file not found 8 s after it was written"
                 await anyio.sleep(0.25)
-            print(f"\nnew code file found by search_codebase {time.monotonic() - started:.2f} s after writing it")
+            print(
+                f"\nnew code file found by search_codebase {time.monotonic() - started:.2f} s after writing it"
+            )
             assert "frobnicate_widget_inventory" in hits[0]["chunk_text"]
+
     run_async(body)
 
 
@@ -575,11 +710,16 @@ def test_default_model_through_mcp(tmp_path):
     async def body():
         async with stdio_session(root) as s:
             memories = {
-                "pool": ("Database pool size", "The Postgres connection pool is capped at 20 connections "
-                                               "per worker.\nRaise it in settings.py."),
+                "pool": (
+                    "Database pool size",
+                    "The Postgres connection pool is capped at 20 connections "
+                    "per worker.\nRaise it in settings.py.",
+                ),
                 "ui": ("Button colours", "Primary buttons use the brand teal.\nDisabled ones are grey."),
-                "release": ("Release process", "Tag the commit, then CI publishes the wheel to PyPI.\n"
-                                               "Never upload by hand."),
+                "release": (
+                    "Release process",
+                    "Tag the commit, then CI publishes the wheel to PyPI.\nNever upload by hand.",
+                ),
             }
             ids = {}
             for key, (title, content) in memories.items():
@@ -590,6 +730,7 @@ def test_default_model_through_mcp(tmp_path):
             assert hits[0]["source"] in ("vector", "hybrid", "both"), hits[0]
             found = await s.ok("memory_search", query="shipping a new version of our library")
             assert found and found[0]["id"] == ids["release"], found
+
     run_async(body)
     stats = json.loads(lore(root, "stats", "--json").stdout)
     assert stats["search"] == "hybrid" and stats["embedding"].startswith("local:")
@@ -609,9 +750,14 @@ class HttpServer:
     def __init__(self, root: Path, *args: str):
         self.port = free_port()
         self.err = open(root.parent / f"http-{self.port}.err", "w+")
-        self.proc = subprocess.Popen([sys.executable, "-m", "lore", "mcp", "--http", "--port", str(self.port),
-                                      *args], cwd=root, env=env(), stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=self.err)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "lore", "mcp", "--http", "--port", str(self.port), *args],
+            cwd=root,
+            env=env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=self.err,
+        )
         deadline = time.monotonic() + 60
         while True:
             if self.proc.poll() is not None:
@@ -648,6 +794,7 @@ def http_server(root):
         server = HttpServer(root, *args)
         servers.append(server)
         return server
+
     yield start
     for server in servers:
         server.stop()
@@ -656,6 +803,7 @@ def http_server(root):
 async def http_call(url: str, headers: dict, tool: str, **arguments):
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
+
     async with httpx2.AsyncClient(headers=headers, timeout=30) as client:
         async with streamable_http_client(url, http_client=client) as (read, write_):
             async with ClientSession(read, write_) as session:
@@ -667,10 +815,28 @@ async def http_call(url: str, headers: dict, tool: str, **arguments):
 
 
 def post_without_sdk(url: str, headers: dict | None = None) -> tuple[int, str]:
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}})
-    request = urllib.request.Request(url, data=body.encode(), method="POST", headers={
-        "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **(headers or {})})
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "x", "version": "1"},
+            },
+        }
+    )
+    request = urllib.request.Request(
+        url,
+        data=body.encode(),
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **(headers or {}),
+        },
+    )
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, response.read().decode()
@@ -680,7 +846,10 @@ def post_without_sdk(url: str, headers: dict | None = None) -> tuple[int, str]:
 
 def test_http_transport_serves_the_tools(root, http_server):
     server = http_server()
-    write(root, ".lore/memory/hand.md", """\
+    write(
+        root,
+        ".lore/memory/hand.md",
+        """\
 ---
 id: 3f1e2d4c-5b6a-4978-8a9b-0c1d2e3f4a5b
 subject: Cache keys carry the schema version
@@ -692,8 +861,11 @@ occurred_at: 2026-02-01T12:00:00Z
 
 Cache keys carry the schema version.
 Bump it when the schema changes.
-""")
-    names, result = run_async(lambda: http_call(server.url, {}, "memory_search", query="cache schema version"))
+""",
+    )
+    names, result = run_async(
+        lambda: http_call(server.url, {}, "memory_search", query="cache schema version")
+    )
     assert sorted(names) == sorted(TOOLS)
     assert not result.is_error
     hits = json.loads(result.content[0].text)
@@ -715,14 +887,23 @@ def test_http_bearer_token_is_checked(root, http_server):
 
     async def no_header():
         import httpx2
+
         async with httpx2.AsyncClient(timeout=10) as client:
             response = await client.get(server.url)
             return response.status_code
+
     assert run_async(no_header) == 401
 
-    names, result = run_async(lambda: http_call(server.url, {"Authorization": "Bearer s3cret"},
-                                                "add_memory", type="fact", title="Over HTTP",
-                                                content="Memories can be written over HTTP.\nWith a token."))
+    names, result = run_async(
+        lambda: http_call(
+            server.url,
+            {"Authorization": "Bearer s3cret"},
+            "add_memory",
+            type="fact",
+            title="Over HTTP",
+            content="Memories can be written over HTTP.\nWith a token.",
+        )
+    )
     assert len(names) == 9 and not result.is_error
     made = json.loads(result.content[0].text)
     assert made["created"] is True and (root / made["path"]).is_file()
@@ -731,13 +912,20 @@ def test_http_bearer_token_is_checked(root, http_server):
 def test_http_public_host_without_token_is_refused(root):
     port = free_port()
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "lore", "mcp", "--http", "--host", "0.0.0.0", "--port", str(port)],
-                          cwd=root, env=env(), capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [sys.executable, "-m", "lore", "mcp", "--http", "--host", "0.0.0.0", "--port", str(port)],
+        cwd=root,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode != 0
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert "0.0.0.0" in lines[0] and "token" in lines[0].lower()
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     assert time.monotonic() - started < 30
-    with socket.socket() as sock:           # nothing was listening: the port is still free
+    with socket.socket() as sock:  # nothing was listening: the port is still free
         sock.bind(("127.0.0.1", port))

@@ -7,12 +7,11 @@ import uuid
 
 import pytest
 
+from conftest import FIXTURES
 from lore.errors import ValidationError
 from lore.memory import markdown
 from lore.memory.model import Memory, content_hash, from_frontmatter
 from lore.memory.secrets import redact
-
-from conftest import FIXTURES
 
 SEEDS = sorted((FIXTURES / "seeds").glob("*.md"))
 
@@ -26,15 +25,29 @@ def test_every_seed_example_parses_and_round_trips(path):
     lines = path.read_text().splitlines()
     assert lines[body_line - 1].strip() == memory.body.splitlines()[0].strip()
     again, _ = markdown.parse(markdown.render(memory).encode(), path.name)
-    for field in ("id", "title", "type", "sector", "tags", "applies_to", "occurred_at", "body",
-                  "agent", "task", "files", "labels", "extra", "confidence"):
+    for field in (
+        "id",
+        "title",
+        "type",
+        "sector",
+        "tags",
+        "applies_to",
+        "occurred_at",
+        "body",
+        "agent",
+        "task",
+        "files",
+        "labels",
+        "extra",
+        "confidence",
+    ):
         assert getattr(again, field) == getattr(memory, field), field
 
 
 def test_seed_000_task_memory_maps_to_canonical_fields():
     memory, _ = markdown.parse((FIXTURES / "seeds/000-task-memory.md").read_bytes(), "x.md")
     assert memory.task == "jat-abc" and memory.agent == "FairBay" and memory.project == "chimaro"
-    assert memory.type == "summary" and memory.task_type == "bug"          # 000's type is the task's
+    assert memory.type == "summary" and memory.task_type == "bug"  # 000's type is the task's
     assert memory.files == ["src/auth/refresh.ts", "src/config.ts"]
     assert memory.labels == ["security", "backend"] and memory.priority == 1 and memory.risk == "medium"
     assert memory.title == "Increased token refresh timeout from 5s to 15s"
@@ -58,7 +71,7 @@ def test_canonical_form_uses_002_names():
     assert keys[:4] == ["id", "subject", "type", "sector"]
     assert "keywords" in keys and "occurred_at" in keys and "createdAt" not in keys and "tags" not in keys
     assert f"content_hash: {content_hash(memory.body)}" in front
-    assert "occurred_at: 2024-01-01T00:00:00Z" in front          # written plain, like the seeds
+    assert "occurred_at: 2024-01-01T00:00:00Z" in front  # written plain, like the seeds
 
 
 def test_content_hash_is_16_hex_of_sha256_of_body():
@@ -66,18 +79,21 @@ def test_content_hash_is_16_hex_of_sha256_of_body():
     assert content_hash("hello world\n") == content_hash("hello world")
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"id": "not a uuid!"}, "id"),
-    ({"title": ""}, "subject"),
-    ({"title": "x" * 201}, "subject"),
-    ({"tags": []}, "keywords"),
-    ({"tags": [f"k{i}" for i in range(21)]}, "keywords"),
-    ({"tags": ["x" * 51]}, "keywords"),
-    ({"applies_to": "module:auth"}, "applies_to"),
-    ({"body": "too short"}, "body"),
-    ({"type": "bug"}, "type"),
-    ({"confidence": 1.5}, "confidence"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"id": "not a uuid!"}, "id"),
+        ({"title": ""}, "subject"),
+        ({"title": "x" * 201}, "subject"),
+        ({"tags": []}, "keywords"),
+        ({"tags": [f"k{i}" for i in range(21)]}, "keywords"),
+        ({"tags": ["x" * 51]}, "keywords"),
+        ({"applies_to": "module:auth"}, "applies_to"),
+        ({"body": "too short"}, "body"),
+        ({"type": "bug"}, "type"),
+        ({"confidence": 1.5}, "confidence"),
+    ],
+)
 def test_strict_validation_names_the_field(change, field):
     values = {"title": "A title", "body": "A body that is long enough.", "tags": ["a"], **change}
     with pytest.raises(ValidationError) as err:
@@ -89,21 +105,29 @@ def test_new_ids_are_uuid4_and_validation_demands_it():
     memory = Memory(title="t", body="long enough body", tags=["a"])
     assert uuid.UUID(memory.id).version == 4
     with pytest.raises(ValidationError):
-        Memory(title="t", body="long enough body", tags=["a"],
-               id="6ba7b810-9dad-11d1-80b4-00c04fd430c8").validate(strict=True)
+        Memory(
+            title="t", body="long enough body", tags=["a"], id="6ba7b810-9dad-11d1-80b4-00c04fd430c8"
+        ).validate(strict=True)
 
 
-@pytest.mark.parametrize("raw, message, line", [
-    (b"no frontmatter here\n", "no YAML frontmatter", 1),
-    (b"---\nsubject: x\n", "not closed", 1),
-    (b"---\nsubject: [unclosed\noccurred_at: 2025-01-01\n---\nbody text here\n", "malformed YAML", None),
-    (b"---\n- a\n- b\n---\nbody text here\n", "mapping", 2),
-    (b"---\nsubject: x\n---\nbody text here\n", "occurred_at", None),
-    (b"---\nsubject: x\noccurred_at: yesterday\n---\nbody text here\n", "ISO 8601", 3),
-    (b"---\nsubject: x\nkeywords: {a: 1}\noccurred_at: 2025-01-01\n---\nbody text here\n", "list of strings", 3),
-    (b"---\nsubject: x\noccurred_at: 2025-01-01\n---\nbody \xff\xfe here\n", "UTF-8", 5),
-    (b"\x00\x01binary", "binary", None),
-])
+@pytest.mark.parametrize(
+    "raw, message, line",
+    [
+        (b"no frontmatter here\n", "no YAML frontmatter", 1),
+        (b"---\nsubject: x\n", "not closed", 1),
+        (b"---\nsubject: [unclosed\noccurred_at: 2025-01-01\n---\nbody text here\n", "malformed YAML", None),
+        (b"---\n- a\n- b\n---\nbody text here\n", "mapping", 2),
+        (b"---\nsubject: x\n---\nbody text here\n", "occurred_at", None),
+        (b"---\nsubject: x\noccurred_at: yesterday\n---\nbody text here\n", "ISO 8601", 3),
+        (
+            b"---\nsubject: x\nkeywords: {a: 1}\noccurred_at: 2025-01-01\n---\nbody text here\n",
+            "list of strings",
+            3,
+        ),
+        (b"---\nsubject: x\noccurred_at: 2025-01-01\n---\nbody \xff\xfe here\n", "UTF-8", 5),
+        (b"\x00\x01binary", "binary", None),
+    ],
+)
 def test_bad_files_raise_one_line_errors_with_file_and_line(raw, message, line):
     with pytest.raises(ValidationError) as err:
         markdown.parse(raw, ".lore/memory/bad.md")
@@ -113,31 +137,47 @@ def test_bad_files_raise_one_line_errors_with_file_and_line(raw, message, line):
         assert err.value.line == line
 
 
-@pytest.mark.parametrize("title, slug", [
-    ("Fix OAuth Timeout", "fix-oauth-timeout"),
-    ("  --Hello,   World!!  ", "hello-world"),
-    ("Add user authentication page", "add-user-authentication-page"),
-    ("Refactor payment processing", "refactor-payment-processing"),
-    ("Café crème brûlée", "cafe-creme-brulee"),
-    ("a" * 60, "a" * 50),
-    # 50-char cut falls inside "boundary": break at the previous hyphen.
-    ("this title is long enough that it must break at a word boundary", "this-title-is-long-enough-that-it-must-break-at-a"),
-    ("exactly-fifty-characters-long-slug-for-testing-ok", "exactly-fifty-characters-long-slug-for-testing-ok"),
-    ("!!!", ""),
-])
+@pytest.mark.parametrize(
+    "title, slug",
+    [
+        ("Fix OAuth Timeout", "fix-oauth-timeout"),
+        ("  --Hello,   World!!  ", "hello-world"),
+        ("Add user authentication page", "add-user-authentication-page"),
+        ("Refactor payment processing", "refactor-payment-processing"),
+        ("Café crème brûlée", "cafe-creme-brulee"),
+        ("a" * 60, "a" * 50),
+        # 50-char cut falls inside "boundary": break at the previous hyphen.
+        (
+            "this title is long enough that it must break at a word boundary",
+            "this-title-is-long-enough-that-it-must-break-at-a",
+        ),
+        (
+            "exactly-fifty-characters-long-slug-for-testing-ok",
+            "exactly-fifty-characters-long-slug-for-testing-ok",
+        ),
+        ("!!!", ""),
+    ],
+)
 def test_slug_rules_of_seed_000(title, slug):
     assert markdown.slugify(title) == slug
     assert len(markdown.slugify(title)) <= 50
 
 
 def test_file_names_follow_seed_000():
-    with_task = Memory(title="Fix OAuth timeout", body="x" * 20, tags=["a"], task="jat-abc",
-                       occurred_at="2026-02-10T15:30:00Z")
+    with_task = Memory(
+        title="Fix OAuth timeout",
+        body="x" * 20,
+        tags=["a"],
+        task="jat-abc",
+        occurred_at="2026-02-10T15:30:00Z",
+    )
     assert markdown.file_name(with_task) == "2026-02-10-jat-abc-fix-oauth-timeout.md"
     without = Memory(title="Fix OAuth timeout", body="x" * 20, tags=["a"], occurred_at="2026-02-10T15:30:00Z")
     assert markdown.file_name(without) == "2026-02-10-fix-oauth-timeout.md"
-    assert markdown.file_name(Memory(title="???", body="x" * 20, occurred_at="2026-02-10T00:00:00Z")) \
+    assert (
+        markdown.file_name(Memory(title="???", body="x" * 20, occurred_at="2026-02-10T00:00:00Z"))
         == "2026-02-10-memory.md"
+    )
 
 
 def test_write_new_never_overwrites(tmp_path):
@@ -148,18 +188,24 @@ def test_write_new_never_overwrites(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.suffix == ".tmp"]
 
 
-@pytest.mark.parametrize("secret, kind", [
-    ("sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4", "openai-key"),
-    ("sk-ant-api03-" + "x" * 30, "anthropic-key"),
-    ("AKIAIOSFODNN7EXAMPLE", "aws-access-key"),
-    ("ghp_" + "a" * 36, "github-token"),
-    ("AIza" + "B" * 35, "google-api-key"),
-    ("xoxb-1234567890-abcdefghij", "slack-token"),
-    ("sk_live_" + "a1" * 12, "stripe-key"),
-    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nabc\n-----END RSA PRIVATE KEY-----", "private-key"),
-    ("Authorization: Bearer abcdefghijklmnop1234.xyz", "bearer-token"),
-    ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "jwt"),
-])
+@pytest.mark.parametrize(
+    "secret, kind",
+    [
+        ("sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4", "openai-key"),
+        ("sk-ant-api03-" + "x" * 30, "anthropic-key"),
+        ("AKIAIOSFODNN7EXAMPLE", "aws-access-key"),
+        ("ghp_" + "a" * 36, "github-token"),
+        ("AIza" + "B" * 35, "google-api-key"),
+        ("xoxb-1234567890-abcdefghij", "slack-token"),
+        ("sk_live_" + "a1" * 12, "stripe-key"),
+        ("-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nabc\n-----END RSA PRIVATE KEY-----", "private-key"),
+        ("Authorization: Bearer abcdefghijklmnop1234.xyz", "bearer-token"),
+        (
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+            "jwt",
+        ),
+    ],
+)
 def test_secrets_are_redacted(secret, kind):
     clean, found = redact(f"before {secret} after")
     assert secret not in clean and f"[REDACTED:{kind}]" in clean
@@ -174,13 +220,16 @@ def test_url_passwords_keep_user_and_host_and_assignments_keep_key():
 
 
 def test_ordinary_prose_is_not_redacted():
-    text = ("The password reset flow sends a token by email. Use Bearer auth for the API; "
-            "the secret is stored in Vault. See https://example.com/docs and task-1234.")
+    text = (
+        "The password reset flow sends a token by email. Use Bearer auth for the API; "
+        "the secret is stored in Vault. See https://example.com/docs and task-1234."
+    )
     assert redact(text) == (text, {})
 
 
 def test_from_frontmatter_first_alias_wins_and_type_defaults():
-    memory = from_frontmatter({"subject": "S", "title": "T", "createdAt": "2024-01-01", "tags": "a, b"},
-                              "body text long enough")
+    memory = from_frontmatter(
+        {"subject": "S", "title": "T", "createdAt": "2024-01-01", "tags": "a, b"}, "body text long enough"
+    )
     assert memory.title == "S" and memory.tags == ["a", "b"] and memory.type == "fact"
     assert memory.occurred_at == "2024-01-01T00:00:00Z"

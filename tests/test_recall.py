@@ -17,7 +17,7 @@ import random
 import re
 import textwrap
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -27,7 +27,6 @@ from lore.index.tokens import count_tokens
 from lore.search import attention as att
 from lore.search import pack as pk
 from lore.search import recall as rc
-
 from test_code_index import commit, configure, git, write
 from test_hooks_e2e import updater_idle, wait_for
 
@@ -38,7 +37,7 @@ DAY = 86400
 
 # One clock for the whole file: timestamps a second apart stay a second apart
 # however slow the subprocesses that write them.
-STARTED = datetime.now(timezone.utc).replace(microsecond=0)
+STARTED = datetime.now(UTC).replace(microsecond=0)
 
 
 def iso(days_ago: float = 0.0, seconds: int = 0) -> str:
@@ -56,7 +55,7 @@ def set_recall(root: Path, **values) -> None:
     path.write_text(text)
 
 
-def open_project(root: Path, **recall) -> "lore.Lore":
+def open_project(root: Path, **recall) -> lore.Lore:
     """An initialised project at `root`, BM25 only, with `[recall]` settings."""
     lore.init(root).close()
     configure(root)
@@ -102,7 +101,7 @@ def repo(cli):
 
 # -- 1. Ranking: attention unit properties ---------------------------------------------
 
-NOW = datetime(2026, 3, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 3, 1, tzinfo=UTC)
 
 
 def at(days_ago: float) -> str:
@@ -132,13 +131,20 @@ def test_access_modifier_grows_logarithmically_and_is_capped():
     assert values == sorted(values) and len(set(values)) == len(values)
     # Logarithmic: the 1st read adds more than the 100th.
     assert values[1] - values[0] > att.access_modifier(101) - att.access_modifier(100)
-    assert att.access_modifier(10 ** 9) == 1.5
+    assert att.access_modifier(10**9) == 1.5
     assert att.access_modifier(-3) == 1.0
 
 
 def test_attention_multiplies_relevance_recency_access_confidence_and_staleness():
-    base = dict(occurred_at=at(10), last_accessed=None, access_count=0, confidence=1.0, stale=False,
-                half_life_days=90, now=NOW)
+    base = dict(
+        occurred_at=at(10),
+        last_accessed=None,
+        access_count=0,
+        confidence=1.0,
+        stale=False,
+        half_life_days=90,
+        now=NOW,
+    )
     plain = att.attention(0.5, **base)
     assert plain == pytest.approx(0.5 * att.recency(at(10), 90, NOW))
     assert att.attention(0.5, **{**base, "confidence": 0.4}) == pytest.approx(plain * 0.4)
@@ -168,7 +174,9 @@ def test_older_memory_ranks_lower_by_the_configured_half_life(tmp_path, half_lif
     p = open_project(tmp_path / "proj", half_life_days=half_life)
     try:
         new = p.add(title="Token refresh rotation", body=BODY, tags=["token", "refresh"], occurred_at=iso(1))
-        old = p.add(title="Token refresh rotation", body=BODY, tags=["token", "refresh"], occurred_at=iso(200))
+        old = p.add(
+            title="Token refresh rotation", body=BODY, tags=["token", "refresh"], occurred_at=iso(200)
+        )
         got = memories_of(p, "token refresh rotation")
         assert [m["id"] for m in got] == [new.memory.id, old.memory.id]
         a, b = by_id(got)[new.memory.id], by_id(got)[old.memory.id]
@@ -180,10 +188,20 @@ def test_older_memory_ranks_lower_by_the_configured_half_life(tmp_path, half_lif
 
 
 def test_reading_a_memory_boosts_it_without_touching_its_file(repo):
-    first = repo.json("add", "-t", "Token refresh rotation", "-b", BODY, "-k", "token,refresh",
-                      "--occurred-at", iso(30))
-    second = repo.json("add", "-t", "Token refresh rotation", "-b", BODY, "-k", "token,refresh",
-                       "--occurred-at", iso(30, seconds=1))      # a second newer: wins a tie
+    first = repo.json(
+        "add", "-t", "Token refresh rotation", "-b", BODY, "-k", "token,refresh", "--occurred-at", iso(30)
+    )
+    second = repo.json(
+        "add",
+        "-t",
+        "Token refresh rotation",
+        "-b",
+        BODY,
+        "-k",
+        "token,refresh",
+        "--occurred-at",
+        iso(30, seconds=1),
+    )  # a second newer: wins a tie
     files = {m["id"]: repo.cwd / m["path"] for m in (first, second)}
     before = {mid: file_state(path) for mid, path in files.items()}
     for _ in range(3):
@@ -203,8 +221,13 @@ def test_reading_a_memory_boosts_it_without_touching_its_file(repo):
 
 def test_lower_confidence_ranks_lower(mem):
     sure = mem.add(title="Token refresh rotation", body=BODY, tags=["token"], occurred_at=iso(5))
-    unsure = mem.add(title="Token refresh rotation", body=BODY, tags=["token"], confidence=0.4,
-                     occurred_at=iso(5, seconds=60))             # newer, still below
+    unsure = mem.add(
+        title="Token refresh rotation",
+        body=BODY,
+        tags=["token"],
+        confidence=0.4,
+        occurred_at=iso(5, seconds=60),
+    )  # newer, still below
     got = memories_of(mem, "token refresh rotation")
     assert [m["id"] for m in got] == [sure.memory.id, unsure.memory.id]
     assert got[1]["score"] / got[0]["score"] == pytest.approx(0.4, rel=0.02)
@@ -213,8 +236,19 @@ def test_lower_confidence_ranks_lower(mem):
 def test_list_by_attention_tier(repo):
     ids = {}
     for name, age, confidence in (("hot", 0, "1"), ("warm", 90, "1"), ("cold", 400, "0.5")):
-        out = repo.json("add", "-t", f"The {name} memory", "-b", f"A memory that should be {name}.",
-                        "-k", name, "--occurred-at", iso(age), "--confidence", confidence)
+        out = repo.json(
+            "add",
+            "-t",
+            f"The {name} memory",
+            "-b",
+            f"A memory that should be {name}.",
+            "-k",
+            name,
+            "--occurred-at",
+            iso(age),
+            "--confidence",
+            confidence,
+        )
         ids[name] = out["id"]
     for name in ("hot", "warm", "cold"):
         listed = [m["id"] for m in repo.json("list", "--tier", name)]
@@ -225,10 +259,30 @@ def test_list_by_attention_tier(repo):
 def test_file_scope_boosts_a_memory_when_the_task_touches_the_file(repo):
     write(repo.cwd, "src/auth.py", "def login(user):\n    return user.check()\n")
     body = "Session cookies must be refreshed before the expiry window closes."
-    glob_ = repo.json("add", "-t", "Session cookie expiry", "-b", body, "-k", "session,cookie",
-                      "--occurred-at", iso(3, seconds=1))
-    scoped = repo.json("add", "-t", "Session cookie expiry", "-b", body, "-k", "session,cookie",
-                       "--applies-to", "file:src/auth.py", "--occurred-at", iso(3))
+    glob_ = repo.json(
+        "add",
+        "-t",
+        "Session cookie expiry",
+        "-b",
+        body,
+        "-k",
+        "session,cookie",
+        "--occurred-at",
+        iso(3, seconds=1),
+    )
+    scoped = repo.json(
+        "add",
+        "-t",
+        "Session cookie expiry",
+        "-b",
+        body,
+        "-k",
+        "session,cookie",
+        "--applies-to",
+        "file:src/auth.py",
+        "--occurred-at",
+        iso(3),
+    )
     args = ("recall", "session cookie expiry", "--no-code", "--no-related-work")
 
     plain = by_id(repo.json(*args)["memories"])
@@ -242,11 +296,23 @@ def test_file_scope_boosts_a_memory_when_the_task_touches_the_file(repo):
 
 def test_area_scope_boosts_a_memory_when_the_task_mentions_the_area(mem):
     body = "Invoices are rounded once, at the end, never per line item."
-    glob_ = mem.add(title="Rounding invoices", body=body, tags=["rounding", "invoices"], occurred_at=iso(3, seconds=1))
-    area = mem.add(title="Rounding invoices", body=body, tags=["rounding", "invoices"],
-                   applies_to="area:billing", occurred_at=iso(3))
-    other = mem.add(title="Rounding invoices", body=body, tags=["rounding", "invoices"],
-                    applies_to="area:shipping", occurred_at=iso(3, seconds=2))
+    glob_ = mem.add(
+        title="Rounding invoices", body=body, tags=["rounding", "invoices"], occurred_at=iso(3, seconds=1)
+    )
+    area = mem.add(
+        title="Rounding invoices",
+        body=body,
+        tags=["rounding", "invoices"],
+        applies_to="area:billing",
+        occurred_at=iso(3),
+    )
+    other = mem.add(
+        title="Rounding invoices",
+        body=body,
+        tags=["rounding", "invoices"],
+        applies_to="area:shipping",
+        occurred_at=iso(3, seconds=2),
+    )
 
     plain = by_id(memories_of(mem, "rounding invoices"))
     assert boost(plain[area.memory.id]) == pytest.approx(boost(plain[glob_.memory.id]), rel=0.02)
@@ -267,11 +333,13 @@ LONG_FIRST_PARAGRAPH = (
     "handler must not retry with the old token: it revokes the whole token family, logs the user "
     "out and every open tab starts failing with a 401. The fix is to rotate once under the session "
     "lock, store the new token before answering, and let concurrent refreshes wait for it instead of "
-    "racing. Tests for this live next to the session store and cover the expired-mid-request case.")
+    "racing. Tests for this live next to the session store and cover the expired-mid-request case."
+)
 
 
 def _session_module(i: int) -> str:
-    return "\n\n".join(textwrap.dedent(f'''\
+    return "\n\n".join(
+        textwrap.dedent(f'''\
         def refresh_token_{i}_{j}(session, token, clock=None):
             """Refresh the session token and rotate it when it has expired."""
             now = clock() if clock else session.now()
@@ -279,7 +347,9 @@ def _session_module(i: int) -> str:
                 session.token = session.rotate(token, reason="expired")
             session.touch(now)
             return session.token
-        ''') for j in range(6))
+        ''')
+        for j in range(6)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -292,22 +362,54 @@ def rich(tmp_path_factory):
     for i in range(6):
         write(root, f"src/session/store_{i}.py", _session_module(i))
         commit(root, f"Fix token refresh race in session store {i}")
-    top = p.add(title="Token refresh after session rotation",
-                body=LONG_FIRST_PARAGRAPH + "\n\n## Details\n\n" + LONG_FIRST_PARAGRAPH.replace("token", "credential"),
-                tags=["token", "refresh", "session", "rotation"], type="gotcha", occurred_at=iso(0))
+    top = p.add(
+        title="Token refresh after session rotation",
+        body=LONG_FIRST_PARAGRAPH
+        + "\n\n## Details\n\n"
+        + LONG_FIRST_PARAGRAPH.replace("token", "credential"),
+        tags=["token", "refresh", "session", "rotation"],
+        type="gotcha",
+        occurred_at=iso(0),
+    )
     for i in range(14):
-        p.add(title=f"Session note {i} about refresh", body=("Sessions are refreshed lazily. " * (1 + 2 * i))
-              + f"\n\n## More\n\nSee store {i % 6}.", tags=["session", "note"], confidence=0.3,
-              type="decision" if i % 2 else "fact", occurred_at=iso(30 + i))
+        p.add(
+            title=f"Session note {i} about refresh",
+            body=("Sessions are refreshed lazily. " * (1 + 2 * i)) + f"\n\n## More\n\nSee store {i % 6}.",
+            tags=["session", "note"],
+            confidence=0.3,
+            type="decision" if i % 2 else "fact",
+            occurred_at=iso(30 + i),
+        )
     p.index_code()
-    for _ in range(100):            # read often: its attention reaches the cap, above every file and snippet
+    for _ in range(100):  # read often: its attention reaches the cap, above every file and snippet
         p.show(top.memory.id)
     yield p, top.memory.id
     p.close()
 
 
-BUDGETS = [50, 64, 80, 100, 128, 160, 200, 256, 320, 400, 512, 640, 800, 1000, 1300, 1600, 2000,
-           2500, 3000, 3500, 4000]
+BUDGETS = [
+    50,
+    64,
+    80,
+    100,
+    128,
+    160,
+    200,
+    256,
+    320,
+    400,
+    512,
+    640,
+    800,
+    1000,
+    1300,
+    1600,
+    2000,
+    2500,
+    3000,
+    3500,
+    4000,
+]
 
 
 def top_memory_item(p, top: str) -> pk.Item:
@@ -365,7 +467,7 @@ def test_auto_level_upgrades_the_top_memory_as_the_budget_grows(rich):
     assert "L2" in seen
     assert seen == sorted(seen), "more budget never means less detail for the top memory"
     big = p.recall(TASK, budget=4000, include_code=False, include_related_work=False)
-    assert LONG_FIRST_PARAGRAPH.replace("token", "credential")[:80] in big.markdown      # L3: the whole body
+    assert LONG_FIRST_PARAGRAPH.replace("token", "credential")[:80] in big.markdown  # L3: the whole body
 
 
 @pytest.mark.parametrize("bracket, level", [("moderate", "L1"), ("depleted", "L2"), ("critical", "L3")])
@@ -393,14 +495,17 @@ def test_markdown_header_reports_the_real_token_count(rich):
         result = p.recall(TASK, budget=budget)
         shown = re.search(r"· (\d+)/(\d+) tokens", result.markdown)
         assert shown and int(shown.group(2)) == budget
-        assert int(shown.group(1)) == result.tokens_used == count_tokens(result.markdown), \
+        assert int(shown.group(1)) == result.tokens_used == count_tokens(result.markdown), (
             f"header says {shown.group(1)} tokens, the pack is {result.tokens_used}"
+        )
 
 
 # Synthetic items straight into the packer: many shapes, deterministic.
 
-WORDS = ("token refresh session rotate expiry cookie handler store lock retry race family revoke "
-         "request concurrent invoice rounding billing schema migration index vector").split()
+WORDS = (
+    "token refresh session rotate expiry cookie handler store lock retry race family revoke "
+    "request concurrent invoice rounding billing schema migration index vector"
+).split()
 
 
 def _text(rng: random.Random, n: int) -> str:
@@ -416,8 +521,10 @@ def _items(seed: int) -> list[pk.Item]:
         renders = {"L1": l1}
         if kind in ("memory", "code"):
             renders["L2"] = l1 + "\n  " + _text(rng, rng.randint(10, 60))
-            body = "\n".join(f"    {_text(rng, rng.randint(3, 12))}({i}, '{rng.choice(WORDS)}')"
-                             for _ in range(rng.randint(3, 40)))
+            body = "\n".join(
+                f"    {_text(rng, rng.randint(3, 12))}({i}, '{rng.choice(WORDS)}')"
+                for _ in range(rng.randint(3, 40))
+            )
             renders["L3"] = l1 + "\n```python\n" + body + "\n```"
         items.append(pk.Item(kind, f"k{i}", round(rng.random(), 4), renders))
     return items
@@ -427,8 +534,12 @@ def _items(seed: int) -> list[pk.Item]:
 def test_build_never_exceeds_the_budget_on_synthetic_items(level):
     for seed in range(6):
         for budget in range(50, 4001, 151):
-            request = rc.RecallRequest(title=f"Synthetic task {seed}", description=_text(random.Random(seed), 30),
-                                       budget=budget, level=level)
+            request = rc.RecallRequest(
+                title=f"Synthetic task {seed}",
+                description=_text(random.Random(seed), 30),
+                budget=budget,
+                level=level,
+            )
             result = rc.build(request, _items(seed))
             assert result.tokens_used == count_tokens(result.markdown) <= budget, (seed, budget)
             values = [it.value for it in result.items]
@@ -437,8 +548,10 @@ def test_build_never_exceeds_the_budget_on_synthetic_items(level):
 
 def test_pack_takes_the_most_valuable_items_first():
     rng = random.Random(7)
-    items = [pk.Item("memory", f"m{i}", rng.random(), {"L1": f"- [fact] **Equal sized memory number {i:03}**"})
-             for i in range(30)]
+    items = [
+        pk.Item("memory", f"m{i}", rng.random(), {"L1": f"- [fact] **Equal sized memory number {i:03}**"})
+        for i in range(30)
+    ]
     one = items[0].cost("L1")
     assert all(it.cost("L1") == one for it in items)
     section = count_tokens("\n### Memories\n") + 1
@@ -448,12 +561,14 @@ def test_pack_takes_the_most_valuable_items_first():
         chosen = pk.pack(list(items), header + section + k * one, "L1", header)
         assert [it.key for it in chosen] == [it.key for it in best[:k]]
     # auto: L1 for everything that fits first, then the best upgraded first.
-    rich_items = [pk.Item("memory", f"r{i}", v, {"L1": "- short line", "L2": "- short line\n  " + "detail " * 40})
-                  for i, v in enumerate((0.9, 0.5, 0.1))]
+    rich_items = [
+        pk.Item("memory", f"r{i}", v, {"L1": "- short line", "L2": "- short line\n  " + "detail " * 40})
+        for i, v in enumerate((0.9, 0.5, 0.1))
+    ]
     l1, l2 = rich_items[0].cost("L1"), rich_items[0].cost("L2")
     chosen = pk.pack(rich_items, section + 3 * l1 + (l2 - l1), "auto", 0)
     assert [(it.key, it.level) for it in chosen] == [("r0", "L2"), ("r1", "L1"), ("r2", "L1")]
-    assert pk.pack(rich_items, 10_000, None, 0) == []                    # fresh bracket
+    assert pk.pack(rich_items, 10_000, None, 0) == []  # fresh bracket
     assert pk.resolve_level("L2", "critical") == "L3" and pk.resolve_level(None, "fresh") is None
 
 
@@ -577,8 +692,14 @@ def redact(text: str) -> str:
     return text
 '''
 
-SAMPLES = {"prose": PROSE, "markdown": MARKDOWN, "markdown-api-reference": MARKDOWN_API_REFERENCE,
-           "python": PYTHON, "python-regex-table": PYTHON_PATTERNS, "python-stdlib-textwrap": None}
+SAMPLES = {
+    "prose": PROSE,
+    "markdown": MARKDOWN,
+    "markdown-api-reference": MARKDOWN_API_REFERENCE,
+    "python": PYTHON,
+    "python-regex-table": PYTHON_PATTERNS,
+    "python-stdlib-textwrap": None,
+}
 
 
 @pytest.fixture(scope="module")
@@ -589,8 +710,9 @@ def bpe():
 
 
 def assert_close(estimate: int, real: int, what: str) -> None:
-    assert abs(estimate - real) <= 0.10 * real, \
+    assert abs(estimate - real) <= 0.10 * real, (
         f"{what}: count_tokens {estimate} vs cl100k {real} ({(estimate - real) / real:+.1%})"
+    )
 
 
 @pytest.mark.parametrize("name", list(SAMPLES))
@@ -599,6 +721,7 @@ def test_token_count_is_within_10_percent_of_cl100k(bpe, name):
     if text is None:
         import inspect
         import textwrap as module
+
         text = inspect.getsource(module)
     assert_close(count_tokens(text), bpe(text), name)
 
@@ -643,19 +766,43 @@ def work(repo):
     commit(root, "Add session store")
     write(root, "src/auth/session.py", SESSION_PY + "\n\ndef refresh_window():\n    return 30\n")
     commit(root, "Fix token refresh race in the session store")
-    for i, title in enumerate(["Token refresh must hold the session lock",
-                               "Refresh token rotation revokes the family",
-                               "Session refresh window is thirty seconds"]):
-        repo("add", "-t", title, "-b", f"{title}. Learned while fixing the refresh race.\n\nMore detail {i}.",
-             "-k", "token,refresh,session", "--task", f"T-{100 + i}", "--occurred-at", iso(i + 1))
+    for i, title in enumerate(
+        [
+            "Token refresh must hold the session lock",
+            "Refresh token rotation revokes the family",
+            "Session refresh window is thirty seconds",
+        ]
+    ):
+        repo(
+            "add",
+            "-t",
+            title,
+            "-b",
+            f"{title}. Learned while fixing the refresh race.\n\nMore detail {i}.",
+            "-k",
+            "token,refresh,session",
+            "--task",
+            f"T-{100 + i}",
+            "--occurred-at",
+            iso(i + 1),
+        )
     repo("index")
     return repo
 
 
 def test_recall_json_is_003s_context_result(work):
     data = work.json("recall", "Fix token refresh race")
-    assert set(data) >= {"query_used", "memories", "code_snippets", "related_work_items", "files",
-                         "tokens_used", "budget", "level", "markdown"}
+    assert set(data) >= {
+        "query_used",
+        "memories",
+        "code_snippets",
+        "related_work_items",
+        "files",
+        "tokens_used",
+        "budget",
+        "level",
+        "markdown",
+    }
     assert data["query_used"] == "fix token refresh race"
     assert data["budget"] == 2000 and data["level"] == "auto" and 0 < data["tokens_used"] <= 2000
     assert len(data["memories"]) == 3
@@ -704,8 +851,15 @@ def test_recall_toggles_and_limit_per_type(work):
 
 
 def test_recall_reads_the_description_from_stdin_and_takes_files(work):
-    data = work.json("recall", "Fix it", "--description", "-", "--files", "src/billing/invoice.py",
-                     input="Invoice rounding drifts by a cent on refunds.\n")
+    data = work.json(
+        "recall",
+        "Fix it",
+        "--description",
+        "-",
+        "--files",
+        "src/billing/invoice.py",
+        input="Invoice rounding drifts by a cent on refunds.\n",
+    )
     assert {"invoice", "rounding", "refunds"} <= set(data["query_used"].split())
     assert data["files"][0]["path"] == "src/billing/invoice.py"
     assert data["files"][0]["reasons"] == ["named by the task"]
@@ -724,13 +878,24 @@ def test_start_recalls_for_the_task_and_branch(work):
 
 # -- 5. Staleness: edit, rename, delete -----------------------------------------------------
 
+
 def _big_function(name: str, op: str) -> str:
-    lines = [f"def {name}(values, scale=1, offset=0, strict=False):",
-             f'    """Combine the values with {op}, scaled and offset; strict mode rejects empty input."""',
-             "    if strict and not values:", "        raise ValueError('no values to combine')",
-             "    total = values[0] if values else 0"]
-    lines += [f"    step_{i} = (total {op} {i}) * scale + offset  # intermediate result number {i}" for i in range(8)]
-    lines += ["    for value in values[1:]:", f"        total = total {op} value", "    return total * scale + offset"]
+    lines = [
+        f"def {name}(values, scale=1, offset=0, strict=False):",
+        f'    """Combine the values with {op}, scaled and offset; strict mode rejects empty input."""',
+        "    if strict and not values:",
+        "        raise ValueError('no values to combine')",
+        "    total = values[0] if values else 0",
+    ]
+    lines += [
+        f"    step_{i} = (total {op} {i}) * scale + offset  # intermediate result number {i}"
+        for i in range(8)
+    ]
+    lines += [
+        "    for value in values[1:]:",
+        f"        total = total {op} value",
+        "    return total * scale + offset",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -759,8 +924,10 @@ def calc(repo):
 
 
 def add_anchored(cli, *, line: int = 3, title: str = "add_all must stay exact") -> str:
-    body = (f"{title}: never round intermediate sums.\n\n## Key Files\n\n"
-            f"- `src/calc.py:{line}` — the add_all function")
+    body = (
+        f"{title}: never round intermediate sums.\n\n## Key Files\n\n"
+        f"- `src/calc.py:{line}` — the add_all function"
+    )
     return cli.json("add", "-t", title, "-b", body, "-k", "calc,add", "--type", "gotcha")["id"]
 
 
@@ -771,8 +938,17 @@ def stale_ids(cli) -> dict[str, list[str]]:
 def test_changing_the_anchored_function_makes_the_memory_stale(calc):
     root = calc.cwd
     keyed = add_anchored(calc)
-    whole = calc.json("add", "-t", "calc module conventions", "-b", "Every function in calc takes a list.",
-                      "-k", "calc", "--file", "src/calc.py")["id"]
+    whole = calc.json(
+        "add",
+        "-t",
+        "calc module conventions",
+        "-b",
+        "Every function in calc takes a list.",
+        "-k",
+        "calc",
+        "--file",
+        "src/calc.py",
+    )["id"]
     assert stale_ids(calc) == {}
     edit(root, "src/calc.py", *ADD_EDIT)
     commit(root, "Change add_all")
@@ -781,13 +957,17 @@ def test_changing_the_anchored_function_makes_the_memory_stale(calc):
     assert set(stale) == {keyed, whole}
     assert any("add_all" in r and "src/calc.py" in r and "changed" in r for r in stale[keyed]), stale[keyed]
     assert any("src/calc.py" in r for r in stale[whole]), stale[whole]
-    assert calc("stale").stdout.count("src/calc.py") >= 2        # the table names why
+    assert calc("stale").stdout.count("src/calc.py") >= 2  # the table names why
 
 
-@pytest.mark.parametrize("source, line, other_edit", [
-    (BIG_CALC, 3, SUB_EDIT),
-    (SMALL_CALC, 2, SMALL_SUB_EDIT),      # small functions: the chunker merges them for search
-], ids=["large-functions", "small-functions"])
+@pytest.mark.parametrize(
+    "source, line, other_edit",
+    [
+        (BIG_CALC, 3, SUB_EDIT),
+        (SMALL_CALC, 2, SMALL_SUB_EDIT),  # small functions: the chunker merges them for search
+    ],
+    ids=["large-functions", "small-functions"],
+)
 def test_editing_another_function_does_not_make_the_memory_stale(repo, source, line, other_edit):
     root = repo.cwd
     write(root, "src/calc.py", source)
@@ -840,7 +1020,7 @@ def test_stale_memories_stay_searchable_are_flagged_rank_lower_and_verify_clears
     args = ("recall", "exact sums in calc", "--no-code", "--no-related-work")
 
     before = calc.json(*args)["memories"]
-    assert [m["id"] for m in before] == [anchored, control]          # newer by a second
+    assert [m["id"] for m in before] == [anchored, control]  # newer by a second
     assert all(m["stale"] is None for m in before)
 
     edit(root, "src/calc.py", *ADD_EDIT)
@@ -852,12 +1032,12 @@ def test_stale_memories_stay_searchable_are_flagged_rank_lower_and_verify_clears
     assert flagged["stale"] and any("src/calc.py" in r for r in flagged["stale"])
     assert flagged["score"] / by_id(after["memories"])[control]["score"] == pytest.approx(0.5, rel=0.02)
     assert flagged["score"] < by_id(before)[anchored]["score"]
-    stale_line = next(l for l in after["markdown"].splitlines() if anchored[:8] in l)
+    stale_line = next(line for line in after["markdown"].splitlines() if anchored[:8] in line)
     assert "⚠ stale" in stale_line
     found = by_id(calc.json("search", "exact", "sums"))
     assert anchored in found, "stale stays searchable"
-    assert found[anchored]["stale"] and found[control]["stale"] is None        # flagged in search too
-    assert found[anchored]["score"] < found[control]["score"]                  # and ranked lower
+    assert found[anchored]["stale"] and found[control]["stale"] is None  # flagged in search too
+    assert found[anchored]["score"] < found[control]["score"]  # and ranked lower
 
     verified = calc.json("verify", anchored[:8])
     assert verified["id"] == anchored and verified["anchored"] >= 1
@@ -894,6 +1074,7 @@ def test_verify_after_a_rename_keeps_the_memory_anchored(calc):
 
 # -- 6. Staleness through the git hooks ----------------------------------------------------
 
+
 @pytest.fixture
 def hooked_calc(calc):
     yield calc
@@ -908,7 +1089,7 @@ def test_a_commit_marks_the_memory_stale_through_the_hooks(hooked_calc):
     keyed = add_anchored(cli)
     assert stale_ids(cli) == {}
     edit(root, "src/calc.py", *ADD_EDIT)
-    commit(root, "Change add_all")          # no `lore index`: the post-commit hook does it
+    commit(root, "Change add_all")  # no `lore index`: the post-commit hook does it
     reasons = wait_for(lambda: stale_ids(cli).get(keyed), "the hook to mark the memory stale")
     assert any("add_all" in r and "src/calc.py" in r for r in reasons), reasons
 
@@ -923,10 +1104,27 @@ def private(repo):
     root = repo.cwd
     write(root, "deploy/quokka.py", "def deploy_quokka():\n    return 'deploy'\n")
     commit(root, "Quokka deploy script")
-    alice = repo.json("add", "--private", "--agent", "alice", "-t", "Quokka deployment credentials",
-                      "-b", f"The quokka deployment credentials are {SECRET}.", "-k", "quokka,deployment")["id"]
-    shared = repo.json("add", "-t", "Quokka deployment runbook", "-b", "Deploy quokka with the deploy script.",
-                       "-k", "quokka,deployment")["id"]
+    alice = repo.json(
+        "add",
+        "--private",
+        "--agent",
+        "alice",
+        "-t",
+        "Quokka deployment credentials",
+        "-b",
+        f"The quokka deployment credentials are {SECRET}.",
+        "-k",
+        "quokka,deployment",
+    )["id"]
+    shared = repo.json(
+        "add",
+        "-t",
+        "Quokka deployment runbook",
+        "-b",
+        "Deploy quokka with the deploy script.",
+        "-k",
+        "quokka,deployment",
+    )["id"]
     repo("index")
     return repo, alice, shared
 

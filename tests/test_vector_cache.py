@@ -9,10 +9,12 @@ from lore.search import vectors
 
 
 def test_cache_is_used_then_invalidated_by_changes_and_rebuilds(tmp_path, monkeypatch):
-    monkeypatch.setattr(vectors, "_DISK_CACHE_MIN", 1)      # cache even a tiny matrix
+    monkeypatch.setattr(vectors, "_DISK_CACHE_MIN", 1)  # cache even a tiny matrix
     root = tmp_path / "p"
     project = lore.init(root)
-    project.add(title="Deploys", body="Releases go to the staging cluster for an hour first.", tags=["deploy"])
+    project.add(
+        title="Deploys", body="Releases go to the staging cluster for an hour first.", tags=["deploy"]
+    )
     project.add(title="Pets", body="Dogs are welcome in the office on Fridays.", tags=["office"])
     assert project.search("shipping a new version", mode="vector")[0].title == "Deploys"
     cache = root / ".lore/local/cache"

@@ -9,7 +9,7 @@ from lore.index.watch import Watcher
 def test_watcher_reports_changes_and_quiet(tmp_path):
     folder = tmp_path / "memory"
     watcher = Watcher([folder])
-    if not watcher.active:                      # no inotify here: callers scan instead
+    if not watcher.active:  # no inotify here: callers scan instead
         assert watcher.changed()
         return
     assert not watcher.changed()
@@ -17,7 +17,7 @@ def test_watcher_reports_changes_and_quiet(tmp_path):
     assert watcher.changed() and not watcher.changed()
     (folder / "sub").mkdir()
     assert watcher.changed()
-    (folder / "sub" / "b.md").write_text("y")   # new folders are watched too
+    (folder / "sub" / "b.md").write_text("y")  # new folders are watched too
     assert watcher.changed()
     watcher.close()
 
@@ -36,7 +36,7 @@ def test_watching_lore_sees_hand_edits_made_between_calls(tmp_path):
     assert watched.search("warmed") == []
     report = watched.last_sync
     watched.search("nightly")
-    assert watched.last_sync is report          # nothing changed: no rescan
+    assert watched.last_sync is report  # nothing changed: no rescan
     path.unlink()
     assert watched.search("nightly") == []
     watched.close()

@@ -18,28 +18,40 @@ import os as _os
 # a busy 2-core machine). Set before numpy is first imported; respects the user's.
 _os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from lore.errors import (LoreError, NotFound, ProjectNotFound, ProviderError,
-                         UsageError, ValidationError)
+from lore.errors import LoreError, NotFound, ProjectNotFound, ProviderError, UsageError, ValidationError
 
 __version__ = "0.1.0"
-__all__ = ["open", "init", "Lore", "LoreError", "NotFound", "ProjectNotFound",
-           "ProviderError", "UsageError", "ValidationError", "__version__"]
+__all__ = [
+    "open",
+    "init",
+    "Lore",
+    "LoreError",
+    "NotFound",
+    "ProjectNotFound",
+    "ProviderError",
+    "UsageError",
+    "ValidationError",
+    "__version__",
+]
 
 
-def open(path: str = ".", **options):  # noqa: A001 - mirrors the `lore.open(path)` API
+def open(path: str = ".", **options):
     """Open the Lore project containing `path` (searching parents like git)."""
     from lore.service import Lore
+
     return Lore.open(path, **options)
 
 
 def init(path: str = ".", **options):
     """Create (idempotently) the `.lore/` layout in `path` and open it."""
     from lore.service import Lore
+
     return Lore.init(path, **options)
 
 
 def __getattr__(name):
     if name == "Lore":
         from lore.service import Lore
+
         return Lore
     raise AttributeError(name)

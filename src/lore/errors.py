@@ -1,20 +1,55 @@
-"""Lore's exception hierarchy.
+"""Lore's exception hierarchy: one base class, one *code* per kind of failure.
 
 Every error a user can cause derives from :class:`LoreError` and carries a
-message that says what went wrong *and what to do*. Interfaces turn them into
-one-line messages (CLI, exit code 1) or error results (MCP, HTTP).
+one-line message that says what went wrong *and what to do*. Each interface
+maps the code once (CLI: exit status, MCP: tool error, HTTP: status):
+
+=================  ==============  =========  ===========
+class              code            CLI exit   HTTP status
+=================  ==============  =========  ===========
+UsageError         usage           2          400
+NotFound           not_found       1          404
+ValidationError    invalid         1          422
+Conflict           conflict        1          409
+PermissionDenied   permission      1          403
+StorageError       storage         1          503
+ProviderError      provider        1          502
+=================  ==============  =========  ===========
+
+:func:`as_lore_error` turns the library errors that can escape the core
+(sqlite3, OS, decoding) into these, so no interface prints a traceback.
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 
 class LoreError(Exception):
     """Base class for every error Lore raises on purpose."""
 
-    exit_code = 1
+    code: ClassVar[str] = "error"
+    exit_code: ClassVar[int] = 1
+    http_status: ClassVar[int] = 500
 
 
-class ProjectNotFound(LoreError):
+class UsageError(LoreError):
+    """Bad arguments (unknown type, path outside the project, empty query, ...)."""
+
+    code = "usage"
+    exit_code = 2
+    http_status = 400
+
+
+class NotFound(LoreError):
+    """A memory, session or other object that does not exist (or that the
+    caller may not see: another agent's private memory is "not found")."""
+
+    code = "not_found"
+    http_status = 404
+
+
+class ProjectNotFound(NotFound):
     """No `.lore/` directory in this folder or any parent."""
 
 
@@ -28,8 +63,12 @@ class ValidationError(LoreError):
         line: 1-based line in the file, when known.
     """
 
-    def __init__(self, message: str, *, path: str | None = None,
-                 field: str | None = None, line: int | None = None):
+    code = "invalid"
+    http_status = 422
+
+    def __init__(
+        self, message: str, *, path: str | None = None, field: str | None = None, line: int | None = None
+    ):
         self.path, self.field, self.line, self.reason = path, field, line, message
         where = path or ""
         if path and line:
@@ -40,19 +79,94 @@ class ValidationError(LoreError):
         super().__init__(prefix + message)
 
 
-class NotFound(LoreError):
-    """A memory id or path that does not exist."""
+class Conflict(LoreError):
+    """The thing changed under us (edited on disk since it was read, an id
+    that already exists)."""
+
+    code = "conflict"
+    http_status = 409
 
 
-class UsageError(LoreError):
-    """Bad arguments (unknown type, path outside the project, ...)."""
+class PermissionDenied(LoreError):
+    """The file system (or the database) refuses: read-only folder, wrong owner."""
 
-    exit_code = 2
+    code = "permission"
+    http_status = 403
 
 
-class IndexCorrupt(LoreError):
+class StorageError(LoreError):
+    """The index or database failed in a way Lore could not repair by itself."""
+
+    code = "storage"
+    http_status = 503
+
+
+class IndexCorrupt(StorageError):
     """The derived index cannot be read; it is rebuilt from the files."""
 
 
 class ProviderError(LoreError):
-    """An embedding provider failed (missing key, unreachable server, bad model)."""
+    """An embedding or summary provider failed (missing key, unreachable server, bad model)."""
+
+    code = "provider"
+    http_status = 502
+
+
+class GitError(LoreError):
+    """A git command failed, or git is not installed."""
+
+    code = "usage"
+    exit_code = 1
+    http_status = 400
+
+
+class ConfigError(LoreError):
+    """A configuration file (ours or an agent's) is malformed or has a conflicting entry.
+
+    Args:
+        message: what is wrong and what to do.
+        path: the file concerned.
+    """
+
+    code = "invalid"
+    http_status = 422
+
+    def __init__(self, message: str, *, path: object = None):
+        self.path = path
+        super().__init__(f"{path}: {message}" if path is not None else message)
+
+
+def as_lore_error(err: BaseException) -> LoreError | None:
+    """The LoreError an unexpected library error means, or None if it is not one we know.
+
+    Interfaces call this on anything that escapes the core, so a read-only
+    folder or a locked database is one line, not a traceback.
+    """
+    import sqlite3
+
+    if isinstance(err, LoreError):
+        return err
+    if isinstance(err, PermissionError):
+        where = f" ({err.filename})" if err.filename else ""
+        return PermissionDenied(
+            f"permission denied{where}; check the folder's owner and permissions, or run where you can write"
+        )
+    if isinstance(err, OSError):
+        where = f" {err.filename}:" if err.filename else ""
+        reason = err.strerror or str(err)
+        if getattr(err, "errno", None) == 28:
+            return StorageError(f"the disk is full{where}; free some space and try again")
+        if getattr(err, "errno", None) == 30:
+            return PermissionDenied(f"read-only file system{where}; run where you can write")
+        return StorageError(f"file system error:{where} {reason}")
+    if isinstance(err, sqlite3.OperationalError) and "locked" in str(err):
+        return StorageError(f"the index is busy ({err}); another Lore process holds it, try again")
+    if isinstance(err, sqlite3.Error):
+        return StorageError(f"index error ({err}); run `lore doctor`, or `lore index --force` to rebuild")
+    if isinstance(err, UnicodeError):
+        return UsageError(f"text is not valid UTF-8 ({err.__class__.__name__}); give UTF-8 input")
+    if isinstance(err, RecursionError):
+        return ValidationError("input nested too deeply to read; simplify it")
+    if isinstance(err, MemoryError):
+        return StorageError("out of memory reading the input; is a file unexpectedly huge?")
+    return None

@@ -94,7 +94,7 @@ class Project:
         return self.settings.get(section, {}).get(key, default)
 
     @classmethod
-    def find(cls, start: str | os.PathLike = ".") -> "Project":
+    def find(cls, start: str | os.PathLike = ".") -> Project:
         """The nearest folder at or above `start` that has a `.lore/` (like git)."""
         here = Path(start).resolve()
         if here.is_file():
@@ -105,7 +105,7 @@ class Project:
         raise ProjectNotFound(f"no {LORE_DIR}/ folder in {here} or any parent; run `lore init` first")
 
     @classmethod
-    def init(cls, path: str | os.PathLike = ".") -> tuple["Project", list[str]]:
+    def init(cls, path: str | os.PathLike = ".") -> tuple[Project, list[str]]:
         """Create the layout idempotently; existing files are never overwritten.
 
         Returns the project and the paths created (relative to the root).
@@ -113,7 +113,7 @@ class Project:
         root = Path(path).resolve()
         if root.exists() and not root.is_dir():
             raise UsageError(f"{root} is a file, not a folder; give a folder to initialise")
-        root.mkdir(parents=True, exist_ok=True)   # like `git init newdir`
+        root.mkdir(parents=True, exist_ok=True)  # like `git init newdir`
         created = []
         lore = root / LORE_DIR
         for folder in (lore, lore / "memory", lore / "local"):
@@ -124,6 +124,7 @@ class Project:
             target = lore / name
             if not target.exists():
                 from lore.memory.markdown import write_atomic
+
                 write_atomic(target, text)
                 created.append(str(target.relative_to(root)))
         return cls(root, load_settings(lore / "config.toml")), created
@@ -139,16 +140,17 @@ class Project:
             candidate = (base or Path.cwd()) / candidate
         resolved = candidate.resolve()
         if resolved != self.root and self.root not in resolved.parents:
-            raise UsageError(f"{user_path} is outside the project ({self.root}); "
-                             "give a path inside it")
+            raise UsageError(f"{user_path} is outside the project ({self.root}); give a path inside it")
         return resolved
 
     def agent_dir(self, agent: str) -> Path:
         from lore.memory.markdown import slugify
+
         name = slugify(agent, limit=None)
         if not name or name in RESERVED_LOCAL:
-            raise ValidationError(f"'{agent}' can't name an agent's private folder; "
-                                  "choose another agent name", field="agent")
+            raise ValidationError(
+                f"'{agent}' can't name an agent's private folder; choose another agent name", field="agent"
+            )
         return self.local_dir / name
 
 
@@ -161,5 +163,6 @@ def load_settings(path: Path) -> dict:
     try:
         return tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise ValidationError(f"invalid TOML ({err}); fix the syntax or delete the file "
-                              "to use defaults", path=str(path)) from None
+        raise ValidationError(
+            f"invalid TOML ({err}); fix the syntax or delete the file to use defaults", path=str(path)
+        ) from None

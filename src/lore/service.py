@@ -34,13 +34,18 @@ DEFAULT_FUSION = "rrf"
 class AddResult:
     memory: Memory
     path: str
-    created: bool                       # False: an identical memory existed (dedup)
+    created: bool  # False: an identical memory existed (dedup)
     redacted: Counter = field(default_factory=Counter)
 
     def to_json(self) -> dict:
-        return {"id": self.memory.id, "path": self.path, "created": self.created,
-                "title": self.memory.title, "type": self.memory.type,
-                "redacted": dict(self.redacted)}
+        return {
+            "id": self.memory.id,
+            "path": self.path,
+            "created": self.created,
+            "title": self.memory.title,
+            "type": self.memory.type,
+            "redacted": dict(self.redacted),
+        }
 
 
 @dataclass
@@ -56,15 +61,22 @@ class Page:
     memory: Memory
 
     def to_json(self) -> dict:
-        return {"id": self.id, "path": self.path, "content": self.content, "offset": self.offset,
-                "totalChars": self.total_chars, "nextOffset": self.next_offset,
-                "title": self.memory.title, "type": self.memory.type}
+        return {
+            "id": self.id,
+            "path": self.path,
+            "content": self.content,
+            "offset": self.offset,
+            "totalChars": self.total_chars,
+            "nextOffset": self.next_offset,
+            "title": self.memory.title,
+            "type": self.memory.type,
+        }
 
 
 @dataclass
 class Problem:
-    level: str          # error | warning
-    where: str          # path[:line]
+    level: str  # error | warning
+    where: str  # path[:line]
     message: str
 
     def to_json(self) -> dict:
@@ -76,9 +88,9 @@ class Lore:
 
     def __init__(self, project: Project, *, agent: str | None = None, watch: bool = False):
         """Args:
-            watch: for long-running processes (the MCP server): use inotify so
-                the freshness check before each read costs nothing unless a
-                memory file changed.
+        watch: for long-running processes (the MCP server): use inotify so
+            the freshness check before each read costs nothing unless a
+            memory file changed.
         """
         self.project = project
         self.agent = agent
@@ -86,6 +98,7 @@ class Lore:
         self._code_checked = float("-inf")
         if watch:
             from lore.index.watch import Watcher
+
             self._watcher = Watcher([project.memory_dir, project.local_dir])
         self._index: SQLiteIndex | None = None
         self._embedder = None
@@ -95,11 +108,11 @@ class Lore:
         self.last_sync: SyncReport | None = None
 
     @classmethod
-    def open(cls, path: str | os.PathLike = ".", *, agent: str | None = None, watch: bool = False) -> "Lore":
+    def open(cls, path: str | os.PathLike = ".", *, agent: str | None = None, watch: bool = False) -> Lore:
         return cls(Project.find(path), agent=agent, watch=watch)
 
     @classmethod
-    def init(cls, path: str | os.PathLike = ".", *, agent: str | None = None) -> "Lore":
+    def init(cls, path: str | os.PathLike = ".", *, agent: str | None = None) -> Lore:
         project, created = Project.init(path)
         lore = cls(project, agent=agent)
         lore.created = created
@@ -135,6 +148,7 @@ class Lore:
         if self._embedder is None and self._embedder_error is None:
             from lore.embed import load_embedder
             from lore.errors import ProviderError
+
             try:
                 self._embedder = load_embedder(self.embedding_settings, root=self.project.root)
                 if self._embedder is None:
@@ -163,8 +177,10 @@ class Lore:
                 self.index.set_meta("embed_model", embedder.model_id)
             return embedder.model_id
         if indexed != embedder.model_id:
-            self._notice(f"the index's vectors were made with {indexed} but the configured model is "
-                         f"{embedder.model_id}; run `lore index --reembed` (BM25 only until then)")
+            self._notice(
+                f"the index's vectors were made with {indexed} but the configured model is "
+                f"{embedder.model_id}; run `lore index --reembed` (BM25 only until then)"
+            )
             return None
         return embedder.model_id
 
@@ -174,14 +190,17 @@ class Lore:
         if model is None:
             return 0
         from lore.index.embedding import embed_pending
+
         return embed_pending(self.index, self.embedder, progress=progress, limit=limit, kind=kind)
 
     def reembed(self, *, progress=None) -> int:
         """Switch the index to the configured model: drop other vectors, embed everything."""
         embedder = self.embedder
         if embedder is None:
-            raise UsageError(f"no embedding model available ({self._embedder_error}); "
-                             "set [embedding] provider in .lore/config.toml")
+            raise UsageError(
+                f"no embedding model available ({self._embedder_error}); "
+                "set [embedding] provider in .lore/config.toml"
+            )
         with self.index.write():
             self.index.set_meta("embed_model", embedder.model_id)
             self.index.drop_embeddings(embedder.model_id)
@@ -193,13 +212,16 @@ class Lore:
         if model is None:
             return None, None
         from lore.errors import ProviderError
+
         try:
             # Memories written since the last `lore index` are few: embed them now,
             # so a fresh memory is found by meaning straight away.
-            if (not self.index.all_embedded(model)
-                    and self.index.count_pending(model, kind, cap=INLINE_EMBED_LIMIT + 1) <= INLINE_EMBED_LIMIT):
+            if (
+                not self.index.all_embedded(model)
+                and self.index.count_pending(model, kind, cap=INLINE_EMBED_LIMIT + 1) <= INLINE_EMBED_LIMIT
+            ):
                 self.embed(kind=kind)
-            if query not in self._query_vectors:      # recall embeds one query for several searches
+            if query not in self._query_vectors:  # recall embeds one query for several searches
                 if len(self._query_vectors) > 64:
                     self._query_vectors.clear()
                 self._query_vectors[query] = self.embedder.embed_query(query)
@@ -215,7 +237,7 @@ class Lore:
         if self._watcher is not None:
             self._watcher.close()
 
-    def __enter__(self) -> "Lore":
+    def __enter__(self) -> Lore:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -223,8 +245,12 @@ class Lore:
 
     def sync(self, *, force: bool = False) -> SyncReport:
         """Bring the index up to date with the memory files (cheap when nothing changed)."""
-        if (not force and self.last_sync is not None and self._watcher is not None
-                and not self._watcher.changed()):
+        if (
+            not force
+            and self.last_sync is not None
+            and self._watcher is not None
+            and not self._watcher.changed()
+        ):
             return self.last_sync
         self.last_sync = memory_sync.sync_memories(self.project, self.index, force=force)
         return self.last_sync
@@ -236,12 +262,27 @@ class Lore:
 
     # -- writing -------------------------------------------------------------------
 
-    def add(self, *, body: str, title: str | None = None, type: str = "fact",
-            tags: list[str] | tuple = (), applies_to: str = "global", agent: str | None = None,
-            task: str | None = None, project: str | None = None, files: list[str] | tuple = (),
-            labels: list[str] | tuple = (), confidence: float | None = None,
-            occurred_at: str | None = None, id: str | None = None, private: bool = False,
-            session: bool = False, source: str | None = None, extra: dict | None = None) -> AddResult:
+    def add(
+        self,
+        *,
+        body: str,
+        title: str | None = None,
+        type: str = "fact",
+        tags: list[str] | tuple = (),
+        applies_to: str = "global",
+        agent: str | None = None,
+        task: str | None = None,
+        project: str | None = None,
+        files: list[str] | tuple = (),
+        labels: list[str] | tuple = (),
+        confidence: float | None = None,
+        occurred_at: str | None = None,
+        id: str | None = None,
+        private: bool = False,
+        session: bool = False,
+        source: str | None = None,
+        extra: dict | None = None,
+    ) -> AddResult:
         """Write a new memory file and index it.
 
         Idempotent: a memory with the same ``occurred_at`` and body hash is
@@ -256,17 +297,32 @@ class Lore:
         title, found_title = secrets.redact((title or "").strip())
         found += found_title
         from lore.memory.model import derive_title, new_id
+
         memory = Memory(
-            title=title or derive_title(body), body=body.strip() + "\n", type=type,
+            title=title or derive_title(body),
+            body=body.strip() + "\n",
+            type=type,
             tags=list(tags) or suggest_keywords(title or derive_title(body), body),
-            applies_to=applies_to, agent=agent, task=task, project=project,
-            files=list(files), labels=list(labels),
+            applies_to=applies_to,
+            agent=agent,
+            task=task,
+            project=project,
+            files=list(files),
+            labels=list(labels),
             confidence=1.0 if confidence is None else confidence,
             occurred_at=parse_time(occurred_at) if occurred_at else now_iso(),
-            id=id or new_id(), source=source, extra=dict(extra or {}))
+            id=id or new_id(),
+            source=source,
+            extra=dict(extra or {}),
+        )
         memory.validate(strict=True)
-        folder = (self.project.agent_dir(agent) if private else
-                  self.project.session_dir if session else self.project.memory_dir)
+        folder = (
+            self.project.agent_dir(agent)
+            if private
+            else self.project.session_dir
+            if session
+            else self.project.memory_dir
+        )
         with file_lock(self.project.local_dir / ".write.lock"):
             self.sync()
             existing = self.index.find_duplicate(memory.occurred_at, memory.content_hash)
@@ -275,13 +331,26 @@ class Lore:
             path = markdown.write_new(folder, markdown.file_name(memory), markdown.render(memory))
             rel = self.project.rel(path)
             with self.index.write():
-                memory = memory_sync.index_memory(self.index, self.project, rel, path.read_bytes(),
-                                                  path.stat(), memory_sync.location_of(rel))
+                memory = memory_sync.index_memory(
+                    self.index,
+                    self.project,
+                    rel,
+                    path.read_bytes(),
+                    path.stat(),
+                    memory_sync.location_of(rel),
+                )
         memory.path = rel
         return AddResult(memory, rel, True, found)
 
-    def update(self, key: str, *, body: str | None = None, title: str | None = None,
-               type: str | None = None, **fields) -> AddResult:
+    def update(
+        self,
+        key: str,
+        *,
+        body: str | None = None,
+        title: str | None = None,
+        type: str | None = None,
+        **fields,
+    ) -> AddResult:
         """Rewrite an existing memory in canonical form (unknown fields kept).
 
         Args:
@@ -290,10 +359,13 @@ class Lore:
                 None leaves a field as it is.
         """
         from lore.memory.model import SECTOR_OF_TYPE, UPDATABLE
+
         unknown = set(fields) - UPDATABLE
         if unknown:
-            raise UsageError(f"cannot update {', '.join(sorted(unknown))}; "
-                             f"updatable fields: {', '.join(sorted(UPDATABLE))}")
+            raise UsageError(
+                f"cannot update {', '.join(sorted(unknown))}; "
+                f"updatable fields: {', '.join(sorted(UPDATABLE))}"
+            )
         rel = self.resolve(key)
         memory = self.load(rel)
         found: Counter = Counter()
@@ -338,8 +410,14 @@ class Lore:
 
     # -- code and history --------------------------------------------------------------
 
-    def index_code(self, *, force: bool = False, progress=None, only: list[str] | None = None,
-                   deleted: list[str] | None = None):
+    def index_code(
+        self,
+        *,
+        force: bool = False,
+        progress=None,
+        only: list[str] | None = None,
+        deleted: list[str] | None = None,
+    ):
         """Index the repository's files (incremental) and its git history.
 
         Returns 003's IndexResult. Chunks are searchable by BM25 at once;
@@ -348,15 +426,32 @@ class Lore:
         from lore.index import gitrepo
         from lore.index.code_sync import sync_code
         from lore.index.history_sync import sync_history
-        result = sync_code(self.project.root, self.index, self.project.settings.get("index", {}),
-                           force=force, only=only, deleted=deleted, progress=progress)
+
+        result = sync_code(
+            self.project.root,
+            self.index,
+            self.project.settings.get("index", {}),
+            force=force,
+            only=only,
+            deleted=deleted,
+            progress=progress,
+        )
         history = sync_history(self.project.root, self.index, self.history_limit)
-        head = history.head or (gitrepo.head(self.project.root) if gitrepo.repo_root(self.project.root) else None)
+        head = history.head or (
+            gitrepo.head(self.project.root) if gitrepo.repo_root(self.project.root) else None
+        )
         if result.changed_paths or result.removed_paths or result.renamed_paths:
             from lore.index import anchors
+
             with self.index.write():
-                result.newly_stale = anchors.check(self.index, self.project.root, result.changed_paths,
-                                                   result.removed_paths, result.renamed_paths, head)
+                result.newly_stale = anchors.check(
+                    self.index,
+                    self.project.root,
+                    result.changed_paths,
+                    result.removed_paths,
+                    result.renamed_paths,
+                    head,
+                )
         if only is None and head:
             with self.index.write():
                 self.index.set_meta("indexed_commit", head)
@@ -379,12 +474,26 @@ class Lore:
         report = self.sync()
         code = self.index_code()
         embedded = self.embed() if embed else 0
-        return {"memories": len(report.added) + len(report.updated) + len(report.removed),
-                "code": code.to_json(), "embedded": embedded}
+        return {
+            "memories": len(report.added) + len(report.updated) + len(report.removed),
+            "code": code.to_json(),
+            "embedded": embedded,
+        }
 
-    def code_search(self, query: str, *, limit: int | None = None, languages=(), extensions=(),
-                    directories=(), changed_within_days: float | None = None, files_only: bool = False,
-                    mode: str | None = None, fusion: str | None = None, fresh: bool = True):
+    def code_search(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        languages=(),
+        extensions=(),
+        directories=(),
+        changed_within_days: float | None = None,
+        files_only: bool = False,
+        mode: str | None = None,
+        fusion: str | None = None,
+        fresh: bool = True,
+    ):
         """003's search_codebase: code chunks (or files) by hybrid search.
 
         Args:
@@ -392,20 +501,28 @@ class Lore:
             fresh: first pick up files changed on disk (cheap stat check).
         """
         from lore.search.code import CodeFilter, search_code
+
         paths = None
         if changed_within_days is not None:
             paths = self._recent_paths(changed_within_days)
         flt = CodeFilter(list(languages), list(extensions), list(directories), paths)
         if fresh:
             self._refresh_code()
-        return search_code(self.index, query, flt, limit=clamp_limit(limit), files_only=files_only,
-                           **self._search_args(query, mode, fusion, "code"))
+        return search_code(
+            self.index,
+            query,
+            flt,
+            limit=clamp_limit(limit),
+            files_only=files_only,
+            **self._search_args(query, mode, fusion, "code"),
+        )
 
     def _refresh_code(self) -> None:
         """Pick up changed files before reading code (unless `[index] auto_sync
         = false`). A watching, long-running process re-checks at most every
         CODE_CHECK_SECONDS: the scan costs tens of ms on a large repository."""
         import time
+
         if not self.project.setting("index", "auto_sync", True):
             return
         if self._watcher is not None and time.monotonic() - self._code_checked < CODE_CHECK_SECONDS:
@@ -413,15 +530,24 @@ class Lore:
         self.index_code()
         self._code_checked = time.monotonic()
 
-    def history(self, query: str, *, limit: int | None = None, mode: str | None = None,
-                fusion: str | None = None, fresh: bool = True):
+    def history(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        mode: str | None = None,
+        fusion: str | None = None,
+        fresh: bool = True,
+    ):
         """Past commits (work items) matching `query`, with their files."""
         from lore.index.history_sync import sync_history
         from lore.search.code import search_history
+
         if fresh:
             sync_history(self.project.root, self.index, self.history_limit)
-        return search_history(self.index, query, limit=clamp_limit(limit),
-                              **self._search_args(query, mode, fusion, "commit"))
+        return search_history(
+            self.index, query, limit=clamp_limit(limit), **self._search_args(query, mode, fusion, "commit")
+        )
 
     def _search_args(self, query: str, mode: str | None, fusion: str | None, kind: str) -> dict:
         if mode not in (None, "hybrid", "bm25", "vector"):
@@ -436,7 +562,9 @@ class Lore:
 
     def _recent_paths(self, days: float) -> set[str]:
         import time
+
         from lore.index import gitrepo
+
         if not gitrepo.repo_root(self.project.root):
             raise UsageError("--changed-within needs a git repository")
         cutoff = time.time() - days * 86400
@@ -445,16 +573,21 @@ class Lore:
     def status(self) -> dict:
         """How fresh the index is: indexed commit vs HEAD, changed files, pending vectors."""
         import os as _os
+
         from lore.index import gitrepo
         from lore.index.discover import discover
+
         root = self.project.root
         is_git = gitrepo.repo_root(root) is not None
         head = gitrepo.head(root) if is_git else None
         indexed = self.index.get_meta("indexed_commit")
         settings = self.project.settings.get("index", {})
-        found = discover(root, include=settings.get("include") or None,
-                         exclude=settings.get("exclude") or None,
-                         max_bytes=int(settings.get("max_file_bytes", 1_000_000)))
+        found = discover(
+            root,
+            include=settings.get("include") or None,
+            exclude=settings.get("exclude") or None,
+            max_bytes=int(settings.get("max_file_bytes", 1_000_000)),
+        )
         known = self.index.file_states("code")
         changed, new = [], []
         for rel in found.files:
@@ -472,13 +605,22 @@ class Lore:
         deleted = [p for p in known if p not in wanted]
         report = self.sync()
         counts = self.index.counts()
-        return {"project": str(root), "git": is_git, "head": head, "indexedCommit": indexed,
-                "upToDate": not (changed or new or deleted) and (head == indexed or not is_git),
-                "changedFiles": sorted(changed), "newFiles": sorted(new), "deletedFiles": sorted(deleted),
-                "codeFiles": counts["code_files"], "codeChunks": counts["code_chunks"],
-                "commits": counts["commits"], "memories": counts["memories"],
-                "brokenMemoryFiles": [p for p, _ in report.errors],
-                **self.embedding_status()}
+        return {
+            "project": str(root),
+            "git": is_git,
+            "head": head,
+            "indexedCommit": indexed,
+            "upToDate": not (changed or new or deleted) and (head == indexed or not is_git),
+            "changedFiles": sorted(changed),
+            "newFiles": sorted(new),
+            "deletedFiles": sorted(deleted),
+            "codeFiles": counts["code_files"],
+            "codeChunks": counts["code_chunks"],
+            "commits": counts["commits"],
+            "memories": counts["memories"],
+            "brokenMemoryFiles": [p for p, _ in report.errors],
+            **self.embedding_status(),
+        }
 
     # -- task lifecycle ----------------------------------------------------------------
 
@@ -488,18 +630,26 @@ class Lore:
         from the task's commits (or the work tree). Idempotent per task: a
         second call rewrites the same memory."""
         from lore.memory.complete import CompletionBundle, render_body, task_changes
+
         bundle = bundle or CompletionBundle()
         changes = task_changes(self.project.root, task)
         body = render_body(bundle, changes)
         agent = agent or bundle.agent or self.agent
         self.sync()
-        existing = self.index.list_memories("m.task = ? AND m.type = 'summary' AND m.visibility = 'shared'",
-                                            (task,), limit=1)
-        fields = dict(tags=bundle.tags or suggest_keywords(title, body), files=changes.files,
-                      labels=bundle.labels, agent=agent, project=self.project.root.name)
+        existing = self.index.list_memories(
+            "m.task = ? AND m.type = 'summary' AND m.visibility = 'shared'", (task,), limit=1
+        )
+        fields = dict(
+            tags=bundle.tags or suggest_keywords(title, body),
+            files=changes.files,
+            labels=bundle.labels,
+            agent=agent,
+            project=self.project.root.name,
+        )
         if not existing:
-            return self.add(body=body, title=title, type="summary", task=task, extra=_task_extra(bundle),
-                            **fields)
+            return self.add(
+                body=body, title=title, type="summary", task=task, extra=_task_extra(bundle), **fields
+            )
         return self.update(existing[0]["path"], body=body, title=title, **fields, **_task_extra(bundle))
 
     # -- capture ---------------------------------------------------------------------
@@ -508,15 +658,18 @@ class Lore:
         """Store a transcript's qualifying messages (002's rules) as session-tier
         memories, and errors repeated 3+ times as gotchas. Idempotent."""
         from lore.integrations import capture
+
         transcript = Path(path)
         result = self._store_candidates(capture.from_transcript(transcript), agent=agent, session=True)
-        result["gotchas"] = self._capture_gotchas(_transcript_lines(transcript), agent=agent,
-                                                  where=f"session {transcript.stem}")
+        result["gotchas"] = self._capture_gotchas(
+            _transcript_lines(transcript), agent=agent, where=f"session {transcript.stem}"
+        )
         return result
 
     def capture_stdout(self, text: str, *, agent: str | None = None, source: str = "stdout") -> dict:
         """Store `<lore-memory>` blocks an agent printed; repeated errors become gotchas."""
         from lore.integrations import capture
+
         candidates, problems = capture.from_stdout(text, source=source)
         # Printed blocks carry no time of their own: a block is known by its content.
         result = self._store_candidates(candidates, agent=agent, session=False, by_content=True)
@@ -524,20 +677,30 @@ class Lore:
         result["gotchas"] = self._capture_gotchas(text.splitlines(), agent=agent, where=source)
         return result
 
-    def _store_candidates(self, candidates, *, agent: str | None, session: bool,
-                          by_content: bool = False) -> dict:
+    def _store_candidates(
+        self, candidates, *, agent: str | None, session: bool, by_content: bool = False
+    ) -> dict:
         from lore.memory.model import content_hash
+
         created = existing = 0
         problems: list[str] = []
         for c in candidates:
-            known = content_hash(secrets.redact(c.body)[0])     # as it would be written
+            known = content_hash(secrets.redact(c.body)[0])  # as it would be written
             if by_content and self.index.list_memories("m.content_hash = ?", (known,), limit=1):
                 existing += 1
                 continue
             try:
-                added = self.add(body=c.body, title=c.title, type=c.type, tags=c.tags,
-                                 applies_to=c.applies_to, occurred_at=c.occurred_at, agent=agent,
-                                 source=c.source, session=session)
+                added = self.add(
+                    body=c.body,
+                    title=c.title,
+                    type=c.type,
+                    tags=c.tags,
+                    applies_to=c.applies_to,
+                    occurred_at=c.occurred_at,
+                    agent=agent,
+                    source=c.source,
+                    session=session,
+                )
             except ValidationError as err:
                 problems.append(f"{c.source or 'block'}: {err}")
                 continue
@@ -548,25 +711,46 @@ class Lore:
     def _capture_gotchas(self, lines, *, agent: str | None, where: str) -> int:
         """001's auto-capture: an error pattern seen 3+ times becomes a gotcha (once)."""
         from lore.integrations.capture import repeated_errors
+
         count = 0
         for pattern, seen in repeated_errors(lines, threshold=3):
             title = f"Repeated error: {pattern}"[:200]
             if self.index.list_memories("m.type = 'gotcha' AND m.title = ?", (title,), limit=1):
                 continue
-            body = (f"This error came up again and again ({seen}× in {where}) before it was solved:\n\n"
-                    f"```\n{pattern}\n```\n\nWhen you see it, look for the cause recorded with it, or add one.")
-            self.add(body=body, title=title, type="gotcha", tags=["error", "auto-captured"],
-                     confidence=0.6, agent=agent)
+            body = (
+                f"This error came up again and again ({seen}× in {where}) before it was solved:\n\n"
+                f"```\n{pattern}\n```\n\nWhen you see it, look for the cause recorded with it, or add one."
+            )
+            self.add(
+                body=body,
+                title=title,
+                type="gotcha",
+                tags=["error", "auto-captured"],
+                confidence=0.6,
+                agent=agent,
+            )
             count += 1
         return count
 
     # -- recall ----------------------------------------------------------------------
 
-    def recall(self, title: str, *, description: str = "", task: str | None = None,
-               files: list[str] | tuple = (), budget: int | None = None, level: str | None = "auto",
-               bracket: str | None = None, limit_per_type: int = 5, include_memories: bool = True,
-               include_code: bool = True, include_related_work: bool = True,
-               agent: str | None = None, fresh: bool = True):
+    def recall(
+        self,
+        title: str,
+        *,
+        description: str = "",
+        task: str | None = None,
+        files: list[str] | tuple = (),
+        budget: int | None = None,
+        level: str | None = "auto",
+        bracket: str | None = None,
+        limit_per_type: int = 5,
+        include_memories: bool = True,
+        include_code: bool = True,
+        include_related_work: bool = True,
+        agent: str | None = None,
+        fresh: bool = True,
+    ):
         """What an agent picking up a task should know, packed into `budget` tokens.
 
         Returns a :class:`~lore.search.recall.RecallPack` (Markdown + 003's ContextResult).
@@ -574,26 +758,36 @@ class Lore:
         from lore.index import anchors
         from lore.search import recall as rc
         from lore.search.pack import resolve_level
+
         agent = agent or self.agent
         request = rc.RecallRequest(
-            title=title, description=description or "", task=task,
+            title=title,
+            description=description or "",
+            task=task,
             files=[self.project.rel(self.project.inside(f, base=self.project.root)) for f in files],
             budget=int(budget if budget is not None else self.project.setting("recall", "budget", 2000)),
-            level=resolve_level(level, bracket), limit_per_type=clamp_limit(limit_per_type, 5),
-            agent=agent)
+            level=resolve_level(level, bracket),
+            limit_per_type=clamp_limit(limit_per_type, 5),
+            agent=agent,
+        )
         query = request.text
         if fresh and (include_code or include_related_work):
-            self._refresh_code()          # code and history
+            self._refresh_code()  # code and history
         items, tasks = [], {}
         if include_memories:
             # Unflagged hits: attention applies the stale penalty itself.
             self.sync()
-            hits = self._search(query, self._filter({"viewer": agent} if agent else {}),
-                                clamp_limit(max(20, request.limit_per_type * 4)), None, None)
+            hits = self._search(
+                query,
+                self._filter({"viewer": agent} if agent else {}),
+                clamp_limit(max(20, request.limit_per_type * 4)),
+                None,
+                None,
+            )
             stale = anchors.stale_reasons(self.index)
             access = self._access_stats()
             hot = self._hot_memories(request, access, stale, exclude={h.id for h in hits})
-            for hit in [*hits[:request.limit_per_type * 2], *hot]:
+            for hit in [*hits[: request.limit_per_type * 2], *hot]:
                 hit.body = self.load(hit.path).body
             items += rc.memory_items(hits, access, stale, request, self.half_life, hot)
             for hit in hits[: request.limit_per_type] if include_related_work else []:
@@ -603,11 +797,13 @@ class Lore:
         if include_code or include_related_work:
             commits = self.history(query, limit=20, fresh=False)
         if include_code:
-            code_files = self.code_search(query, limit=max(10, request.limit_per_type * 2), files_only=True,
-                                          fresh=False)
+            code_files = self.code_search(
+                query, limit=max(10, request.limit_per_type * 2), files_only=True, fresh=False
+            )
             existing = self._code_paths()
-            ranked = rc.rank_files([(h.file_path, h.similarity) for h in code_files], commits, existing,
-                                   request.files)
+            ranked = rc.rank_files(
+                [(h.file_path, h.similarity) for h in code_files], commits, existing, request.files
+            )
             items += [rc.file_item(p, s, r) for p, s, r in ranked[: max(request.limit_per_type * 2, 10)]]
             # The best chunk of each top file: code snippets from different files.
             items += [rc.code_item(h) for h in code_files[: request.limit_per_type]]
@@ -628,6 +824,7 @@ class Lore:
         """A task title from the task id and the current git branch
         (`fix-oauth-timeout` → "fix oauth timeout"); "" if there is neither."""
         from lore.index import gitrepo
+
         root = self.project.root
         branch = gitrepo.current_branch(root) if gitrepo.repo_root(root) else None
         if branch in ("main", "master", "trunk", "develop"):
@@ -652,14 +849,21 @@ class Lore:
         """Query-free attention (001) of memory rows, for tiers."""
         from lore.index import anchors
         from lore.search.attention import attention
+
         access = self._access_stats() if access is None else access
         stale = anchors.stale_reasons(self.index) if stale is None else stale
         out = {}
         for row in rows:
             count, last = access.get(row["id"], (0, None))
-            out[row["id"]] = attention(1.0, occurred_at=row["occurred_at"], last_accessed=last,
-                                       access_count=count, confidence=row["confidence"],
-                                       stale=row["id"] in stale, half_life_days=self.half_life)
+            out[row["id"]] = attention(
+                1.0,
+                occurred_at=row["occurred_at"],
+                last_accessed=last,
+                access_count=count,
+                confidence=row["confidence"],
+                stale=row["id"] in stale,
+                half_life_days=self.half_life,
+            )
         return out
 
     def _hot_memories(self, request, access, stale, exclude: set[str]) -> list[MemoryHit]:
@@ -667,9 +871,12 @@ class Lore:
         from lore.search import recall as rc
         from lore.search.attention import HOT
         from lore.search.memories import hit_from_row
+
         where, params = self._filter({"viewer": request.agent} if request.agent else {}).sql()
         # 'area:…' and 'file:…' sort before 'global': one index range scan.
-        rows = self.index.list_memories(where + (" AND " if where else "") + "m.applies_to < 'global'", params)
+        rows = self.index.list_memories(
+            where + (" AND " if where else "") + "m.applies_to < 'global'", params
+        )
         scores = self.attention_of(rows, access, stale)
         text = f"{request.title} {request.description}".lower()
         touched = set(request.files)
@@ -678,33 +885,53 @@ class Lore:
             if row["id"] in exclude or scores[row["id"]] <= HOT:
                 continue
             if rc._applies(row["applies_to"], touched, text):
-                first = self.index.first_chunk(row["path"]) or {"section": None, "start_line": 1, "end_line": 1}
+                first = self.index.first_chunk(row["path"]) or {
+                    "section": None,
+                    "start_line": 1,
+                    "end_line": 1,
+                }
                 hot.append(hit_from_row({**dict(row), **first}, row["summary"], 1.0, "hot"))
         return hot
 
     def stale(self) -> list[dict]:
         """Memories whose anchored code changed, with the reasons."""
         from lore.index import anchors
+
         self.sync()
         reasons = anchors.stale_reasons(self.index)
         rows = self.index.list_memories(order="f.path") if reasons else []
-        return [{"id": r["id"], "path": r["path"], "title": r["title"], "reasons": reasons[r["id"]]}
-                for r in rows if r["id"] in reasons]
+        return [
+            {"id": r["id"], "path": r["path"], "title": r["title"], "reasons": reasons[r["id"]]}
+            for r in rows
+            if r["id"] in reasons
+        ]
 
     def verify(self, key: str) -> dict:
         """A human or agent checked the memory: re-anchor it to the current code."""
         from lore.index import anchors
+
         rel = self.resolve(key)
         memory = self.load(rel)
         with self.index.write():
             count = anchors.record(self.index, self.project.root, memory)
-        return {"id": memory.id, "path": rel, "anchors": anchors.anchors_of(self.index, memory.id),
-                "anchored": count}
+        return {
+            "id": memory.id,
+            "path": rel,
+            "anchors": anchors.anchors_of(self.index, memory.id),
+            "anchored": count,
+        }
 
     # -- reading -------------------------------------------------------------------
 
-    def search(self, query: str, *, limit: int | None = None, mode: str | None = None,
-               fusion: str | None = None, **filters) -> list[MemoryHit]:
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        mode: str | None = None,
+        fusion: str | None = None,
+        **filters,
+    ) -> list[MemoryHit]:
         """Memories matching `query`, best first.
 
         Args:
@@ -720,9 +947,11 @@ class Lore:
         self.sync()
         return self._flag_stale(self._search(query, flt, limit, mode, fusion))
 
-    def _search(self, query: str, flt: MemoryFilter, limit: int, mode: str | None,
-                fusion: str | None) -> list[MemoryHit]:
+    def _search(
+        self, query: str, flt: MemoryFilter, limit: int, mode: str | None, fusion: str | None
+    ) -> list[MemoryHit]:
         from lore.search import memories
+
         if mode == "bm25":
             return memories.search_bm25(self.index, query, flt, limit)
         vector, model = self._query_vector(query)
@@ -738,6 +967,7 @@ class Lore:
         """Stale memories stay findable, flagged, at half their score."""
         from lore.index import anchors
         from lore.search.attention import STALE_FACTOR
+
         stale = anchors.stale_reasons(self.index, [h.id for h in hits])
         for hit in hits:
             if hit.id in stale:
@@ -748,14 +978,18 @@ class Lore:
     @property
     def fusion(self) -> str:
         from lore.search.fusion import FUSIONS
+
         mode = self.project.setting("search", "fusion", DEFAULT_FUSION)
         if mode not in FUSIONS:
-            raise UsageError(f"[search] fusion = '{mode}' in .lore/config.toml; use one of {', '.join(FUSIONS)}")
+            raise UsageError(
+                f"[search] fusion = '{mode}' in .lore/config.toml; use one of {', '.join(FUSIONS)}"
+            )
         return mode
 
     def list(self, *, limit: int | None = None, **filters) -> list[dict]:
         """Memories newest first, as dicts (id, path, title, type, tags, ...)."""
         import json
+
         flt = self._filter(filters)
         self.sync()
         where, params = flt.sql()
@@ -763,13 +997,27 @@ class Lore:
         rows = self.index.list_memories(where, params, limit=None if attention_tier else limit)
         if attention_tier:
             from lore.search.attention import tier
+
             scores = self.attention_of(rows)
             rows = [r for r in rows if tier(scores[r["id"]]) == attention_tier][:limit]
-        return [{"id": r["id"], "path": r["path"], "title": r["title"], "type": r["type"],
-                 "sector": r["sector"], "tags": json.loads(r["tags"]), "appliesTo": r["applies_to"],
-                 "agent": r["agent"], "taskId": r["task"], "occurredAt": r["occurred_at"],
-                 "visibility": r["visibility"], "storage": r["storage"], "summary": r["summary"]}
-                for r in rows]
+        return [
+            {
+                "id": r["id"],
+                "path": r["path"],
+                "title": r["title"],
+                "type": r["type"],
+                "sector": r["sector"],
+                "tags": json.loads(r["tags"]),
+                "appliesTo": r["applies_to"],
+                "agent": r["agent"],
+                "taskId": r["task"],
+                "occurredAt": r["occurred_at"],
+                "visibility": r["visibility"],
+                "storage": r["storage"],
+                "summary": r["summary"],
+            }
+            for r in rows
+        ]
 
     def show(self, key: str, *, offset: int = 0, limit: int | None = None) -> Page:
         """A memory's whole file, or a character slice of it (004's memory_read)."""
@@ -780,8 +1028,9 @@ class Lore:
         memory = self.load(rel)
         end = len(text) if limit is None else min(len(text), offset + limit)
         self._record_access([memory.id])
-        return Page(memory.id, rel, text[offset:end], offset, len(text),
-                    end if end < len(text) else None, memory)
+        return Page(
+            memory.id, rel, text[offset:end], offset, len(text), end if end < len(text) else None, memory
+        )
 
     def load(self, rel: str) -> Memory:
         """Parse the memory file at `rel` (relative to the project root)."""
@@ -799,7 +1048,7 @@ class Lore:
             for base in (Path.cwd(), self.project.root):
                 try:
                     full = self.project.inside(candidate, base=base)
-                except UsageError as err:      # relative to the cwd it may leave the project
+                except UsageError as err:  # relative to the cwd it may leave the project
                     outside.append(err)
                     continue
                 if full.is_file():
@@ -816,8 +1065,9 @@ class Lore:
                 return broken[0]
             raise NotFound(f"no memory '{key}'; see `lore list` or `lore search`")
         if len(paths) > 1:
-            raise UsageError(f"'{key}' matches {len(paths)} memories ({', '.join(paths[:3])}…); "
-                             "give more of the id")
+            raise UsageError(
+                f"'{key}' matches {len(paths)} memories ({', '.join(paths[:3])}…); give more of the id"
+            )
         return paths[0]
 
     def path_of(self, key: str) -> Path:
@@ -834,28 +1084,41 @@ class Lore:
     def stats(self) -> dict:
         self.sync()
         counts = self.index.counts()
-        size = sum(os.path.getsize(f"{self.project.index_path}{s}")
-                   for s in ("", "-wal", "-shm") if os.path.exists(f"{self.project.index_path}{s}"))
-        return {"project": str(self.project.root), "memories": counts["memories"],
-                "brokenFiles": counts["memory_files_with_errors"], "chunks": counts["chunks"],
-                "codeFiles": counts["code_files"], "codeChunks": counts["code_chunks"],
-                "commits": counts["commits"],
-                "byType": self.index.group_counts("type"),
-                "byVisibility": self.index.group_counts("visibility"),
-                "byStorage": self.index.group_counts("storage"),
-                "trash": len(self.trash_entries()), "indexBytes": size,
-                **self.embedding_status()}
+        size = sum(
+            os.path.getsize(f"{self.project.index_path}{s}")
+            for s in ("", "-wal", "-shm")
+            if os.path.exists(f"{self.project.index_path}{s}")
+        )
+        return {
+            "project": str(self.project.root),
+            "memories": counts["memories"],
+            "brokenFiles": counts["memory_files_with_errors"],
+            "chunks": counts["chunks"],
+            "codeFiles": counts["code_files"],
+            "codeChunks": counts["code_chunks"],
+            "commits": counts["commits"],
+            "byType": self.index.group_counts("type"),
+            "byVisibility": self.index.group_counts("visibility"),
+            "byStorage": self.index.group_counts("storage"),
+            "trash": len(self.trash_entries()),
+            "indexBytes": size,
+            **self.embedding_status(),
+        }
 
     def embedding_status(self, *, load: bool = True) -> dict:
         """Search mode, model, vectors and pending embeddings (for stats/status)."""
         model = self.vector_model(load=load)
         indexed = self.index.get_meta("embed_model")
-        return {"search": "hybrid" if model else "bm25",
-                "embedding": model, "indexedModel": indexed,
-                "embeddingProblem": None if model else (self._embedder_error or
-                                                        (self._messages[-1] if self._messages else None)),
-                "vectors": self.index.count_embeddings(indexed) if indexed else 0,
-                "pendingEmbeddings": self.index.count_pending(model) if model else None}
+        return {
+            "search": "hybrid" if model else "bm25",
+            "embedding": model,
+            "indexedModel": indexed,
+            "embeddingProblem": None
+            if model
+            else (self._embedder_error or (self._messages[-1] if self._messages else None)),
+            "vectors": self.index.count_embeddings(indexed) if indexed else 0,
+            "pendingEmbeddings": self.index.count_pending(model) if model else None,
+        }
 
     def doctor(self) -> list[Problem]:
         """Every problem with the files and the index, each with what to do."""
@@ -866,33 +1129,66 @@ class Lore:
             problems.append(Problem("error", path, f"line {line}: {message}" if line else message))
         seen_ids: dict[str, str] = {}
         import json
+
         from lore.memory.model import UUID4_RE
+
         for row in self.index.list_memories(order="f.path"):
             path, mid = row["path"], row["id"]
             if mid in seen_ids:
-                problems.append(Problem("error", path, f"id {mid} is also used by {seen_ids[mid]}; "
-                                        "give one of them a new id (e.g. `uuidgen`)"))
+                problems.append(
+                    Problem(
+                        "error",
+                        path,
+                        f"id {mid} is also used by {seen_ids[mid]}; "
+                        "give one of them a new id (e.g. `uuidgen`)",
+                    )
+                )
             seen_ids.setdefault(mid, path)
             if not UUID4_RE.match(mid):
-                problems.append(Problem("warning", path, f"id '{mid}' is not a UUID v4 (seed 002); "
-                                        "fine to keep, `lore edit` to change"))
+                problems.append(
+                    Problem(
+                        "warning",
+                        path,
+                        f"id '{mid}' is not a UUID v4 (seed 002); fine to keep, `lore edit` to change",
+                    )
+                )
             if not json.loads(row["tags"]):
-                problems.append(Problem("warning", path, "no keywords; add `keywords: [...]` so "
-                                        "search and recall can find it"))
+                problems.append(
+                    Problem(
+                        "warning", path, "no keywords; add `keywords: [...]` so search and recall can find it"
+                    )
+                )
             memory = self.load(path)
             if memory.declared_hash and memory.declared_hash != memory.content_hash:
-                problems.append(Problem("warning", path, f"content_hash {memory.declared_hash} does not "
-                                        f"match the body ({memory.content_hash}); it was edited by hand — "
-                                        "harmless, `lore edit` rewrites it"))
+                problems.append(
+                    Problem(
+                        "warning",
+                        path,
+                        f"content_hash {memory.declared_hash} does not "
+                        f"match the body ({memory.content_hash}); it was edited by hand — "
+                        "harmless, `lore edit` rewrites it",
+                    )
+                )
         from lore.index import anchors
+
         for memory_id, reasons in anchors.stale_reasons(self.index).items():
             paths = self.index.memory_paths(memory_id)
-            problems.append(Problem("warning", paths[0] if paths else memory_id,
-                                    f"stale: {'; '.join(reasons)}; check it, then `lore verify {memory_id[:8]}`"))
+            problems.append(
+                Problem(
+                    "warning",
+                    paths[0] if paths else memory_id,
+                    f"stale: {'; '.join(reasons)}; check it, then `lore verify {memory_id[:8]}`",
+                )
+            )
         ok = self.index.check()
         if ok != "ok":
-            problems.append(Problem("error", self.project.rel(self.project.index_path),
-                                    f"index check failed ({ok}); run `lore index --force`"))
+            problems.append(
+                Problem(
+                    "error",
+                    self.project.rel(self.project.index_path),
+                    f"index check failed ({ok}); run `lore index --force`",
+                )
+            )
         return problems
 
     # -- helpers -------------------------------------------------------------------
@@ -918,8 +1214,11 @@ class Lore:
 
 
 def _task_extra(bundle) -> dict:
-    return {k: v for k, v in (("priority", bundle.priority), ("risk", bundle.risk),
-                              ("task_type", bundle.task_type)) if v is not None}
+    return {
+        k: v
+        for k, v in (("priority", bundle.priority), ("risk", bundle.risk), ("task_type", bundle.task_type))
+        if v is not None
+    }
 
 
 def _transcript_lines(path: Path) -> list[str]:
@@ -951,7 +1250,8 @@ def _transcript_lines(path: Path) -> list[str]:
 def suggest_keywords(title: str, body: str, limit: int = 5) -> list[str]:
     """Keywords for a memory given none: the title's terms, then the body's most frequent."""
     import re
-    noise = re.compile(r"^(\d+|[0-9a-f]{7,40})$")      # numbers and commit shas say nothing
+
+    noise = re.compile(r"^(\d+|[0-9a-f]{7,40})$")  # numbers and commit shas say nothing
     words = [w for w in terms(title) if not noise.match(w) and len(w) <= 50]
     if len(words) < limit:
         counts = Counter(w for w in terms_all(body) if len(w) > 3 and not noise.match(w))
@@ -961,5 +1261,7 @@ def suggest_keywords(title: str, body: str, limit: int = 5) -> list[str]:
 
 def terms_all(text: str) -> list[str]:
     import re
+
     from lore.search.text import STOPWORDS
+
     return [w for w in re.findall(r"[a-z][a-z0-9_]+", text.lower()) if w not in STOPWORDS]

@@ -62,16 +62,21 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self, body: dict):
         if self.path == "/v1/embeddings":  # OpenAI, compatible and Voyage share it
             assert isinstance(body["model"], str) and isinstance(body["input"], list)
-            items = [{"object": "embedding", "index": i, "embedding": fake_vector(t)}
-                     for i, t in enumerate(body["input"])]
+            items = [
+                {"object": "embedding", "index": i, "embedding": fake_vector(t)}
+                for i, t in enumerate(body["input"])
+            ]
             return {"object": "list", "data": items[::-1], "model": body["model"]}  # out of order on purpose
         if self.path.startswith("/v1beta/models/") and self.path.endswith(":batchEmbedContents"):
             model = self.path.removeprefix("/v1beta/models/").removesuffix(":batchEmbedContents")
             assert self.headers.get("x-goog-api-key") == KEY, "missing x-goog-api-key"
             for request in body["requests"]:
                 assert request["model"] == f"models/{model}"
-            return {"embeddings": [{"values": fake_vector(r["content"]["parts"][0]["text"])}
-                                   for r in body["requests"]]}
+            return {
+                "embeddings": [
+                    {"values": fake_vector(r["content"]["parts"][0]["text"])} for r in body["requests"]
+                ]
+            }
         raise AssertionError(f"unknown path {self.path}")
 
     def _reply(self, status: int, headers: dict, payload):
@@ -104,8 +109,16 @@ TEXTS = ["alpha", "a longer second text", "3", "fourth text here", "five"]
 
 
 def test_openai_batches_and_auth(api, key):
-    embedder = load_embedder({"provider": "openai", "base_url": f"{api.url}/v1", "api_key_env": key,
-                              "dimensions": 4, "batch_size": 2, **FAST})
+    embedder = load_embedder(
+        {
+            "provider": "openai",
+            "base_url": f"{api.url}/v1",
+            "api_key_env": key,
+            "dimensions": 4,
+            "batch_size": 2,
+            **FAST,
+        }
+    )
     assert embedder.model_id == "openai:text-embedding-3-small:d4" and embedder.dim == 4
     vectors = embedder.embed_documents(TEXTS)
     assert vectors.dtype == np.float32 and vectors.shape == (5, 4)
@@ -117,8 +130,9 @@ def test_openai_batches_and_auth(api, key):
 
 
 def test_compatible_needs_no_key_and_learns_dim(api):
-    embedder = load_embedder({"provider": "openai-compatible", "base_url": f"{api.url}/v1",
-                              "model": "nomic-embed-text", **FAST})
+    embedder = load_embedder(
+        {"provider": "openai-compatible", "base_url": f"{api.url}/v1", "model": "nomic-embed-text", **FAST}
+    )
     assert embedder.model_id == "openai-compatible:nomic-embed-text"
     assert api.requests == []  # model_id needs no network call
     assert embedder.dim == 4
@@ -138,8 +152,9 @@ def test_compatible_requires_base_url_and_model():
 def test_gemini_wire_format(api, key):
     default = load_embedder({"provider": "gemini", "base_url": api.url, "api_key_env": key})
     assert default.model_id == "gemini:text-embedding-004" and default.dim == 768  # known: no request
-    embedder = load_embedder({"provider": "gemini", "base_url": api.url, "api_key_env": key,
-                              "dimensions": 4, **FAST})
+    embedder = load_embedder(
+        {"provider": "gemini", "base_url": api.url, "api_key_env": key, "dimensions": 4, **FAST}
+    )
     np.testing.assert_allclose(embedder.embed_documents(TEXTS[:3]), expected(TEXTS[:3]), rtol=1e-6)
     embedder.embed_query("q")
     document, query = api.requests
@@ -152,8 +167,16 @@ def test_gemini_wire_format(api, key):
 
 
 def test_voyage_input_types(api, key):
-    embedder = load_embedder({"provider": "voyage", "base_url": api.url, "api_key_env": key,
-                              "model": "voyage-code-3", "dimensions": 4, **FAST})
+    embedder = load_embedder(
+        {
+            "provider": "voyage",
+            "base_url": api.url,
+            "api_key_env": key,
+            "model": "voyage-code-3",
+            "dimensions": 4,
+            **FAST,
+        }
+    )
     np.testing.assert_allclose(embedder.embed_documents(TEXTS), expected(TEXTS), rtol=1e-6)
     embedder.embed_query("find the parser")
     assert [r["body"]["input_type"] for r in api.requests] == ["document", "query"]
@@ -163,8 +186,9 @@ def test_voyage_input_types(api, key):
 
 
 def _compatible(api, **settings):
-    return load_embedder({"provider": "openai-compatible", "base_url": f"{api.url}/v1", "model": "m",
-                          **FAST, **settings})
+    return load_embedder(
+        {"provider": "openai-compatible", "base_url": f"{api.url}/v1", "model": "m", **FAST, **settings}
+    )
 
 
 def test_retries_429_then_succeeds(api):
@@ -209,18 +233,34 @@ def test_missing_key_names_the_variable(monkeypatch):
         load_embedder({"provider": "openai"})
     for provider in ("voyage", "gemini", "openai-compatible"):
         with pytest.raises(ProviderError, match="LORE_NO_SUCH_KEY"):
-            load_embedder({"provider": provider, "api_key_env": "LORE_NO_SUCH_KEY", "model": "m",
-                           "base_url": "http://127.0.0.1:1"})
+            load_embedder(
+                {
+                    "provider": provider,
+                    "api_key_env": "LORE_NO_SUCH_KEY",
+                    "model": "m",
+                    "base_url": "http://127.0.0.1:1",
+                }
+            )
 
 
 def test_unreachable_server():
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    embedder = load_embedder({"provider": "openai-compatible", "base_url": f"http://127.0.0.1:{port}/v1",
-                              "model": "m", "max_retries": 1, **FAST})
-    with pytest.raises(ProviderError, match=rf"cannot reach http://127.0.0.1:{port}/v1/embeddings.*"
-                                            r"is the server running\? check base_url"):
+    embedder = load_embedder(
+        {
+            "provider": "openai-compatible",
+            "base_url": f"http://127.0.0.1:{port}/v1",
+            "model": "m",
+            "max_retries": 1,
+            **FAST,
+        }
+    )
+    with pytest.raises(
+        ProviderError,
+        match=rf"cannot reach http://127.0.0.1:{port}/v1/embeddings.*"
+        r"is the server running\? check base_url",
+    ):
         embedder.embed_query("x")
 
 

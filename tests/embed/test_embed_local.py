@@ -8,13 +8,18 @@ import shutil
 import numpy as np
 import pytest
 
-from lore.embed import local, load_embedder
+from lore.embed import load_embedder, local
 from lore.embed._files import file_sha256
 from lore.errors import ProviderError
 
-TEXTS = ["def parse(path): return open(path).read()", "x", "how to reset a password",
-         "Caroline went to the LGBTQ support group on 7 May 2023 and told Melanie about it afterwards.",
-         "", "banana bread recipe with walnuts"]
+TEXTS = [
+    "def parse(path): return open(path).read()",
+    "x",
+    "how to reset a password",
+    "Caroline went to the LGBTQ support group on 7 May 2023 and told Melanie about it afterwards.",
+    "",
+    "banana bread recipe with walnuts",
+]
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +62,8 @@ def test_default_model(embedder, cache):
     assert query.shape == (384,) and query.dtype == np.float32
     # Built once, published atomically: no build leftovers in the cache.
     assert [p.name for p in (cache / "models").iterdir()] == [
-        f"8199be6f699a395f-ort{__import__('onnxruntime').__version__}-pcq8.onnx"]
+        f"8199be6f699a395f-ort{__import__('onnxruntime').__version__}-pcq8.onnx"
+    ]
 
 
 def test_order_is_preserved_across_length_sorted_batches(embedder, plain):
@@ -68,7 +74,9 @@ def test_order_is_preserved_across_length_sorted_batches(embedder, plain):
         # Each row matches its own text best (the re-quantised path varies slightly with batch mates).
         assert list(np.argmax(batched @ alone.T, axis=1)) == list(range(len(texts)))
         assert np.min(np.sum(batched * alone, axis=1)) > 0.98
-    np.testing.assert_array_equal(plain.embed_documents(texts), np.stack([plain.embed_query(t) for t in texts]))
+    np.testing.assert_array_equal(
+        plain.embed_documents(texts), np.stack([plain.embed_query(t) for t in texts])
+    )
 
 
 def test_semantics(embedder):

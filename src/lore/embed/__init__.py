@@ -70,12 +70,17 @@ def load_embedder(settings: dict | None, *, root: str | Path | None = None) -> E
         return None
     if provider == "local":
         from lore.embed.local import load_local
+
         return load_local(settings)
     if provider == "onnx":
         from lore.embed.local import load_onnx_dir
+
         return load_onnx_dir(settings, Path(root) if root is not None else None)
     if provider in PROVIDERS:
         from lore.embed.http import load_http
+
         return load_http(provider, settings)
-    raise ProviderError(f"unknown embedding provider {provider!r}; use one of: {', '.join(PROVIDERS)} "
-                        f"([embedding] provider in .lore/config.toml)")
+    raise ProviderError(
+        f"unknown embedding provider {provider!r}; use one of: {', '.join(PROVIDERS)} "
+        f"([embedding] provider in .lore/config.toml)"
+    )

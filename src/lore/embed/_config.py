@@ -35,7 +35,8 @@ def read_options(provider: str, settings: dict, spec: dict[str, Option]) -> dict
         hint = " (keys belong in an environment variable: set api_key_env)" if "api_key" in unknown else ""
         raise ProviderError(
             f"unknown [embedding] setting(s) {', '.join(unknown)} for provider '{provider}'{hint}; "
-            f"allowed: {', '.join(sorted(spec))} — {_WHERE}")
+            f"allowed: {', '.join(sorted(spec))} — {_WHERE}"
+        )
     values = {}
     for name, option in spec.items():
         value = settings.get(name, option.default)
@@ -56,6 +57,7 @@ def _check(name: str, value: Any, option: Option) -> Any:
     if option.maximum is not None and value > option.maximum:
         raise ProviderError(f"[embedding] {name} must be at most {option.maximum}, got {value!r} — {_WHERE}")
     if option.choices is not None and value not in option.choices:
-        raise ProviderError(f"[embedding] {name} must be one of {', '.join(option.choices)}, "
-                            f"got {value!r} — {_WHERE}")
+        raise ProviderError(
+            f"[embedding] {name} must be one of {', '.join(option.choices)}, got {value!r} — {_WHERE}"
+        )
     return value

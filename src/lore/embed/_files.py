@@ -64,7 +64,8 @@ def verify_sha256(path: Path, expected: str) -> str:
         raise ProviderError(
             f"model file {path} failed its integrity check: sha256 mismatch "
             f"(expected {expected[:12]}…, got {sha[:12]}…) — the file is corrupt or was replaced; "
-            f"reinstall the package that provides it, or fix the sha256 pinned in .lore/config.toml")
+            f"reinstall the package that provides it, or fix the sha256 pinned in .lore/config.toml"
+        )
     return sha
 
 

@@ -18,7 +18,7 @@ import random
 import time
 import urllib.error
 import urllib.request
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from lore.embed._config import Option, read_options
 from lore.embed._vectors import l2_normalise
@@ -61,17 +61,22 @@ class HttpEmbedder:
         if not self.model:
             raise ProviderError(f"provider '{provider}' needs model = \"<model name>\" in {_CONFIG}")
         if not self.base_url:
-            raise ProviderError(f"provider '{provider}' needs base_url, e.g. \"http://localhost:11434/v1\" "
-                                f"(Ollama) or \"http://localhost:1234/v1\" (LM Studio), in {_CONFIG}")
+            raise ProviderError(
+                f"provider '{provider}' needs base_url, e.g. \"http://localhost:11434/v1\" "
+                f'(Ollama) or "http://localhost:1234/v1" (LM Studio), in {_CONFIG}'
+            )
         self.base_url = self.base_url.rstrip("/")
         if not self.base_url.startswith(("http://", "https://")):
-            raise ProviderError(f"base_url must start with http:// or https://, got {self.base_url!r} — "
-                                f"check {_CONFIG}")
+            raise ProviderError(
+                f"base_url must start with http:// or https://, got {self.base_url!r} — check {_CONFIG}"
+            )
         self.key_env = options["api_key_env"] or self.default_key_env
         self._key = os.environ.get(self.key_env) if self.key_env else None
         if not self._key and (self.key_required or options["api_key_env"]):
-            raise ProviderError(f"{provider} embeddings need an API key: set the environment variable "
-                                f"{self.key_env} (or name another one with api_key_env in {_CONFIG})")
+            raise ProviderError(
+                f"{provider} embeddings need an API key: set the environment variable "
+                f"{self.key_env} (or name another one with api_key_env in {_CONFIG})"
+            )
         self.dimensions = options["dimensions"]
         self.batch_size = options["batch_size"] or self.default_batch_size
         self.timeout, self.max_retries = options["timeout"], options["max_retries"]
@@ -93,8 +98,10 @@ class HttpEmbedder:
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        batches = [self._embed(texts[i:i + self.batch_size], "document")
-                   for i in range(0, len(texts), self.batch_size)]
+        batches = [
+            self._embed(texts[i : i + self.batch_size], "document")
+            for i in range(0, len(texts), self.batch_size)
+        ]
         return np.concatenate(batches)
 
     def embed_query(self, text: str):
@@ -120,17 +127,23 @@ class HttpEmbedder:
             vectors = self._parse(payload)
             rows = l2_normalise(vectors)
         except (KeyError, IndexError, TypeError, ValueError) as exc:
-            raise ProviderError(f"unexpected response from {url} ({type(exc).__name__}: {exc}) — is base_url "
-                                f"pointing at a {self.provider} API? check {_CONFIG}") from exc
+            raise ProviderError(
+                f"unexpected response from {url} ({type(exc).__name__}: {exc}) — is base_url "
+                f"pointing at a {self.provider} API? check {_CONFIG}"
+            ) from exc
         if rows.ndim != 2 or rows.shape[0] != len(texts):
-            raise ProviderError(f"{url} returned {len(vectors)} vectors for {len(texts)} texts — "
-                                f"check base_url and model in {_CONFIG}")
+            raise ProviderError(
+                f"{url} returned {len(vectors)} vectors for {len(texts)} texts — "
+                f"check base_url and model in {_CONFIG}"
+            )
         if self._dim is None:
             self._dim = rows.shape[1]
         elif rows.shape[1] != self._dim:
-            raise ProviderError(f"{self.provider} model {self.model} returned {rows.shape[1]}-dimensional vectors, "
-                                f"expected {self._dim} — set dimensions = {rows.shape[1]} (or the model's "
-                                f"size) in {_CONFIG}")
+            raise ProviderError(
+                f"{self.provider} model {self.model} returned {rows.shape[1]}-dimensional vectors, "
+                f"expected {self._dim} — set dimensions = {rows.shape[1]} (or the model's "
+                f"size) in {_CONFIG}"
+            )
         return rows
 
     def _auth_headers(self) -> dict:
@@ -139,8 +152,13 @@ class HttpEmbedder:
     def _post(self, url: str, body: dict, headers: dict) -> dict:
         """POST JSON with retries; return the decoded response."""
         data = json.dumps(body).encode()
-        headers = {"Content-Type": "application/json", "Accept": "application/json",
-                   "User-Agent": "lore-embed", **self._auth_headers(), **headers}
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": "lore-embed",
+            **self._auth_headers(),
+            **headers,
+        }
         attempts = self.max_retries + 1
         for attempt in range(attempts):
             request = urllib.request.Request(url, data=data, headers=headers, method="POST")
@@ -154,31 +172,42 @@ class HttpEmbedder:
                 if exc.code != 429 and exc.code < 500:
                     raise ProviderError(self._refused(url, exc.code, detail)) from exc
                 wait = _retry_after(exc.headers)
-                what, fix = (("rate limit", f"wait, or lower batch_size / raise max_retries in {_CONFIG}")
-                             if exc.code == 429 else ("server error", "try again later"))
-                failure = (f"{self.provider} {what} (HTTP {exc.code} from {url}, {attempts} attempt(s)): "
-                           f"{detail} — {fix}")
+                what, fix = (
+                    ("rate limit", f"wait, or lower batch_size / raise max_retries in {_CONFIG}")
+                    if exc.code == 429
+                    else ("server error", "try again later")
+                )
+                failure = (
+                    f"{self.provider} {what} (HTTP {exc.code} from {url}, {attempts} attempt(s)): "
+                    f"{detail} — {fix}"
+                )
             except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
                 reason = getattr(exc, "reason", None) or exc
-                failure = (f"cannot reach {url}: {reason} — is the server running? "
-                           f"check base_url in .lore/config.toml")
+                failure = (
+                    f"cannot reach {url}: {reason} — is the server running? "
+                    f"check base_url in .lore/config.toml"
+                )
             if attempt + 1 < attempts:
-                backoff = self.retry_backoff * 2 ** attempt * (1 + random.random() / 4)
+                backoff = self.retry_backoff * 2**attempt * (1 + random.random() / 4)
                 time.sleep(min(wait if wait is not None else backoff, _MAX_WAIT))
         else:
             raise ProviderError(failure)
         try:
             return json.loads(raw)
         except ValueError as exc:
-            raise ProviderError(f"{url} did not return JSON ({exc}) — is base_url pointing at a "
-                                f"{self.provider} API? check {_CONFIG}") from exc
+            raise ProviderError(
+                f"{url} did not return JSON ({exc}) — is base_url pointing at a "
+                f"{self.provider} API? check {_CONFIG}"
+            ) from exc
 
     def _refused(self, url: str, code: int, detail: str) -> str:
         if code in (401, 403):
             fix = f"check the key in ${self.key_env}" if self.key_env else "set api_key_env"
             return f"{self.provider} rejected the API key (HTTP {code} from {url}): {detail} — {fix}"
-        return (f"{self.provider} refused the request (HTTP {code} from {url}): {detail} — "
-                f"check model, dimensions and base_url in {_CONFIG}")
+        return (
+            f"{self.provider} refused the request (HTTP {code} from {url}): {detail} — "
+            f"check model, dimensions and base_url in {_CONFIG}"
+        )
 
 
 class OpenAIEmbedder(HttpEmbedder):
@@ -187,7 +216,11 @@ class OpenAIEmbedder(HttpEmbedder):
     default_model = "text-embedding-3-small"
     default_base_url = "https://api.openai.com/v1"
     default_key_env = "OPENAI_API_KEY"
-    known_dims = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
+    known_dims = {
+        "text-embedding-3-small": 1536,
+        "text-embedding-3-large": 3072,
+        "text-embedding-ada-002": 1536,
+    }
 
     def _request(self, texts, kind):
         body = {"model": self.model, "input": texts}
@@ -253,8 +286,12 @@ class VoyageEmbedder(HttpEmbedder):
     _parse = OpenAIEmbedder._parse
 
 
-_CLASSES = {"openai": OpenAIEmbedder, "openai-compatible": CompatibleEmbedder,
-            "gemini": GeminiEmbedder, "voyage": VoyageEmbedder}
+_CLASSES = {
+    "openai": OpenAIEmbedder,
+    "openai-compatible": CompatibleEmbedder,
+    "gemini": GeminiEmbedder,
+    "voyage": VoyageEmbedder,
+}
 
 
 def load_http(provider: str, settings: dict) -> HttpEmbedder:
@@ -296,5 +333,5 @@ def _retry_after(headers) -> float | None:
     except (TypeError, ValueError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())

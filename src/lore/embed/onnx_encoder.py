@@ -46,9 +46,18 @@ class OnnxEncoder:
         dim: vector size if known; otherwise read from the loaded model.
     """
 
-    def __init__(self, *, model_path: Path, tokenizer_path: Path, model_id: str,
-                 pooling: str = "mean", max_tokens: int = 128, batch_size: int = 8,
-                 threads: int | None = None, dim: int | None = None):
+    def __init__(
+        self,
+        *,
+        model_path: Path,
+        tokenizer_path: Path,
+        model_id: str,
+        pooling: str = "mean",
+        max_tokens: int = 128,
+        batch_size: int = 8,
+        threads: int | None = None,
+        dim: int | None = None,
+    ):
         self.model_id = model_id
         self.model_path, self.tokenizer_path = Path(model_path), Path(tokenizer_path)
         self.pooling, self.max_tokens, self.batch_size = pooling, max_tokens, batch_size
@@ -75,7 +84,7 @@ class OnnxEncoder:
 
         self._load()
         texts = list(texts)
-        parts = [self._embed_window(texts[i:i + _WINDOW]) for i in range(0, len(texts), _WINDOW)]
+        parts = [self._embed_window(texts[i : i + _WINDOW]) for i in range(0, len(texts), _WINDOW)]
         if not parts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
@@ -87,7 +96,7 @@ class OnnxEncoder:
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         rows = [None] * len(texts)
         for start in range(0, len(order), self.batch_size):
-            members = order[start:start + self.batch_size]
+            members = order[start : start + self.batch_size]
             for i, row in zip(members, self._run([encodings[i].ids for i in members])):
                 rows[i] = row
         return np.stack(rows)
@@ -100,10 +109,9 @@ class OnnxEncoder:
         input_ids = np.zeros((len(ids), width), dtype=np.int64)
         mask = np.zeros_like(input_ids)
         for r, row in enumerate(ids):
-            input_ids[r, :len(row)] = row
-            mask[r, :len(row)] = 1
-        feeds = {"input_ids": input_ids, "attention_mask": mask,
-                 "token_type_ids": np.zeros_like(input_ids)}
+            input_ids[r, : len(row)] = row
+            mask[r, : len(row)] = 1
+        feeds = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
         out = self._session.run([self._output], {k: v for k, v in feeds.items() if k in self._inputs})[0]
         if out.ndim == 3:  # token states [B, T, D] → one vector per text
             if self.pooling == "cls":
@@ -120,13 +128,17 @@ class OnnxEncoder:
             import onnxruntime as ort
             from tokenizers import Tokenizer
         except ImportError as exc:
-            raise ProviderError(f"local embeddings need {exc.name}: pip install onnxruntime tokenizers numpy "
-                                f"(or set provider = \"none\" in [embedding] of .lore/config.toml)") from exc
+            raise ProviderError(
+                f"local embeddings need {exc.name}: pip install onnxruntime tokenizers numpy "
+                f'(or set provider = "none" in [embedding] of .lore/config.toml)'
+            ) from exc
         try:
             tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
-        except Exception as exc:  # noqa: BLE001 - tokenizers raises bare Exception
-            raise ProviderError(f"cannot load tokenizer {self.tokenizer_path}: {exc} — "
-                                f"it must be a Hugging Face tokenizer.json") from exc
+        except Exception as exc:
+            raise ProviderError(
+                f"cannot load tokenizer {self.tokenizer_path}: {exc} — "
+                f"it must be a Hugging Face tokenizer.json"
+            ) from exc
         tokenizer.no_padding()
         tokenizer.enable_truncation(max_length=self.max_tokens)
         options = ort.SessionOptions()
@@ -135,14 +147,19 @@ class OnnxEncoder:
         options.log_severity_level = 3  # errors only; ORT warns about benign graph details
         try:
             session = ort.InferenceSession(str(self.model_path), options, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # noqa: BLE001 - ORT raises its own hierarchy
-            fix = ("delete it (a cached, derived file; it is rebuilt)" if cache_dir() in self.model_path.parents
-                   else "check that it is a valid .onnx file")
+        except Exception as exc:
+            fix = (
+                "delete it (a cached, derived file; it is rebuilt)"
+                if cache_dir() in self.model_path.parents
+                else "check that it is a valid .onnx file"
+            )
             raise ProviderError(f"cannot load ONNX model {self.model_path}: {exc} — {fix}") from exc
         self._inputs = {i.name for i in session.get_inputs()}
         if not {"input_ids", "attention_mask"} <= self._inputs:
-            raise ProviderError(f"ONNX model {self.model_path} has inputs {sorted(self._inputs)}; "
-                                f"expected input_ids and attention_mask (a BERT-style encoder)")
+            raise ProviderError(
+                f"ONNX model {self.model_path} has inputs {sorted(self._inputs)}; "
+                f"expected input_ids and attention_mask (a BERT-style encoder)"
+            )
         outputs = [o.name for o in session.get_outputs()]
         self._output = "last_hidden_state" if "last_hidden_state" in outputs else outputs[0]
         self._session, self._tokenizer = session, tokenizer

@@ -59,8 +59,13 @@ def record(index: SQLiteIndex, root: Path, memory) -> int:
 
     A path the memory names that was since renamed resolves to its new name
     (remembered from the previous anchors)."""
-    moved = dict(index.db.execute("SELECT named_path, path FROM anchors WHERE memory_id = ? "
-                                  "AND named_path IS NOT NULL AND named_path != path", (memory.id,)))
+    moved = dict(
+        index.db.execute(
+            "SELECT named_path, path FROM anchors WHERE memory_id = ? "
+            "AND named_path IS NOT NULL AND named_path != path",
+            (memory.id,),
+        )
+    )
     index.db.execute("DELETE FROM anchors WHERE memory_id = ?", (memory.id,))
     count = 0
     for named, first, last in targets(memory):
@@ -68,16 +73,31 @@ def record(index: SQLiteIndex, root: Path, memory) -> int:
         anchor = _anchor(root, path, first, last)
         if anchor is None:
             continue
-        index.db.execute("INSERT OR REPLACE INTO anchors(memory_id, path, symbol, start_line, end_line, "
-                         "code_hash, named_path) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         (memory.id, anchor.path, anchor.symbol, anchor.start_line, anchor.end_line,
-                          anchor.code_hash, named))
+        index.db.execute(
+            "INSERT OR REPLACE INTO anchors(memory_id, path, symbol, start_line, end_line, "
+            "code_hash, named_path) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                memory.id,
+                anchor.path,
+                anchor.symbol,
+                anchor.start_line,
+                anchor.end_line,
+                anchor.code_hash,
+                named,
+            ),
+        )
         count += 1
     return count
 
 
-def check(index: SQLiteIndex, root: Path, changed: list[str], removed: list[str],
-          renamed: list[tuple[str, str]], commit: str | None) -> list[str]:
+def check(
+    index: SQLiteIndex,
+    root: Path,
+    changed: list[str],
+    removed: list[str],
+    renamed: list[tuple[str, str]],
+    commit: str | None,
+) -> list[str]:
     """After a code update: follow renames, then mark memories whose anchored
     code changed or vanished. Returns the ids newly marked stale."""
     db = index.db
@@ -86,14 +106,18 @@ def check(index: SQLiteIndex, root: Path, changed: list[str], removed: list[str]
     newly: list[str] = []
     where = f" (commit {commit[:10]})" if commit else ""
     for path in removed:
-        rows = db.execute("SELECT memory_id, symbol FROM anchors WHERE path = ? AND stale_reason IS NULL",
-                          (path,)).fetchall()
+        rows = db.execute(
+            "SELECT memory_id, symbol FROM anchors WHERE path = ? AND stale_reason IS NULL", (path,)
+        ).fetchall()
         for memory_id, symbol in rows:
             _mark(db, memory_id, path, symbol, f"{path} was deleted{where}", commit)
             newly.append(memory_id)
     for path in changed:
-        rows = db.execute("SELECT memory_id, symbol, start_line, end_line, code_hash FROM anchors "
-                          "WHERE path = ? AND stale_reason IS NULL", (path,)).fetchall()
+        rows = db.execute(
+            "SELECT memory_id, symbol, start_line, end_line, code_hash FROM anchors "
+            "WHERE path = ? AND stale_reason IS NULL",
+            (path,),
+        ).fetchall()
         for memory_id, symbol, first, last, old_hash in rows:
             now = _anchor(root, path, first, last, symbol=symbol)
             if now is None or now.code_hash != old_hash:
@@ -119,18 +143,25 @@ def stale_reasons(index: SQLiteIndex, memory_ids: list[str] | None = None) -> di
 
 
 def anchors_of(index: SQLiteIndex, memory_id: str) -> list[dict]:
-    rows = index.db.execute("SELECT path, symbol, start_line, end_line, stale_reason FROM anchors "
-                            "WHERE memory_id = ? ORDER BY path", (memory_id,)).fetchall()
+    rows = index.db.execute(
+        "SELECT path, symbol, start_line, end_line, stale_reason FROM anchors "
+        "WHERE memory_id = ? ORDER BY path",
+        (memory_id,),
+    ).fetchall()
     return [{"path": r[0], "symbol": r[1], "startLine": r[2], "endLine": r[3], "stale": r[4]} for r in rows]
 
 
 def _mark(db, memory_id, path, symbol, reason, commit) -> None:
-    db.execute("UPDATE anchors SET stale_reason = ?, stale_commit = ? WHERE memory_id = ? AND path = ? "
-               "AND symbol IS ?", (reason, commit, memory_id, path, symbol))
+    db.execute(
+        "UPDATE anchors SET stale_reason = ?, stale_commit = ? WHERE memory_id = ? AND path = ? "
+        "AND symbol IS ?",
+        (reason, commit, memory_id, path, symbol),
+    )
 
 
-def _anchor(root: Path, path: str, first: int | None, last: int | None,
-            *, symbol: str | None = None) -> Anchor | None:
+def _anchor(
+    root: Path, path: str, first: int | None, last: int | None, *, symbol: str | None = None
+) -> Anchor | None:
     """The anchor for `path` (at a line range, or for `symbol`) as the code is now;
     None if the file is gone. A symbol that no longer exists hashes to None."""
     full = root / path
@@ -149,7 +180,7 @@ def _anchor(root: Path, path: str, first: int | None, last: int | None,
         # in the file (or lines shifting) don't make the memory stale.
         unit = next((u for u in units if u[0] and u[1] <= first <= u[2]), None)
         if unit is None:
-            lines = text.split("\n")[first - 1:(last or first)]
+            lines = text.split("\n")[first - 1 : (last or first)]
             return Anchor(path, None, first, last or first, _hash("\n".join(lines)))
         symbol = unit[0]
     parts = [u for u in units if u[0] == symbol]
@@ -161,6 +192,7 @@ def _anchor(root: Path, path: str, first: int | None, last: int | None,
 def _units(path: str, text: str) -> list[tuple[str | None, int, int, str]]:
     """(symbol, start, end, text) of the file's code units, freshly chunked."""
     from lore.index.chunker import chunk_file
+
     # No merging of small neighbours: an anchor is one function, not its neighbours.
     return [(c.symbol, c.start_line, c.end_line, c.text) for c in chunk_file(path, text, min_tokens=0)]
 

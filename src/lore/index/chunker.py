@@ -37,11 +37,24 @@ from dataclasses import dataclass, field
 from lore.index.tokens import count_tokens
 
 _EXTENSIONS = {
-    ".py": "python", ".pyi": "python", ".pyw": "python",
-    ".js": "javascript", ".jsx": "javascript", ".mjs": "javascript", ".cjs": "javascript",
-    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
-    ".go": "go", ".rs": "rust", ".java": "java",
-    ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown", ".rst": "rst",
+    ".py": "python",
+    ".pyi": "python",
+    ".pyw": "python",
+    ".js": "javascript",
+    ".jsx": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".ts": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".tsx": "tsx",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".mdx": "markdown",
+    ".rst": "rst",
 }
 
 # A gap without a word character (`}`, `});`) joins the piece above it.
@@ -75,8 +88,9 @@ def language_for(path: str) -> str | None:
     return _EXTENSIONS.get(path[dot:].lower())
 
 
-def chunk_file(path: str, text: str, *, max_tokens: int = 500, overlap_tokens: int = 50,
-               min_tokens: int = 100) -> list[CodeChunk]:
+def chunk_file(
+    path: str, text: str, *, max_tokens: int = 500, overlap_tokens: int = 50, min_tokens: int = 100
+) -> list[CodeChunk]:
     """Split `text` (the content of `path`) into chunks; never raises on bad input.
 
     Args:
@@ -104,7 +118,7 @@ def chunk_file(path: str, text: str, *, max_tokens: int = 500, overlap_tokens: i
                 return sizes.level(units, 0, last, None, "module")
         elif language in ("markdown", "rst"):
             return sizes.level(_section_units(lines, language == "rst"), 0, last, None, "section")
-    except Exception:  # noqa: BLE001 - a parser bug must not stop indexing
+    except Exception:
         pass
     return sizes.windows(0, last, None, "lines")
 
@@ -123,8 +137,9 @@ class _Unit:
 class _Sizes:
     """Turns a level of units into chunks, sizing with per-line token counts."""
 
-    def __init__(self, lines: list[str], language: str, max_tokens: int,
-                 overlap_tokens: int, min_tokens: int):
+    def __init__(
+        self, lines: list[str], language: str, max_tokens: int, overlap_tokens: int, min_tokens: int
+    ):
         self.lines, self.language = lines, language
         self.max, self.min = max_tokens, min_tokens
         self.overlap = min(overlap_tokens, max_tokens // 2)
@@ -136,8 +151,9 @@ class _Sizes:
     def tokens(self, start: int, end: int) -> int:
         return self.prefix[end + 1] - self.prefix[start]
 
-    def level(self, units: list[_Unit], lo: int, hi: int, scope: str | None,
-              gap_kind: str) -> list[CodeChunk]:
+    def level(
+        self, units: list[_Unit], lo: int, hi: int, scope: str | None, gap_kind: str
+    ) -> list[CodeChunk]:
         """Chunks for rows lo..hi holding `units`; gaps get `scope` and `gap_kind`."""
         pieces: list[_Unit] = []
         cursor = lo
@@ -165,8 +181,7 @@ class _Sizes:
                 chunks += self._split(piece)
         return chunks + self._merge(small, gap_kind)
 
-    def _add_gap(self, pieces: list[_Unit], start: int, end: int, scope: str | None,
-                 kind: str) -> None:
+    def _add_gap(self, pieces: list[_Unit], start: int, end: int, scope: str | None, kind: str) -> None:
         """Append the non-blank rows start..end; bare closing brackets join the piece above."""
         start, end = self._trim(start, end)
         if start > end:
@@ -187,9 +202,12 @@ class _Sizes:
             return []
         names = [p.symbol for p in pieces if p.symbol]
         kinds = {p.kind for p in pieces}
-        return self._chunk(pieces[0].start, pieces[-1].end,
-                           ", ".join(dict.fromkeys(names)) or None,
-                           kinds.pop() if len(kinds) == 1 else mixed_kind)
+        return self._chunk(
+            pieces[0].start,
+            pieces[-1].end,
+            ", ".join(dict.fromkeys(names)) or None,
+            kinds.pop() if len(kinds) == 1 else mixed_kind,
+        )
 
     def windows(self, start: int, end: int, symbol: str | None, kind: str) -> list[CodeChunk]:
         """Overlapping windows of about max_tokens over rows start..end."""
@@ -227,8 +245,11 @@ class _Sizes:
         line = self.lines[row]
         parts = -(-self.tokens(row, row) // self.max)
         step = -(-len(line) // parts)
-        return [CodeChunk(line[i:i + step], row + 1, row + 1, symbol, kind, self.language)
-                for i in range(0, len(line), step) if line[i:i + step].strip()]
+        return [
+            CodeChunk(line[i : i + step], row + 1, row + 1, symbol, kind, self.language)
+            for i in range(0, len(line), step)
+            if line[i : i + step].strip()
+        ]
 
     def _trim(self, start: int, end: int) -> tuple[int, int]:
         while start <= end and not self.lines[start].strip():
@@ -241,11 +262,12 @@ class _Sizes:
         start, end = self._trim(start, end)
         if start > end:
             return []
-        text = "\n".join(self.lines[start:end + 1])
+        text = "\n".join(self.lines[start : end + 1])
         return [CodeChunk(text, start + 1, end + 1, symbol, kind, self.language)]
 
 
 # --- Code: tree-sitter ---------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class _Grammar:
@@ -274,57 +296,104 @@ class _Grammar:
 
 
 _JS_ROLES = {
-    "function_declaration": "function", "generator_function_declaration": "function",
-    "function_expression": "function", "function": "function",
-    "generator_function": "function", "arrow_function": "function",
-    "method_definition": "method", "class_declaration": "class", "class": "class",
+    "function_declaration": "function",
+    "generator_function_declaration": "function",
+    "function_expression": "function",
+    "function": "function",
+    "generator_function": "function",
+    "arrow_function": "function",
+    "method_definition": "method",
+    "class_declaration": "class",
+    "class": "class",
 }
-_JS_WRAPPERS = frozenset({"export_statement", "lexical_declaration",
-                          "variable_declaration", "expression_statement"})
-_JS_BINDINGS = {"variable_declarator": ("name", "value"),
-                "field_definition": ("property", "value"),
-                "assignment_expression": ("left", "right")}
+_JS_WRAPPERS = frozenset(
+    {"export_statement", "lexical_declaration", "variable_declaration", "expression_statement"}
+)
+_JS_BINDINGS = {
+    "variable_declarator": ("name", "value"),
+    "field_definition": ("property", "value"),
+    "assignment_expression": ("left", "right"),
+}
 _TS_ROLES = _JS_ROLES | {
-    "abstract_class_declaration": "class", "interface_declaration": "class",
-    "enum_declaration": "class", "type_alias_declaration": "class",
-    "function_signature": "function", "abstract_method_signature": "method",
-    "internal_module": "namespace", "module": "namespace",
+    "abstract_class_declaration": "class",
+    "interface_declaration": "class",
+    "enum_declaration": "class",
+    "type_alias_declaration": "class",
+    "function_signature": "function",
+    "abstract_method_signature": "method",
+    "internal_module": "namespace",
+    "module": "namespace",
 }
-_TS = dict(roles=_TS_ROLES, attached=frozenset({"comment"}),
-           wrappers=_JS_WRAPPERS | {"ambient_declaration"},
-           bindings=_JS_BINDINGS | {"public_field_definition": ("name", "value")})
+_TS = dict(
+    roles=_TS_ROLES,
+    attached=frozenset({"comment"}),
+    wrappers=_JS_WRAPPERS | {"ambient_declaration"},
+    bindings=_JS_BINDINGS | {"public_field_definition": ("name", "value")},
+)
 
 _GRAMMARS: dict[str, _Grammar] = {
     "python": _Grammar(
-        "tree_sitter_python", "language",
+        "tree_sitter_python",
+        "language",
         roles={"function_definition": "function", "class_definition": "class"},
-        attached=frozenset({"comment"}), wrappers=frozenset({"decorated_definition"})),
+        attached=frozenset({"comment"}),
+        wrappers=frozenset({"decorated_definition"}),
+    ),
     "javascript": _Grammar(
-        "tree_sitter_javascript", "language", roles=_JS_ROLES,
-        attached=frozenset({"comment"}), wrappers=_JS_WRAPPERS, bindings=_JS_BINDINGS),
+        "tree_sitter_javascript",
+        "language",
+        roles=_JS_ROLES,
+        attached=frozenset({"comment"}),
+        wrappers=_JS_WRAPPERS,
+        bindings=_JS_BINDINGS,
+    ),
     "typescript": _Grammar("tree_sitter_typescript", "language_typescript", **_TS),
     "tsx": _Grammar("tree_sitter_typescript", "language_tsx", **_TS),
     "go": _Grammar(
-        "tree_sitter_go", "language",
-        roles={"function_declaration": "function", "method_declaration": "method",
-               "type_declaration": "class"},
-        attached=frozenset({"comment"}), receivers={"method_declaration": "receiver"}),
+        "tree_sitter_go",
+        "language",
+        roles={
+            "function_declaration": "function",
+            "method_declaration": "method",
+            "type_declaration": "class",
+        },
+        attached=frozenset({"comment"}),
+        receivers={"method_declaration": "receiver"},
+    ),
     "rust": _Grammar(
-        "tree_sitter_rust", "language",
-        roles={"function_item": "function", "function_signature_item": "function",
-               "macro_definition": "function", "struct_item": "class", "enum_item": "class",
-               "union_item": "class", "trait_item": "class", "impl_item": "class",
-               "type_item": "class", "mod_item": "namespace"},
+        "tree_sitter_rust",
+        "language",
+        roles={
+            "function_item": "function",
+            "function_signature_item": "function",
+            "macro_definition": "function",
+            "struct_item": "class",
+            "enum_item": "class",
+            "union_item": "class",
+            "trait_item": "class",
+            "impl_item": "class",
+            "type_item": "class",
+            "mod_item": "namespace",
+        },
         attached=frozenset({"line_comment", "block_comment", "attribute_item"}),
-        type_names={"impl_item": "type"}),
+        type_names={"impl_item": "type"},
+    ),
     "java": _Grammar(
-        "tree_sitter_java", "language",
-        roles={"method_declaration": "method", "constructor_declaration": "method",
-               "compact_constructor_declaration": "method", "class_declaration": "class",
-               "interface_declaration": "class", "enum_declaration": "class",
-               "record_declaration": "class", "annotation_type_declaration": "class"},
+        "tree_sitter_java",
+        "language",
+        roles={
+            "method_declaration": "method",
+            "constructor_declaration": "method",
+            "compact_constructor_declaration": "method",
+            "class_declaration": "class",
+            "interface_declaration": "class",
+            "enum_declaration": "class",
+            "record_declaration": "class",
+            "annotation_type_declaration": "class",
+        },
         attached=frozenset({"line_comment", "block_comment"}),
-        transparent=frozenset({"enum_body_declarations"})),
+        transparent=frozenset({"enum_body_declarations"}),
+    ),
 }
 
 _KINDS = {"function": "function", "method": "method", "class": "class", "namespace": "module"}
@@ -342,7 +411,7 @@ def _parser(language: str):
             module = importlib.import_module(grammar.package)
             pointer = getattr(module, grammar.loader)()
             parsers[language] = tree_sitter.Parser(tree_sitter.Language(pointer))
-        except Exception:  # noqa: BLE001 - missing or incompatible grammar
+        except Exception:
             parsers[language] = None
     return parsers[language]
 
@@ -438,8 +507,9 @@ class _CodeUnits:
             return _type_name(_text(named)) if named else None
         named = node.child_by_field_name("name")
         if named is None:  # Go `type ( A int; B string )`: names of the specs
-            names = [_text(n) for c in node.named_children
-                     if (n := c.child_by_field_name("name")) is not None]
+            names = [
+                _text(n) for c in node.named_children if (n := c.child_by_field_name("name")) is not None
+            ]
             return ", ".join(names) or None
         name = _text(named).strip("\"'`")
         receiver = grammar.receivers.get(node.type)
@@ -483,7 +553,7 @@ def _section_units(lines: list[str], rst: bool) -> list[_Unit]:
     top: list[_Unit] = []
     stack: list[tuple[int, _Unit, list[_Unit]]] = []  # (level, unit, its subsections)
     for i, (row, level, title) in enumerate(headings):
-        end = next((r for r, lv, _ in headings[i + 1:] if lv <= level), len(lines)) - 1
+        end = next((r for r, lv, _ in headings[i + 1 :] if lv <= level), len(lines)) - 1
         while stack and stack[-1][0] >= level:
             stack.pop()
         symbol = f"{stack[-1][1].symbol} > {title}" if stack else title
@@ -537,8 +607,7 @@ def _rst_headings(lines: list[str]) -> list[tuple[int, int, str]]:
     row = 0
     while row + 1 < len(lines):
         title, rule = lines[row].strip(), lines[row + 1].rstrip()
-        if title and not _RST_RULE.match(lines[row]) and _RST_RULE.match(rule) \
-                and len(rule) >= len(title):
+        if title and not _RST_RULE.match(lines[row]) and _RST_RULE.match(rule) and len(rule) >= len(title):
             over = row > 0 and lines[row - 1].rstrip() == rule
             style = (rule[0], over)
             if style not in styles:

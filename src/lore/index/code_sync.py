@@ -13,9 +13,9 @@ import hashlib
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from lore.index.store import ChunkRow, SQLiteIndex
 
@@ -44,17 +44,31 @@ class IndexResult:
     renamed_paths: list[tuple[str, str]] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        return {"success": self.success, "files_processed": self.files_processed,
-                "chunks_created": self.chunks_created, "files_skipped": self.files_skipped,
-                "files_removed": self.files_removed, "files_renamed": self.files_renamed,
-                "commits_added": self.commits_added, "newly_stale": self.newly_stale,
-                "duration_ms": self.duration_ms, "errors": self.errors,
-                "skipped": [{"path": p, "reason": r} for p, r in self.skipped]}
+        return {
+            "success": self.success,
+            "files_processed": self.files_processed,
+            "chunks_created": self.chunks_created,
+            "files_skipped": self.files_skipped,
+            "files_removed": self.files_removed,
+            "files_renamed": self.files_renamed,
+            "commits_added": self.commits_added,
+            "newly_stale": self.newly_stale,
+            "duration_ms": self.duration_ms,
+            "errors": self.errors,
+            "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
+        }
 
 
-def sync_code(root: Path, index: SQLiteIndex, settings: dict, *, force: bool = False,
-              only: list[str] | None = None, deleted: list[str] | None = None,
-              progress: Callable[[int, int], None] | None = None) -> IndexResult:
+def sync_code(
+    root: Path,
+    index: SQLiteIndex,
+    settings: dict,
+    *,
+    force: bool = False,
+    only: list[str] | None = None,
+    deleted: list[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> IndexResult:
     """Index the repository's code incrementally.
 
     Args:
@@ -67,8 +81,12 @@ def sync_code(root: Path, index: SQLiteIndex, settings: dict, *, force: bool = F
     started = time.perf_counter()
     result = IndexResult()
     known = index.file_states(KIND)
-    found = discover(root, include=settings.get("include") or None, exclude=settings.get("exclude") or None,
-                     max_bytes=int(settings.get("max_file_bytes", 1_000_000)))
+    found = discover(
+        root,
+        include=settings.get("include") or None,
+        exclude=settings.get("exclude") or None,
+        max_bytes=int(settings.get("max_file_bytes", 1_000_000)),
+    )
     result.skipped = found.skipped
     result.files_skipped = len(found.skipped)
     wanted = set(found.files)
@@ -133,9 +151,18 @@ def code_chunks(rel: str, text: str) -> list[ChunkRow]:
     path_words = " ".join(p for p in re.split(r"[/._-]+", rel) if p)
     rows = []
     for chunk in chunk_file(rel, text):
-        rows.append(ChunkRow(text=chunk.text, start_line=chunk.start_line, end_line=chunk.end_line,
-                             section=chunk.kind, symbol=chunk.symbol, language=chunk.language,
-                             title=chunk.symbol or "", keywords=f"{path_words} {identifier_parts(chunk.text)}"))
+        rows.append(
+            ChunkRow(
+                text=chunk.text,
+                start_line=chunk.start_line,
+                end_line=chunk.end_line,
+                section=chunk.kind,
+                symbol=chunk.symbol,
+                language=chunk.language,
+                title=chunk.symbol or "",
+                keywords=f"{path_words} {identifier_parts(chunk.text)}",
+            )
+        )
     return rows
 
 

@@ -35,40 +35,148 @@ from lore.errors import UsageError
 
 DEFAULT_INCLUDE: list[str] = [
     # Code.
-    "*.py", "*.pyi", "*.js", "*.jsx", "*.mjs", "*.cjs", "*.ts", "*.tsx", "*.mts",
-    "*.cts", "*.vue", "*.svelte", "*.go", "*.rs", "*.java", "*.kt", "*.kts",
-    "*.scala", "*.groovy", "*.gradle", "*.c", "*.h", "*.cc", "*.cpp", "*.cxx",
-    "*.hpp", "*.hh", "*.cs", "*.fs", "*.rb", "*.php", "*.swift", "*.m", "*.mm",
-    "*.dart", "*.lua", "*.pl", "*.pm", "*.r", "*.R", "*.jl", "*.ex", "*.exs",
-    "*.erl", "*.hs", "*.clj", "*.ml", "*.zig", "*.sh", "*.bash", "*.zsh",
-    "*.ps1", "*.sql", "*.proto", "*.graphql", "*.tf",
+    "*.py",
+    "*.pyi",
+    "*.js",
+    "*.jsx",
+    "*.mjs",
+    "*.cjs",
+    "*.ts",
+    "*.tsx",
+    "*.mts",
+    "*.cts",
+    "*.vue",
+    "*.svelte",
+    "*.go",
+    "*.rs",
+    "*.java",
+    "*.kt",
+    "*.kts",
+    "*.scala",
+    "*.groovy",
+    "*.gradle",
+    "*.c",
+    "*.h",
+    "*.cc",
+    "*.cpp",
+    "*.cxx",
+    "*.hpp",
+    "*.hh",
+    "*.cs",
+    "*.fs",
+    "*.rb",
+    "*.php",
+    "*.swift",
+    "*.m",
+    "*.mm",
+    "*.dart",
+    "*.lua",
+    "*.pl",
+    "*.pm",
+    "*.r",
+    "*.R",
+    "*.jl",
+    "*.ex",
+    "*.exs",
+    "*.erl",
+    "*.hs",
+    "*.clj",
+    "*.ml",
+    "*.zig",
+    "*.sh",
+    "*.bash",
+    "*.zsh",
+    "*.ps1",
+    "*.sql",
+    "*.proto",
+    "*.graphql",
+    "*.tf",
     # Docs.
-    "*.md", "*.markdown", "*.mdx", "*.rst", "*.txt", "*.adoc",
+    "*.md",
+    "*.markdown",
+    "*.mdx",
+    "*.rst",
+    "*.txt",
+    "*.adoc",
     # Configuration, markup, build files.
-    "*.toml", "*.yaml", "*.yml", "*.json", "*.ini", "*.cfg", "*.html", "*.htm",
-    "*.css", "*.scss", "*.sass", "*.less", "Dockerfile", "Makefile", "*.mk",
-    "*.cmake", "Jenkinsfile",
+    "*.toml",
+    "*.yaml",
+    "*.yml",
+    "*.json",
+    "*.ini",
+    "*.cfg",
+    "*.html",
+    "*.htm",
+    "*.css",
+    "*.scss",
+    "*.sass",
+    "*.less",
+    "Dockerfile",
+    "Makefile",
+    "*.mk",
+    "*.cmake",
+    "Jenkinsfile",
 ]
 
 DEFAULT_EXCLUDE: list[str] = [
     # Version control and Lore's own state.
-    ".git/", ".hg/", ".svn/", ".lore/",
+    ".git/",
+    ".hg/",
+    ".svn/",
+    ".lore/",
     # Dependencies and virtual environments.
     # Virtualenvs under any name are also found by their pyvenv.cfg (see
     # _VENV_MARKERS), so `venv/` and `env/` packages of real code are kept.
-    "node_modules/", "bower_components/", "jspm_packages/", "vendor/", ".venv/",
-    "__pypackages__/", "site-packages/",
+    "node_modules/",
+    "bower_components/",
+    "jspm_packages/",
+    "vendor/",
+    ".venv/",
+    "__pypackages__/",
+    "site-packages/",
     # Build output.
-    "dist/", "build/", "target/", "_build/", ".next/", ".nuxt/", ".svelte-kit/",
-    ".output/", ".turbo/", ".parcel-cache/", ".gradle/", "*.egg-info/", ".eggs/",
+    "dist/",
+    "build/",
+    "target/",
+    "_build/",
+    ".next/",
+    ".nuxt/",
+    ".svelte-kit/",
+    ".output/",
+    ".turbo/",
+    ".parcel-cache/",
+    ".gradle/",
+    "*.egg-info/",
+    ".eggs/",
     # Caches and tool state.
-    "__pycache__/", ".tox/", ".nox/", ".mypy_cache/", ".pytest_cache/",
-    ".ruff_cache/", ".hypothesis/", ".cache/", "coverage/", "htmlcov/",
-    ".idea/", ".terraform/",
+    "__pycache__/",
+    ".tox/",
+    ".nox/",
+    ".mypy_cache/",
+    ".pytest_cache/",
+    ".ruff_cache/",
+    ".hypothesis/",
+    ".cache/",
+    "coverage/",
+    "htmlcov/",
+    ".idea/",
+    ".terraform/",
     # Lock files and generated or minified files.
-    "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml",
-    "poetry.lock", "Pipfile.lock", "uv.lock", "Cargo.lock", "composer.lock",
-    "Gemfile.lock", "go.sum", "*.min.js", "*.min.css", "*.map", "*.bundle.js",
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "poetry.lock",
+    "Pipfile.lock",
+    "uv.lock",
+    "Cargo.lock",
+    "composer.lock",
+    "Gemfile.lock",
+    "go.sum",
+    "*.min.js",
+    "*.min.css",
+    "*.map",
+    "*.bundle.js",
 ]
 
 # A directory holding one of these is a Python or conda environment.
@@ -91,9 +199,9 @@ class Discovery:
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
-def discover(root: Path, include: list[str] | None = None,
-             exclude: list[str] | None = None,
-             max_bytes: int = 1_000_000) -> Discovery:
+def discover(
+    root: Path, include: list[str] | None = None, exclude: list[str] | None = None, max_bytes: int = 1_000_000
+) -> Discovery:
     """List the files under `root` that should be indexed.
 
     Args:
@@ -121,8 +229,12 @@ def discover(root: Path, include: list[str] | None = None,
         candidates = _prune_dirs(tracked, filters, result.skipped)
     for rel in candidates:
         path = os.path.join(root, rel)
-        reason = (filters.ignore_reason(rel) or _link_reason(path, root_real)
-                  or filters.include_reason(rel) or _content_reason(path, rel, max_bytes))
+        reason = (
+            filters.ignore_reason(rel)
+            or _link_reason(path, root_real)
+            or filters.include_reason(rel)
+            or _content_reason(path, rel, max_bytes)
+        )
         if reason:
             result.skipped.append((rel, reason))
         else:
@@ -216,7 +328,10 @@ def _git_files(root: Path) -> list[str] | None:
     try:
         proc = subprocess.run(
             ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=root, capture_output=True, timeout=120)
+            cwd=root,
+            capture_output=True,
+            timeout=120,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     if proc.returncode != 0:
@@ -226,8 +341,7 @@ def _git_files(root: Path) -> list[str] | None:
     return list(dict.fromkeys(p for p in paths if p))
 
 
-def _prune_dirs(paths: list[str], filters: _Filters,
-                skipped: list[tuple[str, str]]) -> Iterator[str]:
+def _prune_dirs(paths: list[str], filters: _Filters, skipped: list[tuple[str, str]]) -> Iterator[str]:
     """Drop git's paths that lie in excluded directories, reporting each dir once."""
     verdicts: dict[str, tuple[str, str] | None] = {}
 
@@ -285,7 +399,7 @@ def _walk(root: Path, filters: _Filters, skipped: list[tuple[str, str]]) -> Iter
 
 def _gitignored(chain: tuple, rel: str) -> bool:
     for prefix, patterns in reversed(chain):
-        verdict = patterns.verdict(rel[len(prefix):])
+        verdict = patterns.verdict(rel[len(prefix) :])
         if verdict is not None:
             return verdict
     return False

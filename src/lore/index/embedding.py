@@ -9,15 +9,21 @@ before a rename, on another branch, in another file — is never embedded again.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from lore.index.store import SQLiteIndex
 
 BATCH = 64
 
 
-def embed_pending(index: SQLiteIndex, embedder, *, progress: Callable[[int, int], None] | None = None,
-                  limit: int | None = None, kind: str | None = None) -> int:
+def embed_pending(
+    index: SQLiteIndex,
+    embedder,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    limit: int | None = None,
+    kind: str | None = None,
+) -> int:
     """Embed chunks lacking a vector for `embedder.model_id`. Returns how many were embedded.
 
     Args:
@@ -48,5 +54,5 @@ def embed_pending(index: SQLiteIndex, embedder, *, progress: Callable[[int, int]
             progress(done, total)
     if not index.count_pending(model, cap=1):
         with index.write():
-            index.mark_all_embedded(model)     # later reads skip the pending scan
+            index.mark_all_embedded(model)  # later reads skip the pending scan
     return done

@@ -46,13 +46,12 @@ _CHAINED = ".lore-chained"
 _CREATED_HEADER = b"#!/bin/sh\n"
 
 # How the block was added, recorded in the block so uninstall can undo it.
-_CREATED = "created"          # Lore wrote the whole file
-_INSERTED = "inserted"        # inserted into an existing shell hook
+_CREATED = "created"  # Lore wrote the whole file
+_INSERTED = "inserted"  # inserted into an existing shell hook
 _INSERTED_NL = "inserted+nl"  # ... whose shebang line had no newline: one was added
-_WRAPPER = "wrapper"          # the original was moved to <hook>.lore-chained
+_WRAPPER = "wrapper"  # the original was moved to <hook>.lore-chained
 
-_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ksh93", "mksh", "ash", "yash",
-                     "posh", "busybox"})
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ksh93", "mksh", "ash", "yash", "posh", "busybox"})
 
 # Variables git exports to hooks that describe *this* git process's view (a
 # temporary index for `git commit <paths>`, a relative GIT_INDEX_FILE, the
@@ -84,8 +83,10 @@ def install(root: Path, command: list[str]) -> list[str]:
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise LoreError(f"cannot create the hooks directory {directory}: {error}; "
-                        "check core.hooksPath (`git config core.hooksPath`)") from None
+        raise LoreError(
+            f"cannot create the hooks directory {directory}: {error}; "
+            "check core.hooksPath (`git config core.hooksPath`)"
+        ) from None
     return [name for name in HOOKS if _install_hook(directory / name, name, command)]
 
 
@@ -107,6 +108,7 @@ def installed(root: Path) -> dict[str, bool]:
 
 
 # -- installing ---------------------------------------------------------------
+
 
 def _install_hook(path: Path, name: str, command: list[str]) -> bool:
     data = _read(path)
@@ -136,7 +138,7 @@ def _install_hook(path: Path, name: str, command: list[str]) -> bool:
         if newline == -1:
             updated = data + b"\n" + _block(_INSERTED_NL, name, command)
         else:
-            updated = data[:newline + 1] + _block(_INSERTED, name, command) + data[newline + 1:]
+            updated = data[: newline + 1] + _block(_INSERTED, name, command) + data[newline + 1 :]
     else:
         updated = _block(_INSERTED, name, command) + data
     _write(path, updated, stat.S_IMODE(path.stat().st_mode))
@@ -147,9 +149,11 @@ def _wrap(path: Path, name: str, command: list[str]) -> None:
     """Move the hook at `path` aside and put a wrapper that chains it in its place."""
     chained = path.with_name(path.name + _CHAINED)
     if os.path.lexists(chained):
-        raise LoreError(f"{chained} already exists, so Lore cannot chain the {name} hook; "
-                        f"if it is a leftover, move it back to {path} or delete it, "
-                        "then install again")
+        raise LoreError(
+            f"{chained} already exists, so Lore cannot chain the {name} hook; "
+            f"if it is a leftover, move it back to {path} or delete it, "
+            "then install again"
+        )
     wrapper = _wrapper(name, command)
     temporary = _temporary(path, wrapper, 0o755)
     os.rename(path, chained)
@@ -161,10 +165,10 @@ def _wrapper(name: str, command: list[str]) -> bytes:
         f"#!/bin/sh\n"
         f"# Lore moved the original {name} hook to {name}{_CHAINED}; this wrapper runs it\n"
         f"# with the same arguments and stdin, then Lore, and exits with its status.\n"
-        f"chained=\"$0{_CHAINED}\"\n"
+        f'chained="$0{_CHAINED}"\n'
         "status=0\n"
-        "if [ -x \"$chained\" ]; then\n"
-        "  \"$chained\" \"$@\"\n"
+        'if [ -x "$chained" ]; then\n'
+        '  "$chained" "$@"\n'
         "  status=$?\n"
         "fi\n"
     ).encode()
@@ -218,6 +222,7 @@ def _is_shell_script(data: bytes) -> bool:
 
 # -- uninstalling -------------------------------------------------------------
 
+
 def _uninstall_hook(path: Path) -> bool:
     data = _read(path)
     found = _find_block(data) if data is not None else None
@@ -231,7 +236,7 @@ def _uninstall_hook(path: Path) -> bool:
         else:
             path.unlink()
         return True
-    if mode == _INSERTED_NL and data[start - 1:start] == b"\n":
+    if mode == _INSERTED_NL and data[start - 1 : start] == b"\n":
         start -= 1
     remaining = data[:start] + data[end:]
     if mode == _CREATED and remaining == _CREATED_HEADER:
@@ -242,6 +247,7 @@ def _uninstall_hook(path: Path) -> bool:
 
 
 # -- files --------------------------------------------------------------------
+
 
 def _find_block(data: bytes | None) -> tuple[int, int, str | None] | None:
     """(start, end, mode) of Lore's block in a hook's bytes; end is past its last newline."""
@@ -256,11 +262,13 @@ def _find_block(data: bytes | None) -> tuple[int, int, str | None] | None:
         start += 1
     close = data.find(b"\n" + _END, start)
     if close == -1:
-        raise LoreError("a git hook has Lore's opening marker (# >>> lore >>>) but not its "
-                        "closing one (# <<< lore <<<); delete the damaged block by hand, "
-                        "then run `lore hooks install` again")
+        raise LoreError(
+            "a git hook has Lore's opening marker (# >>> lore >>>) but not its "
+            "closing one (# <<< lore <<<); delete the damaged block by hand, "
+            "then run `lore hooks install` again"
+        )
     end = close + 1 + len(_END)
-    if data[end:end + 1] == b"\n":
+    if data[end : end + 1] == b"\n":
         end += 1
     mode = _MODE.search(data, start, close)
     return start, end, mode.group(1).decode() if mode else None
@@ -273,8 +281,7 @@ def _read(path: Path) -> bytes | None:
     except FileNotFoundError:
         return b"" if path.is_symlink() else None
     except IsADirectoryError:
-        raise LoreError(f"{path} is a directory, not a hook; move it away and "
-                        "install again") from None
+        raise LoreError(f"{path} is a directory, not a hook; move it away and install again") from None
 
 
 def _write(path: Path, data: bytes, mode: int) -> None:
@@ -295,6 +302,7 @@ def _temporary(path: Path, data: bytes, mode: int) -> Path:
 
 
 # -- coalescing ---------------------------------------------------------------
+
 
 def run_coalesced(lock_dir: Path, job: Callable[[], None]) -> bool:
     """Run `job` unless another process is running it; then make sure it runs again.

@@ -25,15 +25,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from lore.errors import LoreError
+from lore.errors import GitError
 
-__all__ = ["Commit", "FileChanges", "GitError", "commits", "current_branch",
-           "diff_files", "git_dir", "head", "hooks_dir", "is_ancestor",
-           "last_changed", "repo_root", "worktree_changes"]
-
-
-class GitError(LoreError):
-    """A git command failed, or git is not installed."""
+__all__ = [
+    "Commit",
+    "FileChanges",
+    "GitError",
+    "commits",
+    "current_branch",
+    "diff_files",
+    "git_dir",
+    "head",
+    "hooks_dir",
+    "is_ancestor",
+    "last_changed",
+    "repo_root",
+    "worktree_changes",
+]
 
 
 @dataclass(frozen=True)
@@ -85,11 +93,24 @@ class FileChanges:
 
 # Variables git exports to hooks that would override `git -C root`.
 # (`git rev-parse --local-env-vars` lists them.)
-_LOCAL_ENV = ("GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS",
-              "GIT_CONFIG_COUNT", "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE",
-              "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE", "GIT_INDEX_FILE",
-              "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX",
-              "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE", "GIT_COMMON_DIR")
+_LOCAL_ENV = (
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_PREFIX",
+    "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_SHALLOW_FILE",
+    "GIT_COMMON_DIR",
+)
 
 # One record per commit: an empty field (a path is never empty, so this marks
 # where a record starts), then fixed fields. The message body is the last
@@ -115,15 +136,18 @@ def _command(root: Path, args: list[str]) -> list[str]:
     return ["git", "-C", str(root), "-c", "core.quotepath=false", *args]
 
 
-def _git(root: Path, *args: str, check: bool = True,
-         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+def _git(
+    root: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
     """Run git in `root`; raise GitError if it is missing or (with check) fails."""
     try:
-        result = subprocess.run(_command(root, list(args)), capture_output=True,
-                                stdin=subprocess.DEVNULL, env=_env(env))
+        result = subprocess.run(
+            _command(root, list(args)), capture_output=True, stdin=subprocess.DEVNULL, env=_env(env)
+        )
     except FileNotFoundError:
-        raise GitError("git is not installed (or not on PATH); install git to index "
-                       "history and use hooks") from None
+        raise GitError(
+            "git is not installed (or not on PATH); install git to index history and use hooks"
+        ) from None
     if check and result.returncode != 0:
         message = _text(result.stderr).strip() or f"exit status {result.returncode}"
         raise GitError(f"`git {' '.join(args[:2])}` failed in {root}: {message}")
@@ -207,10 +231,23 @@ def commits(root: Path, *, limit: int = 1000, since: str | None = None) -> list[
     # it (the "." pathspec), with paths relative to it (--relative).
     top = repo_root(root)
     scope = ["."] if top is not None and top != Path(root).resolve() else []
-    result = _git(root, "log", "-z", "--name-only", "--diff-merges=first-parent", "--relative",
-                  "--find-renames", "--encoding=UTF-8", "--no-show-signature",
-                  f"--max-count={limit}", f"--format={_LOG_FORMAT}", *revisions, "--", *scope,
-                  check=False)
+    result = _git(
+        root,
+        "log",
+        "-z",
+        "--name-only",
+        "--diff-merges=first-parent",
+        "--relative",
+        "--find-renames",
+        "--encoding=UTF-8",
+        "--no-show-signature",
+        f"--max-count={limit}",
+        f"--format={_LOG_FORMAT}",
+        *revisions,
+        "--",
+        *scope,
+        check=False,
+    )
     if result.returncode != 0:
         if head(root) is None:
             return []
@@ -218,9 +255,18 @@ def commits(root: Path, *, limit: int = 1000, since: str | None = None) -> list[
     found = []
     for fields, files in _records(iter(result.stdout.split(b"\0")), len(_LOG_FIELDS)):
         sha, parents, author, email, date, subject, body = (_text(f) for f in fields)
-        found.append(Commit(sha=sha, parents=tuple(parents.split()), author=author,
-                            email=email, date=date, subject=subject, body=body.rstrip(),
-                            files=tuple(_path(f) for f in files)))
+        found.append(
+            Commit(
+                sha=sha,
+                parents=tuple(parents.split()),
+                author=author,
+                email=email,
+                date=date,
+                subject=subject,
+                body=body.rstrip(),
+                files=tuple(_path(f) for f in files),
+            )
+        )
     return found
 
 
@@ -269,12 +315,24 @@ def diff_files(root: Path, old: str | None, new: str) -> FileChanges:
     if old is None:
         result = _git(root, "ls-tree", "-r", "-z", "--name-only", "--full-tree", new)
         return FileChanges(changed=[_path(p) for p in result.stdout.split(b"\0") if p])
-    result = _git(root, "diff-tree", "-r", "-z", "--no-commit-id", "--name-status",
-                  "--find-renames", old, new, check=False)
+    result = _git(
+        root,
+        "diff-tree",
+        "-r",
+        "-z",
+        "--no-commit-id",
+        "--name-status",
+        "--find-renames",
+        old,
+        new,
+        check=False,
+    )
     if result.returncode != 0:
-        raise GitError(f"cannot compare {old[:12]} with {new[:12]} in {root} "
-                       f"({_text(result.stderr).strip()}); if history was rewritten or "
-                       "garbage-collected, re-index from scratch")
+        raise GitError(
+            f"cannot compare {old[:12]} with {new[:12]} in {root} "
+            f"({_text(result.stderr).strip()}); if history was rewritten or "
+            "garbage-collected, re-index from scratch"
+        )
     changes = FileChanges()
     tokens = iter(result.stdout.split(b"\0"))
     for status in tokens:
@@ -302,8 +360,7 @@ def worktree_changes(root: Path) -> FileChanges:
     with `git mv` are also reported in `renamed`. Directories (nested
     repositories) are skipped: the result lists files.
     """
-    result = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all",
-                  "--ignore-submodules=all")
+    result = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=all")
     root = Path(root)
     changes = FileChanges()
     seen: set[str] = set()
@@ -335,8 +392,9 @@ def worktree_changes(root: Path) -> FileChanges:
     return changes
 
 
-def last_changed(root: Path, paths: Iterable[str] | None = None, *,
-                 max_commits: int = 5000) -> dict[str, int]:
+def last_changed(
+    root: Path, paths: Iterable[str] | None = None, *, max_commits: int = 5000
+) -> dict[str, int]:
     """When each path last changed: path -> unix time of the newest commit touching it.
 
     One `git log` pass over at most `max_commits` non-merge commits, newest
@@ -349,16 +407,30 @@ def last_changed(root: Path, paths: Iterable[str] | None = None, *,
     wanted = None if paths is None else set(paths)
     if wanted is not None and not wanted:
         return {}
-    args = ["log", "-z", "--name-only", "--no-merges", "--no-renames", "--relative", "--format=%x00%ct",
-            f"--max-count={max_commits}", "HEAD", "--"]
+    args = [
+        "log",
+        "-z",
+        "--name-only",
+        "--no-merges",
+        "--no-renames",
+        "--relative",
+        "--format=%x00%ct",
+        f"--max-count={max_commits}",
+        "HEAD",
+        "--",
+    ]
     extra_env = None
     if wanted is not None and len(wanted) <= _MAX_PATHSPEC:
         args += sorted(wanted)  # lets git skip commits that touch none of them
         extra_env = {"GIT_LITERAL_PATHSPECS": "1"}
     try:
-        process = subprocess.Popen(_command(root, args), stdout=subprocess.PIPE,
-                                   stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                                   env=_env(extra_env))
+        process = subprocess.Popen(
+            _command(root, args),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            env=_env(extra_env),
+        )
     except FileNotFoundError:
         raise GitError("git is not installed (or not on PATH)") from None
     times: dict[str, int] = {}

@@ -59,8 +59,15 @@ def commit_chunk(commit: gitrepo.Commit) -> ChunkRow:
     files = "\n".join(commit.files[:50])
     text = f"{commit.subject}\n\n{commit.body}".strip() + (f"\n\nFiles:\n{files}" if files else "")
     path_words = " ".join({w for f in commit.files for w in re.split(r"[/._-]+", f) if len(w) > 1})
-    return ChunkRow(text=text, start_line=1, end_line=text.count("\n") + 1, section="commit",
-                    symbol=commit.sha[:12], title=commit.subject, keywords=path_words)
+    return ChunkRow(
+        text=text,
+        start_line=1,
+        end_line=text.count("\n") + 1,
+        section="commit",
+        symbol=commit.sha[:12],
+        title=commit.subject,
+        keywords=path_words,
+    )
 
 
 def commit_files(row) -> list[str]:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from lore.errors import ValidationError
 from lore.index.sections import chunk_body
@@ -30,7 +30,7 @@ class SyncReport:
     added: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
-    errors: list[tuple[str, str]] = field(default_factory=list)   # every broken file, new or old
+    errors: list[tuple[str, str]] = field(default_factory=list)  # every broken file, new or old
 
     @property
     def changed(self) -> bool:
@@ -43,8 +43,11 @@ def memory_files(project: Project) -> Iterator[tuple[str, os.stat_result]]:
     root = str(project.root) + os.sep
     tops = [str(project.memory_dir)]
     if project.local_dir.is_dir():
-        tops += [e.path for e in os.scandir(project.local_dir)
-                 if e.is_dir(follow_symlinks=False) and e.name != "trash"]
+        tops += [
+            e.path
+            for e in os.scandir(project.local_dir)
+            if e.is_dir(follow_symlinks=False) and e.name != "trash"
+        ]
     for top in tops:
         yield from _walk(top, len(root))
 
@@ -80,8 +83,9 @@ def sync_memories(project: Project, index: SQLiteIndex, *, force: bool = False) 
     return report
 
 
-def index_memory(index: SQLiteIndex, project: Project, rel: str, raw: bytes,
-                 st: os.stat_result, where: tuple) -> Memory:
+def index_memory(
+    index: SQLiteIndex, project: Project, rel: str, raw: bytes, st: os.stat_result, where: tuple
+) -> Memory:
     """Parse and (re)index one memory file; raises ValidationError if it is broken."""
     sha = hashlib.sha256(raw).hexdigest()
     memory, body_line = load_memory(raw, rel, where)
@@ -90,6 +94,7 @@ def index_memory(index: SQLiteIndex, project: Project, rel: str, raw: bytes,
     index.put_chunks(file_id, KIND, memory_chunks(memory, body_line))
     if memory.files or memory.applies_to.startswith("file:") or "key files" in memory.body.lower():
         from lore.index import anchors
+
         anchors.record(index, project.root, memory)
     return memory
 
@@ -113,11 +118,20 @@ def split_error(path: str, error: str) -> tuple[int | None, str]:
 
 
 def memory_chunks(memory: Memory, body_line: int) -> list[ChunkRow]:
-    keywords = " ".join([*memory.tags, *memory.labels, memory.type, memory.task or "",
-                         memory.applies_to.split(":", 1)[-1]])
-    return [ChunkRow(text=text, start_line=body_line + a, end_line=body_line + b, section=section,
-                     title=memory.title, keywords=keywords)
-            for section, a, b, text in chunk_body(memory.body)]
+    keywords = " ".join(
+        [*memory.tags, *memory.labels, memory.type, memory.task or "", memory.applies_to.split(":", 1)[-1]]
+    )
+    return [
+        ChunkRow(
+            text=text,
+            start_line=body_line + a,
+            end_line=body_line + b,
+            section=section,
+            title=memory.title,
+            keywords=keywords,
+        )
+        for section, a, b, text in chunk_body(memory.body)
+    ]
 
 
 def _sync_one(project, index, rel, st, where, state, force, report) -> None:
@@ -129,7 +143,7 @@ def _sync_one(project, index, rel, st, where, state, force, report) -> None:
     if raw is not None:
         sha = hashlib.sha256(raw).hexdigest()
         if state is not None and state.sha256 == sha and state.error is None and not force:
-            index.touch_file(state.id, st.st_mtime_ns, st.st_size)   # touched, not changed
+            index.touch_file(state.id, st.st_mtime_ns, st.st_size)  # touched, not changed
             return
         try:
             index_memory(index, project, rel, raw, st, where)
@@ -154,6 +168,6 @@ def _walk(top: str, strip: int) -> Iterator[tuple[str, os.stat_result]]:
         elif entry.name.endswith(".md"):
             try:
                 st = entry.stat()
-            except FileNotFoundError:        # deleted while we walked
+            except FileNotFoundError:  # deleted while we walked
                 continue
             yield entry.path[strip:].replace(os.sep, "/"), st

@@ -15,15 +15,21 @@ MAX_TOKENS = 500
 OVERLAP_TOKENS = 50
 _HEADING = re.compile(r"^(#{1,2})\s+(.+?)\s*#*\s*$")
 # 000's section ids; other headings get a slug of their own.
-_KNOWN = {"summary": "summary", "approach": "approach", "decisions": "decisions",
-          "key_files": "key_files", "lessons": "lessons", "cross_agent_intel": "cross_agent_intel"}
+_KNOWN = {
+    "summary": "summary",
+    "approach": "approach",
+    "decisions": "decisions",
+    "key_files": "key_files",
+    "lessons": "lessons",
+    "cross_agent_intel": "cross_agent_intel",
+}
 
 
 @dataclass
 class Section:
-    section: str           # section id, e.g. "key_files"; "body" before any heading
-    start: int             # 0-based line index in the body, inclusive
-    end: int               # exclusive
+    section: str  # section id, e.g. "key_files"; "body" before any heading
+    start: int  # 0-based line index in the body, inclusive
+    end: int  # exclusive
     text: str
 
 
@@ -51,8 +57,9 @@ def split_sections(body: str) -> list[Section]:
     return sections
 
 
-def windows(lines: list[str], max_tokens: int = MAX_TOKENS,
-            overlap: int = OVERLAP_TOKENS) -> list[tuple[int, int]]:
+def windows(
+    lines: list[str], max_tokens: int = MAX_TOKENS, overlap: int = OVERLAP_TOKENS
+) -> list[tuple[int, int]]:
     """Split lines into [start, end) windows of at most ~max_tokens, each
     starting ~overlap tokens before the previous one ended."""
     costs = [count_tokens(line) + 1 for line in lines]
@@ -74,8 +81,9 @@ def windows(lines: list[str], max_tokens: int = MAX_TOKENS,
     return spans
 
 
-def chunk_body(body: str, max_tokens: int = MAX_TOKENS,
-               overlap: int = OVERLAP_TOKENS) -> list[tuple[str, int, int, str]]:
+def chunk_body(
+    body: str, max_tokens: int = MAX_TOKENS, overlap: int = OVERLAP_TOKENS
+) -> list[tuple[str, int, int, str]]:
     """(section id, first line, last line, text) per chunk; lines are 0-based
     body lines, inclusive."""
     out = []
@@ -84,7 +92,7 @@ def chunk_body(body: str, max_tokens: int = MAX_TOKENS,
         if count_tokens(sec.text) <= max_tokens:
             out.append((sec.section, sec.start, _last(lines, sec.start, sec.end), sec.text))
             continue
-        part = lines[sec.start:sec.end]
+        part = lines[sec.start : sec.end]
         for a, b in windows(part, max_tokens, overlap):
             text = "\n".join(part[a:b]).strip()
             if text:

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import re
 
-_SHORT = 6          # a letter run up to this long is one token
-_WORD_PIECE = 4     # longer ones cost a token per this many more letters
-_PUNCT_SHORT = 2    # a punctuation run up to this long is one token
-_PUNCT_PIECE = 2    # longer ones cost a token per this many more characters
+_SHORT = 6  # a letter run up to this long is one token
+_WORD_PIECE = 4  # longer ones cost a token per this many more letters
+_PUNCT_SHORT = 2  # a punctuation run up to this long is one token
+_PUNCT_PIECE = 2  # longer ones cost a token per this many more characters
 
 # cl100k's pre-tokeniser, restated for `re` (no \p{L}): a letter run with one
 # optional leading non-letter (" foo", ".foo", "_foo"), up to three digits, a
@@ -31,7 +31,7 @@ _PIECES = re.compile(
 )
 
 
-_OPENERS = frozenset("[\\")   # regex classes and escapes: "[abc", "\\d"
+_OPENERS = frozenset("[\\")  # regex classes and escapes: "[abc", "\\d"
 _CAMEL = re.compile(r"[a-z][A-Z]")
 _CAMEL_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[^\W\d_]")
 
@@ -49,8 +49,10 @@ def count_tokens(text: str) -> int:
         if piece[-1].isalpha():
             if n > 4 and not piece.isupper() and _CAMEL.search(piece):
                 # camelCase: each part is (about) a word of its own.
-                total += sum(1 if len(p) <= _SHORT else 1 + (len(p) - _SHORT) // _WORD_PIECE
-                             for p in _CAMEL_PARTS.findall(piece))
+                total += sum(
+                    1 if len(p) <= _SHORT else 1 + (len(p) - _SHORT) // _WORD_PIECE
+                    for p in _CAMEL_PARTS.findall(piece)
+                )
             elif piece.isupper() and n > 3:
                 # CONSTANT_NAMES are rare in the vocabulary: ~3 letters a token.
                 total += 1 + (n - 3) // 3

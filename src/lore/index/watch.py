@@ -21,8 +21,17 @@ _IN_MODIFY, _IN_ATTRIB, _IN_CLOSE_WRITE = 0x2, 0x4, 0x8
 _IN_MOVED_FROM, _IN_MOVED_TO, _IN_CREATE, _IN_DELETE = 0x40, 0x80, 0x100, 0x200
 _IN_DELETE_SELF, _IN_MOVE_SELF, _IN_Q_OVERFLOW = 0x400, 0x800, 0x4000
 _IN_NONBLOCK = 0o4000
-_MASK = (_IN_MODIFY | _IN_ATTRIB | _IN_CLOSE_WRITE | _IN_MOVED_FROM | _IN_MOVED_TO | _IN_CREATE
-         | _IN_DELETE | _IN_DELETE_SELF | _IN_MOVE_SELF)
+_MASK = (
+    _IN_MODIFY
+    | _IN_ATTRIB
+    | _IN_CLOSE_WRITE
+    | _IN_MOVED_FROM
+    | _IN_MOVED_TO
+    | _IN_CREATE
+    | _IN_DELETE
+    | _IN_DELETE_SELF
+    | _IN_MOVE_SELF
+)
 
 
 class Watcher:
@@ -80,7 +89,7 @@ class Watcher:
             for folder, dirs, _ in os.walk(root):
                 dirs[:] = [d for d in dirs if not d.startswith(".")]
                 if self._libc.inotify_add_watch(self._fd, os.fsencode(folder), _MASK) < 0:
-                    return False      # e.g. the per-user watch limit: fall back to scanning
+                    return False  # e.g. the per-user watch limit: fall back to scanning
         return True
 
     def __del__(self):

@@ -14,5 +14,14 @@ from __future__ import annotations
 from lore.integrations.agents import AGENTS, INSTRUCTIONS, ConfigError, install, uninstall
 from lore.integrations.capture import Candidate, from_stdout, from_transcript, repeated_errors
 
-__all__ = ["AGENTS", "INSTRUCTIONS", "ConfigError", "install", "uninstall",
-           "Candidate", "from_stdout", "from_transcript", "repeated_errors"]
+__all__ = [
+    "AGENTS",
+    "INSTRUCTIONS",
+    "ConfigError",
+    "install",
+    "uninstall",
+    "Candidate",
+    "from_stdout",
+    "from_transcript",
+    "repeated_errors",
+]

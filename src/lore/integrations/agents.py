@@ -36,7 +36,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from lore.errors import LoreError, UsageError
+from lore.errors import ConfigError, LoreError, UsageError
 
 AGENTS = ("claude-code", "codex", "cursor")
 SERVER_NAME = "lore"
@@ -87,19 +87,6 @@ Use a base64-encoded secret.
 """
 
 
-class ConfigError(LoreError):
-    """An agent's config file Lore must edit is malformed or has a conflicting entry.
-
-    Args:
-        message: what is wrong and what to do.
-        path: the file concerned.
-    """
-
-    def __init__(self, message: str, *, path: Path):
-        self.path = path
-        super().__init__(f"{path}: {message}")
-
-
 def install(agent: str, root: Path, *, command: list[str], instructions: bool = False) -> list[str]:
     """Install Lore into `agent`'s config for the project at `root`.
 
@@ -118,16 +105,21 @@ def install(agent: str, root: Path, *, command: list[str], instructions: bool = 
         raise UsageError("command must be a non-empty list of strings, e.g. ['lore']")
     command = list(command)
     server = {"command": command[0], "args": command[1:] + ["mcp"]}
-    changes: list[_Change] = []            # every file is checked before any is written
+    changes: list[_Change] = []  # every file is checked before any is written
     if agent == "claude-code":
-        changes += _json_edit(root / ".mcp.json", root, "MCP server 'lore'",
-                              lambda doc: _set_server(doc, server))
-        changes += _json_edit(root / ".claude" / "settings.json", root,
-                              "hooks " + ", ".join(HOOK_EVENTS),
-                              lambda doc: _set_hooks(doc, command))
+        changes += _json_edit(
+            root / ".mcp.json", root, "MCP server 'lore'", lambda doc: _set_server(doc, server)
+        )
+        changes += _json_edit(
+            root / ".claude" / "settings.json",
+            root,
+            "hooks " + ", ".join(HOOK_EVENTS),
+            lambda doc: _set_hooks(doc, command),
+        )
     elif agent == "cursor":
-        changes += _json_edit(root / ".cursor" / "mcp.json", root, "MCP server 'lore'",
-                              lambda doc: _set_server(doc, server))
+        changes += _json_edit(
+            root / ".cursor" / "mcp.json", root, "MCP server 'lore'", lambda doc: _set_server(doc, server)
+        )
     else:
         changes += _codex_install(root, command)
     if instructions:
@@ -148,21 +140,25 @@ def uninstall(agent: str, root: Path) -> list[str]:
     root = _check_root(root)
     changes: list[_Change] = []
     if agent == "claude-code":
-        changes += _json_edit(root / ".mcp.json", root, "MCP server 'lore'", _drop_server,
-                              removing=True)
-        changes += _json_edit(root / ".claude" / "settings.json", root,
-                              "hooks " + ", ".join(HOOK_EVENTS), _drop_hooks, removing=True)
+        changes += _json_edit(root / ".mcp.json", root, "MCP server 'lore'", _drop_server, removing=True)
+        changes += _json_edit(
+            root / ".claude" / "settings.json",
+            root,
+            "hooks " + ", ".join(HOOK_EVENTS),
+            _drop_hooks,
+            removing=True,
+        )
     elif agent == "cursor":
-        changes += _json_edit(root / ".cursor" / "mcp.json", root, "MCP server 'lore'",
-                              _drop_server, removing=True)
+        changes += _json_edit(
+            root / ".cursor" / "mcp.json", root, "MCP server 'lore'", _drop_server, removing=True
+        )
     else:
         changes += _codex_uninstall(root)
     md = root / _instructions_file(agent)
     other = {"codex": "cursor", "cursor": "codex"}.get(agent)
     if other and _is_installed(other, root):
         if _has_block(md, MD_BEGIN):
-            changes.append(_Change(None, None, f"kept the Lore block in {md.name}: "
-                                               f"{other} still uses it"))
+            changes.append(_Change(None, None, f"kept the Lore block in {md.name}: {other} still uses it"))
     else:
         changes += _md_uninstall(md, root)
     return _apply(changes, root)
@@ -208,7 +204,7 @@ def _is_installed(agent: str, root: Path) -> bool:
             return isinstance(servers, dict) and SERVER_NAME in servers
         text = _read(codex_config_path()).text
         span = _find_block(text, TOML_BEGIN, TOML_END, codex_config_path())
-        return span is not None and _codex_project(text[span[0]:span[1]]) == str(root)
+        return span is not None and _codex_project(text[span[0] : span[1]]) == str(root)
     except LoreError:
         return False
 
@@ -238,8 +234,9 @@ def _read(path: Path) -> _TextFile:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise ConfigError("is not valid UTF-8; re-save it as UTF-8, then run the command again",
-                          path=path) from None
+        raise ConfigError(
+            "is not valid UTF-8; re-save it as UTF-8, then run the command again", path=path
+        ) from None
     return _TextFile(path, True, text, bom, "\r\n" if "\r\n" in text else "\n")
 
 
@@ -297,8 +294,10 @@ def _apply(changes: list[_Change], root: Path) -> list[str]:
             else:
                 _write(change.file, change.text, new_mode=change.new_mode)
         except OSError as err:
-            raise ConfigError(f"cannot write ({err.strerror or err}); check the permissions of "
-                              "the file and its folder", path=change.file.path) from None
+            raise ConfigError(
+                f"cannot write ({err.strerror or err}); check the permissions of the file and its folder",
+                path=change.file.path,
+            ) from None
     return [change.line for change in changes]
 
 
@@ -318,11 +317,14 @@ def _load_json(file: _TextFile):
     try:
         doc = json.loads(file.text)
     except json.JSONDecodeError as err:
-        raise ConfigError(f"is not valid JSON (line {err.lineno}: {err.msg}); fix it, "
-                          "then run the command again", path=file.path) from None
+        raise ConfigError(
+            f"is not valid JSON (line {err.lineno}: {err.msg}); fix it, then run the command again",
+            path=file.path,
+        ) from None
     if not isinstance(doc, dict):
-        raise ConfigError("must hold a JSON object ({...}); fix it, then run the command again",
-                          path=file.path)
+        raise ConfigError(
+            "must hold a JSON object ({...}); fix it, then run the command again", path=file.path
+        )
     return doc
 
 
@@ -350,7 +352,7 @@ def _json_edit(path: Path, root: Path, what: str, edit, *, removing: bool = Fals
     doc = _load_json(file)
     before = json.dumps(doc)
     try:
-        new = edit(json.loads(before))          # edit a deep copy
+        new = edit(json.loads(before))  # edit a deep copy
     except _ShapeProblem as err:
         raise ConfigError(f"{err}; fix it, then run the command again", path=path) from None
     if json.dumps(new) == before:
@@ -406,8 +408,7 @@ def _set_hooks(doc: dict, command: list[str]) -> dict:
         groups = hooks.get(event, [])
         if not isinstance(groups, list):
             raise _ShapeProblem(f"'hooks.{event}' must be a list")
-        hooks[event] = _place_hook(groups, sub, hook_command(command, event),
-                                   event in _MATCHER_EVENTS)
+        hooks[event] = _place_hook(groups, sub, hook_command(command, event), event in _MATCHER_EVENTS)
     return doc
 
 
@@ -423,7 +424,7 @@ def _place_hook(groups: list, sub: str, command: str, with_matcher: bool) -> lis
         for hook in group["hooks"]:
             if not _is_lore_hook(hook, sub):
                 kept.append(hook)
-            elif not placed:        # update in place, keeping keys the user added (timeout, ...)
+            elif not placed:  # update in place, keeping keys the user added (timeout, ...)
                 kept.append({**hook, "type": "command", "command": command})
                 placed = True
             # later duplicates of Lore's hook are dropped
@@ -482,19 +483,25 @@ def _find_block(text: str, begin: str, end: str, path: Path) -> tuple[int, int] 
             start = offset
         elif bare == end:
             if start is None:
-                raise ConfigError(f"has a '{end}' line without '{begin}' before it; remove the "
-                                  "stray line, then run the command again", path=path)
+                raise ConfigError(
+                    f"has a '{end}' line without '{begin}' before it; remove the "
+                    "stray line, then run the command again",
+                    path=path,
+                )
             return start, offset + len(line)
         offset += len(line)
     if start is not None:
-        raise ConfigError(f"has a '{begin}' line but no '{end}' after it; delete the partial "
-                          "Lore block, then run the command again", path=path)
+        raise ConfigError(
+            f"has a '{begin}' line but no '{end}' after it; delete the partial "
+            "Lore block, then run the command again",
+            path=path,
+        )
     return None
 
 
 def _put_block(text: str, block: str, span: tuple[int, int] | None) -> str:
     if span is not None:
-        return text[: span[0]] + block + text[span[1]:]
+        return text[: span[0]] + block + text[span[1] :]
     if not text:
         return block
     sep = "\n" if text.endswith("\n") else "\n\n"
@@ -502,8 +509,8 @@ def _put_block(text: str, block: str, span: tuple[int, int] | None) -> str:
 
 
 def _cut_block(text: str, span: tuple[int, int]) -> str:
-    before, after = text[: span[0]], text[span[1]:]
-    if before.endswith("\n\n"):       # the blank line _put_block added
+    before, after = text[: span[0]], text[span[1] :]
+    if before.endswith("\n\n"):  # the blank line _put_block added
         before = before[:-1]
     elif before.endswith("\r\n\r\n"):
         before = before[:-2]
@@ -525,8 +532,7 @@ def _md_install(path: Path, root: Path) -> list[_Change]:
     shown = _show(path, root)
     if not file.exists:
         return [_Change(file, new, f"created {shown}: Lore instructions")]
-    return [_Change(file, new, f"updated {shown}: {'refreshed' if span else 'added'} "
-                               "Lore instructions")]
+    return [_Change(file, new, f"updated {shown}: {'refreshed' if span else 'added'} Lore instructions")]
 
 
 def _md_uninstall(path: Path, root: Path) -> list[_Change]:
@@ -566,23 +572,26 @@ def _toml_str(value: str) -> str:
 
 def _codex_block(root: Path, command: list[str]) -> str:
     args = ", ".join(_toml_str(arg) for arg in [*command[1:], "mcp"])
-    return (f"{TOML_BEGIN} {TOML_NOTE}\n"
-            f"[mcp_servers.{SERVER_NAME}]\n"
-            f"command = {_toml_str(command[0])}\n"
-            f"args = [{args}]\n"
-            f"cwd = {_toml_str(str(root))}\n"
-            f"\n"
-            f"[mcp_servers.{SERVER_NAME}.env]\n"
-            f"LORE_PROJECT = {_toml_str(str(root))}\n"
-            f"{TOML_END}\n")
+    return (
+        f"{TOML_BEGIN} {TOML_NOTE}\n"
+        f"[mcp_servers.{SERVER_NAME}]\n"
+        f"command = {_toml_str(command[0])}\n"
+        f"args = [{args}]\n"
+        f"cwd = {_toml_str(str(root))}\n"
+        f"\n"
+        f"[mcp_servers.{SERVER_NAME}.env]\n"
+        f"LORE_PROJECT = {_toml_str(str(root))}\n"
+        f"{TOML_END}\n"
+    )
 
 
 def _parse_toml(text: str, path: Path) -> dict:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"is not valid TOML ({err}); fix it, then run the command again",
-                          path=path) from None
+        raise ConfigError(
+            f"is not valid TOML ({err}); fix it, then run the command again", path=path
+        ) from None
 
 
 def _codex_project(block_text: str) -> str | None:
@@ -601,9 +610,12 @@ def _codex_install(root: Path, command: list[str]) -> list[_Change]:
     data = _parse_toml(file.text, path)
     span = _find_block(file.text, TOML_BEGIN, TOML_END, path)
     if span is None and SERVER_NAME in (data.get("mcp_servers") or {}):
-        raise ConfigError(f"already defines [mcp_servers.{SERVER_NAME}], not written by Lore; "
-                          "remove or rename it, then run `lore install codex` again", path=path)
-    previous = _codex_project(file.text[span[0]:span[1]]) if span else None
+        raise ConfigError(
+            f"already defines [mcp_servers.{SERVER_NAME}], not written by Lore; "
+            "remove or rename it, then run `lore install codex` again",
+            path=path,
+        )
+    previous = _codex_project(file.text[span[0] : span[1]]) if span else None
     block = _codex_block(root, command).replace("\n", file.newline)
     new = _put_block(file.text, block, span)
     if file.exists and new == file.text:
@@ -612,14 +624,19 @@ def _codex_install(root: Path, command: list[str]) -> list[_Change]:
         written = tomllib.loads(new)["mcp_servers"][SERVER_NAME]
         assert written["env"]["LORE_PROJECT"] == str(root)
     except (tomllib.TOMLDecodeError, KeyError, TypeError, AssertionError):
-        raise ConfigError(f"Lore's [mcp_servers.{SERVER_NAME}] table cannot be added to this file "
-                          "(is `mcp_servers` an inline table?); use [mcp_servers.<name>] tables, "
-                          "then run `lore install codex` again", path=path) from None
+        raise ConfigError(
+            f"Lore's [mcp_servers.{SERVER_NAME}] table cannot be added to this file "
+            "(is `mcp_servers` an inline table?); use [mcp_servers.<name>] tables, "
+            "then run `lore install codex` again",
+            path=path,
+        ) from None
     if not file.exists:
         line = f"created {path}: MCP server '{SERVER_NAME}' for {root}"
     elif previous and previous != str(root):
-        line = (f"updated {path}: MCP server '{SERVER_NAME}' now serves {root} (was {previous}); "
-                "Codex's config is per user, so one project at a time")
+        line = (
+            f"updated {path}: MCP server '{SERVER_NAME}' now serves {root} (was {previous}); "
+            "Codex's config is per user, so one project at a time"
+        )
     else:
         line = f"updated {path}: set MCP server '{SERVER_NAME}' for {root}"
     return [_Change(file, new, line, new_mode=0o600)]
@@ -633,10 +650,13 @@ def _codex_uninstall(root: Path) -> list[_Change]:
     span = _find_block(file.text, TOML_BEGIN, TOML_END, path)
     if span is None:
         return []
-    project = _codex_project(file.text[span[0]:span[1]])
+    project = _codex_project(file.text[span[0] : span[1]])
     if project is not None and project != str(root):
-        return [_Change(None, None, f"left {path} alone: its MCP server '{SERVER_NAME}' "
-                                    f"serves {project}, not {root}")]
+        return [
+            _Change(
+                None, None, f"left {path} alone: its MCP server '{SERVER_NAME}' serves {project}, not {root}"
+            )
+        ]
     new = _cut_block(file.text, span)
     if not new:
         return [_Change(file, None, f"removed {path} (it held only Lore's MCP server)")]

@@ -31,9 +31,10 @@ import json
 import re
 import textwrap
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC
 from pathlib import Path
-from typing import Iterable
 
 from lore.errors import ValidationError
 from lore.memory.model import MEMORY_TYPES, SCOPE_RE, now_iso, parse_time
@@ -44,12 +45,12 @@ class Candidate:
     """Something an agent said or wrote that may become a memory."""
 
     body: str
-    occurred_at: str                  # ISO 8601 UTC ("...Z")
-    title: str | None = None          # None: the service derives one from the body
+    occurred_at: str  # ISO 8601 UTC ("...Z")
+    title: str | None = None  # None: the service derives one from the body
     type: str = "summary"
     tags: list[str] = field(default_factory=list)
     applies_to: str = "global"
-    source: str | None = None         # "transcript:<session>:<uuid>", "stdout", ...
+    source: str | None = None  # "transcript:<session>:<uuid>", "stdout", ...
 
 
 # ---------------------------------------------------------------- transcripts
@@ -76,7 +77,7 @@ def from_transcript(path: Path) -> list[Candidate]:
         path: the JSONL file.
     """
     path = Path(path)
-    messages: dict[str, dict] = {}      # key -> {"parts", "time", "source"}; insertion-ordered
+    messages: dict[str, dict] = {}  # key -> {"parts", "time", "source"}; insertion-ordered
     seen_uuids: set[str] = set()
     fallback_session = path.stem
     with open(path, encoding="utf-8", errors="replace") as handle:
@@ -91,7 +92,7 @@ def from_transcript(path: Path) -> list[Candidate]:
             uuid = event.get("uuid") if isinstance(event.get("uuid"), str) else None
             if uuid is not None:
                 if uuid in seen_uuids:
-                    continue            # the same event written twice
+                    continue  # the same event written twice
                 seen_uuids.add(uuid)
             key = f"id:{message_id}" if message_id else f"line:{number}"
             entry = messages.get(key)
@@ -108,8 +109,11 @@ def from_transcript(path: Path) -> list[Candidate]:
         body = "\n".join(entry["parts"]).strip()
         if "\n" not in body or entry["time"] is None:
             continue
-        out.append(Candidate(body=body, occurred_at=entry["time"], title=_heading_title(body),
-                             source=entry["source"]))
+        out.append(
+            Candidate(
+                body=body, occurred_at=entry["time"], title=_heading_title(body), source=entry["source"]
+            )
+        )
     return out
 
 
@@ -127,20 +131,23 @@ def _json_line(line: str) -> dict | None:
 def _assistant_text(event: dict) -> tuple[str, str | None] | None:
     """(joined text parts, message id) of an assistant event; None for anything else."""
     kind = event.get("type")
-    if kind == "assistant":                                   # Claude Code
+    if kind == "assistant":  # Claude Code
         message = event.get("message")
         if not isinstance(message, dict) or message.get("role", "assistant") != "assistant":
             return None
         if message.get("model") == "<synthetic>" or event.get("isApiErrorMessage"):
-            return None                                       # Claude Code's own error notices
+            return None  # Claude Code's own error notices
         message_id = message.get("id") if isinstance(message.get("id"), str) else None
         return _text_of(message.get("content")), message_id
-    if kind == "message" and event.get("role") == "assistant":   # 004 session
+    if kind == "message" and event.get("role") == "assistant":  # 004 session
         return _text_of(event.get("content")), None
-    if kind == "response_item":                               # Codex rollout
+    if kind == "response_item":  # Codex rollout
         payload = event.get("payload")
-        if isinstance(payload, dict) and payload.get("type") == "message" \
-                and payload.get("role") == "assistant":
+        if (
+            isinstance(payload, dict)
+            and payload.get("type") == "message"
+            and payload.get("role") == "assistant"
+        ):
             return _text_of(payload.get("content")), None
     return None
 
@@ -151,9 +158,13 @@ def _text_of(content) -> str:
         return content
     if not isinstance(content, list):
         return ""
-    texts = [part["text"] for part in content
-             if isinstance(part, dict) and part.get("type") in ("text", "output_text")
-             and isinstance(part.get("text"), str)]
+    texts = [
+        part["text"]
+        for part in content
+        if isinstance(part, dict)
+        and part.get("type") in ("text", "output_text")
+        and isinstance(part.get("text"), str)
+    ]
     return "\n".join(texts)
 
 
@@ -162,10 +173,11 @@ def _time_of(event: dict) -> str | None:
     if value is None:
         return None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        from datetime import datetime, timezone
-        seconds = value / 1000 if value > 1e11 else value      # epoch ms or s
+        from datetime import datetime
+
+        seconds = value / 1000 if value > 1e11 else value  # epoch ms or s
         try:
-            return parse_time(datetime.fromtimestamp(seconds, tz=timezone.utc))
+            return parse_time(datetime.fromtimestamp(seconds, tz=UTC))
         except (OverflowError, OSError, ValueError):
             return None
     try:
@@ -185,13 +197,21 @@ _OPEN = re.compile(r"<lore-memory(?=[\s>/])")
 _CLOSE = "</lore-memory>"
 _ATTR = re.compile(r"""\s*([A-Za-z_][\w-]*)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
-_FIELDS = {"type": "type", "tags": "tags", "keywords": "tags", "applies_to": "applies_to",
-           "title": "title", "subject": "title", "occurred_at": "occurred_at"}
+_FIELDS = {
+    "type": "type",
+    "tags": "tags",
+    "keywords": "tags",
+    "applies_to": "applies_to",
+    "title": "title",
+    "subject": "title",
+    "occurred_at": "occurred_at",
+}
 _EXAMPLE = re.compile(r"<lore-memory.*?</lore-memory>", re.DOTALL)
 
 
-def from_stdout(text: str, *, default_time: str | None = None,
-                source: str = "stdout") -> tuple[list[Candidate], list[str]]:
+def from_stdout(
+    text: str, *, default_time: str | None = None, source: str = "stdout"
+) -> tuple[list[Candidate], list[str]]:
     """Parse the ``<lore-memory>`` blocks an agent printed.
 
     Args:
@@ -219,7 +239,7 @@ def from_stdout(text: str, *, default_time: str | None = None,
             problems.append(f"line {line}: <lore-memory> tag is not closed with '>'; skipped")
             pos = opening.end()
             continue
-        attrs_text = text[opening.end():tag_end]
+        attrs_text = text[opening.end() : tag_end]
         if attrs_text.rstrip().endswith("/"):
             problems.append(f"line {line}: <lore-memory/> has no body; skipped")
             pos = tag_end + 1
@@ -232,7 +252,7 @@ def from_stdout(text: str, *, default_time: str | None = None,
             continue
         pos = close + len(_CLOSE)
         try:
-            candidate, notes = _block(attrs_text, text[tag_end + 1:close], fallback, source)
+            candidate, notes = _block(attrs_text, text[tag_end + 1 : close], fallback, source)
         except _BlockProblem as err:
             problems.append(f"line {line}: {err}; skipped")
             continue
@@ -265,8 +285,9 @@ def _tag_end(text: str, start: int) -> int | None:
     return None
 
 
-def _block(attrs_text: str, inner: str, fallback: str | None,
-           source: str) -> tuple[Candidate | None, list[str]]:
+def _block(
+    attrs_text: str, inner: str, fallback: str | None, source: str
+) -> tuple[Candidate | None, list[str]]:
     notes: list[str] = []
     attrs = _attributes(attrs_text)
     body = textwrap.dedent(inner.strip("\n")).strip()
@@ -276,12 +297,13 @@ def _block(attrs_text: str, inner: str, fallback: str | None,
     if not body:
         raise _BlockProblem("empty body")
     fields: dict = {}
-    for origin in (header, attrs):            # the tag's attributes win
+    for origin in (header, attrs):  # the tag's attributes win
         for name, value in origin.items():
             canonical = _FIELDS.get(str(name))
             if canonical is None:
-                notes.append(f"ignored unknown field '{name}' "
-                             f"(known: type, tags, applies_to, title, occurred_at)")
+                notes.append(
+                    f"ignored unknown field '{name}' (known: type, tags, applies_to, title, occurred_at)"
+                )
             else:
                 fields[canonical] = value
     kind = _one_string(fields.get("type", "summary"), "type").strip().lower()
@@ -297,14 +319,22 @@ def _block(attrs_text: str, inner: str, fallback: str | None,
         try:
             occurred = parse_time(when)
         except ValidationError:
-            raise _BlockProblem(f"occurred_at '{when}' is not an ISO 8601 time, "
-                                "e.g. 2026-02-10T15:30:00Z") from None
+            raise _BlockProblem(
+                f"occurred_at '{when}' is not an ISO 8601 time, e.g. 2026-02-10T15:30:00Z"
+            ) from None
     else:
         occurred = fallback or now_iso()
     if _is_instructions_example(body):
         return None, notes
-    return Candidate(body=body, occurred_at=occurred, title=title or None, type=kind, tags=tags,
-                     applies_to=scope, source=source), notes
+    return Candidate(
+        body=body,
+        occurred_at=occurred,
+        title=title or None,
+        type=kind,
+        tags=tags,
+        applies_to=scope,
+        source=source,
+    ), notes
 
 
 def _attributes(text: str) -> dict[str, str]:
@@ -315,8 +345,9 @@ def _attributes(text: str) -> dict[str, str]:
         match = _ATTR.match(text, pos)
         if match is None:
             rest = text[pos:].strip()
-            raise _BlockProblem(f"cannot read the tag's attributes at '{rest[:30]}'; "
-                                'write them as name="value"')
+            raise _BlockProblem(
+                f"cannot read the tag's attributes at '{rest[:30]}'; write them as name=\"value\""
+            )
         name = match.group(1)
         if name in attrs:
             raise _BlockProblem(f"attribute '{name}' given twice")
@@ -343,7 +374,7 @@ def _header(body: str) -> tuple[dict, str]:
         raise _BlockProblem(f"malformed YAML header ({problem})") from None
     if not isinstance(meta, dict):
         raise _BlockProblem("the header must be 'field: value' lines")
-    return meta, "\n".join(lines[end + 1:]).strip()
+    return meta, "\n".join(lines[end + 1 :]).strip()
 
 
 def _one_string(value, name: str) -> str:
@@ -380,20 +411,19 @@ def _is_instructions_example(body: str) -> bool:
 # ---------------------------------------------------------------- repeated errors
 
 _ERROR_LINE = re.compile(
-    r"[A-Z]\w*(?:Error|Exception)\b"          # ValueError, NullPointerException
+    r"[A-Z]\w*(?:Error|Exception)\b"  # ValueError, NullPointerException
     r"|\bException\b"
     r"|\b(?:error|Error|ERROR)(?:\[E\d+\])?:"  # error: / Error: / error[E0382]:
     r"|\bFAILED\b|\bERROR\b"
     r"|npm ERR!"
     r"|^\s*fatal:"
-    r"|\bpanicked at\b")
+    r"|\bpanicked at\b"
+)
 _TRACEBACK = re.compile(r"^\s*Traceback \(most recent call last\):")
 _NORMALISE = (
-    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"),
-     "<time>"),
+    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"), "<time>"),
     (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<time>"),
-    (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
-     "<id>"),
+    (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"), "<id>"),
     (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
     (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,}\b"), "<hex>"),  # hashes
     (re.compile(r"(?<=[/\\])tmp[\w.-]{4,}"), "<tmp>"),
@@ -425,18 +455,18 @@ def repeated_errors(text_or_lines: str | Iterable[str], threshold: int = 3) -> l
     for raw in lines:
         line = _ANSI.sub("", str(raw)).rstrip()
         if _TRACEBACK.match(line):
-            in_traceback = True         # the header itself says nothing; its last line does
+            in_traceback = True  # the header itself says nothing; its last line does
             continue
         if in_traceback:
             if not line or line[:1].isspace():
-                continue                # the stack frames
+                continue  # the stack frames
             in_traceback = False
             counts[_normalise(line)] += 1
             continue
         if _ERROR_LINE.search(line):
             counts[_normalise(line)] += 1
     ranked = [(pattern, n) for pattern, n in counts.items() if pattern and n >= threshold]
-    ranked.sort(key=lambda item: -item[1])          # stable: first appearance breaks ties
+    ranked.sort(key=lambda item: -item[1])  # stable: first appearance breaks ties
     return ranked
 
 

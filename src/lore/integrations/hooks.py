@@ -22,10 +22,11 @@ def run_hook(event: str, project: str, stdin=None) -> int:
     try:
         payload = _payload(stdin or sys.stdin)
         from lore.service import Lore
+
         lore = Lore.open(payload.get("cwd") or project)
         message = _HANDLERS[event](lore, payload)
         _log(lore, f"ok {event}: {message} ({time.time() - started:.2f} s)")
-    except Exception as err:  # noqa: BLE001 - never break the agent
+    except Exception as err:
         if lore is not None:
             _log(lore, f"error {event}: {err}")
         else:
@@ -41,8 +42,11 @@ def _session_start(lore, payload: dict) -> str:
     pack = lore.recall(title, fresh=False)
     context = pack.markdown if pack.items else ""
     if context:
-        print(json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart",
-                                                 "additionalContext": context}}))
+        print(
+            json.dumps(
+                {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
+            )
+        )
     return f"{len(pack.items)} items, {pack.tokens_used} tokens"
 
 

@@ -36,12 +36,14 @@ class LoreTools:
 
     def __init__(self, project: str | None, agent: str | None = None):
         from lore.service import Lore
+
         self.lore = Lore.open(project or ".", agent=agent, watch=True)
         self.lock = threading.Lock()
 
     def call(self, fn, *args, **kwargs) -> str:
         """Run a service call; LoreErrors become tool errors with their one-line message."""
         from mcp.server.mcpserver.exceptions import ToolError
+
         with self.lock:
             try:
                 return _dump(fn(*args, **kwargs))
@@ -63,22 +65,45 @@ def build_server(project: str | None = None, *, agent: str | None = None):
 
     tools = LoreTools(project, agent)
     lore = tools.lore
-    server = MCPServer("lore", instructions=(
-        "Project memory. Search before exploring: search_memories / memory_search (summaries + ids), "
-        "then memory_read for detail; search_codebase for code. Write lasting knowledge only "
-        "(decisions, conventions, gotchas) with memory_write or add_memory."))
+    server = MCPServer(
+        "lore",
+        instructions=(
+            "Project memory. Search before exploring: search_memories / memory_search (summaries + ids), "
+            "then memory_read for detail; search_codebase for code. Write lasting knowledge only "
+            "(decisions, conventions, gotchas) with memory_write or add_memory."
+        ),
+    )
 
-    @server.tool(description="Semantic + keyword code search. Returns chunks with file_path, lines, "
-                             "symbol, language, similarity 0-1.")
-    def search_codebase(query: str, file_types: list[str] | None = None, directories: list[str] | None = None,
-                        limit: Limit = 10, changed_within_days: float | None = None,
-                        files_only: bool = False) -> str:
-        return tools.call(lambda: [h.to_json(full=True) for h in lore.code_search(
-            query, limit=limit, extensions=file_types or (), directories=directories or (),
-            changed_within_days=changed_within_days, files_only=files_only)])
+    @server.tool(
+        description="Semantic + keyword code search. Returns chunks with file_path, lines, "
+        "symbol, language, similarity 0-1."
+    )
+    def search_codebase(
+        query: str,
+        file_types: list[str] | None = None,
+        directories: list[str] | None = None,
+        limit: Limit = 10,
+        changed_within_days: float | None = None,
+        files_only: bool = False,
+    ) -> str:
+        return tools.call(
+            lambda: [
+                h.to_json(full=True)
+                for h in lore.code_search(
+                    query,
+                    limit=limit,
+                    extensions=file_types or (),
+                    directories=directories or (),
+                    changed_within_days=changed_within_days,
+                    files_only=files_only,
+                )
+            ]
+        )
 
-    @server.tool(description="Index the project's code, history and memories (incremental unless "
-                             "incremental=false). Returns IndexResult.")
+    @server.tool(
+        description="Index the project's code, history and memories (incremental unless "
+        "incremental=false). Returns IndexResult."
+    )
     def index_project(incremental: bool = True) -> str:
         def run():
             lore.sync(force=not incremental)
@@ -87,37 +112,79 @@ def build_server(project: str | None = None, *, agent: str | None = None):
             data.pop("skipped")
             data["embedded"] = lore.embed()
             return data
+
         return tools.call(run)
 
-    @server.tool(description=f"Store a lasting memory. type: {', '.join(MEMORY_TYPES)}. "
-                             "applies_to: global | file:<path> | area:<name>.")
-    def add_memory(type: str, title: str, content: str, tags: list[str] | None = None,
-                   applies_to: str = "global", source_work_item_id: str | None = None,
-                   agent: str | None = None, private: bool = False) -> str:
-        return tools.call(lambda: _memory_json(lore.add(
-            body=content, title=title, type=type, tags=tags or (), applies_to=applies_to,
-            task=source_work_item_id, agent=agent, private=private)))
+    @server.tool(
+        description=f"Store a lasting memory. type: {', '.join(MEMORY_TYPES)}. "
+        "applies_to: global | file:<path> | area:<name>."
+    )
+    def add_memory(
+        type: str,
+        title: str,
+        content: str,
+        tags: list[str] | None = None,
+        applies_to: str = "global",
+        source_work_item_id: str | None = None,
+        agent: str | None = None,
+        private: bool = False,
+    ) -> str:
+        return tools.call(
+            lambda: _memory_json(
+                lore.add(
+                    body=content,
+                    title=title,
+                    type=type,
+                    tags=tags or (),
+                    applies_to=applies_to,
+                    task=source_work_item_id,
+                    agent=agent,
+                    private=private,
+                )
+            )
+        )
 
-    @server.tool(description="Context for a task: ranked memories, likely files, code, related past "
-                             "work, packed into budget tokens. Returns markdown + structured lists.")
-    def recall_context(title: str, description: str = "", work_item_id: str | None = None,
-                       files: list[str] | None = None, include_code: bool = True,
-                       include_memories: bool = True, include_related_work: bool = True,
-                       limit_per_type: Annotated[int, Field(ge=1, le=20)] = 5,
-                       budget: Annotated[int, Field(ge=100, le=32000)] | None = None,
-                       agent: str | None = None) -> str:
-        return tools.call(lambda: lore.recall(
-            title, description=description, task=work_item_id, files=files or (),
-            include_code=include_code, include_memories=include_memories,
-            include_related_work=include_related_work, limit_per_type=limit_per_type,
-            budget=budget, agent=agent).to_json())
+    @server.tool(
+        description="Context for a task: ranked memories, likely files, code, related past "
+        "work, packed into budget tokens. Returns markdown + structured lists."
+    )
+    def recall_context(
+        title: str,
+        description: str = "",
+        work_item_id: str | None = None,
+        files: list[str] | None = None,
+        include_code: bool = True,
+        include_memories: bool = True,
+        include_related_work: bool = True,
+        limit_per_type: Annotated[int, Field(ge=1, le=20)] = 5,
+        budget: Annotated[int, Field(ge=100, le=32000)] | None = None,
+        agent: str | None = None,
+    ) -> str:
+        return tools.call(
+            lambda: lore.recall(
+                title,
+                description=description,
+                task=work_item_id,
+                files=files or (),
+                include_code=include_code,
+                include_memories=include_memories,
+                include_related_work=include_related_work,
+                limit_per_type=limit_per_type,
+                budget=budget,
+                agent=agent,
+            ).to_json()
+        )
 
-    @server.tool(description="Search memories; filter by types. Returns memories with id, title, "
-                             "type, snippet, score 0-1.")
-    def search_memories(query: str, types: list[str] | None = None, limit: Limit = 10,
-                        agent: str | None = None) -> str:
-        return tools.call(lambda: [h.to_json() for h in lore.search(
-            query, limit=limit, types=types or (), agent=agent)])
+    @server.tool(
+        description="Search memories; filter by types. Returns memories with id, title, "
+        "type, snippet, score 0-1."
+    )
+    def search_memories(
+        query: str, types: list[str] | None = None, limit: Limit = 10, agent: str | None = None
+    ) -> str:
+        return tools.call(
+            lambda: [h.to_json() for h in lore.search(query, limit=limit, types=types or (), agent=agent)]
+        )
 
     @server.tool(description="Re-index changed/deleted files (for hooks). Returns {updated, deleted}.")
     def update_index(files: list[str], deleted_files: list[str] | None = None) -> str:
@@ -125,19 +192,37 @@ def build_server(project: str | None = None, *, agent: str | None = None):
 
     @server.tool(description="Step 1 of search→read: summaries, ids, relevance, timestamp.")
     def memory_search(query: str, limit: Limit = 5) -> str:
-        return tools.call(lambda: [{"id": h.id, "summary": h.summary or h.snippet, "title": h.title,
-                                    "relevance": h.score, "timestamp": h.occurred_at}
-                                   for h in lore.search(query, limit=limit)])
+        return tools.call(
+            lambda: [
+                {
+                    "id": h.id,
+                    "summary": h.summary or h.snippet,
+                    "title": h.title,
+                    "relevance": h.score,
+                    "timestamp": h.occurred_at,
+                }
+                for h in lore.search(query, limit=limit)
+            ]
+        )
 
     @server.tool(description="Step 2: a memory's full text, paginated by characters (offset, limit).")
-    def memory_read(id: str, offset: Annotated[int, Field(ge=0)] = 0,
-                    limit: Annotated[int, Field(ge=1, le=20000)] = 4000) -> str:
+    def memory_read(
+        id: str, offset: Annotated[int, Field(ge=0)] = 0, limit: Annotated[int, Field(ge=1, le=20000)] = 4000
+    ) -> str:
         return tools.call(lambda: lore.show(id, offset=offset, limit=limit).to_json())
 
-    @server.tool(description="Create a memory, or update one when id is given. Lasting knowledge "
-                             "only, never transient state or secrets.")
-    def memory_write(content: str, type: str | None = None, tags: list[str] | None = None,
-                     title: str | None = None, id: str | None = None, applies_to: str | None = None) -> str:
+    @server.tool(
+        description="Create a memory, or update one when id is given. Lasting knowledge "
+        "only, never transient state or secrets."
+    )
+    def memory_write(
+        content: str,
+        type: str | None = None,
+        tags: list[str] | None = None,
+        title: str | None = None,
+        id: str | None = None,
+        applies_to: str | None = None,
+    ) -> str:
         def run():
             if id is not None:
                 try:
@@ -145,10 +230,22 @@ def build_server(project: str | None = None, *, agent: str | None = None):
                 except LoreError:
                     pass
                 else:
-                    return _memory_json(lore.update(id, body=content, title=title, type=type, tags=tags,
-                                                    applies_to=applies_to))
-            return _memory_json(lore.add(body=content, title=title, type=type or "fact", tags=tags or (),
-                                         applies_to=applies_to or "global", id=id))
+                    return _memory_json(
+                        lore.update(
+                            id, body=content, title=title, type=type, tags=tags, applies_to=applies_to
+                        )
+                    )
+            return _memory_json(
+                lore.add(
+                    body=content,
+                    title=title,
+                    type=type or "fact",
+                    tags=tags or (),
+                    applies_to=applies_to or "global",
+                    id=id,
+                )
+            )
+
         return tools.call(run)
 
     for tool in server._tool_manager.list_tools():
@@ -177,10 +274,20 @@ def _compact(schema):
 def _memory_json(result) -> dict:
     """003's Memory shape (plus path, created, redacted)."""
     m = result.memory
-    return {"id": m.id, "memory_type": m.type, "title": m.title, "content": m.body,
-            "source_work_item_id": m.task, "created_by_agent": m.agent, "created_at": m.occurred_at,
-            "tags": m.tags, "applies_to": m.applies_to, "path": result.path, "created": result.created,
-            "redacted": dict(result.redacted)}
+    return {
+        "id": m.id,
+        "memory_type": m.type,
+        "title": m.title,
+        "content": m.body,
+        "source_work_item_id": m.task,
+        "created_by_agent": m.agent,
+        "created_at": m.occurred_at,
+        "tags": m.tags,
+        "applies_to": m.applies_to,
+        "path": result.path,
+        "created": result.created,
+        "redacted": dict(result.redacted),
+    }
 
 
 def serve_stdio(project: str | None, *, agent: str | None = None) -> None:
@@ -189,15 +296,18 @@ def serve_stdio(project: str | None, *, agent: str | None = None) -> None:
     server.run("stdio")
 
 
-def serve_http(project: str | None, *, host: str, port: int, token: str | None,
-               agent: str | None = None) -> None:
+def serve_http(
+    project: str | None, *, host: str, port: int, token: str | None, agent: str | None = None
+) -> None:
     """Streamable HTTP at /mcp. A bearer token is required unless bound to loopback."""
     import uvicorn
     from starlette.responses import JSONResponse
 
     if host not in ("127.0.0.1", "localhost", "::1") and not token:
-        raise LoreError(f"binding to {host} exposes your project; set a token with --token or "
-                        "LORE_MCP_TOKEN (or bind to 127.0.0.1)")
+        raise LoreError(
+            f"binding to {host} exposes your project; set a token with --token or "
+            "LORE_MCP_TOKEN (or bind to 127.0.0.1)"
+        )
     server, tools = build_server(project, agent=agent)
     tools.warm()
     app = server.streamable_http_app()
@@ -206,7 +316,9 @@ def serve_http(project: str | None, *, host: str, port: int, token: str | None,
         if scope["type"] == "http" and token:
             headers = dict(scope.get("headers") or [])
             if headers.get(b"authorization", b"").decode() != f"Bearer {token}":
-                await JSONResponse({"error": "missing or wrong bearer token"}, status_code=401)(scope, receive, send)
+                await JSONResponse({"error": "missing or wrong bearer token"}, status_code=401)(
+                    scope, receive, send
+                )
                 return
         await app(scope, receive, send)
 

@@ -34,20 +34,38 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lore.errors import UsageError
-from lore.index.gitrepo import (_LOG_FIELDS, _LOG_FORMAT, Commit, _git, _path, _records,
-                                _text, head, repo_root, worktree_changes)
+from lore.index.gitrepo import (
+    _LOG_FIELDS,
+    _LOG_FORMAT,
+    Commit,
+    _git,
+    _path,
+    _records,
+    _text,
+    head,
+    repo_root,
+    worktree_changes,
+)
 
-__all__ = ["CompletionBundle", "TaskChanges", "load_bundle", "mine_decisions", "render_body",
-           "strip_task_id", "task_changes"]
+__all__ = [
+    "CompletionBundle",
+    "TaskChanges",
+    "load_bundle",
+    "mine_decisions",
+    "render_body",
+    "strip_task_id",
+    "task_changes",
+]
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-MAX_DECISIONS = 8           # mined from commit messages
+MAX_DECISIONS = 8  # mined from commit messages
 MAX_DECISION_CHARS = 300
-MAX_KEY_FILES = 15          # changed files listed under Key Files (besides the bundle's)
+MAX_KEY_FILES = 15  # changed files listed under Key Files (besides the bundle's)
 MAX_APPROACH_SUBJECTS = 5
 
 
 # -- the completion bundle ----------------------------------------------------
+
 
 @dataclass
 class CompletionBundle:
@@ -84,14 +102,30 @@ class CompletionBundle:
 # humanActions, suggestedTasks, ...) are ignored: JAT bundles carry more than
 # a memory needs.
 _BUNDLE_KEYS = {
-    "summary": "summary", "approach": "approach", "decisions": "decisions",
-    "lessons": "lessons", "patterns": "patterns", "gotchas": "gotchas",
-    "files": "files", "key_files": "files", "keyfiles": "files",
-    "tags": "tags", "labels": "labels", "priority": "priority",
-    "type": "task_type", "task_type": "task_type", "tasktype": "task_type",
-    "risk": "risk", "risk_level": "risk", "risklevel": "risk",
-    "task": "task", "task_id": "task", "taskid": "task",
-    "agent": "agent", "agent_name": "agent", "agentname": "agent",
+    "summary": "summary",
+    "approach": "approach",
+    "decisions": "decisions",
+    "lessons": "lessons",
+    "patterns": "patterns",
+    "gotchas": "gotchas",
+    "files": "files",
+    "key_files": "files",
+    "keyfiles": "files",
+    "tags": "tags",
+    "labels": "labels",
+    "priority": "priority",
+    "type": "task_type",
+    "task_type": "task_type",
+    "tasktype": "task_type",
+    "risk": "risk",
+    "risk_level": "risk",
+    "risklevel": "risk",
+    "task": "task",
+    "task_id": "task",
+    "taskid": "task",
+    "agent": "agent",
+    "agent_name": "agent",
+    "agentname": "agent",
 }
 _INTEL_KEYS = ("crossagentintel", "cross_agent_intel")
 _LIST_FIELDS = ("summary", "decisions", "lessons", "patterns", "gotchas", "files", "tags", "labels")
@@ -113,36 +147,43 @@ def load_bundle(path: Path) -> CompletionBundle:
     try:
         raw = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        raise UsageError(f"completion bundle {path} does not exist; pass the JSON file "
-                         "written by the agent") from None
+        raise UsageError(
+            f"completion bundle {path} does not exist; pass the JSON file written by the agent"
+        ) from None
     except (OSError, UnicodeDecodeError) as err:
         raise UsageError(f"cannot read completion bundle {path}: {err}") from None
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as err:
-        raise UsageError(f"{path}: not valid JSON ({err.msg} at line {err.lineno} column "
-                         f"{err.colno}); fix the completion bundle") from None
+        raise UsageError(
+            f"{path}: not valid JSON ({err.msg} at line {err.lineno} column "
+            f"{err.colno}); fix the completion bundle"
+        ) from None
     if not isinstance(data, dict):
-        raise UsageError(f"{path}: a completion bundle must be a JSON object "
-                         '(e.g. {"summary": [...], "approach": "..."})')
+        raise UsageError(
+            f"{path}: a completion bundle must be a JSON object "
+            '(e.g. {"summary": [...], "approach": "..."})'
+        )
 
-    values: dict[str, tuple[str, object]] = {}     # attribute -> (key as written, value)
+    values: dict[str, tuple[str, object]] = {}  # attribute -> (key as written, value)
     for key, value in data.items():
         folded = str(key).lower()
         if folded in _INTEL_KEYS:
             if value is None:
                 continue
             if not isinstance(value, dict):
-                raise UsageError(f"{path}: key '{key}' must be an object with files, patterns "
-                                 "and gotchas lists")
+                raise UsageError(
+                    f"{path}: key '{key}' must be an object with files, patterns and gotchas lists"
+                )
             for inner, item in value.items():
                 attr = {"files": "files", "patterns": "patterns", "gotchas": "gotchas"}.get(
-                    str(inner).lower())
+                    str(inner).lower()
+                )
                 if attr:
                     values[attr] = (f"{key}.{inner}", item)
         elif folded in _BUNDLE_KEYS or _snake(str(key)) in _BUNDLE_KEYS:
             attr = _BUNDLE_KEYS.get(folded) or _BUNDLE_KEYS[_snake(str(key))]
-            values.setdefault(attr, (str(key), value))   # crossAgentIntel wins over top level
+            values.setdefault(attr, (str(key), value))  # crossAgentIntel wins over top level
 
     bundle = CompletionBundle()
     for attr, (key, value) in values.items():
@@ -177,8 +218,7 @@ def _items_of(value: object, path: Path, key: str) -> list[str]:
         if isinstance(item, dict) and key.lower().endswith("files"):
             item = _file_entry_from_object(item, path, key)
         if not isinstance(item, (str, int, float)) or isinstance(item, bool):
-            raise UsageError(f"{path}: key '{key}' must be a list of strings "
-                             f"(found {type(item).__name__})")
+            raise UsageError(f"{path}: key '{key}' must be a list of strings (found {type(item).__name__})")
         text = str(item).strip()
         if text:
             items.append(text)
@@ -240,6 +280,7 @@ def _split_bullets(text: str) -> list[str]:
 
 # -- the task's changes in git ------------------------------------------------
 
+
 @dataclass
 class TaskChanges:
     """What git knows about a task's work.
@@ -296,10 +337,13 @@ def task_changes(root: Path, task: str, *, max_commits: int = 200) -> TaskChange
         files = _by_churn(stats)
     else:
         stats, files = _worktree_stats(top)
-    key_files = [(p, stats[p].first if p in stats else None,
-                  stats[p].note() if p in stats else "changed") for p in files]
-    return TaskChanges(commits=found, files=files, key_files=key_files,
-                       decisions=mine_decisions(found, task), task=task)
+    key_files = [
+        (p, stats[p].first if p in stats else None, stats[p].note() if p in stats else "changed")
+        for p in files
+    ]
+    return TaskChanges(
+        commits=found, files=files, key_files=key_files, decisions=mine_decisions(found, task), task=task
+    )
 
 
 def _task_pattern(task: str) -> re.Pattern[str]:
@@ -313,19 +357,40 @@ def _task_commits(root: Path, task: str, max_commits: int) -> list[Commit]:
         return []
     # git narrows to messages containing the id anywhere (fixed string, so no
     # regex escaping issues); the whole-word test is done here.
-    result = _git(root, "log", "-z", "--name-only", "--diff-merges=first-parent",
-                  "--find-renames", "--encoding=UTF-8", "--no-show-signature",
-                  "--regexp-ignore-case", "--fixed-strings", f"--grep={task}",
-                  f"--format={_LOG_FORMAT}", "HEAD", "--")
+    result = _git(
+        root,
+        "log",
+        "-z",
+        "--name-only",
+        "--diff-merges=first-parent",
+        "--find-renames",
+        "--encoding=UTF-8",
+        "--no-show-signature",
+        "--regexp-ignore-case",
+        "--fixed-strings",
+        f"--grep={task}",
+        f"--format={_LOG_FORMAT}",
+        "HEAD",
+        "--",
+    )
     pattern = _task_pattern(task)
     found: list[Commit] = []
     for fields, files in _records(iter(result.stdout.split(b"\0")), len(_LOG_FIELDS)):
         sha, parents, author, email, date, subject, body = (_text(f) for f in fields)
         if not pattern.search(f"{subject}\n{body}"):
             continue
-        found.append(Commit(sha=sha, parents=tuple(parents.split()), author=author,
-                            email=email, date=date, subject=subject, body=body.rstrip(),
-                            files=tuple(_path(f) for f in files)))
+        found.append(
+            Commit(
+                sha=sha,
+                parents=tuple(parents.split()),
+                author=author,
+                email=email,
+                date=date,
+                subject=subject,
+                body=body.rstrip(),
+                files=tuple(_path(f) for f in files),
+            )
+        )
         if len(found) >= max_commits:
             break
     return found
@@ -335,8 +400,8 @@ def _task_commits(root: Path, task: str, max_commits: int) -> list[Commit]:
 class _FileStat:
     added: int = 0
     removed: int = 0
-    first: int | None = None       # first changed line in the new version
-    context: str = ""              # git's function context for that hunk
+    first: int | None = None  # first changed line in the new version
+    context: str = ""  # git's function context for that hunk
     new: bool = False
     binary: bool = False
     renamed_from: str | None = None
@@ -368,19 +433,37 @@ class _FileStat:
 class _FileDiff:
     path: str
     old_path: str
-    status: str = "M"              # A, M, D, R (C counts as A)
+    status: str = "M"  # A, M, D, R (C counts as A)
     hunks: list[tuple[int, int, int, int, str]] = field(default_factory=list)
     binary: bool = False
 
 
-_DIFF_OPTIONS = ("-p", "-U0", "--inter-hunk-context=0", "--find-renames", "--no-color",
-                 "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/")
+_DIFF_OPTIONS = (
+    "-p",
+    "-U0",
+    "--inter-hunk-context=0",
+    "--find-renames",
+    "--no-color",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+)
 
 
 def _commit_stats(root: Path, shas_oldest_first: list[str]) -> dict[str, _FileStat]:
-    result = _git(root, "log", "--no-walk=unsorted", "--root", "--diff-merges=first-parent",
-                  "--no-show-signature", *_DIFF_OPTIONS, "--format=%x00%H",
-                  *shas_oldest_first, "--")
+    result = _git(
+        root,
+        "log",
+        "--no-walk=unsorted",
+        "--root",
+        "--diff-merges=first-parent",
+        "--no-show-signature",
+        *_DIFF_OPTIONS,
+        "--format=%x00%H",
+        *shas_oldest_first,
+        "--",
+    )
     stats: dict[str, _FileStat] = {}
     for diff in _parse_patch(result.stdout.decode("utf-8", "surrogateescape")):
         _apply(stats, diff)
@@ -402,7 +485,7 @@ def _apply(stats: dict[str, _FileStat], diff: _FileDiff) -> None:
         stat = stats.get(diff.path) or _FileStat()
     stats[diff.path] = stat
     stat.binary = stat.binary or diff.binary
-    for old_start, old_len, new_start, new_len, context in diff.hunks:
+    for _old_start, old_len, _new_start, new_len, _context in diff.hunks:
         stat.added += new_len
         stat.removed += old_len
     if diff.hunks:
@@ -410,15 +493,17 @@ def _apply(stats: dict[str, _FileStat], diff: _FileDiff) -> None:
         # an earlier commit's first line has a smaller start in the new
         # version too, so the minimum is the first changed line overall.
         _, _, start, _, context = diff.hunks[0]
-        start = max(start, 1)      # a deletion at the top is "after line 0"
+        start = max(start, 1)  # a deletion at the top is "after line 0"
         if stat.first is None or start <= stat.first:
             stat.first, stat.context = start, _short_context(context)
 
 
 # Git's default hunk context is just the nearest line starting with a letter;
 # keep it only when it looks like a definition (def/class/function f(...)).
-_DEFINITION = re.compile(r"\b(?:def|class|function|func|fn|sub|module|interface|struct|impl|"
-                         r"enum|trait|namespace|package|type)\b|[\w>]\s*\(")
+_DEFINITION = re.compile(
+    r"\b(?:def|class|function|func|fn|sub|module|interface|struct|impl|"
+    r"enum|trait|namespace|package|type)\b|[\w>]\s*\("
+)
 
 
 def _short_context(context: str) -> str:
@@ -442,7 +527,7 @@ def _parse_patch(text: str) -> list[_FileDiff]:
     lines = iter(text.split("\n"))
     for line in lines:
         if line.startswith("diff --git "):
-            old, new = _diff_git_paths(line[len("diff --git "):])
+            old, new = _diff_git_paths(line[len("diff --git ") :])
             current = _FileDiff(path=new, old_path=old)
             diffs.append(current)
         elif current is None:
@@ -460,18 +545,18 @@ def _parse_patch(text: str) -> list[_FileDiff]:
                 body = next(lines, None)
                 if body is None:
                     break
-                if not body.startswith("\\"):   # "\ No newline at end of file"
+                if not body.startswith("\\"):  # "\ No newline at end of file"
                     remaining -= 1
         elif line.startswith("new file mode"):
             current.status = "A"
         elif line.startswith("deleted file mode"):
             current.status = "D"
         elif line.startswith("rename from "):
-            current.old_path, current.status = _unquote(line[len("rename from "):]), "R"
+            current.old_path, current.status = _unquote(line[len("rename from ") :]), "R"
         elif line.startswith("rename to "):
-            current.path = _unquote(line[len("rename to "):])
+            current.path = _unquote(line[len("rename to ") :])
         elif line.startswith("copy to "):
-            current.path, current.status = _unquote(line[len("copy to "):]), "A"
+            current.path, current.status = _unquote(line[len("copy to ") :]), "A"
         elif line.startswith("--- "):
             name = _header_path(line[4:], "a/")
             if name is not None:
@@ -486,26 +571,26 @@ def _parse_patch(text: str) -> list[_FileDiff]:
 
 
 def _header_path(value: str, prefix: str) -> str | None:
-    value = value.rstrip("\t")    # git appends a tab to names containing spaces
+    value = value.rstrip("\t")  # git appends a tab to names containing spaces
     if value == "/dev/null":
         return None
     name = _unquote(value)
-    return name[len(prefix):] if name.startswith(prefix) else name
+    return name[len(prefix) :] if name.startswith(prefix) else name
 
 
 def _diff_git_paths(rest: str) -> tuple[str, str]:
     """The two names of a ``diff --git a/X b/Y`` line (quoted or not)."""
     if rest.startswith('"'):
         first, end = _read_quoted(rest)
-        second = rest[end + 1:].lstrip(" ")
+        second = rest[end + 1 :].lstrip(" ")
         return _strip_prefix(first, "a/"), _strip_prefix(_unquote(second), "b/")
     if rest.endswith('"'):
         start = rest.index(' "')
-        return _strip_prefix(rest[:start], "a/"), _strip_prefix(_unquote(rest[start + 1:]), "b/")
+        return _strip_prefix(rest[:start], "a/"), _strip_prefix(_unquote(rest[start + 1 :]), "b/")
     # Unquoted: for the same name on both sides the split point is exact.
     if (len(rest) - 5) % 2 == 0:
         n = (len(rest) - 5) // 2
-        name = rest[2:2 + n]
+        name = rest[2 : 2 + n]
         if rest == f"a/{name} b/{name}":
             return name, name
     head_, _, tail = rest.partition(" b/")
@@ -513,7 +598,7 @@ def _diff_git_paths(rest: str) -> tuple[str, str]:
 
 
 def _strip_prefix(name: str, prefix: str) -> str:
-    return name[len(prefix):] if name.startswith(prefix) else name
+    return name[len(prefix) :] if name.startswith(prefix) else name
 
 
 _ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
@@ -530,7 +615,7 @@ def _read_quoted(text: str) -> tuple[str, int]:
         if ch == "\\" and i + 1 < len(text):
             nxt = text[i + 1]
             if nxt in "01234567" and i + 3 < len(text):
-                out.append(int(text[i + 1:i + 4], 8) & 0xFF)
+                out.append(int(text[i + 1 : i + 4], 8) & 0xFF)
                 i += 4
                 continue
             out.append(_ESCAPES.get(nxt, ord(nxt) if ord(nxt) < 128 else 63))
@@ -584,13 +669,33 @@ def _by_churn(stats: dict[str, _FileStat]) -> list[str]:
 
 _DECISION_START = re.compile(
     r"^(?:decision\b|decided\b|(?:we|i)\s+(?:decided|chose|opted|went with)\b|chose\b|choose\b"
-    r"|opted\b|went with\b|prefer\b|prefers\b|preferred\b)", re.IGNORECASE)
+    r"|opted\b|went with\b|prefer\b|prefers\b|preferred\b)",
+    re.IGNORECASE,
+)
 _DECISION_ANYWHERE = re.compile(r"\s(?:instead of|rather than)\s|\bbecause\b", re.IGNORECASE)
 _DECISION_LABEL = re.compile(r"^(?:decision|decided|rationale)\s*:\s*", re.IGNORECASE)
 _TRAILER = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)\s*:\s*\S")
-_TRAILER_KEYS = {"cc", "fixes", "closes", "close", "resolves", "refs", "ref", "see-also",
-                 "change-id", "bug", "issue", "issues", "task", "link", "part-of", "related",
-                 "git-svn-id", "signed-off", "on-behalf-of"}
+_TRAILER_KEYS = {
+    "cc",
+    "fixes",
+    "closes",
+    "close",
+    "resolves",
+    "refs",
+    "ref",
+    "see-also",
+    "change-id",
+    "bug",
+    "issue",
+    "issues",
+    "task",
+    "link",
+    "part-of",
+    "related",
+    "git-svn-id",
+    "signed-off",
+    "on-behalf-of",
+}
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(`\"'])")
 
 
@@ -634,13 +739,13 @@ def _message_items(body: str) -> list[str]:
     for raw in body.splitlines():
         line = raw.strip()
         if not line or _is_trailer(line):
-            flush()                 # trailers are never part of an item
+            flush()  # trailers are never part of an item
         elif _BULLET.match(line) or _DECISION_LABEL.match(line):
             flush()
             current.append(line)
             in_bullet = bool(_BULLET.match(line))
         elif in_bullet and current and raw[:1] not in (" ", "\t"):
-            flush()                 # an unindented line after a bullet starts a new item
+            flush()  # an unindented line after a bullet starts a new item
             current.append(line)
             in_bullet = False
         else:
@@ -665,14 +770,17 @@ def _decision_text(item: str) -> str | None:
         return None
     if len(text) > MAX_DECISION_CHARS:
         sentences = _SENTENCE.split(text)
-        hits = [i for i, s in enumerate(sentences)
-                if labelled or _DECISION_START.match(s) or _DECISION_ANYWHERE.search(s)]
+        hits = [
+            i
+            for i, s in enumerate(sentences)
+            if labelled or _DECISION_START.match(s) or _DECISION_ANYWHERE.search(s)
+        ]
         start = hits[0] if hits else 0
         text = sentences[start]
         if start + 1 < len(sentences) and len(text) + 1 + len(sentences[start + 1]) <= MAX_DECISION_CHARS:
             text += " " + sentences[start + 1]
         if len(text) > MAX_DECISION_CHARS:
-            text = text[:MAX_DECISION_CHARS - 1].rstrip() + "…"
+            text = text[: MAX_DECISION_CHARS - 1].rstrip() + "…"
     return _capitalize(text.rstrip().removesuffix("."))
 
 
@@ -686,8 +794,9 @@ def strip_task_id(subject: str, task: str) -> str:
     if not task:
         return subject.strip()
     tid = re.escape(task)
-    text = re.sub(rf"^\s*(?:\[{tid}\]|\({tid}\)|{tid}(?![\w-]))\s*[:\-–—]?\s*", "", subject,
-                  flags=re.IGNORECASE)
+    text = re.sub(
+        rf"^\s*(?:\[{tid}\]|\({tid}\)|{tid}(?![\w-]))\s*[:\-–—]?\s*", "", subject, flags=re.IGNORECASE
+    )
     text = re.sub(rf"\s*(?:\[{tid}\]|\({tid}\))\s*$", "", text, flags=re.IGNORECASE)
     return text.strip() or subject.strip()
 
@@ -700,6 +809,7 @@ def _norm(text: str) -> str:
 
 # -- rendering -----------------------------------------------------------------
 
+
 def render_body(bundle: CompletionBundle, changes: TaskChanges) -> str:
     """The Markdown body of a 000 task memory (no frontmatter).
 
@@ -710,8 +820,12 @@ def render_body(bundle: CompletionBundle, changes: TaskChanges) -> str:
         UsageError: there is nothing to summarise (no summary in the bundle,
             no task commits, no changed files).
     """
-    parts = ["## Summary", _bullets(_summary(bundle, changes)),
-             "## Approach", _escape_headings(bundle.approach.strip()) or _approach(changes)]
+    parts = [
+        "## Summary",
+        _bullets(_summary(bundle, changes)),
+        "## Approach",
+        _escape_headings(bundle.approach.strip()) or _approach(changes),
+    ]
 
     decisions = _merge(bundle.decisions, changes.decisions)
     if decisions:
@@ -740,14 +854,17 @@ def _summary(bundle: CompletionBundle, changes: TaskChanges) -> list[str]:
     if items:
         return items
     if changes.commits:
-        return _merge([_capitalize(strip_task_id(c.subject, changes.task))
-                       for c in reversed(changes.commits)])
+        return _merge(
+            [_capitalize(strip_task_id(c.subject, changes.task)) for c in reversed(changes.commits)]
+        )
     if changes.files:
         shown = ", ".join(f"`{p}`" for p in changes.files[:5])
         more = f" and {len(changes.files) - 5} more" if len(changes.files) > 5 else ""
         return [f"Changed {shown}{more} (uncommitted)"]
-    raise UsageError("nothing to summarise: the completion bundle has no summary and no "
-                     "commits or changes were found for the task; add a \"summary\" to the bundle")
+    raise UsageError(
+        "nothing to summarise: the completion bundle has no summary and no "
+        'commits or changes were found for the task; add a "summary" to the bundle'
+    )
 
 
 def _approach(changes: TaskChanges) -> str:
@@ -758,12 +875,13 @@ def _approach(changes: TaskChanges) -> str:
         listed = "; ".join(subjects[:MAX_APPROACH_SUBJECTS])
         if len(subjects) > MAX_APPROACH_SUBJECTS:
             listed += f"; and {len(subjects) - MAX_APPROACH_SUBJECTS} more"
-        span = (commits[0].sha[:7] if len(commits) == 1
-                else f"{commits[0].sha[:7]}..{commits[-1].sha[:7]}")
+        span = commits[0].sha[:7] if len(commits) == 1 else f"{commits[0].sha[:7]}..{commits[-1].sha[:7]}"
         return f"Work in {_plural(len(commits), 'commit')} ({span}){touched}: {listed}."
     if changes.files:
-        return (f"Uncommitted changes to {_plural(len(changes.files), 'file')} "
-                "(not yet committed when this memory was written).")
+        return (
+            f"Uncommitted changes to {_plural(len(changes.files), 'file')} "
+            "(not yet committed when this memory was written)."
+        )
     return "No commits mention this task and the work tree had no changes."
 
 
@@ -845,7 +963,7 @@ def _parse_file_entry(entry: str, known: dict) -> tuple[str, int | None, str] | 
     text = _BULLET.sub("", " ".join(entry.split()), count=1)
     if text.startswith("`") and "`" in text[1:]:
         end = text.index("`", 1)
-        ref, rest = text[1:end], text[end + 1:]
+        ref, rest = text[1:end], text[end + 1 :]
     else:
         ref, _, rest = text.partition(" ")
     match = _REF.match(ref.strip().rstrip(",;"))
@@ -853,7 +971,7 @@ def _parse_file_entry(entry: str, known: dict) -> tuple[str, int | None, str] | 
         return None
     path = match.group("path").removeprefix("./")
     if path not in known and "/" not in path and "." not in path:
-        return None                 # a sentence, not a file reference
+        return None  # a sentence, not a file reference
     note = rest.strip().lstrip("-—–:").strip()
     if note.startswith("(") and note.endswith(")"):
         note = note[1:-1].strip()

@@ -34,24 +34,29 @@ def parse(raw: bytes, path: str) -> tuple[Memory, int]:
     text = text.replace("\r\n", "\n")
     lines = text.split("\n")
     if not lines or lines[0].strip() != _FENCE:
-        raise ValidationError("no YAML frontmatter; the file must start with a '---' line "
-                              "(see docs/memory-format.md)", path=path, line=1)
+        raise ValidationError(
+            "no YAML frontmatter; the file must start with a '---' line (see docs/memory-format.md)",
+            path=path,
+            line=1,
+        )
     try:
         end = next(i for i in range(1, len(lines)) if lines[i].strip() == _FENCE)
     except StopIteration:
-        raise ValidationError("frontmatter is not closed; add a '---' line after it",
-                              path=path, line=1) from None
+        raise ValidationError(
+            "frontmatter is not closed; add a '---' line after it", path=path, line=1
+        ) from None
     try:
         meta = yaml.load("\n".join(lines[1:end]), Loader=_loader()) or {}
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         line = mark.line + 2 if mark is not None else None
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise ValidationError(f"malformed YAML frontmatter ({problem}); fix the syntax",
-                              path=path, line=line) from None
+        raise ValidationError(
+            f"malformed YAML frontmatter ({problem}); fix the syntax", path=path, line=line
+        ) from None
     if not isinstance(meta, dict):
         raise ValidationError("frontmatter must be a mapping of fields (key: value)", path=path, line=2)
-    body_lines = lines[end + 1:]
+    body_lines = lines[end + 1 :]
     skipped = 0
     while skipped < len(body_lines) and not body_lines[skipped].strip():
         skipped += 1
@@ -59,8 +64,9 @@ def parse(raw: bytes, path: str) -> tuple[Memory, int]:
     try:
         memory = from_frontmatter(meta, body, path=path)
     except ValidationError as err:
-        raise ValidationError(err.reason, path=path, field=err.field,
-                              line=_field_line(lines[1:end], err.field)) from None
+        raise ValidationError(
+            err.reason, path=path, field=err.field, line=_field_line(lines[1:end], err.field)
+        ) from None
     return memory, end + 2 + skipped
 
 
@@ -68,8 +74,14 @@ def render(memory: Memory) -> str:
     """The canonical text of a memory file."""
     import yaml
 
-    front = yaml.dump(memory.frontmatter(), Dumper=_dumper(), sort_keys=False,
-                      allow_unicode=True, default_flow_style=False, width=100)
+    front = yaml.dump(
+        memory.frontmatter(),
+        Dumper=_dumper(),
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=100,
+    )
     return f"{_FENCE}\n{front}{_FENCE}\n\n{memory.body.strip()}\n"
 
 
@@ -195,6 +207,7 @@ def _dumper():
         # our loader reads them back as strings anyway.
         Dumper.yaml_implicit_resolvers = {
             first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-            for first, resolvers in base.yaml_implicit_resolvers.items()}
+            for first, resolvers in base.yaml_implicit_resolvers.items()
+        }
         _DUMPER = Dumper
     return _DUMPER

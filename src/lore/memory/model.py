@@ -26,32 +26,59 @@ import hashlib
 import re
 import uuid
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 from lore.errors import ValidationError
 
-MEMORY_TYPES = ("decision", "pattern", "convention", "lesson", "architecture",
-                "warning", "preference", "gotcha", "fact", "summary")
+MEMORY_TYPES = (
+    "decision",
+    "pattern",
+    "convention",
+    "lesson",
+    "architecture",
+    "warning",
+    "preference",
+    "gotcha",
+    "fact",
+    "summary",
+)
 SECTORS = ("episodic", "semantic", "procedural", "reflective")
 TASK_TYPES = ("bug", "feature", "task", "chore", "epic", "fix", "refactor")
 
 # What kind of knowledge each type is (001's cognitive sectors).
 SECTOR_OF_TYPE = {
-    "decision": "episodic", "summary": "episodic",
-    "pattern": "procedural", "convention": "procedural", "preference": "procedural",
-    "lesson": "reflective", "warning": "reflective", "gotcha": "reflective",
-    "architecture": "semantic", "fact": "semantic",
+    "decision": "episodic",
+    "summary": "episodic",
+    "pattern": "procedural",
+    "convention": "procedural",
+    "preference": "procedural",
+    "lesson": "reflective",
+    "warning": "reflective",
+    "gotcha": "reflective",
+    "architecture": "semantic",
+    "fact": "semantic",
 }
-TYPE_OF_SECTOR = {"episodic": "summary", "semantic": "fact",
-                  "procedural": "pattern", "reflective": "lesson"}
+TYPE_OF_SECTOR = {"episodic": "summary", "semantic": "fact", "procedural": "pattern", "reflective": "lesson"}
 
 SCOPE_RE = re.compile(r"^(global|file:.+|area:.+)$")
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 UUID4_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
 # Fields Lore.update may set besides body, title and type.
-UPDATABLE = frozenset({"tags", "applies_to", "confidence", "files", "labels", "agent", "project",
-                       "priority", "risk", "task_type"})
+UPDATABLE = frozenset(
+    {
+        "tags",
+        "applies_to",
+        "confidence",
+        "files",
+        "labels",
+        "agent",
+        "project",
+        "priority",
+        "risk",
+        "task_type",
+    }
+)
 
 MAX_SUBJECT = 200
 MAX_KEYWORDS = 20
@@ -59,13 +86,35 @@ MAX_KEYWORD_LEN = 50
 MIN_BODY = 10
 
 # Canonical frontmatter order; fields not listed go after, in their own order.
-CANONICAL_ORDER = ("id", "subject", "type", "sector", "keywords", "applies_to",
-                   "occurred_at", "updated_at", "content_hash", "agent", "task",
-                   "project", "files", "labels", "priority", "risk", "task_type",
-                   "confidence", "source")
-_ALIASES = {"title": "subject", "created_at": "occurred_at", "createdAt": "occurred_at",
-            "completed": "occurred_at", "date": "occurred_at",
-            "source_work_item_id": "source"}
+CANONICAL_ORDER = (
+    "id",
+    "subject",
+    "type",
+    "sector",
+    "keywords",
+    "applies_to",
+    "occurred_at",
+    "updated_at",
+    "content_hash",
+    "agent",
+    "task",
+    "project",
+    "files",
+    "labels",
+    "priority",
+    "risk",
+    "task_type",
+    "confidence",
+    "source",
+)
+_ALIASES = {
+    "title": "subject",
+    "created_at": "occurred_at",
+    "createdAt": "occurred_at",
+    "completed": "occurred_at",
+    "date": "occurred_at",
+    "source_work_item_id": "source",
+}
 
 
 def content_hash(body: str) -> str:
@@ -78,12 +127,12 @@ def new_id() -> str:
 
 
 def now_iso() -> str:
-    return format_time(datetime.now(timezone.utc).replace(microsecond=0))
+    return format_time(datetime.now(UTC).replace(microsecond=0))
 
 
 def format_time(value: datetime) -> str:
     """UTC ISO 8601 with a trailing Z (seconds precision unless sub-second given)."""
-    value = value.astimezone(timezone.utc)
+    value = value.astimezone(UTC)
     spec = "milliseconds" if value.microsecond else "seconds"
     return value.isoformat(timespec=spec).replace("+00:00", "Z")
 
@@ -94,18 +143,19 @@ def parse_time(value: object, *, field_name: str = "occurred_at") -> str:
     Naive times are taken as UTC, a bare date as midnight UTC.
     """
     if isinstance(value, datetime):
-        dt = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        dt = value if value.tzinfo else value.replace(tzinfo=UTC)
     elif isinstance(value, date):
-        dt = datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
+        dt = datetime(value.year, value.month, value.day, tzinfo=UTC)
     elif isinstance(value, str):
         text = value.strip()
         try:
             dt = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
         except ValueError:
-            raise ValidationError(f"'{value}' is not an ISO 8601 time; use e.g. 2026-02-10T15:30:00Z",
-                                  field=field_name) from None
+            raise ValidationError(
+                f"'{value}' is not an ISO 8601 time; use e.g. 2026-02-10T15:30:00Z", field=field_name
+            ) from None
         if dt.tzinfo is None:
-            dt = dt.replace(tzinfo=timezone.utc)
+            dt = dt.replace(tzinfo=UTC)
     else:
         raise ValidationError("must be an ISO 8601 time, e.g. 2026-02-10T15:30:00Z", field=field_name)
     return format_time(dt)
@@ -136,8 +186,8 @@ class Memory:
     source: str | None = None
     extra: dict = field(default_factory=dict)
     path: str | None = None
-    visibility: str = "shared"        # shared (memory/) or private (local/<agent>/)
-    storage: str = "durable"          # durable, or session (local/session/)
+    visibility: str = "shared"  # shared (memory/) or private (local/<agent>/)
+    storage: str = "durable"  # durable, or session (local/session/)
     declared_hash: str | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
@@ -155,14 +205,27 @@ class Memory:
 
     def frontmatter(self) -> dict:
         """Canonical frontmatter, in canonical order, extras last."""
-        data = {"id": self.id, "subject": self.title, "type": self.type, "sector": self.sector,
-                "keywords": list(self.tags), "applies_to": self.applies_to,
-                "occurred_at": self.occurred_at, "updated_at": self.updated_at,
-                "content_hash": self.content_hash, "agent": self.agent, "task": self.task,
-                "project": self.project, "files": list(self.files), "labels": list(self.labels),
-                "priority": self.priority, "risk": self.risk, "task_type": self.task_type,
-                "confidence": None if self.confidence == 1.0 else self.confidence,
-                "source": self.source}
+        data = {
+            "id": self.id,
+            "subject": self.title,
+            "type": self.type,
+            "sector": self.sector,
+            "keywords": list(self.tags),
+            "applies_to": self.applies_to,
+            "occurred_at": self.occurred_at,
+            "updated_at": self.updated_at,
+            "content_hash": self.content_hash,
+            "agent": self.agent,
+            "task": self.task,
+            "project": self.project,
+            "files": list(self.files),
+            "labels": list(self.labels),
+            "priority": self.priority,
+            "risk": self.risk,
+            "task_type": self.task_type,
+            "confidence": None if self.confidence == 1.0 else self.confidence,
+            "source": self.source,
+        }
         out = {k: v for k, v in data.items() if v not in (None, [], "")}
         for key, value in self.extra.items():
             out.setdefault(key, value)
@@ -178,30 +241,38 @@ class Memory:
         """
         where = {"path": self.path}
         if strict and not UUID4_RE.match(self.id):
-            raise ValidationError(f"'{self.id}' is not a UUID v4; omit it to have one generated",
-                                  field="id", **where)
+            raise ValidationError(
+                f"'{self.id}' is not a UUID v4; omit it to have one generated", field="id", **where
+            )
         if not ID_RE.match(self.id):
-            raise ValidationError(f"'{self.id}' is not a valid id (letters, digits, . _ : -)",
-                                  field="id", **where)
+            raise ValidationError(
+                f"'{self.id}' is not a valid id (letters, digits, . _ : -)", field="id", **where
+            )
         if not 1 <= len(self.title) <= MAX_SUBJECT:
-            raise ValidationError(f"must be 1-{MAX_SUBJECT} characters (has {len(self.title)})",
-                                  field="subject", **where)
+            raise ValidationError(
+                f"must be 1-{MAX_SUBJECT} characters (has {len(self.title)})", field="subject", **where
+            )
         if self.type not in MEMORY_TYPES:
-            raise ValidationError(f"unknown type '{self.type}'; use one of: {', '.join(MEMORY_TYPES)}",
-                                  field="type", **where)
+            raise ValidationError(
+                f"unknown type '{self.type}'; use one of: {', '.join(MEMORY_TYPES)}", field="type", **where
+            )
         if self.sector not in SECTORS:
-            raise ValidationError(f"unknown sector '{self.sector}'; use one of: {', '.join(SECTORS)}",
-                                  field="sector", **where)
+            raise ValidationError(
+                f"unknown sector '{self.sector}'; use one of: {', '.join(SECTORS)}", field="sector", **where
+            )
         if not (1 if strict else 0) <= len(self.tags) <= MAX_KEYWORDS:
-            raise ValidationError(f"needs 1-{MAX_KEYWORDS} keywords (has {len(self.tags)})",
-                                  field="keywords", **where)
+            raise ValidationError(
+                f"needs 1-{MAX_KEYWORDS} keywords (has {len(self.tags)})", field="keywords", **where
+            )
         for tag in self.tags:
             if not 1 <= len(tag) <= MAX_KEYWORD_LEN:
-                raise ValidationError(f"keyword '{tag[:60]}' must be 1-{MAX_KEYWORD_LEN} characters",
-                                      field="keywords", **where)
+                raise ValidationError(
+                    f"keyword '{tag[:60]}' must be 1-{MAX_KEYWORD_LEN} characters", field="keywords", **where
+                )
         if not SCOPE_RE.match(self.applies_to):
-            raise ValidationError(f"'{self.applies_to}' must be global, file:<path> or area:<name>",
-                                  field="applies_to", **where)
+            raise ValidationError(
+                f"'{self.applies_to}' must be global, file:<path> or area:<name>", field="applies_to", **where
+            )
         if not 0.0 <= self.confidence <= 1.0:
             raise ValidationError("must be between 0 and 1", field="confidence", **where)
         if len(self.body.strip()) < MIN_BODY:
@@ -234,27 +305,34 @@ def from_frontmatter(meta: dict, body: str, *, path: str | None = None) -> Memor
     task_type = _opt_str(data.pop("task_type", None), "task_type", path)
     if kind is None:
         kind = TYPE_OF_SECTOR.get(sector or "", "fact")
-    elif kind in SECTORS:              # 001 puts the sector in `type`
+    elif kind in SECTORS:  # 001 puts the sector in `type`
         sector = sector or kind
         kind = TYPE_OF_SECTOR[kind]
-    elif kind in TASK_TYPES:           # 000's `type` is the task's type
+    elif kind in TASK_TYPES:  # 000's `type` is the task's type
         task_type = task_type or kind
         kind = "summary"
 
     when = data.pop("occurred_at", None)
     if when is None:
-        raise ValidationError("missing; add e.g. `occurred_at: 2026-02-10T15:30:00Z` "
-                              "(created_at, createdAt or completed also work)",
-                              field="occurred_at", path=path)
+        raise ValidationError(
+            "missing; add e.g. `occurred_at: 2026-02-10T15:30:00Z` "
+            "(created_at, createdAt or completed also work)",
+            field="occurred_at",
+            path=path,
+        )
     updated = data.pop("updated_at", None)
     title = _opt_str(data.pop("subject", None), "subject", path) or derive_title(body)
     memory = Memory(
-        title=title.strip(), body=body, type=kind, tags=_unique(tags),
+        title=title.strip(),
+        body=body,
+        type=kind,
+        tags=_unique(tags),
         applies_to=_opt_str(data.pop("applies_to", None), "applies_to", path) or "global",
         occurred_at=_at(when, "occurred_at", path),
         updated_at=_at(updated, "updated_at", path) if updated is not None else None,
         id=_opt_str(data.pop("id", None), "id", path) or (_stem(path) if path else new_id()),
-        sector=sector, task_type=task_type,
+        sector=sector,
+        task_type=task_type,
         agent=_opt_str(data.pop("agent", None), "agent", path),
         task=_opt_str(data.pop("task", None), "task", path),
         project=_opt_str(data.pop("project", None), "project", path),
@@ -264,8 +342,10 @@ def from_frontmatter(meta: dict, body: str, *, path: str | None = None) -> Memor
         risk=_opt_str(data.pop("risk", None), "risk", path),
         confidence=_confidence(data.pop("confidence", None), path),
         source=_opt_str(data.pop("source", None), "source", path),
-        extra=extra, path=path)
-    declared = data.pop("content_hash", None)   # always recomputed; kept for `lore doctor`
+        extra=extra,
+        path=path,
+    )
+    declared = data.pop("content_hash", None)  # always recomputed; kept for `lore doctor`
     memory.declared_hash = str(declared) if declared is not None else None
     return memory
 
@@ -288,7 +368,7 @@ def summarize(body: str, limit: int = 400) -> str:
     for i, line in enumerate(lines):
         if line.strip().lower() in ("## summary", "# summary"):
             section = []
-            for rest in lines[i + 1:]:
+            for rest in lines[i + 1 :]:
                 if rest.startswith("#"):
                     break
                 section.append(rest)

@@ -13,9 +13,13 @@ import re
 from collections import Counter
 
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("private-key", re.compile(
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
-        re.S)),
+    (
+        "private-key",
+        re.compile(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
+            re.S,
+        ),
+    ),
     ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}")),
     ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}")),
     ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
@@ -30,9 +34,13 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     # scheme://user:password@host — keep the user and host, drop the password.
     ("url-password", re.compile(r"(?<=://)(?P<user>[^\s:/@]+):(?P<secret>[^\s@/]{3,})(?=@)")),
     # key = "value" assignments whose value looks machine-made (no spaces, 12+ chars, mixed).
-    ("assigned-secret", re.compile(
-        r"(?i)(?P<key>\b[\w.-]*(?:password|passwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token)[\w.-]*"
-        r"\s*[:=]\s*['\"]?)(?P<secret>(?=[^\s'\"]*\d)(?=[^\s'\"]*[A-Za-z])[^\s'\"<>\[\]]{12,})")),
+    (
+        "assigned-secret",
+        re.compile(
+            r"(?i)(?P<key>\b[\w.-]*(?:password|passwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token)[\w.-]*"
+            r"\s*[:=]\s*['\"]?)(?P<secret>(?=[^\s'\"]*\d)(?=[^\s'\"]*[A-Za-z])[^\s'\"<>\[\]]{12,})"
+        ),
+    ),
 ]
 
 
@@ -40,6 +48,7 @@ def redact(text: str) -> tuple[str, Counter]:
     """Replace secrets in `text`. Returns the clean text and counts per kind."""
     found: Counter = Counter()
     for kind, pattern in _PATTERNS:
+
         def _sub(match: re.Match[str], kind: str = kind) -> str:
             found[kind] += 1
             groups = match.groupdict()
@@ -48,6 +57,7 @@ def redact(text: str) -> tuple[str, Counter]:
             if "key" in groups and groups["key"]:
                 return f"{groups['key']}[REDACTED:{kind}]"
             return f"[REDACTED:{kind}]"
+
         text = pattern.sub(_sub, text)
     return text, found
 

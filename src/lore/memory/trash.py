@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from lore.errors import NotFound
@@ -20,17 +20,21 @@ from lore.project import Project
 @dataclass
 class TrashEntry:
     id: str
-    original: str          # path relative to the project root
+    original: str  # path relative to the project root
     deleted_at: str
-    file: Path             # the trashed Markdown file
+    file: Path  # the trashed Markdown file
 
     def to_json(self) -> dict:
-        return {"id": self.id, "original": self.original, "deletedAt": self.deleted_at,
-                "trashPath": self.file.name}
+        return {
+            "id": self.id,
+            "original": self.original,
+            "deletedAt": self.deleted_at,
+            "trashPath": self.file.name,
+        }
 
 
 def trash(project: Project, rel: str, memory_id: str) -> TrashEntry:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     stamp = now.strftime("%Y%m%dT%H%M%S%f")
     name = f"{stamp}-{Path(rel).name}"
     target = project.trash_dir / name
@@ -49,16 +53,27 @@ def entries(project: Project) -> list[TrashEntry]:
             data = json.loads(note.read_text("utf-8"))
         except (OSError, ValueError):
             continue
-        out.append(TrashEntry(data.get("id", ""), data.get("original", ""), data.get("deleted_at", ""),
-                              note.with_suffix(".md")))
+        out.append(
+            TrashEntry(
+                data.get("id", ""),
+                data.get("original", ""),
+                data.get("deleted_at", ""),
+                note.with_suffix(".md"),
+            )
+        )
     return out
 
 
 def find(project: Project, key: str) -> TrashEntry:
     """The newest trash entry whose id, id prefix or file name matches `key`."""
-    matches = [e for e in entries(project)
-               if key in (e.id, e.file.name, e.file.stem) or (len(key) >= 4 and e.id.startswith(key))
-               or Path(e.original).name == key or e.original == key]
+    matches = [
+        e
+        for e in entries(project)
+        if key in (e.id, e.file.name, e.file.stem)
+        or (len(key) >= 4 and e.id.startswith(key))
+        or Path(e.original).name == key
+        or e.original == key
+    ]
     if not matches:
         raise NotFound(f"nothing in the trash matches '{key}'; see `lore restore --list`")
     return matches[-1]
@@ -84,7 +99,7 @@ def restore(project: Project, entry: TrashEntry) -> str:
 
 def purge(project: Project, retention_days: float, now: datetime | None = None) -> list[TrashEntry]:
     """Delete trash entries older than the retention period."""
-    cutoff = (now or datetime.now(timezone.utc)) - timedelta(days=retention_days)
+    cutoff = (now or datetime.now(UTC)) - timedelta(days=retention_days)
     purged = []
     for entry in entries(project):
         try:

@@ -17,7 +17,7 @@ Tiers (001): HOT > 0.7, WARM 0.3-0.7, COLD < 0.3, on the query-free score.
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 RECENCY_FLOOR = 0.3
 STALE_FACTOR = 0.5
@@ -27,7 +27,7 @@ HOT, WARM = 0.7, 0.3
 def recency(when: str | None, half_life_days: float, now: datetime | None = None) -> float:
     if not when:
         return RECENCY_FLOOR
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     try:
         then = datetime.fromisoformat(when.replace("Z", "+00:00"))
     except ValueError:
@@ -41,11 +41,24 @@ def access_modifier(count: int) -> float:
     return min(1.5, 1.0 + 0.1 * math.log1p(max(0, count)))
 
 
-def attention(relevance: float, *, occurred_at: str, last_accessed: str | None, access_count: int,
-              confidence: float, stale: bool, half_life_days: float = 90.0,
-              now: datetime | None = None) -> float:
-    score = (relevance * recency(last_accessed or occurred_at, half_life_days, now)
-             * access_modifier(access_count) * confidence * (STALE_FACTOR if stale else 1.0))
+def attention(
+    relevance: float,
+    *,
+    occurred_at: str,
+    last_accessed: str | None,
+    access_count: int,
+    confidence: float,
+    stale: bool,
+    half_life_days: float = 90.0,
+    now: datetime | None = None,
+) -> float:
+    score = (
+        relevance
+        * recency(last_accessed or occurred_at, half_life_days, now)
+        * access_modifier(access_count)
+        * confidence
+        * (STALE_FACTOR if stale else 1.0)
+    )
     return min(1.0, score)
 
 

@@ -16,14 +16,24 @@ from lore.search.text import fts_query, terms
 
 @dataclass
 class ChunkMatch:
-    row: object        # sqlite3.Row of the chunk (+ file path, + commit fields)
+    row: object  # sqlite3.Row of the chunk (+ file path, + commit fields)
     score: float
     source: str
 
 
-def search_kind(index: SQLiteIndex, kind: str, query: str, *, limit: int, where: str = "",
-                params: tuple = (), query_vector=None, model: str | None = None, fusion: str = "rrf",
-                mode: str = "hybrid") -> list[ChunkMatch]:
+def search_kind(
+    index: SQLiteIndex,
+    kind: str,
+    query: str,
+    *,
+    limit: int,
+    where: str = "",
+    params: tuple = (),
+    query_vector=None,
+    model: str | None = None,
+    fusion: str = "rrf",
+    mode: str = "hybrid",
+) -> list[ChunkMatch]:
     """Chunks of `kind` best matching `query`.
 
     Args:
@@ -45,8 +55,13 @@ def search_kind(index: SQLiteIndex, kind: str, query: str, *, limit: int, where:
     vector: list[tuple[int, float]] = []
     if mode in ("hybrid", "vector") and query_vector is not None and model:
         from lore.search.vectors import vector_set
+
         top = vector_set(index, kind, model).top_k(query_vector, pool)
-        fetched = {r["chunk_id"]: r for r in index.chunk_rows(kind, [i for i, _ in top], where, params)} if top else {}
+        fetched = (
+            {r["chunk_id"]: r for r in index.chunk_rows(kind, [i for i, _ in top], where, params)}
+            if top
+            else {}
+        )
         for chunk_id, sim in top:
             row = fetched.get(chunk_id)
             if row is not None:

@@ -60,9 +60,16 @@ class CodeHit:
     source: str
 
     def to_json(self, *, full: bool = False) -> dict:
-        data = {"file_path": self.file_path, "symbol": self.symbol, "language": self.language,
-                "start_line": self.start_line, "end_line": self.end_line, "snippet": self.snippet,
-                "similarity": round(self.similarity, 4), "source": self.source}
+        data = {
+            "file_path": self.file_path,
+            "symbol": self.symbol,
+            "language": self.language,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "snippet": self.snippet,
+            "similarity": round(self.similarity, 4),
+            "source": self.source,
+        }
         if full:
             data["chunk_text"] = self.chunk_text
         return data
@@ -79,12 +86,20 @@ class CommitHit:
     source: str
 
     def to_json(self) -> dict:
-        return {"sha": self.sha, "subject": self.subject, "author": self.author, "date": self.date,
-                "files": self.files, "relevance": round(self.relevance, 4), "source": self.source}
+        return {
+            "sha": self.sha,
+            "subject": self.subject,
+            "author": self.author,
+            "date": self.date,
+            "files": self.files,
+            "relevance": round(self.relevance, 4),
+            "source": self.source,
+        }
 
 
-def search_code(index, query: str, flt: CodeFilter, *, limit: int, files_only: bool = False,
-                **search) -> list[CodeHit]:
+def search_code(
+    index, query: str, flt: CodeFilter, *, limit: int, files_only: bool = False, **search
+) -> list[CodeHit]:
     where, params = flt.sql()
     words = terms(query)
     if not files_only:
@@ -93,8 +108,9 @@ def search_code(index, query: str, flt: CodeFilter, *, limit: int, files_only: b
     # Files: a file with several good chunks is stronger evidence than one lucky
     # chunk, so rank by the best chunk plus half the next three (tuned on
     # gitlog-flask: R@10 .833 with the best chunk alone, .880 with this).
-    matches = search_kind(index, "code", query, limit=max(300, limit * 30), where=where, params=params,
-                          **search)
+    matches = search_kind(
+        index, "code", query, limit=max(300, limit * 30), where=where, params=params, **search
+    )
     per_file: dict[str, list] = {}
     for m in matches:
         per_file.setdefault(m.row["path"], []).append(m)
@@ -109,11 +125,30 @@ def file_score(scores: list[float]) -> float:
 
 def search_history(index, query: str, *, limit: int, **search) -> list[CommitHit]:
     matches = search_kind(index, "commit", query, limit=limit, **search)
-    return [CommitHit(m.row["sha"], m.row["subject"], m.row["author"], m.row["date"],
-                      json.loads(m.row["files"]), m.score, m.source) for m in matches]
+    return [
+        CommitHit(
+            m.row["sha"],
+            m.row["subject"],
+            m.row["author"],
+            m.row["date"],
+            json.loads(m.row["files"]),
+            m.score,
+            m.source,
+        )
+        for m in matches
+    ]
 
 
 def _code_hit(match: ChunkMatch, words: list[str]) -> CodeHit:
     row = match.row
-    return CodeHit(row["path"], row["symbol"], row["language"], row["start_line"], row["end_line"],
-                   snippet(row["text"], words), row["text"], match.score, match.source)
+    return CodeHit(
+        row["path"],
+        row["symbol"],
+        row["language"],
+        row["start_line"],
+        row["end_line"],
+        snippet(row["text"], words),
+        row["text"],
+        match.score,
+        match.source,
+    )

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lore.errors import UsageError
+from lore.errors import UsageError, ValidationError
 from lore.memory.model import MEMORY_TYPES, parse_time
-from lore.errors import ValidationError
 
 STORAGE_TIERS = ("durable", "session")
 MAX_LIMIT = 50

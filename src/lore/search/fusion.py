@@ -16,13 +16,13 @@ Two modes (``[search] fusion`` in config.toml):
 
 from __future__ import annotations
 
-from typing import Hashable
+from collections.abc import Hashable
 
 RRF_K = 5
-RRF_WEIGHTS = (1.0, 1.5)          # keyword, vector
-VECTOR_WEIGHT = 0.7               # weighted mode (seed 004)
-CANDIDATES = 40                   # top-N from each list (dev results flat from 30 to 100)
-LONG_QUERY = 12                   # terms; beyond this the vector list's weight falls
+RRF_WEIGHTS = (1.0, 1.5)  # keyword, vector
+VECTOR_WEIGHT = 0.7  # weighted mode (seed 004)
+CANDIDATES = 40  # top-N from each list (dev results flat from 30 to 100)
+LONG_QUERY = 12  # terms; beyond this the vector list's weight falls
 
 
 def vector_weight(n_terms: int) -> float:
@@ -34,11 +34,17 @@ def vector_weight(n_terms: int) -> float:
     worked best for such queries was about a third of the short-query one.
     """
     return RRF_WEIGHTS[1] * min(1.0, LONG_QUERY / max(1, n_terms))
+
+
 FUSIONS = ("rrf", "weighted")
 
 
-def fuse(keyword: list[tuple[Hashable, float]], vector: list[tuple[Hashable, float]],
-         mode: str = "rrf", n_terms: int = 1) -> list[tuple[Hashable, float, str]]:
+def fuse(
+    keyword: list[tuple[Hashable, float]],
+    vector: list[tuple[Hashable, float]],
+    mode: str = "rrf",
+    n_terms: int = 1,
+) -> list[tuple[Hashable, float, str]]:
     """Merge two ranked lists of (key, score 0-1) into (key, fused score, source), best first.
 
     `source` is "hybrid" when both lists had the key, else the one that did.
@@ -51,12 +57,14 @@ def fuse(keyword: list[tuple[Hashable, float]], vector: list[tuple[Hashable, flo
     for key in {**kw, **vec}:
         in_kw, in_vec = key in kw, key in vec
         if mode == "rrf":
-            total = sum(weight / (RRF_K + 1 + lst[key][0])
-                        for lst, weight in zip((kw, vec), weights) if key in lst)
+            total = sum(
+                weight / (RRF_K + 1 + lst[key][0]) for lst, weight in zip((kw, vec), weights) if key in lst
+            )
             score = total / (sum(weights) / (RRF_K + 1))
         elif mode == "weighted":
-            score = (VECTOR_WEIGHT * max(0.0, vec[key][1] if in_vec else 0.0)
-                     + (1 - VECTOR_WEIGHT) * (kw[key][1] if in_kw else 0.0))
+            score = VECTOR_WEIGHT * max(0.0, vec[key][1] if in_vec else 0.0) + (1 - VECTOR_WEIGHT) * (
+                kw[key][1] if in_kw else 0.0
+            )
         else:
             raise ValueError(f"unknown fusion {mode!r}; use one of {FUSIONS}")
         source = "hybrid" if in_kw and in_vec else ("bm25" if in_kw else "vector")

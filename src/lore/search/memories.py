@@ -76,8 +76,9 @@ def coverage(query_terms: list[str], *texts: str) -> float:
     return sum(1 for t in query_terms if t[:5] in haystack) / len(query_terms)
 
 
-def search_bm25(index: SQLiteIndex, query: str, flt: MemoryFilter, limit: int,
-                candidates: int | None = None) -> list[MemoryHit]:
+def search_bm25(
+    index: SQLiteIndex, query: str, flt: MemoryFilter, limit: int, candidates: int | None = None
+) -> list[MemoryHit]:
     """Best chunk per memory, ranked by BM25 relevance (hits built for the winners only)."""
     match = fts_query(query)
     if match is None:
@@ -94,15 +95,16 @@ def search_bm25(index: SQLiteIndex, query: str, flt: MemoryFilter, limit: int,
     return [hit_from_row(row, snippet(row["text"], words), score, "bm25") for score, row in ranked]
 
 
-def search_vector(index: SQLiteIndex, query_vector, model: str, flt: MemoryFilter, limit: int,
-                  query: str = "") -> list[MemoryHit]:
+def search_vector(
+    index: SQLiteIndex, query_vector, model: str, flt: MemoryFilter, limit: int, query: str = ""
+) -> list[MemoryHit]:
     """Best chunk per memory, ranked by cosine similarity (exact search)."""
     from lore.search.vectors import vector_set
 
     vectors = vector_set(index, "memory", model)
     where, params = flt.sql()
     words = terms(query)
-    want = limit * 2           # grows below when chunks collapse into fewer memories, or filters reject
+    want = limit * 2  # grows below when chunks collapse into fewer memories, or filters reject
 
     while True:
         top = vectors.top_k(query_vector, want)
@@ -118,8 +120,15 @@ def search_vector(index: SQLiteIndex, query_vector, model: str, flt: MemoryFilte
         want *= 4
 
 
-def search_hybrid(index: SQLiteIndex, query: str, query_vector, model: str, flt: MemoryFilter,
-                  limit: int, fusion: str = "rrf") -> list[MemoryHit]:
+def search_hybrid(
+    index: SQLiteIndex,
+    query: str,
+    query_vector,
+    model: str,
+    flt: MemoryFilter,
+    limit: int,
+    fusion: str = "rrf",
+) -> list[MemoryHit]:
     """BM25 top-N and vector top-N, fused (see :mod:`lore.search.fusion`)."""
     from lore.search.fusion import CANDIDATES, fuse
 
@@ -127,9 +136,10 @@ def search_hybrid(index: SQLiteIndex, query: str, query_vector, model: str, flt:
     keyword = search_bm25(index, query, flt, n)
     vector = search_vector(index, query_vector, model, flt, n, query)
     by_path = {h.path: h for h in vector}
-    by_path.update({h.path: h for h in keyword})     # keyword hits have the better snippet
-    fused = fuse([(h.path, h.score) for h in keyword], [(h.path, h.score) for h in vector], fusion,
-                 len(terms(query)))
+    by_path.update({h.path: h for h in keyword})  # keyword hits have the better snippet
+    fused = fuse(
+        [(h.path, h.score) for h in keyword], [(h.path, h.score) for h in vector], fusion, len(terms(query))
+    )
     hits = []
     for path, score, source in fused[:limit]:
         hit = by_path[path]
@@ -140,8 +150,21 @@ def search_hybrid(index: SQLiteIndex, query: str, query_vector, model: str, flt:
 
 def hit_from_row(row, snip: str, score: float, source: str) -> MemoryHit:
     return MemoryHit(
-        id=row["id"], path=row["path"], title=row["title"], type=row["type"],
-        tags=json.loads(row["tags"]), section=row["section"], snippet=snip,
-        score=round(score, 4), start_line=row["start_line"], end_line=row["end_line"],
-        source=source, task_id=row["task"], agent=row["agent"], applies_to=row["applies_to"],
-        occurred_at=row["occurred_at"], summary=row["summary"], confidence=row["confidence"])
+        id=row["id"],
+        path=row["path"],
+        title=row["title"],
+        type=row["type"],
+        tags=json.loads(row["tags"]),
+        section=row["section"],
+        snippet=snip,
+        score=round(score, 4),
+        start_line=row["start_line"],
+        end_line=row["end_line"],
+        source=source,
+        task_id=row["task"],
+        agent=row["agent"],
+        applies_to=row["applies_to"],
+        occurred_at=row["occurred_at"],
+        summary=row["summary"],
+        confidence=row["confidence"],
+    )

@@ -21,10 +21,10 @@ SECTIONS = {"memory": "Memories", "file": "Likely files", "code": "Code", "work"
 
 @dataclass
 class Item:
-    kind: str                     # memory | file | code | work
+    kind: str  # memory | file | code | work
     key: str
-    value: float                  # packing priority (higher first)
-    renders: dict[str, str]       # level -> Markdown (L1 always; L2/L3 optional)
+    value: float  # packing priority (higher first)
+    renders: dict[str, str]  # level -> Markdown (L1 always; L2/L3 optional)
     data: dict = field(default_factory=dict)
     level: str | None = None
     _costs: dict = field(default_factory=dict, repr=False)

@@ -20,8 +20,8 @@ from lore.search.pack import Item, pack, render
 from lore.search.text import terms
 
 MAX_QUERY_TERMS = 64
-FILE_RRF_K = 10       # file ranks from code search and from past commits
-MAX_EVIDENCE_FILES = 100   # commits touching more files are imports or sweeps, not evidence
+FILE_RRF_K = 10  # file ranks from code search and from past commits
+MAX_EVIDENCE_FILES = 100  # commits touching more files are imports or sweeps, not evidence
 SCOPE_BOOST = 1.5
 
 
@@ -66,23 +66,37 @@ class RecallPack:
         return [{**it.data, "level": it.level} for it in self.items if it.kind == kind]
 
     def to_json(self) -> dict:
-        return {"query_used": self.query_used, "memories": self.of("memory"),
-                "files": self.of("file"), "code_snippets": self.of("code"),
-                "related_work_items": self.of("work"), "budget": self.budget,
-                "level": self.level, "tokens_used": self.tokens_used, "markdown": self.markdown}
+        return {
+            "query_used": self.query_used,
+            "memories": self.of("memory"),
+            "files": self.of("file"),
+            "code_snippets": self.of("code"),
+            "related_work_items": self.of("work"),
+            "budget": self.budget,
+            "level": self.level,
+            "tokens_used": self.tokens_used,
+            "markdown": self.markdown,
+        }
 
 
-def memory_items(hits, access: dict, stale: dict, request: RecallRequest, half_life: float,
-                 hot: list) -> list[Item]:
+def memory_items(
+    hits, access: dict, stale: dict, request: RecallRequest, half_life: float, hot: list
+) -> list[Item]:
     """Items for memories found by search (plus HOT ones that apply)."""
     touched = {f.strip("./") for f in request.files}
     text = f"{request.title} {request.description}".lower()
     items = []
     for hit in [*hits, *hot]:
         count, last = access.get(hit.id, (0, None))
-        score = att.attention(hit.score, occurred_at=hit.occurred_at, last_accessed=last,
-                              access_count=count, confidence=getattr(hit, "confidence", 1.0),
-                              stale=hit.id in stale, half_life_days=half_life)
+        score = att.attention(
+            hit.score,
+            occurred_at=hit.occurred_at,
+            last_accessed=last,
+            access_count=count,
+            confidence=getattr(hit, "confidence", 1.0),
+            stale=hit.id in stale,
+            half_life_days=half_life,
+        )
         if _applies(hit.applies_to, touched, text):
             score = min(1.0, score * SCOPE_BOOST)
         items.append(_memory_item(hit, score, stale.get(hit.id)))
@@ -92,8 +106,9 @@ def memory_items(hits, access: dict, stale: dict, request: RecallRequest, half_l
     return list(unique.values())[: request.limit_per_type + len(hot)]
 
 
-def rank_files(code_files: list[tuple[str, float]], commits, existing: set[str],
-               given: list[str]) -> list[tuple[str, float, list[str]]]:
+def rank_files(
+    code_files: list[tuple[str, float]], commits, existing: set[str], given: list[str]
+) -> list[tuple[str, float, list[str]]]:
     """Files by RRF of code-search rank and past-commit evidence; given files first.
 
     Returns (path, score 0-1, reasons)."""
@@ -133,8 +148,9 @@ def rank_files(code_files: list[tuple[str, float]], commits, existing: set[str],
 
 def file_item(path: str, score: float, reasons: list[str]) -> Item:
     line = f"- `{path}` — {', '.join(reasons)}"
-    return Item("file", path, 0.9 * score, {"L1": line},
-                {"path": path, "score": round(score, 4), "reasons": reasons})
+    return Item(
+        "file", path, 0.9 * score, {"L1": line}, {"path": path, "score": round(score, 4), "reasons": reasons}
+    )
 
 
 def code_item(hit) -> Item:
@@ -143,22 +159,43 @@ def code_item(hit) -> Item:
     lang = hit.language if hit.language not in (None, "text", "lines") else ""
     body = hit.chunk_text.rstrip()
     short = "\n".join(body.splitlines()[:12])
-    return Item("code", where, 0.8 * hit.similarity,
-                {"L1": l1, "L2": f"{l1}\n```{lang}\n{short}\n```", "L3": f"{l1}\n```{lang}\n{body}\n```"},
-                {**hit.to_json(), "citation": where})
+    return Item(
+        "code",
+        where,
+        0.8 * hit.similarity,
+        {"L1": l1, "L2": f"{l1}\n```{lang}\n{short}\n```", "L3": f"{l1}\n```{lang}\n{body}\n```"},
+        {**hit.to_json(), "citation": where},
+    )
 
 
 def work_item(commit) -> Item:
     files = ", ".join(commit.files[:5]) + (" …" if len(commit.files) > 5 else "")
     l1 = f"- `{commit.sha[:10]}` {commit.subject} ({commit.date[:10]}) — {files}"
-    return Item("work", commit.sha, 0.7 * commit.relevance, {"L1": l1},
-                {"id": commit.sha, "title": commit.subject, "type": "commit", "status": "done",
-                 "relevance": round(commit.relevance, 4), "date": commit.date, "files": commit.files})
+    return Item(
+        "work",
+        commit.sha,
+        0.7 * commit.relevance,
+        {"L1": l1},
+        {
+            "id": commit.sha,
+            "title": commit.subject,
+            "type": "commit",
+            "status": "done",
+            "relevance": round(commit.relevance, 4),
+            "date": commit.date,
+            "files": commit.files,
+        },
+    )
 
 
 def task_item(task: str, title: str, score: float) -> Item:
-    return Item("work", f"task:{task}", 0.7 * score, {"L1": f"- task `{task}`: {title}"},
-                {"id": task, "title": title, "type": "task", "status": "done", "relevance": round(score, 4)})
+    return Item(
+        "work",
+        f"task:{task}",
+        0.7 * score,
+        {"L1": f"- task `{task}`: {title}"},
+        {"id": task, "title": title, "type": "task", "status": "done", "relevance": round(score, 4)},
+    )
 
 
 def build(request: RecallRequest, items: list[Item]) -> RecallPack:
@@ -170,7 +207,7 @@ def build(request: RecallRequest, items: list[Item]) -> RecallPack:
     # The header states the tokens used, which changes the count: the body is
     # counted once, the one-line header until its number is stable.
     head = render(request.title, query, [], request.budget).rstrip("\n")
-    rest = count_tokens(render(request.title, query, chosen, request.budget)[len(head):])
+    rest = count_tokens(render(request.title, query, chosen, request.budget)[len(head) :])
     used = count_tokens(head) + rest
     for _ in range(3):
         total = count_tokens(render(request.title, query, [], request.budget, used=used).rstrip("\n")) + rest
@@ -179,7 +216,7 @@ def build(request: RecallRequest, items: list[Item]) -> RecallPack:
         used = total
     markdown = render(request.title, query, chosen, request.budget, used=used)
     exact = count_tokens(markdown)
-    if exact != used:       # a piece straddled the seam: say the exact figure
+    if exact != used:  # a piece straddled the seam: say the exact figure
         markdown = render(request.title, query, chosen, request.budget, used=exact)
     return RecallPack(query, request.title, request.budget, request.level, chosen, markdown, exact)
 
@@ -187,8 +224,9 @@ def build(request: RecallRequest, items: list[Item]) -> RecallPack:
 def _memory_item(hit, score: float, stale: list[str] | None) -> Item:
     flag = " ⚠ stale" if stale else ""
     tags = ", ".join(hit.tags[:5])
-    l1 = (f"- [{hit.type}] **{hit.title}**{flag} — `lore show {hit.id[:8]}` · {score:.2f}"
-          + (f" · {tags}" if tags else ""))
+    l1 = f"- [{hit.type}] **{hit.title}**{flag} — `lore show {hit.id[:8]}` · {score:.2f}" + (
+        f" · {tags}" if tags else ""
+    )
     summary = hit.summary or hit.snippet
     l2 = f"{l1}\n  {summary}" + (f"\n  stale: {'; '.join(stale)}" if stale else "")
     body = getattr(hit, "body", None)
@@ -196,11 +234,23 @@ def _memory_item(hit, score: float, stale: list[str] | None) -> Item:
     if body:
         # Quoted, so the memory's own headings stay inside its item.
         renders["L3"] = f"{l1}\n" + "\n".join(("  > " + line).rstrip() for line in body.strip().splitlines())
-    data = {"id": hit.id, "title": hit.title, "memory_type": hit.type, "path": hit.path,
-            "citation": f"{hit.path}:{hit.start_line}", "tags": hit.tags, "score": round(score, 4),
-            "relevance": hit.score, "applies_to": hit.applies_to, "source_work_item_id": hit.task_id,
-            "created_at": hit.occurred_at, "created_by_agent": hit.agent, "summary": summary,
-            "stale": stale or None, "tier": att.tier(score)}
+    data = {
+        "id": hit.id,
+        "title": hit.title,
+        "memory_type": hit.type,
+        "path": hit.path,
+        "citation": f"{hit.path}:{hit.start_line}",
+        "tags": hit.tags,
+        "score": round(score, 4),
+        "relevance": hit.score,
+        "applies_to": hit.applies_to,
+        "source_work_item_id": hit.task_id,
+        "created_at": hit.occurred_at,
+        "created_by_agent": hit.agent,
+        "summary": summary,
+        "stale": stale or None,
+        "tier": att.tier(score),
+    }
     return Item("memory", hit.id, score, renders, data)
 
 

@@ -21,19 +21,19 @@ from lore.index.store import SQLiteIndex
 if TYPE_CHECKING:
     import numpy as np
 
-_CACHE: dict[tuple[str, str, str], "VectorSet"] = {}
+_CACHE: dict[tuple[str, str, str], VectorSet] = {}
 
 
 @dataclass
 class VectorSet:
     version: int
-    ids: "np.ndarray"        # chunk ids, int64
-    matrix: "np.ndarray"     # float32 [n, dim], unit rows
+    ids: np.ndarray  # chunk ids, int64
+    matrix: np.ndarray  # float32 [n, dim], unit rows
 
-    def similarities(self, query: "np.ndarray") -> "np.ndarray":
+    def similarities(self, query: np.ndarray) -> np.ndarray:
         return self.matrix @ query
 
-    def top_k(self, query: "np.ndarray", k: int) -> list[tuple[int, float]]:
+    def top_k(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         """(chunk id, cosine) of the k most similar chunks, best first."""
         import numpy as np
 
@@ -90,11 +90,12 @@ def _load(index: SQLiteIndex, kind: str, model: str, version: int) -> VectorSet:
                 os.replace(tmp, path)
             # Older versions of this matrix, and matrices of indexes since rebuilt.
             for old in folder.glob(f"vectors-*-{kind}-*.npy"):
-                if old not in (ids_file, vec_file) and (old.name.startswith(prefix) or
-                                                        not old.name.startswith(f"vectors-{index.identity()[:12]}")):
+                if old not in (ids_file, vec_file) and (
+                    old.name.startswith(prefix) or not old.name.startswith(f"vectors-{index.identity()[:12]}")
+                ):
                     old.unlink(missing_ok=True)
         except OSError:
-            pass        # a cache is an optimisation, never a failure
+            pass  # a cache is an optimisation, never a failure
     return VectorSet(version, ids, matrix)
 
 

@@ -6,19 +6,32 @@ that call the service and hand the result to :mod:`.output`.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
 
 from lore import __version__
-from lore.errors import LoreError
-from lore.interfaces.cli import (agent_cmds, code_cmds, hooks_cmds, index_cmds, memory_cmds,
-                                 recall_cmds, search_cmds)
+from lore.errors import as_lore_error
+from lore.interfaces.cli import (
+    agent_cmds,
+    code_cmds,
+    hooks_cmds,
+    index_cmds,
+    memory_cmds,
+    recall_cmds,
+    search_cmds,
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--project", "project_path", metavar="PATH", envvar="LORE_PROJECT",
-              help="Project folder (default: nearest folder with .lore/, like git).")
+@click.option(
+    "--project",
+    "project_path",
+    metavar="PATH",
+    envvar="LORE_PROJECT",
+    help="Project folder (default: nearest folder with .lore/, like git).",
+)
 @click.version_option(__version__, prog_name="lore")
 @click.pass_context
 def cli(ctx: click.Context, project_path: str | None) -> None:
@@ -36,7 +49,8 @@ for module in (index_cmds, memory_cmds, search_cmds, code_cmds, recall_cmds, hoo
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: LoreErrors become one line on stderr and exit code 1 (2 for usage)."""
+    """Entry point: every failure becomes one line on stderr and an exit status
+    (:mod:`lore.errors` maps them); ``LORE_DEBUG=1`` shows the traceback instead."""
     try:
         # Without standalone mode, click returns the code of ctx.exit()/Exit.
         code = cli.main(args=argv, prog_name="lore", standalone_mode=False)
@@ -49,14 +63,24 @@ def main(argv: list[str] | None = None) -> int:
     except click.Abort:
         click.echo("lore: aborted", err=True)
         return 1
-    except LoreError as err:
-        click.echo(f"lore: error: {err}", err=True)
-        return err.exit_code
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt:
         click.echo("lore: interrupted", err=True)
         return 130
+    except Exception as err:
+        if os.environ.get("LORE_DEBUG"):
+            raise
+        known = as_lore_error(err)
+        if known is None:
+            click.echo(
+                f"lore: internal error: {err.__class__.__name__}: {err} "
+                "(set LORE_DEBUG=1 for the traceback, and please report it)",
+                err=True,
+            )
+            return 1
+        click.echo(f"lore: error: {known}", err=True)
+        return known.exit_code
 
 
 def run() -> None:

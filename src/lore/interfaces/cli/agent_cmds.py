@@ -15,12 +15,15 @@ from lore.interfaces.cli.output import emit_json
 @click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8765, show_default=True, type=int)
-@click.option("--token", envvar="LORE_MCP_TOKEN", help="Bearer token clients must send (required off loopback).")
+@click.option(
+    "--token", envvar="LORE_MCP_TOKEN", help="Bearer token clients must send (required off loopback)."
+)
 @click.option("--agent", help="Agent name (sees its private memories).")
 @click.pass_context
 def mcp(ctx, use_http, host, port, token, agent):
     """Run the MCP server (stdio by default)."""
     from lore.interfaces import mcp as server
+
     project = ctx.obj.get("project")
     if use_http:
         server.serve_http(project, host=host, port=port, token=token, agent=agent)
@@ -41,6 +44,7 @@ def _lore_command() -> list[str]:
 def install(lore, agent, instructions, as_json):
     """Register Lore's MCP server (and hooks, for Claude Code) with an agent."""
     from lore.integrations import install as do_install
+
     changes = do_install(agent, lore.project.root, command=_lore_command(), instructions=instructions)
     if as_json:
         emit_json({"agent": agent, "changes": changes})
@@ -55,6 +59,7 @@ def install(lore, agent, instructions, as_json):
 def uninstall(lore, agent, as_json):
     """Remove exactly what `lore install` added."""
     from lore.integrations import uninstall as do_uninstall
+
     changes = do_uninstall(agent, lore.project.root)
     if as_json:
         emit_json({"agent": agent, "changes": changes})
@@ -68,14 +73,22 @@ def uninstall(lore, agent, as_json):
 def hook(ctx, event):
     """Claude Code hook entry point: reads the hook's JSON on stdin. Never fails the agent."""
     from lore.integrations.hooks import run_hook
+
     sys.exit(run_hook(event, ctx.obj.get("project") or os.environ.get("CLAUDE_PROJECT_DIR") or "."))
 
 
 @click.command()
-@click.option("--transcript", type=click.Path(exists=True, dir_okay=False),
-              help="Agent transcript (JSONL) to capture (002's rules: multi-line assistant messages).")
-@click.option("--from-stdout", "stdout_file", type=click.File("r", encoding="utf-8"),
-              help="Agent output with <lore-memory> blocks ('-' = stdin).")
+@click.option(
+    "--transcript",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Agent transcript (JSONL) to capture (002's rules: multi-line assistant messages).",
+)
+@click.option(
+    "--from-stdout",
+    "stdout_file",
+    type=click.File("r", encoding="utf-8"),
+    help="Agent output with <lore-memory> blocks ('-' = stdin).",
+)
 @click.option("--agent", help="Agent name recorded on the memories.")
 @json_option
 @with_lore
@@ -83,14 +96,22 @@ def capture(lore, transcript, stdout_file, agent, as_json):
     """Turn an agent's session into memories (deduplicated, idempotent)."""
     if not transcript and not stdout_file:
         from lore.errors import UsageError
+
         raise UsageError("give --transcript PATH or --from-stdout FILE")
-    result = (lore.capture_transcript(transcript, agent=agent) if transcript
-              else lore.capture_stdout(stdout_file.read(), agent=agent, source=getattr(stdout_file, "name", "stdout")))
+    result = (
+        lore.capture_transcript(transcript, agent=agent)
+        if transcript
+        else lore.capture_stdout(
+            stdout_file.read(), agent=agent, source=getattr(stdout_file, "name", "stdout")
+        )
+    )
     if as_json:
         emit_json(result)
         return
-    click.echo(f"captured {result['created']} new, {result['existing']} already known"
-               + (f", {result['gotchas']} gotchas" if result.get("gotchas") else ""))
+    click.echo(
+        f"captured {result['created']} new, {result['existing']} already known"
+        + (f", {result['gotchas']} gotchas" if result.get("gotchas") else "")
+    )
     for problem in result.get("problems", []):
         click.echo(f"lore: {problem}", err=True)
 

@@ -22,12 +22,22 @@ from lore.interfaces.cli.output import emit_json, emit_results, table
 @with_lore
 def code(lore, query, languages, extensions, directories, days, files_only, mode, limit, full, as_json):
     """Search the codebase by meaning and keywords (003's search_codebase)."""
-    hits = lore.code_search(" ".join(query), limit=limit, languages=languages, extensions=extensions,
-                            directories=directories, changed_within_days=days, files_only=files_only,
-                            mode=mode)
+    hits = lore.code_search(
+        " ".join(query),
+        limit=limit,
+        languages=languages,
+        extensions=extensions,
+        directories=directories,
+        changed_within_days=days,
+        files_only=files_only,
+        mode=mode,
+    )
+
     def render(out, h):
-        out.print(f"[cyan]{h.file_path}:{h.start_line}-{h.end_line}[/cyan]  [bold]{h.symbol or ''}[/bold]  "
-                  f"[dim]{h.language} · {h.similarity:.2f} {h.source}[/dim]")
+        out.print(
+            f"[cyan]{h.file_path}:{h.start_line}-{h.end_line}[/cyan]  [bold]{h.symbol or ''}[/bold]  "
+            f"[dim]{h.language} · {h.similarity:.2f} {h.source}[/dim]"
+        )
         if not files_only:
             out.print(f"  {h.snippet}", markup=False)
 
@@ -45,8 +55,10 @@ def history(lore, query, limit, mode, as_json):
     hits = lore.history(" ".join(query), limit=limit, mode=mode)
 
     def render(out, h):
-        out.print(f"[yellow]{h.sha[:10]}[/yellow] [bold]{h.subject}[/bold]  [dim]{h.author} · {h.date[:10]} · "
-                  f"{h.relevance:.2f}[/dim]")
+        out.print(
+            f"[yellow]{h.sha[:10]}[/yellow] [bold]{h.subject}[/bold]  [dim]{h.author} · {h.date[:10]} · "
+            f"{h.relevance:.2f}[/dim]"
+        )
         out.print("  " + ", ".join(h.files[:8]) + (" …" if len(h.files) > 8 else ""), markup=False)
 
     emit_results(hits, as_json, lambda h: h.to_json(), render)
@@ -78,14 +90,27 @@ def status(lore, as_json):
         return
     short = lambda sha: sha[:10] if sha else "-"  # noqa: E731
     changes = len(data["changedFiles"]) + len(data["newFiles"]) + len(data["deletedFiles"])
-    rows = [["index", "up to date" if data["upToDate"] else "stale — run `lore index`"],
-            ["HEAD / indexed commit", f"{short(data['head'])} / {short(data['indexedCommit'])}" if data["git"] else "not a git repo"],
-            ["work tree changes since index", f"{len(data['changedFiles'])} changed, {len(data['newFiles'])} new, "
-                                              f"{len(data['deletedFiles'])} deleted" if changes else "none"],
-            ["code", f"{data['codeFiles']} files, {data['codeChunks']} chunks, {data['commits']} commits"],
-            ["memories", str(data["memories"])],
-            ["embedding model", data["embedding"] or f"none — BM25 only ({data['embeddingProblem'] or 'no model'})"],
-            ["pending embeddings", str(data["pendingEmbeddings"] or 0)]]
+    rows = [
+        ["index", "up to date" if data["upToDate"] else "stale — run `lore index`"],
+        [
+            "HEAD / indexed commit",
+            f"{short(data['head'])} / {short(data['indexedCommit'])}" if data["git"] else "not a git repo",
+        ],
+        [
+            "work tree changes since index",
+            f"{len(data['changedFiles'])} changed, {len(data['newFiles'])} new, "
+            f"{len(data['deletedFiles'])} deleted"
+            if changes
+            else "none",
+        ],
+        ["code", f"{data['codeFiles']} files, {data['codeChunks']} chunks, {data['commits']} commits"],
+        ["memories", str(data["memories"])],
+        [
+            "embedding model",
+            data["embedding"] or f"none — BM25 only ({data['embeddingProblem'] or 'no model'})",
+        ],
+        ["pending embeddings", str(data["pendingEmbeddings"] or 0)],
+    ]
     table(["", ""], rows)
 
 

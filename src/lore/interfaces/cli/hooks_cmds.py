@@ -16,8 +16,9 @@ def hooks():
     """Keep the index fresh from git hooks (post-commit, -merge, -checkout, -rewrite)."""
 
 
-def _root(ctx) -> "object":
+def _root(ctx) -> object:
     from lore.project import Project
+
     return Project.find(ctx.obj.get("project") or ".").root
 
 
@@ -27,6 +28,7 @@ def _root(ctx) -> "object":
 def install(ctx, as_json):
     """Install the hooks (chained with any existing ones)."""
     from lore.index import githooks
+
     changed = githooks.install(_root(ctx), [sys.executable, "-m", "lore", "hooks", "run"])
     if as_json:
         emit_json({"installed": changed})
@@ -40,6 +42,7 @@ def install(ctx, as_json):
 def uninstall(ctx, as_json):
     """Remove exactly what `lore hooks install` added."""
     from lore.index import githooks
+
     removed = githooks.uninstall(_root(ctx))
     if as_json:
         emit_json({"removed": removed})
@@ -55,6 +58,7 @@ def run(ctx, hook, args):
     """Run by the hooks in the background: one updater at a time, no trigger lost."""
     from lore.index.githooks import run_coalesced
     from lore.service import Lore
+
     lore = Lore.open(ctx.obj.get("project") or ".")
     log = lore.project.local_dir / "hooks.log"
 
@@ -62,9 +66,11 @@ def run(ctx, hook, args):
         started = time.time()
         try:
             result = lore.refresh()
-            line = (f"ok {hook}: {result['code']['files_processed']} files, "
-                    f"{result['code']['files_removed']} removed, {result['embedded']} embedded")
-        except Exception as err:  # noqa: BLE001 - a hook must never fail loudly
+            line = (
+                f"ok {hook}: {result['code']['files_processed']} files, "
+                f"{result['code']['files_removed']} removed, {result['embedded']} embedded"
+            )
+        except Exception as err:
             line = f"error {hook}: {err}"
         with open(log, "a", encoding="utf-8") as handle:
             handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line} ({time.time() - started:.2f} s)\n")

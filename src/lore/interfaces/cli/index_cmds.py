@@ -16,6 +16,7 @@ from lore.interfaces.cli.output import emit_json, progress_bar, table, warn
 def init(path, as_json):
     """Create .lore/ in PATH (idempotent; never overwrites your files)."""
     from lore.service import Lore
+
     lore = Lore.init(path)
     try:
         lore.sync()
@@ -52,18 +53,29 @@ def index(lore, force, reembed, no_embed, no_code, as_json):
         with progress_bar("embedding", enabled=not as_json) as advance:
             embedded = lore.reembed(progress=advance) if reembed else lore.embed(progress=advance)
     if as_json:
-        emit_json({"added": report.added, "updated": report.updated, "removed": report.removed,
-                   "embedded": embedded, "code": code.to_json() if code else None,
-                   "errors": [{"path": p, "error": e} for p, e in report.errors]})
+        emit_json(
+            {
+                "added": report.added,
+                "updated": report.updated,
+                "removed": report.removed,
+                "embedded": embedded,
+                "code": code.to_json() if code else None,
+                "errors": [{"path": p, "error": e} for p, e in report.errors],
+            }
+        )
     else:
-        click.echo(f"memories: {len(report.added)} added, {len(report.updated)} updated, "
-                   f"{len(report.removed)} removed")
+        click.echo(
+            f"memories: {len(report.added)} added, {len(report.updated)} updated, "
+            f"{len(report.removed)} removed"
+        )
         if code:
             reasons = Counter(reason.split(" (")[0] for _, reason in code.skipped)
-            click.echo(f"code: {code.files_processed} files processed, {code.chunks_created} chunks, "
-                       f"{code.files_renamed} renamed, {code.files_removed} removed, "
-                       f"{code.files_skipped} skipped ({', '.join(f'{n} {r}' for r, n in reasons.most_common()) or '-'}), "
-                       f"{code.commits_added} commits, {code.duration_ms / 1000:.1f} s")
+            click.echo(
+                f"code: {code.files_processed} files processed, {code.chunks_created} chunks, "
+                f"{code.files_renamed} renamed, {code.files_removed} removed, "
+                f"{code.files_skipped} skipped ({', '.join(f'{n} {r}' for r, n in reasons.most_common()) or '-'}), "
+                f"{code.commits_added} commits, {code.duration_ms / 1000:.1f} s"
+            )
         click.echo(f"embeddings: {embedded} chunks embedded")
         for _, error in report.errors:
             warn(error)
@@ -80,14 +92,19 @@ def stats(lore, as_json):
     if as_json:
         emit_json(data)
         return
-    rows = [["project", data["project"]], ["memories", str(data["memories"])],
-            ["by type", ", ".join(f"{k} {v}" for k, v in data["byType"].items()) or "-"],
-            ["broken files", str(data["brokenFiles"])], ["chunks", str(data["chunks"])],
-            ["code", f"{data['codeFiles']} files, {data['codeChunks']} chunks, {data['commits']} commits"],
-            ["in trash", str(data["trash"])], ["index size", f"{data['indexBytes'] / 1024:.0f} KiB"],
-            ["search", data["search"]],
-            ["embedding", data["embedding"] or f"none — BM25 only ({data['embeddingProblem'] or 'no model'})"],
-            ["vectors", f"{data['vectors']} ({data['pendingEmbeddings'] or 0} chunks pending)"]]
+    rows = [
+        ["project", data["project"]],
+        ["memories", str(data["memories"])],
+        ["by type", ", ".join(f"{k} {v}" for k, v in data["byType"].items()) or "-"],
+        ["broken files", str(data["brokenFiles"])],
+        ["chunks", str(data["chunks"])],
+        ["code", f"{data['codeFiles']} files, {data['codeChunks']} chunks, {data['commits']} commits"],
+        ["in trash", str(data["trash"])],
+        ["index size", f"{data['indexBytes'] / 1024:.0f} KiB"],
+        ["search", data["search"]],
+        ["embedding", data["embedding"] or f"none — BM25 only ({data['embeddingProblem'] or 'no model'})"],
+        ["vectors", f"{data['vectors']} ({data['pendingEmbeddings'] or 0} chunks pending)"],
+    ]
     table(["", ""], rows)
 
 

@@ -23,7 +23,9 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.command()
 @click.option("--title", "-t", help="One-line subject (default: the body's first line).")
 @click.option("--body", "-b", help="The memory text (Markdown). Or --body-file, or stdin.")
-@click.option("--body-file", type=click.File("r", encoding="utf-8"), help="Read the body from a file ('-' = stdin).")
+@click.option(
+    "--body-file", type=click.File("r", encoding="utf-8"), help="Read the body from a file ('-' = stdin)."
+)
 @click.option("--type", "kind", type=click.Choice(MEMORY_TYPES), default="fact", show_default=True)
 @click.option("--tag", "-k", "tags", multiple=True, help="Keyword (repeatable or comma-separated).")
 @click.option("--applies-to", default="global", show_default=True, help="global, file:<path> or area:<name>.")
@@ -38,8 +40,25 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.option("--session", is_flag=True, help="Session-tier memory (.lore/local/session/, not committed).")
 @json_option
 @with_lore
-def add(lore, title, body, body_file, kind, tags, applies_to, agent, task, files, labels,
-        confidence, occurred_at, memory_id, private, session, as_json):
+def add(
+    lore,
+    title,
+    body,
+    body_file,
+    kind,
+    tags,
+    applies_to,
+    agent,
+    task,
+    files,
+    labels,
+    confidence,
+    occurred_at,
+    memory_id,
+    private,
+    session,
+    as_json,
+):
     """Add a memory (body from --body, --body-file or stdin)."""
     if body is None and body_file is not None:
         body = body_file.read()
@@ -47,10 +66,22 @@ def add(lore, title, body, body_file, kind, tags, applies_to, agent, task, files
         body = sys.stdin.read()
     if not body or not body.strip():
         raise UsageError("no body given; use --body TEXT, --body-file PATH or pipe it on stdin")
-    result = lore.add(body=body, title=title, type=kind, tags=_split(tags), applies_to=applies_to,
-                      agent=agent, task=task, files=list(files), labels=_split(labels),
-                      confidence=confidence, occurred_at=occurred_at, id=memory_id,
-                      private=private, session=session)
+    result = lore.add(
+        body=body,
+        title=title,
+        type=kind,
+        tags=_split(tags),
+        applies_to=applies_to,
+        agent=agent,
+        task=task,
+        files=list(files),
+        labels=_split(labels),
+        confidence=confidence,
+        occurred_at=occurred_at,
+        id=memory_id,
+        private=private,
+        session=session,
+    )
     if result.redacted:
         warn(f"redacted before writing: {describe(result.redacted)}")
     if as_json:
@@ -74,8 +105,10 @@ def list_(lore, as_json, limit, **filters):
     if not rows:
         click.echo("no memories")
         return
-    table(["id", "type", "title", "tags", "when"],
-          [[r["id"][:8], r["type"], r["title"], ", ".join(r["tags"][:4]), r["occurredAt"][:10]] for r in rows])
+    table(
+        ["id", "type", "title", "tags", "when"],
+        [[r["id"][:8], r["type"], r["title"], ", ".join(r["tags"][:4]), r["occurredAt"][:10]] for r in rows],
+    )
 
 
 @click.command()

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import click
 
@@ -16,6 +17,7 @@ def emit_json(data: Any) -> None:
 
 def console():
     from rich.console import Console
+
     return Console(highlight=False, soft_wrap=False)
 
 
@@ -37,6 +39,7 @@ def warn(message: str) -> None:
 
 def table(columns: list[str], rows: list[list[str]], *, title: str | None = None) -> None:
     from rich.table import Table
+
     grid = Table(title=title, show_edge=False, header_style="bold", pad_edge=False)
     for name in columns:
         grid.add_column(name, overflow="fold")
@@ -53,7 +56,14 @@ def progress_bar(label: str, *, enabled: bool = True) -> Iterator[Callable[[int,
         return
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-    with Progress(f"[bold]{label}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
+
+    with Progress(
+        f"[bold]{label}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
         task = bar.add_task(label, total=None)
         yield lambda done, total: bar.update(task, completed=done, total=total)

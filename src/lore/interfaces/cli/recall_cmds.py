@@ -23,7 +23,8 @@ def recall_options(func):
         click.option("--bracket", type=click.Choice(BRACKETS), help="Context bracket (001): sets the level."),
         click.option("--agent", help="Agent asking (sees its private memories)."),
         click.option("--limit-per-type", type=int, default=5, show_default=True),
-        click.option("--no-code", is_flag=True), click.option("--no-memories", is_flag=True),
+        click.option("--no-code", is_flag=True),
+        click.option("--no-memories", is_flag=True),
         click.option("--no-related-work", is_flag=True),
         click.option("--markdown", "as_markdown", is_flag=True, help="Print the Markdown block (default)."),
         click.option("--json", "as_json", is_flag=True, help="Print 003's ContextResult as JSON."),
@@ -33,14 +34,39 @@ def recall_options(func):
     return func
 
 
-def _recall(lore, title, description, task, files, budget, level, bracket, agent, limit_per_type,
-            no_code, no_memories, no_related_work, as_markdown, as_json):
+def _recall(
+    lore,
+    title,
+    description,
+    task,
+    files,
+    budget,
+    level,
+    bracket,
+    agent,
+    limit_per_type,
+    no_code,
+    no_memories,
+    no_related_work,
+    as_markdown,
+    as_json,
+):
     if description == "-":
         description = sys.stdin.read()
-    result = lore.recall(title, description=description, task=task, files=files, budget=budget,
-                         level=level, bracket=bracket, agent=agent, limit_per_type=limit_per_type,
-                         include_code=not no_code, include_memories=not no_memories,
-                         include_related_work=not no_related_work)
+    result = lore.recall(
+        title,
+        description=description,
+        task=task,
+        files=files,
+        budget=budget,
+        level=level,
+        bracket=bracket,
+        agent=agent,
+        limit_per_type=limit_per_type,
+        include_code=not no_code,
+        include_memories=not no_memories,
+        include_related_work=not no_related_work,
+    )
     if as_json:
         emit_json(result.to_json())
     else:
@@ -108,28 +134,41 @@ COMMANDS = [recall, start, stale, verify]
 @click.option("--pattern", "patterns", multiple=True, help="A pattern for other agents (repeatable).")
 @click.option("--gotcha", "gotchas", multiple=True, help="A gotcha for other agents (repeatable).")
 @click.option("--tag", "tags", multiple=True, help="Tag (repeatable).")
-@click.option("--bundle", type=click.Path(exists=True, dir_okay=False),
-              help="000's CompletionBundle as JSON (instead of the options above).")
+@click.option(
+    "--bundle",
+    type=click.Path(exists=True, dir_okay=False),
+    help="000's CompletionBundle as JSON (instead of the options above).",
+)
 @click.option("--agent", help="Agent that did the task.")
 @json_option
 @with_lore
-def complete(lore, task, title, summary, approach, decisions, lessons, patterns, gotchas, tags, bundle,
-             agent, as_json):
+def complete(
+    lore, task, title, summary, approach, decisions, lessons, patterns, gotchas, tags, bundle, agent, as_json
+):
     """Write the task's memory (000's sections; files and decisions from its commits)."""
     from pathlib import Path
 
     from lore.memory.complete import CompletionBundle, load_bundle
+
     if bundle:
         data = load_bundle(Path(bundle))
     else:
-        data = CompletionBundle(summary=list(summary), approach=approach, decisions=list(decisions),
-                                lessons=list(lessons), patterns=list(patterns), gotchas=list(gotchas),
-                                tags=[t for v in tags for t in v.split(",") if t.strip()])
+        data = CompletionBundle(
+            summary=list(summary),
+            approach=approach,
+            decisions=list(decisions),
+            lessons=list(lessons),
+            patterns=list(patterns),
+            gotchas=list(gotchas),
+            tags=[t for v in tags for t in v.split(",") if t.strip()],
+        )
     result = lore.complete(task, title=title, bundle=data, agent=agent)
     if as_json:
         emit_json({**result.to_json(), "files": result.memory.files})
     else:
-        click.echo(f"{'wrote' if result.created else 'updated'} {result.path} ({len(result.memory.files)} files)")
+        click.echo(
+            f"{'wrote' if result.created else 'updated'} {result.path} ({len(result.memory.files)} files)"
+        )
 
 
 COMMANDS.append(complete)
