@@ -244,6 +244,19 @@ def discover(
     return result
 
 
+def _pattern_class():
+    """pathspec's gitignore pattern: `GitIgnoreSpecPattern` (pathspec >= 1), else
+    the older `GitWildMatchPattern` (deprecated in 1.x, with a warning per pattern)."""
+    try:
+        from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+
+        return GitIgnoreSpecPattern
+    except ImportError:
+        from pathspec.patterns import GitWildMatchPattern
+
+        return GitWildMatchPattern
+
+
 class _Patterns:
     """A gitignore-style pattern list where the last matching pattern wins.
 
@@ -252,12 +265,11 @@ class _Patterns:
     """
 
     def __init__(self, lines: Iterable[str], *, strict: bool = False):
-        from pathspec.patterns import GitWildMatchPattern
-
+        pattern_class = _pattern_class()
         self._patterns = []
         for line in lines:
             try:
-                pattern = GitWildMatchPattern(line)
+                pattern = pattern_class(line)
             except ValueError as exc:  # GitWildMatchPatternError
                 if strict:
                     raise UsageError(f"bad glob {line!r}: {exc}") from None
