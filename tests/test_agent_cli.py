@@ -564,7 +564,9 @@ def test_pre_compact_hook_captures_multiline_assistant_messages_once(repo, tmp_p
     assert "3×" in body
     assert "captured" in log_lines(root)[-1] and "1 gotchas" in log_lines(root)[-1]
 
-    listed = repo.json("list", "--tier", "session")
+    listed = repo.json(
+        "list", "--tier", "session", "--agent", "claude-code"
+    )  # an agent's session memories are its own
     assert len(listed) == len(keep)
 
     before = all_memories(root)
@@ -691,7 +693,7 @@ def test_capture_transcript_json_is_idempotent(repo, tmp_path):
     assert {meta["agent"] for meta, _ in session.values()} == {"codex"}
 
     before = all_memories(root)
-    second = repo.json("capture", "--transcript", str(transcript))
+    second = repo.json("capture", "--transcript", str(transcript), "--agent", "codex")  # the same agent again
     assert second == {"created": 0, "existing": len(keep), "problems": [], "gotchas": 0}
     assert all_memories(root) == before
 

@@ -252,7 +252,7 @@ def test_memory_tools_return_their_documented_shapes(root):
             page = await s.ok("memory_read", id=added["id"])
             assert page["id"] == added["id"] and page["path"] == added["path"]
             assert page["content"] == file_text(root, added["path"])
-            assert page["nextOffset"] is None and page["totalChars"] == len(page["content"])
+            assert page["next_offset"] is None and page["total_chars"] == len(page["content"])
             prefix = await s.ok("memory_read", id=added["id"][:8])  # id prefixes resolve too
             assert prefix["id"] == added["id"]
 
@@ -320,23 +320,23 @@ def test_memory_read_paginates_by_characters(root):
 
             first = await s.ok("memory_read", id=made["id"], offset=0, limit=100)
             assert first["content"] == whole[:100] and first["offset"] == 0
-            assert first["nextOffset"] == 100 and first["totalChars"] == len(whole)
+            assert first["next_offset"] == 100 and first["total_chars"] == len(whole)
             middle = await s.ok("memory_read", id=made["id"], offset=1234, limit=321)
-            assert middle["content"] == whole[1234:1555] and middle["nextOffset"] == 1555
+            assert middle["content"] == whole[1234:1555] and middle["next_offset"] == 1555
 
             pieces, offset, calls = [], 0, 0
             while offset is not None:
                 page = await s.ok("memory_read", id=made["id"], offset=offset, limit=700)
                 assert page["offset"] == offset and len(page["content"]) <= 700
                 pieces.append(page["content"])
-                offset = page["nextOffset"]
+                offset = page["next_offset"]
                 calls += 1
                 assert calls < 100
             assert "".join(pieces) == whole
             assert calls == -(-len(whole) // 700)
 
             past_end = await s.ok("memory_read", id=made["id"], offset=len(whole) + 10, limit=50)
-            assert past_end["content"] == "" and past_end["nextOffset"] is None
+            assert past_end["content"] == "" and past_end["next_offset"] is None
 
     run_async(body)
 
@@ -734,7 +734,7 @@ def test_default_model_through_mcp(tmp_path):
     run_async(body)
     stats = json.loads(lore(root, "stats", "--json").stdout)
     assert stats["search"] == "hybrid" and stats["embedding"].startswith("local:")
-    assert stats["vectors"] >= 3 and stats["embeddingProblem"] is None
+    assert stats["vectors"] >= 3 and stats["embedding_problem"] is None
 
 
 # ---------------------------------------------------------------- streamable HTTP

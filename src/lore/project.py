@@ -20,7 +20,7 @@ from pathlib import Path
 from lore.errors import ProjectNotFound, UsageError, ValidationError
 
 LORE_DIR = ".lore"
-RESERVED_LOCAL = ("session", "trash")
+RESERVED_LOCAL = ("session", "trash", "cache", "sessions", "daily", "archive")
 
 DEFAULT_CONFIG = """\
 # Lore settings for this project (committed). See docs/configuration.md.
@@ -34,8 +34,9 @@ trash_retention_days = 30
 include = []
 exclude = []
 max_file_bytes = 1000000
-# How many recent commits are indexed as past work.
-history_commits = 2000
+# Every commit reachable from HEAD is indexed as past work, up to this cap
+# (for very large monorepos).
+history_commits = 200000
 
 [embedding]
 # local (offline MiniLM, the default), onnx, openai, openai-compatible, gemini, voyage, none
@@ -144,14 +145,26 @@ class Project:
         return resolved
 
     def agent_dir(self, agent: str) -> Path:
-        from lore.memory.markdown import slugify
+        """The private folder of `agent` (named by :func:`agent_key`, the one naming rule)."""
+        return self.local_dir / agent_key(agent)
 
-        name = slugify(agent, limit=None)
-        if not name or name in RESERVED_LOCAL:
-            raise ValidationError(
-                f"'{agent}' can't name an agent's private folder; choose another agent name", field="agent"
-            )
-        return self.local_dir / name
+
+def agent_key(agent: str) -> str:
+    """The one form of an agent's identity: its private folder's name and what
+    visibility is checked against (``Claude Code`` → ``claude-code``).
+
+    Raises ValidationError for a name that can't identify an agent.
+    """
+    import re
+    import unicodedata
+
+    text = unicodedata.normalize("NFKD", agent).encode("ascii", "ignore").decode("ascii")
+    key = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:64].strip("-")
+    if not key or key in RESERVED_LOCAL:
+        raise ValidationError(
+            f"'{agent[:60]}' can't name an agent; choose another agent name (letters, digits)", field="agent"
+        )
+    return key
 
 
 def load_settings(path: Path) -> dict:

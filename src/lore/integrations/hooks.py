@@ -11,6 +11,7 @@ logged to `.lore/local/hooks.log`, and the exit code is always 0.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -23,7 +24,7 @@ def run_hook(event: str, project: str, stdin=None) -> int:
         payload = _payload(stdin or sys.stdin)
         from lore.service import Lore
 
-        lore = Lore.open(payload.get("cwd") or project)
+        lore = Lore.open(payload.get("cwd") or project, agent=os.environ.get("LORE_AGENT") or "claude-code")
         message = _HANDLERS[event](lore, payload)
         _log(lore, f"ok {event}: {message} ({time.time() - started:.2f} s)")
     except Exception as err:
@@ -54,7 +55,7 @@ def _pre_compact(lore, payload: dict) -> str:
     path = payload.get("transcript_path")
     if not path or not Path(path).is_file():
         return "no transcript"
-    result = lore.capture_transcript(path, agent=payload.get("agent") or "claude-code")
+    result = lore.capture_transcript(path)
     return f"{result['created']} captured, {result['existing']} known, {result['gotchas']} gotchas"
 
 

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from lore.errors import LoreError
+from lore.errors import LoreError, NotFound, as_lore_error
 from lore.memory.model import MEMORY_TYPES
 
 MAX_LIMIT = 50
@@ -47,8 +47,11 @@ class LoreTools:
         with self.lock:
             try:
                 return _dump(fn(*args, **kwargs))
-            except LoreError as err:
-                raise ToolError(str(err)) from None
+            except Exception as err:
+                known = as_lore_error(err)
+                if known is None:
+                    raise
+                raise ToolError(str(known)) from None
 
     def warm(self) -> None:
         """Load the model and matrices before the first call."""
@@ -88,7 +91,7 @@ def build_server(project: str | None = None, *, agent: str | None = None):
     ) -> str:
         return tools.call(
             lambda: [
-                h.to_json(full=True)
+                h.to_dict(full=not files_only)
                 for h in lore.code_search(
                     query,
                     limit=limit,
@@ -107,8 +110,7 @@ def build_server(project: str | None = None, *, agent: str | None = None):
     def index_project(incremental: bool = True) -> str:
         def run():
             lore.sync(force=not incremental)
-            result = lore.index_code(force=not incremental)
-            data = result.to_json()
+            data = lore.index_code(force=not incremental).to_dict()
             data.pop("skipped")
             data["embedded"] = lore.embed()
             return data
@@ -126,22 +128,18 @@ def build_server(project: str | None = None, *, agent: str | None = None):
         tags: list[str] | None = None,
         applies_to: str = "global",
         source_work_item_id: str | None = None,
-        agent: str | None = None,
         private: bool = False,
     ) -> str:
         return tools.call(
-            lambda: _memory_json(
-                lore.add(
-                    body=content,
-                    title=title,
-                    type=type,
-                    tags=tags or (),
-                    applies_to=applies_to,
-                    task=source_work_item_id,
-                    agent=agent,
-                    private=private,
-                )
-            )
+            lambda: lore.add(
+                body=content,
+                title=title,
+                type=type,
+                tags=tags or (),
+                applies_to=applies_to,
+                task=source_work_item_id,
+                private=private,
+            ).as_memory()
         )
 
     @server.tool(
@@ -158,7 +156,6 @@ def build_server(project: str | None = None, *, agent: str | None = None):
         include_related_work: bool = True,
         limit_per_type: Annotated[int, Field(ge=1, le=20)] = 5,
         budget: Annotated[int, Field(ge=100, le=32000)] | None = None,
-        agent: str | None = None,
     ) -> str:
         return tools.call(
             lambda: lore.recall(
@@ -171,20 +168,15 @@ def build_server(project: str | None = None, *, agent: str | None = None):
                 include_related_work=include_related_work,
                 limit_per_type=limit_per_type,
                 budget=budget,
-                agent=agent,
-            ).to_json()
+            ).to_dict()
         )
 
     @server.tool(
         description="Search memories; filter by types. Returns memories with id, title, "
         "type, snippet, score 0-1."
     )
-    def search_memories(
-        query: str, types: list[str] | None = None, limit: Limit = 10, agent: str | None = None
-    ) -> str:
-        return tools.call(
-            lambda: [h.to_json() for h in lore.search(query, limit=limit, types=types or (), agent=agent)]
-        )
+    def search_memories(query: str, types: list[str] | None = None, limit: Limit = 10) -> str:
+        return tools.call(lambda: [h.to_dict() for h in lore.search(query, limit=limit, types=types or ())])
 
     @server.tool(description="Re-index changed/deleted files (for hooks). Returns {updated, deleted}.")
     def update_index(files: list[str], deleted_files: list[str] | None = None) -> str:
@@ -209,7 +201,7 @@ def build_server(project: str | None = None, *, agent: str | None = None):
     def memory_read(
         id: str, offset: Annotated[int, Field(ge=0)] = 0, limit: Annotated[int, Field(ge=1, le=20000)] = 4000
     ) -> str:
-        return tools.call(lambda: lore.show(id, offset=offset, limit=limit).to_json())
+        return tools.call(lambda: lore.show(id, offset=offset, limit=limit).to_dict())
 
     @server.tool(
         description="Create a memory, or update one when id is given. Lasting knowledge "
@@ -227,24 +219,20 @@ def build_server(project: str | None = None, *, agent: str | None = None):
             if id is not None:
                 try:
                     lore.resolve(id)
-                except LoreError:
+                except NotFound:
                     pass
                 else:
-                    return _memory_json(
-                        lore.update(
-                            id, body=content, title=title, type=type, tags=tags, applies_to=applies_to
-                        )
-                    )
-            return _memory_json(
-                lore.add(
-                    body=content,
-                    title=title,
-                    type=type or "fact",
-                    tags=tags or (),
-                    applies_to=applies_to or "global",
-                    id=id,
-                )
-            )
+                    return lore.update(
+                        id, body=content, title=title, type=type, tags=tags, applies_to=applies_to
+                    ).as_memory()
+            return lore.add(
+                body=content,
+                title=title,
+                type=type or "fact",
+                tags=tags or (),
+                applies_to=applies_to or "global",
+                id=id,
+            ).as_memory()
 
         return tools.call(run)
 
@@ -269,25 +257,6 @@ def _compact(schema):
     if out.get("default", 0) is None:
         out.pop("default")
     return out
-
-
-def _memory_json(result) -> dict:
-    """003's Memory shape (plus path, created, redacted)."""
-    m = result.memory
-    return {
-        "id": m.id,
-        "memory_type": m.type,
-        "title": m.title,
-        "content": m.body,
-        "source_work_item_id": m.task,
-        "created_by_agent": m.agent,
-        "created_at": m.occurred_at,
-        "tags": m.tags,
-        "applies_to": m.applies_to,
-        "path": result.path,
-        "created": result.created,
-        "redacted": dict(result.redacted),
-    }
 
 
 def serve_stdio(project: str | None, *, agent: str | None = None) -> None:

@@ -977,3 +977,34 @@ def _parse_file_entry(entry: str, known: dict) -> tuple[str, int | None, str] | 
         note = note[1:-1].strip()
     line = int(match.group("line")) if match.group("line") else None
     return path, line, note
+
+
+def complete_task(memories, task: str, *, title: str, bundle: CompletionBundle | None = None):
+    """000's write-on-complete: write (or rewrite) the task's memory.
+
+    Its body has 000's sections, its files come from the task's commits (or
+    the work tree); commit text is redacted like any other input. Idempotent
+    per task: a second call rewrites the same memory.
+    """
+    from lore.memory.repository import derive_keywords
+
+    bundle = bundle or CompletionBundle()
+    changes = task_changes(memories.project.root, task)
+    body = render_body(bundle, changes)
+    memories.sync()
+    existing = memories.store.memories(memories.filter(task=task, types=["summary"]), limit=1)
+    existing = [m for m in existing if m.visibility == "shared"]
+    extra = {
+        k: v
+        for k, v in (("priority", bundle.priority), ("risk", bundle.risk), ("task_type", bundle.task_type))
+        if v is not None
+    }
+    fields = dict(
+        tags=bundle.tags or derive_keywords(title, body),
+        files=changes.files,
+        labels=bundle.labels,
+        project=memories.project.root.name,
+    )
+    if not existing:
+        return memories.add(body=body, title=title, type="summary", task=task, extra=extra, **fields)
+    return memories.update(existing[0].path, body=body, title=title, **fields, **extra)

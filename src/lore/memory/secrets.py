@@ -62,6 +62,17 @@ def redact(text: str) -> tuple[str, Counter]:
     return text, found
 
 
+def redact_values(values: list[str]) -> tuple[list[str], Counter]:
+    """`redact` over each value of a list field (tags, files, links)."""
+    found: Counter = Counter()
+    out = []
+    for value in values:
+        clean, more = redact(value)
+        out.append(clean)
+        found += more
+    return out, found
+
+
 def describe(found: Counter) -> str:
     """'2 openai-key, 1 private-key' for messages to the user."""
     return ", ".join(f"{count} {kind}" for kind, count in sorted(found.items()))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,22 +16,22 @@ from pathlib import Path
 from lore.errors import NotFound
 from lore.memory.markdown import write_atomic
 from lore.project import Project
+from lore.records import Record, internal
 
 
 @dataclass
-class TrashEntry:
+class TrashEntry(Record):
     id: str
     original: str  # path relative to the project root
     deleted_at: str
-    file: Path  # the trashed Markdown file
+    file: Path = internal()  # the trashed Markdown file
 
-    def to_json(self) -> dict:
-        return {
-            "id": self.id,
-            "original": self.original,
-            "deletedAt": self.deleted_at,
-            "trashPath": self.file.name,
-        }
+    @property
+    def trash_path(self) -> str:
+        return self.file.name
+
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "trash_path": self.trash_path}
 
 
 def trash(project: Project, rel: str, memory_id: str) -> TrashEntry:
@@ -64,15 +65,19 @@ def entries(project: Project) -> list[TrashEntry]:
     return out
 
 
-def find(project: Project, key: str) -> TrashEntry:
-    """The newest trash entry whose id, id prefix or file name matches `key`."""
+def find(project: Project, key: str, *, visible: Callable[[str], bool] | None = None) -> TrashEntry:
+    """The newest trash entry whose id, id prefix or file name matches `key`
+    (and whose original place `visible` accepts)."""
     matches = [
         e
         for e in entries(project)
-        if key in (e.id, e.file.name, e.file.stem)
-        or (len(key) >= 4 and e.id.startswith(key))
-        or Path(e.original).name == key
-        or e.original == key
+        if (visible is None or visible(e.original))
+        and (
+            key in (e.id, e.file.name, e.file.stem)
+            or (len(key) >= 4 and e.id.startswith(key))
+            or Path(e.original).name == key
+            or e.original == key
+        )
     ]
     if not matches:
         raise NotFound(f"nothing in the trash matches '{key}'; see `lore restore --list`")

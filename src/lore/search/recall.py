@@ -14,10 +14,16 @@ The query is the task's title and description reduced to key terms. From it:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from lore.search import attention as att
 from lore.search.pack import Item, pack, render
 from lore.search.text import terms
+
+if TYPE_CHECKING:
+    from lore.memory.repository import Memories
+    from lore.search.engine import Searcher
+    from lore.search.memories import MemoryHit
 
 MAX_QUERY_TERMS = 64
 FILE_RRF_K = 10  # file ranks from code search and from past commits
@@ -65,7 +71,7 @@ class RecallPack:
     def of(self, kind: str) -> list[dict]:
         return [{**it.data, "level": it.level} for it in self.items if it.kind == kind]
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "query_used": self.query_used,
             "memories": self.of("memory"),
@@ -77,6 +83,83 @@ class RecallPack:
             "tokens_used": self.tokens_used,
             "markdown": self.markdown,
         }
+
+
+def recall(
+    searcher: Searcher,
+    memories: Memories,
+    request: RecallRequest,
+    *,
+    code_paths: set[str],
+    include_memories: bool = True,
+    include_code: bool = True,
+    include_related_work: bool = True,
+) -> RecallPack:
+    """The recall pack for `request`: memories, likely files, code and past work, packed.
+
+    Args:
+        code_paths: the files in the code index now (history evidence for
+            files that are gone is not offered as a file to open).
+    """
+    from lore.search.filters import clamp_limit
+    from lore.storage import ChunkFilter
+
+    query = request.text
+    items: list[Item] = []
+    tasks: dict[str, Item] = {}
+    if include_memories:
+        # Unflagged hits: attention applies the stale penalty itself.
+        hits = searcher.memories(
+            query, memories.filter(), clamp_limit(max(20, request.limit_per_type * 4)), flag_stale=False
+        )
+        stale = searcher.store.stale_reasons()
+        access = searcher.store.access_stats()
+        hot = hot_memories(searcher, memories, request, access, stale, exclude={h.id for h in hits})
+        for hit in [*hits[: request.limit_per_type * 2], *hot]:
+            hit.body = memories.load(hit.path).body
+        items += memory_items(hits, access, stale, request, searcher.half_life, hot)
+        for hit in hits[: request.limit_per_type] if include_related_work else []:
+            if hit.task_id and hit.task_id not in tasks:
+                tasks[hit.task_id] = task_item(hit.task_id, hit.title, hit.score)
+    commits = []
+    if include_code or include_related_work:
+        commits = searcher.history(query, limit=20)
+    if include_code:
+        code_files = searcher.code(query, ChunkFilter(), max(10, request.limit_per_type * 2), files_only=True)
+        ranked = rank_files(
+            [(h.file_path, h.similarity) for h in code_files], commits, code_paths, request.files
+        )
+        items += [file_item(p, s, r) for p, s, r in ranked[: max(request.limit_per_type * 2, 10)]]
+        # The best chunk of each top file: code snippets from different files.
+        items += [code_item(h) for h in code_files[: request.limit_per_type]]
+    if include_related_work:
+        work = [work_item(c) for c in commits] + list(tasks.values())
+        items += sorted(work, key=lambda it: -it.value)[: request.limit_per_type]
+    return build(request, items)
+
+
+def hot_memories(
+    searcher: Searcher,
+    memories: Memories,
+    request: RecallRequest,
+    access: dict[str, tuple[int, str]],
+    stale: dict[str, list[str]],
+    exclude: set[str],
+) -> list[MemoryHit]:
+    """HOT memories (query-free attention > 0.7) whose scope the task touches."""
+    from lore.search.memories import hit_of_record
+
+    records = searcher.store.memories(memories.filter(scoped_only=True))
+    scores = searcher.attention_of(records, access, stale)
+    text = f"{request.title} {request.description}".lower()
+    touched = set(request.files)
+    hot = []
+    for record in records:
+        if record.id in exclude or scores[record.id] <= att.HOT:
+            continue
+        if _applies(record.applies_to, touched, text):
+            hot.append(hit_of_record(record, searcher.store.first_chunk(record.path), 1.0, "hot"))
+    return hot
 
 
 def memory_items(
@@ -164,7 +247,7 @@ def code_item(hit) -> Item:
         where,
         0.8 * hit.similarity,
         {"L1": l1, "L2": f"{l1}\n```{lang}\n{short}\n```", "L3": f"{l1}\n```{lang}\n{body}\n```"},
-        {**hit.to_json(), "citation": where},
+        {**hit.to_dict(full=True), "citation": where},
     )
 
 

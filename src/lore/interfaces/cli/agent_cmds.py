@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from lore.interfaces.cli.common import json_option, with_lore
+from lore.interfaces.cli.common import agent_of, identity_options, json_option, project_of, with_lore
 from lore.interfaces.cli.output import emit_json
 
 
@@ -18,13 +18,13 @@ from lore.interfaces.cli.output import emit_json
 @click.option(
     "--token", envvar="LORE_MCP_TOKEN", help="Bearer token clients must send (required off loopback)."
 )
-@click.option("--agent", help="Agent name (sees its private memories).")
+@identity_options
 @click.pass_context
-def mcp(ctx, use_http, host, port, token, agent):
-    """Run the MCP server (stdio by default)."""
+def mcp(ctx, use_http, host, port, token, project_path, agent_name):
+    """Run the MCP server (stdio by default). Its agent identity is fixed at start."""
     from lore.interfaces import mcp as server
 
-    project = ctx.obj.get("project")
+    project, agent = project_of(ctx, project_path), agent_of(ctx, agent_name)
     if use_http:
         server.serve_http(project, host=host, port=port, token=token, agent=agent)
     else:
@@ -89,21 +89,18 @@ def hook(ctx, event):
     type=click.File("r", encoding="utf-8"),
     help="Agent output with <lore-memory> blocks ('-' = stdin).",
 )
-@click.option("--agent", help="Agent name recorded on the memories.")
 @json_option
 @with_lore
-def capture(lore, transcript, stdout_file, agent, as_json):
+def capture(lore, transcript, stdout_file, as_json):
     """Turn an agent's session into memories (deduplicated, idempotent)."""
     if not transcript and not stdout_file:
         from lore.errors import UsageError
 
         raise UsageError("give --transcript PATH or --from-stdout FILE")
     result = (
-        lore.capture_transcript(transcript, agent=agent)
+        lore.capture_transcript(transcript)
         if transcript
-        else lore.capture_stdout(
-            stdout_file.read(), agent=agent, source=getattr(stdout_file, "name", "stdout")
-        )
+        else lore.capture_stdout(stdout_file.read(), source=getattr(stdout_file, "name", "stdout"))
     )
     if as_json:
         emit_json(result)

@@ -41,7 +41,7 @@ def code(lore, query, languages, extensions, directories, days, files_only, mode
         if not files_only:
             out.print(f"  {h.snippet}", markup=False)
 
-    emit_results(hits, as_json, lambda h: h.to_json(full=full), render)
+    emit_results(hits, as_json, lambda h: h.to_dict(full=full), render)
 
 
 @click.command()
@@ -61,7 +61,7 @@ def history(lore, query, limit, mode, as_json):
         )
         out.print("  " + ", ".join(h.files[:8]) + (" …" if len(h.files) > 8 else ""), markup=False)
 
-    emit_results(hits, as_json, lambda h: h.to_json(), render)
+    emit_results(hits, as_json, lambda h: h.to_dict(), render)
 
 
 @click.command(name="update-index")
@@ -89,27 +89,27 @@ def status(lore, as_json):
         emit_json(data)
         return
     short = lambda sha: sha[:10] if sha else "-"  # noqa: E731
-    changes = len(data["changedFiles"]) + len(data["newFiles"]) + len(data["deletedFiles"])
+    changes = len(data["changed_files"]) + len(data["new_files"]) + len(data["deleted_files"])
     rows = [
-        ["index", "up to date" if data["upToDate"] else "stale — run `lore index`"],
+        ["index", "up to date" if data["up_to_date"] else "stale — run `lore index`"],
         [
             "HEAD / indexed commit",
-            f"{short(data['head'])} / {short(data['indexedCommit'])}" if data["git"] else "not a git repo",
+            f"{short(data['head'])} / {short(data['indexed_commit'])}" if data["git"] else "not a git repo",
         ],
         [
             "work tree changes since index",
-            f"{len(data['changedFiles'])} changed, {len(data['newFiles'])} new, "
-            f"{len(data['deletedFiles'])} deleted"
+            f"{len(data['changed_files'])} changed, {len(data['new_files'])} new, "
+            f"{len(data['deleted_files'])} deleted"
             if changes
             else "none",
         ],
-        ["code", f"{data['codeFiles']} files, {data['codeChunks']} chunks, {data['commits']} commits"],
+        ["code", f"{data['code_files']} files, {data['code_chunks']} chunks, {data['commits']} commits"],
         ["memories", str(data["memories"])],
         [
             "embedding model",
-            data["embedding"] or f"none — BM25 only ({data['embeddingProblem'] or 'no model'})",
+            data["embedding"] or f"none — BM25 only ({data['embedding_problem'] or 'no model'})",
         ],
-        ["pending embeddings", str(data["pendingEmbeddings"] or 0)],
+        ["pending embeddings", str(data["pending_embeddings"] or 0)],
     ]
     table(["", ""], rows)
 

@@ -3,7 +3,7 @@
 Each migration is a list of statements; the number reached is stored in
 ``meta.schema_version``. The index is derived data, so an index whose version
 is *newer* than this code knows, or that can't be read, is rebuilt from the
-files instead (see :mod:`lore.index.store`).
+files instead (see :mod:`lore.storage.sqlite.store`).
 """
 
 from __future__ import annotations
@@ -131,6 +131,23 @@ MIGRATIONS: list[list[str]] = [
     # 5: scoped memories (file:/area: sort before 'global') found by range scan.
     [
         "CREATE INDEX memories_scope ON memories(applies_to)",
+    ],
+    # 6: file roles (source, test, docs...); commits with their paths at HEAD
+    # (renames followed), size, merge flag and time; evidence counts.
+    [
+        "ALTER TABLE files ADD COLUMN role TEXT",
+        "ALTER TABLE commits ADD COLUMN head_files TEXT NOT NULL DEFAULT '[]'",
+        "ALTER TABLE commits ADD COLUMN n_files INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE commits ADD COLUMN is_merge INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE commits ADD COLUMN ts INTEGER NOT NULL DEFAULT 0",
+        "CREATE INDEX commits_ts ON commits(ts)",
+        "ALTER TABLE memories ADD COLUMN evidence_count INTEGER NOT NULL DEFAULT 1",
+        # Who may see a memory (private or an agent's session memory): one column, one rule.
+        "ALTER TABLE memories ADD COLUMN owner TEXT",
+        "UPDATE memories SET owner = agent WHERE visibility = 'private'",
+        # History is read again, whole, with the paths of today.
+        "DELETE FROM files WHERE kind = 'commit'",
+        "DELETE FROM meta WHERE key = 'history_head'",
     ],
 ]
 

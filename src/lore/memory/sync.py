@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 
 from lore.errors import ValidationError
 from lore.index.sections import chunk_body
-from lore.index.store import ChunkRow, SQLiteIndex
 from lore.memory.markdown import parse
 from lore.memory.model import Memory
 from lore.project import Project
+from lore.storage import ChunkInput, MemoryRecord, Store
 
 KIND = "memory"
 
@@ -46,7 +46,7 @@ def memory_files(project: Project) -> Iterator[tuple[str, os.stat_result]]:
         tops += [
             e.path
             for e in os.scandir(project.local_dir)
-            if e.is_dir(follow_symlinks=False) and e.name != "trash"
+            if e.is_dir(follow_symlinks=False) and e.name not in ("trash", "cache")
         ]
     for top in tops:
         yield from _walk(top, len(root))
@@ -62,9 +62,9 @@ def location_of(rel: str) -> tuple[str, str, str | None]:
     return ("shared", "durable", None)
 
 
-def sync_memories(project: Project, index: SQLiteIndex, *, force: bool = False) -> SyncReport:
+def sync_memories(project: Project, store: Store, *, force: bool = False) -> SyncReport:
     report = SyncReport()
-    known = index.file_states(KIND)
+    known = store.file_states(KIND)
     seen: set[str] = set()
     pending: list[tuple[str, os.stat_result, tuple]] = []
     for rel, st in memory_files(project):
@@ -74,38 +74,82 @@ def sync_memories(project: Project, index: SQLiteIndex, *, force: bool = False) 
             pending.append((rel, st, location_of(rel)))
     gone = [rel for rel in known if rel not in seen]
     if pending or gone:
-        with index.write():
+        with store.transaction():
             for rel, st, where in pending:
-                _sync_one(project, index, rel, st, where, known.get(rel), force, report)
-            index.delete_files(gone)
+                _sync_one(project, store, rel, st, where, known.get(rel), force, report)
+            store.delete_files(gone)
             report.removed.extend(gone)
-    report.errors = index.file_errors(KIND)
+    report.errors = store.file_errors(KIND)
     return report
 
 
 def index_memory(
-    index: SQLiteIndex, project: Project, rel: str, raw: bytes, st: os.stat_result, where: tuple
+    store: Store, project: Project, rel: str, raw: bytes, st: os.stat_result, where: tuple
 ) -> Memory:
     """Parse and (re)index one memory file; raises ValidationError if it is broken."""
     sha = hashlib.sha256(raw).hexdigest()
     memory, body_line = load_memory(raw, rel, where)
-    file_id = index.put_file(rel, KIND, sha, st.st_mtime_ns, st.st_size)
-    index.put_memory(file_id, memory, body_line)
-    index.put_chunks(file_id, KIND, memory_chunks(memory, body_line))
+    file_id = store.put_file(rel, KIND, sha, st.st_mtime_ns, st.st_size)
+    record = record_of(memory, rel, body_line)
+    record.owner = owner_of(memory, where)
+    store.put_memory(file_id, record)
+    store.put_chunks(file_id, KIND, memory_chunks(memory, body_line))
     if memory.files or memory.applies_to.startswith("file:") or "key files" in memory.body.lower():
         from lore.index import anchors
 
-        anchors.record(index, project.root, memory)
+        anchors.record(store, project.root, memory)
     return memory
+
+
+def record_of(memory: Memory, rel: str, body_line: int) -> MemoryRecord:
+    """The indexed fields of a parsed memory."""
+    return MemoryRecord(
+        id=memory.id,
+        path=rel,
+        title=memory.title,
+        type=memory.type,
+        sector=memory.sector or "semantic",
+        tags=list(memory.tags),
+        applies_to=memory.applies_to,
+        occurred_at=memory.occurred_at,
+        content_hash=memory.content_hash,
+        agent=memory.agent,
+        task=memory.task,
+        project=memory.project,
+        visibility=memory.visibility,
+        storage=memory.storage,
+        confidence=memory.confidence,
+        files=list(memory.files),
+        summary=memory.summary,
+        body_line=body_line,
+        evidence_count=int(memory.extra.get("evidence_count", 1) or 1)
+        if isinstance(memory.extra.get("evidence_count", 1), int)
+        else 1,
+    )
 
 
 def load_memory(raw: bytes, rel: str, where: tuple) -> tuple[Memory, int]:
     memory, body_line = parse(raw, rel)
-    memory.visibility, memory.storage, owner = where
-    if owner:
-        memory.agent = owner
+    memory.visibility, memory.storage, folder = where
+    if folder:
+        memory.agent = memory.agent or folder
     memory.validate()
     return memory, body_line
+
+
+def owner_of(memory: Memory, where: tuple) -> str | None:
+    """The agent key that may see `memory` (None: everyone): a private
+    memory's folder; the agent that wrote a session memory."""
+    from lore.project import agent_key
+
+    _visibility, storage, folder = where
+    name = folder or (memory.agent if storage == "session" else None)
+    if not name:
+        return None
+    try:
+        return agent_key(name)
+    except ValidationError:
+        return str(folder) if folder else None
 
 
 def split_error(path: str, error: str) -> tuple[int | None, str]:
@@ -117,12 +161,12 @@ def split_error(path: str, error: str) -> tuple[int | None, str]:
     return (int(match.group(1)) if match.group(1) else None), match.group(2)
 
 
-def memory_chunks(memory: Memory, body_line: int) -> list[ChunkRow]:
+def memory_chunks(memory: Memory, body_line: int) -> list[ChunkInput]:
     keywords = " ".join(
         [*memory.tags, *memory.labels, memory.type, memory.task or "", memory.applies_to.split(":", 1)[-1]]
     )
     return [
-        ChunkRow(
+        ChunkInput(
             text=text,
             start_line=body_line + a,
             end_line=body_line + b,
@@ -134,7 +178,7 @@ def memory_chunks(memory: Memory, body_line: int) -> list[ChunkRow]:
     ]
 
 
-def _sync_one(project, index, rel, st, where, state, force, report) -> None:
+def _sync_one(project, store, rel, st, where, state, force, report) -> None:
     try:
         raw = (project.root / rel).read_bytes()
     except OSError as err:
@@ -143,15 +187,15 @@ def _sync_one(project, index, rel, st, where, state, force, report) -> None:
     if raw is not None:
         sha = hashlib.sha256(raw).hexdigest()
         if state is not None and state.sha256 == sha and state.error is None and not force:
-            index.touch_file(state.id, st.st_mtime_ns, st.st_size)  # touched, not changed
+            store.touch_file(state.id, st.st_mtime_ns, st.st_size)  # touched, not changed
             return
         try:
-            index_memory(index, project, rel, raw, st, where)
+            index_memory(store, project, rel, raw, st, where)
             (report.updated if state else report.added).append(rel)
             return
         except ValidationError as err:
             error = str(err)
-    index.put_file(rel, KIND, sha if raw is not None else "", st.st_mtime_ns, st.st_size, error=error)
+    store.put_file(rel, KIND, sha if raw is not None else "", st.st_mtime_ns, st.st_size, error=error)
 
 
 def _walk(top: str, strip: int) -> Iterator[tuple[str, os.stat_result]]:
