@@ -125,6 +125,7 @@ def record_of(memory: Memory, rel: str, body_line: int) -> MemoryRecord:
         evidence_count=int(memory.extra.get("evidence_count", 1) or 1)
         if isinstance(memory.extra.get("evidence_count", 1), int)
         else 1,
+        is_global=memory.extra.get("is_global") is True,  # 003: shared with every project
     )
 
 

@@ -1,11 +1,14 @@
 """Storage: the index database behind one interface (:class:`~lore.storage.base.Store`).
 
 The backend is chosen by configuration: ``[index] backend = "sqlite"`` (the
-default, `.lore/index.db`) or ``"postgres"`` with ``[index] database_url``
-(or ``LORE_DATABASE_URL``). Nothing above this package knows which one runs.
+default, `.lore/index.db`) or ``"postgres"`` with ``[index] database_url``;
+``LORE_DATABASE_URL`` (or an explicit URL, e.g. `lore serve --database URL`)
+wins over both. Nothing above this package knows which one runs.
 """
 
 from __future__ import annotations
+
+import os
 
 from lore.storage.base import (
     AnchorRecord,
@@ -13,6 +16,7 @@ from lore.storage.base import (
     ChunkInput,
     ChunkRecord,
     CommitRecord,
+    FileDump,
     FileState,
     IndexCounts,
     MemoryFilter,
@@ -26,22 +30,67 @@ __all__ = [
     "ChunkInput",
     "ChunkRecord",
     "CommitRecord",
+    "FileDump",
     "FileState",
     "IndexCounts",
     "MemoryFilter",
     "MemoryRecord",
     "Store",
+    "resolve_database_url",
     "open_store",
 ]
 
+URL_SCHEMES = ("postgresql://", "postgres://")
 
-def open_store(project) -> Store:
-    """The configured store for `project` (a :class:`lore.project.Project`)."""
+
+def resolve_database_url(project, override: str | None = None) -> str | None:
+    """The PostgreSQL URL `project` uses, or None for SQLite.
+
+    Order: `override` (a command's ``--database``), ``LORE_DATABASE_URL``,
+    then ``[index] database_url`` when ``[index] backend = "postgres"``.
+    """
     from lore.errors import UsageError
 
     backend = str(project.setting("index", "backend", "sqlite"))
-    if backend == "sqlite":
+    url = override or os.environ.get("LORE_DATABASE_URL") or None
+    if url is None and backend == "postgres":
+        url = project.setting("index", "database_url") or None
+        if not url:
+            raise UsageError(
+                "[index] backend = 'postgres' needs [index] database_url in .lore/config.toml "
+                "(or LORE_DATABASE_URL=postgresql://…)"
+            )
+    if url is None:
+        if backend != "sqlite":
+            raise UsageError(
+                f"[index] backend = '{backend}' in .lore/config.toml is not known; use sqlite or postgres"
+            )
+        return None
+    url = str(url)
+    if not url.startswith(URL_SCHEMES):
+        raise UsageError(f"the database URL must start with postgresql:// (got '{url.split(':', 1)[0]}:…')")
+    return url
+
+
+def open_store(project, *, database_url: str | None = None) -> Store:
+    """The configured store for `project` (a :class:`lore.project.Project`).
+
+    Args:
+        database_url: a PostgreSQL URL that wins over the environment
+            and the configuration (`lore serve --database URL`).
+    """
+    url = resolve_database_url(project, database_url)
+    if url is None:
         from lore.storage.sqlite import SQLiteStore
 
         return SQLiteStore(project.index_path)
-    raise UsageError(f"[index] backend = '{backend}' in .lore/config.toml is not known; use sqlite")
+    from lore.storage.postgres import open_postgres
+
+    store = open_postgres(project, url)
+    configured = project.setting("index", "database_url")
+    if configured and ":" in str(configured).split("@", 1)[0].split("://", 1)[-1]:
+        store.notices.append(
+            "[index] database_url in .lore/config.toml holds a password in clear; "
+            "use ~/.pgpass or PGPASSWORD instead"
+        )
+    return store

@@ -85,6 +85,7 @@ class MemoryRecord:
     body_line: int = 1
     evidence_count: int = 1
     owner: str | None = None  # the agent key that may see it; None: everyone
+    is_global: bool = False  # shared with every project of a team database (003)
 
 
 @dataclass
@@ -143,6 +144,23 @@ class AnchorRecord:
 
 
 @dataclass
+class FileDump:
+    """One indexed file with everything stored for it: what `lore db export`
+    writes and `lore db import` reads, whichever backend it comes from."""
+
+    path: str
+    kind: str
+    sha256: str
+    mtime_ns: int
+    size: int
+    error: str | None = None
+    role: str | None = None
+    memory: MemoryRecord | None = None
+    commit: CommitRecord | None = None
+    chunks: list[ChunkInput] = field(default_factory=list)
+
+
+@dataclass
 class IndexCounts:
     memories: int = 0
     memory_files_with_errors: int = 0
@@ -164,7 +182,9 @@ class MemoryFilter:
     a memory with an owner (private, or a session memory written by an agent)
     is visible to that agent only; ``include_private`` (maintenance: duplicate
     ids, anchors) sees every one. ``scoped_only`` keeps memories whose scope
-    is a file or area.
+    is a file or area. ``include_global`` adds the global memories (003's
+    ``is_global``) of the *other* projects of a shared database; a store that
+    holds one project has none.
     """
 
     types: list[str] = field(default_factory=list)
@@ -183,6 +203,7 @@ class MemoryFilter:
     content_hash: str | None = None
     title: str | None = None
     scoped_only: bool = False
+    include_global: bool = False
 
 
 @dataclass
@@ -319,6 +340,12 @@ class Store(Protocol):
     # access statistics
     def access_stats(self) -> dict[str, tuple[int, str]]: ...
     def record_access(self, memory_ids: Sequence[str], when: str) -> None: ...
+
+    # moving an index between backends (lore db export / import)
+    def dump_files(self, kind: str) -> Iterator[FileDump]: ...
+    def dump_embeddings(self, model: str) -> Iterator[tuple[str, np.ndarray]]: ...
+    def meta_items(self) -> dict[str, str]: ...
+    def set_access(self, stats: dict[str, tuple[int, str]]) -> None: ...
 
 
 # -- helpers shared by the backends ---------------------------------------------------

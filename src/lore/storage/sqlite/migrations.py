@@ -149,6 +149,11 @@ MIGRATIONS: list[list[str]] = [
         "DELETE FROM files WHERE kind = 'commit'",
         "DELETE FROM meta WHERE key = 'history_head'",
     ],
+    # 7: 003's is_global (a memory shared with every project of a team database;
+    # one SQLite index holds one project, so here it is only kept and exported).
+    [
+        "ALTER TABLE memories ADD COLUMN is_global INTEGER NOT NULL DEFAULT 0",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

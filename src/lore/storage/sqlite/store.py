@@ -24,6 +24,7 @@ from lore.storage.base import (
     ChunkInput,
     ChunkRecord,
     CommitRecord,
+    FileDump,
     FileState,
     IndexCounts,
     MemoryFilter,
@@ -44,7 +45,7 @@ _WEIGHTS = {"memory": (4.0, 2.0, 1.0), "code": (4.0, 1.0, 1.0), "commit": (4.0, 
 _MEMORY_COLUMNS = (
     "m.id, m.title, m.type, m.sector, m.tags, m.applies_to, m.agent, m.task, m.project, m.visibility, "
     "m.storage, m.occurred_at, m.content_hash, m.confidence, m.files, m.summary, m.body_line, "
-    "m.evidence_count, m.owner, f.path"
+    "m.evidence_count, m.owner, f.path, m.is_global"
 )
 _COMMIT_COLUMNS = (
     "m.sha, m.author, m.email, m.date, m.subject, m.body, m.files, m.head_files, m.n_files, m.is_merge"
@@ -246,7 +247,8 @@ class SQLiteStore:
         self.db.execute(
             "INSERT INTO memories(file_id, id, title, type, sector, tags, applies_to, agent, task, project, "
             "visibility, storage, occurred_at, content_hash, confidence, files, summary, body_line, "
-            "evidence_count, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "evidence_count, owner, is_global) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 file_id,
                 memory.id,
@@ -268,6 +270,7 @@ class SQLiteStore:
                 memory.body_line,
                 memory.evidence_count,
                 memory.owner,
+                int(memory.is_global),
             ),
         )
 
@@ -608,6 +611,58 @@ class SQLiteStore:
             [(mid, when) for mid in memory_ids],
         )
 
+    def set_access(self, stats: dict[str, tuple[int, str]]) -> None:
+        self.db.executemany(
+            "INSERT OR REPLACE INTO access(memory_id, count, last_accessed) VALUES (?, ?, ?)",
+            [(mid, count, when) for mid, (count, when) in stats.items()],
+        )
+
+    # -- export ---------------------------------------------------------------------------------
+
+    def dump_files(self, kind: str) -> Iterator[FileDump]:
+        """Every file of `kind` with its memory or commit and its chunks (for `lore db export`)."""
+        files = self.db.execute(
+            "SELECT id, path, sha256, mtime_ns, size, error, role FROM files WHERE kind = ? ORDER BY path",
+            (kind,),
+        ).fetchall()
+        for file_id, path, sha, mtime_ns, size, error, role in files:
+            dump = FileDump(path, kind, sha, mtime_ns, size, error, role)
+            where = "JOIN files f ON f.id = m.file_id WHERE m.file_id = ?"
+            if kind == "memory":
+                row = self.db.execute(
+                    f"SELECT {_MEMORY_COLUMNS} FROM memories m {where}", (file_id,)
+                ).fetchone()
+                dump.memory = _memory(row) if row else None
+            elif kind == "commit":
+                row = self.db.execute(
+                    f"SELECT {_COMMIT_COLUMNS} FROM commits m {where}", (file_id,)
+                ).fetchone()
+                dump.commit = _commit(row, 0) if row else None
+            dump.chunks = [
+                ChunkInput(*row)
+                for row in self.db.execute(
+                    "SELECT text, start_line, end_line, section, symbol, language, title, keywords "
+                    "FROM chunks WHERE file_id = ? ORDER BY ord",
+                    (file_id,),
+                )
+            ]
+            yield dump
+
+    def dump_embeddings(self, model: str) -> Iterator[tuple[str, np.ndarray]]:
+        """(text hash, vector) of every vector of `model` a chunk of this index uses."""
+        import numpy as np
+
+        rows = self.db.execute(
+            "SELECT e.text_hash, e.vector FROM embeddings e WHERE e.model = ? AND EXISTS "
+            "(SELECT 1 FROM chunks c WHERE c.text_hash = e.text_hash) ORDER BY e.text_hash",
+            (model,),
+        )
+        for hash_, blob in rows:
+            yield hash_, np.frombuffer(blob, dtype=np.float32)
+
+    def meta_items(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT key, value FROM meta").fetchall())
+
 
 # -- SQL building -----------------------------------------------------------------------------
 
@@ -778,6 +833,7 @@ def _memory(row: Sequence[Any]) -> MemoryRecord:
         evidence_count=row[17],
         owner=row[18],
         path=row[19],
+        is_global=bool(row[20]) if len(row) > 20 else False,
     )
 
 
