@@ -1,4 +1,11 @@
-"""Shared fixtures: real projects in temp dirs, and the CLI run as a real subprocess."""
+"""Shared fixtures: real projects in temp dirs, and the CLI run as a real subprocess.
+
+The storage backend of the run is ``LORE_TEST_BACKEND`` (``./scripts/test
+--backend postgres`` sets it): with ``postgres`` one local PostgreSQL is
+started for the session and ``LORE_DATABASE_URL`` points every Lore project
+of every test (and every CLI subprocess) at it; each project is its own
+project row there.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +20,62 @@ import pytest
 import lore
 
 FIXTURES = Path(__file__).parent / "fixtures"
+BACKEND = os.environ.get("LORE_TEST_BACKEND", "sqlite")
+ON_POSTGRES = BACKEND == "postgres"
+TEMPLATE_DB = "lore_template"  # upgraded once; per-test databases are copies
+
+postgres_only = pytest.mark.skipif(
+    not ON_POSTGRES, reason="PostgreSQL only: run with ./scripts/test --backend postgres"
+)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "storage_independent: touches no index; CI's PostgreSQL pass may leave it out"
+    )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def database_backend():
+    """On the postgres backend: one server for the session, the suite's database
+    in LORE_DATABASE_URL; stopped (and its temp dir removed) at the end."""
+    if not ON_POSTGRES:
+        yield None
+        return
+    from lore.errors import LoreError
+    from lore.storage.postgres.local_server import start
+
+    try:
+        server = start()
+    except LoreError as err:
+        pytest.exit(f"--backend postgres: {err}", returncode=3)
+    previous = os.environ.get("LORE_DATABASE_URL")
+    try:
+        os.environ["LORE_DATABASE_URL"] = server.create_database("lore_test", upgrade=True)
+        server.create_database(TEMPLATE_DB, upgrade=True)
+        yield server
+    finally:
+        if previous is None:
+            os.environ.pop("LORE_DATABASE_URL", None)
+        else:
+            os.environ["LORE_DATABASE_URL"] = previous
+        server.stop()
+
+
+@pytest.fixture
+def pg_database(database_backend, request):
+    """A database of its own for one postgres-only test (copied from the
+    upgraded template): (server, superuser URL)."""
+    import re
+
+    name = "t_" + re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:40] + f"_{os.getpid()}"
+    database_backend.sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    url = database_backend.create_database(name, template=TEMPLATE_DB)
+    yield database_backend, url
+    from lore.storage.postgres.connection import close_all
+
+    close_all()
+    database_backend.sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ _MEMORY_KEYS = {
     "since",
     "until",
     "include_archived",
+    "include_global",
 }
 
 
@@ -58,6 +59,8 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> tuple[Memor
         since=_when(given.get("since"), "since"),
         until=_when(given.get("until"), "until", end=True),
         viewer=viewer,
+        # 003: other projects' global memories (a shared database) unless asked not to.
+        include_global=filters.get("include_global") is not False,
     )
     return flt, tier if tier in ATTENTION_TIERS else None
 

@@ -94,3 +94,59 @@ def open_store(project, *, database_url: str | None = None) -> Store:
             "use ~/.pgpass or PGPASSWORD instead"
         )
     return store
+
+
+# -- administration (lore db …) -------------------------------------------------------------
+
+
+def upgrade_database(project, database_url: str | None = None) -> dict:
+    """Bring the schema of `project`'s database up to date (`lore db upgrade`).
+
+    `project` may be None when `database_url` is given (a database with no
+    project at hand). SQLite indexes migrate themselves when opened.
+    """
+    url = database_url if project is None else resolve_database_url(project, database_url)
+    if url is None:
+        from lore.storage.sqlite.migrations import SCHEMA_VERSION
+
+        open_store(project).close()
+        return {"backend": "sqlite", "path": str(project.index_path), "schema_version": SCHEMA_VERSION}
+    from lore.storage.postgres import upgrade
+    from lore.storage.postgres.connection import redact
+
+    before, after = upgrade(url)
+    return {"backend": "postgres", "database": redact(url), "from_version": before, "schema_version": after}
+
+
+def database_status(project, database_url: str | None = None) -> dict:
+    """Which database `project` uses, its schema version and 003's index status per clone and source."""
+    url = resolve_database_url(project, database_url)
+    if url is None:
+        from lore.storage.sqlite.migrations import SCHEMA_VERSION
+
+        store = open_store(project)
+        try:
+            return {
+                "backend": "sqlite",
+                "path": str(project.index_path),
+                "schema_version": SCHEMA_VERSION,
+                "counts": store.counts().__dict__,
+            }
+        finally:
+            store.close()
+    from lore.storage.postgres import open_postgres
+
+    pg = open_postgres(project, url)
+    report = pg.status_report()
+    report["counts"] = pg.counts().__dict__
+    return report
+
+
+def list_projects(project, database_url: str | None = None) -> list[dict]:
+    """The projects of a shared database (SQLite: just this one)."""
+    url = resolve_database_url(project, database_url)
+    if url is None:
+        return [{"id": None, "name": project.root.name, "current": True}]
+    from lore.storage.postgres import open_postgres
+
+    return open_postgres(project, url).projects()

@@ -16,6 +16,7 @@ from lore.errors import as_lore_error
 from lore.interfaces.cli import (
     agent_cmds,
     code_cmds,
+    db_cmds,
     hooks_cmds,
     index_cmds,
     memory_cmds,
@@ -50,7 +51,7 @@ def cli(ctx: click.Context, project_path: str | None, agent_name: str | None) ->
     ctx.obj = {"project": project_path, "agent": agent_name}
 
 
-for module in (index_cmds, memory_cmds, search_cmds, code_cmds, recall_cmds, hooks_cmds, agent_cmds):
+for module in (index_cmds, memory_cmds, search_cmds, code_cmds, recall_cmds, hooks_cmds, agent_cmds, db_cmds):
     for command in module.COMMANDS:
         cli.add_command(command)
 

@@ -62,7 +62,8 @@ def _rls(table: str) -> list[str]:
 
 
 _STATS_FUNCTION = """
-CREATE FUNCTION chunk_stats_update() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION chunk_stats_update() RETURNS trigger LANGUAGE plpgsql
+SET search_path = lore, pg_catalog AS $$
 BEGIN
   IF TG_OP = 'INSERT' THEN
     INSERT INTO chunk_stats AS s (project_id, clone_key, kind, docs, tokens)

@@ -835,7 +835,8 @@ class PostgresStore:
             (model, *self._scope),
         )
         for text_hash_, vector in rows:
-            yield text_hash_, np.asarray(vector, dtype=np.float32)
+            values = vector.to_numpy() if hasattr(vector, "to_numpy") else vector
+            yield text_hash_, np.asarray(values, dtype=np.float32)
 
     # -- commits ----------------------------------------------------------------------------------
 
@@ -1008,6 +1009,78 @@ class PostgresStore:
                 "last_accessed = excluded.last_accessed",
                 [(self.project_id, mid, count, when) for mid, (count, when) in sorted(stats.items())],
             )
+
+    # -- the database (lore db status, lore db projects) ------------------------------------------------
+
+    def status_report(self) -> dict[str, Any]:
+        """003's index status of every clone of this project, and the schema version."""
+        with self._pool.connection() as conn:
+            version = schema_version(conn)
+        clones = self._rows(
+            "SELECT c.id, c.host, c.repo_path, c.db_user, c.last_seen_at FROM clones c "
+            "WHERE c.project_id = %s ORDER BY c.id",
+            (self.project_id,),
+        )
+        status = self._rows(
+            "SELECT s.clone_id, s.kind, s.status, s.last_indexed_at, s.last_commit_hash, s.error_message, "
+            "(SELECT count(*) FROM clone_files cf WHERE cf.clone_id = s.clone_id AND cf.kind = s.kind) "
+            "FROM index_status s JOIN clones c ON c.id = s.clone_id WHERE c.project_id = %s "
+            "ORDER BY s.clone_id, s.kind",
+            (self.project_id,),
+        )
+        sources: dict[int, list[dict[str, Any]]] = {}
+        for clone_id, kind, state, when, commit, error, files in status:
+            sources.setdefault(clone_id, []).append(
+                {
+                    "kind": kind,
+                    "status": state,
+                    "last_indexed_at": when.isoformat() if when else None,
+                    "last_commit_hash": commit,
+                    "error_message": error,
+                    "total_files": int(files),
+                }
+            )
+        return {
+            "backend": "postgres",
+            "database": connection.redact(self.url),
+            "schema_version": version,
+            "schema_version_expected": SCHEMA_VERSION,
+            "user": self.role,
+            "project": {"id": self.project_id, "name": self.who.name, "remote_url": self.who.remote_url},
+            "clone_id": self.clone_id,
+            "clones": [
+                {
+                    "id": cid,
+                    "host": host,
+                    "repo_path": path,
+                    "db_user": user,
+                    "last_seen_at": seen.isoformat(),
+                    "sources": sources.get(cid, []),
+                }
+                for cid, host, path, user, seen in clones
+            ],
+        }
+
+    def projects(self) -> list[dict[str, Any]]:
+        """Every project of the database: id, name, remote, clones, memories (shared, global)."""
+        rows = self._rows(
+            "SELECT p.id, p.name, p.remote_url, (SELECT count(*) FROM clones c WHERE c.project_id = p.id), "
+            "(SELECT count(*) FROM memories m WHERE m.project_id = p.id AND m.clone_id IS NULL), "
+            "(SELECT count(*) FROM memories m WHERE m.project_id = p.id AND m.is_global) "
+            'FROM projects p ORDER BY p.name COLLATE "C", p.id'
+        )
+        return [
+            {
+                "id": r[0],
+                "name": r[1],
+                "remote_url": r[2],
+                "clones": int(r[3]),
+                "memories": int(r[4]),
+                "global_memories": int(r[5]),
+                "current": r[0] == self.project_id,
+            }
+            for r in rows
+        ]
 
     # -- export -----------------------------------------------------------------------------------------
 
