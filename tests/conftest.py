@@ -9,6 +9,7 @@ project row there.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -37,8 +38,8 @@ def pytest_configure(config):
 
 @pytest.fixture(scope="session", autouse=True)
 def database_backend():
-    """On the postgres backend: one server for the session, the suite's database
-    in LORE_DATABASE_URL; stopped (and its temp dir removed) at the end."""
+    """On the postgres backend: one server for the session (stopped, and its temp
+    dir removed, at the end), with a template database already upgraded."""
     if not ON_POSTGRES:
         yield None
         return
@@ -51,8 +52,15 @@ def database_backend():
         pytest.exit(f"--backend postgres: {err}", returncode=3)
     previous = os.environ.get("LORE_DATABASE_URL")
     try:
-        os.environ["LORE_DATABASE_URL"] = server.create_database("lore_test", upgrade=True)
+        # A throwaway server: durability buys nothing, and every commit of the suite pays for it.
+        server.sql(
+            "ALTER SYSTEM SET fsync = off",
+            "ALTER SYSTEM SET synchronous_commit = off",
+            "ALTER SYSTEM SET full_page_writes = off",
+            "SELECT pg_reload_conf()",
+        )
         server.create_database(TEMPLATE_DB, upgrade=True)
+        os.environ["LORE_DATABASE_URL"] = server.create_database("lore_session", template=TEMPLATE_DB)
         yield server
     finally:
         if previous is None:
@@ -60,6 +68,61 @@ def database_backend():
         else:
             os.environ["LORE_DATABASE_URL"] = previous
         server.stop()
+
+
+_databases = iter(range(1, 1_000_000))
+
+
+@contextlib.contextmanager
+def _own_database(server):
+    """A fresh database (a copy of the template) in LORE_DATABASE_URL while the block runs.
+
+    Every test's projects get a database of their own: vectors are shared by
+    every project of a database by design, so a test counting what it
+    embedded must not see what another test embedded."""
+    from lore.storage.postgres.connection import close_all
+
+    name = f"t{os.getpid()}_{next(_databases)}"
+    previous = os.environ.get("LORE_DATABASE_URL")
+    os.environ["LORE_DATABASE_URL"] = server.create_database(name, template=TEMPLATE_DB)
+    try:
+        yield
+    finally:
+        os.environ["LORE_DATABASE_URL"] = previous or ""
+        close_all()
+        server.sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _storage_independent(node) -> bool:
+    return node.get_closest_marker("storage_independent") is not None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _module_database(database_backend, request):
+    """Module-scoped projects (built once, used by several tests) live in the module's database."""
+    if database_backend is None or _storage_independent(request.node):
+        yield
+        return
+    with _own_database(database_backend):
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _test_database(database_backend, _module_database, request):
+    """Each test gets a database of its own, unless it uses a module-scoped
+    project fixture (which lives in the module's database)."""
+    if database_backend is None or _storage_independent(request.node):
+        yield
+        return
+    defs = getattr(getattr(request.node, "_fixtureinfo", None), "name2fixturedefs", {})
+    if any(
+        d and d[-1].scope == "module" and not getattr(d[-1], "_autouse", getattr(d[-1], "autouse", False))
+        for d in defs.values()
+    ):
+        yield
+        return
+    with _own_database(database_backend):
+        yield
 
 
 @pytest.fixture

@@ -6,7 +6,9 @@ import json
 import sys
 from pathlib import Path
 
-from conftest import FIXTURES
+import pytest
+
+from conftest import FIXTURES, ON_POSTGRES
 
 
 def add(cli, title, body, *extra):
@@ -267,6 +269,10 @@ def test_stats_json_shape(cli):
     assert data["index_bytes"] > 0 and data["broken_files"] == 0
 
 
+@pytest.mark.skipif(
+    ON_POSTGRES,
+    reason="damages .lore/index.db to test the SQLite backend's rebuild; PostgreSQL has no such file",
+)
 def test_corrupt_index_is_rebuilt_with_a_notice(cli):
     add(cli, "Survivor", "This memory survives index corruption.", "--tag", "x")
     index = cli.cwd / ".lore/index.db"

@@ -14,9 +14,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from conftest import CLI, postgres_only
 
 import lore
+from conftest import CLI, postgres_only
 from lore.project import Project
 from lore.storage import ChunkFilter, ChunkInput, MemoryFilter
 from lore.storage.postgres import open_postgres

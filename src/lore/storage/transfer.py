@@ -49,36 +49,34 @@ class TransferReport:
         return asdict(self)
 
 
+def records(store: Store) -> Iterator[dict[str, Any]]:
+    """Everything `store` holds for this project, as dump records (header first)."""
+    meta = {k: v for k, v in store.meta_items().items() if k in PORTABLE_META}
+    yield {"format": FORMAT, "version": VERSION, "source": store.describe(), "meta": meta}
+    for kind in KINDS:
+        for dump in store.dump_files(kind):
+            yield {"file": asdict(dump)}
+    model = meta.get("embed_model")
+    if model:
+        for text_hash, vector in store.dump_embeddings(model):
+            encoded = base64.b64encode(vector.astype("<f4").tobytes()).decode()
+            yield {"vector": {"hash": text_hash, "data": encoded}}
+    for anchor in store.anchors():
+        yield {"anchor": asdict(anchor)}
+    for memory_id, (count, when) in sorted(store.access_stats().items()):
+        yield {"access": {"memory_id": memory_id, "count": count, "last_accessed": when}}
+
+
 def export_index(store: Store, target: Path) -> TransferReport:
     """Write everything `store` holds for this project to `target` (atomically, owner-only)."""
     report = TransferReport()
-    meta = {k: v for k, v in store.meta_items().items() if k in PORTABLE_META}
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         with os.fdopen(fd, "wb") as raw, gzip.open(raw, "wt", encoding="utf-8") as out:
-
-            def line(record: dict[str, Any]) -> None:
+            for record in records(store):
                 out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
-
-            line({"format": FORMAT, "version": VERSION, "source": store.describe(), "meta": meta})
-            for kind in KINDS:
-                for dump in store.dump_files(kind):
-                    line({"file": asdict(dump)})
-                    report.files += 1
-                    report.chunks += len(dump.chunks)
-            model = meta.get("embed_model")
-            if model:
-                for text_hash, vector in store.dump_embeddings(model):
-                    encoded = base64.b64encode(vector.astype("<f4").tobytes()).decode()
-                    line({"vector": {"hash": text_hash, "data": encoded}})
-                    report.vectors += 1
-            for anchor in store.anchors():
-                line({"anchor": asdict(anchor)})
-                report.anchors += 1
-            for memory_id, (count, when) in sorted(store.access_stats().items()):
-                line({"access": {"memory_id": memory_id, "count": count, "last_accessed": when}})
-                report.access += 1
+                _count(report, record)
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -88,14 +86,23 @@ def export_index(store: Store, target: Path) -> TransferReport:
 
 def import_index(store: Store, source: Path) -> TransferReport:
     """Replace what `store` holds for this project (this clone's view) with a dump."""
+    return load(store, _read(source), str(source))
+
+
+def copy_index(source: Store, target: Store) -> TransferReport:
+    """Move a project from one store to another without a file (benchmarks, tests)."""
+    return load(target, records(source), source.describe())
+
+
+def load(store: Store, lines: Iterator[dict[str, Any]], origin: str) -> TransferReport:
+    """Replace what `store` holds for this project with the dump `lines`."""
     import numpy as np
 
-    lines = _read(source)
     header = next(lines, None)
     if not header or header.get("format") != FORMAT:
-        raise ValidationError(f"{source} is not a Lore index dump; make one with `lore db export`")
+        raise ValidationError(f"{origin} is not a Lore index dump; make one with `lore db export`")
     if int(header.get("version", 0)) > VERSION:
-        raise ValidationError(f"{source} was written by a newer Lore (dump version {header['version']})")
+        raise ValidationError(f"{origin} was written by a newer Lore (dump version {header['version']})")
     meta: dict[str, str] = header.get("meta", {})
     model = meta.get("embed_model")
     report = TransferReport()
@@ -106,18 +113,15 @@ def import_index(store: Store, source: Path) -> TransferReport:
     def flush() -> None:
         if vectors and model:
             store.put_embeddings(model, [h for h, _ in vectors], np.stack([v for _, v in vectors]))
-            report.vectors += len(vectors)
         vectors.clear()
 
     with store.transaction():
         for kind in KINDS:
             store.delete_files(list(store.file_states(kind)))
         for record in lines:
+            _count(report, record)
             if "file" in record:
-                dump = _file(record["file"])
-                _put(store, dump)
-                report.files += 1
-                report.chunks += len(dump.chunks)
+                _put(store, _file(record["file"]))
             elif "vector" in record:
                 data = base64.b64decode(record["vector"]["data"])
                 vectors.append(
@@ -137,14 +141,24 @@ def import_index(store: Store, source: Path) -> TransferReport:
             for anchor in found:
                 if anchor.stale_reason:
                     store.mark_stale(anchor, anchor.stale_reason, None)
-            report.anchors += len(found)
         if access:
             store.set_access(access)
-            report.access = len(access)
         for key, value in meta.items():
             if key in PORTABLE_META:
                 store.set_meta(key, value)
     return report
+
+
+def _count(report: TransferReport, record: dict[str, Any]) -> None:
+    if "file" in record:
+        report.files += 1
+        report.chunks += len(record["file"].get("chunks", []))
+    elif "vector" in record:
+        report.vectors += 1
+    elif "anchor" in record:
+        report.anchors += 1
+    elif "access" in record:
+        report.access += 1
 
 
 def _put(store: Store, dump: FileDump) -> None:
@@ -161,6 +175,7 @@ def _put(store: Store, dump: FileDump) -> None:
 
 
 def _file(data: dict[str, Any]) -> FileDump:
+    data = dict(data)
     memory = data.pop("memory", None)
     commit = data.pop("commit", None)
     chunks = data.pop("chunks", [])

@@ -45,7 +45,7 @@ class LocalServer:
 
         with psycopg.connect(self.url(database), autocommit=True) as conn:
             for statement in statements:
-                conn.execute(statement)  # type: ignore[arg-type]
+                conn.execute(statement)
 
     def create_database(self, name: str, *, template: str | None = None, upgrade: bool = False) -> str:
         """A new database (copied from `template` if given); its URL.

