@@ -84,6 +84,19 @@ def metrics(output: str) -> dict[tuple[str, str], dict[str, float]]:
     return out
 
 
+def set_text_search(root: Path, config: str | None) -> None:
+    """Point the project at a full-text configuration (None: the default)."""
+    path = root / ".lore/config.toml"
+    lines = [line for line in path.read_text().splitlines() if not line.startswith("text_search = ")]
+    if config:
+        at = lines.index("[index]") + 1 if "[index]" in lines else len(lines)
+        if "[index]" not in lines:
+            lines.append("[index]")
+            at += 1
+        lines.insert(at, f'text_search = "{config}"')
+    path.write_text("\n".join(lines) + "\n")
+
+
 def move_to_postgres(root: Path, url: str) -> None:
     from lore.project import Project
     from lore.storage.postgres import open_postgres
@@ -109,6 +122,7 @@ def parity(args: argparse.Namespace) -> None:
     if not args.no_flask:
         jobs.append(("gitlog_flask.py", []))
     server = start()
+    roots: list[Path] = []
     try:
         url = server.create_database("parity", upgrade=True)
         before = {job[0]: run_bench(*job, {**base, "LORE_DATABASE_URL": ""}) for job in jobs}
@@ -116,6 +130,7 @@ def parity(args: argparse.Namespace) -> None:
         roots += [p.parent.parent for p in private_tmp.glob("lore-bench/*/*/.lore/.built")]
         started = time.perf_counter()
         for root in roots:
+            set_text_search(root, args.text_search)
             move_to_postgres(root, url)
         print(
             f"  moved {len(roots)} projects into PostgreSQL in {time.perf_counter() - started:.1f} s",
@@ -123,6 +138,8 @@ def parity(args: argparse.Namespace) -> None:
         )
         after = {job[0]: run_bench(*job, {**base, "LORE_DATABASE_URL": url}) for job in jobs}
     finally:
+        for root in roots:
+            set_text_search(root, None)
         server.stop()
     worst = 0.0
     print(f"\n{'set / mode':<62} {'R@10 sqlite':>11} {'postgres':>9} {'MRR@10 sqlite':>14} {'postgres':>9}")
@@ -152,15 +169,15 @@ def vocabulary(size: int, rng) -> list[str]:
     return sorted(words)
 
 
-def synthetic(n: int, seed: int, vocab: list[str], centroids):
+def synthetic(n: int, seed: int, vocab: list[str], centroids, *, text: bool = True):
     """(texts, titles, unit vectors) of chunks n..: Zipf words, clustered vectors."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
     ranks = np.minimum(rng.zipf(1.15, size=(n, 48)), len(vocab)) - 1
-    words = np.asarray(vocab)[ranks]
-    texts = [" ".join(row) for row in words]
-    titles = [" ".join(row[:4]) for row in words[:, ::12]]
+    words = np.asarray(vocab)[ranks] if text else None
+    texts = [" ".join(row) for row in words] if words is not None else []
+    titles = [" ".join(row[:4]) for row in words[:, ::12]] if words is not None else []
     cluster = rng.integers(0, len(centroids), size=n)
     vectors = centroids[cluster] + 0.35 * rng.standard_normal((n, DIM)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -335,7 +352,7 @@ def exact_top10(n: int, vocab, centroids, queries) -> list[list[int]]:
     best_scores = np.full((len(queries), 10), -2.0, dtype=np.float32)
     best_ids = np.zeros((len(queries), 10), dtype=np.int64)
     for start_at in range(0, n, 50_000):
-        _, _, vectors = synthetic(min(50_000, n - start_at), start_at, vocab, centroids)
+        _, _, vectors = synthetic(min(50_000, n - start_at), start_at, vocab, centroids, text=False)
         sims = q @ vectors.T
         ids = np.arange(start_at, start_at + len(vectors))
         scores = np.concatenate([best_scores, sims], axis=1)
@@ -406,6 +423,9 @@ def main() -> None:
     p.add_argument("--sets", default="locomo,cosqa")
     p.add_argument("--modes", default="bm25,vector,rrf,weighted")
     p.add_argument("--no-flask", action="store_true")
+    p.add_argument(
+        "--text-search", default=None, help="PostgreSQL text search configuration (default lore_porter)"
+    )
     p.add_argument("--work", default=str(WORK / "postgres-parity"))
     s = sub.add_parser("scale")
     s.add_argument("--chunks", type=int, default=1_000_000)

@@ -1034,7 +1034,7 @@ class PostgresStore:
                 {
                     "kind": kind,
                     "status": state,
-                    "last_indexed_at": when.isoformat() if when else None,
+                    "last_indexed_at": when.isoformat(timespec="seconds") if when else None,
                     "last_commit_hash": commit,
                     "error_message": error,
                     "total_files": int(files),
@@ -1054,7 +1054,7 @@ class PostgresStore:
                     "host": host,
                     "repo_path": path,
                     "db_user": user,
-                    "last_seen_at": seen.isoformat(),
+                    "last_seen_at": seen.isoformat(timespec="seconds"),
                     "sources": sources.get(cid, []),
                 }
                 for cid, host, path, user, seen in clones
