@@ -80,16 +80,16 @@ def _own_database(server):
     Every test's projects get a database of their own: vectors are shared by
     every project of a database by design, so a test counting what it
     embedded must not see what another test embedded."""
-    from lore.storage.postgres.connection import close_all
+    from lore.storage.postgres.connection import close
 
     name = f"t{os.getpid()}_{next(_databases)}"
     previous = os.environ.get("LORE_DATABASE_URL")
-    os.environ["LORE_DATABASE_URL"] = server.create_database(name, template=TEMPLATE_DB)
+    url = os.environ["LORE_DATABASE_URL"] = server.create_database(name, template=TEMPLATE_DB)
     try:
         yield
     finally:
         os.environ["LORE_DATABASE_URL"] = previous or ""
-        close_all()
+        close(url)
         server.sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
@@ -135,9 +135,9 @@ def pg_database(database_backend, request):
     database_backend.sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     url = database_backend.create_database(name, template=TEMPLATE_DB)
     yield database_backend, url
-    from lore.storage.postgres.connection import close_all
+    from lore.storage.postgres.connection import close
 
-    close_all()
+    close(url)
     database_backend.sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 

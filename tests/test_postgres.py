@@ -401,9 +401,9 @@ def test_db_upgrade_runs_concurrently_and_status_reports_each_source(database_ba
         assert all(s["last_indexed_at"] for s in sources.values())
         assert status["schema_version"] == status["schema_version_expected"]
     finally:
-        from lore.storage.postgres.connection import close_all
+        from lore.storage.postgres.connection import close
 
-        close_all()
+        close(url)
         server.sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 

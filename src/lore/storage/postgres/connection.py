@@ -116,6 +116,17 @@ def _reason(err: BaseException) -> str:
     return text[-1] if text else err.__class__.__name__
 
 
+def close(url: str) -> None:
+    """Close the pool of `url` (a store that needs it again opens a new one)."""
+    with _LOCK:
+        found = _POOLS.pop(url, None)
+    if found is not None:
+        try:
+            found.close(timeout=2)
+        except Exception:
+            pass
+
+
 def close_all() -> None:
     """Close every pool (at exit, and in tests that stop a server)."""
     with _LOCK:

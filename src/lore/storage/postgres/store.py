@@ -52,6 +52,7 @@ from lore.storage.postgres.migrations import HNSW_DIMENSIONS, SCHEMA_VERSION, sc
 if TYPE_CHECKING:
     import numpy as np
     import psycopg
+    from psycopg_pool import ConnectionPool
 
 DEFAULT_TEXT_SEARCH = "lore_porter"
 _GROUP_COLUMNS = ("type", "sector", "visibility", "storage", "agent")
@@ -73,7 +74,6 @@ class PostgresStore:
         self.who = identity
         self.text_search = text_search
         self.notices: list[str] = []
-        self._pool = connection.pool(url)
         self._tx: psycopg.Connection[Any] | None = None
         self._depth = 0
         self._dirty: set[str] = set()
@@ -86,6 +86,11 @@ class PostgresStore:
         self.clone_id, self.role = self._register()
 
     # -- connections and transactions ----------------------------------------------------
+
+    @property
+    def _pool(self) -> ConnectionPool:
+        """The process's pool for this URL (looked up each time: a closed pool is replaced)."""
+        return connection.pool(self.url)
 
     @contextmanager
     def _conn(self) -> Iterator[psycopg.Connection[Any]]:
