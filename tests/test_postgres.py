@@ -473,3 +473,29 @@ def test_eight_processes_write_two_projects_nothing_lost_no_duplicates(pg_databa
         "SELECT count(*) FROM lore.chunks c WHERE NOT EXISTS (SELECT 1 FROM lore.embeddings e "
         "WHERE e.text_hash = c.text_hash)",
     ) == [(0,)]
+
+
+def test_at_scale_a_term_in_most_chunks_scores_but_adds_no_candidates(pg_database, tmp_path, monkeypatch):
+    """Beyond EXACT_LEXICAL_DOCS chunks, a very common term no longer makes every
+    search score most of the index; rows the rarer terms find rank as before."""
+    from lore.storage.postgres import store as pg_store
+
+    _server, url = pg_database
+    project = Project.init(tmp_path / "scale")[0]
+    store = open_postgres(project, url)
+    with store.transaction():
+        for i in range(60):
+            text = "handler request " + ("checkout basket " if i % 10 == 0 else "") + f"item{i}"
+            file_id = store.put_file(f"src/m{i}.py", "code", f"sha{i}", 1, 1)
+            store.put_chunks(file_id, "code", [ChunkInput(text=text, start_line=1, end_line=1)])
+    sql(url, "ANALYZE lore.chunks")
+    exact = store.lexical_search("code", ["handler", "checkout"], None, 10)
+    assert len(exact) == 10  # every chunk has "handler": the exact path scores all 60
+    monkeypatch.setattr(pg_store, "EXACT_LEXICAL_DOCS", 0)
+    monkeypatch.setattr(pg_store, "COMMON_TERM_ROWS", 30)
+    pruned = open_postgres(project, url).lexical_search("code", ["handler", "checkout"], None, 10)
+    assert [c.path for c, _ in pruned] == [c.path for c, _ in exact[:6]]  # the six "checkout" chunks
+    assert all("checkout" in c.text for c, _ in pruned)
+    # Every term common: the rarest alone finds candidates, and the search still answers.
+    only_common = open_postgres(project, url).lexical_search("code", ["handler", "request"], None, 5)
+    assert len(only_common) == 5

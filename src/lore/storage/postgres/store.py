@@ -59,6 +59,10 @@ _GROUP_COLUMNS = ("type", "sector", "visibility", "storage", "agent")
 _KIND_ORDER = ("memory", "commit", "code")  # what gets embedded first
 _RETRIES = 5
 _INDEXING_EVERY = 5.0  # seconds between 'indexing' status writes of one store
+# Lexical search: up to this many chunks of a kind, BM25 is exactly FTS5's; beyond,
+# terms matching more than COMMON_TERM_ROWS chunks add no candidates of their own.
+EXACT_LEXICAL_DOCS = 50_000
+COMMON_TERM_ROWS = 20_000
 
 
 def is_local_memory(path: str) -> bool:
@@ -81,6 +85,7 @@ class PostgresStore:
         self._project_locked = False
         self._indexing_marked: dict[str, float] = {}
         self._tsqueries: dict[str, str] = {}
+        self._estimates: dict[str, int] = {}
         self._check_schema()
         self.project_id = identity.id
         self.clone_id, self.role = self._register()
@@ -659,8 +664,14 @@ class PostgresStore:
         avgdl = max(tokens / docs, 1.0)
         where, params = sql.filter_where(kind, flt)
         n = len(queries)
-        any_term = " | ".join(f"({q})" for q in queries)
-        counts = ", ".join(f"count(*) FILTER (WHERE hits.tsv @@ %s::tsquery) AS d{i}" for i in range(n))
+        matching, known_df = self._candidate_terms(kind, queries, docs)
+        any_term = " | ".join(f"({queries[i]})" for i in matching)
+        counts = ", ".join(
+            f"{known_df[i]}::bigint AS d{i}"
+            if i in known_df
+            else f"count(*) FILTER (WHERE hits.tsv @@ %s::tsquery) AS d{i}"
+            for i in range(n)
+        )
         query = (
             "WITH hits AS MATERIALIZED (SELECT c.id, c.tsv, c.n_tokens FROM chunks c "
             f"WHERE c.kind = %s AND {sql.scope('c', glob)} AND c.tsv @@ %s::tsquery), "
@@ -677,7 +688,7 @@ class PostgresStore:
                 kind,
                 *self._scope,
                 any_term,
-                *queries,
+                *(q for i, q in enumerate(queries) if i not in known_df),
                 *queries,
                 *self._select_params(kind),
                 *params,
@@ -685,6 +696,43 @@ class PostgresStore:
             ),
         )
         return [(_chunk(kind, row), float(row[-1])) for row in rows]
+
+    def _candidate_terms(self, kind: str, queries: list[str], docs: int) -> tuple[list[int], dict[int, int]]:
+        """Which terms generate candidates, and the estimated document frequency
+        of those that do not.
+
+        Up to ``EXACT_LEXICAL_DOCS`` chunks every term does, and BM25 equals
+        FTS5's. Beyond, a term the planner's statistics say matches more than
+        ``COMMON_TERM_ROWS`` chunks (a word nearly everything contains) would
+        make every search score a large part of the index: it still scores the
+        candidates the rarer terms find, with its estimated frequency, but does
+        not add candidates of its own (if every term is that common, the
+        rarest one alone does)."""
+        everything = list(range(len(queries)))
+        if docs <= EXACT_LEXICAL_DOCS or len(queries) == 0:
+            return everything, {}
+        estimates = [self._estimated_rows(kind, q) for q in queries]
+        common = {i: min(e, docs) for i, e in enumerate(estimates) if e > COMMON_TERM_ROWS}
+        if len(common) == len(queries):
+            rarest = min(everything, key=estimates.__getitem__)
+            del common[rarest]
+        return [i for i in everything if i not in common], common
+
+    def _estimated_rows(self, kind: str, tsquery: str) -> int:
+        """The planner's estimate of the chunks matching `tsquery` (from ANALYZE's
+        most common lexemes; no scan)."""
+        key = f"{kind}\x00{tsquery}"
+        if key not in self._estimates:
+            from psycopg import sql as pgsql
+
+            # Literals, not parameters: a generic plan would not look at the values.
+            statement = pgsql.SQL(
+                "EXPLAIN (FORMAT JSON) SELECT 1 FROM chunks c WHERE c.kind = {} AND c.tsv @@ {}::tsquery"
+            ).format(pgsql.Literal(kind), pgsql.Literal(tsquery))
+            row = self._run(lambda conn: conn.execute(statement).fetchone())
+            plan = row[0] if row else [{"Plan": {"Plan Rows": 0}}]
+            self._estimates[key] = int(plan[0]["Plan"]["Plan Rows"])
+        return self._estimates[key]
 
     def _term_queries(self, terms: Sequence[str]) -> list[str]:
         """Each term as a tsquery (phrases for terms of several tokens), in order;
