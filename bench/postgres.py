@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from _common import WORK
@@ -121,13 +122,21 @@ def parity(args: argparse.Namespace) -> None:
     jobs = [("retrieval.py", ["--sets", args.sets, "--modes", args.modes])]
     if not args.no_flask:
         jobs.append(("gitlog_flask.py", []))
+
+    def built() -> list[Path]:
+        return [p.parent for p in work.glob("retrieval/*/.built")] + [
+            p.parent.parent for p in private_tmp.glob("lore-bench/*/*/.lore/.built")
+        ]
+
     server = start()
     roots: list[Path] = []
     try:
         url = server.create_database("parity", upgrade=True)
-        before = {job[0]: run_bench(*job, {**base, "LORE_DATABASE_URL": ""}) for job in jobs}
-        roots = [p.parent.parent for p in work.glob("retrieval/*/.lore/.built")]
-        roots += [p.parent.parent for p in private_tmp.glob("lore-bench/*/*/.lore/.built")]
+        sqlite_env = {**base, "LORE_DATABASE_URL": ""}
+        if len(built()) < args.expect_projects:  # the SQLite runs build the projects first
+            for job in jobs:
+                run_bench(*job, sqlite_env)
+        roots = built()
         started = time.perf_counter()
         for root in roots:
             set_text_search(root, args.text_search)
@@ -136,7 +145,23 @@ def parity(args: argparse.Namespace) -> None:
             f"  moved {len(roots)} projects into PostgreSQL in {time.perf_counter() - started:.1f} s",
             file=sys.stderr,
         )
-        after = {job[0]: run_bench(*job, {**base, "LORE_DATABASE_URL": url}) for job in jobs}
+        # Searching never changes the projects: both backends run side by side, the
+        # PostgreSQL run in a work dir of its own (the scripts write their run files
+        # there) that links to the same projects.
+        linked = work / "postgres-run" / "retrieval"
+        linked.mkdir(parents=True, exist_ok=True)
+        for project in (work / "retrieval").iterdir():
+            if project.is_dir() and not (linked / project.name).exists():
+                (linked / project.name).symlink_to(project.resolve())
+        pg_env = {**base, "LORE_BENCH_WORK": str(linked.parent), "LORE_DATABASE_URL": url}
+        before, after = {}, {}
+        for job in jobs:
+            with ThreadPoolExecutor(2) as pool:
+                a = pool.submit(run_bench, *job, sqlite_env)
+                b = pool.submit(run_bench, *job, pg_env)
+                before[job[0]], after[job[0]] = a.result(), b.result()
+            for backend, text in (("sqlite", before[job[0]]), ("postgres", after[job[0]])):
+                (work / f"{backend}-{job[0]}.txt").write_text(text)
     finally:
         for root in roots:
             set_text_search(root, None)
@@ -431,6 +456,7 @@ def main() -> None:
     p.add_argument("--sets", default="locomo,cosqa")
     p.add_argument("--modes", default="bm25,vector,rrf,weighted")
     p.add_argument("--no-flask", action="store_true")
+    p.add_argument("--expect-projects", type=int, default=12, help="built projects (11 retrieval + flask)")
     p.add_argument(
         "--text-search", default=None, help="PostgreSQL text search configuration (default lore_porter)"
     )
