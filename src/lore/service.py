@@ -1212,6 +1212,17 @@ class Lore:
         rows = self.index.list_memories("f.path = ?", (rel,))
         return rows[0]["id"] if rows else Path(rel).stem
 
+    # -- sessions (issue 13) ---------------------------------------------------------
+
+    @property
+    def sessions(self):  # -> lore.sessions.SessionStore (imported on first use)
+        """Recorded agent sessions: start, append, context, compact, import (:mod:`lore.sessions`)."""
+        if "_sessions" not in self.__dict__:
+            from lore.sessions import SessionStore
+
+            self._sessions = SessionStore(self.project)
+        return self._sessions
+
 
 def _task_extra(bundle) -> dict:
     return {

@@ -153,7 +153,8 @@ def _assistant_text(event: dict) -> tuple[str, str | None] | None:
 
 
 def _text_of(content) -> str:
-    """The text parts of a message's content (a string, or a list of typed parts)."""
+    """The text parts of a message's content (a string, or a list of typed parts;
+    Codex writes user text as ``input_text``)."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
@@ -162,7 +163,7 @@ def _text_of(content) -> str:
         part["text"]
         for part in content
         if isinstance(part, dict)
-        and part.get("type") in ("text", "output_text")
+        and part.get("type") in ("text", "output_text", "input_text")
         and isinstance(part.get("text"), str)
     ]
     return "\n".join(texts)
