@@ -47,3 +47,42 @@ def run_python(code: str, *, cwd: Path, timeout: float = 120) -> subprocess.Comp
         text=True,
         timeout=timeout,
     )
+
+
+# A short Claude Code transcript: a prompt, a tool call and its result (session "cc-1").
+CLAUDE_JSONL = "".join(
+    json.dumps(line) + "\n"
+    for line in (
+        {
+            "type": "user",
+            "sessionId": "cc-1",
+            "uuid": "a1",
+            "timestamp": "2026-03-01T10:00:00Z",
+            "message": {"role": "user", "content": "List the files"},
+        },
+        {
+            "type": "assistant",
+            "sessionId": "cc-1",
+            "uuid": "a2",
+            "timestamp": "2026-03-01T10:00:01Z",
+            "message": {
+                "id": "msg_1",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": [
+                    {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}
+                ],
+            },
+        },
+        {
+            "type": "user",
+            "sessionId": "cc-1",
+            "uuid": "a3",
+            "timestamp": "2026-03-01T10:00:02Z",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.py"}],
+            },
+        },
+    )
+)

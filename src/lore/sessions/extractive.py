@@ -89,7 +89,9 @@ def summarize_extractive(events: list[dict], *, session_id: str, root: Path | No
     decided = _pick([s for s in sentences if _DECISION.search(s.text)], latest=True)
     done = _pick([s for s in sentences if s.role == "assistant" and _DONE.search(s.text)], latest=True)
     learned = _pick([s for s in sentences if _LEARNED.search(s.text) and not _DECISION.search(s.text)])
-    corrections = _pick([s for s in sentences if s.role == "user" and _CORRECTION.search(s.text)])
+    corrections = _pick(
+        _whole_messages(events, [s for s in sentences if s.role == "user" and _CORRECTION.search(s.text)])
+    )
     errors, unresolved = _errors_and_fixes(events, sentences)
     files = _files(events, root)
     open_items = _pick(
@@ -97,7 +99,7 @@ def summarize_extractive(events: list[dict], *, session_id: str, root: Path | No
     )
     open_lines = [f"unresolved: `{e}`" for e in unresolved[:3]] + [_item(s) for s in open_items]
 
-    words = topics(events)
+    words = topics(events, root=root)
     sections = [
         ("Decided", [_item(s) for s in decided]),
         ("Done", [_item(s) for s in done]),
@@ -130,6 +132,17 @@ def _sentences(events: list[dict]):
             text = " ".join(part.split()).lstrip("-*> ").strip()
             if len(text) >= 8 and not text.startswith(("```", "|")):
                 yield _Sentence(event.get("id", 0), index, event["role"], text)
+
+
+def _whole_messages(events: list[dict], found: list[_Sentence]) -> list[_Sentence]:
+    """The messages the sentences come from, whole (a correction's second
+    sentence, "Use X instead.", is usually the point)."""
+    out: dict[int, _Sentence] = {}
+    for sentence in found:
+        if sentence.index not in out:
+            text = " ".join(str(events[sentence.index].get("content") or "").split())
+            out[sentence.index] = _Sentence(sentence.event_id, sentence.index, sentence.role, text)
+    return list(out.values())
 
 
 def _pick(items: list[_Sentence], *, latest: bool = False) -> list[_Sentence]:

@@ -82,7 +82,7 @@ class SessionStore:
         Raises:
             Conflict: a session with that id exists.
         """
-        session_id = ev.check_session_id(session_id) if session_id else _new_session_id()
+        session_id = _new_session_id() if session_id is None else ev.check_session_id(session_id)
         folder = self._writable_folder(session_id)
         with file_lock(folder / ".lock"):
             if _exists(folder):
@@ -154,9 +154,9 @@ class SessionStore:
         source = Path(path).expanduser().resolve()
         if not source.is_file():
             raise NotFound(f"no transcript at {source}; give the path of a .jsonl transcript")
-        session_id = ev.check_session_id(
-            session_id or importers.peek_session_id(source) or _id_from_name(source.stem)
-        )
+        if session_id is None:
+            session_id = importers.peek_session_id(source) or _id_from_name(source.stem)
+        session_id = ev.check_session_id(session_id)
         folder = self._folder(session_id)
         cursor = self._cursor_for(folder, source)
         transcript = importers.read_transcript(source, offset=cursor["offset"] if cursor else 0)

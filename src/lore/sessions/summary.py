@@ -63,7 +63,7 @@ def summarize(
         fallback = summarize_extractive(events, session_id=session_id, root=root)
         fallback.notice = f"summary provider {provider.name} failed, used the extractive summary: {err}"
         return fallback
-    words = topics(events)
+    words = topics(events, root=root)
     text = "\n\n".join(part.strip() for part in parts if part.strip()) or "(the provider returned nothing)"
     body = f"{header(events, session_id=session_id, terms=words)}\n\n{text}\n"
     return Summary(body=body, keywords=words[:12], summarizer=provider.name)
@@ -90,17 +90,37 @@ def header(events: list[dict], *, session_id: str, terms: list[str]) -> str:
     return line + (f"\n\nTopics: {', '.join(terms)}." if terms else "")
 
 
-def topics(events: list[dict], limit: int = TOPIC_TERMS) -> list[str]:
-    """The range's most widespread content words (in how many messages each appears)."""
-    from lore.sessions.events import event_text
+def topics(events: list[dict], limit: int = TOPIC_TERMS, *, root: Path | None = None) -> list[str]:
+    """The range's most widespread content words (in how many events each appears).
 
+    Messages count, and tool calls by their name and argument values (not
+    their keys, nor the project root in absolute paths); tool output (file
+    contents, logs) would drown the conversation and is left out.
+    """
+    prefix = f"{root.as_posix().rstrip('/')}/" if root is not None else None
     spread: Counter[str] = Counter()
     for event in events:
-        if event.get("type") == "tool_result":
-            continue  # tool output (file contents, logs) would drown the conversation
-        words = {w.lower().strip("'-") for w in _WORD.findall(event_text(event))}
+        if event.get("type") == "message":
+            text = str(event.get("content") or "")
+        elif event.get("type") == "tool_call":
+            text = " ".join([str(event.get("toolName", "")), *_strings(event.get("args"))])
+        else:
+            continue
+        if prefix:
+            text = text.replace(prefix, "")
+        words = {w.lower().strip("'-") for w in _WORD.findall(text)}
         spread.update(w for w in words if len(w) > 2 and w not in STOPWORDS and w not in _CHAT_WORDS)
     return [word for word, n in spread.most_common(limit) if n > 1 or len(events) < 3][:limit]
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
 
 
 def _day_time(value: object) -> str:

@@ -90,7 +90,7 @@ def append(
         events.append(tool_result(call_id, result, is_error=is_error, timestamp=timestamp))
     if not events:
         if content is None and not sys.stdin.isatty():
-            content = sys.stdin.read()
+            content = sys.stdin.read().rstrip("\n")  # the newline a pipe adds
         if not content or not content.strip():
             raise UsageError("nothing to append; give --content TEXT (or stdin), or --tool / --result")
         events.append(message(role, content, timestamp=timestamp))
