@@ -24,7 +24,7 @@ from pathlib import Path
 
 from lore.sessions.events import is_event
 
-_TAIL_CHUNK = 1 << 16
+_TAIL_CHUNK = 1 << 13  # most events fit; longer ones widen the read
 
 
 @dataclass

@@ -26,6 +26,7 @@ import builtins
 import json
 import os
 import secrets
+import tempfile
 import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -617,7 +618,18 @@ class SessionStore:
         return meta
 
     def _write_meta(self, folder: Path, meta: dict) -> None:
-        write_atomic(folder / META, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+        """Replace metadata.json atomically (temp file + rename). Not fsynced: it is
+        rewritten on every append, and metadata behind the files is recounted from
+        them, so an fsync (milliseconds on a busy disk) would buy nothing."""
+        fd, tmp = tempfile.mkstemp(prefix=".metadata-", suffix=".tmp", dir=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+            os.replace(tmp, folder / META)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
 
     def _ensure_root(self) -> None:
         """Create ``.lore/sessions/``, git-ignored even in projects whose
