@@ -135,7 +135,24 @@ CLAUDE_LINES = [
         [{"type": "text", "text": "Fixed: the empty cart returns 0 now."}],
         time="2026-03-01T10:00:20Z",
     ),
+    cc(
+        "user",
+        "u11",
+        "This session is being continued from a previous conversation that ran out of context.",
+        time="2026-03-01T10:05:00Z",
+        isCompactSummary=True,
+    ),
+    cc(
+        "user",
+        "u12",
+        [
+            {"type": "text", "text": "<system-reminder>\nThe user opened shop/cart.py\n</system-reminder>"},
+            {"type": "text", "text": "Also update the changelog"},
+        ],
+        time="2026-03-01T10:05:01Z",
+    ),
 ]
+
 CLAUDE_EXPECTED = [
     ("message", "user", "The checkout test fails, please fix it", "cc:u3"),
     ("message", "assistant", "I'll run the test first.", "cc:u5:0"),
@@ -144,6 +161,7 @@ CLAUDE_EXPECTED = [
     ("tool_call", None, "Edit", "tool:toolu_02"),
     ("tool_result", None, "File updated.", "result:toolu_02"),
     ("message", "assistant", "Fixed: the empty cart returns 0 now.", "cc:u10:0"),
+    ("message", "user", "Also update the changelog", "cc:u12:1"),
 ]
 
 
@@ -185,14 +203,14 @@ def test_claude_code_transcript_imports_once_and_grows_incrementally(root, tmp_p
 
     write_jsonl(transcript, CLAUDE_LINES)  # the same transcript, longer (the torn line completed)
     grown = open_store(root).import_transcript(transcript)
-    assert grown.appended == 2
+    assert grown.appended == 3
     assert shape(open_store(root).events(SESSION)) == CLAUDE_EXPECTED
 
     # Under another name (no cursor for it): every event is checked against the session.
     copy = write_jsonl(tmp_path / "copy.jsonl", CLAUDE_LINES)
     other = open_store(root).import_transcript(copy, session_id=SESSION)
-    assert (other.appended, other.skipped) == (0, 7)
-    assert len(open_store(root).events(SESSION, include_archived=True)) == 7
+    assert (other.appended, other.skipped) == (0, 8)
+    assert len(open_store(root).events(SESSION, include_archived=True)) == 8
 
 
 CODEX_SESSION = "019a2d7a-41c4-78b1-b7cc-a45d62a89cd5"

@@ -7,6 +7,11 @@
     hard_limit_tokens = 150000       # the context view never holds more (oldest left out)
     protected_recent_tokens = 20000  # the most recent events are never compacted
 
+The soft limit is measured over the live (not yet compacted) events: the
+summaries already stand for what they cover, and counting them would trigger
+compactions with nothing left to compact. The hard limit is measured over the
+whole view, summaries included.
+
     [sessions.summary]
     provider = "extractive"          # or "openai-compatible", "anthropic" (see lore.sessions.llm)
 """

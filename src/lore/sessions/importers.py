@@ -6,8 +6,8 @@ Reads, line by line (the JSON readers are :mod:`lore.integrations.capture`'s):
   ``assistant`` lines whose ``message.content`` is a string or a list of parts;
   ``text`` parts become messages, ``tool_use`` parts tool calls, and
   ``tool_result`` parts (in user lines) tool results. Meta lines (``isMeta``,
-  local-command echoes), ``thinking`` parts, summaries and Claude Code's own
-  error notices are skipped.
+  local-command echoes, ``<system-reminder>`` blocks), ``thinking`` parts,
+  summaries (its own after ``/compact`` too) and its error notices are skipped.
 - **Codex** rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``):
   ``response_item`` lines with a ``message`` (user / assistant; the injected
   environment and instruction blocks are skipped), ``function_call`` /
@@ -36,7 +36,7 @@ from lore.sessions import events as ev
 HEAD_BYTES = 4096
 _INJECTED = re.compile(
     r"^\s*(?:<(?:environment_context|user_instructions|permissions instructions|user_shell_command|"
-    r"command-name|command-message|command-args|local-command-stdout|local-command-stderr)\b"
+    r"command-name|command-message|command-args|local-command-stdout|local-command-stderr|system-reminder)\b"
     r"|# AGENTS\.md instructions|Caveat: The messages below were generated)"
 )
 _CODEX = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
@@ -133,8 +133,8 @@ def _events_of(line: dict, key: str) -> tuple[str | None, list[dict], str | None
 
 
 def _claude(line: dict, key: str) -> list[dict]:
-    if line.get("isMeta") or line.get("isApiErrorMessage"):
-        return []
+    if line.get("isMeta") or line.get("isApiErrorMessage") or line.get("isCompactSummary"):
+        return []  # Claude Code's own notices, and its summary after /compact
     message = line["message"]
     if message.get("model") == "<synthetic>":
         return []
