@@ -86,13 +86,19 @@ def _post_tool_use(lore, payload: dict) -> str:
     from lore.sessions import tool_call, tool_result
 
     name, call_id = payload.get("tool_name"), payload.get("tool_use_id")
+    if not isinstance(call_id, str):
+        call_id = None
     fallback = []
     if isinstance(name, str) and name:
-        ids = {"call_id": call_id, "source_id": f"tool:{call_id}"} if isinstance(call_id, str) else {}
-        fallback.append(tool_call(name, payload.get("tool_input"), **ids))
+        # The transcript importer gives these events the same source ids: no doubles.
+        fallback.append(
+            tool_call(
+                name, payload.get("tool_input"), call_id=call_id, source_id=call_id and f"tool:{call_id}"
+            )
+        )
         if "tool_response" in payload:
-            source = {"source_id": f"result:{call_id}"} if isinstance(call_id, str) else {}
-            fallback.append(tool_result(ids.get("call_id"), payload["tool_response"], **source))
+            result_id = call_id and f"result:{call_id}"
+            fallback.append(tool_result(call_id, payload["tool_response"], source_id=result_id))
     return _record(lore, payload, fallback)
 
 
