@@ -6,11 +6,10 @@ from __future__ import annotations
 import gzip
 import json
 
-from session_helpers import log_lines, metadata, open_store, sessions_config
-
 from lore.memory import markdown
 from lore.sessions import archive, message, tool_call, tool_result
 from lore.sessions.events import tokens_of
+from sessions.session_helpers import log_lines, metadata, open_store, sessions_config
 
 
 def conversation(n: int) -> list[dict]:

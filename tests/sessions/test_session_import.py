@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from session_helpers import metadata, open_store, sessions_config
+
+from sessions.session_helpers import metadata, open_store, sessions_config
 
 SESSION = "5f0c6a1e-8a7b-4c2d-9e3f-1a2b3c4d5e6f"
 CWD = "/home/ada/shop"

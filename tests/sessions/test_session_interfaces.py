@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 import anyio
-from session_helpers import CLAUDE_JSONL, sessions_config
+
+from sessions.session_helpers import CLAUDE_JSONL, sessions_config
 
 
 def test_session_commands_end_to_end(cli, tmp_path):

@@ -10,12 +10,12 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from session_helpers import open_store, sessions_config
 
 from lore.errors import ProviderError
 from lore.memory import markdown
 from lore.sessions import message, tool_call, tool_result
 from lore.sessions.llm import load_summarizer
+from sessions.session_helpers import open_store, sessions_config
 
 KEY = "sk-test-summaries-123"
 FAST = "timeout = 5\nretry_backoff = 0.0\nmax_retries = 2\n"

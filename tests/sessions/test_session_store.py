@@ -10,10 +10,10 @@ import textwrap
 import time
 
 import pytest
-from session_helpers import log_lines, metadata, open_store, sessions_config
 
 from lore.errors import Conflict, NotFound, UsageError, ValidationError
 from lore.sessions import log, message, tool_call, tool_result
+from sessions.session_helpers import log_lines, metadata, open_store, sessions_config
 
 
 def test_events_round_trip_in_004_shapes(root, store):
