@@ -8,6 +8,7 @@
       local/        git-ignored: local/<agent>/ private memories,
                     local/session/ session-tier memories, local/trash/
       index.db      git-ignored: derived index, rebuilt from the files
+      sessions/     git-ignored: recorded agent sessions (lore.sessions)
 """
 
 from __future__ import annotations
@@ -52,11 +53,12 @@ half_life_days = 90
 """
 
 GITIGNORE = """\
-# Derived index (rebuilt from the Markdown files) and local-only memories.
+# Derived index (rebuilt from the Markdown files), local-only memories, recorded sessions.
 index.db
 index.db-wal
 index.db-shm
 local/
+sessions/
 """
 
 
@@ -82,6 +84,11 @@ class Project:
     @property
     def session_dir(self) -> Path:
         return self.local_dir / "session"
+
+    @property
+    def sessions_dir(self) -> Path:
+        """Recorded agent sessions (``lore.sessions``), one folder each."""
+        return self.lore_dir / "sessions"
 
     @property
     def trash_dir(self) -> Path:

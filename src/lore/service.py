@@ -117,6 +117,13 @@ class Lore:
         return self._part("code", lambda: CodeIndex(self.project, self.store, watching=self._watching))
 
     @property
+    def sessions(self):  # -> SessionStore
+        """Recorded agent sessions: start, append, context, compact, import (:mod:`lore.sessions`)."""
+        from lore.sessions import SessionStore
+
+        return self._part("sessions", lambda: SessionStore(self.project))
+
+    @property
     def notices(self) -> list[str]:
         """One-line messages for the user (index rebuilt, BM25-only fallback, ...)."""
         return (self._store.notices if self._store else []) + self._messages

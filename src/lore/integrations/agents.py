@@ -4,8 +4,9 @@ What each agent gets (``command`` is how to run lore, e.g. ``["lore"]``):
 
 ===============  ==========================================================
 ``claude-code``  ``.mcp.json``: ``mcpServers.lore`` = ``{command, args: [..., "mcp"]}``;
-                 ``.claude/settings.json``: SessionStart, PreCompact and Stop
-                 hooks running ``<lore> hook session-start|pre-compact|stop``;
+                 ``.claude/settings.json``: SessionStart, UserPromptSubmit,
+                 PostToolUse, PreCompact and Stop hooks running ``<lore> hook
+                 session-start|user-prompt-submit|post-tool-use|pre-compact|stop``;
                  ``CLAUDE.md`` block with ``instructions=True``.
 ``codex``        ``$CODEX_HOME/config.toml`` (default ``~/.codex``): a delimited
                  ``[mcp_servers.lore]`` table with ``cwd`` and
@@ -42,10 +43,17 @@ AGENTS = ("claude-code", "codex", "cursor")
 SERVER_NAME = "lore"
 
 # Claude Code hook events Lore listens to -> the `lore hook` sub-command each runs.
-HOOK_EVENTS = {"SessionStart": "session-start", "PreCompact": "pre-compact", "Stop": "stop"}
+HOOK_EVENTS = {
+    "SessionStart": "session-start",
+    "UserPromptSubmit": "user-prompt-submit",  # these three record the session (lore.sessions)
+    "PostToolUse": "post-tool-use",
+    "PreCompact": "pre-compact",
+    "Stop": "stop",
+}
 # Events whose hooks take a matcher ("" = every source: startup/resume/clear/compact,
-# manual/auto). Stop has no matcher, so the field is left out, as Claude Code documents.
-_MATCHER_EVENTS = ("SessionStart", "PreCompact")
+# manual/auto; every tool). UserPromptSubmit and Stop have none, so the field is left
+# out, as Claude Code documents.
+_MATCHER_EVENTS = ("SessionStart", "PostToolUse", "PreCompact")
 
 MD_BEGIN = "<!-- lore:begin -->"
 MD_END = "<!-- lore:end -->"
@@ -390,7 +398,7 @@ def _drop_server(doc: dict) -> dict:
     return doc
 
 
-_LORE_HOOK = re.compile(r"\blore\b.*\shook\s+(session-start|pre-compact|stop)\s*$")
+_LORE_HOOK = re.compile(r"\blore\b.*\shook\s+(" + "|".join(HOOK_EVENTS.values()) + r")\s*$")
 
 
 def _is_lore_hook(hook, sub: str) -> bool:

@@ -236,9 +236,68 @@ def build_server(project: str | None = None, *, agent: str | None = None):
 
         return tools.call(run)
 
+    register_session_tools(server, tools)
     for tool in server._tool_manager.list_tools():
         tool.parameters = _compact(tool.parameters)
     return server, tools
+
+
+def register_session_tools(server, tools: LoreTools) -> None:
+    """session_append / session_context: an agent records its session and reads
+    back the context view (summaries of compacted parts, then recent events)."""
+    sessions = tools.lore.sessions
+
+    @server.tool(
+        description="Record one event of your session (created on first use): a message (role, content), "
+        "a tool call (tool_name, args, tool_call_id) or a tool result (result, tool_call_id, is_error). "
+        "Crossing the soft limit compacts old events into a summary. Returns the event ids and tokens."
+    )
+    def session_append(
+        session_id: str,
+        role: str = "assistant",
+        content: str | None = None,
+        tool_name: str | None = None,
+        args: dict[str, Any] | None = None,
+        tool_call_id: str | None = None,
+        result: str | None = None,
+        is_error: bool = False,
+    ) -> str:
+        from lore.errors import UsageError
+        from lore.sessions import message, tool_call, tool_result
+
+        def run():
+            if tool_name:
+                event = tool_call(tool_name, args, call_id=tool_call_id)
+            elif result is not None:
+                event = tool_result(tool_call_id, result, is_error=is_error)
+            elif content is not None:
+                event = message(role, content)
+            else:
+                raise UsageError(
+                    "give content (a message), tool_name (a tool call) or result (a tool result)"
+                )
+            seen = len(sessions.notices)
+            done = sessions.append_many(session_id, [event], create=True, agent=tools.lore.agent)
+            return {**done.to_dict(), "notices": sessions.notices[seen:]}
+
+        return tools.call(run)
+
+    @server.tool(
+        description="Your session's context view: summaries of compacted parts, then the recent events, "
+        "oldest first, within limit_tokens (default: the hard limit). Returns text (or events=true)."
+    )
+    def session_context(
+        session_id: str, limit_tokens: Annotated[int, Field(ge=100)] | None = None, events: bool = False
+    ) -> str:
+        def run():
+            view = sessions.context(session_id, limit_tokens=limit_tokens)
+            data = view.to_dict()
+            if not events:
+                data.pop("events")
+                data["text"] = view.render()
+            return data
+
+        return tools.call(run)
 
 
 def _compact(schema):

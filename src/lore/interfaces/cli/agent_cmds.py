@@ -68,7 +68,10 @@ def uninstall(lore, agent, as_json):
 
 
 @click.command(hidden=True)
-@click.argument("event", type=click.Choice(["session-start", "pre-compact", "stop"]))
+@click.argument(
+    "event",
+    type=click.Choice(["session-start", "user-prompt-submit", "post-tool-use", "pre-compact", "stop"]),
+)
 @click.pass_context
 def hook(ctx, event):
     """Claude Code hook entry point: reads the hook's JSON on stdin. Never fails the agent."""
