@@ -481,6 +481,30 @@ def test_project_in_a_subfolder_sees_its_commits_with_relative_paths(repo):
     assert dict(zip(commits[1].files, commits[1].head_paths)) == {"app.py": "src/app.py"}
 
 
+def test_shallow_clone_walks_what_it_has(repo, tmp_path):
+    """CI checkouts are often shallow: the walk covers the commits present."""
+    repo.write("a.py")
+    repo.commit("base")
+    repo.git("checkout", "-q", "-b", "side")
+    repo.move("a.py", "b.py")
+    repo.commit("side rename")
+    repo.git("checkout", "-q", "main")
+    repo.write("c.py")
+    repo.commit("main work")
+    repo.merge("side", "Merge side")
+    repo.write("d.py")
+    repo.commit("after merge")
+    shallow = tmp_path / "shallow"
+    subprocess.run(
+        ["git", "clone", "-q", "--depth", "2", f"file://{repo.root}", str(shallow)],
+        check=True,
+        capture_output=True,
+    )
+    commits = walk(shallow)
+    assert [c.subject for c in commits][:2] == ["after merge", "Merge side"]
+    assert all(c.sha for c in commits)
+
+
 def test_hook_environment_does_not_leak_into_the_walk(repo, monkeypatch):
     repo.write("a.py")
     repo.commit("one")

@@ -521,10 +521,14 @@ class _MergeDiffs:
             )
         except FileNotFoundError:
             raise GitError("git is not installed (or not on PATH)") from None
-        self._root = root
 
     def diff(self, merge: str, parent: str) -> list[_Change]:
-        """`merge`'s changes against `parent` (raw entries, renames detected)."""
+        """`merge`'s changes against `parent` (raw entries, renames detected).
+
+        If git cannot answer (a parent missing from a shallow clone makes it
+        exit), this and later merges get no diff: their renames only refine
+        the path map, so the walk goes on without them.
+        """
         process = self._process
         if process is None or process.stdin is None or process.stdout is None:
             return []
@@ -535,14 +539,16 @@ class _MergeDiffs:
             while True:
                 chunk = os.read(process.stdout.fileno(), 1 << 16)
                 if not chunk:
-                    raise GitError(f"`git diff-tree` ended early in {self._root}")
+                    break
                 data += chunk
                 if data.endswith(_END):
                     changes = _parse_diff_tree(data[: -len(_END)])
                     if changes is not None:
                         return changes
-        except BrokenPipeError:
-            raise GitError(f"`git diff-tree` ended early in {self._root}") from None
+        except OSError:  # BrokenPipeError: git exited
+            pass
+        self.close()
+        return []
 
     def close(self) -> None:
         process, self._process = self._process, None
