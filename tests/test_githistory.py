@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lore.index.githistory import HeadPathMap, HistoryCommit, walk_history
+from lore.index.githistory import FileChange, HeadPathMap, HistoryCommit, walk_history
 
 pytestmark = pytest.mark.usefixtures("git_env")
 
@@ -481,6 +481,23 @@ def test_project_in_a_subfolder_sees_its_commits_with_relative_paths(repo):
     assert dict(zip(commits[1].files, commits[1].head_paths)) == {"app.py": "src/app.py"}
 
 
+def test_subfolder_project_follows_deletes_across_commits_outside_it(repo):
+    """Commits outside the folder are skipped: the main line must still be known."""
+    repo.write("service/old.py")
+    repo.write("service/keep.py")
+    repo.commit("start")
+    repo.write("elsewhere.py")
+    repo.commit("outside")
+    repo.remove("service/old.py")
+    repo.commit("drop old")
+    repo.write("service/old.py", "a new file with the old name\n")
+    repo.commit("new old")
+    commits = walk(repo.root / "service")
+    assert [c.subject for c in commits] == ["new old", "drop old", "start"]
+    assert commits[1].parents == (commits[2].sha,)  # the nearest ancestor touching the folder
+    assert dict(zip(commits[2].files, commits[2].head_paths)) == {"keep.py": "keep.py", "old.py": None}
+
+
 def test_shallow_clone_walks_what_it_has(repo, tmp_path):
     """CI checkouts are often shallow: the walk covers the commits present."""
     repo.write("a.py")
@@ -517,9 +534,7 @@ def test_hook_environment_does_not_leak_into_the_walk(repo, monkeypatch):
 
 
 def _change(status: str, path: str, old: str | None = None, old_blob: bytes = b"1", new_blob: bytes = b"2"):
-    from lore.index.githistory import _Change
-
-    return _Change(status, path, old, old_blob, new_blob)
+    return FileChange(status, path, old, old_blob, new_blob)
 
 
 def test_head_path_map_rules():
