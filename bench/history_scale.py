@@ -12,9 +12,11 @@ path mapping), adds 100 commits (with renames) and times the incremental walk
 from the old HEAD. `--repo` also times full walks of existing clones (e.g.
 the timesplit-flask snapshot unpacked in a temp dir).
 
-Each walk runs in a fresh Python process; prints commits/s, seconds,
-changed paths, how many resolve to a path at HEAD, and the peak RSS of that
-process and of its git children.
+Each walk runs in a fresh Python process, with and without the merges'
+renames (`merge_renames=False`); prints commits/s, wall seconds, changed
+paths, how many resolve to a path at HEAD, CPU seconds and peak RSS of that
+process and of its git children. The machine's other load shows in wall
+time, not in CPU time.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import argparse
 import json
 import pickle
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -190,15 +193,16 @@ def git(repo: Path, *args: str, data: bytes | None = None) -> str:
     return result.stdout.decode().strip()
 
 
-def timed_walk(root: Path, since: str | None = None) -> dict:
+def timed_walk(root: Path, since: str | None = None, merge_renames: bool = True) -> dict:
     """Walk `root` in a fresh Python process (so its peak RSS is the walk's alone)."""
-    return json.loads(run_self("--walk", str(root), *(["--since", since] if since else [])))
+    options = (["--since", since] if since else []) + ([] if merge_renames else ["--no-merge-renames"])
+    return json.loads(run_self("--walk", str(root), *options))
 
 
-def walk_figures(root: Path, since: str | None) -> dict:
+def walk_figures(root: Path, since: str | None, merge_renames: bool) -> dict:
     start = time.perf_counter()
     commits = changed = resolved = 0
-    with walk_history(root, since=since) as walk:
+    with walk_history(root, since=since, merge_renames=merge_renames) as walk:
         for commit in walk:
             commits += 1
             changed += commit.n_files
@@ -215,7 +219,14 @@ def walk_figures(root: Path, since: str | None) -> dict:
         "incremental": walk.incremental,
         "rss_mb": peak_rss_mb(),
         "git_rss_mb": children_peak_rss_mb(),
+        "cpu_s": cpu_seconds(resource.RUSAGE_SELF),
+        "git_cpu_s": cpu_seconds(resource.RUSAGE_CHILDREN),
     }
+
+
+def cpu_seconds(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
 
 
 def peak_rss_mb() -> float:
@@ -252,6 +263,7 @@ def report(label: str, figures: dict) -> None:
         f"{figures['per_second']:>7,.0f} commits/s {figures['changed']:>7,} changed paths, "
         f"{figures['resolved']:>7,} at HEAD"
         + (f", {figures['moved']} moved" if figures["incremental"] else "")
+        + f"; CPU {figures['cpu_s']:.1f} s (git {figures['git_cpu_s']:.1f} s)"
         + f"; peak RSS {figures['rss_mb']:.0f} MB (git {figures['git_rss_mb']:.0f} MB)"
     )
 
@@ -264,10 +276,11 @@ def main() -> None:
     parser.add_argument("--repo", action="append", default=[], help="also walk this existing clone")
     parser.add_argument("--walk", help=argparse.SUPPRESS)  # internal: one measured walk
     parser.add_argument("--since", help=argparse.SUPPRESS)
+    parser.add_argument("--no-merge-renames", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--build", nargs=2, help=argparse.SUPPRESS)  # internal: REPO STATE
     args = parser.parse_args()
     if args.walk:
-        print(json.dumps(walk_figures(Path(args.walk), args.since)))
+        print(json.dumps(walk_figures(Path(args.walk), args.since, not args.no_merge_renames)))
         return
     if args.build:
         build(Path(args.build[0]), Path(args.build[1]), args.commits)
@@ -286,12 +299,14 @@ def main() -> None:
         print(f"synthetic repository: {total:,} commits ({merges:,} merges), built in {built:.1f} s")
 
         report("full walk", timed_walk(repo))
+        report("  without merge renames", timed_walk(repo, merge_renames=False))
         old_head = git(repo, "rev-parse", "HEAD")
         run_self("--build", str(repo), str(state), "--commits", "100")
         report("incremental walk (+100 commits)", timed_walk(repo, since=old_head))
 
     for path in args.repo:
         report(f"full walk of {Path(path).name}", timed_walk(Path(path)))
+        report("  without merge renames", timed_walk(Path(path), merge_renames=False))
 
 
 if __name__ == "__main__":

@@ -338,6 +338,8 @@ def test_side_branch_commits_newer_than_a_rename_on_main_follow_it(repo):
     fix = dict(zip(commits[1].files, commits[1].head_paths))
     assert fix == {"CHANGES": "CHANGES.rst", "app.py": "src/app.py"}
     assert head_path_of(commits, "base", "CHANGES") == "CHANGES.rst"
+    cheaper = walk(repo.root, merge_renames=False)
+    assert dict(zip(cheaper[1].files, cheaper[1].head_paths)) == {"CHANGES": None, "app.py": None}
 
 
 def test_branch_that_deleted_and_recreated_a_file_does_not_cut_its_history(repo):
