@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from lore.errors import UsageError, ValidationError
-from lore.memory.model import MEMORY_TYPES, parse_time
+from lore.memory.model import MEMORY_TYPES
 from lore.storage import ChunkFilter, MemoryFilter
 
 STORAGE_TIERS = ("durable", "session", "daily", "archive")
@@ -107,13 +107,9 @@ def _when(value: str | None, name: str, *, end: bool = False) -> str | None:
     """An ISO time from a date, a time or a phrase ("last week", "2 months ago")."""
     if not value:
         return None
+    from lore.search.timephrase import parse_when
+
     try:
-        from lore.search.timephrase import parse_when
-    except ImportError:  # pragma: no cover - phrases arrive with the time-phrase module
-        parse_when = None
-    try:
-        if parse_when is not None:
-            return str(parse_when(value, end=end))
-        return parse_time(value, field_name=name)
+        return str(parse_when(value, end=end))
     except ValidationError as err:
         raise UsageError(f"--{name}: {err.reason}") from None

@@ -160,7 +160,8 @@ class IndexCounts:
 class MemoryFilter:
     """Which memories a read may return (all conditions must hold).
 
-    ``viewer`` is the agent key reading (see :func:`lore.project.agent_key`):
+    ``since`` is inclusive, ``until`` exclusive (the first instant after the
+    period asked for). ``viewer`` is the agent key reading (see :func:`lore.project.agent_key`):
     a memory with an owner (private, or a session memory written by an agent)
     is visible to that agent only; ``include_private`` (maintenance: duplicate
     ids, anchors) sees every one. ``scoped_only`` keeps memories whose scope

@@ -680,7 +680,7 @@ def _memory_where(flt: MemoryFilter | None) -> tuple[str, list[Any]]:
         clauses.append("m.occurred_at >= ?")
         params.append(flt.since)
     if flt.until:
-        clauses.append("m.occurred_at <= ?")
+        clauses.append("m.occurred_at < ?")
         params.append(flt.until)
     if flt.ids is not None:
         among("m.id", flt.ids)
@@ -726,7 +726,7 @@ def _chunk_where(kind: str, flt: ChunkFilter) -> tuple[str, list[Any]]:
             clauses.append("m.ts >= ?")
             params.append(_epoch(flt.since))
         if flt.until:
-            clauses.append("m.ts <= ?")
+            clauses.append("m.ts < ?")
             params.append(_epoch(flt.until))
     return " AND ".join(clauses), params
 
