@@ -44,8 +44,9 @@ history_commits = 200000
 provider = "local"
 
 [search]
-# rrf (reciprocal rank fusion) or weighted (0.7 vector / 0.3 keyword)
-fusion = "rrf"
+# adaptive (keyword weight follows how clearly keywords pick a winner), rrf
+# (reciprocal rank fusion) or weighted (0.7 vector / 0.3 keyword)
+fusion = "adaptive"
 
 [recall]
 budget = 2000

@@ -373,7 +373,6 @@ class Lore:
             self.searcher,
             self.memories,
             request,
-            code_paths=self.code_index.paths(),
             include_memories=include_memories,
             include_code=include_code,
             include_related_work=include_related_work,

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lore.index.roles import file_role
 from lore.records import Record, internal
 from lore.storage import ChunkInput, Store
 
@@ -116,8 +117,11 @@ def sync_code(
                     gone.remove(renamed_from)
                     result.files_renamed += 1
                     result.renamed_paths.append((renamed_from, rel))
-                chunks = code_chunks(rel, raw.decode("utf-8", errors="replace"))
-                file_id = store.put_file(rel, KIND, sha, st.st_mtime_ns, st.st_size)
+                text = raw.decode("utf-8", errors="replace")
+                chunks = code_chunks(rel, text)
+                file_id = store.put_file(
+                    rel, KIND, sha, st.st_mtime_ns, st.st_size, role=file_role(rel, text[:2000])
+                )
                 store.put_chunks(file_id, KIND, chunks)
                 if not renamed_from:
                     result.files_processed += 1

@@ -14,14 +14,13 @@ from typing import TYPE_CHECKING, Any
 from lore.errors import UsageError
 from lore.search import hybrid
 from lore.search.attention import STALE_FACTOR, attention
+from lore.search.fusion import DEFAULT_FUSION
 from lore.storage import ChunkFilter, MemoryFilter, MemoryRecord, Store
 
 if TYPE_CHECKING:
     from lore.embed.runtime import EmbeddingRuntime
     from lore.search.code import CodeHit, CommitHit
     from lore.search.memories import MemoryHit
-
-DEFAULT_FUSION = "rrf"
 
 
 class Searcher:
@@ -31,6 +30,7 @@ class Searcher:
         self.store = store
         self.embedding = embedding
         self.settings = settings
+        self._tests: tuple[int, Any] | None = None
 
     @property
     def fusion(self) -> str:
@@ -98,13 +98,35 @@ class Searcher:
         files_only: bool = False,
         mode: str | None = None,
         fusion: str | None = None,
+        history: bool = True,
     ) -> list[CodeHit]:
-        from lore.search.code import search_code
+        """Code chunks, or with `files_only` the likely files (code, past commits and roles)."""
+        from lore.search.code import search_code, search_files
 
         query, run = self.query(text, "code", mode)
-        return search_code(
-            self.store, query, flt, limit=limit, files_only=files_only, mode=run, fusion=fusion or self.fusion
+        if not files_only:
+            return search_code(self.store, query, flt, limit=limit, mode=run, fusion=fusion or self.fusion)
+        commits, commit_run = self.query(text, "commit", mode) if history else (None, None)
+        return search_files(
+            self.store,
+            query,
+            commits,
+            flt,
+            limit=limit,
+            mode=run,
+            fusion=fusion or self.fusion,
+            commit_mode=commit_run,
+            tests=self.tests_of,
         )
+
+    def tests_of(self, path: str) -> list[str]:
+        """The test files that belong to a source file (cached until code changes)."""
+        from lore.index.roles import SourceTestIndex
+
+        version = self.store.vectors_version()
+        if self._tests is None or self._tests[0] != version:
+            self._tests = (version, SourceTestIndex(self.store.paths("code")))
+        return self._tests[1].tests_for(path)[:3]
 
     def history(
         self,

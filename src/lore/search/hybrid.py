@@ -98,7 +98,7 @@ def search(
     limit: int,
     flt: AnyFilter | None = None,
     mode: str = "hybrid",
-    fusion_mode: str = "rrf",
+    fusion_mode: str = "adaptive",
     key: Callable[[ChunkRecord], Hashable] | None = None,
     floor: float = RELEVANCE_FLOOR,
 ) -> list[Scored]:

@@ -198,9 +198,18 @@ class SQLiteStore:
     def paths(self, kind: str) -> set[str]:
         return {row[0] for row in self.db.execute("SELECT path FROM files WHERE kind = ?", (kind,))}
 
-    def file_roles(self) -> dict[str, str]:
-        rows = self.db.execute("SELECT path, role FROM files WHERE kind = 'code' AND role IS NOT NULL")
-        return dict(rows.fetchall())
+    def code_files(self, paths: Sequence[str], flt: ChunkFilter | None = None) -> dict[str, str | None]:
+        """{path: role} of the code files among `paths` that are indexed and pass `flt`."""
+        where, params = _chunk_where("code", flt) if flt is not None else ("", [])
+        out: dict[str, str | None] = {}
+        for part in batched(list(paths), _MAX_IN):
+            sql = (
+                f"SELECT DISTINCT f.path, f.role FROM files f JOIN chunks c ON c.file_id = f.id "
+                f"WHERE f.kind = 'code' AND f.path IN (SELECT value FROM json_each(?))"
+                f"{' AND ' + where if where else ''}"
+            )
+            out.update(self.db.execute(sql, (json.dumps(list(part)), *params)).fetchall())
+        return out
 
     def put_file(
         self,
@@ -502,6 +511,11 @@ class SQLiteStore:
                 _epoch(commit.date),
             ),
         )
+
+    def commits(self) -> list[CommitRecord]:
+        """Every stored commit, newest first."""
+        rows = self.db.execute(f"SELECT {_COMMIT_COLUMNS} FROM commits m ORDER BY m.ts DESC")
+        return [_commit(row, 0) for row in rows]
 
     def prune_commits(self, keep: int) -> int:
         """Drop all but the `keep` newest commits."""
