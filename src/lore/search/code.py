@@ -73,21 +73,18 @@ def search_code(
 def search_files(
     store: Store,
     query: hybrid.Query,
-    commit_query: hybrid.Query | None,
+    commits: list[hybrid.Scored],
     flt: ChunkFilter,
     *,
     limit: int,
     mode: str = "hybrid",
     fusion: str = "adaptive",
-    commit_mode: str | None = None,
     tests: TestFinder | None = None,
 ) -> list[CodeHit]:
     """Files likely to matter for `query` (:mod:`lore.search.files`), each as its best chunk."""
     from lore.search.files import likely_files
 
-    matches = likely_files(
-        store, query, commit_query, flt, limit=limit, mode=mode, fusion=fusion, commit_mode=commit_mode
-    )
+    matches = likely_files(store, query, commits, flt, limit=limit, mode=mode, fusion=fusion)
     out = []
     for m in matches:
         if m.best is not None:
@@ -101,23 +98,14 @@ def search_files(
     return out
 
 
-def search_history(
-    store: Store,
-    query: hybrid.Query,
-    *,
-    limit: int,
-    flt: ChunkFilter | None = None,
-    mode: str = "hybrid",
-    fusion: str = "adaptive",
-) -> list[CommitHit]:
-    """Past commits matching `query`, best first, with their files as named at HEAD."""
-    found = hybrid.search(store, "commit", query, limit=limit, flt=flt, mode=mode, fusion_mode=fusion)
+def commit_hits(found: list[hybrid.Scored]) -> list[CommitHit]:
+    """Commit search results as past work, with their files as named at HEAD."""
     out = []
     for s in found:
         commit = s.chunk.commit
         assert commit is not None
         heads = commit.head_files or list(commit.files)
-        now = [p for p in heads if p]
+        now = list(dict.fromkeys(p for p in heads if p))
         gone = [old for old, new in zip(commit.files, heads) if not new]
         out.append(
             CommitHit(

@@ -31,6 +31,7 @@ class Searcher:
         self.embedding = embedding
         self.settings = settings
         self._tests: tuple[int, Any] | None = None
+        self._recent: dict[tuple, list[hybrid.Scored]] = {}
 
     @property
     def fusion(self) -> str:
@@ -106,7 +107,7 @@ class Searcher:
         query, run = self.query(text, "code", mode)
         if not files_only:
             return search_code(self.store, query, flt, limit=limit, mode=run, fusion=fusion or self.fusion)
-        commits, commit_run = self.query(text, "commit", mode) if history else (None, None)
+        commits = self._commits(text, mode, fusion) if history else []
         return search_files(
             self.store,
             query,
@@ -115,18 +116,8 @@ class Searcher:
             limit=limit,
             mode=run,
             fusion=fusion or self.fusion,
-            commit_mode=commit_run,
             tests=self.tests_of,
         )
-
-    def tests_of(self, path: str) -> list[str]:
-        """The test files that belong to a source file (cached until code changes)."""
-        from lore.index.roles import SourceTestIndex
-
-        version = self.store.vectors_version()
-        if self._tests is None or self._tests[0] != version:
-            self._tests = (version, SourceTestIndex(self.store.paths("code")))
-        return self._tests[1].tests_for(path)[:3]
 
     def history(
         self,
@@ -137,10 +128,45 @@ class Searcher:
         mode: str | None = None,
         fusion: str | None = None,
     ) -> list[CommitHit]:
-        from lore.search.code import search_history
+        """Past commits matching `text`, best first, with their files as named today."""
+        from lore.search.code import commit_hits
 
-        query, run = self.query(text, "commit", mode)
-        return search_history(self.store, query, limit=limit, flt=flt, mode=run, fusion=fusion or self.fusion)
+        if flt is not None and not flt.is_empty():
+            query, run = self.query(text, "commit", mode)
+            found = hybrid.search(
+                self.store, "commit", query, limit=limit, flt=flt, mode=run, fusion_mode=fusion or self.fusion
+            )
+            return commit_hits(found)
+        return commit_hits(self._commits(text, mode, fusion)[:limit])
+
+    def _commits(self, text: str, mode: str | None, fusion: str | None) -> list[hybrid.Scored]:
+        """The past commits most similar to `text` (remembered briefly: recall asks
+        for them twice, once as evidence for files and once as related work)."""
+        from lore.search.files import HISTORY_COMMITS
+
+        key = (text, mode, fusion, self.store.vectors_version())
+        if key not in self._recent:
+            query, run = self.query(text, "commit", mode)
+            if len(self._recent) >= 8:
+                self._recent.pop(next(iter(self._recent)))
+            self._recent[key] = hybrid.search(
+                self.store,
+                "commit",
+                query,
+                limit=HISTORY_COMMITS,
+                mode=run,
+                fusion_mode=fusion or self.fusion,
+            )
+        return self._recent[key]
+
+    def tests_of(self, path: str) -> list[str]:
+        """The test files that belong to a source file (cached until code changes)."""
+        from lore.index.roles import SourceTestIndex
+
+        version = self.store.vectors_version()
+        if self._tests is None or self._tests[0] != version:
+            self._tests = (version, SourceTestIndex(self.store.paths("code")))
+        return self._tests[1].tests_for(path)[:3]
 
     # -- attention (001) ------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from lore.search import hybrid
 from lore.storage import ChunkFilter, Store
 
 FILE_RRF_K = 60
+CODE_CHUNKS = 150  # code chunks read for file evidence (dev sets: flat from 150 to 300)
 HISTORY_COMMITS = 100
 MAX_COMMIT_FILES = 100
 MERGE_WEIGHT = 0.5
@@ -83,17 +84,21 @@ def roles_asked(query: str) -> set[str]:
 def likely_files(
     store: Store,
     code_query: hybrid.Query,
-    commit_query: hybrid.Query | None,
+    commits: list[hybrid.Scored],
     flt: ChunkFilter,
     *,
     limit: int,
     mode: str = "hybrid",
     fusion: str = "adaptive",
-    commit_mode: str | None = None,
 ) -> list[FileMatch]:
-    """The `limit` files most likely to matter for the query, best first."""
+    """The `limit` files most likely to matter for the query, best first.
+
+    Args:
+        commits: past commits similar to the query, best first (the hybrid
+            search over commits, ``HISTORY_COMMITS`` of them); [] for none.
+    """
     code = _code_evidence(store, code_query, flt, limit, mode, fusion)
-    history = _history_evidence(store, commit_query, commit_mode or mode, fusion) if commit_query else {}
+    history = _history_evidence(commits)
     # Past work is evidence only for files that exist now and pass the filter.
     roles = store.code_files(list(history), flt) if history else {}
     history = {p: ev for p, ev in history.items() if p in roles}
@@ -137,13 +142,13 @@ def _code_evidence(
     store: Store, query: hybrid.Query, flt: ChunkFilter, limit: int, mode: str, fusion: str
 ) -> dict[str, tuple[float, hybrid.Scored]]:
     """Per file: (best chunk + half the next three, best chunk)."""
-    pool = max(300, limit * 30)
+    pool = max(CODE_CHUNKS, limit * 15)
     while True:
         chunks = hybrid.search(store, "code", query, limit=pool, flt=flt, mode=mode, fusion_mode=fusion)
         per_file: dict[str, list[hybrid.Scored]] = {}
         for hit in chunks:
             per_file.setdefault(hit.chunk.path, []).append(hit)
-        if len(per_file) >= limit * 3 or len(chunks) < pool or pool >= hybrid.MAX_POOL:
+        if len(per_file) >= limit * 2 or len(chunks) < pool or pool >= hybrid.MAX_POOL:
             break
         pool *= 4
     out = {}
@@ -153,11 +158,8 @@ def _code_evidence(
     return out
 
 
-def _history_evidence(
-    store: Store, query: hybrid.Query, mode: str, fusion: str
-) -> dict[str, tuple[float, int, float]]:
+def _history_evidence(commits: list[hybrid.Scored]) -> dict[str, tuple[float, int, float]]:
     """Per file (as named today): (summed evidence, commits, best commit's relevance)."""
-    commits = hybrid.search(store, "commit", query, limit=HISTORY_COMMITS, mode=mode, fusion_mode=fusion)
     evidence: dict[str, list[float]] = defaultdict(lambda: [0.0, 0, 0.0])
     for hit in commits:
         commit = hit.chunk.commit
