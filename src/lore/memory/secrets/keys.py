@@ -23,8 +23,30 @@ class KeyClass(Enum):
     TOKEN = "token"
 
 
-_PASSWORD_WORDS = ("password", "passwd", "passphrase", "passcode", "contrasena", "contraseña", "senha")
-_PASSWORD_EXACT = frozenset({"pwd", "pass", "pw", "passwort", "mdp"})
+_PASSWORD_WORDS = ("password", "passwd", "passphrase", "passcode", "passwort")
+_PASSWORD_EXACT = frozenset({"pwd", "pass", "pw", "mdp"})
+# "Password" in other languages (matched anywhere in the key, lower-cased).
+FOREIGN_PASSWORD_WORDS = (
+    "contraseña",
+    "contrasena",
+    "senha",
+    "wachtwoord",
+    "hasło",
+    "haslo",
+    "salasana",
+    "jelszó",
+    "lozinka",
+    "heslo",
+    "parola",
+    "mot de passe",
+    "mật khẩu",
+    "пароль",
+    "密码",
+    "密碼",
+    "口令",
+    "パスワード",
+    "비밀번호",
+)
 _TOKEN_WORDS = (
     "token",
     "secret",
@@ -99,8 +121,11 @@ def words(key: str) -> list[str]:
 
 def classify(key: str) -> KeyClass | None:
     """The kind of secret a key holds, or None when it is not secret-like."""
-    if key.lower().strip("$@-_") in _NOT_KEYS:
+    low = key.lower()
+    if low.strip("$@-_") in _NOT_KEYS:
         return None
+    if any(word in low for word in FOREIGN_PASSWORD_WORDS):
+        return KeyClass.PASSWORD
     parts = words(key)
     if not parts or parts[-1] in _ABOUT_WORDS or parts[0] in _NOT_FIRST_WORDS:
         return None

@@ -53,30 +53,49 @@ _MARKER = re.compile(r"\[REDACTED:[a-z0-9\-]+\]")
 _ASSIGN = re.compile(
     r"""(?P<kq>["'`]{0,2}\]?["'`]?)
         (?P<ann>[ \t]*:[ \t]*[A-Za-z_][\w\[\], .|]{0,60}?(?=[ \t]*=[^=>]))?
-        [ \t]*(?P<sep>:=|=>|==|!=|=|:(?!//))
+        [ \t]*(?P<sep>:=|=>|==|!=|=|:(?!//)|\uff1a)
         [ \t]*(?P<vq>[@rRbBuUfF]{0,2}["'`])?""",
     re.X,
 )
 # Unquoted values end at a space, a quote or a closing bracket; after '=' also at ';' '&' ','
 # (connection strings, query strings, argument lists), after ':' only at ',' (YAML, headers).
-_UNQUOTED = re.compile(r"[^\s'\"`,;&<>)\]}]+")
-_UNQUOTED_AFTER_COLON = re.compile(r"[^\s'\"`,<>)\]}]+")
+# Longer values are data (blobs, encoded files), not credentials typed or pasted by a person.
+MAX_VALUE = 1000
+_UNQUOTED = re.compile(r"[^\s'\"`,;&<>)\]}]{1,1024}")
+_UNQUOTED_AFTER_COLON = re.compile(r"[^\s'\"`,<>)\]}]{1,1024}")
 _LINE_END = re.compile(r"[ \t]*(?:$|\n|\r|#|//|[,;})\]]|\\n)")
 # Words a secret-like key contains (searched in the lower-cased text).
-_KEY_WORDS = ("pass", "pwd", "secret", "token", "key", "auth", "cred", "pw", "sas")
+_KEY_WORDS = (
+    "pass",
+    "pwd",
+    "secret",
+    "token",
+    "key",
+    "auth",
+    "cred",
+    "pw",
+    "sas",
+    *keys.FOREIGN_PASSWORD_WORDS,
+)
+_PREVIOUS_WORD = re.compile(r"([A-Za-z]+)[ \t]$")
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
-_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
-_KEY_TAIL = re.compile(r"[A-Za-z0-9_.\-]*")
+_KEY_TAIL = re.compile(r"[\w.\-]*")
 # The key (or auth scheme) that ends right where a value starts, for strict mode.
-_KEY_BEFORE = re.compile(
-    r"""(?:(?P<key>[A-Za-z_\-][\w.\-]*)["'`]{0,2}\]?["'`]?
-           (?:[ \t]*:[ \t]*[A-Za-z_][\w\[\], .|]{0,60}?)?
-           [ \t]*(?::=|=>|==|!=|=|:)[ \t]*(?:[@rRbBuUfF]{0,2}["'`])?
-        |(?P<scheme>(?i:bearer|basic))[ \t]+)$""",
+# It is matched on the text before the value *reversed*, so one anchored match does the
+# work of a search: read right to left, the opening quote (and string prefix), the
+# separator, an optional type annotation, the key's closing quote, the key.
+_KEY_BEFORE_REVERSED = re.compile(
+    r"""(?:(?:["'`][@rRbBuUfF]{0,2})?
+           [ \t]*(?:=:|>=|==|=!|=|:|\uff1a)
+           (?:[ \t]*[\w\[\], .|]{0,60}?[A-Za-z_][ \t]*:)?
+           [ \t]*["'`]?\]?["'`]{0,2}
+           (?P<key>[\w.\-]*[A-Za-z_\-])
+        |[ \t]+(?P<scheme>(?i:reraeb|cisab))(?![\w]))""",
     re.X,
 )
 _VALUE_SEPARATORS = frozenset("\"'`=:")
 _QUOTES = frozenset("\"'`")
+_QUOTED_VALUE = re.compile(r"""[=:][ \t]*[@bBrRuUfF]{0,2}(?P<q>["'`])(?P<value>[^"'`\s\\]{12,200})(?P=q)""")
 _URL_CREDENTIALS = re.compile(r"://(?P<user>[^\s:/@'\"<>]*):(?P<secret>[^\s/'\"<>]+)@(?=[\w\[])")
 _ENV_LINE = re.compile(r"[ \t]*(?:export[ \t]+|-[ \t]+)?$")
 # Keys right after these are inside a connection string, a query or an .npmrc line.
@@ -92,6 +111,8 @@ def find(text: str, *, strict: bool) -> list[Finding]:
     if "PRIVATE KEY" in text:
         found.extend(Finding(s, e, "private-key", PRIORITY_PEM) for s, e in pem.find(text))
     found.extend(_tokens(text, rules, strict))
+    if strict:
+        found.extend(_quoted_assignments(text, rules))
     if "://" in text:
         found.extend(_url_credentials(text, strict))
     contexts = rules.code_contexts if strict else rules.contexts
@@ -165,7 +186,7 @@ def _tokens(text: str, rules: RuleSet, strict: bool) -> Iterator[Finding]:
         has_digit = _DIGIT.search(run_text) is not None
         simple = run_text[0] not in _LEADING_JUNK and "/" not in run_text and "=" not in run_text
         run_start, run_end = run.start(), run.end()
-        if simple and not has_digit and not (strict and text[run_start - 1 : run_start] in _QUOTES):
+        if simple and not has_digit:
             # The common case in code (identifiers, dotted names): only a prefix can make it a token.
             entry = prefix_index.get(run_text[0])
             if entry is None or not run_text.startswith(entry[0]):
@@ -193,11 +214,23 @@ def _tokens(text: str, rules: RuleSet, strict: bool) -> Iterator[Finding]:
                 yield from hits
             elif (
                 strict
-                and (has_digit or text[pos - 1 : pos] in _QUOTES)
+                and has_digit
+                and text[pos - 1 : pos] not in _QUOTES  # quoted values: _quoted_assignments
                 and (assigned := _assigned_before(text, pos, rules))
             ):
                 covered = assigned.end
                 yield assigned
+
+
+def _quoted_assignments(text: str, rules: RuleSet) -> Iterator[Finding]:
+    """Strict mode: quoted literals of 12+ characters after '=' or ':', judged by their key.
+
+    Catches values whose symbols break them into short runs (a Django
+    SECRET_KEY, a generated password) and values shorter than a run.
+    """
+    for match in _QUOTED_VALUE.finditer(text):
+        if (assigned := _assigned_before(text, match.start("value"), rules)) is not None:
+            yield assigned
 
 
 def _token_match(text: str, pos: int, candidates: list[TokenRule], strict: bool) -> list[Finding]:
@@ -236,8 +269,8 @@ def _value_after(text: str, pos: int, quote: str, sep: str = "=") -> _Value | No
         q = quote[-1]
         end = pos
         while True:
-            end = text.find(q, end)
-            if end < 0 or end - pos > 1000:
+            end = text.find(q, end, pos + MAX_VALUE + 1)
+            if end < 0:
                 return None
             if text[end - 1] != "\\":
                 break
@@ -246,7 +279,7 @@ def _value_after(text: str, pos: int, quote: str, sep: str = "=") -> _Value | No
             return None
         return _Value(pos, end, True, False)
     match = (_UNQUOTED_AFTER_COLON if sep == ":" else _UNQUOTED).match(text, pos)
-    if match is None:
+    if match is None or match.end() - pos > MAX_VALUE:
         return None
     return _Value(pos, match.end(), False, _LINE_END.match(text, match.end()) is None)
 
@@ -260,10 +293,16 @@ def _kind_for_key(key: str, key_class: keys.KeyClass, rules: RuleSet) -> str:
 
 
 def _assignment(
-    text: str, key_start: int, key_end: int, rules: RuleSet, strict: bool, value_at: int = -1
+    text: str,
+    key_start: int,
+    key_end: int,
+    rules: RuleSet,
+    strict: bool,
+    value_at: int = -1,
+    key: str = "",
 ) -> Finding | None:
-    """Judge ``key <sep> value`` with the key at text[key_start:key_end]."""
-    key = text[key_start:key_end]
+    """Judge ``key <sep> value`` with the key at text[key_start:key_end] (or named `key`)."""
+    key = key or text[key_start:key_end]
     key_class = keys.classify(key)
     if key_class is None:
         return None
@@ -298,14 +337,26 @@ def _assignment(
             literal, quoted=value.quoted, followed_by_text=value.followed_by_text
         ):
             return None
-    elif not values.plausible_token(literal):
+    elif not (
+        values.plausible_token(literal)
+        or (  # a config line (`JWT_SECRET=supersecretvalue`, `token: abcdefghij`) holds literals
+            len(literal) >= 8
+            and not value.followed_by_text
+            and _starts_line(text, key_start)
+            and values.plausible_password(literal, quoted=value.quoted, followed_by_text=False)
+        )
+    ):
         return None
     return Finding(value.start, value.end, _kind_for_key(key, key_class, rules), PRIORITY_ASSIGNED)
 
 
 def _starts_line(text: str, pos: int) -> bool:
-    line_start = text.rfind("\n", 0, pos) + 1
-    return _ENV_LINE.match(text[line_start:pos]) is not None
+    """Only indentation, ``export`` or a list dash before `pos` on its line."""
+    floor = max(0, pos - 80)
+    line_start = text.rfind("\n", floor, pos) + 1
+    if line_start == 0 and floor > 0:
+        return False
+    return _ENV_LINE.match(text, line_start, pos) is not None
 
 
 def _is_call_argument(text: str, key_start: int, sep: str, literal: str) -> bool:
@@ -324,11 +375,14 @@ def _assignments(text: str, lowered: str, rules: RuleSet) -> Iterator[Finding]:
             continue
         key_start = hit
         floor = max(0, key_start - 64)
-        while key_start > floor and text[key_start - 1] in _KEY_CHARS:
+        while key_start > floor and (text[key_start - 1].isalnum() or text[key_start - 1] in "_.-"):
             key_start -= 1
         tail = _KEY_TAIL.match(text, hit)
         key_end = tail.end() if tail else hit + 1
-        if (finding := _assignment(text, key_start, key_end, rules, strict=False)) is not None:
+        key = text[key_start:key_end]
+        if keys.classify(key) is None and (previous := _PREVIOUS_WORD.search(text, floor, key_start)):
+            key = f"{previous.group(1)}_{key}"  # "API key: ...", "secret key = ..."
+        if (finding := _assignment(text, key_start, key_end, rules, strict=False, key=key)) is not None:
             yield finding
 
 
@@ -352,8 +406,8 @@ def _assigned_before(text: str, pos: int, rules: RuleSet) -> Finding | None:
     """Strict mode: a high-entropy value right after a secret-like key or auth scheme."""
     if not pos or not _follows_separator(text, pos):
         return None
-    line_start = max(text.rfind("\n", 0, pos) + 1, pos - 120)
-    before = _KEY_BEFORE.search(text, line_start, pos)
+    line_start = max(text.rfind("\n", max(0, pos - 120), pos) + 1, pos - 120)
+    before = _KEY_BEFORE_REVERSED.match(text[line_start:pos][::-1])
     if before is None:
         return None
     if before.group("scheme"):
@@ -361,11 +415,12 @@ def _assigned_before(text: str, pos: int, rules: RuleSet) -> Finding | None:
         if match is None:
             return None
         token = match.group()
-        scheme = before.group("scheme").lower()
-        ok = _is_basic_credentials(token) if scheme == "basic" else values.looks_random(token)
-        kind = "basic-auth" if scheme == "basic" else "bearer-token"
+        basic = before.group("scheme").lower() == "cisab"
+        ok = _is_basic_credentials(token) if basic else values.looks_random(token)
+        kind = "basic-auth" if basic else "bearer-token"
         return Finding(pos, match.end(), kind, PRIORITY_CONTEXT) if ok else None
-    return _assignment(text, before.start("key"), before.end("key"), rules, strict=True, value_at=pos)
+    key_start, key_end = pos - before.end("key"), pos - before.start("key")
+    return _assignment(text, key_start, key_end, rules, strict=True, value_at=pos)
 
 
 # --- URLs and context rules --------------------------------------------------------
@@ -392,8 +447,10 @@ def _is_basic_credentials(token: str) -> bool:
 
 
 def _context_ok(rule: ContextRule, match: re.Match[str], secret: str, strict: bool) -> bool:
-    if values.is_marker(secret):
+    if values.is_marker(secret) or (len(secret) > MAX_VALUE and rule.kind != "private-key"):
         return False
+    if rule.check == "any":
+        return not values.is_placeholder(secret)
     if strict:
         return values.looks_random(secret)
     if rule.check == "basic":

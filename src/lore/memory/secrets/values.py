@@ -35,7 +35,9 @@ _PLACEHOLDER_WORDS = frozenset(
     none null nil true false yes no on off required optional empty unset undefined hidden masked
     omitted test testing foo bar baz foobar qux user username default values args kwargs val data
     result response config settings params options opts input line text raw new old getpass
-    password1 secret1 token1 abc abcd abc123 asdf qwerty letmein changeit""".split()
+    password1 secret1 token1 abc abcd abc123 asdf qwerty letmein changeit
+    basic bearer digest oauth oauth2 kerberos ldap saml oidc jwt ntlm enabled disabled internal
+    external anonymous public private session none required""".split()
 )
 _TYPE_NAMES = frozenset(
     """str bytes int bool float any object string secretstr secretbytes optional text char varchar
