@@ -105,7 +105,8 @@ _ABOUT_WORDS = frozenset(
     title display backend handler callback func fn factory generator param params arg args option
     options flag flags list map dict set cache lock bytes bits chars alphabet rules rule policy
     salt iterations rounds algorithm algo encoding charset placeholder regexp attr attribute
-    property prop store storage service server""".split()
+    property prop store storage service server
+    pem crt cert txt json yaml yml p12 pfx der csr""".split()
 )
 _NOT_FIRST_WORDS = frozenset(
     "page next prev previous continuation cancellation pagination sync max min num is has use no show "

@@ -61,8 +61,8 @@ _ASSIGN = re.compile(
 # (connection strings, query strings, argument lists), after ':' only at ',' (YAML, headers).
 # Longer values are data (blobs, encoded files), not credentials typed or pasted by a person.
 MAX_VALUE = 1000
-_UNQUOTED = re.compile(r"[^\s'\"`,;&<>)\]}]{1,1024}")
-_UNQUOTED_AFTER_COLON = re.compile(r"[^\s'\"`,<>)\]}]{1,1024}")
+_UNQUOTED = re.compile(r"[^\s'\"`,;&<>)\]}\0]{1,1024}")
+_UNQUOTED_AFTER_COLON = re.compile(r"[^\s'\"`,<>)\]}\0]{1,1024}")
 _LINE_END = re.compile(r"[ \t]*(?:$|\n|\r|#|//|[,;})\]]|\\n)")
 # Words a secret-like key contains (searched in the lower-cased text).
 _KEY_WORDS = (
@@ -96,16 +96,23 @@ _KEY_BEFORE_REVERSED = re.compile(
 _VALUE_SEPARATORS = frozenset("\"'`=:")
 _QUOTES = frozenset("\"'`")
 _QUOTED_VALUE = re.compile(r"""[=:][ \t]*[@bBrRuUfF]{0,2}(?P<q>["'`])(?P<value>[^"'`\s\\]{12,200})(?P=q)""")
-_URL_CREDENTIALS = re.compile(r"://(?P<user>[^\s:/@'\"<>]*):(?P<secret>[^\s/'\"<>]+)@(?=[\w\[])")
+_URL_CREDENTIALS = re.compile(r"://(?P<user>[^\s:/@'\"<>\0]*):(?P<secret>[^\s/'\"<>\0]+)@(?=[\w\[])")
 _ENV_LINE = re.compile(r"[ \t]*(?:export[ \t]+|-[ \t]+)?$")
 # Keys right after these are inside a connection string, a query or an .npmrc line.
 _INLINE_CONFIG = frozenset(";&?:")
 
 
 def find(text: str, *, strict: bool) -> list[Finding]:
-    """Every secret in `text`, overlapping findings merged, in order."""
+    """Every secret in `text`, overlapping findings merged, in order.
+
+    ``[REDACTED:kind]`` markers already in the text are blanked out (same
+    length, NUL characters) before scanning, so that a marker can neither be
+    a secret nor lend its words to a key: redacting twice changes nothing.
+    """
     if not text:
         return []
+    if values.MARKER in text:
+        text = _MARKER.sub(lambda marker: "\0" * len(marker.group()), text)
     rules = load()
     found: list[Finding] = []
     if "PRIVATE KEY" in text:
@@ -121,7 +128,7 @@ def find(text: str, *, strict: bool) -> list[Finding]:
         found.extend(_contexts(text, lowered, contexts, strict))
     if not strict:
         found.extend(_assignments(text, lowered, rules))
-    return _merge(found, text)
+    return _merge(found)
 
 
 def _lower(text: str) -> str:
@@ -180,7 +187,7 @@ def _tokens(text: str, rules: RuleSet, strict: bool) -> Iterator[Finding]:
     those only the prefix index is consulted (one C-level ``startswith`` per
     piece). Shapes, the ``after`` rules and assignments need a digit.
     """
-    prefix_index, shapes, after = rules.prefix_index, rules.shapes, rules.after
+    prefix_index = rules.prefix_index
     for run in _RUN.finditer(text):
         run_text = run.group()
         has_digit = _DIGIT.search(run_text) is not None
@@ -192,23 +199,24 @@ def _tokens(text: str, rules: RuleSet, strict: bool) -> Iterator[Finding]:
             if entry is None or not run_text.startswith(entry[0]):
                 continue
         covered = run_start
+        if has_digit and (hits := _shape_hits(text, run_start, run_end, run_text, rules, strict)):
+            covered = hits[-1].end
+            yield from hits
         for offset in [0] if simple else _piece_starts(run_text):
             pos = run_start + offset
             if pos < covered or pos >= run_end:
                 continue
             piece = run_text[offset:]
-            candidates: list[TokenRule] = []
             entry = prefix_index.get(piece[0])
-            if entry is not None and piece.startswith(entry[0]):
-                candidates = [
+            candidates = (
+                [
                     rule
                     for prefix, rule in entry[1]
                     if piece.startswith(prefix) and (not rule.contains or rule.contains in piece)
                 ]
-            if has_digit:
-                candidates.extend(rule for rule in shapes if rule.contains in piece)
-                if pos and text[pos - 1] in after:
-                    candidates.extend(after[text[pos - 1]])
+                if entry is not None and piece.startswith(entry[0])
+                else []
+            )
             if candidates and (hits := _token_match(text, pos, candidates, strict)):
                 covered = hits[-1].end
                 yield from hits
@@ -220,6 +228,19 @@ def _tokens(text: str, rules: RuleSet, strict: bool) -> Iterator[Finding]:
             ):
                 covered = assigned.end
                 yield assigned
+
+
+def _shape_hits(
+    text: str, run_start: int, run_end: int, run_text: str, rules: RuleSet, strict: bool
+) -> list[Finding]:
+    """Rules without a prefix: shapes anywhere in the run, and rules for what follows a character."""
+    hits: list[Finding] = []
+    for rule in rules.shapes:
+        if rule.contains in run_text and (found := rule.regex.search(text, run_start, run_end)):
+            hits.extend(_token_match(text, found.start(), [rule], strict))
+    if run_start and (after := rules.after.get(text[run_start - 1])):
+        hits.extend(_token_match(text, run_start, list(after), strict))
+    return sorted(hits, key=lambda f: f.end)
 
 
 def _quoted_assignments(text: str, rules: RuleSet) -> Iterator[Finding]:
@@ -342,7 +363,7 @@ def _assignment(
         or (  # a config line (`JWT_SECRET=supersecretvalue`, `token: abcdefghij`) holds literals
             len(literal) >= 8
             and not value.followed_by_text
-            and _starts_line(text, key_start)
+            and _is_config_line(text, key_start, key, assign)
             and values.plausible_password(literal, quoted=value.quoted, followed_by_text=False)
         )
     ):
@@ -357,6 +378,17 @@ def _starts_line(text: str, pos: int) -> bool:
     if line_start == 0 and floor > 0:
         return False
     return _ENV_LINE.match(text, line_start, pos) is not None
+
+
+def _is_config_line(text: str, key_start: int, key: str, assign: re.Match[str]) -> bool:
+    """``KEY=value`` (.env), ``key: value`` (YAML), ``UPPER_KEY = value``: not a code assignment."""
+    if not _starts_line(text, key_start):
+        return False
+    sep = assign.group("sep")
+    if sep in (":", "\uff1a"):
+        return True
+    spaced = assign.group(0)[: assign.start("sep") - assign.start()].endswith((" ", "\t"))
+    return sep == "=" and (not spaced or key.isupper())
 
 
 def _is_call_argument(text: str, key_start: int, sep: str, literal: str) -> bool:
@@ -461,6 +493,8 @@ def _context_ok(rule: ContextRule, match: re.Match[str], secret: str, strict: bo
         return values.looks_random(secret, min_len=20)
     if rule.check == "prose_password":  # "the password is hunter2": only values with a digit or symbol
         return values.plausible_password(secret, quoted=False, followed_by_text=True)
+    if rule.check == "keyed_random":  # ("password", "Sup3rS3cret!") in an argument list
+        return keys.classify(match.group("key")) is not None and values.plausible_token(secret)
     if rule.check == "keyed":
         key_class = keys.classify(match.group("key"))
         if key_class is keys.KeyClass.PASSWORD:
@@ -482,19 +516,12 @@ def _contexts(text: str, lowered: str, contexts: tuple[ContextRule, ...], strict
 # --- merging and applying ------------------------------------------------------------
 
 
-def _merge(found: list[Finding], text: str) -> list[Finding]:
-    """Overlapping findings become one span named by the most specific kind.
-
-    Findings that touch a ``[REDACTED:kind]`` marker are dropped, so redacting
-    redacted text changes nothing.
-    """
+def _merge(found: list[Finding]) -> list[Finding]:
+    """Overlapping findings become one span named by the most specific kind."""
     if not found:
         return []
-    markers = [m.span() for m in _MARKER.finditer(text)] if values.MARKER in text else []
     merged: list[Finding] = []
     for finding in sorted(found, key=lambda f: (f.start, -f.priority, -f.end)):
-        if any(s < finding.end and finding.start < e for s, e in markers):
-            continue
         if merged and finding.start < merged[-1].end:
             last = merged[-1]
             best = last if last.priority >= finding.priority else finding

@@ -14,20 +14,21 @@ from collections import Counter
 
 MARKER = "[REDACTED:"
 
-# Template syntax and filler: a value containing these is never a real secret.
+# Template syntax: a value containing these is never a real secret.
 _PLACEHOLDER = re.compile(
     r"""(?ix)
-      x{4,} | \*{3,} | \.{3} | \u2026 | \#{3,}
-    | <[^<>\n]*> | \$\{ | \{\{ | \$\( | %\( | ^\$[a-z_] | ^%[a-z_]+%$ | ^\{[\w.]*\}$ | ^%[sdr]$ | ^:[a-z_]+$
-    | %[sdifr](?![A-Za-z0-9]) | \{\d*\}
+      \*{3,} | \.{3} | \u2026 | \#{3,}
+    | <[^<>\n]*> | \$\{ | \{\{ | \$\( | %\( | ^\$[a-z_] | ^%[a-z_]+%$ | ^\{[\w.]*\}$ | ^:[a-z_]+$
     | ^(?:my|the|some)[_\-]?(?:secret|token|password|pass|key|api) | ^(?:secret|password|token|key)[_\-]?\d{0,3}$
     | process\.env | os\.environ | getenv | env\( | \bsecrets\. | vault: | ssm: | !ref\b | ^!
     """
 )
-# Words of examples and templates: a placeholder unless what is left still looks random
-# (AWS's documented example secret ends in EXAMPLEKEY but is random before it).
+# Filler, format fields and words of examples: a placeholder unless what is left still
+# looks random (AWS's documented example secret ends in EXAMPLEKEY but is random before
+# it; a URL-encoded token may contain "%i").
 _PLACEHOLDER_WORDS_IN = re.compile(
-    r"(?i)your|example|placeholder|change[_\-]?me|redacted|dummy|fake|sample|insert[_\-]|replace[_\-]?"
+    r"(?i)x{4,}|%[sdifr](?![A-Za-z0-9])|\{\d*\}"
+    r"|your|example|placeholder|change[_\-]?me|redacted|dummy|fake|sample|insert[_\-]|replace[_\-]?"
     r"|\btodo\b|fixme|\btbd\b|[_\-]here\b|^here$|^n/?a$"
 )
 _PLACEHOLDER_WORDS = frozenset(
@@ -50,6 +51,7 @@ _LETTER_RUN = re.compile(r"[A-Z]?[a-z]{4,}|[A-Z]{5,}")
 _VOWELS = frozenset("aeiouy")
 _PATH = re.compile(r"(?:[~.]{0,2}/|[A-Za-z]:\\|\w+://)")
 _EMAIL = re.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
+_HOSTNAME = re.compile(r"[a-z0-9\-]+(?:\.[a-z0-9\-]+)+(?::\d{1,5})?")
 _VERSIONISH = re.compile(r"v?\d{1,4}(?:\.\d{1,4}){1,3}(?:[\-+.][\w.]*)?")
 
 
@@ -88,8 +90,8 @@ def is_reference(value: str, key: str = "") -> bool:
     if _DOTTED.fullmatch(value) and not looks_random(value, min_len=8, min_entropy=2.5):
         return True  # self.password, settings.SECRET_KEY (a dotted random literal is not a name)
     if _IDENTIFIER.fullmatch(value):
-        key_low = key.lower().strip("-_$@")
-        if low == key_low or ("_" in value and not any(c.isdigit() for c in value)):
+        # password=password, self.credentials = credentials, token = tok, token = github_token
+        if low in key.lower() or ("_" in value and not any(c.isdigit() for c in value)):
             return True
     return False
 
@@ -120,8 +122,13 @@ def wordiness(value: str) -> float:
 
 
 def not_a_secret_shape(value: str) -> bool:
-    """Paths, URLs, e-mail addresses and version strings: literal, but not secrets."""
-    return bool(_PATH.match(value) or _EMAIL.fullmatch(value) or _VERSIONISH.fullmatch(value))
+    """Paths, URLs, e-mail addresses, host names and versions: literal, but not secrets."""
+    return bool(
+        _PATH.match(value)
+        or _EMAIL.fullmatch(value)
+        or _VERSIONISH.fullmatch(value)
+        or _HOSTNAME.fullmatch(value)
+    )
 
 
 def looks_random(
