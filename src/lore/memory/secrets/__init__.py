@@ -21,10 +21,22 @@ measured detection and false-positive rates.
 from __future__ import annotations
 
 from collections import Counter
-
-from .scan import find, replace
+from types import ModuleType
 
 __all__ = ["describe", "mask_code", "redact", "redact_values"]
+
+_scan_module: ModuleType | None = None
+
+
+def _scan() -> ModuleType:
+    """The scanner, imported on first use: its rules cost ~25 ms to compile, and
+    commands that never redact (``lore --help``) should not pay for them."""
+    global _scan_module
+    if _scan_module is None:
+        from . import scan
+
+        _scan_module = scan
+    return _scan_module
 
 
 def redact(text: str) -> tuple[str, Counter]:
@@ -33,8 +45,9 @@ def redact(text: str) -> tuple[str, Counter]:
     Returns the clean text and how many secrets of each kind were replaced.
     Idempotent: redacting redacted text changes nothing.
     """
-    findings = find(text, strict=False)
-    return replace(text, findings), Counter(f.kind for f in findings)
+    scan = _scan()
+    findings = scan.find(text, strict=False)
+    return scan.replace(text, findings), Counter(f.kind for f in findings)
 
 
 def redact_values(values: list[str]) -> tuple[list[str], Counter]:
@@ -56,8 +69,9 @@ def mask_code(text: str) -> tuple[str, int]:
     values must be quoted (or on an env/config line) and high in entropy, and
     prose-only rules (headers in comments, command lines) are not applied.
     """
-    findings = find(text, strict=True)
-    return replace(text, findings), len(findings)
+    scan = _scan()
+    findings = scan.find(text, strict=True)
+    return scan.replace(text, findings), len(findings)
 
 
 def describe(found: Counter) -> str:

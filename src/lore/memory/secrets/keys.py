@@ -112,7 +112,6 @@ _NOT_FIRST_WORDS = frozenset(
     "page next prev previous continuation cancellation pagination sync max min num is has use no show "
     "hide forgot reset expected count".split()
 )
-_NOT_KEYS = frozenset({"pwd", "oldpwd"})  # shell's working directory variables
 
 
 def words(key: str) -> list[str]:
@@ -123,8 +122,6 @@ def words(key: str) -> list[str]:
 def classify(key: str) -> KeyClass | None:
     """The kind of secret a key holds, or None when it is not secret-like."""
     low = key.lower()
-    if low.strip("$@-_") in _NOT_KEYS:
-        return None
     if any(word in low for word in FOREIGN_PASSWORD_WORDS):
         return KeyClass.PASSWORD
     parts = words(key)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 
 # A token rule's match must not run on into more letters or digits: a longer
 # string that merely starts like a key is something else.
@@ -59,6 +58,7 @@ class RuleSet:
     after: dict[str, tuple[TokenRule, ...]]
     contexts: tuple[ContextRule, ...]
     code_contexts: tuple[ContextRule, ...]
+    code_context_keywords: tuple[str, ...]
     key_kinds: tuple[KeyKind, ...]
     kinds: frozenset[str] = field(default_factory=frozenset)
 
@@ -99,6 +99,7 @@ def _index_prefixes(tokens: list[TokenRule]) -> dict[str, PrefixEntry]:
 def load() -> RuleSet:
     """Parse and compile rules.toml (once per process)."""
     import tomllib
+    from importlib import resources
 
     data = tomllib.loads(resources.files(__package__).joinpath("rules.toml").read_text("utf-8"))
     tokens = [_token_rule(row) for row in data.get("token", [])]
@@ -126,6 +127,7 @@ def load() -> RuleSet:
         after={char: tuple(rules) for char, rules in after.items()},
         contexts=contexts,
         code_contexts=tuple(rule for rule in contexts if rule.code),
+        code_context_keywords=tuple({k for rule in contexts if rule.code for k in rule.keywords}),
         key_kinds=key_kinds,
         kinds=frozenset(kinds | {"private-key", "url-password", "password", "assigned-secret"}),
     )

@@ -122,13 +122,12 @@ def find(text: str, *, strict: bool) -> list[Finding]:
         found.extend(_quoted_assignments(text, rules))
     if "://" in text:
         found.extend(_url_credentials(text, strict))
-    contexts = rules.code_contexts if strict else rules.contexts
-    lowered = _lower(text) if contexts or not strict else ""
-    if contexts:
-        found.extend(_contexts(text, lowered, contexts, strict))
+    lowered = _lower(text)
+    if not strict or any(keyword in lowered for keyword in rules.code_context_keywords):
+        found.extend(_contexts(text, lowered, rules, strict))
     if not strict:
         found.extend(_assignments(text, lowered, rules))
-    return _merge(found)
+    return _merge(found) if found else found
 
 
 def _lower(text: str) -> str:
@@ -459,11 +458,16 @@ def _assigned_before(text: str, pos: int, rules: RuleSet) -> Finding | None:
 
 
 def _url_credentials(text: str, strict: bool) -> Iterator[Finding]:
+    """``scheme://user:password@host``: the password (user and host stay).
+
+    In code, only passwords of 8+ characters with a digit or a symbol count:
+    tests and docs are full of ``user:pass@``, ``joe:password@``, ``a:b@``.
+    """
     for match in _URL_CREDENTIALS.finditer(text):
         secret = match.group("secret")
         if values.is_marker(secret) or values.is_placeholder(secret) or len(secret) < 3:
             continue
-        if strict and not values.looks_random(secret, min_len=8, min_entropy=2.5):
+        if strict and not values.plausible_password(secret, quoted=False, followed_by_text=True, min_len=8):
             continue
         yield Finding(match.start("secret"), match.end("secret"), "url-password", PRIORITY_URL)
 
@@ -503,14 +507,19 @@ def _context_ok(rule: ContextRule, match: re.Match[str], secret: str, strict: bo
     return values.plausible_token(secret)
 
 
-def _contexts(text: str, lowered: str, contexts: tuple[ContextRule, ...], strict: bool) -> Iterator[Finding]:
-    for rule in contexts:
+def _contexts(text: str, lowered: str, rules: RuleSet, strict: bool) -> Iterator[Finding]:
+    """Context rules, each on the lines holding one of its keywords."""
+    for rule in rules.code_contexts if strict else rules.contexts:
         has_secret_group = "secret" in rule.regex.groupindex
+        keyed = "key" in rule.regex.groupindex
         for start, end in _line_windows(lowered, rule.keywords, rule.lines - 1):
             for match in rule.regex.finditer(text, start, end):
                 span = match.span("secret") if has_secret_group else match.span()
                 if _context_ok(rule, match, text[span[0] : span[1]], strict):
-                    yield Finding(span[0], span[1], rule.kind, PRIORITY_CONTEXT)
+                    kind = rule.kind
+                    if keyed and (key_class := keys.classify(match.group("key"))) is not None:
+                        kind = _kind_for_key(match.group("key"), key_class, rules)
+                    yield Finding(span[0], span[1], kind, PRIORITY_CONTEXT)
 
 
 # --- merging and applying ------------------------------------------------------------

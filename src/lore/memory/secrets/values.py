@@ -143,7 +143,7 @@ def looks_random(
         return False
     if not_a_secret_shape(value) or (_check_placeholder and is_placeholder(value)):
         return False
-    return shannon(value) >= min_entropy and wordiness(value) < 0.6
+    return shannon(value) >= min_entropy and wordiness(value) < 0.45
 
 
 def plausible_token(value: str) -> bool:
@@ -167,14 +167,14 @@ def plausible_token(value: str) -> bool:
     )
 
 
-def plausible_password(value: str, *, quoted: bool, followed_by_text: bool) -> bool:
+def plausible_password(value: str, *, quoted: bool, followed_by_text: bool, min_len: int = 4) -> bool:
     """A password under a password-like key: letter-only ones count (``password: hunter``).
 
     When more words follow an unquoted value on the same line ("password: must
     be 8 characters"), only values with a digit or a symbol count.
     """
     stripped = value.strip()
-    if len(stripped) < 4 or is_placeholder(stripped) or not_a_secret_shape(stripped):
+    if len(stripped) < min_len or is_placeholder(stripped) or not_a_secret_shape(stripped):
         return False
     if not quoted and " " in stripped:
         return False
