@@ -51,7 +51,9 @@ _LETTER_RUN = re.compile(r"[A-Z]?[a-z]{4,}|[A-Z]{5,}")
 _VOWELS = frozenset("aeiouy")
 _PATH = re.compile(r"(?:[~.]{0,2}/|[A-Za-z]:\\|\w+://)")
 _EMAIL = re.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
-_HOSTNAME = re.compile(r"[a-z0-9\-]+(?:\.[a-z0-9\-]+)+(?::\d{1,5})?")
+_HOSTNAME = re.compile(
+    r"[a-z0-9\-]{1,15}(?:\.[a-z0-9\-]{1,15})+(?::\d{1,5})?"
+)  # labels of real hosts are short
 _VERSIONISH = re.compile(r"v?\d{1,4}(?:\.\d{1,4}){1,3}(?:[\-+.][\w.]*)?")
 
 
