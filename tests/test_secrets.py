@@ -193,6 +193,49 @@ def test_mask_code_leaves_short_or_wordy_literals_that_redact_catches():
     assert redact(snippet)[1] == Counter({"password": 2})
 
 
+# --- hand-written contexts (written apart from the corpus, values generated) ------------
+
+_G = Gen(11)
+_R = _G.s  # random strings in a given alphabet
+_B62 = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+_PEM = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(_G.pem_body(900)) + "\n-----END RSA PRIVATE KEY-----\n"
+HAND_WRITTEN = [
+    ("pass: Tr0ub4dor&3{v}", _R(_B62, 6)),
+    ("PGPASSWORD={v} psql -h db -U app", _R(_B62, 10)),
+    ('{{"password":"{v}"}}', _G.letters(12, 16)),
+    ("spring.datasource.password={v}", "Welcome" + _R("0123456789", 3)),
+    ("<Password>{v}</Password>", "MyP@ss" + _R(_B62, 4)),
+    ('  - name: API_TOKEN\n    value: "{v}"', _R("0123456789abcdef", 64)),
+    ('curl -H "X-API-Key: {v}" https://api.example.com', _R("0123456789abcdef", 32)),
+    ("Cookie: sessionid={v}", _R("0123456789abcdef", 32)),
+    ("[client]\nuser=root\npassword={v}\n", "R00t" + _R(_B62, 6)),
+    ("client_id=abc&client_secret={v}&grant_type=client_credentials", _R(_B62, 16)),
+    ("https://api.example.com/v1/data?api_key={v}&format=json", _R(_B62, 16)),
+    ("My password: {v} (for staging)", "hunter" + _R("0123456789", 2)),
+    ("Authorization: SSWS 00{v}", _R(_B62, 40)),
+    ("    client-key-data: {v}", __import__("base64").b64encode(_PEM.encode()).decode()),
+    ("Driver={{ODBC}};Server=db;Uid=sa;Pwd={v};", _R(_B62, 12)),
+    ('var cs = "Server=db;User Id=sa;Password={v};";', _R(_B62, 16)),
+    ("docker run -e POSTGRES_PASSWORD={v} postgres", _R(_B62, 12)),
+    ('echo "{v}" | docker login -u me --password-stdin', _R(_B62, 36)),
+    ("aws configure set aws_secret_access_key {v}", _R(_B62 + "+/", 40)),
+    ("kubectl create secret generic db --from-literal=password={v}", _R(_B62, 14)),
+    ("Set-Cookie: session={v}; Path=/; HttpOnly", _R(_B62, 32)),
+    ('config.set("db", "password", "{v}")', "Sup3r" + _R(_B62, 8) + "!"),
+    ("The secret for prod: {v}", _R(_B62, 32)),
+    ("PuTTY-User-Key-File-2: ssh-rsa\nPrivate-Lines: 2\n{v}\nPrivate-MAC: 00ff", _R(_B62, 64)),
+    ("contraseña: {v}", _G.letters(8, 10)),
+]
+
+
+@pytest.mark.parametrize("template, secret", HAND_WRITTEN, ids=[t[:28] for t, _ in HAND_WRITTEN])
+def test_hand_written_contexts(template: str, secret: str):
+    text = template.format(v=secret)
+    clean, found = redact(text)
+    assert secret not in clean and found
+    assert redact(clean) == (clean, Counter())
+
+
 # --- properties ---------------------------------------------------------------------------
 
 _SECRETS = st.builds(
