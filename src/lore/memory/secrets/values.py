@@ -8,6 +8,8 @@ long, mixing letters and digits, high in entropy, not made of words.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 import re
 from collections import Counter
@@ -185,3 +187,13 @@ def plausible_password(value: str, *, quoted: bool, followed_by_text: bool, min_
     if followed_by_text:
         return any(not c.isalpha() for c in stripped)
     return True
+
+
+def is_basic_credentials(token: str) -> bool:
+    """Base64 of ``user:password`` (what HTTP Basic auth and docker's "auth" carry)."""
+    try:
+        decoded = base64.b64decode(token + "=" * (-len(token) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return False
+    user, sep, password = decoded.partition(":")
+    return bool(sep and password) and decoded.isprintable()
