@@ -11,7 +11,9 @@
 3. Throughput (lines/s, CPU time) of `redact` and `mask_code` over the same
    files, and mask_code over the chunks Lore's chunker makes of them (how the
    code indexer will call it), against the 27 s the stdlib takes to index.
-4. With --detect-secrets (if installed): the same corpus and a sample of the
+4. `redact` over real prose and snippets (LoCoMo conversations, CoSQA code)
+   from the shared bench data, where there is nothing to redact.
+5. With --detect-secrets (if installed): the same corpus and a sample of the
    stdlib through detect-secrets' plugins, for comparison.
 """
 
@@ -115,6 +117,34 @@ def false_positives(root: Path, show: int) -> None:
             print(f"  ... {len(hits) - show} more")
 
 
+def prose_false_positives(show: int) -> None:
+    """`redact` over real conversations (LoCoMo) and code snippets (CoSQA): nothing to find."""
+    import json
+
+    from _common import BENCH_DATA
+
+    texts: list[tuple[str, str]] = []
+    for name in ("locomo/corpus_turns.jsonl", "locomo/corpus_sessions.jsonl", "cosqa/corpus.jsonl"):
+        path = BENCH_DATA / name
+        if not path.exists():
+            continue
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                row = json.loads(line)
+                texts.extend((name, v) for v in row.values() if isinstance(v, str) and len(v) > 20)
+    if not texts:
+        print(f"\nprose: no bench data under {BENCH_DATA}: skipped")
+        return
+    hits = [(name, text) for name, text in texts if redact(text)[1]]
+    n_lines = sum(text.count("\n") + 1 for _, text in texts)
+    print(
+        f"\nprose and snippets: {len(texts):,} texts ({n_lines:,} lines) from LoCoMo and CoSQA: "
+        f"redact changed {len(hits)}"
+    )
+    for name, text in hits[:show]:
+        print(f"  {name}: {redact(text)[0][:140]!r}")
+
+
 def _timed(fn, inputs) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of fn over inputs. CPU time is what counts on a shared machine."""
     cpu, wall = time.process_time(), time.perf_counter()
@@ -200,6 +230,7 @@ def main() -> None:
     args = parser.parse_args()
     detection(args.show)
     false_positives(args.stdlib, args.show)
+    prose_false_positives(args.show)
     throughput(args.stdlib)
     if args.detect_secrets:
         detect_secrets_comparison(args.stdlib)

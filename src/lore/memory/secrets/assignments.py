@@ -93,10 +93,14 @@ def _value_after(text: str, pos: int, quote: str, sep: str = "=") -> _Value | No
     match = (_UNQUOTED_AFTER_COLON if sep == ":" else _UNQUOTED).match(text, pos)
     if match is None or match.end() - pos > MAX_VALUE:
         return None
-    return _Value(pos, match.end(), False, _LINE_END.match(text, match.end()) is None)
+    end = match.end()
+    while end > pos + 1 and text[end - 1] in ".:":  # end of a sentence, `if password == None:`
+        end -= 1
+    return _Value(pos, end, False, _LINE_END.match(text, match.end()) is None)
 
 
 def kind_for_key(key: str, key_class: keys.KeyClass, rules: RuleSet) -> str:
+    """The kind reported for a secret assigned to `key` (rules.toml's key_kind tables)."""
     key_words = set(keys.words(key))
     for key_kind in rules.key_kinds:
         if key_kind.words <= key_words:
