@@ -40,7 +40,7 @@ _PLACEHOLDER_WORDS = frozenset(
     result response config settings params options opts input line text raw new old getpass
     password1 secret1 token1 abc abcd abc123 asdf qwerty letmein changeit
     basic bearer digest oauth oauth2 kerberos ldap saml oidc jwt ntlm enabled disabled internal
-    external anonymous public private session none required""".split()
+    external anonymous public private session""".split()
 )
 _TYPE_NAMES = frozenset(
     """str bytes int bool float any object string secretstr secretbytes optional text char varchar
@@ -53,9 +53,8 @@ _LETTER_RUN = re.compile(r"[A-Z]?[a-z]{4,}|[A-Z]{5,}")
 _VOWELS = frozenset("aeiouy")
 _PATH = re.compile(r"(?:[~.]{0,2}/|[A-Za-z]:\\|\w+://)")
 _EMAIL = re.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
-_HOSTNAME = re.compile(
-    r"[a-z0-9\-]{1,15}(?:\.[a-z0-9\-]{1,15})+(?::\d{1,5})?"
-)  # labels of real hosts are short
+# Host names (labels of real hosts are short: a dotted token is not a host).
+_HOSTNAME = re.compile(r"[a-z0-9\-]{1,15}(?:\.[a-z0-9\-]{1,15})+(?::\d{1,5})?")
 _VERSIONISH = re.compile(r"v?\d{1,4}(?:\.\d{1,4}){1,3}(?:[\-+.][\w.]*)?")
 
 
@@ -195,5 +194,5 @@ def is_basic_credentials(token: str) -> bool:
         decoded = base64.b64decode(token + "=" * (-len(token) % 4), validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError, ValueError):
         return False
-    user, sep, password = decoded.partition(":")
+    _, sep, password = decoded.partition(":")
     return bool(sep and password) and decoded.isprintable()
