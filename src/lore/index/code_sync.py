@@ -139,21 +139,25 @@ def sync_code(
 
 
 def code_chunks(rel: str, text: str) -> list[ChunkInput]:
+    """The file's chunks as stored: secret-shaped values masked before they
+    reach the index, its full-text tables, snippets or an embedding provider."""
     from lore.index.chunker import chunk_file
+    from lore.secrets import mask_code
 
     path_words = " ".join(p for p in re.split(r"[/._-]+", rel) if p)
     rows = []
     for chunk in chunk_file(rel, text):
+        masked, _count = mask_code(chunk.text)
         rows.append(
             ChunkInput(
-                text=chunk.text,
+                text=masked,
                 start_line=chunk.start_line,
                 end_line=chunk.end_line,
                 section=chunk.kind,
                 symbol=chunk.symbol,
                 language=chunk.language,
                 title=chunk.symbol or "",
-                keywords=f"{path_words} {identifier_parts(chunk.text)}",
+                keywords=f"{path_words} {identifier_parts(masked)}",
             )
         )
     return rows

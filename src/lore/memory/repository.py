@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lore import secrets
 from lore.errors import Conflict, NotFound, UsageError, ValidationError
 from lore.locking import file_lock
-from lore.memory import markdown, secrets, sync, trash
+from lore.memory import markdown, sync, trash
 from lore.memory.model import Memory, now_iso, parse_time
 from lore.project import Project, agent_key
 from lore.records import Record, internal

@@ -9,7 +9,7 @@ On disk (``session.jsonl``) an event is one JSON object per line::
 ``id`` is the event's place in the session (1, 2, 3... never reused, so a
 range like ``1-300`` names archived events for good). Optional ``sourceId``
 records where an imported event came from; ``tokens`` caches its size.
-Strings are redacted (:mod:`lore.memory.secrets`) before anything is written.
+Strings are redacted (:mod:`lore.secrets`) before anything is written.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 from lore.errors import UsageError, ValidationError
 from lore.index.tokens import count_tokens
 from lore.memory.model import now_iso, parse_time
-from lore.memory.secrets import redact
+from lore.secrets import redact
 from lore.sessions.records import SessionEvent
 
 EVENT_TYPES = ("message", "tool_call", "tool_result")

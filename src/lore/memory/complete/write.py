@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lore.memory import secrets
+from lore import secrets
 from lore.memory.complete.bundle import CompletionBundle
 from lore.memory.complete.changes import task_changes
 from lore.memory.complete.render import render_body
