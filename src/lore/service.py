@@ -296,6 +296,8 @@ class Lore:
         directories=(),
         roles=(),
         changed_within_days: float | None = None,
+        since: str | None = None,
+        until: str | None = None,
         files_only: bool = False,
         mode: str | None = None,
         fusion: str | None = None,
@@ -304,13 +306,20 @@ class Lore:
         """003's search_codebase: code chunks (or files) by hybrid search.
 
         Args:
+            roles: only files of these roles (source, test, docs, changelog, config...).
             changed_within_days: only files changed by commits this recent (git).
+            since, until: only files changed by commits in that period (dates
+                or phrases: "last week", "2 months ago", "since March").
             fresh: first pick up files changed on disk (cheap stat check).
         """
-        paths = self.code_index.recent_paths(changed_within_days) if changed_within_days is not None else None
-        flt = code_filter(languages, extensions, directories, paths, roles)
         if fresh:
             self.code_index.refresh()
+        paths = self.code_index.recent_paths(changed_within_days) if changed_within_days is not None else None
+        period = code_filter(since=since, until=until)
+        if period.since or period.until:
+            changed = self.store.paths_changed(period.since, period.until)
+            paths = changed if paths is None else paths & changed
+        flt = code_filter(languages, extensions, directories, paths, roles)
         return self.searcher.code(
             query, flt, clamp_limit(limit), files_only=files_only, mode=mode, fusion=fusion
         )
@@ -346,10 +355,13 @@ class Lore:
         include_memories: bool = True,
         include_code: bool = True,
         include_related_work: bool = True,
+        since: str | None = None,
+        until: str | None = None,
         fresh: bool = True,
     ):
         """What an agent picking up a task should know, packed into `budget` tokens.
 
+        `since`/`until` (dates or phrases) limit memories and past work to that period.
         Returns a :class:`~lore.search.recall.RecallPack` (Markdown + 003's ContextResult).
         """
         from lore.search import recall as rc
@@ -362,6 +374,7 @@ class Lore:
             files=[self.project.rel(self.project.inside(f, base=self.project.root)) for f in files],
             budget=int(budget if budget is not None else self.project.setting("recall", "budget", 2000)),
             level=resolve_level(level, bracket),
+            period=code_filter(since=since, until=until),
             limit_per_type=clamp_limit(limit_per_type, 5),
             agent=self.agent,
         )

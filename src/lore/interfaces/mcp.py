@@ -79,7 +79,8 @@ def build_server(project: str | None = None, *, agent: str | None = None):
 
     @server.tool(
         description="Semantic + keyword code search. Returns chunks with file_path, lines, "
-        "symbol, language, similarity 0-1."
+        "symbol, language, similarity 0-1; files_only ranks files (code + similar past commits). "
+        "since/until: dates or phrases ('last week')."
     )
     def search_codebase(
         query: str,
@@ -87,6 +88,8 @@ def build_server(project: str | None = None, *, agent: str | None = None):
         directories: list[str] | None = None,
         limit: Limit = 10,
         changed_within_days: float | None = None,
+        since: str | None = None,
+        until: str | None = None,
         files_only: bool = False,
     ) -> str:
         return tools.call(
@@ -98,6 +101,8 @@ def build_server(project: str | None = None, *, agent: str | None = None):
                     extensions=file_types or (),
                     directories=directories or (),
                     changed_within_days=changed_within_days,
+                    since=since,
+                    until=until,
                     files_only=files_only,
                 )
             ]
@@ -156,6 +161,8 @@ def build_server(project: str | None = None, *, agent: str | None = None):
         include_related_work: bool = True,
         limit_per_type: Annotated[int, Field(ge=1, le=20)] = 5,
         budget: Annotated[int, Field(ge=100, le=32000)] | None = None,
+        since: str | None = None,
+        until: str | None = None,
     ) -> str:
         return tools.call(
             lambda: lore.recall(
@@ -168,6 +175,8 @@ def build_server(project: str | None = None, *, agent: str | None = None):
                 include_related_work=include_related_work,
                 limit_per_type=limit_per_type,
                 budget=budget,
+                since=since,
+                until=until,
             ).to_dict()
         )
 
@@ -175,8 +184,19 @@ def build_server(project: str | None = None, *, agent: str | None = None):
         description="Search memories; filter by types. Returns memories with id, title, "
         "type, snippet, score 0-1."
     )
-    def search_memories(query: str, types: list[str] | None = None, limit: Limit = 10) -> str:
-        return tools.call(lambda: [h.to_dict() for h in lore.search(query, limit=limit, types=types or ())])
+    def search_memories(
+        query: str,
+        types: list[str] | None = None,
+        limit: Limit = 10,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> str:
+        return tools.call(
+            lambda: [
+                h.to_dict()
+                for h in lore.search(query, limit=limit, types=types or (), since=since, until=until)
+            ]
+        )
 
     @server.tool(description="Re-index changed/deleted files (for hooks). Returns {updated, deleted}.")
     def update_index(files: list[str], deleted_files: list[str] | None = None) -> str:

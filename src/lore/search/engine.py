@@ -100,14 +100,16 @@ class Searcher:
         mode: str | None = None,
         fusion: str | None = None,
         history: bool = True,
+        period: ChunkFilter | None = None,
     ) -> list[CodeHit]:
-        """Code chunks, or with `files_only` the likely files (code, past commits and roles)."""
+        """Code chunks, or with `files_only` the likely files (code, past commits
+        and roles; `period` limits the commits taken as evidence)."""
         from lore.search.code import search_code, search_files
 
         query, run = self.query(text, "code", mode)
         if not files_only:
             return search_code(self.store, query, flt, limit=limit, mode=run, fusion=fusion or self.fusion)
-        commits = self._commits(text, mode, fusion) if history else []
+        commits = self._commits(text, mode, fusion, period) if history else []
         return search_files(
             self.store,
             query,
@@ -131,20 +133,17 @@ class Searcher:
         """Past commits matching `text`, best first, with their files as named today."""
         from lore.search.code import commit_hits
 
-        if flt is not None and not flt.is_empty():
-            query, run = self.query(text, "commit", mode)
-            found = hybrid.search(
-                self.store, "commit", query, limit=limit, flt=flt, mode=run, fusion_mode=fusion or self.fusion
-            )
-            return commit_hits(found)
-        return commit_hits(self._commits(text, mode, fusion)[:limit])
+        return commit_hits(self._commits(text, mode, fusion, flt)[:limit])
 
-    def _commits(self, text: str, mode: str | None, fusion: str | None) -> list[hybrid.Scored]:
+    def _commits(
+        self, text: str, mode: str | None, fusion: str | None, flt: ChunkFilter | None = None
+    ) -> list[hybrid.Scored]:
         """The past commits most similar to `text` (remembered briefly: recall asks
         for them twice, once as evidence for files and once as related work)."""
         from lore.search.files import HISTORY_COMMITS
 
-        key = (text, mode, fusion, self.store.vectors_version())
+        period = (flt.since, flt.until) if flt is not None else (None, None)
+        key = (text, mode, fusion, period, self.store.vectors_version())
         if key not in self._recent:
             query, run = self.query(text, "commit", mode)
             if len(self._recent) >= 8:
@@ -155,6 +154,7 @@ class Searcher:
                 query,
                 limit=HISTORY_COMMITS,
                 mode=run,
+                flt=flt,
                 fusion_mode=fusion or self.fusion,
             )
         return self._recent[key]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from lore.search import attention as att
 from lore.search.pack import Item, pack, render
 from lore.search.text import terms
+from lore.storage import ChunkFilter
 
 if TYPE_CHECKING:
     from lore.memory.repository import Memories
@@ -43,6 +44,7 @@ class RecallRequest:
     include_code: bool = True
     include_related_work: bool = True
     agent: str | None = None
+    period: ChunkFilter | None = None  # since/until, when asked
 
     @property
     def text(self) -> str:
@@ -105,8 +107,12 @@ def recall(
     tasks: dict[str, Item] = {}
     if include_memories:
         # Unflagged hits: attention applies the stale penalty itself.
+        period = request.period or ChunkFilter()
         hits = searcher.memories(
-            query, memories.filter(), clamp_limit(max(20, request.limit_per_type * 4)), flag_stale=False
+            query,
+            memories.filter(since=period.since, until=period.until),
+            clamp_limit(max(20, request.limit_per_type * 4)),
+            flag_stale=False,
         )
         hits = [h for h in hits if h.score >= FLOOR]
         stale = searcher.store.stale_reasons()
@@ -120,9 +126,11 @@ def recall(
                 tasks[hit.task_id] = task_item(hit.task_id, hit.title, hit.score)
     commits = []
     if include_code or include_related_work:
-        commits = [c for c in searcher.history(query, limit=20) if c.relevance >= FLOOR]
+        commits = [c for c in searcher.history(query, limit=20, flt=request.period) if c.relevance >= FLOOR]
     if include_code:
-        files = searcher.code(query, ChunkFilter(), max(10, request.limit_per_type * 2), files_only=True)
+        files = searcher.code(
+            query, ChunkFilter(), max(10, request.limit_per_type * 2), files_only=True, period=request.period
+        )
         items += [file_item(path, 1.0, ["named by the task"]) for path in request.files]
         items += [
             file_item(h.file_path, h.similarity, _reasons(h), h.role, h.tests)

@@ -551,6 +551,15 @@ class SQLiteStore:
         )
         return [_commit(row, 0) for row in rows]
 
+    def paths_changed(self, since: str | None, until: str | None) -> set[str]:
+        """Files (as named at HEAD) changed by commits in [since, until)."""
+        rows = self.db.execute(
+            "SELECT DISTINCT j.value FROM commits m, json_each(m.head_files) j "
+            "WHERE j.value IS NOT NULL AND m.ts >= ? AND m.ts < ?",
+            (_epoch(since) if since else 0, _epoch(until) if until else 2**62),
+        )
+        return {r[0] for r in rows}
+
     # -- anchors -----------------------------------------------------------------------------
 
     def replace_anchors(self, memory_id: str, anchors: Sequence[AnchorRecord]) -> None:
