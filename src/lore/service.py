@@ -80,7 +80,13 @@ class Lore:
             from lore.storage import open_store
 
             self._store = open_store(self.project)
+            self._store.on_rebuild = self._refill
         return self._store
+
+    def _refill(self) -> None:
+        """The store rebuilt a damaged index: forget what was cached about it, re-read the files."""
+        self._parts.clear()
+        self.memories.sync(force=True)
 
     def _part(self, name: str, make: Callable[[], Any]) -> Any:
         if name not in self._parts:
@@ -157,7 +163,10 @@ class Lore:
         return self.memories.sync(force=force)
 
     def reindex(self, *, force: bool = False) -> SyncReport:
-        """`lore index` for memories (``force``: re-read every file); embedding follows."""
+        """`lore index` for memories (``force``: check the index file whole, rebuild
+        it if damaged, and re-read every file); embedding follows."""
+        if force and self.store.repair():
+            self._parts.clear()
         return self.sync(force=force)
 
     def index_code(

@@ -23,7 +23,7 @@ Conventions:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -237,11 +237,14 @@ class Store(Protocol):
     """The index database. One instance per process and thread."""
 
     notices: list[str]
+    # Called after the store rebuilt a damaged index, to refill it from the files.
+    on_rebuild: Callable[[], None] | None
 
     # lifecycle
     def close(self) -> None: ...
     def transaction(self) -> AbstractContextManager[None]: ...
     def check(self) -> str: ...
+    def repair(self) -> bool: ...
     def identity(self) -> str: ...
     def size_bytes(self) -> int: ...
     def describe(self) -> str: ...

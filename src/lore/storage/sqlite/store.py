@@ -7,11 +7,12 @@ turns out damaged is rebuilt from the files (with one notice).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,12 +59,39 @@ _GROUP_COLUMNS = ("type", "sector", "visibility", "storage", "agent")
 _MAX_IN = 900  # SQLite's host-parameter limit is 999 on old builds
 
 
+def _healing(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Run a store method; if the index turns out damaged, rebuild it (once)
+    and run the method again on the fresh index (see :meth:`SQLiteStore._heal`)."""
+
+    @functools.wraps(method)
+    def run(self: SQLiteStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.DatabaseError as err:
+            if not is_damage(err):
+                raise
+            self._heal(err)
+            return method(self, *args, **kwargs)
+
+    return run
+
+
 class SQLiteStore:
-    """One connection to `.lore/index.db`. Not shared across threads."""
+    """One connection to `.lore/index.db`. Not shared across threads.
+
+    Self-healing: an index that can't be read, was written by a newer Lore,
+    or turns out damaged (on open, or at the first query that fails because
+    of it) is rebuilt from the files once per process, with one notice.
+    ``on_rebuild`` (set by the service) refills it from the Markdown files
+    before the failed read is run again.
+    """
 
     def __init__(self, path: Path):
         self.path = path
         self.notices: list[str] = []
+        self.on_rebuild: Callable[[], None] | None = None
+        self._in_transaction = 0
+        self._healed = False
         self.db = self._open()
 
     def describe(self) -> str:
@@ -72,6 +100,7 @@ class SQLiteStore:
     # -- opening, migrating, recovering ---------------------------------------------
 
     def _open(self) -> sqlite3.Connection:
+        db = None
         try:
             db = _connect(self.path)
             version = _schema_version(db)
@@ -80,12 +109,25 @@ class SQLiteStore:
                 return self._rebuild("was written by a newer Lore")
             if version < SCHEMA_VERSION:
                 _migrate(db)
+            _probe(db)
             return db
         except sqlite3.DatabaseError as err:
+            if not is_damage(err):
+                raise
+            if db is not None:
+                db.close()
             return self._rebuild(f"could not be read ({err})")
 
     def _rebuild(self, why: str) -> sqlite3.Connection:
-        self.notices.append(f"index {self.path.name} {why}; rebuilding it from the files")
+        """A fresh, empty index in place of a damaged one (the files refill it)."""
+        if not os.access(self.path.parent, os.W_OK):
+            from lore.errors import PermissionDenied
+
+            raise PermissionDenied(
+                f"index {self.path} {why}, and its folder is read-only so it can't be "
+                "rebuilt; make .lore/ writable, then run `lore index`"
+            )
+        self.notices.append(f"index {self.path.name} {why}; rebuilt it from the files")
         for suffix in ("", "-wal", "-shm"):
             try:
                 os.unlink(f"{self.path}{suffix}")
@@ -95,6 +137,30 @@ class SQLiteStore:
         _migrate(db)
         return db
 
+    def _heal(self, err: sqlite3.DatabaseError) -> None:
+        """The index is damaged: rebuild it once and refill it from the files.
+
+        Inside a transaction the write in flight can't be replayed, so the
+        index is rebuilt and the caller gets a one-line IndexCorrupt.
+        """
+        from lore.errors import IndexCorrupt
+
+        if self._healed:
+            raise IndexCorrupt(f"index {self.path} is damaged again ({err}); delete it and run `lore index`")
+        self._healed = True
+        try:
+            self.db.close()
+        except sqlite3.Error:
+            pass
+        self.db = self._rebuild(f"was damaged ({err})")
+        if self._in_transaction:
+            raise IndexCorrupt(
+                f"index {self.path.name} was damaged ({err}) and has been rebuilt from the "
+                "files; run the command again"
+            )
+        if self.on_rebuild is not None:
+            self.on_rebuild()
+
     def close(self) -> None:
         self.db.close()
 
@@ -103,11 +169,19 @@ class SQLiteStore:
         """A write transaction; taken IMMEDIATE so concurrent writers queue
         on busy_timeout instead of failing half way."""
         self.db.execute("BEGIN IMMEDIATE")
+        self._in_transaction += 1
         try:
             yield
-        except BaseException:
-            self.db.execute("ROLLBACK")
+        except BaseException as err:
+            self._in_transaction -= 1
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            if isinstance(err, sqlite3.DatabaseError) and is_damage(err) and not self._healed:
+                self._heal(err)
             raise
+        self._in_transaction -= 1
         self.db.execute("COMMIT")
 
     def check(self) -> str:
@@ -119,6 +193,16 @@ class SQLiteStore:
             return str(result)
         except sqlite3.DatabaseError as err:
             return str(err)
+
+    def repair(self) -> bool:
+        """Check the whole file (slow: reads every page) and rebuild it if it is
+        damaged; True if it was. `lore index --force` runs this."""
+        problem = self.check()
+        if problem == "ok":
+            return False
+        self.db.close()
+        self.db = self._rebuild(f"failed its check ({problem})")
+        return True
 
     def identity(self) -> str:
         """A random id of this index file: a rebuilt index starts its version
@@ -632,6 +716,56 @@ class SQLiteStore:
         )
 
 
+# Every read and write heals a damaged index (not: close, transaction, check, describe).
+for _name in (
+    "identity",
+    "size_bytes",
+    "get_meta",
+    "set_meta",
+    "vectors_version",
+    "counts",
+    "group_counts",
+    "file_states",
+    "paths",
+    "code_files",
+    "put_file",
+    "touch_file",
+    "delete_files",
+    "file_errors",
+    "put_memory",
+    "memories",
+    "memory_paths",
+    "find_duplicate",
+    "put_chunks",
+    "chunks",
+    "first_chunk",
+    "lexical_search",
+    "vector_search",
+    "vector_count",
+    "pending_embeddings",
+    "count_pending",
+    "all_embedded",
+    "mark_all_embedded",
+    "put_embeddings",
+    "drop_embeddings",
+    "count_embeddings",
+    "put_commit",
+    "commits",
+    "prune_commits",
+    "remap_commit_paths",
+    "commits_touching",
+    "paths_changed",
+    "replace_anchors",
+    "anchors",
+    "move_anchors",
+    "mark_stale",
+    "stale_reasons",
+    "access_stats",
+    "record_access",
+):
+    setattr(SQLiteStore, _name, _healing(getattr(SQLiteStore, _name)))
+
+
 # -- SQL building -----------------------------------------------------------------------------
 
 
@@ -835,6 +969,38 @@ def _connect(path: Path) -> sqlite3.Connection:
     db.execute("PRAGMA synchronous = NORMAL")
     db.execute("PRAGMA foreign_keys = ON")
     return db
+
+
+_NOT_DAMAGE = (
+    "locked",
+    "busy",
+    "readonly",
+    "read-only",
+    "interrupt",
+    "unable to open",
+    "disk i/o",
+    "out of memory",
+    "full",
+)
+
+
+def is_damage(err: sqlite3.DatabaseError) -> bool:
+    """Does this error mean the index file itself is damaged (so rebuilding helps)?
+
+    Locks, read-only files, a full disk and constraint violations are not damage."""
+    if isinstance(err, sqlite3.IntegrityError | sqlite3.ProgrammingError | sqlite3.InterfaceError):
+        return False
+    message = str(err).lower()
+    return not any(word in message for word in _NOT_DAMAGE)
+
+
+def _probe(db: sqlite3.Connection) -> None:
+    """Touch what every command needs (meta, the tables, the full-text
+    indexes), so damage there is found on open rather than mid-command."""
+    for table in ("files", "memories", "chunks", "commits", "embeddings", "anchors", "access"):
+        db.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchall()
+    for table in FTS_TABLES.values():
+        db.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH 'lore' LIMIT 1").fetchall()
 
 
 def _schema_version(db: sqlite3.Connection) -> int:
