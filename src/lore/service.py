@@ -988,8 +988,6 @@ class Lore:
 
     def list(self, *, limit: int | None = None, **filters) -> list[dict]:
         """Memories newest first, as dicts (id, path, title, type, tags, ...)."""
-        import json
-
         flt = self._filter(filters)
         self.sync()
         where, params = flt.sql()
@@ -1000,24 +998,9 @@ class Lore:
 
             scores = self.attention_of(rows)
             rows = [r for r in rows if tier(scores[r["id"]]) == attention_tier][:limit]
-        return [
-            {
-                "id": r["id"],
-                "path": r["path"],
-                "title": r["title"],
-                "type": r["type"],
-                "sector": r["sector"],
-                "tags": json.loads(r["tags"]),
-                "appliesTo": r["applies_to"],
-                "agent": r["agent"],
-                "taskId": r["task"],
-                "occurredAt": r["occurred_at"],
-                "visibility": r["visibility"],
-                "storage": r["storage"],
-                "summary": r["summary"],
-            }
-            for r in rows
-        ]
+        from lore.search.browse import memory_row
+
+        return [memory_row(r) for r in rows]
 
     def show(self, key: str, *, offset: int = 0, limit: int | None = None) -> Page:
         """A memory's whole file, or a character slice of it (004's memory_read)."""
@@ -1211,6 +1194,332 @@ class Lore:
     def _id_of(self, rel: str) -> str:
         rows = self.index.list_memories("f.path = ?", (rel,))
         return rows[0]["id"] if rows else Path(rel).stem
+
+    # -- curation and jobs (issue 15) ---------------------------------------------
+    # What the web UI and HTTP API need beyond the methods above. The behaviour
+    # lives in search/browse.py, memory/curation.py, index/overview.py and
+    # jobs.py; these methods apply the agent's visibility and keep the index
+    # and vectors fresh after each change.
+
+    def visible(self, key: str) -> str:
+        """The path of memory `key` if this Lore's agent may see it. Another
+        agent's private memory is reported exactly like a missing one."""
+        rel = self.resolve(key)
+        if not self._may_see(rel):
+            raise NotFound(f"no memory '{key}'; see `lore list` or `lore search`")
+        return rel
+
+    def _may_see(self, rel: str) -> bool:
+        visibility, _, owner = memory_sync.location_of(rel)
+        return visibility != "private" or (
+            bool(self.agent) and owner == self.project.agent_dir(self.agent).name
+        )
+
+    def browse(
+        self,
+        *,
+        sort: str = "occurred_at",
+        descending: bool = True,
+        offset: int = 0,
+        limit: int = 50,
+        visibility: str | None = None,
+        stale: bool | None = None,
+        **filters,
+    ):
+        """One page of memories (newest first by default) with the total count,
+        each with staleness, attention score and tier. `filters` as for
+        :meth:`list`; the viewer is always this Lore's agent."""
+        from lore.index import anchors
+        from lore.search import browse
+        from lore.search.attention import tier
+
+        flt = self._filter(filters)
+        flt.viewer = self.agent
+        query = browse.BrowseQuery(flt, visibility, stale, sort, descending, offset, limit)
+        self.sync()
+        access = self._access_stats()
+        if flt.tier in ("hot", "warm", "cold"):
+            rows = browse.page(self.index, query, everything=True)
+            scores = self.attention_of(rows, access)
+            rows = [r for r in rows if tier(scores[r["id"]]) == flt.tier]
+            total, rows = len(rows), rows[offset : offset + limit]
+        else:
+            total, rows = browse.count(self.index, query), browse.page(self.index, query)
+        stale_ids = anchors.stale_reasons(self.index, [r["id"] for r in rows])
+        scores = self.attention_of(rows, access, stale_ids)
+        items = [
+            {
+                **browse.memory_row(r),
+                "stale": stale_ids.get(r["id"]),
+                "attention": round(scores[r["id"]], 4),
+                "tier": tier(scores[r["id"]]),
+            }
+            for r in rows
+        ]
+        return browse.BrowsePage(total, offset, limit, sort, "desc" if descending else "asc", items)
+
+    def memory_detail(self, key: str):
+        """Everything about one memory: fields, body, file version, anchors,
+        staleness, attention, access counts (reading it here is not an access)."""
+        from lore.index import anchors
+        from lore.memory.curation import MemoryDetail, file_sha256
+        from lore.search.attention import tier
+
+        rel = self.visible(key)
+        memory = self.load(rel)
+        sha = file_sha256(self.project.root / rel)
+        rows = self.index.list_memories("f.path = ?", (rel,))
+        count, last = self._access_stats().get(memory.id, (0, None))
+        stale = anchors.stale_reasons(self.index, [memory.id]).get(memory.id)
+        score = self.attention_of(rows, stale={memory.id: stale} if stale else {})[memory.id] if rows else 0.0
+        found = anchors.anchors_of(self.index, memory.id)
+        return MemoryDetail(
+            memory.id,
+            rel,
+            memory.title,
+            memory.type,
+            memory.sector or "",
+            memory.tags,
+            memory.applies_to,
+            memory.occurred_at,
+            memory.updated_at,
+            memory.agent,
+            memory.task,
+            memory.visibility,
+            memory.storage,
+            memory.confidence,
+            memory.files,
+            memory.frontmatter(),
+            memory.body,
+            sha,
+            found,
+            stale,
+            round(score, 4),
+            tier(score),
+            count,
+            last,
+            {"anchors": len(found), "files": len(memory.files)},
+        )
+
+    def memory_log(self, key: str, *, limit: int = 20):
+        """The git log of a memory's file (renames followed); [] when git does not track it."""
+        from lore.memory.curation import file_log
+
+        return file_log(self.project.root, self.visible(key), limit)
+
+    def create(self, **fields) -> AddResult:
+        """:meth:`add`, then embed the new memory at once (found by meaning straight away)."""
+        result = self.add(**fields)
+        self._embed_memories()
+        return result
+
+    def update_checked(self, key: str, *, expected_sha256: str | None = None, **changes) -> AddResult:
+        """:meth:`update` a memory this agent may see, refusing (:class:`~lore.errors.Conflict`)
+        if its file changed since the caller read the version `expected_sha256`; then
+        re-embed it at once."""
+        from lore.memory.curation import ensure_unchanged
+
+        rel = self.visible(key)
+        if expected_sha256:
+            ensure_unchanged(self.project.root / rel, rel, expected_sha256)
+        result = self.update(rel, **changes)
+        self._embed_memories()
+        return result
+
+    def _embed_memories(self) -> None:
+        from lore.errors import ProviderError
+
+        try:
+            self.embed(kind="memory", limit=INLINE_EMBED_LIMIT)
+        except ProviderError as err:
+            self._notice(f"not embedded yet (BM25 finds it): {err}")
+
+    def trash_memory(self, key: str) -> trash.TrashEntry:
+        """:meth:`remove` (soft delete) a memory this agent may see."""
+        return self.remove(self.visible(key))
+
+    def trashed(self) -> list[trash.TrashEntry]:
+        """The trash entries this agent may see, newest last."""
+        return [e for e in self.trash_entries() if self._may_see(e.original)]
+
+    def _trashed_entry(self, key: str) -> trash.TrashEntry:
+        entry = trash.find(self.project, key)
+        if not self._may_see(entry.original):
+            raise NotFound(f"nothing in the trash matches '{key}'; see `lore restore --list`")
+        return entry
+
+    def restore_trashed(self, key: str) -> str:
+        """:meth:`restore` a trash entry this agent may see; returns the restored path."""
+        rel = trash.restore(self.project, self._trashed_entry(key))
+        self.sync()
+        self._embed_memories()
+        return rel
+
+    def purge_trashed(self, key: str) -> trash.TrashEntry:
+        """Delete one trash entry now (instead of waiting for :meth:`gc`)."""
+        entry = self._trashed_entry(key)
+        entry.file.unlink(missing_ok=True)
+        entry.file.with_suffix(".json").unlink(missing_ok=True)
+        return entry
+
+    def bulk(
+        self,
+        action: str,
+        *,
+        apply: bool = False,
+        confirm: str | None = None,
+        ids: list[str] | None = None,
+        add_tags: list[str] | tuple = (),
+        remove_tags: list[str] | tuple = (),
+        type: str | None = None,
+        tier: str | None = None,
+        visibility: str | None = None,
+        stale: bool | None = None,
+        **filters,
+    ):
+        """Preview (default) or apply a bulk action — delete, restore, retag,
+        set_type, set_tier, verify — on the memories `filters` select
+        (narrowed to `ids` when given; `restore` selects from the trash).
+        Applying needs `confirm` = the preview's digest. Returns a
+        :class:`~lore.memory.curation.BulkResult`."""
+        from lore.memory import curation
+
+        params = curation.BulkParams(list(add_tags), list(remove_tags), type, tier)
+        params.check(action)
+        if action == "restore":
+            rows = self._trash_selection(filters, ids)
+        else:
+            rows = self._selection(filters, visibility, stale, ids)
+        root = self.project.root
+        acts = {
+            "delete": lambda row: self.remove(row["path"]),
+            "restore": lambda row: trash.restore(self.project, row["entry"]),
+            "retag": lambda row: self.update(row["path"], tags=curation.retagged(row["tags"], params)),
+            "set_type": lambda row: self.update(row["path"], type=params.type),
+            "set_tier": lambda row: curation.move_storage(
+                root, row["path"], self.project.memory_dir if tier == "durable" else self.project.session_dir
+            ),
+            "verify": lambda row: self.verify(row["path"]),
+        }
+        result = curation.run_bulk(action, rows, params, apply=apply, confirm=confirm, act=acts[action])
+        if result.applied:
+            self.sync()
+            self._embed_memories()
+        return result
+
+    def _selection(self, filters: dict, visibility, stale, ids) -> list[dict]:
+        from lore.search import browse
+
+        flt = self._filter(filters)
+        flt.viewer = self.agent
+        self.sync()
+        query = browse.BrowseQuery(flt, visibility, stale, sort="path", descending=False)
+        rows = browse.page(self.index, query, everything=True)
+        if flt.tier in ("hot", "warm", "cold"):
+            from lore.search.attention import tier
+
+            scores = self.attention_of(rows)
+            rows = [r for r in rows if tier(scores[r["id"]]) == flt.tier]
+        wanted = set(ids) if ids else None
+        return [
+            {**browse.memory_row(r), "version": r["content_hash"]}
+            for r in rows
+            if wanted is None or r["id"] in wanted
+        ]
+
+    def _trash_selection(self, filters: dict, ids) -> list[dict]:
+        """Trash entries as selection rows (types and tags filters apply; others are not kept in the trash)."""
+        flt = self._filter(filters)
+        wanted = set(ids) if ids else None
+        rows = []
+        for entry in self.trashed():
+            try:
+                memory, _ = markdown.parse(entry.file.read_bytes(), entry.original)
+            except (OSError, ValidationError):
+                continue
+            tags = {t.lower() for t in memory.tags}
+            if flt.types and memory.type not in flt.types:
+                continue
+            if any(t.lower() not in tags for t in flt.tags) or (wanted and entry.id not in wanted):
+                continue
+            rows.append(
+                {
+                    "id": entry.id,
+                    "path": entry.original,
+                    "title": memory.title,
+                    "type": memory.type,
+                    "tags": memory.tags,
+                    "version": entry.deleted_at,
+                    "entry": entry,
+                }
+            )
+        return rows
+
+    def index_overview(self):
+        """The index dashboard: per source counts, failures, last indexed
+        time; embedding model, coverage and pending vectors; index size;
+        freshness against git; stale memories; the running and recent jobs."""
+        from lore.index import overview
+
+        status = self.status()
+        model = status["embedding"] or status["indexedModel"]
+        sources = overview.sources(self.index, model)
+        chunks = sum(s.chunks for s in sources)
+        changes = len(status["changedFiles"]) + len(status["newFiles"]) + len(status["deletedFiles"])
+        jobs = self._jobs
+        current = jobs.current() if jobs else None
+        return overview.IndexOverview(
+            sources=sources,
+            failed_files=overview.failed_files(self.index),
+            embedding_model=status["embedding"],
+            indexed_model=status["indexedModel"],
+            search_mode=status["search"],
+            embedding_problem=status["embeddingProblem"],
+            pending_embeddings=status["pendingEmbeddings"],
+            embedding_coverage=round(sum(s.embedded_chunks for s in sources) / chunks, 4) if chunks else None,
+            index_bytes=self.stats()["indexBytes"],
+            head=status["head"],
+            indexed_commit=status["indexedCommit"],
+            up_to_date=status["upToDate"],
+            work_tree_changes=changes,
+            stale_memories=self.stale(),
+            job=current.to_dict() if current else None,
+            recent_jobs=[j.to_dict() for j in jobs.jobs()[:10]] if jobs else [],
+        )
+
+    @property
+    def _jobs(self):
+        return getattr(self, "_job_runner", None)
+
+    def start_index_job(self, kind: str = "update", *, files=(), deleted_files=()):
+        """Queue a background index run (see :mod:`lore.jobs`) and return its
+        :class:`~lore.jobs.IndexJob` at once. `kind`: files (003's update_index
+        with `files`/`deleted_files`), update (everything, incremental) or
+        rebuild (re-read every file). The run uses a Lore of its own."""
+        from lore.jobs import JobRunner
+
+        for name, paths in (("files", files), ("deleted_files", deleted_files)):
+            for path in paths:
+                try:
+                    self.project.inside(path, base=self.project.root)
+                except UsageError as err:
+                    raise ValidationError(str(err), field=name) from None
+        if self._jobs is None:
+            project, agent = self.project, self.agent
+            self._job_runner = JobRunner(lambda: Lore(project, agent=agent))
+        return self._jobs.submit(kind, list(files), list(deleted_files))
+
+    def index_job(self, job_id: str):
+        """A background index run by id (:class:`NotFound` once forgotten)."""
+        job = self._jobs.get(job_id) if self._jobs else None
+        if job is None:
+            raise NotFound(f"no index job '{job_id}' (finished jobs are kept for a while only)")
+        return job
+
+    def stop_index_jobs(self) -> None:
+        """Let the running index job finish (bounded wait) and cancel queued ones."""
+        if self._jobs is not None:
+            self._jobs.close()
 
 
 def _task_extra(bundle) -> dict:
