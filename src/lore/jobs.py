@@ -13,7 +13,6 @@ costs one run.
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
@@ -126,19 +125,6 @@ class JobRunner:
         with self._lock:
             active = [j for j in self._jobs.values() if not j.finished]
             return next((j for j in active if j.state == "running"), active[0] if active else None)
-
-    def wait(self, job_id: str, version: int, timeout: float) -> IndexJob | None:
-        """Block until the job changes past `version` (or `timeout` seconds pass)."""
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            while True:
-                job = self._jobs.get(job_id)
-                if job is None or job.version > version or job.finished:
-                    return job
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return job
-                self._lock.wait(left)
 
     def close(self, timeout: float = 10.0) -> None:
         """Stop taking jobs and wait (bounded) for the running one to finish."""

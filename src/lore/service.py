@@ -1371,20 +1371,21 @@ class Lore:
         ids: list[str] | None = None,
         add_tags: list[str] | tuple = (),
         remove_tags: list[str] | tuple = (),
-        type: str | None = None,
-        tier: str | None = None,
+        new_type: str | None = None,
+        new_tier: str | None = None,
         visibility: str | None = None,
         stale: bool | None = None,
         **filters,
     ):
         """Preview (default) or apply a bulk action — delete, restore, retag,
-        set_type, set_tier, verify — on the memories `filters` select
-        (narrowed to `ids` when given; `restore` selects from the trash).
+        set_type (`new_type`), set_tier (`new_tier`: durable or session), verify —
+        on the memories `filters` select (narrowed to `ids` when given;
+        `restore` selects from the trash).
         Applying needs `confirm` = the preview's digest. Returns a
         :class:`~lore.memory.curation.BulkResult`."""
         from lore.memory import curation
 
-        params = curation.BulkParams(list(add_tags), list(remove_tags), type, tier)
+        params = curation.BulkParams(list(add_tags), list(remove_tags), new_type, new_tier)
         params.check(action)
         if action == "restore":
             rows = self._trash_selection(filters, ids)
@@ -1397,7 +1398,9 @@ class Lore:
             "retag": lambda row: self.update(row["path"], tags=curation.retagged(row["tags"], params)),
             "set_type": lambda row: self.update(row["path"], type=params.type),
             "set_tier": lambda row: curation.move_storage(
-                root, row["path"], self.project.memory_dir if tier == "durable" else self.project.session_dir
+                root,
+                row["path"],
+                self.project.memory_dir if new_tier == "durable" else self.project.session_dir,
             ),
             "verify": lambda row: self.verify(row["path"]),
         }
@@ -1509,12 +1512,25 @@ class Lore:
             self._job_runner = JobRunner(lambda: Lore(project, agent=agent))
         return self._jobs.submit(kind, list(files), list(deleted_files))
 
+    def index_jobs(self) -> list:
+        """Background index runs still remembered, newest first."""
+        return self._jobs.jobs() if self._jobs else []
+
     def index_job(self, job_id: str):
         """A background index run by id (:class:`NotFound` once forgotten)."""
         job = self._jobs.get(job_id) if self._jobs else None
         if job is None:
             raise NotFound(f"no index job '{job_id}' (finished jobs are kept for a while only)")
         return job
+
+    def code_file(self, path: str) -> dict:
+        """An indexed code file's text (for links from a memory's anchors to the code).
+        Only files the code index holds: never an arbitrary path."""
+        rel = self.project.rel(self.project.inside(path, base=self.project.root))
+        if rel not in self.index.paths("code"):
+            raise NotFound(f"{path} is not an indexed code file; see `lore status`")
+        raw = (self.project.root / rel).read_bytes()
+        return {"path": rel, "text": raw.decode("utf-8", "replace")}
 
     def stop_index_jobs(self) -> None:
         """Let the running index job finish (bounded wait) and cancel queued ones."""

@@ -21,6 +21,7 @@ from lore.interfaces.cli import (
     memory_cmds,
     recall_cmds,
     search_cmds,
+    serve_cmds,
 )
 
 
@@ -43,7 +44,16 @@ def cli(ctx: click.Context, project_path: str | None) -> None:
     ctx.obj = {"project": project_path}
 
 
-for module in (index_cmds, memory_cmds, search_cmds, code_cmds, recall_cmds, hooks_cmds, agent_cmds):
+for module in (
+    index_cmds,
+    memory_cmds,
+    search_cmds,
+    code_cmds,
+    recall_cmds,
+    hooks_cmds,
+    agent_cmds,
+    serve_cmds,
+):
     for command in module.COMMANDS:
         cli.add_command(command)
 
