@@ -92,6 +92,8 @@ class Param:
     def convert(self, value: Any, *, from_text: bool) -> Any:
         """Check and convert one value (text from a query string or form, or JSON)."""
         if self.kind == "list":
+            if not from_text and not isinstance(value, list):
+                raise self._invalid('must be a list of strings, e.g. ["a", "b"]')
             items = value if isinstance(value, list) else [value]
             if from_text:  # --tag a --tag b,c on the command line; ?tag=a&tag=b,c here
                 items = [p.strip() for v in items for p in str(v).split(",") if p.strip()]
