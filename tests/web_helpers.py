@@ -129,3 +129,21 @@ class Server:
                 self.proc.wait()
         if self.proc.stderr:
             self.proc.stderr.close()
+
+
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+
+
+def launch_browser(playwright):
+    """Debian's chromium under playwright (never `playwright install`)."""
+    return playwright.chromium.launch(
+        executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+    )
+
+
+def screenshot(page, name: str) -> None:
+    """Refresh docs/screenshots/<name>.png when LORE_SCREENSHOTS=1."""
+    if os.environ.get("LORE_SCREENSHOTS") == "1":
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)

@@ -81,7 +81,16 @@ def _markdown():
 
     # Memory text is untrusted (agents write it, teams share it): raw HTML is
     # escaped, and markdown-it refuses javascript:/data: links by default.
-    return MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
+    md.core.ruler.push("demote_headings", _demote_headings)
+    return md
+
+
+def _demote_headings(state) -> None:
+    """A memory's `# Title` becomes <h2>: the page's own title is its only <h1>."""
+    for token in state.tokens:
+        if token.type in ("heading_open", "heading_close"):
+            token.tag = f"h{min(int(token.tag[1]) + 1, 6)}"
 
 
 def markdown_html(text: str) -> str:
