@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import time
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -171,9 +172,16 @@ class Gate:
             await self.mcp_app(scope, receive, send)
             return
 
+        started = time.perf_counter()
+
         async def send_with_headers(message):
             if message["type"] == "http.response.start":
-                message["headers"] = list(message.get("headers", [])) + SECURITY_HEADERS
+                took = f"app;dur={(time.perf_counter() - started) * 1000:.2f}".encode()
+                message["headers"] = [
+                    *message.get("headers", []),
+                    *SECURITY_HEADERS,
+                    (b"server-timing", took),
+                ]
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
