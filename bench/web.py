@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 from urllib.parse import urlencode
 
 from _common import BENCH_DATA, jsonl, percentile, row, timed_cli
@@ -143,7 +144,8 @@ def main() -> None:
             "memory list page, first contentful paint", summary(first_contentful_paint(base, list_paths[:30]))
         )
         row("search page, first contentful paint", summary(first_contentful_paint(base, search_paths[:30])))
-        rss = int(open(f"/proc/{server.pid}/status").read().split("VmRSS:")[1].split()[0]) // 1024
+        status = Path(f"/proc/{server.pid}/status").read_text()
+        rss = int(status.split("VmRSS:")[1].split()[0]) // 1024
         row("server RSS after the run", f"{rss} MB")
     finally:
         server.terminate()
