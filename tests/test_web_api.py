@@ -425,7 +425,7 @@ async def test_search_recall_code_history_stats_doctor(root):
             )
         ).json()
         assert (
-            "<h1>Hi</h1>" in preview["html"]
+            "<h2>Hi</h2>" in preview["html"]
             and "<script>" not in preview["html"]
             and 'href="javascript' not in preview["html"]
         )

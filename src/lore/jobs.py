@@ -15,8 +15,9 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from lore.errors import LoreError, StorageError, as_lore_error
 from lore.memory.model import now_iso
@@ -74,7 +75,7 @@ class JobRunner:
         open_lore: makes a fresh Lore for the project (called on the worker thread).
     """
 
-    def __init__(self, open_lore: Callable[[], object]):
+    def __init__(self, open_lore: Callable[[], Any]):
         self._open_lore = open_lore
         self._jobs: OrderedDict[str, IndexJob] = OrderedDict()
         self._queue: list[str] = []
@@ -84,7 +85,7 @@ class JobRunner:
 
     # -- asking ----------------------------------------------------------------
 
-    def submit(self, kind: str, files: list[str] = (), deleted_files: list[str] = ()) -> IndexJob:
+    def submit(self, kind: str, files: Sequence[str] = (), deleted_files: Sequence[str] = ()) -> IndexJob:
         """Queue a run (or merge into a queued one of the same kind); returns its job."""
         if kind not in JOB_KINDS:
             raise LoreError(f"unknown index job kind '{kind}'")
@@ -231,6 +232,7 @@ def _split_error(error: str) -> dict:
     return {"path": path, "error": message or error}
 
 
-def _merge(into: list[str], more) -> None:
-    seen = set(into)
-    into.extend(p for p in more if p not in seen and not seen.add(p))
+def _merge(into: list[str], more: Sequence[str]) -> None:
+    for path in more:
+        if path not in into:
+            into.append(path)

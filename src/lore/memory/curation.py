@@ -141,8 +141,8 @@ def run_bulk(
     params.check(action)
     if len(rows) > MAX_BULK:
         raise UsageError(f"{len(rows)} memories selected; narrow the filter to at most {MAX_BULK}")
-    planned = [(row, describe(action, row, params)) for row in rows]
-    planned = [(row, change) for row, change in planned if change is not None]
+    described = [(row, describe(action, row, params)) for row in rows]
+    planned = [(row, change) for row, change in described if change is not None]
     fingerprint = digest(action, params, [row for row, _ in planned])
     items = [BulkItem(row["id"], row["path"], row["title"], change) for row, change in planned]
     result = BulkResult(action, False, len(items), fingerprint, items)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import sys
 import time
+from collections.abc import Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -68,7 +69,7 @@ def build_app(
     agent: str | None = None,
     token: str | None = None,
     host: str = "127.0.0.1",
-    allowed_hosts: list[str] = (),
+    allowed_hosts: Sequence[str] = (),
     mcp: bool = True,
 ):
     """The whole server as one ASGI app (run its lifespan: MCP sessions, index jobs).
@@ -86,7 +87,7 @@ def build_app(
     backend = Backend(tools)
     mcp_app, session_manager = _mcp_app(project, agent, tools) if mcp else (None, None)
 
-    routes = []
+    routes: list[Any] = []
     for ep in api.ENDPOINTS:
         path = ep.path.replace("{path}", "{path:path}")
         if ep.stream:
@@ -302,7 +303,7 @@ def serve(
     port: int = 8766,
     token: str | None = None,
     agent: str | None = None,
-    allowed_hosts: list[str] = (),
+    allowed_hosts: Sequence[str] = (),
 ) -> None:
     """Run the server until interrupted."""
     import logging

@@ -25,6 +25,7 @@ import ipaddress
 import secrets
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -95,7 +96,7 @@ class Guard:
     failures: OrderedDict[str, list[float]] = field(default_factory=OrderedDict)
 
     @classmethod
-    def for_bind(cls, host: str, token: str | None, extra_hosts: list[str] = ()) -> Guard:
+    def for_bind(cls, host: str, token: str | None, extra_hosts: Sequence[str] = ()) -> Guard:
         """The guard for a server bound to `host`; refuses an exposed server without a token."""
         if not is_loopback(host) and not token:
             from lore.errors import UsageError

@@ -180,8 +180,7 @@ def parse_pairs(pairs: list[tuple[str, str]], params: tuple[Param, ...], *, stri
                 if param.default is not None:
                     out[param.target] = param.default
                 continue
-        value = given if param.kind == "list" else given[-1]
-        out[param.target] = param.convert(value, from_text=True)
+        out[param.target] = param.convert(given if param.kind == "list" else given[-1], from_text=True)
     return out
 
 

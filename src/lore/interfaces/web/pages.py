@@ -96,19 +96,19 @@ async def twin(backend, guard, ep: api.Endpoint, request):
         "selection": [(k, v) for k, v in request.query_params.multi_items() if k in SELECTION_NAMES and v],
     }
     if ep.page == "/search" and not request.query_params.get("q"):
-        return render(request, guard, ep.template, context)  # the empty search form
+        return render(request, guard, str(ep.template), context)  # the empty search form
     try:
         context["args"] = parse_pairs(pairs, ep.params)
     except ValidationError as err:
         context["problem"] = error_body(err)["error"]
-        return render(request, guard, ep.template, context, err.http_status)
+        return render(request, guard, str(ep.template), context, err.http_status)
     try:
         context["data"] = await backend.call(ep.view, **context["args"])
         if ep.template == "memory.html":
             context["log"] = await backend.call(lambda lore: lore.memory_log(context["data"].id))
     except Exception as err:
         return error_page(request, guard, err)
-    return render(request, guard, ep.template, context)
+    return render(request, guard, str(ep.template), context)
 
 
 # -- forms ------------------------------------------------------------------------------------

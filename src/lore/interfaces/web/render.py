@@ -57,9 +57,8 @@ def as_error(err: BaseException) -> LoreError:
 def error_body(err: LoreError) -> dict:
     """``{"error": {"code", "message", "field"?}}``"""
     body: dict = {"code": err.code, "message": str(err)}
-    field = getattr(err, "field", None) if isinstance(err, ValidationError) else None
-    if field:
-        body["field"] = FIELD_NAMES.get(field, field)
+    if isinstance(err, ValidationError) and err.field:
+        body["field"] = FIELD_NAMES.get(err.field, err.field)
         body["message"] = f"{body['field']}: {err.reason}"
     return {"error": body}
 
