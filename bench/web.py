@@ -7,7 +7,7 @@ list page and the search page, and their first contentful paint in headless
 chromium (Debian's, driven by playwright). Targets: server p50 ≤ 50 ms, FCP
 ≤ 300 ms.
 
-    python bench/web.py [--memories 10000] [--embedding none|local] [--requests 200]
+    python bench/web.py [--memories 10000] [--embedding none|local] [--requests 200] [--reuse]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlencode
 
-from _common import BENCH_DATA, jsonl, percentile, row, timed_cli
+from _common import BENCH_DATA, WORK, jsonl, percentile, row, timed_cli
 from memory_search import build_project
 
 
@@ -109,12 +109,15 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--embedding", default="none", help="none (BM25 only) or local (hybrid search)")
     parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--reuse", action="store_true", help="Reuse the project an earlier run built.")
     args = parser.parse_args()
 
     print(f"Lore web benchmark: {args.memories} memories, embedding={args.embedding}, loopback")
-    root = build_project(args.memories, args.embedding)
-    build, _ = timed_cli(["index", "--no-code"], root)
-    row("index build (lore index --no-code)", f"{build[0] / 1000:.1f} s")
+    root = WORK / f"memories-{args.memories}-{args.embedding}"
+    if not (args.reuse and (root / ".lore/index.db").exists()):
+        root = build_project(args.memories, args.embedding)
+        build, _ = timed_cli(["index", "--no-code"], root)
+        row("index build (lore index --no-code)", f"{build[0] / 1000:.1f} s")
 
     port = free_port()
     server = start_server(root, port)

@@ -145,6 +145,7 @@ def test_create_with_preview(page, root):
 def test_edit_changes_the_file_and_search_finds_it(page, root):
     page.goto("/search?q=timestamp+UTC")
     page.locator("ol.results a", has_text="Use UTC everywhere").click()
+    page.wait_for_load_state("domcontentloaded")  # the keyboard shortcuts are in a deferred script
     screenshot(page, "memory")
     page.keyboard.press("e")
     page.wait_for_url(re.compile(r"/edit$"))
