@@ -22,7 +22,7 @@ from lore.records import Record
 from lore.search.filters import MemoryFilter
 
 MAX_PAGE = 200
-# Sortable columns (name → SQL); ties broken by path so pages are stable.
+# Sortable columns (name → SQL); ties are broken by row id so pages are stable.
 SORTS = {
     "occurred_at": "m.occurred_at",
     "title": "m.title COLLATE NOCASE",
@@ -65,10 +65,6 @@ class BrowseQuery:
             clauses.append(_STALE if self.stale else f"NOT {_STALE}")
         return " AND ".join(clauses), params
 
-    @property
-    def order(self) -> str:
-        return f"{SORTS[self.sort]} {'DESC' if self.descending else 'ASC'}, f.path"
-
 
 @dataclass
 class BrowsePage(Record):
@@ -85,19 +81,28 @@ class BrowsePage(Record):
 
 def count(index: SQLiteIndex, query: BrowseQuery) -> int:
     where, params = query.where()
-    sql = "SELECT count(*) FROM memories m JOIN files f ON f.id = m.file_id"
+    sql = "SELECT count(*) FROM memories m"  # every memory row has its file row (foreign key)
     return index.db.execute(f"{sql} WHERE {where}" if where else sql, params).fetchone()[0]
 
 
 def page(index: SQLiteIndex, query: BrowseQuery, *, everything: bool = False) -> list:
-    """The query's rows (all of them with ``everything``: tiers are filtered after scoring)."""
+    """The query's rows (all of them with ``everything``: tiers are filtered after scoring).
+
+    The page is chosen over narrow rows first (ids in sort order, through the
+    column's index where there is one) and only its rows are read whole, so a
+    deep offset costs an index walk, not a sort of every memory's text.
+    """
     where, params = query.where()
+    join = " JOIN files f ON f.id = m.file_id" if query.sort == "path" else ""
+    direction = "DESC" if query.descending else "ASC"
+    order = f"{SORTS[query.sort]} {direction}, m.file_id {direction}"
+    chosen = f"SELECT m.file_id FROM memories m{join} {'WHERE ' + where if where else ''} ORDER BY {order}"
+    if not everything:
+        chosen += f" LIMIT {int(query.limit)} OFFSET {int(query.offset)}"
     sql = (
         "SELECT m.*, f.path FROM memories m JOIN files f ON f.id = m.file_id "
-        f"{'WHERE ' + where if where else ''} ORDER BY {query.order}"
+        f"WHERE m.file_id IN ({chosen}) ORDER BY {order}"
     )
-    if not everything:
-        sql += f" LIMIT {int(query.limit)} OFFSET {int(query.offset)}"
     return index.db.execute(sql, params).fetchall()
 
 
