@@ -8,6 +8,7 @@ default, `.lore/index.db`) or ``"postgres"`` with ``[index] database_url``
 from __future__ import annotations
 
 from lore.storage.base import (
+    MEMORY_SORTS,
     AnchorRecord,
     ChunkFilter,
     ChunkInput,
@@ -17,10 +18,12 @@ from lore.storage.base import (
     IndexCounts,
     MemoryFilter,
     MemoryRecord,
+    SourceCounts,
     Store,
 )
 
 __all__ = [
+    "MEMORY_SORTS",
     "AnchorRecord",
     "ChunkFilter",
     "ChunkInput",
@@ -30,6 +33,7 @@ __all__ = [
     "IndexCounts",
     "MemoryFilter",
     "MemoryRecord",
+    "SourceCounts",
     "Store",
     "open_store",
 ]

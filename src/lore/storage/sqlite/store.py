@@ -28,6 +28,7 @@ from lore.storage.base import (
     IndexCounts,
     MemoryFilter,
     MemoryRecord,
+    SourceCounts,
     batched,
     embedding_text,
     filter_is_empty,
@@ -54,6 +55,16 @@ _CHUNK_COLUMNS = (
     "c.keywords, c.text, f.role"
 )
 _ORDERS = {"recent": "m.occurred_at DESC", "path": "f.path", "oldest": "m.occurred_at"}
+# Store.memory_page's sort keys (storage.base.MEMORY_SORTS) as SQL.
+_PAGE_SORTS = {
+    "occurred_at": "m.occurred_at",
+    "title": "m.title COLLATE NOCASE",
+    "type": "m.type",
+    "agent": "coalesce(m.agent, '')",
+    "path": "f.path",
+    "confidence": "m.confidence",
+}
+_STALE = "m.id IN (SELECT memory_id FROM anchors WHERE stale_reason IS NOT NULL)"
 _GROUP_COLUMNS = ("type", "sector", "visibility", "storage", "agent")
 _MAX_IN = 900  # SQLite's host-parameter limit is 999 on old builds
 
@@ -179,6 +190,39 @@ class SQLiteStore:
             commits=one("SELECT count(*) FROM commits"),
         )
 
+    def source_counts(self, model: str | None, memories: MemoryFilter | None = None) -> list[SourceCounts]:
+        found: dict[str, SourceCounts] = {}
+        for kind, files, failed, last in self.db.execute(
+            "SELECT kind, count(*), sum(error IS NOT NULL), max(indexed_at) FROM files GROUP BY kind"
+        ):
+            found[kind] = SourceCounts(kind, files, failed or 0, last_indexed_at=last)
+        for kind, chunks, embedded in self.db.execute(
+            "SELECT c.kind, count(*), sum(e.text_hash IS NOT NULL) FROM chunks c "
+            "LEFT JOIN embeddings e ON e.model = ? AND e.text_hash = c.text_hash GROUP BY c.kind",
+            (model or "",),
+        ):
+            entry = found.setdefault(kind, SourceCounts(kind))
+            entry.chunks, entry.embedded_chunks = chunks, embedded or 0
+        if memories is not None:
+            found["memory"] = self._memory_source(model, memories)
+        return list(found.values())
+
+    def _memory_source(self, model: str | None, flt: MemoryFilter) -> SourceCounts:
+        """The memory source as the filter's viewer sees it (parsed memories only)."""
+        where, params = _memory_where(flt)
+        cond = f"WHERE {where}" if where else ""
+        files, last = self.db.execute(
+            f"SELECT count(*), max(f.indexed_at) FROM memories m JOIN files f ON f.id = m.file_id {cond}",
+            params,
+        ).fetchone()
+        chunks, embedded = self.db.execute(
+            "SELECT count(*), sum(e.text_hash IS NOT NULL) FROM chunks c "
+            "JOIN memories m ON m.file_id = c.file_id JOIN files f ON f.id = c.file_id "
+            f"LEFT JOIN embeddings e ON e.model = ? AND e.text_hash = c.text_hash {cond}",
+            (model or "", *params),
+        ).fetchone()
+        return SourceCounts("memory", files, 0, chunks, embedded or 0, last)
+
     def group_counts(self, column: str) -> dict[str, int]:
         if column not in _GROUP_COLUMNS:
             raise ValueError(f"cannot group memories by {column!r}")
@@ -282,6 +326,40 @@ class SQLiteStore:
         if limit:
             sql += f" LIMIT {int(limit)}"
         return [_memory(row) for row in self.db.execute(sql, params)]
+
+    def memory_page(
+        self,
+        flt: MemoryFilter,
+        *,
+        sort: str = "occurred_at",
+        descending: bool = True,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> tuple[int, list[MemoryRecord]]:
+        if sort not in _PAGE_SORTS:
+            raise ValueError(f"cannot sort memories by {sort!r}")
+        where, params = _memory_where(flt)
+        cond = f"WHERE {where}" if where else ""
+        direction = "DESC" if descending else "ASC"
+        order = f"{_PAGE_SORTS[sort]} {direction}, m.file_id {direction}"
+        select = f"SELECT {_MEMORY_COLUMNS} FROM memories m JOIN files f ON f.id = m.file_id"
+        if limit is None:
+            records = [_memory(row) for row in self.db.execute(f"{select} {cond} ORDER BY {order}", params)]
+            return len(records), records[offset:]
+        # Files are joined only when the sort or the filter needs them, so the
+        # count and the page's choice can walk an index of `memories` alone.
+        join = " JOIN files f ON f.id = m.file_id" if sort == "path" or flt.paths is not None else ""
+        total = int(self.db.execute(f"SELECT count(*) FROM memories m{join} {cond}", params).fetchone()[0])
+        if not total or offset >= total:
+            return total, []
+        # The page is chosen over narrow rows first (ids in sort order, through
+        # the column's index where there is one); only its rows are read whole,
+        # so a deep offset costs an index walk, not a sort of every memory.
+        chosen = f"SELECT m.file_id FROM memories m{join} {cond} ORDER BY {order} LIMIT ? OFFSET ?"
+        rows = self.db.execute(
+            f"{select} WHERE m.file_id IN ({chosen}) ORDER BY {order}", (*params, int(limit), int(offset))
+        )
+        return total, [_memory(row) for row in rows]
 
     def memory_paths(self, key: str) -> list[str]:
         """Paths of memories whose id is `key`, or starts with it, or whose file stem starts with it."""
@@ -686,6 +764,11 @@ def _memory_where(flt: MemoryFilter | None) -> tuple[str, list[Any]]:
         among("m.id", flt.ids)
     if flt.paths is not None:
         among("f.path", flt.paths)
+    if flt.visibility is not None:
+        clauses.append("m.visibility = ?")
+        params.append(flt.visibility)
+    if flt.stale is not None:
+        clauses.append(_STALE if flt.stale else f"NOT {_STALE}")
     if not flt.include_private:
         if flt.viewer:
             clauses.append("(m.owner IS NULL OR m.owner = ?)")
