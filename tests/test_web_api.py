@@ -407,9 +407,9 @@ async def test_search_recall_code_history_stats_doctor(root):
             ]
         )
         stats = (await c.get("/api/stats")).json()
-        assert stats == {**lore_json(root, "stats"), "indexBytes": stats["indexBytes"]}
+        assert stats == {**lore_json(root, "stats"), "index_bytes": stats["index_bytes"]}
         assert (await c.get("/api/doctor")).json() == []
-        assert (await c.get("/api/status")).json()["upToDate"] is True
+        assert (await c.get("/api/status")).json()["up_to_date"] is True
         assert (await c.get("/api/stale")).json() == []
         key = (await c.get("/api/memories")).json()["items"][0]["id"]
         log = (await c.get(f"/api/memories/{key}/history")).json()

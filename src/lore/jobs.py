@@ -212,7 +212,8 @@ def _run(job: IndexJob, lore, progress) -> dict:
     force = job.kind == "rebuild"
     step("memories")
     report = lore.reindex(force=force)
-    job.failed_files.extend({"path": path, "error": error} for path, error in report.errors)
+    visible = lore.memories.visible  # another agent's private files stay out of the job's report
+    job.failed_files.extend({"path": path, "error": error} for path, error in report.errors if visible(path))
     done("memories", len(report.added) + len(report.updated) + len(report.removed))
     code = lore.index_code(force=force, progress=step("code"))
     job.failed_files.extend(_split_error(e) for e in code.errors)
@@ -221,8 +222,12 @@ def _run(job: IndexJob, lore, progress) -> dict:
     embedded = lore.embed(progress=advance)  # vectors are keyed by content: unchanged text keeps its own
     done("embeddings", embedded)
     return {
-        "memories": {"added": report.added, "updated": report.updated, "removed": report.removed},
-        "code": code.to_json(),
+        "memories": {
+            "added": [p for p in report.added if visible(p)],
+            "updated": [p for p in report.updated if visible(p)],
+            "removed": [p for p in report.removed if visible(p)],
+        },
+        "code": code.to_dict(),
         "embedded": embedded,
     }
 

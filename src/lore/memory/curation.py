@@ -1,44 +1,36 @@
-"""Curating memories by hand: edits that never overwrite a change made on disk
-since the editor was opened, bulk actions previewed before they run, storage
-tier moves, and a memory file's git log.
+"""Curating memories by hand: bulk actions previewed before they run, and a
+memory file's git log.
 
 A bulk action works on a *selection* (the memories a filter matches, or the
 trash entries for `restore`). Its preview lists every affected memory with
 the change and a digest of the selection; applying needs that digest back,
 so a selection that changed in between (a memory added, edited, deleted) is
-refused instead of acting on memories the person never saw.
+refused instead of acting on memories the person never saw. Every change
+goes through :class:`~lore.memory.repository.Memories`, so the acting
+agent's visibility applies to each one.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from lore.errors import Conflict, UsageError
+from lore.errors import Conflict, UsageError, ValidationError, as_lore_error
 from lore.memory.model import MEMORY_TYPES
-from lore.records import Record
+from lore.records import Record, internal
+
+if TYPE_CHECKING:
+    from lore.memory.repository import Memories
+    from lore.memory.trash import TrashEntry
+    from lore.storage import MemoryFilter, MemoryRecord
 
 BULK_ACTIONS = ("delete", "restore", "retag", "set_type", "set_tier", "verify")
 STORAGE_TIERS = ("durable", "session")
 MAX_BULK = 10_000
-
-
-def file_sha256(path: Path) -> str:
-    """The SHA-256 of a file's bytes: the version an editor was opened on."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def ensure_unchanged(path: Path, rel: str, expected_sha256: str) -> None:
-    """Raise :class:`Conflict` if the file's bytes are no longer the version the caller read."""
-    if file_sha256(path) != expected_sha256:
-        raise Conflict(
-            f"{rel} was changed on disk since you opened it; reload to see the new version "
-            "(your text is kept), or save again to overwrite it"
-        )
 
 
 @dataclass
@@ -60,19 +52,21 @@ class BulkResult(Record):
     total: int
     digest: str
     items: list[BulkItem] = field(default_factory=list)
-    errors: list[dict] = field(default_factory=list)
+    errors: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass
 class BulkParams:
-    """What a bulk action changes: tags to add/remove, a type, a storage tier."""
+    """A bulk action and what it changes: tags to add/remove, a type, a storage tier."""
 
+    action: str
     add_tags: list[str] = field(default_factory=list)
     remove_tags: list[str] = field(default_factory=list)
     type: str | None = None
     tier: str | None = None
 
-    def check(self, action: str) -> None:
+    def check(self) -> None:
+        action = self.action
         if action not in BULK_ACTIONS:
             raise UsageError(f"unknown bulk action '{action}'; use one of: {', '.join(BULK_ACTIONS)}")
         if action == "retag" and not (self.add_tags or self.remove_tags):
@@ -83,30 +77,94 @@ class BulkParams:
             raise UsageError("set_tier needs a tier: durable or session")
 
 
-def describe(action: str, row: dict, params: BulkParams) -> str | None:
-    """What `action` does to the memory `row` (a :func:`~lore.search.browse.memory_row`),
-    or None when it would change nothing."""
+@dataclass
+class Selected:
+    """One memory (or trash entry) of a selection; ``version`` changes whenever it does."""
+
+    id: str
+    path: str
+    title: str
+    type: str
+    tags: list[str]
+    version: str
+    storage: str = "durable"
+    visibility: str = "shared"
+    entry: TrashEntry | None = internal(default=None)
+
+    @classmethod
+    def of(cls, record: MemoryRecord) -> Selected:
+        return cls(
+            record.id,
+            record.path,
+            record.title,
+            record.type,
+            list(record.tags),
+            record.content_hash,
+            record.storage,
+            record.visibility,
+        )
+
+
+def trash_selection(memories: Memories, flt: MemoryFilter) -> list[Selected]:
+    """The trash entries this agent may see, as a selection. Only the filter's
+    types, tags and ids apply (the trash keeps no index)."""
+    from lore.memory import markdown
+    from lore.memory.files import read_memory_file
+
+    wanted = set(flt.ids) if flt.ids is not None else None
+    rows = []
+    for entry in memories.trash_entries():
+        if wanted is not None and entry.id not in wanted:
+            continue
+        try:
+            raw = read_memory_file(memories.project.root, memories.project.rel(entry.file))
+            memory, _ = markdown.parse(raw, entry.original)
+        except (OSError, ValidationError):
+            continue
+        tags = {t.lower() for t in memory.tags}
+        if flt.types and memory.type not in flt.types:
+            continue
+        if any(t.lower() not in tags for t in flt.tags):
+            continue
+        rows.append(
+            Selected(
+                entry.id,
+                entry.original,
+                memory.title,
+                memory.type,
+                memory.tags,
+                entry.deleted_at,
+                entry=entry,
+            )
+        )
+    return rows
+
+
+def describe(row: Selected, params: BulkParams) -> str | None:
+    """What the action does to `row`, or None when it would change nothing."""
+    action = params.action
     if action == "delete":
         return "move to trash"
     if action == "restore":
-        return f"restore to {row['path']}"
+        return f"restore to {row.path}"
     if action == "verify":
         return "re-anchor to the current code"
     if action == "set_type":
-        return None if row["type"] == params.type else f"type {row['type']} → {params.type}"
+        return None if row.type == params.type else f"type {row.type} → {params.type}"
     if action == "set_tier":
-        if row.get("visibility") == "private":
+        if row.visibility == "private" or row.storage == params.tier:
             return None
-        return None if row["storage"] == params.tier else f"tier {row['storage']} → {params.tier}"
-    tags = retagged(row["tags"], params)
-    if tags == row["tags"]:
+        return f"tier {row.storage} → {params.tier}"
+    tags = retagged(row.tags, params)
+    if tags == row.tags:
         return None
-    added = [t for t in tags if t not in row["tags"]]
-    removed = [t for t in row["tags"] if t not in tags]
+    added = [t for t in tags if t not in row.tags]
+    removed = [t for t in row.tags if t not in tags]
     return ", ".join([*(f"+{t}" for t in added), *(f"−{t}" for t in removed)])
 
 
 def retagged(tags: list[str], params: BulkParams) -> list[str]:
+    """`tags` without the removed ones (any case), then the added ones not there yet."""
     drop = {t.lower() for t in params.remove_tags}
     out = [t for t in tags if t.lower() not in drop]
     have = {t.lower() for t in out}
@@ -117,35 +175,34 @@ def retagged(tags: list[str], params: BulkParams) -> list[str]:
     return out
 
 
-def digest(action: str, params: BulkParams, rows: list[dict]) -> str:
+def digest(params: BulkParams, rows: list[Selected]) -> str:
     """A short fingerprint of the action and exactly which memories (and versions) it covers."""
     data = json.dumps(
-        [action, params.__dict__, sorted((r["path"], r.get("version", "")) for r in rows)], sort_keys=True
+        [
+            params.action,
+            [params.add_tags, params.remove_tags, params.type, params.tier],
+            sorted((r.path, r.version) for r in rows),
+        ],
+        sort_keys=True,
     )
     return hashlib.sha256(data.encode()).hexdigest()[:16]
 
 
 def run_bulk(
-    action: str,
-    rows: list[dict],
-    params: BulkParams,
-    *,
-    apply: bool,
-    confirm: str | None,
-    act: Callable[[dict], None],
+    memories: Memories, params: BulkParams, rows: list[Selected], *, apply: bool, confirm: str | None
 ) -> BulkResult:
-    """Preview or apply `action` over `rows`; `act(row)` performs it on one memory.
+    """Preview or apply the action over `rows` through `memories`.
 
-    Applying needs ``confirm`` equal to the preview's digest.
+    Applying needs ``confirm`` equal to the preview's digest. One memory that
+    fails does not stop the others; each failure is reported.
     """
-    params.check(action)
+    params.check()
     if len(rows) > MAX_BULK:
         raise UsageError(f"{len(rows)} memories selected; narrow the filter to at most {MAX_BULK}")
-    described = [(row, describe(action, row, params)) for row in rows]
-    planned = [(row, change) for row, change in described if change is not None]
-    fingerprint = digest(action, params, [row for row, _ in planned])
-    items = [BulkItem(row["id"], row["path"], row["title"], change) for row, change in planned]
-    result = BulkResult(action, False, len(items), fingerprint, items)
+    planned = [(row, change) for row in rows if (change := describe(row, params)) is not None]
+    fingerprint = digest(params, [row for row, _ in planned])
+    items = [BulkItem(row.id, row.path, row.title, change) for row, change in planned]
+    result = BulkResult(params.action, False, len(items), fingerprint, items)
     if not apply:
         return result
     if confirm != fingerprint:
@@ -153,38 +210,30 @@ def run_bulk(
             "the selection changed since the preview (memories were added, edited or removed); "
             "preview again and confirm what you see"
         )
+    act = _action(memories, params)
     for row, _ in planned:
         try:
             act(row)
-        except Exception as err:  # one failure must not stop the rest; each is reported
-            from lore.errors import as_lore_error
-
+        except Exception as err:
             known = as_lore_error(err)
             if known is None:
                 raise
-            result.errors.append({"path": row["path"], "error": str(known)})
+            result.errors.append({"path": row.path, "error": str(known)})
     result.applied = True
     return result
 
 
-def move_storage(root: Path, rel: str, target_dir: Path) -> str:
-    """Move a memory file into `target_dir` (same name, ``-2``… on a clash; never overwrites).
-
-    Hard link then unlink: the file exists under one name or both, never none.
-    """
-    source = root / rel
-    target_dir.mkdir(parents=True, exist_ok=True)
-    stem, n = source.stem, 1
-    target = target_dir / source.name
-    while True:
-        try:
-            os.link(source, target)
-            break
-        except FileExistsError:
-            n += 1
-            target = target_dir / f"{stem}-{n}.md"
-    os.unlink(source)
-    return target.relative_to(root).as_posix()
+def _action(memories: Memories, params: BulkParams) -> Callable[[Selected], Any]:
+    """What applying the action does to one selected memory."""
+    actions: dict[str, Callable[[Selected], Any]] = {
+        "delete": lambda row: memories.remove(row.path),
+        "restore": lambda row: memories.restore(row.entry or row.id),
+        "retag": lambda row: memories.update(row.path, tags=retagged(row.tags, params)),
+        "set_type": lambda row: memories.update(row.path, type=params.type),
+        "set_tier": lambda row: memories.set_storage(row.path, str(params.tier)),
+        "verify": lambda row: memories.verify(row.path),
+    }
+    return actions[params.action]
 
 
 @dataclass
@@ -204,7 +253,7 @@ def file_log(root: Path, rel: str, limit: int = 20) -> list[FileCommit]:
 
     if gitrepo.repo_root(root) is None:
         return []
-    result = gitrepo._git(
+    result = gitrepo.run_git(
         root, "log", f"-n{int(limit)}", "--follow", "--format=%H%x00%aI%x00%an%x00%s", "--", rel, check=False
     )
     if result.returncode != 0:
@@ -215,36 +264,3 @@ def file_log(root: Path, rel: str, limit: int = 20) -> list[FileCommit]:
         if len(parts) == 4:
             out.append(FileCommit(*parts))
     return out
-
-
-@dataclass
-class MemoryDetail(Record):
-    """Everything the memory page shows: the parsed memory, its file's version
-    (``sha256``, for conflict-checked saves), code anchors, staleness,
-    attention and access statistics."""
-
-    id: str
-    path: str
-    title: str
-    type: str
-    sector: str
-    tags: list[str]
-    applies_to: str
-    occurred_at: str
-    updated_at: str | None
-    agent: str | None
-    task: str | None
-    visibility: str
-    storage: str
-    confidence: float
-    files: list[str]
-    frontmatter: dict
-    body: str
-    sha256: str
-    anchors: list[dict]
-    stale: list[str] | None
-    attention: float
-    tier: str
-    access_count: int
-    last_accessed: str | None
-    evidence: dict

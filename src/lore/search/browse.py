@@ -1,125 +1,233 @@
-"""Browsing memories: one filtered, sorted page of the listing, and its total.
+"""Browsing memories: one filtered, sorted page with its total, and one memory in full.
 
-The web UI's table and the HTTP API's list read memories this way. The
-filters are :class:`~lore.search.filters.MemoryFilter`'s (the same as
-search, list and recall, privacy included) plus what a person curating
-needs: visibility, stale only, a sort column, an offset. Counting and
-paging happen in SQL, so a page costs the same on 10 or 10,000 memories.
-
-The two queries below read ``memories``/``files``/``anchors`` directly (as
-:mod:`lore.index.anchors` does); they belong behind the storage interface
-when it exists.
+The web UI's table, the HTTP API's list and `lore list` read memories this
+way. Filters are the storage layer's :class:`~lore.storage.MemoryFilter`
+(built by :func:`lore.search.filters.memory_filter`, privacy included);
+counting and paging happen in the store (:meth:`~lore.storage.Store.memory_page`),
+so a page costs about the same on 10 or 10,000 memories. An attention tier
+(hot, warm, cold) depends on access statistics and staleness, so it is
+applied here, after scoring every match once.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from lore.errors import UsageError
-from lore.index.store import SQLiteIndex
 from lore.records import Record
-from lore.search.filters import MemoryFilter
+from lore.search.attention import tier as tier_of
+from lore.storage import MEMORY_SORTS, MemoryFilter, MemoryRecord
+
+if TYPE_CHECKING:
+    from lore.memory.repository import Memories
+    from lore.search.engine import Searcher
 
 MAX_PAGE = 200
-# Sortable columns (name → SQL); ties are broken by row id so pages are stable.
-SORTS = {
-    "occurred_at": "m.occurred_at",
-    "title": "m.title COLLATE NOCASE",
-    "type": "m.type",
-    "agent": "coalesce(m.agent, '')",
-    "path": "f.path",
-    "confidence": "m.confidence",
-}
-VISIBILITIES = ("shared", "private")
-_STALE = "m.id IN (SELECT memory_id FROM anchors WHERE stale_reason IS NOT NULL)"
+SORTS = MEMORY_SORTS
 
 
 @dataclass
-class BrowseQuery:
-    """Which page of which memories, in what order."""
+class MemoryRow(Record):
+    """A memory as `lore list --json` prints it."""
 
-    filter: MemoryFilter
-    visibility: str | None = None
-    stale: bool | None = None
-    sort: str = "occurred_at"
-    descending: bool = True
-    offset: int = 0
-    limit: int = 50
+    id: str
+    path: str
+    title: str
+    type: str
+    sector: str
+    tags: list[str]
+    applies_to: str
+    agent: str | None
+    task_id: str | None
+    occurred_at: str
+    visibility: str
+    storage: str
+    summary: str
 
-    def __post_init__(self):
-        if self.sort not in SORTS:
-            raise UsageError(f"cannot sort by '{self.sort}'; use one of: {', '.join(SORTS)}")
-        if self.visibility not in (None, *VISIBILITIES):
-            raise UsageError(f"unknown visibility '{self.visibility}'; use shared or private")
-        if self.offset < 0 or not 1 <= self.limit <= MAX_PAGE:
-            raise UsageError(f"offset must be ≥ 0 and limit 1-{MAX_PAGE}")
+    @classmethod
+    def of(cls, r: MemoryRecord, **more: Any) -> Any:
+        """The row of `r` (`more`: a subclass's extra fields)."""
+        return cls(
+            r.id,
+            r.path,
+            r.title,
+            r.type,
+            r.sector,
+            list(r.tags),
+            r.applies_to,
+            r.agent,
+            r.task,
+            r.occurred_at,
+            r.visibility,
+            r.storage,
+            r.summary,
+            **more,
+        )
 
-    def where(self) -> tuple[str, tuple]:
-        where, params = self.filter.sql()
-        clauses = [where] if where else []
-        if self.visibility:
-            clauses.append("m.visibility = ?")
-            params += (self.visibility,)
-        if self.stale is not None:
-            clauses.append(_STALE if self.stale else f"NOT {_STALE}")
-        return " AND ".join(clauses), params
+
+@dataclass
+class BrowseItem(MemoryRow):
+    """A row of the curation table: the list row plus staleness (reasons or
+    None), attention score and tier."""
+
+    stale: list[str] | None = None
+    attention: float = 0.0
+    tier: str = "cold"
 
 
 @dataclass
 class BrowsePage(Record):
-    """One page of the listing: ``items`` are :func:`memory_row` dicts plus
-    ``stale`` (reasons or null), ``attention`` and ``tier``."""
+    """One page of the listing and the number of memories that match in all."""
 
     total: int
     offset: int
     limit: int
     sort: str
     order: str
-    items: list[dict] = field(default_factory=list)
+    items: list[BrowseItem] = field(default_factory=list)
 
 
-def count(index: SQLiteIndex, query: BrowseQuery) -> int:
-    where, params = query.where()
-    sql = "SELECT count(*) FROM memories m"  # every memory row has its file row (foreign key)
-    return index.db.execute(f"{sql} WHERE {where}" if where else sql, params).fetchone()[0]
+@dataclass
+class MemoryDetail(Record):
+    """Everything the memory page shows: the parsed memory, its file's version
+    (``sha256``, for conflict-checked saves), code anchors, staleness,
+    attention and access statistics."""
+
+    id: str
+    path: str
+    title: str
+    type: str
+    sector: str
+    tags: list[str]
+    applies_to: str
+    occurred_at: str
+    updated_at: str | None
+    agent: str | None
+    task: str | None
+    visibility: str
+    storage: str
+    confidence: float
+    files: list[str]
+    frontmatter: dict[str, Any]
+    body: str
+    sha256: str
+    anchors: list[dict[str, Any]]
+    stale: list[str] | None
+    attention: float
+    tier: str
+    access_count: int
+    last_accessed: str | None
+    evidence: dict[str, int]
 
 
-def page(index: SQLiteIndex, query: BrowseQuery, *, everything: bool = False) -> list:
-    """The query's rows (all of them with ``everything``: tiers are filtered after scoring).
+class Browser:
+    """Pages of memories, and single memories in full, as one agent sees them."""
 
-    The page is chosen over narrow rows first (ids in sort order, through the
-    column's index where there is one) and only its rows are read whole, so a
-    deep offset costs an index walk, not a sort of every memory's text.
-    """
-    where, params = query.where()
-    join = " JOIN files f ON f.id = m.file_id" if query.sort == "path" else ""
-    direction = "DESC" if query.descending else "ASC"
-    order = f"{SORTS[query.sort]} {direction}, m.file_id {direction}"
-    chosen = f"SELECT m.file_id FROM memories m{join} {'WHERE ' + where if where else ''} ORDER BY {order}"
-    if not everything:
-        chosen += f" LIMIT {int(query.limit)} OFFSET {int(query.offset)}"
-    sql = (
-        "SELECT m.*, f.path FROM memories m JOIN files f ON f.id = m.file_id "
-        f"WHERE m.file_id IN ({chosen}) ORDER BY {order}"
-    )
-    return index.db.execute(sql, params).fetchall()
+    def __init__(self, memories: Memories, searcher: Searcher):
+        self.memories = memories
+        self.searcher = searcher
+        self.store = memories.store
+
+    def page(
+        self,
+        flt: MemoryFilter,
+        tier: str | None = None,
+        *,
+        sort: str = "occurred_at",
+        descending: bool = True,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> BrowsePage:
+        """One page of the memories `flt` (and the attention `tier`, if given) select."""
+        if sort not in SORTS:
+            raise UsageError(f"cannot sort by '{sort}'; use one of: {', '.join(SORTS)}")
+        if offset < 0 or not 1 <= limit <= MAX_PAGE:
+            raise UsageError(f"offset must be ≥ 0 and limit 1-{MAX_PAGE}")
+        access = self.store.access_stats()
+        if tier:
+            matching, scores, stale = self._in_tier(flt, tier, sort, descending, access)
+            total, records = len(matching), matching[offset : offset + limit]
+        else:
+            total, records = self.store.memory_page(
+                flt, sort=sort, descending=descending, offset=offset, limit=limit
+            )
+            stale = self.store.stale_reasons([r.id for r in records])
+            scores = self.searcher.attention_of(records, access, stale)
+        items = [
+            BrowseItem.of(
+                r, stale=stale.get(r.id), attention=round(scores[r.id], 4), tier=tier_of(scores[r.id])
+            )
+            for r in records
+        ]
+        return BrowsePage(total, offset, limit, sort, "desc" if descending else "asc", items)
+
+    def select(
+        self, flt: MemoryFilter, tier: str | None = None, *, sort: str = "path", descending: bool = False
+    ) -> list[MemoryRecord]:
+        """Every memory the filter (and tier) selects (a bulk action's selection)."""
+        if tier:
+            return self._in_tier(flt, tier, sort, descending, self.store.access_stats())[0]
+        return self.store.memory_page(flt, sort=sort, descending=descending)[1]
+
+    def tiers(self, ids: Sequence[str]) -> dict[str, str]:
+        """The attention tier of each visible memory among `ids` (scored together)."""
+        records = self.store.memories(self.memories.filter(ids=list(ids)))
+        return {mid: tier_of(score) for mid, score in self.searcher.attention_of(records).items()}
+
+    def _in_tier(
+        self, flt: MemoryFilter, tier: str, sort: str, descending: bool, access: dict[str, tuple[int, str]]
+    ) -> tuple[list[MemoryRecord], dict[str, float], dict[str, list[str]]]:
+        """The matches whose attention falls in `tier`, scored once (with the
+        access and staleness maps read once for all of them)."""
+        _, records = self.store.memory_page(flt, sort=sort, descending=descending)
+        stale = self.store.stale_reasons()
+        scores = self.searcher.attention_of(records, access, stale)
+        return [r for r in records if tier_of(scores[r.id]) == tier], scores, stale
+
+    def detail(self, key: str) -> MemoryDetail:
+        """One visible memory in full (reading it here is not counted as an access)."""
+        from lore.index.anchors import anchors_of
+
+        rel = self.memories.resolve(key)
+        memory = self.memories.load(rel)
+        records = self.store.memories(self.memories.filter(paths=[rel]), limit=1)
+        stale = self.store.stale_reasons([memory.id]).get(memory.id)
+        access = self.store.access_stats()
+        count, last = access.get(memory.id, (0, None))
+        scores = self.searcher.attention_of(records, access, {memory.id: stale} if stale else {})
+        score = scores.get(memory.id, 0.0)
+        anchors = anchors_of(self.store, memory.id)
+        return MemoryDetail(
+            memory.id,
+            rel,
+            memory.title,
+            memory.type,
+            memory.sector or "",
+            list(memory.tags),
+            memory.applies_to,
+            memory.occurred_at,
+            memory.updated_at,
+            memory.agent,
+            memory.task,
+            memory.visibility,
+            memory.storage,
+            memory.confidence,
+            list(memory.files),
+            memory.frontmatter(),
+            memory.body,
+            self.memories.version(rel),
+            anchors,
+            stale,
+            round(score, 4),
+            tier_of(score),
+            count,
+            last,
+            {"anchors": len(anchors), "files": len(memory.files)},
+        )
 
 
-def memory_row(r) -> dict:
-    """A memory index row as `lore list --json` prints it."""
-    return {
-        "id": r["id"],
-        "path": r["path"],
-        "title": r["title"],
-        "type": r["type"],
-        "sector": r["sector"],
-        "tags": json.loads(r["tags"]),
-        "appliesTo": r["applies_to"],
-        "agent": r["agent"],
-        "taskId": r["task"],
-        "occurredAt": r["occurred_at"],
-        "visibility": r["visibility"],
-        "storage": r["storage"],
-        "summary": r["summary"],
-    }
+def rows(records: Sequence[MemoryRecord]) -> list[dict[str, Any]]:
+    """Records as `lore list --json` prints them."""
+    return [MemoryRow.of(r).to_dict() for r in records]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from lore.interfaces.cli.common import agent_of, identity_options, project_of
+
 
 @click.command()
 @click.option(
@@ -16,25 +18,27 @@ import click
     help="Shared secret: bearer token for the API and MCP, login for the browser (or LORE_TOKEN).",
 )
 @click.option(
-    "--agent", envvar="LORE_AGENT", help="The agent this server acts as (sees its private memories)."
-)
-@click.option(
     "--allow-host",
     "allowed_hosts",
     multiple=True,
     help="Another host name clients use to reach the server (repeatable).",
 )
+@identity_options
 @click.pass_context
-def serve(ctx, host, port, token, agent, allowed_hosts):
-    """Serve the web UI, the JSON API (/docs) and MCP (/mcp) for this project."""
+def serve(ctx, host, port, token, allowed_hosts, project_path=None, agent_name=None):
+    """Serve the web UI, the JSON API (/docs) and MCP (/mcp) for this project.
+
+    The server acts as one agent for its whole life (--agent or LORE_AGENT):
+    no request can change who it is.
+    """
     from lore.interfaces.web.app import serve as run
 
     run(
-        ctx.obj.get("project"),
+        project_of(ctx, project_path),
         host=host,
         port=port,
         token=token,
-        agent=agent,
+        agent=agent_of(ctx, agent_name),
         allowed_hosts=list(allowed_hosts),
     )
 

@@ -30,7 +30,7 @@ class Endpoint:
     """One API operation.
 
     Args:
-        view: ``view(lore, **arguments)`` → a core result (JSON via ``to_data``).
+        view: ``view(lore, **arguments)`` → a core result (JSON: its records' ``to_dict()``).
         params: query, path (named ``{x}`` in `path`) and body parameters.
         page: path of the HTML twin rendering `template` with the same view.
         stream: a handler of its own (server-sent events) instead of a view.
@@ -185,13 +185,11 @@ def browse(lore, *, order: str = "desc", **args):
 
 
 def search(lore, *, q: str, **args):
-    return lore.search(q, viewer=lore.agent or "", **args)  # "" = no agent: shared memories only
+    return lore.search(q, **args)
 
 
 def code(lore, *, q: str, full: bool = False, **args):
-    from lore.interfaces.web.render import to_data
-
-    return [to_data(hit, full=full) for hit in lore.code_search(q, **args)]
+    return [hit.to_dict(full=full) for hit in lore.code_search(q, **args)]
 
 
 def update_index(lore, *, files=(), deleted_files=(), project_id=None, full=False, rebuild=False):
@@ -223,7 +221,7 @@ def preview(lore, *, body: str):
 
 
 def trash_list(lore):
-    return lore.trashed()
+    return lore.trash_entries()
 
 
 def purge(lore, *, days=None):
@@ -275,7 +273,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "DELETE",
         "/api/memories/{key}",
         "Soft delete: move to the trash.",
-        lambda lore, key: lore.trash_memory(key),
+        lambda lore, key: lore.remove(key),
         (KEY,),
     ),
     Endpoint(
@@ -289,7 +287,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "POST",
         "/api/memories/{key}/verify",
         "Mark checked: re-anchor to the current code (clears stale).",
-        lambda lore, key: lore.verify(lore.visible(key)),
+        lambda lore, key: lore.verify(key),
         (KEY,),
     ),
     Endpoint(
@@ -314,7 +312,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "POST",
         "/api/trash/{trash_id}/restore",
         "Restore a trashed memory.",
-        lambda lore, trash_id: {"restored": lore.restore_trashed(trash_id)},
+        lambda lore, trash_id: {"restored": lore.restore(trash_id)},
         (TRASH_KEY,),
         tag="trash",
     ),
@@ -322,7 +320,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "DELETE",
         "/api/trash/{trash_id}",
         "Purge one trash entry now.",
-        lambda lore, trash_id: {"purged": [lore.purge_trashed(trash_id)]},
+        lambda lore, trash_id: {"purged": [lore.purge(trash_id)]},
         (TRASH_KEY,),
         tag="trash",
     ),

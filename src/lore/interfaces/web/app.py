@@ -28,7 +28,8 @@ from lore.interfaces.web.inputs import (
     read_body,
     too_large_message,
 )
-from lore.interfaces.web.render import as_error, error_body, error_headers, json_response, to_data
+from lore.interfaces.web.render import as_error, error_body, error_headers, json_response
+from lore.records import to_dict
 
 SECURITY_HEADERS = [
     (b"x-content-type-options", b"nosniff"),
@@ -219,7 +220,7 @@ async def api_call(backend: Backend, ep: api.Endpoint, request):
         args = await arguments(request, ep)
         check_api_csrf(request, ep)
         result = await backend.call(ep.view, **args)
-        return json_response(to_data(result), ep.status)
+        return json_response(to_dict(result), ep.status)
     except Exception as err:
         return error_response(err)
 
@@ -314,8 +315,9 @@ def serve(
     app = build_app(project, agent=agent, token=token, host=host, allowed_hosts=allowed_hosts)
     app.tools.warm()
     shown = f"[{host}]" if ":" in host else host
+    acting = f"agent {app.tools.lore.agent}" if app.tools.lore.agent else "no agent (shared memories only)"
     print(
-        f"lore serve: {app.tools.lore.project.root} at http://{shown}:{port}/ "
+        f"lore serve: {app.tools.lore.project.root} at http://{shown}:{port}/ as {acting} "
         f"(API docs /docs, MCP /mcp{', token required' if token else ''})",
         file=sys.stderr,
         flush=True,

@@ -209,7 +209,7 @@ async def delete_memory(backend, guard, request):
     key = request.path_params["key"]
     try:
         await form_pairs(request, guard)
-        entry = await backend.call(lambda lore: lore.trash_memory(key))
+        entry = await backend.call(lambda lore: lore.remove(key))
         return redirect("/memories?" + urlencode({"trashed": entry.id, "trashed_title": entry.original}))
     except Exception as err:
         return error_page(request, guard, err, title="Not deleted")
@@ -219,7 +219,7 @@ async def restore_trashed(backend, guard, request):
     trash_id = request.path_params["trash_id"]
     try:
         await form_pairs(request, guard)
-        await backend.call(lambda lore: lore.restore_trashed(trash_id))
+        await backend.call(lambda lore: lore.restore(trash_id))
         return redirect(f"/memories/{trash_id}?restored=1")
     except Exception as err:
         return error_page(request, guard, err, title="Not restored")
@@ -229,7 +229,7 @@ async def purge_trashed(backend, guard, request):
     trash_id = request.path_params["trash_id"]
     try:
         await form_pairs(request, guard)
-        await backend.call(lambda lore: lore.purge_trashed(trash_id))
+        await backend.call(lambda lore: lore.purge(trash_id))
         return redirect("/trash?purged=1")
     except Exception as err:
         return error_page(request, guard, err, title="Not purged")

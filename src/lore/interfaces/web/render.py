@@ -1,5 +1,6 @@
-"""Turning results into responses: JSON (the CLI's shapes), HTML (Jinja
-templates), errors (one shape for every failure), Markdown (escaped).
+"""Turning results into responses: JSON (every record's ``to_dict()``, the
+CLI's ``--json`` shapes), HTML (Jinja templates), errors (one shape for every
+failure), Markdown (escaped).
 """
 
 from __future__ import annotations
@@ -15,23 +16,6 @@ from lore.errors import LoreError, ValidationError, as_lore_error
 HERE = Path(__file__).parent
 # Core field names → the names the HTTP API uses for the same input.
 FIELD_NAMES = {"subject": "title", "keywords": "tags", "body": "body"}
-
-
-def to_data(value: Any, **options) -> Any:
-    """The JSON form of a core result, exactly as the CLI's --json prints it.
-
-    Records are converting from camelCase ``to_json()`` to snake_case
-    ``to_dict()``; this prefers ``to_dict()``, so the switch is here only.
-    """
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    if hasattr(value, "to_json"):
-        return value.to_json(**options)
-    if isinstance(value, dict):
-        return {str(k): to_data(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_data(v, **options) for v in value]
-    return value
 
 
 def dumps(data: Any) -> bytes:
