@@ -45,8 +45,12 @@ def test_memory_page_sorts_pages_and_counts(root):
         every = store.memory_page(MemoryFilter(), sort="path", descending=False)[1]
         assert [r.path for r in every] == sorted(r.path for r in every) and len(every) == 5
         assert store.memory_page(MemoryFilter(types=["lesson"]), limit=5) == (0, [])
+        stamps = store.memory_stamps(MemoryFilter(), sort="title", descending=False)
+        assert [(s.id, s.path) for s in stamps] == [(r.id, r.path) for r in first + rest]
         with pytest.raises(ValueError):
             store.memory_page(MemoryFilter(), sort="colour")
+        with pytest.raises(ValueError):
+            store.memory_stamps(MemoryFilter(), sort="colour")
 
 
 def test_visibility_and_stale_filters(root):

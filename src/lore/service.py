@@ -246,7 +246,7 @@ class Lore:
         flt, tier = memory_filter(filters, viewer=self.memories.viewer)
         self.sync()
         if tier:
-            records = self.browser.select(flt, tier, sort="occurred_at", descending=True)[:limit]
+            records = self.browser.select(flt, tier, sort="occurred_at", descending=True, limit=limit)
         else:
             records = self.store.memories(flt, limit=limit)
         return browse.rows(records)

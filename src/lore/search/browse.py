@@ -12,7 +12,7 @@ applied here, after scoring every match once.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from lore.errors import UsageError
@@ -147,8 +147,8 @@ class Browser:
             raise UsageError(f"offset must be ≥ 0 and limit 1-{MAX_PAGE}")
         access = self.store.access_stats()
         if tier:
-            matching, scores, stale = self._in_tier(flt, tier, sort, descending, access)
-            total, records = len(matching), matching[offset : offset + limit]
+            paths, scores, stale = self._in_tier(flt, tier, sort, descending, access)
+            total, records = len(paths), self._records(flt, paths[offset : offset + limit])
         else:
             total, records = self.store.memory_page(
                 flt, sort=sort, descending=descending, offset=offset, limit=limit
@@ -164,27 +164,43 @@ class Browser:
         return BrowsePage(total, offset, limit, sort, "desc" if descending else "asc", items)
 
     def select(
-        self, flt: MemoryFilter, tier: str | None = None, *, sort: str = "path", descending: bool = False
+        self,
+        flt: MemoryFilter,
+        tier: str | None = None,
+        *,
+        sort: str = "path",
+        descending: bool = False,
+        limit: int | None = None,
     ) -> list[MemoryRecord]:
-        """Every memory the filter (and tier) selects (a bulk action's selection)."""
+        """The memories the filter (and tier) selects, the first `limit` (default all:
+        a bulk action's selection)."""
         if tier:
-            return self._in_tier(flt, tier, sort, descending, self.store.access_stats())[0]
-        return self.store.memory_page(flt, sort=sort, descending=descending)[1]
+            paths = self._in_tier(flt, tier, sort, descending, self.store.access_stats())[0]
+            return self._records(flt, paths[:limit])
+        return self.store.memory_page(flt, sort=sort, descending=descending, limit=limit)[1]
 
     def tiers(self, ids: Sequence[str]) -> dict[str, str]:
         """The attention tier of each visible memory among `ids` (scored together)."""
-        records = self.store.memories(self.memories.filter(ids=list(ids)))
-        return {mid: tier_of(score) for mid, score in self.searcher.attention_of(records).items()}
+        stamps = self.store.memory_stamps(replace(self.memories.filter(), ids=list(ids)))
+        return {mid: tier_of(score) for mid, score in self.searcher.attention_of(stamps).items()}
 
     def _in_tier(
         self, flt: MemoryFilter, tier: str, sort: str, descending: bool, access: dict[str, tuple[int, str]]
-    ) -> tuple[list[MemoryRecord], dict[str, float], dict[str, list[str]]]:
-        """The matches whose attention falls in `tier`, scored once (with the
-        access and staleness maps read once for all of them)."""
-        _, records = self.store.memory_page(flt, sort=sort, descending=descending)
+    ) -> tuple[list[str], dict[str, float], dict[str, list[str]]]:
+        """The paths of the matches whose attention falls in `tier`, in order. Every
+        match is scored from its stamp (no text read), the access and staleness maps
+        read once for all of them."""
+        stamps = self.store.memory_stamps(flt, sort=sort, descending=descending)
         stale = self.store.stale_reasons()
-        scores = self.searcher.attention_of(records, access, stale)
-        return [r for r in records if tier_of(scores[r.id]) == tier], scores, stale
+        scores = self.searcher.attention_of(stamps, access, stale)
+        return [s.path for s in stamps if tier_of(scores[s.id]) == tier], scores, stale
+
+    def _records(self, flt: MemoryFilter, paths: list[str]) -> list[MemoryRecord]:
+        """The records at `paths` (still passing `flt`), in that order."""
+        if not paths:
+            return []
+        found = {r.path: r for r in self.store.memories(replace(flt, paths=paths))}
+        return [found[p] for p in paths if p in found]
 
     def detail(self, key: str) -> MemoryDetail:
         """One visible memory in full (reading it here is not counted as an access)."""

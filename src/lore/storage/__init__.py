@@ -18,6 +18,7 @@ from lore.storage.base import (
     IndexCounts,
     MemoryFilter,
     MemoryRecord,
+    MemoryStamp,
     SourceCounts,
     Store,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "IndexCounts",
     "MemoryFilter",
     "MemoryRecord",
+    "MemoryStamp",
     "SourceCounts",
     "Store",
     "open_store",

@@ -89,6 +89,16 @@ class MemoryRecord:
     owner: str | None = None  # the agent key that may see it; None: everyone
 
 
+@dataclass(frozen=True)
+class MemoryStamp:
+    """What attention needs of a memory, without its text: for scoring thousands at once."""
+
+    id: str
+    path: str
+    occurred_at: str
+    confidence: float
+
+
 @dataclass
 class CommitRecord:
     """One commit as past work.
@@ -327,6 +337,16 @@ class Store(Protocol):
         match from `offset` on. A page must cost about the same at any offset
         and on any number of memories (count, then read only the page's rows).
         Raises ValueError for an unknown `sort`.
+        """
+        ...
+
+    def memory_stamps(
+        self, flt: MemoryFilter, *, sort: str = "occurred_at", descending: bool = True
+    ) -> list[MemoryStamp]:
+        """Id, path, time and confidence of every memory that passes `flt`, in
+        :meth:`memory_page`'s order: enough to score all matches (an attention
+        tier) before reading whole records for one page of them. Raises
+        ValueError for an unknown `sort`.
         """
         ...
 

@@ -28,6 +28,7 @@ from lore.storage.base import (
     IndexCounts,
     MemoryFilter,
     MemoryRecord,
+    MemoryStamp,
     SourceCounts,
     batched,
     embedding_text,
@@ -336,12 +337,9 @@ class SQLiteStore:
         offset: int = 0,
         limit: int | None = None,
     ) -> tuple[int, list[MemoryRecord]]:
-        if sort not in _PAGE_SORTS:
-            raise ValueError(f"cannot sort memories by {sort!r}")
         where, params = _memory_where(flt)
         cond = f"WHERE {where}" if where else ""
-        direction = "DESC" if descending else "ASC"
-        order = f"{_PAGE_SORTS[sort]} {direction}, m.file_id {direction}"
+        order = _page_order(sort, descending)
         select = f"SELECT {_MEMORY_COLUMNS} FROM memories m JOIN files f ON f.id = m.file_id"
         if limit is None:
             records = [_memory(row) for row in self.db.execute(f"{select} {cond} ORDER BY {order}", params)]
@@ -360,6 +358,17 @@ class SQLiteStore:
             f"{select} WHERE m.file_id IN ({chosen}) ORDER BY {order}", (*params, int(limit), int(offset))
         )
         return total, [_memory(row) for row in rows]
+
+    def memory_stamps(
+        self, flt: MemoryFilter, *, sort: str = "occurred_at", descending: bool = True
+    ) -> list[MemoryStamp]:
+        where, params = _memory_where(flt)
+        rows = self.db.execute(
+            "SELECT m.id, f.path, m.occurred_at, m.confidence FROM memories m JOIN files f ON f.id = m.file_id "
+            f"{'WHERE ' + where if where else ''} ORDER BY {_page_order(sort, descending)}",
+            params,
+        )
+        return [MemoryStamp(*row) for row in rows]
 
     def memory_paths(self, key: str) -> list[str]:
         """Paths of memories whose id is `key`, or starts with it, or whose file stem starts with it."""
@@ -776,6 +785,14 @@ def _memory_where(flt: MemoryFilter | None) -> tuple[str, list[Any]]:
         else:
             clauses.append("m.owner IS NULL")
     return " AND ".join(clauses), params
+
+
+def _page_order(sort: str, descending: bool) -> str:
+    """ORDER BY for a page of memories: the sort column, then insertion order."""
+    if sort not in _PAGE_SORTS:
+        raise ValueError(f"cannot sort memories by {sort!r}")
+    direction = "DESC" if descending else "ASC"
+    return f"{_PAGE_SORTS[sort]} {direction}, m.file_id {direction}"
 
 
 def _chunk_where(kind: str, flt: ChunkFilter) -> tuple[str, list[Any]]:
