@@ -96,7 +96,7 @@ def test_vtable_damage_found_on_open_and_repaired_by_index_force(cli):
     else:
         pytest.skip("no page breaks the FTS table in this index")
     proc = cli("recall", "alpha greeting")
-    assert "rebuilt" in proc.stderr and "Traceback" not in proc.stderr
+    assert "rebuilding" in proc.stderr and "Traceback" not in proc.stderr
     healthy(cli)
     # `lore index --force` checks the whole file and repairs what a query would not notice.
     damage(index, 2 * 4096)
@@ -121,7 +121,7 @@ def test_truncated_missing_wal_and_foreign_database(cli):
     other.commit()
     other.close()
     proc = cli("search", "greek")
-    assert "rebuilt" in proc.stderr
+    assert "rebuilding" in proc.stderr
     healthy(cli)
 
 
@@ -130,7 +130,7 @@ def test_store_rebuilds_once_per_process_then_reports(tmp_path):
     store.close()
     damage(tmp_path / "index.db", 0, 100)  # the header itself
     again = SQLiteStore(tmp_path / "index.db")
-    assert any("rebuilt" in n for n in again.notices)
+    assert any("rebuilding" in n for n in again.notices)
     assert again.counts().memories == 0 and set(FTS_TABLES)
     again.close()
 

@@ -63,10 +63,12 @@ class LoreTools:
                 pass
 
 
-def build_server(project: str | None = None, *, agent: str | None = None):
+def build_server(project: str | None = None, *, agent: str | None = None, tools: LoreTools | None = None):
+    """The MCP server and its :class:`LoreTools`; pass `tools` to share an open
+    Lore and its lock with another interface (`lore serve`)."""
     from mcp.server.mcpserver import MCPServer
 
-    tools = LoreTools(project, agent)
+    tools = tools or LoreTools(project, agent)
     lore = tools.lore
     server = MCPServer(
         "lore",

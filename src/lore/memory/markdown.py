@@ -120,18 +120,35 @@ def write_new(directory: Path, name: str, text: str) -> Path:
     """
     directory.mkdir(parents=True, exist_ok=True)
     tmp = _write_temp(directory, text)
-    stem = name[:-3] if name.endswith(".md") else name
     try:
-        for attempt in range(1, 1000):
-            candidate = directory / (name if attempt == 1 else f"{stem}-{attempt}.md")
-            try:
-                os.link(tmp, candidate)
-                return candidate
-            except FileExistsError:
-                continue
-        raise OSError(f"no free file name for {name} in {directory}")
+        return _link_free(Path(tmp), directory, name)
     finally:
         os.unlink(tmp)
+
+
+def move_new(source: Path, directory: Path, name: str | None = None) -> Path:
+    """Move a file into `directory` (as `name`, default its own), never
+    overwriting: a taken name gets ``-2``, ``-3``, ... Returns the new path.
+
+    Hard link, then unlink: the file exists under one name or both, never none.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    target = _link_free(source, directory, name or source.name)
+    os.unlink(source)
+    return target
+
+
+def _link_free(source: Path, directory: Path, name: str) -> Path:
+    """Hard-link `source` as `name` in `directory`, or as the first free ``stem-N.md``."""
+    stem = name[:-3] if name.endswith(".md") else name
+    for attempt in range(1, 1000):
+        candidate = directory / (name if attempt == 1 else f"{stem}-{attempt}.md")
+        try:
+            os.link(source, candidate)
+            return candidate
+        except FileExistsError:
+            continue
+    raise OSError(f"no free file name for {name} in {directory}")
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -8,6 +8,7 @@ default, `.lore/index.db`) or ``"postgres"`` with ``[index] database_url``
 from __future__ import annotations
 
 from lore.storage.base import (
+    MEMORY_SORTS,
     AnchorRecord,
     ChunkFilter,
     ChunkInput,
@@ -17,10 +18,13 @@ from lore.storage.base import (
     IndexCounts,
     MemoryFilter,
     MemoryRecord,
+    MemoryStamp,
+    SourceCounts,
     Store,
 )
 
 __all__ = [
+    "MEMORY_SORTS",
     "AnchorRecord",
     "ChunkFilter",
     "ChunkInput",
@@ -30,6 +34,8 @@ __all__ = [
     "IndexCounts",
     "MemoryFilter",
     "MemoryRecord",
+    "MemoryStamp",
+    "SourceCounts",
     "Store",
     "open_store",
 ]

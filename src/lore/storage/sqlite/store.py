@@ -29,6 +29,8 @@ from lore.storage.base import (
     IndexCounts,
     MemoryFilter,
     MemoryRecord,
+    MemoryStamp,
+    SourceCounts,
     batched,
     embedding_text,
     filter_is_empty,
@@ -55,6 +57,16 @@ _CHUNK_COLUMNS = (
     "c.keywords, c.text, f.role"
 )
 _ORDERS = {"recent": "m.occurred_at DESC", "path": "f.path", "oldest": "m.occurred_at"}
+# Store.memory_page's sort keys (storage.base.MEMORY_SORTS) as SQL.
+_PAGE_SORTS = {
+    "occurred_at": "m.occurred_at",
+    "title": "m.title COLLATE NOCASE",
+    "type": "m.type",
+    "agent": "coalesce(m.agent, '')",
+    "path": "f.path",
+    "confidence": "m.confidence",
+}
+_STALE = "m.id IN (SELECT memory_id FROM anchors WHERE stale_reason IS NOT NULL)"
 _GROUP_COLUMNS = ("type", "sector", "visibility", "storage", "agent")
 _MAX_IN = 900  # SQLite's host-parameter limit is 999 on old builds
 
@@ -127,7 +139,7 @@ class SQLiteStore:
                 f"index {self.path} {why}, and its folder is read-only so it can't be "
                 "rebuilt; make .lore/ writable, then run `lore index`"
             )
-        self.notices.append(f"index {self.path.name} {why}; rebuilt it from the files")
+        self.notices.append(f"index {self.path.name} {why}; rebuilding it from the files")
         for suffix in ("", "-wal", "-shm"):
             try:
                 os.unlink(f"{self.path}{suffix}")
@@ -263,6 +275,39 @@ class SQLiteStore:
             commits=one("SELECT count(*) FROM commits"),
         )
 
+    def source_counts(self, model: str | None, memories: MemoryFilter | None = None) -> list[SourceCounts]:
+        found: dict[str, SourceCounts] = {}
+        for kind, files, failed, last in self.db.execute(
+            "SELECT kind, count(*), sum(error IS NOT NULL), max(indexed_at) FROM files GROUP BY kind"
+        ):
+            found[kind] = SourceCounts(kind, files, failed or 0, last_indexed_at=last)
+        for kind, chunks, embedded in self.db.execute(
+            "SELECT c.kind, count(*), sum(e.text_hash IS NOT NULL) FROM chunks c "
+            "LEFT JOIN embeddings e ON e.model = ? AND e.text_hash = c.text_hash GROUP BY c.kind",
+            (model or "",),
+        ):
+            entry = found.setdefault(kind, SourceCounts(kind))
+            entry.chunks, entry.embedded_chunks = chunks, embedded or 0
+        if memories is not None:
+            found["memory"] = self._memory_source(model, memories)
+        return list(found.values())
+
+    def _memory_source(self, model: str | None, flt: MemoryFilter) -> SourceCounts:
+        """The memory source as the filter's viewer sees it (parsed memories only)."""
+        where, params = _memory_where(flt)
+        cond = f"WHERE {where}" if where else ""
+        files, last = self.db.execute(
+            f"SELECT count(*), max(f.indexed_at) FROM memories m JOIN files f ON f.id = m.file_id {cond}",
+            params,
+        ).fetchone()
+        chunks, embedded = self.db.execute(
+            "SELECT count(*), sum(e.text_hash IS NOT NULL) FROM chunks c "
+            "JOIN memories m ON m.file_id = c.file_id JOIN files f ON f.id = c.file_id "
+            f"LEFT JOIN embeddings e ON e.model = ? AND e.text_hash = c.text_hash {cond}",
+            (model or "", *params),
+        ).fetchone()
+        return SourceCounts("memory", files, 0, chunks, embedded or 0, last)
+
     def group_counts(self, column: str) -> dict[str, int]:
         if column not in _GROUP_COLUMNS:
             raise ValueError(f"cannot group memories by {column!r}")
@@ -375,6 +420,48 @@ class SQLiteStore:
         if limit:
             sql += f" LIMIT {int(limit)}"
         return [_memory(row) for row in self.db.execute(sql, params)]
+
+    def memory_page(
+        self,
+        flt: MemoryFilter,
+        *,
+        sort: str = "occurred_at",
+        descending: bool = True,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> tuple[int, list[MemoryRecord]]:
+        where, params = _memory_where(flt)
+        cond = f"WHERE {where}" if where else ""
+        order = _page_order(sort, descending)
+        select = f"SELECT {_MEMORY_COLUMNS} FROM memories m JOIN files f ON f.id = m.file_id"
+        if limit is None:
+            records = [_memory(row) for row in self.db.execute(f"{select} {cond} ORDER BY {order}", params)]
+            return len(records), records[offset:]
+        # Files are joined only when the sort or the filter needs them, so the
+        # count and the page's choice can walk an index of `memories` alone.
+        join = " JOIN files f ON f.id = m.file_id" if sort == "path" or flt.paths is not None else ""
+        total = int(self.db.execute(f"SELECT count(*) FROM memories m{join} {cond}", params).fetchone()[0])
+        if not total or offset >= total:
+            return total, []
+        # The page is chosen over narrow rows first (ids in sort order, through
+        # the column's index where there is one); only its rows are read whole,
+        # so a deep offset costs an index walk, not a sort of every memory.
+        chosen = f"SELECT m.file_id FROM memories m{join} {cond} ORDER BY {order} LIMIT ? OFFSET ?"
+        rows = self.db.execute(
+            f"{select} WHERE m.file_id IN ({chosen}) ORDER BY {order}", (*params, int(limit), int(offset))
+        )
+        return total, [_memory(row) for row in rows]
+
+    def memory_stamps(
+        self, flt: MemoryFilter, *, sort: str = "occurred_at", descending: bool = True
+    ) -> list[MemoryStamp]:
+        where, params = _memory_where(flt)
+        rows = self.db.execute(
+            "SELECT m.id, f.path, m.occurred_at, m.confidence FROM memories m JOIN files f ON f.id = m.file_id "
+            f"{'WHERE ' + where if where else ''} ORDER BY {_page_order(sort, descending)}",
+            params,
+        )
+        return [MemoryStamp(*row) for row in rows]
 
     def memory_paths(self, key: str) -> list[str]:
         """Paths of memories whose id is `key`, or starts with it, or whose file stem starts with it."""
@@ -754,6 +841,9 @@ for _name in (
     "prune_commits",
     "remap_commit_paths",
     "commits_touching",
+    "memory_page",
+    "memory_stamps",
+    "source_counts",
     "paths_changed",
     "replace_anchors",
     "anchors",
@@ -843,6 +933,11 @@ def _memory_where(flt: MemoryFilter | None) -> tuple[str, list[Any]]:
         among("m.id", flt.ids)
     if flt.paths is not None:
         among("f.path", flt.paths)
+    if flt.visibility is not None:
+        clauses.append("m.visibility = ?")
+        params.append(flt.visibility)
+    if flt.stale is not None:
+        clauses.append(_STALE if flt.stale else f"NOT {_STALE}")
     if not flt.include_private:
         if flt.viewer:
             clauses.append("(m.owner IS NULL OR m.owner = ?)")
@@ -850,6 +945,14 @@ def _memory_where(flt: MemoryFilter | None) -> tuple[str, list[Any]]:
         else:
             clauses.append("m.owner IS NULL")
     return " AND ".join(clauses), params
+
+
+def _page_order(sort: str, descending: bool) -> str:
+    """ORDER BY for a page of memories: the sort column, then insertion order."""
+    if sort not in _PAGE_SORTS:
+        raise ValueError(f"cannot sort memories by {sort!r}")
+    direction = "DESC" if descending else "ASC"
+    return f"{_PAGE_SORTS[sort]} {direction}, m.file_id {direction}"
 
 
 def _chunk_where(kind: str, flt: ChunkFilter) -> tuple[str, list[Any]]:
