@@ -105,11 +105,12 @@ class Guard:
                 f"binding to {host or 'all addresses'} exposes your project; set a token with --token "
                 "or LORE_TOKEN (or bind to 127.0.0.1)"
             )
-        if token is not None and len(token) < 16:
+        if token is not None and len(token) < 16 and not is_loopback(host):
             from lore.errors import UsageError
 
             raise UsageError(
-                "the token is too short; use at least 16 random characters (e.g. `openssl rand -hex 16`)"
+                "the token is too short for a server off loopback; use at least 16 random characters "
+                "(e.g. `openssl rand -hex 16`)"
             )
         hosts = set(LOOPBACK_NAMES) | {h.lower().strip("[]") for h in extra_hosts}
         if is_wildcard(host) and token:
