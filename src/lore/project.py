@@ -8,6 +8,7 @@
       local/        git-ignored: local/<agent>/ private memories,
                     local/session/ session-tier memories, local/trash/
       index.db      git-ignored: derived index, rebuilt from the files
+      sessions/     git-ignored: recorded agent sessions (lore.sessions)
 """
 
 from __future__ import annotations
@@ -49,8 +50,9 @@ history_commits = 200000
 provider = "local"
 
 [search]
-# rrf (reciprocal rank fusion) or weighted (0.7 vector / 0.3 keyword)
-fusion = "rrf"
+# adaptive (keyword weight follows how clearly keywords pick a winner), rrf
+# (reciprocal rank fusion) or weighted (0.7 vector / 0.3 keyword)
+fusion = "adaptive"
 
 [recall]
 budget = 2000
@@ -58,11 +60,12 @@ half_life_days = 90
 """
 
 GITIGNORE = """\
-# Derived index (rebuilt from the Markdown files) and local-only memories.
+# Derived index (rebuilt from the Markdown files), local-only memories, recorded sessions.
 index.db
 index.db-wal
 index.db-shm
 local/
+sessions/
 """
 
 
@@ -88,6 +91,11 @@ class Project:
     @property
     def session_dir(self) -> Path:
         return self.local_dir / "session"
+
+    @property
+    def sessions_dir(self) -> Path:
+        """Recorded agent sessions (``lore.sessions``), one folder each."""
+        return self.lore_dir / "sessions"
 
     @property
     def trash_dir(self) -> Path:
@@ -131,7 +139,7 @@ class Project:
         for name, text in (("config.toml", config), (".gitignore", GITIGNORE)):
             target = lore / name
             if not target.exists():
-                from lore.memory.markdown import write_atomic
+                from lore.atomic import write_atomic
 
                 write_atomic(target, text)
                 created.append(str(target.relative_to(root)))

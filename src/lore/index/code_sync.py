@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lore.index.roles import file_role
 from lore.records import Record, internal
 from lore.storage import ChunkInput, Store
 
@@ -116,8 +117,11 @@ def sync_code(
                     gone.remove(renamed_from)
                     result.files_renamed += 1
                     result.renamed_paths.append((renamed_from, rel))
-                chunks = code_chunks(rel, raw.decode("utf-8", errors="replace"))
-                file_id = store.put_file(rel, KIND, sha, st.st_mtime_ns, st.st_size)
+                text = raw.decode("utf-8", errors="replace")
+                chunks = code_chunks(rel, text)
+                file_id = store.put_file(
+                    rel, KIND, sha, st.st_mtime_ns, st.st_size, role=file_role(rel, text[:2000])
+                )
                 store.put_chunks(file_id, KIND, chunks)
                 if not renamed_from:
                     result.files_processed += 1
@@ -135,21 +139,25 @@ def sync_code(
 
 
 def code_chunks(rel: str, text: str) -> list[ChunkInput]:
+    """The file's chunks as stored: secret-shaped values masked before they
+    reach the index, its full-text tables, snippets or an embedding provider."""
     from lore.index.chunker import chunk_file
+    from lore.secrets import mask_code
 
     path_words = " ".join(p for p in re.split(r"[/._-]+", rel) if p)
     rows = []
     for chunk in chunk_file(rel, text):
+        masked, _count = mask_code(chunk.text)
         rows.append(
             ChunkInput(
-                text=chunk.text,
+                text=masked,
                 start_line=chunk.start_line,
                 end_line=chunk.end_line,
                 section=chunk.kind,
                 symbol=chunk.symbol,
                 language=chunk.language,
                 title=chunk.symbol or "",
-                keywords=f"{path_words} {identifier_parts(chunk.text)}",
+                keywords=f"{path_words} {identifier_parts(masked)}",
             )
         )
     return rows

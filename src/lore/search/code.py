@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lore.records import Record, internal
 from lore.search import hybrid
 from lore.search.text import snippet
 from lore.storage import ChunkFilter, Store
+
+TestFinder = Callable[[str], list[str]]
 
 
 @dataclass
@@ -23,10 +26,16 @@ class CodeHit(Record):
     similarity: float
     source: str
     role: str | None = None
+    # Files-only results: the file's tests and how many similar past commits touched it.
+    tests: list[str] = internal(default_factory=list)
+    commits: int = internal(default=0)
+    is_file: bool = internal(default=False)
     chunk_text: str = internal(default="")
 
     def to_dict(self, *, full: bool = False) -> dict:
         data = super().to_dict()
+        if self.is_file:
+            data.update(tests=list(self.tests), commits=self.commits)
         if full:
             data["chunk_text"] = self.chunk_text
         return data
@@ -53,69 +62,50 @@ def search_code(
     flt: ChunkFilter,
     *,
     limit: int,
-    files_only: bool = False,
     mode: str = "hybrid",
-    fusion: str = "rrf",
+    fusion: str = "adaptive",
 ) -> list[CodeHit]:
-    """Code chunks (or, with `files_only`, files by their best chunks) matching `query`."""
-    if not files_only:
-        found = hybrid.search(store, "code", query, limit=limit, flt=flt, mode=mode, fusion_mode=fusion)
-        return [_code_hit(s, query) for s in found]
-    ranked = rank_files(store, query, flt, limit=limit, mode=mode, fusion=fusion)
-    return [_code_hit(best, query, score) for best, score in ranked]
+    """Code chunks matching `query`, best first."""
+    found = hybrid.search(store, "code", query, limit=limit, flt=flt, mode=mode, fusion_mode=fusion)
+    return [_code_hit(s, query) for s in found]
 
 
-def rank_files(
+def search_files(
     store: Store,
     query: hybrid.Query,
+    commits: list[hybrid.Scored],
     flt: ChunkFilter,
     *,
     limit: int,
     mode: str = "hybrid",
-    fusion: str = "rrf",
-) -> list[tuple[hybrid.Scored, float]]:
-    """Files by their chunks: (best chunk, file score), best first.
+    fusion: str = "adaptive",
+    tests: TestFinder | None = None,
+) -> list[CodeHit]:
+    """Files likely to matter for `query` (:mod:`lore.search.files`), each as its best chunk."""
+    from lore.search.files import likely_files
 
-    A file with several good chunks is stronger evidence than one lucky
-    chunk, so a file scores its best chunk plus half the next three (tuned on
-    gitlog-flask: R@10 .833 with the best chunk alone, .880 with this).
-    """
-    pool = max(300, limit * 30)
-    while True:
-        chunks = hybrid.search(store, "code", query, limit=pool, flt=flt, mode=mode, fusion_mode=fusion)
-        per_file: dict[str, list[hybrid.Scored]] = {}
-        for hit in chunks:
-            per_file.setdefault(hit.chunk.path, []).append(hit)
-        if len(per_file) >= limit or len(chunks) < pool or pool >= hybrid.MAX_POOL:
-            break
-        pool *= 4
-    scored = [(hits[0], file_score([h.score for h in hits])) for hits in per_file.values()]
-    scored.sort(key=lambda item: -item[1])
-    return scored[:limit]
+    matches = likely_files(store, query, commits, flt, limit=limit, mode=mode, fusion=fusion)
+    out = []
+    for m in matches:
+        if m.best is not None:
+            hit = _code_hit(m.best, query, m.score)
+        else:
+            hit = CodeHit(m.path, None, None, 1, 1, "", m.score, "history", m.role)
+        hit.commits, hit.is_file = m.commits, True
+        if tests is not None and (m.role or "source") == "source":
+            hit.tests = tests(m.path)
+        out.append(hit)
+    return out
 
 
-def file_score(scores: list[float]) -> float:
-    best = sorted(scores, reverse=True)
-    return min(1.0, best[0] + 0.5 * sum(best[1:4]))
-
-
-def search_history(
-    store: Store,
-    query: hybrid.Query,
-    *,
-    limit: int,
-    flt: ChunkFilter | None = None,
-    mode: str = "hybrid",
-    fusion: str = "rrf",
-) -> list[CommitHit]:
-    """Past commits matching `query`, best first, with their files as named at HEAD."""
-    found = hybrid.search(store, "commit", query, limit=limit, flt=flt, mode=mode, fusion_mode=fusion)
+def commit_hits(found: list[hybrid.Scored]) -> list[CommitHit]:
+    """Commit search results as past work, with their files as named at HEAD."""
     out = []
     for s in found:
         commit = s.chunk.commit
         assert commit is not None
         heads = commit.head_files or list(commit.files)
-        now = [p for p in heads if p]
+        now = list(dict.fromkeys(p for p in heads if p))
         gone = [old for old, new in zip(commit.files, heads) if not new]
         out.append(
             CommitHit(
@@ -145,5 +135,5 @@ def _code_hit(hit: hybrid.Scored, query: hybrid.Query, score: float | None = Non
         round(hit.score if score is None else score, 4),
         hit.source,
         chunk.role,
-        chunk.text,
+        chunk_text=chunk.text,
     )

@@ -14,14 +14,13 @@ from typing import TYPE_CHECKING, Any
 from lore.errors import UsageError
 from lore.search import hybrid
 from lore.search.attention import STALE_FACTOR, attention
-from lore.storage import ChunkFilter, MemoryFilter, MemoryRecord, Store
+from lore.search.fusion import DEFAULT_FUSION
+from lore.storage import ChunkFilter, MemoryFilter, MemoryRecord, MemoryStamp, Store
 
 if TYPE_CHECKING:
     from lore.embed.runtime import EmbeddingRuntime
     from lore.search.code import CodeHit, CommitHit
     from lore.search.memories import MemoryHit
-
-DEFAULT_FUSION = "rrf"
 
 
 class Searcher:
@@ -31,6 +30,8 @@ class Searcher:
         self.store = store
         self.embedding = embedding
         self.settings = settings
+        self._tests: tuple[int, Any] | None = None
+        self._recent: dict[tuple, list[hybrid.Scored]] = {}
 
     @property
     def fusion(self) -> str:
@@ -98,12 +99,26 @@ class Searcher:
         files_only: bool = False,
         mode: str | None = None,
         fusion: str | None = None,
+        history: bool = True,
+        period: ChunkFilter | None = None,
     ) -> list[CodeHit]:
-        from lore.search.code import search_code
+        """Code chunks, or with `files_only` the likely files (code, past commits
+        and roles; `period` limits the commits taken as evidence)."""
+        from lore.search.code import search_code, search_files
 
         query, run = self.query(text, "code", mode)
-        return search_code(
-            self.store, query, flt, limit=limit, files_only=files_only, mode=run, fusion=fusion or self.fusion
+        if not files_only:
+            return search_code(self.store, query, flt, limit=limit, mode=run, fusion=fusion or self.fusion)
+        commits = self._commits(text, mode, fusion, period) if history else []
+        return search_files(
+            self.store,
+            query,
+            commits,
+            flt,
+            limit=limit,
+            mode=run,
+            fusion=fusion or self.fusion,
+            tests=self.tests_of,
         )
 
     def history(
@@ -115,22 +130,56 @@ class Searcher:
         mode: str | None = None,
         fusion: str | None = None,
     ) -> list[CommitHit]:
-        from lore.search.code import search_history
+        """Past commits matching `text`, best first, with their files as named today."""
+        from lore.search.code import commit_hits
 
-        query, run = self.query(text, "commit", mode)
-        return search_history(self.store, query, limit=limit, flt=flt, mode=run, fusion=fusion or self.fusion)
+        return commit_hits(self._commits(text, mode, fusion, flt)[:limit])
+
+    def _commits(
+        self, text: str, mode: str | None, fusion: str | None, flt: ChunkFilter | None = None
+    ) -> list[hybrid.Scored]:
+        """The past commits most similar to `text` (remembered briefly: recall asks
+        for them twice, once as evidence for files and once as related work)."""
+        from lore.search.files import HISTORY_COMMITS
+
+        period = (flt.since, flt.until) if flt is not None else (None, None)
+        key = (text, mode, fusion, period, self.store.vectors_version())
+        if key not in self._recent:
+            query, run = self.query(text, "commit", mode)
+            if len(self._recent) >= 8:
+                self._recent.pop(next(iter(self._recent)))
+            self._recent[key] = hybrid.search(
+                self.store,
+                "commit",
+                query,
+                limit=HISTORY_COMMITS,
+                mode=run,
+                flt=flt,
+                fusion_mode=fusion or self.fusion,
+            )
+        return self._recent[key]
+
+    def tests_of(self, path: str) -> list[str]:
+        """The test files that belong to a source file (cached until code changes)."""
+        from lore.index.roles import SourceTestIndex
+
+        version = self.store.vectors_version()
+        if self._tests is None or self._tests[0] != version:
+            self._tests = (version, SourceTestIndex(self.store.paths("code")))
+        return self._tests[1].tests_for(path)[:3]
 
     # -- attention (001) ------------------------------------------------------------------
 
     def attention_of(
         self,
-        records: Sequence[MemoryRecord],
+        records: Sequence[MemoryRecord | MemoryStamp],
         access: dict[str, tuple[int, str]] | None = None,
         stale: dict[str, list[str]] | None = None,
     ) -> dict[str, float]:
         """Query-free attention of memories, for tiers."""
         access = self.store.access_stats() if access is None else access
         stale = self.store.stale_reasons() if stale is None else stale
+        half_life = self.half_life
         out = {}
         for record in records:
             count, last = access.get(record.id, (0, None))  # type: ignore[assignment]
@@ -141,6 +190,6 @@ class Searcher:
                 access_count=count,
                 confidence=record.confidence,
                 stale=record.id in stale,
-                half_life_days=self.half_life,
+                half_life_days=half_life,
             )
         return out

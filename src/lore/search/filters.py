@@ -6,11 +6,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from lore.errors import UsageError, ValidationError
-from lore.memory.model import MEMORY_TYPES, parse_time
+from lore.memory.model import MEMORY_TYPES
 from lore.storage import ChunkFilter, MemoryFilter
 
 STORAGE_TIERS = ("durable", "session", "daily", "archive")
 ATTENTION_TIERS = ("hot", "warm", "cold")
+VISIBILITIES = ("shared", "private")
 MAX_LIMIT = 50
 _MEMORY_KEYS = {
     "types",
@@ -24,6 +25,8 @@ _MEMORY_KEYS = {
     "since",
     "until",
     "include_archived",
+    "visibility",
+    "stale",
     "include_global",
 }
 
@@ -45,6 +48,12 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> tuple[Memor
     for kind in types:
         if kind not in MEMORY_TYPES:
             raise UsageError(f"unknown type '{kind}'; use one of: {', '.join(MEMORY_TYPES)}")
+    visibility = given.get("visibility")
+    if visibility is not None and visibility not in VISIBILITIES:
+        raise UsageError(f"unknown visibility '{visibility}'; use shared or private (the acting agent's own)")
+    stale = given.get("stale")
+    if stale is not None and not isinstance(stale, bool):
+        raise UsageError("stale must be true (only stale memories) or false (only fresh ones)")
     tier = given.get("tier")
     if tier and tier not in STORAGE_TIERS + ATTENTION_TIERS:
         raise UsageError(f"unknown tier '{tier}'; use hot, warm, cold, durable, daily, session or archive")
@@ -59,6 +68,8 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> tuple[Memor
         since=_when(given.get("since"), "since"),
         until=_when(given.get("until"), "until", end=True),
         viewer=viewer,
+        visibility=visibility,
+        stale=stale,
         # 003: other projects' global memories (a shared database) unless asked not to.
         include_global=filters.get("include_global") is not False,
     )
@@ -110,13 +121,9 @@ def _when(value: str | None, name: str, *, end: bool = False) -> str | None:
     """An ISO time from a date, a time or a phrase ("last week", "2 months ago")."""
     if not value:
         return None
+    from lore.search.timephrase import parse_when
+
     try:
-        from lore.search.timephrase import parse_when
-    except ImportError:  # pragma: no cover - phrases arrive with the time-phrase module
-        parse_when = None
-    try:
-        if parse_when is not None:
-            return str(parse_when(value, end=end))
-        return parse_time(value, field_name=name)
+        return str(parse_when(value, end=end))
     except ValidationError as err:
         raise UsageError(f"--{name}: {err.reason}") from None

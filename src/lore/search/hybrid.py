@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lore.search import fusion
-from lore.search.text import coverage, exact_tokens, exactness, lexical_terms, terms
+from lore.search.text import exact_tokens, exactness, lexical_terms, match_features, terms
 from lore.storage import ChunkRecord, Store
 from lore.storage.base import AnyFilter
 
@@ -70,7 +70,7 @@ class Scored:
     source: str  # bm25 | vector | hybrid
     lexical: float = 0.0
     similarity: float = 0.0
-    exact: int = 0  # 2 exact identifier/phrase, 1 every term, 0 neither
+    exact: int = 0  # 2 exact identifier/phrase, 1 every term, 0 neither; -1 not read yet
 
 
 def lexical_relevance(score: float, n_terms: int, covered: float) -> float:
@@ -98,7 +98,7 @@ def search(
     limit: int,
     flt: AnyFilter | None = None,
     mode: str = "hybrid",
-    fusion_mode: str = "rrf",
+    fusion_mode: str = "adaptive",
     key: Callable[[ChunkRecord], Hashable] | None = None,
     floor: float = RELEVANCE_FLOOR,
 ) -> list[Scored]:
@@ -133,18 +133,11 @@ def _lexical(store: Store, kind: str, query: Query, flt: AnyFilter | None, pool:
     words = lexical_terms(query.terms)
     out = []
     for chunk, raw in store.lexical_search(kind, words, flt, pool):
-        fields = (chunk.text, chunk.title, chunk.keywords, chunk.path)
-        covered = coverage(query.terms, *fields)
-        relevance = lexical_relevance(raw, len(query.terms), covered)
-        out.append(
-            Scored(
-                chunk,
-                relevance,
-                "bm25",
-                lexical=relevance,
-                exact=exactness(query.terms, query.exact, *fields),
-            )
+        covered, exact = match_features(
+            query.terms, query.exact, chunk.text, chunk.title, chunk.keywords, chunk.path
         )
+        relevance = lexical_relevance(raw, len(query.terms), covered)
+        out.append(Scored(chunk, relevance, "bm25", lexical=relevance, exact=exact))
     out.sort(key=lambda s: -s.score)
     return out
 
@@ -157,17 +150,8 @@ def _vector(store: Store, kind: str, query: Query, flt: AnyFilter | None, pool: 
     out = []
     for chunk_id, cosine in nearest:
         chunk = by_id.get(chunk_id)
-        if chunk is not None:
-            fields = (chunk.text, chunk.title, chunk.keywords, chunk.path)
-            out.append(
-                Scored(
-                    chunk,
-                    similarity_relevance(cosine),
-                    "vector",
-                    similarity=cosine,
-                    exact=exactness(query.terms, query.exact, *fields),
-                )
-            )
+        if chunk is not None:  # exactness is read later, only where it can matter
+            out.append(Scored(chunk, similarity_relevance(cosine), "vector", similarity=cosine, exact=-1))
     return out
 
 
@@ -198,7 +182,7 @@ def _fuse(
             hit.similarity = vec[group].similarity
         hit.score, hit.source = score, source
         out.append(hit)
-    return exact_first(out)
+    return exact_first(out, query)
 
 
 def _best_per_group(hits: list[Scored], key: Callable[[ChunkRecord], Hashable]) -> dict[Hashable, Scored]:
@@ -208,14 +192,20 @@ def _best_per_group(hits: list[Scored], key: Callable[[ChunkRecord], Hashable]) 
     return best
 
 
-def exact_first(ranked: list[Scored]) -> list[Scored]:
+def exact_first(ranked: list[Scored], query: Query) -> list[Scored]:
     """Move vector-only hits that lack the query's terms below the last hit that
     matches it exactly (an identifier or the phrase) or holds every query
     term; the rest keeps its order."""
-    last = max((i for i, hit in enumerate(ranked) if hit.exact), default=-1)
+    last = max((i for i, hit in enumerate(ranked) if hit.exact > 0), default=-1)
     if last < 0:
         return ranked
     head = ranked[: last + 1]
+    for hit in head:
+        if hit.exact < 0:
+            chunk = hit.chunk
+            hit.exact = exactness(
+                query.terms, query.exact, chunk.text, chunk.title, chunk.keywords, chunk.path
+            )
     weak = [h for h in head if h.source == "vector" and not h.exact]
     if not weak:
         return ranked

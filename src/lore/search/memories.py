@@ -42,7 +42,7 @@ def search(
     limit: int,
     *,
     mode: str = "hybrid",
-    fusion: str = "rrf",
+    fusion: str = "adaptive",
 ) -> list[MemoryHit]:
     """Memories matching `query`, best first (best chunk per memory)."""
     found = hybrid.search(

@@ -76,6 +76,17 @@ def exact_tokens(query: str) -> list[str]:
     return found
 
 
+def match_features(query_terms: list[str], exact: list[str], *texts: str) -> tuple[float, int]:
+    """(:func:`coverage`, :func:`exactness`) of `texts` in one pass."""
+    if not query_terms:
+        return 0.0, 0
+    haystack = " ".join(texts).lower()
+    found = sum(1 for t in query_terms if t[:5] in haystack)
+    if exact and any(token in haystack for token in exact):
+        return found / len(query_terms), 2
+    return found / len(query_terms), int(found == len(query_terms))
+
+
 def exactness(query_terms: list[str], exact: list[str], *texts: str) -> int:
     """2: the text holds an exact identifier or the phrase of the query;
     1: it holds every query term; 0: neither."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from lore.storage.base import (
+    MEMORY_SORTS,
     AnchorRecord,
     ChunkFilter,
     ChunkInput,
@@ -21,10 +22,13 @@ from lore.storage.base import (
     IndexCounts,
     MemoryFilter,
     MemoryRecord,
+    MemoryStamp,
+    SourceCounts,
     Store,
 )
 
 __all__ = [
+    "MEMORY_SORTS",
     "AnchorRecord",
     "ChunkFilter",
     "ChunkInput",
@@ -35,6 +39,8 @@ __all__ = [
     "IndexCounts",
     "MemoryFilter",
     "MemoryRecord",
+    "MemoryStamp",
+    "SourceCounts",
     "Store",
     "resolve_database_url",
     "open_store",
@@ -83,7 +89,11 @@ def open_store(project, *, database_url: str | None = None) -> Store:
     if url is None:
         from lore.storage.sqlite import SQLiteStore
 
-        return SQLiteStore(project.index_path)
+        path, notice = _writable_index(project)
+        store: Store = SQLiteStore(path)
+        if notice:
+            store.notices.insert(0, notice)
+        return store
     from lore.storage.postgres import open_postgres
 
     store = open_postgres(project, url)
@@ -150,3 +160,31 @@ def list_projects(project, database_url: str | None = None) -> list[dict]:
     from lore.storage.postgres import open_postgres
 
     return open_postgres(project, url).projects()
+
+
+def _writable_index(project):  # -> tuple[Path, str | None]
+    """Where the SQLite index can live: `.lore/index.db`, or, when `.lore/` or the
+    index is read-only, a private copy in the temp folder (read-only commands
+    keep working; nothing in `.lore/` is touched)."""
+    import hashlib
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    path = Path(project.index_path)
+    folder_ok = os.access(path.parent, os.W_OK)
+    if folder_ok and (not path.exists() or os.access(path, os.W_OK)):
+        return path, None
+    key = hashlib.sha256(str(project.root).encode()).hexdigest()[:16]
+    spare = Path(tempfile.gettempdir()) / f"lore-{os.getuid()}" / key / "index.db"
+    spare.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.exists() and not spare.exists():
+        try:
+            shutil.copyfile(path, spare)
+            os.chmod(spare, 0o600)
+        except OSError:
+            pass
+    return (
+        spare,
+        f"{path.parent} is read-only: using a temporary index ({spare}); writes to memories will fail",
+    )

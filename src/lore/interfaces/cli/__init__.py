@@ -22,6 +22,8 @@ from lore.interfaces.cli import (
     memory_cmds,
     recall_cmds,
     search_cmds,
+    serve_cmds,
+    session_cmds,
 )
 
 
@@ -51,7 +53,18 @@ def cli(ctx: click.Context, project_path: str | None, agent_name: str | None) ->
     ctx.obj = {"project": project_path, "agent": agent_name}
 
 
-for module in (index_cmds, memory_cmds, search_cmds, code_cmds, recall_cmds, hooks_cmds, agent_cmds, db_cmds):
+for module in (
+    index_cmds,
+    memory_cmds,
+    search_cmds,
+    code_cmds,
+    recall_cmds,
+    hooks_cmds,
+    agent_cmds,
+    session_cmds,
+    serve_cmds,
+    db_cmds,
+):
     for command in module.COMMANDS:
         cli.add_command(command)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from lore.index.roles import ROLES
 from lore.interfaces.cli.common import json_option, with_lore
 from lore.interfaces.cli.output import emit_json, emit_results, table
 
@@ -13,14 +14,38 @@ from lore.interfaces.cli.output import emit_json, emit_results, table
 @click.option("--lang", "languages", multiple=True, help="Language (python, typescript, go…; repeatable).")
 @click.option("--ext", "extensions", multiple=True, help="File extension (ts, py…; repeatable).")
 @click.option("--dir", "directories", multiple=True, help="Directory prefix or glob (repeatable).")
+@click.option(
+    "--role",
+    "roles",
+    multiple=True,
+    type=click.Choice(ROLES),
+    help="Only files of this role (repeatable); default: all, source first.",
+)
 @click.option("--changed-within", "days", type=float, help="Only files changed in the last N days (git).")
-@click.option("--files-only", is_flag=True, help="Rank files (best chunk per file).")
+@click.option("--since", help="Only files changed since (date or phrase: 'last week', '2 months ago').")
+@click.option("--until", help="Only files changed before (date or phrase).")
+@click.option("--files-only", is_flag=True, help="Rank files: code matches, similar past commits, roles.")
 @click.option("--mode", type=click.Choice(["hybrid", "bm25", "vector"]), default=None)
 @click.option("--limit", type=int, default=None, help="At most N results (default 10, max 50).")
 @click.option("--full", is_flag=True, help="Include each chunk's whole text in --json.")
 @json_option
 @with_lore
-def code(lore, query, languages, extensions, directories, days, files_only, mode, limit, full, as_json):
+def code(
+    lore,
+    query,
+    languages,
+    extensions,
+    directories,
+    roles,
+    days,
+    since,
+    until,
+    files_only,
+    mode,
+    limit,
+    full,
+    as_json,
+):
     """Search the codebase by meaning and keywords (003's search_codebase)."""
     hits = lore.code_search(
         " ".join(query),
@@ -28,7 +53,10 @@ def code(lore, query, languages, extensions, directories, days, files_only, mode
         languages=languages,
         extensions=extensions,
         directories=directories,
+        roles=roles,
         changed_within_days=days,
+        since=since,
+        until=until,
         files_only=files_only,
         mode=mode,
     )
@@ -46,13 +74,15 @@ def code(lore, query, languages, extensions, directories, days, files_only, mode
 
 @click.command()
 @click.argument("query", nargs=-1, required=True)
-@click.option("--limit", type=int, default=None)
+@click.option("--limit", type=int, default=None, help="At most N results (default 10, max 50).")
 @click.option("--mode", type=click.Choice(["hybrid", "bm25", "vector"]), default=None)
+@click.option("--since", help="Commits since (date or phrase: 'last week', '2 months ago', 'since March').")
+@click.option("--until", help="Commits before (date or phrase).")
 @json_option
 @with_lore
-def history(lore, query, limit, mode, as_json):
-    """Search past work: the project's commits, with the files they changed."""
-    hits = lore.history(" ".join(query), limit=limit, mode=mode)
+def history(lore, query, limit, mode, since, until, as_json):
+    """Search past work: the project's commits, with the files they changed (as named today)."""
+    hits = lore.history(" ".join(query), limit=limit, mode=mode, since=since, until=until)
 
     def render(out, h):
         out.print(

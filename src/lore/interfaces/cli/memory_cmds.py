@@ -13,7 +13,7 @@ from lore.errors import UsageError
 from lore.interfaces.cli.common import filter_options, json_option, with_lore
 from lore.interfaces.cli.output import emit_json, table, warn
 from lore.memory.model import MEMORY_TYPES
-from lore.memory.secrets import describe
+from lore.secrets import describe
 
 
 def _split(values: tuple[str, ...]) -> list[str]:

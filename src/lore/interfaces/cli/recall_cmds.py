@@ -22,6 +22,8 @@ def recall_options(func):
         click.option("--level", type=click.Choice(LEVELS), default="auto", help="Detail level."),
         click.option("--bracket", type=click.Choice(BRACKETS), help="Context bracket (001): sets the level."),
         click.option("--limit-per-type", type=int, default=5, show_default=True),
+        click.option("--since", help="Only memories and past work since (date or phrase: 'last month')."),
+        click.option("--until", help="Only memories and past work before (date or phrase)."),
         click.option("--no-code", is_flag=True),
         click.option("--no-memories", is_flag=True),
         click.option("--no-related-work", is_flag=True),
@@ -43,6 +45,8 @@ def _recall(
     level,
     bracket,
     limit_per_type,
+    since,
+    until,
     no_code,
     no_memories,
     no_related_work,
@@ -63,6 +67,8 @@ def _recall(
         include_code=not no_code,
         include_memories=not no_memories,
         include_related_work=not no_related_work,
+        since=since,
+        until=until,
     )
     if as_json:
         emit_json(result.to_dict())

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from lore import secrets
 from lore.errors import ValidationError
-from lore.memory import secrets
 from lore.memory.capture.parse import Candidate, from_stdout, from_transcript, repeated_errors
 from lore.memory.model import content_hash
 from lore.memory.repository import Memories

@@ -82,7 +82,7 @@ def from_transcript(path: Path) -> list[Candidate]:
     fallback_session = path.stem
     with open(path, encoding="utf-8", errors="replace") as handle:
         for number, line in enumerate(handle, 1):
-            event = _json_line(line)
+            event = json_line(line)
             if event is None:
                 continue
             found = _assistant_text(event)
@@ -103,7 +103,7 @@ def from_transcript(path: Path) -> list[Candidate]:
             if text:
                 entry["parts"].append(text)
             if entry["time"] is None:
-                entry["time"] = _time_of(event)
+                entry["time"] = time_of(event)
     out = []
     for entry in messages.values():
         body = "\n".join(entry["parts"]).strip()
@@ -117,7 +117,7 @@ def from_transcript(path: Path) -> list[Candidate]:
     return out
 
 
-def _json_line(line: str) -> dict | None:
+def json_line(line: str) -> dict | None:
     line = line.strip()
     if not line:
         return None
@@ -138,9 +138,9 @@ def _assistant_text(event: dict) -> tuple[str, str | None] | None:
         if message.get("model") == "<synthetic>" or event.get("isApiErrorMessage"):
             return None  # Claude Code's own error notices
         message_id = message.get("id") if isinstance(message.get("id"), str) else None
-        return _text_of(message.get("content")), message_id
+        return text_of(message.get("content")), message_id
     if kind == "message" and event.get("role") == "assistant":  # 004 session
-        return _text_of(event.get("content")), None
+        return text_of(event.get("content")), None
     if kind == "response_item":  # Codex rollout
         payload = event.get("payload")
         if (
@@ -148,12 +148,13 @@ def _assistant_text(event: dict) -> tuple[str, str | None] | None:
             and payload.get("type") == "message"
             and payload.get("role") == "assistant"
         ):
-            return _text_of(payload.get("content")), None
+            return text_of(payload.get("content")), None
     return None
 
 
-def _text_of(content) -> str:
-    """The text parts of a message's content (a string, or a list of typed parts)."""
+def text_of(content) -> str:
+    """The text parts of a message's content (a string, or a list of typed parts;
+    Codex writes user text as ``input_text``)."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
@@ -162,13 +163,13 @@ def _text_of(content) -> str:
         part["text"]
         for part in content
         if isinstance(part, dict)
-        and part.get("type") in ("text", "output_text")
+        and part.get("type") in ("text", "output_text", "input_text")
         and isinstance(part.get("text"), str)
     ]
     return "\n".join(texts)
 
 
-def _time_of(event: dict) -> str | None:
+def time_of(event: dict) -> str | None:
     value = event.get("timestamp")
     if value is None:
         return None
@@ -399,7 +400,7 @@ def _tags(value) -> list[str]:
 
 def _is_instructions_example(body: str) -> bool:
     """Whether `body` is the sample block in Lore's own agent instructions."""
-    from lore.integrations.agents import INSTRUCTIONS
+    from lore.memory.capture.instructions import INSTRUCTIONS
 
     sample = _EXAMPLE.search(INSTRUCTIONS)
     if sample is None:
@@ -410,7 +411,7 @@ def _is_instructions_example(body: str) -> bool:
 
 # ---------------------------------------------------------------- repeated errors
 
-_ERROR_LINE = re.compile(
+ERROR_LINE = re.compile(
     r"[A-Z]\w*(?:Error|Exception)\b"  # ValueError, NullPointerException
     r"|\bException\b"
     r"|\b(?:error|Error|ERROR)(?:\[E\d+\])?:"  # error: / Error: / error[E0382]:
@@ -419,7 +420,7 @@ _ERROR_LINE = re.compile(
     r"|^\s*fatal:"
     r"|\bpanicked at\b"
 )
-_TRACEBACK = re.compile(r"^\s*Traceback \(most recent call last\):")
+TRACEBACK = re.compile(r"^\s*Traceback \(most recent call last\):")
 _NORMALISE = (
     (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"), "<time>"),
     (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<time>"),
@@ -454,23 +455,23 @@ def repeated_errors(text_or_lines: str | Iterable[str], threshold: int = 3) -> l
     in_traceback = False
     for raw in lines:
         line = _ANSI.sub("", str(raw)).rstrip()
-        if _TRACEBACK.match(line):
+        if TRACEBACK.match(line):
             in_traceback = True  # the header itself says nothing; its last line does
             continue
         if in_traceback:
             if not line or line[:1].isspace():
                 continue  # the stack frames
             in_traceback = False
-            counts[_normalise(line)] += 1
+            counts[normalise_error(line)] += 1
             continue
-        if _ERROR_LINE.search(line):
-            counts[_normalise(line)] += 1
+        if ERROR_LINE.search(line):
+            counts[normalise_error(line)] += 1
     ranked = [(pattern, n) for pattern, n in counts.items() if pattern and n >= threshold]
     ranked.sort(key=lambda item: -item[1])  # stable: first appearance breaks ties
     return ranked
 
 
-def _normalise(line: str) -> str:
+def normalise_error(line: str) -> str:
     for pattern, replacement in _NORMALISE:
         line = pattern.sub(replacement, line)
     line = line.strip()

@@ -109,16 +109,20 @@ def wants_global(flt: AnyFilter | None) -> bool:
 # -- filters ---------------------------------------------------------------------------------
 
 
-def filter_where(kind: str, flt: AnyFilter | None) -> tuple[str, list[Any]]:
+def filter_where(kind: str, flt: AnyFilter | None, clone_id: int) -> tuple[str, list[Any]]:
+    """The WHERE clause of `flt` for chunks of `kind` (`clone_id`: whose anchors say stale)."""
     if isinstance(flt, MemoryFilter):
-        return memory_where(flt)
+        return memory_where(flt, clone_id)
     if isinstance(flt, ChunkFilter):
         return chunk_where(kind, flt)
     return "", []
 
 
-def memory_where(flt: MemoryFilter | None) -> tuple[str, list[Any]]:
-    """A WHERE clause over `memories m` and `files f` (as the SQLite backend's)."""
+def memory_where(flt: MemoryFilter | None, clone_id: int) -> tuple[str, list[Any]]:
+    """A WHERE clause over `memories m` and `files f` (as the SQLite backend's).
+
+    `clone_id`: the clone whose code anchors decide ``flt.stale`` (anchors
+    are a clone's: they point into its checkout)."""
     if flt is None:
         return "", []
     clauses: list[str] = []
@@ -157,12 +161,21 @@ def memory_where(flt: MemoryFilter | None) -> tuple[str, list[Any]]:
         clauses.append("m.occurred_at >= %s")
         params.append(flt.since)
     if flt.until:
-        clauses.append("m.occurred_at <= %s")
+        clauses.append("m.occurred_at < %s")
         params.append(flt.until)
     if flt.ids is not None:
         among("m.id", flt.ids)
     if flt.paths is not None:
         among("f.path", flt.paths)
+    if flt.visibility is not None:
+        clauses.append("m.visibility = %s")
+        params.append(flt.visibility)
+    if flt.stale is not None:
+        stale = (
+            "m.id IN (SELECT a.memory_id FROM anchors a WHERE a.clone_id = %s AND a.stale_reason IS NOT NULL)"
+        )
+        clauses.append(stale if flt.stale else f"NOT {stale}")
+        params.append(clone_id)
     if not flt.include_private:
         if flt.viewer:
             clauses.append("(m.owner IS NULL OR m.owner = %s)")
@@ -204,7 +217,7 @@ def chunk_where(kind: str, flt: ChunkFilter) -> tuple[str, list[Any]]:
             clauses.append("m.ts >= %s")
             params.append(epoch(flt.since))
         if flt.until:
-            clauses.append("m.ts <= %s")
+            clauses.append("m.ts < %s")
             params.append(epoch(flt.until))
     return " AND ".join(clauses), params
 

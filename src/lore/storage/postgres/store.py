@@ -537,7 +537,7 @@ class PostgresStore:
         self, flt: MemoryFilter | None = None, *, order: str = "recent", limit: int | None = None
     ) -> list[MemoryRecord]:
         glob = sql.wants_global(flt)
-        where, params = sql.memory_where(flt)
+        where, params = sql.memory_where(flt, self.clone_id)
         columns = sql.MEMORY_COLUMNS.format(path=sql.FOREIGN_PATH if glob else "f.path")
         query = (
             f"SELECT {columns} FROM memories m JOIN files f ON f.id = m.file_id "
@@ -621,7 +621,7 @@ class PostgresStore:
         """The chunks with these ids that pass `flt` (order not kept)."""
         if not ids:
             return []
-        where, params = sql.filter_where(kind, flt)
+        where, params = sql.filter_where(kind, flt, self.clone_id)
         rows = self._rows(
             f"SELECT {self._select(kind)} {_from(kind)} WHERE c.id = ANY(%s){' AND ' + where if where else ''}",
             (*self._select_params(kind), list(ids), *params),
@@ -662,7 +662,7 @@ class PostgresStore:
         docs, tokens = self._chunk_stats(kind, glob)
         docs = max(docs, 1)
         avgdl = max(tokens / docs, 1.0)
-        where, params = sql.filter_where(kind, flt)
+        where, params = sql.filter_where(kind, flt, self.clone_id)
         n = len(queries)
         matching, known_df = self._candidate_terms(kind, queries, docs)
         any_term = " | ".join(f"({queries[i]})" for i in matching)
@@ -786,7 +786,7 @@ class PostgresStore:
         distance = (
             "(e.vector <=> %s::vector)" if exact else f"(e.vector::vector({dim}) <=> %s::vector({dim}))"
         )
-        where, params = sql.filter_where(kind, flt)
+        where, params = sql.filter_where(kind, flt, self.clone_id)
         glob = sql.wants_global(flt)
         joins = _joins(kind) if not filter_is_empty(flt) else ""
         query = (

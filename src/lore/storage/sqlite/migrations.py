@@ -145,6 +145,8 @@ MIGRATIONS: list[list[str]] = [
         # Who may see a memory (private or an agent's session memory): one column, one rule.
         "ALTER TABLE memories ADD COLUMN owner TEXT",
         "UPDATE memories SET owner = agent WHERE visibility = 'private'",
+        # Code is chunked again to learn each file's role (vectors are kept: keyed by text).
+        "DELETE FROM files WHERE kind = 'code'",
         # History is read again, whole, with the paths of today.
         "DELETE FROM files WHERE kind = 'commit'",
         "DELETE FROM meta WHERE key = 'history_head'",
