@@ -478,7 +478,7 @@ def test_eight_processes_write_two_projects_nothing_lost_no_duplicates(pg_databa
 def test_at_scale_a_term_in_most_chunks_scores_but_adds_no_candidates(pg_database, tmp_path, monkeypatch):
     """Beyond EXACT_LEXICAL_DOCS chunks, a very common term no longer makes every
     search score most of the index; rows the rarer terms find rank as before."""
-    from lore.storage.postgres import store as pg_store
+    from lore.storage.postgres import search as pg_search
 
     _server, url = pg_database
     project = Project.init(tmp_path / "scale")[0]
@@ -491,8 +491,8 @@ def test_at_scale_a_term_in_most_chunks_scores_but_adds_no_candidates(pg_databas
     sql(url, "ANALYZE lore.chunks")
     exact = store.lexical_search("code", ["handler", "checkout"], None, 10)
     assert len(exact) == 10  # every chunk has "handler": the exact path scores all 60
-    monkeypatch.setattr(pg_store, "EXACT_LEXICAL_DOCS", 0)
-    monkeypatch.setattr(pg_store, "COMMON_TERM_ROWS", 30)
+    monkeypatch.setattr(pg_search, "EXACT_LEXICAL_DOCS", 0)
+    monkeypatch.setattr(pg_search, "COMMON_TERM_ROWS", 30)
     pruned = open_postgres(project, url).lexical_search("code", ["handler", "checkout"], None, 10)
     assert [c.path for c, _ in pruned] == [c.path for c, _ in exact[:6]]  # the six "checkout" chunks
     assert all("checkout" in c.text for c, _ in pruned)

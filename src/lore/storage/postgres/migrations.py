@@ -265,6 +265,12 @@ MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (project_id, memory_id))""",
         *(statement for table in _PRIVATE_TABLES for statement in _rls(table)),
     ],
+    # 2: pages of memories (Store.memory_page, the web UI) walk an index in time
+    # order; the stale filter (MemoryFilter.stale) reads only stale anchors.
+    [
+        'CREATE INDEX memories_page ON memories (project_id, occurred_at COLLATE "C", file_id)',
+        "CREATE INDEX anchors_stale ON anchors (clone_id, memory_id) WHERE stale_reason IS NOT NULL",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

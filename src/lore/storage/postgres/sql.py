@@ -38,6 +38,16 @@ ORDERS = {
     "path": 'f.path COLLATE "C"',
     "oldest": 'm.occurred_at COLLATE "C"',
 }
+# Store.memory_page's sort keys (storage.base.MEMORY_SORTS), compared as SQLite does
+# (bytes; the title without case). Ties: insertion order (file ids only grow).
+PAGE_SORTS = {
+    "occurred_at": 'm.occurred_at COLLATE "C"',
+    "title": 'lower(m.title) COLLATE "C"',
+    "type": 'm.type COLLATE "C"',
+    "agent": "coalesce(m.agent, '') COLLATE \"C\"",
+    "path": 'f.path COLLATE "C"',
+    "confidence": "m.confidence",
+}
 
 # BM25 as SQLite's FTS5 computes it (k1 = 1.2, b = 0.75), with its column weights
 # (title, keywords, text) per kind. ts_rank_cd of a one-term query with weights
@@ -107,6 +117,14 @@ def wants_global(flt: AnyFilter | None) -> bool:
 
 
 # -- filters ---------------------------------------------------------------------------------
+
+
+def page_order(sort: str, descending: bool) -> str:
+    """ORDER BY for a page of memories: the sort column, then insertion order."""
+    if sort not in PAGE_SORTS:
+        raise ValueError(f"cannot sort memories by {sort!r}")
+    direction = "DESC" if descending else "ASC"
+    return f"{PAGE_SORTS[sort]} {direction}, m.file_id {direction}"
 
 
 def filter_where(kind: str, flt: AnyFilter | None, clone_id: int) -> tuple[str, list[Any]]:
@@ -262,3 +280,25 @@ def epoch(when: str) -> int:
         return int(parsed.timestamp())
     except (OverflowError, OSError, ValueError):
         return 0
+
+
+# -- joins -----------------------------------------------------------------------------
+
+
+def chunk_joins(kind: str) -> str:
+    """Joins from ``chunks c`` to ``files f`` (and ``memories m`` / ``commits m`` for those kinds)."""
+    join = "JOIN files f ON f.id = c.file_id"
+    if kind == "memory":
+        return f"{join} JOIN memories m ON m.file_id = c.file_id"
+    if kind == "commit":
+        return f"{join} JOIN commits m ON m.file_id = c.file_id"
+    return join
+
+
+def chunk_from(kind: str) -> str:
+    return f"FROM chunks c {chunk_joins(kind)}"
+
+
+def iso_utc(column: str) -> str:
+    """A timestamptz as SQLite's backend writes times (``2025-01-02T03:04:05Z``)."""
+    return f"to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
