@@ -200,6 +200,50 @@ def test_clones_share_committed_memories_and_sync_three_way(pg_database, tmp_pat
     assert counts and all(n == 1 for _, n in counts)
 
 
+def test_serve_with_database_answers_from_the_shared_index(pg_database, tmp_path, git_env):
+    """`lore serve --database URL` (a team server) reads the shared index: a memory
+    another clone wrote is found through the HTTP API before this clone pulls it."""
+    import json as json_
+    import urllib.parse
+    import urllib.request
+
+    from web_helpers import Server
+
+    _server, url = pg_database
+    env = url_env(url)
+    origin = tmp_path / "origin"
+    one = make_project(origin, url)
+    git(origin, "init", "-q", "-b", "main")
+    git(origin, "add", "-A")
+    git(origin, "commit", "-q", "-m", "start")  # the committed .lore/config.toml names the project
+    git(tmp_path, "clone", "-q", str(origin), "served")
+    one(
+        "add",
+        "--title",
+        "Freeze before holidays",
+        "--body",
+        "No deploys in the last week of December.",
+        env=env,
+    )
+
+    def search(server: Server) -> list[str]:
+        query = urllib.parse.urlencode({"q": "holidays freeze December"})
+        with urllib.request.urlopen(f"{server.url}/api/search?{query}", timeout=30) as response:
+            return [hit["title"] for hit in json_.loads(response.read())]
+
+    served = tmp_path / "served"
+    team = Server(served, "--database", url, env={"LORE_DATABASE_URL": ""})
+    try:
+        assert search(team) == ["Freeze before holidays"]
+    finally:
+        team.stop()
+    alone = Server(served, env={"LORE_DATABASE_URL": ""})  # the clone's own SQLite index: not there
+    try:
+        assert search(alone) == []
+    finally:
+        alone.stop()
+
+
 def test_equal_code_is_embedded_and_stored_once_across_projects(pg_database, tmp_path):
     _server, url = pg_database
     env = url_env(url)
@@ -297,6 +341,34 @@ def test_bm25_scores_equal_sqlite_fts5(pg_database, tmp_path):
         b = [(c.path, round(s, 6)) for c, s in pg.lexical_search("memory", terms, None, 10)]
         assert a == b, terms
     sqlite.close()
+
+
+def test_repair_recounts_drifted_bm25_statistics_and_keeps_the_rows(pg_database, tmp_path):
+    """`lore index --force` on PostgreSQL: BM25 statistics that drifted from the
+    chunks are recounted, so scores are what they were; nothing is dropped."""
+    from lore.memory.sync import sync_memories
+
+    _server, url = pg_database
+    project = Project.init(tmp_path / "repair")[0]
+    with lore.open(project.root) as handle:
+        handle.add(title="Deploys", body="Deploys run on Tuesdays after a green build.", type="convention")
+        handle.add(title="Rollbacks", body="A deploy without a rollback plan waits.", type="convention")
+        handle.add(title="Caching", body="Responses are cached for five minutes.", type="convention")
+    pg = open_postgres(project, url)
+    sync_memories(project, pg)
+
+    def scores() -> list[tuple[str, float]]:
+        return [(c.path, round(s, 6)) for c, s in pg.lexical_search("memory", ["deploy"], None, 10)]
+
+    before, memories = scores(), len(pg.memories())
+    assert len(before) == 2
+    assert pg.repair() is False  # nothing drifted
+    sql(url, "UPDATE lore.chunk_stats SET docs = docs + 1000, tokens = tokens * 7")
+    assert scores() != before
+    assert pg.repair() is True
+    assert scores() == before
+    assert len(pg.memories()) == memories
+    assert pg.repair() is False
 
 
 # -- moving between backends ------------------------------------------------------------------------

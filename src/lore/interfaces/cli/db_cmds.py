@@ -30,15 +30,20 @@ def _project(ctx: click.Context, project_path: str | None, *, required: bool = T
         return None
 
 
-def _open(ctx, project_path, database_url):
-    """The service over the chosen database: a URL given here wins, for this
-    process, as LORE_DATABASE_URL would."""
+def use_database(database_url: str | None) -> None:
+    """A URL given to a command (`--database`) wins, for this process, as
+    LORE_DATABASE_URL would (checked when the store opens)."""
     import os
-
-    from lore.service import Lore
 
     if database_url:
         os.environ["LORE_DATABASE_URL"] = database_url
+
+
+def _open(ctx, project_path, database_url):
+    """The service over the chosen database."""
+    from lore.service import Lore
+
+    use_database(database_url)
     return Lore(_project(ctx, project_path))
 
 
