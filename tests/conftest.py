@@ -141,6 +141,7 @@ def pg_database(database_backend, request):
     close(url)
     database_backend.sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
+
 # Tests never touch the user's real cache (the re-quantised model lives here, shared by test runs).
 os.environ.setdefault("LORE_CACHE_DIR", str(Path(tempfile.gettempdir()) / f"lore-test-cache-{os.getuid()}"))
 # `lore` on PATH, as after `pip install`: agent configs name the command, not a path.
