@@ -65,6 +65,17 @@ def test_add_json_shape_file_name_and_search_result_shape(cli):
     assert hit["tags"] == ["auth", "oauth", "timeout"]
 
 
+def test_add_global_marks_a_committed_memory_and_refuses_a_local_one(cli):
+    """003's is_global from the CLI: written to the frontmatter (shared by a team
+    database, docs/postgres.md); private and session memories cannot be global."""
+    out = add(cli, "Timeout policy", "Every outbound call sets a ten second timeout.", "--global")
+    assert "\nis_global: true\n" in (cli.cwd / out["path"]).read_text()
+    assert cli.json("search", "outbound timeout")[0]["title"] == "Timeout policy"
+    bad = cli("add", "--global", "--session", "--title", "Local", "--body", "Stays here.", ok=False)
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+    assert "only a committed memory can be global" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
 def test_add_reads_body_from_stdin_and_file(cli, tmp_path):
     out = cli.json("add", "--title", "From stdin", input="Body piped on standard input.\n")
     assert "Body piped" in (cli.cwd / out["path"]).read_text()

@@ -149,6 +149,33 @@ def test_global_memories_reach_other_projects_only_with_include_global(pg_databa
     assert projects["alpha"]["global_memories"] == 1 and projects["beta"]["current"]
 
 
+def test_a_memory_is_made_global_from_the_cli_the_http_api_and_python(pg_database, tmp_path, monkeypatch):
+    """003: a memory can be marked global from any interface; every one reaches the other project."""
+    import anyio
+
+    from lore.interfaces.web.app import build_app
+    from web_helpers import client
+
+    _server, url = pg_database
+    env = url_env(url)
+    monkeypatch.setenv("LORE_DATABASE_URL", url)  # the in-process API and Python calls
+    alpha, beta = make_project(tmp_path / "alpha", url), make_project(tmp_path / "beta", url)
+    alpha("add", "--global", "--title", "CLI rule", "--body", "Zebra crossings need a reviewer.", env=env)
+
+    async def over_http() -> int:
+        async with client(build_app(str(tmp_path / "alpha"))) as c:
+            body = {"title": "API rule", "body": "Zebra stripes mark deprecated flags.", "is_global": True}
+            return (await c.post("/api/memories", json=body)).status_code
+
+    assert anyio.run(over_http) == 201
+    with lore.open(tmp_path / "alpha") as handle:
+        handle.add(title="Python rule", body="Zebra tests run nightly.", is_global=True)
+        handle.add(title="Alpha only", body="Zebra is alpha's mascot.")
+    found = beta.json("search", "zebra", env=env)
+    assert sorted(titles(found)) == ["API rule", "CLI rule", "Python rule"]
+    assert all(hit["path"].startswith("@alpha/") for hit in found)
+
+
 def test_clones_share_committed_memories_and_sync_three_way(pg_database, tmp_path, git_env):
     _server, url = pg_database
     env = url_env(url)

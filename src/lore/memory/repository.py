@@ -234,16 +234,21 @@ class Memories:
         session: bool = False,
         source: str | None = None,
         extra: dict | None = None,
+        is_global: bool = False,
     ) -> AddResult:
         """Write a new memory file and index it.
 
         Idempotent: a memory with the same ``occurred_at`` and body hash is
         returned instead of written again. Secrets are redacted from every
         field first. An explicit `id` that exists already is a conflict.
+        ``is_global`` (003) shares a committed memory with every project of a
+        team database (frontmatter ``is_global: true``; see docs/postgres.md).
         """
         agent = self.agent
         if private and not agent:
             raise UsageError("a private memory needs an agent; pass --agent NAME (or set LORE_AGENT)")
+        if is_global and (private or session):
+            raise UsageError("only a committed memory can be global; drop --private/--session or --global")
         if not (body or "").strip():
             raise ValidationError("the memory's content is empty; give the text to remember", field="body")
         from lore.memory.model import derive_title, new_id
@@ -274,7 +279,7 @@ class Memories:
             occurred_at=parse_time(occurred_at) if occurred_at else now_iso(),
             id=id or new_id(),
             source=clean["source"],
-            extra=dict(extra or {}),
+            extra={**(extra or {}), **({"is_global": True} if is_global else {})},
         )
         memory.validate(strict=True)
         folder = (

@@ -356,13 +356,24 @@ class StoreCore:
         return (self.project_id, self.clone_id)
 
     def _chunk_stats(self, kind: str, include_global: bool = False) -> tuple[int, int]:
-        """(rows, tokens) of `kind` this clone searches: BM25's N and mean length."""
+        """(rows, tokens) of `kind` this clone searches: BM25's N and mean length;
+        with `include_global`, other projects' global chunks count too (they are
+        searched, so a term's document frequency never exceeds N)."""
         row = self._one(
             "SELECT coalesce(sum(docs), 0), coalesce(sum(tokens), 0) FROM chunk_stats "
             "WHERE project_id = %s AND clone_key IN (0, %s) AND kind = %s",
             (*self._scope, kind),
         )
-        return (int(row[0]), int(row[1])) if row else (0, 0)
+        docs, tokens = (int(row[0]), int(row[1])) if row else (0, 0)
+        if include_global:
+            other = self._one(
+                "SELECT count(*), coalesce(sum(n_tokens), 0) FROM chunks c WHERE c.kind = %s AND c.is_global "
+                "AND c.clone_id IS NULL AND c.project_id <> %s",
+                (kind, self.project_id),
+            )
+            if other:
+                docs, tokens = docs + int(other[0]), tokens + int(other[1])
+        return docs, tokens
 
     def _where(self, kind: str, flt: AnyFilter | None) -> tuple[str, list[Any]]:
         """`flt` as a WHERE clause for rows of `kind` this clone reads (:func:`.sql.filter_where`)."""

@@ -92,8 +92,10 @@ def bm25(n_terms: int, docs: int, avgdl: float) -> str:
     given the number of rows, their mean length and each term's document
     frequency ``df.d<i>``."""
     norm = f"{K1} * (1 - {B} + {B} * tfs.n_tokens / {float(avgdl)!r})"
+    # FTS5's idf: log((N - n + 0.5) / (n + 0.5)), 1e-6 where that is not positive
+    # (the inner greatest keeps ln's argument positive: a ratio ≤ 1 gives 1e-6 too).
     return " + ".join(
-        f"greatest(ln(({int(docs)} - df.d{i} + 0.5) / (df.d{i} + 0.5)), 1e-6) "
+        f"greatest(ln(greatest(({int(docs)} - df.d{i} + 0.5) / (df.d{i} + 0.5), 1)), 1e-6) "
         f"* tfs.tf{i} * {K1 + 1} / (tfs.tf{i} + {norm})"
         for i in range(n_terms)
     )
