@@ -38,6 +38,8 @@ TOOLS = {
     "memory_search",
     "memory_read",
     "memory_write",
+    "edit_memory",
+    "build_context",
     "session_append",
     "session_context",
 }
@@ -196,12 +198,12 @@ def file_text(root: Path, rel: str) -> str:
 # ---------------------------------------------------------------- stdio: every tool
 
 
-def test_tools_list_has_exactly_the_eleven_tools(root):
+def test_tools_list_has_exactly_the_thirteen_tools(root):
     async def body():
         async with stdio_session(root) as s:
             listed = await s.session.list_tools()
             names = [t.name for t in listed.tools]
-            assert sorted(names) == sorted(TOOLS) and len(names) == 11
+            assert sorted(names) == sorted(TOOLS) and len(names) == 13
             for tool in listed.tools:
                 assert tool.description, f"{tool.name} has no description"
                 assert tool.input_schema["type"] == "object"
@@ -491,7 +493,7 @@ def test_bad_inputs_are_tool_errors_and_the_server_keeps_working(root):
             )
             assert (await s.ok("memory_search", query="server survives bad calls"))[0]["id"] == ok["id"]
             listed = await s.session.list_tools()
-            assert len(listed.tools) == 11
+            assert len(listed.tools) == 13
 
     run_async(body)
 
@@ -587,7 +589,7 @@ def test_stdout_carries_nothing_but_protocol(root):
         )
         assert init["result"]["serverInfo"]["name"] == "lore"
         server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        assert len(server.request(2, "tools/list")["result"]["tools"]) == 11
+        assert len(server.request(2, "tools/list")["result"]["tools"]) == 13
         calls = [
             ("index_project", {}),
             (
@@ -906,7 +908,7 @@ def test_http_bearer_token_is_checked(root, http_server):
             content="Memories can be written over HTTP.\nWith a token.",
         )
     )
-    assert len(names) == 11 and not result.is_error
+    assert len(names) == 13 and not result.is_error
     made = json.loads(result.content[0].text)
     assert made["created"] is True and (root / made["path"]).is_file()
 
