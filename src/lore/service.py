@@ -23,7 +23,7 @@ file is never served stale. The acting agent is fixed for the object's life.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -205,7 +205,7 @@ class Lore:
         """Rewrite an existing memory (see :meth:`Memories.update`)."""
         return self.memories.update(key, **fields)
 
-    def edit(self, key: str, edits: list[Edit], *, expected_sha256: str | None = None) -> EditResult:
+    def edit(self, key: str, edits: Sequence[Edit], *, expected_sha256: str | None = None) -> EditResult:
         """Precise edits (append, prepend, replace_section, find_replace, set,
         relate), atomic and re-indexed at once (see :meth:`Memories.edit`)."""
         return self.memories.edit(key, edits, expected_sha256=expected_sha256)

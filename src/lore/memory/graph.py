@@ -176,9 +176,9 @@ class LinkGraph:
             current = queue.popleft()
             if seen[current] >= depth:
                 continue
-            for other, source, relation in adjacent.get(current, []):
-                target = other if source == current else current
-                edges.add((source, target, relation))
+            for other, source_id, relation in adjacent.get(current, []):
+                target_id = other if source_id == current else current
+                edges.add((source_id, target_id, relation))
                 if other not in seen:
                     seen[other] = seen[current] + 1
                     queue.append(other)

@@ -341,15 +341,15 @@ def rewrite_relations(value: Any, source: str, rename: Rename, *, new_source: st
                 new = relative_link(rename.new_path if path == rename.old_path else path, where)
                 return f"[[{new}]]" if wiki else new
             return text
-        new = rename.names.get(name_key(inner))
-        if new is None:
+        renamed = rename.names.get(name_key(inner))
+        if renamed is None:
             return text
-        return f"[[{new}]]" if wiki else new
+        return f"[[{renamed}]]" if wiki else renamed
 
     if isinstance(value, dict):
         return {k: fix(t) for k, t in value.items()}
     if isinstance(value, list):
-        out = []
+        out: list[Any] = []
         for entry in value:
             if isinstance(entry, dict):
                 out.append({k: fix(v) if k in ("target", "to", "id") else v for k, v in entry.items()})

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -321,7 +322,7 @@ class Memories:
                 same = [r for r in same if r.occurred_at == memory.occurred_at]
             if same:
                 found = self.load(same[0].path)
-                note = (
+                said = (
                     f"the same content is already stored as {found.id[:8]} ({same[0].path}); nothing written"
                 )
                 return AddResult(
@@ -331,7 +332,7 @@ class Memories:
                     found.title,
                     found.type,
                     dict(clean["redacted"]),
-                    note,
+                    said,
                     found,
                 )
             text = markdown.render(memory)
@@ -343,7 +344,7 @@ class Memories:
                     self.store, self.project, rel, path.read_bytes(), path.stat(), sync.location_of(rel)
                 )
         memory.path = rel
-        note = None
+        note: str | None = None
         if path.name != wanted:
             note = f"another memory is named {wanted}; this one was written as {path.name}"
         return AddResult(
@@ -420,7 +421,7 @@ class Memories:
         saved = self.load(rel)
         return AddResult(saved.id, rel, False, saved.title, saved.type, dict(redacted), None, saved)
 
-    def edit(self, key: str, edits: list[Edit], *, expected_sha256: str | None = None) -> EditResult:
+    def edit(self, key: str, edits: Sequence[Edit], *, expected_sha256: str | None = None) -> EditResult:
         """Apply precise edits to one memory, atomically, and re-index it at once.
 
         Body operations change only the part of the text they name (the

@@ -311,18 +311,17 @@ def graph(lore, key, depth, as_json):
     if as_json:
         emit_json(result.to_dict())
         return
-    titles = {node.id: node for node in result.nodes}
-    root = titles[result.root]
+    nodes = {node.id: node for node in result.nodes}
+    root = nodes[result.root]
     click.echo(f"{root.title}  ({root.id[:8]})  {root.path}")
     for node in result.nodes[1:]:
-        joined = [
-            f"{'→' if e.source == result.root or titles[e.source].depth < node.depth else '←'} "
-            f"{e.relation.replace('_', ' ')}"
-            for e in result.edges
-            if node.id in (e.source, e.target)
-        ]
+        how = []  # the links to the nodes it was reached from: → written there, ← written here
+        for e in result.edges:
+            other = e.target if e.source == node.id else e.source if e.target == node.id else None
+            if other in nodes and nodes[other].depth < node.depth:
+                how.append(f"{'→' if e.source == other else '←'} {e.relation.replace('_', ' ')}")
         indent = "  " * node.depth
-        click.echo(f"{indent}{', '.join(dict.fromkeys(joined))}: {node.title}  ({node.id[:8]})  {node.path}")
+        click.echo(f"{indent}{', '.join(dict.fromkeys(how))}: {node.title}  ({node.id[:8]})  {node.path}")
     for link in result.broken:
         click.echo(f"  → {link.relation.replace('_', ' ')}: {link.target}  (no such memory)")
     if len(result.nodes) == 1 and not result.broken:
