@@ -65,8 +65,8 @@ def test_parse_finds_every_kind_of_link_and_none_in_code():
     )
     relations = {"contradicts": [["Thing"]], "implements": "x.md"}
     links = [
-        (l.relation, l.target_key, l.kind, l.origin, l.line)
-        for l in parse_links(body, relations, ".lore/memory/m.md", 10)
+        (link.relation, link.target_key, link.kind, link.origin, link.line)
+        for link in parse_links(body, relations, ".lore/memory/m.md", 10)
     ]
     assert links == [
         ("contradicts", "thing", "name", "frontmatter", None),
@@ -82,7 +82,10 @@ def test_parse_finds_every_kind_of_link_and_none_in_code():
 
 def test_frontmatter_relations_as_a_list():
     value = ["supersedes [[Old Policy]]", {"type": "depends_on", "target": "abc12345"}, "relates_to Other"]
-    found = [(l.relation, l.target_key) for l in parse_links("Body text here.", value, ".lore/memory/m.md")]
+    found = [
+        (link.relation, link.target_key)
+        for link in parse_links("Body text here.", value, ".lore/memory/m.md")
+    ]
     assert found == [("supersedes", "old policy"), ("depends_on", "abc12345"), ("relates_to", "other")]
 
 
@@ -99,7 +102,7 @@ def test_links_are_indexed_both_ways_by_title_id_path_and_file_name(proj):
         f"Also [[{utc.id[:8]}]] and [[{name(tz.path)[:-3]}]].",
     )
     out = proj.show(notes.id)
-    assert [(l.relation, l.id) for l in out.links] == [
+    assert [(link.relation, link.id) for link in out.links] == [
         ("links_to", utc.id),
         ("links_to", tz.id),
         ("links_to", utc.id),
@@ -167,7 +170,7 @@ def test_mv_rewrites_path_and_file_name_links_and_the_moved_files_own_links(proj
     # The moved file's own relative links keep pointing at the same memory.
     proj.move(mover.id, "indexes/")
     assert f"[logs](../{name(other.path)})" in text(proj, ".lore/memory/indexes/" + name(mover.path))
-    assert [l.id for l in proj.show(mover.id).links] == [other.id]
+    assert [link.id for link in proj.show(mover.id).links] == [other.id]
     assert proj.doctor() == []
 
 
@@ -264,13 +267,13 @@ def test_links_never_reveal_another_agents_private_memory(tmp_path):
             tags=["x"],
         )
         page = bob.show(shared.id)
-        assert [l.id for l in page.links] == [None, None]  # as if nothing were there
+        assert [link.id for link in page.links] == [None, None]  # as if nothing were there
         assert page.backlinks == []  # Alice's private note is invisible
         graph = bob.graph(shared.id, depth=3)
         assert [n.id for n in graph.nodes] == [shared.id]
     with lore.open(root, agent="alice") as alice:
         assert by_title(alice.show(shared.id).backlinks) == {"Alice private notes": "linked_from"}
-        assert [l.id for l in alice.show(shared.id).links] == [secret.id, secret.id]
+        assert [link.id for link in alice.show(shared.id).links] == [secret.id, secret.id]
 
 
 # -- graph and show through the CLI ---------------------------------------------------------------------
@@ -316,9 +319,9 @@ def test_graph_walks_relations_to_the_depth_asked(proj):
     human = cli("graph", a.id[:8], "--depth", "2").stdout
     assert "A decision" in human and "→ depends on: B fact" in human and "C gotcha" in human
     shown = json.loads(cli("show", b.id[:8], "--json").stdout)
-    assert [l["title"] for l in shown["backlinks"]] == ["A decision"]
+    assert [link["title"] for link in shown["backlinks"]] == ["A decision"]
     assert shown["backlinks"][0]["relation"] == "required_by"
-    assert [l["title"] for l in shown["links"]] == ["C gotcha"]
+    assert [link["title"] for link in shown["links"]] == ["C gotcha"]
 
 
 # -- recall follows supersedes -------------------------------------------------------------------------

@@ -111,7 +111,7 @@ def doctor(memories: Memories) -> list[Problem]:
                 Problem(
                     "warning",
                     path,
-                    f"id '{mid}' is not a UUID v4 (seed 002); fine to keep, `lore edit` to change",
+                    f"id '{mid}' is not a UUID v4 (what Lore writes); fine to keep",
                 )
             )
         if not record.tags:

@@ -13,15 +13,21 @@ from lore.interfaces.cli.output import emit_json
 
 @click.command()
 @click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8765, show_default=True, type=int)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind with --http.")
+@click.option("--port", default=8765, show_default=True, type=int, help="Port to listen on with --http.")
 @click.option(
     "--token", envvar="LORE_MCP_TOKEN", help="Bearer token clients must send (required off loopback)."
 )
 @identity_options
 @click.pass_context
 def mcp(ctx, use_http, host, port, token, project_path, agent_name):
-    """Run the MCP server (stdio by default). Its agent identity is fixed at start."""
+    """Run the MCP server for agents (stdio by default). Its agent identity is fixed at start.
+
+    \b
+    Examples:
+      lore mcp                       # what agents' configs run (see `lore install`)
+      lore --agent codex mcp --http --port 8765
+    """
     from lore.interfaces import mcp as server
 
     project, agent = project_of(ctx, project_path), agent_of(ctx, agent_name)
@@ -84,7 +90,7 @@ def hook(ctx, event):
 @click.option(
     "--transcript",
     type=click.Path(exists=True, dir_okay=False),
-    help="Agent transcript (JSONL) to capture (002's rules: multi-line assistant messages).",
+    help="Agent transcript (JSONL) to capture: its multi-line assistant messages and repeated errors.",
 )
 @click.option(
     "--from-stdout",

@@ -33,7 +33,7 @@ def _done(lore, data, as_json: bool, text: str) -> None:
 
 @session.command()
 @click.option("--id", "session_id", help="Session id (default: a new one, time-ordered).")
-@click.option("--user", help="User the session is with (004's userId).")
+@click.option("--user", help="The user the session is with.")
 @json_option
 @with_lore
 def start(lore, session_id, user, as_json):
