@@ -74,17 +74,19 @@ def code(
         mode=mode,
     )
 
+    root = lore.project.root
+
     def render(out, h):
         from rich.markup import escape
 
-        from lore.interfaces.cli.output import score_bar
+        from lore.interfaces.cli.output import citation, score_bar
 
         if files_only:
             role = f" [dim]{h.role}[/dim]" if h.role and h.role != "source" else ""
-            out.print(f"[green]{score_bar(h.similarity)}[/green]  [cyan]{escape(h.file_path)}[/cyan]{role}")
+            out.print(f"[green]{score_bar(h.similarity)}[/green]  {citation(root, h.file_path)}{role}")
             return
         out.print(
-            f"[green]{score_bar(h.similarity)}[/green]  [cyan]{escape(h.file_path)}:{h.start_line}[/cyan]"
+            f"[green]{score_bar(h.similarity)}[/green]  {citation(root, h.file_path, h.start_line)}"
             f"  [bold]{escape(h.symbol or '')}[/bold]  [dim]{h.language}[/dim]"
         )
         out.print(f"  {h.snippet}", markup=False)

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import click
@@ -79,6 +80,15 @@ def relative_time(when: str | None, now: datetime | None = None) -> str:
     if days < 60:
         return f"{days} days ago"
     return then.date().isoformat()
+
+
+def citation(root: Path, path: str, line: int | None = None) -> str:
+    """``path:line`` as rich markup: cyan, and a hyperlink to the file for
+    terminals that support them (others show the text, which many open on click)."""
+    from rich.markup import escape
+
+    shown = f"{path}:{line}" if line else path
+    return f"[cyan][link={(root / path).as_uri()}]{escape(shown)}[/link][/cyan]"
 
 
 def score_bar(score: float, width: int = 8) -> str:

@@ -89,16 +89,16 @@ def _recall(
     if as_json:
         emit_json(result.to_dict())
     elif is_terminal() and not as_markdown:
-        show_pack(result)
+        show_pack(result, lore.project.root)
     else:
         click.echo(result.markdown, nl=False)
 
 
-def show_pack(pack) -> None:
+def show_pack(pack, root) -> None:
     """A recall pack for a person: titles, scores as bars, ages, citations as path:line."""
     from rich.markup import escape
 
-    from lore.interfaces.cli.output import console, relative_time, score_bar
+    from lore.interfaces.cli.output import citation, console, relative_time, score_bar
 
     out = console()
     out.print(
@@ -127,7 +127,8 @@ def show_pack(pack) -> None:
                     f"  [green]{score_bar(d['score'])}[/green]  [bold]{escape(d['title'])}[/bold]{flag}  "
                     f"[dim]{d['memory_type']} · {relative_time(d.get('created_at'))} · {d['id'][:8]}[/dim]"
                 )
-                out.print(f"      [cyan]{escape(d['citation'])}[/cyan]")
+                path, _, line = d["citation"].rpartition(":")
+                out.print(f"      {citation(root, path, int(line) if line.isdigit() else None)}")
                 if d.get("supersedes"):
                     out.print(
                         f"      [dim]supersedes: {escape(', '.join(s['title'] or s['id'] for s in d['supersedes']))}[/dim]"
@@ -136,12 +137,13 @@ def show_pack(pack) -> None:
                     out.print(f"      {d['summary']}", markup=False)
             elif kind == "file":
                 out.print(
-                    f"  [green]{score_bar(d['score'])}[/green]  [cyan]{escape(d['path'])}[/cyan]  "
+                    f"  [green]{score_bar(d['score'])}[/green]  {citation(root, d['path'])}  "
                     f"[dim]{escape(', '.join(d['reasons']))}[/dim]"
                 )
             elif kind == "code":
                 out.print(
-                    f"  [cyan]{escape(d['citation'])}[/cyan]  [bold]{escape(d.get('symbol') or '')}[/bold]"
+                    f"  {citation(root, d['file_path'], d['start_line'])}  "
+                    f"[bold]{escape(d.get('symbol') or '')}[/bold]"
                 )
             elif kind == "work":
                 when = relative_time(d.get("date")) if d.get("date") else d.get("type", "")
@@ -193,7 +195,7 @@ def start(lore, task, title, budget, as_markdown, as_json):
     if as_json:
         emit_json(pack.to_dict())
     elif is_terminal() and not as_markdown:
-        show_pack(pack)
+        show_pack(pack, lore.project.root)
     else:
         click.echo(pack.markdown, nl=False)
 

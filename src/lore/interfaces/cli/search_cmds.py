@@ -28,12 +28,13 @@ def search(lore, query, mode, as_json, limit, **filters):
       lore search utc --type decision --since "last month"
     """
     hits = lore.search(" ".join(query), limit=limit, mode=mode, **filters)
-    emit_results(hits, as_json, lambda h: h.to_dict(), _render)
+    root = lore.project.root
+    emit_results(hits, as_json, lambda h: h.to_dict(), lambda out, hit: _render(out, hit, root))
 
 
-def _render(out, hit) -> None:
-    """One hit for a person: title, score, age; the citation as path:line (terminals make it a link)."""
-    from lore.interfaces.cli.output import relative_time, score_bar
+def _render(out, hit, root) -> None:
+    """One hit for a person: title, score, age; the citation as path:line (a link in terminals)."""
+    from lore.interfaces.cli.output import citation, relative_time, score_bar
 
     stale = " [red]⚠ stale[/red]" if hit.stale else ""
     out.print(f"[bold]{escape(hit.title)}[/bold]{stale}")
@@ -41,7 +42,7 @@ def _render(out, hit) -> None:
         f"  [green]{score_bar(hit.score)}[/green]  [dim]{hit.type} · {relative_time(hit.occurred_at)} · "
         f"{hit.id[:8]}[/dim]"
     )
-    out.print(f"  [cyan]{escape(hit.path)}:{hit.start_line}[/cyan]")
+    out.print(f"  {citation(root, hit.path, hit.start_line)}")
     out.print(f"  {hit.snippet}", markup=False)
     out.print("")
 
