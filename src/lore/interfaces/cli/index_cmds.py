@@ -148,13 +148,14 @@ def stats(lore, as_json):
     def counts(mapping: dict) -> str:
         return ", ".join(f"{k or '-'} {v}" for k, v in mapping.items() if v) or "-"
 
-    chunks = data["chunks"] or 0
-    coverage = f"{round(100 * data['vectors'] / chunks)}%" if chunks and data["vectors"] else "0%"
-    vectors = (
-        f"{coverage} of chunks have vectors ({data['embedding']})"
-        if data["embedding"]
-        else f"none, keyword search only ({data['embedding_problem'] or 'no model'})"
-    )
+    pending = data["pending_embeddings"] or 0
+    if not data["embedding"]:
+        vectors = f"none, keyword search only ({data['embedding_problem'] or 'no model'})"
+    elif pending:
+        texts = "text still needs a vector" if pending == 1 else "texts still need vectors"
+        vectors = f"{pending} {texts} (`lore index`); model {data['embedding']}"
+    else:
+        vectors = f"every chunk has one ({data['embedding']})"
     rows = [
         ["memories", f"{data['memories']}  ({counts(data['by_type'])})"],
         ["tiers", f"{counts(data['by_tier'])}  ·  {counts(data['by_storage'])}"],
