@@ -37,12 +37,13 @@ import os
 import re
 import shlex
 import stat
-import tempfile
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from lore import atomic
 from lore.errors import ConfigError, LoreError, UsageError
+from lore.memory.capture.instructions import INSTRUCTIONS
 
 AGENTS = ("claude-code", "codex", "cursor")
 SERVER_NAME = "lore"
@@ -65,39 +66,6 @@ MD_END = "<!-- lore:end -->"
 TOML_BEGIN = "# lore:begin"
 TOML_NOTE = "(managed by `lore install codex`; `lore uninstall codex` removes it)"
 TOML_END = "# lore:end"
-
-INSTRUCTIONS = """\
-## Project memory (Lore)
-
-This project keeps lasting knowledge in Lore (Markdown files in `.lore/memory/`).
-
-**Search before you explore.** Before reading code or asking the user, search:
-MCP tools `memory_search` / `search_memories` for memories and `search_codebase`
-for code, or `lore search "<query>"` and `lore code "<query>"` in a shell.
-Search returns summaries and ids; read in full (`memory_read`, `lore show <id>`)
-only the few you need. Never load every memory.
-
-**Write what lasts.** When you learn something a future session will need, save
-it with `memory_write` / `add_memory` (or `lore add`): a decision and why, a
-convention, a gotcha, a lesson from a failure, how the parts fit together. One
-idea per memory, with a clear title and a few keywords. Don't save transient
-state ("user just asked X", "tests are running"), task progress, or secrets.
-
-- `type`: decision, pattern, convention, lesson, architecture, warning,
-  preference, gotcha, fact, summary
-- `applies_to`: `global`, `file:<path>` or `area:<name>`
-
-**Finish each task** with `lore complete "<task>"` to record what was done.
-
-**No MCP tools?** Print each memory in a block like this; Lore reads them from your output:
-
-```text
-<lore-memory type="gotcha" tags="auth,jwt" applies_to="file:src/auth.py" title="JWT secret must be base64">
-Token validation fails silently when JWT_SECRET contains special characters.
-Use a base64-encoded secret.
-</lore-memory>
-```
-"""
 
 
 def install(agent: str, root: Path, *, command: list[str], instructions: bool = False) -> list[str]:
@@ -255,25 +223,7 @@ def _read(path: Path) -> _TextFile:
 
 def _write(file: _TextFile, text: str, *, new_mode: int = 0o644) -> None:
     """Replace the file atomically (temp file in the same folder + rename), keeping its mode."""
-    target = file.path.resolve() if file.path.is_symlink() else file.path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = stat.S_IMODE(target.stat().st_mode)
-    except FileNotFoundError:
-        mode = new_mode
-    data = (("\ufeff" if file.bom else "") + text).encode("utf-8")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".lore-tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    _write_bytes(file.path, (("\ufeff" if file.bom else "") + text).encode("utf-8"), new_mode=new_mode)
 
 
 def _delete(path: Path, root: Path) -> None:
@@ -424,25 +374,14 @@ def _save_originals(root: Path, originals: dict) -> None:
 
 
 def _write_bytes(path: Path, data: bytes, *, new_mode: int = 0o644) -> None:
-    """Put `data` at `path` atomically (the file's mode is kept)."""
+    """Put `data` at `path` atomically (through a symlink to its target; the file's mode is kept)."""
     target = path.resolve() if path.is_symlink() else path
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = stat.S_IMODE(target.stat().st_mode)
     except FileNotFoundError:
         mode = new_mode
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".lore-tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic.write_atomic(target, data, mode=mode)
 
 
 def _show(path: Path, root: Path) -> str:

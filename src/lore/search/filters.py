@@ -11,6 +11,7 @@ from lore.storage import ChunkFilter, MemoryFilter
 
 STORAGE_TIERS = ("durable", "session", "daily", "archive")
 ATTENTION_TIERS = ("hot", "warm", "cold")
+VISIBILITIES = ("shared", "private")
 MAX_LIMIT = 50
 _MEMORY_KEYS = {
     "types",
@@ -24,6 +25,8 @@ _MEMORY_KEYS = {
     "since",
     "until",
     "include_archived",
+    "visibility",
+    "stale",
 }
 
 
@@ -44,6 +47,12 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> tuple[Memor
     for kind in types:
         if kind not in MEMORY_TYPES:
             raise UsageError(f"unknown type '{kind}'; use one of: {', '.join(MEMORY_TYPES)}")
+    visibility = given.get("visibility")
+    if visibility is not None and visibility not in VISIBILITIES:
+        raise UsageError(f"unknown visibility '{visibility}'; use shared or private (the acting agent's own)")
+    stale = given.get("stale")
+    if stale is not None and not isinstance(stale, bool):
+        raise UsageError("stale must be true (only stale memories) or false (only fresh ones)")
     tier = given.get("tier")
     if tier and tier not in STORAGE_TIERS + ATTENTION_TIERS:
         raise UsageError(f"unknown tier '{tier}'; use hot, warm, cold, durable, daily, session or archive")
@@ -58,6 +67,8 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> tuple[Memor
         since=_when(given.get("since"), "since"),
         until=_when(given.get("until"), "until", end=True),
         viewer=viewer,
+        visibility=visibility,
+        stale=stale,
     )
     return flt, tier if tier in ATTENTION_TIERS else None
 

@@ -21,6 +21,7 @@ from lore.interfaces.cli import (
     memory_cmds,
     recall_cmds,
     search_cmds,
+    serve_cmds,
     session_cmds,
 )
 
@@ -60,6 +61,7 @@ for module in (
     hooks_cmds,
     agent_cmds,
     session_cmds,
+    serve_cmds,
 ):
     for command in module.COMMANDS:
         cli.add_command(command)
