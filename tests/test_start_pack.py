@@ -185,9 +185,9 @@ def test_the_start_budget_setting_caps_the_pack(shop):
     wide = start(shop)
     assert wide["budget"] == 800 and 200 < wide["tokens_used"] <= 800
     config = shop.cwd / ".lore/config.toml"
-    config.write_text(
-        re.sub(r"^\[recall\]\n", "[recall]\nstart_budget = 150\n", config.read_text(), flags=re.M)
-    )
+    text = config.read_text()
+    assert re.search(r"^start_budget = 800$", text, flags=re.M)  # the default, written by init
+    config.write_text(re.sub(r"^start_budget = 800$", "start_budget = 150", text, flags=re.M))
     narrow = start(shop)
     assert narrow["budget"] == 150 and 0 < narrow["tokens_used"] <= 150
     assert len(narrow["memories"]) < len(wide["memories"])
