@@ -56,7 +56,9 @@ async def run(project: str, tools_only: bool = False) -> None:
         row(f"tool list ({len(listed.tools)} tools)", f"{count} tokens ({how}, JSON as sent)")
         for tool in listed.tools:
             one, _ = tokens(
-                json.dumps({"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema})
+                json.dumps(
+                    {"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}
+                )
             )
             row(f"  {tool.name}", f"{one} tokens")
         if tools_only:

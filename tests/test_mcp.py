@@ -214,6 +214,36 @@ def test_tools_list_has_exactly_the_thirteen_tools(root):
     run_async(body)
 
 
+def test_tool_list_fits_its_token_budget_and_still_says_what_values_may_be(root):
+    """Issue 6's budget (at most 1,500 cl100k tokens for the whole list, counted
+    as bench/mcp_server.py does), with the values an agent must choose from
+    (memory types, edit operations) and the result caps still advertised."""
+    bpe_openai = pytest.importorskip("bpe_openai")
+
+    async def body():
+        async with stdio_session(root) as s:
+            listed = await s.session.list_tools()
+            payload = json.dumps(
+                [
+                    {"name": t.name, "description": t.description, "inputSchema": t.input_schema}
+                    for t in listed.tools
+                ]
+            )
+            assert len(bpe_openai.get_encoding("cl100k_base").encode(payload)) <= 1500
+            schema = {t.name: t.input_schema["properties"] for t in listed.tools}
+            assert "gotcha" in schema["add_memory"]["type"]["enum"]
+            assert "move" in schema["edit_memory"]["operation"]["enum"]
+            assert schema["search_codebase"]["limit"]["maximum"] == 50
+            assert schema["add_memory"]["tags"]["maxItems"] == 20
+            # Not advertised, still enforced: a title past its length, a type not in the list.
+            long_title = await s.error("add_memory", type="fact", title="x" * 201, content="body")
+            assert "title" in long_title and "200" in long_title
+            wrong_type = await s.error("memory_write", content="body", type="bug")
+            assert "type" in wrong_type and "gotcha" in wrong_type
+
+    run_async(body)
+
+
 def test_memory_tools_return_their_documented_shapes(root):
     async def body():
         async with stdio_session(root) as s:

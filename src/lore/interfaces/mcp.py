@@ -20,7 +20,7 @@ import json
 import threading
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 from lore.errors import LoreError, NotFound, UsageError, as_lore_error
 from lore.memory.model import MAX_KEYWORD_LEN, MAX_KEYWORDS, MAX_SUBJECT, MEMORY_TYPES
@@ -39,6 +39,14 @@ Tags = Annotated[
 ]
 Paths = Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=1000)]
 MemoryType = Literal[MEMORY_TYPES]  # type: ignore[valid-type]
+# Validated like MemoryType, advertised as a plain string: the values are listed
+# once in the tool list (add_memory's `type`), and a wrong one is an error naming them.
+MemoryTypeName = Annotated[MemoryType, WithJsonSchema({"type": "string"})]
+
+# Advertised bounds (see _compact): a list's size when a normal call could meet
+# it; string lengths never (titles and tags are short; past a limit, the call is
+# a one-line error naming it). Every bound is enforced all the same.
+SAFETY_NET_ITEMS = 100
 
 
 def _dump(data: Any) -> str:
@@ -92,8 +100,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
     )
 
     @server.tool(
-        description="Code search by meaning and keywords; files_only ranks files. since/until: dates or "
-        "phrases ('last week')."
+        description="Code search (meaning + keywords); files_only ranks files. since/until: dates or phrases."
     )
     def search_codebase(
         query: Query,
@@ -121,7 +128,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
             ]
         )
 
-    @server.tool(description="Index code, history and memories (incremental unless incremental=false).")
+    @server.tool(description="Index code, history and memories.")
     def index_project(incremental: bool = True) -> str:
         def run():
             lore.sync(force=not incremental)
@@ -132,10 +139,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
 
         return tools.call(run)
 
-    @server.tool(
-        description=f"Store lasting knowledge. type: {'|'.join(MEMORY_TYPES)}; "
-        "applies_to: global|file:<path>|area:<name>."
-    )
+    @server.tool(description="Store lasting knowledge. applies_to: global|file:<path>|area:<name>.")
     def add_memory(
         type: MemoryType,
         title: Title,
@@ -187,10 +191,12 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
             ).to_dict()
         )
 
-    @server.tool(description="Search memories (hits with id, title, snippet, score 0-1).")
+    @server.tool(
+        description="Search memories (hits with id, title, snippet, score 0-1); types as add_memory's."
+    )
     def search_memories(
         query: Query,
-        types: list[MemoryType] | None = None,
+        types: list[MemoryTypeName] | None = None,
         limit: Limit = 10,
         since: str | None = None,
         until: str | None = None,
@@ -230,7 +236,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
     @server.tool(description="Create a memory, or rewrite one by id. Lasting knowledge only.")
     def memory_write(
         content: Text,
-        type: MemoryType | None = None,
+        type: MemoryTypeName | None = None,
         tags: Tags | None = None,
         title: Title | None = None,
         id: str | None = None,
@@ -258,16 +264,16 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
         return tools.call(run)
 
     @server.tool(
-        description="Edit a memory in place. operation: append|prepend (text); replace_section "
-        "(target=heading, text); find_replace (target=old text, text, all); set (target=field, value); "
-        "relate (target=relation, value=memory); move (value=new name; links follow)."
+        description="Edit a memory in place. append, prepend: text; replace_section: target=heading, text; "
+        "find_replace: target=old, text, all; set: target=field, value; relate: target=relation, "
+        "value=memory; move: value=new name."
     )
     def edit_memory(
         id: str,
         operation: Literal["append", "prepend", "replace_section", "find_replace", "set", "relate", "move"],
-        text: str | None = None,
-        target: str | None = None,
-        value: str | None = None,
+        text: Text | None = None,
+        target: Text | None = None,
+        value: Text | None = None,
         all: bool = False,
     ) -> str:
         from lore.memory.edits import Edit
@@ -319,8 +325,8 @@ def register_session_tools(server, tools: LoreTools) -> None:
     sessions = tools.lore.sessions
 
     @server.tool(
-        description="Record a session event (session made on first use): message (role, content), tool "
-        "call (tool_name, args, tool_call_id) or result (result, tool_call_id, is_error)."
+        description="Record a session event (session made on first use): role+content, tool_name+args, "
+        "or result+is_error; tool_call_id pairs a call with its result."
     )
     def session_append(
         session_id: str,
@@ -353,7 +359,7 @@ def register_session_tools(server, tools: LoreTools) -> None:
         return tools.call(run)
 
     @server.tool(
-        description="Your session's context: summaries of compacted parts, then recent events, in limit_tokens."
+        description="Session context: summaries of compacted parts, then recent events, in limit_tokens."
     )
     def session_context(
         session_id: str, limit_tokens: Annotated[int, Field(ge=100)] | None = None, events: bool = False
@@ -421,33 +427,31 @@ def argument_problems(err) -> str:
 
 def _compact(schema):
     """The advertised input schema without what costs an agent tokens and says
-    little: per-field titles, `anyOf [X, null]` around optional fields, the
-    defaults of numbers and strings (booleans keep theirs: on or off matters),
-    and bounds other than a result limit's maximum (arguments are still
-    validated against the full signature)."""
+    little: per-field titles, `anyOf [X, null]` around optional fields,
+    defaults (an argument left out gets the server's default; one given is
+    used whatever the default), numeric bounds other than a result limit's
+    maximum, string lengths, and list sizes no normal call meets. Arguments
+    are still validated against the full signature: a call past a bound is a
+    one-line error naming it. Enums stay: they say what a value may be."""
     if isinstance(schema, list):
         return [_compact(item) for item in schema]
     if not isinstance(schema, dict):
         return schema
     out = {k: _compact(v) for k, v in schema.items() if k != "title" or not isinstance(v, str)}
     for name, prop in (out.get("properties") or {}).items():
-        # Bounds are still enforced; only a result cap is worth advertising.
         for bound in ("minimum", "maximum") if name != "limit" else ("minimum",):
             prop.pop(bound, None)
-        if prop.get("type") in ("integer", "string"):
-            prop.pop("default", None)  # a number or word an agent need not know to call the tool
+        prop.pop("default", None)
         if prop.get("additionalProperties") is True:
             prop.pop("additionalProperties")  # JSON Schema's default
+    out.pop("minLength", None)
+    out.pop("maxLength", None)
+    if out.get("maxItems", 0) >= SAFETY_NET_ITEMS:
+        out.pop("maxItems")
     options = out.get("anyOf")
     if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
         out.pop("anyOf")
         out.update(next(o for o in options if o != {"type": "null"}))
-    if "default" in out and (
-        out["default"] is None
-        or (out["default"] is False and out.get("type") == "boolean")
-        or (out["default"] == "" and out.get("type") == "string")
-    ):
-        out.pop("default")  # absent means none / false / empty: saying so costs tokens
     return out
 
 
