@@ -649,7 +649,7 @@ class Lore:
             self.status(),
             memories=self.memories.filter(),
             broken_memories=self.memories.broken(),
-            stale_memories=self.stale(),
+            stale_memories=self.stale(fresh=False),  # a page view never indexes; the page offers that
             job=current.to_dict() if current else None,
             recent_jobs=[j.to_dict() for j in runner.jobs()[:10]] if runner else [],
         )
