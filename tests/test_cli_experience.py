@@ -338,3 +338,61 @@ def test_a_config_holding_a_credential_is_never_copied(cli):
     cli("uninstall", "claude-code")
     assert json.loads((cli.cwd / ".mcp.json").read_text()) == config  # merged back out, same content
     assert not originals.exists()
+
+
+def stderr_in_terminal(cwd: Path, *args: str) -> tuple[str, str]:
+    """Run lore with its stderr on a real pseudo-terminal (stdout piped); return (stdout, stderr)."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lore", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "COLUMNS": "120", "TERM": "xterm"},
+    )
+    os.close(follower)
+    chunks = []
+    while True:
+        ready, _, _ = select.select([leader], [], [], 60)
+        if not ready:
+            break
+        try:
+            data = os.read(leader, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    out = proc.stdout.read().decode()
+    proc.wait(timeout=60)
+    os.close(leader)
+    assert proc.returncode == 0
+    return out, b"".join(chunks).decode(errors="replace")
+
+
+def test_progress_shows_on_a_terminal_only(code_repo, tmp_path):
+    root = code_repo.cwd
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_text(
+        json.dumps(
+            {
+                "type": "assistant",
+                "uuid": "u1",
+                "sessionId": "s-1",
+                "timestamp": "2026-03-01T10:00:00Z",
+                "message": {"id": "m1", "role": "assistant", "content": "Line one.\nLine two."},
+            }
+        )
+        + "\n"
+    )
+    for args, label in [
+        (("index", "--force"), "indexing files"),
+        (("capture", "--transcript", str(transcript)), "capturing"),
+        (("session", "import", str(transcript)), "importing"),
+        (("session", "compact", "s-1"), "compacting"),
+    ]:
+        _, drawn = stderr_in_terminal(root, *args)
+        assert label in drawn, (args, drawn)
+        piped = code_repo(*args)
+        assert label not in piped.stderr and label not in piped.stdout

@@ -8,7 +8,7 @@ import sys
 import click
 
 from lore.interfaces.cli.common import agent_of, identity_options, json_option, project_of, with_lore
-from lore.interfaces.cli.output import emit_json, warn
+from lore.interfaces.cli.output import emit_json, progress_bar, warn
 
 
 @click.command()
@@ -130,11 +130,12 @@ def capture(lore, transcript, stdout_file, as_json):
         from lore.errors import UsageError
 
         raise UsageError("give --transcript PATH or --from-stdout FILE")
-    result = (
-        lore.capture_transcript(transcript)
-        if transcript
-        else lore.capture_stdout(stdout_file.read(), source=getattr(stdout_file, "name", "stdout"))
-    )
+    with progress_bar("capturing", enabled=not as_json):
+        result = (
+            lore.capture_transcript(transcript)
+            if transcript
+            else lore.capture_stdout(stdout_file.read(), source=getattr(stdout_file, "name", "stdout"))
+        )
     if as_json:
         emit_json(result)
         return
