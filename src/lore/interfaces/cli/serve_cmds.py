@@ -12,7 +12,9 @@ from lore.interfaces.cli.db_cmds import database_option, use_database
 @click.option(
     "--host", default="127.0.0.1", show_default=True, help="Address to bind (off loopback needs a token)."
 )
-@click.option("--port", default=8766, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--port", default=8766, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on."
+)
 @click.option(
     "--token",
     envvar="LORE_TOKEN",
@@ -33,6 +35,12 @@ def serve(ctx, host, port, token, allowed_hosts, database_url=None, project_path
     The server acts as one agent for its whole life (--agent or LORE_AGENT):
     no request can change who it is. With --database postgresql://… it serves
     the project's index in a shared PostgreSQL database (docs/postgres.md).
+
+    \b
+    Examples:
+      lore serve                     # http://127.0.0.1:8766
+      lore serve --host 0.0.0.0 --token "$(openssl rand -hex 16)"
+      lore serve --database postgresql://db.example/lore   # a team server
     """
     from lore.interfaces.web.app import serve as run
 
