@@ -80,7 +80,7 @@ def test_rls_hides_private_rows_from_another_role_even_in_direct_sql(pg_database
         "--title",
         "Alice private hunch",
         "--body",
-        "The flaky test is caused by the shared tmp folder.",
+        "The flaky test is caused by the shared tmp folder. See [[Shared rollout rule]].",
         env=env,
     )
     # Alice's own connection reads both; the application shows her private one to her agent.
@@ -97,6 +97,8 @@ def test_rls_hides_private_rows_from_another_role_even_in_direct_sql(pg_database
     assert not sql(bob_url, "SELECT 1 FROM lore.chunks WHERE text LIKE '%flaky%'")
     assert not sql(bob_url, "SELECT 1 FROM lore.files WHERE path LIKE '.lore/local/%'")
     assert not sql(bob_url, "SELECT 1 FROM lore.clone_files WHERE path LIKE '.lore/local/%'")
+    assert sql(alice_url, "SELECT count(*) FROM lore.links") == [(1,)]  # her private memory's link
+    assert sql(bob_url, "SELECT count(*) FROM lore.links") == [(0,)]
     # …and cannot change or delete it either.
     assert sql(
         bob_url,

@@ -205,6 +205,7 @@ class FileDump:
     memory: MemoryRecord | None = None
     commit: CommitRecord | None = None
     chunks: list[ChunkInput] = field(default_factory=list)
+    links: list[LinkInput] = field(default_factory=list)
 
 
 @dataclass

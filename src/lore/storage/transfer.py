@@ -26,6 +26,7 @@ from lore.storage.base import (
     ChunkInput,
     CommitRecord,
     FileDump,
+    LinkInput,
     MemoryRecord,
     Store,
 )
@@ -171,6 +172,8 @@ def _put(store: Store, dump: FileDump) -> None:
         store.put_memory(file_id, dump.memory)
     if dump.commit is not None:
         store.put_commit(file_id, dump.commit)
+    if dump.links:
+        store.put_links(file_id, dump.links)
     store.put_chunks(file_id, dump.kind, dump.chunks)
 
 
@@ -179,10 +182,12 @@ def _file(data: dict[str, Any]) -> FileDump:
     memory = data.pop("memory", None)
     commit = data.pop("commit", None)
     chunks = data.pop("chunks", [])
+    links = data.pop("links", [])  # dumps from before links have none
     dump = FileDump(**data)
     dump.memory = MemoryRecord(**memory) if memory else None
     dump.commit = CommitRecord(**commit) if commit else None
     dump.chunks = [ChunkInput(**c) for c in chunks]
+    dump.links = [LinkInput(**link) for link in links]
     return dump
 
 

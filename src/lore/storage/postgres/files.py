@@ -95,7 +95,7 @@ class FileRows(StoreCore):
             ).fetchone()
             assert row is not None
             file_id = int(row[0])
-            for table in ("chunks", "memories", "commits"):
+            for table in ("chunks", "memories", "commits", "links"):
                 conn.execute(f"DELETE FROM {table} WHERE file_id = %s", (file_id,))
             return file_id
 

@@ -271,6 +271,28 @@ MIGRATIONS: list[list[str]] = [
         'CREATE INDEX memories_page ON memories (project_id, occurred_at COLLATE "C", file_id)',
         "CREATE INDEX anchors_stale ON anchors (clone_id, memory_id) WHERE stale_reason IS NOT NULL",
     ],
+    # 3: links between memories (Store.put_links / links; SQLite's migration 7),
+    # one row per link written, private with their memory's file. Each clone
+    # reads its memory files again on its next sync to find the links they hold
+    # (what it last synced is forgotten; the indexed rows stay until then).
+    [
+        """CREATE TABLE links (
+            file_id bigint NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+            project_id text NOT NULL,
+            clone_id bigint,
+            owner_role text NOT NULL DEFAULT '',
+            ord integer NOT NULL,
+            relation text NOT NULL,
+            target text NOT NULL,
+            target_key text NOT NULL,
+            kind text NOT NULL,
+            line integer,
+            origin text NOT NULL,
+            PRIMARY KEY (file_id, ord))""",
+        "CREATE INDEX links_target ON links (project_id, target_key)",
+        *_rls("links"),
+        "DELETE FROM clone_files WHERE kind = 'memory'",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from lore.storage.base import ChunkInput, FileDump, IndexCounts, MemoryFilter, SourceCounts
+from lore.storage.base import ChunkInput, FileDump, IndexCounts, LinkInput, MemoryFilter, SourceCounts
 from lore.storage.postgres import connection, convert, sql
 from lore.storage.postgres.core import StoreCore
 from lore.storage.postgres.migrations import SCHEMA_VERSION, schema_version
@@ -197,6 +197,15 @@ class Reports(StoreCore):
             elif kind == "commit":
                 found = self._one(f"SELECT {sql.COMMIT_COLUMNS} FROM commits m {where}", (file_id,))
                 dump.commit = convert.commit_record(found, 0) if found else None
+            if kind == "memory":
+                dump.links = [
+                    LinkInput(*row)
+                    for row in self._rows(
+                        "SELECT relation, target, target_key, kind, line, origin FROM links "
+                        "WHERE file_id = %s ORDER BY ord",
+                        (file_id,),
+                    )
+                ]
             dump.chunks = [
                 ChunkInput(*row)
                 for row in self._rows(

@@ -869,6 +869,15 @@ class SQLiteStore:
                     f"SELECT {_COMMIT_COLUMNS} FROM commits m {where}", (file_id,)
                 ).fetchone()
                 dump.commit = _commit(row, 0) if row else None
+            if kind == "memory":
+                dump.links = [
+                    LinkInput(*row)
+                    for row in self.db.execute(
+                        "SELECT relation, target, target_key, kind, line, origin FROM links "
+                        "WHERE file_id = ? ORDER BY ord",
+                        (file_id,),
+                    )
+                ]
             dump.chunks = [
                 ChunkInput(*row)
                 for row in self.db.execute(
