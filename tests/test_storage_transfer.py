@@ -73,11 +73,17 @@ def test_directory_globs_mean_what_sqlite_glob_means(glob, path, matches):
 def test_export_then_import_into_another_project_gives_the_same_results(cli, tmp_path):
     for title, body in (
         ("Blue-green deploys", "Releases switch traffic between the blue and the green pools."),
-        ("Timezones", "Persist timestamps in UTC and convert them only when rendering."),
+        (
+            "Timezones",
+            "Persist timestamps in UTC and convert them only when rendering. [[Blue-green deploys]]",
+        ),
     ):
         cli("add", "--title", title, "--body", body, "--tag", "ops")
     cli("index")
     before = cli.json("search", "switch release traffic")
+    linked = next(p.name for p in (cli.cwd / ".lore/memory").glob("*blue-green*.md"))
+    backlinks = cli.json("show", linked)["backlinks"]
+    assert [b["title"] for b in backlinks] == ["Timezones"]
     dump = tmp_path / "dump.jsonl.gz"
     report = cli.json("db", "export", str(dump))
     assert report["files"] == 2 and report["vectors"] >= 2
@@ -88,6 +94,7 @@ def test_export_then_import_into_another_project_gives_the_same_results(cli, tmp
     for suffix in ("", "-wal", "-shm"):
         Path(f"{cli.cwd / '.lore/index.db'}{suffix}").unlink(missing_ok=True)
     assert cli.json("db", "import", str(dump))["vectors"] == report["vectors"]
+    assert cli.json("show", linked)["backlinks"] == backlinks  # links travel: no file was read again
     assert cli.json("search", "switch release traffic") == before
     assert cli.json("index")["embedded"] == 0
     broken = tmp_path / "broken.jsonl.gz"
