@@ -305,6 +305,12 @@ def test_equal_code_is_embedded_and_stored_once_across_projects(pg_database, tmp
     ) == [(hashes[0][0],)]  # …one vector
     hits = CLI(tmp_path / "second").json("code", "retry with exponential backoff", env=env)
     assert hits[0]["file_path"] == "retry.py"
+    # `lore index --reembed` in one project embeds all its texts again (shared vectors
+    # included); the other project is left with every vector it needs, nothing pending.
+    again = CLI(tmp_path / "first")("index", "--reembed", env=env)
+    assert f"all {reports[0]['embedded']} texts re-embedded" in again.stdout
+    assert CLI(tmp_path / "second").json("index", env=env)["embedded"] == 0
+    assert sql(url, "SELECT count(*) FROM lore.embeddings") == [(hashes[0][0],)]
 
 
 # -- search behaviour ------------------------------------------------------------------------------

@@ -86,7 +86,7 @@ def upgrade(ctx, database_url, project_path, as_json):
 @json_option
 @click.pass_context
 def status(ctx, database_url, project_path, as_json):
-    """Backend, schema version, and each clone's index status per source (003's fields)."""
+    """Backend, schema version, and each clone's index status per source (pending, indexing, completed, failed)."""
     from lore.storage import database_status
 
     report = database_status(_project(ctx, project_path), database_url)

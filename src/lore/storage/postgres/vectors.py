@@ -74,12 +74,27 @@ class VectorRows(StoreCore):
             )
 
     def drop_embeddings(self, keep_model: str | None) -> int:
-        """Forget vectors of other models that no other clone still uses."""
-        return self._exec(
-            "DELETE FROM embeddings e WHERE e.model IS DISTINCT FROM %s AND NOT EXISTS "
-            "(SELECT 1 FROM meta WHERE key = 'embed_model' AND value = e.model AND clone_id <> %s)",
-            (keep_model, self.clone_id),
-        )
+        """Forget vectors: of other models than `keep_model` that no other clone
+        still uses (after a model change), and, with `keep_model` None (`lore
+        index --reembed`), every vector of this clone's texts as well.
+
+        Vectors are shared by every project, so when any go, every project's
+        vectors_version moves on: a clone whose texts lost a vector embeds it
+        again instead of trusting its 'all embedded' mark.
+        """
+        mine = f" OR EXISTS (SELECT 1 FROM chunks c WHERE c.text_hash = e.text_hash AND {sql.scope('c')})"
+        with self._writing() as conn:
+            gone = conn.execute(
+                "DELETE FROM embeddings e WHERE e.model IS DISTINCT FROM %s AND (NOT EXISTS (SELECT 1 FROM meta "
+                f"WHERE key = 'embed_model' AND value = e.model AND clone_id <> %s){mine if keep_model is None else ''})",
+                (keep_model, self.clone_id, *(self._scope if keep_model is None else ())),
+            ).rowcount
+            if gone:
+                conn.execute(
+                    "UPDATE projects SET changed_seq = nextval('change_seq') WHERE id IN "
+                    "(SELECT id FROM projects ORDER BY id FOR UPDATE)"
+                )
+        return gone
 
     def count_embeddings(self, model: str) -> int:
         row = self._one(
