@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,8 @@ MAX_MEMORY_BYTES = 16 * 1024 * 1024
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_UNSAFE_NAME = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
 def read_memory_file(root: Path | str, rel: str, *, max_bytes: int = MAX_MEMORY_BYTES) -> bytes:
@@ -100,8 +103,10 @@ def walk_memory_files(
     never followed through symlinks; the walk is iterative, so any depth is
     fine. Every ``*.md`` entry is listed whatever it is (file, FIFO, link...):
     :func:`read_memory_file` decides what may be read, so a bad entry is
-    reported rather than silently ignored. A folder that can't be listed is
-    appended to ``problems`` as (relative path, message), when given.
+    reported rather than silently ignored. Entries Lore can't even name (a
+    file name that is not UTF-8, so it can't be stored or printed, or that
+    holds control characters) and folders that can't be listed are appended
+    to ``problems`` as (printable relative path, message), when given.
     """
     pending = [top]
     while pending:
@@ -129,10 +134,28 @@ def walk_memory_files(
             if is_folder:
                 folders.append(entry.path)
             elif entry.name.endswith(".md"):
+                rel = entry.path[strip:].replace(os.sep, "/")
+                if _UNSAFE_NAME.search(rel):
+                    if problems is not None:
+                        shown = display_path(rel)
+                        problems.append(
+                            (
+                                shown,
+                                f"{shown}: the name is not UTF-8 text or has control characters; rename the file",
+                            )
+                        )
+                    continue
                 info = entry_stat(entry)
                 if info is not None:
-                    yield entry.path[strip:].replace(os.sep, "/"), info
+                    yield rel, info
         pending.extend(reversed(folders))
+
+
+def display_path(rel: str) -> str:
+    """`rel` printable on one line: bytes that are not UTF-8 and control
+    characters shown as ``\\xNN`` escapes."""
+    text = rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _resolved_inside(root_real: str, full: str, rel: str) -> str:

@@ -8,6 +8,7 @@ import sys
 import click
 
 from lore.interfaces.cli.common import json_option, with_lore
+from lore.interfaces.cli.decoding import read_text
 from lore.interfaces.cli.output import emit_json
 
 
@@ -86,7 +87,7 @@ def hook(ctx, event):
 @click.option(
     "--from-stdout",
     "stdout_file",
-    type=click.File("r", encoding="utf-8"),
+    type=click.File("rb"),
     help="Agent output with <lore-memory> blocks ('-' = stdin).",
 )
 @click.option("--agent", help="Agent name recorded on the memories.")
@@ -102,7 +103,9 @@ def capture(lore, transcript, stdout_file, agent, as_json):
         lore.capture_transcript(transcript, agent=agent)
         if transcript
         else lore.capture_stdout(
-            stdout_file.read(), agent=agent, source=getattr(stdout_file, "name", "stdout")
+            read_text(stdout_file, f"--from-stdout {stdout_file.name}"),
+            agent=agent,
+            source=getattr(stdout_file, "name", "stdout"),
         )
     )
     if as_json:

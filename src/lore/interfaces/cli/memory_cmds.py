@@ -10,6 +10,7 @@ import click
 
 from lore.errors import UsageError
 from lore.interfaces.cli.common import filter_options, json_option, with_lore
+from lore.interfaces.cli.decoding import read_stdin, read_text
 from lore.interfaces.cli.output import emit_json, table, warn
 from lore.memory.model import MEMORY_TYPES
 from lore.memory.secrets import describe
@@ -23,9 +24,7 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.command()
 @click.option("--title", "-t", help="One-line subject (default: the body's first line).")
 @click.option("--body", "-b", help="The memory text (Markdown). Or --body-file, or stdin.")
-@click.option(
-    "--body-file", type=click.File("r", encoding="utf-8"), help="Read the body from a file ('-' = stdin)."
-)
+@click.option("--body-file", type=click.File("rb"), help="Read the body from a file ('-' = stdin).")
 @click.option("--type", "kind", type=click.Choice(MEMORY_TYPES), default="fact", show_default=True)
 @click.option("--tag", "-k", "tags", multiple=True, help="Keyword (repeatable or comma-separated).")
 @click.option("--applies-to", default="global", show_default=True, help="global, file:<path> or area:<name>.")
@@ -61,9 +60,9 @@ def add(
 ):
     """Add a memory (body from --body, --body-file or stdin)."""
     if body is None and body_file is not None:
-        body = body_file.read()
+        body = read_text(body_file, f"--body-file {body_file.name}")
     if body is None and not sys.stdin.isatty():
-        body = sys.stdin.read()
+        body = read_stdin()
     if not body or not body.strip():
         raise UsageError("no body given; use --body TEXT, --body-file PATH or pipe it on stdin")
     result = lore.add(
