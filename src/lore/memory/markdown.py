@@ -96,7 +96,7 @@ def _parse(raw: bytes, path: str) -> tuple[Memory, int]:
     closing = _CLOSING_FENCE.search(text, first_end + 1) if first_end >= 0 else None
     if closing is None:
         raise ValidationError("frontmatter is not closed; add a '---' line after it", path=path, line=1)
-    front = text[first_end + 1 : max(first_end + 1, closing.start() - 1)]
+    front = text[first_end + 1 : closing.start()]  # with its last line break: a final "|" block keeps it
     end_line = text.count("\n", 0, closing.start())  # 0-based line of the closing fence
     meta = _load_frontmatter(front, path)
     skipped, body = split_body(text[closing.end() + 1 :])

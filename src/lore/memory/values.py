@@ -107,12 +107,12 @@ def safe_line(value: object) -> int | None:
 def check_plain(value: object, field: str, *, path: str | None = None) -> None:
     """Plain YAML data Lore can write back exactly: strings, 64-bit integers,
     floats, booleans, null, lists and mappings (with scalar keys), nested at
-    most :data:`MAX_DEPTH` deep, no shared or cyclic references, at most
-    :data:`MAX_NODES` values. Raises :class:`ValidationError` naming `field`.
+    most :data:`MAX_DEPTH` deep, without cycles, at most :data:`MAX_NODES`
+    values (a value shared in several places is written out each time, and
+    counted each time). Raises :class:`ValidationError` naming `field`.
     """
     nodes = 0
     on_path: set[int] = set()
-    seen: set[int] = set()
 
     def walk(item: object, depth: int) -> None:
         nonlocal nodes
@@ -140,14 +140,11 @@ def check_plain(value: object, field: str, *, path: str | None = None) -> None:
             raise ValidationError(
                 f"is nested more than {MAX_DEPTH} levels deep; flatten it", field=field, path=path
             )
-        if id(item) in on_path or id(item) in seen:
+        if id(item) in on_path:
             raise ValidationError(
-                "repeats a value by reference (a YAML alias or a cycle); write each value out",
-                field=field,
-                path=path,
+                "contains itself (a cycle); it can't be written out", field=field, path=path
             )
         on_path.add(id(item))
-        seen.add(id(item))
         if isinstance(item, dict):
             for key, child in item.items():
                 if isinstance(key, (list, dict)) or not (key is None or isinstance(key, (str, int, float))):
