@@ -561,8 +561,17 @@ def test_cycles_in_extra_fields_are_refused_and_shared_values_written_out():
 
 def test_a_write_over_the_size_limit_is_refused_before_writing():
     memory = Memory(title="t", body="x" * (MAX_MEMORY_BYTES + 10))
-    with pytest.raises(ValidationError, match="would not read back"):
+    with pytest.raises(ValidationError, match="over the 16 MiB limit"):
         markdown.render_checked(memory)
+    with pytest.raises(ValidationError, match="over the 64 KiB limit"):
+        markdown.render_checked(Memory(title="t", body="A body long enough.", extra={"x": "y" * 70_000}))
+
+
+def test_brackets_in_text_are_not_nesting():
+    value = "[" * 5000 + "{" * 5000
+    text = markdown.render_checked(Memory(title="[[[[", body="A body long enough.", extra={"x": value}))
+    again, _ = markdown.parse(text.encode(), "x.md")
+    assert again.extra == {"x": value} and again.title == "[[[["
 
 
 _FAILING_WRITE = """

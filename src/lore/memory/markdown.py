@@ -17,7 +17,6 @@ MAX_SLUG = 50
 MAX_TASK_SLUG = 40
 MAX_FRONTMATTER_CHARS = 64 * 1024
 """Largest frontmatter Lore parses; real ones are well under 4 KiB."""
-_MAX_FLOW_BRACKETS = 1000  # libyaml slows down quadratically with flow nesting: refuse early
 _FENCE = "---"
 _CLOSING_FENCE = re.compile(r"^---[^\S\n]*$", re.M)
 
@@ -112,7 +111,9 @@ def _parse(raw: bytes, path: str) -> tuple[Memory, int]:
 def _load_frontmatter(front: str, path: str) -> dict:
     """The frontmatter's mapping, after checking its size and shape so no
     input can crash or stall the YAML parser (deep nesting segfaults
-    libyaml's composer; aliases can expand exponentially)."""
+    libyaml's composer and is quadratic to parse in full; aliases can expand
+    exponentially). The shape check walks the events only when a cheap look
+    at the text can't rule out aliases or deep nesting."""
     import yaml
 
     if len(front) > MAX_FRONTMATTER_CHARS:
@@ -122,13 +123,8 @@ def _load_frontmatter(front: str, path: str) -> dict:
             path=path,
             line=2,
         )
-    flow = _flow_depth_bound(front)
-    if flow > _MAX_FLOW_BRACKETS:
-        raise ValidationError(
-            f"frontmatter nests brackets more than {_MAX_FLOW_BRACKETS} deep; flatten it", path=path, line=2
-        )
     try:
-        if "*" in front or flow + _block_depth_bound(front) > MAX_DEPTH:
+        if "*" in front or _flow_depth_bound(front) + _block_depth_bound(front) > MAX_DEPTH:
             _check_yaml_shape(front, path)  # can't rule out aliases or deep nesting by looking
         meta = yaml.load(front, Loader=_loader()) or {}
     except yaml.YAMLError as err:
@@ -204,6 +200,10 @@ def _check_yaml_shape(front: str, path: str) -> None:
 
 def render(memory: Memory) -> str:
     """The canonical text of a memory file (no checks: see :func:`render_checked`)."""
+    return f"{_FENCE}\n{_render_frontmatter(memory)}{_FENCE}\n\n{normalize_body(memory.body)}"
+
+
+def _render_frontmatter(memory: Memory) -> str:
     import yaml
 
     try:
@@ -220,24 +220,40 @@ def render(memory: Memory) -> str:
             f"cannot be written as YAML ({fold_line(str(err))[:120]}); use text, numbers, lists or mappings",
             path=memory.path,
         ) from None
-    return f"{_FENCE}\n{front}{_FENCE}\n\n{normalize_body(memory.body)}"
+    return front
 
 
-def render_checked(memory: Memory) -> str:
+def render_checked(memory: Memory, *, strict: bool = False) -> str:
     """The text to write for `memory`, proven to read back as written.
 
     The memory is normalised (:func:`lore.memory.model.normalized`: the
-    documented trimming of title, body and keywords), validated, rendered,
-    and the exact bytes parsed again; every field a user can give must come
-    back equal (types included). Raises :class:`ValidationError` naming the
-    field otherwise, so the caller writes nothing.
+    documented trimming of title, body and keywords), validated (``strict``
+    for memories Lore creates: see :meth:`Memory.validate`), rendered, and
+    the exact bytes parsed again; every field a user can give must come back
+    equal (types included). Raises :class:`ValidationError` naming the field
+    otherwise, so the caller writes nothing.
     """
     memory = normalized(memory)
-    memory.validate()
-    text = render(memory)
+    memory.validate(strict=strict)
+    front = _render_frontmatter(memory)
+    if len(front) > MAX_FRONTMATTER_CHARS:
+        raise ValidationError(
+            f"its frontmatter would be {len(front) // 1024} KiB, over the {MAX_FRONTMATTER_CHARS // 1024} KiB "
+            "limit; shorten the longest fields or move that text into the body",
+            path=memory.path,
+        )
+    text = f"{_FENCE}\n{front}{_FENCE}\n\n{memory.body}"
+    raw = text.encode("utf-8")
+    if len(raw) > MAX_MEMORY_BYTES:
+        raise ValidationError(
+            f"the memory would be {len(raw) / 2**20:.1f} MiB, over the {MAX_MEMORY_BYTES // 2**20} MiB limit; "
+            "split it into smaller memories",
+            path=memory.path,
+            field="body",
+        )
     name = memory.path or "new memory"
     try:
-        again, _ = parse(text.encode("utf-8"), name)
+        again, _ = parse(raw, name)
     except ValidationError as err:
         raise ValidationError(
             f"would not read back ({err.reason}); nothing was written", path=memory.path, field=err.field

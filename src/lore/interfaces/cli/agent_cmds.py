@@ -103,7 +103,7 @@ def capture(lore, transcript, stdout_file, agent, as_json):
         lore.capture_transcript(transcript, agent=agent)
         if transcript
         else lore.capture_stdout(
-            read_text(stdout_file, f"--from-stdout {stdout_file.name}"),
+            read_text(stdout_file, f"--from-stdout {getattr(stdout_file, 'name', '-')}"),
             agent=agent,
             source=getattr(stdout_file, "name", "stdout"),
         )

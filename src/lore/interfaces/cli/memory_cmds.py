@@ -60,7 +60,7 @@ def add(
 ):
     """Add a memory (body from --body, --body-file or stdin)."""
     if body is None and body_file is not None:
-        body = read_text(body_file, f"--body-file {body_file.name}")
+        body = read_text(body_file, f"--body-file {getattr(body_file, 'name', '-')}")
     if body is None and not sys.stdin.isatty():
         body = read_stdin()
     if not body or not body.strip():
