@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import subprocess
 import sys
 import traceback
 import unicodedata
@@ -123,40 +124,6 @@ extra_fields = st.dictionaries(
 tags = st.lists(one_line_text.map(lambda s: s[:50]), max_size=6)
 
 
-@st.composite
-def legal_memories(draw) -> Memory:
-    """Memories every field of which is legal: they must be written and read back exactly."""
-    body = draw(multi_line_text)
-    if len(body.strip()) < 10:
-        body += "\n" + draw(st.sampled_from(["a body that is long enough", "x" * 10]))
-    title = draw(one_line_text).strip()[:200] or "title"
-    return Memory(
-        title=title,
-        body=body,
-        type=draw(st.sampled_from(MEMORY_TYPES)),
-        sector=draw(st.none() | st.sampled_from(SECTORS)),
-        tags=[t for t in draw(tags) if t.strip()][:20],
-        applies_to=draw(
-            st.just("global")
-            | st.tuples(st.sampled_from(["file:", "area:"]), one_line_text.filter(bool)).map("".join)
-        ),
-        occurred_at=parse_time(draw(times.filter(_valid_time))),
-        updated_at=draw(st.none() | times.filter(_valid_time).map(parse_time)),
-        id=draw(st.from_regex(r"\A[A-Za-z0-9][A-Za-z0-9_.:-]{0,40}\Z")),
-        agent=draw(st.none() | one_line_text),
-        task=draw(st.none() | one_line_text),
-        project=draw(st.none() | one_line_text),
-        files=draw(st.lists(one_line_text, max_size=3)),
-        labels=draw(st.lists(one_line_text, max_size=3)),
-        priority=draw(st.none() | st.integers(-(2**63), 2**63 - 1)),
-        risk=draw(st.none() | one_line_text),
-        task_type=draw(st.none() | one_line_text),
-        confidence=draw(st.floats(0, 1)),
-        source=draw(st.none() | one_line_text),
-        extra=draw(extra_fields),
-    )
-
-
 def _valid_time(text: str) -> bool:
     try:
         parse_time(text)
@@ -165,16 +132,56 @@ def _valid_time(text: str) -> bool:
         return False
 
 
+def _long_enough(body: str) -> str:
+    return body if len(body.strip()) >= 10 else body + "\na body that is long enough"
+
+
+def _optional(strategy):
+    return st.none() | strategy
+
+
+canonical_times = times.filter(_valid_time).map(parse_time)
+legal_memories = st.builds(
+    Memory,
+    title=one_line_text.map(lambda s: s.strip()[:200] or "title"),
+    body=multi_line_text.map(_long_enough),
+    type=st.sampled_from(MEMORY_TYPES),
+    sector=_optional(st.sampled_from(SECTORS)),
+    tags=tags.map(lambda items: [t for t in items if t.strip()][:20]),
+    applies_to=st.just("global")
+    | st.tuples(st.sampled_from(["file:", "area:"]), one_line_text.filter(bool)).map("".join),
+    occurred_at=canonical_times,
+    updated_at=_optional(canonical_times),
+    id=st.from_regex(r"\A[A-Za-z0-9][A-Za-z0-9_.:-]{0,40}\Z"),
+    agent=_optional(one_line_text),
+    task=_optional(one_line_text),
+    project=_optional(one_line_text),
+    files=st.lists(one_line_text, max_size=3),
+    labels=st.lists(one_line_text, max_size=3),
+    priority=_optional(st.integers(-(2**63), 2**63 - 1)),
+    risk=_optional(one_line_text),
+    task_type=_optional(one_line_text),
+    confidence=st.floats(0, 1),
+    source=_optional(one_line_text),
+    extra=extra_fields,
+)
+"""Memories every field of which is legal: they must be written and read back exactly."""
+
+
 @st.composite
 def any_memories(draw) -> Memory:
     """Legal memories with some fields replaced by anything at all (of any type)."""
-    memory = draw(legal_memories())
-    junk = st.one_of(hostile_text, st.integers(), st.floats(), st.none(), st.booleans(), plain_data)
-    for name in draw(st.lists(st.sampled_from(markdown.ROUND_TRIP_FIELDS), max_size=3)):
-        setattr(memory, name, draw(junk))
+    memory = draw(legal_memories)
+    for name in draw(_SOME_FIELDS):
+        setattr(memory, name, draw(_JUNK))
     if draw(st.booleans()):
-        memory.extra = draw(st.dictionaries(st.one_of(hostile_text, st.integers()), junk, max_size=3))
+        memory.extra = draw(_JUNK_EXTRA)
     return memory
+
+
+_JUNK = st.one_of(hostile_text, st.integers(), st.floats(), st.none(), st.booleans(), plain_data)
+_JUNK_EXTRA = st.dictionaries(st.one_of(hostile_text, st.integers()), _JUNK, max_size=3)
+_SOME_FIELDS = st.lists(st.sampled_from(markdown.ROUND_TRIP_FIELDS), max_size=3)
 
 
 # -- memory files ----------------------------------------------------------------------
@@ -211,28 +218,33 @@ _BODIES = [
 def frontmatter_texts(draw) -> str:
     lines = []
     for _ in range(draw(st.integers(0, 8))):
-        key = draw(st.sampled_from(_KEYS) | one_line_text.map(lambda s: s.replace(":", "")))
-        value = draw(st.sampled_from(_VALUES) | one_line_text | st.integers().map(str))
-        lines.append(f"{key}: {value}")
+        lines.append(f"{draw(_KEY)}: {draw(_VALUE)}")
     if draw(st.booleans()):
-        lines.insert(0, f"occurred_at: {draw(st.sampled_from(_VALUES[16:21]))}")
+        lines.insert(0, f"occurred_at: {draw(_WHEN)}")
     return "\n".join(lines)
+
+
+_KEY = st.sampled_from(_KEYS) | one_line_text.map(lambda s: s.replace(":", ""))
+_VALUE = st.sampled_from(_VALUES) | one_line_text | st.integers().map(str)
+_WHEN = st.sampled_from(_VALUES[15:21])
+_BODY = st.sampled_from(_BODIES) | multi_line_text | hostile_text
+_KIND = st.sampled_from(["structured", "rendered", "mutated", "noise"])
 
 
 @st.composite
 def memory_file_bytes(draw) -> bytes:
     """Bytes of a memory file: structured but hostile, a faithful file mutated,
     or plain noise; sometimes with a BOM, CRLF or a stray invalid byte."""
-    kind = draw(st.sampled_from(["structured", "rendered", "mutated", "noise"]))
+    kind = draw(_KIND)
     if kind == "noise":
         return draw(st.binary(max_size=300))
     if kind == "structured":
         front = draw(frontmatter_texts())
-        body = draw(st.sampled_from(_BODIES) | multi_line_text | hostile_text)
+        body = draw(_BODY)
         text = f"---\n{front}\n---\n\n{body}"
         raw = text.encode("utf-8", "surrogatepass")
     else:
-        raw = markdown.render(draw(legal_memories())).encode("utf-8")
+        raw = markdown.render(draw(legal_memories)).encode("utf-8")
         if kind == "mutated" and raw:
             data = bytearray(raw)
             for _ in range(draw(st.integers(1, 6))):
@@ -325,8 +337,8 @@ KNOWN_OUTSIDE_SCOPE = {
         "anchors.targets: int() of a Key Files line number of 4,300+ digits; use model.safe_line"
     ),
     "OSError at index/anchors.py:record": (
-        "anchors.record/_anchor: a `files` entry too long for a path (ENAMETOOLONG) escapes; "
-        "read through files.read_project_file"
+        "anchors.record: `(root / named).exists()` raises ENAMETOOLONG for a long `files` entry; "
+        "catch OSError there, and read through files.read_project_file in _anchor"
     ),
     "OverflowError at index/anchors.py:record": (
         "anchors.record: a Key Files line number over 2^63 reaches SQLite; use model.safe_line"
@@ -456,6 +468,39 @@ def _unchanged(root: Path, before: dict[str, bytes], added: str | None) -> str |
 
 
 # -- the command line, in process ----------------------------------------------------------
+
+
+def fuzz_project(root: Path, git: bool = True) -> list[str]:
+    """A project with a few memories (BM25 only, for speed); returns paths for path parameters."""
+    root.mkdir()
+    if git:
+        subprocess.run(["git", "init", "-q", "-b", "main"], cwd=root, check=True)
+        (root / "app.py").write_text("def handler():\n    return 42\n")
+        subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+        subprocess.run(["git", "commit", "-qm", "first"], cwd=root, check=True)
+    import lore
+
+    project = lore.init(root)
+    config = root / ".lore" / "config.toml"
+    config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
+    added = project.add(title="Use UTC", body="Store every time in UTC.", tags=["time"])
+    project.add(
+        title="Retry twice", body="Network calls retry twice.", tags=["net"], private=True, agent="a1"
+    )
+    project.close()
+    (root / "notes.txt").write_text("A body from a file, long enough.\n")
+    (root / "bad.txt").write_bytes(b"not \xff utf-8 body text\n")
+    return [
+        str(root / added.path),
+        str(root / "notes.txt"),
+        str(root / "bad.txt"),
+        str(root),
+        str(root / "missing.json"),
+        "-",
+        "/dev/null",
+        os.fsdecode(os.fsencode(str(root)) + b"/caf\xe9.txt"),
+    ]
+
 
 SKIP_COMMANDS = {"mcp"}  # serves forever
 

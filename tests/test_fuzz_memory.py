@@ -42,7 +42,7 @@ def test_hostile_memory_files_are_a_memory_or_one_validation_error(raw):
 
 
 @settings(BOUNDED, max_examples=200)
-@given(legal_memories())
+@given(legal_memories)
 def test_legal_memories_are_written_and_read_back_exactly(memory):
     assert check_round_trip(memory, strict=True) is None
 
