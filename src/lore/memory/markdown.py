@@ -182,7 +182,7 @@ def _check_yaml_shape(front: str, path: str) -> None:
                     f"frontmatter uses a YAML alias (*{fold_line(str(event.anchor))[:40]}); "
                     "write the value out instead",
                     path=path,
-                    line=event.start_mark.line + 2,
+                    line=_line_of(event),
                 )
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
@@ -190,12 +190,18 @@ def _check_yaml_shape(front: str, path: str) -> None:
                     raise ValidationError(
                         f"frontmatter is nested more than {MAX_DEPTH} levels deep; flatten it",
                         path=path,
-                        line=event.start_mark.line + 2,
+                        line=_line_of(event),
                     )
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
     finally:
         source.dispose()
+
+
+def _line_of(event) -> int | None:
+    """The file line of a YAML event in the frontmatter (which starts on line 2)."""
+    mark = getattr(event, "start_mark", None)
+    return mark.line + 2 if mark is not None else None
 
 
 def render(memory: Memory) -> str:
@@ -381,7 +387,7 @@ def _loader():
         base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         merge = "tag:yaml.org,2002:merge"
 
-        class Loader(base):  # type: ignore[valid-type, misc]
+        class Loader(base):  # type: ignore[valid-type, misc, unused-ignore]
             def construct_mapping(self, node, deep=False):
                 if isinstance(node, yaml.MappingNode):
                     seen: set = set()
@@ -415,7 +421,7 @@ def _dumper():
 
         base = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
-        class Dumper(base):  # type: ignore[valid-type, misc]
+        class Dumper(base):  # type: ignore[valid-type, misc, unused-ignore]
             pass
 
         def _str(dumper, value):

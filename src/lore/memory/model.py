@@ -257,51 +257,53 @@ class Memory:
         001's ``mem-2026-02-12-001`` and may lack keywords; `lore doctor`
         reports those as warnings instead.
         """
-        where = {"path": self.path}
+        path = self.path
         self._check_values()
         if strict and not UUID4_RE.fullmatch(self.id):
             raise ValidationError(
-                f"{_quote(self.id)} is not a UUID v4; omit it to have one generated", field="id", **where
+                f"{_quote(self.id)} is not a UUID v4; omit it to have one generated", field="id", path=path
             )
         if not ID_RE.fullmatch(self.id):
             raise ValidationError(
-                f"{_quote(self.id)} is not a valid id (letters, digits, . _ : -)", field="id", **where
+                f"{_quote(self.id)} is not a valid id (letters, digits, . _ : -)", field="id", path=path
             )
         if not 1 <= len(self.title) <= MAX_SUBJECT:
             raise ValidationError(
-                f"must be 1-{MAX_SUBJECT} characters (has {len(self.title)})", field="subject", **where
+                f"must be 1-{MAX_SUBJECT} characters (has {len(self.title)})", field="subject", path=path
             )
         if self.type not in MEMORY_TYPES:
             raise ValidationError(
                 f"unknown type {_quote(self.type)}; use one of: {', '.join(MEMORY_TYPES)}",
                 field="type",
-                **where,
+                path=path,
             )
         if self.sector not in SECTORS:
             raise ValidationError(
                 f"unknown sector {_quote(self.sector)}; use one of: {', '.join(SECTORS)}",
                 field="sector",
-                **where,
+                path=path,
             )
         if not (1 if strict else 0) <= len(self.tags) <= MAX_KEYWORDS:
             raise ValidationError(
-                f"needs 1-{MAX_KEYWORDS} keywords (has {len(self.tags)})", field="keywords", **where
+                f"needs 1-{MAX_KEYWORDS} keywords (has {len(self.tags)})", field="keywords", path=path
             )
         for tag in self.tags:
             if not 1 <= len(tag) <= MAX_KEYWORD_LEN:
                 raise ValidationError(
-                    f"keyword {_quote(tag)} must be 1-{MAX_KEYWORD_LEN} characters", field="keywords", **where
+                    f"keyword {_quote(tag)} must be 1-{MAX_KEYWORD_LEN} characters",
+                    field="keywords",
+                    path=path,
                 )
         if not SCOPE_RE.fullmatch(self.applies_to):
             raise ValidationError(
                 f"{_quote(self.applies_to)} must be global, file:<path> or area:<name>",
                 field="applies_to",
-                **where,
+                path=path,
             )
         if not 0.0 <= self.confidence <= 1.0:
-            raise ValidationError("must be between 0 and 1", field="confidence", **where)
+            raise ValidationError("must be between 0 and 1", field="confidence", path=path)
         if len(self.body.strip()) < MIN_BODY:
-            raise ValidationError(f"body must be at least {MIN_BODY} characters", field="body", **where)
+            raise ValidationError(f"body must be at least {MIN_BODY} characters", field="body", path=path)
 
     def _check_values(self) -> None:
         """Types and representable values of every field (any input, never a crash)."""

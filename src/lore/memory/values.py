@@ -166,12 +166,12 @@ def same_value(a: object, b: object) -> bool:
     ``True`` differ), NaN equals NaN, mappings compare key by key."""
     if type(a) is not type(b):
         return False
-    if isinstance(a, float):
-        return (math.isnan(a) and math.isnan(b)) or a == b  # type: ignore[arg-type]
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))  # type: ignore[arg-type]
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(same_value(a[k], b[k]) for k in a)  # type: ignore[index, call-overload]
+    if isinstance(a, float) and isinstance(b, float):
+        return (math.isnan(a) and math.isnan(b)) or a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return list(a) == list(b) and all(same_value(a[k], b[k]) for k in a)
     return a == b
 
 
