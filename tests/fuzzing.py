@@ -133,7 +133,8 @@ def _valid_time(text: str) -> bool:
 
 
 def _long_enough(body: str) -> str:
-    return body if len(body.strip()) >= 10 else body + "\na body that is long enough"
+    """At least 10 characters once normalised (``\\r\\n`` counts as one)."""
+    return body if len(normalize_body(body).strip()) >= 10 else body + "\na body that is long enough"
 
 
 def _optional(strategy):
