@@ -445,16 +445,18 @@ def _given_fields_match(kwargs: dict, stored: Memory, *, redacted: bool) -> str 
     return None
 
 
-def _snapshot(root: Path) -> dict[str, bytes]:
+def _snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
+    """(inode, size, mtime) of every memory file: any rewrite changes one of them."""
     files = {}
     for folder in (root / ".lore" / "memory", root / ".lore" / "local"):
         for path in folder.rglob("*.md"):
             if "trash" not in path.parts:
-                files[str(path.relative_to(root))] = path.read_bytes()
+                info = path.stat()
+                files[str(path.relative_to(root))] = (info.st_ino, info.st_size, info.st_mtime_ns)
     return files
 
 
-def _unchanged(root: Path, before: dict[str, bytes], added: str | None) -> str | None:
+def _unchanged(root: Path, before: dict[str, tuple[int, int, int]], added: str | None) -> str | None:
     after = _snapshot(root)
     for rel, data in before.items():
         if after.get(rel) != data:
