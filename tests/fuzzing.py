@@ -487,10 +487,10 @@ def fuzz_project(root: Path, git: bool = True) -> list[str]:
     config = root / ".lore" / "config.toml"
     config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
     added = project.add(title="Use UTC", body="Store every time in UTC.", tags=["time"])
-    project.add(
-        title="Retry twice", body="Network calls retry twice.", tags=["net"], private=True, agent="a1"
-    )
     project.close()
+    as_agent = lore.open(root, agent="a1")  # the acting agent is fixed per process
+    as_agent.add(title="Retry twice", body="Network calls retry twice.", tags=["net"], private=True)
+    as_agent.close()
     (root / "notes.txt").write_text("A body from a file, long enough.\n")
     (root / "bad.txt").write_bytes(b"not \xff utf-8 body text\n")
     return [
@@ -505,7 +505,7 @@ def fuzz_project(root: Path, git: bool = True) -> list[str]:
     ]
 
 
-SKIP_COMMANDS = {"mcp"}  # serves forever
+SKIP_COMMANDS = {"mcp", "serve"}  # serve forever
 
 
 def command_paths(

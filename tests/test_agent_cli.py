@@ -133,7 +133,7 @@ EXISTING_SETTINGS = {
 
 
 def lore_hook(event: str) -> str:
-    return shlex.join([*LORE, "hook", event])
+    return shlex.join(["lore", "hook", event])
 
 
 def test_install_claude_code_merges_is_idempotent_and_uninstall_restores_bytes(cli):
@@ -146,16 +146,26 @@ def test_install_claude_code_merges_is_idempotent_and_uninstall_restores_bytes(c
     out = cli("install", "claude-code").stdout.splitlines()
     assert out == [
         "updated .mcp.json: set MCP server 'lore'",
-        "updated .claude/settings.json: set hooks SessionStart, PreCompact, Stop",
+        "updated .claude/settings.json: set hooks SessionStart, UserPromptSubmit, PostToolUse, PreCompact, Stop",
     ]
 
     mcp = json.loads((root / ".mcp.json").read_text())
     assert mcp["mcpServers"]["github"] == EXISTING_MCP["mcpServers"]["github"]
-    assert mcp["mcpServers"]["lore"] == {"command": sys.executable, "args": ["-m", "lore", "mcp"]}
+    assert mcp["mcpServers"]["lore"] == {
+        "command": "lore",
+        "args": ["mcp"],
+    }  # no venv path in committed files
     settings = json.loads((root / ".claude/settings.json").read_text())
     assert settings["permissions"] == EXISTING_SETTINGS["permissions"]
     hooks = settings["hooks"]
-    assert hooks["PostToolUse"] == EXISTING_SETTINGS["hooks"]["PostToolUse"]
+    assert hooks["PostToolUse"][0] == EXISTING_SETTINGS["hooks"]["PostToolUse"][0]
+    assert hooks["PostToolUse"][1] == {
+        "matcher": "",
+        "hooks": [{"type": "command", "command": lore_hook("post-tool-use")}],
+    }
+    assert hooks["UserPromptSubmit"] == [
+        {"hooks": [{"type": "command", "command": lore_hook("user-prompt-submit")}]}
+    ]
     assert hooks["SessionStart"][0] == EXISTING_SETTINGS["hooks"]["SessionStart"][0]
     assert hooks["SessionStart"][1] == {
         "matcher": "",
@@ -175,7 +185,7 @@ def test_install_claude_code_merges_is_idempotent_and_uninstall_restores_bytes(c
     out = cli("uninstall", "claude-code").stdout.splitlines()
     assert out == [
         "updated .mcp.json: removed MCP server 'lore'",
-        "updated .claude/settings.json: removed hooks SessionStart, PreCompact, Stop",
+        "updated .claude/settings.json: removed hooks SessionStart, UserPromptSubmit, PostToolUse, PreCompact, Stop",
     ]
     assert snapshot(root) == before  # the original bytes
     assert cli("uninstall", "claude-code").stdout.strip() == "Lore was not installed for claude-code"
@@ -186,7 +196,7 @@ def test_install_claude_code_into_a_bare_project_and_uninstall_leaves_nothing(cl
     changes = cli.json("install", "claude-code")["changes"]
     assert changes == [
         "created .mcp.json: MCP server 'lore'",
-        "created .claude/settings.json: hooks SessionStart, PreCompact, Stop",
+        "created .claude/settings.json: hooks SessionStart, UserPromptSubmit, PostToolUse, PreCompact, Stop",
     ]
     cli("uninstall", "claude-code")
     assert snapshot(root) == {} and not (root / ".claude").exists()
@@ -223,12 +233,23 @@ def test_installed_claude_code_entries_actually_run(repo):
                     return [t.name for t in tools.tools], result
 
     names, result = anyio.run(talk)
-    assert len(names) == 9
+    assert len(names) == 11
     assert not result.is_error and "RFC 7807" in result.content[0].text
 
     settings = json.loads((root / ".claude/settings.json").read_text())
     for event, payload in (
         ("SessionStart", {"hook_event_name": "SessionStart", "source": "startup"}),
+        ("UserPromptSubmit", {"hook_event_name": "UserPromptSubmit", "prompt": "Fix the API errors"}),
+        (
+            "PostToolUse",
+            {
+                "hook_event_name": "PostToolUse",
+                "tool_name": "Read",
+                "tool_input": {"file_path": "src/api.py"},
+                "tool_response": "def handler(): ...",
+                "tool_use_id": "toolu_01",
+            },
+        ),
         ("PreCompact", {"hook_event_name": "PreCompact", "trigger": "auto"}),
         ("Stop", {"hook_event_name": "Stop"}),
     ):
@@ -249,7 +270,14 @@ def test_installed_claude_code_entries_actually_run(repo):
             assert "RFC 7807" in context
         else:
             assert proc.stdout == ""
-    assert len(log_lines(root)) == 3
+    assert len(log_lines(root)) == 5
+    # Without a transcript, the prompt and the tool call came from the hooks' payloads.
+    recorded = repo.json("session", "show", "s1", "--all")
+    assert [(e["type"], e["content"] or e["tool_name"] or e["result"]) for e in recorded] == [
+        ("message", "Fix the API errors"),
+        ("tool_call", "Read"),
+        ("tool_result", "def handler(): ..."),
+    ]
 
 
 # ---------------------------------------------------------------- install: cursor, codex, instructions
@@ -259,7 +287,7 @@ def test_install_cursor(cli):
     root = cli.cwd
     assert cli("install", "cursor").stdout.strip() == "created .cursor/mcp.json: MCP server 'lore'"
     doc = json.loads((root / ".cursor/mcp.json").read_text())
-    assert doc == {"mcpServers": {"lore": {"command": sys.executable, "args": ["-m", "lore", "mcp"]}}}
+    assert doc == {"mcpServers": {"lore": {"command": "lore", "args": ["mcp"]}}}
     first = snapshot(root)
     assert cli("install", "cursor").stdout.strip() == "Lore is already installed for cursor"
     assert snapshot(root) == first
@@ -564,7 +592,9 @@ def test_pre_compact_hook_captures_multiline_assistant_messages_once(repo, tmp_p
     assert "3×" in body
     assert "captured" in log_lines(root)[-1] and "1 gotchas" in log_lines(root)[-1]
 
-    listed = repo.json("list", "--tier", "session")
+    listed = repo.json(
+        "list", "--tier", "session", "--agent", "claude-code"
+    )  # an agent's session memories are its own
     assert len(listed) == len(keep)
 
     before = all_memories(root)
@@ -691,7 +721,7 @@ def test_capture_transcript_json_is_idempotent(repo, tmp_path):
     assert {meta["agent"] for meta, _ in session.values()} == {"codex"}
 
     before = all_memories(root)
-    second = repo.json("capture", "--transcript", str(transcript))
+    second = repo.json("capture", "--transcript", str(transcript), "--agent", "codex")  # the same agent again
     assert second == {"created": 0, "existing": len(keep), "problems": [], "gotchas": 0}
     assert all_memories(root) == before
 

@@ -24,7 +24,17 @@ AUTHOR = {
     "GIT_COMMITTER_EMAIL": "ada@example.com",
 }
 _GIT_LOCAL = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_COMMON_DIR")
-RESULT_KEYS = {"file_path", "symbol", "language", "start_line", "end_line", "snippet", "similarity", "source"}
+RESULT_KEYS = {
+    "file_path",
+    "symbol",
+    "language",
+    "start_line",
+    "end_line",
+    "snippet",
+    "similarity",
+    "source",
+    "role",
+}
 
 
 def git(root: Path, *args: str, date: str | None = None, env: dict | None = None) -> str:
@@ -185,7 +195,7 @@ def test_index_reports_counts_and_skips_binary_large_vendored_and_ignored_files(
     assert "secret.py" not in reasons  # gitignored: simply absent
 
     status = repo.json("status")
-    assert status["codeFiles"] == 3 and status["codeChunks"] == out["chunks_created"]
+    assert status["code_files"] == 3 and status["code_chunks"] == out["chunks_created"]
     for word in ("leftpadzebra", "okapizebra", "hippozebra", "gitignoredzebra", "loreignoredzebra"):
         assert code(repo, word) == [], word
     assert paths(code(repo, "Multiply")) == ["cmd/mul.go"]
@@ -239,13 +249,13 @@ def test_deleting_a_file_removes_its_chunks(repo):
     commit(root, "two files")
     index(repo)
     assert paths(code(repo, "feed_quokka")) == ["quokka.py"]
-    before = repo.json("status")["codeFiles"]
+    before = repo.json("status")["code_files"]
 
     (root / "quokka.py").unlink()
     out = index(repo)
     assert out["files_removed"] == 1 and out["files_processed"] == 0
     assert code(repo, "feed_quokka") == []
-    assert repo.json("status")["codeFiles"] == before - 1
+    assert repo.json("status")["code_files"] == before - 1
 
 
 def test_rename_moves_the_file_without_rechunking(repo):
@@ -303,7 +313,7 @@ def test_rename_and_branch_switches_embed_nothing_new(cli):
     out = cli.json("index")
     assert out["code"]["files_renamed"] == 1 and out["embedded"] == 0
     status = cli.json("status")
-    assert status["embedding"] and status["pendingEmbeddings"] == 0 and status["vectors"] > 0
+    assert status["embedding"] and status["pending_embeddings"] == 0 and status["vectors"] > 0
 
 
 # -- 3. Git operations ------------------------------------------------------------------
@@ -407,7 +417,7 @@ def test_merge_brings_both_sides_into_code_and_history(repo):
     merge = repo.json("history", "merge", "feature", "tracking")[0]
     assert merge["subject"] == "Merge feature tracking" and merge["files"] == ["feature/lynx.py"]
     status = repo.json("status")
-    assert status["upToDate"] and status["commits"] == 4
+    assert status["up_to_date"] and status["commits"] == 4
 
 
 # -- 4. update-index ----------------------------------------------------------------------
@@ -676,31 +686,31 @@ def test_status_tracks_head_and_work_tree_changes(repo):
     first = commit(root, "first")
     index(repo)
     status = repo.json("status")
-    assert status["git"] is True and status["upToDate"] is True
-    assert status["head"] == status["indexedCommit"] == first
-    assert (status["changedFiles"], status["newFiles"], status["deletedFiles"]) == ([], [], [])
+    assert status["git"] is True and status["up_to_date"] is True
+    assert status["head"] == status["indexed_commit"] == first
+    assert (status["changed_files"], status["new_files"], status["deleted_files"]) == ([], [], [])
 
     git(root, "commit", "-q", "--allow-empty", "-m", "nothing changed")
     status = repo.json("status")
-    assert status["head"] == git(root, "rev-parse", "HEAD") != status["indexedCommit"] == first
-    assert status["upToDate"] is False and status["changedFiles"] == []
+    assert status["head"] == git(root, "rev-parse", "HEAD") != status["indexed_commit"] == first
+    assert status["up_to_date"] is False and status["changed_files"] == []
 
     write(root, "a.py", "def alpha():\n    return 'one'\n")
     second = commit(root, "edit a")
     status = repo.json("status")
-    assert status["head"] == second and status["indexedCommit"] == first
-    assert status["upToDate"] is False and status["changedFiles"] == ["a.py"]
+    assert status["head"] == second and status["indexed_commit"] == first
+    assert status["up_to_date"] is False and status["changed_files"] == ["a.py"]
 
     index(repo)
     status = repo.json("status")
-    assert status["upToDate"] is True and status["indexedCommit"] == second
+    assert status["up_to_date"] is True and status["indexed_commit"] == second
 
     write(root, "a.py", "def alpha():\n    return 'uno, modified in the work tree'\n")
     write(root, "n.py", "def new_one():\n    return 3\n")
     (root / "b.py").unlink()
     status = repo.json("status")
-    assert status["changedFiles"] == ["a.py"] and status["newFiles"] == ["n.py"]
-    assert status["deletedFiles"] == ["b.py"] and status["upToDate"] is False
+    assert status["changed_files"] == ["a.py"] and status["new_files"] == ["n.py"]
+    assert status["deleted_files"] == ["b.py"] and status["up_to_date"] is False
     text = repo("status").stdout
     assert "stale" in text and "1 changed, 1 new, 1 deleted" in text
 
@@ -725,8 +735,8 @@ def test_a_folder_without_git_is_indexed_and_searched(cli):
     assert index(cli)["files_processed"] == 0
 
     status = cli.json("status")
-    assert status["git"] is False and status["head"] is None and status["upToDate"] is True
-    assert status["codeFiles"] == 2
+    assert status["git"] is False and status["head"] is None and status["up_to_date"] is True
+    assert status["code_files"] == 2
     assert cli.json("history", "anything") == []
     proc = cli("code", "Multiply", "--changed-within", "7", ok=False)
     assert proc.returncode == 2 and "git" in proc.stderr
@@ -762,7 +772,7 @@ def test_memory_files_are_never_indexed_as_code(cli, use_git):
     assert out["files_processed"] == 1
     assert paths(code(cli, "ocelot")) == ["docs/ocelot.md"]
     assert paths(code(cli, "ocelot", "--dir", ".lore")) == []
-    assert cli.json("status")["codeFiles"] == 1
+    assert cli.json("status")["code_files"] == 1
     assert added["path"] in [h["path"] for h in cli.json("search", "ocelot")]  # still a memory
 
 
@@ -779,7 +789,7 @@ def test_semantic_code_search_with_the_default_model(cli):
     out = cli.json("index")
     assert out["embedded"] >= out["code"]["chunks_created"] > 0
     status = cli.json("status")
-    assert status["search"] == "hybrid" and status["pendingEmbeddings"] == 0
+    assert status["search"] == "hybrid" and status["pending_embeddings"] == 0
 
     hits = code(cli, "product of two integers", "--mode", "vector")
     assert hits[0]["file_path"] == "lib/mul.go" and hits[0]["source"] == "vector"

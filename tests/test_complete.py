@@ -318,7 +318,7 @@ def test_load_bundle_camel_case(tmp_path):
     path.write_text(
         json.dumps(
             {
-                "taskId": "jat-abc",
+                "task_id": "jat-abc",
                 "agentName": "FairBay",
                 "summary": ["Increased token refresh timeout", "Added retry logic"],
                 "approach": "Traced the OAuth flow.",

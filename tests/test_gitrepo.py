@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lore.index import gitrepo
-from lore.index.gitrepo import Commit, FileChanges
+from lore.index.gitrepo import Commit, FileChanges, GitError
 
 pytestmark = pytest.mark.usefixtures("git_env")
 
@@ -382,3 +382,64 @@ def test_commits_with_empty_messages_and_no_files_at_the_end(repo):
     newest, root = gitrepo.commits(repo)
     assert (newest.subject, newest.body, newest.files) == ("", "", ())
     assert (root.subject, root.body, root.files, root.parents) == ("root, empty", "body", (), ())
+
+
+# -- public helpers used by other modules ----------------------------------------
+
+
+def test_commits_mentioning_is_a_fixed_string_case_insensitive_search(repo):
+    write(repo, "a.py")
+    commit(repo, "Fix [JAT-1.x] parser (see jat-1.x)")
+    write(repo, "b.py")
+    commit(repo, "Unrelated\n\nbody mentions jat-1.X too")
+    write(repo, "c.py")
+    commit(repo, "jat-1yx is not a match for the dot")
+    found = gitrepo.commits_mentioning(repo, "jat-1.x")
+    assert [c.subject for c in found] == ["Unrelated", "Fix [JAT-1.x] parser (see jat-1.x)"]
+    assert found[0].files == ("b.py",)
+    assert gitrepo.commits_mentioning(repo, "") == []
+
+
+def test_commits_mentioning_on_unborn_branch(repo):
+    assert gitrepo.commits_mentioning(repo, "anything") == []
+
+
+def test_commit_patches_in_the_order_given_and_worktree_patch(repo):
+    write(repo, "a.py", "one\n")
+    first = commit(repo, "one")
+    write(repo, "a.py", "one\ntwo\n")
+    second = commit(repo, "two")
+    patches = gitrepo.commit_patches(repo, [first, second])
+    assert patches.index(first) < patches.index(second)
+    assert "new file mode" in patches and "@@ -1,0 +2 @@" in patches
+    assert gitrepo.commit_patches(repo, []) == ""
+
+    write(repo, "a.py", "one\nTWO\n")
+    write(repo, "new dir/untracked é.py", "x\n")
+    assert "@@ -2 +2 @@" in gitrepo.worktree_patch(repo)
+    assert gitrepo.untracked_files(repo) == ["new dir/untracked é.py"]
+
+
+def test_worktree_patch_on_unborn_branch(repo):
+    write(repo, "a.py", "staged\n")
+    git(repo, "add", "a.py")
+    assert "+staged" in gitrepo.worktree_patch(repo)
+
+
+def test_git_tokens_streams_stops_early_and_reports_failures(repo):
+    for n in range(3):
+        write(repo, f"f{n}")
+        commit(repo, f"c{n}")
+    with gitrepo.git_tokens(repo, ["log", "-z", "--format=%s"], check=True) as tokens:
+        assert next(tokens) == b"c2"  # leaving the block early ends git without an error
+    with gitrepo.git_tokens(repo, ["log", "-z", "--format=%s"], check=True) as tokens:
+        assert [t for t in tokens if t] == [b"c2", b"c1", b"c0"]
+    with pytest.raises(GitError, match="no-such-revision"):
+        with gitrepo.git_tokens(repo, ["log", "no-such-revision"], check=True) as tokens:
+            list(tokens)
+
+
+def test_project_scope(repo):
+    (repo / "sub").mkdir()
+    assert gitrepo.project_scope(repo) == []
+    assert gitrepo.project_scope(repo / "sub") == ["."]

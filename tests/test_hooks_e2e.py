@@ -91,7 +91,7 @@ def test_install_chains_the_existing_hook_and_a_commit_updates_the_index_in_back
     wait_for(lambda: any(" ok post-commit:" in line for line in log_lines(root)), "an ok line in hooks.log")
     assert not [line for line in log_lines(root) if " error " in line]
     status = hooked.json("status")
-    assert status["indexedCommit"] == sha and status["upToDate"] is True
+    assert status["indexed_commit"] == sha and status["up_to_date"] is True
 
     wait_for(lambda: updater_idle(root), "the background updater to finish")
     removed = hooked.json("hooks", "uninstall")["removed"]
@@ -113,7 +113,7 @@ def test_rapid_commits_leave_the_final_state_indexed(hooked):
 
     def final_state_indexed():
         status = hooked.json("status")
-        return status["indexedCommit"] == head and status["upToDate"]
+        return status["indexed_commit"] == head and status["up_to_date"]
 
     wait_for(final_state_indexed, "the last commit to be indexed")
     assert paths(code(hooked, "marker5")) == ["app.py"]
@@ -135,7 +135,7 @@ def test_checkout_hook_reindexes_the_branch(hooked):
     hooked.json("hooks", "install")
     git(root, "checkout", "-q", "other")
     wait_for(lambda: paths(code(hooked, "otter")) == ["app.py"], "the checkout to be indexed")
-    wait_for(lambda: hooked.json("status")["indexedCommit"] == other, "indexedCommit to follow HEAD")
+    wait_for(lambda: hooked.json("status")["indexed_commit"] == other, "indexedCommit to follow HEAD")
     assert any(" ok post-checkout:" in line for line in log_lines(root))
 
 

@@ -67,7 +67,7 @@ def index_db(root: Path):
 
 def distinct_embedding_texts(root: Path) -> set[str]:
     """The texts Lore embeds for the project's chunks (one per distinct content hash)."""
-    from lore.index.store import embedding_text
+    from lore.storage.base import embedding_text
 
     with index_db(root) as db:
         rows = db.execute("SELECT kind, title, text FROM chunks").fetchall()
@@ -260,10 +260,10 @@ def test_default_model_is_used_and_everything_is_embedded(ranked):
     assert status["search"] == "hybrid"
     assert (
         status["embedding"].startswith("local:all-MiniLM-L6-v2")
-        and status["indexedModel"] == status["embedding"]
+        and status["indexed_model"] == status["embedding"]
     )
-    assert status["vectors"] == len(CORPUS) and status["pendingEmbeddings"] == 0
-    assert status["embeddingProblem"] is None
+    assert status["vectors"] == len(CORPUS) and status["pending_embeddings"] == 0
+    assert status["embedding_problem"] is None
 
 
 @pytest.mark.parametrize("query, expected", PARAPHRASES)
@@ -319,8 +319,8 @@ def test_default_mode_is_hybrid_and_unknown_fusion_is_refused(ranked):
     project, paths = ranked
     default = project.search(IDENTIFIER[0])
     assert default[0].path == paths["flag"] and default[0].source == "hybrid"
-    assert [h.to_json() for h in default] == [
-        h.to_json() for h in project.search(IDENTIFIER[0], mode="hybrid")
+    assert [h.to_dict() for h in default] == [
+        h.to_dict() for h in project.search(IDENTIFIER[0], mode="hybrid")
     ]
     with pytest.raises((ValueError, UsageError), match="unknown fusion"):
         project.search(IDENTIFIER[0], fusion="max")
@@ -348,7 +348,7 @@ def test_provider_none_is_bm25_only(cli):
     assert 0 < hits[0]["score"] <= 1
     assert proc.stderr == ""  # "none" is a choice, not a problem
     stats = cli.json("stats")
-    assert stats["search"] == "bm25" and stats["embedding"] is None and stats["pendingEmbeddings"] is None
+    assert stats["search"] == "bm25" and stats["embedding"] is None and stats["pending_embeddings"] is None
     indexed = cli.json("index")
     assert indexed["embedded"] == 0
 
@@ -390,7 +390,7 @@ def test_provider_that_cannot_load_falls_back_to_bm25(cli, embedding, problem, m
     proc = cli("stats", "--json")
     stats = json.loads(proc.stdout)
     assert stats["search"] == "bm25" and stats["embedding"] is None
-    assert problem in stats["embeddingProblem"]
+    assert problem in stats["embedding_problem"]
     assert len(notices(proc.stderr, "BM25 only")) == 1
 
     proc = cli("index", "--json")  # text index still works; nothing to embed with
@@ -449,7 +449,7 @@ def test_model_change_falls_back_until_reembed(cli, server):
     assert hits[0]["path"] == paths[0] and hits[0]["source"] == "vector"
     stats = cli.json("stats")
     assert (
-        stats["embedding"] == stats["indexedModel"] == "openai-compatible:a" and stats["search"] == "hybrid"
+        stats["embedding"] == stats["indexed_model"] == "openai-compatible:a" and stats["search"] == "hybrid"
     )
 
     configure(root, server.settings("b"))
@@ -463,7 +463,7 @@ def test_model_change_falls_back_until_reembed(cli, server):
     assert proc.returncode == 2
     stats = cli.json("stats")
     assert stats["search"] == "bm25" and stats["embedding"] is None
-    assert stats["indexedModel"] == "openai-compatible:a" and "--reembed" in stats["embeddingProblem"]
+    assert stats["indexed_model"] == "openai-compatible:a" and "--reembed" in stats["embedding_problem"]
     # A plain `lore index` does not quietly mix model b vectors into model a's index.
     proc = cli("index", "--json")
     assert json.loads(proc.stdout)["embedded"] == 0 and notices(proc.stderr, "--reembed")
@@ -477,9 +477,9 @@ def test_model_change_falls_back_until_reembed(cli, server):
     with index_db(root) as db:
         assert {m for (m,) in db.execute("SELECT DISTINCT model FROM embeddings")} == {"openai-compatible:b"}
     stats = cli.json("stats")
-    assert stats["search"] == "hybrid" and stats["embeddingProblem"] is None
-    assert stats["embedding"] == stats["indexedModel"] == "openai-compatible:b"
-    assert stats["vectors"] == 3 and stats["pendingEmbeddings"] == 0
+    assert stats["search"] == "hybrid" and stats["embedding_problem"] is None
+    assert stats["embedding"] == stats["indexed_model"] == "openai-compatible:b"
+    assert stats["vectors"] == 3 and stats["pending_embeddings"] == 0
 
     proc = cli("search", "rollback", "traffic", "--json")
     hits = json.loads(proc.stdout)
@@ -557,7 +557,7 @@ def test_embedding_cache_by_content(cli, server):
     assert len(result["updated"]) == 4 and result["embedded"] == 0
     assert server.since(mark) == []
     stats = cli.json("stats")
-    assert stats["pendingEmbeddings"] == 0
+    assert stats["pending_embeddings"] == 0
 
     # Over the whole test, no text was ever embedded twice.
     answered = server.answered()
@@ -604,12 +604,12 @@ def test_failed_indexing_resumes_where_it_stopped(cli, server):
     assert "HTTP 500" in proc.stderr and "Traceback" not in proc.stderr
     assert [r["status"] for r in server.requests] == [200, 200, 500]
     stats = cli.json("stats")
-    assert stats["vectors"] == 2 * BATCH and stats["pendingEmbeddings"] == BULK - 2 * BATCH
+    assert stats["vectors"] == 2 * BATCH and stats["pending_embeddings"] == BULK - 2 * BATCH
     # While the server is still down, search tries to embed inline, fails, and falls back to BM25.
     proc = cli("search", "scheduler", "module", "--json")
     assert json.loads(proc.stdout) and {h["source"] for h in json.loads(proc.stdout)} == {"bm25"}
     assert len(notices(proc.stderr, "BM25 only")) == 1
-    assert cli.json("stats")["pendingEmbeddings"] == BULK - 2 * BATCH
+    assert cli.json("stats")["pending_embeddings"] == BULK - 2 * BATCH
 
     server.fail_from = None
     mark = server.mark()
@@ -621,7 +621,7 @@ def test_failed_indexing_resumes_where_it_stopped(cli, server):
     assert len(answered) == len(set(answered)) == BULK  # no chunk embedded twice
     assert set(answered) == expected
     stats = cli.json("stats")
-    assert stats["pendingEmbeddings"] == 0 and stats["vectors"] == BULK
+    assert stats["pending_embeddings"] == 0 and stats["vectors"] == BULK
 
 
 def test_failed_indexing_with_the_providers_default_batch_size_loses_nothing(cli, server):
@@ -641,7 +641,7 @@ def test_failed_indexing_with_the_providers_default_batch_size_loses_nothing(cli
 
     server.fail_from = None
     assert cli.json("index")["embedded"] > 0
-    assert cli.json("stats")["pendingEmbeddings"] == 0
+    assert cli.json("stats")["pending_embeddings"] == 0
     answered = server.answered()
     assert len(answered) - len(set(answered)) == 0, (
         f"{len(answered) - len(set(answered))} texts embedded twice"
@@ -674,13 +674,13 @@ def test_killed_indexing_resumes_where_it_stopped(cli, server):
     server.block_from = None
     server.release.set()
     stats = cli.json("stats")
-    assert stats["vectors"] == 2 * BATCH and stats["pendingEmbeddings"] == BULK - 2 * BATCH
+    assert stats["vectors"] == 2 * BATCH and stats["pending_embeddings"] == BULK - 2 * BATCH
     mark = server.mark()
     assert cli.json("index")["embedded"] == BULK - 2 * BATCH
     assert sum(len(r["texts"]) for r in server.since(mark)) == BULK - 2 * BATCH
     answered = server.answered()
     assert len(answered) == len(set(answered)) == BULK and set(answered) == expected
-    assert cli.json("stats")["pendingEmbeddings"] == 0
+    assert cli.json("stats")["pending_embeddings"] == 0
 
 
 # -- 6. fresh memories are searchable by meaning at once -----------------------------------------
@@ -692,21 +692,21 @@ def test_memory_added_after_index_is_found_by_vector_search(project):
         project.add(title=title, body=body)
     assert project.embed() == 4  # what `lore index` does
     fresh = project.add(title=CORPUS["pets"][0], body=CORPUS["pets"][1]).path
-    assert project.embedding_status()["pendingEmbeddings"] == 1
+    assert project.embedding_status()["pending_embeddings"] == 1
     hits = project.search("animals allowed at work", mode="vector")
     assert hits[0].path == fresh and hits[0].source == "vector"
-    assert project.embedding_status()["pendingEmbeddings"] == 0
+    assert project.embedding_status()["pending_embeddings"] == 0
 
 
 def test_memory_added_after_index_is_found_by_vector_search_cli(cli):
     add_memories(cli.cwd, [{"title": t, "body": b} for k, (t, b) in CORPUS.items() if k != "deploy"])
     assert cli.json("index")["embedded"] == len(CORPUS) - 1
     added = cli.json("add", "--title", CORPUS["deploy"][0], "--body", CORPUS["deploy"][1])
-    assert cli.json("stats")["pendingEmbeddings"] == 1
+    assert cli.json("stats")["pending_embeddings"] == 1
     hits = cli.json("search", "--mode", "vector", "how do we ship new versions without downtime")
     assert hits[0]["path"] == added["path"] and hits[0]["source"] == "vector"
     stats = cli.json("stats")
-    assert stats["pendingEmbeddings"] == 0 and stats["vectors"] == len(CORPUS)
+    assert stats["pending_embeddings"] == 0 and stats["vectors"] == len(CORPUS)
 
 
 def test_inline_embedding_only_covers_memory_chunks_added_since(cli, server):

@@ -50,7 +50,7 @@ def test_claude_code_into_empty_project(root):
 
     assert lines == [
         "created .mcp.json: MCP server 'lore'",
-        "created .claude/settings.json: hooks SessionStart, PreCompact, Stop",
+        "created .claude/settings.json: hooks SessionStart, UserPromptSubmit, PostToolUse, PreCompact, Stop",
     ]
     assert (root / ".mcp.json").read_text() == dump(
         {"mcpServers": {"lore": {"command": "/opt/venv/bin/python", "args": ["-m", "lore", "mcp"]}}}
@@ -63,6 +63,24 @@ def test_claude_code_into_empty_project(root):
                         "matcher": "",
                         "hooks": [
                             {"type": "command", "command": "/opt/venv/bin/python -m lore hook session-start"}
+                        ],
+                    }
+                ],
+                "UserPromptSubmit": [
+                    {
+                        "hooks": [
+                            {
+                                "type": "command",
+                                "command": "/opt/venv/bin/python -m lore hook user-prompt-submit",
+                            }
+                        ]
+                    }
+                ],
+                "PostToolUse": [
+                    {
+                        "matcher": "",
+                        "hooks": [
+                            {"type": "command", "command": "/opt/venv/bin/python -m lore hook post-tool-use"}
                         ],
                     }
                 ],
@@ -126,7 +144,7 @@ def test_claude_code_merges_into_existing_files_and_uninstall_restores_bytes(roo
     lines = install("claude-code", root, command=PY)
     assert lines == [
         "updated .mcp.json: set MCP server 'lore'",
-        "updated .claude/settings.json: set hooks SessionStart, PreCompact, Stop",
+        "updated .claude/settings.json: set hooks SessionStart, UserPromptSubmit, PostToolUse, PreCompact, Stop",
     ]
     mcp = json.loads((root / ".mcp.json").read_text())
     assert mcp["mcpServers"]["github"] == EXISTING_MCP["mcpServers"]["github"]
@@ -137,7 +155,11 @@ def test_claude_code_merges_into_existing_files_and_uninstall_restores_bytes(roo
     assert settings["permissions"] == EXISTING_SETTINGS["permissions"]
     assert settings["model"] == "opus"
     hooks = settings["hooks"]
-    assert hooks["PostToolUse"] == EXISTING_SETTINGS["hooks"]["PostToolUse"]
+    assert hooks["PostToolUse"][0] == EXISTING_SETTINGS["hooks"]["PostToolUse"][0]
+    assert hooks["PostToolUse"][1] == {
+        "matcher": "",
+        "hooks": [{"type": "command", "command": hook_command(PY, "PostToolUse")}],
+    }
     # Same event: the user's group first and untouched, Lore's appended.
     assert hooks["SessionStart"][0] == EXISTING_SETTINGS["hooks"]["SessionStart"][0]
     assert hooks["SessionStart"][1] == {
@@ -156,7 +178,7 @@ def test_claude_code_merges_into_existing_files_and_uninstall_restores_bytes(roo
 
     assert uninstall("claude-code", root) == [
         "updated .mcp.json: removed MCP server 'lore'",
-        "updated .claude/settings.json: removed hooks SessionStart, PreCompact, Stop",
+        "updated .claude/settings.json: removed hooks SessionStart, UserPromptSubmit, PostToolUse, PreCompact, Stop",
     ]
     assert snapshot(root) == before
 
@@ -172,7 +194,7 @@ def test_new_command_updates_lore_entries_in_place(root):
 
     assert install("claude-code", root, command=PY) == [
         "updated .mcp.json: set MCP server 'lore'",
-        "updated .claude/settings.json: set hooks SessionStart, PreCompact, Stop",
+        "updated .claude/settings.json: set hooks SessionStart, UserPromptSubmit, PostToolUse, PreCompact, Stop",
     ]
     groups = json.loads(settings.read_text())["hooks"]["SessionStart"]
     assert groups == [

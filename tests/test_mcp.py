@@ -38,6 +38,8 @@ TOOLS = {
     "memory_search",
     "memory_read",
     "memory_write",
+    "session_append",
+    "session_context",
 }
 UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 _CLEAN_ENV = ("LORE_PROJECT", "LORE_MCP_TOKEN", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")
@@ -194,12 +196,12 @@ def file_text(root: Path, rel: str) -> str:
 # ---------------------------------------------------------------- stdio: every tool
 
 
-def test_tools_list_has_exactly_the_nine_tools(root):
+def test_tools_list_has_exactly_the_eleven_tools(root):
     async def body():
         async with stdio_session(root) as s:
             listed = await s.session.list_tools()
             names = [t.name for t in listed.tools]
-            assert sorted(names) == sorted(TOOLS) and len(names) == 9
+            assert sorted(names) == sorted(TOOLS) and len(names) == 11
             for tool in listed.tools:
                 assert tool.description, f"{tool.name} has no description"
                 assert tool.input_schema["type"] == "object"
@@ -252,7 +254,7 @@ def test_memory_tools_return_their_documented_shapes(root):
             page = await s.ok("memory_read", id=added["id"])
             assert page["id"] == added["id"] and page["path"] == added["path"]
             assert page["content"] == file_text(root, added["path"])
-            assert page["nextOffset"] is None and page["totalChars"] == len(page["content"])
+            assert page["next_offset"] is None and page["total_chars"] == len(page["content"])
             prefix = await s.ok("memory_read", id=added["id"][:8])  # id prefixes resolve too
             assert prefix["id"] == added["id"]
 
@@ -320,23 +322,23 @@ def test_memory_read_paginates_by_characters(root):
 
             first = await s.ok("memory_read", id=made["id"], offset=0, limit=100)
             assert first["content"] == whole[:100] and first["offset"] == 0
-            assert first["nextOffset"] == 100 and first["totalChars"] == len(whole)
+            assert first["next_offset"] == 100 and first["total_chars"] == len(whole)
             middle = await s.ok("memory_read", id=made["id"], offset=1234, limit=321)
-            assert middle["content"] == whole[1234:1555] and middle["nextOffset"] == 1555
+            assert middle["content"] == whole[1234:1555] and middle["next_offset"] == 1555
 
             pieces, offset, calls = [], 0, 0
             while offset is not None:
                 page = await s.ok("memory_read", id=made["id"], offset=offset, limit=700)
                 assert page["offset"] == offset and len(page["content"]) <= 700
                 pieces.append(page["content"])
-                offset = page["nextOffset"]
+                offset = page["next_offset"]
                 calls += 1
                 assert calls < 100
             assert "".join(pieces) == whole
             assert calls == -(-len(whole) // 700)
 
             past_end = await s.ok("memory_read", id=made["id"], offset=len(whole) + 10, limit=50)
-            assert past_end["content"] == "" and past_end["nextOffset"] is None
+            assert past_end["content"] == "" and past_end["next_offset"] is None
 
     run_async(body)
 
@@ -489,7 +491,7 @@ def test_bad_inputs_are_tool_errors_and_the_server_keeps_working(root):
             )
             assert (await s.ok("memory_search", query="server survives bad calls"))[0]["id"] == ok["id"]
             listed = await s.session.list_tools()
-            assert len(listed.tools) == 9
+            assert len(listed.tools) == 11
 
     run_async(body)
 
@@ -585,7 +587,7 @@ def test_stdout_carries_nothing_but_protocol(root):
         )
         assert init["result"]["serverInfo"]["name"] == "lore"
         server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        assert len(server.request(2, "tools/list")["result"]["tools"]) == 9
+        assert len(server.request(2, "tools/list")["result"]["tools"]) == 11
         calls = [
             ("index_project", {}),
             (
@@ -734,7 +736,7 @@ def test_default_model_through_mcp(tmp_path):
     run_async(body)
     stats = json.loads(lore(root, "stats", "--json").stdout)
     assert stats["search"] == "hybrid" and stats["embedding"].startswith("local:")
-    assert stats["vectors"] >= 3 and stats["embeddingProblem"] is None
+    assert stats["vectors"] >= 3 and stats["embedding_problem"] is None
 
 
 # ---------------------------------------------------------------- streamable HTTP
@@ -904,7 +906,7 @@ def test_http_bearer_token_is_checked(root, http_server):
             content="Memories can be written over HTTP.\nWith a token.",
         )
     )
-    assert len(names) == 9 and not result.is_error
+    assert len(names) == 11 and not result.is_error
     made = json.loads(result.content[0].text)
     assert made["created"] is True and (root / made["path"]).is_file()
 

@@ -11,7 +11,7 @@ from conftest import FIXTURES
 from lore.errors import ValidationError
 from lore.memory import markdown
 from lore.memory.model import Memory, content_hash, from_frontmatter
-from lore.memory.secrets import redact
+from lore.secrets import redact
 
 SEEDS = sorted((FIXTURES / "seeds").glob("*.md"))
 

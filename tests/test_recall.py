@@ -75,7 +75,7 @@ def memories_of(p, title: str, **kwargs) -> list[dict]:
     """Memories of a memory-only recall with room for everything, best first."""
     kwargs.setdefault("budget", 4000)
     result = p.recall(title, include_code=False, include_related_work=False, **kwargs)
-    return result.to_json()["memories"]
+    return result.to_dict()["memories"]
 
 
 def by_id(memories: list[dict]) -> dict[str, dict]:
@@ -431,7 +431,7 @@ def test_recall_never_exceeds_the_budget(rich, level):
     top_item = top_memory_item(p, top)
     for budget in BUDGETS:
         result = p.recall(TASK, budget=budget, level=level)
-        data = result.to_json()
+        data = result.to_dict()
         assert data["budget"] == budget and data["level"] == level
         assert result.tokens_used <= budget, (level, budget, result.tokens_used)
         assert count_tokens(result.markdown) <= budget, (level, budget)
@@ -449,7 +449,7 @@ def test_recall_never_exceeds_the_budget(rich, level):
             assert mems and mems[0]["id"] == top, (level, budget)
         else:
             assert top not in [m["id"] for m in mems]
-    assert p.recall(TASK, budget=4000, level=level).to_json()["memories"], "4000 tokens hold memories"
+    assert p.recall(TASK, budget=4000, level=level).to_dict()["memories"], "4000 tokens hold memories"
 
 
 def test_auto_level_upgrades_the_top_memory_as_the_budget_grows(rich):
@@ -473,7 +473,7 @@ def test_auto_level_upgrades_the_top_memory_as_the_budget_grows(rich):
 @pytest.mark.parametrize("bracket, level", [("moderate", "L1"), ("depleted", "L2"), ("critical", "L3")])
 def test_brackets_fix_the_level(rich, bracket, level):
     p, top = rich
-    data = p.recall(TASK, budget=3000, bracket=bracket).to_json()
+    data = p.recall(TASK, budget=3000, bracket=bracket).to_dict()
     items = [i for k in ("memories", "files", "code_snippets", "related_work_items") for i in data[k]]
     assert items and data["memories"][0]["id"] == top
     assert {i["level"] for i in items} == {level}
@@ -482,7 +482,7 @@ def test_brackets_fix_the_level(rich, bracket, level):
 
 def test_fresh_bracket_gives_an_empty_pack(rich, cli):
     p, _ = rich
-    data = p.recall(TASK, budget=3000, bracket="fresh").to_json()
+    data = p.recall(TASK, budget=3000, bracket="fresh").to_dict()
     assert data["memories"] == data["files"] == data["code_snippets"] == data["related_work_items"] == []
     assert data["tokens_used"] <= 3000 and "### " not in data["markdown"]
     out = cli.json("recall", "anything at all", "--bracket", "fresh", cwd=p.project.root)
@@ -616,17 +616,17 @@ MARKDOWN_API_REFERENCE = """\
 
 ## `lore search --json`
 A list, best first, of
-`{"id", "path", "title", "type", "tags", "section", "snippet", "score", "source", "taskId", "startLine", "endLine", "agent", "appliesTo", "occurredAt", "summary"}`.
+`{"id", "path", "title", "type", "tags", "section", "snippet", "score", "source", "task_id", "start_line", "end_line", "agent", "applies_to", "occurred_at", "summary"}`.
 
 ## `lore rm --json`, `lore restore --list --json`
-Lists of `{"id", "original", "deletedAt", "trashPath"}`. `lore restore ID --json`: `{"restored": path}`.
+Lists of `{"id", "original", "deleted_at", "trash_path"}`. `lore restore ID --json`: `{"restored": path}`.
 `lore gc --json`: `{"purged": [...]}`.
 
 ## `lore index --json`
 `{"added": [paths], "updated": [...], "removed": [...], "errors": [{"path", "error"}]}`; exit 1 if any file is broken.
 
 ## `lore stats --json`
-`{"project", "memories", "brokenFiles", "chunks", "byType", "byVisibility", "byStorage", "trash", "indexBytes"}`
+`{"project", "memories", "broken_files", "chunks", "by_type", "by_visibility", "by_storage", "trash", "index_bytes"}`
 """
 
 PYTHON = '''\

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import lore
-from lore.search import vectors
+from lore.storage.sqlite import vectors
 
 
 def test_cache_is_used_then_invalidated_by_changes_and_rebuilds(tmp_path, monkeypatch):
-    monkeypatch.setattr(vectors, "_DISK_CACHE_MIN", 1)  # cache even a tiny matrix
+    monkeypatch.setattr(vectors, "DISK_CACHE_MIN", 1)  # cache even a tiny matrix
     root = tmp_path / "p"
     project = lore.init(root)
     project.add(

@@ -142,8 +142,6 @@ def as_lore_error(err: BaseException) -> LoreError | None:
     Interfaces call this on anything that escapes the core, so a read-only
     folder or a locked database is one line, not a traceback.
     """
-    import sqlite3
-
     if isinstance(err, LoreError):
         return err
     if isinstance(err, PermissionError):
@@ -159,9 +157,9 @@ def as_lore_error(err: BaseException) -> LoreError | None:
         if getattr(err, "errno", None) == 30:
             return PermissionDenied(f"read-only file system{where}; run where you can write")
         return StorageError(f"file system error:{where} {reason}")
-    if isinstance(err, sqlite3.OperationalError) and "locked" in str(err):
+    if _from_database(err) and "locked" in str(err):
         return StorageError(f"the index is busy ({err}); another Lore process holds it, try again")
-    if isinstance(err, sqlite3.Error):
+    if _from_database(err):
         return StorageError(f"index error ({err}); run `lore doctor`, or `lore index --force` to rebuild")
     if isinstance(err, UnicodeError):
         return UsageError(f"text is not valid UTF-8 ({err.__class__.__name__}); give UTF-8 input")
@@ -170,3 +168,8 @@ def as_lore_error(err: BaseException) -> LoreError | None:
     if isinstance(err, MemoryError):
         return StorageError("out of memory reading the input; is a file unexpectedly huge?")
     return None
+
+
+def _from_database(err: BaseException) -> bool:
+    """An error of a database driver (sqlite3, psycopg), known by its class's module."""
+    return any(cls.__module__.split(".")[0] in ("sqlite3", "psycopg") for cls in type(err).__mro__)

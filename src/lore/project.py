@@ -8,6 +8,7 @@
       local/        git-ignored: local/<agent>/ private memories,
                     local/session/ session-tier memories, local/trash/
       index.db      git-ignored: derived index, rebuilt from the files
+      sessions/     git-ignored: recorded agent sessions (lore.sessions)
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 from lore.errors import ProjectNotFound, UsageError, ValidationError
 
 LORE_DIR = ".lore"
-RESERVED_LOCAL = ("session", "trash")
+RESERVED_LOCAL = ("session", "trash", "cache", "sessions", "daily", "archive")
 
 DEFAULT_CONFIG = """\
 # Lore settings for this project (committed). See docs/configuration.md.
@@ -34,16 +35,18 @@ trash_retention_days = 30
 include = []
 exclude = []
 max_file_bytes = 1000000
-# How many recent commits are indexed as past work.
-history_commits = 2000
+# Every commit reachable from HEAD is indexed as past work, up to this cap
+# (for very large monorepos).
+history_commits = 200000
 
 [embedding]
 # local (offline MiniLM, the default), onnx, openai, openai-compatible, gemini, voyage, none
 provider = "local"
 
 [search]
-# rrf (reciprocal rank fusion) or weighted (0.7 vector / 0.3 keyword)
-fusion = "rrf"
+# adaptive (keyword weight follows how clearly keywords pick a winner), rrf
+# (reciprocal rank fusion) or weighted (0.7 vector / 0.3 keyword)
+fusion = "adaptive"
 
 [recall]
 budget = 2000
@@ -51,11 +54,12 @@ half_life_days = 90
 """
 
 GITIGNORE = """\
-# Derived index (rebuilt from the Markdown files) and local-only memories.
+# Derived index (rebuilt from the Markdown files), local-only memories, recorded sessions.
 index.db
 index.db-wal
 index.db-shm
 local/
+sessions/
 """
 
 
@@ -81,6 +85,11 @@ class Project:
     @property
     def session_dir(self) -> Path:
         return self.local_dir / "session"
+
+    @property
+    def sessions_dir(self) -> Path:
+        """Recorded agent sessions (``lore.sessions``), one folder each."""
+        return self.lore_dir / "sessions"
 
     @property
     def trash_dir(self) -> Path:
@@ -123,7 +132,7 @@ class Project:
         for name, text in (("config.toml", DEFAULT_CONFIG), (".gitignore", GITIGNORE)):
             target = lore / name
             if not target.exists():
-                from lore.memory.markdown import write_atomic
+                from lore.atomic import write_atomic
 
                 write_atomic(target, text)
                 created.append(str(target.relative_to(root)))
@@ -144,14 +153,26 @@ class Project:
         return resolved
 
     def agent_dir(self, agent: str) -> Path:
-        from lore.memory.markdown import slugify
+        """The private folder of `agent` (named by :func:`agent_key`, the one naming rule)."""
+        return self.local_dir / agent_key(agent)
 
-        name = slugify(agent, limit=None)
-        if not name or name in RESERVED_LOCAL:
-            raise ValidationError(
-                f"'{agent}' can't name an agent's private folder; choose another agent name", field="agent"
-            )
-        return self.local_dir / name
+
+def agent_key(agent: str) -> str:
+    """The one form of an agent's identity: its private folder's name and what
+    visibility is checked against (``Claude Code`` → ``claude-code``).
+
+    Raises ValidationError for a name that can't identify an agent.
+    """
+    import re
+    import unicodedata
+
+    text = unicodedata.normalize("NFKD", agent).encode("ascii", "ignore").decode("ascii")
+    key = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:64].strip("-")
+    if not key or key in RESERVED_LOCAL:
+        raise ValidationError(
+            f"'{agent[:60]}' can't name an agent; choose another agent name (letters, digits)", field="agent"
+        )
+    return key
 
 
 def load_settings(path: Path) -> dict:

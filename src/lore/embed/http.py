@@ -1,31 +1,25 @@
 """Embedding APIs over HTTP: OpenAI, OpenAI-compatible servers, Gemini, Voyage.
 
-Standard library only (urllib + json), so these providers add no dependency.
-Texts go out in batches; 429 and 5xx responses and connection failures are
-retried with exponential back-off (honouring Retry-After); every other
-failure becomes a :class:`~lore.errors.ProviderError` that says what to fix.
+Standard library only (urllib + json, through :mod:`lore.http_post`), so these
+providers add no dependency. Texts go out in batches; 429 and 5xx responses
+and connection failures are retried with exponential back-off (honouring
+Retry-After); every other failure becomes a :class:`~lore.errors.ProviderError`
+that says what to fix.
 API keys come from environment variables (named by `api_key_env`), never
 from the config file, and never appear in messages.
 """
 
 from __future__ import annotations
 
-import email.utils
-import http.client
-import json
 import os
-import random
-import time
-import urllib.error
-import urllib.request
-from datetime import UTC, datetime
 
-from lore.embed._config import Option, read_options
 from lore.embed._vectors import l2_normalise
+from lore.embed.config import Option, read_options
 from lore.errors import ProviderError
+from lore.http_post import Endpoint, post_json
+from lore.http_post import retry_after as _retry_after  # noqa: F401  (tests import it from here)
 
 _CONFIG = "[embedding] in .lore/config.toml"
-_MAX_WAIT = 60.0  # seconds; caps Retry-After and back-off
 
 _SPEC = {
     "model": Option(str),
@@ -151,63 +145,17 @@ class HttpEmbedder:
 
     def _post(self, url: str, body: dict, headers: dict) -> dict:
         """POST JSON with retries; return the decoded response."""
-        data = json.dumps(body).encode()
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "User-Agent": "lore-embed",
-            **self._auth_headers(),
-            **headers,
-        }
-        attempts = self.max_retries + 1
-        for attempt in range(attempts):
-            request = urllib.request.Request(url, data=data, headers=headers, method="POST")
-            wait = None
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    raw = response.read()
-                break
-            except urllib.error.HTTPError as exc:
-                detail = _error_detail(exc)
-                if exc.code != 429 and exc.code < 500:
-                    raise ProviderError(self._refused(url, exc.code, detail)) from exc
-                wait = _retry_after(exc.headers)
-                what, fix = (
-                    ("rate limit", f"wait, or lower batch_size / raise max_retries in {_CONFIG}")
-                    if exc.code == 429
-                    else ("server error", "try again later")
-                )
-                failure = (
-                    f"{self.provider} {what} (HTTP {exc.code} from {url}, {attempts} attempt(s)): "
-                    f"{detail} — {fix}"
-                )
-            except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
-                reason = getattr(exc, "reason", None) or exc
-                failure = (
-                    f"cannot reach {url}: {reason} — is the server running? "
-                    f"check base_url in .lore/config.toml"
-                )
-            if attempt + 1 < attempts:
-                backoff = self.retry_backoff * 2**attempt * (1 + random.random() / 4)
-                time.sleep(min(wait if wait is not None else backoff, _MAX_WAIT))
-        else:
-            raise ProviderError(failure)
-        try:
-            return json.loads(raw)
-        except ValueError as exc:
-            raise ProviderError(
-                f"{url} did not return JSON ({exc}) — is base_url pointing at a "
-                f"{self.provider} API? check {_CONFIG}"
-            ) from exc
-
-    def _refused(self, url: str, code: int, detail: str) -> str:
-        if code in (401, 403):
-            fix = f"check the key in ${self.key_env}" if self.key_env else "set api_key_env"
-            return f"{self.provider} rejected the API key (HTTP {code} from {url}): {detail} — {fix}"
-        return (
-            f"{self.provider} refused the request (HTTP {code} from {url}): {detail} — "
-            f"check model, dimensions and base_url in {_CONFIG}"
+        endpoint = Endpoint(
+            provider=self.provider,
+            config=_CONFIG,
+            key_env=self.key_env,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            retry_backoff=self.retry_backoff,
+            refused_fix="check model, dimensions and base_url",
+            rate_limit_fix="wait, or lower batch_size / raise max_retries",
         )
+        return post_json(endpoint, url, body, {"User-Agent": "lore-embed", **self._auth_headers(), **headers})
 
 
 class OpenAIEmbedder(HttpEmbedder):
@@ -301,37 +249,3 @@ def load_http(provider: str, settings: dict) -> HttpEmbedder:
     (seconds), max_retries, retry_backoff (first back-off, seconds; doubles).
     """
     return _CLASSES[provider](provider, read_options(provider, settings, _SPEC))
-
-
-def _error_detail(exc: urllib.error.HTTPError) -> str:
-    """The server's error message, short (OpenAI/Gemini/Voyage all nest it under "error" or "detail")."""
-    try:
-        text = exc.read().decode("utf-8", "replace")
-    except OSError:
-        return exc.reason or ""
-    try:
-        payload = json.loads(text)
-        error = payload.get("error", payload.get("detail", payload))
-        text = error.get("message", json.dumps(error)) if isinstance(error, dict) else str(error)
-    except (ValueError, AttributeError):
-        pass
-    text = " ".join(text.split())
-    return (text[:300] + "…") if len(text) > 300 else (text or str(exc.reason))
-
-
-def _retry_after(headers) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or HTTP date)."""
-    value = headers.get("Retry-After") if headers else None
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())

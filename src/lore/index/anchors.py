@@ -16,21 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
-from lore.index.store import SQLiteIndex
+from lore.storage import AnchorRecord, Store
 
 _KEY_FILE = re.compile(r"`([\w./@+-]+\.[\w]+)(?::(\d+)(?:-(\d+))?)?`")
-
-
-@dataclass
-class Anchor:
-    path: str
-    symbol: str | None
-    start_line: int | None
-    end_line: int | None
-    code_hash: str | None
 
 
 def targets(memory) -> list[tuple[str, int | None, int | None]]:
@@ -47,51 +37,37 @@ def targets(memory) -> list[tuple[str, int | None, int | None]]:
             continue
         if in_key_files:
             for path, start, end in _KEY_FILE.findall(line):
-                first = int(start) if start else None
-                found[(path.lstrip("./"), first, int(end) if end else first)] = None
+                first = _line(start)
+                last = _line(end) or first
+                found[(path.lstrip("./"), first, last if first and last and last >= first else first)] = None
     # A path named with lines supersedes the same path named without.
     with_lines = {p for p, s, _ in found if s is not None}
     return [t for t in found if t[1] is not None or t[0] not in with_lines]
 
 
-def record(index: SQLiteIndex, root: Path, memory) -> int:
+def record(store: Store, root: Path, memory) -> int:
     """(Re-)anchor `memory` to the code as it is now; clears staleness.
 
     A path the memory names that was since renamed resolves to its new name
     (remembered from the previous anchors)."""
-    moved = dict(
-        index.db.execute(
-            "SELECT named_path, path FROM anchors WHERE memory_id = ? "
-            "AND named_path IS NOT NULL AND named_path != path",
-            (memory.id,),
-        )
-    )
-    index.db.execute("DELETE FROM anchors WHERE memory_id = ?", (memory.id,))
-    count = 0
+    moved = {
+        a.named_path: a.path
+        for a in store.anchors(memory_id=memory.id)
+        if a.named_path and a.named_path != a.path
+    }
+    found = []
     for named, first, last in targets(memory):
         path = named if (root / named).exists() or named not in moved else moved[named]
         anchor = _anchor(root, path, first, last)
-        if anchor is None:
-            continue
-        index.db.execute(
-            "INSERT OR REPLACE INTO anchors(memory_id, path, symbol, start_line, end_line, "
-            "code_hash, named_path) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                memory.id,
-                anchor.path,
-                anchor.symbol,
-                anchor.start_line,
-                anchor.end_line,
-                anchor.code_hash,
-                named,
-            ),
-        )
-        count += 1
-    return count
+        if anchor is not None:
+            anchor.memory_id, anchor.named_path = memory.id, named
+            found.append(anchor)
+    store.replace_anchors(memory.id, found)
+    return len(found)
 
 
 def check(
-    index: SQLiteIndex,
+    store: Store,
     root: Path,
     changed: list[str],
     removed: list[str],
@@ -100,68 +76,42 @@ def check(
 ) -> list[str]:
     """After a code update: follow renames, then mark memories whose anchored
     code changed or vanished. Returns the ids newly marked stale."""
-    db = index.db
     for old, new in renamed:
-        db.execute("UPDATE OR REPLACE anchors SET path = ? WHERE path = ?", (new, old))
+        store.move_anchors(old, new)
     newly: list[str] = []
     where = f" (commit {commit[:10]})" if commit else ""
     for path in removed:
-        rows = db.execute(
-            "SELECT memory_id, symbol FROM anchors WHERE path = ? AND stale_reason IS NULL", (path,)
-        ).fetchall()
-        for memory_id, symbol in rows:
-            _mark(db, memory_id, path, symbol, f"{path} was deleted{where}", commit)
-            newly.append(memory_id)
+        for anchor in store.anchors(path=path, fresh_only=True):
+            store.mark_stale(anchor, f"{path} was deleted{where}", commit)
+            newly.append(anchor.memory_id)
     for path in changed:
-        rows = db.execute(
-            "SELECT memory_id, symbol, start_line, end_line, code_hash FROM anchors "
-            "WHERE path = ? AND stale_reason IS NULL",
-            (path,),
-        ).fetchall()
-        for memory_id, symbol, first, last, old_hash in rows:
+        for anchor in store.anchors(path=path, fresh_only=True):
+            first, last, symbol = anchor.start_line, anchor.end_line, anchor.symbol
             now = _anchor(root, path, first, last, symbol=symbol)
-            if now is None or now.code_hash != old_hash:
+            if now is None or now.code_hash != anchor.code_hash:
                 what = f"{symbol} in {path}" if symbol else (f"{path}:{first}-{last}" if first else path)
                 verb = "was removed" if now is None or now.code_hash is None else "changed"
-                _mark(db, memory_id, path, symbol, f"{what} {verb}{where}", commit)
-                newly.append(memory_id)
+                store.mark_stale(anchor, f"{what} {verb}{where}", commit)
+                newly.append(anchor.memory_id)
     return sorted(set(newly))
 
 
-def stale_reasons(index: SQLiteIndex, memory_ids: list[str] | None = None) -> dict[str, list[str]]:
-    sql = "SELECT memory_id, stale_reason FROM anchors WHERE stale_reason IS NOT NULL"
-    params: tuple = ()
-    if memory_ids is not None:
-        if not memory_ids:
-            return {}
-        sql += f" AND memory_id IN ({','.join('?' * len(memory_ids))})"
-        params = tuple(memory_ids)
-    out: dict[str, list[str]] = {}
-    for memory_id, reason in index.db.execute(sql, params):
-        out.setdefault(memory_id, []).append(reason)
-    return out
-
-
-def anchors_of(index: SQLiteIndex, memory_id: str) -> list[dict]:
-    rows = index.db.execute(
-        "SELECT path, symbol, start_line, end_line, stale_reason FROM anchors "
-        "WHERE memory_id = ? ORDER BY path",
-        (memory_id,),
-    ).fetchall()
-    return [{"path": r[0], "symbol": r[1], "startLine": r[2], "endLine": r[3], "stale": r[4]} for r in rows]
-
-
-def _mark(db, memory_id, path, symbol, reason, commit) -> None:
-    db.execute(
-        "UPDATE anchors SET stale_reason = ?, stale_commit = ? WHERE memory_id = ? AND path = ? "
-        "AND symbol IS ?",
-        (reason, commit, memory_id, path, symbol),
-    )
+def anchors_of(store: Store, memory_id: str) -> list[dict]:
+    return [
+        {
+            "path": a.path,
+            "symbol": a.symbol,
+            "start_line": a.start_line,
+            "end_line": a.end_line,
+            "stale": a.stale_reason,
+        }
+        for a in store.anchors(memory_id=memory_id)
+    ]
 
 
 def _anchor(
     root: Path, path: str, first: int | None, last: int | None, *, symbol: str | None = None
-) -> Anchor | None:
+) -> AnchorRecord | None:
     """The anchor for `path` (at a line range, or for `symbol`) as the code is now;
     None if the file is gone. A symbol that no longer exists hashes to None."""
     full = root / path
@@ -173,7 +123,7 @@ def _anchor(
         return None
     text = raw.decode("utf-8", errors="replace")
     if symbol is None and first is None:
-        return Anchor(path, None, None, None, _hash(text))
+        return AnchorRecord("", path, None, None, None, _hash(text))
     units = _units(path, text)
     if symbol is None:
         # The code unit around the named line: anchor to it, so edits elsewhere
@@ -181,12 +131,12 @@ def _anchor(
         unit = next((u for u in units if u[0] and u[1] <= first <= u[2]), None)
         if unit is None:
             lines = text.split("\n")[first - 1 : (last or first)]
-            return Anchor(path, None, first, last or first, _hash("\n".join(lines)))
+            return AnchorRecord("", path, None, first, last or first, _hash("\n".join(lines)))
         symbol = unit[0]
     parts = [u for u in units if u[0] == symbol]
     if not parts:
-        return Anchor(path, symbol, first, last, None)
-    return Anchor(path, symbol, parts[0][1], parts[-1][2], _hash("\n".join(u[3] for u in parts)))
+        return AnchorRecord("", path, symbol, first, last, None)
+    return AnchorRecord("", path, symbol, parts[0][1], parts[-1][2], _hash("\n".join(u[3] for u in parts)))
 
 
 def _units(path: str, text: str) -> list[tuple[str | None, int, int, str]]:
@@ -195,6 +145,11 @@ def _units(path: str, text: str) -> list[tuple[str | None, int, int, str]]:
 
     # No merging of small neighbours: an anchor is one function, not its neighbours.
     return [(c.symbol, c.start_line, c.end_line, c.text) for c in chunk_file(path, text, min_tokens=0)]
+
+
+def _line(text: str) -> int | None:
+    """A line number named in a memory, or None (absent, or beyond any real file)."""
+    return int(text) if text and len(text) <= 9 and int(text) > 0 else None
 
 
 def _hash(text: str) -> str:

@@ -17,7 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lore.index.store import ChunkRow, SQLiteIndex
+from lore.index.roles import file_role
+from lore.records import Record, internal
+from lore.storage import ChunkInput, Store
 
 KIND = "code"
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
@@ -25,7 +27,7 @@ _SPLIT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|_+")
 
 
 @dataclass
-class IndexResult:
+class IndexResult(Record):
     """003's IndexResult, plus what a person wants to know."""
 
     success: bool = True
@@ -37,31 +39,19 @@ class IndexResult:
     commits_added: int = 0
     newly_stale: list[str] = field(default_factory=list)
     duration_ms: int = 0
-    skipped: list[tuple[str, str]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    changed_paths: list[str] = field(default_factory=list)
-    removed_paths: list[str] = field(default_factory=list)
-    renamed_paths: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = internal(default_factory=list)
+    changed_paths: list[str] = internal(default_factory=list)
+    removed_paths: list[str] = internal(default_factory=list)
+    renamed_paths: list[tuple[str, str]] = internal(default_factory=list)
 
-    def to_json(self) -> dict:
-        return {
-            "success": self.success,
-            "files_processed": self.files_processed,
-            "chunks_created": self.chunks_created,
-            "files_skipped": self.files_skipped,
-            "files_removed": self.files_removed,
-            "files_renamed": self.files_renamed,
-            "commits_added": self.commits_added,
-            "newly_stale": self.newly_stale,
-            "duration_ms": self.duration_ms,
-            "errors": self.errors,
-            "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
-        }
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "skipped": [{"path": p, "reason": r} for p, r in self.skipped]}
 
 
 def sync_code(
     root: Path,
-    index: SQLiteIndex,
+    store: Store,
     settings: dict,
     *,
     force: bool = False,
@@ -80,7 +70,7 @@ def sync_code(
 
     started = time.perf_counter()
     result = IndexResult()
-    known = index.file_states(KIND)
+    known = store.file_states(KIND)
     found = discover(
         root,
         include=settings.get("include") or None,
@@ -115,21 +105,24 @@ def sync_code(
             continue
         sha = hashlib.sha256(raw).hexdigest()
         state = known.get(rel)
-        with index.write():
+        with store.transaction():
             if state is not None and state.sha256 == sha and not force:
-                index.touch_file(state.id, st.st_mtime_ns, st.st_size)
+                store.touch_file(state.id, st.st_mtime_ns, st.st_size)
             else:
                 # A rename (same bytes as a vanished file) is re-chunked so its path
                 # words are searchable, but its text hashes are unchanged: no re-embedding.
                 renamed_from = gone_by_sha.pop(sha, None) if state is None else None
                 if renamed_from:
-                    index.delete_files([renamed_from])
+                    store.delete_files([renamed_from])
                     gone.remove(renamed_from)
                     result.files_renamed += 1
                     result.renamed_paths.append((renamed_from, rel))
-                chunks = code_chunks(rel, raw.decode("utf-8", errors="replace"))
-                file_id = index.put_file(rel, KIND, sha, st.st_mtime_ns, st.st_size)
-                index.put_chunks(file_id, KIND, chunks)
+                text = raw.decode("utf-8", errors="replace")
+                chunks = code_chunks(rel, text)
+                file_id = store.put_file(
+                    rel, KIND, sha, st.st_mtime_ns, st.st_size, role=file_role(rel, text[:2000])
+                )
+                store.put_chunks(file_id, KIND, chunks)
                 if not renamed_from:
                     result.files_processed += 1
                     result.chunks_created += len(chunks)
@@ -138,29 +131,33 @@ def sync_code(
         if progress:
             progress(done, len(changed))
     if gone:
-        with index.write():
-            result.files_removed = index.delete_files(gone)
+        with store.transaction():
+            result.files_removed = store.delete_files(gone)
         result.removed_paths = list(gone)
     result.duration_ms = int((time.perf_counter() - started) * 1000)
     return result
 
 
-def code_chunks(rel: str, text: str) -> list[ChunkRow]:
+def code_chunks(rel: str, text: str) -> list[ChunkInput]:
+    """The file's chunks as stored: secret-shaped values masked before they
+    reach the index, its full-text tables, snippets or an embedding provider."""
     from lore.index.chunker import chunk_file
+    from lore.secrets import mask_code
 
     path_words = " ".join(p for p in re.split(r"[/._-]+", rel) if p)
     rows = []
     for chunk in chunk_file(rel, text):
+        masked, _count = mask_code(chunk.text)
         rows.append(
-            ChunkRow(
-                text=chunk.text,
+            ChunkInput(
+                text=masked,
                 start_line=chunk.start_line,
                 end_line=chunk.end_line,
                 section=chunk.kind,
                 symbol=chunk.symbol,
                 language=chunk.language,
                 title=chunk.symbol or "",
-                keywords=f"{path_words} {identifier_parts(chunk.text)}",
+                keywords=f"{path_words} {identifier_parts(masked)}",
             )
         )
     return rows

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from lore.index.store import SQLiteIndex
+from lore.storage import Store
 
 BATCH = 64
 
 
 def embed_pending(
-    index: SQLiteIndex,
+    store: Store,
     embedder,
     *,
     progress: Callable[[int, int], None] | None = None,
@@ -38,21 +38,21 @@ def embed_pending(
     if getattr(embedder, "base_url", None) is not None:
         # A remote provider's request is what a failure loses: save after each one.
         step = min(BATCH, int(getattr(embedder, "batch_size", BATCH)))
-    if index.all_embedded(model):
+    if store.all_embedded(model):
         return 0
-    total = index.count_pending(model, kind, cap=limit)
+    total = store.count_pending(model, kind, cap=limit)
     done = 0
     while done < total:
-        batch = index.pending_embeddings(model, min(step, total - done), kind)
+        batch = store.pending_embeddings(model, min(step, total - done), kind)
         if not batch:
             break
         vectors = np.asarray(embedder.embed_documents([text for _, text in batch]), dtype=np.float32)
-        with index.write():
-            index.put_embeddings(model, [(h, vectors[i].tobytes()) for i, (h, _) in enumerate(batch)])
+        with store.transaction():
+            store.put_embeddings(model, [h for h, _ in batch], vectors)
         done += len(batch)
         if progress:
             progress(done, total)
-    if not index.count_pending(model, cap=1):
-        with index.write():
-            index.mark_all_embedded(model)  # later reads skip the pending scan
+    if not store.count_pending(model, cap=1):
+        with store.transaction():
+            store.mark_all_embedded(model)  # later reads skip the pending scan
     return done

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -28,20 +30,33 @@ from typing import IO
 from lore.errors import GitError
 
 __all__ = [
+    "EMPTY_TREE",
     "Commit",
     "FileChanges",
     "GitError",
+    "commit_patches",
     "commits",
+    "commits_mentioning",
     "current_branch",
     "diff_files",
+    "git_command",
     "git_dir",
+    "git_env",
+    "git_tokens",
     "head",
     "hooks_dir",
     "is_ancestor",
     "last_changed",
+    "project_scope",
     "repo_root",
+    "run_git",
+    "untracked_files",
     "worktree_changes",
+    "worktree_patch",
 ]
+
+# The object name of the empty tree (the "parent" of a root commit).
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
 @dataclass(frozen=True)
@@ -124,7 +139,9 @@ _LOG_FORMAT = "%x00" + "%x00".join(_LOG_FIELDS)
 _MAX_PATHSPEC = 64
 
 
-def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment git runs with: hook variables removed, optional locks
+    off, prompts off, C locale; plus `extra`."""
     env = {k: v for k, v in os.environ.items() if k not in _LOCAL_ENV}
     env.update(GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
     if extra:
@@ -132,17 +149,25 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _command(root: Path, args: list[str]) -> list[str]:
+def git_command(root: Path, args: list[str]) -> list[str]:
+    """The argument list that runs git with `args` in `root` (real, unquoted paths)."""
     return ["git", "-C", str(root), "-c", "core.quotepath=false", *args]
 
 
-def _git(
+def run_git(
     root: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run git in `root`; raise GitError if it is missing or (with check) fails."""
+    """Run git in `root` and return its output (bytes), read in full.
+
+    Hook variables are removed from the environment and optional locks are
+    off (see the module docstring); `env` adds variables.
+
+    Raises:
+        GitError: git is not installed, or (with `check`) exits non-zero.
+    """
     try:
         result = subprocess.run(
-            _command(root, list(args)), capture_output=True, stdin=subprocess.DEVNULL, env=_env(env)
+            git_command(root, list(args)), capture_output=True, stdin=subprocess.DEVNULL, env=git_env(env)
         )
     except FileNotFoundError:
         raise GitError(
@@ -178,7 +203,7 @@ def repo_root(path: Path) -> Path | None:
             return None
         start = start.parent
     try:
-        result = _git(start, "rev-parse", "--show-toplevel", check=False)
+        result = run_git(start, "rev-parse", "--show-toplevel", check=False)
     except GitError:
         return None
     if result.returncode != 0 or not result.stdout.strip():
@@ -188,7 +213,7 @@ def repo_root(path: Path) -> Path | None:
 
 def head(root: Path) -> str | None:
     """The sha HEAD points at, or None on an unborn branch (no commits yet)."""
-    result = _git(root, "rev-parse", "-q", "--verify", "HEAD^{commit}", check=False)
+    result = run_git(root, "rev-parse", "-q", "--verify", "HEAD^{commit}", check=False)
     if result.returncode != 0:
         return None
     return _line(result)
@@ -196,7 +221,7 @@ def head(root: Path) -> str | None:
 
 def current_branch(root: Path) -> str | None:
     """The checked-out branch's short name, or None when HEAD is detached."""
-    result = _git(root, "symbolic-ref", "-q", "--short", "HEAD", check=False)
+    result = run_git(root, "symbolic-ref", "-q", "--short", "HEAD", check=False)
     if result.returncode != 0:
         return None
     return _line(result) or None
@@ -204,8 +229,19 @@ def current_branch(root: Path) -> str | None:
 
 def is_ancestor(root: Path, a: str, b: str) -> bool:
     """True if commit `a` is `b` or an ancestor of it; False if either is unknown."""
-    result = _git(root, "merge-base", "--is-ancestor", a, b, check=False)
+    result = run_git(root, "merge-base", "--is-ancestor", a, b, check=False)
     return result.returncode == 0
+
+
+def project_scope(root: Path) -> list[str]:
+    """The pathspec that limits history to a project in a subfolder of its repository.
+
+    A project at the top of its work tree sees every commit (``[]``); one in
+    a subfolder sees only the commits touching it (``["."]``), and git's
+    `--relative` then gives paths relative to that folder.
+    """
+    top = repo_root(root)
+    return ["."] if top is not None and top != Path(root).resolve() else []
 
 
 def commits(root: Path, *, limit: int = 1000, since: str | None = None) -> list[Commit]:
@@ -221,31 +257,51 @@ def commits(root: Path, *, limit: int = 1000, since: str | None = None) -> list[
             re-syncs; check with :func:`is_ancestor` to tell the cases apart.
 
     Returns an empty list on an unborn branch. Runs at most two git processes.
+    See :func:`lore.index.githistory.walk_history` for all of history with
+    change statuses and paths mapped to HEAD.
     """
     if limit <= 0:
         return []
     revisions = ["HEAD"]
     if since and is_ancestor(root, since, "HEAD"):
         revisions.append(f"^{since}")
-    # A project in a subfolder of a repository sees only the commits touching
-    # it (the "." pathspec), with paths relative to it (--relative).
-    top = repo_root(root)
-    scope = ["."] if top is not None and top != Path(root).resolve() else []
-    result = _git(
+    return _log_commits(
+        root,
+        "--relative",
+        f"--max-count={limit}",
+        *revisions,
+        "--",
+        *project_scope(root),
+    )
+
+
+def commits_mentioning(root: Path, text: str) -> list[Commit]:
+    """Commits reachable from HEAD whose message contains `text`, newest first.
+
+    `text` is matched as a fixed string, case-insensitively, anywhere in the
+    subject or body (callers that want whole words filter the result). Paths
+    are relative to the repository root; a merge lists the files it changed
+    relative to its first parent. Returns an empty list on an unborn branch
+    or for empty `text`. One git process.
+    """
+    if not text or head(root) is None:
+        return []
+    return _log_commits(root, "--regexp-ignore-case", "--fixed-strings", f"--grep={text}", "HEAD", "--")
+
+
+def _log_commits(root: Path, *args: str) -> list[Commit]:
+    """`git log` with Lore's commit format and `args` (revisions, limits, pathspec)."""
+    result = run_git(
         root,
         "log",
         "-z",
         "--name-only",
         "--diff-merges=first-parent",
-        "--relative",
         "--find-renames",
         "--encoding=UTF-8",
         "--no-show-signature",
-        f"--max-count={limit}",
         f"--format={_LOG_FORMAT}",
-        *revisions,
-        "--",
-        *scope,
+        *args,
         check=False,
     )
     if result.returncode != 0:
@@ -268,6 +324,66 @@ def commits(root: Path, *, limit: int = 1000, since: str | None = None) -> list[
             )
         )
     return found
+
+
+# Options of the patches handed to callers that parse them (task completion):
+# no context lines, so each hunk header says exactly which lines changed, and
+# nothing that depends on the user's configuration (colour, external diff
+# drivers, textconv filters, mnemonic or missing a/ b/ prefixes).
+_PATCH_OPTIONS = (
+    "-p",
+    "-U0",
+    "--inter-hunk-context=0",
+    "--find-renames",
+    "--no-color",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+)
+
+
+def commit_patches(root: Path, shas: list[str]) -> str:
+    """The patches of `shas`, in the order given, as one text.
+
+    Each commit is compared with its first parent (a root commit with the
+    empty tree). Patch format: `diff --git a/X b/Y` headers, renames
+    detected, zero context lines (`-U0`), so every hunk header says exactly
+    which lines changed; binary files as "Binary files ... differ". Between
+    commits a line starting with NUL and the sha separates them. Bytes that
+    are not UTF-8 survive as surrogate escapes. One git process.
+    """
+    if not shas:
+        return ""
+    result = run_git(
+        root,
+        "log",
+        "--no-walk=unsorted",
+        "--root",
+        "--diff-merges=first-parent",
+        "--no-show-signature",
+        *_PATCH_OPTIONS,
+        "--format=%x00%H",
+        *shas,
+        "--",
+    )
+    return result.stdout.decode("utf-8", "surrogateescape")
+
+
+def worktree_patch(root: Path) -> str:
+    """The patch of uncommitted changes to tracked files (staged and unstaged)
+    against HEAD (the empty tree on an unborn branch), in the format of
+    :func:`commit_patches`. Untracked files are not in it: see
+    :func:`untracked_files`."""
+    base = "HEAD" if head(root) else EMPTY_TREE
+    result = run_git(root, "diff", *_PATCH_OPTIONS, base, "--")
+    return result.stdout.decode("utf-8", "surrogateescape")
+
+
+def untracked_files(root: Path) -> list[str]:
+    """Untracked files that are not ignored, relative to `root`."""
+    result = run_git(root, "ls-files", "-z", "--others", "--exclude-standard")
+    return [_path(raw) for raw in result.stdout.split(b"\0") if raw]
 
 
 def _records(tokens: Iterator[bytes], width: int) -> Iterator[tuple[list[bytes], list[bytes]]]:
@@ -313,9 +429,9 @@ def diff_files(root: Path, old: str | None, new: str) -> FileChanges:
         new: the later commit.
     """
     if old is None:
-        result = _git(root, "ls-tree", "-r", "-z", "--name-only", "--full-tree", new)
+        result = run_git(root, "ls-tree", "-r", "-z", "--name-only", "--full-tree", new)
         return FileChanges(changed=[_path(p) for p in result.stdout.split(b"\0") if p])
-    result = _git(
+    result = run_git(
         root,
         "diff-tree",
         "-r",
@@ -360,7 +476,9 @@ def worktree_changes(root: Path) -> FileChanges:
     with `git mv` are also reported in `renamed`. Directories (nested
     repositories) are skipped: the result lists files.
     """
-    result = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=all")
+    result = run_git(
+        root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=all"
+    )
     root = Path(root)
     changes = FileChanges()
     seen: set[str] = set()
@@ -423,20 +541,9 @@ def last_changed(
     if wanted is not None and len(wanted) <= _MAX_PATHSPEC:
         args += sorted(wanted)  # lets git skip commits that touch none of them
         extra_env = {"GIT_LITERAL_PATHSPECS": "1"}
-    try:
-        process = subprocess.Popen(
-            _command(root, args),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            stdin=subprocess.DEVNULL,
-            env=_env(extra_env),
-        )
-    except FileNotFoundError:
-        raise GitError("git is not installed (or not on PATH)") from None
     times: dict[str, int] = {}
-    assert process.stdout is not None
-    try:
-        for fields, files in _records(_stream_tokens(process.stdout), 1):
+    with git_tokens(root, args, env=extra_env) as tokens:
+        for fields, files in _records(tokens, 1):
             when = int(fields[0] or 0)
             for raw in files:
                 path = _path(raw)
@@ -446,12 +553,60 @@ def last_changed(
                     times[path] = when
             if wanted is not None and len(times) == len(wanted):
                 break
-    finally:
-        process.stdout.close()
-        if process.poll() is None:
-            process.kill()
-        process.wait()
     return times
+
+
+@contextmanager
+def git_tokens(
+    root: Path, args: list[str], *, env: dict[str, str] | None = None, check: bool = False
+) -> Iterator[Iterator[bytes]]:
+    """Run git with NUL-separated (`-z`) output and stream its tokens as they arrive.
+
+    The caller may stop reading at any time: leaving the block ends git.
+    Nothing is held in memory beyond one read buffer.
+
+    Args:
+        args: git's arguments (after ``git -C root -c core.quotepath=false``).
+        env: extra environment variables.
+        check: raise GitError when git, read to its end, exits non-zero
+            (its stderr is kept in a temporary file, so it can never block).
+
+    Raises:
+        GitError: git is not installed; with `check`, git failed.
+    """
+    with tempfile.TemporaryFile() as errors:
+        try:
+            process = subprocess.Popen(
+                git_command(root, args),
+                stdout=subprocess.PIPE,
+                stderr=errors if check else subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL,
+                env=git_env(env),
+            )
+        except FileNotFoundError:
+            raise GitError(
+                "git is not installed (or not on PATH); install git to index history and use hooks"
+            ) from None
+        stdout = process.stdout
+        assert stdout is not None
+        read_to_end = False
+
+        def tokens() -> Iterator[bytes]:
+            nonlocal read_to_end
+            yield from _stream_tokens(stdout)
+            read_to_end = True
+
+        try:
+            yield tokens()
+        finally:
+            stdout.close()
+            if not read_to_end and process.poll() is None:
+                process.kill()  # the caller stopped early: don't let git finish the walk
+            status = process.wait()
+        if check and read_to_end and status != 0:
+            errors.seek(0)
+            message = _text(errors.read()).strip() or f"exit status {status}"
+            raise GitError(f"`git {' '.join(args[:2])}` failed in {root}: {message}")
 
 
 def _stream_tokens(stream: IO[bytes], size: int = 1 << 16) -> Iterator[bytes]:
@@ -469,7 +624,7 @@ def _stream_tokens(stream: IO[bytes], size: int = 1 << 16) -> Iterator[bytes]:
 
 def git_dir(root: Path) -> Path:
     """The absolute git directory of the work tree (`.git/worktrees/<name>` in a linked worktree)."""
-    return Path(_line(_git(root, "rev-parse", "--absolute-git-dir")))
+    return Path(_line(run_git(root, "rev-parse", "--absolute-git-dir")))
 
 
 def hooks_dir(root: Path) -> Path:
@@ -478,7 +633,7 @@ def hooks_dir(root: Path) -> Path:
     A relative core.hooksPath is relative to the work tree root, as git runs
     hooks from there. Linked worktrees share the main repository's hooks.
     """
-    path = Path(_line(_git(root, "rev-parse", "--git-path", "hooks")))
+    path = Path(_line(run_git(root, "rev-parse", "--git-path", "hooks")))
     if not path.is_absolute():
         path = Path(root) / path
     return Path(os.path.normpath(path))

@@ -1,65 +1,116 @@
 """The project's git history as past work: each commit is an episodic work item.
 
 Commits are stored as chunks of kind "commit" (subject, body, changed files),
-so they get BM25 and vectors like everything else. The newest N commits are
-kept (``[index] history_commits``); each sync adds only the commits after the
-last one indexed, unless history was rewritten (amend, rebase), in which case
-the set is re-read and commits no longer reachable are dropped.
+so they get BM25 and vectors like everything else. Every commit reachable
+from HEAD is kept (up to ``[index] history_commits``, for very large
+monorepos), each with the paths it changed *and* those files' paths at HEAD
+(renames followed, :mod:`lore.index.githistory`), so past work points at
+files one can open today.
+
+A sync after new commits walks only those and remaps the stored HEAD paths
+through the renames they made; after a rewrite (amend, rebase) or a branch
+switch the whole history is walked again, commits no longer reachable are
+dropped and commits whose HEAD paths changed are updated.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from lore.index import gitrepo
-from lore.index.store import ChunkRow, SQLiteIndex
+from lore.index.githistory import HistoryCommit, walk_history
+from lore.storage import ChunkInput, CommitRecord, Store
 
 KIND = "commit"
 PREFIX = "git:"
+MAX_FILES_IN_TEXT = 50
+BATCH = 500
 
 
 @dataclass
 class HistoryResult:
     added: int = 0
     removed: int = 0
+    updated: int = 0
     head: str | None = None
 
 
-def sync_history(root: Path, index: SQLiteIndex, limit: int) -> HistoryResult:
+def sync_history(root: Path, store: Store, limit: int) -> HistoryResult:
     head = gitrepo.head(root) if gitrepo.repo_root(root) else None
     result = HistoryResult(head=head)
-    last = index.get_meta("history_head")
+    last = store.get_meta("history_head")
     if head is None or head == last:
+        if head is None and last:
+            with store.transaction():
+                result.removed = store.delete_files(store.file_states(KIND))
+                store.set_meta("history_head", "")
         return result
-    incremental = bool(last) and gitrepo.is_ancestor(root, last, head)
-    commits = gitrepo.commits(root, limit=limit, since=last if incremental else None)
-    known = set(index.file_states(KIND))
-    with index.write():
-        if not incremental:
-            reachable = {PREFIX + c.sha for c in commits}
-            result.removed = index.delete_files(p for p in known if p not in reachable)
-            known &= reachable
-        for commit in commits:
-            path = PREFIX + commit.sha
-            if path in known:
-                continue
-            file_id = index.put_file(path, KIND, commit.sha, 0, 0)
-            index.put_commit(file_id, commit)
-            index.put_chunks(file_id, KIND, [commit_chunk(commit)])
-            result.added += 1
-        index.prune_commits(limit)
-        index.set_meta("history_head", head)
+    known = store.file_states(KIND)
+    stored = {c.sha: c.head_files for c in store.commits()} if known else {}
+    seen: set[str] = set()
+    with walk_history(root, since=last or None, cap=limit) as walk:
+        batch: list[CommitRecord] = []
+        for commit in walk:
+            seen.add(PREFIX + commit.sha)
+            record = record_of(commit)
+            if PREFIX + commit.sha not in known or stored.get(commit.sha) != record.head_files:
+                batch.append(record)
+            if len(batch) >= BATCH:
+                _store(store, batch, known, result)
+        _store(store, batch, known, result)
+        with store.transaction():
+            if walk.incremental:
+                store.remap_commit_paths(walk.moved())
+            else:
+                result.removed = store.delete_files(p for p in known if p not in seen)
+            store.prune_commits(limit)
+            store.set_meta("history_head", head)
     return result
 
 
-def commit_chunk(commit: gitrepo.Commit) -> ChunkRow:
-    files = "\n".join(commit.files[:50])
+def _store(store: Store, batch: list[CommitRecord], known: dict, result: HistoryResult) -> None:
+    """Write a batch of commits in one transaction (an interrupted sync keeps
+    what it wrote; the next one walks again and skips it)."""
+    if not batch:
+        return
+    with store.transaction():
+        for record in batch:
+            path = PREFIX + record.sha
+            if path in known:
+                store.delete_files([path])
+                result.updated += 1
+            else:
+                result.added += 1
+            file_id = store.put_file(path, KIND, record.sha, 0, 0)
+            store.put_commit(file_id, record)
+            store.put_chunks(file_id, KIND, [commit_chunk(record)])
+    batch.clear()
+
+
+def record_of(commit: HistoryCommit) -> CommitRecord:
+    return CommitRecord(
+        sha=commit.sha,
+        author=commit.author,
+        email=commit.email,
+        date=commit.date,
+        subject=commit.subject,
+        body=commit.body,
+        files=list(commit.files),
+        head_files=list(commit.head_paths),
+        n_files=commit.n_files or len(commit.files),
+        is_merge=commit.is_merge,
+    )
+
+
+def commit_chunk(commit: CommitRecord) -> ChunkInput:
+    """A commit's searchable text: its message, then the files it changed."""
+    files = "\n".join(commit.files[:MAX_FILES_IN_TEXT])
     text = f"{commit.subject}\n\n{commit.body}".strip() + (f"\n\nFiles:\n{files}" if files else "")
-    path_words = " ".join({w for f in commit.files for w in re.split(r"[/._-]+", f) if len(w) > 1})
-    return ChunkRow(
+    names = {*commit.files[:MAX_FILES_IN_TEXT], *(p for p in commit.head_files[:MAX_FILES_IN_TEXT] if p)}
+    path_words = " ".join(sorted({w for f in names for w in re.split(r"[/._-]+", f) if len(w) > 1}))
+    return ChunkInput(
         text=text,
         start_line=1,
         end_line=text.count("\n") + 1,
@@ -68,7 +119,3 @@ def commit_chunk(commit: gitrepo.Commit) -> ChunkRow:
         title=commit.subject,
         keywords=path_words,
     )
-
-
-def commit_files(row) -> list[str]:
-    return json.loads(row["files"])

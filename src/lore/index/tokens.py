@@ -12,6 +12,7 @@ from the `bpe-openai` package).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _SHORT = 6  # a letter run up to this long is one token
 _WORD_PIECE = 4  # longer ones cost a token per this many more letters
@@ -36,8 +37,12 @@ _CAMEL = re.compile(r"[a-z][A-Z]")
 _CAMEL_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[^\W\d_]")
 
 
+@lru_cache(maxsize=8192)
 def count_tokens(text: str) -> int:
-    """Estimate the BPE token count of `text` (within ~10% of cl100k)."""
+    """Estimate the BPE token count of `text` (within ~10% of cl100k).
+
+    Cached: recall counts the same snippets and memories at several detail
+    levels, call after call."""
     total = 0
     for match in _PIECES.finditer(text):
         piece = match.group()

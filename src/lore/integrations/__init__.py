@@ -2,7 +2,7 @@
 
 - :mod:`lore.integrations.agents` -- edit Claude Code, Codex and Cursor config
   files (MCP server, hooks, instructions block), and undo it.
-- :mod:`lore.integrations.capture` -- turn transcripts and printed
+- :mod:`lore.memory.capture.parse` -- turn transcripts and printed
   ``<lore-memory>`` blocks into memory candidates; spot repeated errors.
 
 Pure library code: the CLI (`lore install`, `lore hook ...`) and the MCP
@@ -12,7 +12,7 @@ server call these and decide what to store.
 from __future__ import annotations
 
 from lore.integrations.agents import AGENTS, INSTRUCTIONS, ConfigError, install, uninstall
-from lore.integrations.capture import Candidate, from_stdout, from_transcript, repeated_errors
+from lore.memory.capture.parse import Candidate, from_stdout, from_transcript, repeated_errors
 
 __all__ = [
     "AGENTS",

@@ -4,8 +4,9 @@ What each agent gets (``command`` is how to run lore, e.g. ``["lore"]``):
 
 ===============  ==========================================================
 ``claude-code``  ``.mcp.json``: ``mcpServers.lore`` = ``{command, args: [..., "mcp"]}``;
-                 ``.claude/settings.json``: SessionStart, PreCompact and Stop
-                 hooks running ``<lore> hook session-start|pre-compact|stop``;
+                 ``.claude/settings.json``: SessionStart, UserPromptSubmit,
+                 PostToolUse, PreCompact and Stop hooks running ``<lore> hook
+                 session-start|user-prompt-submit|post-tool-use|pre-compact|stop``;
                  ``CLAUDE.md`` block with ``instructions=True``.
 ``codex``        ``$CODEX_HOME/config.toml`` (default ``~/.codex``): a delimited
                  ``[mcp_servers.lore]`` table with ``cwd`` and
@@ -31,60 +32,35 @@ import os
 import re
 import shlex
 import stat
-import tempfile
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from lore import atomic
 from lore.errors import ConfigError, LoreError, UsageError
+from lore.memory.capture.instructions import INSTRUCTIONS
 
 AGENTS = ("claude-code", "codex", "cursor")
 SERVER_NAME = "lore"
 
 # Claude Code hook events Lore listens to -> the `lore hook` sub-command each runs.
-HOOK_EVENTS = {"SessionStart": "session-start", "PreCompact": "pre-compact", "Stop": "stop"}
+HOOK_EVENTS = {
+    "SessionStart": "session-start",
+    "UserPromptSubmit": "user-prompt-submit",  # these three record the session (lore.sessions)
+    "PostToolUse": "post-tool-use",
+    "PreCompact": "pre-compact",
+    "Stop": "stop",
+}
 # Events whose hooks take a matcher ("" = every source: startup/resume/clear/compact,
-# manual/auto). Stop has no matcher, so the field is left out, as Claude Code documents.
-_MATCHER_EVENTS = ("SessionStart", "PreCompact")
+# manual/auto; every tool). UserPromptSubmit and Stop have none, so the field is left
+# out, as Claude Code documents.
+_MATCHER_EVENTS = ("SessionStart", "PostToolUse", "PreCompact")
 
 MD_BEGIN = "<!-- lore:begin -->"
 MD_END = "<!-- lore:end -->"
 TOML_BEGIN = "# lore:begin"
 TOML_NOTE = "(managed by `lore install codex`; `lore uninstall codex` removes it)"
 TOML_END = "# lore:end"
-
-INSTRUCTIONS = """\
-## Project memory (Lore)
-
-This project keeps lasting knowledge in Lore (Markdown files in `.lore/memory/`).
-
-**Search before you explore.** Before reading code or asking the user, search:
-MCP tools `memory_search` / `search_memories` for memories and `search_codebase`
-for code, or `lore search "<query>"` and `lore code "<query>"` in a shell.
-Search returns summaries and ids; read in full (`memory_read`, `lore show <id>`)
-only the few you need. Never load every memory.
-
-**Write what lasts.** When you learn something a future session will need, save
-it with `memory_write` / `add_memory` (or `lore add`): a decision and why, a
-convention, a gotcha, a lesson from a failure, how the parts fit together. One
-idea per memory, with a clear title and a few keywords. Don't save transient
-state ("user just asked X", "tests are running"), task progress, or secrets.
-
-- `type`: decision, pattern, convention, lesson, architecture, warning,
-  preference, gotcha, fact, summary
-- `applies_to`: `global`, `file:<path>` or `area:<name>`
-
-**Finish each task** with `lore complete "<task>"` to record what was done.
-
-**No MCP tools?** Print each memory in a block like this; Lore reads them from your output:
-
-```text
-<lore-memory type="gotcha" tags="auth,jwt" applies_to="file:src/auth.py" title="JWT secret must be base64">
-Token validation fails silently when JWT_SECRET contains special characters.
-Use a base64-encoded secret.
-</lore-memory>
-```
-"""
 
 
 def install(agent: str, root: Path, *, command: list[str], instructions: bool = False) -> list[str]:
@@ -248,19 +224,7 @@ def _write(file: _TextFile, text: str, *, new_mode: int = 0o644) -> None:
         mode = stat.S_IMODE(target.stat().st_mode)
     except FileNotFoundError:
         mode = new_mode
-    data = (("\ufeff" if file.bom else "") + text).encode("utf-8")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".lore-tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic.write_atomic(target, (("\ufeff" if file.bom else "") + text).encode("utf-8"), mode=mode)
 
 
 def _delete(path: Path, root: Path) -> None:
@@ -390,7 +354,7 @@ def _drop_server(doc: dict) -> dict:
     return doc
 
 
-_LORE_HOOK = re.compile(r"\blore\b.*\shook\s+(session-start|pre-compact|stop)\s*$")
+_LORE_HOOK = re.compile(r"\blore\b.*\shook\s+(" + "|".join(HOOK_EVENTS.values()) + r")\s*$")
 
 
 def _is_lore_hook(hook, sub: str) -> bool:

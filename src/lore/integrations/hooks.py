@@ -4,13 +4,19 @@ Hooks must never block or break the agent: every failure is swallowed and
 logged to `.lore/local/hooks.log`, and the exit code is always 0.
 
 - SessionStart: print the recall pack for the current branch as additional context.
-- PreCompact: capture the transcript (002's rules) before it is compacted.
-- Stop: nothing heavy (the memory index is already fresh on every read).
+- UserPromptSubmit, PostToolUse, Stop: record the session as it happens
+  (:mod:`lore.sessions`): the new part of the transcript is imported into
+  ``.lore/sessions/<session_id>/`` (idempotent, reads only what was added);
+  without a transcript, the prompt or the tool call and its result come from
+  the hook's own payload.
+- PreCompact: capture the transcript (002's rules) before it is compacted,
+  record the session, and compact its old part too.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -23,7 +29,7 @@ def run_hook(event: str, project: str, stdin=None) -> int:
         payload = _payload(stdin or sys.stdin)
         from lore.service import Lore
 
-        lore = Lore.open(payload.get("cwd") or project)
+        lore = Lore.open(payload.get("cwd") or project, agent=os.environ.get("LORE_AGENT") or "claude-code")
         message = _HANDLERS[event](lore, payload)
         _log(lore, f"ok {event}: {message} ({time.time() - started:.2f} s)")
     except Exception as err:
@@ -54,15 +60,83 @@ def _pre_compact(lore, payload: dict) -> str:
     path = payload.get("transcript_path")
     if not path or not Path(path).is_file():
         return "no transcript"
-    result = lore.capture_transcript(path, agent=payload.get("agent") or "claude-code")
-    return f"{result['created']} captured, {result['existing']} known, {result['gotchas']} gotchas"
+    result = lore.capture_transcript(path)
+    captured = f"{result['created']} captured, {result['existing']} known, {result['gotchas']} gotchas"
+    recorded = _record(lore, payload)
+    session_id = _session_id(payload)
+    if session_id is None:
+        return f"{captured}; {recorded}"
+    compaction = lore.sessions.compact(session_id, reason="pre-compact")
+    done = (
+        f"compacted events {compaction.first_event}-{compaction.last_event}"
+        if compaction.compacted
+        else compaction.reason
+    )
+    return f"{captured}; {recorded}, {done}"
+
+
+def _user_prompt_submit(lore, payload: dict) -> str:
+    from lore.sessions import message
+
+    prompt = payload.get("prompt")
+    fallback = [message("user", prompt)] if isinstance(prompt, str) and prompt.strip() else []
+    return _record(lore, payload, fallback)
+
+
+def _post_tool_use(lore, payload: dict) -> str:
+    from lore.sessions import tool_call, tool_result
+
+    name, call_id = payload.get("tool_name"), payload.get("tool_use_id")
+    if not isinstance(call_id, str):
+        call_id = None
+    fallback = []
+    if isinstance(name, str) and name:
+        # The transcript importer gives these events the same source ids: no doubles.
+        fallback.append(
+            tool_call(
+                name, payload.get("tool_input"), call_id=call_id, source_id=call_id and f"tool:{call_id}"
+            )
+        )
+        if "tool_response" in payload:
+            result_id = call_id and f"result:{call_id}"
+            fallback.append(tool_result(call_id, payload["tool_response"], source_id=result_id))
+    return _record(lore, payload, fallback)
 
 
 def _stop(lore, payload: dict) -> str:
-    return "nothing to do"
+    return _record(lore, payload)
 
 
-_HANDLERS = {"session-start": _session_start, "pre-compact": _pre_compact, "stop": _stop}
+def _record(lore, payload: dict, fallback: list | None = None) -> str:
+    """Bring the session up to date from the transcript, or from `fallback`
+    events (the hook's own payload) when there is no transcript to read."""
+    session_id = _session_id(payload)
+    path = payload.get("transcript_path")
+    if isinstance(path, str) and Path(path).is_file():
+        result = lore.sessions.import_transcript(path, session_id=session_id, agent="claude-code")
+        compacted = f", {len(result.compactions)} compactions" if result.compactions else ""
+        return f"session {result.session_id}: {result.appended} recorded{compacted}"
+    if session_id is None or not fallback:
+        return "no transcript, nothing to record"
+    appended = lore.sessions.append_many(session_id, fallback, create=True, agent="claude-code")
+    return f"session {session_id}: {len(appended.events)} recorded from the hook payload"
+
+
+def _session_id(payload: dict) -> str | None:
+    """Claude Code's session id, when it can name a session folder."""
+    from lore.sessions.events import SESSION_ID_RE
+
+    value = payload.get("session_id")
+    return value if isinstance(value, str) and SESSION_ID_RE.match(value) else None
+
+
+_HANDLERS = {
+    "session-start": _session_start,
+    "user-prompt-submit": _user_prompt_submit,
+    "post-tool-use": _post_tool_use,
+    "pre-compact": _pre_compact,
+    "stop": _stop,
+}
 
 
 def _payload(stream) -> dict:

@@ -8,29 +8,30 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from lore.errors import NotFound
-from lore.memory.markdown import write_atomic
+from lore.memory.markdown import move_new, write_atomic
 from lore.project import Project
+from lore.records import Record, internal
 
 
 @dataclass
-class TrashEntry:
+class TrashEntry(Record):
     id: str
     original: str  # path relative to the project root
     deleted_at: str
-    file: Path  # the trashed Markdown file
+    file: Path = internal()  # the trashed Markdown file
 
-    def to_json(self) -> dict:
-        return {
-            "id": self.id,
-            "original": self.original,
-            "deletedAt": self.deleted_at,
-            "trashPath": self.file.name,
-        }
+    @property
+    def trash_path(self) -> str:
+        return self.file.name
+
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "trash_path": self.trash_path}
 
 
 def trash(project: Project, rel: str, memory_id: str) -> TrashEntry:
@@ -64,15 +65,19 @@ def entries(project: Project) -> list[TrashEntry]:
     return out
 
 
-def find(project: Project, key: str) -> TrashEntry:
-    """The newest trash entry whose id, id prefix or file name matches `key`."""
+def find(project: Project, key: str, *, visible: Callable[[str], bool] | None = None) -> TrashEntry:
+    """The newest trash entry whose id, id prefix or file name matches `key`
+    (and whose original place `visible` accepts)."""
     matches = [
         e
         for e in entries(project)
-        if key in (e.id, e.file.name, e.file.stem)
-        or (len(key) >= 4 and e.id.startswith(key))
-        or Path(e.original).name == key
-        or e.original == key
+        if (visible is None or visible(e.original))
+        and (
+            key in (e.id, e.file.name, e.file.stem)
+            or (len(key) >= 4 and e.id.startswith(key))
+            or Path(e.original).name == key
+            or e.original == key
+        )
     ]
     if not matches:
         raise NotFound(f"nothing in the trash matches '{key}'; see `lore restore --list`")
@@ -82,32 +87,36 @@ def find(project: Project, key: str) -> TrashEntry:
 def restore(project: Project, entry: TrashEntry) -> str:
     """Move a trashed file back; never overwrites a file now at its old path."""
     original = project.root / entry.original
-    original.parent.mkdir(parents=True, exist_ok=True)
-    stem, n = original.stem, 1
-    target = original
-    while True:
-        try:
-            os.link(entry.file, target)
-            break
-        except FileExistsError:
-            n += 1
-            target = original.with_name(f"{stem}-{n}.md")
-    os.unlink(entry.file)
+    target = move_new(entry.file, original.parent, original.name)
     entry.file.with_suffix(".json").unlink(missing_ok=True)
     return project.rel(target)
 
 
-def purge(project: Project, retention_days: float, now: datetime | None = None) -> list[TrashEntry]:
-    """Delete trash entries older than the retention period."""
+def purge_entry(entry: TrashEntry) -> None:
+    """Delete one trash entry now (its file and its note)."""
+    entry.file.unlink(missing_ok=True)
+    entry.file.with_suffix(".json").unlink(missing_ok=True)
+
+
+def purge(
+    project: Project,
+    retention_days: float,
+    now: datetime | None = None,
+    *,
+    visible: Callable[[str], bool] | None = None,
+) -> list[TrashEntry]:
+    """Delete trash entries older than the retention period (those whose
+    original place `visible` accepts)."""
     cutoff = (now or datetime.now(UTC)) - timedelta(days=retention_days)
     purged = []
     for entry in entries(project):
+        if visible is not None and not visible(entry.original):
+            continue
         try:
             deleted = datetime.fromisoformat(entry.deleted_at)
         except ValueError:
             continue
         if deleted <= cutoff:
-            entry.file.unlink(missing_ok=True)
-            entry.file.with_suffix(".json").unlink(missing_ok=True)
+            purge_entry(entry)
             purged.append(entry)
     return purged

@@ -1,53 +1,21 @@
-"""Code search (003's search_codebase) and history search over commits."""
+"""Code search (003's search_codebase), file ranking, and history search over commits."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from lore.errors import UsageError
-from lore.search.chunks import ChunkMatch, search_kind
-from lore.search.text import snippet, terms
+from lore.records import Record, internal
+from lore.search import hybrid
+from lore.search.text import snippet
+from lore.storage import ChunkFilter, Store
+
+TestFinder = Callable[[str], list[str]]
 
 
 @dataclass
-class CodeFilter:
-    """languages: tree-sitter names (python, typescript…); extensions: ts, .py…;
-    directories: prefixes or globs (src/components, src/**/api); paths: an
-    allowed set (e.g. changed within N days)."""
-
-    languages: list[str] = field(default_factory=list)
-    extensions: list[str] = field(default_factory=list)
-    directories: list[str] = field(default_factory=list)
-    paths: set[str] | None = None
-
-    def sql(self) -> tuple[str, tuple]:
-        clauses, params = [], []
-        if self.languages:
-            clauses.append(f"c.language IN ({','.join('?' * len(self.languages))})")
-            params += [lang.lower() for lang in self.languages]
-        if self.extensions:
-            clauses.append("(" + " OR ".join("f.path LIKE ?" for _ in self.extensions) + ")")
-            params += ["%." + ext.lstrip(".").lower() for ext in self.extensions]
-        if self.directories:
-            globs = []
-            for d in self.directories:
-                d = d.strip().strip("/")
-                if ".." in d.split("/"):
-                    raise UsageError(f"directory filter '{d}' leaves the project; give a path inside it")
-                # A glob names directories (src/*/api): match files under them too.
-                globs += [d, f"{d}/*"] if any(ch in d for ch in "*?[") else [f"{d}/*"]
-            clauses.append("(" + " OR ".join("f.path GLOB ?" for _ in globs) + ")")
-            params += globs
-        if self.paths is not None:
-            clauses.append("f.path IN (SELECT value FROM json_each(?))")
-            params.append(json.dumps(sorted(self.paths)))
-        return " AND ".join(clauses), tuple(params)
-
-
-@dataclass
-class CodeHit:
-    """003's CodeSearchResult, plus the symbol and where the score came from."""
+class CodeHit(Record):
+    """003's CodeSearchResult, plus the symbol, the file's role and where the score came from."""
 
     file_path: str
     symbol: str | None
@@ -55,28 +23,28 @@ class CodeHit:
     start_line: int
     end_line: int
     snippet: str
-    chunk_text: str
     similarity: float
     source: str
+    role: str | None = None
+    # Files-only results: the file's tests and how many similar past commits touched it.
+    tests: list[str] = internal(default_factory=list)
+    commits: int = internal(default=0)
+    is_file: bool = internal(default=False)
+    chunk_text: str = internal(default="")
 
-    def to_json(self, *, full: bool = False) -> dict:
-        data = {
-            "file_path": self.file_path,
-            "symbol": self.symbol,
-            "language": self.language,
-            "start_line": self.start_line,
-            "end_line": self.end_line,
-            "snippet": self.snippet,
-            "similarity": round(self.similarity, 4),
-            "source": self.source,
-        }
+    def to_dict(self, *, full: bool = False) -> dict:
+        data = super().to_dict()
+        if self.is_file:
+            data.update(tests=list(self.tests), commits=self.commits)
         if full:
             data["chunk_text"] = self.chunk_text
         return data
 
 
 @dataclass
-class CommitHit:
+class CommitHit(Record):
+    """A past commit (work item) and the files it changed, as named today."""
+
     sha: str
     subject: str
     author: str
@@ -84,71 +52,88 @@ class CommitHit:
     files: list[str]
     relevance: float
     source: str
-
-    def to_json(self) -> dict:
-        return {
-            "sha": self.sha,
-            "subject": self.subject,
-            "author": self.author,
-            "date": self.date,
-            "files": self.files,
-            "relevance": round(self.relevance, 4),
-            "source": self.source,
-        }
+    gone_files: list[str] = field(default_factory=list)
+    n_files: int = internal(default=0)
 
 
 def search_code(
-    index, query: str, flt: CodeFilter, *, limit: int, files_only: bool = False, **search
+    store: Store,
+    query: hybrid.Query,
+    flt: ChunkFilter,
+    *,
+    limit: int,
+    mode: str = "hybrid",
+    fusion: str = "adaptive",
 ) -> list[CodeHit]:
-    where, params = flt.sql()
-    words = terms(query)
-    if not files_only:
-        matches = search_kind(index, "code", query, limit=limit, where=where, params=params, **search)
-        return [_code_hit(m, words) for m in matches]
-    # Files: a file with several good chunks is stronger evidence than one lucky
-    # chunk, so rank by the best chunk plus half the next three (tuned on
-    # gitlog-flask: R@10 .833 with the best chunk alone, .880 with this).
-    matches = search_kind(
-        index, "code", query, limit=max(300, limit * 30), where=where, params=params, **search
-    )
-    per_file: dict[str, list] = {}
+    """Code chunks matching `query`, best first."""
+    found = hybrid.search(store, "code", query, limit=limit, flt=flt, mode=mode, fusion_mode=fusion)
+    return [_code_hit(s, query) for s in found]
+
+
+def search_files(
+    store: Store,
+    query: hybrid.Query,
+    commits: list[hybrid.Scored],
+    flt: ChunkFilter,
+    *,
+    limit: int,
+    mode: str = "hybrid",
+    fusion: str = "adaptive",
+    tests: TestFinder | None = None,
+) -> list[CodeHit]:
+    """Files likely to matter for `query` (:mod:`lore.search.files`), each as its best chunk."""
+    from lore.search.files import likely_files
+
+    matches = likely_files(store, query, commits, flt, limit=limit, mode=mode, fusion=fusion)
+    out = []
     for m in matches:
-        per_file.setdefault(m.row["path"], []).append(m)
-    ranked = sorted(per_file.values(), key=lambda ms: -file_score([m.score for m in ms]))
-    return [_code_hit(ms[0], words) for ms in ranked[:limit]]
+        if m.best is not None:
+            hit = _code_hit(m.best, query, m.score)
+        else:
+            hit = CodeHit(m.path, None, None, 1, 1, "", m.score, "history", m.role)
+        hit.commits, hit.is_file = m.commits, True
+        if tests is not None and (m.role or "source") == "source":
+            hit.tests = tests(m.path)
+        out.append(hit)
+    return out
 
 
-def file_score(scores: list[float]) -> float:
-    best = sorted(scores, reverse=True)
-    return best[0] + 0.5 * sum(best[1:4])
-
-
-def search_history(index, query: str, *, limit: int, **search) -> list[CommitHit]:
-    matches = search_kind(index, "commit", query, limit=limit, **search)
-    return [
-        CommitHit(
-            m.row["sha"],
-            m.row["subject"],
-            m.row["author"],
-            m.row["date"],
-            json.loads(m.row["files"]),
-            m.score,
-            m.source,
+def commit_hits(found: list[hybrid.Scored]) -> list[CommitHit]:
+    """Commit search results as past work, with their files as named at HEAD."""
+    out = []
+    for s in found:
+        commit = s.chunk.commit
+        assert commit is not None
+        heads = commit.head_files or list(commit.files)
+        now = list(dict.fromkeys(p for p in heads if p))
+        gone = [old for old, new in zip(commit.files, heads) if not new]
+        out.append(
+            CommitHit(
+                commit.sha,
+                commit.subject,
+                commit.author,
+                commit.date,
+                now,
+                round(s.score, 4),
+                s.source,
+                gone,
+                commit.n_files,
+            )
         )
-        for m in matches
-    ]
+    return out
 
 
-def _code_hit(match: ChunkMatch, words: list[str]) -> CodeHit:
-    row = match.row
+def _code_hit(hit: hybrid.Scored, query: hybrid.Query, score: float | None = None) -> CodeHit:
+    chunk = hit.chunk
     return CodeHit(
-        row["path"],
-        row["symbol"],
-        row["language"],
-        row["start_line"],
-        row["end_line"],
-        snippet(row["text"], words),
-        row["text"],
-        match.score,
-        match.source,
+        chunk.path,
+        chunk.symbol,
+        chunk.language,
+        chunk.start_line,
+        chunk.end_line,
+        snippet(chunk.text, query.terms),
+        round(hit.score if score is None else score, 4),
+        hit.source,
+        chunk.role,
+        chunk_text=chunk.text,
     )

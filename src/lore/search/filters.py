@@ -1,85 +1,103 @@
-"""Filters over memories, shared by search, list and recall."""
+"""User-facing filters, checked and turned into the storage layer's typed filters."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from typing import Any
 
 from lore.errors import UsageError, ValidationError
-from lore.memory.model import MEMORY_TYPES, parse_time
+from lore.memory.model import MEMORY_TYPES
+from lore.storage import ChunkFilter, MemoryFilter
 
-STORAGE_TIERS = ("durable", "session")
+STORAGE_TIERS = ("durable", "session", "daily", "archive")
+ATTENTION_TIERS = ("hot", "warm", "cold")
+VISIBILITIES = ("shared", "private")
 MAX_LIMIT = 50
+_MEMORY_KEYS = {
+    "types",
+    "type",
+    "tags",
+    "tag",
+    "agent",
+    "task",
+    "scope",
+    "tier",
+    "since",
+    "until",
+    "include_archived",
+    "visibility",
+    "stale",
+}
 
 
-@dataclass
-class MemoryFilter:
-    """Which memories a query may return.
+def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> tuple[MemoryFilter, str | None]:
+    """A storage filter from CLI/MCP/HTTP keyword filters, and the attention
+    tier (hot, warm, cold) to apply after scoring, if one was asked for.
 
-    ``viewer`` is the agent asking: private memories (``local/<agent>/``) are
-    visible to their own agent only. ``include_private`` (humans curating)
-    shows every agent's.
+    `viewer` is the acting agent (fixed per process): private memories of
+    other agents are never visible, whatever the filters say.
     """
+    given = {k: v for k, v in filters.items() if v not in (None, (), [], "")}
+    unknown = set(given) - _MEMORY_KEYS
+    if unknown:
+        raise UsageError(
+            f"unknown filter {', '.join(sorted(unknown))}; use {', '.join(sorted(_MEMORY_KEYS))}"
+        )
+    types = _strings(given.get("types", ())) + _strings(given.get("type", ()))
+    for kind in types:
+        if kind not in MEMORY_TYPES:
+            raise UsageError(f"unknown type '{kind}'; use one of: {', '.join(MEMORY_TYPES)}")
+    visibility = given.get("visibility")
+    if visibility is not None and visibility not in VISIBILITIES:
+        raise UsageError(f"unknown visibility '{visibility}'; use shared or private (the acting agent's own)")
+    stale = given.get("stale")
+    if stale is not None and not isinstance(stale, bool):
+        raise UsageError("stale must be true (only stale memories) or false (only fresh ones)")
+    tier = given.get("tier")
+    if tier and tier not in STORAGE_TIERS + ATTENTION_TIERS:
+        raise UsageError(f"unknown tier '{tier}'; use hot, warm, cold, durable, daily, session or archive")
+    flt = MemoryFilter(
+        types=types,
+        tags=_strings(given.get("tags", ())) + _strings(given.get("tag", ())),
+        agent=given.get("agent"),
+        task=given.get("task"),
+        scope=given.get("scope"),
+        storage=[tier] if tier in STORAGE_TIERS else [],
+        exclude_storage=[] if given.get("include_archived") or tier == "archive" else ["archive"],
+        since=_when(given.get("since"), "since"),
+        until=_when(given.get("until"), "until", end=True),
+        viewer=viewer,
+        visibility=visibility,
+        stale=stale,
+    )
+    return flt, tier if tier in ATTENTION_TIERS else None
 
-    types: list[str] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
-    agent: str | None = None
-    task: str | None = None
-    scope: str | None = None
-    tier: str | None = None
-    since: str | None = None
-    until: str | None = None
-    viewer: str | None = None
-    include_private: bool = False
 
-    def __post_init__(self):
-        for kind in self.types:
-            if kind not in MEMORY_TYPES:
-                raise UsageError(f"unknown type '{kind}'; use one of: {', '.join(MEMORY_TYPES)}")
-        if self.tier and self.tier not in STORAGE_TIERS + ("hot", "warm", "cold"):
-            raise UsageError(f"unknown tier '{self.tier}'; use hot, warm, cold, durable or session")
-        try:
-            if self.since:
-                self.since = parse_time(self.since, field_name="since")
-            if self.until:
-                self.until = parse_time(self.until, field_name="until")
-        except ValidationError as err:
-            raise UsageError(f"--{err.field}: {err.reason}") from None
-
-    def sql(self) -> tuple[str, tuple]:
-        """A WHERE clause over `memories m` (attention tiers are applied after scoring)."""
-        clauses, params = [], []
-        if self.types:
-            clauses.append(f"m.type IN ({','.join('?' * len(self.types))})")
-            params += self.types
-        for tag in self.tags:
-            clauses.append("EXISTS (SELECT 1 FROM json_each(m.tags) WHERE lower(value) = lower(?))")
-            params.append(tag)
-        if self.agent:
-            clauses.append("m.agent = ?")
-            params.append(self.agent)
-        if self.task:
-            clauses.append("m.task = ?")
-            params.append(self.task)
-        if self.scope:
-            # "file:src/" matches every file scope below src/; "global" is exact.
-            clauses.append("(m.applies_to = ? OR m.applies_to LIKE ? ESCAPE '\\')")
-            params += [self.scope, self.scope.replace("%", "\\%").replace("_", "\\_") + "%"]
-        if self.tier in STORAGE_TIERS:
-            clauses.append("m.storage = ?")
-            params.append(self.tier)
-        if self.since:
-            clauses.append("m.occurred_at >= ?")
-            params.append(self.since)
-        if self.until:
-            clauses.append("m.occurred_at <= ?")
-            params.append(self.until)
-        if not self.include_private:
-            if self.viewer:
-                clauses.append("(m.visibility = 'shared' OR m.agent = ?)")
-                params.append(self.viewer)
-            else:
-                clauses.append("m.visibility = 'shared'")
-        return " AND ".join(clauses), tuple(params)
+def code_filter(
+    languages: Iterable[str] = (),
+    extensions: Iterable[str] = (),
+    directories: Iterable[str] = (),
+    paths: set[str] | None = None,
+    roles: Iterable[str] = (),
+    since: str | None = None,
+    until: str | None = None,
+) -> ChunkFilter:
+    dirs = []
+    for d in directories:
+        d = d.strip().strip("/")
+        if ".." in d.split("/"):
+            raise UsageError(f"directory filter '{d}' leaves the project; give a path inside it")
+        if d:
+            dirs.append(d)
+    return ChunkFilter(
+        languages=list(languages),
+        extensions=list(extensions),
+        directories=dirs,
+        paths=paths,
+        roles=list(roles),
+        since=_when(since, "since"),
+        until=_when(until, "until", end=True),
+    )
 
 
 def clamp_limit(limit: int | None, default: int = 10) -> int:
@@ -88,3 +106,21 @@ def clamp_limit(limit: int | None, default: int = 10) -> int:
     if limit < 1:
         raise UsageError("limit must be at least 1")
     return min(int(limit), MAX_LIMIT)
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value or ()]
+
+
+def _when(value: str | None, name: str, *, end: bool = False) -> str | None:
+    """An ISO time from a date, a time or a phrase ("last week", "2 months ago")."""
+    if not value:
+        return None
+    from lore.search.timephrase import parse_when
+
+    try:
+        return str(parse_when(value, end=end))
+    except ValidationError as err:
+        raise UsageError(f"--{name}: {err.reason}") from None

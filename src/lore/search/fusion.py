@@ -1,28 +1,40 @@
-"""Combining keyword and vector rankings.
+"""Combining keyword and vector rankings into one, with scores that mean something.
 
-Two modes (``[search] fusion`` in config.toml):
+Three modes (``[search] fusion`` in config.toml):
 
-- ``rrf`` (default) — reciprocal rank fusion (seed 000): each list
-  contributes w/(k + rank). Seed 000 suggests k = 60 with equal weights; on
-  the dev sets (docs/benchmarks.md) k = 5 with the vector list weighted 1.5
-  did better on both (LoCoMo R@10 .655 → .669, CoSQA-dev MRR .471 → .527).
-  The score is normalised by its maximum, (1 + 1.5)/(k + 1): 1.0 means first
-  in both lists; 0.6 first by vectors alone, 0.4 first by keywords alone.
-  For queries longer than 12 terms the vector weight shrinks (see
-  :func:`vector_weight`).
-- ``weighted`` — seed 004: 0.7 × vector similarity + 0.3 × keyword relevance,
-  both already 0-1, so the score is an absolute relevance estimate.
+- ``adaptive`` (default) — a weighted sum of the two calibrated relevances
+  (both 0-1: :func:`~lore.search.hybrid.lexical_relevance` and
+  :func:`~lore.search.hybrid.similarity_relevance`), where the keyword
+  side's weight follows how clearly *it* picks a winner for this query: the
+  gap between its best match and the mean of its top 20 ("peak"). A query
+  whose words single out one document (names, identifiers, rare terms)
+  trusts keywords up to 0.8; a query whose words are spread thinly (natural
+  language against code) trusts meaning up to 0.8. Chosen on the dev sets
+  (LoCoMo, CoSQA dev; docs/benchmarks.md), where fixed weights helped one
+  set and hurt the other.
+- ``rrf`` — reciprocal rank fusion (seed 000): each list contributes
+  w/(k + rank), k = 5, vector weight 1.5 (shrinking for long queries). The
+  score is normalised by its maximum, so it says where a result ranked,
+  not how relevant it is.
+- ``weighted`` — seed 004: 0.7 × vector relevance + 0.3 × keyword relevance.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
 
+FUSIONS = ("adaptive", "rrf", "weighted")
+DEFAULT_FUSION = "adaptive"
+
 RRF_K = 5
 RRF_WEIGHTS = (1.0, 1.5)  # keyword, vector
 VECTOR_WEIGHT = 0.7  # weighted mode (seed 004)
-CANDIDATES = 40  # top-N from each list (dev results flat from 30 to 100)
-LONG_QUERY = 12  # terms; beyond this the vector list's weight falls
+LONG_QUERY = 12  # terms; beyond this the RRF vector weight falls
+# adaptive mode: keyword weight from LOW to HIGH as the keyword peak goes from PEAK_LOW to PEAK_HIGH.
+KEYWORD_WEIGHT_LOW, KEYWORD_WEIGHT_HIGH = 0.2, 0.8
+PEAK_LOW, PEAK_HIGH = 0.10, 0.25
+PEAK_DEPTH = 20
+LONG_QUERY_TERMS = 8
 
 
 def vector_weight(n_terms: int) -> float:
@@ -36,38 +48,61 @@ def vector_weight(n_terms: int) -> float:
     return RRF_WEIGHTS[1] * min(1.0, LONG_QUERY / max(1, n_terms))
 
 
-FUSIONS = ("rrf", "weighted")
+def keyword_weight(keyword_scores: list[float], n_terms: int = 1) -> float:
+    """Adaptive mode's keyword weight for one query, from its keyword scores
+    (best first) and its length.
+
+    A long query (a task description, a commit message) is averaged into one
+    vector and truncated by the model, while its many exact terms make
+    keyword matching strong: beyond ``LONG_QUERY_TERMS`` terms the vector
+    side's share shrinks in proportion (on the code dev sets this raised
+    MRR@10 by .01-.02 and left the short-query memory sets unchanged).
+    """
+    weight = KEYWORD_WEIGHT_LOW
+    if keyword_scores:
+        top = keyword_scores[:PEAK_DEPTH]
+        peak = top[0] - sum(top) / len(top)
+        share = min(1.0, max(0.0, (peak - PEAK_LOW) / (PEAK_HIGH - PEAK_LOW)))
+        weight += (KEYWORD_WEIGHT_HIGH - KEYWORD_WEIGHT_LOW) * share
+    if n_terms > LONG_QUERY_TERMS:
+        weight = max(weight, 1 - (1 - weight) * LONG_QUERY_TERMS / n_terms)
+    return weight
 
 
 def fuse(
     keyword: list[tuple[Hashable, float]],
     vector: list[tuple[Hashable, float]],
-    mode: str = "rrf",
+    mode: str = DEFAULT_FUSION,
     n_terms: int = 1,
 ) -> list[tuple[Hashable, float, str]]:
-    """Merge two ranked lists of (key, score 0-1) into (key, fused score, source), best first.
+    """Merge two ranked lists of (key, relevance 0-1) into (key, fused score, source), best first.
 
     `source` is "hybrid" when both lists had the key, else the one that did.
     `n_terms` (the query's) sets the vector list's RRF weight.
     """
-    weights = (RRF_WEIGHTS[0], vector_weight(n_terms))
+    if mode not in FUSIONS:
+        raise ValueError(f"unknown fusion {mode!r}; use one of {FUSIONS}")
     kw = {key: (rank, score) for rank, (key, score) in enumerate(keyword)}
     vec = {key: (rank, score) for rank, (key, score) in enumerate(vector)}
+    w_kw = keyword_weight([score for _, score in keyword], n_terms)
+    rrf_weights = (RRF_WEIGHTS[0], vector_weight(n_terms))
     fused = []
     for key in {**kw, **vec}:
         in_kw, in_vec = key in kw, key in vec
-        if mode == "rrf":
+        k_score = kw[key][1] if in_kw else 0.0
+        v_score = vec[key][1] if in_vec else 0.0
+        if mode == "adaptive":
+            score = w_kw * k_score + (1 - w_kw) * v_score
+        elif mode == "rrf":
             total = sum(
-                weight / (RRF_K + 1 + lst[key][0]) for lst, weight in zip((kw, vec), weights) if key in lst
+                weight / (RRF_K + 1 + lst[key][0])
+                for lst, weight in zip((kw, vec), rrf_weights)
+                if key in lst
             )
-            score = total / (sum(weights) / (RRF_K + 1))
-        elif mode == "weighted":
-            score = VECTOR_WEIGHT * max(0.0, vec[key][1] if in_vec else 0.0) + (1 - VECTOR_WEIGHT) * (
-                kw[key][1] if in_kw else 0.0
-            )
+            score = total / (sum(rrf_weights) / (RRF_K + 1))
         else:
-            raise ValueError(f"unknown fusion {mode!r}; use one of {FUSIONS}")
+            score = VECTOR_WEIGHT * max(0.0, v_score) + (1 - VECTOR_WEIGHT) * k_score
         source = "hybrid" if in_kw and in_vec else ("bm25" if in_kw else "vector")
-        fused.append((key, score, source))
+        fused.append((key, min(1.0, score), source))
     fused.sort(key=lambda item: -item[1])
     return fused

@@ -14,14 +14,21 @@ The query is the task's title and description reduced to key terms. From it:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from lore.records import Record
 from lore.search import attention as att
 from lore.search.pack import Item, pack, render
 from lore.search.text import terms
+from lore.storage import ChunkFilter
+
+if TYPE_CHECKING:
+    from lore.memory.repository import Memories
+    from lore.search.engine import Searcher
+    from lore.search.memories import MemoryHit
 
 MAX_QUERY_TERMS = 64
-FILE_RRF_K = 10  # file ranks from code search and from past commits
-MAX_EVIDENCE_FILES = 100  # commits touching more files are imports or sweeps, not evidence
+FLOOR = 0.05  # items of less relevance are left out rather than padding the pack
 SCOPE_BOOST = 1.5
 
 
@@ -38,6 +45,7 @@ class RecallRequest:
     include_code: bool = True
     include_related_work: bool = True
     agent: str | None = None
+    period: ChunkFilter | None = None  # since/until, when asked
 
     @property
     def text(self) -> str:
@@ -51,7 +59,7 @@ class RecallRequest:
 
 
 @dataclass
-class RecallPack:
+class RecallPack(Record):
     """003's ContextResult, plus the packing outcome."""
 
     query_used: str
@@ -65,7 +73,7 @@ class RecallPack:
     def of(self, kind: str) -> list[dict]:
         return [{**it.data, "level": it.level} for it in self.items if it.kind == kind]
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "query_used": self.query_used,
             "memories": self.of("memory"),
@@ -77,6 +85,89 @@ class RecallPack:
             "tokens_used": self.tokens_used,
             "markdown": self.markdown,
         }
+
+
+def recall(
+    searcher: Searcher,
+    memories: Memories,
+    request: RecallRequest,
+    *,
+    include_memories: bool = True,
+    include_code: bool = True,
+    include_related_work: bool = True,
+) -> RecallPack:
+    """The recall pack for `request`: memories, likely files, code and past work, packed.
+
+    Items below :data:`FLOOR` relevance are left out rather than padding the pack.
+    """
+    from lore.search.filters import clamp_limit
+    from lore.storage import ChunkFilter
+
+    query = request.text
+    items: list[Item] = []
+    tasks: dict[str, Item] = {}
+    if include_memories:
+        # Unflagged hits: attention applies the stale penalty itself.
+        period = request.period or ChunkFilter()
+        hits = searcher.memories(
+            query,
+            memories.filter(since=period.since, until=period.until),
+            clamp_limit(max(20, request.limit_per_type * 4)),
+            flag_stale=False,
+        )
+        hits = [h for h in hits if h.score >= FLOOR]
+        stale = searcher.store.stale_reasons()
+        access = searcher.store.access_stats()
+        hot = hot_memories(searcher, memories, request, access, stale, exclude={h.id for h in hits})
+        for hit in [*hits[: request.limit_per_type * 2], *hot]:
+            hit.body = memories.load(hit.path).body
+        items += memory_items(hits, access, stale, request, searcher.half_life, hot)
+        for hit in hits[: request.limit_per_type] if include_related_work else []:
+            if hit.task_id and hit.task_id not in tasks:
+                tasks[hit.task_id] = task_item(hit.task_id, hit.title, hit.score)
+    commits = []
+    if include_code or include_related_work:
+        commits = [c for c in searcher.history(query, limit=20, flt=request.period) if c.relevance >= FLOOR]
+    if include_code:
+        files = searcher.code(
+            query, ChunkFilter(), max(10, request.limit_per_type * 2), files_only=True, period=request.period
+        )
+        items += [file_item(path, 1.0, ["named by the task"]) for path in request.files]
+        items += [
+            file_item(h.file_path, h.similarity, _reasons(h), h.role, h.tests)
+            for h in files
+            if h.file_path not in request.files and h.similarity >= FLOOR
+        ]
+        # The best chunk of each top file: code snippets from different files.
+        items += [code_item(h) for h in files[: request.limit_per_type] if h.symbol or h.snippet]
+    if include_related_work:
+        work = [work_item(c) for c in commits] + list(tasks.values())
+        items += sorted(work, key=lambda it: -it.value)[: request.limit_per_type]
+    return build(request, items)
+
+
+def hot_memories(
+    searcher: Searcher,
+    memories: Memories,
+    request: RecallRequest,
+    access: dict[str, tuple[int, str]],
+    stale: dict[str, list[str]],
+    exclude: set[str],
+) -> list[MemoryHit]:
+    """HOT memories (query-free attention > 0.7) whose scope the task touches."""
+    from lore.search.memories import hit_of_record
+
+    records = searcher.store.memories(memories.filter(scoped_only=True))
+    scores = searcher.attention_of(records, access, stale)
+    text = f"{request.title} {request.description}".lower()
+    touched = set(request.files)
+    hot = []
+    for record in records:
+        if record.id in exclude or scores[record.id] <= att.HOT:
+            continue
+        if _applies(record.applies_to, touched, text):
+            hot.append(hit_of_record(record, searcher.store.first_chunk(record.path), 1.0, "hot"))
+    return hot
 
 
 def memory_items(
@@ -106,50 +197,35 @@ def memory_items(
     return list(unique.values())[: request.limit_per_type + len(hot)]
 
 
-def rank_files(
-    code_files: list[tuple[str, float]], commits, existing: set[str], given: list[str]
-) -> list[tuple[str, float, list[str]]]:
-    """Files by RRF of code-search rank and past-commit evidence; given files first.
-
-    Returns (path, score 0-1, reasons)."""
-    evidence: dict[str, float] = {}
-    touched_by: dict[str, int] = {}
-    for rank, commit in enumerate(commits):
-        # A commit touching many files (an import, a reformat) says little about each.
-        if len(commit.files) > MAX_EVIDENCE_FILES:
-            continue
-        weight = commit.relevance / (1 + rank) / max(1.0, len(commit.files)) ** 0.5
-        for path in commit.files:
-            if path in existing:
-                evidence[path] = evidence.get(path, 0.0) + weight
-                touched_by[path] = touched_by.get(path, 0) + 1
-    history_rank = {p: r for r, (p, _) in enumerate(sorted(evidence.items(), key=lambda kv: -kv[1]))}
-    code_rank = {p: r for r, (p, _) in enumerate(code_files)}
-    scores: dict[str, float] = {}
-    for ranks in (code_rank, history_rank):
-        for path, rank in ranks.items():
-            scores[path] = scores.get(path, 0.0) + 1.0 / (FILE_RRF_K + 1 + rank)
-    top = 2.0 / (FILE_RRF_K + 1)
-    out = []
-    for path in given:
-        out.append((path, 1.0, ["named by the task"]))
-    for path, score in sorted(scores.items(), key=lambda kv: -kv[1]):
-        if path in given:
-            continue
-        reasons = []
-        if path in code_rank:
-            reasons.append(f"code match #{code_rank[path] + 1}")
-        if path in history_rank:
-            n = touched_by[path]
-            reasons.append(f"{n} similar past commit{'s' if n > 1 else ''}")
-        out.append((path, score / top, reasons))
-    return out
+def _reasons(hit) -> list[str]:
+    """Why a file is offered: its code matched, similar past commits touched it."""
+    reasons = []
+    if hit.source != "history":
+        reasons.append(f"code match{f' ({hit.symbol})' if hit.symbol else ''}")
+    if hit.commits:
+        reasons.append(f"{hit.commits} similar past commit{'s' if hit.commits > 1 else ''}")
+    return reasons or ["code match"]
 
 
-def file_item(path: str, score: float, reasons: list[str]) -> Item:
-    line = f"- `{path}` — {', '.join(reasons)}"
+def file_item(
+    path: str, score: float, reasons: list[str], role: str | None = None, tests: list[str] | None = None
+) -> Item:
+    label = f" [{role}]" if role and role != "source" else ""
+    line = f"- `{path}`{label} — {', '.join(reasons)}"
+    if tests:
+        line += f"; tests: {', '.join(f'`{t}`' for t in tests[:2])}"
     return Item(
-        "file", path, 0.9 * score, {"L1": line}, {"path": path, "score": round(score, 4), "reasons": reasons}
+        "file",
+        path,
+        0.9 * score,
+        {"L1": line},
+        {
+            "path": path,
+            "score": round(score, 4),
+            "role": role or "source",
+            "reasons": reasons,
+            "tests": list(tests or []),
+        },
     )
 
 
@@ -164,7 +240,7 @@ def code_item(hit) -> Item:
         where,
         0.8 * hit.similarity,
         {"L1": l1, "L2": f"{l1}\n```{lang}\n{short}\n```", "L3": f"{l1}\n```{lang}\n{body}\n```"},
-        {**hit.to_json(), "citation": where},
+        {**hit.to_dict(full=True), "citation": where},
     )
 
 

@@ -39,20 +39,63 @@ def terms(text: str) -> list[str]:
 MAX_FTS_TERMS = 16
 
 
-def fts_query(text: str) -> str | None:
-    """An FTS5 MATCH expression: every term quoted, OR-ed (BM25 ranks by how
-    many and how rare the matches are). None when nothing is searchable.
+def lexical_terms(words: list[str]) -> list[str]:
+    """The terms handed to the lexical index: all of them, or for a long task
+    description its 16 longest (a lexical index scores every row matching any
+    term, and longer words are, as a rule, rarer and say more), in order."""
+    if len(words) <= MAX_FTS_TERMS:
+        return words
+    keep = set(sorted(words, key=len, reverse=True)[:MAX_FTS_TERMS])
+    return [w for w in words if w in keep][:MAX_FTS_TERMS]
 
-    FTS5 scores every row matching any OR-ed term, so a long task description
-    is cut to its 16 longest terms (longer words are, as a rule, rarer and
-    say more), in their original order."""
-    words = terms(text)
-    if not words:
-        return None
-    if len(words) > MAX_FTS_TERMS:
-        keep = set(sorted(words, key=len, reverse=True)[:MAX_FTS_TERMS])
-        words = [w for w in words if w in keep][:MAX_FTS_TERMS]
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+def coverage(query_terms: list[str], *texts: str) -> float:
+    """Share of query terms found (by their first five letters, a cheap stem) in `texts`."""
+    if not query_terms:
+        return 0.0
+    haystack = " ".join(texts).lower()
+    return sum(1 for t in query_terms if t[:5] in haystack) / len(query_terms)
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w.$/-]*[A-Za-z0-9_]")
+
+
+def exact_tokens(query: str) -> list[str]:
+    """What a query names exactly: identifiers (``snake_case``, ``CamelCase``,
+    ``dotted.name``, ``path/to/file.py``) and, for a query of several words,
+    the phrase itself (lower-cased, spaces folded)."""
+    found = []
+    for token in _IDENTIFIER.findall(query):
+        inner_caps = any(c.isupper() for c in token[1:]) and any(c.islower() for c in token)
+        dotted = "." in token and len(token.split(".")[0]) >= 2 and all(token.split("."))
+        if "_" in token.strip("_") or inner_caps or "/" in token or dotted:
+            found.append(token.lower())
+    words = query.split()
+    if len(words) >= 2:
+        found.append(" ".join(words).lower())
+    return found
+
+
+def match_features(query_terms: list[str], exact: list[str], *texts: str) -> tuple[float, int]:
+    """(:func:`coverage`, :func:`exactness`) of `texts` in one pass."""
+    if not query_terms:
+        return 0.0, 0
+    haystack = " ".join(texts).lower()
+    found = sum(1 for t in query_terms if t[:5] in haystack)
+    if exact and any(token in haystack for token in exact):
+        return found / len(query_terms), 2
+    return found / len(query_terms), int(found == len(query_terms))
+
+
+def exactness(query_terms: list[str], exact: list[str], *texts: str) -> int:
+    """2: the text holds an exact identifier or the phrase of the query;
+    1: it holds every query term; 0: neither."""
+    haystack = " ".join(texts).lower()
+    if exact and any(token in haystack for token in exact):
+        return 2
+    if query_terms and all(t[:5] in haystack for t in query_terms):
+        return 1
+    return 0
 
 
 def snippet(text: str, query_terms: list[str], width: int = 220) -> str:

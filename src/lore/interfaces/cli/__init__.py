@@ -21,6 +21,8 @@ from lore.interfaces.cli import (
     memory_cmds,
     recall_cmds,
     search_cmds,
+    serve_cmds,
+    session_cmds,
 )
 from lore.interfaces.cli.decoding import require_utf8_text
 
@@ -34,18 +36,35 @@ from lore.interfaces.cli.decoding import require_utf8_text
     envvar="LORE_PROJECT",
     help="Project folder (default: nearest folder with .lore/, like git).",
 )
+@click.option(
+    "--agent",
+    "agent_name",
+    metavar="NAME",
+    envvar="LORE_AGENT",
+    help="Act as this agent: see and write its private memories.",
+)
 @click.version_option(__version__, prog_name="lore")
 @click.pass_context
-def cli(ctx: click.Context, project_path: str | None) -> None:
+def cli(ctx: click.Context, project_path: str | None, agent_name: str | None) -> None:
     """Lore: project memory for AI coding agents.
 
     Memories are Markdown files in .lore/memory/ (committed); the index in
     .lore/index.db is derived from them and rebuilt whenever needed.
     """
-    ctx.obj = {"project": project_path}
+    ctx.obj = {"project": project_path, "agent": agent_name}
 
 
-for module in (index_cmds, memory_cmds, search_cmds, code_cmds, recall_cmds, hooks_cmds, agent_cmds):
+for module in (
+    index_cmds,
+    memory_cmds,
+    search_cmds,
+    code_cmds,
+    recall_cmds,
+    hooks_cmds,
+    agent_cmds,
+    session_cmds,
+    serve_cmds,
+):
     for command in module.COMMANDS:
         cli.add_command(command)
 require_utf8_text(cli)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from lore.index.roles import ROLES
 from lore.interfaces.cli.common import json_option, with_lore
 from lore.interfaces.cli.output import emit_json, emit_results, table
 
@@ -13,14 +14,38 @@ from lore.interfaces.cli.output import emit_json, emit_results, table
 @click.option("--lang", "languages", multiple=True, help="Language (python, typescript, go…; repeatable).")
 @click.option("--ext", "extensions", multiple=True, help="File extension (ts, py…; repeatable).")
 @click.option("--dir", "directories", multiple=True, help="Directory prefix or glob (repeatable).")
+@click.option(
+    "--role",
+    "roles",
+    multiple=True,
+    type=click.Choice(ROLES),
+    help="Only files of this role (repeatable); default: all, source first.",
+)
 @click.option("--changed-within", "days", type=float, help="Only files changed in the last N days (git).")
-@click.option("--files-only", is_flag=True, help="Rank files (best chunk per file).")
+@click.option("--since", help="Only files changed since (date or phrase: 'last week', '2 months ago').")
+@click.option("--until", help="Only files changed before (date or phrase).")
+@click.option("--files-only", is_flag=True, help="Rank files: code matches, similar past commits, roles.")
 @click.option("--mode", type=click.Choice(["hybrid", "bm25", "vector"]), default=None)
 @click.option("--limit", type=int, default=None, help="At most N results (default 10, max 50).")
 @click.option("--full", is_flag=True, help="Include each chunk's whole text in --json.")
 @json_option
 @with_lore
-def code(lore, query, languages, extensions, directories, days, files_only, mode, limit, full, as_json):
+def code(
+    lore,
+    query,
+    languages,
+    extensions,
+    directories,
+    roles,
+    days,
+    since,
+    until,
+    files_only,
+    mode,
+    limit,
+    full,
+    as_json,
+):
     """Search the codebase by meaning and keywords (003's search_codebase)."""
     hits = lore.code_search(
         " ".join(query),
@@ -28,7 +53,10 @@ def code(lore, query, languages, extensions, directories, days, files_only, mode
         languages=languages,
         extensions=extensions,
         directories=directories,
+        roles=roles,
         changed_within_days=days,
+        since=since,
+        until=until,
         files_only=files_only,
         mode=mode,
     )
@@ -41,18 +69,20 @@ def code(lore, query, languages, extensions, directories, days, files_only, mode
         if not files_only:
             out.print(f"  {h.snippet}", markup=False)
 
-    emit_results(hits, as_json, lambda h: h.to_json(full=full), render)
+    emit_results(hits, as_json, lambda h: h.to_dict(full=full), render)
 
 
 @click.command()
 @click.argument("query", nargs=-1, required=True)
-@click.option("--limit", type=int, default=None)
+@click.option("--limit", type=int, default=None, help="At most N results (default 10, max 50).")
 @click.option("--mode", type=click.Choice(["hybrid", "bm25", "vector"]), default=None)
+@click.option("--since", help="Commits since (date or phrase: 'last week', '2 months ago', 'since March').")
+@click.option("--until", help="Commits before (date or phrase).")
 @json_option
 @with_lore
-def history(lore, query, limit, mode, as_json):
-    """Search past work: the project's commits, with the files they changed."""
-    hits = lore.history(" ".join(query), limit=limit, mode=mode)
+def history(lore, query, limit, mode, since, until, as_json):
+    """Search past work: the project's commits, with the files they changed (as named today)."""
+    hits = lore.history(" ".join(query), limit=limit, mode=mode, since=since, until=until)
 
     def render(out, h):
         out.print(
@@ -61,7 +91,7 @@ def history(lore, query, limit, mode, as_json):
         )
         out.print("  " + ", ".join(h.files[:8]) + (" …" if len(h.files) > 8 else ""), markup=False)
 
-    emit_results(hits, as_json, lambda h: h.to_json(), render)
+    emit_results(hits, as_json, lambda h: h.to_dict(), render)
 
 
 @click.command(name="update-index")
@@ -89,27 +119,27 @@ def status(lore, as_json):
         emit_json(data)
         return
     short = lambda sha: sha[:10] if sha else "-"  # noqa: E731
-    changes = len(data["changedFiles"]) + len(data["newFiles"]) + len(data["deletedFiles"])
+    changes = len(data["changed_files"]) + len(data["new_files"]) + len(data["deleted_files"])
     rows = [
-        ["index", "up to date" if data["upToDate"] else "stale — run `lore index`"],
+        ["index", "up to date" if data["up_to_date"] else "stale — run `lore index`"],
         [
             "HEAD / indexed commit",
-            f"{short(data['head'])} / {short(data['indexedCommit'])}" if data["git"] else "not a git repo",
+            f"{short(data['head'])} / {short(data['indexed_commit'])}" if data["git"] else "not a git repo",
         ],
         [
             "work tree changes since index",
-            f"{len(data['changedFiles'])} changed, {len(data['newFiles'])} new, "
-            f"{len(data['deletedFiles'])} deleted"
+            f"{len(data['changed_files'])} changed, {len(data['new_files'])} new, "
+            f"{len(data['deleted_files'])} deleted"
             if changes
             else "none",
         ],
-        ["code", f"{data['codeFiles']} files, {data['codeChunks']} chunks, {data['commits']} commits"],
+        ["code", f"{data['code_files']} files, {data['code_chunks']} chunks, {data['commits']} commits"],
         ["memories", str(data["memories"])],
         [
             "embedding model",
-            data["embedding"] or f"none — BM25 only ({data['embeddingProblem'] or 'no model'})",
+            data["embedding"] or f"none — BM25 only ({data['embedding_problem'] or 'no model'})",
         ],
-        ["pending embeddings", str(data["pendingEmbeddings"] or 0)],
+        ["pending embeddings", str(data["pending_embeddings"] or 0)],
     ]
     table(["", ""], rows)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 
 import click
 
@@ -23,15 +24,12 @@ def filter_options(func):
             help="Only these types (repeatable).",
         ),
         click.option("--tag", "tags", multiple=True, help="Only memories with this tag (repeatable)."),
-        click.option("--agent", help="Only this agent's memories (and its private ones)."),
+        click.option("--author", "agent", help="Only memories written by this agent."),
         click.option("--task", help="Only memories of this task id."),
         click.option("--scope", help="applies_to: global, file:<path> (prefix ok), area:<name>."),
         click.option("--tier", help="hot, warm, cold (attention) or durable, session (storage)."),
         click.option("--since", help="Occurred at or after (ISO 8601)."),
         click.option("--until", help="Occurred at or before (ISO 8601)."),
-        click.option(
-            "--all-agents", "include_private", is_flag=True, help="Include every agent's private memories."
-        ),
         click.option("--limit", type=int, default=None, help="At most N results (default 10, max 50)."),
     ]
     for option in reversed(options):
@@ -39,15 +37,43 @@ def filter_options(func):
     return func
 
 
+def identity_options(func):
+    """`--project` and `--agent`, accepted after the subcommand too (they win over the group's)."""
+    func = click.option(
+        "--agent",
+        "agent_name",
+        metavar="NAME",
+        default=None,
+        help="Act as this agent: see and write its private memories (or LORE_AGENT).",
+    )(func)
+    return click.option(
+        "--project",
+        "project_path",
+        metavar="PATH",
+        default=None,
+        help="Project folder (default: nearest folder with .lore/, like git).",
+    )(func)
+
+
+def project_of(ctx: click.Context, project_path: str | None = None) -> str:
+    return project_path or (ctx.obj or {}).get("project") or "."
+
+
+def agent_of(ctx: click.Context, agent_name: str | None = None) -> str | None:
+    return agent_name or (ctx.obj or {}).get("agent") or os.environ.get("LORE_AGENT") or None
+
+
 def with_lore(func):
-    """Open the project for the command and report index notices/problems on stderr."""
+    """Open the project for the command (as the acting agent) and report
+    index notices and problems on stderr."""
 
     @functools.wraps(func)
+    @identity_options
     @click.pass_context
-    def wrapper(ctx: click.Context, *args, **kwargs):
+    def wrapper(ctx: click.Context, *args, project_path=None, agent_name=None, **kwargs):
         from lore.service import Lore
 
-        lore = Lore.open(ctx.obj.get("project") or ".")
+        lore = Lore.open(project_of(ctx, project_path), agent=agent_of(ctx, agent_name))
         try:
             result = func(lore, *args, **kwargs)
         finally:

@@ -6,18 +6,20 @@ from collections import Counter
 
 import click
 
-from lore.interfaces.cli.common import json_option, with_lore
+from lore.interfaces.cli.common import identity_options, json_option, with_lore
 from lore.interfaces.cli.output import emit_json, progress_bar, table, warn
 
 
 @click.command()
-@click.argument("path", default=".", type=click.Path(file_okay=False))
+@click.argument("path", default=None, required=False, type=click.Path(file_okay=False))
+@identity_options
 @json_option
-def init(path, as_json):
-    """Create .lore/ in PATH (idempotent; never overwrites your files)."""
+@click.pass_context
+def init(ctx, path, project_path, agent_name, as_json):
+    """Create .lore/ in PATH (default: --project, else here; idempotent, never overwrites your files)."""
     from lore.service import Lore
 
-    lore = Lore.init(path)
+    lore = Lore.init(path or project_path or (ctx.obj or {}).get("project") or ".")
     try:
         lore.sync()
     finally:
@@ -59,7 +61,7 @@ def index(lore, force, reembed, no_embed, no_code, as_json):
                 "updated": report.updated,
                 "removed": report.removed,
                 "embedded": embedded,
-                "code": code.to_json() if code else None,
+                "code": code.to_dict() if code else None,
                 "errors": [{"path": p, "error": e} for p, e in report.errors],
             }
         )
@@ -95,15 +97,15 @@ def stats(lore, as_json):
     rows = [
         ["project", data["project"]],
         ["memories", str(data["memories"])],
-        ["by type", ", ".join(f"{k} {v}" for k, v in data["byType"].items()) or "-"],
-        ["broken files", str(data["brokenFiles"])],
+        ["by type", ", ".join(f"{k} {v}" for k, v in data["by_type"].items()) or "-"],
+        ["broken files", str(data["broken_files"])],
         ["chunks", str(data["chunks"])],
-        ["code", f"{data['codeFiles']} files, {data['codeChunks']} chunks, {data['commits']} commits"],
+        ["code", f"{data['code_files']} files, {data['code_chunks']} chunks, {data['commits']} commits"],
         ["in trash", str(data["trash"])],
-        ["index size", f"{data['indexBytes'] / 1024:.0f} KiB"],
+        ["index size", f"{data['index_bytes'] / 1024:.0f} KiB"],
         ["search", data["search"]],
-        ["embedding", data["embedding"] or f"none — BM25 only ({data['embeddingProblem'] or 'no model'})"],
-        ["vectors", f"{data['vectors']} ({data['pendingEmbeddings'] or 0} chunks pending)"],
+        ["embedding", data["embedding"] or f"none — BM25 only ({data['embedding_problem'] or 'no model'})"],
+        ["vectors", f"{data['vectors']} ({data['pending_embeddings'] or 0} chunks pending)"],
     ]
     table(["", ""], rows)
 
@@ -115,7 +117,7 @@ def doctor(lore, as_json):
     """Check every memory file and the index; list each problem with a fix."""
     problems = lore.doctor()
     if as_json:
-        emit_json([p.to_json() for p in problems])
+        emit_json([p.to_dict() for p in problems])
     elif not problems:
         click.echo("no problems found")
     else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections import Counter
 
 import click
 
@@ -13,7 +14,7 @@ from lore.interfaces.cli.common import filter_options, json_option, with_lore
 from lore.interfaces.cli.decoding import read_stdin, read_text
 from lore.interfaces.cli.output import emit_json, table, warn
 from lore.memory.model import MEMORY_TYPES
-from lore.memory.secrets import describe
+from lore.secrets import describe
 
 
 def _split(values: tuple[str, ...]) -> list[str]:
@@ -28,14 +29,15 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.option("--type", "kind", type=click.Choice(MEMORY_TYPES), default="fact", show_default=True)
 @click.option("--tag", "-k", "tags", multiple=True, help="Keyword (repeatable or comma-separated).")
 @click.option("--applies-to", default="global", show_default=True, help="global, file:<path> or area:<name>.")
-@click.option("--agent", help="Agent writing it.")
 @click.option("--task", help="Task id it came from.")
 @click.option("--file", "files", multiple=True, help="File the memory is about (repeatable).")
 @click.option("--label", "labels", multiple=True, help="Task label (repeatable).")
 @click.option("--confidence", type=click.FloatRange(0, 1))
 @click.option("--occurred-at", help="When it happened (ISO 8601, default now).")
 @click.option("--id", "memory_id", help="UUID v4 (default: generated).")
-@click.option("--private", is_flag=True, help="Only visible to --agent (stored in .lore/local/<agent>/).")
+@click.option(
+    "--private", is_flag=True, help="Only visible to the acting --agent (stored in .lore/local/<agent>/)."
+)
 @click.option("--session", is_flag=True, help="Session-tier memory (.lore/local/session/, not committed).")
 @json_option
 @with_lore
@@ -47,7 +49,6 @@ def add(
     kind,
     tags,
     applies_to,
-    agent,
     task,
     files,
     labels,
@@ -71,7 +72,6 @@ def add(
         type=kind,
         tags=_split(tags),
         applies_to=applies_to,
-        agent=agent,
         task=task,
         files=list(files),
         labels=_split(labels),
@@ -82,13 +82,13 @@ def add(
         session=session,
     )
     if result.redacted:
-        warn(f"redacted before writing: {describe(result.redacted)}")
+        warn(f"redacted before writing: {describe(Counter(result.redacted))}")
     if as_json:
-        emit_json(result.to_json())
+        emit_json(result.to_dict())
     elif result.created:
-        click.echo(f"added {result.memory.id}  {result.path}")
+        click.echo(f"added {result.id}  {result.path}")
     else:
-        click.echo(f"exists {result.memory.id}  {result.path}  (same occurred_at and content)")
+        click.echo(f"exists {result.id}  {result.path}  (same occurred_at and content)")
 
 
 @click.command(name="list")
@@ -106,7 +106,7 @@ def list_(lore, as_json, limit, **filters):
         return
     table(
         ["id", "type", "title", "tags", "when"],
-        [[r["id"][:8], r["type"], r["title"], ", ".join(r["tags"][:4]), r["occurredAt"][:10]] for r in rows],
+        [[r["id"][:8], r["type"], r["title"], ", ".join(r["tags"][:4]), r["occurred_at"][:10]] for r in rows],
     )
 
 
@@ -120,7 +120,7 @@ def show(lore, key, offset, limit, as_json):
     """Show a memory by id (or id prefix, file name, path), paginated by characters."""
     page = lore.show(key, offset=offset, limit=limit)
     if as_json:
-        emit_json(page.to_json())
+        emit_json(page.to_dict())
         return
     click.echo(page.content, nl=not page.content.endswith("\n"))
     if page.next_offset is not None:
@@ -154,7 +154,7 @@ def rm(lore, keys, as_json):
     """Move memories to the trash (.lore/local/trash/); `lore restore` brings them back."""
     entries = [lore.remove(key) for key in keys]
     if as_json:
-        emit_json([e.to_json() for e in entries])
+        emit_json([e.to_dict() for e in entries])
         return
     for entry in entries:
         click.echo(f"trashed {entry.id}  {entry.original}")
@@ -170,7 +170,7 @@ def restore(lore, key, show_list, as_json):
     if show_list or not key:
         entries = lore.trash_entries()
         if as_json:
-            emit_json([e.to_json() for e in entries])
+            emit_json([e.to_dict() for e in entries])
         elif entries:
             table(["id", "original", "deleted"], [[e.id[:8], e.original, e.deleted_at] for e in entries])
         else:
@@ -191,7 +191,7 @@ def gc(lore, days, as_json):
     """Purge trashed memories older than the retention period."""
     purged = lore.gc(retention_days=days)
     if as_json:
-        emit_json({"purged": [e.to_json() for e in purged]})
+        emit_json({"purged": [e.to_dict() for e in purged]})
     else:
         click.echo(f"purged {len(purged)} trashed memor{'y' if len(purged) == 1 else 'ies'}")
 

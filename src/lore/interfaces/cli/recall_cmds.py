@@ -20,8 +20,9 @@ def recall_options(func):
         click.option("--budget", type=int, help="Token budget (default [recall] budget, 2000)."),
         click.option("--level", type=click.Choice(LEVELS), default="auto", help="Detail level."),
         click.option("--bracket", type=click.Choice(BRACKETS), help="Context bracket (001): sets the level."),
-        click.option("--agent", help="Agent asking (sees its private memories)."),
         click.option("--limit-per-type", type=int, default=5, show_default=True),
+        click.option("--since", help="Only memories and past work since (date or phrase: 'last month')."),
+        click.option("--until", help="Only memories and past work before (date or phrase)."),
         click.option("--no-code", is_flag=True),
         click.option("--no-memories", is_flag=True),
         click.option("--no-related-work", is_flag=True),
@@ -42,8 +43,9 @@ def _recall(
     budget,
     level,
     bracket,
-    agent,
     limit_per_type,
+    since,
+    until,
     no_code,
     no_memories,
     no_related_work,
@@ -60,14 +62,15 @@ def _recall(
         budget=budget,
         level=level,
         bracket=bracket,
-        agent=agent,
         limit_per_type=limit_per_type,
         include_code=not no_code,
         include_memories=not no_memories,
         include_related_work=not no_related_work,
+        since=since,
+        until=until,
     )
     if as_json:
-        emit_json(result.to_json())
+        emit_json(result.to_dict())
     else:
         click.echo(result.markdown, nl=False)
 
@@ -138,11 +141,10 @@ COMMANDS = [recall, start, stale, verify]
     type=click.Path(exists=True, dir_okay=False),
     help="000's CompletionBundle as JSON (instead of the options above).",
 )
-@click.option("--agent", help="Agent that did the task.")
 @json_option
 @with_lore
 def complete(
-    lore, task, title, summary, approach, decisions, lessons, patterns, gotchas, tags, bundle, agent, as_json
+    lore, task, title, summary, approach, decisions, lessons, patterns, gotchas, tags, bundle, as_json
 ):
     """Write the task's memory (000's sections; files and decisions from its commits)."""
     from pathlib import Path
@@ -161,9 +163,9 @@ def complete(
             gotchas=list(gotchas),
             tags=[t for v in tags for t in v.split(",") if t.strip()],
         )
-    result = lore.complete(task, title=title, bundle=data, agent=agent)
+    result = lore.complete(task, title=title, bundle=data)
     if as_json:
-        emit_json({**result.to_json(), "files": result.memory.files})
+        emit_json({**result.to_dict(), "files": result.memory.files})
     else:
         click.echo(
             f"{'wrote' if result.created else 'updated'} {result.path} ({len(result.memory.files)} files)"

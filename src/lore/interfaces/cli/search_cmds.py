@@ -22,7 +22,7 @@ from lore.interfaces.cli.output import emit_results
 def search(lore, query, mode, as_json, limit, **filters):
     """Search memories (hybrid BM25 + vectors; scores 0-1)."""
     hits = lore.search(" ".join(query), limit=limit, mode=mode, **filters)
-    emit_results(hits, as_json, lambda h: h.to_json(), _render)
+    emit_results(hits, as_json, lambda h: h.to_dict(), _render)
 
 
 def _render(out, hit) -> None:

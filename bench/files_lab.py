@@ -1,0 +1,194 @@
+"""Files lab: how code matches, past commits and file roles are best combined into "likely files".
+
+    python bench/files_lab.py [--sets timesplit,gitlog] [--refresh]
+
+Caches, per query, the code chunks and past commits Lore's searches return
+(bench/.data/files/), then scores file-ranking rules over them offline.
+timesplit-flask and gitlog-flask are both dev sets (their READMEs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from _common import BENCH_DATA, WORK, jsonl
+
+CACHE = WORK / "files"
+
+
+def collect(project, queries: list[dict]) -> list[dict]:
+    from lore.search import hybrid
+    from lore.storage import ChunkFilter
+
+    out = []
+    store = project.store
+    for q in queries:
+        entry = {"qid": q["qid"]}
+        for mode in ("hybrid", "bm25"):
+            query, run = project.searcher.query(q["text"], "code", None if mode == "hybrid" else "bm25")
+            chunks = hybrid.search(store, "code", query, limit=300, flt=ChunkFilter(), mode=run)
+            entry[f"code_{mode}"] = [(c.chunk.path, c.score, c.chunk.role) for c in chunks]
+            query, run = project.searcher.query(q["text"], "commit", None if mode == "hybrid" else "bm25")
+            commits = hybrid.search(store, "commit", query, limit=100, mode=run)
+            entry[f"commits_{mode}"] = [
+                (
+                    c.score,
+                    [p for p in c.chunk.commit.head_files if p],
+                    c.chunk.commit.n_files,
+                    c.chunk.commit.is_merge,
+                    c.chunk.commit.date,
+                )
+                for c in commits
+            ]
+        out.append(entry)
+    return out
+
+
+def load(name: str, refresh: bool):
+    CACHE.mkdir(parents=True, exist_ok=True)
+    cache = CACHE / f"{name}.json"
+    data = BENCH_DATA / ("timesplit-flask" if name == "timesplit" else "gitlog-flask")
+    if cache.exists() and not refresh:
+        lists = json.loads(cache.read_text())
+    else:
+        sys.path.insert(0, str(Path(__file__).parent))
+        if name == "timesplit":
+            import timesplit
+
+            project, _ = timesplit.project()
+        else:
+            import gitlog_flask
+
+            project = gitlog_flask.tree("all")
+        lists = collect(project, jsonl(data / "queries.jsonl"))
+        cache.write_text(json.dumps(lists))
+    qrels = {r["qid"]: set(r["relevant"]) for r in jsonl(data / "qrels.jsonl")}
+    return lists, qrels
+
+
+def code_files(chunks, extra: float = 0.5, depth: int = 3):
+    per: dict[str, list[float]] = defaultdict(list)
+    roles = {}
+    for path, score, role in chunks:
+        per[path].append(score)
+        roles[path] = role
+    scored = {p: s[0] + extra * sum(s[1 : 1 + depth]) for p, s in per.items()}
+    return scored, roles
+
+
+def history_files(
+    commits,
+    *,
+    top: int = 100,
+    size_power: float = 0.5,
+    max_files: int = 100,
+    merge_weight: float = 0.5,
+    sum_mode: str = "sum",
+):
+    scores: dict[str, float] = defaultdict(float)
+    for score, files, n_files, is_merge, _date in commits[:top]:
+        if n_files > max_files or not files:
+            continue
+        weight = score / max(1.0, n_files) ** size_power * (merge_weight if is_merge else 1.0)
+        for path in files:
+            if sum_mode == "sum":
+                scores[path] += weight
+            else:
+                scores[path] = max(scores[path], weight)
+    return dict(scores)
+
+
+ROLE_PRIOR = {
+    "source": 1.0,
+    "test": 0.5,
+    "example": 0.5,
+    "config": 0.4,
+    "docs": 0.3,
+    "changelog": 0.2,
+    "community": 0.2,
+    "generated": 0.2,
+    "vendored": 0.2,
+}
+
+
+def rank(
+    q,
+    *,
+    code_mode="hybrid",
+    hist_mode="hybrid",
+    k=60,
+    w_hist=1.0,
+    roles=True,
+    role_prior=None,
+    hist=True,
+    code=True,
+    **hkw,
+):
+    c_scores, c_roles = code_files(q[f"code_{code_mode}"])
+    h_scores = history_files(q[f"commits_{hist_mode}"], **hkw) if hist else {}
+    prior = role_prior or ROLE_PRIOR
+    final: dict[str, float] = defaultdict(float)
+    if code:
+        for r, p in enumerate(sorted(c_scores, key=lambda x: -c_scores[x])):
+            final[p] += 1 / (k + 1 + r)
+    for r, p in enumerate(sorted(h_scores, key=lambda x: -h_scores[x])):
+        final[p] += w_hist / (k + 1 + r)
+    if roles:
+        for p in final:
+            final[p] *= prior.get(c_roles.get(p) or "source", 1.0)
+    return sorted(final, key=lambda p: -final[p])
+
+
+def metrics(lists, qrels, fn):
+    tot = defaultdict(float)
+    for q in lists:
+        ranked = fn(q)[:10]
+        rel = qrels[q["qid"]]
+        for k in (1, 5, 10):
+            tot[f"R@{k}"] += len(rel & set(ranked[:k])) / len(rel)
+        tot["MRR@10"] += next((1 / (i + 1) for i, d in enumerate(ranked) if d in rel), 0.0)
+    return {k: v / len(lists) for k, v in tot.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sets", default="timesplit,gitlog")
+    parser.add_argument("--refresh", action="store_true")
+    args = parser.parse_args()
+    rules = {
+        "code only (hybrid), no roles": lambda q: rank(q, hist=False, roles=False),
+        "code only (bm25), no roles": lambda q: rank(q, code_mode="bm25", hist=False, roles=False),
+        "code only (hybrid) + roles": lambda q: rank(q, hist=False),
+        "history only (hybrid)": lambda q: rank(q, code=False, roles=False),
+        "history only (bm25)": lambda q: rank(q, code=False, roles=False, hist_mode="bm25"),
+        "rrf60 code+hist, no roles": lambda q: rank(q, roles=False),
+        "rrf60 code+hist + roles": rank,
+        "rrf60 bm25 code+bm25 hist + roles": lambda q: rank(q, code_mode="bm25", hist_mode="bm25"),
+        "rrf10 code+hist + roles": lambda q: rank(q, k=10),
+        "rrf30 code+hist + roles": lambda q: rank(q, k=30),
+        "rrf60 code+hist + roles, max": lambda q: rank(q, sum_mode="max"),
+        "rrf60 code+hist + roles, size^1": lambda q: rank(q, size_power=1.0),
+        "rrf60 code+hist + roles, size^0": lambda q: rank(q, size_power=0.0),
+        "rrf60 code+hist + roles, top30": lambda q: rank(q, top=30),
+        "rrf60 code+hist + roles, merges 0": lambda q: rank(q, merge_weight=0.0),
+        "rrf60 code+hist + roles, merges 1": lambda q: rank(q, merge_weight=1.0),
+        "rrf60 code+hist x1.5 + roles": lambda q: rank(q, w_hist=1.5),
+        "rrf60 code+hist x0.7 + roles": lambda q: rank(q, w_hist=0.7),
+    }
+    for name in args.sets.split(","):
+        lists, qrels = load(name, args.refresh)
+        print(f"\n{name}: {len(lists)} queries")
+        print(f"  {'rule':<40} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR@10':>7}")
+        for rule, fn in rules.items():
+            m = metrics(lists, qrels, fn)
+            print(f"  {rule:<40} {m['R@1']:6.3f} {m['R@5']:6.3f} {m['R@10']:6.3f} {m['MRR@10']:7.3f}")
+    _ = math
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""Checking a provider's settings table in `.lore/config.toml` (`[embedding]`,
+`[sessions.summary]`).
+
+Each provider declares the settings it accepts; anything else (a typo, a
+setting of another provider) is refused with the list of allowed names, so a
+mistake never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from lore.errors import ProviderError
+
+
+class Option(NamedTuple):
+    """One accepted setting: its type, default, bounds (numbers) or choices (strings)."""
+
+    kind: type
+    default: Any = None
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] | None = None
+
+
+def read_options(
+    provider: str, settings: dict, spec: dict[str, Option], *, table: str = "[embedding]"
+) -> dict[str, Any]:
+    """Validate `settings` against `spec` and fill in defaults.
+
+    Args:
+        table: the settings' table, as messages name it.
+
+    Raises:
+        ProviderError: unknown setting, wrong type or out-of-range number.
+    """
+    unknown = sorted(set(settings) - set(spec) - {"provider"})
+    if unknown:
+        hint = " (keys belong in an environment variable: set api_key_env)" if "api_key" in unknown else ""
+        raise ProviderError(
+            f"unknown {table} setting(s) {', '.join(unknown)} for provider '{provider}'{hint}; "
+            f"allowed: {', '.join(sorted(spec))} — check {table} in .lore/config.toml"
+        )
+    values = {}
+    for name, option in spec.items():
+        value = settings.get(name, option.default)
+        if value is not None:
+            value = _check(table, name, value, option)
+        values[name] = value
+    return values
+
+
+def _check(table: str, name: str, value: Any, option: Option) -> Any:
+    where = f"check {table} in .lore/config.toml"
+    name = f"{table} {name}"
+    kind, is_bool = option.kind, isinstance(value, bool)
+    if kind is float and isinstance(value, int) and not is_bool:
+        value = float(value)  # TOML writes `timeout = 30` as an integer
+    if not isinstance(value, kind) or (is_bool and kind is not bool):
+        raise ProviderError(f"{name} must be {kind.__name__}, got {value!r} — {where}")
+    if option.minimum is not None and value < option.minimum:
+        raise ProviderError(f"{name} must be at least {option.minimum}, got {value!r} — {where}")
+    if option.maximum is not None and value > option.maximum:
+        raise ProviderError(f"{name} must be at most {option.maximum}, got {value!r} — {where}")
+    if option.choices is not None and value not in option.choices:
+        raise ProviderError(f"{name} must be one of {', '.join(option.choices)}, got {value!r} — {where}")
+    return value

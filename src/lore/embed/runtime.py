@@ -1,0 +1,173 @@
+"""The embedder's life in a process: loaded once, lazily; never mixed with other vectors.
+
+:class:`EmbeddingRuntime` owns the configured provider for one project:
+loading it on first use (a failure means BM25-only search and one notice),
+checking that the index's vectors were made by the same model, embedding
+pending chunks, and caching query vectors (recall embeds one query for
+several searches).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lore.errors import ProviderError, UsageError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from lore.embed import Embedder
+    from lore.storage import Store
+
+# Pending chunks of one kind embedded inline before a search (more: `lore index`).
+INLINE_EMBED_LIMIT = 256
+_QUERY_CACHE = 64
+
+
+class EmbeddingRuntime:
+    """The configured embedder for one project, and the vectors it may use.
+
+    Args:
+        settings: the `[embedding]` table.
+        root: the project root (relative model paths).
+        notice: called with one-line messages for the user.
+    """
+
+    def __init__(self, settings: dict[str, Any], root: Path, notice: Callable[[str], None]):
+        self.settings = dict(settings)
+        self.root = root
+        self._post = notice
+        self.last_notice: str | None = None
+        self._embedder: Embedder | None = None
+        self.problem: str | None = None
+        self._queries: dict[str, np.ndarray] = {}
+
+    def _notice(self, message: str) -> None:
+        self.last_notice = message
+        self._post(message)
+
+    @property
+    def provider(self) -> str:
+        return str(self.settings.get("provider", "local"))
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The configured embedder, or None (provider "none", or it failed to load:
+        then search is BM25-only and a notice says why, once)."""
+        if self._embedder is None and self.problem is None:
+            from lore.embed import load_embedder
+
+            try:
+                self._embedder = load_embedder(self.settings, root=self.root)
+                if self._embedder is None:
+                    self.problem = "embedding provider is 'none' ([embedding] in .lore/config.toml)"
+            except ProviderError as err:
+                self.problem = str(err)
+                self._notice(f"vector search off, BM25 only: {err}")
+        return self._embedder
+
+    def model(self, store: Store, *, load: bool = True) -> str | None:
+        """The model id vector search can use now, or None.
+
+        The index remembers which model made its vectors; if the configured
+        model differs, vectors are not mixed: search falls back to BM25 and
+        the user is told to run `lore index --reembed`.
+        """
+        if self.provider == "none":
+            self.problem = "embedding provider is 'none' ([embedding] in .lore/config.toml)"
+            return None
+        embedder = self.embedder if load else self._embedder
+        if embedder is None:
+            return None
+        indexed = store.get_meta("embed_model")
+        if indexed is None:
+            with store.transaction():
+                store.set_meta("embed_model", embedder.model_id)
+            return embedder.model_id
+        if indexed != embedder.model_id:
+            self._notice(
+                f"the index's vectors were made with {indexed} but the configured model is "
+                f"{embedder.model_id}; run `lore index --reembed` (BM25 only until then)"
+            )
+            return None
+        return embedder.model_id
+
+    def embed_pending(
+        self,
+        store: Store,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+        limit: int | None = None,
+        kind: str | None = None,
+    ) -> int:
+        """Embed chunks that have no vector yet; returns how many."""
+        if self.model(store) is None:
+            return 0
+        from lore.index.embedding import embed_pending
+
+        assert self._embedder is not None
+        return embed_pending(store, self._embedder, progress=progress, limit=limit, kind=kind)
+
+    def embed_fresh(self, store: Store, kind: str = "memory") -> int:
+        """Embed what was just written (at most INLINE_EMBED_LIMIT chunks of `kind`),
+        so it is found by meaning at once; a provider failure is a notice, not an
+        error (BM25 finds it meanwhile, `lore index` embeds it later)."""
+        try:
+            return self.embed_pending(store, kind=kind, limit=INLINE_EMBED_LIMIT)
+        except ProviderError as err:
+            self._notice(f"not embedded yet (BM25 finds it): {err}")
+            return 0
+
+    def reembed(self, store: Store, *, progress: Callable[[int, int], None] | None = None) -> int:
+        """Switch the index to the configured model: drop other vectors, embed everything."""
+        embedder = self.embedder
+        if embedder is None:
+            raise UsageError(
+                f"no embedding model available ({self.problem}); "
+                "set [embedding] provider in .lore/config.toml"
+            )
+        with store.transaction():
+            store.set_meta("embed_model", embedder.model_id)
+            store.drop_embeddings(embedder.model_id)
+        return self.embed_pending(store, progress=progress)
+
+    def query_vector(
+        self, store: Store, text: str, kind: str = "memory"
+    ) -> tuple[np.ndarray | None, str | None]:
+        """The query's embedding and the model it belongs to, or (None, None)
+        when vector search is unavailable."""
+        model = self.model(store)
+        if model is None:
+            return None, None
+        try:
+            # Chunks written since the last `lore index` are few: embed them now,
+            # so a fresh memory is found by meaning straight away.
+            if (
+                not store.all_embedded(model)
+                and store.count_pending(model, kind, cap=INLINE_EMBED_LIMIT + 1) <= INLINE_EMBED_LIMIT
+            ):
+                self.embed_pending(store, kind=kind)
+            if text not in self._queries:
+                if len(self._queries) > _QUERY_CACHE:
+                    self._queries.clear()
+                assert self._embedder is not None
+                self._queries[text] = self._embedder.embed_query(text)
+            return self._queries[text], model
+        except ProviderError as err:
+            self._notice(f"vector search off, BM25 only: {err}")
+            return None, None
+
+    def status(self, store: Store, *, load: bool = True) -> dict[str, Any]:
+        """Search mode, model, vectors and pending embeddings (for stats/status)."""
+        model = self.model(store, load=load)
+        indexed = store.get_meta("embed_model")
+        return {
+            "search": "hybrid" if model else "bm25",
+            "embedding": model,
+            "indexed_model": indexed,
+            "embedding_problem": None if model else (self.problem or self.last_notice),
+            "vectors": store.count_embeddings(indexed) if indexed else 0,
+            "pending_embeddings": store.count_pending(model) if model else None,
+        }

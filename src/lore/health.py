@@ -1,0 +1,131 @@
+"""Health of a project: counts (stats), freshness (status) and every problem with a fix (doctor)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lore.records import Record
+
+if TYPE_CHECKING:
+    from lore.embed.runtime import EmbeddingRuntime
+    from lore.index.freshness import CodeIndex
+    from lore.memory.repository import Memories
+
+
+@dataclass
+class Problem(Record):
+    level: str  # error | warning
+    where: str  # path[:line]
+    message: str
+
+
+def stats(memories: Memories, embedding: EmbeddingRuntime) -> dict[str, Any]:
+    store = memories.store
+    memories.sync()
+    counts = store.counts()
+    return {
+        "project": str(memories.project.root),
+        "backend": store.describe(),
+        "memories": counts.memories,
+        "broken_files": counts.memory_files_with_errors,
+        "chunks": counts.chunks,
+        "code_files": counts.code_files,
+        "code_chunks": counts.code_chunks,
+        "commits": counts.commits,
+        "by_type": store.group_counts("type"),
+        "by_visibility": store.group_counts("visibility"),
+        "by_storage": store.group_counts("storage"),
+        "trash": len(memories.trash_entries()),
+        "index_bytes": store.size_bytes(),
+        **embedding.status(store),
+    }
+
+
+def status(
+    memories: Memories, code: CodeIndex, embedding: EmbeddingRuntime, *, notice: str | None = None
+) -> dict[str, Any]:
+    """How fresh the index is: indexed commit vs HEAD, changed files, pending vectors."""
+    store = memories.store
+    changes = code.changes()
+    report = memories.sync()
+    counts = store.counts()
+    return {
+        "project": str(memories.project.root),
+        **changes,
+        "code_files": counts.code_files,
+        "code_chunks": counts.code_chunks,
+        "commits": counts.commits,
+        "memories": counts.memories,
+        "broken_memory_files": [p for p, _ in report.errors],
+        **embedding.status(store),
+    }
+
+
+def doctor(memories: Memories) -> list[Problem]:
+    """Every problem with the files and the index, each with what to do."""
+    from lore.memory.model import UUID4_RE
+    from lore.memory.sync import split_error
+    from lore.storage import MemoryFilter
+
+    store = memories.store
+    problems: list[Problem] = []
+    report = memories.sync()
+    for path, error in report.errors:
+        line, message = split_error(path, error)
+        problems.append(Problem("error", path, f"line {line}: {message}" if line else message))
+    seen_ids: dict[str, str] = {}
+    for record in store.memories(MemoryFilter(include_private=True), order="path"):
+        path, mid = record.path, record.id
+        if mid in seen_ids:
+            problems.append(
+                Problem(
+                    "error",
+                    path,
+                    f"id {mid} is also used by {seen_ids[mid]}; give one of them a new id (e.g. `uuidgen`)",
+                )
+            )
+        seen_ids.setdefault(mid, path)
+        if not UUID4_RE.match(mid):
+            problems.append(
+                Problem(
+                    "warning",
+                    path,
+                    f"id '{mid}' is not a UUID v4 (seed 002); fine to keep, `lore edit` to change",
+                )
+            )
+        if not record.tags:
+            problems.append(
+                Problem(
+                    "warning", path, "no keywords; add `keywords: [...]` so search and recall can find it"
+                )
+            )
+        try:
+            memory = memories.load(path)
+        except Exception:
+            continue
+        if memory.declared_hash and memory.declared_hash != memory.content_hash:
+            problems.append(
+                Problem(
+                    "warning",
+                    path,
+                    f"content_hash {memory.declared_hash} does not match the "
+                    f"body ({memory.content_hash}); it was edited by hand — harmless, "
+                    "`lore edit` rewrites it",
+                )
+            )
+    for memory_id, reasons in store.stale_reasons().items():
+        paths = store.memory_paths(memory_id)
+        problems.append(
+            Problem(
+                "warning",
+                paths[0] if paths else memory_id,
+                f"stale: {'; '.join(reasons)}; check it, then `lore verify {memory_id[:8]}`",
+            )
+        )
+    ok = store.check()
+    if ok != "ok":
+        problems.append(
+            Problem("error", store.describe(), f"index check failed ({ok}); run `lore index --force`")
+        )
+    return problems

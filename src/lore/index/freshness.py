@@ -1,0 +1,163 @@
+"""Keeping the code and history index fresh: full runs, hook updates, throttled checks.
+
+:class:`CodeIndex` runs the code sync and the history sync together (and
+follows anchored memories when code changes), answers 003's update_index for
+hooks, and tells what changed in the work tree since the last run (status).
+A watching, long-running process re-checks the work tree at most every
+``CHECK_SECONDS``: the scan costs tens of ms on a large repository.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from lore.errors import UsageError
+from lore.index import gitrepo
+from lore.index.code_sync import IndexResult, sync_code
+from lore.index.history_sync import sync_history
+from lore.project import Project
+from lore.storage import Store
+
+CHECK_SECONDS = 2.0
+DEFAULT_HISTORY_COMMITS = 200_000
+
+
+class CodeIndex:
+    """The repository's files and history in the index."""
+
+    def __init__(self, project: Project, store: Store, *, watching: bool = False):
+        self.project = project
+        self.store = store
+        self.watching = watching
+        self._checked = float("-inf")
+        self._paths: tuple[int, set[str]] | None = None
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return dict(self.project.settings.get("index", {}))
+
+    @property
+    def history_limit(self) -> int:
+        return int(self.settings.get("history_commits", DEFAULT_HISTORY_COMMITS))
+
+    def is_git(self) -> bool:
+        return gitrepo.repo_root(self.project.root) is not None
+
+    def run(
+        self,
+        *,
+        force: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+        only: list[str] | None = None,
+        deleted: list[str] | None = None,
+    ) -> IndexResult:
+        """Index the repository's files (incremental) and its git history.
+
+        Returns 003's IndexResult. Chunks are searchable by BM25 at once;
+        vectors follow (the embedding runtime).
+        """
+        root = self.project.root
+        result = sync_code(
+            root, self.store, self.settings, force=force, only=only, deleted=deleted, progress=progress
+        )
+        history = self.sync_history()
+        head = history.head or (gitrepo.head(root) if self.is_git() else None)
+        if result.changed_paths or result.removed_paths or result.renamed_paths:
+            from lore.index import anchors
+
+            with self.store.transaction():
+                result.newly_stale = anchors.check(
+                    self.store, root, result.changed_paths, result.removed_paths, result.renamed_paths, head
+                )
+        if only is None and head:
+            with self.store.transaction():
+                self.store.set_meta("indexed_commit", head)
+        result.commits_added = history.added
+        return result
+
+    def sync_history(self):  # -> HistoryResult
+        return sync_history(self.project.root, self.store, self.history_limit)
+
+    def refresh(self) -> None:
+        """Pick up changed files before reading code (unless `[index] auto_sync = false`)."""
+        if not self.settings.get("auto_sync", True):
+            return
+        if self.watching and time.monotonic() - self._checked < CHECK_SECONDS:
+            return
+        self.run()
+        self._checked = time.monotonic()
+
+    def update(self, files: list[str], deleted: list[str] | None = None) -> dict[str, int]:
+        """003's update_index: re-check these paths (for hooks and tools)."""
+        for path in [*files, *(deleted or [])]:
+            self.project.inside(path, base=self.project.root)
+        result = self.run(only=list(files) + list(deleted or []), deleted=deleted)
+        return {"updated": result.files_processed + result.files_renamed, "deleted": result.files_removed}
+
+    def paths(self) -> set[str]:
+        """The files in the code index now (cached until chunks change)."""
+        version = self.store.vectors_version()
+        if self._paths is None or self._paths[0] != version:
+            self._paths = (version, self.store.paths("code"))
+        return self._paths[1]
+
+    def read(self, path: str) -> dict[str, str]:
+        """An indexed code file's text (anchors link to it). Only files the code
+        index holds, never an arbitrary path: NotFound otherwise."""
+        from lore.errors import NotFound
+
+        rel = self.project.rel(self.project.inside(path, base=self.project.root))
+        if rel not in self.paths():
+            raise NotFound(f"{path} is not an indexed code file; see `lore status`")
+        raw = (self.project.root / rel).read_bytes()
+        return {"path": rel, "text": raw.decode("utf-8", "replace")}
+
+    def recent_paths(self, days: float) -> set[str]:
+        """Files changed by commits in the last `days` days."""
+        if not self.is_git():
+            raise UsageError("--changed-within needs a git repository")
+        cutoff = time.time() - days * 86400
+        return {path for path, when in gitrepo.last_changed(self.project.root).items() if when >= cutoff}
+
+    def changes(self) -> dict[str, Any]:
+        """What changed in the work tree since the last index run."""
+        from lore.index.discover import discover
+
+        root = self.project.root
+        settings = self.settings
+        found = discover(
+            root,
+            include=settings.get("include") or None,
+            exclude=settings.get("exclude") or None,
+            max_bytes=int(settings.get("max_file_bytes", 1_000_000)),
+        )
+        known = self.store.file_states("code")
+        changed, new = [], []
+        for rel in found.files:
+            state = known.get(rel)
+            if state is None:
+                new.append(rel)
+                continue
+            try:
+                st = os.stat(root / rel)
+            except OSError:
+                continue
+            if (st.st_mtime_ns, st.st_size) != (state.mtime_ns, state.size):
+                changed.append(rel)
+        wanted = set(found.files)
+        deleted = [p for p in known if p not in wanted]
+        is_git = self.is_git()
+        head = gitrepo.head(root) if is_git else None
+        indexed = self.store.get_meta("indexed_commit")
+        return {
+            "git": is_git,
+            "head": head,
+            "indexed_commit": indexed,
+            "up_to_date": not (changed or new or deleted) and (head == indexed or not is_git),
+            "changed_files": sorted(changed),
+            "new_files": sorted(new),
+            "deleted_files": sorted(deleted),
+        }

@@ -1,0 +1,217 @@
+"""`lore session ...`: recorded agent sessions (start, append, end, list, show, import, compact).
+
+Each command is a few lines over ``Lore.sessions`` (:class:`lore.sessions.SessionStore`).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sys
+
+import click
+
+from lore.errors import UsageError
+from lore.interfaces.cli.common import json_option, with_lore
+from lore.interfaces.cli.output import emit_json, table, warn
+
+
+@click.group()
+def session():
+    """Recorded agent sessions: the live context, compacted summaries, the raw archive."""
+
+
+def _done(lore, data, as_json: bool, text: str) -> None:
+    """Print the result (JSON or one line) and the store's notices on stderr."""
+    for notice in lore.sessions.notices:
+        warn(notice)
+    if as_json:
+        emit_json(data)
+    else:
+        click.echo(text)
+
+
+@session.command()
+@click.option("--id", "session_id", help="Session id (default: a new one, time-ordered).")
+@click.option("--user", help="User the session is with (004's userId).")
+@json_option
+@with_lore
+def start(lore, session_id, user, as_json):
+    """Start a session and print its id."""
+    info = lore.sessions.start(session_id, agent=lore.agent, user=user)
+    _done(lore, info.to_dict(), as_json, info.id)
+
+
+@session.command()
+@click.argument("session_id")
+@click.option(
+    "--role",
+    type=click.Choice(["user", "assistant", "system", "tool"]),
+    default="user",
+    show_default=True,
+    help="Message role.",
+)
+@click.option("--content", help="Message text (default: stdin).")
+@click.option("--tool", "tool_name", help="Append a tool call to this tool (with --args).")
+@click.option("--args", "tool_args", help="The tool call's arguments, as JSON.")
+@click.option("--result", help="Append a tool result (after --tool's call, or for --call-id).")
+@click.option("--call-id", help="The tool call a result answers / the id of a new call.")
+@click.option("--error", "is_error", is_flag=True, help="The tool result is an error.")
+@click.option("--timestamp", help="When it happened (ISO 8601, default now).")
+@click.option("--create", is_flag=True, help="Start the session if it does not exist.")
+@json_option
+@with_lore
+def append(
+    lore,
+    session_id,
+    role,
+    content,
+    tool_name,
+    tool_args,
+    result,
+    call_id,
+    is_error,
+    timestamp,
+    create,
+    as_json,
+):
+    """Append a message (--role, --content or stdin) or a tool call/result (--tool, --args, --result)."""
+    from lore.sessions import message, tool_call, tool_result
+
+    events = []
+    if tool_name:
+        if result is not None and not call_id:
+            call_id = f"tc_{secrets.token_hex(4)}"  # links the result to the call
+        events.append(tool_call(tool_name, _json_arg(tool_args), call_id=call_id, timestamp=timestamp))
+    elif tool_args is not None:
+        raise UsageError("--args goes with --tool NAME")
+    if result is not None:
+        events.append(tool_result(call_id, result, is_error=is_error, timestamp=timestamp))
+    if not events:
+        if content is None and not sys.stdin.isatty():
+            content = sys.stdin.read().rstrip("\n")  # the newline a pipe adds
+        if not content or not content.strip():
+            raise UsageError("nothing to append; give --content TEXT (or stdin), or --tool / --result")
+        events.append(message(role, content, timestamp=timestamp))
+    appended = lore.sessions.append_many(session_id, events, create=create)
+    ids = ", ".join(str(e.id) for e in appended.events)
+    line = f"appended {ids} to {session_id} ({appended.token_count} tokens in context)"
+    if appended.compaction:
+        c = appended.compaction
+        line += f"; compacted events {c.first_event}-{c.last_event} into {c.summary_path}"
+    _done(lore, appended.to_dict(), as_json, line)
+
+
+@session.command()
+@click.argument("session_id")
+@json_option
+@with_lore
+def end(lore, session_id, as_json):
+    """Mark a session ended (appending again reopens it)."""
+    info = lore.sessions.end(session_id)
+    _done(lore, info.to_dict(), as_json, f"ended {info.id} ({info.event_count} events)")
+
+
+@session.command(name="list")
+@click.option("--status", type=click.Choice(["active", "ended"]), help="Only sessions in this state.")
+@click.option("--limit", type=click.IntRange(min=1), help="At most N sessions.")
+@json_option
+@with_lore
+def list_(lore, status, limit, as_json):
+    """Sessions, most recently updated first."""
+    sessions = lore.sessions.list(status=status, limit=limit)
+    if as_json:
+        emit_json([info.to_dict() for info in sessions])
+        return
+    if not sessions:
+        click.echo("no sessions")
+        return
+    table(
+        ["id", "agent", "status", "events", "archived", "tokens", "updated"],
+        [
+            [
+                s.id,
+                s.agent or "",
+                s.status,
+                str(s.event_count),
+                str(s.archived_event_count),
+                str(s.token_count),
+                s.updated_at[:16].replace("T", " "),
+            ]
+            for s in sessions
+        ],
+    )
+
+
+@session.command()
+@click.argument("session_id")
+@click.option("--all", "include_archived", is_flag=True, help="Every raw event, archived ones too.")
+@click.option("--limit-tokens", type=click.IntRange(min=1), help="Cut the context view to N tokens.")
+@json_option
+@with_lore
+def show(lore, session_id, include_archived, limit_tokens, as_json):
+    """The context view (summaries, then live events); --all for the raw events on disk."""
+    if include_archived:
+        events = lore.sessions.events(session_id, include_archived=True)
+        if as_json:
+            emit_json([e.to_dict() for e in events])
+        else:
+            from lore.sessions.events import render_event
+
+            click.echo("\n\n".join(render_event(e) for e in events) or "no events")
+        return
+    view = lore.sessions.context(session_id, limit_tokens=limit_tokens)
+    if as_json:
+        emit_json(view.to_dict())
+        return
+    note = f", {view.dropped} oldest left out (hard limit {view.hard_limit_tokens})" if view.dropped else ""
+    warn(
+        f"session {session_id}: {len(view.events)} items, {view.tokens} tokens, {view.summaries} summaries{note}"
+    )
+    click.echo(view.render() or "no events")
+
+
+@session.command(name="import")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--session", "session_id", help="Session id (default: the transcript's own).")
+@json_option
+@with_lore
+def import_(lore, path, session_id, as_json):
+    """Import a Claude Code or Codex transcript (JSONL) into a session; idempotent."""
+    result = lore.sessions.import_transcript(path, session_id=session_id, agent=lore.agent)
+    line = (
+        f"{result.format} transcript → session {result.session_id}: {result.appended} new events, "
+        f"{result.skipped} already there"
+        + (f", {len(result.compactions)} compactions" if result.compactions else "")
+    )
+    _done(lore, result.to_dict(), as_json, line)
+
+
+@session.command()
+@click.argument("session_id")
+@click.option("--if-over", is_flag=True, help="Only when the live events exceed the soft limit.")
+@json_option
+@with_lore
+def compact(lore, session_id, if_over, as_json):
+    """Summarise and archive everything before the protected recent tail."""
+    result = lore.sessions.compact(session_id, force=not if_over)
+    line = (
+        f"compacted events {result.first_event}-{result.last_event} ({result.tokens_archived} tokens) "
+        f"into {result.summary_path} ({result.summary_tokens} tokens, {result.summarizer}); "
+        f"raw events in {result.archive}"
+        if result.compacted
+        else f"nothing compacted ({result.reason})"
+    )
+    _done(lore, result.to_dict(), as_json, line)
+
+
+def _json_arg(text: str | None):
+    if text is None:
+        return {}
+    try:
+        return json.loads(text)
+    except ValueError as err:
+        raise UsageError(f'--args must be JSON, e.g. \'{{"path": "src/app.py"}}\' ({err})') from None
+
+
+COMMANDS = [session]

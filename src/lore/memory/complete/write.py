@@ -1,0 +1,47 @@
+"""Writing the task's memory: the body rendered from bundle and git, through :class:`Memories`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lore import secrets
+from lore.memory.complete.bundle import CompletionBundle
+from lore.memory.complete.changes import task_changes
+from lore.memory.complete.render import render_body
+
+if TYPE_CHECKING:
+    from lore.memory.repository import AddResult, Memories
+
+
+def complete_task(
+    memories: Memories, task: str, *, title: str, bundle: CompletionBundle | None = None
+) -> AddResult:
+    """000's write-on-complete: write (or rewrite) the task's memory.
+
+    Its body has 000's sections, its files come from the task's commits (or
+    the work tree); commit text carried into it is redacted like any other
+    input. Idempotent per task: a second call rewrites the same memory.
+    """
+    from lore.memory.model import derive_keywords
+
+    bundle = bundle or CompletionBundle()
+    changes = task_changes(memories.project.root, task)
+    body, _found = secrets.redact(render_body(bundle, changes))
+    memories.sync()
+    existing = [
+        m
+        for m in memories.store.memories(memories.filter(task=task, types=["summary"]))
+        if m.visibility == "shared"
+    ]
+    fields = dict(
+        tags=bundle.tags or derive_keywords(title, body),
+        files=changes.files,
+        labels=bundle.labels,
+        project=memories.project.root.name,
+        priority=bundle.priority,
+        risk=bundle.risk,
+        task_type=bundle.task_type,
+    )
+    if not existing:
+        return memories.add(body=body, title=title, type="summary", task=task, **fields)
+    return memories.update(existing[0].path, body=body, title=title, **fields)

@@ -1,0 +1,217 @@
+"""Keep the index in step with the memory files, cheaply.
+
+Every command that reads calls :func:`sync_memories` first: a stat of each
+file compared with `files` (mtime, size) finds hand edits, new files and
+deletions; only files whose bytes changed are parsed again. A file that fails
+to parse is recorded with its error (so it is reported, not silently
+dropped) and every other file stays searchable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from lore.errors import ValidationError
+from lore.index.sections import chunk_body
+from lore.memory.markdown import parse
+from lore.memory.model import Memory
+from lore.project import Project
+from lore.storage import ChunkInput, MemoryRecord, Store
+
+KIND = "memory"
+
+
+@dataclass
+class SyncReport:
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    errors: list[tuple[str, str]] = field(default_factory=list)  # every broken file, new or old
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.removed)
+
+
+def memory_files(project: Project) -> Iterator[tuple[str, os.stat_result]]:
+    """(relative path, stat) of every memory file: memory/**, local/session/**,
+    local/<agent>/** (not local/trash/). Hidden files and folders are skipped."""
+    root = str(project.root) + os.sep
+    tops = [str(project.memory_dir)]
+    if project.local_dir.is_dir():
+        tops += [
+            e.path
+            for e in os.scandir(project.local_dir)
+            if e.is_dir(follow_symlinks=False) and e.name not in ("trash", "cache")
+        ]
+    for top in tops:
+        yield from _walk(top, len(root))
+
+
+def location_of(rel: str) -> tuple[str, str, str | None]:
+    """(visibility, storage, owner agent) implied by where a memory file lives."""
+    parts = rel.split("/")
+    if parts[:2] == [".lore", "local"] and len(parts) > 3:
+        if parts[2] == "session":
+            return ("shared", "session", None)
+        return ("private", "durable", parts[2])
+    return ("shared", "durable", None)
+
+
+def sync_memories(project: Project, store: Store, *, force: bool = False) -> SyncReport:
+    report = SyncReport()
+    known = store.file_states(KIND)
+    seen: set[str] = set()
+    pending: list[tuple[str, os.stat_result, tuple]] = []
+    for rel, st in memory_files(project):
+        seen.add(rel)
+        state = known.get(rel)
+        if force or state is None or state.mtime_ns != st.st_mtime_ns or state.size != st.st_size:
+            pending.append((rel, st, location_of(rel)))
+    gone = [rel for rel in known if rel not in seen]
+    if pending or gone:
+        with store.transaction():
+            for rel, st, where in pending:
+                _sync_one(project, store, rel, st, where, known.get(rel), force, report)
+            store.delete_files(gone)
+            report.removed.extend(gone)
+    report.errors = store.file_errors(KIND)
+    return report
+
+
+def index_memory(
+    store: Store, project: Project, rel: str, raw: bytes, st: os.stat_result, where: tuple
+) -> Memory:
+    """Parse and (re)index one memory file; raises ValidationError if it is broken."""
+    sha = hashlib.sha256(raw).hexdigest()
+    memory, body_line = load_memory(raw, rel, where)
+    file_id = store.put_file(rel, KIND, sha, st.st_mtime_ns, st.st_size)
+    record = record_of(memory, rel, body_line)
+    record.owner = owner_of(memory, where)
+    store.put_memory(file_id, record)
+    store.put_chunks(file_id, KIND, memory_chunks(memory, body_line))
+    if memory.files or memory.applies_to.startswith("file:") or "key files" in memory.body.lower():
+        from lore.index import anchors
+
+        anchors.record(store, project.root, memory)
+    return memory
+
+
+def record_of(memory: Memory, rel: str, body_line: int) -> MemoryRecord:
+    """The indexed fields of a parsed memory."""
+    return MemoryRecord(
+        id=memory.id,
+        path=rel,
+        title=memory.title,
+        type=memory.type,
+        sector=memory.sector or "semantic",
+        tags=list(memory.tags),
+        applies_to=memory.applies_to,
+        occurred_at=memory.occurred_at,
+        content_hash=memory.content_hash,
+        agent=memory.agent,
+        task=memory.task,
+        project=memory.project,
+        visibility=memory.visibility,
+        storage=memory.storage,
+        confidence=memory.confidence,
+        files=list(memory.files),
+        summary=memory.summary,
+        body_line=body_line,
+        evidence_count=int(memory.extra.get("evidence_count", 1) or 1)
+        if isinstance(memory.extra.get("evidence_count", 1), int)
+        else 1,
+    )
+
+
+def load_memory(raw: bytes, rel: str, where: tuple) -> tuple[Memory, int]:
+    memory, body_line = parse(raw, rel)
+    memory.visibility, memory.storage, folder = where
+    if folder:
+        memory.agent = memory.agent or folder
+    memory.validate()
+    return memory, body_line
+
+
+def owner_of(memory: Memory, where: tuple) -> str | None:
+    """The agent key that may see `memory` (None: everyone): a private
+    memory's folder; the agent that wrote a session memory."""
+    from lore.project import agent_key
+
+    _visibility, storage, folder = where
+    name = folder or (memory.agent if storage == "session" else None)
+    if not name:
+        return None
+    try:
+        return agent_key(name)
+    except ValidationError:
+        return str(folder) if folder else None
+
+
+def split_error(path: str, error: str) -> tuple[int | None, str]:
+    """(line, message) of an error recorded for `path`; errors are stored as
+    users see them: `path[:line]: message`."""
+    match = re.match(r"(?::(\d+))?: (.*)", error.removeprefix(path), re.S)
+    if match is None:
+        return None, error
+    return (int(match.group(1)) if match.group(1) else None), match.group(2)
+
+
+def memory_chunks(memory: Memory, body_line: int) -> list[ChunkInput]:
+    keywords = " ".join(
+        [*memory.tags, *memory.labels, memory.type, memory.task or "", memory.applies_to.split(":", 1)[-1]]
+    )
+    return [
+        ChunkInput(
+            text=text,
+            start_line=body_line + a,
+            end_line=body_line + b,
+            section=section,
+            title=memory.title,
+            keywords=keywords,
+        )
+        for section, a, b, text in chunk_body(memory.body)
+    ]
+
+
+def _sync_one(project, store, rel, st, where, state, force, report) -> None:
+    try:
+        raw = (project.root / rel).read_bytes()
+    except OSError as err:
+        raw = None
+        error = f"{rel}: cannot read ({err.strerror}); check permissions"
+    if raw is not None:
+        sha = hashlib.sha256(raw).hexdigest()
+        if state is not None and state.sha256 == sha and state.error is None and not force:
+            store.touch_file(state.id, st.st_mtime_ns, st.st_size)  # touched, not changed
+            return
+        try:
+            index_memory(store, project, rel, raw, st, where)
+            (report.updated if state else report.added).append(rel)
+            return
+        except ValidationError as err:
+            error = str(err)
+    store.put_file(rel, KIND, sha if raw is not None else "", st.st_mtime_ns, st.st_size, error=error)
+
+
+def _walk(top: str, strip: int) -> Iterator[tuple[str, os.stat_result]]:
+    # os.scandir + DirEntry.stat: this runs before every read, so no pathlib.
+    try:
+        entries = list(os.scandir(top))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            yield from _walk(entry.path, strip)
+        elif entry.name.endswith(".md"):
+            try:
+                st = entry.stat()
+            except FileNotFoundError:  # deleted while we walked
+                continue
+            yield entry.path[strip:].replace(os.sep, "/"), st

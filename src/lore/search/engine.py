@@ -1,0 +1,195 @@
+"""Searching a project: memories, code and history, with queries prepared once.
+
+:class:`Searcher` turns a user's query into a :class:`~lore.search.hybrid.Query`
+(terms, exact tokens, the query vector when a model is available) and runs
+the one hybrid search over the kind asked for. It also knows the attention
+of memories (001), which list, recall and the tiers use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from lore.errors import UsageError
+from lore.search import hybrid
+from lore.search.attention import STALE_FACTOR, attention
+from lore.search.fusion import DEFAULT_FUSION
+from lore.storage import ChunkFilter, MemoryFilter, MemoryRecord, MemoryStamp, Store
+
+if TYPE_CHECKING:
+    from lore.embed.runtime import EmbeddingRuntime
+    from lore.search.code import CodeHit, CommitHit
+    from lore.search.memories import MemoryHit
+
+
+class Searcher:
+    """Hybrid search over one project's store."""
+
+    def __init__(self, store: Store, embedding: EmbeddingRuntime, settings: dict[str, Any]):
+        self.store = store
+        self.embedding = embedding
+        self.settings = settings
+        self._tests: tuple[int, Any] | None = None
+        self._recent: dict[tuple, list[hybrid.Scored]] = {}
+
+    @property
+    def fusion(self) -> str:
+        from lore.search.fusion import FUSIONS
+
+        mode = str(self.settings.get("search", {}).get("fusion", DEFAULT_FUSION))
+        if mode not in FUSIONS:
+            raise UsageError(
+                f"[search] fusion = '{mode}' in .lore/config.toml; use one of {', '.join(FUSIONS)}"
+            )
+        return mode
+
+    @property
+    def half_life(self) -> float:
+        return float(self.settings.get("recall", {}).get("half_life_days", 90))
+
+    def query(self, text: str, kind: str, mode: str | None) -> tuple[hybrid.Query, str]:
+        """The prepared query and the mode that will run (hybrid falls back to bm25)."""
+        if mode not in (None, *hybrid.MODES):
+            raise UsageError(f"unknown search mode '{mode}'; use hybrid, bm25 or vector")
+        if not text or not text.strip():
+            raise UsageError("the query is empty; give words to search for")
+        query = hybrid.Query.of(text)
+        if mode == "bm25":
+            return query, "bm25"
+        query.vector, query.model = self.embedding.query_vector(self.store, text, kind)
+        if query.vector is None:
+            if mode == "vector":
+                raise UsageError(f"vector search is unavailable ({self.embedding.problem or 'see above'})")
+            return query, "bm25"
+        return query, mode or "hybrid"
+
+    def memories(
+        self,
+        text: str,
+        flt: MemoryFilter,
+        limit: int,
+        *,
+        mode: str | None = None,
+        fusion: str | None = None,
+        flag_stale: bool = True,
+    ) -> list[MemoryHit]:
+        """Memories matching `text`, best first; stale ones flagged at half their score."""
+        from lore.search import memories
+
+        query, run = self.query(text, "memory", mode)
+        hits = memories.search(self.store, query, flt, limit, mode=run, fusion=fusion or self.fusion)
+        return self.flag_stale(hits) if flag_stale else hits
+
+    def flag_stale(self, hits: list[MemoryHit]) -> list[MemoryHit]:
+        """Stale memories stay findable, flagged, at half their score."""
+        stale = self.store.stale_reasons([h.id for h in hits])
+        for hit in hits:
+            if hit.id in stale:
+                hit.stale = stale[hit.id]
+                hit.score = round(hit.score * STALE_FACTOR, 4)
+        return sorted(hits, key=lambda h: -h.score) if stale else hits
+
+    def code(
+        self,
+        text: str,
+        flt: ChunkFilter,
+        limit: int,
+        *,
+        files_only: bool = False,
+        mode: str | None = None,
+        fusion: str | None = None,
+        history: bool = True,
+        period: ChunkFilter | None = None,
+    ) -> list[CodeHit]:
+        """Code chunks, or with `files_only` the likely files (code, past commits
+        and roles; `period` limits the commits taken as evidence)."""
+        from lore.search.code import search_code, search_files
+
+        query, run = self.query(text, "code", mode)
+        if not files_only:
+            return search_code(self.store, query, flt, limit=limit, mode=run, fusion=fusion or self.fusion)
+        commits = self._commits(text, mode, fusion, period) if history else []
+        return search_files(
+            self.store,
+            query,
+            commits,
+            flt,
+            limit=limit,
+            mode=run,
+            fusion=fusion or self.fusion,
+            tests=self.tests_of,
+        )
+
+    def history(
+        self,
+        text: str,
+        limit: int,
+        *,
+        flt: ChunkFilter | None = None,
+        mode: str | None = None,
+        fusion: str | None = None,
+    ) -> list[CommitHit]:
+        """Past commits matching `text`, best first, with their files as named today."""
+        from lore.search.code import commit_hits
+
+        return commit_hits(self._commits(text, mode, fusion, flt)[:limit])
+
+    def _commits(
+        self, text: str, mode: str | None, fusion: str | None, flt: ChunkFilter | None = None
+    ) -> list[hybrid.Scored]:
+        """The past commits most similar to `text` (remembered briefly: recall asks
+        for them twice, once as evidence for files and once as related work)."""
+        from lore.search.files import HISTORY_COMMITS
+
+        period = (flt.since, flt.until) if flt is not None else (None, None)
+        key = (text, mode, fusion, period, self.store.vectors_version())
+        if key not in self._recent:
+            query, run = self.query(text, "commit", mode)
+            if len(self._recent) >= 8:
+                self._recent.pop(next(iter(self._recent)))
+            self._recent[key] = hybrid.search(
+                self.store,
+                "commit",
+                query,
+                limit=HISTORY_COMMITS,
+                mode=run,
+                flt=flt,
+                fusion_mode=fusion or self.fusion,
+            )
+        return self._recent[key]
+
+    def tests_of(self, path: str) -> list[str]:
+        """The test files that belong to a source file (cached until code changes)."""
+        from lore.index.roles import SourceTestIndex
+
+        version = self.store.vectors_version()
+        if self._tests is None or self._tests[0] != version:
+            self._tests = (version, SourceTestIndex(self.store.paths("code")))
+        return self._tests[1].tests_for(path)[:3]
+
+    # -- attention (001) ------------------------------------------------------------------
+
+    def attention_of(
+        self,
+        records: Sequence[MemoryRecord | MemoryStamp],
+        access: dict[str, tuple[int, str]] | None = None,
+        stale: dict[str, list[str]] | None = None,
+    ) -> dict[str, float]:
+        """Query-free attention of memories, for tiers."""
+        access = self.store.access_stats() if access is None else access
+        stale = self.store.stale_reasons() if stale is None else stale
+        half_life = self.half_life
+        out = {}
+        for record in records:
+            count, last = access.get(record.id, (0, None))  # type: ignore[assignment]
+            out[record.id] = attention(
+                1.0,
+                occurred_at=record.occurred_at,
+                last_accessed=last,
+                access_count=count,
+                confidence=record.confidence,
+                stale=record.id in stale,
+                half_life_days=half_life,
+            )
+        return out

@@ -1,0 +1,178 @@
+"""Likely files for a task: code matches, similar past work, and what each file is for.
+
+One ranking serves `lore code --files-only`, recall's "Likely files" and
+the MCP tools:
+
+1. **Code evidence** — the one hybrid search over code chunks; a file scores
+   its best chunk plus half its next three (a file with several good chunks
+   is stronger evidence than one lucky chunk).
+2. **History evidence** — the one hybrid search over past commits; every
+   similar commit adds its relevance to each file it touched (as the file is
+   named today; files since deleted are not offered), divided by the number
+   of files the commit touched (a sweep across 80 files says little about
+   each), half for merges (their files are their merged commits' too);
+   commits touching more than ``MAX_COMMIT_FILES`` files are ignored.
+3. The two file rankings are fused by reciprocal rank (k = 60).
+4. **Roles** — source files first: tests, examples, config, docs,
+   changelogs, vendored and generated files are weighted down
+   (:data:`ROLE_WEIGHT`) unless the query is about them ("docs",
+   "changelog", "tests"...) or a role filter asks for them. A source file
+   lists its tests beside it.
+
+The score shown for a file is the relevance of its evidence (its best
+chunk's, or its best similar commit's), weighted by its role; never above
+the score of the file ranked before it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from lore.search import hybrid
+from lore.storage import ChunkFilter, Store
+
+FILE_RRF_K = 60
+CODE_CHUNKS = 150  # code chunks read for file evidence (dev sets: flat from 150 to 300)
+HISTORY_COMMITS = 100
+MAX_COMMIT_FILES = 100
+MERGE_WEIGHT = 0.5
+CHUNKS_PER_FILE = 3  # beyond the best, each adding half its score
+ROLE_WEIGHT = {
+    "source": 1.0,
+    "test": 0.5,
+    "example": 0.5,
+    "config": 0.4,
+    "docs": 0.3,
+    "changelog": 0.2,
+    "community": 0.2,
+    "generated": 0.2,
+    "vendored": 0.2,
+}
+ASKED_ROLE_WEIGHT = 0.8
+# Words that make a query about a role (then that role is not weighted down).
+_ROLE_WORDS = {
+    "test": r"tests?|testing|pytest|unittest|specs?|fixtures?|coverage",
+    "docs": r"docs?|documentation|documented|readme|guide|tutorial|docstrings?|sphinx|rst|markdown",
+    "changelog": r"changelog|changes|release notes?|news|whatsnew",
+    "example": r"examples?|samples?|demo",
+    "config": r"config(uration)?|settings|ci|workflows?|docker(file)?|makefile|pyproject|package\.json|tox",
+    "community": r"licen[cs]e|contributing|code of conduct|security policy",
+}
+_ROLE_PATTERNS = {role: re.compile(rf"\b(?:{words})\b", re.I) for role, words in _ROLE_WORDS.items()}
+
+
+@dataclass
+class FileMatch:
+    """A file likely to matter for a query, with its evidence."""
+
+    path: str
+    score: float
+    role: str | None
+    best: hybrid.Scored | None = None  # its best code chunk, when code matched
+    commits: int = 0  # similar past commits that touched it
+    code_rank: int | None = None
+    history_rank: int | None = None
+    tests: list[str] = field(default_factory=list)
+
+
+def roles_asked(query: str) -> set[str]:
+    """The file roles a query is about, by its words ("update the docs" → docs)."""
+    return {role for role, pattern in _ROLE_PATTERNS.items() if pattern.search(query)}
+
+
+def likely_files(
+    store: Store,
+    code_query: hybrid.Query,
+    commits: list[hybrid.Scored],
+    flt: ChunkFilter,
+    *,
+    limit: int,
+    mode: str = "hybrid",
+    fusion: str = "adaptive",
+) -> list[FileMatch]:
+    """The `limit` files most likely to matter for the query, best first.
+
+    Args:
+        commits: past commits similar to the query, best first (the hybrid
+            search over commits, ``HISTORY_COMMITS`` of them); [] for none.
+    """
+    code = _code_evidence(store, code_query, flt, limit, mode, fusion)
+    history = _history_evidence(commits)
+    # Past work is evidence only for files that exist now and pass the filter.
+    roles = store.code_files(list(history), flt) if history else {}
+    history = {p: ev for p, ev in history.items() if p in roles}
+    asked = roles_asked(code_query.text) | set(flt.roles)
+    fused: dict[str, float] = defaultdict(float)
+    code_rank = {p: r for r, p in enumerate(sorted(code, key=lambda p: -code[p][0]))}
+    history_rank = {p: r for r, p in enumerate(sorted(history, key=lambda p: -history[p][0]))}
+    for ranks in (code_rank, history_rank):
+        for path, rank in ranks.items():
+            fused[path] += 1.0 / (FILE_RRF_K + 1 + rank)
+    matches = []
+    for path, value in fused.items():
+        best = code[path][1] if path in code else None
+        role = best.chunk.role if best is not None else roles.get(path)
+        weight = ROLE_WEIGHT.get(role or "source", 1.0)
+        if (role or "source") in asked:  # asked for: not pushed down, but source still wins a tie
+            weight = max(weight, ASKED_ROLE_WEIGHT)
+        evidence = max(best.score if best is not None else 0.0, history[path][2] if path in history else 0.0)
+        matches.append(
+            (
+                value * weight,
+                FileMatch(
+                    path,
+                    evidence * weight,
+                    role,
+                    best,
+                    history[path][1] if path in history else 0,
+                    code_rank.get(path),
+                    history_rank.get(path),
+                ),
+            )
+        )
+    matches.sort(key=lambda item: -item[0])
+    out = [m for _, m in matches[:limit]]
+    for before, after in zip(out, out[1:]):  # shown scores follow the ranking
+        after.score = min(after.score, before.score)
+    for m in out:
+        m.score = round(m.score, 4)
+    return out
+
+
+def _code_evidence(
+    store: Store, query: hybrid.Query, flt: ChunkFilter, limit: int, mode: str, fusion: str
+) -> dict[str, tuple[float, hybrid.Scored]]:
+    """Per file: (best chunk + half the next three, best chunk)."""
+    pool = max(CODE_CHUNKS, limit * 15)
+    while True:
+        chunks = hybrid.search(store, "code", query, limit=pool, flt=flt, mode=mode, fusion_mode=fusion)
+        per_file: dict[str, list[hybrid.Scored]] = {}
+        for hit in chunks:
+            per_file.setdefault(hit.chunk.path, []).append(hit)
+        if len(per_file) >= limit * 2 or len(chunks) < pool or pool >= hybrid.MAX_POOL:
+            break
+        pool *= 4
+    out = {}
+    for path, hits in per_file.items():
+        scores = sorted((h.score for h in hits), reverse=True)
+        out[path] = (scores[0] + 0.5 * sum(scores[1 : 1 + CHUNKS_PER_FILE]), hits[0])
+    return out
+
+
+def _history_evidence(commits: list[hybrid.Scored]) -> dict[str, tuple[float, int, float]]:
+    """Per file (as named today): (summed evidence, commits, best commit's relevance)."""
+    evidence: dict[str, list[float]] = defaultdict(lambda: [0.0, 0, 0.0])
+    for hit in commits:
+        commit = hit.chunk.commit
+        if commit is None or commit.n_files > MAX_COMMIT_FILES:
+            continue
+        files = [p for p in dict.fromkeys(commit.head_files) if p]
+        weight = hit.score / max(1, commit.n_files) * (MERGE_WEIGHT if commit.is_merge else 1.0)
+        for path in files:
+            entry = evidence[path]
+            entry[0] += weight
+            entry[1] += 1
+            entry[2] = max(entry[2], hit.score)
+    return {p: (e[0], int(e[1]), e[2]) for p, e in evidence.items()}

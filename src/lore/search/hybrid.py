@@ -1,0 +1,216 @@
+"""One hybrid search for every kind of chunk: memories, code, commits.
+
+    query ─┬─ lexical candidates (the store's BM25, filters inside) ─┐
+           └─ vector candidates  (the store's nearest, filters inside) ┴─ fuse ─ exact first ─ floor
+
+- **Candidates** come from the store with the filter applied inside candidate
+  generation; when grouping (best chunk per memory, per file) leaves fewer
+  results than asked for, the pools widen until the limit is filled or the
+  candidates run out.
+- **Relevance, 0-1, comparable across queries**: lexical hits by
+  :func:`lexical_relevance` (share of query terms matched, and how strongly);
+  vector hits by :func:`similarity_relevance` (cosine mapped between the
+  model's "unrelated" and "same meaning" levels); fused by
+  :mod:`lore.search.fusion`.
+- **Exact matches stay on top**: a result holding an exact identifier or the
+  query's phrase, or every query term, is never outranked by a vector-only hit.
+- **No good match is an answer**: results below the relevance floor are
+  dropped, so a nonsense query returns nothing rather than confident noise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lore.search import fusion
+from lore.search.text import exact_tokens, exactness, lexical_terms, match_features, terms
+from lore.storage import ChunkRecord, Store
+from lore.storage.base import AnyFilter
+
+if TYPE_CHECKING:
+    import numpy as np
+
+MODES = ("hybrid", "bm25", "vector")
+CANDIDATES = 40  # top-N from each list before fusion
+MAX_POOL = 4000  # widening stops here
+# BM25 scores grow with the number and rarity of matched terms; this many
+# "points" per query term count as a half-strength match.
+_HALF_SCORE_PER_TERM = 1.5
+# Cosine levels of the default model (all-MiniLM-L6-v2) for "unrelated" and
+# "same meaning"; see docs/benchmarks.md for how they were read off the data.
+SIMILARITY_FLOOR = 0.15
+SIMILARITY_FULL = 0.75
+# Results below this relevance are "no good match" and left out.
+RELEVANCE_FLOOR = 0.01
+
+
+@dataclass
+class Query:
+    """A search query, prepared once: its terms and what it names exactly."""
+
+    text: str
+    terms: list[str]
+    exact: list[str]
+    vector: np.ndarray | None = None
+    model: str | None = None
+
+    @classmethod
+    def of(cls, text: str, vector: np.ndarray | None = None, model: str | None = None) -> Query:
+        return cls(text, terms(text), exact_tokens(text), vector, model)
+
+
+@dataclass
+class Scored:
+    """One result: its chunk, 0-1 relevance and where it came from."""
+
+    chunk: ChunkRecord
+    score: float
+    source: str  # bm25 | vector | hybrid
+    lexical: float = 0.0
+    similarity: float = 0.0
+    exact: int = 0  # 2 exact identifier/phrase, 1 every term, 0 neither; -1 not read yet
+
+
+def lexical_relevance(score: float, n_terms: int, covered: float) -> float:
+    """Map a BM25 match to 0-1.
+
+    Half of it is *coverage* (the share of query terms the chunk contains),
+    half is the BM25 score squashed as s / (s + 1.5·n). Coverage keeps scores
+    meaningful in tiny corpora, where BM25's IDF is near zero; the squashed
+    score separates strong matches from weak ones in large corpora.
+    """
+    strength = max(score, 0.0) / (max(score, 0.0) + _HALF_SCORE_PER_TERM * max(1, n_terms))
+    return 0.5 * covered + 0.5 * strength
+
+
+def similarity_relevance(cosine: float) -> float:
+    """Cosine similarity mapped to 0-1 between the unrelated and same-meaning levels."""
+    return min(1.0, max(0.0, (cosine - SIMILARITY_FLOOR) / (SIMILARITY_FULL - SIMILARITY_FLOOR)))
+
+
+def search(
+    store: Store,
+    kind: str,
+    query: Query,
+    *,
+    limit: int,
+    flt: AnyFilter | None = None,
+    mode: str = "hybrid",
+    fusion_mode: str = "adaptive",
+    key: Callable[[ChunkRecord], Hashable] | None = None,
+    floor: float = RELEVANCE_FLOOR,
+) -> list[Scored]:
+    """The `limit` best results of `kind` for `query`, best first.
+
+    Args:
+        key: groups chunks (e.g. by memory path); the best chunk of each group
+            stands for it. None: every chunk is its own result.
+        mode: hybrid, bm25 or vector (vector needs ``query.vector``).
+        floor: in hybrid mode, results with a lower relevance are left out.
+    """
+    key = key or (lambda chunk: chunk.chunk_id)
+    pool = max(limit, CANDIDATES)
+    while True:
+        lexical = _lexical(store, kind, query, flt, pool) if mode != "vector" else []
+        vector = _vector(store, kind, query, flt, pool) if mode != "bm25" else []
+        results = _fuse(query, lexical, vector, mode, fusion_mode, key)
+        if mode == "hybrid":  # an explicit vector search shows the nearest, however far
+            results = [r for r in results if _relevant(r, floor)]
+        full = len(lexical) >= pool or len(vector) >= pool
+        if len(results) >= limit or not full or pool >= MAX_POOL:
+            return results[:limit]
+        pool *= 4
+
+
+def _relevant(hit: Scored, floor: float) -> bool:
+    """Evidence enough to show: a lexical match, or a vector match above the floor."""
+    return hit.lexical > 0 or similarity_relevance(hit.similarity) >= floor
+
+
+def _lexical(store: Store, kind: str, query: Query, flt: AnyFilter | None, pool: int) -> list[Scored]:
+    words = lexical_terms(query.terms)
+    out = []
+    for chunk, raw in store.lexical_search(kind, words, flt, pool):
+        covered, exact = match_features(
+            query.terms, query.exact, chunk.text, chunk.title, chunk.keywords, chunk.path
+        )
+        relevance = lexical_relevance(raw, len(query.terms), covered)
+        out.append(Scored(chunk, relevance, "bm25", lexical=relevance, exact=exact))
+    out.sort(key=lambda s: -s.score)
+    return out
+
+
+def _vector(store: Store, kind: str, query: Query, flt: AnyFilter | None, pool: int) -> list[Scored]:
+    if query.vector is None or not query.model:
+        return []
+    nearest = store.vector_search(kind, query.model, query.vector, flt, pool)
+    by_id = {c.chunk_id: c for c in store.chunks(kind, [i for i, _ in nearest])}
+    out = []
+    for chunk_id, cosine in nearest:
+        chunk = by_id.get(chunk_id)
+        if chunk is not None:  # exactness is read later, only where it can matter
+            out.append(Scored(chunk, similarity_relevance(cosine), "vector", similarity=cosine, exact=-1))
+    return out
+
+
+def _fuse(
+    query: Query,
+    lexical: list[Scored],
+    vector: list[Scored],
+    mode: str,
+    fusion_mode: str,
+    key: Callable[[ChunkRecord], Hashable],
+) -> list[Scored]:
+    """Best chunk per group from each list, the lists fused, exact matches first."""
+    lex, vec = _best_per_group(lexical, key), _best_per_group(vector, key)
+    if mode == "bm25" or not vec:
+        return list(lex.values())
+    if mode == "vector":
+        return list(vec.values())
+    fused = fusion.fuse(
+        [(k, s.score) for k, s in lex.items()],
+        [(k, s.score) for k, s in vec.items()],
+        fusion_mode,
+        len(query.terms),
+    )
+    out = []
+    for group, score, source in fused:
+        hit = lex.get(group) or vec[group]
+        if group in vec:
+            hit.similarity = vec[group].similarity
+        hit.score, hit.source = score, source
+        out.append(hit)
+    return exact_first(out, query)
+
+
+def _best_per_group(hits: list[Scored], key: Callable[[ChunkRecord], Hashable]) -> dict[Hashable, Scored]:
+    best: dict[Hashable, Scored] = {}
+    for hit in hits:  # already best first
+        best.setdefault(key(hit.chunk), hit)
+    return best
+
+
+def exact_first(ranked: list[Scored], query: Query) -> list[Scored]:
+    """Move vector-only hits that lack the query's terms below the last hit that
+    matches it exactly (an identifier or the phrase) or holds every query
+    term; the rest keeps its order."""
+    last = max((i for i, hit in enumerate(ranked) if hit.exact > 0), default=-1)
+    if last < 0:
+        return ranked
+    head = ranked[: last + 1]
+    for hit in head:
+        if hit.exact < 0:
+            chunk = hit.chunk
+            hit.exact = exactness(
+                query.terms, query.exact, chunk.text, chunk.title, chunk.keywords, chunk.path
+            )
+    weak = [h for h in head if h.source == "vector" and not h.exact]
+    if not weak:
+        return ranked
+    kept = [h for h in head if not (h.source == "vector" and not h.exact)]
+    demoted = weak
+    for hit in demoted:  # keep scores monotone with rank
+        hit.score = min(hit.score, kept[-1].score)
+    return kept + demoted + ranked[last + 1 :]

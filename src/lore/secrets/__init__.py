@@ -1,0 +1,79 @@
+"""Keep credentials out of everything Lore stores.
+
+Memories are committed to git and shared by a team, and the code index keeps
+repository text in index.db, so a secret that gets through is copied to every
+clone and every snippet. Three entry points:
+
+* :func:`redact` for memory text (titles, bodies, commit messages, session
+  digests): every secret becomes ``[REDACTED:<kind>]``, the surrounding text
+  stays (``key = value`` keeps the key, ``scheme://user:pass@host`` keeps the
+  user and host), and the caller gets a Counter of kinds to report.
+* :func:`redact_values` for list fields (tags, keywords, files, links).
+* :func:`mask_code` for source code chunks: only machine-made secret values,
+  with a stricter bar, because a false positive in code hurts search.
+
+The rules are data (rules.toml): known token formats indexed by prefix, plus
+key names with entropy for values assigned to secret-like keys, plus private
+key blocks and URL passwords. See docs/secrets.md for what is caught and the
+measured detection and false-positive rates.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from types import ModuleType
+
+__all__ = ["describe", "mask_code", "redact", "redact_values"]
+
+_scan_module: ModuleType | None = None
+
+
+def _scan() -> ModuleType:
+    """The scanner, imported on first use: its rules cost ~25 ms to compile, and
+    commands that never redact (``lore --help``) should not pay for them."""
+    global _scan_module
+    if _scan_module is None:
+        from . import scan
+
+        _scan_module = scan
+    return _scan_module
+
+
+def redact(text: str) -> tuple[str, Counter]:
+    """Replace every secret in `text` by ``[REDACTED:<kind>]``.
+
+    Returns the clean text and how many secrets of each kind were replaced.
+    Idempotent: redacting redacted text changes nothing.
+    """
+    scan = _scan()
+    findings = scan.find(text, strict=False)
+    return scan.replace(text, findings), Counter(f.kind for f in findings)
+
+
+def redact_values(values: list[str]) -> tuple[list[str], Counter]:
+    """:func:`redact` over each item of a list field (tags, keywords, files, links)."""
+    found: Counter = Counter()
+    clean: list[str] = []
+    for value in values:
+        text, kinds = redact(value)
+        clean.append(text)
+        found.update(kinds)
+    return clean, found
+
+
+def mask_code(text: str) -> tuple[str, int]:
+    """Mask secret-shaped values in source code; returns the text and how many were masked.
+
+    For the code index (stored chunks and snippets). Stricter than
+    :func:`redact`: token formats must have a random-looking body, assigned
+    values must be quoted (or on an env/config line) and high in entropy, and
+    prose-only rules (headers in comments, command lines) are not applied.
+    """
+    scan = _scan()
+    findings = scan.find(text, strict=True)
+    return scan.replace(text, findings), len(findings)
+
+
+def describe(found: Counter) -> str:
+    """'2 openai-key, 1 private-key' for messages to the user."""
+    return ", ".join(f"{count} {kind}" for kind, count in sorted(found.items()))

@@ -1,0 +1,230 @@
+"""Session events in seed 004's shapes: checking, building, measuring, rendering.
+
+On disk (``session.jsonl``) an event is one JSON object per line::
+
+    {"id": 7, "type": "message", "role": "user", "content": "Hello", "timestamp": "..."}
+    {"id": 8, "type": "tool_call", "toolName": "Read", "args": {"path": "..."}, "toolCallId": "tc_8", ...}
+    {"id": 9, "type": "tool_result", "toolCallId": "tc_8", "result": "...", "isError": false, ...}
+
+``id`` is the event's place in the session (1, 2, 3... never reused, so a
+range like ``1-300`` names archived events for good). Optional ``sourceId``
+records where an imported event came from; ``tokens`` caches its size.
+Strings are redacted (:mod:`lore.secrets`) before anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from lore.errors import UsageError, ValidationError
+from lore.index.tokens import count_tokens
+from lore.memory.model import now_iso, parse_time
+from lore.secrets import redact
+from lore.sessions.records import SessionEvent
+
+EVENT_TYPES = ("message", "tool_call", "tool_result")
+ROLES = ("user", "assistant", "system", "tool")
+SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+def check_session_id(session_id: object) -> str:
+    """A session id that is safe as a folder name (no path separators, no leading dot)."""
+    if not isinstance(session_id, str) or not SESSION_ID_RE.match(session_id):
+        raise UsageError(
+            f"invalid session id {session_id!r}: use 1-128 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return session_id
+
+
+def message(role: str, content: str, *, timestamp: str | None = None, source_id: str | None = None) -> dict:
+    """A ``message`` event to append."""
+    return _without_none(
+        {"type": "message", "role": role, "content": content, "timestamp": timestamp, "sourceId": source_id}
+    )
+
+
+def tool_call(
+    name: str,
+    args: Any = None,
+    *,
+    call_id: str | None = None,
+    timestamp: str | None = None,
+    source_id: str | None = None,
+) -> dict:
+    """A ``tool_call`` event to append (``call_id`` defaults to ``tc_<event id>``)."""
+    return _without_none(
+        {
+            "type": "tool_call",
+            "toolName": name,
+            "args": {} if args is None else args,
+            "toolCallId": call_id,
+            "timestamp": timestamp,
+            "sourceId": source_id,
+        }
+    )
+
+
+def tool_result(
+    call_id: str | None,
+    result: Any,
+    *,
+    is_error: bool = False,
+    timestamp: str | None = None,
+    source_id: str | None = None,
+) -> dict:
+    """A ``tool_result`` event to append."""
+    event = {
+        "type": "tool_result",
+        "toolCallId": call_id,
+        "result": result,
+        "timestamp": timestamp,
+        "sourceId": source_id,
+    }
+    if is_error:
+        event["isError"] = True
+    return _without_none(event)
+
+
+def normalise(event: object) -> dict:
+    """Check an event to append and put it in its on-disk shape (without ``id``).
+
+    Accepts 004's camelCase keys or snake_case ones (``tool_name``...). The
+    timestamp is normalised to UTC ``...Z`` (now when missing); secrets in
+    strings are redacted.
+
+    Raises:
+        ValidationError: not an object, unknown type or role, missing field.
+    """
+    if not isinstance(event, dict):
+        raise ValidationError("a session event must be a JSON object with a 'type'")
+    data = {_CAMEL.get(key, key): value for key, value in event.items()}
+    kind = data.get("type")
+    if kind not in EVENT_TYPES:
+        raise ValidationError(
+            f"unknown event type {kind!r}; use one of: {', '.join(EVENT_TYPES)}", field="type"
+        )
+    when = data.get("timestamp")
+    out: dict[str, Any] = {"type": kind}
+    if kind == "message":
+        role, content = data.get("role"), data.get("content")
+        if role not in ROLES:
+            raise ValidationError(f"unknown role {role!r}; use one of: {', '.join(ROLES)}", field="role")
+        if not isinstance(content, str):
+            raise ValidationError("a message needs 'content' (a string)", field="content")
+        out.update(role=role, content=_clean(content))
+    elif kind == "tool_call":
+        name = data.get("toolName")
+        if not isinstance(name, str) or not name.strip():
+            raise ValidationError("a tool_call needs 'toolName'", field="toolName")
+        out.update(toolName=name.strip(), args=_clean(data.get("args", {})))
+        if data.get("toolCallId") is not None:
+            out["toolCallId"] = str(data["toolCallId"])
+    else:
+        if "result" not in data:
+            raise ValidationError("a tool_result needs 'result'", field="result")
+        call_id = data.get("toolCallId")
+        out.update(toolCallId=None if call_id is None else str(call_id), result=_clean(data["result"]))
+        if data.get("isError"):
+            out["isError"] = True
+    out["timestamp"] = parse_time(when, field_name="timestamp") if when is not None else now_iso()
+    if data.get("sourceId") is not None:
+        out["sourceId"] = str(data["sourceId"])
+    out["tokens"] = count_tokens(event_text(out))
+    return out
+
+
+def event_text(event: dict) -> str:
+    """The words of an event (what is counted, searched and summarised)."""
+    kind = event.get("type")
+    if kind == "message":
+        return str(event.get("content") or "")
+    if kind == "tool_call":
+        return f"{event.get('toolName', '')} {_as_text(event.get('args'))}".strip()
+    return _as_text(event.get("result"))
+
+
+def tokens_of(event: dict) -> int:
+    """The event's token count (cached in the line; counted for lines other tools wrote)."""
+    cached = event.get("tokens")
+    if isinstance(cached, int) and not isinstance(cached, bool) and cached >= 0:
+        return cached
+    return count_tokens(event_text(event))
+
+
+def is_event(event: object) -> bool:
+    """Whether a parsed line is an event this store wrote (an id and a known type)."""
+    return (
+        isinstance(event, dict)
+        and event.get("type") in EVENT_TYPES
+        and isinstance(event.get("id"), int)
+        and not isinstance(event.get("id"), bool)
+        and event["id"] > 0
+    )
+
+
+def to_record(event: dict) -> SessionEvent:
+    """The public record of an on-disk event."""
+    return SessionEvent(
+        id=event.get("id"),
+        type=event["type"],
+        timestamp=str(event.get("timestamp") or ""),
+        role=event.get("role"),
+        content=event.get("content"),
+        tool_name=event.get("toolName"),
+        args=event.get("args"),
+        tool_call_id=event.get("toolCallId"),
+        result=event.get("result"),
+        is_error=bool(event.get("isError", False)),
+        source_id=event.get("sourceId"),
+        tokens=tokens_of(event),
+    )
+
+
+def render_event(event: SessionEvent) -> str:
+    """One event as a line of text: ``[7] user: Hello`` (summaries: ``[summary 1-300] ...``)."""
+    label = f"[summary {event.summary_of}]" if event.summary_of else f"[{event.id}]"
+    if event.type == "message":
+        return f"{label} {event.role}: {event.content}"
+    if event.type == "tool_call":
+        return f"{label} tool call {event.tool_name} ({event.tool_call_id}): {_as_text(event.args)}"
+    flag = " error" if event.is_error else ""
+    return f"{label} tool result{flag} ({event.tool_call_id}): {_as_text(event.result)}"
+
+
+def dumps(event: dict) -> bytes:
+    """The event as one line of ``session.jsonl`` (no newline inside, UTF-8)."""
+    return json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+_CAMEL = {
+    "tool_name": "toolName",
+    "tool_call_id": "toolCallId",
+    "is_error": "isError",
+    "source_id": "sourceId",
+}
+
+
+def _as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _clean(value: Any) -> Any:
+    """`value` with every string redacted (secrets never reach the session files)."""
+    if isinstance(value, str):
+        return redact(value)[0]
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def _without_none(event: dict) -> dict:
+    return {k: v for k, v in event.items() if v is not None}

@@ -1,0 +1,261 @@
+"""The offline summariser: sentences picked from the events, never invented.
+
+It keeps what a later session needs and what 001's digest lists: decisions
+("we decided / chose / will use..."), work done, things learned, errors with
+what fixed them (an error line followed later by a fix), user corrections
+("no, use X", "actually...", "don't...", "prefer..."), the files mentioned or
+touched by tools, and what is still open. Each kept sentence carries the id
+of its event (``[e42]``) so it can be found in the archive.
+
+The Markdown is sectioned (Decided / Done / Learned / Errors and fixes /
+Corrections / Files / Open; empty sections are left out), bounded (a few
+items per section, each clipped), and opens with the range, dates and the
+range's most distinctive terms, so a search for what was discussed finds it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from lore.memory.capture.parse import ERROR_LINE, TRACEBACK, normalise_error
+from lore.sessions.events import event_text
+from lore.sessions.summary import Summary, header, topics
+
+MAX_ITEMS = 8
+MAX_FILES = 20
+MAX_ITEM_CHARS = 240
+FIX_WINDOW = 40  # events after an error in which its fix is looked for
+
+_DECISION = re.compile(
+    r"\b(?:we|i|let's|let us|team)\s+(?:have\s+|'ve\s+|will\s+|'ll\s+)?"
+    r"(?:decided|chose|choose|settled on|agreed|picked|opted|went with|are going with|go with)\b"
+    r"|\bdecided to\b|\bdecision\b|\bwe(?:'ll| will| should) (?:use|keep|switch|go with|stick with)\b"
+    r"|\b(?:will|'ll) use\b|\bswitch(?:ed|ing)? (?:over )?to\b|\bgoing with\b",
+    re.I,
+)
+_DONE = re.compile(
+    r"^(?:i|we)(?:'ve| have)?\s+(?:now\s+|also\s+|just\s+|finally\s+)?"
+    r"(?:added|fixed|updated|created|implemented|removed|deleted|renamed|refactored|wrote|changed|"
+    r"moved|installed|configured|merged|committed|rewrote|replaced|migrated|ran|tested|finished|"
+    r"completed|built|set up|extracted|split|bumped|upgraded|documented)\b"
+    r"|^(?:done|fixed|added|updated|implemented|created|removed)\b",
+    re.I,
+)
+_LEARNED = re.compile(
+    r"\b(?:turns out|it turned out|root cause|the cause|because|learned|lesson|note that|apparently|"
+    r"the (?:problem|issue|bug|reason) (?:is|was)|this means|so that's why)\b",
+    re.I,
+)
+_FIXED = re.compile(
+    r"\b(?:fixed|resolved|solved|works now|now works|working now|passes now|now pass(?:es)?|"
+    r"all (?:tests )?pass(?:ing)?|tests? pass(?:ed|es)?|the fix|fix was|succeeded|that did it)\b",
+    re.I,
+)
+_CORRECTION = re.compile(
+    r"^(?:no\b|nope\b|actually\b|don't\b|do not\b|never\b|stop\b|instead\b|rather\b|wrong\b|"
+    r"that's (?:wrong|not)\b|not quite\b|i (?:said|meant|prefer|want)\b|we prefer\b|prefer\b|please don't\b)"
+    r"|\b(?:instead of|rather than|i prefer|we prefer|please use|don't use|do not use|shouldn't|"
+    r"use \S+ instead)\b",
+    re.I,
+)
+_OPEN = re.compile(
+    r"\b(?:todo|still (?:need|have|to)|next step|remaining|not yet|open question|follow[- ]?up|"
+    r"later|need to|needs to|unresolved|pending|tbd|blocked|haven't)\b",
+    re.I,
+)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(])|\n+")
+_PATH = re.compile(
+    r"(?<![\w/.:@-])(?:~?/|\.{1,2}/)?(?:[\w.-]+/)+[\w.-]*\w\.[A-Za-z0-9]{1,8}\b"
+    r"|(?<![\w/.@-])[\w-]+\.(?:py|pyi|js|mjs|cjs|ts|tsx|jsx|go|rs|java|kt|rb|php|c|h|cc|cpp|hpp|cs|swift|"
+    r"md|rst|txt|json|jsonl|toml|yaml|yml|ini|cfg|sh|sql|html|css|scss|vue|svelte|lock|env)\b"
+)
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.M)
+_PATH_ARGS = ("file_path", "path", "notebook_path", "filePath", "filename", "target_file")
+_EDIT_TOOLS = re.compile(r"edit|write|patch|create|replace|insert|rename|move|delete|notebookedit", re.I)
+
+
+def summarize_extractive(events: list[dict], *, session_id: str, root: Path | None = None) -> Summary:
+    """Summarise `events` (on-disk dicts, oldest first) without any model.
+
+    Args:
+        session_id: named in the header.
+        root: the project root; absolute paths under it are shown relative.
+    """
+    sentences = list(_sentences(events))
+    decided = _pick([s for s in sentences if _DECISION.search(s.text)], latest=True)
+    done = _pick([s for s in sentences if s.role == "assistant" and _DONE.search(s.text)], latest=True)
+    learned = _pick([s for s in sentences if _LEARNED.search(s.text) and not _DECISION.search(s.text)])
+    corrections = _pick(
+        _whole_messages(events, [s for s in sentences if s.role == "user" and _CORRECTION.search(s.text)])
+    )
+    errors, unresolved = _errors_and_fixes(events, sentences)
+    files = _files(events, root)
+    open_items = _pick(
+        [s for s in sentences if _OPEN.search(s.text) and s.role in ("user", "assistant")], latest=True
+    )
+    open_lines = [f"unresolved: `{e}`" for e in unresolved[:3]] + [_item(s) for s in open_items]
+
+    words = topics(events, root=root)
+    sections = [
+        ("Decided", [_item(s) for s in decided]),
+        ("Done", [_item(s) for s in done]),
+        ("Learned", [_item(s) for s in learned]),
+        ("Errors and fixes", errors),
+        ("Corrections", [_item(s) for s in corrections]),
+        ("Files", files),
+        ("Open", open_lines[:MAX_ITEMS]),
+    ]
+    body = [header(events, session_id=session_id, terms=words)]
+    for title, items in sections:
+        if items:
+            body.append(f"## {title}\n\n" + "\n".join(f"- {item}" for item in items))
+    return Summary(body="\n\n".join(body) + "\n", keywords=words[:12], summarizer="extractive")
+
+
+class _Sentence:
+    __slots__ = ("event_id", "index", "role", "text")
+
+    def __init__(self, event_id: int, index: int, role: str, text: str):
+        self.event_id, self.index, self.role, self.text = event_id, index, role, text
+
+
+def _sentences(events: list[dict]):
+    """Sentences of the messages (tool output is searched for errors and files only)."""
+    for index, event in enumerate(events):
+        if event.get("type") != "message" or event.get("role") not in ("user", "assistant"):
+            continue
+        for part in _SENTENCE.split(str(event.get("content") or "")):
+            text = " ".join(part.split()).lstrip("-*> ").strip()
+            if len(text) >= 8 and not text.startswith(("```", "|")):
+                yield _Sentence(event.get("id", 0), index, event["role"], text)
+
+
+def _whole_messages(events: list[dict], found: list[_Sentence]) -> list[_Sentence]:
+    """The messages the sentences come from, whole (a correction's second
+    sentence, "Use X instead.", is usually the point)."""
+    out: dict[int, _Sentence] = {}
+    for sentence in found:
+        if sentence.index not in out:
+            text = " ".join(str(events[sentence.index].get("content") or "").split())
+            out[sentence.index] = _Sentence(sentence.event_id, sentence.index, sentence.role, text)
+    return list(out.values())
+
+
+def _pick(items: list[_Sentence], *, latest: bool = False) -> list[_Sentence]:
+    """At most MAX_ITEMS distinct sentences: the latest ones, or spread over the range."""
+    seen: set[str] = set()
+    unique = []
+    for item in reversed(items) if latest else items:
+        key = item.text.lower()
+        if key not in seen:
+            seen.add(key)
+            unique.append(item)
+    if latest:
+        return sorted(unique[:MAX_ITEMS], key=lambda s: s.index)
+    if len(unique) <= MAX_ITEMS:
+        return unique
+    step = (len(unique) - 1) / (MAX_ITEMS - 1)
+    return [unique[round(i * step)] for i in range(MAX_ITEMS)]
+
+
+def _item(sentence: _Sentence) -> str:
+    prefix = "user: " if sentence.role == "user" else ""
+    return f"{_clip(prefix + sentence.text)} [e{sentence.event_id}]"
+
+
+def _clip(text: str, limit: int = MAX_ITEM_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _error_lines(text: str):
+    in_traceback = False
+    for line in text.splitlines():
+        if TRACEBACK.match(line):
+            in_traceback = True
+            continue
+        if in_traceback:
+            if not line.strip() or line[:1].isspace():
+                continue
+            in_traceback = False
+            yield line.strip()
+        elif ERROR_LINE.search(line):
+            yield line.strip()
+
+
+def _errors_and_fixes(events: list[dict], sentences: list[_Sentence]) -> tuple[list[str], list[str]]:
+    """``error → fix`` items (most frequent errors first) and errors never followed by a fix."""
+    first: dict[str, tuple[int, str]] = {}  # pattern -> (event index, the line as seen)
+    counts: Counter[str] = Counter()
+    for index, event in enumerate(events):
+        if event.get("type") == "tool_call":
+            continue  # a command that mentions "error" is not an error
+        for line in _error_lines(event_text(event)):
+            pattern = normalise_error(line)
+            counts[pattern] += 1
+            first.setdefault(pattern, (index, line))
+    fixes_by_index: dict[int, list[_Sentence]] = {}
+    for sentence in sentences:
+        if _FIXED.search(sentence.text):
+            fixes_by_index.setdefault(sentence.index, []).append(sentence)
+    items: list[str] = []
+    unresolved: list[str] = []
+    for pattern, _ in counts.most_common():
+        index, line = first[pattern]
+        fix = _first_after(fixes_by_index, index, len(events))
+        times = f" ({counts[pattern]}×)" if counts[pattern] > 1 else ""
+        error = _clip(line, 160)
+        where = f"e{events[index].get('id', 0)}"
+        if fix is None:
+            unresolved.append(f"{error}{times} [{where}]")
+        elif len(items) < MAX_ITEMS:
+            items.append(f"`{error}`{times} → {_clip(fix.text, 160)} [{where}→e{fix.event_id}]")
+    return items, unresolved
+
+
+def _first_after(fixes_by_index: dict[int, list[_Sentence]], index: int, total: int) -> _Sentence | None:
+    for later in range(index + 1, min(total, index + 1 + FIX_WINDOW)):
+        if later in fixes_by_index:
+            return fixes_by_index[later][0]
+    return None
+
+
+def _files(events: list[dict], root: Path | None) -> list[str]:
+    """Paths mentioned or touched, most mentioned first; ``(edited)`` when a tool wrote them."""
+    counts: Counter[str] = Counter()
+    edited: set[str] = set()
+    relative = _relativiser(root)
+    for event in events:
+        found: list[str] = []
+        if event.get("type") == "tool_call":
+            args = event.get("args")
+            if isinstance(args, dict):
+                found += [v for k, v in args.items() if k in _PATH_ARGS and isinstance(v, str)]
+            text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+            found += _PATCH_FILE.findall(text.replace("\\n", "\n"))
+            found += _PATH.findall(text)
+            if _EDIT_TOOLS.search(str(event.get("toolName", ""))):
+                edited.update(relative(p) for p in found)
+        else:
+            found += _PATH.findall(event_text(event))
+        for path in found:
+            counts[relative(path)] += 1
+    out = []
+    for path, _ in counts.most_common(MAX_FILES):
+        out.append(f"`{path}`" + (" (edited)" if path in edited else ""))
+    return out
+
+
+def _relativiser(root: Path | None) -> Callable[[str], str]:
+    prefix = f"{root.as_posix().rstrip('/')}/" if root is not None else None
+
+    def relative(path: str) -> str:
+        path = path.strip().strip("'\"`")
+        if prefix and path.startswith(prefix):
+            return path[len(prefix) :]
+        return path
+
+    return relative

@@ -1,0 +1,421 @@
+"""The storage interface: what the index layer needs from a database.
+
+Everything above this seam (memory sync, code and history indexing,
+embedding, search, the service) talks to a :class:`Store` with the typed
+records and filters below; nothing above it writes SQL or imports a driver.
+Two implementations: :mod:`lore.storage.sqlite` (one file per clone, the
+default) and :mod:`lore.storage.postgres` (one database for a team).
+
+What is stored is derived data: it can be rebuilt from the Markdown files and
+the repository, except access statistics (reading must not dirty committed
+files) and code anchors.
+
+Conventions:
+- Paths are posix, relative to the project root. Commits are stored as
+  files named ``git:<sha>``.
+- A *kind* of chunk is ``memory``, ``code`` or ``commit``; each kind has its
+  own lexical statistics (BM25 of memories must not depend on how much code
+  exists).
+- Lexical scores are higher-is-better; vector scores are cosine similarity.
+- Writes happen inside :meth:`Store.transaction`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import numpy as np
+
+KINDS = ("memory", "code", "commit")
+# Orders a page of memories may be sorted in (see Store.memory_page); ties keep index order.
+MEMORY_SORTS = ("occurred_at", "title", "type", "agent", "path", "confidence")
+
+# -- records ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileState:
+    """What the index knows of one file: enough to tell whether it changed."""
+
+    id: int
+    sha256: str
+    mtime_ns: int
+    size: int
+    error: str | None
+
+
+@dataclass
+class ChunkInput:
+    """A chunk to store (section/symbol/language depend on the kind)."""
+
+    text: str
+    start_line: int
+    end_line: int
+    section: str | None = None
+    symbol: str | None = None
+    language: str | None = None
+    title: str = ""
+    keywords: str = ""
+
+
+@dataclass
+class MemoryRecord:
+    """The indexed fields of one memory (the Markdown file stays the truth)."""
+
+    id: str
+    path: str
+    title: str
+    type: str
+    sector: str
+    tags: list[str]
+    applies_to: str
+    occurred_at: str
+    content_hash: str
+    agent: str | None = None
+    task: str | None = None
+    project: str | None = None
+    visibility: str = "shared"
+    storage: str = "durable"
+    confidence: float = 1.0
+    files: list[str] = field(default_factory=list)
+    summary: str = ""
+    body_line: int = 1
+    evidence_count: int = 1
+    owner: str | None = None  # the agent key that may see it; None: everyone
+
+
+@dataclass(frozen=True)
+class MemoryStamp:
+    """What attention needs of a memory, without its text: for scoring thousands at once."""
+
+    id: str
+    path: str
+    occurred_at: str
+    confidence: float
+
+
+@dataclass
+class CommitRecord:
+    """One commit as past work.
+
+    ``files`` are the paths it changed as named then; ``head_files`` the same
+    files as named at HEAD (None for a file that no longer exists), so its
+    evidence points at files one can open today.
+    """
+
+    sha: str
+    author: str
+    email: str
+    date: str
+    subject: str
+    body: str
+    files: list[str] = field(default_factory=list)
+    head_files: list[str | None] = field(default_factory=list)
+    n_files: int = 0
+    is_merge: bool = False
+
+
+@dataclass
+class ChunkRecord:
+    """One stored chunk, with its memory's or commit's fields for those kinds."""
+
+    chunk_id: int
+    kind: str
+    path: str
+    section: str | None
+    symbol: str | None
+    language: str | None
+    start_line: int
+    end_line: int
+    title: str
+    keywords: str
+    text: str
+    role: str | None = None
+    memory: MemoryRecord | None = None
+    commit: CommitRecord | None = None
+
+
+@dataclass
+class AnchorRecord:
+    """A memory anchored to a code unit (or a file, or a line range)."""
+
+    memory_id: str
+    path: str
+    symbol: str | None
+    start_line: int | None
+    end_line: int | None
+    code_hash: str | None
+    named_path: str | None = None
+    stale_reason: str | None = None
+
+
+@dataclass
+class SourceCounts:
+    """What the index holds of one kind of file (a source of the dashboard).
+
+    ``embedded_chunks``: chunks with a vector of the model asked about;
+    ``last_indexed_at``: when a file of this kind was last (re)indexed (ISO).
+    """
+
+    kind: str
+    files: int = 0
+    failed_files: int = 0
+    chunks: int = 0
+    embedded_chunks: int = 0
+    last_indexed_at: str | None = None
+
+
+@dataclass
+class IndexCounts:
+    memories: int = 0
+    memory_files_with_errors: int = 0
+    chunks: int = 0
+    memory_chunks: int = 0
+    code_files: int = 0
+    code_chunks: int = 0
+    commits: int = 0
+
+
+# -- filters ----------------------------------------------------------------------
+
+
+@dataclass
+class MemoryFilter:
+    """Which memories a read may return (all conditions must hold).
+
+    ``since`` is inclusive, ``until`` exclusive (the first instant after the
+    period asked for). ``viewer`` is the agent key reading (see :func:`lore.project.agent_key`):
+    a memory with an owner (private, or a session memory written by an agent)
+    is visible to that agent only; ``include_private`` (maintenance: duplicate
+    ids, anchors) sees every one. ``scoped_only`` keeps memories whose scope
+    is a file or area. ``visibility``: ``shared`` or ``private`` (what the
+    memory's location says; the viewer rule still applies). ``stale``: only
+    memories with a stale code anchor (True) or only those without (False).
+    """
+
+    types: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    agent: str | None = None
+    task: str | None = None
+    scope: str | None = None
+    storage: list[str] = field(default_factory=list)
+    exclude_storage: list[str] = field(default_factory=list)
+    since: str | None = None
+    until: str | None = None
+    viewer: str | None = None
+    include_private: bool = False
+    ids: list[str] | None = None
+    paths: list[str] | None = None
+    content_hash: str | None = None
+    title: str | None = None
+    scoped_only: bool = False
+    visibility: str | None = None
+    stale: bool | None = None
+
+
+@dataclass
+class ChunkFilter:
+    """Which code or commit chunks a search may return.
+
+    languages: tree-sitter names (python, typescript…); extensions: ``ts``,
+    ``.py``…; directories: prefixes or globs (``src/components``,
+    ``src/**/api``); paths: an allowed set; roles / exclude_roles: file roles
+    (source, test, docs…); since / until: commit dates (ISO, UTC), for commits.
+    """
+
+    languages: list[str] = field(default_factory=list)
+    extensions: list[str] = field(default_factory=list)
+    directories: list[str] = field(default_factory=list)
+    paths: set[str] | None = None
+    roles: list[str] = field(default_factory=list)
+    exclude_roles: list[str] = field(default_factory=list)
+    since: str | None = None
+    until: str | None = None
+
+    def is_empty(self) -> bool:
+        return not (
+            self.languages
+            or self.extensions
+            or self.directories
+            or self.roles
+            or self.exclude_roles
+            or self.since
+            or self.until
+            or self.paths is not None
+        )
+
+
+AnyFilter = MemoryFilter | ChunkFilter
+
+
+def filter_is_empty(flt: AnyFilter | None) -> bool:
+    if flt is None:
+        return True
+    if isinstance(flt, ChunkFilter):
+        return flt.is_empty()
+    return False  # memory filters always carry visibility
+
+
+# -- the interface ------------------------------------------------------------------
+
+
+@runtime_checkable
+class Store(Protocol):
+    """The index database. One instance per process and thread."""
+
+    notices: list[str]
+    # Called after the store rebuilt a damaged index, to refill it from the files.
+    on_rebuild: Callable[[], None] | None
+
+    # lifecycle
+    def close(self) -> None: ...
+    def transaction(self) -> AbstractContextManager[None]: ...
+    def check(self) -> str: ...
+    def repair(self) -> bool: ...
+    def identity(self) -> str: ...
+    def size_bytes(self) -> int: ...
+    def describe(self) -> str: ...
+
+    # index state
+    def get_meta(self, key: str, default: str | None = None) -> str | None: ...
+    def set_meta(self, key: str, value: str) -> None: ...
+    def vectors_version(self) -> int: ...
+    def counts(self) -> IndexCounts: ...
+    def group_counts(self, column: str) -> dict[str, int]: ...
+    def source_counts(self, model: str | None, memories: MemoryFilter | None = None) -> list[SourceCounts]:
+        """Per kind of file in the index (one entry per kind present): files,
+        files that failed to index, chunks, chunks with a vector of `model`, and
+        the last time a file of that kind was indexed.
+
+        With `memories`, the ``memory`` entry covers only the memories that pass
+        that filter (so a viewer never counts another agent's private ones);
+        memory files that failed to parse have no known owner then and are left
+        out of it (``files`` and ``failed_files``): callers add those they may
+        show, from :meth:`file_errors`.
+        """
+        ...
+
+    # files
+    def file_states(self, kind: str) -> dict[str, FileState]: ...
+    def paths(self, kind: str) -> set[str]: ...
+    def put_file(
+        self,
+        path: str,
+        kind: str,
+        sha256: str,
+        mtime_ns: int,
+        size: int,
+        error: str | None = None,
+        role: str | None = None,
+    ) -> int: ...
+    def touch_file(self, file_id: int, mtime_ns: int, size: int) -> None: ...
+    def delete_files(self, paths: Iterable[str]) -> int: ...
+    def file_errors(self, kind: str) -> list[tuple[str, str]]: ...
+    def code_files(self, paths: Sequence[str], flt: ChunkFilter | None = None) -> dict[str, str | None]: ...
+
+    # memories
+    def put_memory(self, file_id: int, memory: MemoryRecord) -> None: ...
+    def memories(
+        self, flt: MemoryFilter | None = None, *, order: str = "recent", limit: int | None = None
+    ) -> list[MemoryRecord]: ...
+    def memory_page(
+        self,
+        flt: MemoryFilter,
+        *,
+        sort: str = "occurred_at",
+        descending: bool = True,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> tuple[int, list[MemoryRecord]]:
+        """One page of the memories that pass `flt`, and how many pass in all.
+
+        `sort` is one of :data:`MEMORY_SORTS` (title compares case-insensitively,
+        a missing agent sorts as ""); ties are broken by index insertion order in
+        the same direction, so pages are stable. ``limit=None`` returns every
+        match from `offset` on. A page must cost about the same at any offset
+        and on any number of memories (count, then read only the page's rows).
+        Raises ValueError for an unknown `sort`.
+        """
+        ...
+
+    def memory_stamps(
+        self, flt: MemoryFilter, *, sort: str = "occurred_at", descending: bool = True
+    ) -> list[MemoryStamp]:
+        """Id, path, time and confidence of every memory that passes `flt`, in
+        :meth:`memory_page`'s order: enough to score all matches (an attention
+        tier) before reading whole records for one page of them. Raises
+        ValueError for an unknown `sort`.
+        """
+        ...
+
+    def memory_paths(self, key: str) -> list[str]: ...
+    def find_duplicate(self, occurred_at: str, content_hash: str) -> str | None: ...
+
+    # chunks and search
+    def put_chunks(self, file_id: int, kind: str, chunks: Sequence[ChunkInput]) -> None: ...
+    def chunks(self, kind: str, ids: Sequence[int], flt: AnyFilter | None = None) -> list[ChunkRecord]: ...
+    def first_chunk(self, path: str) -> ChunkRecord | None: ...
+    def lexical_search(
+        self, kind: str, terms: Sequence[str], flt: AnyFilter | None, limit: int
+    ) -> list[tuple[ChunkRecord, float]]: ...
+    def vector_search(
+        self, kind: str, model: str, query: np.ndarray, flt: AnyFilter | None, limit: int
+    ) -> list[tuple[int, float]]: ...
+    def vector_count(self, kind: str, model: str) -> int: ...
+
+    # vectors
+    def pending_embeddings(
+        self, model: str, limit: int, kind: str | None = None
+    ) -> list[tuple[str, str]]: ...
+    def count_pending(self, model: str, kind: str | None = None, cap: int | None = None) -> int: ...
+    def all_embedded(self, model: str) -> bool: ...
+    def mark_all_embedded(self, model: str) -> None: ...
+    def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> None: ...
+    def drop_embeddings(self, keep_model: str | None) -> int: ...
+    def count_embeddings(self, model: str) -> int: ...
+
+    # commits
+    def put_commit(self, file_id: int, commit: CommitRecord) -> None: ...
+    def commits(self) -> list[CommitRecord]: ...
+    def prune_commits(self, keep: int) -> int: ...
+    def remap_commit_paths(self, mapping: dict[str, str | None]) -> int: ...
+    def commits_touching(self, head_path: str, limit: int = 20) -> list[CommitRecord]: ...
+    def paths_changed(self, since: str | None, until: str | None) -> set[str]: ...
+
+    # anchors
+    def replace_anchors(self, memory_id: str, anchors: Sequence[AnchorRecord]) -> None: ...
+    def anchors(
+        self, *, memory_id: str | None = None, path: str | None = None, fresh_only: bool = False
+    ) -> list[AnchorRecord]: ...
+    def move_anchors(self, old_path: str, new_path: str) -> None: ...
+    def mark_stale(self, anchor: AnchorRecord, reason: str, commit: str | None) -> None: ...
+    def stale_reasons(self, memory_ids: Sequence[str] | None = None) -> dict[str, list[str]]: ...
+
+    # access statistics
+    def access_stats(self) -> dict[str, tuple[int, str]]: ...
+    def record_access(self, memory_ids: Sequence[str], when: str) -> None: ...
+
+
+# -- helpers shared by the backends ---------------------------------------------------
+
+
+def embedding_text(kind: str, title: str, text: str) -> str:
+    """What gets embedded for a chunk: its title (a memory's title, a code
+    unit's qualified symbol) then its text. Never the file path, so a renamed
+    file keeps its vectors; commits embed their message as is."""
+    return f"{title}\n{text}" if title and kind != "commit" else text
+
+
+def text_hash(text: str) -> str:
+    """Content key of a chunk: equal text shares one embedding wherever it lives."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def batched(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

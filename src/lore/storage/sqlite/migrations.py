@@ -1,0 +1,156 @@
+"""Schema of the SQLite index, as numbered migrations applied in order.
+
+Each migration is a list of statements; the number reached is stored in
+``meta.schema_version``. The index is derived data, so an index whose version
+is *newer* than this code knows, or that can't be read, is rebuilt from the
+files instead (see :mod:`lore.storage.sqlite.store`).
+"""
+
+from __future__ import annotations
+
+_FTS = "tokenize = 'porter unicode61 remove_diacritics 2'"
+
+
+def _fts_table(name: str, kind: str) -> list[str]:
+    """An external-content FTS5 table over the chunks of one kind, kept in
+    step by triggers. One table per kind keeps BM25's statistics (IDF) about
+    like documents: memory ranking shouldn't depend on how much code exists."""
+    return [
+        f"CREATE VIRTUAL TABLE {name} USING fts5(title, keywords, text, "
+        f"content='chunks', content_rowid='id', {_FTS})",
+        f"CREATE TRIGGER {name}_ai AFTER INSERT ON chunks WHEN new.kind = '{kind}' BEGIN "
+        f"INSERT INTO {name}(rowid, title, keywords, text) VALUES (new.id, new.title, new.keywords, new.text); END",
+        f"CREATE TRIGGER {name}_ad AFTER DELETE ON chunks WHEN old.kind = '{kind}' BEGIN "
+        f"INSERT INTO {name}({name}, rowid, title, keywords, text) "
+        f"VALUES ('delete', old.id, old.title, old.keywords, old.text); END",
+    ]
+
+
+MIGRATIONS: list[list[str]] = [
+    # 1: files, memories, chunks, BM25 over memory chunks.
+    [
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        """CREATE TABLE files (
+            id INTEGER PRIMARY KEY,
+            path TEXT NOT NULL UNIQUE,
+            kind TEXT NOT NULL,
+            sha256 TEXT NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            error TEXT,
+            indexed_at TEXT NOT NULL)""",
+        "CREATE INDEX files_kind ON files(kind)",
+        """CREATE TABLE memories (
+            file_id INTEGER PRIMARY KEY REFERENCES files(id) ON DELETE CASCADE,
+            id TEXT NOT NULL,
+            title TEXT NOT NULL,
+            type TEXT NOT NULL,
+            sector TEXT NOT NULL,
+            tags TEXT NOT NULL,
+            applies_to TEXT NOT NULL,
+            agent TEXT,
+            task TEXT,
+            project TEXT,
+            visibility TEXT NOT NULL,
+            storage TEXT NOT NULL,
+            occurred_at TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            confidence REAL NOT NULL,
+            files TEXT NOT NULL,
+            summary TEXT NOT NULL,
+            body_line INTEGER NOT NULL)""",
+        "CREATE INDEX memories_id ON memories(id)",
+        "CREATE INDEX memories_dedup ON memories(occurred_at, content_hash)",
+        "CREATE INDEX memories_time ON memories(occurred_at)",
+        """CREATE TABLE chunks (
+            id INTEGER PRIMARY KEY,
+            file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+            kind TEXT NOT NULL,
+            ord INTEGER NOT NULL,
+            section TEXT,
+            symbol TEXT,
+            language TEXT,
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
+            title TEXT NOT NULL DEFAULT '',
+            keywords TEXT NOT NULL DEFAULT '',
+            text TEXT NOT NULL,
+            text_hash TEXT NOT NULL)""",
+        "CREATE INDEX chunks_file ON chunks(file_id)",
+        "CREATE INDEX chunks_hash ON chunks(text_hash)",
+        *_fts_table("chunks_fts", "memory"),
+    ],
+    # 2: code chunks and commits (as chunks of their own kinds), and vectors
+    # keyed by (model, chunk content hash) so equal text is embedded once.
+    [
+        *_fts_table("code_fts", "code"),
+        *_fts_table("commit_fts", "commit"),
+        """CREATE TABLE commits (
+            file_id INTEGER PRIMARY KEY REFERENCES files(id) ON DELETE CASCADE,
+            sha TEXT NOT NULL UNIQUE,
+            author TEXT NOT NULL,
+            email TEXT NOT NULL,
+            date TEXT NOT NULL,
+            subject TEXT NOT NULL,
+            body TEXT NOT NULL,
+            files TEXT NOT NULL)""",
+        "CREATE INDEX commits_date ON commits(date)",
+        """CREATE TABLE embeddings (
+            model TEXT NOT NULL,
+            text_hash TEXT NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (model, text_hash)) WITHOUT ROWID""",
+        "CREATE INDEX chunks_kind ON chunks(kind)",
+        "INSERT OR IGNORE INTO meta(key, value) VALUES ('generation', '0')",
+    ],
+    # 3: access statistics (reading must not dirty committed files) and code
+    # anchors of memories, with staleness when the anchored code changes.
+    [
+        """CREATE TABLE access (
+            memory_id TEXT PRIMARY KEY,
+            count INTEGER NOT NULL,
+            last_accessed TEXT NOT NULL)""",
+        """CREATE TABLE anchors (
+            memory_id TEXT NOT NULL,
+            path TEXT NOT NULL,
+            symbol TEXT,
+            start_line INTEGER,
+            end_line INTEGER,
+            code_hash TEXT,
+            stale_reason TEXT,
+            stale_commit TEXT,
+            PRIMARY KEY (memory_id, path, symbol))""",
+        "CREATE INDEX anchors_path ON anchors(path)",
+    ],
+    # 4: the path as the memory names it, so re-anchoring after a rename
+    # (the Markdown still names the old path) follows the file.
+    [
+        "ALTER TABLE anchors ADD COLUMN named_path TEXT",
+        "UPDATE anchors SET named_path = path",
+    ],
+    # 5: scoped memories (file:/area: sort before 'global') found by range scan.
+    [
+        "CREATE INDEX memories_scope ON memories(applies_to)",
+    ],
+    # 6: file roles (source, test, docs...); commits with their paths at HEAD
+    # (renames followed), size, merge flag and time; evidence counts.
+    [
+        "ALTER TABLE files ADD COLUMN role TEXT",
+        "ALTER TABLE commits ADD COLUMN head_files TEXT NOT NULL DEFAULT '[]'",
+        "ALTER TABLE commits ADD COLUMN n_files INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE commits ADD COLUMN is_merge INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE commits ADD COLUMN ts INTEGER NOT NULL DEFAULT 0",
+        "CREATE INDEX commits_ts ON commits(ts)",
+        "ALTER TABLE memories ADD COLUMN evidence_count INTEGER NOT NULL DEFAULT 1",
+        # Who may see a memory (private or an agent's session memory): one column, one rule.
+        "ALTER TABLE memories ADD COLUMN owner TEXT",
+        "UPDATE memories SET owner = agent WHERE visibility = 'private'",
+        # Code is chunked again to learn each file's role (vectors are kept: keyed by text).
+        "DELETE FROM files WHERE kind = 'code'",
+        # History is read again, whole, with the paths of today.
+        "DELETE FROM files WHERE kind = 'commit'",
+        "DELETE FROM meta WHERE key = 'history_head'",
+    ],
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)

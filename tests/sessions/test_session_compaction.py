@@ -1,0 +1,182 @@
+"""Compaction: soft limit, protected tail, archives that keep every raw event, summaries
+that are valid Lore memories, the hard limit on the view only, and crash recovery."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+from lore.memory import markdown
+from lore.sessions import archive, message, tool_call, tool_result
+from lore.sessions.events import tokens_of
+from sessions.session_helpers import log_lines, metadata, open_store, sessions_config
+
+
+def conversation(n: int) -> list[dict]:
+    """A coding session's worth of varied events (messages, tool calls, results)."""
+    out = []
+    for i in range(n):
+        when = f"2026-03-01T10:{i // 60:02d}:{i % 60:02d}Z"
+        if i % 5 == 3:
+            out.append(tool_call("Edit", {"file_path": f"src/module_{i}.py", "new": "x = 1"}, timestamp=when))
+        elif i % 5 == 4:
+            out.append(tool_result(None, f"edited src/module_{i - 1}.py ({i} lines)", timestamp=when))
+        else:
+            role = "user" if i % 2 == 0 else "assistant"
+            out.append(
+                message(
+                    role, f"Step {i}: we will use approach number {i} for the parser. " * 2, timestamp=when
+                )
+            )
+    return out
+
+
+def test_compaction_archives_every_raw_event_byte_for_byte(root):
+    sessions_config(root, soft=100_000, hard=200_000, protected=600)
+    store = open_store(root)
+    store.append_many("s", conversation(120), create=True)
+    before = [line for line in log_lines(root, "s") if line]
+    assert len(before) == 120
+
+    result = store.compact("s")
+    assert result.compacted and result.reason == "manual"
+    assert (result.first_event, result.events_archived) == (1, result.last_event)
+    archived = gzip.decompress((root / result.archive).read_bytes()).split(b"\n")[:-1]
+    live = [line for line in log_lines(root, "s") if line]
+    assert archived + live == before  # moved, byte for byte, nothing lost or added
+    assert result.archive.endswith(f"archive/{1:06d}-{result.last_event:06d}.jsonl.gz")
+
+    # The protected tail: the newest events, within protected_recent_tokens, stay live.
+    tail_tokens = sum(tokens_of(json.loads(line)) for line in live)
+    assert tail_tokens <= 600 and tail_tokens + tokens_of(json.loads(archived[-1])) > 600
+
+    everything = store.events("s", include_archived=True)
+    assert [e.id for e in everything] == list(range(1, 121))
+    assert [e.id for e in store.events("s")] == [json.loads(line)["id"] for line in live]
+
+    # A second compaction archives the next range; ranges never overlap.
+    store.append_many("s", conversation(60))
+    second = store.compact("s")
+    assert second.first_event == result.last_event + 1
+    ranges = archive.archived_ranges(root / ".lore/sessions/s")
+    assert [(r.first, r.last) for r in ranges] == [
+        (1, result.last_event),
+        (second.first_event, second.last_event),
+    ]
+    assert [e.id for e in store.events("s", include_archived=True)] == list(range(1, 181))
+    info = store.get("s")
+    assert (info.compactions, info.archived_event_count) == (2, second.last_event)
+    assert store.compact("s").reason == "nothing-to-compact"
+
+
+def test_summary_file_is_a_valid_lore_memory_linked_to_its_archive(root):
+    sessions_config(root, soft=100_000, hard=200_000, protected=300)
+    store = open_store(root)
+    store.start("s-42", agent="claude-code")
+    store.append_many("s-42", conversation(50))
+    result = store.compact("s-42")
+
+    path = root / result.summary_path
+    assert path.name == f"{1:06d}-{result.last_event:06d}.md"
+    memory, _ = markdown.parse(path.read_bytes(), result.summary_path)
+    memory.validate(strict=True)  # as strict as memories Lore creates itself
+    last = store.events("s-42", include_archived=True)[result.last_event - 1]
+    assert memory.type == "summary" and memory.agent == "claude-code"
+    assert memory.source == f"session:s-42#1-{result.last_event}"
+    assert memory.occurred_at == last.timestamp
+    assert memory.extra["session_id"] == "s-42"
+    assert memory.extra["events"] == f"1-{result.last_event}"
+    assert (root / memory.extra["archive"]).exists() and memory.extra["archive"] == result.archive
+    assert "session-summary" in memory.tags and len(memory.tags) >= 2
+    assert "parser" in memory.body and "approach" in memory.tags
+    assert "src/module_3.py" in memory.body  # files touched by tools
+
+    # Recompacting the same range (after a crash) would keep the memory's id.
+    again = archive.summary_memory(
+        archive.Summary(body=memory.body, keywords=memory.tags, summarizer="extractive"),
+        session_id="s-42",
+        first=1,
+        last=result.last_event,
+        occurred_at=memory.occurred_at,
+        archive_rel=result.archive,
+        agent="claude-code",
+    )
+    assert again.id == memory.id
+
+
+def test_crossing_the_soft_limit_on_append_compacts_proactively(root):
+    sessions_config(root, soft=800, hard=5000, protected=200)
+    store = open_store(root)
+    store.start("s")
+    results = [store.append("s", event) for event in conversation(100)]
+    triggered = [i for i, r in enumerate(results) if r.compaction]
+    assert triggered, "the soft limit never triggered a compaction"
+    live_tokens = 0
+    for index, result in enumerate(results):
+        event_tokens = result.events[0].tokens
+        live_tokens += event_tokens
+        if index in triggered:
+            assert live_tokens > 800  # only once the limit is crossed
+            assert result.compaction.reason == "soft-limit"
+            live_tokens -= result.compaction.tokens_archived
+        assert live_tokens <= 800 or index == len(results) - 1
+    meta = metadata(root, "s")
+    assert meta["liveTokenCount"] <= 800 and meta["compactions"] == len(triggered)
+    assert meta["tokenCount"] == meta["liveTokenCount"] + meta["summaryTokenCount"]
+    assert [e.id for e in store.events("s", include_archived=True)] == list(range(1, 101))
+
+    # Bulk appends (imports) compact between batches, as if recorded live.
+    store.append_many("bulk", conversation(100), create=True)
+    assert store.get("bulk").compactions == len(triggered)
+
+
+def test_hard_limit_cuts_the_view_oldest_first_never_the_disk(root):
+    sessions_config(root, soft=1000, hard=1200, protected=300)
+    store = open_store(root)
+    store.append_many("s", conversation(200), create=True)
+    on_disk = len(store.events("s", include_archived=True))
+    log_before = log_lines(root, "s")
+
+    view = store.context("s")
+    assert view.tokens <= 1200 and view.dropped > 0
+    assert view.tokens == sum(e.tokens for e in view.events)
+    assert view.events[-1].id == 200  # the newest stays
+    ids = [e.id for e in view.events if e.id is not None]
+    assert ids == sorted(ids) and ids[-1] == 200
+
+    wide = store.context("s", limit_tokens=1_000_000)
+    assert wide.dropped == 0 and wide.summaries == store.get("s").compactions
+    assert wide.events[0].role == "system" and wide.events[0].summary_of == "1-" + str(
+        archive.archived_ranges(root / ".lore/sessions/s")[0].last
+    )
+    assert wide.events[0].content.startswith("Previous conversation summary (events 1-")
+    assert view.events == wide.events[view.dropped :]  # the cut view is the tail of the full one
+    assert len(store.events("s", include_archived=True)) == on_disk == 200
+    assert log_lines(root, "s") == log_before  # reading the view wrote nothing
+
+    tiny = store.context("s", limit_tokens=1)
+    assert len(tiny.events) == 1 and tiny.events[0].id == 200
+
+
+def test_interrupted_compaction_never_loses_or_doubles_events(root):
+    """A compaction killed after writing its archive but before rewriting the log."""
+    sessions_config(root, soft=100_000, hard=200_000, protected=300)
+    store = open_store(root)
+    store.append_many("s", conversation(60), create=True)
+    folder = root / ".lore/sessions/s"
+    lines = [line for line in log_lines(root, "s") if line]
+    archive.write_archive(folder, 1, 30, lines[:30])  # the archive landed; the rest did not
+
+    fresh = open_store(root)
+    assert [e.id for e in fresh.events("s", include_archived=True)] == list(range(1, 61))
+    view = fresh.context("s", limit_tokens=10**6)
+    assert view.events[0].summary_of == "1-30" and "summary is missing" in view.events[0].content
+    assert [e.id for e in view.events[1:]] == list(range(31, 61))
+    info = fresh.get("s")  # metadata recounted from the files
+    assert (info.event_count, info.archived_event_count, info.compactions) == (60, 30, 1)
+
+    result = fresh.compact("s")  # the next compaction writes the missing summary first
+    assert (folder / "summaries" / "000001-000030.md").exists()
+    assert result.first_event == 31
+    assert [e.id for e in fresh.events("s", include_archived=True)] == list(range(1, 61))
+    assert fresh.append("s", message("user", "still counting")).events[0].id == 61

@@ -1,0 +1,159 @@
+"""`lore session ...` as a real subprocess, and the MCP tools through the official SDK client."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import anyio
+
+from sessions.session_helpers import CLAUDE_JSONL, sessions_config
+
+
+def test_session_commands_end_to_end(cli, tmp_path):
+    started = cli.json("session", "start", "--agent", "cli", "--user", "ada")
+    sid = started["id"]
+    assert (
+        started["status"] == "active"
+        and started["agent"] == "cli"
+        and started["path"] == f".lore/sessions/{sid}"
+    )
+    assert cli("session", "start", "--id", "fixed-1").stdout.strip() == "fixed-1"
+
+    out = cli.json("session", "append", sid, "--content", "No, use pnpm instead of npm")
+    assert out["events"][0]["id"] == 1 and out["events"][0]["role"] == "user" and out["compaction"] is None
+    piped = cli.json("session", "append", sid, "--role", "assistant", input="Switched to pnpm.\n")
+    assert piped["events"][0]["content"] == "Switched to pnpm."
+    tool = cli.json(
+        "session",
+        "append",
+        sid,
+        "--tool",
+        "Bash",
+        "--args",
+        '{"command": "pnpm test"}',
+        "--result",
+        "2 passed",
+    )
+    call, result = tool["events"]
+    assert call["tool_name"] == "Bash" and call["args"] == {"command": "pnpm test"}
+    assert result["tool_call_id"] == call["tool_call_id"] and result["result"] == "2 passed"
+    assert all(key == key.lower() for key in call)
+
+    bad = cli("session", "append", sid, "--tool", "Bash", "--args", "{not json", ok=False)
+    assert bad.returncode == 2 and "--args must be JSON" in bad.stderr and "Traceback" not in bad.stderr
+    missing = cli("session", "append", "no-such", "--content", "x", ok=False)
+    assert missing.returncode == 1 and "no session no-such" in missing.stderr
+    escape = cli("session", "append", "../x", "--content", "x", ok=False)
+    assert escape.returncode == 2 and "invalid session id" in escape.stderr
+    assert cli.json("session", "append", "new-1", "--content", "hello", "--create")["events"][0]["id"] == 1
+
+    listed = cli.json("session", "list")
+    assert {s["id"] for s in listed} == {sid, "fixed-1", "new-1"}
+    table = cli("session", "list").stdout
+    assert "fixed-1" in table and "new-1" in table and "active" in table
+
+    view = cli.json("session", "show", sid)
+    assert [e["id"] for e in view["events"]] == [1, 2, 3, 4] and view["summaries"] == 0
+    text = cli("session", "show", sid)
+    assert "[1] user: No, use pnpm instead of npm" in text.stdout and "4 items" in text.stderr
+
+    nothing = cli.json("session", "compact", sid, "--if-over")
+    assert nothing["compacted"] is False and nothing["reason"] == "under-soft-limit"
+    ended = cli.json("session", "end", sid)
+    assert ended["status"] == "ended" and ended["ended_at"]
+    assert [s["id"] for s in cli.json("session", "list", "--status", "ended")] == [sid]
+
+    transcript = tmp_path / "claude.jsonl"
+    transcript.write_text(CLAUDE_JSONL)
+    imported = cli.json("session", "import", str(transcript))
+    assert imported["format"] == "claude-code" and imported["appended"] == 3
+    assert cli("session", "import", str(transcript)).stdout.startswith(
+        "claude-code transcript → session cc-1: 0 new"
+    )
+    every = cli.json("session", "show", "cc-1", "--all")
+    assert [e["type"] for e in every] == ["message", "tool_call", "tool_result"]
+
+
+def test_compaction_through_the_cli(cli):
+    sessions_config(cli.cwd, soft=400, hard=2000, protected=100)
+    cli("session", "start", "--id", "long")
+    compactions = []
+    for i in range(40):
+        out = cli.json(
+            "session",
+            "append",
+            "long",
+            "--content",
+            f"Turn {i}: we decided to keep option {i} for the cache.",
+        )
+        if out["compaction"]:
+            compactions.append(out["compaction"])
+    assert compactions and all(c["reason"] == "soft-limit" for c in compactions)
+    assert (cli.cwd / compactions[0]["summary_path"]).exists() and (
+        cli.cwd / compactions[0]["archive"]
+    ).exists()
+    forced = cli.json("session", "compact", "long")
+    assert forced["reason"] in ("manual", "nothing-to-compact")
+    view = cli.json("session", "show", "long", "--limit-tokens", "300")
+    assert view["tokens"] <= 300 and view["dropped"] > 0
+    assert len(cli.json("session", "show", "long", "--all")) == 40
+
+
+def test_mcp_session_tools(cli):
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    root: Path = cli.cwd
+    config = root / ".lore/config.toml"
+    config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"', 1))
+
+    async def talk():
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "lore", "--project", str(root), "mcp"], cwd=str(root)
+        )
+        with open(root.parent / "mcp.err", "w") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                with anyio.fail_after(60):
+                    await session.initialize()
+                    calls = [
+                        (
+                            "session_append",
+                            {"session_id": "agent-1", "role": "user", "content": "Fix the flaky test"},
+                        ),
+                        (
+                            "session_append",
+                            {"session_id": "agent-1", "tool_name": "Bash", "args": {"command": "pytest"}},
+                        ),
+                        (
+                            "session_append",
+                            {
+                                "session_id": "agent-1",
+                                "result": "1 failed",
+                                "tool_call_id": "tc_2",
+                                "is_error": True,
+                            },
+                        ),
+                        ("session_context", {"session_id": "agent-1"}),
+                        ("session_context", {"session_id": "agent-1", "events": True}),
+                        ("session_append", {"session_id": "agent-1"}),
+                        ("session_context", {"session_id": "../etc"}),
+                    ]
+                    return [await session.call_tool(name, args) for name, args in calls]
+
+    results = anyio.run(talk)
+    decoded = [json.loads(r.content[0].text) if not r.is_error else r.content[0].text for r in results[:5]]
+    assert decoded[0]["events"][0]["id"] == 1 and decoded[0]["notices"] == []
+    assert decoded[1]["events"][0]["tool_call_id"] == "tc_2"
+    assert decoded[2]["events"][0]["is_error"] is True
+    text_view = decoded[3]
+    assert "events" not in text_view and text_view["text"].startswith("[1] user: Fix the flaky test")
+    assert "[3] tool result error (tc_2): 1 failed" in text_view["text"]
+    assert [e["id"] for e in decoded[4]["events"]] == [1, 2, 3]
+    assert results[5].is_error and "give content" in results[5].content[0].text
+    assert results[6].is_error and "invalid session id" in results[6].content[0].text
+    assert (root / ".lore/sessions/agent-1/session.jsonl").exists()

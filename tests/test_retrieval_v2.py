@@ -1,0 +1,317 @@
+"""Retrieval v2 (issue 10): all of history with today's paths, file roles, one
+hybrid search with filters inside, exact matches first, scores that mean
+something, time phrases.
+
+Real git repositories in temp dirs, the Python API and the CLI as a real
+subprocess; the bundled embedding model where meaning matters.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import lore
+from lore.search import hybrid
+from lore.storage import ChunkRecord
+
+AUTHOR = {
+    "GIT_AUTHOR_NAME": "Ada",
+    "GIT_AUTHOR_EMAIL": "ada@example.com",
+    "GIT_COMMITTER_NAME": "Ada",
+    "GIT_COMMITTER_EMAIL": "ada@example.com",
+}
+
+
+def git(root: Path, *args: str, date: str | None = None) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(AUTHOR, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull)
+    if date:
+        env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
+    proc = subprocess.run(
+        ["git", "-c", "commit.gpgsign=false", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def commit(root: Path, message: str, date: str = "2024-01-01T12:00:00+00:00") -> str:
+    git(root, "add", "-A", "--", ".", ":!.lore")
+    git(root, "commit", "-q", "-m", message, date=date)
+    return git(root, "rev-parse", "HEAD")
+
+
+def bm25_only(root: Path) -> None:
+    config = root / ".lore/config.toml"
+    config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
+
+
+@pytest.fixture
+def repo(tmp_path, git_env) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    return root
+
+
+# -- all of history, paths of today ------------------------------------------------------
+
+
+def test_history_follows_renames_to_paths_of_today_and_drops_deleted_files(repo):
+    write(repo, "flask/app.py", "def dispatch_request():\n    return route()\n")
+    write(repo, "flask/old.py", "def legacy_helper():\n    pass\n")
+    commit(repo, "Fix request dispatch for blueprints", "2023-01-01T12:00:00+00:00")
+    write(repo, "flask/app.py", "def dispatch_request():\n    return route(blueprint=True)\n")
+    commit(repo, "Blueprint dispatch keeps the request context", "2023-02-01T12:00:00+00:00")
+    project = lore.init(repo)
+    bm25_only(repo)
+    project = lore.open(repo)
+    project.index_code()
+    # The package moves into src/, then moves again; old.py is deleted.
+    git(repo, "mv", "flask", "src")
+    commit(repo, "Move the package into src", "2023-03-01T12:00:00+00:00")
+    git(repo, "mv", "src", "pkg")
+    git(repo, "rm", "-q", "-f", "pkg/old.py")
+    commit(repo, "Rename src to pkg, drop the legacy helper", "2023-04-01T12:00:00+00:00")
+    project.index_code()  # incremental: renames remap the stored commits
+    hits = project.history("blueprint dispatch request", limit=5)
+    first = next(h for h in hits if h.subject == "Fix request dispatch for blueprints")
+    assert first.files == ["pkg/app.py"]
+    assert first.gone_files == ["flask/old.py"]  # evidence kept on the commit, not offered as a file
+    # A full re-walk gives the same answer.
+    project.store.set_meta("history_head", "")
+    project.index_code()
+    again = next(h for h in project.history("blueprint dispatch request") if h.sha == first.sha)
+    assert again.files == ["pkg/app.py"]
+    files = project.code_search("blueprint dispatch request", files_only=True)
+    assert files and files[0].file_path == "pkg/app.py"
+    assert not any(h.file_path.startswith(("flask/", "src/")) for h in files)
+    project.close()
+
+
+def test_incremental_history_after_new_commits_rebase_and_branch_switch(repo):
+    write(repo, "a.py", "def alpha():\n    return 1\n")
+    commit(repo, "Add alpha")
+    project = lore.init(repo)
+    bm25_only(repo)
+    project = lore.open(repo)
+    assert project.index_code().commits_added == 1
+    write(repo, "b.py", "def beta():\n    return 2\n")
+    commit(repo, "Add beta")
+    assert project.index_code().commits_added == 1  # only the new one
+    assert project.stats()["commits"] == 2
+    # Amend (a rewrite): the old commit goes, the new one comes.
+    git(repo, "commit", "-q", "--amend", "-m", "Add beta, the second function")
+    project.index_code()
+    subjects = {h.subject for h in project.history("beta second function alpha", limit=10)}
+    assert subjects == {"Add alpha", "Add beta, the second function"}
+    # A branch switch to a branch without beta.
+    git(repo, "checkout", "-q", "-b", "other", "HEAD~1")
+    write(repo, "c.py", "def gamma():\n    return 3\n")
+    commit(repo, "Add gamma")
+    project.index_code()
+    subjects = {h.subject for h in project.history("alpha beta gamma function", limit=10)}
+    assert subjects == {"Add alpha", "Add gamma"}
+    git(repo, "checkout", "-q", "main")
+    project.index_code()
+    assert project.stats()["commits"] == 2
+    project.close()
+
+
+def test_history_evidence_sums_over_similar_commits(repo):
+    """Two similar commits touching a file outweigh one; a sweep across many files says little."""
+    for name in ("session.py", "cookies.py", "noise.py"):
+        write(repo, f"src/{name}", f"def {name[:-3]}_handler():\n    return None\n")
+    commit(repo, "Initial layout")
+    write(repo, "src/session.py", "def session_handler():\n    return 'signed'\n")
+    commit(repo, "Sign the session cookie with the secret key")
+    write(repo, "src/session.py", "def session_handler():\n    return 'signed, rotated'\n")
+    commit(repo, "Rotate the session cookie signing key")
+    write(repo, "src/cookies.py", "def cookies_handler():\n    return 'samesite'\n")
+    commit(repo, "Cookie samesite attribute for the session")
+    for i in range(30):
+        write(repo, f"gen/file{i}.py", f"X{i} = {i}\n")
+    write(repo, "src/noise.py", "def noise_handler():\n    return 'cookie session signing key'\n")
+    commit(repo, "Reformat everything: session cookie signing key sweep")
+    project = lore.init(repo)
+    bm25_only(repo)
+    project = lore.open(repo)
+    project.index_code()
+    ranked = [h.file_path for h in project.code_search("session cookie signing key", files_only=True)]
+    assert ranked.index("src/session.py") < ranked.index("src/cookies.py")
+    session = next(
+        h
+        for h in project.code_search("session cookie signing key", files_only=True)
+        if h.file_path == "src/session.py"
+    )
+    assert session.commits >= 2
+    project.close()
+
+
+# -- file roles --------------------------------------------------------------------------
+
+
+def test_source_first_tests_beside_docs_findable_when_asked(repo):
+    write(
+        repo,
+        "src/app/routing.py",
+        "def url_rule(path):\n    '''Match a URL rule to a view.'''\n    return path\n",
+    )
+    write(repo, "tests/test_routing.py", "def test_url_rule():\n    assert url_rule('/x') == '/x'\n")
+    write(repo, "docs/routing.rst", "URL rules\n=========\n\nA url rule maps a path to a view. url_rule.\n")
+    write(repo, "CHANGES.rst", "Version 2\n---------\n\n- url_rule now matches paths. url rule routing.\n")
+    commit(repo, "Routing")
+    project = lore.init(repo)
+    bm25_only(repo)
+    project = lore.open(repo)
+    project.index_code()
+    files = project.code_search("url rule routing path", files_only=True)
+    assert files[0].file_path == "src/app/routing.py" and files[0].role == "source"
+    assert files[0].tests == ["tests/test_routing.py"]
+    assert {h.file_path: h.role for h in files}["CHANGES.rst"] == "changelog"
+    # A question about the docs keeps them findable (not pushed down); a role filter gives only them.
+    about_docs = [
+        h.file_path for h in project.code_search("update the routing docs for url rule", files_only=True)
+    ]
+    assert "docs/routing.rst" in about_docs[:2]
+    assert [h.file_path for h in files].index("docs/routing.rst") >= 2  # pushed down otherwise
+    only_docs = project.code_search("url rule", files_only=True, roles=["docs"])
+    assert [h.file_path for h in only_docs] == ["docs/routing.rst"]
+    project.close()
+
+
+# -- one hybrid search: filters inside, exact first, meaningful scores --------------------------
+
+
+def test_filtered_search_is_never_short_while_matching_code_exists(repo):
+    """A selective filter (1 Go file among 300 Python ones) still finds the Go code by meaning."""
+    for i in range(300):
+        write(
+            repo, f"py/mod{i}.py", f"def handler_{i}(request):\n    return render(request, 'page{i}.html')\n"
+        )
+    write(
+        repo,
+        "go/auth.go",
+        "package auth\n\n// Check a user's password against the stored hash.\n"
+        "func VerifyPassword(hash, plain string) bool {\n\treturn compare(hash, plain)\n}\n",
+    )
+    commit(repo, "code")
+    project = lore.init(repo)
+    project.index_code()
+    project.embed()
+    hits = project.code_search("validate credentials of a login", languages=["go"], mode="vector", limit=5)
+    assert [h.file_path for h in hits] == ["go/auth.go"]
+    hybrid_hits = project.code_search("validate credentials of a login", languages=["go"], limit=5)
+    assert [h.file_path for h in hybrid_hits] == ["go/auth.go"]
+    project.close()
+
+
+def test_nonsense_and_empty_queries(tmp_path):
+    project = lore.init(tmp_path / "p")
+    project.add(
+        title="Deploys", body="Releases go to the staging cluster for an hour first.", tags=["deploy"]
+    )
+    project.add(title="Pets", body="Dogs are welcome in the office on Fridays.", tags=["office"])
+    assert project.search("zxqv blorptangle wumfrizzle") == []
+    with pytest.raises(lore.UsageError):
+        project.search("   ")
+    pack = project.recall("zxqv blorptangle wumfrizzle")
+    assert not [it for it in pack.items if it.kind == "memory"]
+    project.close()
+
+
+def test_empty_query_is_a_usage_error_on_the_cli(cli):
+    for args in (("search", " "), ("code", " "), ("history", " ")):
+        proc = cli(*args, ok=False)
+        assert proc.returncode == 2 and "empty" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_exact_identifier_is_never_outranked_by_a_vector_only_hit(tmp_path):
+    project = lore.init(tmp_path / "p")
+    project.add(
+        title="Token refresh", body="Refreshing OAuth tokens happens in the background worker.", tags=["auth"]
+    )
+    project.add(
+        title="Retry helper", body="Use retry_with_backoff for every call to the payment API.", tags=["retry"]
+    )
+    project.add(
+        title="Backoff", body="Exponential backoff doubles the wait between attempts.", tags=["retry"]
+    )
+    hits = project.search("retry_with_backoff")
+    assert hits[0].title == "Retry helper"
+    project.close()
+
+
+def _scored(i: int, source: str, exact: int, score: float) -> hybrid.Scored:
+    chunk = ChunkRecord(i, "memory", f"m{i}.md", None, None, None, 1, 1, "", "", f"text {i}")
+    return hybrid.Scored(chunk, score, source, exact=exact)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["bm25", "vector", "hybrid"]), st.integers(0, 2), st.floats(0, 1)),
+        min_size=1,
+        max_size=25,
+    )
+)
+def test_exact_first_property(items):
+    ranked = [_scored(i, src, exact, score) for i, (src, exact, score) in enumerate(items)]
+    ranked.sort(key=lambda h: -h.score)
+    query = hybrid.Query.of("anything")
+    out = hybrid.exact_first(list(ranked), query)
+    assert sorted(h.chunk.chunk_id for h in out) == sorted(h.chunk.chunk_id for h in ranked)
+    positions = {h.chunk.chunk_id: i for i, h in enumerate(out)}
+    for exact_hit in (h for h in out if h.exact > 0):
+        for weak in (h for h in out if h.source == "vector" and h.exact == 0):
+            assert positions[exact_hit.chunk.chunk_id] < positions[weak.chunk.chunk_id]
+    scores = [h.score for h in out]
+    assert scores == sorted(scores, reverse=True)
+
+
+# -- time in queries ------------------------------------------------------------------------------
+
+
+def test_since_until_phrases_on_search_history_code_and_recall(repo):
+    write(repo, "old.py", "def archive_orders():\n    return 'orders archived'\n")
+    commit(repo, "Archive old orders nightly", "2020-03-01T12:00:00+00:00")
+    write(repo, "new.py", "def export_orders():\n    return 'orders exported'\n")
+    commit(repo, "Export orders to CSV", "2099-01-01T12:00:00+00:00")  # "in the future" stays in range
+    project = lore.init(repo)
+    bm25_only(repo)
+    project = lore.open(repo)
+    project.index_code()
+    project.add(
+        title="Orders archive",
+        body="Old orders are archived every night at 2am.",
+        occurred_at="2020-03-02T00:00:00Z",
+        tags=["orders"],
+    )
+    project.add(title="Orders export", body="Orders are exported to CSV for accounting.", tags=["orders"])
+    assert [h.subject for h in project.history("orders", since="2 years ago")] == ["Export orders to CSV"]
+    assert [h.subject for h in project.history("orders", until="2021")] == ["Archive old orders nightly"]
+    assert [h.title for h in project.search("orders", since="last month")] == ["Orders export"]
+    assert [h.title for h in project.search("orders", until="2020-03-01")] == []
+    assert [h.title for h in project.search("orders", until="March 2020")] == ["Orders archive"]
+    assert [h.file_path for h in project.code_search("orders", since="2021-01-01")] == ["new.py"]
+    pack = project.recall("orders", since="last week")
+    assert {it.data["title"] for it in pack.items if it.kind == "memory"} == {"Orders export"}
+    with pytest.raises(lore.UsageError):
+        project.search("orders", since="the day after never")
+    project.close()

@@ -1,0 +1,310 @@
+"""Secret redaction (memories) and masking (code index) over a generated corpus.
+
+The corpus (tests/secret_corpus.py) is generated from templates and a seeded
+RNG: every shape in the contexts people paste it in, plus near-misses that must
+come back unchanged. bench/secrets.py prints the rates these tests enforce.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lore.secrets import describe, mask_code, redact, redact_values
+from secret_corpus import (
+    TOKEN_SHAPES,
+    Gen,
+    Sample,
+    code_negatives,
+    code_positives,
+    negatives,
+    samples,
+    shapes,
+)
+
+CORPUS = samples()
+CODE_CORPUS = [s for s in CORPUS if s.code]
+
+
+def _ids(corpus: list[Sample]) -> list[str]:
+    seen: Counter = Counter()
+    ids = []
+    for sample in corpus:
+        seen[sample.shape] += 1
+        ids.append(f"{sample.shape}-{seen[sample.shape]}")
+    return ids
+
+
+def test_the_corpus_is_large_varied_and_reproducible():
+    assert len(CORPUS) >= 150 and len(shapes(CORPUS)) >= 30
+    assert [s.text for s in samples()] == [s.text for s in CORPUS]  # seeded
+    assert [s.text for s in samples(seed=7)] != [s.text for s in CORPUS]
+
+
+@pytest.mark.parametrize("sample", CORPUS, ids=_ids(CORPUS))
+def test_every_shape_is_redacted_in_context(sample: Sample):
+    clean, found = redact(sample.text)
+    for secret in sample.secrets:
+        assert secret not in clean
+    for kept in sample.keep:
+        assert kept in clean
+    assert found and sum(found.values()) == clean.count("[REDACTED:")
+    assert redact(clean) == (clean, Counter())  # idempotent
+
+
+@pytest.mark.parametrize("sample", CODE_CORPUS, ids=_ids(CODE_CORPUS))
+def test_machine_made_shapes_are_masked_in_code(sample: Sample):
+    masked, count = mask_code(sample.text)
+    assert count >= 1
+    for secret in sample.secrets:
+        assert secret not in masked
+    assert mask_code(masked) == (masked, 0)
+
+
+@pytest.mark.parametrize("text", negatives())
+def test_near_misses_are_left_alone(text: str):
+    assert redact(text) == (text, Counter())
+    assert mask_code(text) == (text, 0)
+
+
+@pytest.mark.parametrize("text", code_negatives())
+def test_code_handling_secrets_without_containing_any_is_not_masked(text: str):
+    assert mask_code(text) == (text, 0)
+
+
+@pytest.mark.parametrize("snippet, secret", code_positives())
+def test_committed_secrets_in_code_are_masked(snippet: str, secret: str):
+    masked, count = mask_code(snippet)
+    assert count >= 1 and secret not in masked
+    # Only the value goes: the name it is assigned to stays searchable.
+    head = masked[: masked.index("[REDACTED:")]
+    assert snippet.startswith(head) and len(head) > snippet.index("=")
+
+
+def test_the_kinds_caught_before_are_still_reported_by_name():
+    kinds: Counter = Counter()
+    for sample in CORPUS:
+        kinds.update(redact(sample.text)[1])
+    expected = {
+        "private-key",
+        "anthropic-key",
+        "openai-key",
+        "aws-access-key",
+        "aws-secret-key",
+        "github-token",
+        "gitlab-token",
+        "google-api-key",
+        "slack-token",
+        "stripe-key",
+        "huggingface-token",
+        "jwt",
+        "bearer-token",
+        "url-password",
+        "assigned-secret",
+        "password",
+    }
+    assert expected <= set(kinds)
+
+
+# --- what the issue names --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('{"api_key": "8f14e45fceea167a5a36dedd4bea2543"}', '{"api_key": "[REDACTED:assigned-secret]"}'),
+        ("password: hunter2xyz", "password: [REDACTED:password]"),
+        ("db:\n  password: correcthorse\n", "db:\n  password: [REDACTED:password]\n"),
+        ("PASSWORD=letmeinplease", "PASSWORD=[REDACTED:password]"),
+        ("export FOO_TOKEN=q8Zk3vP9wL2mX7nR4tY6", "export FOO_TOKEN=[REDACTED:assigned-secret]"),
+        (
+            "postgres://admin:s3cretPass@db.example.com:5432/app",
+            "postgres://admin:[REDACTED:url-password]@db.example.com:5432/app",
+        ),
+        ("redis://:p4ssw0rdX@cache:6379/0", "redis://:[REDACTED:url-password]@cache:6379/0"),
+        (
+            "The staging password is hunter2, ask Bob.",
+            "The staging password is [REDACTED:password], ask Bob.",
+        ),
+        ("密码：hunter2", "密码：[REDACTED:password]"),
+        ("API key: 8f14e45fceea167a5a36dedd4bea2543", "API key: [REDACTED:assigned-secret]"),
+    ],
+)
+def test_keys_users_and_hosts_are_kept(text: str, expected: str):
+    assert redact(text)[0] == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password: str",
+        "password = None",
+        "password=password",
+        "password: ${DB_PASSWORD}",
+        'password = os.environ["DB_PASSWORD"]',
+        "password: <your-password>",
+        "def connect(user: str, password: str, token: Optional[str] = None) -> Conn:",
+        "self.password = password",
+        'token = request.headers.get("Authorization")',
+        "password: must be at least 12 characters",
+    ],
+)
+def test_references_types_and_placeholders_are_not_passwords(text: str):
+    assert redact(text) == (text, Counter())
+
+
+def test_a_private_key_without_its_end_line_is_redacted_to_the_end_of_its_body():
+    g = Gen(3)
+    lines = g.pem_body(900)
+    text = "my key:\n-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(lines[:6]) + "\n\nThanks, Ann"
+    clean, found = redact(text)
+    assert clean == "my key:\n[REDACTED:private-key]\n\nThanks, Ann"
+    assert found == Counter({"private-key": 1})
+
+
+def test_a_private_key_in_json_with_escaped_newlines_is_redacted():
+    lines = Gen(4).pem_body(600)
+    key = "-----BEGIN PRIVATE KEY-----\\n" + "\\n".join(lines) + "\\n-----END PRIVATE KEY-----\\n"
+    clean, _ = redact(f'{{"private_key": "{key}", "client_email": "a@b.iam.gserviceaccount.com"}}')
+    assert (
+        clean == '{"private_key": "[REDACTED:private-key]\\n", "client_email": "a@b.iam.gserviceaccount.com"}'
+    )
+
+
+def test_counts_describe_and_list_fields():
+    g = Gen(5)
+    github = "ghp_" + g.s("abcdefABCDEF0123456789", 36)
+    stripe = "sk_live_" + g.s("abcdefABCDEF0123456789", 24)
+    clean, found = redact(f"{github} and {stripe} and again {github}")
+    assert found == Counter({"github-token": 2, "stripe-key": 1})
+    assert describe(found) == "2 github-token, 1 stripe-key"
+    assert describe(Counter()) == ""
+    values, found = redact_values(["deploy", f"token={github}", "https://u:pw12345@h/x", ""])
+    assert values == ["deploy", "token=[REDACTED:github-token]", "https://u:[REDACTED:url-password]@h/x", ""]
+    assert found == Counter({"github-token": 1, "url-password": 1})
+
+
+def test_mask_code_leaves_short_or_wordy_literals_that_redact_catches():
+    snippet = 'PASSWD = "testPass"\nsmtp.password = "doesnotexist"\n'
+    assert mask_code(snippet) == (snippet, 0)
+    assert redact(snippet)[1] == Counter({"password": 2})
+
+
+# --- hand-written contexts (written apart from the corpus, values generated) ------------
+
+_G = Gen(11)
+_R = _G.s  # random strings in a given alphabet
+_B62 = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+_PEM = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(_G.pem_body(900)) + "\n-----END RSA PRIVATE KEY-----\n"
+HAND_WRITTEN = [
+    ("pass: Tr0ub4dor&3{v}", _R(_B62, 6)),
+    ("PGPASSWORD={v} psql -h db -U app", _R(_B62, 10)),
+    ('{{"password":"{v}"}}', _G.letters(12, 16)),
+    ("spring.datasource.password={v}", "Welcome" + _R("0123456789", 3)),
+    ("<Password>{v}</Password>", "MyP@ss" + _R(_B62, 4)),
+    ('  - name: API_TOKEN\n    value: "{v}"', _R("0123456789abcdef", 64)),
+    ('curl -H "X-API-Key: {v}" https://api.example.com', _R("0123456789abcdef", 32)),
+    ("Cookie: sessionid={v}", _R("0123456789abcdef", 32)),
+    ("[client]\nuser=root\npassword={v}\n", "R00t" + _R(_B62, 6)),
+    ("client_id=abc&client_secret={v}&grant_type=client_credentials", _R(_B62, 16)),
+    ("https://api.example.com/v1/data?api_key={v}&format=json", _R(_B62, 16)),
+    ("My password: {v} (for staging)", "hunter" + _R("0123456789", 2)),
+    ("Authorization: SSWS 00{v}", _R(_B62, 40)),
+    ("    client-key-data: {v}", __import__("base64").b64encode(_PEM.encode()).decode()),
+    ("Driver={{ODBC}};Server=db;Uid=sa;Pwd={v};", _R(_B62, 12)),
+    ('var cs = "Server=db;User Id=sa;Password={v};";', _R(_B62, 16)),
+    ("docker run -e POSTGRES_PASSWORD={v} postgres", _R(_B62, 12)),
+    ('echo "{v}" | docker login -u me --password-stdin', _R(_B62, 36)),
+    ("aws configure set aws_secret_access_key {v}", _R(_B62 + "+/", 40)),
+    ("kubectl create secret generic db --from-literal=password={v}", _R(_B62, 14)),
+    ("Set-Cookie: session={v}; Path=/; HttpOnly", _R(_B62, 32)),
+    ('config.set("db", "password", "{v}")', "Sup3r" + _R(_B62, 8) + "!"),
+    ("The secret for prod: {v}", _R(_B62, 32)),
+    ("PuTTY-User-Key-File-2: ssh-rsa\nPrivate-Lines: 2\n{v}\nPrivate-MAC: 00ff", _R(_B62, 64)),
+    ("contraseña: {v}", _G.letters(8, 10)),
+]
+
+
+@pytest.mark.parametrize("template, secret", HAND_WRITTEN, ids=[t[:28] for t, _ in HAND_WRITTEN])
+def test_hand_written_contexts(template: str, secret: str):
+    text = template.format(v=secret)
+    clean, found = redact(text)
+    assert secret not in clean and found
+    assert redact(clean) == (clean, Counter())
+
+
+# --- properties ---------------------------------------------------------------------------
+
+_SECRETS = st.builds(
+    lambda index, seed: TOKEN_SHAPES[index][2](Gen(seed)),
+    st.integers(0, len(TOKEN_SHAPES) - 1),
+    st.integers(0, 2**32),
+)
+_PROSE = st.text(st.characters(blacklist_categories=("Cs",)), max_size=80)
+_SEPARATORS = st.sampled_from([" ", "\n", " (", ": ", "`", '"', " = "])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(before=_PROSE, sep1=_SEPARATORS, secret=_SECRETS, sep2=_SEPARATORS, after=_PROSE)
+def test_a_secret_never_survives_redaction_wherever_it_is(before, sep1, secret, sep2, after):
+    text = f"{before}{sep1}{secret}{sep2.strip() or ' '} {after}"
+    clean, found = redact(text)
+    assert secret not in clean and found
+    assert redact(clean) == (clean, Counter())
+    masked, count = mask_code(text)
+    assert secret not in masked and count
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.text(max_size=300))
+def test_redaction_is_idempotent_on_any_text(text):
+    clean, _ = redact(text)
+    assert redact(clean) == (clean, Counter())
+    masked, _ = mask_code(text)
+    assert mask_code(masked) == (masked, 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text=st.lists(
+        st.sampled_from(
+            [
+                *"aZ9_-./+=:;'\" \n\\@$%{}[]()<>,#~",
+                "password",
+                "token",
+                "key=",
+                "://",
+                "sk-",
+                "Q7vX2mL9pK4wR8tZ",
+            ]
+        ),
+        max_size=40,
+    ).map("".join)
+)
+def test_syntax_soup_never_breaks_redaction(text):
+    clean, found = redact(text)
+    assert sum(found.values()) == clean.count("[REDACTED:") - text.count("[REDACTED:")
+    assert redact(clean) == (clean, Counter())
+    masked, _ = mask_code(text)
+    assert mask_code(masked) == (masked, 0)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password=" * 20000,
+        "key " * 50000,
+        "-----BEGIN PRIVATE KEY-----\n" + "A" * 200000,
+        "://" * 60000,
+        "API_KEY=Zx81kLmqZx81kLmq1234 " * 5000,
+        "token: " * 30000,
+    ],
+    ids=["assignments", "keywords", "pem", "schemes", "one-line", "colons"],
+)
+def test_adversarial_inputs_finish(text: str):
+    redact(text)
+    mask_code(text)

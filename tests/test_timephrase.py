@@ -1,0 +1,144 @@
+"""--since / --until values: dates, times and plain phrases, against a fixed `now`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from lore.errors import UsageError
+from lore.search.timephrase import parse_when, time_range
+
+# Wednesday 2024-05-15 14:30:00 UTC
+NOW = datetime(2024, 5, 15, 14, 30, 0, tzinfo=UTC)
+
+
+def since(text: str, now: datetime = NOW) -> str:
+    return parse_when(text, now=now)
+
+
+def until(text: str, now: datetime = NOW) -> str:
+    return parse_when(text, now=now, end=True)
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        ("2024-05-01", "2024-05-01T00:00:00Z", "2024-05-02T00:00:00Z"),
+        ("2024-05", "2024-05-01T00:00:00Z", "2024-06-01T00:00:00Z"),
+        ("2023-12", "2023-12-01T00:00:00Z", "2024-01-01T00:00:00Z"),
+        ("2024", "2024-01-01T00:00:00Z", "2025-01-01T00:00:00Z"),
+        ("2024-05-01T12:00", "2024-05-01T12:00:00Z", "2024-05-01T12:01:00Z"),
+        ("2024-05-01 12:00:30", "2024-05-01T12:00:30Z", "2024-05-01T12:00:31Z"),
+        ("2024-05-01T12:00:00+02:00", "2024-05-01T10:00:00Z", "2024-05-01T10:00:01Z"),
+        ("2024-05-01T12:00:00Z", "2024-05-01T12:00:00Z", "2024-05-01T12:00:01Z"),
+        ("now", "2024-05-15T14:30:00Z", "2024-05-15T14:30:00Z"),
+        ("today", "2024-05-15T00:00:00Z", "2024-05-16T00:00:00Z"),
+        ("Yesterday", "2024-05-14T00:00:00Z", "2024-05-15T00:00:00Z"),
+        ("tomorrow", "2024-05-16T00:00:00Z", "2024-05-17T00:00:00Z"),
+        ("this week", "2024-05-13T00:00:00Z", "2024-05-20T00:00:00Z"),
+        ("this month", "2024-05-01T00:00:00Z", "2024-06-01T00:00:00Z"),
+        ("this year", "2024-01-01T00:00:00Z", "2025-01-01T00:00:00Z"),
+        ("last week", "2024-05-08T14:30:00Z", "2024-05-08T14:30:00Z"),
+        ("past week", "2024-05-08T14:30:00Z", "2024-05-08T14:30:00Z"),
+        ("last month", "2024-04-15T14:30:00Z", "2024-04-15T14:30:00Z"),
+        ("last year", "2023-05-15T14:30:00Z", "2023-05-15T14:30:00Z"),
+        ("3 days ago", "2024-05-12T14:30:00Z", "2024-05-12T14:30:00Z"),
+        ("2 hours ago", "2024-05-15T12:30:00Z", "2024-05-15T12:30:00Z"),
+        ("an hour ago", "2024-05-15T13:30:00Z", "2024-05-15T13:30:00Z"),
+        ("a week ago", "2024-05-08T14:30:00Z", "2024-05-08T14:30:00Z"),
+        ("2 months ago", "2024-03-15T14:30:00Z", "2024-03-15T14:30:00Z"),
+        ("last 3 days", "2024-05-12T14:30:00Z", "2024-05-12T14:30:00Z"),
+        ("10 minutes", "2024-05-15T14:20:00Z", "2024-05-15T14:20:00Z"),
+        ("3d", "2024-05-12T14:30:00Z", "2024-05-12T14:30:00Z"),
+        ("2w", "2024-05-01T14:30:00Z", "2024-05-01T14:30:00Z"),
+        ("6mo", "2023-11-15T14:30:00Z", "2023-11-15T14:30:00Z"),
+        ("1y", "2023-05-15T14:30:00Z", "2023-05-15T14:30:00Z"),
+        ("90min", "2024-05-15T13:00:00Z", "2024-05-15T13:00:00Z"),
+        ("since March", "2024-03-01T00:00:00Z", "2024-04-01T00:00:00Z"),
+        ("March", "2024-03-01T00:00:00Z", "2024-04-01T00:00:00Z"),
+        ("may", "2024-05-01T00:00:00Z", "2024-06-01T00:00:00Z"),  # this month has begun
+        ("June", "2023-06-01T00:00:00Z", "2023-07-01T00:00:00Z"),  # not in the future
+        ("Dec", "2023-12-01T00:00:00Z", "2024-01-01T00:00:00Z"),
+        ("Sept", "2023-09-01T00:00:00Z", "2023-10-01T00:00:00Z"),
+        ("March 2022", "2022-03-01T00:00:00Z", "2022-04-01T00:00:00Z"),
+        ("in Feb 2024", "2024-02-01T00:00:00Z", "2024-03-01T00:00:00Z"),
+        ("wednesday", "2024-05-15T00:00:00Z", "2024-05-16T00:00:00Z"),  # today counts
+        ("last wednesday", "2024-05-08T00:00:00Z", "2024-05-09T00:00:00Z"),
+        ("last friday", "2024-05-10T00:00:00Z", "2024-05-11T00:00:00Z"),
+        ("friday", "2024-05-10T00:00:00Z", "2024-05-11T00:00:00Z"),
+        ("on mon", "2024-05-13T00:00:00Z", "2024-05-14T00:00:00Z"),
+        ("  since   2  weeks  ago ", "2024-05-01T14:30:00Z", "2024-05-01T14:30:00Z"),
+    ],
+)
+def test_phrases(text, start, end):
+    assert since(text) == start
+    assert until(text) == end
+
+
+def test_calendar_words_follow_the_zone_of_now():
+    tokyo = timezone(timedelta(hours=9))
+    now = datetime(2024, 5, 15, 1, 0, tzinfo=tokyo)  # still the 14th in UTC
+    assert since("today", now) == "2024-05-14T15:00:00Z"  # local midnight in UTC
+    assert since("2024-05-01", now) == "2024-04-30T15:00:00Z"
+    assert since("2024-05-01T00:00Z", now) == "2024-05-01T00:00:00Z"  # an explicit offset wins
+    naive = datetime(2024, 5, 15, 14, 30)
+    assert since("today", naive) == "2024-05-15T00:00:00Z"  # a naive `now` is UTC
+
+
+def test_month_arithmetic_clamps_to_the_month_end():
+    end_of_march = datetime(2024, 3, 31, 12, 0, tzinfo=UTC)
+    assert since("1 month ago", end_of_march) == "2024-02-29T12:00:00Z"
+    assert since("13 months ago", end_of_march) == "2023-02-28T12:00:00Z"
+    assert since("last month", datetime(2024, 1, 10, tzinfo=UTC)) == "2023-12-10T00:00:00Z"
+
+
+def test_default_now_is_the_local_present():
+    before = datetime.now(UTC).replace(microsecond=0)
+    got = datetime.fromisoformat(parse_when("now").replace("Z", "+00:00"))
+    assert before - timedelta(seconds=1) <= got <= datetime.now(UTC) + timedelta(seconds=1)
+
+
+def test_local_midnight_across_daylight_saving():
+    """Without `now`, days are the system zone's days, even across a DST change."""
+    code = (
+        "from lore.search.timephrase import parse_when;"
+        "print(parse_when('2024-03-30'), parse_when('2024-03-31', end=True))"
+    )
+    env = {**os.environ, "TZ": "Europe/Paris"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    # Paris: UTC+1 until 2024-03-31 02:00, then UTC+2
+    assert out.stdout.split() == ["2024-03-29T23:00:00Z", "2024-03-31T22:00:00Z"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "   ", "soonish", "3 fortnights ago", "2024-13", "2024-02-30", "last blursday", "12:30", "5m"],
+)
+def test_unreadable_values_are_usage_errors_naming_the_value(text):
+    with pytest.raises(UsageError) as caught:
+        since(text)
+    message = str(caught.value)
+    if text.strip():
+        assert text.strip() in message
+    assert "e.g." in message or "min or" in message
+
+
+def test_minutes_or_months_ambiguity_is_explained():
+    with pytest.raises(UsageError, match="5min or 5mo"):
+        since("5m")
+
+
+def test_time_range():
+    assert time_range("last week", "yesterday", now=NOW) == ("2024-05-08T14:30:00Z", "2024-05-15T00:00:00Z")
+    assert time_range(None, "2024-05", now=NOW) == (None, "2024-06-01T00:00:00Z")
+    assert time_range("March", None, now=NOW) == ("2024-03-01T00:00:00Z", None)
+    assert time_range(None, None, now=NOW) == (None, None)
+    assert time_range("today", "today", now=NOW) == ("2024-05-15T00:00:00Z", "2024-05-16T00:00:00Z")
+    with pytest.raises(UsageError, match="is not before --until"):
+        time_range("today", "last week", now=NOW)
+    with pytest.raises(UsageError, match="'whenever'"):
+        time_range("whenever", None, now=NOW)
