@@ -333,28 +333,10 @@ def _same(a, b) -> bool:
 
 # -- add through the Python API ------------------------------------------------------------
 
-KNOWN_OUTSIDE_SCOPE = {
-    "ValueError at index/anchors.py:targets": (
-        "anchors.targets: int() of a Key Files line number of 4,300+ digits; use model.safe_line"
-    ),
-    "OSError at index/anchors.py:record": (
-        "anchors.record: `(root / named).exists()` raises ENAMETOOLONG for a long `files` entry; "
-        "catch OSError there, and read through files.read_project_file in _anchor"
-    ),
-    "OverflowError at index/anchors.py:record": (
-        "anchors.record: a Key Files line number over 2^63 reaches SQLite; use model.safe_line"
-    ),
-    "OverflowError at memory/trash.py:purge": (
-        "trash.purge: `lore gc --days 1e308` (or inf) overflows timedelta; bound --days"
-    ),
-    "ValueError at memory/trash.py:purge": "trash.purge: `lore gc --days nan`; refuse NaN",
-    "file left behind by a refused write": (
-        "service.add writes the file before the re-parse fails (frontmatter over 64 KiB); "
-        "render with markdown.render_checked before writing"
-    ),
-}
+KNOWN_OUTSIDE_SCOPE: dict[str, str] = {}
 """Failures the fuzzers find in code outside lore.memory and the CLI's input
-decoding (reported to the lead; see bench/fuzz.py). Remove an entry once fixed."""
+decoding that are tolerated until fixed: cause -> what to fix (see bench/fuzz.py).
+Empty: everything found so far is fixed."""
 
 
 @st.composite

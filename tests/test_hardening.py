@@ -3,6 +3,7 @@ a crash, a hang or a leak; what is written reads back as written."""
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import socket
@@ -690,21 +691,22 @@ def test_utf8_input_with_a_bom_and_a_project_path_that_is_not_utf8_work(tmp_path
     assert shown.returncode == 0 and "Ünïcode".encode() in shown.stdout
 
 
+def test_trash_retention_out_of_range_is_one_line_error(proj):
+    for days in ("nan", "inf", "1e308", "-1"):
+        _one_line_error(_lore(proj, "gc", "--days", days), "trash retention must be a number of days")
+    done = _lore(proj, "gc", "--days", "0", "--json")
+    assert done.returncode == 0, done.stderr
+
+
 def test_click_usage_errors_are_one_line(proj):
     _one_line_error(_lore(proj, "add", "--bogus"), "No such option", "lore add --help")
     _one_line_error(_lore(proj, "search"), "Missing argument")
     _one_line_error(_lore(proj, "add", "--type", "nonsense", "--body", "x" * 20), "--type")
 
 
-# -- end to end: one bad file never stops the others (needs the lead's wiring) -----------
-
-WIRING = (
-    "memory_sync must read through lore.memory.files (walk_memory_files + read_memory_file) and "
-    "anchors through files.read_project_file + model.safe_line; remove this xfail once they do"
-)
+# -- end to end: one bad file never stops the others -------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=WIRING)
 @pytest.mark.timeout(120)
 def test_every_command_survives_hostile_files_in_the_memory_folder(proj, tmp_path):
     memory = proj / ".lore/memory"
@@ -729,12 +731,35 @@ def test_every_command_survives_hostile_files_in_the_memory_folder(proj, tmp_pat
     )
     with open(os.fsencode(memory) + b"/name\xff.md", "wb") as handle:
         handle.write(GOOD.encode())
-    for args in (["list", "--json"], ["search", "memory", "--json"], ["stats"], ["doctor", "--json"]):
+    commands = (
+        ["list", "--json"],
+        ["search", "memory", "--json"],
+        ["recall", "memory", "--json"],
+        ["stats"],
+        ["doctor", "--json"],
+    )
+    for args in commands:
         try:
             proc = _lore(proj, *args, timeout=15, max_memory=1024**3)
         except subprocess.TimeoutExpired:
             pytest.fail(f"lore {' '.join(args)} hung")
         assert proc.returncode == (1 if args[0] == "doctor" else 0), (args, proc.stderr[-500:])
         assert b"Traceback" not in proc.stderr and b"OUTSIDE SECRET" not in proc.stdout
-        if args[0] in ("list", "search"):
+        if args[0] in ("list", "search", "recall"):
             assert b"A memory" in proc.stdout, args
+    # every bad file is one problem `doctor` names (file: what is wrong, what to do)
+    errors = {p["where"]: p["message"] for p in json.loads(proc.stdout) if p["level"] == "error"}
+    expected = {
+        "fifo.md": "FIFO",
+        "zero.md": "outside the project",
+        "outside.md": "outside the project",
+        "deep.md": "nested more than",
+        "big.md": "out of range",
+        "name\\xff.md": "not UTF-8",
+    }
+    for name, fragment in expected.items():
+        assert fragment in errors.get(f".lore/memory/{name}", ""), (name, errors)
+    # absurd Key Files line numbers and an anchor to /dev/zero are no errors, just no anchor
+    # (both files share id m1, which doctor does report)
+    for name in ("lines.md", "zero-anchor.md"):
+        assert "also used by" in errors.get(f".lore/memory/{name}", "also used by"), errors

@@ -12,20 +12,17 @@ reported (``lore doctor``) while every other memory stays searchable.
 
 from __future__ import annotations
 
-import errno
 import os
 import re
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from lore.errors import NotFound, ValidationError
+from lore.errors import NotFound
+from lore.safe_read import read_inside
 
 MAX_MEMORY_BYTES = 16 * 1024 * 1024
 """Largest memory file Lore reads (frontmatter + body). A 5 MB body is fine."""
 
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _UNSAFE_NAME = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
@@ -33,48 +30,19 @@ _UNSAFE_NAME = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 def read_memory_file(root: Path | str, rel: str, *, max_bytes: int = MAX_MEMORY_BYTES) -> bytes:
     """The bytes of the memory file ``rel`` (relative to the project ``root``).
 
-    Only a regular file is read: FIFOs, devices, sockets and folders are
-    refused without blocking (the file is opened non-blocking and checked
-    with ``fstat`` before any read). A symlink is followed only when it
-    resolves to a regular file inside the project. At most ``max_bytes + 1``
-    bytes are ever read.
+    Only a regular file is read (see :func:`lore.safe_read.read_inside`):
+    FIFOs, devices, sockets and folders are refused without blocking; a
+    symlink is followed only when it resolves to a regular file inside the
+    project; at most ``max_bytes + 1`` bytes are ever read.
 
     Raises:
         NotFound: the file does not exist (any more).
         ValidationError: anything else; the message names the file and what to do.
     """
-    root_real = os.path.realpath(root)
-    full = os.path.join(root_real, rel)
-    if os.path.isabs(rel) or ".." in Path(rel).parts:
-        raise ValidationError("path leaves the project; give a path inside it", path=rel)
-    target = _resolved_inside(root_real, full, rel)
     try:
-        fd = os.open(target, _OPEN_FLAGS | _NOFOLLOW)
-    except FileNotFoundError:
+        return read_inside(root, rel, max_bytes=max_bytes)
+    except NotFound:
         raise NotFound(f"{rel}: no such memory file; run `lore list` to see what exists") from None
-    except OSError as err:
-        raise ValidationError(_open_problem(err), path=rel) from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ValidationError(_not_regular(info.st_mode), path=rel)
-        if info.st_size > max_bytes:
-            raise ValidationError(_too_big(info.st_size, max_bytes), path=rel)
-        os.set_blocking(fd, True)
-        data = _read_at_most(fd, max_bytes + 1)
-    except OSError as err:
-        raise ValidationError(f"cannot read ({err.strerror}); check the file", path=rel) from None
-    finally:
-        os.close(fd)
-    if len(data) > max_bytes:  # it grew while we read it
-        raise ValidationError(_too_big(len(data), max_bytes), path=rel)
-    return data
-
-
-def read_project_file(root: Path | str, rel: str, *, max_bytes: int) -> bytes:
-    """:func:`read_memory_file` for any file of the project (e.g. a file a
-    memory names in its Key Files): same guarantees, the caller's size limit."""
-    return read_memory_file(root, rel, max_bytes=max_bytes)
 
 
 def entry_stat(entry: os.DirEntry) -> os.stat_result | None:
@@ -156,75 +124,3 @@ def display_path(rel: str) -> str:
     characters shown as ``\\xNN`` escapes."""
     text = rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
-def _resolved_inside(root_real: str, full: str, rel: str) -> str:
-    """The path to open: ``full`` itself, or the real path of the symlink(s)
-    it goes through, refused when that leaves the project."""
-    try:
-        real = os.path.realpath(full, strict=True)
-    except FileNotFoundError:
-        if os.path.islink(full):
-            raise ValidationError(
-                "symlink to a file that does not exist; remove the link or restore its target", path=rel
-            ) from None
-        raise NotFound(f"{rel}: no such memory file; run `lore list` to see what exists") from None
-    except OSError as err:
-        if err.errno == errno.ELOOP:
-            raise ValidationError("symlink loop; remove the link", path=rel) from None
-        raise ValidationError(_open_problem(err), path=rel) from None
-    if real != root_real and not real.startswith(root_real.rstrip(os.sep) + os.sep):
-        raise ValidationError(
-            "symlink to a file outside the project; Lore reads only files inside it. "
-            "Copy the file into .lore/ or remove the link",
-            path=rel,
-        )
-    return real
-
-
-def _read_at_most(fd: int, limit: int) -> bytes:
-    parts: list[bytes] = []
-    size = 0
-    while size < limit:
-        chunk = os.read(fd, min(1 << 20, limit - size))
-        if not chunk:
-            break
-        parts.append(chunk)
-        size += len(chunk)
-    return b"".join(parts)
-
-
-def _not_regular(mode: int) -> str:
-    kind = (
-        "a FIFO"
-        if stat.S_ISFIFO(mode)
-        else "a device"
-        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-        else "a socket"
-        if stat.S_ISSOCK(mode)
-        else "a folder"
-        if stat.S_ISDIR(mode)
-        else "not a regular file"
-    )
-    return f"is {kind}, not a regular file; Lore reads only regular files, remove it from .lore/"
-
-
-def _too_big(size: int, limit: int) -> str:
-    return (
-        f"is {_mib(size)}, over the {_mib(limit)} limit for a memory file; "
-        "split it into smaller memories or move it out of .lore/"
-    )
-
-
-def _mib(size: int) -> str:
-    return f"{size / (1024 * 1024):.1f} MiB"
-
-
-def _open_problem(err: OSError) -> str:
-    if err.errno == errno.ELOOP:
-        return "is a symlink Lore can't follow safely; remove the link"
-    if err.errno == errno.ENXIO:
-        return "is a socket or device, not a regular file; remove it from .lore/"
-    if isinstance(err, PermissionError):
-        return "cannot be read (permission denied); check the file's owner and permissions"
-    return f"cannot be read ({err.strerror or err}); check the file"

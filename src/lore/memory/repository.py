@@ -74,6 +74,10 @@ class Page(Record):
     memory: Memory = internal(default=None)
 
 
+MAX_RETENTION_DAYS = 100_000
+"""Longest trash retention (about 270 years): more would overflow date arithmetic."""
+
+
 class Memories:
     """The memories one agent may see, and the writes it may make."""
 
@@ -454,8 +458,17 @@ class Memories:
         another agent's private trash waits for that agent's gc)."""
         days = retention_days
         if days is None:
-            days = float(self.project.setting("memory", "trash_retention_days", 30))
-        return trash.purge(self.project, days, visible=self.visible)
+            days = self.project.setting("memory", "trash_retention_days", 30)
+        if (
+            isinstance(days, bool)
+            or not isinstance(days, (int, float))
+            or not 0 <= days <= MAX_RETENTION_DAYS  # also refuses NaN
+        ):
+            raise UsageError(
+                f"trash retention must be a number of days from 0 to {MAX_RETENTION_DAYS} "
+                f"(got {str(days)[:40]}); give --days N or fix [memory] trash_retention_days"
+            )
+        return trash.purge(self.project, float(days), visible=self.visible)
 
 
 def redact_fields(**fields: Any) -> dict[str, Any]:
