@@ -677,6 +677,8 @@ def test_non_utf8_stdin_and_files_are_one_line_errors(proj, tmp_path):
     _one_line_error(_lore(proj, "add", "--body-file", "-", stdin=body), "0xfe")
     _one_line_error(_lore(proj, "recall", "task", "-d", "-", stdin=b"desc \xff"), "standard input")
     _one_line_error(_lore(proj, "capture", "--from-stdout", str(path)), "--from-stdout", "0xfe")
+    session = _lore(proj, "session", "start").stdout.decode().strip()
+    _one_line_error(_lore(proj, "session", "append", session, stdin=body), "standard input", "0xfe")
     listed = _lore(proj, "list", "--json")
     assert listed.returncode == 0 and listed.stdout.strip() == b"[]"  # nothing was written
 
@@ -763,3 +765,87 @@ def test_every_command_survives_hostile_files_in_the_memory_folder(proj, tmp_pat
     # (both files share id m1, which doctor does report)
     for name in ("lines.md", "zero-anchor.md"):
         assert "also used by" in errors.get(f".lore/memory/{name}", "also used by"), errors
+
+
+# -- end to end: the values that must keep working, and writes that fail cleanly --------
+
+
+@pytest.mark.timeout(240)
+def test_extreme_dates_and_a_5mb_body_work_through_every_command(proj, tmp_path):
+    for when, title in (("0001-01-01", "Oldest memory"), ("9999-12-31T23:59:59Z", "Newest memory")):
+        added = _lore(proj, "add", "--title", title, "--occurred-at", when, "--body", f"{title} body text.")
+        assert added.returncode == 0, added.stderr
+    big_body = ("A large memory line of text. " * 20 + "\n") * 9_000  # > 5 MB
+    assert len(big_body) > 5_000_000
+    (tmp_path / "big.txt").write_text(big_body)
+    added = _lore(proj, "add", "--title", "Big memory", "--body-file", str(tmp_path / "big.txt"), "--json")
+    assert added.returncode == 0, added.stderr
+    big_id = json.loads(added.stdout)["id"]
+    shown = json.loads(_lore(proj, "show", big_id, "--json").stdout)
+    assert shown["content"].endswith("\n---\n\n" + big_body.strip() + "\n")  # stored as given
+    for args in (["list", "--json"], ["search", "memory", "--json"], ["recall", "memory", "--json"]):
+        proc = _lore(proj, *args)
+        assert proc.returncode == 0 and b"Traceback" not in proc.stderr, (args, proc.stderr[-300:])
+    listed = {m["title"]: m for m in json.loads(_lore(proj, "list", "--json").stdout)}
+    assert listed["Oldest memory"]["occurred_at"] == "0001-01-01T00:00:00Z"
+    assert listed["Newest memory"]["occurred_at"] == "9999-12-31T23:59:59Z"
+    assert "Big memory" in listed
+    assert _lore(proj, "doctor", "--json").returncode == 0
+
+
+def test_capture_keeps_messages_whose_derived_keywords_would_be_too_long(proj, tmp_path):
+    long_word = "supercalifragilistic" * 4  # 80 letters: longer than a keyword may be
+    output = tmp_path / "agent.out"
+    output.write_text(
+        f"<lore-memory title='Remember {long_word}'>The {long_word} setting must stay off "
+        f"in production, {long_word} breaks the cache.</lore-memory>\n"
+    )
+    proc = _lore(proj, "capture", "--from-stdout", str(output), "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["created"] == 1 and result["problems"] == [], result
+    (memory,) = json.loads(_lore(proj, "list", "--json").stdout)
+    assert memory["tags"] and all(2 <= len(tag) <= 50 for tag in memory["tags"]), memory
+
+
+def _memory_folder_state(root: Path) -> dict[str, bytes]:
+    """Every file under .lore/memory and .lore/local (temp files included), with its bytes."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for folder in (root / ".lore/memory", root / ".lore/local")
+        for p in folder.rglob("*")
+        if p.is_file() and p.name != ".write.lock"
+    }
+
+
+def test_a_failed_mcp_write_leaves_nothing_behind(tmp_path):
+    from test_mcp import make_project, run_async, stdio_session
+
+    root = make_project(tmp_path, code=False)
+
+    async def body():
+        async with stdio_session(root) as s:
+            kept = await s.ok(
+                "memory_write", title="Kept as it is", content="This memory must not change at all."
+            )
+            before = _memory_folder_state(root)
+            bad_calls = (
+                {"title": "two\u2028lines", "content": "A body that is long enough."},
+                {"title": "bell \u0007 here", "content": "A body that is long enough."},
+                {"tags": ["ok", "bad\u0085tag"], "content": "A body that is long enough."},
+                {"tags": ["k" * 51], "content": "A body that is long enough."},
+                {"content": "A body with a NUL \u0000 in the middle of it."},
+                {"id": kept["id"], "title": "new\u2029title", "content": "Replacement body text."},
+                {"id": kept["id"], "content": "Replacement body text.", "tags": ["x\u0000y"]},
+            )
+            for arguments in bad_calls:
+                message = await s.error("memory_write", **arguments)
+                assert "\n" not in message.strip() and "Traceback" not in message, message
+                assert _memory_folder_state(root) == before, arguments  # no file, no temp file, no rewrite
+            long_word = "x" * 70  # a derived keyword over 50 characters no longer makes the write fail
+            made = await s.ok(
+                "memory_write", content=f"# Notes on {long_word}\n\nThe {long_word} flag stays off."
+            )
+            assert made["created"] and all(len(tag) <= 50 for tag in made["tags"])
+
+    run_async(body)
