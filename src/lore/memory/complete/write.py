@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lore import secrets
 from lore.memory.complete.bundle import CompletionBundle
@@ -33,7 +33,7 @@ def complete_task(
         for m in memories.store.memories(memories.filter(task=task, types=["summary"]))
         if m.visibility == "shared"
     ]
-    fields = dict(
+    fields: dict[str, Any] = dict(
         tags=bundle.tags or derive_keywords(title, body),
         files=changes.files,
         labels=bundle.labels,
