@@ -304,7 +304,7 @@ def check_round_trip(memory: Memory, *, strict: bool) -> str | None:
         text = markdown.render_checked(memory)
     except ValidationError as err:
         if "read back" in str(err):
-            return f"mismatch:{err.field}"
+            return f"mismatch:{err.field or 'unreadable'}"
         return f"refused legal memory: {err}"[:200] if strict else None
     except Exception as err:
         return cause(err)

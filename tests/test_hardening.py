@@ -488,6 +488,18 @@ def test_values_yaml_would_misread_come_back_as_written(value):
         assert getattr(again, field) == expected, field
 
 
+@pytest.mark.parametrize(
+    "value", ["\n'quoted'\u200b\u2028", "a\u2028", "x\x85", "\u2029", "two\nlines\u2028"]
+)
+def test_text_ending_in_a_line_break_only_yaml_knows_round_trips(value):
+    # Found by bench/fuzz.py: in a "|" block, a final U+2028 ended the value right
+    # before the closing '---', which then was not a line of its own.
+    for extra in ({"k": value}, {"k": [[value]]}, {"k": {"a": value}}):
+        memory = Memory(title="A title", body="A body that is long enough.", extra=extra)
+        again, _ = markdown.parse(markdown.render_checked(memory).encode(), "x.md")
+        assert again.extra == extra
+
+
 def test_bodies_that_look_like_frontmatter_stay_bodies():
     body = "\n\n---\nid: evil\nsubject: hijack\n---\n\n---\n...\n# Real heading\n\ntext   \n\n\n"
     memory = Memory(title="t", body=body)

@@ -19,6 +19,7 @@ MAX_FRONTMATTER_CHARS = 64 * 1024
 """Largest frontmatter Lore parses; real ones are well under 4 KiB."""
 _FENCE = "---"
 _CLOSING_FENCE = re.compile(r"^---[^\S\n]*$", re.M)
+_YAML_ONLY_BREAKS = re.compile("[\x85\u2028\u2029]")
 
 # Every field a user can give: what is written must read back the same.
 ROUND_TRIP_FIELDS = (
@@ -400,7 +401,11 @@ def _dumper():
             pass
 
         def _str(dumper, value):
-            style = "|" if "\n" in value else None
+            # Text with a line break YAML knows but Lore's fences don't (NEL, U+2028,
+            # U+2029) is double-quoted, where they are escaped: in a "|" block one
+            # could end the value right before the closing '---', which then
+            # would not start a line of its own.
+            style = '"' if _YAML_ONLY_BREAKS.search(value) else "|" if "\n" in value else None
             return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
         Dumper.add_representer(str, _str)
