@@ -3,13 +3,15 @@
 Hooks must never block or break the agent: every failure is swallowed and
 logged to `.lore/local/hooks.log`, and the exit code is always 0.
 
-- SessionStart: print the recall pack for the current branch as additional context.
+- SessionStart: print the session-start pack (this project's memories worth
+  reading now, the branch's task, the areas being changed) as additional
+  context; nothing at all when nothing is relevant.
 - UserPromptSubmit, PostToolUse, Stop: record the session as it happens
   (:mod:`lore.sessions`): the new part of the transcript is imported into
   ``.lore/sessions/<session_id>/`` (idempotent, reads only what was added);
   without a transcript, the prompt or the tool call and its result come from
   the hook's own payload.
-- PreCompact: capture the transcript (002's rules) before it is compacted,
+- PreCompact: capture the transcript (multi-line assistant messages) before it is compacted,
   record the session, and compact its old part too.
 """
 
@@ -44,9 +46,8 @@ def run_hook(event: str, project: str, stdin=None) -> int:
 
 
 def _session_start(lore, payload: dict) -> str:
-    title = lore.branch_title() or "project conventions decisions gotchas"
-    pack = lore.recall(title, fresh=False)
-    context = pack.markdown if pack.items else ""
+    pack = lore.start(fresh=False)
+    context = pack.markdown
     if context:
         print(
             json.dumps(

@@ -9,13 +9,13 @@ validation are the same as for any other write).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from lore import secrets
-from lore.errors import ValidationError
-from lore.memory.capture.parse import Candidate, from_stdout, from_transcript, repeated_errors
+from lore.errors import UsageError, ValidationError
+from lore.memory.capture.parse import Candidate, distinct_errors, from_stdout, from_transcript, time_of
 from lore.memory.model import content_hash
 from lore.memory.repository import Memories
 
@@ -24,9 +24,11 @@ __all__ = ["capture_stdout", "capture_transcript", "store_candidates", "store_go
 
 def capture_transcript(memories: Memories, path: Path) -> dict[str, Any]:
     """Store a transcript's qualifying messages (002's rules) as session-tier
-    memories, and errors repeated 3+ times as gotchas. Idempotent."""
+    memories, and errors repeated 3+ times as gotchas, dated when the error
+    last occurred. Idempotent."""
     result = store_candidates(memories, from_transcript(path), session=True)
-    result["gotchas"] = store_gotchas(memories, transcript_lines(path), where=f"session {path.stem}")
+    lines, times = transcript_lines(path)
+    result["gotchas"] = store_gotchas(memories, lines, where=f"session {path.stem}", times=times)
     return result
 
 
@@ -43,6 +45,10 @@ def capture_stdout(memories: Memories, text: str, *, source: str = "stdout") -> 
 def store_candidates(
     memories: Memories, candidates: Iterable[Candidate], *, session: bool, by_content: bool = False
 ) -> dict[str, Any]:
+    """Write the candidates through `memories` (privacy, redaction, validation as
+    any write). A candidate marked private goes to the acting agent's folder,
+    one marked session (or all, with `session`) to the local session tier;
+    ``applies_to`` paths are stored relative to the project."""
     created = existing = 0
     problems: list[str] = []
     for c in candidates:
@@ -56,12 +62,13 @@ def store_candidates(
                 title=c.title,
                 type=c.type,
                 tags=c.tags,
-                applies_to=c.applies_to,
+                applies_to=project_scope(memories, c.applies_to),
                 occurred_at=c.occurred_at,
                 source=c.source,
-                session=session,
+                private=c.private,
+                session=c.session if c.session is not None else session,
             )
-        except ValidationError as err:
+        except (ValidationError, UsageError) as err:
             problems.append(f"{c.source or 'block'}: {err}")
             continue
         created += added.created
@@ -69,34 +76,65 @@ def store_candidates(
     return {"created": created, "existing": existing, "problems": problems}
 
 
-def store_gotchas(memories: Memories, lines: Iterable[str], *, where: str) -> int:
-    """001's auto-capture: an error pattern seen 3+ times becomes a gotcha (once)."""
+def project_scope(memories: Memories, scope: str) -> str:
+    """``file:/abs/project/src/x.py`` → ``file:src/x.py`` (paths inside the project, relative)."""
+    if not scope.startswith("file:"):
+        return scope
+    path = Path(scope[5:])
+    root = memories.project.root
+    if path.is_absolute() and path.is_relative_to(root):
+        return "file:" + path.relative_to(root).as_posix()
+    return scope
+
+
+def store_gotchas(
+    memories: Memories, lines: Sequence[str], *, where: str, times: Sequence[str | None] | None = None
+) -> int:
+    """001's auto-capture: an error seen 3+ times becomes a gotcha (once per
+    distinct error, however many lines report it), its paths relative to the
+    project, dated by `times` (one per line, None where unknown) at the error's
+    last occurrence, else now."""
     count = 0
-    for pattern, seen in repeated_errors(lines, threshold=3):
-        title = f"Repeated error: {pattern}"[:200]
+    for error in distinct_errors(lines, threshold=3, root=str(memories.project.root)):
+        title = f"Repeated error: {error.pattern}"[:200]
         if memories.store.memories(memories.filter(types=["gotcha"], title=title), limit=1):
             continue
         body = (
-            f"This error came up again and again ({seen}× in {where}) before it was solved:\n\n"
-            f"```\n{pattern}\n```\n\nWhen you see it, look for the cause recorded with it, or add one."
+            f"This error came up again and again ({error.count}× in {where}) before it was solved:\n\n"
+            f"```\n{error.pattern}\n```\n\nWhen you see it, look for the cause recorded with it, or add one."
         )
-        memories.add(body=body, title=title, type="gotcha", tags=["error", "auto-captured"], confidence=0.6)
+        memories.add(
+            body=body,
+            title=title,
+            type="gotcha",
+            tags=["error", "auto-captured"],
+            confidence=0.6,
+            occurred_at=times[error.last_line] if times else None,
+        )
         count += 1
     return count
 
 
-def transcript_lines(path: Path) -> list[str]:
-    """Every string in a JSONL transcript, split into lines (errors hide in tool results)."""
+def transcript_lines(path: Path) -> tuple[list[str], list[str | None]]:
+    """Every string in a JSONL transcript, split into lines (errors hide in tool
+    results), each with its event's time; a blank line between strings, so one
+    tool result's output never runs into the next."""
     lines: list[str] = []
+    times: list[str | None] = []
     with open(path, encoding="utf-8", errors="replace") as handle:
         for raw in handle:
             try:
                 event = json.loads(raw)
             except ValueError:
                 continue
+            if not isinstance(event, dict):
+                continue
+            when = time_of(event)
             for text in _strings(event):
-                lines.extend(text.splitlines())
-    return lines
+                split = [*text.splitlines(), ""]
+                lines.extend(split)
+                times.extend([when] * len(split))
+    return lines, times
 
 
 def _strings(value: Any) -> Iterator[str]:
