@@ -27,7 +27,7 @@ from lore.memory import markdown, sync, trash
 from lore.memory.edits import BODY_OPERATIONS, Edit, MemoryText
 from lore.memory.graph import LinkedMemory, LinkGraph
 from lore.memory.links import Rename, name_key, rewrite_body, rewrite_relations, stem_of
-from lore.memory.model import Memory, now_iso, parse_time
+from lore.memory.model import Memory, derive_keywords, now_iso, parse_time
 from lore.project import Project, agent_key
 from lore.records import Record, internal
 from lore.storage import LinkRecord, MemoryFilter, MemoryRecord, Store
@@ -95,6 +95,10 @@ class EditResult(Record):
     moved_from: str | None = None
     links_updated: list[str] = field(default_factory=list)  # other memories whose links were rewritten
     redacted: dict[str, int] = field(default_factory=dict)
+
+
+MAX_RETENTION_DAYS = 100_000
+"""Longest trash retention (about 270 years): more would overflow date arithmetic."""
 
 
 class Memories:
@@ -269,6 +273,9 @@ class Memories:
         private: bool = False,
         session: bool = False,
         source: str | None = None,
+        priority: int | None = None,
+        risk: str | None = None,
+        task_type: str | None = None,
         extra: dict | None = None,
     ) -> AddResult:
         """Write a new memory file and index it.
@@ -279,13 +286,16 @@ class Memories:
         at another time is another occurrence, e.g. a replayed event). A file
         name already taken by another memory gets ``-2``, ``-3``… and a note. Secrets are redacted from every
         field first. An explicit `id` that exists already is a conflict.
+        The file is written through :func:`markdown.render_checked`: what is
+        stored reads back exactly as given (after the documented
+        normalisation), or nothing is written.
         """
         agent = self.agent
         if private and not agent:
             raise UsageError("a private memory needs an agent; pass --agent NAME (or set LORE_AGENT)")
         if not (body or "").strip():
             raise ValidationError("the memory's content is empty; give the text to remember", field="body")
-        from lore.memory.model import derive_title, new_id
+        from lore.memory.model import derive_title, new_id, normalized
 
         clean = redact_fields(
             body=body,
@@ -296,11 +306,13 @@ class Memories:
             applies_to=applies_to,
             task=task,
             source=source,
+            risk=risk,
+            task_type=task_type,
         )
         derived_title = clean["title"] or derive_title(clean["body"])
         memory = Memory(
             title=derived_title,
-            body=clean["body"].strip() + "\n",
+            body=clean["body"],
             type=type,
             tags=clean["tags"] or derive_keywords(derived_title, clean["body"]),
             applies_to=clean["applies_to"],
@@ -313,8 +325,12 @@ class Memories:
             occurred_at=parse_time(occurred_at) if occurred_at else now_iso(),
             id=id or new_id(),
             source=clean["source"],
+            priority=priority,
+            risk=clean["risk"],
+            task_type=clean["task_type"],
             extra=dict(extra or {}),
         )
+        memory = normalized(memory)  # the form it is stored in: the duplicate check compares that
         memory.validate(strict=True)
         folder = (
             self.project.agent_dir(agent)
@@ -347,7 +363,7 @@ class Memories:
                     said,
                     found,
                 )
-            text = markdown.render(memory)
+            text = markdown.render_checked(memory, strict=True)
             wanted = markdown.file_name(memory)
             path = markdown.write_new(folder, wanted, text)
             rel = self.project.rel(path)
@@ -413,8 +429,7 @@ class Memories:
                 redacted += found
             setattr(memory, name, value)
         memory.updated_at = now_iso()
-        memory.validate()
-        text = markdown.render(memory)
+        text = markdown.render_checked(memory)
         with file_lock(self.project.local_dir / ".write.lock"):
             if expected_sha256 is not None:
                 if self.version(rel) != expected_sha256:
@@ -477,8 +492,7 @@ class Memories:
                     notes += [note] if note else []
             if framed:
                 memory.updated_at = stamp
-                memory.validate()
-                text = markdown.render(memory)
+                text = markdown.render_checked(memory)
             retitled = before is not None and name_key(before.title) != name_key(memory.title)
             incoming = self.graph.linking_to(before) if before and retitled else []
             markdown.write_atomic(self.project.root / rel, text)
@@ -612,7 +626,7 @@ class Memories:
             if fixed != relations:
                 memory.extra["relations"] = fixed
                 memory.body = body
-                return markdown.render(memory)
+                return markdown.render_checked(memory)
         return raw if body == parts.body else parts.render(body)
 
     def _follow(
@@ -721,8 +735,17 @@ class Memories:
         another agent's private trash waits for that agent's gc)."""
         days = retention_days
         if days is None:
-            days = float(self.project.setting("memory", "trash_retention_days", 30))
-        return trash.purge(self.project, days, visible=self.visible)
+            days = self.project.setting("memory", "trash_retention_days", 30)
+        if (
+            isinstance(days, bool)
+            or not isinstance(days, (int, float))
+            or not 0 <= days <= MAX_RETENTION_DAYS  # also refuses NaN
+        ):
+            raise UsageError(
+                f"trash retention must be a number of days from 0 to {MAX_RETENTION_DAYS} "
+                f"(got {str(days)[:40]}); give --days N or fix [memory] trash_retention_days"
+            )
+        return trash.purge(self.project, float(days), visible=self.visible)
 
 
 def redact_fields(**fields: Any) -> dict[str, Any]:
@@ -739,25 +762,6 @@ def redact_fields(**fields: Any) -> dict[str, Any]:
         found += more
     out["redacted"] = found
     return out
-
-
-def derive_keywords(title: str, body: str, limit: int = 5) -> list[str]:
-    """Keywords for a memory given none: the title's terms, then the body's most
-    frequent; always valid keywords (1-50 characters, no numbers or shas)."""
-    import re
-
-    from lore.search.text import STOPWORDS, terms
-
-    noise = re.compile(r"^(\d+|[0-9a-f]{7,40})$")  # numbers and commit shas say nothing
-    words = [w for w in terms(title) if not noise.match(w) and len(w) <= 50]
-    if len(words) < limit:
-        body_words = [
-            w
-            for w in re.findall(r"[a-z][a-z0-9_]+", body.lower())
-            if w not in STOPWORDS and len(w) > 3 and len(w) <= 50 and not noise.match(w)
-        ]
-        words += [w for w, _ in Counter(body_words).most_common(limit * 2) if w not in words]
-    return words[:limit] or ["note"]
 
 
 def _key_or_none(name: str) -> str | None:

@@ -15,8 +15,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from lore.errors import ValidationError
+from lore.errors import NotFound, ValidationError
 from lore.index.sections import chunk_body
+from lore.memory.files import read_memory_file, walk_memory_files
 from lore.memory.links import parse_links
 from lore.memory.markdown import parse
 from lore.memory.model import Memory
@@ -38,19 +39,30 @@ class SyncReport:
         return bool(self.added or self.updated or self.removed)
 
 
-def memory_files(project: Project) -> Iterator[tuple[str, os.stat_result]]:
+def memory_files(
+    project: Project, problems: list[tuple[str, str]] | None = None
+) -> Iterator[tuple[str, os.stat_result]]:
     """(relative path, stat) of every memory file: memory/**, local/session/**,
-    local/<agent>/** (not local/trash/). Hidden files and folders are skipped."""
+    local/<agent>/** (not local/trash/). Hidden files and folders are skipped;
+    entries Lore can't name and folders it can't list go to `problems`
+    (see :func:`lore.memory.files.walk_memory_files`)."""
     root = str(project.root) + os.sep
     tops = [str(project.memory_dir)]
-    if project.local_dir.is_dir():
-        tops += [
-            e.path
-            for e in os.scandir(project.local_dir)
-            if e.is_dir(follow_symlinks=False) and e.name not in ("trash", "cache")
-        ]
+    try:
+        with os.scandir(project.local_dir) as listing:
+            tops += sorted(
+                e.path
+                for e in listing
+                if e.is_dir(follow_symlinks=False) and e.name not in ("trash", "cache")
+            )
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except OSError as err:
+        if problems is not None:
+            rel = project.rel(project.local_dir)
+            problems.append((rel, f"{rel}: cannot list the folder ({err.strerror}); check its permissions"))
     for top in tops:
-        yield from _walk(top, len(root))
+        yield from walk_memory_files(top, len(root), problems)
 
 
 def location_of(rel: str) -> tuple[str, str, str | None]:
@@ -68,7 +80,8 @@ def sync_memories(project: Project, store: Store, *, force: bool = False) -> Syn
     known = store.file_states(KIND)
     seen: set[str] = set()
     pending: list[tuple[str, os.stat_result, tuple]] = []
-    for rel, st in memory_files(project):
+    unnamed: list[tuple[str, str]] = []
+    for rel, st in memory_files(project, unnamed):
         seen.add(rel)
         state = known.get(rel)
         if force or state is None or state.mtime_ns != st.st_mtime_ns or state.size != st.st_size:
@@ -80,7 +93,7 @@ def sync_memories(project: Project, store: Store, *, force: bool = False) -> Syn
                 _sync_one(project, store, rel, st, where, known.get(rel), force, report)
             store.delete_files(gone)
             report.removed.extend(gone)
-    report.errors = store.file_errors(KIND)
+    report.errors = sorted(store.file_errors(KIND) + unnamed)
     return report
 
 
@@ -181,11 +194,17 @@ def memory_chunks(memory: Memory, body_line: int) -> list[ChunkInput]:
 
 
 def _sync_one(project, store, rel, st, where, state, force, report) -> None:
+    """Index one changed file, or record why it can't be: a file that can't be
+    read safely (FIFO, device, link out of the project, too big) or parsed,
+    or holds a value that can't be indexed, is one error, never a failure of
+    the whole sync."""
+    raw: bytes | None = None
     try:
-        raw = (project.root / rel).read_bytes()
-    except OSError as err:
-        raw = None
-        error = f"{rel}: cannot read ({err.strerror}); check permissions"
+        raw = read_memory_file(project.root, rel)
+    except NotFound:  # deleted since the walk: the next sync drops it
+        return
+    except ValidationError as err:
+        error = str(err)
     if raw is not None:
         sha = hashlib.sha256(raw).hexdigest()
         if state is not None and state.sha256 == sha and state.error is None and not force:
@@ -197,23 +216,8 @@ def _sync_one(project, store, rel, st, where, state, force, report) -> None:
             return
         except ValidationError as err:
             error = str(err)
+        except (ValueError, OverflowError, RecursionError, UnicodeError, TypeError) as err:
+            # A value the parse-time guards let through: still this file's problem alone.
+            reason = " ".join(str(err).split())[:120]
+            error = f"{rel}: cannot be indexed ({err.__class__.__name__}: {reason}); fix the file"
     store.put_file(rel, KIND, sha if raw is not None else "", st.st_mtime_ns, st.st_size, error=error)
-
-
-def _walk(top: str, strip: int) -> Iterator[tuple[str, os.stat_result]]:
-    # os.scandir + DirEntry.stat: this runs before every read, so no pathlib.
-    try:
-        entries = list(os.scandir(top))
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    for entry in entries:
-        if entry.name.startswith("."):
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            yield from _walk(entry.path, strip)
-        elif entry.name.endswith(".md"):
-            try:
-                st = entry.stat()
-            except FileNotFoundError:  # deleted while we walked
-                continue
-            yield entry.path[strip:].replace(os.sep, "/"), st

@@ -8,6 +8,7 @@ import sys
 import click
 
 from lore.interfaces.cli.common import agent_of, identity_options, json_option, project_of, with_lore
+from lore.interfaces.cli.decoding import read_text
 from lore.interfaces.cli.output import emit_json, progress_bar, warn
 
 
@@ -119,7 +120,7 @@ def hook(ctx, event):
 @click.option(
     "--from-stdout",
     "stdout_file",
-    type=click.File("r", encoding="utf-8"),
+    type=click.File("rb"),
     help="Agent output with <lore-memory> blocks ('-' = stdin).",
 )
 @json_option
@@ -130,11 +131,11 @@ def capture(lore, transcript, stdout_file, as_json):
         from lore.errors import UsageError
 
         raise UsageError("give --transcript PATH or --from-stdout FILE")
+    source = getattr(stdout_file, "name", "stdout")
+    text = "" if transcript else read_text(stdout_file, f"--from-stdout {source}")
     with progress_bar("capturing", enabled=not as_json):
         result = (
-            lore.capture_transcript(transcript)
-            if transcript
-            else lore.capture_stdout(stdout_file.read(), source=getattr(stdout_file, "name", "stdout"))
+            lore.capture_transcript(transcript) if transcript else lore.capture_stdout(text, source=source)
         )
     if as_json:
         emit_json(result)

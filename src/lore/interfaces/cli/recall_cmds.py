@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from lore.interfaces.cli.common import json_option, with_lore
+from lore.interfaces.cli.decoding import read_stdin
 from lore.interfaces.cli.output import emit_json, is_terminal, table
 
 LEVELS = ["auto", "L1", "L2", "L3"]
@@ -70,7 +69,7 @@ def _recall(
     as_json,
 ):
     if description == "-":
-        description = sys.stdin.read()
+        description = read_stdin()
     result = lore.recall(
         title,
         description=description,

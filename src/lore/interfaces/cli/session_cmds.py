@@ -13,6 +13,7 @@ import click
 
 from lore.errors import UsageError
 from lore.interfaces.cli.common import json_option, with_lore
+from lore.interfaces.cli.decoding import read_stdin
 from lore.interfaces.cli.output import emit_json, progress_bar, table, warn
 
 
@@ -89,7 +90,7 @@ def append(
         events.append(tool_result(call_id, result, is_error=is_error, timestamp=timestamp))
     if not events:
         if content is None and not sys.stdin.isatty():
-            content = sys.stdin.read().rstrip("\n")  # the newline a pipe adds
+            content = read_stdin().rstrip("\n")  # the newline a pipe adds
         if not content or not content.strip():
             raise UsageError("nothing to append; give --content TEXT (or stdin), or --tool / --result")
         events.append(message(role, content, timestamp=timestamp))
