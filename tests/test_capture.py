@@ -268,7 +268,7 @@ def test_stdout_malformed_blocks_are_reported_and_the_rest_parse():
             '<lore-memory applies_to="repo:x">Bad scope here, long enough.</lore-memory>',  # 4
             '<lore-memory type="fact">   \n  </lore-memory>',  # 5: empty body
             '<lore-memory occurred_at="yesterday">Bad time, long enough.</lore-memory>',  # 7
-            '<lore-memory type="fact" confidence="0.9">Unknown attribute kept.</lore-memory>',  # 8
+            '<lore-memory type="fact" mood="calm">Unknown attribute kept.</lore-memory>',  # 8
             "<lore-memory type=fact>Unquoted attribute value.</lore-memory>",  # 9
             '<lore-memory type="fact"/>',  # 10
             "<lore-memory>\n---\ntype: [unclosed\n---\nbody text here\n</lore-memory>",  # 11
@@ -297,7 +297,7 @@ def test_stdout_malformed_blocks_are_reported_and_the_rest_parse():
     assert "applies_to 'repo:x'" in problems[2]
     assert "empty body" in problems[3]
     assert "occurred_at 'yesterday'" in problems[4]
-    assert "ignored unknown field 'confidence'" in problems[5] and "skipped" not in problems[5]
+    assert "ignored unknown field 'mood'" in problems[5] and "skipped" not in problems[5]
     assert 'name="value"' in problems[6]
     assert "no body" in problems[7]
     assert "malformed YAML header" in problems[8]

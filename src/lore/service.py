@@ -7,6 +7,8 @@ the module that owns the concern:
 ==========================  ===============================================
 memories (read, write)      :class:`lore.memory.repository.Memories`
 capture, task completion    :mod:`lore.memory.capture`, :mod:`lore.memory.complete`
+tiers, consolidation        :class:`lore.memory.lifecycle.Lifecycle`
+import                      :mod:`lore.memory.importer`
 search, code, history       :class:`lore.search.engine.Searcher`
 recall                      :func:`lore.search.recall.recall`
 code and history index      :class:`lore.index.freshness.CodeIndex`
@@ -27,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from lore.health import Problem
-from lore.memory.model import Memory, now_iso
+from lore.memory.model import Memory
 from lore.memory.repository import AddResult, Memories, Page
 from lore.memory.sync import SyncReport
 from lore.memory.trash import TrashEntry
@@ -54,7 +56,10 @@ class Lore:
         if watch:
             from lore.index.watch import Watcher
 
-            self._watcher = Watcher([project.memory_dir, project.local_dir])
+            roots = [project.memory_dir, project.local_dir]
+            if project.sessions_dir.is_dir():  # session summaries are memories too
+                roots.append(project.sessions_dir)
+            self._watcher = Watcher(roots)
         self._watching = watch
         self._store: Store | None = None
         self._parts: dict[str, Any] = {}
@@ -92,6 +97,13 @@ class Lore:
         return self._part(
             "memories", lambda: Memories(self.project, self.store, agent=self.agent, watcher=self._watcher)
         )
+
+    @property
+    def lifecycle(self):  # -> Lifecycle
+        """Tiers, evidence, consolidation and review (:mod:`lore.memory.lifecycle`)."""
+        from lore.memory.lifecycle import Lifecycle
+
+        return self._part("lifecycle", lambda: Lifecycle(self.memories, embedding=self.embedding))
 
     @property
     def embedding(self):  # -> EmbeddingRuntime
@@ -227,26 +239,30 @@ class Lore:
         fusion: str | None = None,
         **filters: Any,
     ):  # -> list[MemoryHit]
-        """Memories matching `query`, best first (filters: see :func:`lore.search.filters.memory_filter`)."""
-        flt, tier = memory_filter(filters, viewer=self.memories.viewer)
-        self.sync()
-        hits = self.searcher.memories(
-            query, flt, clamp_limit(limit) if not tier else 50, mode=mode, fusion=fusion
-        )
-        if tier:
-            hits = [h for h in hits if self._tier_of(h.id) == tier][: clamp_limit(limit)]
-        return hits
+        """Memories matching `query`, best first (filters: see :func:`lore.search.filters.memory_filter`;
+        archived memories only with ``include_archived``)."""
+        flt = memory_filter(filters, viewer=self.memories.viewer)
+        self._fresh()
+        return self.searcher.memories(query, flt, clamp_limit(limit), mode=mode, fusion=fusion)
+
+    def session_search(self, query: str, *, limit: int | None = None, session: str | None = None):
+        """Summaries of recorded sessions matching `query` (this agent's and unowned ones)."""
+        from lore.sessions.events import check_session_id
+
+        self._fresh()
+        flt = self.memories.filter(storage=["session-summary"])
+        if session is not None:
+            prefix = f"{self.project.rel(self.sessions.path_of(check_session_id(session)))}/summaries/"
+            records = self.store.memories(flt)
+            flt.ids = [r.id for r in records if r.path.startswith(prefix)]
+        return self.searcher.memories(query, flt, clamp_limit(limit))
 
     def list(self, *, limit: int | None = None, **filters: Any) -> list[dict[str, Any]]:
-        """Memories newest first, as dicts (id, path, title, type, tags, ...)."""
-        from lore.search.attention import tier as tier_of
-
-        flt, tier = memory_filter(filters, viewer=self.memories.viewer)
-        self.sync()
-        records = self.store.memories(flt, limit=None if tier else limit)
-        if tier:
-            scores = self.searcher.attention_of(records)
-            records = [r for r in records if tier_of(scores[r.id]) == tier][:limit]
+        """Memories newest first, as dicts (id, path, title, type, tags, tier, evidence_count, ...)."""
+        flt = memory_filter(filters, viewer=self.memories.viewer)
+        self._fresh()
+        records = self.store.memories(flt, limit=limit)
+        tiers = self.lifecycle.tiers_of([r.id for r in records])
         return [
             {
                 "id": r.id,
@@ -261,6 +277,8 @@ class Lore:
                 "occurred_at": r.occurred_at,
                 "visibility": r.visibility,
                 "storage": r.storage,
+                "tier": tiers[r.id],
+                "evidence_count": r.evidence_count,
                 "summary": r.summary,
             }
             for r in records
@@ -357,11 +375,14 @@ class Lore:
         include_related_work: bool = True,
         since: str | None = None,
         until: str | None = None,
+        include_sessions: bool = False,
         fresh: bool = True,
     ):
         """What an agent picking up a task should know, packed into `budget` tokens.
 
-        `since`/`until` (dates or phrases) limit memories and past work to that period.
+        `since`/`until` (dates or phrases) limit memories and past work to that period;
+        `include_sessions` adds the summaries of recorded sessions (off by default).
+        Archived memories are never recalled.
         Returns a :class:`~lore.search.recall.RecallPack` (Markdown + 003's ContextResult).
         """
         from lore.search import recall as rc
@@ -377,11 +398,12 @@ class Lore:
             period=code_filter(since=since, until=until),
             limit_per_type=clamp_limit(limit_per_type, 5),
             agent=self.agent,
+            include_sessions=include_sessions,
         )
         if fresh and (include_code or include_related_work):
             self.code_index.refresh()
         if include_memories:
-            self.sync()
+            self._fresh()
         pack = rc.recall(
             self.searcher,
             self.memories,
@@ -443,18 +465,73 @@ class Lore:
 
         return complete_task(self.memories, task, title=title, bundle=bundle)
 
-    def capture_transcript(self, path: str | os.PathLike) -> dict[str, Any]:
-        """Store a transcript's qualifying messages as session-tier memories, and
-        errors repeated 3+ times as gotchas. Idempotent."""
+    def capture_transcript(self, path: str | os.PathLike):  # -> CaptureResult
+        """001's PreCompact capture of a transcript (Claude Code, Codex, 004): its
+        multi-line assistant messages as session memories, its digest (decisions,
+        resolutions, corrections, validated patterns) in the daily tier, its
+        errors counted (a gotcha at the third occurrence). Idempotent."""
         from lore.memory.capture import capture_transcript
+        from lore.sessions.importers import read_transcript
 
-        return capture_transcript(self.memories, Path(path))
+        source = Path(path)
+        if not source.is_file():
+            from lore.errors import NotFound
 
-    def capture_stdout(self, text: str, *, source: str = "stdout") -> dict[str, Any]:
-        """Store `<lore-memory>` blocks an agent printed; repeated errors become gotchas."""
+            raise NotFound(f"no transcript at {source}; give the path of a .jsonl transcript")
+        transcript = read_transcript(source)
+        session_id = transcript.session_id or source.stem
+        return capture_transcript(self.lifecycle, source, transcript.events, session_id=session_id)
+
+    def capture_stdout(
+        self, text: str, *, source: str = "stdout", tier: str = "durable", private: bool = False
+    ):  # -> CaptureResult
+        """Store the `<chati-memory>` / `<lore-memory>` blocks an agent printed (a
+        known fact becomes evidence); count its errors (a gotcha at the third)."""
         from lore.memory.capture import capture_stdout
 
-        return capture_stdout(self.memories, text, source=source)
+        return capture_stdout(self.lifecycle, text, source=source, tier=tier, private=private)
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    def start_session(self, session_id: str | None = None, *, user: str | None = None):  # -> SessionInfo
+        """Start a recorded session, and what 001 does when one starts (see :meth:`session_started`)."""
+        info = self.sessions.start(session_id, agent=self.agent, user=user)
+        self.session_started(info.id)
+        return info
+
+    def session_started(self, session_id: str | None = None):  # -> SessionStartReport
+        """The previous sessions' memories digested into the daily tier and cleaned,
+        daily memories older than 30 days archived, recent ones consolidated."""
+        report = self.lifecycle.session_started(session_id)
+        if report.cleaned or report.archived or report.merged:
+            self._notice(
+                f"session start: {report.cleaned} session memories digested and cleaned, "
+                f"{len(report.archived)} daily memories archived, {report.merged} merged"
+            )
+        return report
+
+    def consolidate(self, *, recent_days: float | None = None):  # -> ConsolidationReport
+        """Merge near-duplicates, find contradictions and supersession, propose promotions."""
+        self.sync()
+        return self.lifecycle.consolidate(recent_days=recent_days)
+
+    def proposals(self, *, include_held: bool = False, include_done: bool = False):  # -> list[Proposal]
+        """Changes waiting for approval (`lore review`), with their diffs."""
+        self.sync()
+        return self.lifecycle.proposals(include_held=include_held, include_done=include_done)
+
+    def apply_proposal(self, proposal_id: str):  # -> Proposal
+        return self.lifecycle.apply(proposal_id)
+
+    def reject_proposal(self, proposal_id: str):  # -> Proposal
+        return self.lifecycle.reject(proposal_id)
+
+    def import_notes(self, path: str | os.PathLike, *, dry_run: bool = False, tier: str = "durable"):
+        """`lore import`: notes, instruction files, ADRs and other seeds' layouts
+        as memories (idempotent; `dry_run` writes nothing). -> ImportReport"""
+        from lore.memory.importer import import_path
+
+        return import_path(self.lifecycle, Path(path), dry_run=dry_run, tier=tier)
 
     # -- health -------------------------------------------------------------------------------------
 
@@ -480,15 +557,12 @@ class Lore:
 
     def _record_access(self, memory_ids: list[str]) -> None:
         """Count a read; kept in the index so reading never dirties committed files."""
-        if memory_ids:
-            with self.store.transaction():
-                self.store.record_access(memory_ids, now_iso())
+        self.lifecycle.record_access(memory_ids)
 
-    def _tier_of(self, memory_id: str) -> str:
-        from lore.search.attention import tier
-
-        records = self.store.memories(self.memories.filter(ids=[memory_id]), limit=1)
-        return tier(self.searcher.attention_of(records)[memory_id]) if records else "cold"
+    def _fresh(self) -> None:
+        """Before reading memories: the index in step with the files, tiers decided."""
+        self.sync()
+        self.lifecycle.maybe_tick()
 
 
 __all__ = ["AddResult", "Lore", "Page", "Problem"]

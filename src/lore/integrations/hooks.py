@@ -3,14 +3,17 @@
 Hooks must never block or break the agent: every failure is swallowed and
 logged to `.lore/local/hooks.log`, and the exit code is always 0.
 
-- SessionStart: print the recall pack for the current branch as additional context.
+- SessionStart: the previous sessions' memories are digested into the daily
+  tier and cleaned (seed 001), then the recall pack for the current branch is
+  printed as additional context.
 - UserPromptSubmit, PostToolUse, Stop: record the session as it happens
   (:mod:`lore.sessions`): the new part of the transcript is imported into
   ``.lore/sessions/<session_id>/`` (idempotent, reads only what was added);
   without a transcript, the prompt or the tool call and its result come from
   the hook's own payload.
-- PreCompact: capture the transcript (002's rules) before it is compacted,
-  record the session, and compact its old part too.
+- PreCompact: capture the transcript before it is compacted (002's rules for
+  its messages, 001's digest, error patterns counted), record the session,
+  and compact its old part too.
 """
 
 from __future__ import annotations
@@ -44,6 +47,12 @@ def run_hook(event: str, project: str, stdin=None) -> int:
 
 
 def _session_start(lore, payload: dict) -> str:
+    started = ""
+    try:  # 001: the previous sessions' memories are digested and cleaned, old daily ones archived
+        report = lore.session_started(_session_id(payload))
+        started = f"; {report.cleaned} session memories digested and cleaned, {len(report.archived)} archived"
+    except Exception as err:  # the recall below must still reach the agent
+        _log(lore, f"error session-start lifecycle: {err}")
     title = lore.branch_title() or "project conventions decisions gotchas"
     pack = lore.recall(title, fresh=False)
     context = pack.markdown if pack.items else ""
@@ -53,7 +62,7 @@ def _session_start(lore, payload: dict) -> str:
                 {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
             )
         )
-    return f"{len(pack.items)} items, {pack.tokens_used} tokens"
+    return f"{len(pack.items)} items, {pack.tokens_used} tokens{started}"
 
 
 def _pre_compact(lore, payload: dict) -> str:
@@ -61,7 +70,11 @@ def _pre_compact(lore, payload: dict) -> str:
     if not path or not Path(path).is_file():
         return "no transcript"
     result = lore.capture_transcript(path)
-    captured = f"{result['created']} captured, {result['existing']} known, {result['gotchas']} gotchas"
+    kept = sum((result.digest or {}).values())
+    captured = (
+        f"{result.created} captured, {result.existing} known, {result.gotchas} gotchas, "
+        f"{kept} in the digest, {result.evidence} seen again"
+    )
     recorded = _record(lore, payload)
     session_id = _session_id(payload)
     if session_id is None:

@@ -163,10 +163,12 @@ def build_server(project: str | None = None, *, agent: str | None = None):
         budget: Annotated[int, Field(ge=100, le=32000)] | None = None,
         since: str | None = None,
         until: str | None = None,
+        include_sessions: bool = False,
     ) -> str:
         return tools.call(
             lambda: lore.recall(
                 title,
+                include_sessions=include_sessions,
                 description=description,
                 task=work_item_id,
                 files=files or (),
@@ -181,8 +183,8 @@ def build_server(project: str | None = None, *, agent: str | None = None):
         )
 
     @server.tool(
-        description="Search memories; filter by types. Returns memories with id, title, "
-        "type, snippet, score 0-1."
+        description="Search memories (session summaries included); filter by types. Returns memories "
+        "with id, title, type, snippet, score 0-1. Archived ones only with include_archived."
     )
     def search_memories(
         query: str,
@@ -190,11 +192,19 @@ def build_server(project: str | None = None, *, agent: str | None = None):
         limit: Limit = 10,
         since: str | None = None,
         until: str | None = None,
+        include_archived: bool = False,
     ) -> str:
         return tools.call(
             lambda: [
                 h.to_dict()
-                for h in lore.search(query, limit=limit, types=types or (), since=since, until=until)
+                for h in lore.search(
+                    query,
+                    limit=limit,
+                    types=types or (),
+                    since=since,
+                    until=until,
+                    include_archived=include_archived,
+                )
             ]
         )
 

@@ -220,6 +220,7 @@ class Memories:
         id: str | None = None,
         private: bool = False,
         session: bool = False,
+        tier: str | None = None,
         source: str | None = None,
         extra: dict | None = None,
     ) -> AddResult:
@@ -228,6 +229,10 @@ class Memories:
         Idempotent: a memory with the same ``occurred_at`` and body hash is
         returned instead of written again. Secrets are redacted from every
         field first. An explicit `id` that exists already is a conflict.
+
+        Args:
+            tier: storage tier (durable, daily, session); ``session=True`` is
+                ``tier="session"``. Where its files go: :func:`sync.folder_of`.
         """
         agent = self.agent
         if private and not agent:
@@ -265,24 +270,36 @@ class Memories:
             extra=dict(extra or {}),
         )
         memory.validate(strict=True)
-        folder = (
-            self.project.agent_dir(agent)
-            if private and agent
-            else self.project.session_dir
-            if session
-            else self.project.memory_dir
+        folder = sync.folder_of(
+            self.project, tier or ("session" if session else "durable"), agent=agent, private=private
         )
+        if id is not None:
+            with file_lock(self.project.local_dir / ".write.lock"):
+                self.sync()
+                if self.store.memories(MemoryFilter(ids=[id], include_private=True), limit=1):
+                    raise Conflict(
+                        f"a memory with id {id} exists already; omit --id to get a new one, or update that memory"
+                    )
+        return self.put(memory, folder, redacted=dict(clean["redacted"]))
+
+    def put(self, memory: Memory, folder: Path, *, redacted: dict[str, int] | None = None) -> AddResult:
+        """Write a prepared memory as a new file in `folder` and index it (for
+        imports, promotions and captures; :meth:`add` builds the memory first).
+
+        The memory must be redacted and validated by the caller. A memory with
+        the same ``occurred_at`` and body hash, or the same id, that this agent
+        can see is returned instead (``created`` False); nothing is overwritten.
+        """
         with file_lock(self.project.local_dir / ".write.lock"):
             self.sync()
-            if id is not None and self.store.memories(MemoryFilter(ids=[id], include_private=True), limit=1):
-                raise Conflict(
-                    f"a memory with id {id} exists already; omit --id to get a new one, or update that memory"
-                )
             existing = self.store.find_duplicate(memory.occurred_at, memory.content_hash)
+            if existing is None:
+                same_id = self.store.memories(MemoryFilter(ids=[memory.id], include_private=True), limit=1)
+                existing = same_id[0].path if same_id else None
             if existing and self.visible(existing):
                 found = self.load(existing)
                 return AddResult(
-                    found.id, existing, False, found.title, found.type, dict(clean["redacted"]), found
+                    found.id, existing, False, found.title, found.type, dict(redacted or {}), found
                 )
             text = markdown.render(memory)
             path = markdown.write_new(folder, markdown.file_name(memory), text)
@@ -292,7 +309,29 @@ class Memories:
                     self.store, self.project, rel, path.read_bytes(), path.stat(), sync.location_of(rel)
                 )
         memory.path = rel
-        return AddResult(memory.id, rel, True, memory.title, memory.type, dict(clean["redacted"]), memory)
+        return AddResult(memory.id, rel, True, memory.title, memory.type, dict(redacted or {}), memory)
+
+    def rewrite(self, rel: str, memory: Memory, *, expected_sha256: str | None = None) -> None:
+        """Replace the file at `rel` with `memory` as it is (no redaction, no
+        ``updated_at``): bookkeeping Lore does on its own files (evidence counts,
+        tier moves) and changes a person approved in ``lore review``.
+
+        Raises:
+            Conflict: the file's bytes no longer hash to `expected_sha256`.
+        """
+        import hashlib
+
+        from lore.memory.files import read_memory_file
+
+        memory.validate()
+        text = markdown.render(memory)
+        with file_lock(self.project.local_dir / ".write.lock"):
+            if expected_sha256 is not None:
+                now = hashlib.sha256(read_memory_file(self.project.root, rel)).hexdigest()
+                if now != expected_sha256:
+                    raise Conflict(f"{rel} changed on disk since it was read; run the command again")
+            markdown.write_atomic(self.project.root / rel, text)
+        self.sync()
 
     def update(
         self,

@@ -21,6 +21,12 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from lore.memory.capture.cues import CORRECTION as _CORRECTION
+from lore.memory.capture.cues import DECISION as _DECISION
+from lore.memory.capture.cues import DONE as _DONE
+from lore.memory.capture.cues import FIXED as _FIXED
+from lore.memory.capture.cues import LEARNED as _LEARNED
+from lore.memory.capture.cues import OPEN as _OPEN
 from lore.memory.capture.parse import ERROR_LINE, TRACEBACK, normalise_error
 from lore.sessions.events import event_text
 from lore.sessions.summary import Summary, header, topics
@@ -30,43 +36,6 @@ MAX_FILES = 20
 MAX_ITEM_CHARS = 240
 FIX_WINDOW = 40  # events after an error in which its fix is looked for
 
-_DECISION = re.compile(
-    r"\b(?:we|i|let's|let us|team)\s+(?:have\s+|'ve\s+|will\s+|'ll\s+)?"
-    r"(?:decided|chose|choose|settled on|agreed|picked|opted|went with|are going with|go with)\b"
-    r"|\bdecided to\b|\bdecision\b|\bwe(?:'ll| will| should) (?:use|keep|switch|go with|stick with)\b"
-    r"|\b(?:will|'ll) use\b|\bswitch(?:ed|ing)? (?:over )?to\b|\bgoing with\b",
-    re.I,
-)
-_DONE = re.compile(
-    r"^(?:i|we)(?:'ve| have)?\s+(?:now\s+|also\s+|just\s+|finally\s+)?"
-    r"(?:added|fixed|updated|created|implemented|removed|deleted|renamed|refactored|wrote|changed|"
-    r"moved|installed|configured|merged|committed|rewrote|replaced|migrated|ran|tested|finished|"
-    r"completed|built|set up|extracted|split|bumped|upgraded|documented)\b"
-    r"|^(?:done|fixed|added|updated|implemented|created|removed)\b",
-    re.I,
-)
-_LEARNED = re.compile(
-    r"\b(?:turns out|it turned out|root cause|the cause|because|learned|lesson|note that|apparently|"
-    r"the (?:problem|issue|bug|reason) (?:is|was)|this means|so that's why)\b",
-    re.I,
-)
-_FIXED = re.compile(
-    r"\b(?:fixed|resolved|solved|works now|now works|working now|passes now|now pass(?:es)?|"
-    r"all (?:tests )?pass(?:ing)?|tests? pass(?:ed|es)?|the fix|fix was|succeeded|that did it)\b",
-    re.I,
-)
-_CORRECTION = re.compile(
-    r"^(?:no\b|nope\b|actually\b|don't\b|do not\b|never\b|stop\b|instead\b|rather\b|wrong\b|"
-    r"that's (?:wrong|not)\b|not quite\b|i (?:said|meant|prefer|want)\b|we prefer\b|prefer\b|please don't\b)"
-    r"|\b(?:instead of|rather than|i prefer|we prefer|please use|don't use|do not use|shouldn't|"
-    r"use \S+ instead)\b",
-    re.I,
-)
-_OPEN = re.compile(
-    r"\b(?:todo|still (?:need|have|to)|next step|remaining|not yet|open question|follow[- ]?up|"
-    r"later|need to|needs to|unresolved|pending|tbd|blocked|haven't)\b",
-    re.I,
-)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(])|\n+")
 _PATH = re.compile(
     r"(?<![\w/.:@-])(?:~?/|\.{1,2}/)?(?:[\w.-]+/)+[\w.-]*\w\.[A-Za-z0-9]{1,8}\b"

@@ -13,11 +13,16 @@ from lore.storage.base import (
     ChunkInput,
     ChunkRecord,
     CommitRecord,
+    ErrorOccurrence,
+    ErrorPattern,
+    EvidenceRecord,
     FileState,
     IndexCounts,
     MemoryFilter,
     MemoryRecord,
+    ProposalRecord,
     Store,
+    TierState,
 )
 
 __all__ = [
@@ -26,11 +31,16 @@ __all__ = [
     "ChunkInput",
     "ChunkRecord",
     "CommitRecord",
+    "ErrorOccurrence",
+    "ErrorPattern",
+    "EvidenceRecord",
     "FileState",
     "IndexCounts",
     "MemoryFilter",
     "MemoryRecord",
+    "ProposalRecord",
     "Store",
+    "TierState",
     "open_store",
 ]
 

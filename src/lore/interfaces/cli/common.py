@@ -27,7 +27,11 @@ def filter_options(func):
         click.option("--author", "agent", help="Only memories written by this agent."),
         click.option("--task", help="Only memories of this task id."),
         click.option("--scope", help="applies_to: global, file:<path> (prefix ok), area:<name>."),
-        click.option("--tier", help="hot, warm, cold (attention) or durable, session (storage)."),
+        click.option(
+            "--tier",
+            help="hot, warm, cold (attention); durable, daily, session, session-summary (storage); archive.",
+        ),
+        click.option("--include-archived", is_flag=True, help="Archived memories too (left out by default)."),
         click.option("--since", help="Occurred at or after (ISO 8601)."),
         click.option("--until", help="Occurred at or before (ISO 8601)."),
         click.option("--limit", type=int, default=None, help="At most N results (default 10, max 50)."),

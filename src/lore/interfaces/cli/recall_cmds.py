@@ -27,6 +27,9 @@ def recall_options(func):
         click.option("--no-code", is_flag=True),
         click.option("--no-memories", is_flag=True),
         click.option("--no-related-work", is_flag=True),
+        click.option(
+            "--include-sessions", is_flag=True, help="Summaries of recorded sessions too (off by default)."
+        ),
         click.option("--markdown", "as_markdown", is_flag=True, help="Print the Markdown block (default)."),
         click.option("--json", "as_json", is_flag=True, help="Print 003's ContextResult as JSON."),
     ]
@@ -50,6 +53,7 @@ def _recall(
     no_code,
     no_memories,
     no_related_work,
+    include_sessions,
     as_markdown,
     as_json,
 ):
@@ -69,6 +73,7 @@ def _recall(
         include_related_work=not no_related_work,
         since=since,
         until=until,
+        include_sessions=include_sessions,
     )
     if as_json:
         emit_json(result.to_dict())

@@ -37,8 +37,8 @@ def _done(lore, data, as_json: bool, text: str) -> None:
 @json_option
 @with_lore
 def start(lore, session_id, user, as_json):
-    """Start a session and print its id."""
-    info = lore.sessions.start(session_id, agent=lore.agent, user=user)
+    """Start a session and print its id (the previous sessions' memories are digested and cleaned)."""
+    info = lore.start_session(session_id, user=user)
     _done(lore, info.to_dict(), as_json, info.id)
 
 
@@ -203,6 +203,26 @@ def compact(lore, session_id, if_over, as_json):
         else f"nothing compacted ({result.reason})"
     )
     _done(lore, result.to_dict(), as_json, line)
+
+
+@session.command(name="search")
+@click.argument("query", nargs=-1, required=True)
+@click.option("--session", "session_id", help="Only this session's summaries.")
+@click.option("--limit", type=int, default=None, help="At most N results (default 10, max 50).")
+@json_option
+@with_lore
+def search_(lore, query, session_id, limit, as_json):
+    """Search the summaries of compacted sessions (yours and unowned ones)."""
+    from lore.interfaces.cli.output import emit_results
+
+    hits = lore.session_search(" ".join(query), limit=limit, session=session_id)
+    emit_results(hits, as_json, lambda h: h.to_dict(), _render_hit)
+
+
+def _render_hit(out, hit) -> None:
+    out.print(f"[bold]{hit.title}[/bold]  [dim]{hit.score:.2f} · {hit.occurred_at[:16]}[/dim]")
+    out.print(f"  [cyan]{hit.path}:{hit.start_line}[/cyan]  [dim]{hit.section or ''}[/dim]")
+    out.print(f"  {hit.snippet}", markup=False)
 
 
 def _json_arg(text: str | None):

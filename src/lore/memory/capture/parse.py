@@ -5,14 +5,15 @@ Three sources, none of which writes anything (the service decides what to keep):
 - :func:`from_transcript` -- a session transcript (Claude Code JSONL, 004's
   session JSONL, Codex rollout JSONL), filtered by 002's rules: assistant
   messages only, multi-line only, stored in full, dated by the event.
-- :func:`from_stdout` -- ``<lore-memory>`` blocks an agent without MCP printed
-  (001's prompt-based capture).
+- :func:`from_stdout` -- ``<chati-memory>`` / ``<lore-memory>`` blocks an
+  agent without MCP printed (001's prompt-based capture).
 - :func:`repeated_errors` -- error lines seen again and again in agent output
   (001's gotcha auto-capture).
 
-The ``<lore-memory>`` block
----------------------------
-The primary form puts the fields on the tag::
+The ``<chati-memory>`` / ``<lore-memory>`` block
+------------------------------------------------
+Seed 001 names the block ``<chati-memory>``; ``<lore-memory>`` is the same
+block under Lore's name. The primary form puts the fields on the tag::
 
     <lore-memory type="gotcha" tags="auth,jwt" applies_to="file:src/auth.py" title="...">
     Token validation fails silently when JWT_SECRET contains special characters.
@@ -22,7 +23,12 @@ A YAML header inside the block is accepted too (``---`` / fields / ``---``
 before the body); where both give a field, the tag's attribute wins. Fields:
 ``type`` (one of the memory types), ``tags`` (comma-separated, or a YAML list;
 ``keywords`` also works), ``applies_to`` (``global``, ``file:<path>``,
-``area:<name>``), ``title`` (or ``subject``), ``occurred_at`` (ISO 8601).
+``area:<name>``), ``title`` (or ``subject``), ``occurred_at`` (ISO 8601;
+``created_at`` also works), ``confidence`` (0-1), ``tier`` (the storage tier:
+``durable``, ``daily`` or ``session``; 001's attention tiers ``hot``/``warm``/
+``cold`` are ignored) and ``private`` (``true``: only the acting agent sees it).
+001's bookkeeping fields (``id``, ``agent``, ``sector``, ``access_count``,
+``last_accessed``) are ignored without a problem line.
 """
 
 from __future__ import annotations
@@ -51,6 +57,9 @@ class Candidate:
     tags: list[str] = field(default_factory=list)
     applies_to: str = "global"
     source: str | None = None  # "transcript:<session>:<uuid>", "stdout", ...
+    tier: str | None = None  # storage tier the block asked for (None: the caller's default)
+    private: bool = False
+    confidence: float | None = None
 
 
 # ---------------------------------------------------------------- transcripts
@@ -194,8 +203,7 @@ def _heading_title(body: str) -> str | None:
 
 # ---------------------------------------------------------------- <lore-memory> blocks
 
-_OPEN = re.compile(r"<lore-memory(?=[\s>/])")
-_CLOSE = "</lore-memory>"
+_OPEN = re.compile(r"<(?P<tag>lore-memory|chati-memory)(?=[\s>/])")
 _ATTR = re.compile(r"""\s*([A-Za-z_][\w-]*)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _FIELDS = {
@@ -206,14 +214,21 @@ _FIELDS = {
     "title": "title",
     "subject": "title",
     "occurred_at": "occurred_at",
+    "created_at": "occurred_at",
+    "confidence": "confidence",
+    "tier": "tier",
+    "private": "private",
 }
+_IGNORED = {"id", "agent", "sector", "access_count", "last_accessed", "evidence_count"}
+_STORAGE_TIERS = ("durable", "daily", "session")
+_ATTENTION_TIERS = ("hot", "warm", "cold", "archive")
 _EXAMPLE = re.compile(r"<lore-memory.*?</lore-memory>", re.DOTALL)
 
 
 def from_stdout(
     text: str, *, default_time: str | None = None, source: str = "stdout"
 ) -> tuple[list[Candidate], list[str]]:
-    """Parse the ``<lore-memory>`` blocks an agent printed.
+    """Parse the ``<chati-memory>`` / ``<lore-memory>`` blocks an agent printed.
 
     Args:
         text: the agent's output (ANSI colour codes are ignored).
@@ -235,23 +250,25 @@ def from_stdout(
         if opening is None:
             break
         line = text.count("\n", 0, opening.start()) + 1
+        tag = opening.group("tag")
         tag_end = _tag_end(text, opening.end())
         if tag_end is None:
-            problems.append(f"line {line}: <lore-memory> tag is not closed with '>'; skipped")
+            problems.append(f"line {line}: <{tag}> tag is not closed with '>'; skipped")
             pos = opening.end()
             continue
         attrs_text = text[opening.end() : tag_end]
         if attrs_text.rstrip().endswith("/"):
-            problems.append(f"line {line}: <lore-memory/> has no body; skipped")
+            problems.append(f"line {line}: <{tag}/> has no body; skipped")
             pos = tag_end + 1
             continue
         next_open = _OPEN.search(text, tag_end + 1)
-        close = text.find(_CLOSE, tag_end + 1)
+        closing = f"</{tag}>"
+        close = text.find(closing, tag_end + 1)
         if close == -1 or (next_open is not None and next_open.start() < close):
-            problems.append(f"line {line}: <lore-memory> block has no </lore-memory>; skipped")
+            problems.append(f"line {line}: <{tag}> block has no {closing}; skipped")
             pos = next_open.start() if next_open else len(text)
             continue
-        pos = close + len(_CLOSE)
+        pos = close + len(closing)
         try:
             candidate, notes = _block(attrs_text, text[tag_end + 1 : close], fallback, source)
         except _BlockProblem as err:
@@ -266,7 +283,7 @@ def from_stdout(
 
 
 class _BlockProblem(Exception):
-    """A <lore-memory> block that cannot become a candidate."""
+    """A memory block that cannot become a candidate."""
 
 
 def _tag_end(text: str, start: int) -> int | None:
@@ -302,9 +319,11 @@ def _block(
         for name, value in origin.items():
             canonical = _FIELDS.get(str(name))
             if canonical is None:
-                notes.append(
-                    f"ignored unknown field '{name}' (known: type, tags, applies_to, title, occurred_at)"
-                )
+                if str(name) not in _IGNORED:
+                    notes.append(
+                        f"ignored unknown field '{name}' (known: type, tags, applies_to, title, "
+                        "occurred_at, confidence, tier, private)"
+                    )
             else:
                 fields[canonical] = value
     kind = _one_string(fields.get("type", "summary"), "type").strip().lower()
@@ -327,6 +346,11 @@ def _block(
         occurred = fallback or now_iso()
     if _is_instructions_example(body):
         return None, notes
+    tier = _one_string(fields.get("tier", ""), "tier").strip().lower() or None
+    if tier in _ATTENTION_TIERS:
+        tier = None  # 001's attention tier: decided by Lore, not by the block
+    elif tier is not None and tier not in _STORAGE_TIERS:
+        raise _BlockProblem(f"tier '{tier}' must be one of: {', '.join(_STORAGE_TIERS)}")
     return Candidate(
         body=body,
         occurred_at=occurred,
@@ -335,7 +359,33 @@ def _block(
         tags=tags,
         applies_to=scope,
         source=source,
+        tier=tier,
+        private=_flag(fields.get("private", False)),
+        confidence=_confidence(fields.get("confidence")),
     ), notes
+
+
+def _flag(value) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "1"):
+        return True
+    if text in ("false", "no", "0", ""):
+        return False
+    raise _BlockProblem(f"private must be true or false, not '{value}'")
+
+
+def _confidence(value) -> float | None:
+    if value is None or value == "":
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise _BlockProblem(f"confidence '{value}' must be a number between 0 and 1") from None
+    if not 0 <= number <= 1:
+        raise _BlockProblem(f"confidence '{value}' must be a number between 0 and 1")
+    return number
 
 
 def _attributes(text: str) -> dict[str, str]:

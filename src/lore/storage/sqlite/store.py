@@ -33,6 +33,7 @@ from lore.storage.base import (
     filter_is_empty,
     text_hash,
 )
+from lore.storage.sqlite.lifecycle import LifecycleTables
 from lore.storage.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -44,7 +45,9 @@ _WEIGHTS = {"memory": (4.0, 2.0, 1.0), "code": (4.0, 1.0, 1.0), "commit": (4.0, 
 _MEMORY_COLUMNS = (
     "m.id, m.title, m.type, m.sector, m.tags, m.applies_to, m.agent, m.task, m.project, m.visibility, "
     "m.storage, m.occurred_at, m.content_hash, m.confidence, m.files, m.summary, m.body_line, "
-    "m.evidence_count, m.owner, f.path"
+    # The file's own count plus evidence not written into the file yet.
+    "m.evidence_count + (SELECT count(*) FROM evidence e WHERE e.memory_id = m.id AND e.folded = 0), "
+    "m.owner, m.superseded_by, f.path"
 )
 _COMMIT_COLUMNS = (
     "m.sha, m.author, m.email, m.date, m.subject, m.body, m.files, m.head_files, m.n_files, m.is_merge"
@@ -58,7 +61,7 @@ _GROUP_COLUMNS = ("type", "sector", "visibility", "storage", "agent")
 _MAX_IN = 900  # SQLite's host-parameter limit is 999 on old builds
 
 
-class SQLiteStore:
+class SQLiteStore(LifecycleTables):
     """One connection to `.lore/index.db`. Not shared across threads."""
 
     def __init__(self, path: Path):
@@ -255,7 +258,8 @@ class SQLiteStore:
         self.db.execute(
             "INSERT INTO memories(file_id, id, title, type, sector, tags, applies_to, agent, task, project, "
             "visibility, storage, occurred_at, content_hash, confidence, files, summary, body_line, "
-            "evidence_count, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "evidence_count, owner, superseded_by) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 file_id,
                 memory.id,
@@ -277,6 +281,7 @@ class SQLiteStore:
                 memory.body_line,
                 memory.evidence_count,
                 memory.owner,
+                memory.superseded_by,
             ),
         )
 
@@ -699,6 +704,11 @@ def _memory_where(flt: MemoryFilter | None) -> tuple[str, list[Any]]:
         among("m.storage", flt.storage)
     if flt.exclude_storage:
         among("m.storage", flt.exclude_storage, negate=True)
+    tier = "coalesce((SELECT t.tier FROM tier_state t WHERE t.memory_id = m.id), 'cold')"
+    if flt.tiers:
+        among(tier, flt.tiers)
+    if flt.exclude_tiers:
+        among(tier, flt.exclude_tiers, negate=True)
     if flt.since:
         clauses.append("m.occurred_at >= ?")
         params.append(flt.since)
@@ -800,7 +810,8 @@ def _memory(row: Sequence[Any]) -> MemoryRecord:
         body_line=row[16],
         evidence_count=row[17],
         owner=row[18],
-        path=row[19],
+        superseded_by=row[19],
+        path=row[20],
     )
 
 
