@@ -79,7 +79,9 @@ def cli_in():
             timeout=120,
         )
         if ok and proc.returncode != 0:
-            raise AssertionError(f"lore {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+            raise AssertionError(
+                f"lore {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+            )
         if raw or not ok:
             return proc
         return json.loads(proc.stdout)

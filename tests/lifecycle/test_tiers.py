@@ -128,7 +128,9 @@ def test_reads_move_a_memory_one_tier_at_a_time_and_the_state_is_kept(proj, cloc
 
 def test_the_90_day_archive_end_to_end(proj, clock, cli_in):
     m = proj.add(
-        title="Nightly export runs at 2am", body="The orders export runs nightly at 2am UTC.", occurred_at=at(0)
+        title="Nightly export runs at 2am",
+        body="The orders export runs nightly at 2am UTC.",
+        occurred_at=at(0),
     )
     other = proj.add(title="Orders table", body="Orders live in the orders table.", occurred_at=at(0))
     for day in (200, 310, 399):

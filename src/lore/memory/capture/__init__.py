@@ -122,7 +122,9 @@ def capture_stdout(
         ErrorOccurrence(sig, f"stdout:{output}:{n}", source, agent, now, example)
         for n, (sig, example) in enumerate(errors.occurrences(text, lifecycle.project.root, distinct=False))
     ]
-    result.gotchas, result.evidence = count_errors(lifecycle, occurrences, where=source, private=private)
+    gotchas, evidence_added = count_errors(lifecycle, occurrences, where=source, private=private)
+    result.gotchas += gotchas
+    result.evidence += evidence_added
     return result
 
 
@@ -242,7 +244,7 @@ def count_errors(
         memory = lifecycle.memories.add(
             title=f"Repeated error: {pattern.signature}"[:200],
             body=(
-                f"This error came up again and again ({pattern.count}× so far, first in {where}) "
+                f"This error came up again and again ({pattern.count}× so far, the third time in {where}) "
                 f"before its cause was written down:\n\n```\n{pattern.example}\n```\n\n"
                 f"Normalised: `{pattern.signature}`\n\n"
                 "When you see it, look for the cause recorded with it, or add one."

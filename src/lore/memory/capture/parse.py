@@ -43,7 +43,7 @@ from datetime import UTC
 from pathlib import Path
 
 from lore.errors import ValidationError
-from lore.memory.model import MEMORY_TYPES, SCOPE_RE, now_iso, parse_time
+from lore.memory.model import MEMORY_TYPES, SCOPE_RE, TYPE_OF_SECTOR, now_iso, parse_time
 
 
 @dataclass
@@ -327,6 +327,7 @@ def _block(
             else:
                 fields[canonical] = value
     kind = _one_string(fields.get("type", "summary"), "type").strip().lower()
+    kind = TYPE_OF_SECTOR.get(kind, kind)  # 001 writes the sector in `type` (procedural, ...)
     if kind not in MEMORY_TYPES:
         raise _BlockProblem(f"unknown type '{kind}'; use one of: {', '.join(MEMORY_TYPES)}")
     scope = _one_string(fields.get("applies_to", "global"), "applies_to").strip()

@@ -226,8 +226,11 @@ class Lifecycle:
                 break
         best: tuple[MemoryRecord, float] | None = None
         for record in seen.values():
-            score = similarity.jaccard(mine, similarity.shingles(self.body_of(record)))
-            if score >= similarity.NEAR_DUPLICATE and (best is None or score > best[1]):
+            theirs = self.body_of(record)
+            score = similarity.jaccard(mine, similarity.shingles(theirs))
+            if score < similarity.NEAR_DUPLICATE or (best is not None and score <= best[1]):
+                continue
+            if similarity.contradiction(body, theirs) is None:  # "don't use X" is no evidence for "use X"
                 best = (record, round(score, 3))
         if best is None and vectors:
             best = self._vector_duplicate(title, body, flt, exclude)
@@ -247,7 +250,10 @@ class Lifecycle:
             chunk = chunks.get(chunk_id)
             if chunk is None or chunk.memory is None or chunk.memory.id in exclude:
                 continue
-            if cosine >= similarity.VECTOR_NEAR_DUPLICATE:
+            if (
+                cosine >= similarity.VECTOR_NEAR_DUPLICATE
+                and similarity.contradiction(body, self.body_of(chunk.memory)) is None
+            ):
                 return chunk.memory, round(float(cosine), 3)
         return None
 

@@ -7,6 +7,9 @@ private; not raw session notes, session summaries or archives):
 2. each memory is compared with the few memories that share its words
    (a keyword search on its title and text, so the pass stays near-linear):
 
+   - **contradiction** (checked first: two texts that differ by a "not"
+     share most of their words): same subject, and the newer says the
+     opposite (:func:`~.similarity.contradiction`) → ``contradiction`` proposal;
    - **near-duplicates** (:data:`~.similarity.NEAR_DUPLICATE`): when the
      copy to drop is a local file (daily, private) it is merged at once —
      its evidence counts for the memory kept (the committed one if one is
@@ -14,8 +17,6 @@ private; not raw session notes, session summaries or archives):
      copies make a ``merge`` proposal;
    - **supersession**: the newer memory contains at least 80% of the older
      one's word runs and is at least 20% longer → ``supersede`` proposal;
-   - **contradiction**: same subject, and the newer says the opposite
-     (:func:`~.similarity.contradiction`) → ``contradiction`` proposal;
 
 3. local memories with confidence > 0.9 and evidence ≥ 5 get a
    ``promote`` proposal (to durable, committed);
@@ -137,6 +138,20 @@ class _Pass:
             return
         old_runs, new_runs = similarity.shingles(old_text), similarity.shingles(new_text)
         score = similarity.jaccard(old_runs, new_runs)
+        # A contradiction first: two texts that differ by a "not" share most of their words.
+        if similarity.same_subject(
+            older.tags, f"{older.title}\n{old_text}", newer.tags, f"{newer.title}\n{new_text}"
+        ):
+            conflict = similarity.contradiction(new_text, old_text)
+            if conflict is not None:
+                self.supersede(
+                    older,
+                    newer,
+                    "contradiction",
+                    f"{conflict.reason}: now {conflict.newer!r}, before {conflict.older!r}",
+                    conflict.confidence,
+                )
+                return
         if score >= similarity.NEAR_DUPLICATE:
             self.merge(older, newer, score)
         elif similarity.containment(old_runs, new_runs) >= SUPERSEDES and len(new_text) >= LONGER * len(
@@ -149,18 +164,6 @@ class _Pass:
                 f"it says everything {older.title!r} says, and more",
                 similarity.containment(old_runs, new_runs),
             )
-        elif similarity.same_subject(
-            older.tags, f"{older.title}\n{old_text}", newer.tags, f"{newer.title}\n{new_text}"
-        ):
-            conflict = similarity.contradiction(new_text, old_text)
-            if conflict is not None:
-                self.supersede(
-                    older,
-                    newer,
-                    "contradiction",
-                    f"{conflict.reason}: now {conflict.newer!r}, before {conflict.older!r}",
-                    conflict.confidence,
-                )
 
     # -- the findings ----------------------------------------------------------------------
 

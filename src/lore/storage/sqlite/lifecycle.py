@@ -119,7 +119,7 @@ class LifecycleTables:
         rows = self.db.execute(
             "SELECT o.signature, count(*), min(o.occurred_at), max(o.occurred_at), "
             "(SELECT example FROM error_occurrences x WHERE x.signature = o.signature "
-            " ORDER BY x.occurred_at, x.key LIMIT 1), "
+            " ORDER BY x.occurred_at, x.rowid LIMIT 1), "
             "p.memory_id, json_group_array(DISTINCT coalesce(o.agent, '')) "
             f"FROM error_occurrences o LEFT JOIN error_patterns p ON p.signature = o.signature {where} "
             "GROUP BY o.signature ORDER BY count(*) DESC, min(o.occurred_at)",
