@@ -64,6 +64,7 @@ class Lore:
         self._store: Store | None = None
         self._parts: dict[str, Any] = {}
         self._messages: list[str] = []
+        self._seen_sync: SyncReport | None = None
         self.created: list[str] = []
 
     @classmethod
@@ -560,8 +561,15 @@ class Lore:
         self.lifecycle.record_access(memory_ids)
 
     def _fresh(self) -> None:
-        """Before reading memories: the index in step with the files, tiers decided."""
-        self.sync()
+        """Before reading memories: the index in step with the files, tiers decided
+        (at once for files that changed, e.g. a hand edit marking one superseded)."""
+        from lore.storage import MemoryFilter
+
+        report = self.sync()
+        seen, self._seen_sync = self._seen_sync, report
+        if report is not seen and (report.added or report.updated):
+            changed = MemoryFilter(paths=report.added + report.updated, include_private=True)
+            self.lifecycle.advance([r.id for r in self.store.memories(changed)])
         self.lifecycle.maybe_tick()
 
 

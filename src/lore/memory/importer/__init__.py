@@ -127,6 +127,8 @@ def import_path(
                 report.items.append(_write(lifecycle, plan, dry_run))
             except (ValidationError, OSError) as err:
                 report.problems.append(f"skipped {plan.item.source}: {_one_line(err)}")
+    if not dry_run:
+        lifecycle.advance([item.id for item in report.items if item.status == "created"])
     return report
 
 

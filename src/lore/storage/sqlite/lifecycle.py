@@ -110,7 +110,8 @@ class LifecycleTables:
         return new
 
     def error_patterns(self, signatures: Sequence[str] | None = None) -> list[ErrorPattern]:
-        where, params = "", ()
+        where = ""
+        params: tuple[str, ...] = ()
         if signatures is not None:
             if not signatures:
                 return []
