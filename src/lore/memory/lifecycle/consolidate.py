@@ -65,7 +65,8 @@ def consolidate(lifecycle: Lifecycle, *, recent_days: float | None = None) -> Co
 
     report = ConsolidationReport()
     report.archived = archive_old_daily(lifecycle)
-    pass_ = _Pass(lifecycle, report)
+    # Vectors (loading the model) only for a full pass: the session-start one must stay cheap.
+    pass_ = _Pass(lifecycle, report, vectors=recent_days is None)
     records = pass_.records()
     since = lifecycle.now() - timedelta(days=recent_days) if recent_days is not None else None
     for record in records:
@@ -87,9 +88,10 @@ def consolidate(lifecycle: Lifecycle, *, recent_days: float | None = None) -> Co
 class _Pass:
     """State of one consolidation pass: memories seen, bodies read, pairs compared."""
 
-    def __init__(self, lifecycle: Lifecycle, report: ConsolidationReport):
+    def __init__(self, lifecycle: Lifecycle, report: ConsolidationReport, *, vectors: bool):
         self.lc = lifecycle
         self.report = report
+        self.vectors = vectors
         self.flt = lifecycle.memories.filter(exclude_storage=_SKIP_TIERS, exclude_tiers=["archive"])
         self.by_id: dict[str, MemoryRecord] = {}
         self.bodies: dict[str, str] = {}
@@ -121,7 +123,7 @@ class _Pass:
             if len(out) >= CANDIDATES:
                 break
         near = self.lc.near_duplicate(
-            record.title, self.body(record), exclude=[record.id, *self.gone], vectors=True
+            record.title, self.body(record), exclude=[record.id, *self.gone], vectors=self.vectors
         )
         if near is not None and near[0].id in self.by_id:
             out.setdefault(near[0].id, self.by_id[near[0].id])
