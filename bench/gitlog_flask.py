@@ -111,6 +111,7 @@ def main() -> None:
     ):
         line(name, evaluate(jsonl(DATA / f"baselines/{base}.jsonl")))
     for name, mode, fusion in (
+        ("lore code (default: hybrid)", None, None),
         ("lore code bm25", "bm25", None),
         ("lore code vector", "vector", None),
         ("lore code hybrid rrf", "hybrid", "rrf"),

@@ -32,7 +32,7 @@ def build_project(n: int, embedding: str):
     import lore
     from lore.memory import markdown
     from lore.memory.model import Memory
-    from lore.service import suggest_keywords
+    from lore.memory.repository import derive_keywords
 
     root = WORK / f"memories-{n}-{embedding}"
     shutil.rmtree(root, ignore_errors=True)
@@ -53,7 +53,7 @@ def build_project(n: int, embedding: str):
             title=title,
             body=body,
             type=random.choice(["fact", "lesson", "decision", "summary"]),
-            tags=suggest_keywords(title, body),
+            tags=derive_keywords(title, body),
             occurred_at=f"2023-{1 + i % 12:02d}-{1 + i % 28:02d}T12:00:00Z",
         )
         markdown.write_new(folder, markdown.file_name(memory), markdown.render(memory))

@@ -30,6 +30,7 @@ OUTSIDE = Path(tempfile.gettempdir()) / "lore-bench"
 MODES = {
     "bm25": ("bm25", None),
     "vector": ("vector", None),
+    "hybrid": ("hybrid", "adaptive"),  # the default
     "rrf": ("hybrid", "rrf"),
     "weighted": ("hybrid", "weighted"),
 }

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,11 @@ import pytest
 import lore
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+# Tests never touch the user's real cache (the re-quantised model lives here, shared by test runs).
+os.environ.setdefault("LORE_CACHE_DIR", str(Path(tempfile.gettempdir()) / f"lore-test-cache-{os.getuid()}"))
+# `lore` on PATH, as after `pip install`: agent configs name the command, not a path.
+os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
 
 
 @pytest.fixture

@@ -133,7 +133,7 @@ EXISTING_SETTINGS = {
 
 
 def lore_hook(event: str) -> str:
-    return shlex.join([*LORE, "hook", event])
+    return shlex.join(["lore", "hook", event])
 
 
 def test_install_claude_code_merges_is_idempotent_and_uninstall_restores_bytes(cli):
@@ -151,7 +151,10 @@ def test_install_claude_code_merges_is_idempotent_and_uninstall_restores_bytes(c
 
     mcp = json.loads((root / ".mcp.json").read_text())
     assert mcp["mcpServers"]["github"] == EXISTING_MCP["mcpServers"]["github"]
-    assert mcp["mcpServers"]["lore"] == {"command": sys.executable, "args": ["-m", "lore", "mcp"]}
+    assert mcp["mcpServers"]["lore"] == {
+        "command": "lore",
+        "args": ["mcp"],
+    }  # no venv path in committed files
     settings = json.loads((root / ".claude/settings.json").read_text())
     assert settings["permissions"] == EXISTING_SETTINGS["permissions"]
     hooks = settings["hooks"]
@@ -284,7 +287,7 @@ def test_install_cursor(cli):
     root = cli.cwd
     assert cli("install", "cursor").stdout.strip() == "created .cursor/mcp.json: MCP server 'lore'"
     doc = json.loads((root / ".cursor/mcp.json").read_text())
-    assert doc == {"mcpServers": {"lore": {"command": sys.executable, "args": ["-m", "lore", "mcp"]}}}
+    assert doc == {"mcpServers": {"lore": {"command": "lore", "args": ["mcp"]}}}
     first = snapshot(root)
     assert cli("install", "cursor").stdout.strip() == "Lore is already installed for cursor"
     assert snapshot(root) == first

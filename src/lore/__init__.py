@@ -17,6 +17,9 @@ import os as _os
 # threads only add contention (10k x 384: 11 ms threaded vs 0.3 ms single, on
 # a busy 2-core machine). Set before numpy is first imported; respects the user's.
 _os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# Offline means offline: onnxruntime would otherwise keep a device id and
+# telemetry events under ~/.cache/Microsoft (read when it is first imported).
+_os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 from lore.errors import LoreError, NotFound, ProjectNotFound, ProviderError, UsageError, ValidationError
 

@@ -136,7 +136,7 @@ class Project:
         for name, text in (("config.toml", DEFAULT_CONFIG), (".gitignore", GITIGNORE)):
             target = lore / name
             if not target.exists():
-                from lore.memory.markdown import write_atomic
+                from lore.atomic import write_atomic
 
                 write_atomic(target, text)
                 created.append(str(target.relative_to(root)))

@@ -24,10 +24,11 @@ file is never served stale. The acting agent is fixed for the object's life.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from lore.errors import NotFound, UsageError, ValidationError
 from lore.health import Problem
 from lore.memory.model import Memory
 from lore.memory.repository import AddResult, Memories, Page
@@ -86,7 +87,13 @@ class Lore:
             from lore.storage import open_store
 
             self._store = open_store(self.project)
+            self._store.on_rebuild = self._refill
         return self._store
+
+    def _refill(self) -> None:
+        """The store rebuilt a damaged index: forget what was cached about it, re-read the files."""
+        self._parts.clear()
+        self.memories.sync(force=True)
 
     def _part(self, name: str, make: Callable[[], Any]) -> Any:
         if name not in self._parts:
@@ -170,7 +177,10 @@ class Lore:
         return self.memories.sync(force=force)
 
     def reindex(self, *, force: bool = False) -> SyncReport:
-        """`lore index` for memories (``force``: re-read every file); embedding follows."""
+        """`lore index` for memories (``force``: check the index file whole, rebuild
+        it if damaged, and re-read every file); embedding follows."""
+        if force and self.store.repair():
+            self._parts.clear()
         return self.sync(force=force)
 
     def index_code(
@@ -262,28 +272,7 @@ class Lore:
         """Memories newest first, as dicts (id, path, title, type, tags, tier, evidence_count, ...)."""
         flt = memory_filter(filters, viewer=self.memories.viewer)
         self._fresh()
-        records = self.store.memories(flt, limit=limit)
-        tiers = self.lifecycle.tiers_of([r.id for r in records])
-        return [
-            {
-                "id": r.id,
-                "path": r.path,
-                "title": r.title,
-                "type": r.type,
-                "sector": r.sector,
-                "tags": r.tags,
-                "applies_to": r.applies_to,
-                "agent": r.agent,
-                "task_id": r.task,
-                "occurred_at": r.occurred_at,
-                "visibility": r.visibility,
-                "storage": r.storage,
-                "tier": tiers[r.id],
-                "evidence_count": r.evidence_count,
-                "summary": r.summary,
-            }
-            for r in records
-        ]
+        return self.browser.rows(self.store.memories(flt, limit=limit))
 
     def show(self, key: str, *, offset: int = 0, limit: int | None = None) -> Page:
         """A memory's whole file, or a character slice of it (004's memory_read)."""
@@ -443,18 +432,7 @@ class Lore:
 
     def verify(self, key: str) -> dict[str, Any]:
         """A human or agent checked the memory: re-anchor it to the current code."""
-        from lore.index import anchors
-
-        rel = self.resolve(key)
-        memory = self.load(rel)
-        with self.store.transaction():
-            count = anchors.record(self.store, self.project.root, memory)
-        return {
-            "id": memory.id,
-            "path": rel,
-            "anchors": anchors.anchors_of(self.store, memory.id),
-            "anchored": count,
-        }
+        return self.memories.verify(key)
 
     # -- task lifecycle and capture ----------------------------------------------------------------
 
@@ -553,6 +531,147 @@ class Lore:
 
     def embedding_status(self, *, load: bool = True) -> dict[str, Any]:
         return dict(self.embedding.status(self.store, load=load))
+
+    # -- curation and background index runs (the web UI and HTTP API) ---------------------------
+
+    @property
+    def browser(self):  # -> Browser
+        from lore.search.browse import Browser
+
+        return self._part("browser", lambda: Browser(self.memories, self.searcher, self.lifecycle))
+
+    def browse(
+        self,
+        *,
+        sort: str = "occurred_at",
+        descending: bool = True,
+        offset: int = 0,
+        limit: int = 50,
+        **filters: Any,
+    ):  # -> BrowsePage
+        """One page of memories with the total, each with staleness, attention and tier
+        (filters: :func:`~lore.search.filters.memory_filter`'s, plus visibility and stale)."""
+        flt = memory_filter(filters, viewer=self.memories.viewer)
+        self._fresh()
+        return self.browser.page(flt, sort=sort, descending=descending, offset=offset, limit=limit)
+
+    def memory_detail(self, key: str):  # -> MemoryDetail
+        """One memory in full: fields, body, file version (sha256), anchors, staleness, attention."""
+        self._fresh()
+        return self.browser.detail(key)
+
+    def memory_log(self, key: str, *, limit: int = 20) -> Sequence[Any]:
+        """The git log of a memory's file (renames followed); [] when git does not track it."""
+        from lore.memory.curation import file_log
+
+        return file_log(self.project.root, self.resolve(key), limit)
+
+    def create(self, **fields: Any) -> AddResult:
+        """:meth:`add`, then embed the new memory at once (found by meaning straight away)."""
+        result = self.add(**fields)
+        self.embedding.embed_fresh(self.store)
+        return result
+
+    def update_checked(self, key: str, *, expected_sha256: str | None = None, **changes: Any) -> AddResult:
+        """:meth:`update`, refused (:class:`~lore.errors.Conflict`) if the file changed since
+        the caller read version `expected_sha256` (see :meth:`memory_detail`); then re-embed it."""
+        result = self.update(key, expected_sha256=expected_sha256, **changes)
+        self.embedding.embed_fresh(self.store)
+        return result
+
+    def purge(self, key: str) -> TrashEntry:
+        """Delete one trash entry now (instead of waiting for :meth:`gc`)."""
+        return self.memories.purge(key)
+
+    def bulk(
+        self,
+        action: str,
+        *,
+        apply: bool = False,
+        confirm: str | None = None,
+        ids: Sequence[str] | None = None,
+        add_tags: Sequence[str] = (),
+        remove_tags: Sequence[str] = (),
+        new_type: str | None = None,
+        new_tier: str | None = None,
+        **filters: Any,
+    ):  # -> BulkResult
+        """Preview (default) or apply a bulk action (delete, restore, retag, set_type,
+        set_tier, verify) on the memories `filters` select, narrowed to `ids` when
+        given (`restore` selects from the trash). Applying needs `confirm` = the
+        preview's digest (:mod:`lore.memory.curation`)."""
+        from lore.memory import curation
+
+        params = curation.BulkParams(action, list(add_tags), list(remove_tags), new_type, new_tier)
+        flt = memory_filter(filters, viewer=self.memories.viewer)
+        flt.ids = list(ids) if ids else None
+        self._fresh()
+        if action == "restore":
+            rows = curation.trash_selection(self.memories, flt)
+        else:
+            rows = [curation.Selected.of(r) for r in self.browser.select(flt)]
+        result = curation.run_bulk(self.memories, params, rows, apply=apply, confirm=confirm)
+        if result.applied:
+            self.embedding.embed_fresh(self.store)
+        return result
+
+    def code_file(self, path: str) -> dict[str, str]:
+        """An indexed code file's text (for links from a memory's anchors to the code)."""
+        return self.code_index.read(path)
+
+    def index_overview(self):  # -> IndexOverview
+        """The index dashboard: per source counts, failures, last indexed time; embedding
+        model, coverage and pending vectors; index size; freshness against git; stale
+        memories; the running and recent background jobs."""
+        from lore.index import overview
+
+        runner = self._parts.get("jobs")
+        current = runner.current() if runner else None
+        return overview.build(
+            self.store,
+            self.status(),
+            memories=self.memories.filter(),
+            broken_memories=self.memories.broken(),
+            stale_memories=self.stale(),
+            job=current.to_dict() if current else None,
+            recent_jobs=[j.to_dict() for j in runner.jobs()[:10]] if runner else [],
+        )
+
+    @property
+    def jobs(self):  # -> JobRunner
+        """Background index runs (:mod:`lore.jobs`), each with a Lore of its own."""
+        from lore.jobs import JobRunner
+
+        project, agent = self.project, self.agent
+        return self._part("jobs", lambda: JobRunner(lambda: Lore(project, agent=agent)))
+
+    def start_index_job(self, kind: str = "update", *, files=(), deleted_files=()):  # -> IndexJob
+        """Queue a background index run and return its job at once. `kind`: files
+        (003's update_index with `files`/`deleted_files`), update (everything,
+        incremental) or rebuild (re-read every file)."""
+        for name, paths in (("files", files), ("deleted_files", deleted_files)):
+            for path in paths:
+                try:
+                    self.project.inside(path, base=self.project.root)
+                except UsageError as err:
+                    raise ValidationError(str(err), field=name) from None
+        return self.jobs.submit(kind, list(files), list(deleted_files))
+
+    def index_jobs(self) -> Sequence[Any]:
+        """Background index runs still remembered, newest first."""
+        return self.jobs.jobs()
+
+    def index_job(self, job_id: str):  # -> IndexJob
+        """A background index run by id (:class:`NotFound` once forgotten)."""
+        job = self._parts["jobs"].get(job_id) if "jobs" in self._parts else None
+        if job is None:
+            raise NotFound(f"no index job '{job_id}' (finished jobs are kept for a while only)")
+        return job
+
+    def stop_index_jobs(self) -> None:
+        """Let the running index job finish (bounded wait) and cancel queued ones."""
+        if "jobs" in self._parts:
+            self._parts["jobs"].close()
 
     # -- helpers ---------------------------------------------------------------------------------------
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 
 from lore.errors import ProviderError
@@ -71,12 +70,6 @@ def verify_sha256(path: Path, expected: str) -> str:
 
 def write_atomic(target: Path, data: bytes) -> None:
     """Write `data` to `target` via a temporary file and rename (no torn reads)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from lore import atomic
+
+    atomic.write_atomic(target, data, sync=False)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import os
 
-from lore.embed._config import Option, read_options
 from lore.embed._vectors import l2_normalise
+from lore.embed.config import Option, read_options
 from lore.errors import ProviderError
 from lore.http_post import Endpoint, post_json
 from lore.http_post import retry_after as _retry_after  # noqa: F401  (tests import it from here)

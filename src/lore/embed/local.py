@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from lore.embed import _requantize
-from lore.embed._config import Option, read_options
 from lore.embed._files import file_sha256, verify_sha256
+from lore.embed.config import Option, read_options
 from lore.embed.onnx_encoder import OnnxEncoder
 from lore.errors import ProviderError
 

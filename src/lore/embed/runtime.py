@@ -110,6 +110,16 @@ class EmbeddingRuntime:
         assert self._embedder is not None
         return embed_pending(store, self._embedder, progress=progress, limit=limit, kind=kind)
 
+    def embed_fresh(self, store: Store, kind: str = "memory") -> int:
+        """Embed what was just written (at most INLINE_EMBED_LIMIT chunks of `kind`),
+        so it is found by meaning at once; a provider failure is a notice, not an
+        error (BM25 finds it meanwhile, `lore index` embeds it later)."""
+        try:
+            return self.embed_pending(store, kind=kind, limit=INLINE_EMBED_LIMIT)
+        except ProviderError as err:
+            self._notice(f"not embedded yet (BM25 finds it): {err}")
+            return 0
+
     def reembed(self, store: Store, *, progress: Callable[[int, int], None] | None = None) -> int:
         """Switch the index to the configured model: drop other vectors, embed everything."""
         embedder = self.embedder

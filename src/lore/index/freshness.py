@@ -104,6 +104,17 @@ class CodeIndex:
             self._paths = (version, self.store.paths("code"))
         return self._paths[1]
 
+    def read(self, path: str) -> dict[str, str]:
+        """An indexed code file's text (anchors link to it). Only files the code
+        index holds, never an arbitrary path: NotFound otherwise."""
+        from lore.errors import NotFound
+
+        rel = self.project.rel(self.project.inside(path, base=self.project.root))
+        if rel not in self.paths():
+            raise NotFound(f"{path} is not an indexed code file; see `lore status`")
+        raw = (self.project.root / rel).read_bytes()
+        return {"path": rel, "text": raw.decode("utf-8", "replace")}
+
     def recent_paths(self, days: float) -> set[str]:
         """Files changed by commits in the last `days` days."""
         if not self.is_git():

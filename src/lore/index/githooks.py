@@ -28,10 +28,10 @@ import os
 import re
 import shlex
 import stat
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from lore import atomic
 from lore.errors import LoreError, UsageError
 from lore.index import gitrepo
 
@@ -286,19 +286,11 @@ def _read(path: Path) -> bytes | None:
 
 def _write(path: Path, data: bytes, mode: int) -> None:
     """Replace `path` atomically, so git never runs a half-written hook."""
-    os.replace(_temporary(path, data, mode), path)
+    atomic.write_atomic(path, data, mode=mode, sync=False)
 
 
 def _temporary(path: Path, data: bytes, mode: int) -> Path:
-    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".lore")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-        os.chmod(name, mode)
-    except BaseException:
-        os.unlink(name)
-        raise
-    return Path(name)
+    return atomic.temporary(path.parent, data, mode=mode, sync=False, prefix=f".{path.name}.")
 
 
 # -- coalescing ---------------------------------------------------------------

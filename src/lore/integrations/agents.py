@@ -32,12 +32,13 @@ import os
 import re
 import shlex
 import stat
-import tempfile
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from lore import atomic
 from lore.errors import ConfigError, LoreError, UsageError
+from lore.memory.capture.instructions import INSTRUCTIONS, MD_BEGIN, MD_END
 
 AGENTS = ("claude-code", "codex", "cursor")
 SERVER_NAME = "lore"
@@ -55,44 +56,9 @@ HOOK_EVENTS = {
 # out, as Claude Code documents.
 _MATCHER_EVENTS = ("SessionStart", "PostToolUse", "PreCompact")
 
-MD_BEGIN = "<!-- lore:begin -->"
-MD_END = "<!-- lore:end -->"
 TOML_BEGIN = "# lore:begin"
 TOML_NOTE = "(managed by `lore install codex`; `lore uninstall codex` removes it)"
 TOML_END = "# lore:end"
-
-INSTRUCTIONS = """\
-## Project memory (Lore)
-
-This project keeps lasting knowledge in Lore (Markdown files in `.lore/memory/`).
-
-**Search before you explore.** Before reading code or asking the user, search:
-MCP tools `memory_search` / `search_memories` for memories and `search_codebase`
-for code, or `lore search "<query>"` and `lore code "<query>"` in a shell.
-Search returns summaries and ids; read in full (`memory_read`, `lore show <id>`)
-only the few you need. Never load every memory.
-
-**Write what lasts.** When you learn something a future session will need, save
-it with `memory_write` / `add_memory` (or `lore add`): a decision and why, a
-convention, a gotcha, a lesson from a failure, how the parts fit together. One
-idea per memory, with a clear title and a few keywords. Don't save transient
-state ("user just asked X", "tests are running"), task progress, or secrets.
-
-- `type`: decision, pattern, convention, lesson, architecture, warning,
-  preference, gotcha, fact, summary
-- `applies_to`: `global`, `file:<path>` or `area:<name>`
-
-**Finish each task** with `lore complete "<task>"` to record what was done.
-
-**No MCP tools?** Print each memory in a block like this; Lore reads them from your output:
-
-```text
-<lore-memory type="gotcha" tags="auth,jwt" applies_to="file:src/auth.py" title="JWT secret must be base64">
-Token validation fails silently when JWT_SECRET contains special characters.
-Use a base64-encoded secret.
-</lore-memory>
-```
-"""
 
 
 def install(agent: str, root: Path, *, command: list[str], instructions: bool = False) -> list[str]:
@@ -256,19 +222,7 @@ def _write(file: _TextFile, text: str, *, new_mode: int = 0o644) -> None:
         mode = stat.S_IMODE(target.stat().st_mode)
     except FileNotFoundError:
         mode = new_mode
-    data = (("\ufeff" if file.bom else "") + text).encode("utf-8")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".lore-tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic.write_atomic(target, (("\ufeff" if file.bom else "") + text).encode("utf-8"), mode=mode)
 
 
 def _delete(path: Path, root: Path) -> None:

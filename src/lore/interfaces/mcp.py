@@ -15,16 +15,27 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from lore.errors import LoreError, NotFound, as_lore_error
-from lore.memory.model import MEMORY_TYPES
+from lore.memory.model import MAX_KEYWORD_LEN, MAX_KEYWORDS, MAX_SUBJECT, MEMORY_TYPES
 
 MAX_LIMIT = 50
+MAX_QUERY = 4_000  # characters
+MAX_TEXT = 1_000_000  # characters of a memory body or task description
 
+# Argument types: limits of Lore's own (not only the transport's), enums in the schema.
 Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT)]
+Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY)]
+Text = Annotated[str, Field(max_length=MAX_TEXT)]
+Title = Annotated[str, Field(max_length=MAX_SUBJECT)]
+Tags = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=MAX_KEYWORD_LEN)]], Field(max_length=MAX_KEYWORDS)
+]
+Paths = Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=1000)]
+MemoryType = Literal[MEMORY_TYPES]  # type: ignore[valid-type]
 
 
 def _dump(data: Any) -> str:
@@ -63,12 +74,12 @@ class LoreTools:
                 pass
 
 
-def build_server(project: str | None = None, *, agent: str | None = None):
-    from mcp.server.mcpserver import MCPServer
-
-    tools = LoreTools(project, agent)
+def build_server(project: str | None = None, *, agent: str | None = None, tools: LoreTools | None = None):
+    """The MCP server and its :class:`LoreTools`; pass `tools` to share an open
+    Lore and its lock with another interface (`lore serve`)."""
+    tools = tools or LoreTools(project, agent)
     lore = tools.lore
-    server = MCPServer(
+    server = _server_class()(
         "lore",
         instructions=(
             "Project memory. Search before exploring: search_memories / memory_search (summaries + ids), "
@@ -83,7 +94,7 @@ def build_server(project: str | None = None, *, agent: str | None = None):
         "since/until: dates or phrases ('last week')."
     )
     def search_codebase(
-        query: str,
+        query: Query,
         file_types: list[str] | None = None,
         directories: list[str] | None = None,
         limit: Limit = 10,
@@ -127,10 +138,10 @@ def build_server(project: str | None = None, *, agent: str | None = None):
         "applies_to: global | file:<path> | area:<name>."
     )
     def add_memory(
-        type: str,
-        title: str,
-        content: str,
-        tags: list[str] | None = None,
+        type: MemoryType,
+        title: Title,
+        content: Text,
+        tags: Tags | None = None,
         applies_to: str = "global",
         source_work_item_id: str | None = None,
         private: bool = False,
@@ -152,10 +163,10 @@ def build_server(project: str | None = None, *, agent: str | None = None):
         "work, packed into budget tokens. Returns markdown + structured lists."
     )
     def recall_context(
-        title: str,
-        description: str = "",
+        title: Title,
+        description: Text = "",
         work_item_id: str | None = None,
-        files: list[str] | None = None,
+        files: Paths | None = None,
         include_code: bool = True,
         include_memories: bool = True,
         include_related_work: bool = True,
@@ -187,8 +198,8 @@ def build_server(project: str | None = None, *, agent: str | None = None):
         "with id, title, type, snippet, score 0-1. Archived ones only with include_archived."
     )
     def search_memories(
-        query: str,
-        types: list[str] | None = None,
+        query: Query,
+        types: list[MemoryType] | None = None,
         limit: Limit = 10,
         since: str | None = None,
         until: str | None = None,
@@ -209,11 +220,11 @@ def build_server(project: str | None = None, *, agent: str | None = None):
         )
 
     @server.tool(description="Re-index changed/deleted files (for hooks). Returns {updated, deleted}.")
-    def update_index(files: list[str], deleted_files: list[str] | None = None) -> str:
+    def update_index(files: Paths, deleted_files: Paths | None = None) -> str:
         return tools.call(lambda: lore.update_index(files, deleted_files or []))
 
     @server.tool(description="Step 1 of search→read: summaries, ids, relevance, timestamp.")
-    def memory_search(query: str, limit: Limit = 5) -> str:
+    def memory_search(query: Query, limit: Limit = 5) -> str:
         return tools.call(
             lambda: [
                 {
@@ -238,10 +249,10 @@ def build_server(project: str | None = None, *, agent: str | None = None):
         "only, never transient state or secrets."
     )
     def memory_write(
-        content: str,
-        type: str | None = None,
-        tags: list[str] | None = None,
-        title: str | None = None,
+        content: Text,
+        type: MemoryType | None = None,
+        tags: Tags | None = None,
+        title: Title | None = None,
         id: str | None = None,
         applies_to: str | None = None,
     ) -> str:
@@ -330,6 +341,56 @@ def register_session_tools(server, tools: LoreTools) -> None:
         return tools.call(run)
 
 
+def _server_class():
+    """MCPServer, with argument errors as one short line per field (not a validation dump)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from pydantic import ValidationError
+
+    class LoreMCPServer(MCPServer):
+        async def call_tool(self, name, arguments, *args, **kwargs):  # type: ignore[override]
+            try:
+                return await super().call_tool(name, arguments, *args, **kwargs)
+            except ToolError as err:
+                if isinstance(err.__cause__, ValidationError):
+                    raise ToolError(f"{name}: {argument_problems(err.__cause__)}") from None
+                raise
+
+    return LoreMCPServer
+
+
+def argument_problems(err) -> str:
+    """'limit: must be at most 50; type: must be one of decision, pattern, …' from a pydantic error."""
+    parts = []
+    for problem in err.errors()[:5]:
+        field = ".".join(str(p) for p in problem.get("loc", ()) if not isinstance(p, int)) or "arguments"
+        ctx = problem.get("ctx") or {}
+        kind = problem.get("type", "")
+        if kind == "less_than_equal":
+            message = f"must be at most {ctx.get('le')}"
+        elif kind == "greater_than_equal":
+            message = f"must be at least {ctx.get('ge')}"
+        elif kind in ("string_too_long", "too_long"):
+            message = f"is too long (at most {ctx.get('max_length')})"
+        elif kind in ("string_too_short", "too_short"):
+            message = (
+                "must not be empty"
+                if ctx.get("min_length") == 1
+                else f"is too short ({ctx.get('min_length')})"
+            )
+        elif kind == "literal_error":
+            message = f"must be one of {ctx.get('expected', '').replace(chr(39), '')}"
+        elif kind == "missing":
+            message = "is required"
+        else:
+            message = str(problem.get("msg", "is not valid")).lower()
+        given = problem.get("input")
+        if isinstance(given, (str, int, float)) and kind not in ("missing", "string_too_long"):
+            message += f" (got {str(given)[:40]!r})"
+        parts.append(f"{field}: {message}")
+    return "; ".join(parts)
+
+
 def _compact(schema):
     """The advertised input schema without what costs an agent tokens and says
     nothing: per-field titles and `anyOf [X, null]` around optional fields
@@ -355,29 +416,17 @@ def serve_stdio(project: str | None, *, agent: str | None = None) -> None:
 
 
 def serve_http(
-    project: str | None, *, host: str, port: int, token: str | None, agent: str | None = None
+    project: str | None,
+    *,
+    host: str,
+    port: int,
+    token: str | None,
+    agent: str | None = None,
+    allowed_hosts: list[str] | None = None,
 ) -> None:
-    """Streamable HTTP at /mcp. A bearer token is required unless bound to loopback."""
-    import uvicorn
-    from starlette.responses import JSONResponse
+    """Streamable HTTP at /mcp, behind the same gate as `lore serve` (one HTTP
+    security layer: Host checks, bearer token required off loopback, malformed
+    Authorization → 401, body limits, rate limits on failures)."""
+    from lore.interfaces.web.app import serve
 
-    if host not in ("127.0.0.1", "localhost", "::1") and not token:
-        raise LoreError(
-            f"binding to {host} exposes your project; set a token with --token or "
-            "LORE_MCP_TOKEN (or bind to 127.0.0.1)"
-        )
-    server, tools = build_server(project, agent=agent)
-    tools.warm()
-    app = server.streamable_http_app()
-
-    async def guarded(scope, receive, send):
-        if scope["type"] == "http" and token:
-            headers = dict(scope.get("headers") or [])
-            if headers.get(b"authorization", b"").decode() != f"Bearer {token}":
-                await JSONResponse({"error": "missing or wrong bearer token"}, status_code=401)(
-                    scope, receive, send
-                )
-                return
-        await app(scope, receive, send)
-
-    uvicorn.run(guarded, host=host, port=port, log_level="warning", lifespan="on")
+    serve(project, host=host, port=port, token=token, agent=agent, allowed_hosts=allowed_hosts or [])

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 import unicodedata
 from pathlib import Path
 
+from lore import atomic
 from lore.errors import ValidationError
 from lore.memory.model import Memory, from_frontmatter
 
@@ -111,51 +111,26 @@ def file_name(memory: Memory) -> str:
 
 
 def write_new(directory: Path, name: str, text: str) -> Path:
-    """Create a new file atomically, never overwriting: on a name collision
-    the stem gets ``-2``, ``-3``, ... Returns the path written.
+    """Create a new memory file atomically, never overwriting (a taken name
+    gets ``-2``, ``-3``, ...). Returns the path written."""
+    return atomic.write_new(directory, name, text)
 
-    The content goes to a temp file first and is then hard-linked into place,
-    which fails if the name exists, so concurrent writers can't clobber each
-    other and readers never see a partial file.
+
+def move_new(source: Path, directory: Path, name: str | None = None) -> Path:
+    """Move a file into `directory` (as `name`, default its own), never
+    overwriting: a taken name gets ``-2``, ``-3``, ... Returns the new path.
+
+    Hard link, then unlink: the file exists under one name or both, never none.
     """
     directory.mkdir(parents=True, exist_ok=True)
-    tmp = _write_temp(directory, text)
-    stem = name[:-3] if name.endswith(".md") else name
-    try:
-        for attempt in range(1, 1000):
-            candidate = directory / (name if attempt == 1 else f"{stem}-{attempt}.md")
-            try:
-                os.link(tmp, candidate)
-                return candidate
-            except FileExistsError:
-                continue
-        raise OSError(f"no free file name for {name} in {directory}")
-    finally:
-        os.unlink(tmp)
+    target = atomic.link_free(source, directory, name or source.name)
+    os.unlink(source)
+    return target
 
 
 def write_atomic(path: Path, text: str) -> None:
     """Replace `path` atomically (temp file in the same folder + rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _write_temp(path.parent, text)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
-def _write_temp(directory: Path, text: str) -> str:
-    fd, tmp = tempfile.mkstemp(prefix=".lore-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    return tmp
+    atomic.write_atomic(path, text)
 
 
 def _field_line(front_lines: list[str], field: str | None) -> int | None:

@@ -12,6 +12,7 @@ The acting agent is fixed when the object is made (CLI ``--agent`` /
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -26,6 +27,8 @@ from lore.memory.model import Memory, now_iso, parse_time
 from lore.project import Project, agent_key
 from lore.records import Record, internal
 from lore.storage import MemoryFilter, Store
+
+MOVABLE_TIERS = ("durable", "daily", "session")  # storage tiers a person may move a memory to
 
 
 @dataclass
@@ -196,6 +199,17 @@ class Memories:
             if path == rel:
                 line, message = sync.split_error(path, error)
                 raise ValidationError(message, path=rel, line=line)
+
+    def version(self, rel: str) -> str:
+        """The SHA-256 of the memory file's bytes: the version a reader saw
+        (give it back to :meth:`update` as ``expected_sha256``)."""
+        from lore.memory.files import read_memory_file
+
+        return hashlib.sha256(read_memory_file(self.project.root, rel)).hexdigest()
+
+    def broken(self) -> list[tuple[str, str]]:
+        """Memory files that failed to parse and this agent may see: (path, error)."""
+        return [(path, error) for path, error in self.store.file_errors("memory") if self.visible(path)]
 
     def id_of(self, rel: str) -> str:
         rows = self.store.memories(self.filter(paths=[rel]), limit=1)
@@ -386,12 +400,7 @@ class Memories:
         text = markdown.render(memory)
         with file_lock(self.project.local_dir / ".write.lock"):
             if expected_sha256 is not None:
-                import hashlib
-
-                from lore.memory.files import read_memory_file
-
-                now = hashlib.sha256(read_memory_file(self.project.root, rel)).hexdigest()
-                if now != expected_sha256:
+                if self.version(rel) != expected_sha256:
                     raise Conflict(
                         f"{rel} changed on disk since it was read; reload it and apply your edit again"
                     )
@@ -407,8 +416,10 @@ class Memories:
         self.sync()
         return entry
 
-    def restore(self, key: str) -> str:
-        entry = trash.find(self.project, key, visible=self.visible)
+    def restore(self, key: str | trash.TrashEntry) -> str:
+        """Put a trashed memory back (by id, id prefix or trash file name, or an
+        entry of :meth:`trash_entries`); returns its path."""
+        entry = key if isinstance(key, trash.TrashEntry) else self.trashed(key)
         rel = trash.restore(self.project, entry)
         self.sync()
         return rel
@@ -416,11 +427,65 @@ class Memories:
     def trash_entries(self) -> list[trash.TrashEntry]:
         return [e for e in trash.entries(self.project) if self.visible(e.original)]
 
+    def trashed(self, key: str) -> trash.TrashEntry:
+        """The newest trash entry matching `key` that this agent may see."""
+        return trash.find(self.project, key, visible=self.visible)
+
+    def purge(self, key: str) -> trash.TrashEntry:
+        """Delete one trash entry now, instead of waiting for :meth:`gc`."""
+        entry = self.trashed(key)
+        trash.purge_entry(entry)
+        return entry
+
+    def set_storage(self, key: str, storage: str) -> str:
+        """Move a shared memory to another storage tier's folder (durable, daily,
+        session; :func:`sync.folder_of` says where each lives); returns its new path.
+
+        Refused for private memories (they stay in their agent's folder) and
+        when the move would hide the memory from this agent (a session memory
+        belongs to the agent that wrote it)."""
+        if storage not in MOVABLE_TIERS:
+            raise UsageError(f"unknown storage tier '{storage}'; use {', '.join(MOVABLE_TIERS)}")
+        rel = self.resolve(key)
+        visibility, current, _folder = sync.location_of(rel)
+        if visibility == "private":
+            raise UsageError(f"{rel} is private: it stays in its agent's folder")
+        if current == storage:
+            return rel
+        if storage == "session":
+            owner = sync.owner_of(self.load(rel), ("shared", "session", None))
+            if owner is not None and owner != self.viewer:
+                raise UsageError(
+                    f"{rel} was written by agent {owner}: as a session memory only that agent would see it"
+                )
+        folder = sync.folder_of(self.project, storage)
+        with file_lock(self.project.local_dir / ".write.lock"):
+            moved = markdown.move_new(self.project.root / rel, folder)
+        self.sync()
+        return self.project.rel(moved)
+
+    def verify(self, key: str) -> dict[str, Any]:
+        """A human or agent checked the memory: re-anchor it to the current code."""
+        from lore.index import anchors
+
+        rel = self.resolve(key)
+        memory = self.load(rel)
+        with self.store.transaction():
+            count = anchors.record(self.store, self.project.root, memory)
+        return {
+            "id": memory.id,
+            "path": rel,
+            "anchors": anchors.anchors_of(self.store, memory.id),
+            "anchored": count,
+        }
+
     def gc(self, *, retention_days: float | None = None) -> list[trash.TrashEntry]:
+        """Purge trash entries past the retention period (only those this agent may see:
+        another agent's private trash waits for that agent's gc)."""
         days = retention_days
         if days is None:
             days = float(self.project.setting("memory", "trash_retention_days", 30))
-        return trash.purge(self.project, days)
+        return trash.purge(self.project, days, visible=self.visible)
 
 
 def redact_fields(**fields: Any) -> dict[str, Any]:

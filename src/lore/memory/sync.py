@@ -185,12 +185,12 @@ def record_of(memory: Memory, rel: str, body_line: int) -> MemoryRecord:
         files=list(memory.files),
         summary=memory.summary,
         body_line=body_line,
-        evidence_count=_count(memory.extra.get("evidence_count")),
+        evidence_count=evidence_count_of(memory.extra.get("evidence_count")),
         superseded_by=str(memory.extra["superseded_by"]) if memory.extra.get("superseded_by") else None,
     )
 
 
-def _count(value: object) -> int:
+def evidence_count_of(value: object) -> int:
     """A frontmatter evidence_count (1 when missing or not a positive whole number)."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
 

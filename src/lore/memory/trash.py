@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from lore.errors import NotFound
-from lore.memory.markdown import write_atomic
+from lore.memory.markdown import move_new, write_atomic
 from lore.project import Project
 from lore.records import Record, internal
 
@@ -87,32 +87,36 @@ def find(project: Project, key: str, *, visible: Callable[[str], bool] | None = 
 def restore(project: Project, entry: TrashEntry) -> str:
     """Move a trashed file back; never overwrites a file now at its old path."""
     original = project.root / entry.original
-    original.parent.mkdir(parents=True, exist_ok=True)
-    stem, n = original.stem, 1
-    target = original
-    while True:
-        try:
-            os.link(entry.file, target)
-            break
-        except FileExistsError:
-            n += 1
-            target = original.with_name(f"{stem}-{n}.md")
-    os.unlink(entry.file)
+    target = move_new(entry.file, original.parent, original.name)
     entry.file.with_suffix(".json").unlink(missing_ok=True)
     return project.rel(target)
 
 
-def purge(project: Project, retention_days: float, now: datetime | None = None) -> list[TrashEntry]:
-    """Delete trash entries older than the retention period."""
+def purge_entry(entry: TrashEntry) -> None:
+    """Delete one trash entry now (its file and its note)."""
+    entry.file.unlink(missing_ok=True)
+    entry.file.with_suffix(".json").unlink(missing_ok=True)
+
+
+def purge(
+    project: Project,
+    retention_days: float,
+    now: datetime | None = None,
+    *,
+    visible: Callable[[str], bool] | None = None,
+) -> list[TrashEntry]:
+    """Delete trash entries older than the retention period (those whose
+    original place `visible` accepts)."""
     cutoff = (now or datetime.now(UTC)) - timedelta(days=retention_days)
     purged = []
     for entry in entries(project):
+        if visible is not None and not visible(entry.original):
+            continue
         try:
             deleted = datetime.fromisoformat(entry.deleted_at)
         except ValueError:
             continue
         if deleted <= cutoff:
-            entry.file.unlink(missing_ok=True)
-            entry.file.with_suffix(".json").unlink(missing_ok=True)
+            purge_entry(entry)
             purged.append(entry)
     return purged

@@ -15,7 +15,7 @@ from lore.errors import UsageError
 from lore.search import hybrid
 from lore.search.attention import STALE_FACTOR, attention
 from lore.search.fusion import DEFAULT_FUSION
-from lore.storage import ChunkFilter, MemoryFilter, MemoryRecord, Store
+from lore.storage import ChunkFilter, MemoryFilter, MemoryRecord, MemoryStamp, Store
 
 if TYPE_CHECKING:
     from lore.embed.runtime import EmbeddingRuntime
@@ -172,13 +172,14 @@ class Searcher:
 
     def attention_of(
         self,
-        records: Sequence[MemoryRecord],
+        records: Sequence[MemoryRecord | MemoryStamp],
         access: dict[str, tuple[int, str]] | None = None,
         stale: dict[str, list[str]] | None = None,
     ) -> dict[str, float]:
         """Query-free attention of memories, for tiers."""
         access = self.store.access_stats() if access is None else access
         stale = self.store.stale_reasons() if stale is None else stale
+        half_life = self.half_life
         out = {}
         for record in records:
             count, last = access.get(record.id, (0, None))  # type: ignore[assignment]
@@ -189,6 +190,6 @@ class Searcher:
                 access_count=count,
                 confidence=record.confidence,
                 stale=record.id in stale,
-                half_life_days=self.half_life,
+                half_life_days=half_life,
             )
         return out

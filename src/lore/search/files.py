@@ -50,6 +50,7 @@ ROLE_WEIGHT = {
     "generated": 0.2,
     "vendored": 0.2,
 }
+ASKED_ROLE_WEIGHT = 0.8
 # Words that make a query about a role (then that role is not weighted down).
 _ROLE_WORDS = {
     "test": r"tests?|testing|pytest|unittest|specs?|fixtures?|coverage",
@@ -113,7 +114,9 @@ def likely_files(
     for path, value in fused.items():
         best = code[path][1] if path in code else None
         role = best.chunk.role if best is not None else roles.get(path)
-        weight = 1.0 if (role or "source") in asked else ROLE_WEIGHT.get(role or "source", 1.0)
+        weight = ROLE_WEIGHT.get(role or "source", 1.0)
+        if (role or "source") in asked:  # asked for: not pushed down, but source still wins a tie
+            weight = max(weight, ASKED_ROLE_WEIGHT)
         evidence = max(best.score if best is not None else 0.0, history[path][2] if path in history else 0.0)
         matches.append(
             (

@@ -12,6 +12,7 @@ from lore.storage import ChunkFilter, MemoryFilter
 STORAGE_TIERS = ("durable", "session", "daily", "session-summary")
 ATTENTION_TIERS = ("hot", "warm", "cold")
 ARCHIVE = "archive"  # the archive tier: archived daily files, and memories faded by attention
+VISIBILITIES = ("shared", "private")
 MAX_LIMIT = 50
 _MEMORY_KEYS = {
     "types",
@@ -25,6 +26,8 @@ _MEMORY_KEYS = {
     "since",
     "until",
     "include_archived",
+    "visibility",
+    "stale",
 }
 
 
@@ -38,7 +41,7 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> MemoryFilte
     memories are left out unless asked for (``include_archived`` or
     ``tier="archive"``).
     """
-    given = {k: v for k, v in filters.items() if v not in (None, (), [], "", False)}
+    given = {k: v for k, v in filters.items() if v not in (None, (), [], "")}
     unknown = set(given) - _MEMORY_KEYS
     if unknown:
         raise UsageError(
@@ -48,6 +51,12 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> MemoryFilte
     for kind in types:
         if kind not in MEMORY_TYPES:
             raise UsageError(f"unknown type '{kind}'; use one of: {', '.join(MEMORY_TYPES)}")
+    visibility = given.get("visibility")
+    if visibility is not None and visibility not in VISIBILITIES:
+        raise UsageError(f"unknown visibility '{visibility}'; use shared or private (the acting agent's own)")
+    stale = given.get("stale")
+    if stale is not None and not isinstance(stale, bool):
+        raise UsageError("stale must be true (only stale memories) or false (only fresh ones)")
     tier = given.get("tier")
     if tier and tier not in (*STORAGE_TIERS, *ATTENTION_TIERS, ARCHIVE):
         raise UsageError(
@@ -67,6 +76,8 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> MemoryFilte
         since=_when(given.get("since"), "since"),
         until=_when(given.get("until"), "until", end=True),
         viewer=viewer,
+        visibility=visibility,
+        stale=stale,
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from lore.records import Record
 from lore.search import attention as att
 from lore.search.pack import Item, pack, render
 from lore.search.text import terms
@@ -59,7 +60,7 @@ class RecallRequest:
 
 
 @dataclass
-class RecallPack:
+class RecallPack(Record):
     """003's ContextResult, plus the packing outcome."""
 
     query_used: str

@@ -15,11 +15,11 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from lore import atomic
 from lore.errors import LoreError
 from lore.memory import markdown
 from lore.memory.model import MAX_SUBJECT, Memory, now_iso
@@ -72,17 +72,7 @@ def write_archive(session_dir: Path, first: int, last: int, raws: list[bytes]) -
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{range_name(first, last)}.jsonl.gz"
     data = gzip.compress(b"".join(raw + b"\n" for raw in raws), compresslevel=6, mtime=0)
-    fd, tmp = tempfile.mkstemp(prefix=".archive-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic.write_atomic(path, data)
     return path
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 
-from lore.embed._config import Option, read_options
+from lore.embed.config import Option, read_options
 from lore.errors import ProviderError
 from lore.http_post import Endpoint, post_json
 from lore.index.tokens import count_tokens

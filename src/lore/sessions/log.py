@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lore import atomic
 from lore.sessions.events import is_event
 
 _TAIL_CHUNK = 1 << 13  # most events fit; longer ones widen the read
@@ -139,17 +139,7 @@ def repair_tail(path: Path) -> str | None:
 
 def rewrite(path: Path, lines: list[bytes]) -> None:
     """Replace the file with `lines` atomically (compaction; the caller holds the lock)."""
-    fd, tmp = tempfile.mkstemp(prefix=".session-", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(b"".join(line + b"\n" for line in lines))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic.write_atomic(path, b"".join(line + b"\n" for line in lines))
 
 
 def save_rejected(path: Path, raws: list[bytes]) -> None:

@@ -26,12 +26,12 @@ import builtins
 import json
 import os
 import secrets
-import tempfile
 import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from lore import atomic
 from lore.errors import Conflict, NotFound, ProviderError, UsageError
 from lore.index.tokens import count_tokens
 from lore.locking import file_lock
@@ -621,15 +621,7 @@ class SessionStore:
         """Replace metadata.json atomically (temp file + rename). Not fsynced: it is
         rewritten on every append, and metadata behind the files is recounted from
         them, so an fsync (milliseconds on a busy disk) would buy nothing."""
-        fd, tmp = tempfile.mkstemp(prefix=".metadata-", suffix=".tmp", dir=folder)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
-            os.replace(tmp, folder / META)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        atomic.write_atomic(folder / META, json.dumps(meta, indent=2, ensure_ascii=False) + "\n", sync=False)
 
     def _ensure_root(self) -> None:
         """Create ``.lore/sessions/``, git-ignored even in projects whose

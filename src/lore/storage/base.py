@@ -23,7 +23,7 @@ Conventions:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     import numpy as np
 
 KINDS = ("memory", "code", "commit")
+# Orders a page of memories may be sorted in (see Store.memory_page); ties keep index order.
+MEMORY_SORTS = ("occurred_at", "title", "type", "agent", "path", "confidence")
 
 # -- records ----------------------------------------------------------------------
 
@@ -88,6 +90,16 @@ class MemoryRecord:
     evidence_count: int = 1
     owner: str | None = None  # the agent key that may see it; None: everyone
     superseded_by: str | None = None  # a newer memory replaced it (frontmatter superseded_by)
+
+
+@dataclass(frozen=True)
+class MemoryStamp:
+    """What attention needs of a memory, without its text: for scoring thousands at once."""
+
+    id: str
+    path: str
+    occurred_at: str
+    confidence: float
 
 
 @dataclass
@@ -232,6 +244,22 @@ class ProposalRecord:
 
 
 @dataclass
+class SourceCounts:
+    """What the index holds of one kind of file (a source of the dashboard).
+
+    ``embedded_chunks``: chunks with a vector of the model asked about;
+    ``last_indexed_at``: when a file of this kind was last (re)indexed (ISO).
+    """
+
+    kind: str
+    files: int = 0
+    failed_files: int = 0
+    chunks: int = 0
+    embedded_chunks: int = 0
+    last_indexed_at: str | None = None
+
+
+@dataclass
 class IndexCounts:
     memories: int = 0
     memory_files_with_errors: int = 0
@@ -257,7 +285,10 @@ class MemoryFilter:
     is a file or area. ``storage`` / ``exclude_storage`` are storage tiers
     (durable, daily, session, archive, session-summary); ``tiers`` /
     ``exclude_tiers`` are attention tiers as last decided (:class:`TierState`;
-    a memory without a state is ``cold``).
+    a memory without a state is ``cold``). ``visibility``: ``shared`` or
+    ``private`` (what the memory's location says; the viewer rule still
+    applies). ``stale``: only memories with a stale code anchor (True) or
+    only those without (False).
     """
 
     types: list[str] = field(default_factory=list)
@@ -278,6 +309,8 @@ class MemoryFilter:
     content_hash: str | None = None
     title: str | None = None
     scoped_only: bool = False
+    visibility: str | None = None
+    stale: bool | None = None
 
 
 @dataclass
@@ -331,11 +364,14 @@ class Store(Protocol):
     """The index database. One instance per process and thread."""
 
     notices: list[str]
+    # Called after the store rebuilt a damaged index, to refill it from the files.
+    on_rebuild: Callable[[], None] | None
 
     # lifecycle
     def close(self) -> None: ...
     def transaction(self) -> AbstractContextManager[None]: ...
     def check(self) -> str: ...
+    def repair(self) -> bool: ...
     def identity(self) -> str: ...
     def size_bytes(self) -> int: ...
     def describe(self) -> str: ...
@@ -346,6 +382,18 @@ class Store(Protocol):
     def vectors_version(self) -> int: ...
     def counts(self) -> IndexCounts: ...
     def group_counts(self, column: str) -> dict[str, int]: ...
+    def source_counts(self, model: str | None, memories: MemoryFilter | None = None) -> list[SourceCounts]:
+        """Per kind of file in the index (one entry per kind present): files,
+        files that failed to index, chunks, chunks with a vector of `model`, and
+        the last time a file of that kind was indexed.
+
+        With `memories`, the ``memory`` entry covers only the memories that pass
+        that filter (so a viewer never counts another agent's private ones);
+        memory files that failed to parse have no known owner then and are left
+        out of it (``files`` and ``failed_files``): callers add those they may
+        show, from :meth:`file_errors`.
+        """
+        ...
 
     # files
     def file_states(self, kind: str) -> dict[str, FileState]: ...
@@ -370,6 +418,36 @@ class Store(Protocol):
     def memories(
         self, flt: MemoryFilter | None = None, *, order: str = "recent", limit: int | None = None
     ) -> list[MemoryRecord]: ...
+    def memory_page(
+        self,
+        flt: MemoryFilter,
+        *,
+        sort: str = "occurred_at",
+        descending: bool = True,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> tuple[int, list[MemoryRecord]]:
+        """One page of the memories that pass `flt`, and how many pass in all.
+
+        `sort` is one of :data:`MEMORY_SORTS` (title compares case-insensitively,
+        a missing agent sorts as ""); ties are broken by index insertion order in
+        the same direction, so pages are stable. ``limit=None`` returns every
+        match from `offset` on. A page must cost about the same at any offset
+        and on any number of memories (count, then read only the page's rows).
+        Raises ValueError for an unknown `sort`.
+        """
+        ...
+
+    def memory_stamps(
+        self, flt: MemoryFilter, *, sort: str = "occurred_at", descending: bool = True
+    ) -> list[MemoryStamp]:
+        """Id, path, time and confidence of every memory that passes `flt`, in
+        :meth:`memory_page`'s order: enough to score all matches (an attention
+        tier) before reading whole records for one page of them. Raises
+        ValueError for an unknown `sort`.
+        """
+        ...
+
     def memory_paths(self, key: str) -> list[str]: ...
     def find_duplicate(self, occurred_at: str, content_hash: str) -> str | None: ...
 

@@ -22,6 +22,7 @@ from lore.interfaces.cli import (
     memory_cmds,
     recall_cmds,
     search_cmds,
+    serve_cmds,
     session_cmds,
 )
 
@@ -62,6 +63,7 @@ for module in (
     agent_cmds,
     session_cmds,
     lifecycle_cmds,
+    serve_cmds,
 ):
     for command in module.COMMANDS:
         cli.add_command(command)

@@ -8,7 +8,7 @@ import sys
 import click
 
 from lore.interfaces.cli.common import agent_of, identity_options, json_option, project_of, with_lore
-from lore.interfaces.cli.output import emit_json
+from lore.interfaces.cli.output import emit_json, warn
 
 
 @click.command()
@@ -18,21 +18,37 @@ from lore.interfaces.cli.output import emit_json
 @click.option(
     "--token", envvar="LORE_MCP_TOKEN", help="Bearer token clients must send (required off loopback)."
 )
+@click.option(
+    "--allow-host",
+    "allowed_hosts",
+    multiple=True,
+    help="Another host name clients use to reach the server (repeatable).",
+)
 @identity_options
 @click.pass_context
-def mcp(ctx, use_http, host, port, token, project_path, agent_name):
+def mcp(ctx, use_http, host, port, token, allowed_hosts, project_path, agent_name):
     """Run the MCP server (stdio by default). Its agent identity is fixed at start."""
     from lore.interfaces import mcp as server
 
     project, agent = project_of(ctx, project_path), agent_of(ctx, agent_name)
     if use_http:
-        server.serve_http(project, host=host, port=port, token=token, agent=agent)
+        server.serve_http(
+            project, host=host, port=port, token=token, agent=agent, allowed_hosts=list(allowed_hosts)
+        )
     else:
         server.serve_stdio(project, agent=agent)
 
 
-def _lore_command() -> list[str]:
-    """How agents should start Lore: this interpreter, so the venv needn't be on PATH."""
+# Agents whose config Lore writes into the project (committed with the code).
+_PROJECT_FILES = ("claude-code", "cursor")
+
+
+def _lore_command(agent: str) -> list[str]:
+    """How the agent should start Lore. Files committed with the project get the
+    command name (`lore`), never this machine's virtualenv path; a user-level
+    config (Codex) gets this interpreter, so it works without PATH set up."""
+    if agent in _PROJECT_FILES:
+        return ["lore"]
     return [sys.executable, "-m", "lore"]
 
 
@@ -43,9 +59,17 @@ def _lore_command() -> list[str]:
 @with_lore
 def install(lore, agent, instructions, as_json):
     """Register Lore's MCP server (and hooks, for Claude Code) with an agent."""
+    import shutil
+
     from lore.integrations import install as do_install
 
-    changes = do_install(agent, lore.project.root, command=_lore_command(), instructions=instructions)
+    command = _lore_command(agent)
+    changes = do_install(agent, lore.project.root, command=command, instructions=instructions)
+    if command == ["lore"] and not shutil.which("lore"):
+        warn(
+            "`lore` is not on PATH here; the agent needs it there to start Lore (activate the virtualenv, "
+            "or install with pipx)"
+        )
     if as_json:
         emit_json({"agent": agent, "changes": changes})
     else:

@@ -451,7 +451,7 @@ def _tags(value) -> list[str]:
 
 def _is_instructions_example(body: str) -> bool:
     """Whether `body` is the sample block in Lore's own agent instructions."""
-    from lore.integrations.agents import INSTRUCTIONS
+    from lore.memory.capture.instructions import INSTRUCTIONS
 
     sample = _EXAMPLE.search(INSTRUCTIONS)
     if sample is None:

@@ -120,10 +120,9 @@ class Lifecycle:
                 report.moved[record.id] = [old.tier, new.tier]
             elif old is None and new.tier != tiers.COLD:
                 report.moved[record.id] = [tiers.COLD, new.tier]
-        with store.transaction():
-            store.put_tier_states(changed)
-            if ids is None:
-                store.set_meta(_TICKED, iso(now))
+        store.put_tier_states(changed)  # a batch of its own: a read path may heal a damaged index
+        if ids is None:
+            store.set_meta(_TICKED, iso(now))
         return report
 
     def maybe_tick(self) -> TierReport | None:

@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -132,14 +131,12 @@ def archive_old_daily(lifecycle: Lifecycle) -> list[str]:
     archived = []
     with file_lock(project.local_dir / ".write.lock"):
         for record in old:
-            source = project.root / record.path
-            target_dir = project.root / _archive_folder(record.path)
             try:
-                text = source.read_bytes().decode("utf-8")
-            except (OSError, UnicodeDecodeError):
+                written = markdown.move_new(
+                    project.root / record.path, project.root / _archive_folder(record.path)
+                )
+            except OSError:
                 continue
-            written = markdown.write_new(target_dir, source.name, text)
-            os.unlink(source)
             moved.append(project.rel(written))
             archived.append(TierState(record.id, "archive", iso(now), None, iso(now)))
     with lifecycle.store.transaction():

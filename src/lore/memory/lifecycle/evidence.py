@@ -95,8 +95,7 @@ def move(memories: Memories, from_id: str, to_id: str) -> None:
 
 def file_count(extra: dict) -> int:
     """The ``evidence_count`` a file states (1 when it states none or nonsense)."""
-    value = extra.get("evidence_count", 1)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
+    return sync.evidence_count_of(extra.get("evidence_count"))
 
 
 def replay(memories: Memories) -> int:
@@ -104,6 +103,9 @@ def replay(memories: Memories) -> int:
     index), line by line in the order it was written. Returns the rows loaded."""
     store = memories.store
     if store.get_meta(_REPLAYED) == "1":
+        return 0
+    if not (memories.project.local_dir / LEDGER).is_file():
+        store.set_meta(_REPLAYED, "1")  # nothing to load (no transaction: a read path may heal)
         return 0
     owner: dict[str, str] = {}  # evidence key -> memory id, as the ledger goes
     loaded = 0

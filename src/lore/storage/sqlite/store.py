@@ -7,11 +7,12 @@ turns out damaged is rebuilt from the files (with one notice).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,16 +25,22 @@ from lore.storage.base import (
     ChunkInput,
     ChunkRecord,
     CommitRecord,
+    ErrorOccurrence,
+    ErrorPattern,
+    EvidenceRecord,
     FileState,
     IndexCounts,
     MemoryFilter,
     MemoryRecord,
+    MemoryStamp,
+    ProposalRecord,
+    SourceCounts,
+    TierState,
     batched,
     embedding_text,
     filter_is_empty,
     text_hash,
 )
-from lore.storage.sqlite.lifecycle import LifecycleTables
 from lore.storage.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -42,6 +49,9 @@ if TYPE_CHECKING:
 FTS_TABLES = {"memory": "chunks_fts", "code": "code_fts", "commit": "commit_fts"}
 # BM25 column weights (title, keywords, text) per kind.
 _WEIGHTS = {"memory": (4.0, 2.0, 1.0), "code": (4.0, 1.0, 1.0), "commit": (4.0, 1.0, 1.0)}
+_PROPOSAL_COLUMNS = (
+    "id, kind, status, title, reason, confidence, evidence, memory_ids, changes, created_at, updated_at"
+)
 _MEMORY_COLUMNS = (
     "m.id, m.title, m.type, m.sector, m.tags, m.applies_to, m.agent, m.task, m.project, m.visibility, "
     "m.storage, m.occurred_at, m.content_hash, m.confidence, m.files, m.summary, m.body_line, "
@@ -57,16 +67,53 @@ _CHUNK_COLUMNS = (
     "c.keywords, c.text, f.role"
 )
 _ORDERS = {"recent": "m.occurred_at DESC", "path": "f.path", "oldest": "m.occurred_at"}
+# Store.memory_page's sort keys (storage.base.MEMORY_SORTS) as SQL.
+_PAGE_SORTS = {
+    "occurred_at": "m.occurred_at",
+    "title": "m.title COLLATE NOCASE",
+    "type": "m.type",
+    "agent": "coalesce(m.agent, '')",
+    "path": "f.path",
+    "confidence": "m.confidence",
+}
+_STALE = "m.id IN (SELECT memory_id FROM anchors WHERE stale_reason IS NOT NULL)"
 _GROUP_COLUMNS = ("type", "sector", "visibility", "storage", "agent")
 _MAX_IN = 900  # SQLite's host-parameter limit is 999 on old builds
 
 
-class SQLiteStore(LifecycleTables):
-    """One connection to `.lore/index.db`. Not shared across threads."""
+def _healing(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Run a store method; if the index turns out damaged, rebuild it (once)
+    and run the method again on the fresh index (see :meth:`SQLiteStore._heal`)."""
+
+    @functools.wraps(method)
+    def run(self: SQLiteStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.DatabaseError as err:
+            if not is_damage(err):
+                raise
+            self._heal(err)
+            return method(self, *args, **kwargs)
+
+    return run
+
+
+class SQLiteStore:
+    """One connection to `.lore/index.db`. Not shared across threads.
+
+    Self-healing: an index that can't be read, was written by a newer Lore,
+    or turns out damaged (on open, or at the first query that fails because
+    of it) is rebuilt from the files once per process, with one notice.
+    ``on_rebuild`` (set by the service) refills it from the Markdown files
+    before the failed read is run again.
+    """
 
     def __init__(self, path: Path):
         self.path = path
         self.notices: list[str] = []
+        self.on_rebuild: Callable[[], None] | None = None
+        self._in_transaction = 0
+        self._healed = False
         self.db = self._open()
 
     def describe(self) -> str:
@@ -75,6 +122,7 @@ class SQLiteStore(LifecycleTables):
     # -- opening, migrating, recovering ---------------------------------------------
 
     def _open(self) -> sqlite3.Connection:
+        db = None
         try:
             db = _connect(self.path)
             version = _schema_version(db)
@@ -83,11 +131,24 @@ class SQLiteStore(LifecycleTables):
                 return self._rebuild("was written by a newer Lore")
             if version < SCHEMA_VERSION:
                 _migrate(db)
+            _probe(db)
             return db
         except sqlite3.DatabaseError as err:
+            if not is_damage(err):
+                raise
+            if db is not None:
+                db.close()
             return self._rebuild(f"could not be read ({err})")
 
     def _rebuild(self, why: str) -> sqlite3.Connection:
+        """A fresh, empty index in place of a damaged one (the files refill it)."""
+        if not os.access(self.path.parent, os.W_OK):
+            from lore.errors import PermissionDenied
+
+            raise PermissionDenied(
+                f"index {self.path} {why}, and its folder is read-only so it can't be "
+                "rebuilt; make .lore/ writable, then run `lore index`"
+            )
         self.notices.append(f"index {self.path.name} {why}; rebuilding it from the files")
         for suffix in ("", "-wal", "-shm"):
             try:
@@ -98,6 +159,30 @@ class SQLiteStore(LifecycleTables):
         _migrate(db)
         return db
 
+    def _heal(self, err: sqlite3.DatabaseError) -> None:
+        """The index is damaged: rebuild it once and refill it from the files.
+
+        Inside a transaction the write in flight can't be replayed, so the
+        index is rebuilt and the caller gets a one-line IndexCorrupt.
+        """
+        from lore.errors import IndexCorrupt
+
+        if self._healed:
+            raise IndexCorrupt(f"index {self.path} is damaged again ({err}); delete it and run `lore index`")
+        self._healed = True
+        try:
+            self.db.close()
+        except sqlite3.Error:
+            pass
+        self.db = self._rebuild(f"was damaged ({err})")
+        if self._in_transaction:
+            raise IndexCorrupt(
+                f"index {self.path.name} was damaged ({err}) and has been rebuilt from the "
+                "files; run the command again"
+            )
+        if self.on_rebuild is not None:
+            self.on_rebuild()
+
     def close(self) -> None:
         self.db.close()
 
@@ -106,11 +191,19 @@ class SQLiteStore(LifecycleTables):
         """A write transaction; taken IMMEDIATE so concurrent writers queue
         on busy_timeout instead of failing half way."""
         self.db.execute("BEGIN IMMEDIATE")
+        self._in_transaction += 1
         try:
             yield
-        except BaseException:
-            self.db.execute("ROLLBACK")
+        except BaseException as err:
+            self._in_transaction -= 1
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            if isinstance(err, sqlite3.DatabaseError) and is_damage(err) and not self._healed:
+                self._heal(err)
             raise
+        self._in_transaction -= 1
         self.db.execute("COMMIT")
 
     def check(self) -> str:
@@ -122,6 +215,16 @@ class SQLiteStore(LifecycleTables):
             return str(result)
         except sqlite3.DatabaseError as err:
             return str(err)
+
+    def repair(self) -> bool:
+        """Check the whole file (slow: reads every page) and rebuild it if it is
+        damaged; True if it was. `lore index --force` runs this."""
+        problem = self.check()
+        if problem == "ok":
+            return False
+        self.db.close()
+        self.db = self._rebuild(f"failed its check ({problem})")
+        return True
 
     def identity(self) -> str:
         """A random id of this index file: a rebuilt index starts its version
@@ -181,6 +284,39 @@ class SQLiteStore(LifecycleTables):
             code_chunks=one("SELECT count(*) FROM chunks WHERE kind='code'"),
             commits=one("SELECT count(*) FROM commits"),
         )
+
+    def source_counts(self, model: str | None, memories: MemoryFilter | None = None) -> list[SourceCounts]:
+        found: dict[str, SourceCounts] = {}
+        for kind, files, failed, last in self.db.execute(
+            "SELECT kind, count(*), sum(error IS NOT NULL), max(indexed_at) FROM files GROUP BY kind"
+        ):
+            found[kind] = SourceCounts(kind, files, failed or 0, last_indexed_at=last)
+        for kind, chunks, embedded in self.db.execute(
+            "SELECT c.kind, count(*), sum(e.text_hash IS NOT NULL) FROM chunks c "
+            "LEFT JOIN embeddings e ON e.model = ? AND e.text_hash = c.text_hash GROUP BY c.kind",
+            (model or "",),
+        ):
+            entry = found.setdefault(kind, SourceCounts(kind))
+            entry.chunks, entry.embedded_chunks = chunks, embedded or 0
+        if memories is not None:
+            found["memory"] = self._memory_source(model, memories)
+        return list(found.values())
+
+    def _memory_source(self, model: str | None, flt: MemoryFilter) -> SourceCounts:
+        """The memory source as the filter's viewer sees it (parsed memories only)."""
+        where, params = _memory_where(flt)
+        cond = f"WHERE {where}" if where else ""
+        files, last = self.db.execute(
+            f"SELECT count(*), max(f.indexed_at) FROM memories m JOIN files f ON f.id = m.file_id {cond}",
+            params,
+        ).fetchone()
+        chunks, embedded = self.db.execute(
+            "SELECT count(*), sum(e.text_hash IS NOT NULL) FROM chunks c "
+            "JOIN memories m ON m.file_id = c.file_id JOIN files f ON f.id = c.file_id "
+            f"LEFT JOIN embeddings e ON e.model = ? AND e.text_hash = c.text_hash {cond}",
+            (model or "", *params),
+        ).fetchone()
+        return SourceCounts("memory", files, 0, chunks, embedded or 0, last)
 
     def group_counts(self, column: str) -> dict[str, int]:
         if column not in _GROUP_COLUMNS:
@@ -296,6 +432,48 @@ class SQLiteStore(LifecycleTables):
         if limit:
             sql += f" LIMIT {int(limit)}"
         return [_memory(row) for row in self.db.execute(sql, params)]
+
+    def memory_page(
+        self,
+        flt: MemoryFilter,
+        *,
+        sort: str = "occurred_at",
+        descending: bool = True,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> tuple[int, list[MemoryRecord]]:
+        where, params = _memory_where(flt)
+        cond = f"WHERE {where}" if where else ""
+        order = _page_order(sort, descending)
+        select = f"SELECT {_MEMORY_COLUMNS} FROM memories m JOIN files f ON f.id = m.file_id"
+        if limit is None:
+            records = [_memory(row) for row in self.db.execute(f"{select} {cond} ORDER BY {order}", params)]
+            return len(records), records[offset:]
+        # Files are joined only when the sort or the filter needs them, so the
+        # count and the page's choice can walk an index of `memories` alone.
+        join = " JOIN files f ON f.id = m.file_id" if sort == "path" or flt.paths is not None else ""
+        total = int(self.db.execute(f"SELECT count(*) FROM memories m{join} {cond}", params).fetchone()[0])
+        if not total or offset >= total:
+            return total, []
+        # The page is chosen over narrow rows first (ids in sort order, through
+        # the column's index where there is one); only its rows are read whole,
+        # so a deep offset costs an index walk, not a sort of every memory.
+        chosen = f"SELECT m.file_id FROM memories m{join} {cond} ORDER BY {order} LIMIT ? OFFSET ?"
+        rows = self.db.execute(
+            f"{select} WHERE m.file_id IN ({chosen}) ORDER BY {order}", (*params, int(limit), int(offset))
+        )
+        return total, [_memory(row) for row in rows]
+
+    def memory_stamps(
+        self, flt: MemoryFilter, *, sort: str = "occurred_at", descending: bool = True
+    ) -> list[MemoryStamp]:
+        where, params = _memory_where(flt)
+        rows = self.db.execute(
+            "SELECT m.id, f.path, m.occurred_at, m.confidence FROM memories m JOIN files f ON f.id = m.file_id "
+            f"{'WHERE ' + where if where else ''} ORDER BY {_page_order(sort, descending)}",
+            params,
+        )
+        return [MemoryStamp(*row) for row in rows]
 
     def memory_paths(self, key: str) -> list[str]:
         """Paths of memories whose id is `key`, or starts with it, or whose file stem starts with it."""
@@ -636,6 +814,242 @@ class SQLiteStore(LifecycleTables):
             [(mid, when) for mid in memory_ids],
         )
 
+    # -- lifecycle (seed 001): tiers, evidence, error patterns, proposals --------------
+
+    # -- tiers ---------------------------------------------------------------------------
+
+    def tier_states(self, memory_ids: Sequence[str] | None = None) -> dict[str, TierState]:
+        sql = "SELECT memory_id, tier, since, low_since, checked_at FROM tier_state"
+        if memory_ids is None:
+            return {row[0]: TierState(*row) for row in self.db.execute(sql)}
+        out: dict[str, TierState] = {}
+        for part in batched(list(memory_ids), _MAX_IN):
+            rows = self.db.execute(f"{sql} WHERE memory_id IN ({','.join('?' * len(part))})", tuple(part))
+            out.update({row[0]: TierState(*row) for row in rows})
+        return out
+
+    def put_tier_states(self, states: Sequence[TierState]) -> None:
+        # Decided on reads: a batch of its own (outside a caller's transaction it can
+        # heal a damaged index and be run again, like a read).
+        self._batch(
+            "INSERT OR REPLACE INTO tier_state(memory_id, tier, since, low_since, checked_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [(s.memory_id, s.tier, s.since, s.low_since, s.checked_at) for s in states],
+        )
+
+    def _batch(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        """`sql` for every row, all or none: inside the caller's transaction if
+        there is one, else in a transaction of its own."""
+        if self._in_transaction or not rows:
+            self.db.executemany(sql, rows)
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.executemany(sql, rows)
+        except BaseException:
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            raise
+        self.db.execute("COMMIT")
+
+    # -- evidence ------------------------------------------------------------------------
+
+    def add_evidence(self, rows: Sequence[EvidenceRecord]) -> list[str]:
+        added = []
+        for row in rows:
+            cur = self.db.execute(
+                "INSERT OR IGNORE INTO evidence(key, memory_id, source, agent, occurred_at, folded) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (row.key, row.memory_id, row.source, row.agent, row.occurred_at, int(row.folded)),
+            )
+            if cur.rowcount:
+                added.append(row.key)
+        return added
+
+    def evidence(self, memory_id: str | None = None) -> list[EvidenceRecord]:
+        sql = "SELECT key, memory_id, source, agent, occurred_at, folded FROM evidence"
+        rows = (
+            self.db.execute(f"{sql} WHERE memory_id = ? ORDER BY occurred_at, key", (memory_id,))
+            if memory_id is not None
+            else self.db.execute(f"{sql} ORDER BY occurred_at, key")
+        )
+        return [EvidenceRecord(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in rows]
+
+    def fold_evidence(self, memory_id: str, keys: Sequence[str] | None = None) -> int:
+        if keys is None:
+            return self.db.execute(
+                "UPDATE evidence SET folded = 1 WHERE memory_id = ? AND folded = 0", (memory_id,)
+            ).rowcount
+        count = 0
+        for part in batched(list(keys), _MAX_IN):
+            count += self.db.execute(
+                f"UPDATE evidence SET folded = 1 WHERE memory_id = ? AND key IN ({','.join('?' * len(part))})",
+                (memory_id, *part),
+            ).rowcount
+        return count
+
+    def move_evidence(self, from_id: str, to_id: str) -> int:
+        return self.db.execute(
+            "UPDATE evidence SET memory_id = ?, folded = 0 WHERE memory_id = ?", (to_id, from_id)
+        ).rowcount
+
+    def last_evidence(self) -> dict[str, str]:
+        rows = self.db.execute("SELECT memory_id, max(occurred_at) FROM evidence GROUP BY memory_id")
+        return {r[0]: r[1] for r in rows}
+
+    # -- error patterns --------------------------------------------------------------------
+
+    def add_error_occurrences(self, rows: Sequence[ErrorOccurrence]) -> list[tuple[str, str]]:
+        new = []
+        for row in rows:
+            if self.db.execute(
+                "INSERT OR IGNORE INTO error_occurrences(signature, key, source, agent, occurred_at, example) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (row.signature, row.key, row.source, row.agent, row.occurred_at, row.example),
+            ).rowcount:
+                new.append((row.signature, row.key))
+        return new
+
+    def error_patterns(self, signatures: Sequence[str] | None = None) -> list[ErrorPattern]:
+        where = ""
+        params: tuple[str, ...] = ()
+        if signatures is not None:
+            if not signatures:
+                return []
+            where = "WHERE o.signature IN (SELECT value FROM json_each(?))"
+            params = (json.dumps(list(signatures)),)
+        rows = self.db.execute(
+            "SELECT o.signature, count(*), min(o.occurred_at), max(o.occurred_at), "
+            "(SELECT example FROM error_occurrences x WHERE x.signature = o.signature "
+            " ORDER BY x.occurred_at, x.rowid LIMIT 1), "
+            "p.memory_id, json_group_array(DISTINCT coalesce(o.agent, '')) "
+            f"FROM error_occurrences o LEFT JOIN error_patterns p ON p.signature = o.signature {where} "
+            "GROUP BY o.signature ORDER BY count(*) DESC, min(o.occurred_at)",
+            params,
+        )
+        return [
+            ErrorPattern(r[0], r[1], r[2], r[3], r[4], r[5], sorted(a for a in json.loads(r[6]) if a))
+            for r in rows
+        ]
+
+    def set_error_memory(self, signature: str, memory_id: str) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO error_patterns(signature, memory_id) VALUES (?, ?)",
+            (signature, memory_id),
+        )
+
+    # -- proposals ---------------------------------------------------------------------------
+
+    def put_proposal(self, proposal: ProposalRecord) -> None:
+        p = proposal
+        self.db.execute(
+            f"INSERT OR REPLACE INTO proposals({_PROPOSAL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                p.id,
+                p.kind,
+                p.status,
+                p.title,
+                p.reason,
+                p.confidence,
+                p.evidence,
+                json.dumps(p.memory_ids),
+                json.dumps(p.changes, ensure_ascii=False),
+                p.created_at,
+                p.updated_at,
+            ),
+        )
+
+    def proposals(self, statuses: Sequence[str] | None = None) -> list[ProposalRecord]:
+        if statuses is None:
+            rows = self.db.execute(f"SELECT {_PROPOSAL_COLUMNS} FROM proposals ORDER BY created_at, id")
+        else:
+            rows = self.db.execute(
+                f"SELECT {_PROPOSAL_COLUMNS} FROM proposals WHERE status IN (SELECT value FROM json_each(?)) "
+                "ORDER BY created_at, id",
+                (json.dumps(list(statuses)),),
+            )
+        return [_proposal(row) for row in rows]
+
+    def proposal(self, proposal_id: str) -> ProposalRecord | None:
+        row = self.db.execute(
+            f"SELECT {_PROPOSAL_COLUMNS} FROM proposals WHERE id = ?", (proposal_id,)
+        ).fetchone()
+        if row is None and len(proposal_id) >= 4:
+            rows = self.db.execute(
+                f"SELECT {_PROPOSAL_COLUMNS} FROM proposals WHERE substr(id, 1, ?) = ?",
+                (len(proposal_id), proposal_id),
+            ).fetchall()
+            row = rows[0] if len(rows) == 1 else None
+        return _proposal(row) if row else None
+
+
+# Every read and write heals a damaged index (not: close, transaction, check, describe).
+for _name in (
+    "identity",
+    "size_bytes",
+    "get_meta",
+    "set_meta",
+    "vectors_version",
+    "counts",
+    "group_counts",
+    "file_states",
+    "paths",
+    "code_files",
+    "put_file",
+    "touch_file",
+    "delete_files",
+    "file_errors",
+    "put_memory",
+    "memories",
+    "memory_paths",
+    "find_duplicate",
+    "put_chunks",
+    "chunks",
+    "first_chunk",
+    "lexical_search",
+    "vector_search",
+    "vector_count",
+    "pending_embeddings",
+    "count_pending",
+    "all_embedded",
+    "mark_all_embedded",
+    "put_embeddings",
+    "drop_embeddings",
+    "count_embeddings",
+    "put_commit",
+    "commits",
+    "prune_commits",
+    "remap_commit_paths",
+    "commits_touching",
+    "memory_page",
+    "memory_stamps",
+    "source_counts",
+    "paths_changed",
+    "replace_anchors",
+    "anchors",
+    "move_anchors",
+    "mark_stale",
+    "stale_reasons",
+    "access_stats",
+    "record_access",
+    "tier_states",
+    "put_tier_states",
+    "add_evidence",
+    "evidence",
+    "fold_evidence",
+    "move_evidence",
+    "last_evidence",
+    "add_error_occurrences",
+    "error_patterns",
+    "set_error_memory",
+    "put_proposal",
+    "proposals",
+    "proposal",
+):
+    setattr(SQLiteStore, _name, _healing(getattr(SQLiteStore, _name)))
+
 
 # -- SQL building -----------------------------------------------------------------------------
 
@@ -719,6 +1133,11 @@ def _memory_where(flt: MemoryFilter | None) -> tuple[str, list[Any]]:
         among("m.id", flt.ids)
     if flt.paths is not None:
         among("f.path", flt.paths)
+    if flt.visibility is not None:
+        clauses.append("m.visibility = ?")
+        params.append(flt.visibility)
+    if flt.stale is not None:
+        clauses.append(_STALE if flt.stale else f"NOT {_STALE}")
     if not flt.include_private:
         if flt.viewer:
             clauses.append("(m.owner IS NULL OR m.owner = ?)")
@@ -726,6 +1145,14 @@ def _memory_where(flt: MemoryFilter | None) -> tuple[str, list[Any]]:
         else:
             clauses.append("m.owner IS NULL")
     return " AND ".join(clauses), params
+
+
+def _page_order(sort: str, descending: bool) -> str:
+    """ORDER BY for a page of memories: the sort column, then insertion order."""
+    if sort not in _PAGE_SORTS:
+        raise ValueError(f"cannot sort memories by {sort!r}")
+    direction = "DESC" if descending else "ASC"
+    return f"{_PAGE_SORTS[sort]} {direction}, m.file_id {direction}"
 
 
 def _chunk_where(kind: str, flt: ChunkFilter) -> tuple[str, list[Any]]:
@@ -815,6 +1242,22 @@ def _memory(row: Sequence[Any]) -> MemoryRecord:
     )
 
 
+def _proposal(row: Sequence) -> ProposalRecord:
+    return ProposalRecord(
+        id=row[0],
+        kind=row[1],
+        status=row[2],
+        title=row[3],
+        reason=row[4],
+        confidence=row[5],
+        evidence=row[6],
+        memory_ids=json.loads(row[7]),
+        changes=json.loads(row[8]),
+        created_at=row[9],
+        updated_at=row[10],
+    )
+
+
 def _commit(row: Sequence[Any], at: int) -> CommitRecord:
     r = row[at:]
     return CommitRecord(
@@ -846,6 +1289,38 @@ def _connect(path: Path) -> sqlite3.Connection:
     db.execute("PRAGMA synchronous = NORMAL")
     db.execute("PRAGMA foreign_keys = ON")
     return db
+
+
+_NOT_DAMAGE = (
+    "locked",
+    "busy",
+    "readonly",
+    "read-only",
+    "interrupt",
+    "unable to open",
+    "disk i/o",
+    "out of memory",
+    "full",
+)
+
+
+def is_damage(err: sqlite3.DatabaseError) -> bool:
+    """Does this error mean the index file itself is damaged (so rebuilding helps)?
+
+    Locks, read-only files, a full disk and constraint violations are not damage."""
+    if isinstance(err, sqlite3.IntegrityError | sqlite3.ProgrammingError | sqlite3.InterfaceError):
+        return False
+    message = str(err).lower()
+    return not any(word in message for word in _NOT_DAMAGE)
+
+
+def _probe(db: sqlite3.Connection) -> None:
+    """Touch what every command needs (meta, the tables, the full-text
+    indexes), so damage there is found on open rather than mid-command."""
+    for table in ("files", "memories", "chunks", "commits", "embeddings", "anchors", "access"):
+        db.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchall()
+    for table in FTS_TABLES.values():
+        db.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH 'lore' LIMIT 1").fetchall()
 
 
 def _schema_version(db: sqlite3.Connection) -> int:

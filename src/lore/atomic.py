@@ -1,0 +1,85 @@
+"""Writing files so that no reader ever sees half of one, and nothing is lost on failure.
+
+Every file Lore writes (memories, config, agent configs, git hooks, session
+metadata and archives, model caches) goes through here: the data is written
+to a temporary file in the same folder, optionally synced, given its mode,
+then renamed over the target (atomic on POSIX) — or, for :func:`write_new`,
+hard-linked to a name that does not exist yet, so an existing file is never
+overwritten. A failure leaves no temporary file behind.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def temporary(
+    directory: Path, data: str | bytes, *, mode: int | None = None, sync: bool = True, prefix: str = ".lore-"
+) -> Path:
+    """A temporary file in `directory` holding `data` (text is written as UTF-8 with \\n)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(name, mode)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
+    return Path(name)
+
+
+def write_atomic(path: Path, data: str | bytes, *, mode: int | None = None, sync: bool = True) -> None:
+    """Replace `path` with `data` atomically.
+
+    Args:
+        mode: permission bits for the file (default: what mkstemp gives, 0600,
+            unless the target exists: then its mode is kept).
+        sync: fsync before the rename (skip for files rewritten very often
+            whose loss is harmless).
+    """
+    path = Path(path)
+    if mode is None and path.exists():
+        mode = path.stat().st_mode & 0o7777
+    tmp = temporary(path.parent, data, mode=mode, sync=sync, prefix=f".{path.name[:40]}.")
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_new(directory: Path, name: str, data: str | bytes, *, mode: int | None = None) -> Path:
+    """Create a new file atomically, never overwriting: on a name collision the
+    stem gets ``-2``, ``-3``, ... Returns the path written.
+
+    The content goes to a temporary file first and is then hard-linked into
+    place, which fails if the name exists, so concurrent writers can't clobber
+    each other and readers never see a partial file.
+    """
+    tmp = temporary(directory, data, mode=mode)
+    try:
+        return link_free(tmp, directory, name)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def link_free(source: Path, directory: Path, name: str) -> Path:
+    """Hard-link `source` as `name` in `directory`, or as the first free ``stem-N.ext``."""
+    stem, dot, ext = name.rpartition(".")
+    if not dot:
+        stem, ext = name, ""
+    for attempt in range(1, 1000):
+        candidate = directory / (name if attempt == 1 else f"{stem}-{attempt}{dot}{ext}")
+        try:
+            os.link(source, candidate)
+            return candidate
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free file name for {name} in {directory}")

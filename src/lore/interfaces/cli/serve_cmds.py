@@ -1,0 +1,46 @@
+"""`lore serve`: the HTTP API, the web UI and MCP on one port."""
+
+from __future__ import annotations
+
+import click
+
+from lore.interfaces.cli.common import agent_of, identity_options, project_of
+
+
+@click.command()
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address to bind (off loopback needs a token)."
+)
+@click.option("--port", default=8766, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--token",
+    envvar="LORE_TOKEN",
+    help="Shared secret: bearer token for the API and MCP, login for the browser (or LORE_TOKEN).",
+)
+@click.option(
+    "--allow-host",
+    "allowed_hosts",
+    multiple=True,
+    help="Another host name clients use to reach the server (repeatable).",
+)
+@identity_options
+@click.pass_context
+def serve(ctx, host, port, token, allowed_hosts, project_path=None, agent_name=None):
+    """Serve the web UI, the JSON API (/docs) and MCP (/mcp) for this project.
+
+    The server acts as one agent for its whole life (--agent or LORE_AGENT):
+    no request can change who it is.
+    """
+    from lore.interfaces.web.app import serve as run
+
+    run(
+        project_of(ctx, project_path),
+        host=host,
+        port=port,
+        token=token,
+        agent=agent_of(ctx, agent_name),
+        allowed_hosts=list(allowed_hosts),
+    )
+
+
+COMMANDS = [serve]

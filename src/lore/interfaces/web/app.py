@@ -1,0 +1,325 @@
+"""`lore serve`: the JSON API, the web UI and MCP (streamable HTTP) on one port.
+
+One :class:`~lore.service.Lore` (opened with ``watch=True``) serves every
+request, one call at a time under a lock, on a worker thread so the event
+loop keeps streaming progress; the MCP tools share it (and its loaded
+model). Background index jobs open a Lore of their own (:mod:`lore.jobs`).
+Every request passes the :class:`Gate` first (Host, Origin, size,
+credentials; see :mod:`.auth`).
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from collections.abc import Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from lore.errors import LoreError
+from lore.interfaces.web import api, auth, pages
+from lore.interfaces.web.inputs import (
+    MAX_REQUEST_BYTES,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    parse_json_object,
+    parse_pairs,
+    read_body,
+    too_large_message,
+)
+from lore.interfaces.web.render import as_error, error_body, error_headers, json_response
+from lore.records import to_dict
+
+SECURITY_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+    (b"x-frame-options", b"DENY"),
+    (
+        b"content-security-policy",
+        b"default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+        b"frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+    ),
+]
+
+
+class Backend:
+    """The open Lore shared by all requests and MCP tools, used one call at a time."""
+
+    def __init__(self, tools):
+        self.tools = tools
+
+    @property
+    def lore(self):
+        return self.tools.lore
+
+    async def call(self, fn, *args, **kwargs) -> Any:
+        """Run ``fn(lore, *args, **kwargs)`` on a worker thread, holding the lock."""
+        import anyio
+
+        def run():
+            with self.tools.lock:
+                return fn(self.tools.lore, *args, **kwargs)
+
+        return await anyio.to_thread.run_sync(run)
+
+
+def build_app(
+    project: str | None = None,
+    *,
+    agent: str | None = None,
+    token: str | None = None,
+    host: str = "127.0.0.1",
+    allowed_hosts: Sequence[str] = (),
+    mcp: bool = True,
+):
+    """The whole server as one ASGI app (run its lifespan: MCP sessions, index jobs).
+
+    Raises UsageError when `host` is off loopback and there is no token.
+    """
+    from starlette.applications import Starlette
+    from starlette.routing import Mount, Route
+    from starlette.staticfiles import StaticFiles
+
+    from lore.interfaces.mcp import LoreTools
+
+    guard = auth.Guard.for_bind(host, token, list(allowed_hosts))
+    tools = LoreTools(project, agent)
+    backend = Backend(tools)
+    mcp_app, session_manager = _mcp_app(project, agent, tools) if mcp else (None, None)
+
+    routes: list[Any] = []
+    for ep in api.ENDPOINTS:
+        path = ep.path.replace("{path}", "{path:path}")
+        if ep.stream:
+            routes.append(Route(path, functools.partial(job_events, backend), methods=[ep.method]))
+            continue
+        routes.append(Route(path, functools.partial(api_call, backend, ep), methods=[ep.method]))
+    routes += pages.routes(backend, guard)
+    routes += [
+        Route("/openapi.json", lambda request: json_response(api.openapi())),
+        Mount("/static", StaticFiles(directory=str(pages.STATIC)), name="static"),
+    ]
+
+    @asynccontextmanager
+    async def lifespan(app):
+        try:
+            if session_manager is not None:
+                async with session_manager.run():
+                    yield
+            else:
+                yield
+        finally:
+            backend.lore.stop_index_jobs()
+
+    web = Starlette(routes=routes, lifespan=lifespan)
+    web.state.backend = backend
+    return Gate(web, guard, mcp_app, tools)
+
+
+def _mcp_app(project, agent, tools):
+    """MCP's streamable HTTP app over the shared tools; its Host checks are ours (the Gate)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from lore.interfaces.mcp import build_server
+
+    server, _ = build_server(project, agent=agent, tools=tools)
+    app = server.streamable_http_app(
+        streamable_http_path="/mcp",
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    return app, server.session_manager
+
+
+class Gate:
+    """Checks every request before the app sees it: Host, Origin (unsafe
+    methods), declared size, credentials. Adds security headers to the
+    app's responses; routes /mcp to the MCP app."""
+
+    def __init__(self, app, guard: auth.Guard, mcp_app, tools):
+        self.app, self.guard, self.mcp_app, self.tools = app, guard, mcp_app, tools
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":
+            return  # no websockets
+        from starlette.datastructures import Headers
+        from starlette.requests import cookie_parser
+
+        headers = Headers(scope=scope)
+        path = scope["path"]
+        is_mcp = path == "/mcp" or path.startswith("/mcp/")
+        try:
+            self.guard.check_host(headers.get("host"))
+            if scope["method"] in auth.UNSAFE_METHODS:
+                self.guard.check_origin(headers.get("origin"), headers.get("host"))
+            declared = headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > MAX_REQUEST_BYTES:
+                raise PayloadTooLarge(too_large_message(int(declared), MAX_REQUEST_BYTES))
+            state = scope.setdefault("state", {})
+            state["auth"] = None
+            if not _public(path):
+                raw = next((v for k, v in scope["headers"] if k == b"authorization"), None)
+                cookies = cookie_parser(headers.get("cookie", ""))
+                client = (scope.get("client") or ("unknown",))[0]
+                state["auth"] = self.guard.authenticate(client, raw, cookies.get(auth.SESSION_COOKIE))
+                if is_mcp and state["auth"] == "session":
+                    raise auth.Unauthorized("MCP needs 'Authorization: Bearer <token>'")
+        except LoreError as err:
+            await _refuse(err, scope, receive, send, path)
+            return
+        if is_mcp and self.mcp_app is not None:
+            await self.mcp_app(scope, receive, send)
+            return
+
+        started = time.perf_counter()
+
+        async def send_with_headers(message):
+            if message["type"] == "http.response.start":
+                took = f"app;dur={(time.perf_counter() - started) * 1000:.2f}".encode()
+                message["headers"] = [
+                    *message.get("headers", []),
+                    *SECURITY_HEADERS,
+                    (b"server-timing", took),
+                ]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _public(path: str) -> bool:
+    return path in ("/login", "/favicon.ico") or path.startswith("/static/")
+
+
+async def _refuse(err: LoreError, scope, receive, send, path: str) -> None:
+    from starlette.responses import RedirectResponse
+
+    wants_page = (
+        scope["method"] == "GET"
+        and not path.startswith(("/api/", "/mcp", "/openapi"))
+        and "text/html" in dict(scope["headers"]).get(b"accept", b"").decode("latin-1")
+    )
+    if isinstance(err, auth.Unauthorized) and wants_page:
+        from urllib.parse import quote
+
+        target = path + ("?" + scope["query_string"].decode("latin-1") if scope.get("query_string") else "")
+        response: Any = RedirectResponse(f"/login?next={quote(target)}", 303)
+    else:
+        response = json_response(error_body(err), err.http_status, error_headers(err))
+    await response(scope, receive, send)
+
+
+# -- API handlers --------------------------------------------------------------------------
+
+
+async def api_call(backend: Backend, ep: api.Endpoint, request):
+    """Parse, check CSRF for unsafe methods, call the view, answer JSON."""
+    try:
+        args = await arguments(request, ep)
+        check_api_csrf(request, ep)
+        result = await backend.call(ep.view, **args)
+        return json_response(to_dict(result), ep.status)
+    except Exception as err:
+        return error_response(err)
+
+
+async def arguments(request, ep: api.Endpoint) -> dict:
+    """The endpoint's arguments: path parameters, then the query string or JSON body."""
+    args = parse_pairs(list(request.path_params.items()), ep.path_params())
+    if ep.has_body:
+        raw = await read_body(request)
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if raw.strip() and kind != "application/json":
+            raise UnsupportedMediaType("send the body as JSON with 'Content-Type: application/json'")
+        args.update(parse_json_object(raw, ep.other_params()))
+    else:
+        args.update(parse_pairs(request.query_params.multi_items(), ep.other_params(), strict=True))
+    return args
+
+
+def check_api_csrf(request, ep: api.Endpoint) -> None:
+    """Unsafe API calls by a browser need the CSRF header; see :mod:`.auth`."""
+    if request.method not in auth.UNSAFE_METHODS or request.state.auth == "token":
+        return
+    if auth.Guard.csrf_matches(request.cookies.get(auth.CSRF_COOKIE), request.headers.get(auth.CSRF_HEADER)):
+        return
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if request.state.auth == "open" and (request.method != "POST" or kind == "application/json"):
+        return  # a cross-site page can send neither without a CORS preflight
+    raise auth.Forbidden(
+        "missing CSRF token: send X-CSRF-Token (browser) or 'Authorization: Bearer <token>'"
+        + (" or 'Content-Type: application/json'" if request.state.auth == "open" else "")
+    )
+
+
+def error_response(err: BaseException):
+    known = as_error(err)
+    return json_response(error_body(known), known.http_status, error_headers(known))
+
+
+async def job_events(backend: Backend, request):
+    """Server-sent events: the job's JSON whenever it changes, until it finishes."""
+    import anyio
+    from starlette.responses import StreamingResponse
+
+    try:
+        args = parse_pairs(list(request.path_params.items()), (api.JOB,))
+        job = backend.lore.index_job(args["job_id"])  # the job list has its own lock
+    except Exception as err:
+        return error_response(err)
+
+    async def stream():
+        seen, quiet = -1, 0.0
+        while True:
+            if job.version != seen:
+                seen, quiet = job.version, 0.0
+                yield b"event: job\ndata: " + json_bytes(job.to_dict()) + b"\n\n"
+                if job.finished:
+                    return
+            elif quiet > 15:
+                quiet = 0.0
+                yield b": keep-alive\n\n"
+            await anyio.sleep(0.2)
+            quiet += 0.2
+
+    return StreamingResponse(
+        stream(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
+def json_bytes(data) -> bytes:
+    from lore.interfaces.web.render import dumps
+
+    return dumps(data)
+
+
+def serve(
+    project: str | None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8766,
+    token: str | None = None,
+    agent: str | None = None,
+    allowed_hosts: Sequence[str] = (),
+) -> None:
+    """Run the server until interrupted."""
+    import logging
+
+    import uvicorn
+
+    logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs every session at INFO
+    app = build_app(project, agent=agent, token=token, host=host, allowed_hosts=allowed_hosts)
+    app.tools.warm()
+    shown = f"[{host}]" if ":" in host else host
+    acting = f"agent {app.tools.lore.agent}" if app.tools.lore.agent else "no agent (shared memories only)"
+    print(
+        f"lore serve: {app.tools.lore.project.root} at http://{shown}:{port}/ as {acting} "
+        f"(API docs /docs, MCP /mcp{', token required' if token else ''})",
+        file=sys.stderr,
+        flush=True,
+    )
+    uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=3)

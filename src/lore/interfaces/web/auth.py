@@ -1,0 +1,259 @@
+"""Who may talk to `lore serve`, and the checks made before any handler runs.
+
+- **Host**: only the hosts the operator configured (loopback names by
+  default), so a DNS-rebinding page cannot reach a loopback server.
+  Bound to a wildcard address with a token, any Host is accepted: the token
+  is the protection then.
+- **Token**: with a token (required off loopback), the API and MCP need
+  ``Authorization: Bearer <token>``; a browser logs in once with it on
+  ``/login`` and gets an HttpOnly, SameSite=Strict session cookie.
+- **CSRF**: every state-changing form carries a token that must equal the
+  ``lore_csrf`` cookie (SameSite=Strict, so another site can neither read
+  nor send it); JavaScript sends it as ``X-CSRF-Token``. Unsafe API calls
+  without a bearer token need that header, or ``Content-Type:
+  application/json``, which a cross-site page cannot send without a CORS
+  preflight this server never grants. A foreign ``Origin`` is refused.
+- **Failures** (wrong or malformed credentials) are counted per client;
+  too many in a minute and that client gets 429 until the minute passes.
+  Memory is bounded: at most :data:`MAX_CLIENTS` clients are remembered.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from lore.errors import LoreError
+
+SESSION_COOKIE = "lore_session"
+CSRF_COOKIE = "lore_csrf"
+CSRF_FIELD = "csrf_token"
+CSRF_HEADER = "x-csrf-token"
+SESSION_SECONDS = 12 * 3600
+MAX_SESSIONS = 1000
+MAX_CLIENTS = 4096
+FAILURE_WINDOW = 60.0
+MAX_FAILURES = 10
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+UNSAFE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+
+
+class Unauthorized(LoreError):
+    code = "unauthorized"
+    http_status = 401
+
+
+class Forbidden(LoreError):
+    code = "forbidden"
+    http_status = 403
+
+
+class TooManyAttempts(LoreError):
+    code = "rate_limited"
+    http_status = 429
+
+    def __init__(self, message: str, retry_after: int):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class MisdirectedRequest(LoreError):
+    code = "bad_host"
+    http_status = 421
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def is_wildcard(host: str) -> bool:
+    return host in ("0.0.0.0", "::", "")
+
+
+@dataclass
+class Guard:
+    """The server's security settings and state (sessions, failure counts).
+
+    Args:
+        token: the shared secret; None only when bound to loopback.
+        allowed_hosts: Host header names accepted (no ports); "*" accepts any.
+    """
+
+    token: str | None
+    allowed_hosts: frozenset[str]
+    sessions: OrderedDict[str, float] = field(default_factory=OrderedDict)
+    failures: OrderedDict[str, list[float]] = field(default_factory=OrderedDict)
+
+    @classmethod
+    def for_bind(cls, host: str, token: str | None, extra_hosts: Sequence[str] = ()) -> Guard:
+        """The guard for a server bound to `host`; refuses an exposed server without a token."""
+        if not is_loopback(host) and not token:
+            from lore.errors import UsageError
+
+            raise UsageError(
+                f"binding to {host or 'all addresses'} exposes your project; set a token with --token "
+                "or LORE_TOKEN (or bind to 127.0.0.1)"
+            )
+        if token is not None and len(token) < 16 and not is_loopback(host):
+            from lore.errors import UsageError
+
+            raise UsageError(
+                "the token is too short for a server off loopback; use at least 16 random characters "
+                "(e.g. `openssl rand -hex 16`)"
+            )
+        hosts = set(LOOPBACK_NAMES) | {h.lower().strip("[]") for h in extra_hosts}
+        if is_wildcard(host) and token:
+            hosts.add("*")
+        elif not is_wildcard(host):
+            hosts.add(host.lower().strip("[]"))
+        return cls(token, frozenset(hosts))
+
+    @property
+    def open(self) -> bool:
+        """No token: everything on loopback is allowed without logging in."""
+        return self.token is None
+
+    # -- headers ------------------------------------------------------------------
+
+    def check_host(self, host_header: str | None) -> None:
+        if "*" in self.allowed_hosts:
+            return
+        name = _host_name(host_header or "")
+        if name not in self.allowed_hosts:
+            raise MisdirectedRequest(
+                f"this server does not answer for host '{(host_header or '')[:100]}'; "
+                "use the address it was started with (or start it with --allow-host)"
+            )
+
+    def check_origin(self, origin: str | None, host_header: str | None) -> None:
+        """A browser's cross-site request carries a foreign Origin: refuse it."""
+        if not origin:
+            return
+        if origin == "null" or urlsplit(origin).netloc.lower() != (host_header or "").lower():
+            raise Forbidden("cross-site request refused; use the Lore page itself")
+
+    # -- credentials ----------------------------------------------------------------
+
+    def authenticate(self, client: str, authorization: bytes | None, session: str | None) -> str:
+        """How the request is authenticated: "token", "session" or "open".
+
+        Raises Unauthorized for missing/wrong/malformed credentials (counted
+        against the client) and TooManyAttempts when the client failed too often.
+        """
+        if authorization is not None:
+            self.check_rate(client)
+            token = _bearer(authorization)
+            if token is not None and self.token is not None and self.token_matches(token):
+                return "token"
+            if token is not None and self.token is None:
+                return "open"  # no token configured: a header is harmless
+            self.fail(client)
+            raise Unauthorized(
+                "the Authorization header must be 'Bearer <token>' with this server's token"
+                if token is None
+                else "wrong token; use the token the server was started with"
+            )
+        if session and self.session_valid(session):
+            return "session"
+        if self.open:
+            return "open"
+        raise Unauthorized("log in first: send 'Authorization: Bearer <token>' or sign in at /login")
+
+    def token_matches(self, candidate: str) -> bool:
+        return self.token is not None and hmac.compare_digest(candidate.encode(), self.token.encode())
+
+    def check_rate(self, client: str) -> None:
+        recent = self._recent_failures(client)
+        if len(recent) >= MAX_FAILURES:
+            retry = int(FAILURE_WINDOW - (time.monotonic() - recent[0])) + 1
+            raise TooManyAttempts(
+                f"too many failed attempts from {client}; wait {retry} s and try again", retry
+            )
+
+    def fail(self, client: str) -> None:
+        recent = self._recent_failures(client)
+        recent.append(time.monotonic())
+        self.failures[client] = recent[-MAX_FAILURES:]
+        self.failures.move_to_end(client)
+        while len(self.failures) > MAX_CLIENTS:
+            self.failures.popitem(last=False)
+
+    def _recent_failures(self, client: str) -> list[float]:
+        cutoff = time.monotonic() - FAILURE_WINDOW
+        return [t for t in self.failures.get(client, []) if t > cutoff]
+
+    # -- sessions -------------------------------------------------------------------
+
+    def login(self, client: str, token: str) -> str:
+        """A new session id for a correct token; Unauthorized (counted) otherwise."""
+        self.check_rate(client)
+        if not self.token_matches(token):
+            self.fail(client)
+            raise Unauthorized("wrong token; use the token the server was started with")
+        session = secrets.token_urlsafe(32)
+        self.sessions[session] = time.monotonic() + SESSION_SECONDS
+        while len(self.sessions) > MAX_SESSIONS:
+            self.sessions.popitem(last=False)
+        return session
+
+    def logout(self, session: str | None) -> None:
+        if session:
+            self.sessions.pop(session, None)
+
+    def session_valid(self, session: str) -> bool:
+        expires = self.sessions.get(session)
+        if expires is None:
+            return False
+        if expires < time.monotonic():
+            del self.sessions[session]
+            return False
+        return True
+
+    # -- CSRF -----------------------------------------------------------------------
+
+    @staticmethod
+    def new_csrf() -> str:
+        return secrets.token_urlsafe(24)
+
+    @staticmethod
+    def csrf_matches(cookie: str | None, given: str | None) -> bool:
+        return bool(cookie) and bool(given) and hmac.compare_digest(str(cookie).encode(), str(given).encode())
+
+
+def _bearer(header: bytes) -> str | None:
+    """The token of a well-formed 'Bearer <token>' header, else None (never raises)."""
+    try:
+        text = header.decode("ascii")
+    except UnicodeDecodeError:
+        return None
+    scheme, _, token = text.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token or " " in token:
+        return None
+    return token
+
+
+def _host_name(host_header: str) -> str:
+    """The name part of a Host header ('[::1]:8766' → '::1', 'Example:80' → 'example')."""
+    host = host_header.strip().lower()
+    if host.startswith("["):
+        return host[1:].split("]", 1)[0]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def safe_next(target: str | None) -> str:
+    """A local path to go to after login (never another site)."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    return target

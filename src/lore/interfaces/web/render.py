@@ -1,0 +1,129 @@
+"""Turning results into responses: JSON (every record's ``to_dict()``, the
+CLI's ``--json`` shapes), HTML (Jinja templates), errors (one shape for every
+failure), Markdown (escaped).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from lore.errors import LoreError, ValidationError, as_lore_error
+
+HERE = Path(__file__).parent
+# Core field names → the names the HTTP API uses for the same input.
+FIELD_NAMES = {"subject": "title", "keywords": "tags", "body": "body"}
+
+
+def dumps(data: Any) -> bytes:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8")
+
+
+def json_response(data: Any, status: int = 200, headers: dict | None = None):
+    from starlette.responses import Response
+
+    return Response(dumps(data), status, headers=headers, media_type="application/json")
+
+
+def as_error(err: BaseException) -> LoreError:
+    """The LoreError an exception means; unknown ones are logged and become a generic 500."""
+    known = as_lore_error(err)
+    if known is not None:
+        return known
+    print(f"lore serve: internal error: {err.__class__.__name__}: {err}", file=sys.stderr)
+    failure = LoreError("internal error; the server log has the details (LORE_DEBUG=1 for a traceback)")
+    return failure
+
+
+def error_body(err: LoreError) -> dict:
+    """``{"error": {"code", "message", "field"?}}``"""
+    body: dict = {"code": err.code, "message": str(err)}
+    if isinstance(err, ValidationError) and err.field:
+        body["field"] = FIELD_NAMES.get(err.field, err.field)
+        body["message"] = f"{body['field']}: {err.reason}"
+    return {"error": body}
+
+
+def error_headers(err: LoreError) -> dict:
+    retry = getattr(err, "retry_after", None)
+    headers = {"Retry-After": str(retry)} if retry else {}
+    if err.http_status == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="lore"'
+    return headers
+
+
+# -- Markdown ---------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _markdown():
+    from markdown_it import MarkdownIt
+
+    # Memory text is untrusted (agents write it, teams share it): raw HTML is
+    # escaped, and markdown-it refuses javascript:/data: links by default.
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
+    md.core.ruler.push("demote_headings", _demote_headings)
+    return md
+
+
+def _demote_headings(state) -> None:
+    """A memory's `# Title` becomes <h2>: the page's own title is its only <h1>."""
+    for token in state.tokens:
+        if token.type in ("heading_open", "heading_close"):
+            token.tag = f"h{min(int(token.tag[1]) + 1, 6)}"
+
+
+def markdown_html(text: str) -> str:
+    return _markdown().render(text or "")
+
+
+# -- templates ----------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def templates():
+    """The Jinja environment (autoescaping on)."""
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+    from markupsafe import Markup
+
+    env = Environment(
+        loader=FileSystemLoader(str(HERE / "templates")),
+        autoescape=select_autoescape(["html"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["markdown"] = lambda text: Markup(markdown_html(text))
+    env.filters["short_time"] = lambda when: (when or "")[:16].replace("T", " ")
+    env.filters["filesize"] = _filesize
+    env.filters["percent"] = lambda x: "–" if x is None else f"{x * 100:.0f}%"
+    env.globals["with_query"] = with_query
+    return env
+
+
+def with_query(query, **changes) -> str:
+    """The current query string with some parameters replaced (None removes one)."""
+    from urllib.parse import urlencode
+
+    kept = [(k, v) for k, v in query.multi_items() if k not in changes and v != ""]
+    kept += [(k, v) for k, v in changes.items() if v is not None]
+    return "?" + urlencode(kept)
+
+
+def _filesize(n: int | None) -> str:
+    if not n:
+        return "0 B"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
+
+
+def html_response(template: str, context: dict, status: int = 200, headers: dict | None = None):
+    from starlette.responses import HTMLResponse
+
+    return HTMLResponse(templates().get_template(template).render(**context), status, headers=headers)

@@ -1,0 +1,127 @@
+"""Private memories are private (issue 11): the acting agent is fixed per
+process, and another agent's private or session memory is indistinguishable
+from a missing one — through the Python API, the CLI and the MCP server."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import anyio
+import pytest
+
+import lore
+from lore.errors import Conflict, NotFound
+
+
+@pytest.fixture
+def two_agents(tmp_path):
+    root = tmp_path / "p"
+    lore.init(root).close()
+    config = root / ".lore/config.toml"
+    config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
+    with lore.open(root, agent="Claude Code") as alice:
+        secret = alice.add(
+            title="Alice's secret plan",
+            body="The launch date is the first of June, tell nobody.",
+            private=True,
+            tags=["launch"],
+        )
+        session = alice.add(
+            title="Alice's session note",
+            body="Tried the launch checklist twice today.",
+            session=True,
+            tags=["launch"],
+        )
+        shared = alice.add(
+            title="Launch checklist", body="The launch checklist lives in docs/launch.md.", tags=["launch"]
+        )
+    return root, secret, session, shared
+
+
+def test_python_api_hides_other_agents_memories(two_agents):
+    root, secret, session, shared = two_agents
+    with lore.open(root, agent="codex") as bob:
+        assert {h.title for h in bob.search("launch")} == {"Launch checklist"}
+        assert {r["title"] for r in bob.list()} == {"Launch checklist"}
+        for key in (secret.id, secret.id[:8], secret.path, session.id, session.path):
+            with pytest.raises(NotFound) as missing:
+                bob.show(key)
+            assert "no memory" in str(missing.value)
+            with pytest.raises(NotFound):
+                bob.update(key, body="Overwritten by another agent, who should not be able to.")
+            with pytest.raises(NotFound):
+                bob.remove(key)
+        with pytest.raises(Conflict):  # an id in use can't be taken, even blind
+            bob.add(title="Copycat", body="Trying to reuse an id that exists already.", id=secret.id)
+        pack = bob.recall("launch date checklist")
+        assert {it.data["title"] for it in pack.items if it.kind == "memory"} <= {"Launch checklist"}
+    with lore.open(root, agent="claude-code") as alice_again:  # one naming rule for the folder and the lookup
+        assert {h.title for h in alice_again.search("launch")} == {
+            "Alice's secret plan",
+            "Alice's session note",
+            "Launch checklist",
+        }
+        assert alice_again.show(secret.id).title == "Alice's secret plan"
+    with lore.open(root) as nobody:  # no identity: shared memories only
+        assert {h.title for h in nobody.search("launch")} == {"Launch checklist"}
+    assert (root / secret.path).read_text().count("first of June") == 1  # untouched
+
+
+def test_cli_hides_other_agents_memories(two_agents):
+    import subprocess
+
+    root, secret, session, shared = two_agents
+
+    def lore_cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "lore", *args],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+
+    for key in (secret.id, secret.path, session.id):
+        proc = lore_cli("--agent", "codex", "show", key)
+        assert proc.returncode == 1 and "no memory" in proc.stderr and "first of June" not in proc.stdout
+        proc = lore_cli("show", key, "--agent", "codex")  # the option after the subcommand too
+        assert proc.returncode == 1
+    hits = json.loads(lore_cli("search", "launch", "--json", "--agent", "codex").stdout)
+    assert [h["title"] for h in hits] == ["Launch checklist"]
+    assert lore_cli("search", "launch", "--all-agents").returncode == 2
+    mine = json.loads(lore_cli("list", "--json", "--agent", "Claude Code").stdout)
+    assert {r["title"] for r in mine} == {"Alice's secret plan", "Alice's session note", "Launch checklist"}
+
+
+def test_mcp_identity_is_fixed_at_start_not_a_tool_argument(two_agents):
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    root, secret, session, shared = two_agents
+
+    async def run():
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "lore", "mcp", "--agent", "codex"], cwd=str(root)
+        )
+        with open(root.parent / "mcp.err", "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
+                await s.initialize()
+                tools = {t.name: t for t in (await s.list_tools()).tools}
+                assert all("agent" not in (t.input_schema.get("properties") or {}) for t in tools.values())
+                read_back = await s.call_tool("memory_read", {"id": secret.id})
+                assert read_back.is_error and "no memory" in read_back.content[0].text
+                found = await s.call_tool("memory_search", {"query": "launch date"})
+                assert "secret plan" not in found.content[0].text
+                overwrite = await s.call_tool(
+                    "memory_write", {"id": secret.id, "content": "Overwritten.\nBy another agent."}
+                )
+                assert overwrite.is_error
+                written = await s.call_tool(
+                    "memory_write", {"content": "Codex notes the launch too.\nShared."}
+                )
+                assert not written.is_error and "content" not in json.loads(written.content[0].text)
+
+    anyio.run(run)
+    assert "first of June" in (root / secret.path).read_text()

@@ -1,0 +1,545 @@
+"""The HTTP API of `lore serve`, driven in process through httpx's ASGI transport
+(the real app, real projects in temp git repos, real files and SQLite).
+
+Projects are BM25 only (`[embedding] provider = "none"`): no model load.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import anyio
+import pytest
+
+from lore.interfaces.web.app import build_app
+from web_helpers import TOKEN, add_memory, client, git, make_project
+
+pytestmark = pytest.mark.anyio
+
+AUTH_PY = '''\
+"""Authentication helpers."""
+
+
+def parse_oauth_token(header: str) -> str:
+    """Extract the bearer token from an Authorization header."""
+    scheme, _, token = header.partition(" ")
+    return token
+'''
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+def root(tmp_path):
+    return make_project(tmp_path / "proj", files={"src/auth.py": AUTH_PY})
+
+
+def lore_json(root, *args):
+    out = subprocess.run(
+        [sys.executable, "-m", "lore", *args, "--json"], cwd=root, capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout)
+
+
+# -- memories ----------------------------------------------------------------------------------
+
+
+async def test_create_get_update_delete_restore_purge(root):
+    app = build_app(str(root))
+    async with client(app) as c:
+        r = await c.post(
+            "/api/memories",
+            json={
+                "title": "Store times in UTC",
+                "body": "Every timestamp is stored in UTC.",
+                "type": "convention",
+                "tags": ["time"],
+            },
+        )
+        assert r.status_code == 201, r.text
+        created = r.json()
+        assert set(created) >= {"id", "path", "created", "title", "type"} and "body" not in created
+        key = created["id"]
+        assert (root / created["path"]).is_file()
+
+        got = (await c.get(f"/api/memories/{key}")).json()
+        assert got["title"] == "Store times in UTC" and got["tags"] == ["time"]
+        assert len(got["sha256"]) == 64 and got["tier"] in ("hot", "warm", "cold")
+
+        r = await c.patch(
+            f"/api/memories/{key}",
+            json={"body": "Timestamps are UTC; convert only in the UI.", "expected_sha256": got["sha256"]},
+        )
+        assert r.status_code == 200, r.text
+        assert "convert only in the UI" in (root / created["path"]).read_text()
+        hits = (await c.get("/api/search", params={"q": "convert UI"})).json()
+        assert [h["id"] for h in hits] == [key]
+
+        r = await c.delete(f"/api/memories/{key}")
+        assert r.status_code == 200 and r.json()["original"] == created["path"]
+        assert not (root / created["path"]).exists()
+        assert (await c.get(f"/api/memories/{key}")).status_code == 404
+        trash = (await c.get("/api/trash")).json()
+        assert [e["id"] for e in trash] == [key]
+
+        r = await c.post(f"/api/trash/{key}/restore", json={})
+        assert r.status_code == 200 and r.json() == {"restored": created["path"]}
+        assert (await c.get(f"/api/memories/{key}")).status_code == 200
+
+        await c.delete(f"/api/memories/{key}")
+        r = await c.delete(f"/api/trash/{key}")
+        assert r.status_code == 200 and r.json()["purged"][0]["id"] == key
+        assert (await c.get("/api/trash")).json() == []
+        assert (await c.post(f"/api/trash/{key}/restore", json={})).status_code == 404
+
+
+async def test_list_filters_sort_pagination_and_cli_shapes(root):
+    for i in range(7):
+        add_memory(
+            root,
+            f"Note {i}",
+            f"Body of note number {i} about caching",
+            tags=["cache" if i % 2 else "db"],
+            type="fact" if i < 5 else "lesson",
+        )
+    app = build_app(str(root))
+    async with client(app) as c:
+        page = (await c.get("/api/memories", params={"limit": 3})).json()
+        assert page["total"] == 7 and len(page["items"]) == 3 and page["offset"] == 0
+        nxt = (await c.get("/api/memories", params={"limit": 3, "offset": 3})).json()
+        assert not {i["id"] for i in page["items"]} & {i["id"] for i in nxt["items"]}
+        lessons = (await c.get("/api/memories", params={"type": "lesson"})).json()
+        assert lessons["total"] == 2 and {i["type"] for i in lessons["items"]} == {"lesson"}
+        cache = (
+            await c.get("/api/memories", params=[("tag", "cache"), ("sort", "title"), ("order", "asc")])
+        ).json()
+        assert [i["title"] for i in cache["items"]] == ["Note 1", "Note 3", "Note 5"]
+        assert (await c.get("/api/memories", params={"stale": "true"})).json()["total"] == 0
+        # Field names are the CLI's: the same keys as `lore list --json` (plus staleness and attention).
+        cli_rows = lore_json(root, "list", "--limit", "50")
+        api_rows = (await c.get("/api/memories", params={"limit": 50})).json()["items"]
+        assert set(api_rows[0]) == set(cli_rows[0]) | {"stale", "attention", "tier"}
+        assert {r["id"] for r in cli_rows} == {r["id"] for r in api_rows}
+        cli_hits = lore_json(root, "search", "caching", "--tag", "cache")
+        api_hits = (await c.get("/api/search", params={"q": "caching", "tag": "cache"})).json()
+        assert api_hits == cli_hits
+
+
+async def test_bad_input_is_422_naming_the_field(root):
+    app = build_app(str(root))
+    async with client(app) as c:
+        cases = [
+            ({"body": "long enough body text", "title": "x" * 201}, "title"),
+            ({"body": "long enough body text", "type": "opinion"}, "type"),
+            ({"body": "long enough body text", "tags": "not-a-list"}, "tags"),
+            ({"body": "long enough body text", "tags": ["t" * 51]}, "tags"),
+            ({"body": "long enough body text", "confidence": 2}, "confidence"),
+            ({"body": "long enough body text", "colour": "red"}, "colour"),
+            ({"title": "no body"}, "body"),
+            ({"body": "short"}, "body"),
+            ({"body": "long enough body text", "applies_to": "everywhere"}, "applies_to"),
+        ]
+        for payload, field in cases:
+            r = await c.post("/api/memories", json=payload)
+            assert r.status_code == 422, (payload, r.text)
+            error = r.json()["error"]
+            assert error["code"] == "invalid" and error["field"] == field, (payload, error)
+            assert field in error["message"]
+        for params, field in [
+            ({"limit": 0}, "limit"),
+            ({"sort": "colour"}, "sort"),
+            ({"type": "opinion"}, "type"),
+            ({"bogus": 1}, "bogus"),
+            ({"stale": "maybe"}, "stale"),
+        ]:
+            r = await c.get("/api/memories", params=params)
+            assert r.status_code == 422 and r.json()["error"]["field"] == field, (params, r.text)
+        r = await c.get("/api/search")
+        assert r.status_code == 422 and r.json()["error"]["field"] == "q"
+        r = await c.post("/api/memories", content=b"{not json", headers={"content-type": "application/json"})
+        assert r.status_code == 400 and r.json()["error"]["code"] == "usage"
+        r = await c.post(
+            "/api/memories", content=b"body=x", headers={"content-type": "application/x-www-form-urlencoded"}
+        )
+        assert r.status_code == 415
+        assert (await c.get("/api/memories/no-such-memory")).status_code == 404
+        assert list(root.joinpath(".lore/memory").iterdir()) == []  # nothing half-written
+
+
+async def test_size_limits_413_and_field_limit(root):
+    app = build_app(str(root))
+    async with client(app) as c:
+        r = await c.post(
+            "/api/memories",
+            content=b"{" + b" " * (7 * 1024 * 1024) + b"}",
+            headers={"content-type": "application/json"},
+        )
+        assert r.status_code == 413 and r.json()["error"]["code"] == "too_large"
+
+        async def chunks():  # no Content-Length: counted as it streams
+            for _ in range(7):
+                yield b" " * (1024 * 1024)
+
+        r = await c.post("/api/memories", content=chunks(), headers={"content-type": "application/json"})
+        assert r.status_code == 413
+        r = await c.post("/api/memories", json={"body": "x" * (5 * 1024 * 1024 + 1)})
+        assert r.status_code == 422 and r.json()["error"]["field"] == "body"
+        r = await c.get("/api/search", params={"q": "q" * 2001})
+        assert r.status_code == 422 and r.json()["error"]["field"] == "q"
+
+
+async def test_conflicting_edit_is_409_and_file_kept(root):
+    key = add_memory(root, "Retry policy", "Retry three times with backoff.")
+    app = build_app(str(root))
+    async with client(app) as c:
+        got = (await c.get(f"/api/memories/{key}")).json()
+        path = root / got["path"]
+        path.write_text(path.read_text().replace("three times", "five times"))  # edited by hand meanwhile
+        r = await c.patch(
+            f"/api/memories/{key}", json={"body": "Never retry.", "expected_sha256": got["sha256"]}
+        )
+        assert r.status_code == 409 and r.json()["error"]["code"] == "conflict"
+        assert "five times" in path.read_text() and "Never retry" not in path.read_text()
+        fresh = (await c.get(f"/api/memories/{key}")).json()
+        r = await c.patch(
+            f"/api/memories/{key}", json={"body": "Never retry.", "expected_sha256": fresh["sha256"]}
+        )
+        assert r.status_code == 200 and "Never retry." in path.read_text()
+
+
+async def test_another_agents_private_memory_is_missing(root):
+    secret = add_memory(
+        root, "Bob's plan", "Bob's private plan for the rewrite.", agent="bob", private=True, tags=["plan"]
+    )
+    own = add_memory(
+        root, "Alice's note", "Alice's private note on caching.", agent="alice", private=True, tags=["plan"]
+    )
+    app = build_app(str(root), agent="alice")
+    async with client(app) as c:
+        missing = (await c.get("/api/memories/00000000-0000-4000-8000-000000000000")).json()["error"]
+        hidden = (await c.get(f"/api/memories/{secret}")).json()["error"]
+        assert hidden["code"] == missing["code"] == "not_found"
+        assert hidden["message"].replace(secret, "K") == missing["message"].replace(
+            "00000000-0000-4000-8000-000000000000", "K"
+        )
+        assert (await c.get(f"/api/memories/{own}")).status_code == 200
+        for params in ({}, {"agent": "bob"}, {"visibility": "private"}, {"tag": "plan"}):
+            ids = {i["id"] for i in (await c.get("/api/memories", params=params)).json()["items"]}
+            assert secret not in ids, params
+        for params in ({"q": "private plan rewrite"}, {"q": "private plan rewrite", "agent": "bob"}):
+            assert secret not in {h["id"] for h in (await c.get("/api/search", params=params)).json()}
+        assert (
+            await c.patch(f"/api/memories/{secret}", json={"body": "overwritten by alice"})
+        ).status_code == 404
+        assert (await c.delete(f"/api/memories/{secret}")).status_code == 404
+        preview = (await c.post("/api/memories/bulk", json={"action": "delete", "tag": ["plan"]})).json()
+        assert [i["id"] for i in preview["items"]] == [own]
+    assert "Bob's private plan" in next((root / ".lore/local/bob").glob("*.md")).read_text()
+
+
+async def test_bulk_preview_confirm_and_restore(root):
+    ids = [
+        add_memory(root, f"Flaky test {i}", f"Test number {i} is flaky on CI.", tags=["flaky"])
+        for i in range(3)
+    ]
+    keep = add_memory(root, "Stable test", "This one is stable.", tags=["stable"])
+    app = build_app(str(root))
+    async with client(app) as c:
+        preview = (
+            await c.post(
+                "/api/memories/bulk",
+                json={"action": "retag", "tag": ["flaky"], "add_tags": ["ci"], "remove_tags": ["flaky"]},
+            )
+        ).json()
+        assert (
+            preview["applied"] is False
+            and preview["total"] == 3
+            and {i["change"] for i in preview["items"]} == {"+ci, −flaky"}
+        )
+        r = await c.post(
+            "/api/memories/bulk",
+            json={
+                "action": "retag",
+                "tag": ["flaky"],
+                "add_tags": ["ci"],
+                "remove_tags": ["flaky"],
+                "apply": True,
+                "confirm": "0" * 16,
+            },
+        )
+        assert r.status_code == 409
+        done = (
+            await c.post(
+                "/api/memories/bulk",
+                json={
+                    "action": "retag",
+                    "tag": ["flaky"],
+                    "add_tags": ["ci"],
+                    "remove_tags": ["flaky"],
+                    "apply": True,
+                    "confirm": preview["digest"],
+                },
+            )
+        ).json()
+        assert done["applied"] and not done["errors"]
+        assert (await c.get("/api/memories", params={"tag": "ci"})).json()["total"] == 3
+        delete = (await c.post("/api/memories/bulk", json={"action": "delete", "tag": ["ci"]})).json()
+        add_memory(root, "Another flaky", "Added after the preview was shown.", tags=["ci"])
+        r = await c.post(
+            "/api/memories/bulk",
+            json={"action": "delete", "tag": ["ci"], "apply": True, "confirm": delete["digest"]},
+        )
+        assert r.status_code == 409  # the selection changed since the preview
+        delete = (
+            await c.post("/api/memories/bulk", json={"action": "delete", "tag": ["ci"], "ids": ids})
+        ).json()
+        assert delete["total"] == 3
+        await c.post(
+            "/api/memories/bulk",
+            json={"action": "delete", "tag": ["ci"], "ids": ids, "apply": True, "confirm": delete["digest"]},
+        )
+        assert {i["id"] for i in (await c.get("/api/memories")).json()["items"]} >= {keep}
+        assert not {i["id"] for i in (await c.get("/api/memories")).json()["items"]} & set(ids)
+        restore = (await c.post("/api/memories/bulk", json={"action": "restore", "tag": ["ci"]})).json()
+        assert sorted(i["id"] for i in restore["items"]) == sorted(ids)
+        await c.post(
+            "/api/memories/bulk",
+            json={"action": "restore", "tag": ["ci"], "apply": True, "confirm": restore["digest"]},
+        )
+        assert (await c.get("/api/memories", params={"tag": "ci"})).json()["total"] == 4
+        r = await c.post("/api/memories/bulk", json={"action": "set_type"})
+        assert r.status_code == 400
+
+
+# -- index -------------------------------------------------------------------------------------
+
+
+async def wait_job(c, job_id, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = (await c.get(f"/api/jobs/{job_id}")).json()
+        if job["state"] in ("done", "failed"):
+            return job
+        await anyio.sleep(0.05)
+    raise AssertionError("job did not finish")
+
+
+async def test_update_index_on_a_real_git_repo(root):
+    app = build_app(str(root))
+    async with client(app) as c:
+        r = await c.post("/update-index", json={"project_id": "demo"})  # 003's hook with no files: a full run
+        assert r.status_code == 202
+        job = await wait_job(c, r.json()["job_id"])
+        assert job["state"] == "done" and [p["state"] for p in job["phases"]] == ["done"] * 3
+        assert (await c.get("/api/code", params={"q": "oauth token header"})).json()[0][
+            "file_path"
+        ] == "src/auth.py"
+
+        (root / "src/billing.py").write_text(
+            'def compute_invoice_total(lines):\n    """Sum invoice lines."""\n    return sum(lines)\n'
+        )
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", "Add invoice totals")
+        r = await c.post("/update-index", json={"files": ["src/billing.py"], "deleted_files": []})
+        assert r.status_code == 202 and r.json()["status_url"] == f"/api/jobs/{r.json()['job_id']}"
+        job = await wait_job(c, r.json()["job_id"])
+        assert job["kind"] == "files" and job["result"] == {"updated": 1, "deleted": 0}
+        hits = (await c.get("/api/code", params={"q": "invoice total", "files_only": "true"})).json()
+        assert hits[0]["file_path"] == "src/billing.py"
+
+        (root / "src/billing.py").unlink()
+        r = await c.post("/update-index", json={"files": [], "deleted_files": ["src/billing.py"]})
+        job = await wait_job(c, r.json()["job_id"])
+        assert job["result"] == {"updated": 0, "deleted": 1}
+        assert all(
+            h["file_path"] != "src/billing.py"
+            for h in (await c.get("/api/code", params={"q": "invoice total"})).json()
+        )
+
+        # Server-sent events: the job's JSON until it ends.
+        r = await c.post("/api/update-index", json={"full": True})
+        events = []
+        async with c.stream("GET", r.json()["events_url"]) as stream:
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            async for line in stream.aiter_lines():
+                if line.startswith("data: "):
+                    events.append(json.loads(line[6:]))
+        assert events[-1]["state"] == "done" and events[-1]["id"] == r.json()["job_id"]
+
+        r = await c.post("/update-index", json={"files": ["../outside.py"]})
+        assert r.status_code == 422 and r.json()["error"]["field"] == "files"
+        assert (await c.get("/api/jobs/nope")).status_code == 404
+        assert len((await c.get("/api/jobs")).json()["jobs"]) == 4
+
+        overview = (await c.get("/api/index")).json()
+        names = {s["name"]: s for s in overview["sources"]}
+        assert (
+            names["code"]["files"] == 1 and names["history"]["files"] == 2 and names["memories"]["files"] == 0
+        )
+        assert overview["up_to_date"] is True and overview["index_bytes"] > 0 and overview["job"] is None
+
+
+async def test_search_recall_code_history_stats_doctor(root):
+    add_memory(
+        root, "OAuth tokens", "Parse the bearer token with parse_oauth_token in src/auth.py.", tags=["auth"]
+    )
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "Remember how tokens are parsed")
+    lore_json(root, "index", "--no-embed")
+    app = build_app(str(root))
+    async with client(app) as c:
+        assert (await c.get("/api/recall", params={"title": "fix the oauth token parsing"})).json()[
+            "memories"
+        ]
+        assert (await c.get("/api/history", params={"q": "tokens parsed"})).json()[0][
+            "subject"
+        ] == "Remember how tokens are parsed"
+        assert (
+            "def parse_oauth_token"
+            in (await c.get("/api/code", params={"q": "bearer token", "full": "true"})).json()[0][
+                "chunk_text"
+            ]
+        )
+        stats = (await c.get("/api/stats")).json()
+        assert stats == {**lore_json(root, "stats"), "index_bytes": stats["index_bytes"]}
+        assert (await c.get("/api/doctor")).json() == []
+        assert (await c.get("/api/status")).json()["up_to_date"] is True
+        assert (await c.get("/api/stale")).json() == []
+        key = (await c.get("/api/memories")).json()["items"][0]["id"]
+        log = (await c.get(f"/api/memories/{key}/history")).json()
+        assert [e["subject"] for e in log] == ["Remember how tokens are parsed"]
+        verified = (await c.post(f"/api/memories/{key}/verify", json={})).json()
+        assert verified["id"] == key
+        assert (await c.get("/api/files/src/auth.py")).json()["text"] == AUTH_PY
+        assert (await c.get("/api/files/.lore/config.toml")).status_code == 404  # not an indexed code file
+        assert (await c.get("/api/files/../../etc/passwd")).status_code in (400, 404)
+        preview = (
+            await c.post(
+                "/api/preview", json={"body": "# Hi\n<script>alert(1)</script> [x](javascript:alert(1))"}
+            )
+        ).json()
+        assert (
+            "<h2>Hi</h2>" in preview["html"]
+            and "<script>" not in preview["html"]
+            and 'href="javascript' not in preview["html"]
+        )
+        doc = (await c.get("/openapi.json")).json()
+        assert doc["openapi"].startswith("3.") and "/update-index" in doc["paths"]
+        assert (
+            doc["paths"]["/api/memories"]["post"]["requestBody"]["content"]["application/json"]["schema"][
+                "properties"
+            ]["title"]["maxLength"]
+            == 200
+        )
+        docs = await c.get("/docs")
+        assert docs.status_code == 200 and "/api/memories/bulk" in docs.text
+
+
+# -- security ------------------------------------------------------------------------------------
+
+
+async def test_token_auth_401_and_rate_limit(root):
+    app = build_app(str(root), token=TOKEN)
+    async with client(app) as c:
+        r = await c.get("/api/memories")
+        assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer")
+        assert (
+            await c.get("/api/memories", headers={"Authorization": "Bearer wrong-token"})
+        ).status_code == 401
+        assert (
+            await c.get("/api/memories", headers={"Authorization": b"Bearer \xff\xfe"})
+        ).status_code == 401
+        assert (
+            await c.get("/api/memories", headers={"Authorization": "Basic dXNlcjpwYXNz"})
+        ).status_code == 401
+        assert (await c.get("/api/memories", headers={"Authorization": f"Bearer {TOKEN}"})).status_code == 200
+        page = await c.get("/memories", headers={"Accept": "text/html"})
+        assert page.status_code == 303 and page.headers["location"] == "/login?next=/memories"
+        assert (await c.post("/mcp", json={})).status_code == 401
+        for _ in range(7):
+            await c.get("/api/memories", headers={"Authorization": "Bearer wrong-token"})
+        r = await c.get("/api/memories", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert r.status_code == 429 and int(r.headers["retry-after"]) > 0
+    other = build_app(str(root), token=TOKEN)
+    async with client(other, client_ip="127.0.0.2") as c:  # failures are counted per client
+        assert (await c.get("/api/memories", headers={"Authorization": f"Bearer {TOKEN}"})).status_code == 200
+
+
+async def test_login_session_cookie_and_csrf(root):
+    key = add_memory(root, "Cookie test", "A memory to delete through a form.")
+    app = build_app(str(root), token=TOKEN)
+    async with client(app) as c:
+        login = await c.get("/login")
+        csrf = c.cookies["lore_csrf"]
+        assert login.status_code == 200 and f'value="{csrf}"' in login.text
+        r = await c.post("/login", data={"token": "wrong", "csrf_token": csrf, "next": "/memories"})
+        assert r.status_code == 401 and "wrong token" in r.text
+        r = await c.post("/login", data={"token": TOKEN, "csrf_token": "forged", "next": "/memories"})
+        assert r.status_code == 403
+        r = await c.post("/login", data={"token": TOKEN, "csrf_token": csrf, "next": "//evil.example/"})
+        assert r.status_code == 303 and r.headers["location"] == "/"
+        cookie = r.headers["set-cookie"].lower()
+        assert "lore_session=" in cookie and "httponly" in cookie and "samesite=strict" in cookie
+        assert (await c.get("/memories")).status_code == 200
+        r = await c.post(f"/memories/{key}/delete", data={})
+        assert r.status_code == 403 and (await c.get(f"/api/memories/{key}")).status_code == 200
+        r = await c.delete(f"/api/memories/{key}")  # cookie-authenticated API call without the CSRF header
+        assert r.status_code == 403
+        r = await c.post(f"/memories/{key}/delete", data={"csrf_token": csrf})
+        assert r.status_code == 303 and (await c.get(f"/api/memories/{key}")).status_code == 404
+        r = await c.post(f"/api/trash/{key}/restore", json={}, headers={"X-CSRF-Token": csrf})
+        assert r.status_code == 200
+        r = await c.post("/logout", data={"csrf_token": csrf})
+        assert r.status_code == 303
+        assert (await c.get("/api/memories")).status_code == 401
+
+
+async def test_host_origin_and_open_mode_csrf(root):
+    key = add_memory(root, "Host test", "A memory used by the Host header test.")
+    app = build_app(str(root))
+    async with client(app) as c:
+        r = await c.get("/api/memories", headers={"Host": "evil.example:8766"})
+        assert r.status_code == 421 and r.json()["error"]["code"] == "bad_host"
+        r = await c.delete(f"/api/memories/{key}", headers={"Origin": "http://evil.example"})
+        assert r.status_code == 403
+        r = await c.post(f"/api/trash/{key}/restore")  # no JSON content type, no CSRF header
+        assert r.status_code == 403
+        r = await c.post(f"/memories/{key}/delete", data={"csrf_token": "guess"})
+        assert r.status_code == 403 and (await c.get(f"/api/memories/{key}")).status_code == 200
+        page = await c.get("/memories")
+        assert page.headers["content-security-policy"].startswith("default-src 'self'")
+        assert page.headers["x-frame-options"] == "DENY"
+
+
+async def test_off_loopback_needs_token_and_accepts_any_host(root):
+    from lore.errors import UsageError
+
+    with pytest.raises(UsageError, match="token"):
+        build_app(str(root), host="0.0.0.0")
+    app = build_app(str(root), host="0.0.0.0", token=TOKEN)
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with client(app, host="192.0.2.10:8766", headers=headers) as c:
+        assert (await c.get("/api/memories")).status_code == 200
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        r = await c.post("/mcp", json=init, headers={"Accept": "application/json, text/event-stream"})
+        assert r.status_code == 200, r.text
+        assert "lore" in r.text
+    named = build_app(str(root), host="10.1.2.3", token=TOKEN, allowed_hosts=["lore.internal"])
+    async with client(named, host="lore.internal", headers=headers) as c:
+        assert (await c.get("/api/memories")).status_code == 200
+        assert (await c.get("/api/memories", headers={"Host": "other.example"})).status_code == 421
