@@ -146,7 +146,8 @@ class Lore:
     @property
     def notices(self) -> list[str]:
         """One-line messages for the user (index rebuilt, BM25-only fallback, ...)."""
-        return (self._store.notices if self._store else []) + self._messages
+        sessions = self._parts["sessions"].notices if "sessions" in self._parts else []
+        return (self._store.notices if self._store else []) + sessions + self._messages
 
     def _notice(self, message: str) -> None:
         if message not in self._messages:
@@ -255,18 +256,6 @@ class Lore:
         flt = memory_filter(filters, viewer=self.memories.viewer)
         self._fresh()
         return self.searcher.memories(query, flt, clamp_limit(limit), mode=mode, fusion=fusion)
-
-    def session_search(self, query: str, *, limit: int | None = None, session: str | None = None):
-        """Summaries of recorded sessions matching `query` (this agent's and unowned ones)."""
-        from lore.sessions.events import check_session_id
-
-        self._fresh()
-        flt = self.memories.filter(storage=["session-summary"])
-        if session is not None:
-            prefix = f"{self.project.rel(self.sessions.path_of(check_session_id(session)))}/summaries/"
-            records = self.store.memories(flt)
-            flt.ids = [r.id for r in records if r.path.startswith(prefix)]
-        return self.searcher.memories(query, flt, clamp_limit(limit))
 
     def list(self, *, limit: int | None = None, **filters: Any) -> list[dict[str, Any]]:
         """Memories newest first, as dicts (id, path, title, type, tags, tier, evidence_count, ...)."""
@@ -454,8 +443,6 @@ class Lore:
 
         source = Path(path)
         if not source.is_file():
-            from lore.errors import NotFound
-
             raise NotFound(f"no transcript at {source}; give the path of a .jsonl transcript")
         transcript = read_transcript(source)
         session_id = transcript.session_id or source.stem
@@ -470,7 +457,13 @@ class Lore:
 
         return capture_stdout(self.lifecycle, text, source=source, tier=tier, private=private)
 
-    # -- lifecycle -----------------------------------------------------------------------------------
+    # -- sessions (seed 004) and the lifecycle they feed (seed 001) ---------------------------------
+    #
+    # Sessions are recorded in one place, :class:`lore.sessions.SessionStore`
+    # (``.lore/sessions/<id>/``), always through these methods: every
+    # compaction they cause (soft limit, import, manual, pre-compact) hands the
+    # events it archived to 001's capture (digest, error patterns), and the
+    # summary it writes is a session-summary memory, indexed and searchable.
 
     def start_session(self, session_id: str | None = None, *, user: str | None = None):  # -> SessionInfo
         """Start a recorded session, and what 001 does when one starts (see :meth:`session_started`)."""
@@ -488,6 +481,78 @@ class Lore:
                 f"{len(report.archived)} daily memories archived, {report.merged} merged"
             )
         return report
+
+    def record_events(
+        self,
+        session_id: str,
+        events: Sequence[dict],
+        *,
+        create: bool = False,
+        agent: str | None = None,
+    ):  # -> AppendResult
+        """Append events (004's shapes: :func:`lore.sessions.message`, ``tool_call``,
+        ``tool_result``) to a session (`create`: start it when missing, written by
+        `agent`, default the acting one). Crossing the soft limit compacts."""
+        done = self.sessions.append_many(session_id, events, create=create, agent=agent or self.agent)
+        self._captured([done.compaction] if done.compaction else [])
+        return done
+
+    def record_transcript(
+        self, path: str | os.PathLike, *, session_id: str | None = None, agent: str | None = None
+    ):  # -> ImportResult
+        """Bring an agent transcript (Claude Code, Codex, 004) into a session:
+        only what is new since the last time (idempotent); long ones compact as they go."""
+        done = self.sessions.import_transcript(path, session_id=session_id, agent=agent or self.agent)
+        self._captured(done.compactions)
+        return done
+
+    def end_session(self, session_id: str):  # -> SessionInfo
+        """Mark a session ended (appending again reopens it)."""
+        return self.sessions.end(session_id)
+
+    def compact_session(
+        self, session_id: str, *, force: bool = True, reason: str = "manual"
+    ):  # -> CompactionResult
+        """Summarise and archive a session's old part (`force`: even below the soft limit)."""
+        done = self.sessions.compact(session_id, force=force, reason=reason)
+        self._captured([done])
+        return done
+
+    def session_list(self, *, status: str | None = None, limit: int | None = None):  # -> list[SessionInfo]
+        """Recorded sessions, most recently updated first."""
+        return self.sessions.list(status=status, limit=limit)
+
+    def session_events(self, session_id: str, *, include_archived: bool = False):  # -> list[SessionEvent]
+        """A session's raw events on disk (the archived ones too if asked)."""
+        return self.sessions.events(session_id, include_archived=include_archived)
+
+    def session_context(self, session_id: str, *, limit_tokens: int | None = None):  # -> SessionContext
+        """The live context view: summaries of compacted parts, then recent events."""
+        return self.sessions.context(session_id, limit_tokens=limit_tokens)
+
+    def session_search(self, query: str, *, limit: int | None = None, session: str | None = None):
+        """Summaries of recorded sessions matching `query` (this agent's and unowned ones)."""
+        from lore.sessions.events import check_session_id
+
+        self._fresh()
+        flt = self.memories.filter(storage=["session-summary"])
+        if session is not None:
+            prefix = f"{self.project.rel(self.sessions.path_of(check_session_id(session)))}/summaries/"
+            records = self.store.memories(flt)
+            flt.ids = [r.id for r in records if r.path.startswith(prefix)]
+        return self.searcher.memories(query, flt, clamp_limit(limit))
+
+    def _captured(self, compactions: Sequence[Any]) -> None:
+        """001's capture of what compactions archived: a session's old events, like
+        a PreCompact transcript, become the digest and counted errors (idempotent)."""
+        from lore.memory.capture import capture_events
+
+        for done in compactions:
+            if done.compacted and done.first_event is not None and done.last_event is not None:
+                events = self.sessions.archived_events(done.session_id, done.first_event, done.last_event)
+                capture_events(self.lifecycle, events, session_id=done.session_id)
+
+    # -- lifecycle -----------------------------------------------------------------------------------
 
     def consolidate(self, *, recent_days: float | None = None):  # -> ConsolidationReport
         """Merge near-duplicates, find contradictions and supersession, propose promotions."""

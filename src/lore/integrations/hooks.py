@@ -79,7 +79,7 @@ def _pre_compact(lore, payload: dict) -> str:
     session_id = _session_id(payload)
     if session_id is None:
         return f"{captured}; {recorded}"
-    compaction = lore.sessions.compact(session_id, reason="pre-compact")
+    compaction = lore.compact_session(session_id, reason="pre-compact")
     done = (
         f"compacted events {compaction.first_event}-{compaction.last_event}"
         if compaction.compacted
@@ -126,12 +126,12 @@ def _record(lore, payload: dict, fallback: list | None = None) -> str:
     session_id = _session_id(payload)
     path = payload.get("transcript_path")
     if isinstance(path, str) and Path(path).is_file():
-        result = lore.sessions.import_transcript(path, session_id=session_id, agent="claude-code")
+        result = lore.record_transcript(path, session_id=session_id, agent="claude-code")
         compacted = f", {len(result.compactions)} compactions" if result.compactions else ""
         return f"session {result.session_id}: {result.appended} recorded{compacted}"
     if session_id is None or not fallback:
         return "no transcript, nothing to record"
-    appended = lore.sessions.append_many(session_id, fallback, create=True, agent="claude-code")
+    appended = lore.record_events(session_id, fallback, create=True, agent="claude-code")
     return f"session {session_id}: {len(appended.events)} recorded from the hook payload"
 
 

@@ -286,7 +286,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
 def register_session_tools(server, tools: LoreTools) -> None:
     """session_append / session_context: an agent records its session and reads
     back the context view (summaries of compacted parts, then recent events)."""
-    sessions = tools.lore.sessions
+    lore = tools.lore
 
     @server.tool(
         description="Record one event of your session (created on first use): a message (role, content), "
@@ -317,9 +317,9 @@ def register_session_tools(server, tools: LoreTools) -> None:
                 raise UsageError(
                     "give content (a message), tool_name (a tool call) or result (a tool result)"
                 )
-            seen = len(sessions.notices)
-            done = sessions.append_many(session_id, [event], create=True, agent=tools.lore.agent)
-            return {**done.to_dict(), "notices": sessions.notices[seen:]}
+            seen = len(lore.notices)
+            done = lore.record_events(session_id, [event], create=True)
+            return {**done.to_dict(), "notices": lore.notices[seen:]}
 
         return tools.call(run)
 
@@ -331,7 +331,7 @@ def register_session_tools(server, tools: LoreTools) -> None:
         session_id: str, limit_tokens: Annotated[int, Field(ge=100)] | None = None, events: bool = False
     ) -> str:
         def run():
-            view = sessions.context(session_id, limit_tokens=limit_tokens)
+            view = lore.session_context(session_id, limit_tokens=limit_tokens)
             data = view.to_dict()
             if not events:
                 data.pop("events")

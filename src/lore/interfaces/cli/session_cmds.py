@@ -1,6 +1,7 @@
 """`lore session ...`: recorded agent sessions (start, append, end, list, show, import, compact).
 
-Each command is a few lines over ``Lore.sessions`` (:class:`lore.sessions.SessionStore`).
+Each command is a few lines over :class:`lore.service.Lore`'s session methods
+(``start_session``, ``record_events``, ``record_transcript``, ``compact_session``...).
 """
 
 from __future__ import annotations
@@ -22,9 +23,7 @@ def session():
 
 
 def _done(lore, data, as_json: bool, text: str) -> None:
-    """Print the result (JSON or one line) and the store's notices on stderr."""
-    for notice in lore.sessions.notices:
-        warn(notice)
+    """Print the result (JSON or one line); notices go to stderr with the others."""
     if as_json:
         emit_json(data)
     else:
@@ -93,7 +92,7 @@ def append(
         if not content or not content.strip():
             raise UsageError("nothing to append; give --content TEXT (or stdin), or --tool / --result")
         events.append(message(role, content, timestamp=timestamp))
-    appended = lore.sessions.append_many(session_id, events, create=create)
+    appended = lore.record_events(session_id, events, create=create)
     ids = ", ".join(str(e.id) for e in appended.events)
     line = f"appended {ids} to {session_id} ({appended.token_count} tokens in context)"
     if appended.compaction:
@@ -108,7 +107,7 @@ def append(
 @with_lore
 def end(lore, session_id, as_json):
     """Mark a session ended (appending again reopens it)."""
-    info = lore.sessions.end(session_id)
+    info = lore.end_session(session_id)
     _done(lore, info.to_dict(), as_json, f"ended {info.id} ({info.event_count} events)")
 
 
@@ -119,7 +118,7 @@ def end(lore, session_id, as_json):
 @with_lore
 def list_(lore, status, limit, as_json):
     """Sessions, most recently updated first."""
-    sessions = lore.sessions.list(status=status, limit=limit)
+    sessions = lore.session_list(status=status, limit=limit)
     if as_json:
         emit_json([info.to_dict() for info in sessions])
         return
@@ -152,7 +151,7 @@ def list_(lore, status, limit, as_json):
 def show(lore, session_id, include_archived, limit_tokens, as_json):
     """The context view (summaries, then live events); --all for the raw events on disk."""
     if include_archived:
-        events = lore.sessions.events(session_id, include_archived=True)
+        events = lore.session_events(session_id, include_archived=True)
         if as_json:
             emit_json([e.to_dict() for e in events])
         else:
@@ -160,7 +159,7 @@ def show(lore, session_id, include_archived, limit_tokens, as_json):
 
             click.echo("\n\n".join(render_event(e) for e in events) or "no events")
         return
-    view = lore.sessions.context(session_id, limit_tokens=limit_tokens)
+    view = lore.session_context(session_id, limit_tokens=limit_tokens)
     if as_json:
         emit_json(view.to_dict())
         return
@@ -178,7 +177,7 @@ def show(lore, session_id, include_archived, limit_tokens, as_json):
 @with_lore
 def import_(lore, path, session_id, as_json):
     """Import a Claude Code or Codex transcript (JSONL) into a session; idempotent."""
-    result = lore.sessions.import_transcript(path, session_id=session_id, agent=lore.agent)
+    result = lore.record_transcript(path, session_id=session_id)
     line = (
         f"{result.format} transcript → session {result.session_id}: {result.appended} new events, "
         f"{result.skipped} already there"
@@ -194,7 +193,7 @@ def import_(lore, path, session_id, as_json):
 @with_lore
 def compact(lore, session_id, if_over, as_json):
     """Summarise and archive everything before the protected recent tail."""
-    result = lore.sessions.compact(session_id, force=not if_over)
+    result = lore.compact_session(session_id, force=not if_over)
     line = (
         f"compacted events {result.first_event}-{result.last_event} ({result.tokens_archived} tokens) "
         f"into {result.summary_path} ({result.summary_tokens} tokens, {result.summarizer}); "

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CaptureResult",
+    "capture_events",
     "capture_stdout",
     "capture_transcript",
     "count_errors",
@@ -74,15 +75,36 @@ def gotcha_confidence(occurrences: int) -> float:
 def capture_transcript(
     lifecycle: Lifecycle, path: Path, events: list[dict], *, session_id: str
 ) -> CaptureResult:
-    """Capture a session transcript (its events already read, 004's shapes).
+    """Capture a session transcript (its events already read, 004's shapes):
+    its multi-line assistant messages as session memories (002's rules), then
+    what :func:`capture_events` keeps of its events.
 
     Idempotent: running it again on the same transcript creates nothing and
     counts nothing twice.
     """
-    memories = lifecycle.memories
     result = store_candidates(lifecycle, from_transcript(path), tier="session")
+    found = capture_events(lifecycle, events, session_id=session_id)
+    result.gotchas += found.gotchas
+    result.evidence += found.evidence
+    result.digest = found.digest
+    return result
+
+
+def capture_events(lifecycle: Lifecycle, events: list[dict], *, session_id: str) -> CaptureResult:
+    """001's PreCompact capture of a session's events (004's shapes, oldest
+    first): the digest's decisions, resolutions, corrections and validated
+    patterns kept in the daily tier, its errors counted (a gotcha at the
+    third occurrence). What a transcript capture and a session compaction
+    both do with the events they see.
+
+    Idempotent: each item and each occurrence is keyed by the session and the
+    events it comes from, so the same events seen again (the same transcript
+    captured twice, then its recorded session compacted) count once.
+    """
+    memories = lifecycle.memories
+    result = CaptureResult(0, 0)
     found = digest(events, session_id=session_id, root=memories.project.root)
-    _created, result.evidence = keep_digest(lifecycle, found)
+    result.created, result.evidence = keep_digest(lifecycle, found)
     result.digest = found.counts()
     agent = memories.agent
     occurrences = [

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(])|\n+")
+
 DECISION = re.compile(
     r"\b(?:we|i|let's|let us|team)\s+(?:have\s+|'ve\s+|will\s+|'ll\s+)?"
     r"(?:decided|chose|choose|settled on|agreed|picked|opted|went with|are going with|go with)\b"
@@ -63,3 +65,15 @@ CONVENTION = re.compile(
     r"|\bthe (?:pattern|rule) (?:here )?is\b",
     re.I,
 )
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a message the cues are matched against: split at sentence
+    ends and line breaks, whitespace folded, list and quote marks dropped; code
+    fences, table rows and fragments under 8 characters left out."""
+    out = []
+    for part in _SENTENCE.split(text):
+        sentence = " ".join(part.split()).lstrip("-*> ").strip()
+        if len(sentence) >= 8 and not sentence.startswith(("```", "|")):
+            out.append(sentence)
+    return out

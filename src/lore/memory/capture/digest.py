@@ -27,7 +27,6 @@ Codex's call ids — else the event's position).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,7 +44,6 @@ MEMORY_TYPE = {
 MAX_PER_CLASS = 20
 MAX_CHARS = 500
 FIX_WINDOW = 40
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(])|\n+")
 
 
 @dataclass
@@ -102,7 +100,7 @@ def digest(events: list[dict], *, session_id: str | None, root: Path | None = No
 def _decisions(events: list[dict], messages: list) -> list[DigestItem]:
     items: dict[str, DigestItem] = {}
     for index, _event, text in messages:
-        for sentence in _sentences(text):
+        for sentence in cues.sentences(text):
             if cues.DECISION.search(sentence):
                 _keep(items, "decision", sentence, events, index)
     return _limited(items)
@@ -111,7 +109,7 @@ def _decisions(events: list[dict], messages: list) -> list[DigestItem]:
 def _corrections(events: list[dict], messages: list) -> list[DigestItem]:
     items: dict[str, DigestItem] = {}
     for index, event, text in messages:
-        if event.get("role") == "user" and any(cues.CORRECTION.search(s) for s in _sentences(text)):
+        if event.get("role") == "user" and any(cues.CORRECTION.search(s) for s in cues.sentences(text)):
             _keep(items, "correction", " ".join(text.split()), events, index)
     return _limited(items)
 
@@ -121,13 +119,13 @@ def _validated(events: list[dict], messages: list) -> list[DigestItem]:
     previous: tuple[int, dict, str] | None = None
     for index, event, text in messages:
         if event.get("role") == "assistant":
-            for sentence in _sentences(text):
+            for sentence in cues.sentences(text):
                 if cues.CONVENTION.search(sentence):
                     _keep(items, "validated_pattern", sentence, events, index)
             previous = (index, event, text)
             continue
         if previous is not None and cues.CONFIRMATION.search(text.strip()):
-            said = next((s for s in _sentences(previous[2]) if len(s.split()) >= 4), None)
+            said = next((s for s in cues.sentences(previous[2]) if len(s.split()) >= 4), None)
             if said:
                 _keep(items, "validated_pattern", said, events, previous[0], also=index)
         previous = None
@@ -153,7 +151,7 @@ def _errors(events: list[dict], root: Path | None) -> list[DigestItem]:
 
 def _resolutions(events: list[dict], messages: list, found: list[DigestItem]) -> list[DigestItem]:
     """An error, then a message saying it is fixed: the error and the fix."""
-    fixes = [(index, s) for index, _, text in messages for s in _sentences(text) if cues.FIXED.search(s)]
+    fixes = [(index, s) for index, _, text in messages for s in cues.sentences(text) if cues.FIXED.search(s)]
     position = {message_id(e, i): i for i, e in enumerate(events)}
     items: dict[str, DigestItem] = {}
     for error in found:
@@ -190,15 +188,6 @@ def _keep(
 
 def _limited(items: dict[str, DigestItem]) -> list[DigestItem]:
     return list(items.values())[:MAX_PER_CLASS]
-
-
-def _sentences(text: str) -> list[str]:
-    out = []
-    for part in _SENTENCE.split(text):
-        sentence = " ".join(part.split()).lstrip("-*> ").strip()
-        if len(sentence) >= 8 and not sentence.startswith(("```", "|")):
-            out.append(sentence)
-    return out
 
 
 def event_text(event: dict) -> str:
