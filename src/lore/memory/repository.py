@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,8 @@ from lore.records import Record, internal
 from lore.storage import MemoryFilter, Store
 
 MOVABLE_TIERS = ("durable", "daily", "session")  # storage tiers a person may move a memory to
+# One file of a prepared change: {"path", "before_sha256" (None: a new file), "after" (None: to the trash)}.
+FileChange = dict[str, Any]
 
 
 @dataclass
@@ -333,18 +336,42 @@ class Memories:
         Raises:
             Conflict: the file's bytes no longer hash to `expected_sha256`.
         """
-        import hashlib
-
-        from lore.memory.files import read_memory_file
-
         memory.validate()
         text = markdown.render(memory)
         with file_lock(self.project.local_dir / ".write.lock"):
-            if expected_sha256 is not None:
-                now = hashlib.sha256(read_memory_file(self.project.root, rel)).hexdigest()
-                if now != expected_sha256:
-                    raise Conflict(f"{rel} changed on disk since it was read; run the command again")
+            if expected_sha256 is not None and self.version(rel) != expected_sha256:
+                raise Conflict(f"{rel} changed on disk since it was read; run the command again")
             markdown.write_atomic(self.project.root / rel, text)
+        self.sync()
+
+    def apply_changes(self, changes: Sequence[FileChange], *, what: str) -> None:
+        """Write a set of prepared file changes, all checked first: each file must
+        still be what it was (``before_sha256``; None: it must not exist yet), and
+        visible to this agent. A change with ``after`` None moves the file to the
+        trash. For approved proposals (``lore review``); `what` names the change
+        in the one-line Conflict.
+        """
+        root = self.project.root
+        with file_lock(self.project.local_dir / ".write.lock"):
+            for change in changes:
+                path, before = change["path"], change["before_sha256"]
+                exists = (root / path).exists()
+                if (before is None and exists) or (
+                    before is not None and (not exists or self.version(path) != before)
+                ):
+                    raise Conflict(
+                        f"{path} changed since {what} was made; run `lore consolidate` to propose again"
+                    )
+                if before is not None and not self.visible(path):
+                    raise NotFound(f"no memory at {path}")
+            for change in changes:
+                path, after = change["path"], change["after"]
+                if after is None:
+                    trash.trash(self.project, path, self.id_of(path))
+                elif change["before_sha256"] is None:
+                    markdown.write_new((root / path).parent, (root / path).name, after)
+                else:
+                    markdown.write_atomic(root / path, after)
         self.sync()
 
     def update(

@@ -32,8 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lore.errors import Conflict, NotFound, UsageError
-from lore.locking import file_lock
-from lore.memory import markdown, sync, trash
+from lore.memory import markdown, sync
 from lore.memory.lifecycle.clock import iso
 from lore.memory.model import Memory
 from lore.records import Record
@@ -236,29 +235,8 @@ def apply(lifecycle: Lifecycle, proposal_id: str) -> Proposal:
     why = held_reason(record.confidence, record.evidence, record.changes)
     if why is not None:
         raise UsageError(f"proposal {record.id} is held: {why}; it opens when the evidence grows")
-    project = lifecycle.project
     memories = lifecycle.memories
-    with file_lock(project.local_dir / ".write.lock"):
-        for change in record.changes:
-            path = change["path"]
-            if (
-                (project.root / path).exists()
-                if change["before_sha256"] is None
-                else (file_sha(lifecycle, path) != change["before_sha256"])
-            ):
-                raise Conflict(
-                    f"{path} changed since proposal {record.id} was made; run `lore consolidate` to propose again"
-                )
-        for change in record.changes:
-            path = change["path"]
-            if change["after"] is None:
-                trash.trash(project, path, memories.id_of(path))
-            elif change["before_sha256"] is None:
-                target = project.root / path
-                markdown.write_new(target.parent, target.name, change["after"])
-            else:
-                markdown.write_atomic(project.root / path, change["after"])
-    memories.sync()
+    memories.apply_changes(record.changes, what=f"proposal {record.id}")
     if record.kind == "merge" and len(record.memory_ids) == 2:
         evidence.move(memories, record.memory_ids[1], record.memory_ids[0])
     for memory_id in record.memory_ids[:1]:
