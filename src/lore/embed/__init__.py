@@ -40,7 +40,10 @@ class Embedder(Protocol):
     """
 
     model_id: str
-    dim: int
+
+    @property
+    def dim(self) -> int:
+        """Vector size."""
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         """float32 [len(texts), dim], unit-length rows in input order."""

@@ -50,6 +50,10 @@ def read_options(
     return values
 
 
+def _number(value: Any) -> float:
+    return float(value)
+
+
 def _check(table: str, name: str, value: Any, option: Option) -> Any:
     where = f"check {table} in .lore/config.toml"
     name = f"{table} {name}"
@@ -58,9 +62,9 @@ def _check(table: str, name: str, value: Any, option: Option) -> Any:
         value = float(value)  # TOML writes `timeout = 30` as an integer
     if not isinstance(value, kind) or (is_bool and kind is not bool):
         raise ProviderError(f"{name} must be {kind.__name__}, got {value!r} — {where}")
-    if option.minimum is not None and value < option.minimum:
+    if option.minimum is not None and _number(value) < option.minimum:
         raise ProviderError(f"{name} must be at least {option.minimum}, got {value!r} — {where}")
-    if option.maximum is not None and value > option.maximum:
+    if option.maximum is not None and _number(value) > option.maximum:
         raise ProviderError(f"{name} must be at most {option.maximum}, got {value!r} — {where}")
     if option.choices is not None and value not in option.choices:
         raise ProviderError(f"{name} must be one of {', '.join(option.choices)}, got {value!r} — {where}")

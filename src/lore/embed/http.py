@@ -83,7 +83,7 @@ class HttpEmbedder:
         """Vector size; unknown models are asked once (one short request)."""
         if self._dim is None:
             self.embed_query("dimension probe")
-        return self._dim
+        return int(self._dim or 0)
 
     def embed_documents(self, texts: list[str]):
         """Embed texts in batches: float32 [len(texts), dim], unit-length rows."""
@@ -161,9 +161,9 @@ class HttpEmbedder:
 class OpenAIEmbedder(HttpEmbedder):
     """OpenAI `/embeddings` (also the format of the `openai-compatible` provider)."""
 
-    default_model = "text-embedding-3-small"
-    default_base_url = "https://api.openai.com/v1"
-    default_key_env = "OPENAI_API_KEY"
+    default_model: str | None = "text-embedding-3-small"
+    default_base_url: str | None = "https://api.openai.com/v1"
+    default_key_env: str | None = "OPENAI_API_KEY"
     known_dims = {
         "text-embedding-3-small": 1536,
         "text-embedding-3-large": 3072,
@@ -183,7 +183,9 @@ class OpenAIEmbedder(HttpEmbedder):
 class CompatibleEmbedder(OpenAIEmbedder):
     """Any server speaking OpenAI's format (Ollama, LM Studio, vLLM, llama.cpp)."""
 
-    default_model = default_base_url = default_key_env = None
+    default_model: str | None = None
+    default_base_url: str | None = None
+    default_key_env: str | None = None
     key_required = False
     default_batch_size = 32  # local servers: keep each request well inside the timeout
     known_dims = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from lore.embed._files import cache_dir
 from lore.embed._vectors import l2_normalise
@@ -63,7 +64,8 @@ class OnnxEncoder:
         self.pooling, self.max_tokens, self.batch_size = pooling, max_tokens, batch_size
         self.threads = threads or default_threads()
         self._dim = dim
-        self._session = self._tokenizer = None
+        self._session: Any = None
+        self._tokenizer: Any = None
 
     @property
     def dim(self) -> int:
@@ -94,7 +96,7 @@ class OnnxEncoder:
 
         encodings = self._tokenizer.encode_batch(list(texts))
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        rows = [None] * len(texts)
+        rows: list[Any] = [None] * len(texts)
         for start in range(0, len(order), self.batch_size):
             members = order[start : start + self.batch_size]
             for i, row in zip(members, self._run([encodings[i].ids for i in members])):

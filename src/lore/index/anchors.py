@@ -128,6 +128,7 @@ def _anchor(
     if symbol is None:
         # The code unit around the named line: anchor to it, so edits elsewhere
         # in the file (or lines shifting) don't make the memory stale.
+        assert first is not None  # a line was named when no symbol was
         unit = next((u for u in units if u[0] and u[1] <= first <= u[2]), None)
         if unit is None:
             lines = text.split("\n")[first - 1 : (last or first)]

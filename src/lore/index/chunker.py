@@ -33,6 +33,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from lore.index.tokens import count_tokens
 
@@ -324,7 +325,7 @@ _TS_ROLES = _JS_ROLES | {
     "internal_module": "namespace",
     "module": "namespace",
 }
-_TS = dict(
+_TS: dict[str, Any] = dict(
     roles=_TS_ROLES,
     attached=frozenset({"comment"}),
     wrappers=_JS_WRAPPERS | {"ambient_declaration"},

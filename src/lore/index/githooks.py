@@ -226,7 +226,7 @@ def _is_shell_script(data: bytes) -> bool:
 def _uninstall_hook(path: Path) -> bool:
     data = _read(path)
     found = _find_block(data) if data is not None else None
-    if found is None:
+    if data is None or found is None:
         return False
     start, end, mode = found
     if mode == _WRAPPER:

@@ -86,6 +86,7 @@ class Watcher:
     def _watch_all(self) -> bool:
         for root in self.roots:
             root.mkdir(parents=True, exist_ok=True)
+            assert self._libc is not None
             for folder, dirs, _ in os.walk(root):
                 dirs[:] = [d for d in dirs if not d.startswith(".")]
                 if self._libc.inotify_add_watch(self._fd, os.fsencode(folder), _MASK) < 0:

@@ -46,7 +46,7 @@ def trash(project: Project, rel: str, memory_id: str) -> TrashEntry:
 
 
 def entries(project: Project) -> list[TrashEntry]:
-    out = []
+    out: list[TrashEntry] = []
     if not project.trash_dir.is_dir():
         return out
     for note in sorted(project.trash_dir.glob("*.json")):

@@ -182,7 +182,7 @@ class Searcher:
         half_life = self.half_life
         out = {}
         for record in records:
-            count, last = access.get(record.id, (0, None))  # type: ignore[assignment]
+            count, last = access.get(record.id, (0, None))
             out[record.id] = attention(
                 1.0,
                 occurred_at=record.occurred_at,

@@ -76,7 +76,7 @@ def pack(items: list[Item], budget: int, level: str | None, header_tokens: int) 
             for item in chosen:
                 if target not in item.renders:
                     continue
-                delta = item.cost(target) - item.cost(item.level)
+                delta = item.cost(target) - item.cost(item.level or "L1")
                 if delta > 0 and used + delta <= budget:
                     used += delta
                     item.level = target

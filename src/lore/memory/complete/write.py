@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lore import secrets
 from lore.memory.complete.bundle import CompletionBundle
@@ -33,12 +33,12 @@ def complete_task(
         for m in memories.store.memories(memories.filter(task=task, types=["summary"]))
         if m.visibility == "shared"
     ]
-    extra = {
+    extra: dict[str, Any] = {
         k: v
         for k, v in (("priority", bundle.priority), ("risk", bundle.risk), ("task_type", bundle.task_type))
         if v is not None
     }
-    fields = dict(
+    fields: dict[str, Any] = dict(
         tags=bundle.tags or derive_keywords(title, body),
         files=changes.files,
         labels=bundle.labels,
