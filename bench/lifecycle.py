@@ -11,7 +11,9 @@ appended in order to ONE recorded session (one message per turn).
   answerable when one of its evidence turns (qrels_turns.jsonl) is in the
   top 10 of ``Lore.search`` (``lore search``).
 - **after** compaction (limits ``--small``, so most of the session is
-  summarised and archived): the summaries are indexed by Lore itself
+  summarised and archived; recorded through ``Lore.record_events``, so each
+  compaction's events also go to 001's capture: the digest's daily memories
+  are searchable too and compete for the top 10): the summaries are indexed by Lore itself
   (``.lore/sessions/<id>/summaries/``, storage ``session-summary``) and the
   turns still in the live view stay searchable as turns; a question is
   answerable when an evidence turn still live is in the top 10, or the
@@ -115,13 +117,14 @@ def main() -> None:
     after_root = fresh_project("lifecycle-after", small)  # type: ignore[arg-type]
     started = time.perf_counter()
     with lore.open(after_root) as p:
-        p.sessions.start("locomo")
+        p.start_session("locomo")
         event_turn: dict[int, str] = {}
-        for item in turns:
-            appended = p.sessions.append("locomo", item["event"])
+        for item in turns:  # through the service: each compaction's events go to 001's capture
+            appended = p.record_events("locomo", [item["event"]])
             event_turn[appended.events[0].id or 0] = item["turn"]
-        view = p.sessions.context("locomo")
-        info = p.sessions.get("locomo")
+        view = p.session_context("locomo")
+        info = p.session_info("locomo")
+        digest = Counter(r["type"] for r in p.list(tier="daily", limit=None))
     appended_s = time.perf_counter() - started
     live_events = {e.id for e in view.events if e.id is not None}
     live_items = [t for t in turns if t["turn"] in {event_turn[i] for i in live_events}]
@@ -133,7 +136,11 @@ def main() -> None:
     row(
         "after: session compacted",
         f"{info.compactions} compactions, {info.archived_event_count:,} events archived, "
-        f"{len(live_items):,} live turns ({appended_s:.0f} s to append and compact)",
+        f"{len(live_items):,} live turns ({appended_s:.0f} s to append, compact and capture)",
+    )
+    row(
+        "after: digest of the compacted events",
+        ", ".join(f"{n} {kind}" for kind, n in digest.most_common()) or "nothing",
     )
 
     def summary_of(turn: str) -> str | None:

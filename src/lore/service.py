@@ -518,6 +518,10 @@ class Lore:
         self._captured([done])
         return done
 
+    def session_info(self, session_id: str):  # -> SessionInfo
+        """A session's metadata (counts, tokens, compactions, status)."""
+        return self.sessions.get(session_id)
+
     def session_list(self, *, status: str | None = None, limit: int | None = None):  # -> list[SessionInfo]
         """Recorded sessions, most recently updated first."""
         return self.sessions.list(status=status, limit=limit)
