@@ -22,8 +22,6 @@ def parse(raw: bytes, path: str) -> tuple[Memory, int]:
     line numbers point into the real file). Raises :class:`ValidationError`
     naming the file (and line, where known) on any problem; never touches disk.
     """
-    import yaml
-
     if b"\x00" in raw[:8192]:
         raise ValidationError("binary file in the memory folder; move it out of .lore/", path=path)
     try:
@@ -39,6 +37,31 @@ def parse(raw: bytes, path: str) -> tuple[Memory, int]:
             path=path,
             line=1,
         )
+    meta, end = frontmatter_of(lines, path)
+    body_lines = lines[end + 1 :]
+    skipped = 0
+    while skipped < len(body_lines) and not body_lines[skipped].strip():
+        skipped += 1
+    body = "\n".join(body_lines[skipped:]).rstrip() + "\n"
+    try:
+        memory = from_frontmatter(meta, body, path=path)
+    except ValidationError as err:
+        raise ValidationError(
+            err.reason, path=path, field=err.field, line=_field_line(lines[1:end], err.field)
+        ) from None
+    return memory, end + 2 + skipped
+
+
+def frontmatter_of(lines: list[str], path: str) -> tuple[dict, int]:
+    """The YAML block of a text whose first line is ``---``: its fields (dates
+    kept as written) and the index of its closing ``---`` line.
+
+    Raises:
+        ValidationError: the block is not closed, not YAML, or not a mapping
+            (naming `path` and the line).
+    """
+    import yaml
+
     try:
         end = next(i for i in range(1, len(lines)) if lines[i].strip() == _FENCE)
     except StopIteration:
@@ -56,18 +79,7 @@ def parse(raw: bytes, path: str) -> tuple[Memory, int]:
         ) from None
     if not isinstance(meta, dict):
         raise ValidationError("frontmatter must be a mapping of fields (key: value)", path=path, line=2)
-    body_lines = lines[end + 1 :]
-    skipped = 0
-    while skipped < len(body_lines) and not body_lines[skipped].strip():
-        skipped += 1
-    body = "\n".join(body_lines[skipped:]).rstrip() + "\n"
-    try:
-        memory = from_frontmatter(meta, body, path=path)
-    except ValidationError as err:
-        raise ValidationError(
-            err.reason, path=path, field=err.field, line=_field_line(lines[1:end], err.field)
-        ) from None
-    return memory, end + 2 + skipped
+    return meta, end
 
 
 def render(memory: Memory) -> str:

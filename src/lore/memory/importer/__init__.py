@@ -120,7 +120,8 @@ def import_path(
         try:
             planned = _plan(source, tier, lifecycle)
         except (ValueError, ValidationError, OSError) as err:
-            report.problems.append(f"skipped {source.rel}: {_one_line(err)}")
+            named = isinstance(err, ValidationError) and err.path  # says file:line itself
+            report.problems.append(f"skipped {'' if named else source.rel + ': '}{_one_line(err)}")
             continue
         for plan in planned:
             try:
@@ -265,23 +266,11 @@ def _existing(lifecycle: Lifecycle, memory: Memory) -> tuple[str, str] | None:
 
 
 def _frontmatter(text: str, rel: str) -> tuple[dict, str]:
-    """(fields, body): a leading ``---`` YAML block, if there is one."""
-    import yaml
-
+    """(fields, body): a leading ``---`` YAML block, if there is one (read as memory files are)."""
     lines = text.split("\n")
     if not lines or lines[0].strip() != "---":
         return {}, text
-    end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
-    if end is None:
-        raise ValueError("frontmatter starts with '---' but is never closed")
-    try:
-        meta = yaml.safe_load("\n".join(lines[1:end])) or {}
-    except yaml.YAMLError as err:
-        raise ValueError(
-            f"malformed YAML frontmatter ({getattr(err, 'problem', None) or 'syntax'})"
-        ) from None
-    if not isinstance(meta, dict):
-        raise ValueError("frontmatter must be 'field: value' lines")
+    meta, end = markdown.frontmatter_of(lines, rel)
     return meta, "\n".join(lines[end + 1 :]).strip() + "\n"
 
 
