@@ -317,9 +317,9 @@ def register_session_tools(server, tools: LoreTools) -> None:
                 raise UsageError(
                     "give content (a message), tool_name (a tool call) or result (a tool result)"
                 )
-            seen = len(lore.notices)
+            seen = set(lore.notices)
             done = lore.record_events(session_id, [event], create=True)
-            return {**done.to_dict(), "notices": lore.notices[seen:]}
+            return {**done.to_dict(), "notices": [n for n in lore.notices if n not in seen]}
 
         return tools.call(run)
 
