@@ -1,6 +1,7 @@
 """Issue 6 benchmark: the MCP tool list's token cost, and tool latency over stdio.
 
     python bench/mcp_server.py [--project bench/.data/stdlib]
+    python bench/mcp_server.py --tools-only     # the tool list's cost alone, on a fresh temp project
 
 Starts `lore mcp` as a real subprocess with the SDK's stdio client, measures
 the tokens of the tool list as an agent receives it (names, descriptions,
@@ -16,8 +17,12 @@ import json
 import random
 import sys
 import time
+from pathlib import Path
 
 from _common import BENCH_DATA, WORK, jsonl, percentile, row
+
+# bench/secrets.py would shadow the standard library's `secrets` (starlette needs it).
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 
 def tokens(text: str) -> tuple[int, str]:
@@ -31,7 +36,7 @@ def tokens(text: str) -> tuple[int, str]:
         return count_tokens(text), "estimate"
 
 
-async def run(project: str) -> None:
+async def run(project: str, tools_only: bool = False) -> None:
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -49,6 +54,15 @@ async def run(project: str) -> None:
         )
         count, how = tokens(payload)
         row(f"tool list ({len(listed.tools)} tools)", f"{count} tokens ({how}, JSON as sent)")
+        for tool in listed.tools:
+            one, _ = tokens(
+                json.dumps(
+                    {"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}
+                )
+            )
+            row(f"  {tool.name}", f"{one} tokens")
+        if tools_only:
+            return
         random.seed(3)
         tasks = [q["subject"] for q in jsonl(BENCH_DATA / "gitlog-flask/queries.jsonl")]
         questions = [q["text"] for q in jsonl(BENCH_DATA / "locomo/queries.jsonl")]
@@ -73,11 +87,21 @@ async def run(project: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--project", default=str(WORK / "stdlib"))
+    parser.add_argument("--tools-only", action="store_true", help="Only the tool list, on a temp project.")
     args = parser.parse_args()
     import lore
 
-    counts = lore.open(args.project).index.counts()
-    print(f"MCP benchmark on {args.project}: {counts['chunks']:,} chunks")
+    if args.tools_only:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            lore.init(tmp).close()
+            (Path(tmp) / ".lore/config.toml").write_text('[embedding]\nprovider = "none"\n')
+            asyncio.run(run(tmp, tools_only=True))
+        return
+    with lore.open(args.project) as project:
+        counts = project.store.counts()
+    print(f"MCP benchmark on {args.project}: {counts.chunks:,} chunks")
     asyncio.run(run(args.project))
 
 

@@ -233,7 +233,7 @@ def test_installed_claude_code_entries_actually_run(repo):
                     return [t.name for t in tools.tools], result
 
     names, result = anyio.run(talk)
-    assert len(names) == 11
+    assert len(names) == 13
     assert not result.is_error and "RFC 7807" in result.content[0].text
 
     settings = json.loads((root / ".claude/settings.json").read_text())
@@ -548,7 +548,9 @@ def test_session_start_hook_adds_memories_relevant_to_the_branch(repo):
     context = out["hookSpecificOutput"]["additionalContext"]
     assert "OAuth token refresh times out behind the proxy" in context
     assert "OAUTH_TIMEOUT=5" in context
-    assert "Use Postgres for storage" not in context
+    # Recent decisions belong at session start too, but the branch's own gotcha comes first.
+    assert context.index("OAuth token refresh times out") < context.index("Use Postgres for storage")
+    assert "fix-oauth-timeout" in context
     assert any(" ok session-start: " in line for line in log_lines(root))
 
     # Claude Code runs hooks in the project, but the payload's cwd is what counts.

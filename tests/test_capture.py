@@ -8,6 +8,7 @@ import re
 import pytest
 
 from lore.integrations import INSTRUCTIONS, Candidate, from_stdout, from_transcript, repeated_errors
+from lore.memory.capture.parse import distinct_errors
 
 SESSION = "5f0c2d1e-aaaa-4bbb-8ccc-123456789abc"
 
@@ -406,3 +407,167 @@ def test_repeated_errors_from_lines_and_other_tools():
 )
 def test_repeated_errors_treats_volatile_parts_as_equal(noisy, same):
     assert repeated_errors([noisy, same], threshold=2)[0][1] == 2
+
+
+# ---------------------------------------------------------------- one gotcha per distinct error (issue 14)
+
+PYTEST_FAILURE = """\
+=================================== FAILURES ===================================
+____________________________________ test_total ____________________________________
+
+    def test_total():
+>       raise ValueError("invoice 42 has no lines")
+E       ValueError: invoice 42 has no lines
+
+tests/test_billing.py:3: ValueError
+=========================== short test summary info ============================
+FAILED tests/test_billing.py::test_total - ValueError: invoice 42 has no lines
+============================== 1 failed in 0.01s ===============================
+"""
+NPM_FAILURE = """\
+npm ERR! code E404
+npm ERR! 404 Not Found - GET https://registry.npmjs.org/left-padd - Not found
+npm ERR! 404
+npm ERR! A complete log of this run can be found in: /root/.npm/_logs/debug-0.log
+"""
+RUST_FAILURE = """\
+error[E0382]: borrow of moved value: `v`
+ --> src/main.rs:4:22
+  |
+3 |     let w = v;
+  |             - value moved here
+4 |     println!("{:?}", v);
+  |                      ^ value borrowed here after move
+
+For more information about this error, try `rustc --explain E0382`.
+error: could not compile `demo` (bin "demo") due to 1 previous error
+"""
+JAVA_FAILURE = """\
+Exception in thread "main" java.lang.IllegalStateException: pool exhausted
+\tat com.acme.Pool.take(Pool.java:41)
+\tat com.acme.Main.main(Main.java:9)
+Caused by: java.io.IOException: too many open files
+\tat com.acme.Pool.open(Pool.java:12)
+\t... 2 more
+"""
+NODE_FAILURE = """\
+Error: connect ECONNREFUSED 127.0.0.1:5432
+    at TCPConnectWrap.afterConnect [as oncomplete] (node:net:1555:16)
+    at Protocol.connect (/srv/app/node_modules/pg/lib/client.js:132:7)
+"""
+
+
+@pytest.mark.parametrize(
+    "output, pattern",
+    [
+        (PYTEST_FAILURE, "ValueError: invoice <n> has no lines"),
+        (NPM_FAILURE, "npm ERR! code E404"),
+        (RUST_FAILURE, "error[E0382]: borrow of moved value: `v`"),
+        (JAVA_FAILURE, 'Exception in thread "main" java.lang.IllegalStateException: pool exhausted'),
+        (NODE_FAILURE, "Error: connect ECONNREFUSED <n>:<n>"),
+    ],
+    ids=["pytest", "npm", "rust", "java", "node"],
+)
+def test_one_error_is_one_pattern_however_many_lines_report_it(output, pattern):
+    runs = "\n$ make test\n".join([output] * 3)
+    assert repeated_errors(runs) == [(pattern, 3)]
+    assert repeated_errors(output, threshold=1) == [(pattern, 1)]
+
+
+def test_distinct_errors_stay_apart_and_know_where_they_last_occurred():
+    lines = [*PYTEST_FAILURE.splitlines(), "", *RUST_FAILURE.splitlines(), ""] * 3
+    found = distinct_errors(lines)
+    assert [(e.pattern, e.count) for e in found] == [
+        ("ValueError: invoice <n> has no lines", 3),
+        ("error[E0382]: borrow of moved value: `v`", 3),
+    ]
+    assert "FAILED" in lines[found[0].last_line] and "error[E0382]" in lines[found[1].last_line]
+
+
+def test_paths_under_the_project_are_written_relative_to_it():
+    line = "FileNotFoundError: [Errno 2] No such file or directory: '/home/dev/shop/data/in.csv'"
+    found = distinct_errors([line, line, line], root="/home/dev/shop")
+    assert found[0].pattern == "FileNotFoundError: [Errno <n>] No such file or directory: 'data/in.csv'"
+    outside = "FileNotFoundError: [Errno 2] No such file or directory: '/etc/shop.conf'"
+    assert "'/etc/shop.conf'" in distinct_errors([outside] * 3, root="/home/dev/shop")[0].pattern
+
+
+def test_blocks_may_be_private_or_session_captures():
+    text = (
+        '<lore-memory type="preference" private="true">\nI like short answers.\n</lore-memory>\n'
+        '<lore-memory type="fact" storage="session">\nThe staging DB is down today.\n</lore-memory>\n'
+        '<lore-memory type="fact">\n---\nprivate: yes\n---\nMy token lives in the keyring.\n</lore-memory>\n'
+        '<lore-memory type="fact" private="maybe">\nNot kept.\n</lore-memory>\n'
+        '<lore-memory type="fact" storage="cloud">\nNot kept either.\n</lore-memory>\n'
+    )
+    found, problems = from_stdout(text)
+    assert [(c.private, c.session) for c in found] == [(True, None), (False, True), (True, None)]
+    assert problems == [
+        "line 13: 'private' must be true or false; skipped",
+        "line 16: storage 'cloud' must be durable or session; skipped",
+    ]
+
+
+def read_front(path) -> dict:
+    import yaml
+
+    return yaml.safe_load(path.read_text("utf-8").split("---\n")[1])
+
+
+def tool_result(uuid: str, timestamp: str, text: str) -> str:
+    return event(
+        "user",
+        uuid,
+        timestamp,
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{uuid}", "content": text}]},
+    )
+
+
+def test_transcript_gotcha_is_one_per_error_dated_by_its_last_occurrence(tmp_path):
+    import lore
+
+    with lore.init(tmp_path / "shop") as shop:
+        root = shop.project.root
+        failure = PYTEST_FAILURE.replace("tests/test_billing.py", f"{root}/tests/test_billing.py")
+        times = ["2026-03-01T10:00:00Z", "2026-03-01T10:05:00Z", "2026-03-01T10:09:30Z"]
+        transcript = tmp_path / f"{SESSION}.jsonl"
+        transcript.write_text(
+            "\n".join(tool_result(f"u{i}", when, failure) for i, when in enumerate(times)) + "\n"
+        )
+        result = shop.capture_transcript(transcript)
+        assert result.gotchas == 1
+        # An auto-captured gotcha is a daily memory (local); it becomes durable through `lore review`.
+        [gotcha] = list((root / ".lore/local/daily").glob("*.md"))
+        front = read_front(gotcha)
+        assert front["type"] == "gotcha"
+        assert front["subject"] == "Repeated error: ValueError: invoice <n> has no lines"
+        assert str(front["occurred_at"]).replace(" ", "T").startswith("2026-03-01T10:09:30")
+        assert str(root) not in gotcha.read_text("utf-8")
+        assert shop.capture_transcript(transcript).gotchas == 0  # idempotent
+
+
+def test_private_and_session_blocks_go_to_the_local_tiers(tmp_path):
+    import lore
+
+    lore.init(tmp_path / "shop").close()
+    with lore.open(tmp_path / "shop", agent="codex") as shop:
+        root = shop.project.root
+        printed = (
+            '<lore-memory type="preference" private="true">\nI like short answers.\n</lore-memory>\n'
+            '<lore-memory type="fact" storage="session">\nThe staging DB is down today.\n</lore-memory>\n'
+            f'<lore-memory type="gotcha" applies_to="file:{root}/src/db.py">\n'
+            "Reconnect after a failover.\n</lore-memory>\n"
+        )
+        assert shop.capture_stdout(printed).created == 3
+        private = list(shop.project.agent_dir("codex").glob("*.md"))
+        session = list((root / ".lore/local/session").glob("*.md"))
+        durable = list((root / ".lore/memory").glob("*.md"))
+        assert [read_front(p)["type"] for p in private] == ["preference"]
+        assert [read_front(p)["type"] for p in session] == ["fact"]
+        assert [read_front(p)["applies_to"] for p in durable] == ["file:src/db.py"]
+        assert "local/" in (root / ".lore/.gitignore").read_text().splitlines()  # not committed
+    with lore.open(tmp_path / "shop") as anonymous:
+        problems = anonymous.capture_stdout(
+            '<lore-memory type="fact" private="true">\nMine only.\n</lore-memory>\n'
+        ).problems
+        assert len(problems) == 1 and "agent" in problems[0]

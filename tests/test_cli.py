@@ -50,7 +50,7 @@ def test_add_json_shape_file_name_and_search_result_shape(cli):
         "--file",
         "src/auth/refresh.ts",
     )
-    assert set(out) == {"id", "path", "created", "title", "type", "redacted"}
+    assert set(out) == {"id", "path", "created", "title", "type", "redacted", "note"}
     assert out["path"] == ".lore/memory/2026-02-10-jat-abc-fix-oauth-timeout.md" and out["created"]
     hits = cli.json("search", "oauth", "timeout")
     assert len(hits) == 1

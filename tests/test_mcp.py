@@ -38,6 +38,8 @@ TOOLS = {
     "memory_search",
     "memory_read",
     "memory_write",
+    "edit_memory",
+    "build_context",
     "session_append",
     "session_context",
 }
@@ -196,18 +198,48 @@ def file_text(root: Path, rel: str) -> str:
 # ---------------------------------------------------------------- stdio: every tool
 
 
-def test_tools_list_has_exactly_the_eleven_tools(root):
+def test_tools_list_has_exactly_the_thirteen_tools(root):
     async def body():
         async with stdio_session(root) as s:
             listed = await s.session.list_tools()
             names = [t.name for t in listed.tools]
-            assert sorted(names) == sorted(TOOLS) and len(names) == 11
+            assert sorted(names) == sorted(TOOLS) and len(names) == 13
             for tool in listed.tools:
                 assert tool.description, f"{tool.name} has no description"
                 assert tool.input_schema["type"] == "object"
             schema = {t.name: t.input_schema for t in listed.tools}
             assert set(schema["add_memory"]["required"]) == {"type", "title", "content"}
             assert schema["memory_search"]["properties"]["limit"]["maximum"] == 50
+
+    run_async(body)
+
+
+def test_tool_list_fits_its_token_budget_and_still_says_what_values_may_be(root):
+    """Issue 6's budget (at most 1,500 cl100k tokens for the whole list, counted
+    as bench/mcp_server.py does), with the values an agent must choose from
+    (memory types, edit operations) and the result caps still advertised."""
+    bpe_openai = pytest.importorskip("bpe_openai")
+
+    async def body():
+        async with stdio_session(root) as s:
+            listed = await s.session.list_tools()
+            payload = json.dumps(
+                [
+                    {"name": t.name, "description": t.description, "inputSchema": t.input_schema}
+                    for t in listed.tools
+                ]
+            )
+            assert len(bpe_openai.get_encoding("cl100k_base").encode(payload)) <= 1500
+            schema = {t.name: t.input_schema["properties"] for t in listed.tools}
+            assert "gotcha" in schema["add_memory"]["type"]["enum"]
+            assert "move" in schema["edit_memory"]["operation"]["enum"]
+            assert schema["search_codebase"]["limit"]["maximum"] == 50
+            assert schema["add_memory"]["tags"]["maxItems"] == 20
+            # Not advertised, still enforced: a title past its length, a type not in the list.
+            long_title = await s.error("add_memory", type="fact", title="x" * 201, content="body")
+            assert "title" in long_title and "200" in long_title
+            wrong_type = await s.error("memory_write", content="body", type="bug")
+            assert "type" in wrong_type and "gotcha" in wrong_type
 
     run_async(body)
 
@@ -491,7 +523,7 @@ def test_bad_inputs_are_tool_errors_and_the_server_keeps_working(root):
             )
             assert (await s.ok("memory_search", query="server survives bad calls"))[0]["id"] == ok["id"]
             listed = await s.session.list_tools()
-            assert len(listed.tools) == 11
+            assert len(listed.tools) == 13
 
     run_async(body)
 
@@ -587,7 +619,7 @@ def test_stdout_carries_nothing_but_protocol(root):
         )
         assert init["result"]["serverInfo"]["name"] == "lore"
         server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        assert len(server.request(2, "tools/list")["result"]["tools"]) == 11
+        assert len(server.request(2, "tools/list")["result"]["tools"]) == 13
         calls = [
             ("index_project", {}),
             (
@@ -906,7 +938,7 @@ def test_http_bearer_token_is_checked(root, http_server):
             content="Memories can be written over HTTP.\nWith a token.",
         )
     )
-    assert len(names) == 11 and not result.is_error
+    assert len(names) == 13 and not result.is_error
     made = json.loads(result.content[0].text)
     assert made["created"] is True and (root / made["path"]).is_file()
 

@@ -865,11 +865,13 @@ def test_recall_reads_the_description_from_stdin_and_takes_files(work):
     assert data["files"][0]["reasons"] == ["named by the task"]
 
 
-def test_start_recalls_for_the_task_and_branch(work):
+def test_start_packs_the_memories_for_the_task_and_branch(work):
     git(work.cwd, "checkout", "-q", "-b", "fix/token-refresh")
     md = work("start", "T-7").stdout
-    assert md.startswith("## Lore recall: T-7 fix token refresh\n")
+    assert md.startswith("## Lore: this project's memory\n")
+    assert "branch `fix/token-refresh`, task `T-7`" in md
     data = work.json("start", "T-7")
+    assert data["branch"] == "fix/token-refresh" and data["task"][0]["task"] == "T-7"
     assert {"token", "refresh"} <= set(data["query_used"].split())
     assert data["memories"] and all("refresh" in m["title"].lower() for m in data["memories"][:2])
     titled = work.json("start", "T-7", "--title", "Invoice rounding")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,10 +21,25 @@ class Problem(Record):
     message: str
 
 
-def stats(memories: Memories, embedding: EmbeddingRuntime) -> dict[str, Any]:
+def stats(
+    memories: Memories,
+    embedding: EmbeddingRuntime,
+    tiers_of: Callable[[list[str]], dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    """Counts for an overview: memories by type, tier (`tiers_of`: the attention
+    tiers the lifecycle keeps) and storage, links, staleness, the last update,
+    the index and its vectors."""
+    from collections import Counter
+
     store = memories.store
     memories.sync()
     counts = store.counts()
+    records = store.memories(memories.filter())
+    tiers: Counter[str] = Counter({"hot": 0, "warm": 0, "cold": 0})
+    if tiers_of is not None:
+        tiers.update(tiers_of([r.id for r in records]).values())
+    links = store.links(memories.filter())
+    last = max((r.occurred_at for r in records), default=None)
     return {
         "project": str(memories.project.root),
         "backend": store.describe(),
@@ -36,6 +52,11 @@ def stats(memories: Memories, embedding: EmbeddingRuntime) -> dict[str, Any]:
         "by_type": store.group_counts("type"),
         "by_visibility": store.group_counts("visibility"),
         "by_storage": store.group_counts("storage"),
+        "by_tier": dict(tiers),
+        "links": len(links),
+        "broken_links": len(memories.graph.broken()) if links else 0,
+        "stale": len(store.stale_reasons()),
+        "last_memory_at": last,
         "trash": len(memories.trash_entries()),
         "index_bytes": store.size_bytes(),
         **embedding.status(store),
@@ -91,7 +112,7 @@ def doctor(memories: Memories) -> list[Problem]:
                 Problem(
                     "warning",
                     path,
-                    f"id '{mid}' is not a UUID v4 (seed 002); fine to keep, `lore edit` to change",
+                    f"id '{mid}' is not a UUID v4 (what Lore writes); fine to keep",
                 )
             )
         if not record.tags:
@@ -114,6 +135,18 @@ def doctor(memories: Memories) -> list[Problem]:
                     "`lore edit` rewrites it",
                 )
             )
+    for link in memories.graph.broken():
+        where = f"{link.source_path}:{link.line}" if link.line else link.source_path
+        written = f"[[{link.target}]]" if link.kind == "name" else f"({link.target})"
+        via = "" if link.relation == "links_to" else f" ({link.relation})"
+        problems.append(
+            Problem(
+                "warning",
+                where,
+                f"link {written}{via} names no memory; correct the title, id or file name "
+                "(`lore search` finds it) or remove the link",
+            )
+        )
     for memory_id, reasons in store.stale_reasons().items():
         paths = store.memory_paths(memory_id)
         problems.append(

@@ -54,6 +54,8 @@ fusion = "adaptive"
 
 [recall]
 budget = 2000
+# Tokens of the pack injected when an agent session starts (`lore start`).
+start_budget = 800
 half_life_days = 90
 """
 

@@ -10,7 +10,8 @@ capture, task completion    :mod:`lore.memory.capture`, :mod:`lore.memory.comple
 tiers, consolidation        :class:`lore.memory.lifecycle.Lifecycle`
 import                      :mod:`lore.memory.importer`
 search, code, history       :class:`lore.search.engine.Searcher`
-recall                      :func:`lore.search.recall.recall`
+recall, session start       :func:`lore.search.recall.recall`, :func:`lore.search.start.start_pack`
+links between memories      :class:`lore.memory.graph.LinkGraph`
 code and history index      :class:`lore.index.freshness.CodeIndex`
 embeddings                  :class:`lore.embed.runtime.EmbeddingRuntime`
 stats, status, doctor       :mod:`lore.health`
@@ -30,8 +31,9 @@ from typing import Any
 
 from lore.errors import NotFound, UsageError, ValidationError
 from lore.health import Problem
+from lore.memory.edits import Edit
 from lore.memory.model import Memory
-from lore.memory.repository import AddResult, Memories, Page
+from lore.memory.repository import AddResult, EditResult, Memories, Page
 from lore.memory.sync import SyncReport
 from lore.memory.trash import TrashEntry
 from lore.project import Project
@@ -227,6 +229,23 @@ class Lore:
         """Rewrite an existing memory (see :meth:`Memories.update`)."""
         return self.memories.update(key, **fields)
 
+    def edit(self, key: str, edits: Sequence[Edit], *, expected_sha256: str | None = None) -> EditResult:
+        """Precise edits (append, prepend, replace_section, find_replace, set,
+        relate), atomic and re-indexed at once (see :meth:`Memories.edit`)."""
+        return self.memories.edit(key, edits, expected_sha256=expected_sha256)
+
+    def move(self, key: str, destination: str) -> EditResult:
+        """Rename or move a memory; links to it follow (see :meth:`Memories.move`)."""
+        return self.memories.move(key, destination)
+
+    def edit_by_hand(self, key: str, open_editor: Callable[[Path], None]) -> EditResult:
+        """Let a person edit the file (`open_editor(path)`), then check it, fix its
+        content hash, re-index it and follow a changed title in other memories' links."""
+        rel = self.resolve(key)
+        before = self.memories.record(rel)
+        open_editor(self.project.root / rel)
+        return self.memories.edited_by_hand(rel, before)
+
     def remove(self, key: str) -> TrashEntry:
         """Soft delete into `.lore/local/trash/` (see `restore`, `gc`)."""
         return self.memories.remove(key)
@@ -394,6 +413,51 @@ class Lore:
         self._record_access([it.key for it in pack.items if it.kind == "memory"])
         return pack
 
+    def start(
+        self,
+        task: str | None = None,
+        *,
+        title: str | None = None,
+        budget: int | None = None,
+        fresh: bool = True,
+    ):  # -> StartPack
+        """The session-start pack (hooks' SessionStart, `lore start`): this
+        project's memories worth reading now, the branch's task, the areas
+        being changed; empty when nothing is relevant (see :mod:`lore.search.start`).
+
+        Args:
+            task: a task id; with the branch name it makes the task's title.
+            title: the task's title instead.
+            budget: tokens (default ``[recall] start_budget``).
+            fresh: first pick up code changed on disk (hooks pass False: be quick).
+        """
+        from lore.search import start as sp
+
+        request = sp.StartRequest(
+            budget=int(budget or self.project.setting("recall", "start_budget", sp.DEFAULT_BUDGET)),
+            task=task,
+            title=title or self.branch_title(task),
+        )
+        if self.code_index.is_git():
+            from lore.index import gitrepo
+
+            work = gitrepo.branch_work(self.project.root)
+            request.branch, request.base, request.ahead = work.branch, work.base, work.ahead
+            request.changed = work.files
+            if work.base is None:  # the default branch: what changed lately
+                from lore.search.filters import code_filter
+
+                week = code_filter(since="7 days ago")
+                recent = sorted(self.store.paths_changed(week.since, None))
+                request.changed = list(dict.fromkeys([*work.files, *recent]))
+                request.recent = True
+        if fresh and request.title:
+            self.code_index.refresh()
+        self._fresh()
+        pack = sp.start_pack(self.searcher, self.memories, request)
+        self._record_access([it.key for it in pack.items if it.kind == "memory"])
+        return pack
+
     def branch_title(self, task: str | None = None) -> str:
         """A task title from the task id and the current git branch
         (`fix-oauth-timeout` → "fix oauth timeout"); "" if there is neither."""
@@ -406,10 +470,36 @@ class Lore:
         words = " ".join((branch or "").replace("/", " ").replace("-", " ").replace("_", " ").split())
         return " ".join(filter(None, [task, words]))
 
+    # -- links ---------------------------------------------------------------------------------
+
+    def graph(self, key: str, *, depth: int = 1):  # -> Graph
+        """The memories within `depth` links of `key`, both directions (:mod:`lore.memory.graph`)."""
+        self.sync()
+        return self.memories.graph.walk(key, depth)
+
+    def context(self, key: str, *, depth: int = 1, budget: int | None = None):  # -> RecallPack
+        """A memory and its neighbourhood (linked both ways, `depth` hops) packed
+        into `budget` tokens: the memory whole, its neighbours as summaries."""
+        from lore.search.neighbourhood import neighbourhood
+
+        self.sync()
+        pack = neighbourhood(
+            self.searcher,
+            self.memories,
+            key,
+            depth=depth,
+            budget=int(budget if budget is not None else self.project.setting("recall", "budget", 2000)),
+        )
+        self._record_access([it.key for it in pack.items if it.kind == "memory"])
+        return pack
+
     # -- staleness ------------------------------------------------------------------------------
 
-    def stale(self) -> list[dict[str, Any]]:
-        """Memories whose anchored code changed, with the reasons."""
+    def stale(self, *, fresh: bool = True) -> list[dict[str, Any]]:
+        """Memories whose anchored code changed, with the reasons (`fresh`: re-check
+        the code first, so an edit made since the last index counts)."""
+        if fresh:
+            self.code_index.refresh()
         self.sync()
         reasons = self.store.stale_reasons()
         records = self.store.memories(self.memories.filter(), order="path") if reasons else []
@@ -586,7 +676,8 @@ class Lore:
     def stats(self) -> dict[str, Any]:
         from lore import health
 
-        return health.stats(self.memories, self.embedding)
+        self._fresh()
+        return health.stats(self.memories, self.embedding, self.lifecycle.tiers_of)
 
     def status(self) -> dict[str, Any]:
         from lore import health
@@ -701,7 +792,7 @@ class Lore:
             self.status(),
             memories=self.memories.filter(),
             broken_memories=self.memories.broken(),
-            stale_memories=self.stale(),
+            stale_memories=self.stale(fresh=False),  # a page view never indexes; the page offers that
             job=current.to_dict() if current else None,
             recent_jobs=[j.to_dict() for j in runner.jobs()[:10]] if runner else [],
         )
@@ -761,4 +852,4 @@ class Lore:
         self.lifecycle.maybe_tick()
 
 
-__all__ = ["AddResult", "Lore", "Page", "Problem"]
+__all__ = ["AddResult", "Edit", "EditResult", "Lore", "Page", "Problem"]

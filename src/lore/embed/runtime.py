@@ -121,7 +121,9 @@ class EmbeddingRuntime:
             return 0
 
     def reembed(self, store: Store, *, progress: Callable[[int, int], None] | None = None) -> int:
-        """Switch the index to the configured model: drop other vectors, embed everything."""
+        """Embed every chunk again with the configured model (after a model
+        change, or when its files changed under the same name): all vectors
+        are dropped first. Returns how many texts were embedded."""
         embedder = self.embedder
         if embedder is None:
             raise UsageError(
@@ -130,7 +132,7 @@ class EmbeddingRuntime:
             )
         with store.transaction():
             store.set_meta("embed_model", embedder.model_id)
-            store.drop_embeddings(embedder.model_id)
+            store.drop_embeddings(None)
         return self.embed_pending(store, progress=progress)
 
     def query_vector(

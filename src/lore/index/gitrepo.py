@@ -227,6 +227,51 @@ def current_branch(root: Path) -> str | None:
     return _line(result) or None
 
 
+DEFAULT_BRANCHES = ("main", "master", "trunk", "develop")
+
+
+@dataclass
+class BranchWork:
+    """The work on the checked-out branch, as git tells it.
+
+    Attributes:
+        branch: the branch's short name (None: detached HEAD).
+        base: the default branch it was compared with (None: this is a
+            default branch, or none exists).
+        ahead: commits on `branch` not on `base`.
+        files: files changed by those commits and in the work tree
+            (uncommitted, untracked too), relative to `root`, that exist now.
+    """
+
+    branch: str | None = None
+    base: str | None = None
+    ahead: int = 0
+    files: list[str] = field(default_factory=list)
+
+
+def branch_work(root: Path) -> BranchWork:
+    """What the current branch changed since it left the default branch, plus
+    uncommitted changes (paths relative to `root`). A handful of git processes."""
+    branch = current_branch(root)
+    work = BranchWork(branch=branch)
+    files: dict[str, None] = {}
+    if branch and branch not in DEFAULT_BRANCHES and head(root):
+        for base in DEFAULT_BRANCHES:
+            found = run_git(root, "merge-base", "HEAD", base, check=False)
+            if found.returncode == 0 and _line(found):
+                work.base = base
+                fork = _line(found)
+                count = run_git(root, "rev-list", "--count", f"{fork}..HEAD", check=False)
+                work.ahead = int(_line(count) or 0) if count.returncode == 0 else 0
+                diff = run_git(root, "diff", "--name-only", "-z", "--relative", fork, "HEAD", check=False)
+                files.update(dict.fromkeys(_path(p) for p in diff.stdout.split(b"\0") if p))
+                break
+    if head(root):
+        files.update(dict.fromkeys(worktree_changes(root).changed))
+    work.files = [p for p in files if (Path(root) / p).is_file()]
+    return work
+
+
 def is_ancestor(root: Path, a: str, b: str) -> bool:
     """True if commit `a` is `b` or an ancestor of it; False if either is unknown."""
     result = run_git(root, "merge-base", "--is-ancestor", a, b, check=False)

@@ -17,12 +17,17 @@ What each agent gets (``command`` is how to run lore, e.g. ``["lore"]``):
 Every edit is a merge: other servers, hooks, keys, tables and comments are
 kept, installing twice changes nothing, and uninstalling removes exactly what
 Lore added (plus any container its removal left empty, and a file whose whole
-content was Lore's). JSON is rewritten in the file's own indentation, so a
-file that existed before ``install`` comes back byte-identical after
-``uninstall`` when it was written in the usual ``JSON.stringify(x, null, 2)``
-style. TOML and Markdown are edited as text, never re-serialised. Writes are
-atomic (temp file + rename) and follow symlinks; a file Lore cannot parse is
-reported and never overwritten.
+content was Lore's). JSON is rewritten in the file's own indentation; TOML
+and Markdown are edited as text, never re-serialised.
+
+Byte for byte: ``install`` remembers each file's bytes before its first
+change (``.lore/local/install-originals.json``, owner-only; a file holding a
+credential is never copied there). When ``uninstall`` takes
+out the last of Lore's additions from a file nobody has edited since Lore
+wrote it, the remembered bytes come back exactly (style, spacing, final
+newline and all); a file edited in between gets the merge described above.
+Writes are atomic (temp file + rename) and follow symlinks; a file Lore
+cannot parse is reported and never overwritten.
 """
 
 from __future__ import annotations
@@ -98,7 +103,7 @@ def install(agent: str, root: Path, *, command: list[str], instructions: bool = 
         changes += _codex_install(root, command)
     if instructions:
         changes += _md_install(root / _instructions_file(agent), root)
-    return _apply(changes, root)
+    return _apply(changes, root, installing=True)
 
 
 def uninstall(agent: str, root: Path) -> list[str]:
@@ -135,7 +140,7 @@ def uninstall(agent: str, root: Path) -> list[str]:
             changes.append(_Change(None, None, f"kept the Lore block in {md.name}: {other} still uses it"))
     else:
         changes += _md_uninstall(md, root)
-    return _apply(changes, root)
+    return _apply(changes, root, installing=False)
 
 
 def hook_command(command: list[str], event: str) -> str:
@@ -216,13 +221,7 @@ def _read(path: Path) -> _TextFile:
 
 def _write(file: _TextFile, text: str, *, new_mode: int = 0o644) -> None:
     """Replace the file atomically (temp file in the same folder + rename), keeping its mode."""
-    target = file.path.resolve() if file.path.is_symlink() else file.path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = stat.S_IMODE(target.stat().st_mode)
-    except FileNotFoundError:
-        mode = new_mode
-    atomic.write_atomic(target, (("\ufeff" if file.bom else "") + text).encode("utf-8"), mode=mode)
+    _write_bytes(file.path, (("\ufeff" if file.bom else "") + text).encode("utf-8"), new_mode=new_mode)
 
 
 def _delete(path: Path, root: Path) -> None:
@@ -244,23 +243,143 @@ class _Change:
     text: str | None
     line: str
     new_mode: int = 0o644
+    raw: bytes | None = None  # exact bytes to put back (uninstall restoring an original)
 
 
-def _apply(changes: list[_Change], root: Path) -> list[str]:
+ORIGINALS = ".lore/local/install-originals.json"
+
+
+def _apply(changes: list[_Change], root: Path, *, installing: bool) -> list[str]:
+    """Write the planned changes; remember originals on install, restore them on uninstall."""
+    originals = _load_originals(root)
     for change in changes:
         if change.file is None:
             continue
+        key = str(change.file.path.absolute())
+        before = _bytes(change.file.path)
+        entry = originals.get(key)
+        if not installing and entry is not None:
+            _restore_exactly(change, entry, before)
         try:
-            if change.text is None:
+            if change.text is None and change.raw is None:
                 _delete(change.file.path, root)
+            elif change.raw is not None:
+                _write_bytes(change.file.path, change.raw)
             else:
-                _write(change.file, change.text, new_mode=change.new_mode)
+                _write(change.file, change.text or "", new_mode=change.new_mode)
         except OSError as err:
             raise ConfigError(
                 f"cannot write ({err.strerror or err}); check the permissions of the file and its folder",
                 path=change.file.path,
             ) from None
+        after = _bytes(change.file.path)
+        if installing:
+            if entry is None and _holds_secrets(before):
+                continue  # never copied anywhere: uninstall merges instead
+            if entry is None:
+                entry = {"original": _b64(before), "written": None}
+            entry["written"] = _digest(after)
+            originals[key] = entry
+        elif entry is not None:
+            if after == _unb64(entry["original"]):
+                originals.pop(key)  # back as it was: nothing left to remember
+            else:
+                entry["written"] = _digest(after)  # Lore still has a part in it
+    _save_originals(root, originals)
     return [change.line for change in changes]
+
+
+def _restore_exactly(change: _Change, entry: dict, current: bytes | None) -> None:
+    """Make `change` put the original bytes back when that is what it means:
+    the file is as Lore last wrote it, and the planned result equals the
+    original in content (the same JSON, or the same text but for spacing)."""
+    if entry.get("written") != _digest(current):
+        return  # edited since Lore wrote it: merge, don't overwrite
+    original = _unb64(entry["original"])
+    if original is None:
+        return  # Lore created it; the planned change deletes it when it held only Lore's
+    if change.text is None or _same_content(change.text, original):
+        change.text, change.raw = None, original
+
+
+def _same_content(text: str, original: bytes) -> bool:
+    try:
+        old = original.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return False
+    try:
+        return bool(json.loads(text) == json.loads(old))
+    except ValueError:
+        pass
+
+    def squeeze(value: str) -> list[str]:
+        return [line.rstrip() for line in value.replace("\r\n", "\n").strip().split("\n")]
+
+    return squeeze(text) == squeeze(old)
+
+
+def _holds_secrets(data: bytes | None) -> bool:
+    """Does a config file hold a credential? (Then its bytes are not remembered.)"""
+    if not data:
+        return False
+    from lore import secrets
+
+    return bool(secrets.redact(data.decode("utf-8", "replace"))[1])
+
+
+def _bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _digest(data: bytes | None) -> str | None:
+    import hashlib
+
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def _b64(data: bytes | None) -> str | None:
+    import base64
+
+    return None if data is None else base64.b64encode(data).decode("ascii")
+
+
+def _unb64(text: str | None) -> bytes | None:
+    import base64
+
+    return None if text is None else base64.b64decode(text)
+
+
+def _load_originals(root: Path) -> dict:
+    try:
+        data = json.loads((root / ORIGINALS).read_text("utf-8"))
+    except (FileNotFoundError, ValueError, UnicodeDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _save_originals(root: Path, originals: dict) -> None:
+    path = root / ORIGINALS
+    if not (root / ".lore").is_dir():
+        return  # not a Lore project (the library used on a plain folder): nothing to keep them in
+    if not originals:
+        if path.exists():
+            path.unlink()
+        return
+    _write_bytes(path, json.dumps(originals, indent=1, sort_keys=True).encode("utf-8"), new_mode=0o600)
+
+
+def _write_bytes(path: Path, data: bytes, *, new_mode: int = 0o644) -> None:
+    """Put `data` at `path` atomically (through a symlink to its target; the file's mode is kept)."""
+    target = path.resolve() if path.is_symlink() else path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        mode = new_mode
+    atomic.write_atomic(target, data, mode=mode)
 
 
 def _show(path: Path, root: Path) -> str:

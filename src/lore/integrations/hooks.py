@@ -4,8 +4,9 @@ Hooks must never block or break the agent: every failure is swallowed and
 logged to `.lore/local/hooks.log`, and the exit code is always 0.
 
 - SessionStart: the previous sessions' memories are digested into the daily
-  tier and cleaned (seed 001), then the recall pack for the current branch is
-  printed as additional context.
+  tier and cleaned (seed 001), then the session-start pack (this project's
+  memories worth reading now, the branch's task, the areas being changed) is
+  printed as additional context; nothing at all when nothing is relevant.
 - UserPromptSubmit, PostToolUse, Stop: record the session as it happens
   (:mod:`lore.sessions`): the new part of the transcript is imported into
   ``.lore/sessions/<session_id>/`` (idempotent, reads only what was added);
@@ -51,11 +52,10 @@ def _session_start(lore, payload: dict) -> str:
     try:  # 001: the previous sessions' memories are digested and cleaned, old daily ones archived
         report = lore.session_started(_session_id(payload))
         started = f"; {report.cleaned} session memories digested and cleaned, {len(report.archived)} archived"
-    except Exception as err:  # the recall below must still reach the agent
+    except Exception as err:  # the start pack below must still reach the agent
         _log(lore, f"error session-start lifecycle: {err}")
-    title = lore.branch_title() or "project conventions decisions gotchas"
-    pack = lore.recall(title, fresh=False)
-    context = pack.markdown if pack.items else ""
+    pack = lore.start(fresh=False)
+    context = pack.markdown
     if context:
         print(
             json.dumps(

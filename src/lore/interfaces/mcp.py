@@ -1,8 +1,11 @@
 """The MCP server: Lore's tools for agents, over stdio or streamable HTTP.
 
-Tools follow seeds 003 (search_codebase, index_project, add_memory,
-recall_context, search_memories, update_index) and 004 (memory_search →
-memory_read, memory_write). Each is a few lines over :class:`lore.service.Lore`,
+Tools: code and memory search (search_codebase, search_memories,
+memory_search → memory_read), writing (add_memory, memory_write,
+edit_memory: precise edits and moves), context (recall_context,
+build_context: a memory and its linked neighbours), indexing (index_project,
+update_index) and sessions. The whole list costs agents ≤ 1,500 tokens
+(``python bench/mcp_server.py --tools-only``). Each is a few lines over :class:`lore.service.Lore`,
 which stays open for the server's life: the embedding model and vector
 matrices load once. Before answering, memory files are re-checked (an
 inotify read; a stat scan only when something changed); code at most every
@@ -17,9 +20,9 @@ import json
 import threading
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
-from lore.errors import LoreError, NotFound, as_lore_error
+from lore.errors import LoreError, NotFound, UsageError, as_lore_error
 from lore.memory.model import MAX_KEYWORD_LEN, MAX_KEYWORDS, MAX_SUBJECT, MEMORY_TYPES
 
 MAX_LIMIT = 50
@@ -36,6 +39,14 @@ Tags = Annotated[
 ]
 Paths = Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=1000)]
 MemoryType = Literal[MEMORY_TYPES]  # type: ignore[valid-type]
+# Validated like MemoryType, advertised as a plain string: the values are listed
+# once in the tool list (add_memory's `type`), and a wrong one is an error naming them.
+MemoryTypeName = Annotated[MemoryType, WithJsonSchema({"type": "string"})]
+
+# Advertised bounds (see _compact): a list's size when a normal call could meet
+# it; string lengths never (titles and tags are short; past a limit, the call is
+# a one-line error naming it). Every bound is enforced all the same.
+SAFETY_NET_ITEMS = 100
 
 
 def _dump(data: Any) -> str:
@@ -89,9 +100,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
     )
 
     @server.tool(
-        description="Semantic + keyword code search. Returns chunks with file_path, lines, "
-        "symbol, language, similarity 0-1; files_only ranks files (code + similar past commits). "
-        "since/until: dates or phrases ('last week')."
+        description="Code search (meaning + keywords); files_only ranks files. since/until: dates or phrases."
     )
     def search_codebase(
         query: Query,
@@ -119,10 +128,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
             ]
         )
 
-    @server.tool(
-        description="Index the project's code, history and memories (incremental unless "
-        "incremental=false). Returns IndexResult."
-    )
+    @server.tool(description="Index code, history and memories.")
     def index_project(incremental: bool = True) -> str:
         def run():
             lore.sync(force=not incremental)
@@ -133,10 +139,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
 
         return tools.call(run)
 
-    @server.tool(
-        description=f"Store a lasting memory. type: {', '.join(MEMORY_TYPES)}. "
-        "applies_to: global | file:<path> | area:<name>."
-    )
+    @server.tool(description="Store lasting knowledge. applies_to: global|file:<path>|area:<name>.")
     def add_memory(
         type: MemoryType,
         title: Title,
@@ -158,10 +161,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
             ).as_memory()
         )
 
-    @server.tool(
-        description="Context for a task: ranked memories, likely files, code, related past "
-        "work, packed into budget tokens. Returns markdown + structured lists."
-    )
+    @server.tool(description="Context for a task: memories, likely files, code, past work, in budget tokens.")
     def recall_context(
         title: Title,
         description: Text = "",
@@ -194,12 +194,11 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
         )
 
     @server.tool(
-        description="Search memories (session summaries included); filter by types. Returns memories "
-        "with id, title, type, snippet, score 0-1. Archived ones only with include_archived."
+        description="Search memories (hits with id, title, snippet, score 0-1); types as add_memory's."
     )
     def search_memories(
         query: Query,
-        types: list[MemoryType] | None = None,
+        types: list[MemoryTypeName] | None = None,
         limit: Limit = 10,
         since: str | None = None,
         until: str | None = None,
@@ -219,11 +218,11 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
             ]
         )
 
-    @server.tool(description="Re-index changed/deleted files (for hooks). Returns {updated, deleted}.")
+    @server.tool(description="Re-index changed/deleted files.")
     def update_index(files: Paths, deleted_files: Paths | None = None) -> str:
         return tools.call(lambda: lore.update_index(files, deleted_files or []))
 
-    @server.tool(description="Step 1 of search→read: summaries, ids, relevance, timestamp.")
+    @server.tool(description="Step 1 of search→read: summaries and ids.")
     def memory_search(query: Query, limit: Limit = 5) -> str:
         return tools.call(
             lambda: [
@@ -238,19 +237,16 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
             ]
         )
 
-    @server.tool(description="Step 2: a memory's full text, paginated by characters (offset, limit).")
+    @server.tool(description="Step 2: a memory's text (paginated), links and backlinks.")
     def memory_read(
         id: str, offset: Annotated[int, Field(ge=0)] = 0, limit: Annotated[int, Field(ge=1, le=20000)] = 4000
     ) -> str:
         return tools.call(lambda: lore.show(id, offset=offset, limit=limit).to_dict())
 
-    @server.tool(
-        description="Create a memory, or update one when id is given. Lasting knowledge "
-        "only, never transient state or secrets."
-    )
+    @server.tool(description="Create a memory, or rewrite one by id. Lasting knowledge only.")
     def memory_write(
         content: Text,
-        type: MemoryType | None = None,
+        type: MemoryTypeName | None = None,
         tags: Tags | None = None,
         title: Title | None = None,
         id: str | None = None,
@@ -277,6 +273,56 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
 
         return tools.call(run)
 
+    @server.tool(
+        description="Edit a memory in place. append, prepend: text; replace_section: target=heading, text; "
+        "find_replace: target=old, text, all; set: target=field, value; relate: target=relation, "
+        "value=memory; move: value=new name."
+    )
+    def edit_memory(
+        id: str,
+        operation: Literal["append", "prepend", "replace_section", "find_replace", "set", "relate", "move"],
+        text: Text | None = None,
+        target: Text | None = None,
+        value: Text | None = None,
+        all: bool = False,
+    ) -> str:
+        from lore.memory.edits import Edit
+
+        def run():
+            if operation == "move":
+                if not value:
+                    raise UsageError("move needs value: the new file name or folder")
+                return lore.move(id, value).to_dict()
+            edit = Edit(operation, text=text, every=all, value=value)
+            if operation == "replace_section":
+                edit.heading = target
+            elif operation == "find_replace":
+                edit.find = target
+            elif operation == "set":
+                edit.field = target
+            elif operation == "relate":
+                edit.relation = target
+            return lore.edit(id, [edit]).to_dict()
+
+        return tools.call(run)
+
+    @server.tool(description="A memory and its linked memories (both ways, depth hops) in budget tokens.")
+    def build_context(
+        id: str,
+        depth: Annotated[int, Field(ge=0, le=5)] = 1,
+        budget: Annotated[int, Field(ge=100, le=32000)] | None = None,
+    ) -> str:
+        def run():
+            pack = lore.context(id, depth=depth, budget=budget)
+            return {
+                "id": pack.query_used,
+                "memories": pack.of("memory"),
+                "tokens_used": pack.tokens_used,
+                "markdown": pack.markdown,
+            }
+
+        return tools.call(run)
+
     register_session_tools(server, tools)
     for tool in server._tool_manager.list_tools():
         tool.parameters = _compact(tool.parameters)
@@ -289,9 +335,8 @@ def register_session_tools(server, tools: LoreTools) -> None:
     lore = tools.lore
 
     @server.tool(
-        description="Record one event of your session (created on first use): a message (role, content), "
-        "a tool call (tool_name, args, tool_call_id) or a tool result (result, tool_call_id, is_error). "
-        "Crossing the soft limit compacts old events into a summary. Returns the event ids and tokens."
+        description="Record a session event (session made on first use): role+content, tool_name+args, "
+        "or result+is_error; tool_call_id pairs a call with its result."
     )
     def session_append(
         session_id: str,
@@ -324,8 +369,7 @@ def register_session_tools(server, tools: LoreTools) -> None:
         return tools.call(run)
 
     @server.tool(
-        description="Your session's context view: summaries of compacted parts, then the recent events, "
-        "oldest first, within limit_tokens (default: the hard limit). Returns text (or events=true)."
+        description="Session context: summaries of compacted parts, then recent events, in limit_tokens."
     )
     def session_context(
         session_id: str, limit_tokens: Annotated[int, Field(ge=100)] | None = None, events: bool = False
@@ -393,19 +437,31 @@ def argument_problems(err) -> str:
 
 def _compact(schema):
     """The advertised input schema without what costs an agent tokens and says
-    nothing: per-field titles and `anyOf [X, null]` around optional fields
-    (arguments are still validated against the full signature)."""
+    little: per-field titles, `anyOf [X, null]` around optional fields,
+    defaults (an argument left out gets the server's default; one given is
+    used whatever the default), numeric bounds other than a result limit's
+    maximum, string lengths, and list sizes no normal call meets. Arguments
+    are still validated against the full signature: a call past a bound is a
+    one-line error naming it. Enums stay: they say what a value may be."""
     if isinstance(schema, list):
         return [_compact(item) for item in schema]
     if not isinstance(schema, dict):
         return schema
     out = {k: _compact(v) for k, v in schema.items() if k != "title" or not isinstance(v, str)}
+    for name, prop in (out.get("properties") or {}).items():
+        for bound in ("minimum", "maximum") if name != "limit" else ("minimum",):
+            prop.pop(bound, None)
+        prop.pop("default", None)
+        if prop.get("additionalProperties") is True:
+            prop.pop("additionalProperties")  # JSON Schema's default
+    out.pop("minLength", None)
+    out.pop("maxLength", None)
+    if out.get("maxItems", 0) >= SAFETY_NET_ITEMS:
+        out.pop("maxItems")
     options = out.get("anyOf")
     if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
         out.pop("anyOf")
         out.update(next(o for o in options if o != {"type": "null"}))
-    if out.get("default", 0) is None:
-        out.pop("default")
     return out
 
 

@@ -24,10 +24,13 @@ from lore import secrets
 from lore.errors import Conflict, NotFound, UsageError, ValidationError
 from lore.locking import file_lock
 from lore.memory import markdown, sync, trash
+from lore.memory.edits import BODY_OPERATIONS, Edit, MemoryText
+from lore.memory.graph import LinkedMemory, LinkGraph
+from lore.memory.links import Rename, name_key, rewrite_body, rewrite_relations, stem_of
 from lore.memory.model import Memory, now_iso, parse_time
 from lore.project import Project, agent_key
 from lore.records import Record, internal
-from lore.storage import MemoryFilter, Store
+from lore.storage import LinkRecord, MemoryFilter, MemoryRecord, Store
 
 MOVABLE_TIERS = ("durable", "daily", "session")  # storage tiers a person may move a memory to
 # One file of a prepared change: {"path", "before_sha256" (None: a new file), "after" (None: to the trash)}.
@@ -44,6 +47,7 @@ class AddResult(Record):
     title: str
     type: str
     redacted: dict[str, int] = field(default_factory=dict)
+    note: str | None = None  # what the user should know: an existing memory returned, a name taken
     memory: Memory = internal(default=None)
 
     def as_memory(self) -> dict[str, Any]:
@@ -61,6 +65,7 @@ class AddResult(Record):
             "path": self.path,
             "created": self.created,
             "redacted": dict(self.redacted),
+            "note": self.note,
         }
 
 
@@ -76,7 +81,24 @@ class Page(Record):
     next_offset: int | None
     title: str
     type: str
+    links: list[LinkedMemory] = field(default_factory=list)
+    backlinks: list[LinkedMemory] = field(default_factory=list)
     memory: Memory = internal(default=None)
+
+
+@dataclass
+class EditResult(Record):
+    """What an edit or a move did to one memory, and to the memories linking to it."""
+
+    id: str
+    path: str
+    title: str
+    type: str
+    operations: list[str]
+    notes: list[str] = field(default_factory=list)
+    moved_from: str | None = None
+    links_updated: list[str] = field(default_factory=list)  # other memories whose links were rewritten
+    redacted: dict[str, int] = field(default_factory=dict)
 
 
 class Memories:
@@ -89,6 +111,7 @@ class Memories:
         self.viewer = agent_key(agent) if agent else None
         self._watcher = watcher
         self.last_sync: sync.SyncReport | None = None
+        self.graph = LinkGraph(self)
 
     # -- freshness -----------------------------------------------------------------------
 
@@ -103,6 +126,10 @@ class Memories:
             return self.last_sync
         self.last_sync = sync.sync_memories(self.project, self.store, force=force)
         return self.last_sync
+
+    def _reindex(self) -> None:
+        """Index what was just written, now (whatever a file watcher says)."""
+        self.last_sync = sync.sync_memories(self.project, self.store)
 
     # -- privacy, in one place ----------------------------------------------------------------
 
@@ -183,6 +210,7 @@ class Memories:
         text = read_memory_file(self.project.root, rel).decode("utf-8", "replace")
         memory = self.load(rel)
         end = len(text) if limit is None else min(len(text), offset + limit)
+        record = self.record(rel)
         return Page(
             memory.id,
             rel,
@@ -192,8 +220,15 @@ class Memories:
             end if end < len(text) else None,
             memory.title,
             memory.type,
+            self.graph.links_of(record) if record else [],
+            self.graph.backlinks_of(record) if record else [],
             memory,
         )
+
+    def record(self, rel: str) -> MemoryRecord | None:
+        """The indexed fields of the visible memory at `rel` (None: not indexed, e.g. broken)."""
+        found = self.store.memories(self.filter(paths=[rel]), limit=1)
+        return found[0] if found else None
 
     def check(self, rel: str) -> None:
         """Re-read one file after a hand edit; raises ValidationError if it is broken."""
@@ -243,8 +278,11 @@ class Memories:
     ) -> AddResult:
         """Write a new memory file and index it.
 
-        Idempotent: a memory with the same ``occurred_at`` and body hash is
-        returned instead of written again. Secrets are redacted from every
+        Idempotent: a visible memory with the same content (body hash) is
+        returned instead of written again, with a note saying so (with an
+        explicit `occurred_at`, only one of that same time: the same text
+        at another time is another occurrence, e.g. a replayed event). A file
+        name already taken by another memory gets ``-2``, ``-3``… and a note. Secrets are redacted from every
         field first. An explicit `id` that exists already is a conflict.
 
         Args:
@@ -297,36 +335,62 @@ class Memories:
                     raise Conflict(
                         f"a memory with id {id} exists already; omit --id to get a new one, or update that memory"
                     )
-        return self.put(memory, folder, redacted=dict(clean["redacted"]))
+        return self.put(memory, folder, redacted=dict(clean["redacted"]), same_time_only=bool(occurred_at))
 
-    def put(self, memory: Memory, folder: Path, *, redacted: dict[str, int] | None = None) -> AddResult:
+    def put(
+        self,
+        memory: Memory,
+        folder: Path,
+        *,
+        redacted: dict[str, int] | None = None,
+        same_time_only: bool = True,
+    ) -> AddResult:
         """Write a prepared memory as a new file in `folder` and index it (for
         imports, promotions and captures; :meth:`add` builds the memory first).
 
-        The memory must be redacted and validated by the caller. A memory with
-        the same ``occurred_at`` and body hash, or the same id, that this agent
-        can see is returned instead (``created`` False); nothing is overwritten.
+        The memory must be redacted and validated by the caller. A memory this
+        agent can see with the same body hash (and, `same_time_only`, the same
+        ``occurred_at``), or with the same id, is returned instead (``created``
+        False, with a note); nothing is overwritten.
         """
         with file_lock(self.project.local_dir / ".write.lock"):
             self.sync()
-            existing = self.store.find_duplicate(memory.occurred_at, memory.content_hash)
-            if existing is None:
-                same_id = self.store.memories(MemoryFilter(ids=[memory.id], include_private=True), limit=1)
-                existing = same_id[0].path if same_id else None
-            if existing and self.visible(existing):
-                found = self.load(existing)
+            same = self.store.memories(self.filter(content_hash=memory.content_hash))
+            if same_time_only:  # an explicit time is a distinct occurrence unless it is the same one
+                same = [r for r in same if r.occurred_at == memory.occurred_at]
+            by_id = not same
+            if by_id:  # the same id (an import, a promotion) that this agent can see
+                same = self.store.memories(self.filter(ids=[memory.id]), limit=1)
+            if same:
+                found = self.load(same[0].path)
+                said = (
+                    f"memory {found.id[:8]} is already stored ({same[0].path}); nothing written"
+                    if by_id
+                    else f"the same content is already stored as {found.id[:8]} ({same[0].path}); nothing written"
+                )
                 return AddResult(
-                    found.id, existing, False, found.title, found.type, dict(redacted or {}), found
+                    found.id,
+                    same[0].path,
+                    False,
+                    found.title,
+                    found.type,
+                    dict(redacted or {}),
+                    said,
+                    found,
                 )
             text = markdown.render(memory)
-            path = markdown.write_new(folder, markdown.file_name(memory), text)
+            wanted = markdown.file_name(memory)
+            path = markdown.write_new(folder, wanted, text)
             rel = self.project.rel(path)
             with self.store.transaction():
                 memory = sync.index_memory(
                     self.store, self.project, rel, path.read_bytes(), path.stat(), sync.location_of(rel)
                 )
         memory.path = rel
-        return AddResult(memory.id, rel, True, memory.title, memory.type, dict(redacted or {}), memory)
+        note: str | None = None
+        if path.name != wanted:
+            note = f"another memory is named {wanted}; this one was written as {path.name}"
+        return AddResult(memory.id, rel, True, memory.title, memory.type, dict(redacted or {}), note, memory)
 
     def rewrite(self, rel: str, memory: Memory, *, expected_sha256: str | None = None) -> None:
         """Replace the file at `rel` with `memory` as it is (no redaction, no
@@ -403,6 +467,7 @@ class Memories:
             )
         rel = self.resolve(key)
         memory = self.load(rel)
+        before = self.record(rel)
         redacted: Counter[str] = Counter()
         if body is not None:
             memory.body, found = secrets.redact(body.strip() + "\n")
@@ -431,10 +496,230 @@ class Memories:
                     raise Conflict(
                         f"{rel} changed on disk since it was read; reload it and apply your edit again"
                     )
+            incoming = self.graph.linking_to(before) if before and title is not None else []
             markdown.write_atomic(self.project.root / rel, text)
-        self.sync()
+            self._reindex()
+            self._follow(before, self.record(rel), incoming)
         saved = self.load(rel)
-        return AddResult(saved.id, rel, False, saved.title, saved.type, dict(redacted), saved)
+        return AddResult(saved.id, rel, False, saved.title, saved.type, dict(redacted), None, saved)
+
+    def edit(self, key: str, edits: Sequence[Edit], *, expected_sha256: str | None = None) -> EditResult:
+        """Apply precise edits to one memory, atomically, and re-index it at once.
+
+        Body operations change only the part of the text they name (the
+        frontmatter keeps its text; ``content_hash`` and ``updated_at`` follow);
+        ``set`` and ``relate`` rewrite the frontmatter in canonical form. New
+        text is redacted like any write. A changed title is followed by the
+        links to this memory in other files. `expected_sha256`: as in :meth:`update`.
+        """
+        from lore.memory.edits import add_relation, apply_to_body, set_field
+
+        if not edits:
+            raise UsageError("nothing to do; give an edit (--append, --set, ... see `lore edit --help`)")
+        for one in edits:
+            one.check()
+        rel = self.resolve(key)
+        redacted: Counter[str] = Counter()
+        notes: list[str] = []
+
+        def clean(text: str | None) -> str | None:
+            nonlocal redacted
+            if text is None:
+                return None
+            out, found = secrets.redact(text)
+            redacted += found
+            return out
+
+        with file_lock(self.project.local_dir / ".write.lock"):
+            raw = self._read_checked(rel, expected_sha256)
+            before = self.record(rel)
+            parts = MemoryText.of(raw)
+            body = parts.body
+            for one in edits:
+                if one.operation in BODY_OPERATIONS:
+                    one = Edit(**{**one.__dict__, "text": clean(one.text)})
+                    body, note = apply_to_body(body, one)
+                    notes += [note] if note else []
+            stamp = now_iso()
+            text = parts.render(body, now=stamp)
+            memory = self._parse(text, rel)
+            framed = [one for one in edits if one.operation not in BODY_OPERATIONS]
+            for one in framed:
+                if one.operation == "set":
+                    set_field(memory, one.field or "", clean(one.value))
+                else:
+                    note = add_relation(memory, one.relation or "", clean(one.value) or "")
+                    notes += [note] if note else []
+            if framed:
+                memory.updated_at = stamp
+                memory.validate()
+                text = markdown.render(memory)
+            retitled = before is not None and name_key(before.title) != name_key(memory.title)
+            incoming = self.graph.linking_to(before) if before and retitled else []
+            markdown.write_atomic(self.project.root / rel, text)
+            self._reindex()
+            updated = self._follow(before, self.record(rel), incoming)
+        return EditResult(
+            memory.id,
+            rel,
+            memory.title,
+            memory.type,
+            [one.operation for one in edits],
+            notes,
+            None,
+            updated,
+            dict(redacted),
+        )
+
+    def move(self, key: str, destination: str) -> EditResult:
+        """Rename or move a memory file (never over another file), keeping its
+        links working: its own relative links, and every link to it in other
+        memories (by path or file name; links by id or title need no change).
+
+        `destination`: a file name (same folder), a path under the memory's
+        folder (``auth/`` or ``auth/utc.md``), or a project path (``.lore/...``).
+        """
+        rel = self.resolve(key)
+        target = self._destination(rel, destination)
+        if target == rel:
+            raise UsageError(f"{rel} is already there; give a new name or folder")
+        full = self.project.root / target
+        with file_lock(self.project.local_dir / ".write.lock"):
+            if full.exists():
+                raise Conflict(f"{target} exists already; choose another name")
+            raw = self._read_checked(rel, None)
+            before = self.record(rel)
+            incoming = self.graph.linking_to(before) if before else []
+            names = {}
+            if stem_of(rel) != stem_of(target):
+                names[name_key(stem_of(rel))] = stem_of(target)
+            rename = Rename(rel, target, names)
+            text = self._relinked(raw, rel, rename, new_source=target)
+            written = markdown.write_new(full.parent, full.name, text)
+            (self.project.root / rel).unlink()
+            target = self.project.rel(written)
+            self._reindex()
+            updated = self._follow(before, self.record(target), incoming)
+        memory = self.load(target)
+        notes = [] if written == full else [f"{full.name} was taken; wrote {written.name}"]
+        return EditResult(memory.id, target, memory.title, memory.type, ["move"], notes, rel, updated, {})
+
+    def edited_by_hand(self, rel: str, before: MemoryRecord | None) -> EditResult:
+        """After an edit in $EDITOR: check the file, make a declared
+        ``content_hash`` match the new body (the rest of the file is left as
+        written), re-index, and follow a changed title in other memories' links."""
+        from lore.memory.edits import refresh_hash
+        from lore.memory.files import read_memory_file
+
+        incoming = self.graph.linking_to(before) if before else []
+        with file_lock(self.project.local_dir / ".write.lock"):
+            raw = read_memory_file(self.project.root, rel).decode("utf-8", "replace")
+            fixed = refresh_hash(raw)
+            if fixed is not None:
+                markdown.write_atomic(self.project.root / rel, fixed)
+            self._reindex()
+            self.check(rel)
+            after = self.record(rel)
+            updated = self._follow(before, after, incoming)
+        memory = self.load(rel)
+        return EditResult(memory.id, rel, memory.title, memory.type, ["edit"], [], None, updated, {})
+
+    def _read_checked(self, rel: str, expected_sha256: str | None) -> str:
+        import hashlib
+
+        from lore.memory.files import read_memory_file
+
+        raw = read_memory_file(self.project.root, rel)
+        if expected_sha256 is not None and hashlib.sha256(raw).hexdigest() != expected_sha256:
+            raise Conflict(f"{rel} changed on disk since it was read; reload it and apply your edit again")
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValidationError("not valid UTF-8; fix the file first", path=rel) from None
+
+    def _parse(self, text: str, rel: str) -> Memory:
+        memory, _ = sync.load_memory(text.encode("utf-8"), rel, sync.location_of(rel))
+        memory.path = rel
+        return memory
+
+    def _destination(self, rel: str, destination: str) -> str:
+        """Where `lore mv` puts the memory at `rel` (checked: a memory folder this agent may write)."""
+        import posixpath
+
+        dest = destination.strip()
+        if not dest:
+            raise UsageError("give the new file name or folder")
+        if dest.startswith(".lore/"):
+            target = posixpath.normpath(dest)
+        elif "/" not in dest:
+            target = posixpath.join(posixpath.dirname(rel), dest)
+        else:
+            parts = rel.split("/")
+            root = "/".join(parts[:3] if parts[1] == "local" else parts[:2])
+            target = posixpath.normpath(posixpath.join(root, dest))
+            if dest.endswith("/"):
+                target = posixpath.join(target, posixpath.basename(rel))
+        if not target.endswith(".md"):
+            target += ".md"
+        full = self.project.inside(target, base=self.project.root)
+        target = self.project.rel(full)
+        parts = target.split("/")
+        in_memory = parts[:2] == [".lore", "memory"] and len(parts) > 2
+        in_local = parts[:2] == [".lore", "local"] and len(parts) > 3 and parts[2] not in ("trash", "cache")
+        if not (in_memory or in_local) or any(p.startswith(".") for p in parts[2:]):
+            raise UsageError(
+                f"{target} is not a memory location; use .lore/memory/... or your private folder"
+            )
+        if not self.visible(target):
+            raise NotFound(f"{posixpath.dirname(target)}/ is not a folder you can write to")
+        return target
+
+    def _relinked(self, raw: str, source: str, rename: Rename, *, new_source: str | None = None) -> str:
+        """The text of `source` with its links following `rename` (frontmatter
+        relations too: those are written back in canonical form)."""
+        parts = MemoryText.of(raw)
+        body = rewrite_body(parts.body, source, rename, new_source=new_source)
+        relations = None
+        if "relations" in parts.head:
+            memory = self._parse(raw, source)
+            relations = memory.extra.get("relations")
+            fixed = rewrite_relations(relations, source, rename, new_source=new_source)
+            if fixed != relations:
+                memory.extra["relations"] = fixed
+                memory.body = body
+                return markdown.render(memory)
+        return raw if body == parts.body else parts.render(body)
+
+    def _follow(
+        self, before: MemoryRecord | None, after: MemoryRecord | None, incoming: list[LinkRecord]
+    ) -> list[str]:
+        """Rewrite the links in `incoming` (written before the change) to name
+        `after`; returns the paths rewritten that this agent may see."""
+        if before is None or after is None or not incoming:
+            return []
+        names = {}
+        if name_key(before.title) != name_key(after.title):
+            names[name_key(before.title)] = after.title
+        if stem_of(before.path) != stem_of(after.path):
+            names[name_key(stem_of(before.path))] = stem_of(after.path)
+        rename = Rename(before.path, after.path, names)
+        if rename.empty:
+            return []
+        changed = []
+        for source in sorted({link.source_path for link in incoming}):
+            if source == before.path:
+                continue
+            try:
+                raw = self._read_checked(source, None)
+                text = self._relinked(raw, source, rename)
+            except (ValidationError, UsageError):
+                continue  # a broken file is reported by doctor, never rewritten
+            if text != raw:
+                markdown.write_atomic(self.project.root / source, text)
+                changed.append(source)
+        if changed:
+            self._reindex()
+        return [path for path in changed if self.visible(path)]
 
     def remove(self, key: str) -> trash.TrashEntry:
         """Soft delete into `.lore/local/trash/` (see `restore`, `gc`)."""

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from lore.errors import UsageError, ValidationError
 from lore.index.sections import chunk_body
+from lore.memory.links import parse_links
 from lore.memory.markdown import parse
 from lore.memory.model import Memory
 from lore.project import Project
@@ -157,6 +158,7 @@ def index_memory(
     record.owner = owner_of(memory, where)
     store.put_memory(file_id, record)
     store.put_chunks(file_id, KIND, memory_chunks(memory, body_line))
+    store.put_links(file_id, parse_links(memory.body, memory.extra.get("relations"), rel, body_line))
     if memory.files or memory.applies_to.startswith("file:") or "key files" in memory.body.lower():
         from lore.index import anchors
 

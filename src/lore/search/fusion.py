@@ -9,7 +9,10 @@ Three modes (``[search] fusion`` in config.toml):
   gap between its best match and the mean of its top 20 ("peak"). A query
   whose words single out one document (names, identifiers, rare terms)
   trusts keywords up to 0.8; a query whose words are spread thinly (natural
-  language against code) trusts meaning up to 0.8. Chosen on the dev sets
+  language against code) trusts meaning up to 0.8. The vector side's own
+  peak, measured the same way, takes up to 30% off the keyword weight: when
+  meaning clearly singles out one document, a keyword tie-break should not
+  bury it. Chosen on the dev sets
   (LoCoMo, CoSQA dev; docs/benchmarks.md), where fixed weights helped one
   set and hurt the other.
 - ``rrf`` — reciprocal rank fusion (seed 000): each list contributes
@@ -34,6 +37,7 @@ LONG_QUERY = 12  # terms; beyond this the RRF vector weight falls
 KEYWORD_WEIGHT_LOW, KEYWORD_WEIGHT_HIGH = 0.2, 0.8
 PEAK_LOW, PEAK_HIGH = 0.10, 0.25
 PEAK_DEPTH = 20
+VECTOR_PEAK_CUT = 0.3  # share of the keyword weight a clear vector winner takes away
 LONG_QUERY_TERMS = 8
 
 
@@ -48,9 +52,23 @@ def vector_weight(n_terms: int) -> float:
     return RRF_WEIGHTS[1] * min(1.0, LONG_QUERY / max(1, n_terms))
 
 
-def keyword_weight(keyword_scores: list[float], n_terms: int = 1) -> float:
-    """Adaptive mode's keyword weight for one query, from its keyword scores
-    (best first) and its length.
+def _gap(scores: list[float]) -> float:
+    """How far the best of a ranked list (scores best first) stands above the
+    mean of the top ``PEAK_DEPTH``."""
+    top = scores[:PEAK_DEPTH]
+    return top[0] - sum(top) / len(top) if top else 0.0
+
+
+def _peak(scores: list[float]) -> float:
+    """The keyword gap mapped to 0-1 between ``PEAK_LOW`` and ``PEAK_HIGH``."""
+    return min(1.0, max(0.0, (_gap(scores) - PEAK_LOW) / (PEAK_HIGH - PEAK_LOW)))
+
+
+def keyword_weight(
+    keyword_scores: list[float], n_terms: int = 1, vector_scores: list[float] | None = None
+) -> float:
+    """Adaptive mode's keyword weight for one query, from its keyword and
+    vector relevances (each best first) and its length.
 
     A long query (a task description, a commit message) is averaged into one
     vector and truncated by the model, while its many exact terms make
@@ -58,12 +76,9 @@ def keyword_weight(keyword_scores: list[float], n_terms: int = 1) -> float:
     side's share shrinks in proportion (on the code dev sets this raised
     MRR@10 by .01-.02 and left the short-query memory sets unchanged).
     """
-    weight = KEYWORD_WEIGHT_LOW
-    if keyword_scores:
-        top = keyword_scores[:PEAK_DEPTH]
-        peak = top[0] - sum(top) / len(top)
-        share = min(1.0, max(0.0, (peak - PEAK_LOW) / (PEAK_HIGH - PEAK_LOW)))
-        weight += (KEYWORD_WEIGHT_HIGH - KEYWORD_WEIGHT_LOW) * share
+    weight = KEYWORD_WEIGHT_LOW + (KEYWORD_WEIGHT_HIGH - KEYWORD_WEIGHT_LOW) * _peak(keyword_scores)
+    if vector_scores:
+        weight *= 1 - VECTOR_PEAK_CUT * min(1.0, max(0.0, _gap(vector_scores)) / PEAK_HIGH)
     if n_terms > LONG_QUERY_TERMS:
         weight = max(weight, 1 - (1 - weight) * LONG_QUERY_TERMS / n_terms)
     return weight
@@ -84,7 +99,7 @@ def fuse(
         raise ValueError(f"unknown fusion {mode!r}; use one of {FUSIONS}")
     kw = {key: (rank, score) for rank, (key, score) in enumerate(keyword)}
     vec = {key: (rank, score) for rank, (key, score) in enumerate(vector)}
-    w_kw = keyword_weight([score for _, score in keyword], n_terms)
+    w_kw = keyword_weight([score for _, score in keyword], n_terms, [score for _, score in vector])
     rrf_weights = (RRF_WEIGHTS[0], vector_weight(n_terms))
     fused = []
     for key in {**kw, **vec}:

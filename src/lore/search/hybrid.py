@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 MODES = ("hybrid", "bm25", "vector")
-CANDIDATES = 40  # top-N from each list before fusion
+CANDIDATES = 100  # top-N from each list before fusion
 MAX_POOL = 4000  # widening stops here
 # BM25 scores grow with the number and rarity of matched terms; this many
 # "points" per query term count as a half-strength match.

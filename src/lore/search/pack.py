@@ -54,12 +54,23 @@ def resolve_level(level: str | None, bracket: str | None) -> str | None:
     return level
 
 
-def pack(items: list[Item], budget: int, level: str | None, header_tokens: int) -> list[Item]:
-    """Choose items and their levels so the rendered pack never exceeds `budget` tokens."""
+def pack(
+    items: list[Item],
+    budget: int,
+    level: str | None,
+    header_tokens: int,
+    sections: dict[str, str] | None = None,
+) -> list[Item]:
+    """Choose items and their levels so the rendered pack never exceeds `budget` tokens.
+
+    `sections`: item kind → section title, in the order rendered (default :data:`SECTIONS`).
+    """
     if level is None or budget <= header_tokens:
         return []
     # Each section's heading costs tokens too; charge it when its first item goes in.
-    section_cost = {kind: count_tokens(f"\n### {title}\n") + 1 for kind, title in SECTIONS.items()}
+    section_cost = {
+        kind: count_tokens(f"\n### {title}\n") + 1 for kind, title in (sections or SECTIONS).items()
+    }
     ordered = sorted(items, key=lambda it: -it.value)
     used = header_tokens
     chosen: list[Item] = []
@@ -83,13 +94,24 @@ def pack(items: list[Item], budget: int, level: str | None, header_tokens: int) 
     return chosen
 
 
-def render(title: str, query_used: str, chosen: list[Item], budget: int, *, used: int | None = None) -> str:
-    """The Markdown block injected into an agent's prompt."""
-    head = f"## Lore recall: {title}\n_query: {query_used}_"
-    if used is not None:
-        head += f" · {used}/{budget} tokens"
+def render(
+    title: str,
+    query_used: str,
+    chosen: list[Item],
+    budget: int,
+    *,
+    used: int | None = None,
+    sections: dict[str, str] | None = None,
+    head: str | None = None,
+) -> str:
+    """The Markdown block injected into an agent's prompt (`head` replaces the
+    recall heading; `sections` as in :func:`pack`)."""
+    if head is None:
+        head = f"## Lore recall: {title}\n_query: {query_used}_"
+        if used is not None:
+            head += f" · {used}/{budget} tokens"
     parts = [head]
-    for kind, section in SECTIONS.items():
+    for kind, section in (sections or SECTIONS).items():
         mine = [it for it in chosen if it.kind == kind]
         if mine:
             parts.append(f"\n### {section}")

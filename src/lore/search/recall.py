@@ -124,7 +124,8 @@ def recall(
             hit.body = memories.load(hit.path).body
         states = searcher.store.tier_states([h.id for h in [*hits, *hot]])
         tiers = {mid: state.tier for mid, state in states.items()}
-        items += memory_items(hits, access, stale, request, searcher.half_life, hot, tiers)
+        found = memory_items(hits, access, stale, request, searcher.half_life, hot, tiers)
+        items += follow_relations(found, searcher, memories, stale, request.limit_per_type)
         for hit in hits[: request.limit_per_type] if include_related_work else []:
             if hit.task_id and hit.task_id not in tasks:
                 tasks[hit.task_id] = task_item(hit.task_id, hit.title, hit.score)
@@ -206,6 +207,71 @@ def memory_items(
     for item in sorted(items, key=lambda it: -it.value):
         unique.setdefault(item.key, item)
     return list(unique.values())[: request.limit_per_type + len(hot)]
+
+
+def follow_relations(
+    items: list[Item], searcher: Searcher, memories: Memories, stale: dict, limit: int
+) -> list[Item]:
+    """Memory items after following strong relations one hop.
+
+    A memory superseded by another (visible) one is replaced by the newest
+    memory of its chain, which is marked "supersedes …" and keeps the better
+    score; the best `limit` memories bring in the memories they depend on,
+    implement or contradict, at a lower score, marked with the relation.
+    """
+    from lore.memory.links import STRONG, SUPERSEDES
+
+    if not items:
+        return items
+    graph = memories.graph
+    resolver = graph.resolver()
+    newer = graph.superseded_by([it.key for it in items])
+    out: dict[str, Item] = {}
+    for item in sorted(items, key=lambda it: -it.value):
+        replacement = newer.get(item.key)
+        if replacement is None:
+            out.setdefault(item.key, item)
+            continue
+        target = out.get(replacement.id) or next((it for it in items if it.key == replacement.id), None)
+        if target is None:
+            target = related_item(searcher, memories, replacement, item.value, stale)
+        target.value = max(target.value, item.value)
+        gone = target.data.setdefault("supersedes", [])
+        gone.append({"id": item.key, "title": item.data.get("title")})
+        annotate(target, f' (supersedes "{item.data.get("title")}")')
+        out[replacement.id] = target
+    extra: dict[str, Item] = {}
+    for item in sorted(out.values(), key=lambda it: -it.value)[:limit]:
+        record = resolver.get(item.key)
+        if record is None:
+            continue
+        for link in graph.strong_neighbours(record, [r for r in STRONG if r != SUPERSEDES]):
+            if link.id is None or link.id in out or link.id in extra or link.id in newer:
+                continue
+            neighbour = resolver.get(link.id)
+            if neighbour is None:
+                continue
+            added = related_item(searcher, memories, neighbour, 0.6 * item.value, stale)
+            added.data["via"] = {"relation": link.relation, "id": item.key}
+            annotate(added, f' ({link.relation.replace("_", " ")} of "{item.data.get("title")}")')
+            extra[link.id] = added
+    return sorted([*out.values(), *extra.values()], key=lambda it: -it.value)
+
+
+def related_item(searcher: Searcher, memories: Memories, record, score: float, stale: dict) -> Item:
+    """A memory item for a memory reached by a link rather than by search."""
+    from lore.search.memories import hit_of_record
+
+    hit = hit_of_record(record, searcher.store.first_chunk(record.path), score, "relation")
+    hit.body = memories.load(record.path).body
+    return _memory_item(hit, score, stale.get(record.id))
+
+
+def annotate(item: Item, note: str) -> None:
+    """Add `note` after a memory item's title, at every level."""
+    head = f"**{item.data.get('title')}**"
+    item.renders = {level: text.replace(head, head + note, 1) for level, text in item.renders.items()}
+    item._costs.clear()
 
 
 def _reasons(hit) -> list[str]:

@@ -158,6 +158,41 @@ class AnchorRecord:
 
 
 @dataclass
+class LinkInput:
+    """A link written in a memory file, to another memory (stored per file).
+
+    ``kind`` says how the target is named: ``path`` (a Markdown link; the
+    target key is the project-relative path it points at) or ``name`` (a
+    ``[[wikilink]]`` or a relation's value; the key is the name casefolded,
+    matched against ids, titles, file stems and 8-character id prefixes).
+    ``origin`` is where it was written: ``body``, ``section`` (a
+    ``## Relations`` list) or ``frontmatter`` (``relations:``).
+    """
+
+    relation: str
+    target: str
+    target_key: str
+    kind: str
+    line: int | None = None
+    origin: str = "body"
+
+
+@dataclass
+class LinkRecord:
+    """A stored link with the memory it is written in."""
+
+    source_id: str
+    source_path: str
+    source_title: str
+    relation: str
+    target: str
+    target_key: str
+    kind: str
+    line: int | None = None
+    origin: str = "body"
+
+
+@dataclass
 class TierState:
     """A memory's attention tier as last decided by seed 001's transitions.
 
@@ -450,6 +485,24 @@ class Store(Protocol):
 
     def memory_paths(self, key: str) -> list[str]: ...
     def find_duplicate(self, occurred_at: str, content_hash: str) -> str | None: ...
+
+    # links between memories
+    def put_links(self, file_id: int, links: Sequence[LinkInput]) -> None:
+        """Store the links written in one memory file (after :meth:`put_file`,
+        which drops the file's old links with the rest of what was indexed for it)."""
+        ...
+
+    def links(
+        self,
+        flt: MemoryFilter | None = None,
+        *,
+        target_keys: Sequence[str] | None = None,
+        relations: Sequence[str] | None = None,
+    ) -> list[LinkRecord]:
+        """Links written in the memories `flt` selects (privacy: `flt.viewer`),
+        optionally only those whose ``target_key`` is one of `target_keys`
+        (backlinks) or whose relation is one of `relations`; by source path, then line."""
+        ...
 
     # chunks and search
     def put_chunks(self, file_id: int, kind: str, chunks: Sequence[ChunkInput]) -> None: ...

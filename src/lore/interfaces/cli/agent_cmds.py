@@ -8,13 +8,13 @@ import sys
 import click
 
 from lore.interfaces.cli.common import agent_of, identity_options, json_option, project_of, with_lore
-from lore.interfaces.cli.output import emit_json, warn
+from lore.interfaces.cli.output import emit_json, progress_bar, warn
 
 
 @click.command()
 @click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8765, show_default=True, type=int)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind with --http.")
+@click.option("--port", default=8765, show_default=True, type=int, help="Port to listen on with --http.")
 @click.option(
     "--token", envvar="LORE_MCP_TOKEN", help="Bearer token clients must send (required off loopback)."
 )
@@ -27,7 +27,13 @@ from lore.interfaces.cli.output import emit_json, warn
 @identity_options
 @click.pass_context
 def mcp(ctx, use_http, host, port, token, allowed_hosts, project_path, agent_name):
-    """Run the MCP server (stdio by default). Its agent identity is fixed at start."""
+    """Run the MCP server for agents (stdio by default). Its agent identity is fixed at start.
+
+    \b
+    Examples:
+      lore mcp                       # what agents' configs run (see `lore install`)
+      lore --agent codex mcp --http --port 8765
+    """
     from lore.interfaces import mcp as server
 
     project, agent = project_of(ctx, project_path), agent_of(ctx, agent_name)
@@ -108,7 +114,7 @@ def hook(ctx, event):
 @click.option(
     "--transcript",
     type=click.Path(exists=True, dir_okay=False),
-    help="Agent transcript (JSONL) to capture: its messages, its digest, its errors.",
+    help="Agent transcript (JSONL) to capture: its multi-line assistant messages, its digest, its errors.",
 )
 @click.option(
     "--from-stdout",
@@ -139,16 +145,17 @@ def capture(lore, transcript, stdout_file, from_stdin, tier, private, as_json):
         stdout_file = click.get_text_stream("stdin")
     if not transcript and stdout_file is None:
         raise UsageError("give --transcript PATH, --from-stdout FILE or --stdin")
-    result = (
-        lore.capture_transcript(transcript)
-        if transcript
-        else lore.capture_stdout(
-            stdout_file.read(),
-            source=getattr(stdout_file, "name", "stdout"),
-            tier=tier,
-            private=private,
+    with progress_bar("capturing", enabled=not as_json):
+        result = (
+            lore.capture_transcript(transcript)
+            if transcript
+            else lore.capture_stdout(
+                stdout_file.read(),
+                source=getattr(stdout_file, "name", "stdout"),
+                tier=tier,
+                private=private,
+            )
         )
-    )
     if as_json:
         emit_json(result.to_dict())
         return

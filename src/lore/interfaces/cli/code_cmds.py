@@ -24,8 +24,15 @@ from lore.interfaces.cli.output import emit_json, emit_results, table
 @click.option("--changed-within", "days", type=float, help="Only files changed in the last N days (git).")
 @click.option("--since", help="Only files changed since (date or phrase: 'last week', '2 months ago').")
 @click.option("--until", help="Only files changed before (date or phrase).")
-@click.option("--files-only", is_flag=True, help="Rank files: code matches, similar past commits, roles.")
-@click.option("--mode", type=click.Choice(["hybrid", "bm25", "vector"]), default=None)
+@click.option(
+    "--files-only", is_flag=True, help="Rank files, best first: code matches, similar past commits, roles."
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["hybrid", "bm25", "vector"]),
+    default=None,
+    help="Default: hybrid when an embedding model is available, else bm25 (keywords).",
+)
 @click.option("--limit", type=int, default=None, help="At most N results (default 10, max 50).")
 @click.option("--full", is_flag=True, help="Include each chunk's whole text in --json.")
 @json_option
@@ -46,7 +53,13 @@ def code(
     full,
     as_json,
 ):
-    """Search the codebase by meaning and keywords (003's search_codebase)."""
+    """Search the codebase by meaning and keywords (tree-sitter chunks: functions, classes...).
+
+    \b
+    Examples:
+      lore code "refresh the session token"
+      lore code retry --lang python --dir src/net --files-only
+    """
     hits = lore.code_search(
         " ".join(query),
         limit=limit,
@@ -61,13 +74,22 @@ def code(
         mode=mode,
     )
 
+    root = lore.project.root
+
     def render(out, h):
+        from rich.markup import escape
+
+        from lore.interfaces.cli.output import citation, score_bar
+
+        if files_only:
+            role = f" [dim]{h.role}[/dim]" if h.role and h.role != "source" else ""
+            out.print(f"[green]{score_bar(h.similarity)}[/green]  {citation(root, h.file_path)}{role}")
+            return
         out.print(
-            f"[cyan]{h.file_path}:{h.start_line}-{h.end_line}[/cyan]  [bold]{h.symbol or ''}[/bold]  "
-            f"[dim]{h.language} · {h.similarity:.2f} {h.source}[/dim]"
+            f"[green]{score_bar(h.similarity)}[/green]  {citation(root, h.file_path, h.start_line)}"
+            f"  [bold]{escape(h.symbol or '')}[/bold]  [dim]{h.language}[/dim]"
         )
-        if not files_only:
-            out.print(f"  {h.snippet}", markup=False)
+        out.print(f"  {h.snippet}", markup=False)
 
     emit_results(hits, as_json, lambda h: h.to_dict(full=full), render)
 
@@ -75,19 +97,33 @@ def code(
 @click.command()
 @click.argument("query", nargs=-1, required=True)
 @click.option("--limit", type=int, default=None, help="At most N results (default 10, max 50).")
-@click.option("--mode", type=click.Choice(["hybrid", "bm25", "vector"]), default=None)
+@click.option(
+    "--mode",
+    type=click.Choice(["hybrid", "bm25", "vector"]),
+    default=None,
+    help="Default: hybrid when an embedding model is available, else bm25 (keywords).",
+)
 @click.option("--since", help="Commits since (date or phrase: 'last week', '2 months ago', 'since March').")
 @click.option("--until", help="Commits before (date or phrase).")
 @json_option
 @with_lore
 def history(lore, query, limit, mode, since, until, as_json):
-    """Search past work: the project's commits, with the files they changed (as named today)."""
+    """Search past work: the project's commits, with the files they changed (as named today).
+
+    \b
+    Example:
+      lore history "session timeout" --since "last year"
+    """
     hits = lore.history(" ".join(query), limit=limit, mode=mode, since=since, until=until)
 
     def render(out, h):
+        from rich.markup import escape
+
+        from lore.interfaces.cli.output import relative_time, score_bar
+
         out.print(
-            f"[yellow]{h.sha[:10]}[/yellow] [bold]{h.subject}[/bold]  [dim]{h.author} · {h.date[:10]} · "
-            f"{h.relevance:.2f}[/dim]"
+            f"[green]{score_bar(h.relevance)}[/green]  [yellow]{h.sha[:10]}[/yellow] [bold]{escape(h.subject)}"
+            f"[/bold]  [dim]{escape(h.author)} · {relative_time(h.date)}[/dim]"
         )
         out.print("  " + ", ".join(h.files[:8]) + (" …" if len(h.files) > 8 else ""), markup=False)
 
@@ -100,7 +136,12 @@ def history(lore, query, limit, mode, since, until, as_json):
 @json_option
 @with_lore
 def update_index(lore, files, deleted, as_json):
-    """Re-index just these files (003's update_index, for hooks and tools)."""
+    """Re-index just these files (for editor hooks and tools).
+
+    \b
+    Example:
+      lore update-index --files "src/a.py src/b.py" --deleted src/old.py
+    """
     split = lambda values: [p for v in values for p in v.split()]  # noqa: E731
     result = lore.update_index(split(files), split(deleted))
     if as_json:

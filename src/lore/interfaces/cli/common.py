@@ -13,8 +13,10 @@ from lore.memory.model import MEMORY_TYPES
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON (see docs/cli.md).")
 
 
-def filter_options(func):
-    """The memory filters shared by search and list."""
+def filter_options(func=None, *, limit_help: str = "At most N results (default 10, max 50)."):
+    """The memory filters shared by search and list (`limit_help`: what --limit means there)."""
+    if func is None:
+        return lambda f: filter_options(f, limit_help=limit_help)
     options = [
         click.option(
             "--type",
@@ -26,15 +28,18 @@ def filter_options(func):
         click.option("--tag", "tags", multiple=True, help="Only memories with this tag (repeatable)."),
         click.option("--author", "agent", help="Only memories written by this agent."),
         click.option("--task", help="Only memories of this task id."),
-        click.option("--scope", help="applies_to: global, file:<path> (prefix ok), area:<name>."),
+        click.option(
+            "--scope", help="Where it applies: global, file:<path> (a prefix matches below it), area:<name>."
+        ),
         click.option(
             "--tier",
-            help="hot, warm, cold (attention); durable, daily, session, session-summary (storage); archive.",
+            help="hot, warm, cold, archive (attention, as kept) or durable, daily, session, session-summary "
+            "(where it is stored).",
         ),
         click.option("--include-archived", is_flag=True, help="Archived memories too (left out by default)."),
-        click.option("--since", help="Occurred at or after (ISO 8601)."),
-        click.option("--until", help="Occurred at or before (ISO 8601)."),
-        click.option("--limit", type=int, default=None, help="At most N results (default 10, max 50)."),
+        click.option("--since", help="Occurred since: a date or a phrase ('last week', '2 months ago')."),
+        click.option("--until", help="Occurred before: a date or a phrase."),
+        click.option("--limit", type=click.IntRange(min=1), default=None, help=limit_help),
     ]
     for option in reversed(options):
         func = option(func)

@@ -7,34 +7,71 @@ from collections import Counter
 import click
 
 from lore.interfaces.cli.common import identity_options, json_option, with_lore
-from lore.interfaces.cli.output import emit_json, progress_bar, table, warn
+from lore.interfaces.cli.output import emit_json, progress_bar, warn
 
 
 @click.command()
 @click.argument("path", default=None, required=False, type=click.Path(file_okay=False))
+@click.option(
+    "--here",
+    is_flag=True,
+    help="Put .lore/ in this folder even inside a git repository (default: the repository's top folder).",
+)
 @identity_options
 @json_option
 @click.pass_context
-def init(ctx, path, project_path, agent_name, as_json):
-    """Create .lore/ in PATH (default: --project, else here; idempotent, never overwrites your files)."""
+def init(ctx, path, here, project_path, agent_name, as_json):
+    """Create .lore/ (idempotent; never overwrites your files).
+
+    \b
+    Without PATH, inside a git repository .lore/ goes to the repository's top
+    folder, so every folder of the repository shares one memory; --here puts
+    it in the current folder instead.
+    Examples:
+      lore init
+      lore init --here
+      lore init path/to/project
+    """
+    from pathlib import Path
+
+    from lore.index import gitrepo
     from lore.service import Lore
 
-    lore = Lore.init(path or project_path or (ctx.obj or {}).get("project") or ".")
+    target = Path(path or project_path or (ctx.obj or {}).get("project") or ".").resolve()
+    reason = None
+    top = None if (here or path) else gitrepo.repo_root(target)
+    if top is not None and top.resolve() != target:
+        reason = (
+            f"{top} is the top folder of the git repository you are in; .lore/ goes there so the "
+            f"whole repository shares one memory (lore init --here puts it in {target} instead)"
+        )
+        target = top
+    lore = Lore.init(target)
     try:
         lore.sync()
     finally:
         lore.close()
+    where = lore.project.root / ".lore"
     if as_json:
-        emit_json({"project": str(lore.project.root), "created": lore.created})
-    elif lore.created:
-        click.echo(f"initialised {lore.project.root / '.lore'} ({', '.join(lore.created)})")
+        emit_json({"project": str(lore.project.root), "created": lore.created, "reason": reason})
+        return
+    if reason:
+        click.echo(reason)
+    if lore.created:
+        click.echo(f"initialised {where} ({', '.join(lore.created)})")
+        click.echo(
+            "next: `lore add --title ... --body ...` to remember something, `lore index` to index "
+            "the code and history, `lore install claude-code` (or codex, cursor) to give an agent Lore"
+        )
     else:
-        click.echo(f"already initialised: {lore.project.root / '.lore'}")
+        click.echo(f"already initialised: {where}")
 
 
 @click.command()
 @click.option("--force", is_flag=True, help="Re-index every file, not only changed ones.")
-@click.option("--reembed", is_flag=True, help="Switch vectors to the configured model (re-embed all).")
+@click.option(
+    "--reembed", is_flag=True, help="Embed everything again with the configured model (drops all vectors)."
+)
 @click.option("--no-embed", is_flag=True, help="Text index only; embed later.")
 @click.option("--no-code", is_flag=True, help="Memories only (skip the repository's files and history).")
 @json_option
@@ -42,18 +79,25 @@ def init(ctx, path, project_path, agent_name, as_json):
 def index(lore, force, reembed, no_embed, no_code, as_json):
     """Index memories, code and git history (incremental by content hash), then embed.
 
-    Text is searchable (BM25) as soon as it is chunked; vectors follow, and an
-    interrupted run keeps what it embedded and resumes next time.
+    Text is searchable by keywords as soon as it is chunked; vectors follow,
+    and an interrupted run keeps what it embedded and resumes next time.
+
+    \b
+    Examples:
+      lore index
+      lore index --reembed      # after changing [embedding] in .lore/config.toml
     """
     report = lore.reindex(force=force)
     code = None
     if not no_code:
-        with progress_bar("chunking", enabled=not as_json) as advance:
+        with progress_bar("indexing files", enabled=not as_json) as advance:
             code = lore.index_code(force=force, progress=advance)
     embedded = 0
+    model = None
     if not no_embed:
-        with progress_bar("embedding", enabled=not as_json) as advance:
+        with progress_bar("re-embedding" if reembed else "embedding", enabled=not as_json) as advance:
             embedded = lore.reembed(progress=advance) if reembed else lore.embed(progress=advance)
+        model = lore.embedding_status(load=False).get("embedding")
     if as_json:
         emit_json(
             {
@@ -61,6 +105,8 @@ def index(lore, force, reembed, no_embed, no_code, as_json):
                 "updated": report.updated,
                 "removed": report.removed,
                 "embedded": embedded,
+                "reembedded": bool(reembed),
+                "model": model,
                 "code": code.to_dict() if code else None,
                 "errors": [{"path": p, "error": e} for p, e in report.errors],
             }
@@ -78,7 +124,10 @@ def index(lore, force, reembed, no_embed, no_code, as_json):
                 f"{code.files_skipped} skipped ({', '.join(f'{n} {r}' for r, n in reasons.most_common()) or '-'}), "
                 f"{code.commits_added} commits, {code.duration_ms / 1000:.1f} s"
             )
-        click.echo(f"embeddings: {embedded} chunks embedded")
+        if reembed:
+            click.echo(f"embeddings: all {embedded} texts re-embedded with {model}")
+        elif not no_embed:
+            click.echo(f"embeddings: {embedded} new texts embedded" + (f" ({model})" if model else ""))
         for _, error in report.errors:
             warn(error)
     if report.errors:
@@ -89,25 +138,43 @@ def index(lore, force, reembed, no_embed, no_code, as_json):
 @json_option
 @with_lore
 def stats(lore, as_json):
-    """Counts, index size and search mode."""
+    """A compact overview: memories by type and tier, links, index coverage, last update, stale count."""
     data = lore.stats()
     if as_json:
         emit_json(data)
         return
+    from lore.interfaces.cli.output import relative_time
+
+    def counts(mapping: dict) -> str:
+        return ", ".join(f"{k or '-'} {v}" for k, v in mapping.items() if v) or "-"
+
+    pending = data["pending_embeddings"] or 0
+    if not data["embedding"]:
+        vectors = f"none, keyword search only ({data['embedding_problem'] or 'no model'})"
+    elif pending:
+        texts = "text still needs a vector" if pending == 1 else "texts still need vectors"
+        vectors = f"{pending} {texts} (`lore index`); model {data['embedding']}"
+    else:
+        vectors = f"every chunk has one ({data['embedding']})"
     rows = [
-        ["project", data["project"]],
-        ["memories", str(data["memories"])],
-        ["by type", ", ".join(f"{k} {v}" for k, v in data["by_type"].items()) or "-"],
-        ["broken files", str(data["broken_files"])],
-        ["chunks", str(data["chunks"])],
-        ["code", f"{data['code_files']} files, {data['code_chunks']} chunks, {data['commits']} commits"],
-        ["in trash", str(data["trash"])],
-        ["index size", f"{data['index_bytes'] / 1024:.0f} KiB"],
-        ["search", data["search"]],
-        ["embedding", data["embedding"] or f"none — BM25 only ({data['embedding_problem'] or 'no model'})"],
-        ["vectors", f"{data['vectors']} ({data['pending_embeddings'] or 0} chunks pending)"],
+        ["memories", f"{data['memories']}  ({counts(data['by_type'])})"],
+        ["tiers", f"{counts(data['by_tier'])}  ·  {counts(data['by_storage'])}"],
+        ["links", f"{data['links']} ({data['broken_links']} broken)" if data["links"] else "none"],
+        ["stale", f"{data['stale']} (see `lore stale`)" if data["stale"] else "none"],
+        ["last update", relative_time(data["last_memory_at"])],
+        [
+            "code index",
+            f"{data['code_files']} files, {data['code_chunks']} chunks, {data['commits']} commits",
+        ],
+        ["vectors", vectors],
+        ["index", f"{data['index_bytes'] / 1048576:.1f} MiB, {data['backend'].split(':')[0]}"],
     ]
-    table(["", ""], rows)
+    if data["broken_files"]:
+        rows.append(["broken files", f"{data['broken_files']} (see `lore doctor`)"])
+    if data["trash"]:
+        rows.append(["in trash", str(data["trash"])])
+    for name, value in rows:
+        click.echo(f"{name:<12} {value}")
 
 
 @click.command()
@@ -127,4 +194,24 @@ def doctor(lore, as_json):
         raise click.exceptions.Exit(1)
 
 
-COMMANDS = [init, index, stats, doctor]
+@click.command()
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion(shell):
+    """Print the shell completion script for bash, zsh or fish.
+
+    \b
+    Install it once:
+      bash:  lore completion bash > ~/.local/share/bash-completion/completions/lore
+      zsh:   lore completion zsh > "${fpath[1]}/_lore"
+      fish:  lore completion fish > ~/.config/fish/completions/lore.fish
+    """
+    from click.shell_completion import get_completion_class
+
+    from lore.interfaces.cli import cli
+
+    shell_class = get_completion_class(shell)
+    assert shell_class is not None
+    click.echo(shell_class(cli, {}, "lore", "_LORE_COMPLETE").source())
+
+
+COMMANDS = [init, index, stats, doctor, completion]

@@ -110,7 +110,7 @@ def _show(proposal) -> None:
     type=click.Choice(["durable", "daily", "session"]),
     default="durable",
     show_default=True,
-    help="Tier of the memories created (001's layout keeps its own tiers).",
+    help="Tier of the memories created (a .chati/memories folder keeps its own tiers).",
 )
 @json_option
 @with_lore

@@ -1,8 +1,9 @@
-"""Commands that write and read single memories: add, list, show, edit, rm, restore, gc."""
+"""Commands that write and read single memories: add, list, show, edit, mv, graph, rm, restore, gc."""
 
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from collections import Counter
@@ -11,7 +12,7 @@ import click
 
 from lore.errors import UsageError
 from lore.interfaces.cli.common import filter_options, json_option, with_lore
-from lore.interfaces.cli.output import emit_json, table, warn
+from lore.interfaces.cli.output import emit_json, is_terminal, relative_time, table, warn
 from lore.memory.model import MEMORY_TYPES
 from lore.secrets import describe
 
@@ -27,15 +28,27 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.option(
     "--body-file", type=click.File("r", encoding="utf-8"), help="Read the body from a file ('-' = stdin)."
 )
-@click.option("--type", "kind", type=click.Choice(MEMORY_TYPES), default="fact", show_default=True)
+@click.option(
+    "--type",
+    "kind",
+    type=click.Choice(MEMORY_TYPES),
+    default="fact",
+    show_default=True,
+    help="Kind of memory.",
+)
 @click.option("--tag", "-k", "tags", multiple=True, help="Keyword (repeatable or comma-separated).")
-@click.option("--applies-to", default="global", show_default=True, help="global, file:<path> or area:<name>.")
-@click.option("--task", help="Task id it came from.")
-@click.option("--file", "files", multiple=True, help="File the memory is about (repeatable).")
-@click.option("--label", "labels", multiple=True, help="Task label (repeatable).")
-@click.option("--confidence", type=click.FloatRange(0, 1))
+@click.option(
+    "--applies-to",
+    default="global",
+    show_default=True,
+    help="Where it applies: global, file:<path> or area:<name>.",
+)
+@click.option("--task", help="The task id it came from.")
+@click.option("--file", "files", multiple=True, help="A file the memory is about (repeatable).")
+@click.option("--label", "labels", multiple=True, help="A task label (repeatable).")
+@click.option("--confidence", type=click.FloatRange(0, 1), help="How sure you are, 0-1 (default 1).")
 @click.option("--occurred-at", help="When it happened (ISO 8601, default now).")
-@click.option("--id", "memory_id", help="UUID v4 (default: generated).")
+@click.option("--id", "memory_id", help="A UUID v4 to use (default: a new one).")
 @click.option(
     "--private", is_flag=True, help="Only visible to the acting --agent (stored in .lore/local/<agent>/)."
 )
@@ -60,7 +73,10 @@ def add(
     session,
     as_json,
 ):
-    """Add a memory (body from --body, --body-file or stdin)."""
+    """Add a memory (body from --body, --body-file or stdin).
+
+    The same content stored already is not written twice: its id is printed instead.
+    """
     if body is None and body_file is not None:
         body = body_file.read()
     if body is None and not sys.stdin.isatty():
@@ -86,14 +102,14 @@ def add(
         warn(f"redacted before writing: {describe(Counter(result.redacted))}")
     if as_json:
         emit_json(result.to_dict())
-    elif result.created:
-        click.echo(f"added {result.id}  {result.path}")
-    else:
-        click.echo(f"exists {result.id}  {result.path}  (same occurred_at and content)")
+        return
+    if result.note:
+        warn(result.note)
+    click.echo(f"{'added' if result.created else 'exists'} {result.id}  {result.path}")
 
 
 @click.command(name="list")
-@filter_options
+@filter_options(limit_help="At most N memories (default: all).")
 @json_option
 @with_lore
 def list_(lore, as_json, limit, **filters):
@@ -107,7 +123,10 @@ def list_(lore, as_json, limit, **filters):
         return
     table(
         ["id", "type", "title", "tags", "when"],
-        [[r["id"][:8], r["type"], r["title"], ", ".join(r["tags"][:4]), r["occurred_at"][:10]] for r in rows],
+        [
+            [r["id"][:8], r["type"], r["title"], ", ".join(r["tags"][:4]), relative_time(r["occurred_at"])]
+            for r in rows
+        ],
     )
 
 
@@ -118,7 +137,10 @@ def list_(lore, as_json, limit, **filters):
 @json_option
 @with_lore
 def show(lore, key, offset, limit, as_json):
-    """Show a memory by id (or id prefix, file name, path), paginated by characters."""
+    """Show a memory by id (or id prefix, file name, path), paginated by characters.
+
+    In a terminal, the memories it links to and those linking to it follow the text.
+    """
     page = lore.show(key, offset=offset, limit=limit)
     if as_json:
         emit_json(page.to_dict())
@@ -126,25 +148,184 @@ def show(lore, key, offset, limit, as_json):
     click.echo(page.content, nl=not page.content.endswith("\n"))
     if page.next_offset is not None:
         warn(f"{page.total_chars - page.next_offset} more characters: --offset {page.next_offset}")
+    if is_terminal() and (page.links or page.backlinks):
+        click.echo("")
+        for link in page.links:
+            target = f"{link.title}  ({link.id[:8]})" if link.id else f"{link.target}  (no such memory)"
+            click.echo(f"→ {link.relation.replace('_', ' ')}: {target}")
+        for link in page.backlinks:
+            click.echo(
+                f"← {link.relation.replace('_', ' ')}: {link.title}  ({link.id[:8] if link.id else '?'})"
+            )
 
 
 @click.command()
 @click.argument("key")
+@click.option("--append", "append_text", metavar="TEXT", help="Add TEXT at the end of the body.")
+@click.option("--prepend", "prepend_text", metavar="TEXT", help="Add TEXT at the start (after a # title).")
+@click.option(
+    "--replace-section",
+    "section",
+    metavar="HEADING",
+    help="Replace the section under HEADING with --body (added if missing).",
+)
+@click.option("--body", "section_body", metavar="TEXT", help="The new section text for --replace-section.")
+@click.option("--find", "find_text", metavar="TEXT", help="Text to replace (must occur once, or use --all).")
+@click.option("--replace", "replace_text", metavar="TEXT", help="What --find's text becomes.")
+@click.option("--all", "every", is_flag=True, help="With --find: replace every occurrence.")
+@click.option(
+    "--set",
+    "assignments",
+    metavar="FIELD=VALUE",
+    multiple=True,
+    help="Set a frontmatter field (repeatable): title, type, tags, applies_to, confidence...",
+)
+@click.option(
+    "--relate",
+    "relations",
+    metavar="RELATION=MEMORY",
+    multiple=True,
+    help="Add a typed link: supersedes, relates_to, depends_on, contradicts, implements or your own.",
+)
+@click.option("--expect-sha256", metavar="HASH", help="Refuse if the file changed since you read it.")
 @json_option
 @with_lore
-def edit(lore, key, as_json):
-    """Open a memory in $EDITOR, then re-index it (the file is never rewritten by Lore)."""
-    path = lore.path_of(key)
+def edit(
+    lore,
+    key,
+    append_text,
+    prepend_text,
+    section,
+    section_body,
+    find_text,
+    replace_text,
+    every,
+    assignments,
+    relations,
+    expect_sha256,
+    as_json,
+):
+    """Edit a memory: in $EDITOR, or precisely with the options (atomic, re-indexed at once).
+
+    \b
+    Examples:
+      lore edit 3f2a9c1e                                   # opens $EDITOR
+      lore edit 3f2a9c1e --append "- Also applies to the CLI."
+      lore edit 3f2a9c1e --replace-section Decisions --body "Use UTC everywhere."
+      lore edit 3f2a9c1e --find "30 s" --replace "5 s"
+      lore edit 3f2a9c1e --set type=decision --set tags=[time,utc]
+      lore edit 3f2a9c1e --relate supersedes=7c1d0e22
+    """
+    from lore.memory.edits import Edit
+
+    edits = []
+    if append_text is not None:
+        edits.append(Edit("append", text=append_text))
+    if prepend_text is not None:
+        edits.append(Edit("prepend", text=prepend_text))
+    if section is not None or section_body is not None:
+        if section is None or section_body is None:
+            raise UsageError("--replace-section HEADING and --body TEXT go together")
+        edits.append(Edit("replace_section", heading=section, text=section_body))
+    if find_text is not None or replace_text is not None:
+        if find_text is None or replace_text is None:
+            raise UsageError("--find TEXT and --replace TEXT go together")
+        edits.append(Edit("find_replace", find=find_text, text=replace_text, every=every))
+    for assignment in assignments:
+        name, sep, value = assignment.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"--set {assignment}: write FIELD=VALUE, e.g. --set type=decision")
+        edits.append(Edit("set", field=name.strip(), value=value))
+    for relation in relations:
+        name, sep, target = relation.partition("=")
+        if not sep or not name.strip() or not target.strip():
+            raise UsageError(f"--relate {relation}: write RELATION=MEMORY, e.g. --relate supersedes=7c1d0e22")
+        edits.append(Edit("relate", relation=name.strip(), value=target.strip()))
+    result = (
+        lore.edit(key, edits, expected_sha256=expect_sha256) if edits else lore.edit_by_hand(key, _editor)
+    )
+    if result.redacted:
+        warn(f"redacted before writing: {describe(Counter(result.redacted))}")
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    for note in result.notes:
+        warn(note)
+    click.echo(f"saved {result.path}")
+    _say_links(result)
+
+
+def _editor(path) -> None:
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
-    status = subprocess.call(f'{editor} "{path}"', shell=True)
+    status = subprocess.call([*shlex.split(editor), str(path)])
     if status != 0:
         raise UsageError(f"editor '{editor}' exited with {status}; the file is as you left it")
-    rel = lore.project.rel(path)
-    lore.check(rel)
+
+
+def _say_links(result) -> None:
+    if result.links_updated:
+        count = len(result.links_updated)
+        click.echo(f"updated links in {count} other memor{'y' if count == 1 else 'ies'}:")
+        for path in result.links_updated:
+            click.echo(f"  {path}")
+
+
+@click.command(name="mv")
+@click.argument("key")
+@click.argument("destination")
+@json_option
+@with_lore
+def mv(lore, key, destination, as_json):
+    """Rename or move a memory file; links to it in other memories follow.
+
+    \b
+    DESTINATION is a new file name (same folder), a path under the memory
+    folder (auth/ or auth/utc.md), or a project path (.lore/memory/...).
+    Examples:
+      lore mv 3f2a9c1e utc-everywhere
+      lore mv 3f2a9c1e auth/
+    """
+    result = lore.move(key, destination)
     if as_json:
-        emit_json({"path": rel, "id": lore.load(rel).id})
-    else:
-        click.echo(f"saved {rel}")
+        emit_json(result.to_dict())
+        return
+    for note in result.notes:
+        warn(note)
+    click.echo(f"moved {result.moved_from} → {result.path}")
+    _say_links(result)
+
+
+@click.command()
+@click.argument("key")
+@click.option("--depth", type=click.IntRange(0, 5), default=1, show_default=True, help="Links to follow.")
+@json_option
+@with_lore
+def graph(lore, key, depth, as_json):
+    """The memories linked to a memory (both ways), up to --depth links away.
+
+    \b
+    Example:
+      lore graph 3f2a9c1e --depth 2
+    """
+    result = lore.graph(key, depth=depth)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    nodes = {node.id: node for node in result.nodes}
+    root = nodes[result.root]
+    click.echo(f"{root.title}  ({root.id[:8]})  {root.path}")
+    for node in result.nodes[1:]:
+        how = []  # the links to the nodes it was reached from: → written there, ← written here
+        for e in result.edges:
+            other = e.target if e.source == node.id else e.source if e.target == node.id else None
+            if other in nodes and nodes[other].depth < node.depth:
+                how.append(f"{'→' if e.source == other else '←'} {e.relation.replace('_', ' ')}")
+        indent = "  " * node.depth
+        click.echo(f"{indent}{', '.join(dict.fromkeys(how))}: {node.title}  ({node.id[:8]})  {node.path}")
+    for link in result.broken:
+        click.echo(f"  → {link.relation.replace('_', ' ')}: {link.target}  (no such memory)")
+    if len(result.nodes) == 1 and not result.broken:
+        click.echo("no links")
 
 
 @click.command()
@@ -173,7 +354,10 @@ def restore(lore, key, show_list, as_json):
         if as_json:
             emit_json([e.to_dict() for e in entries])
         elif entries:
-            table(["id", "original", "deleted"], [[e.id[:8], e.original, e.deleted_at] for e in entries])
+            table(
+                ["id", "original", "deleted"],
+                [[e.id[:8], e.original, relative_time(e.deleted_at)] for e in entries],
+            )
         else:
             click.echo("trash is empty")
         return
@@ -197,4 +381,4 @@ def gc(lore, days, as_json):
         click.echo(f"purged {len(purged)} trashed memor{'y' if len(purged) == 1 else 'ies'}")
 
 
-COMMANDS = [add, list_, show, edit, rm, restore, gc]
+COMMANDS = [add, list_, show, edit, mv, graph, rm, restore, gc]

@@ -6,6 +6,8 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import click
@@ -48,9 +50,63 @@ def table(columns: list[str], rows: list[list[str]], *, title: str | None = None
     console().print(grid)
 
 
+def is_terminal() -> bool:
+    """Is a person reading stdout? (Pipes and files get plain, stable text.)"""
+    return sys.stdout.isatty()
+
+
+def relative_time(when: str | None, now: datetime | None = None) -> str:
+    """'just now', '5 min ago', '3 h ago', 'yesterday', '12 days ago', '2025-03-01'."""
+    if not when:
+        return "-"
+    try:
+        then = datetime.fromisoformat(when.replace("Z", "+00:00"))
+    except ValueError:
+        return when[:10]
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=UTC)
+    seconds = ((now or datetime.now(UTC)) - then).total_seconds()
+    if seconds < 0:
+        return then.date().isoformat()
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min ago"
+    if seconds < 86400:
+        return f"{int(seconds // 3600)} h ago"
+    days = int(seconds // 86400)
+    if days == 1:
+        return "yesterday"
+    if days < 60:
+        return f"{days} days ago"
+    return then.date().isoformat()
+
+
+def citation(root: Path, path: str, line: int | None = None) -> str:
+    """``path:line`` as rich markup: cyan, and a hyperlink to the file for
+    terminals that support them (others show the text, which many open on click)."""
+    from rich.markup import escape
+
+    shown = f"{path}:{line}" if line else path
+    return f"[cyan][link={(root / path).as_uri()}]{escape(shown)}[/link][/cyan]"
+
+
+def score_bar(score: float, width: int = 8) -> str:
+    """A score 0-1 as a bar and a percentage: ``██████░░ 74%``."""
+    score = max(0.0, min(1.0, float(score)))
+    filled = round(score * width)
+    return "█" * filled + "░" * (width - filled) + f" {round(score * 100):>3}%"
+
+
 @contextmanager
 def progress_bar(label: str, *, enabled: bool = True) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar on stderr (only on a terminal); yields advance(done, total)."""
+    """A progress bar on stderr; yields ``advance(done, total)``.
+
+    The one progress helper of the CLI (index, reembed, import, consolidate):
+    drawn only when stderr is a terminal and `enabled` (pass ``not as_json``),
+    so pipes, files, CI logs and agents see nothing; a ``total`` of 0 shows a
+    spinner until the total is known. Clears itself when done.
+    """
     if not enabled or not sys.stderr.isatty():
         yield lambda done, total: None
         return
@@ -66,4 +122,4 @@ def progress_bar(label: str, *, enabled: bool = True) -> Iterator[Callable[[int,
         transient=True,
     ) as bar:
         task = bar.add_task(label, total=None)
-        yield lambda done, total: bar.update(task, completed=done, total=total)
+        yield lambda done, total: bar.update(task, completed=done, total=total or None)

@@ -7,7 +7,7 @@ import sys
 import click
 
 from lore.interfaces.cli.common import json_option, with_lore
-from lore.interfaces.cli.output import emit_json, table
+from lore.interfaces.cli.output import emit_json, is_terminal, table
 
 LEVELS = ["auto", "L1", "L2", "L3"]
 BRACKETS = ["fresh", "moderate", "depleted", "critical"]
@@ -16,22 +16,38 @@ BRACKETS = ["fresh", "moderate", "depleted", "critical"]
 def recall_options(func):
     options = [
         click.option("--description", "-d", default="", help="Task description ('-' reads stdin)."),
-        click.option("--task", help="Task id."),
-        click.option("--files", "files", multiple=True, help="Files the task touches (repeatable)."),
+        click.option("--task", help="Task id (its memories and past work count more)."),
+        click.option("--files", "files", multiple=True, help="A file the task touches (repeatable)."),
         click.option("--budget", type=int, help="Token budget (default [recall] budget, 2000)."),
-        click.option("--level", type=click.Choice(LEVELS), default="auto", help="Detail level."),
-        click.option("--bracket", type=click.Choice(BRACKETS), help="Context bracket (001): sets the level."),
-        click.option("--limit-per-type", type=int, default=5, show_default=True),
+        click.option(
+            "--level",
+            type=click.Choice(LEVELS),
+            default="auto",
+            help="Detail: L1 one line per item, L2 summaries, L3 everything; auto fills the budget.",
+        ),
+        click.option(
+            "--bracket",
+            type=click.Choice(BRACKETS),
+            help="How full the agent's context is: fresh (nothing), moderate L1, depleted L2, critical L3.",
+        ),
+        click.option(
+            "--limit-per-type", type=int, default=5, show_default=True, help="At most N items of each kind."
+        ),
         click.option("--since", help="Only memories and past work since (date or phrase: 'last month')."),
         click.option("--until", help="Only memories and past work before (date or phrase)."),
-        click.option("--no-code", is_flag=True),
-        click.option("--no-memories", is_flag=True),
-        click.option("--no-related-work", is_flag=True),
+        click.option("--no-code", is_flag=True, help="Leave out likely files and code."),
+        click.option("--no-memories", is_flag=True, help="Leave out memories."),
+        click.option("--no-related-work", is_flag=True, help="Leave out past commits and tasks."),
         click.option(
             "--include-sessions", is_flag=True, help="Summaries of recorded sessions too (off by default)."
         ),
-        click.option("--markdown", "as_markdown", is_flag=True, help="Print the Markdown block (default)."),
-        click.option("--json", "as_json", is_flag=True, help="Print 003's ContextResult as JSON."),
+        click.option(
+            "--markdown",
+            "as_markdown",
+            is_flag=True,
+            help="Print the Markdown block agents get (the default when not in a terminal).",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print JSON (see docs/cli.md)."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -77,8 +93,68 @@ def _recall(
     )
     if as_json:
         emit_json(result.to_dict())
+    elif is_terminal() and not as_markdown:
+        show_pack(result, lore.project.root)
     else:
         click.echo(result.markdown, nl=False)
+
+
+def show_pack(pack, root) -> None:
+    """A recall pack for a person: titles, scores as bars, ages, citations as path:line."""
+    from rich.markup import escape
+
+    from lore.interfaces.cli.output import citation, console, relative_time, score_bar
+
+    out = console()
+    out.print(
+        f"[bold]{escape(pack.title or 'recall')}[/bold]  [dim]{pack.tokens_used}/{pack.budget} tokens[/dim]"
+    )
+    if not pack.items:
+        out.print("nothing relevant found")
+    titles = {
+        "memory": "Memories",
+        "task": "Current task",
+        "file": "Likely files",
+        "code": "Code",
+        "work": "Related past work",
+        "area": "Recently changed",
+    }
+    for kind, heading in titles.items():
+        mine = [it for it in pack.items if it.kind == kind]
+        if not mine:
+            continue
+        out.print(f"\n[bold underline]{heading}[/bold underline]")
+        for it in mine:
+            d = it.data
+            if kind == "memory":
+                flag = " [red]⚠ stale[/red]" if d.get("stale") else ""
+                out.print(
+                    f"  [green]{score_bar(d['score'])}[/green]  [bold]{escape(d['title'])}[/bold]{flag}  "
+                    f"[dim]{d['memory_type']} · {relative_time(d.get('created_at'))} · {d['id'][:8]}[/dim]"
+                )
+                path, _, line = d["citation"].rpartition(":")
+                out.print(f"      {citation(root, path, int(line) if line.isdigit() else None)}")
+                if d.get("supersedes"):
+                    out.print(
+                        f"      [dim]supersedes: {escape(', '.join(s['title'] or s['id'] for s in d['supersedes']))}[/dim]"
+                    )
+                if it.level in ("L2", "L3") and d.get("summary"):
+                    out.print(f"      {d['summary']}", markup=False)
+            elif kind == "file":
+                out.print(
+                    f"  [green]{score_bar(d['score'])}[/green]  {citation(root, d['path'])}  "
+                    f"[dim]{escape(', '.join(d['reasons']))}[/dim]"
+                )
+            elif kind == "code":
+                out.print(
+                    f"  {citation(root, d['file_path'], d['start_line'])}  "
+                    f"[bold]{escape(d.get('symbol') or '')}[/bold]"
+                )
+            elif kind == "work":
+                when = relative_time(d.get("date")) if d.get("date") else d.get("type", "")
+                out.print(f"  [yellow]{d['id'][:10]}[/yellow] {escape(d['title'])}  [dim]{when}[/dim]")
+            else:
+                out.print(f"  {it.text('L1').removeprefix('- ')}", markup=False)
 
 
 @click.command()
@@ -86,27 +162,54 @@ def _recall(
 @recall_options
 @with_lore
 def recall(lore, title, **options):
-    """Everything relevant to a task, ranked and packed into a token budget."""
+    """Everything relevant to a task, ranked and packed into a token budget.
+
+    \b
+    Examples:
+      lore recall "Fix the OAuth refresh timeout"
+      lore recall "Fix rounding" --files src/billing/invoice.py --budget 1000 --json
+    """
     _recall(lore, title, **options)
 
 
 @click.command()
-@click.argument("task")
-@click.option("--title", help="Task title (default: the task id and current branch).")
-@recall_options
+@click.argument("task", required=False)
+@click.option("--title", help="The task in words (default: the task id and the branch's name).")
+@click.option("--budget", type=int, help="Token budget (default [recall] start_budget, 800).")
+@click.option(
+    "--markdown",
+    "as_markdown",
+    is_flag=True,
+    help="Print the Markdown block agents get (the default when not in a terminal).",
+)
+@json_option
 @with_lore
-def start(lore, task, title, **options):
-    """Print the recall pack for a task being picked up (seed 000's /start step)."""
-    title = title or lore.branch_title(task)
-    options["task"] = options.get("task") or task
-    _recall(lore, title, **options)
+def start(lore, task, title, budget, as_markdown, as_json):
+    """What to know when starting a session: the pack agents get at session start.
+
+    This project's memories worth reading now (gotchas, decisions, conventions;
+    those about the files being changed first), the branch's task, likely files
+    and the areas being changed. Prints nothing when nothing is relevant.
+
+    \b
+    Examples:
+      lore start
+      lore start T-7 --budget 1200
+    """
+    pack = lore.start(task, title=title, budget=budget)
+    if as_json:
+        emit_json(pack.to_dict())
+    elif is_terminal() and not as_markdown:
+        show_pack(pack, lore.project.root)
+    else:
+        click.echo(pack.markdown, nl=False)
 
 
 @click.command()
 @json_option
 @with_lore
 def stale(lore, as_json):
-    """Memories whose anchored code changed since they were written."""
+    """Memories whose anchored code changed since they were written (code is re-checked first)."""
     rows = lore.stale()
     if as_json:
         emit_json(rows)
@@ -145,14 +248,21 @@ COMMANDS = [recall, start, stale, verify]
 @click.option(
     "--bundle",
     type=click.Path(exists=True, dir_okay=False),
-    help="000's CompletionBundle as JSON (instead of the options above).",
+    help="A completion bundle as JSON: summary, approach, decisions, lessons... (instead of the options).",
 )
 @json_option
 @with_lore
 def complete(
     lore, task, title, summary, approach, decisions, lessons, patterns, gotchas, tags, bundle, as_json
 ):
-    """Write the task's memory (000's sections; files and decisions from its commits)."""
+    """Write the task's memory when it is done: summary, approach, decisions, key files, lessons.
+
+    Its files and decisions come from the task's commits (or the uncommitted work).
+
+    \b
+    Example:
+      lore complete T-7 --title "Fix token refresh" --summary "Retry once on 401" --lesson "..."
+    """
     from pathlib import Path
 
     from lore.memory.complete import CompletionBundle, load_bundle

@@ -20,18 +20,37 @@ from lore.interfaces.cli.output import emit_results
 @json_option
 @with_lore
 def search(lore, query, mode, as_json, limit, **filters):
-    """Search memories (hybrid BM25 + vectors; scores 0-1)."""
+    """Search memories by meaning and keywords; best first, scores 0-1.
+
+    \b
+    Examples:
+      lore search "token refresh timeout"
+      lore search utc --type decision --since "last month"
+    """
     hits = lore.search(" ".join(query), limit=limit, mode=mode, **filters)
-    emit_results(hits, as_json, lambda h: h.to_dict(), _render)
+    root = lore.project.root
+    emit_results(hits, as_json, lambda h: h.to_dict(), lambda out, hit: _render(out, hit, root))
 
 
-def _render(out, hit) -> None:
+def _render(out, hit, root) -> None:
+    """One hit for a person: title, score, age; the citation as path:line (a link in terminals)."""
+    from lore.interfaces.cli.output import citation, relative_time, score_bar
+
     stale = " [red]⚠ stale[/red]" if hit.stale else ""
+    out.print(f"[bold]{escape(hit.title)}[/bold]{stale}")
     out.print(
-        f"[bold]{hit.title}[/bold]{stale}  [dim]{hit.type} · {hit.score:.2f} {hit.source} · {hit.id[:8]}[/dim]"
+        f"  [green]{score_bar(hit.score)}[/green]  [dim]{hit.type} · {relative_time(hit.occurred_at)} · "
+        f"{hit.id[:8]}[/dim]"
     )
-    out.print(f"  [cyan]{hit.path}:{hit.start_line}[/cyan]  [dim]{hit.section or ''}[/dim]")
+    out.print(f"  {citation(root, hit.path, hit.start_line)}")
     out.print(f"  {hit.snippet}", markup=False)
+    out.print("")
+
+
+def escape(text: str) -> str:
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
 
 
 COMMANDS = [search]

@@ -11,7 +11,9 @@ from lore.interfaces.cli.common import agent_of, identity_options, project_of
 @click.option(
     "--host", default="127.0.0.1", show_default=True, help="Address to bind (off loopback needs a token)."
 )
-@click.option("--port", default=8766, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--port", default=8766, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on."
+)
 @click.option(
     "--token",
     envvar="LORE_TOKEN",
@@ -30,6 +32,11 @@ def serve(ctx, host, port, token, allowed_hosts, project_path=None, agent_name=N
 
     The server acts as one agent for its whole life (--agent or LORE_AGENT):
     no request can change who it is.
+
+    \b
+    Examples:
+      lore serve                     # http://127.0.0.1:8766
+      lore serve --host 0.0.0.0 --token "$(openssl rand -hex 16)"
     """
     from lore.interfaces.web.app import serve as run
 

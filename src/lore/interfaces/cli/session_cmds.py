@@ -14,7 +14,7 @@ import click
 
 from lore.errors import UsageError
 from lore.interfaces.cli.common import json_option, with_lore
-from lore.interfaces.cli.output import emit_json, table, warn
+from lore.interfaces.cli.output import emit_json, progress_bar, table, warn
 
 
 @click.group()
@@ -32,7 +32,7 @@ def _done(lore, data, as_json: bool, text: str) -> None:
 
 @session.command()
 @click.option("--id", "session_id", help="Session id (default: a new one, time-ordered).")
-@click.option("--user", help="User the session is with (004's userId).")
+@click.option("--user", help="The user the session is with.")
 @json_option
 @with_lore
 def start(lore, session_id, user, as_json):
@@ -177,7 +177,8 @@ def show(lore, session_id, include_archived, limit_tokens, as_json):
 @with_lore
 def import_(lore, path, session_id, as_json):
     """Import a Claude Code or Codex transcript (JSONL) into a session; idempotent."""
-    result = lore.record_transcript(path, session_id=session_id)
+    with progress_bar("importing", enabled=not as_json):
+        result = lore.record_transcript(path, session_id=session_id)
     line = (
         f"{result.format} transcript → session {result.session_id}: {result.appended} new events, "
         f"{result.skipped} already there"
@@ -193,7 +194,8 @@ def import_(lore, path, session_id, as_json):
 @with_lore
 def compact(lore, session_id, if_over, as_json):
     """Summarise and archive everything before the protected recent tail."""
-    result = lore.compact_session(session_id, force=not if_over)
+    with progress_bar("compacting", enabled=not as_json):
+        result = lore.compact_session(session_id, force=not if_over)
     line = (
         f"compacted events {result.first_event}-{result.last_event} ({result.tokens_archived} tokens) "
         f"into {result.summary_path} ({result.summary_tokens} tokens, {result.summarizer}); "

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lore.errors import ValidationError
+from lore.errors import UsageError, ValidationError
 from lore.memory.capture import errors
 from lore.memory.capture.digest import MEMORY_TYPE, Digest, digest, event_text, message_id
 from lore.memory.capture.parse import Candidate, from_stdout, from_transcript
@@ -40,6 +40,7 @@ from lore.storage import ErrorOccurrence, EvidenceRecord
 
 if TYPE_CHECKING:
     from lore.memory.lifecycle import Lifecycle
+    from lore.memory.repository import Memories
 
 __all__ = [
     "CaptureResult",
@@ -193,7 +194,7 @@ def store_candidates(
                     title=c.title,
                     type=c.type,
                     tags=c.tags,
-                    applies_to=c.applies_to,
+                    applies_to=project_scope(lifecycle.memories, c.applies_to),
                     occurred_at=c.occurred_at,
                     source=c.source,
                     tier="session",
@@ -211,10 +212,10 @@ def store_candidates(
                     tier=c.tier or tier,
                     private=c.private or private,
                     confidence=c.confidence,
-                    applies_to=c.applies_to,
+                    applies_to=project_scope(lifecycle.memories, c.applies_to),
                 )
                 created, evidence_added = done.created, done.evidence_added
-        except ValidationError as err:
+        except (ValidationError, UsageError) as err:  # e.g. a private block and no agent
             result.problems.append(f"{c.source or 'block'}: {err}")
             continue
         result.created += created
@@ -297,6 +298,17 @@ def _refresh_confidence(lifecycle: Lifecycle, memory_id: str) -> None:
     target = gotcha_confidence(records[0].evidence_count)
     if target > records[0].confidence:
         evidence.fold(lifecycle.memories, memory_id, records[0].path, confidence=target)
+
+
+def project_scope(memories: Memories, scope: str) -> str:
+    """``file:/abs/project/src/x.py`` → ``file:src/x.py`` (paths inside the project, relative)."""
+    if not scope.startswith("file:"):
+        return scope
+    path = Path(scope[5:])
+    root = memories.project.root
+    if path.is_absolute() and path.is_relative_to(root):
+        return "file:" + path.relative_to(root).as_posix()
+    return scope
 
 
 def _event_time(lifecycle: Lifecycle, event: dict) -> str:

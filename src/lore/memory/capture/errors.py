@@ -24,9 +24,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from lore.memory.capture.parse import _ANSI, ERROR_LINE, MAX_PATTERN, TRACEBACK, normalise_error
+from lore.memory.capture.parse import MAX_PATTERN, error_reports, normalise_error
 
-_CHAINED = re.compile(r"^(?:During handling of the above exception|The above exception was the direct cause)")
 _EXCEPTION = re.compile(
     r"\b(?P<name>[A-Z][A-Za-z0-9_]*(?:\.[A-Z][A-Za-z0-9_]*)*(?:Error|Exception|Warning|Fault))\b"
     r":\s*(?P<message>\S.*)$"
@@ -38,31 +37,10 @@ _PYTEST_PREFIX = re.compile(r"^E\s{2,}")
 
 
 def error_lines(text: str) -> list[str]:
-    """The error reports in `text`: each traceback's final exception line
-    (a chained traceback counts as its last), and every other error line."""
-    found: list[str] = []
-    in_traceback = False
-    chained = False
-    for raw in text.splitlines():
-        line = _ANSI.sub("", raw).rstrip()
-        if _CHAINED.match(line.strip()):
-            chained = True  # the exception just reported is the cause of the next one
-            continue
-        if TRACEBACK.match(line):
-            in_traceback = True
-            continue
-        if in_traceback:
-            if not line or line[:1].isspace() or line.startswith("^"):
-                continue
-            in_traceback = False
-            if chained and found:
-                found.pop()
-            chained = False
-            found.append(line.strip())
-            continue
-        if ERROR_LINE.search(line):
-            found.append(line.strip())
-    return found
+    """The error reports in `text`, one line each (:func:`~lore.memory.capture.parse.error_reports`):
+    a traceback's final exception (a chained one: its last), every other error
+    line that is an error of its own."""
+    return [line for _, line in error_reports(text.splitlines())]
 
 
 def relative(line: str, root: Path | None) -> str:

@@ -7,8 +7,9 @@ Three sources, none of which writes anything (the service decides what to keep):
   messages only, multi-line only, stored in full, dated by the event.
 - :func:`from_stdout` -- ``<chati-memory>`` / ``<lore-memory>`` blocks an
   agent without MCP printed (001's prompt-based capture).
-- :func:`repeated_errors` -- error lines seen again and again in agent output
-  (001's gotcha auto-capture).
+- :func:`distinct_errors` (and :func:`repeated_errors`) -- errors seen again
+  and again in agent output, each once however many lines report it (001's
+  gotcha auto-capture).
 
 The ``<chati-memory>`` / ``<lore-memory>`` block
 ------------------------------------------------
@@ -26,7 +27,8 @@ before the body); where both give a field, the tag's attribute wins. Fields:
 ``area:<name>``), ``title`` (or ``subject``), ``occurred_at`` (ISO 8601;
 ``created_at`` also works), ``confidence`` (0-1), ``tier`` (the storage tier:
 ``durable``, ``daily`` or ``session``; 001's attention tiers ``hot``/``warm``/
-``cold`` are ignored) and ``private`` (``true``: only the acting agent sees it).
+``cold`` are ignored), ``storage`` (``session``: the session tier; ``durable``)
+and ``private`` (``true``: only the acting agent sees it, in its local folder).
 001's bookkeeping fields (``id``, ``agent``, ``sector``, ``access_count``,
 ``last_accessed``) are ignored without a problem line.
 """
@@ -37,7 +39,7 @@ import json
 import re
 import textwrap
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path
@@ -58,8 +60,13 @@ class Candidate:
     applies_to: str = "global"
     source: str | None = None  # "transcript:<session>:<uuid>", "stdout", ...
     tier: str | None = None  # storage tier the block asked for (None: the caller's default)
-    private: bool = False
+    private: bool = False  # the acting agent's private folder (.lore/local/<agent>/)
     confidence: float | None = None
+
+    @property
+    def session(self) -> bool | None:
+        """The session tier asked for (None: the capture's default)."""
+        return True if self.tier == "session" else None
 
 
 # ---------------------------------------------------------------- transcripts
@@ -218,10 +225,12 @@ _FIELDS = {
     "confidence": "confidence",
     "tier": "tier",
     "private": "private",
+    "storage": "storage",
 }
 _IGNORED = {"id", "agent", "sector", "access_count", "last_accessed", "evidence_count"}
 _STORAGE_TIERS = ("durable", "daily", "session")
 _ATTENTION_TIERS = ("hot", "warm", "cold", "archive")
+_YES = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
 _EXAMPLE = re.compile(r"<lore-memory.*?</lore-memory>", re.DOTALL)
 
 
@@ -322,7 +331,7 @@ def _block(
                 if str(name) not in _IGNORED:
                     notes.append(
                         f"ignored unknown field '{name}' (known: type, tags, applies_to, title, "
-                        "occurred_at, confidence, tier, private)"
+                        "occurred_at, confidence, tier, storage, private)"
                     )
             else:
                 fields[canonical] = value
@@ -345,13 +354,17 @@ def _block(
             ) from None
     else:
         occurred = fallback or now_iso()
-    if _is_instructions_example(body):
-        return None, notes
+    private = _flag(fields.get("private", False), "private")
+    storage = _one_string(fields.get("storage", "durable"), "storage").strip().lower()
+    if storage not in ("durable", "session"):
+        raise _BlockProblem(f"storage '{storage}' must be durable or session")
     tier = _one_string(fields.get("tier", ""), "tier").strip().lower() or None
     if tier in _ATTENTION_TIERS:
         tier = None  # 001's attention tier: decided by Lore, not by the block
     elif tier is not None and tier not in _STORAGE_TIERS:
         raise _BlockProblem(f"tier '{tier}' must be one of: {', '.join(_STORAGE_TIERS)}")
+    if _is_instructions_example(body):
+        return None, notes
     return Candidate(
         body=body,
         occurred_at=occurred,
@@ -360,21 +373,10 @@ def _block(
         tags=tags,
         applies_to=scope,
         source=source,
-        tier=tier,
-        private=_flag(fields.get("private", False)),
+        tier=tier or ("session" if storage == "session" else None),
+        private=private,
         confidence=_confidence(fields.get("confidence")),
     ), notes
-
-
-def _flag(value) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("true", "yes", "1"):
-        return True
-    if text in ("false", "no", "0", ""):
-        return False
-    raise _BlockProblem(f"private must be true or false, not '{value}'")
 
 
 def _confidence(value) -> float | None:
@@ -435,6 +437,15 @@ def _one_string(value, name: str) -> str:
     raise _BlockProblem(f"'{name}' must be a single value")
 
 
+def _flag(value, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    flag = _YES.get(_one_string(value, name).strip().lower())
+    if flag is None:
+        raise _BlockProblem(f"'{name}' must be true or false")
+    return flag
+
+
 def _tags(value) -> list[str]:
     if isinstance(value, str):
         items = value.split(",")
@@ -472,7 +483,20 @@ ERROR_LINE = re.compile(
     r"|\bpanicked at\b"
 )
 TRACEBACK = re.compile(r"^\s*Traceback \(most recent call last\):")
+# Lines that mention an error but are not one: source pointers, bare locations, summaries.
+_NOT_AN_ERROR = re.compile(
+    r"^>\s"  # pytest: the source line that raised
+    r"|^\S+:\d+: [\w.]+$"  # pytest: path:line: SomeError (the error is reported above)
+    r"|due to (?:\d+ )?previous errors?|aborting due to|could not compile"
+)
+# Lines that continue the error reported just above them.
+_CONTINUATION = re.compile(r"Caused by:|Suppressed:|\.\.\. \d+ more")
+# The marker repeated on every line of one report ("npm ERR!", pytest's "E").
+_MARKER = re.compile(r"^(?:npm ERR!|E(?=\s{3}))")
+# The exception and its message: what two reports of the same error share.
+_CORE = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b:\s\S.*")
 _NORMALISE = (
+    (re.compile(r"^E\s{3,}"), ""),  # pytest's marker of an error's lines
     (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"), "<time>"),
     (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<time>"),
     (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"), "<id>"),
@@ -485,41 +509,129 @@ _NORMALISE = (
 MAX_PATTERN = 300
 
 
+@dataclass
+class RepeatedError:
+    """One distinct error seen again and again: its normalised text, how many
+    times it occurred, and the index of the line where it last did."""
+
+    pattern: str
+    count: int
+    last_line: int
+
+
 def repeated_errors(text_or_lines: str | Iterable[str], threshold: int = 3) -> list[tuple[str, int]]:
-    """Error patterns that recur in agent output (001's gotcha auto-capture).
+    """Error patterns that recur in agent output (001's gotcha auto-capture):
+    ``(pattern, count)`` of :func:`distinct_errors`, most frequent first."""
+    return [(e.pattern, e.count) for e in distinct_errors(text_or_lines, threshold=threshold)]
+
+
+def distinct_errors(
+    text_or_lines: str | Iterable[str], threshold: int = 3, *, root: str | None = None
+) -> list[RepeatedError]:
+    """The distinct errors that recur in agent output, each once.
 
     Finds error lines (``...Error:``, ``...Exception``, ``error[E...]``, ``FAILED``,
     ``npm ERR!``, ``fatal:``, a Python traceback's final line, ...), normalises
     them (numbers, line numbers, hex addresses, hashes, UUIDs, timestamps and
     temp dirs become placeholders) and counts the patterns.
 
+    One error is counted once, however many lines report it: the lines that
+    follow an error line and belong to it, up to a blank line (indented stack
+    frames and source excerpts, ``Caused by:``, more ``npm ERR!`` lines, pytest's ``E`` lines),
+    source pointers (pytest's ``>`` lines), bare ``path:line: SomeError``
+    locations and summaries (``aborting due to previous error``, ``could not
+    compile``) are not errors of their own; and lines that report the same
+    exception (``E   ValueError: x``, the traceback's ``ValueError: x``, ``FAILED
+    test - ValueError: x``) are one error, counted as often as its most
+    frequent report.
+
     Args:
         text_or_lines: the output, as one string or as lines.
-        threshold: how many times a pattern must occur to be reported.
+        threshold: how many times an error must occur to be reported.
+        root: the project's folder; paths under it are written relative to it.
 
     Returns:
-        ``(pattern, count)`` for patterns seen at least `threshold` times,
-        most frequent first (ties in order of first appearance).
+        The errors seen at least `threshold` times, most frequent first (ties
+        in order of first appearance).
     """
     lines = text_or_lines.splitlines() if isinstance(text_or_lines, str) else list(text_or_lines)
     counts: Counter[str] = Counter()
-    in_traceback = False
-    for raw in lines:
+    last: dict[str, int] = {}
+    for index, line in error_reports(lines, root=root):
+        pattern = normalise_error(line)
+        counts[pattern] += 1
+        last[pattern] = index
+    return _merge_reports(counts, last, threshold)
+
+
+_CHAINED = re.compile(r"^(?:During handling of the above exception|The above exception was the direct cause)")
+
+
+def error_reports(lines: Sequence[str], *, root: str | None = None) -> list[tuple[int, str]]:
+    """Where errors are reported in agent output, once each: (line index, the line
+    without colours, paths under `root` made relative).
+
+    A traceback is reported by its final line (a chained one by its last
+    exception only: the cause was reported with it); any other error line
+    (:data:`ERROR_LINE`) is a report, unless it is not an error of its own
+    (a source pointer, a bare ``path:line: SomeError`` location, a compiler's
+    summary) or continues the report above it (indented lines, ``Caused by:``,
+    more lines with the same ``npm ERR!`` / pytest ``E`` marker) up to a blank line.
+    """
+    prefix = root.rstrip("/\\") + "/" if root else None
+    found: list[tuple[int, str]] = []
+    in_traceback = chained = False
+    block: str | None = None  # the marker of the error being reported ("" when it has none)
+    for index, raw in enumerate(lines):
         line = _ANSI.sub("", str(raw)).rstrip()
+        if prefix:
+            line = line.replace(prefix, "")
+        if _CHAINED.match(line.strip()):
+            chained, block = True, None  # the exception reported last caused the next one
+            continue
         if TRACEBACK.match(line):
-            in_traceback = True  # the header itself says nothing; its last line does
+            in_traceback, block = True, None  # the header itself says nothing; its last line does
             continue
         if in_traceback:
-            if not line or line[:1].isspace():
+            if not line or line[:1].isspace() or line.startswith("^"):
                 continue  # the stack frames
             in_traceback = False
-            counts[normalise_error(line)] += 1
+            if chained and found:
+                found.pop()
+            chained = False
+            found.append((index, line.strip()))
             continue
-        if ERROR_LINE.search(line):
-            counts[normalise_error(line)] += 1
-    ranked = [(pattern, n) for pattern, n in counts.items() if pattern and n >= threshold]
-    ranked.sort(key=lambda item: -item[1])  # stable: first appearance breaks ties
-    return ranked
+        if block is not None and line and _continues(line, block):
+            continue  # a blank line ends a report
+        block = None
+        if _NOT_AN_ERROR.search(line) or not ERROR_LINE.search(line):
+            continue
+        found.append((index, line.strip()))
+        marker = _MARKER.match(line)
+        block = marker.group(0) if marker else ""
+    return found
+
+
+def _continues(line: str, marker: str) -> bool:
+    """Does `line` belong to the error reported just above it (marked `marker`)?"""
+    return bool(line[:1].isspace() or _CONTINUATION.match(line) or (marker and line.startswith(marker)))
+
+
+def _merge_reports(counts: Counter[str], last: dict[str, int], threshold: int) -> list[RepeatedError]:
+    """One entry per error: patterns that name the same exception and message are
+    reports of one error (the most frequent, then the first, stands for them)."""
+    groups: dict[str, list[str]] = {}
+    for pattern in counts:  # first appearance order
+        core = _CORE.search(pattern)
+        groups.setdefault(core.group(0) if core else pattern, []).append(pattern)
+    found = []
+    for members in groups.values():
+        best = max(members, key=lambda p: counts[p])  # max keeps the first of equals
+        count = counts[best]
+        if count >= threshold:
+            found.append(RepeatedError(best, count, max(last[p] for p in members)))
+    found.sort(key=lambda e: -e.count)  # stable: first appearance breaks ties
+    return found
 
 
 def normalise_error(line: str) -> str:

@@ -151,7 +151,25 @@ MIGRATIONS: list[list[str]] = [
         "DELETE FROM files WHERE kind = 'commit'",
         "DELETE FROM meta WHERE key = 'history_head'",
     ],
-    # 7 (lifecycle, seed 001): attention tiers kept between runs, evidence
+    # 7: links between memories (Markdown links, [[wikilinks]], typed relations),
+    # one row per link written; resolved to memories when read, so a link to a
+    # memory added later, renamed or removed is always current. Memories are
+    # read again to find the links they already hold (vectors are kept).
+    [
+        """CREATE TABLE links (
+            file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+            ord INTEGER NOT NULL,
+            relation TEXT NOT NULL,
+            target TEXT NOT NULL,
+            target_key TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            line INTEGER,
+            origin TEXT NOT NULL,
+            PRIMARY KEY (file_id, ord))""",
+        "CREATE INDEX links_target ON links(target_key)",
+        "DELETE FROM files WHERE kind = 'memory'",
+    ],
+    # 8 (lifecycle, seed 001): attention tiers kept between runs, evidence
     # (keyed by what produced it: counted once), error occurrences counted
     # across captures, sessions and agents, and proposals awaiting review.
     [

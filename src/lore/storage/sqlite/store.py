@@ -30,6 +30,8 @@ from lore.storage.base import (
     EvidenceRecord,
     FileState,
     IndexCounts,
+    LinkInput,
+    LinkRecord,
     MemoryFilter,
     MemoryRecord,
     MemoryStamp,
@@ -496,6 +498,41 @@ class SQLiteStore:
             (occurred_at, content_hash),
         ).fetchone()
         return row[0] if row else None
+
+    # -- links between memories -------------------------------------------------------------
+
+    def put_links(self, file_id: int, links: Sequence[LinkInput]) -> None:
+        self.db.executemany(
+            "INSERT INTO links(file_id, ord, relation, target, target_key, kind, line, origin) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (file_id, i, link.relation, link.target, link.target_key, link.kind, link.line, link.origin)
+                for i, link in enumerate(links)
+            ],
+        )
+
+    def links(
+        self,
+        flt: MemoryFilter | None = None,
+        *,
+        target_keys: Sequence[str] | None = None,
+        relations: Sequence[str] | None = None,
+    ) -> list[LinkRecord]:
+        where, params = _memory_where(flt)
+        clauses = [where] if where else []
+        if target_keys is not None:
+            clauses.append("l.target_key IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(list(target_keys)))
+        if relations is not None:
+            clauses.append("l.relation IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(list(relations)))
+        rows = self.db.execute(
+            "SELECT m.id, f.path, m.title, l.relation, l.target, l.target_key, l.kind, l.line, l.origin "
+            "FROM links l JOIN files f ON f.id = l.file_id JOIN memories m ON m.file_id = l.file_id "
+            f"{'WHERE ' + ' AND '.join(clauses) if clauses else ''} ORDER BY f.path, l.ord",
+            params,
+        )
+        return [LinkRecord(*row) for row in rows]
 
     # -- chunks and search -------------------------------------------------------------------
 
@@ -1005,6 +1042,8 @@ for _name in (
     "memories",
     "memory_paths",
     "find_duplicate",
+    "put_links",
+    "links",
     "put_chunks",
     "chunks",
     "first_chunk",
@@ -1317,7 +1356,18 @@ def is_damage(err: sqlite3.DatabaseError) -> bool:
 def _probe(db: sqlite3.Connection) -> None:
     """Touch what every command needs (meta, the tables, the full-text
     indexes), so damage there is found on open rather than mid-command."""
-    for table in ("files", "memories", "chunks", "commits", "embeddings", "anchors", "access"):
+    for table in (
+        "files",
+        "memories",
+        "chunks",
+        "commits",
+        "embeddings",
+        "anchors",
+        "access",
+        "links",
+        "tier_state",
+        "evidence",
+    ):
         db.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchall()
     for table in FTS_TABLES.values():
         db.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH 'lore' LIMIT 1").fetchall()

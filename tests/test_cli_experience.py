@@ -1,0 +1,398 @@
+"""The CLI as a new user and an agent meet it (issue 14): `lore init` in a
+subfolder, shell completion, byte-exact uninstalls, no library warnings,
+help texts that speak to users, `--files-only` order, `lore stale`
+refreshing first, `lore index --reembed` saying how many, `lore stats`, and
+what a terminal shows (run under a real pseudo-terminal).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from conftest import CLI
+from test_code_index import commit, configure, write
+
+
+def tree(root: Path, *, skip=(".lore",)) -> dict[str, tuple[bytes, int]]:
+    """Every file under `root` (git's hooks too, not its objects), with bytes and mode."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_dir() or rel.split("/")[0] in skip:
+            continue
+        if rel.startswith(".git/") and not rel.startswith(".git/hooks/"):
+            continue
+        out[rel] = (path.read_bytes(), stat.S_IMODE(path.stat().st_mode))
+    return out
+
+
+# -- init ----------------------------------------------------------------------------------------------
+
+
+def test_init_in_a_subfolder_goes_to_the_git_root_and_says_why(repo):
+    sub = repo / "services/api"
+    sub.mkdir(parents=True)
+    cli = CLI(sub)
+    out = cli("init").stdout
+    assert f"{repo} is the top folder of the git repository" in out and "--here" in out
+    assert f"initialised {repo / '.lore'}" in out
+    assert (repo / ".lore/config.toml").is_file() and not (sub / ".lore").exists()
+    again = cli.json("init")
+    assert again["project"] == str(repo) and again["created"] == [] and "top folder" in again["reason"]
+    here = cli.json("init", "--here")
+    assert here["project"] == str(sub) and here["reason"] is None and (sub / ".lore/memory").is_dir()
+    # Commands run in the subfolder now find the nearer project.
+    assert cli.json("stats")["project"] == str(sub)
+
+
+def test_init_at_the_top_or_outside_git_says_nothing_about_git(tmp_path, repo):
+    assert "git repository" not in CLI(repo)("init").stdout
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    out = CLI(plain)("init").stdout
+    assert out.startswith(f"initialised {plain / '.lore'}") and "next:" in out
+
+
+# -- completion -------------------------------------------------------------------------------------
+
+
+def test_shell_completion_scripts_and_completions(cli):
+    for shell, marker in (
+        ("bash", "complete -o nosort -F"),
+        ("zsh", "#compdef lore"),
+        ("fish", "complete --no-files"),
+    ):
+        assert marker in cli("completion", shell).stdout
+    env = {"_LORE_COMPLETE": "bash_complete", "COMP_WORDS": "lore se", "COMP_CWORD": "1"}
+    found = cli(env=env).stdout.split()
+    assert {"plain,search", "plain,session"} <= set(found)
+    env = {"_LORE_COMPLETE": "bash_complete", "COMP_WORDS": "lore edit x --rep", "COMP_CWORD": "3"}
+    assert {"plain,--replace-section", "plain,--replace"} <= set(cli(env=env).stdout.split())
+    assert cli("completion", "tcsh", ok=False).returncode == 2
+
+
+# -- uninstall: byte for byte --------------------------------------------------------------------------
+
+
+def test_hooks_and_agents_uninstall_restore_every_file_byte_for_byte(repo, tmp_path):
+    codex = tmp_path / "codex-home"
+    codex.mkdir()
+    env = {"CODEX_HOME": str(codex)}
+    (codex / "config.toml").write_bytes(b'model = "o3"\r\n\r\n[mcp_servers.other]\r\ncommand = "other"\r\n')
+    # The team's own files, in their own styles: 4-space JSON, CRLF, no final newline.
+    write(repo, ".mcp.json", '{\n    "mcpServers": {\n        "github": {"command": "gh-mcp"}\n    }\n}\n')
+    write(repo, ".claude/settings.json", '{"permissions": {"allow": ["Bash(ls)"]}}')
+    (repo / "CLAUDE.md").write_bytes(b"# Team notes\r\n\r\nUse tabs.\r\n")
+    (repo / "AGENTS.md").write_bytes(b"# Agents\n\nNo final newline")
+    hook = repo / ".git/hooks/post-commit"
+    hook.write_bytes(b"#!/bin/sh\necho team hook\n")
+    hook.chmod(0o750)
+    cli = CLI(repo)
+    cli("init")
+    before, codex_before = tree(repo), tree(codex)
+
+    cli("hooks", "install")
+    cli("install", "claude-code", "--instructions")
+    cli("install", "codex", "--instructions", env=env)
+    cli("install", "cursor")
+    assert tree(repo) != before and tree(codex) != codex_before
+    assert b"lore" in hook.read_bytes() and b"lore" in (repo / "CLAUDE.md").read_bytes()
+
+    cli("uninstall", "cursor")
+    cli("uninstall", "codex", env=env)
+    cli("uninstall", "claude-code")
+    cli("hooks", "uninstall")
+    assert tree(repo) == before
+    assert tree(codex) == codex_before
+
+
+# -- no warnings, help that speaks to users -------------------------------------------------------------
+
+
+def test_commands_print_no_library_warnings(repo):
+    """The default (local) embedding model: its libraries must stay quiet."""
+    write(repo, "src/app.py", "def retry_once(call):\n    return call()\n")
+    commit(repo, "Add app")
+    cli = CLI(repo)
+    cli("init")
+    mid = cli.json(
+        "add", "--type", "gotcha", "--title", "Retry once", "--body", "The client retries once on 401."
+    )["id"]
+    for args in (
+        ["index"],
+        ["start"],
+        ["start", "T-1"],
+        ["search", "retry"],
+        ["recall", "retry on 401"],
+        ["code", "retry"],
+        ["history", "app"],
+        ["stats"],
+        ["status"],
+        ["doctor"],
+        ["show", mid[:8]],
+        ["graph", mid[:8]],
+        ["edit", mid[:8], "--append", "Then it gives up."],
+    ):
+        proc = cli(*args)
+        assert proc.stderr == "", f"lore {' '.join(args)} printed on stderr:\n{proc.stderr}"
+
+
+def _commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Command]]:
+    out = []
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            out += _commands(command, f"{prefix}{name} ")
+        elif not command.hidden:
+            out.append((prefix + name, command))
+    return out
+
+
+def test_help_texts_speak_to_users():
+    from lore.interfaces.cli import cli as root
+
+    jargon = re.compile(r"\b00[0-4]\b|\bseed\b|\bspec\b|ContextResult|IndexResult", re.IGNORECASE)
+    for name, command in _commands(root):
+        texts = [command.help or "", command.short_help or ""]
+        assert command.help, f"lore {name} has no help"
+        for param in command.params:
+            if isinstance(param, click.Option) and not param.hidden:
+                assert param.help, f"lore {name} {param.opts[0]} has no help"
+                texts.append(param.help)
+        for text in texts:
+            assert not jargon.search(text), f"lore {name}: {text!r}"
+    shown = subprocess.run([sys.executable, "-m", "lore", "--help"], capture_output=True, text=True).stdout
+    assert not jargon.search(shown)
+
+
+def test_list_limit_means_at_most_n_memories(cli):
+    assert "At most N memories (default: all)." in " ".join(cli("list", "--help").stdout.split())
+    for i in range(3):
+        cli("add", "--title", f"Memory {i}", "--body", f"Body number {i} of the test.")
+    assert len(cli.json("list")) == 3 and len(cli.json("list", "--limit", "2")) == 2
+
+
+# -- search results ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def code_repo(repo):
+    for i, name in enumerate(["alpha", "beta", "gamma", "delta"]):
+        body = "\n".join(f"    total += retry_budget * {j}" for j in range(i + 1))
+        write(
+            repo,
+            f"src/{name}.py",
+            f"def {name}_retry(retry_budget):\n    total = 0\n{body}\n    return total\n",
+        )
+    write(repo, "README.md", "# Demo\n\nRetry budgets are explained here.\n")
+    commit(repo, "Add retry helpers")
+    cli = CLI(repo)
+    cli("init")
+    configure(repo)
+    cli("index")
+    return cli
+
+
+def test_files_only_results_come_in_score_order(code_repo):
+    hits = code_repo.json("code", "retry", "budget", "--files-only")
+    scores = [h["similarity"] for h in hits]
+    assert len(hits) >= 4 and scores == sorted(scores, reverse=True)
+    assert len({h["file_path"] for h in hits}) == len(hits)
+
+
+def test_stale_rechecks_the_code_before_answering(code_repo):
+    root = code_repo.cwd
+    mid = code_repo.json(
+        "add",
+        "--title",
+        "Alpha retry sums the budget",
+        "--body",
+        "alpha_retry adds the budget once.",
+        "--applies-to",
+        "file:src/alpha.py",
+    )["id"]
+    assert code_repo.json("stale") == []
+    write(root, "src/alpha.py", "def alpha_retry(retry_budget):\n    return 2 * retry_budget\n")
+    stale = code_repo.json("stale")  # no `lore index` in between
+    assert [row["id"] for row in stale] == [mid] and "src/alpha.py" in stale[0]["reasons"][0]
+
+
+def test_index_reembed_re_embeds_everything_and_says_how_many(code_repo):
+    root = code_repo.cwd
+    configure(root, provider="local")
+    first = code_repo.json("index")
+    assert first["embedded"] > 0 and first["model"].startswith("local:")
+    assert code_repo.json("index")["embedded"] == 0
+    proc = code_repo("index", "--reembed")
+    count = int(re.search(r"all (\d+) texts re-embedded with local:", proc.stdout).group(1))
+    assert count == first["embedded"]
+
+
+def test_stats_is_a_compact_overview(cli):
+    a = cli.json(
+        "add", "--type", "decision", "--title", "Use UTC", "--body", "Times are UTC. See [[Nothing]]."
+    )
+    cli.json(
+        "add", "--type", "gotcha", "--title", "Cron drift", "--body", f"Cron drifts; see [[{a['id'][:8]}]]."
+    )
+    data = cli.json("stats")
+    assert data["memories"] == 2 and data["by_type"] == {"decision": 1, "gotcha": 1}
+    assert data["by_tier"] == {"hot": 0, "warm": 0, "cold": 2}  # kept tiers: a new memory is cold (001)
+    assert data["links"] == 2 and data["broken_links"] == 1 and data["stale"] == 0
+    assert data["last_memory_at"]
+    lines = cli("stats").stdout.splitlines()
+    assert [line.split()[0] for line in lines[:5]] == ["memories", "tiers", "links", "stale", "last"]
+    assert (
+        "2  (" in lines[0]
+        and "decision 1" in lines[0]
+        and "gotcha 1" in lines[0]
+        and "cold 2" in lines[1]
+        and "(1 broken)" in lines[2]
+    )
+    assert lines[4].endswith("just now")
+
+
+# -- what a terminal shows ---------------------------------------------------------------------------------
+
+
+def in_terminal(cwd: Path, *args: str) -> str:
+    """Run lore with its stdout on a real pseudo-terminal; return what it printed."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lore", *args],
+        cwd=cwd,
+        stdout=follower,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "160", "TERM": "xterm"},
+    )
+    os.close(follower)
+    chunks = []
+    while True:
+        ready, _, _ = select.select([leader], [], [], 60)
+        if not ready:
+            break
+        try:
+            data = os.read(leader, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=60)
+    os.close(leader)
+    assert proc.returncode == 0, proc.stderr.read()
+    return b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+def test_search_recall_and_show_in_a_terminal(code_repo):
+    root = code_repo.cwd
+    a = code_repo.json(
+        "add",
+        "--type",
+        "decision",
+        "--title",
+        "Retry budgets are per call",
+        "--body",
+        "Each call gets its own retry budget; never share one.",
+    )
+    code_repo.json(
+        "add",
+        "--type",
+        "gotcha",
+        "--title",
+        "Budget zero means no retry",
+        "--body",
+        f"A retry budget of 0 disables retries. Related: [[{a['id'][:8]}]].",
+    )
+    out = in_terminal(root, "search", "retry", "budget")
+    assert "Retry budgets are per call" in out and re.search(r"[█░]{8}\s+\d+%", out)
+    assert "just now" in out and re.search(r"\.lore/memory/[\w.-]+\.md:\d+", out)
+    out = in_terminal(root, "recall", "retry budget per call")
+    assert "Memories" in out and re.search(r"[█░]{8}\s+\d+%", out) and "src/" in out
+    assert "## Lore recall" not in out  # people get the view, agents (pipes) the Markdown
+    out = in_terminal(root, "show", a["id"][:8])
+    assert "← linked from: Budget zero means no retry" in out
+    piped = code_repo("show", a["id"][:8]).stdout
+    assert "linked from" not in piped  # the file's text only, when piped
+
+
+def test_a_config_holding_a_credential_is_never_copied(cli):
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    config = {"mcpServers": {"github": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": token}}}}
+    (cli.cwd / ".mcp.json").write_text(json.dumps(config, indent=2) + "\n")
+    cli("install", "claude-code")
+    originals = cli.cwd / ".lore/local/install-originals.json"
+    assert token not in originals.read_text()  # the settings file it created is remembered, not this one
+    assert stat.S_IMODE(originals.stat().st_mode) == 0o600
+    cli("uninstall", "claude-code")
+    assert json.loads((cli.cwd / ".mcp.json").read_text()) == config  # merged back out, same content
+    assert not originals.exists()
+
+
+def stderr_in_terminal(cwd: Path, *args: str) -> tuple[str, str]:
+    """Run lore with its stderr on a real pseudo-terminal (stdout piped); return (stdout, stderr)."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lore", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "COLUMNS": "120", "TERM": "xterm"},
+    )
+    os.close(follower)
+    chunks = []
+    while True:
+        ready, _, _ = select.select([leader], [], [], 60)
+        if not ready:
+            break
+        try:
+            data = os.read(leader, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    out = proc.stdout.read().decode()
+    proc.wait(timeout=60)
+    os.close(leader)
+    assert proc.returncode == 0
+    return out, b"".join(chunks).decode(errors="replace")
+
+
+def test_progress_shows_on_a_terminal_only(code_repo, tmp_path):
+    root = code_repo.cwd
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_text(
+        json.dumps(
+            {
+                "type": "assistant",
+                "uuid": "u1",
+                "sessionId": "s-1",
+                "timestamp": "2026-03-01T10:00:00Z",
+                "message": {"id": "m1", "role": "assistant", "content": "Line one.\nLine two."},
+            }
+        )
+        + "\n"
+    )
+    for args, label in [
+        (("index", "--force"), "indexing files"),
+        (("capture", "--transcript", str(transcript)), "capturing"),
+        (("session", "import", str(transcript)), "importing"),
+        (("session", "compact", "s-1"), "compacting"),
+    ]:
+        _, drawn = stderr_in_terminal(root, *args)
+        assert label in drawn, (args, drawn)
+        piped = code_repo(*args)
+        assert label not in piped.stderr and label not in piped.stdout

@@ -1,0 +1,271 @@
+"""Precise edits (issue 14): every operation through the CLI and through MCP
+(the SDK's real client over stdio), atomic and re-indexed at once (no stale
+content_hash warning), redacted like any write; `lore mv`; adding content
+that is already stored returns the existing memory; a real name collision is
+reported with the name chosen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from test_mcp import make_project, run_async, stdio_session
+
+HAND_WRITTEN = """\
+---
+id: mem-2026-02-12-001
+subject: Deploy checklist
+type: convention
+keywords: [deploy]   # a comment Lore keeps
+occurred_at: 2026-02-12T09:00:00Z
+content_hash: 0000000000000000
+---
+
+# Deploy checklist
+
+Run the migrations first.
+
+## Steps
+
+- tag the release
+- deploy to staging
+
+## Rollback
+
+Re-deploy the previous tag.
+"""
+
+
+@pytest.fixture
+def mem(cli):
+    """A project with one hand-written memory file (frontmatter in its own style)."""
+    path = cli.cwd / ".lore/memory/deploy.md"
+    path.write_text(HAND_WRITTEN)
+    return cli, path
+
+
+def front(text: str) -> str:
+    return text.split("\n---\n", 1)[0]
+
+
+def body(text: str) -> str:
+    return text.split("\n---\n", 1)[1]
+
+
+def no_hash_warning(cli) -> None:
+    assert "content_hash" not in cli("doctor", ok=False).stdout
+
+
+def no_temp_files(root: Path) -> None:
+    assert [p.name for p in (root / ".lore").rglob(".lore-*")] == []
+
+
+# -- CLI ------------------------------------------------------------------------------------------
+
+
+def test_append_keeps_the_frontmatter_text_and_fixes_only_the_hash(mem):
+    cli, path = mem
+    out = cli.json("edit", "mem-2026-02-12-001", "--append", "- check the dashboards")
+    assert out["operations"] == ["append"] and out["path"] == ".lore/memory/deploy.md"
+    text = path.read_text()
+    assert text.endswith("Re-deploy the previous tag.\n\n- check the dashboards\n")
+    old, new = front(HAND_WRITTEN).splitlines(), front(text).splitlines()
+    changed = [line for line in new if line not in old]
+    assert [line.split(":")[0] for line in changed] == ["content_hash", "updated_at"]
+    assert "keywords: [deploy]   # a comment Lore keeps" in text
+    no_hash_warning(cli)
+    no_temp_files(cli.cwd)
+    # Re-indexed at once: the new text is found straight away.
+    assert cli.json("search", "dashboards")[0]["id"] == "mem-2026-02-12-001"
+
+
+def test_append_to_a_list_continues_it(mem):
+    cli, path = mem
+    cli("edit", "mem-2026-02-12-001", "--replace-section", "Rollback", "--body", "- re-deploy the tag")
+    cli("edit", "mem-2026-02-12-001", "--append", "- tell the team")
+    assert body(path.read_text()).endswith("## Rollback\n\n- re-deploy the tag\n- tell the team\n")
+
+
+def test_prepend_goes_after_the_title_line(mem):
+    cli, path = mem
+    cli("edit", "mem-2026-02-12-001", "--prepend", "**Read this first.**")
+    assert "# Deploy checklist\n\n**Read this first.**\n\nRun the migrations first." in path.read_text()
+    no_hash_warning(cli)
+
+
+def test_replace_section_replaces_only_that_section_or_adds_it(mem):
+    cli, path = mem
+    cli("edit", "mem-2026-02-12-001", "--replace-section", "## steps", "--body", "1. tag\n2. deploy")
+    text = path.read_text()
+    assert "## Steps\n\n1. tag\n2. deploy\n\n## Rollback\n\nRe-deploy the previous tag." in text
+    assert "deploy to staging" not in text
+    out = cli.json(
+        "edit", "mem-2026-02-12-001", "--replace-section", "Owners", "--body", "The platform team."
+    )
+    assert out["notes"] == ["added section 'Owners'"]
+    assert path.read_text().endswith("## Owners\n\nThe platform team.\n")
+    no_hash_warning(cli)
+
+
+def test_find_replace_must_match_once_unless_all(mem):
+    cli, path = mem
+    before = path.read_bytes()
+    proc = cli("edit", "mem-2026-02-12-001", "--find", "deploy", "--replace", "ship", ok=False)
+    assert proc.returncode == 2 and "occurs 2 times" in proc.stderr and "--all" in proc.stderr
+    proc = cli("edit", "mem-2026-02-12-001", "--find", "nowhere", "--replace", "x", ok=False)
+    assert proc.returncode == 2 and "is not in the memory's text" in proc.stderr
+    assert path.read_bytes() == before  # nothing written on an error
+    cli("edit", "mem-2026-02-12-001", "--find", "previous tag", "--replace", "last good tag")
+    assert "Re-deploy the last good tag." in path.read_text()
+    out = cli.json("edit", "mem-2026-02-12-001", "--find", "deploy", "--replace", "ship", "--all")
+    assert out["notes"] == ["replaced 2 occurrences"]
+    no_hash_warning(cli)
+
+
+def test_set_changes_frontmatter_fields_and_refuses_bad_values(mem):
+    cli, path = mem
+    cli("edit", "mem-2026-02-12-001", "--set", "type=decision", "--set", "tags=[deploy, release]")
+    cli("edit", "mem-2026-02-12-001", "--set", "confidence=0.8", "--set", "owner=platform")
+    shown = cli.json("list")[0]
+    assert shown["type"] == "decision" and shown["tags"] == ["deploy", "release"]
+    text = path.read_text()
+    assert "confidence: 0.8" in text and "owner: platform" in text
+    before = path.read_bytes()
+    proc = cli("edit", "mem-2026-02-12-001", "--set", "type=nonsense", ok=False)
+    assert proc.returncode == 1 and "unknown type 'nonsense'" in proc.stderr
+    proc = cli("edit", "mem-2026-02-12-001", "--set", "id=x", ok=False)
+    assert proc.returncode == 2 and "managed by Lore" in proc.stderr
+    assert path.read_bytes() == before
+    cli("edit", "mem-2026-02-12-001", "--set", "owner=")
+    assert "owner:" not in path.read_text()
+    no_hash_warning(cli)
+
+
+def test_edits_are_redacted_like_any_write(mem):
+    cli, path = mem
+    key = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    proc = cli("edit", "mem-2026-02-12-001", "--append", f"The deploy token is {key}.")
+    assert "redacted" in proc.stderr
+    assert key not in path.read_text()
+    assert key not in (cli.cwd / ".lore/index.db").read_bytes().decode("latin-1")
+
+
+def test_expect_sha256_refuses_a_changed_file(mem):
+    cli, path = mem
+    stale = hashlib.sha256(path.read_bytes()).hexdigest()
+    cli("edit", "mem-2026-02-12-001", "--append", "One more line.")
+    proc = cli("edit", "mem-2026-02-12-001", "--append", "Another.", "--expect-sha256", stale, ok=False)
+    assert proc.returncode == 1 and "changed on disk" in proc.stderr
+    fresh = hashlib.sha256(path.read_bytes()).hexdigest()
+    cli("edit", "mem-2026-02-12-001", "--append", "Another.", "--expect-sha256", fresh)
+
+
+def test_edit_without_options_runs_the_editor_then_reindexes(mem, tmp_path):
+    import sys
+
+    cli, path = mem
+    script = tmp_path / "ed.py"
+    script.write_text(
+        "import sys, pathlib\np = pathlib.Path(sys.argv[1])\n"
+        "p.write_text(p.read_text().replace('Run the migrations first.', 'Run migrations, then smoke tests.'))\n"
+    )
+    out = cli("edit", "mem-2026-02-12-001", env={"EDITOR": f"{sys.executable} {script}"}).stdout
+    assert out.startswith("saved .lore/memory/deploy.md")
+    text = path.read_text()
+    assert "smoke tests" in text and "keywords: [deploy]   # a comment Lore keeps" in text
+    no_hash_warning(cli)
+    assert cli.json("search", "smoke tests")[0]["id"] == "mem-2026-02-12-001"
+
+
+def test_mv_renames_without_overwriting(mem):
+    cli, path = mem
+    (cli.cwd / ".lore/memory/taken.md").write_text(HAND_WRITTEN.replace("mem-2026-02-12-001", "mem-2"))
+    proc = cli("mv", "mem-2026-02-12-001", "taken", ok=False)
+    assert proc.returncode == 1 and "exists already" in proc.stderr and path.exists()
+    out = cli.json("mv", "mem-2026-02-12-001", "ops/deploy-checklist.md")
+    assert out["path"] == ".lore/memory/ops/deploy-checklist.md" and not path.exists()
+    assert cli.json("show", "mem-2026-02-12-001")["path"] == ".lore/memory/ops/deploy-checklist.md"
+    proc = cli("mv", "mem-2026-02-12-001", "../../outside.md", ok=False)
+    assert proc.returncode == 2 and "not a memory location" in proc.stderr
+
+
+# -- duplicates and name collisions -------------------------------------------------------------------
+
+
+def test_adding_stored_content_returns_the_existing_memory(cli):
+    first = cli.json("add", "--title", "Use UTC", "--body", "Every timestamp is stored in UTC.")
+    again = cli("add", "--title", "Use UTC please", "--body", "Every timestamp is stored in UTC.\n")
+    assert again.stdout.startswith(f"exists {first['id']}")
+    assert "the same content is already stored as" in again.stderr and first["path"] in again.stderr
+    data = cli.json("add", "--body", "Every timestamp is stored in UTC.")
+    assert data["created"] is False and data["id"] == first["id"] and "already stored" in data["note"]
+    assert len(list((cli.cwd / ".lore/memory").glob("*.md"))) == 1
+
+
+def test_a_real_name_collision_is_reported_with_the_name_chosen(cli):
+    first = cli.json("add", "--title", "Use UTC", "--body", "Every timestamp is stored in UTC.")
+    second = cli("add", "--title", "Use UTC", "--body", "Display times in the user's zone.")
+    name = Path(first["path"]).name
+    assert f"another memory is named {name}" in second.stderr
+    assert re.search(rf"written as {name[:-3]}-2\.md", second.stderr)
+    assert second.stdout.startswith("added ")
+
+
+# -- MCP ------------------------------------------------------------------------------------------------
+
+
+def test_every_edit_operation_through_mcp(tmp_path):
+    root = make_project(tmp_path, code=False)
+    (root / ".lore/memory/deploy.md").write_text(HAND_WRITTEN)
+    path = root / ".lore/memory/deploy.md"
+
+    async def run():
+        async with stdio_session(root) as s:
+            mid = "mem-2026-02-12-001"
+            await s.ok("edit_memory", id=mid, operation="replace_section", target="Rollback", text="Revert.")
+            out = await s.ok("edit_memory", id=mid, operation="append", text="- check dashboards")
+            assert out["operations"] == ["append"]
+            await s.ok("edit_memory", id=mid, operation="prepend", text="Read first.")
+            await s.ok("edit_memory", id=mid, operation="find_replace", target="staging", text="preprod")
+            await s.ok("edit_memory", id=mid, operation="set", target="type", value="decision")
+            other = await s.ok(
+                "add_memory", type="fact", title="Release calendar", content="Releases go out on Tuesdays."
+            )
+            await s.ok(
+                "edit_memory", id=mid, operation="relate", target="depends_on", value="Release calendar"
+            )
+            text = path.read_text()
+            assert "- check dashboards" in text and "Read first." in text and "Revert." in text
+            assert "preprod" in text and "type: decision" in text and "depends_on: Release calendar" in text
+            read = await s.ok("memory_read", id=other["id"])
+            assert [(b["relation"], b["id"]) for b in read["backlinks"]] == [("required_by", mid)]
+            moved = await s.ok("edit_memory", id=mid, operation="move", value="ops/")
+            assert (
+                moved["path"] == ".lore/memory/ops/deploy.md"
+                and moved["moved_from"] == ".lore/memory/deploy.md"
+            )
+            error = await s.error("edit_memory", id=mid, operation="find_replace", target="nowhere", text="x")
+            assert "is not in the memory's text" in error
+            error = await s.error("edit_memory", id=mid, operation="set")
+            assert "set needs field" in error
+            context = await s.ok("build_context", id=other["id"], budget=1000)
+            assert [m["id"] for m in context["memories"]] == [other["id"], mid]
+            assert context["tokens_used"] <= 1000 and "Release calendar" in context["markdown"]
+            dup = await s.ok("add_memory", type="fact", title="Again", content="Releases go out on Tuesdays.")
+            assert dup["created"] is False and dup["id"] == other["id"] and dup["note"]
+
+    run_async(run)
+    assert "content_hash" not in json.dumps(
+        [p for p in json.loads(_lore_json(root, "doctor")) if "content_hash" in p["message"]]
+    )
+
+
+def _lore_json(root: Path, *args: str) -> str:
+    from test_mcp import lore
+
+    return lore(root, *args, "--json", check=False).stdout

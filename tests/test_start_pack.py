@@ -1,0 +1,208 @@
+"""The session-start pack (issue 14): what `lore start` and the SessionStart
+hook inject, on fixture repositories full of generic files (licence, code of
+conduct, contributing guide, changelog, docs).
+
+- nothing at all when nothing is relevant;
+- this project's memories first (recent gotchas and decisions, those whose
+  scope the work touches before others), never old or session chatter;
+- the branch's task and the areas it changed, without generic files;
+- within `[recall] start_budget`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from test_code_index import commit, configure, git, write
+
+GENERIC = {
+    "LICENSE": "MIT License\n\nPermission is hereby granted, free of charge, to any person obtaining a copy.\n",
+    "CODE_OF_CONDUCT.md": "# Code of Conduct\n\nBe kind. Report problems to the maintainers.\n",
+    "CONTRIBUTING.md": "# Contributing\n\nFork, branch, run the tests, open a pull request. Conventions matter.\n",
+    "CHANGELOG.md": "# Changelog\n\n## 1.2.0\n\n- Fixed the session timeout.\n",
+    "docs/index.md": "# Docs\n\nDecisions and gotchas of the project are described here.\n",
+    ".github/PULL_REQUEST_TEMPLATE.md": "Describe your change.\n",
+}
+SOURCE = {
+    "src/shop/auth.py": "def refresh_session(token):\n    '''Refresh a session token.'''\n    return token\n",
+    "src/shop/billing.py": "def invoice_total(lines):\n    return sum(l.price for l in lines)\n",
+    "tests/test_auth.py": "def test_refresh():\n    assert True\n",
+}
+GENERIC_MARKERS = (
+    "LICENSE",
+    "CODE_OF_CONDUCT",
+    "CONTRIBUTING",
+    "CHANGELOG",
+    "docs/",
+    "PULL_REQUEST",
+    "Be kind",
+)
+
+
+@pytest.fixture
+def shop(cli):
+    """A git repository with source and generic community files, indexed, BM25 only."""
+    root = cli.cwd
+    git(root, "init", "-q", "-b", "main")
+    configure(root)
+    for rel, text in {**GENERIC, **SOURCE}.items():
+        write(root, rel, text)
+    commit(root, "Initial import")
+    cli("index")
+    return cli
+
+
+def start(cli, *args, **kwargs) -> dict:
+    return cli.json("start", *args, **kwargs)
+
+
+def days_ago(days: float) -> str:
+    return (datetime.now(UTC) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def add(cli, kind: str, title: str, body: str, *extra: str) -> str:
+    return cli.json("add", "--type", kind, "--title", title, "--body", body, *extra)["id"]
+
+
+def hook_start(cli) -> subprocess.CompletedProcess:
+    payload = {
+        "session_id": "s-1",
+        "cwd": str(cli.cwd),
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "lore", "hook", "session-start"],
+        cwd=cli.cwd,
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_nothing_is_injected_when_nothing_is_relevant(shop):
+    assert start(shop)["markdown"] == "" and start(shop)["memories"] == []
+    assert shop("start").stdout == ""
+    proc = hook_start(shop)
+    assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
+    # Only old, low-attention memories: still nothing.
+    add(
+        shop,
+        "fact",
+        "Billing started as a script",
+        "Billing began as a cron script in 2019.",
+        "--occurred-at",
+        days_ago(900),
+    )
+    assert start(shop)["markdown"] == ""
+
+
+def test_project_memories_first_and_never_generic_files_or_chatter(shop):
+    gotcha = add(
+        shop,
+        "gotcha",
+        "Session refresh must keep the old token valid for 30 s",
+        "Clients retry with the old token; revoke it 30 s after refresh_session issues a new one.",
+        "--applies-to",
+        "file:src/shop/auth.py",
+    )
+    decision = add(shop, "decision", "Invoices are computed in cents", "Money is an integer number of cents.")
+    old = add(
+        shop,
+        "convention",
+        "Old naming rule",
+        "Modules were once prefixed with shop_.",
+        "--occurred-at",
+        days_ago(800),
+    )
+    chatter = add(
+        shop, "fact", "Session chatter", "I looked at the billing code for a while today.", "--session"
+    )
+    data = start(shop)
+    ids = [m["id"] for m in data["memories"]]
+    assert set(ids) == {gotcha, decision}
+    assert old not in ids and chatter not in ids
+    markdown = data["markdown"]
+    assert markdown.startswith("## Lore: this project's memory\n\n### Project memory\n")
+    assert not any(marker in markdown for marker in GENERIC_MARKERS)
+    assert data["files"] == [] and data["code_snippets"] == []
+    assert data["tokens_used"] <= data["budget"] == 800
+    assert hook_start(shop).stdout  # the hook injects it
+
+
+def test_the_branch_task_and_changed_areas_without_generic_files(shop):
+    root = shop.cwd
+    other = add(shop, "decision", "Invoices are computed in cents", "Money is an integer number of cents.")
+    scoped = add(
+        shop,
+        "gotcha",
+        "Session refresh must keep the old token valid",
+        "Clients retry with the old token for a while.",
+        "--applies-to",
+        "area:shop",  # (a file scope would be anchored, and flagged stale once the branch edits it)
+    )
+    git(root, "checkout", "-q", "-b", "fix-session-refresh")
+    write(root, "src/shop/auth.py", SOURCE["src/shop/auth.py"] + "\n\ndef revoke(token):\n    return None\n")
+    write(root, "CONTRIBUTING.md", GENERIC["CONTRIBUTING.md"] + "\nMore rules.\n")
+    commit(root, "Revoke old tokens after refresh")
+    write(root, "src/shop/billing.py", SOURCE["src/shop/billing.py"] + "# wip\n")  # uncommitted
+    data = start(shop)
+    assert data["branch"] == "fix-session-refresh"
+    assert data["task"][0]["ahead"] == 1 and data["task"][0]["base"] == "main"
+    assert [m["id"] for m in data["memories"]][:2] == [scoped, other]  # the area being changed first
+    areas = data["changed_areas"]
+    assert areas == [
+        {
+            "folder": "src/shop",
+            "files": ["auth.py", "billing.py"],
+            "when": "on this branch and in the work tree",
+            "level": "L1",
+        }
+    ]
+    markdown = data["markdown"]
+    assert "branch `fix-session-refresh` — 1 commit ahead of `main`" in markdown
+    assert "`src/shop/`: auth.py, billing.py" in markdown
+    assert not any(marker in markdown for marker in GENERIC_MARKERS)
+    for item in data["files"]:
+        assert not any(marker in item["path"] for marker in GENERIC_MARKERS)
+
+
+def test_the_start_budget_setting_caps_the_pack(shop):
+    for i in range(12):
+        add(
+            shop,
+            "gotcha",
+            f"Gotcha number {i} about the shop",
+            f"Detail {i}: " + "careful with this part. " * 12,
+        )
+    wide = start(shop)
+    assert wide["budget"] == 800 and 200 < wide["tokens_used"] <= 800
+    config = shop.cwd / ".lore/config.toml"
+    text = config.read_text()
+    assert re.search(r"^start_budget = 800$", text, flags=re.M)  # the default, written by init
+    config.write_text(re.sub(r"^start_budget = 800$", "start_budget = 150", text, flags=re.M))
+    narrow = start(shop)
+    assert narrow["budget"] == 150 and 0 < narrow["tokens_used"] <= 150
+    assert len(narrow["memories"]) < len(wide["memories"])
+    assert start(shop, "--budget", "400")["budget"] == 400
+
+
+def test_superseded_memories_give_way_at_session_start(shop):
+    old = add(shop, "decision", "Tokens live 1 hour", "Access tokens expire after one hour.")
+    new = add(
+        shop,
+        "decision",
+        "Tokens live 15 minutes",
+        "Access tokens expire after 15 minutes.\n\n## Relations\n- supersedes [[Tokens live 1 hour]]",
+    )
+    data = start(shop)
+    ids = [m["id"] for m in data["memories"]]
+    assert new in ids and old not in ids
+    assert 'supersedes "Tokens live 1 hour"' in data["markdown"]
