@@ -24,6 +24,7 @@ file is never served stale. The acting agent is fixed for the object's life.
 
 from __future__ import annotations
 
+import builtins
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -495,7 +496,7 @@ class Lore:
 
     # -- staleness ------------------------------------------------------------------------------
 
-    def stale(self, *, fresh: bool = True) -> list[dict[str, Any]]:
+    def stale(self, *, fresh: bool = True) -> builtins.list[dict[str, Any]]:
         """Memories whose anchored code changed, with the reasons (`fresh`: re-check
         the code first, so an edit made since the last index counts)."""
         if fresh:
@@ -684,7 +685,7 @@ class Lore:
 
         return health.status(self.memories, self.code_index, self.embedding)
 
-    def doctor(self) -> list[Problem]:
+    def doctor(self) -> builtins.list[Problem]:
         from lore import health
 
         return health.doctor(self.memories)
@@ -835,7 +836,7 @@ class Lore:
 
     # -- helpers ---------------------------------------------------------------------------------------
 
-    def _record_access(self, memory_ids: list[str]) -> None:
+    def _record_access(self, memory_ids: builtins.list[str]) -> None:
         """Count a read; kept in the index so reading never dirties committed files."""
         self.lifecycle.record_access(memory_ids)
 

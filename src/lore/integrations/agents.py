@@ -478,7 +478,7 @@ def _is_lore_hook(hook, sub: str) -> bool:
     if not isinstance(hook, dict) or not isinstance(hook.get("command"), str):
         return False
     found = _LORE_HOOK.search(hook["command"])
-    return bool(found) and found.group(1) == sub
+    return found is not None and found.group(1) == sub
 
 
 def _set_hooks(doc: dict, command: list[str]) -> dict:

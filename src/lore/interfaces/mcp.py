@@ -392,7 +392,7 @@ def _server_class():
     from pydantic import ValidationError
 
     class LoreMCPServer(MCPServer):
-        async def call_tool(self, name, arguments, *args, **kwargs):  # type: ignore[override]
+        async def call_tool(self, name, arguments, *args, **kwargs):
             try:
                 return await super().call_tool(name, arguments, *args, **kwargs)
             except ToolError as err:
