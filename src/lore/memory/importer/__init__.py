@@ -120,8 +120,8 @@ def import_path(
         try:
             planned = _plan(source, tier, lifecycle)
         except (ValueError, ValidationError, OSError) as err:
-            named = isinstance(err, ValidationError) and err.path  # says file:line itself
-            report.problems.append(f"skipped {'' if named else source.rel + ': '}{_one_line(err)}")
+            says_where = isinstance(err, ValidationError) and bool(err.path)  # "file:line: ..." itself
+            report.problems.append(f"skipped {'' if says_where else source.rel + ': '}{_one_line(err)}")
             continue
         for plan in planned:
             try:
