@@ -44,7 +44,7 @@ def copy_stdlib() -> None:
 def add_memories(n: int) -> None:
     from lore.memory import markdown
     from lore.memory.model import Memory
-    from lore.service import suggest_keywords
+    from lore.memory.repository import derive_keywords
 
     turns = jsonl(BENCH_DATA / "locomo/corpus_turns.jsonl")
     folder = ROOT / ".lore/memory"
@@ -55,7 +55,7 @@ def add_memories(n: int) -> None:
         m = Memory(
             title=title,
             body=body,
-            tags=suggest_keywords(title, body),
+            tags=derive_keywords(title, body),
             occurred_at=f"2023-{1 + i % 12:02d}-{1 + i % 28:02d}T12:00:00Z",
         )
         markdown.write_new(folder, markdown.file_name(m), markdown.render(m))
@@ -118,7 +118,7 @@ def main() -> None:
         import lore
 
         project = lore.open(ROOT)
-        pending = project.index.count_pending(project.vector_model())
+        pending = project.embedding_status()["pending_embeddings"] or 0
         project.close()
         embed, _ = timed_cli(["index"], ROOT)
         row(

@@ -23,10 +23,10 @@ def main() -> None:
     import lore
 
     project = lore.open(args.project, watch=True)  # as the MCP server runs
-    counts = project.index.counts()
+    counts = project.store.counts()
     print(
-        f"recall latency on {args.project}: {counts['chunks']:,} chunks "
-        f"({counts['code_chunks']:,} code, {counts['memory_chunks']:,} memory, {counts['commits']} commits)"
+        f"recall latency on {args.project}: {counts.chunks:,} chunks "
+        f"({counts.code_chunks:,} code, {counts.memory_chunks:,} memory, {counts.commits} commits)"
     )
     random.seed(2)
     tasks = [q["subject"] for q in jsonl(BENCH_DATA / "gitlog-flask/queries.jsonl")]

@@ -17,38 +17,44 @@ from __future__ import annotations
 
 import argparse
 import random
-import shutil
 import time
 
 from _common import BENCH_DATA, WORK, jsonl, percentile, row
 
 
 def build(n: int, pool_vectors, turns, model: str):
+    """A SQLite store of `n` memory chunks with vectors from the pool (cycled)."""
     import numpy as np
 
-    from lore.index.store import ChunkRow, SQLiteIndex
     from lore.memory.model import Memory
+    from lore.memory.sync import record_of
+    from lore.storage import ChunkInput
+    from lore.storage.sqlite import SQLiteStore
 
     path = WORK / "scale" / f"index-{n}.db"
-    shutil.rmtree(path.parent / f"{n}", ignore_errors=True)
     for suffix in ("", "-wal", "-shm"):
         (path.parent / f"index-{n}.db{suffix}").unlink(missing_ok=True)
     path.parent.mkdir(parents=True, exist_ok=True)
-    index = SQLiteIndex(path)
-    with index.write():
-        index.set_meta("embed_model", model)
+    store = SQLiteStore(path)
+    with store.transaction():
+        store.set_meta("embed_model", model)
         for i in range(n):
             t = turns[i % len(turns)]
             text = f"{t['speaker']}: {t['text']} #{i // len(turns)}"
             memory = Memory(title=text[:80], body=text, tags=["bench"], occurred_at="2024-01-01T00:00:00Z")
-            file_id = index.put_file(f".lore/memory/m{i}.md", "memory", str(i), 0, 0)
-            index.put_memory(file_id, memory, 1)
-            chunk = ChunkRow(text=text, start_line=1, end_line=1, section="body", title=memory.title)
-            index.put_chunks(file_id, "memory", [chunk])
-        rows = index.db.execute("SELECT text_hash FROM chunks ORDER BY id").fetchall()
-        vectors = np.asarray(pool_vectors, dtype=np.float32)
-        index.put_embeddings(model, [(h[0], vectors[i % len(vectors)].tobytes()) for i, h in enumerate(rows)])
-    return index
+            rel = f".lore/memory/m{i}.md"
+            file_id = store.put_file(rel, "memory", str(i), 0, 0)
+            store.put_memory(file_id, record_of(memory, rel, 1))
+            store.put_chunks(file_id, "memory", [ChunkInput(text, 1, 1, section="body", title=memory.title)])
+    vectors = np.asarray(pool_vectors, dtype=np.float32)
+    done = 0
+    while pending := store.pending_embeddings(model, 5000):
+        hashes = [h for h, _text in pending]
+        rows = np.stack([vectors[(done + j) % len(vectors)] for j in range(len(hashes))])
+        with store.transaction():
+            store.put_embeddings(model, hashes, rows)
+        done += len(hashes)
+    return store
 
 
 def main() -> None:
@@ -58,9 +64,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from lore.embed import load_embedder
-    from lore.search import memories
-    from lore.search.filters import MemoryFilter
-    from lore.search.vectors import vector_set
+    from lore.search import hybrid
 
     embedder = load_embedder({})
     turns = jsonl(BENCH_DATA / "locomo/corpus_turns.jsonl")
@@ -76,40 +80,35 @@ def main() -> None:
         embedder.embed_query(q)
         times.append((time.perf_counter() - start) * 1000)
     row("query embedding", f"p50 {percentile(times, 50):.1f} ms   p95 {percentile(times, 95):.1f} ms")
-    flt = MemoryFilter()
     for n in (int(s) for s in args.sizes.split(",")):
         start = time.perf_counter()
         index = build(n, pool, turns, embedder.model_id)
         print(f"\n{n:,} chunks (built in {time.perf_counter() - start:.0f} s)")
         start = time.perf_counter()
-        vs = vector_set(index, "memory", embedder.model_id)
+        index.vector_count("memory", embedder.model_id)
         row("matrix load (first query in a process)", f"{(time.perf_counter() - start) * 1000:.0f} ms")
         qv = embedder.embed_query(queries[0])
         mat = []
         for _ in range(50):
             start = time.perf_counter()
-            vs.top_k(qv, 100)
+            index.vector_search("memory", embedder.model_id, qv, None, 100)
             mat.append((time.perf_counter() - start) * 1000)
-        row("exact top-100 (matrix product + partition)", f"p50 {percentile(mat, 50):.1f} ms")
-        for label, run in (
-            ("BM25", lambda q, index=index: memories.search_bm25(index, q, flt, 10)),
-            (
-                "vector (query embedding included)",
-                lambda q, index=index: memories.search_vector(
-                    index, embedder.embed_query(q), embedder.model_id, flt, 10, q
-                ),
-            ),
-            (
-                "hybrid (query embedding included)",
-                lambda q, index=index: memories.search_hybrid(
-                    index, q, embedder.embed_query(q), embedder.model_id, flt, 10
-                ),
-            ),
+        row("exact top-100 (matrix product + partition, via the store)", f"p50 {percentile(mat, 50):.1f} ms")
+
+        def run(q, mode, index=index):
+            vector = embedder.embed_query(q) if mode != "bm25" else None
+            query = hybrid.Query.of(q, vector, embedder.model_id)
+            return hybrid.search(index, "memory", query, limit=10, mode=mode, key=lambda c: c.path)
+
+        for label, mode in (
+            ("BM25", "bm25"),
+            ("vector (query embedding included)", "vector"),
+            ("hybrid (query embedding included)", "hybrid"),
         ):
             times = []
             for q in queries:
                 start = time.perf_counter()
-                run(q)
+                run(q, mode)
                 times.append((time.perf_counter() - start) * 1000)
             row(label, f"p50 {percentile(times, 50):.1f} ms   p95 {percentile(times, 95):.1f} ms")
         index.close()
