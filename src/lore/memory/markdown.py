@@ -144,6 +144,21 @@ def _load_frontmatter(front: str, path: str) -> dict:
     return meta
 
 
+def frontmatter_of(lines: list[str], path: str) -> tuple[dict, int]:
+    """The YAML block of a text whose first line is ``---`` (an imported note,
+    an ADR): its fields, read with the same guards as memory files, and the
+    index of its closing ``---`` line.
+
+    Raises:
+        ValidationError: the block is not closed, not YAML, too large or too
+            deep, or not a mapping (naming `path` and the line).
+    """
+    end = next((i for i in range(1, len(lines)) if lines[i].strip() == _FENCE), None)
+    if end is None:
+        raise ValidationError("frontmatter is not closed; add a '---' line after it", path=path, line=1)
+    return _load_frontmatter("\n".join(lines[1:end]) + "\n", path), end
+
+
 def _flow_depth_bound(text: str) -> int:
     """An upper bound of the flow-collection nesting of `text` (brackets in
     quoted text count too, which only makes the bound larger)."""

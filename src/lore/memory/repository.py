@@ -32,6 +32,10 @@ from lore.project import Project, agent_key
 from lore.records import Record, internal
 from lore.storage import LinkRecord, MemoryFilter, MemoryRecord, Store
 
+MOVABLE_TIERS = ("durable", "daily", "session")  # storage tiers a person may move a memory to
+# One file of a prepared change: {"path", "before_sha256" (None: a new file), "after" (None: to the trash)}.
+FileChange = dict[str, Any]
+
 
 @dataclass
 class AddResult(Record):
@@ -272,6 +276,7 @@ class Memories:
         id: str | None = None,
         private: bool = False,
         session: bool = False,
+        tier: str | None = None,
         source: str | None = None,
         priority: int | None = None,
         risk: str | None = None,
@@ -289,6 +294,10 @@ class Memories:
         The file is written through :func:`markdown.render_checked`: what is
         stored reads back exactly as given (after the documented
         normalisation), or nothing is written.
+
+        Args:
+            tier: storage tier (durable, daily, session); ``session=True`` is
+                ``tier="session"``. Where its files go: :func:`sync.folder_of`.
         """
         agent = self.agent
         if private and not agent:
@@ -332,26 +341,48 @@ class Memories:
         )
         memory = normalized(memory)  # the form it is stored in: the duplicate check compares that
         memory.validate(strict=True)
-        folder = (
-            self.project.agent_dir(agent)
-            if private and agent
-            else self.project.session_dir
-            if session
-            else self.project.memory_dir
+        folder = sync.folder_of(
+            self.project, tier or ("session" if session else "durable"), agent=agent, private=private
         )
+        if id is not None:
+            with file_lock(self.project.local_dir / ".write.lock"):
+                self.sync()
+                if self.store.memories(MemoryFilter(ids=[id], include_private=True), limit=1):
+                    raise Conflict(
+                        f"a memory with id {id} exists already; omit --id to get a new one, or update that memory"
+                    )
+        return self.put(memory, folder, redacted=dict(clean["redacted"]), same_time_only=bool(occurred_at))
+
+    def put(
+        self,
+        memory: Memory,
+        folder: Path,
+        *,
+        redacted: dict[str, int] | None = None,
+        same_time_only: bool = True,
+    ) -> AddResult:
+        """Write a prepared memory as a new file in `folder` and index it (for
+        imports, promotions and captures; :meth:`add` builds the memory first).
+
+        The memory must be redacted and validated by the caller. A memory this
+        agent can see with the same body hash (and, `same_time_only`, the same
+        ``occurred_at``), or with the same id, is returned instead (``created``
+        False, with a note); nothing is overwritten.
+        """
         with file_lock(self.project.local_dir / ".write.lock"):
             self.sync()
-            if id is not None and self.store.memories(MemoryFilter(ids=[id], include_private=True), limit=1):
-                raise Conflict(
-                    f"a memory with id {id} exists already; omit --id to get a new one, or update that memory"
-                )
             same = self.store.memories(self.filter(content_hash=memory.content_hash))
-            if occurred_at:  # an explicit time is a distinct occurrence unless it is the same one
+            if same_time_only:  # an explicit time is a distinct occurrence unless it is the same one
                 same = [r for r in same if r.occurred_at == memory.occurred_at]
+            by_id = not same
+            if by_id:  # the same id (an import, a promotion) that this agent can see
+                same = self.store.memories(self.filter(ids=[memory.id]), limit=1)
             if same:
                 found = self.load(same[0].path)
                 said = (
-                    f"the same content is already stored as {found.id[:8]} ({same[0].path}); nothing written"
+                    f"memory {found.id[:8]} is already stored ({same[0].path}); nothing written"
+                    if by_id
+                    else f"the same content is already stored as {found.id[:8]} ({same[0].path}); nothing written"
                 )
                 return AddResult(
                     found.id,
@@ -359,7 +390,7 @@ class Memories:
                     False,
                     found.title,
                     found.type,
-                    dict(clean["redacted"]),
+                    dict(redacted or {}),
                     said,
                     found,
                 )
@@ -375,9 +406,53 @@ class Memories:
         note: str | None = None
         if path.name != wanted:
             note = f"another memory is named {wanted}; this one was written as {path.name}"
-        return AddResult(
-            memory.id, rel, True, memory.title, memory.type, dict(clean["redacted"]), note, memory
-        )
+        return AddResult(memory.id, rel, True, memory.title, memory.type, dict(redacted or {}), note, memory)
+
+    def rewrite(self, rel: str, memory: Memory, *, expected_sha256: str | None = None) -> None:
+        """Replace the file at `rel` with `memory` as it is (no redaction, no
+        ``updated_at``): bookkeeping Lore does on its own files (evidence counts,
+        tier moves) and changes a person approved in ``lore review``.
+
+        Raises:
+            Conflict: the file's bytes no longer hash to `expected_sha256`.
+        """
+        memory.validate()
+        text = markdown.render_checked(memory)
+        with file_lock(self.project.local_dir / ".write.lock"):
+            if expected_sha256 is not None and self.version(rel) != expected_sha256:
+                raise Conflict(f"{rel} changed on disk since it was read; run the command again")
+            markdown.write_atomic(self.project.root / rel, text)
+        self.sync()
+
+    def apply_changes(self, changes: Sequence[FileChange], *, what: str) -> None:
+        """Write a set of prepared file changes, all checked first: each file must
+        still be what it was (``before_sha256``; None: it must not exist yet), and
+        visible to this agent. A change with ``after`` None moves the file to the
+        trash. For approved proposals (``lore review``); `what` names the change
+        in the one-line Conflict.
+        """
+        root = self.project.root
+        with file_lock(self.project.local_dir / ".write.lock"):
+            for change in changes:
+                path, before = change["path"], change["before_sha256"]
+                exists = (root / path).exists()
+                if (before is None and exists) or (
+                    before is not None and (not exists or self.version(path) != before)
+                ):
+                    raise Conflict(
+                        f"{path} changed since {what} was made; run `lore consolidate` to propose again"
+                    )
+                if before is not None and not self.visible(path):
+                    raise NotFound(f"no memory at {path}")
+            for change in changes:
+                path, after = change["path"], change["after"]
+                if after is None:
+                    trash.trash(self.project, path, self.id_of(path))
+                elif change["before_sha256"] is None:
+                    markdown.write_new((root / path).parent, (root / path).name, after)
+                else:
+                    markdown.write_atomic(root / path, after)
+        self.sync()
 
     def update(
         self,
@@ -689,14 +764,14 @@ class Memories:
         return entry
 
     def set_storage(self, key: str, storage: str) -> str:
-        """Move a shared memory between the durable folder (committed) and the
-        session folder (not committed); returns its new path.
+        """Move a shared memory to another storage tier's folder (durable, daily,
+        session; :func:`sync.folder_of` says where each lives); returns its new path.
 
         Refused for private memories (they stay in their agent's folder) and
         when the move would hide the memory from this agent (a session memory
         belongs to the agent that wrote it)."""
-        if storage not in ("durable", "session"):
-            raise UsageError(f"unknown storage tier '{storage}'; use durable or session")
+        if storage not in MOVABLE_TIERS:
+            raise UsageError(f"unknown storage tier '{storage}'; use {', '.join(MOVABLE_TIERS)}")
         rel = self.resolve(key)
         visibility, current, _folder = sync.location_of(rel)
         if visibility == "private":
@@ -709,7 +784,7 @@ class Memories:
                 raise UsageError(
                     f"{rel} was written by agent {owner}: as a session memory only that agent would see it"
                 )
-        folder = self.project.memory_dir if storage == "durable" else self.project.session_dir
+        folder = sync.folder_of(self.project, storage)
         with file_lock(self.project.local_dir / ".write.lock"):
             moved = markdown.move_new(self.project.root / rel, folder)
         self.sync()

@@ -14,6 +14,9 @@ from lore.storage.base import (
     ChunkInput,
     ChunkRecord,
     CommitRecord,
+    ErrorOccurrence,
+    ErrorPattern,
+    EvidenceRecord,
     FileState,
     IndexCounts,
     LinkInput,
@@ -21,8 +24,10 @@ from lore.storage.base import (
     MemoryFilter,
     MemoryRecord,
     MemoryStamp,
+    ProposalRecord,
     SourceCounts,
     Store,
+    TierState,
 )
 
 __all__ = [
@@ -32,6 +37,9 @@ __all__ = [
     "ChunkInput",
     "ChunkRecord",
     "CommitRecord",
+    "ErrorOccurrence",
+    "ErrorPattern",
+    "EvidenceRecord",
     "FileState",
     "IndexCounts",
     "LinkInput",
@@ -39,8 +47,10 @@ __all__ = [
     "MemoryFilter",
     "MemoryRecord",
     "MemoryStamp",
+    "ProposalRecord",
     "SourceCounts",
     "Store",
+    "TierState",
     "open_store",
 ]
 

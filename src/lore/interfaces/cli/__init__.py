@@ -18,6 +18,7 @@ from lore.interfaces.cli import (
     code_cmds,
     hooks_cmds,
     index_cmds,
+    lifecycle_cmds,
     memory_cmds,
     recall_cmds,
     search_cmds,
@@ -63,6 +64,7 @@ for module in (
     hooks_cmds,
     agent_cmds,
     session_cmds,
+    lifecycle_cmds,
     serve_cmds,
 ):
     for command in module.COMMANDS:

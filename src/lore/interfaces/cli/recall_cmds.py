@@ -38,6 +38,9 @@ def recall_options(func):
         click.option("--no-memories", is_flag=True, help="Leave out memories."),
         click.option("--no-related-work", is_flag=True, help="Leave out past commits and tasks."),
         click.option(
+            "--include-sessions", is_flag=True, help="Summaries of recorded sessions too (off by default)."
+        ),
+        click.option(
             "--markdown",
             "as_markdown",
             is_flag=True,
@@ -65,6 +68,7 @@ def _recall(
     no_code,
     no_memories,
     no_related_work,
+    include_sessions,
     as_markdown,
     as_json,
 ):
@@ -84,6 +88,7 @@ def _recall(
         include_related_work=not no_related_work,
         since=since,
         until=until,
+        include_sessions=include_sessions,
     )
     if as_json:
         emit_json(result.to_dict())
