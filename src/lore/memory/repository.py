@@ -394,7 +394,8 @@ class Memories:
                     said,
                     found,
                 )
-            text = markdown.render_checked(memory, strict=True)
+            # add() validated strictly; imports and promotions may keep their source's ids
+            text = markdown.render_checked(memory)
             wanted = markdown.file_name(memory)
             path = markdown.write_new(folder, wanted, text)
             rel = self.project.rel(path)
