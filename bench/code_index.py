@@ -43,8 +43,7 @@ def copy_stdlib() -> None:
 
 def add_memories(n: int) -> None:
     from lore.memory import markdown
-    from lore.memory.model import Memory
-    from lore.memory.repository import derive_keywords
+    from lore.memory.model import Memory, derive_keywords
 
     turns = jsonl(BENCH_DATA / "locomo/corpus_turns.jsonl")
     folder = ROOT / ".lore/memory"

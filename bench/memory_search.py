@@ -31,8 +31,7 @@ from _common import (
 def build_project(n: int, embedding: str):
     import lore
     from lore.memory import markdown
-    from lore.memory.model import Memory
-    from lore.memory.repository import derive_keywords
+    from lore.memory.model import Memory, derive_keywords
 
     root = WORK / f"memories-{n}-{embedding}"
     shutil.rmtree(root, ignore_errors=True)

@@ -15,6 +15,9 @@ Printed:
    default limits (soft 100k / hard 150k / protected 20k tokens), so
    compactions run as they would live: their count, time (offline extractive
    summariser) and the archive's size.
+   Then the same through ``Lore.record_events`` (what the CLI, MCP and hooks
+   call): each compaction's archived events also go to 001's capture (digest
+   in the daily tier, errors counted); the extra time is that capture.
 2. Append throughput through the CLI (``lore session append``, one process
    per event) for ``--cli-appends`` events.
 3. Answerability of the LoCoMo questions before and after compaction, on one
@@ -112,30 +115,37 @@ def fresh_project(name: str, limits: tuple[int, int, int] | None = None) -> Path
 # ---------------------------------------------------------------- 1. store API throughput
 
 
-def api_throughput(turns: list[dict], count: int) -> None:
+def api_throughput(turns: list[dict], count: int, *, service: bool = False) -> None:
+    """`service`: through ``Lore.record_events`` (each compaction's events then go to
+    001's capture: digest, error counts) instead of the session store alone."""
     import lore
 
     root = fresh_project("api")
-    store = lore.open(root).sessions
+    project = lore.open(root, agent="bench")
+    store = project.sessions
     store.start("locomo", agent="bench")
     stream = [turns[i % len(turns)]["event"] for i in range(count)]
     compactions = []
+    compaction_calls: list[float] = []  # wall time of the appends that compacted (and captured)
     tokens = 0
     started = time.perf_counter()
     for event in stream:
-        result = store.append("locomo", event)
+        began = time.perf_counter()
+        result = project.record_events("locomo", [event]) if service else store.append("locomo", event)
         tokens += result.events[0].tokens
         if result.compaction:
             compactions.append(result.compaction)
+            compaction_calls.append(time.perf_counter() - began)
     total = time.perf_counter() - started
-    compacting = sum(c.seconds for c in compactions)
+    compacting = sum(compaction_calls)
     info = store.get("locomo")
     folder = root / ".lore/sessions/locomo"
     archives = sorted((folder / "archive").glob("*.jsonl.gz"))
     gz = sum(p.stat().st_size for p in archives)
     raw = sum(len(gzip.decompress(p.read_bytes())) for p in archives)
     summaries = sum(p.stat().st_size for p in (folder / "summaries").glob("*.md"))
-    print(f"\n1. Store API: {count:,} message events (LoCoMo turns, replayed), default limits")
+    where = "Lore.record_events (compactions captured)" if service else "Store API"
+    print(f"\n1. {where}: {count:,} message events (LoCoMo turns, replayed), default limits")
     row("append throughput (incl. compactions)", f"{count / total:,.0f} events/s  ({total:.1f} s)")
     row("append throughput (appends alone)", f"{count / (total - compacting):,.0f} events/s")
     row("tokens appended", f"{tokens:,} ({tokens / count:.0f} per event)")
@@ -144,8 +154,18 @@ def api_throughput(turns: list[dict], count: int) -> None:
         row(
             "compaction time (extractive)",
             f"median {statistics.median(c.seconds for c in compactions) * 1000:.0f} ms, "
-            f"max {max(c.seconds for c in compactions) * 1000:.0f} ms, total {compacting:.2f} s",
+            f"max {max(c.seconds for c in compactions) * 1000:.0f} ms, "
+            f"total {sum(c.seconds for c in compactions):.2f} s",
         )
+        if service:
+            row(
+                "compaction + capture (the append's wall time)",
+                f"median {statistics.median(compaction_calls) * 1000:.0f} ms, total {compacting:.2f} s",
+            )
+            kinds = Counter(r["type"] for r in project.list(tier="daily", limit=None))
+            row(
+                "digest kept (daily tier)", ", ".join(f"{n} {k}" for k, n in kinds.most_common()) or "nothing"
+            )
         row(
             "events / tokens per compaction",
             f"{statistics.median(c.events_archived for c in compactions):,.0f} events, "
@@ -161,6 +181,7 @@ def api_throughput(turns: list[dict], count: int) -> None:
     row("summaries", f"{summaries / 1e3:.0f} kB Markdown")
     row("live view", f"{info.token_count:,} tokens, {info.live_event_count:,} live events")
     row("session.jsonl", f"{(folder / 'session.jsonl').stat().st_size / 1e6:.2f} MB")
+    project.close()
 
 
 # ---------------------------------------------------------------- 2. CLI throughput
@@ -344,13 +365,15 @@ def main() -> None:
     parser.add_argument(
         "--small", default="4000,8000,1000", help="soft,hard,protected for the small-limits run"
     )
-    parser.add_argument("--skip", default="", help="comma-separated parts to skip: api,cli,answer")
+    parser.add_argument("--skip", default="", help="comma-separated parts to skip: api,service,cli,answer")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     turns = locomo_turns()
     print(f"LoCoMo: {len(turns):,} turns from {len({t['turn'].split(':')[0] for t in turns})} conversations")
     if "api" not in skip:
         api_throughput(turns, args.events)
+    if "service" not in skip:
+        api_throughput(turns, args.events, service=True)
     if "cli" not in skip:
         cli_throughput(turns, args.cli_appends)
     if "answer" not in skip:

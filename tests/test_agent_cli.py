@@ -592,12 +592,18 @@ def test_pre_compact_hook_captures_multiline_assistant_messages_once(repo, tmp_p
     titles = {meta["subject"] for meta, _ in session.values()}
     assert "OAuth refresh timeout" in titles  # the heading became the title
 
-    shared = memory_files(root, ".lore/memory")
-    gotchas = [(meta, body) for meta, body in shared.values() if meta["type"] == "gotcha"]
-    assert len(gotchas) == 1 and len(shared) == 1, shared
+    # Nothing committed without a review (001's governance): the gotcha and the
+    # digest go to the local daily tier.
+    assert memory_files(root, ".lore/memory") == {}
+    daily = memory_files(root, ".lore/local/daily")
+    gotchas = [(meta, body) for meta, body in daily.values() if meta["type"] == "gotcha"]
+    assert len(gotchas) == 1, daily
     meta, body = gotchas[0]
     assert "TimeoutError: refresh timed out after" in meta["subject"] and "TimeoutError" in body
-    assert "3×" in body
+    assert "3×" in body and meta["evidence_count"] == 3
+    assert str(meta["occurred_at"]).startswith("2026-03-01 10:00:12")  # the third occurrence, not now
+    lessons = [meta for meta, _ in daily.values() if meta.get("digest_class") == "resolution"]
+    assert len(lessons) == 1 and lessons[0]["type"] == "lesson" and lessons[0]["evidence_refs"]
     assert "captured" in log_lines(root)[-1] and "1 gotchas" in log_lines(root)[-1]
 
     listed = repo.json(
@@ -713,7 +719,14 @@ def test_capture_from_stdin_as_json(repo):
         "Code is formatted with black at line length 100.\nCI checks it.\n</lore-memory>\n"
     )
     result = repo.json("capture", "--from-stdout", "-", input=block)
-    assert result == {"created": 1, "existing": 0, "problems": [], "gotchas": 0}
+    assert result == {
+        "created": 1,
+        "existing": 0,
+        "problems": [],
+        "gotchas": 0,
+        "evidence": 0,
+        "digest": None,
+    }
     assert repo.json("search", "black line length")[0]["title"] == "Black line length"
 
 
@@ -723,14 +736,23 @@ def test_capture_transcript_json_is_idempotent(repo, tmp_path):
     keep = write_transcript(transcript)
 
     first = repo.json("capture", "--transcript", str(transcript), "--agent", "codex")
-    assert first == {"created": len(keep), "existing": 0, "problems": [], "gotchas": 1}
+    digest = first.pop("digest")
+    assert first == {"created": len(keep), "existing": 0, "problems": [], "gotchas": 1, "evidence": 0}
+    assert digest["error_pattern"] == 1 and digest["resolution"] == 1
     session = memory_files(root, ".lore/local/session")
     assert sorted(body for _, body in session.values()) == sorted(keep)
     assert {meta["agent"] for meta, _ in session.values()} == {"codex"}
 
     before = all_memories(root)
     second = repo.json("capture", "--transcript", str(transcript), "--agent", "codex")  # the same agent again
-    assert second == {"created": 0, "existing": len(keep), "problems": [], "gotchas": 0}
+    assert second == {
+        "created": 0,
+        "existing": len(keep),
+        "problems": [],
+        "gotchas": 0,
+        "evidence": 0,
+        "digest": digest,
+    }
     assert all_memories(root) == before
 
 

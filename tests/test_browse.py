@@ -73,7 +73,9 @@ def test_visibility_and_stale_filters(root):
 
 
 def test_attention_tiers_page_and_list_agree(root):
-    new = [add(root, f"Fresh note {i}") for i in range(3)]
+    """Tiers are the ones the lifecycle keeps (seed 001's transitions): a memory
+    observed five times or more with confidence > 0.7 is hot; a new one is cold."""
+    new = [add(root, f"Fresh note {i}", extra={"evidence_count": 6}) for i in range(3)]
     old = add(root, "Old doubtful note", occurred_at="2015-01-01T00:00:00Z", confidence=0.5)
     with lore.open(root) as project:
         hot = project.browse(tier="hot", sort="title", descending=False, limit=2)

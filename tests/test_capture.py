@@ -271,7 +271,7 @@ def test_stdout_malformed_blocks_are_reported_and_the_rest_parse():
             '<lore-memory applies_to="repo:x">Bad scope here, long enough.</lore-memory>',  # 4
             '<lore-memory type="fact">   \n  </lore-memory>',  # 5: empty body
             '<lore-memory occurred_at="yesterday">Bad time, long enough.</lore-memory>',  # 7
-            '<lore-memory type="fact" confidence="0.9">Unknown attribute kept.</lore-memory>',  # 8
+            '<lore-memory type="fact" mood="calm">Unknown attribute kept.</lore-memory>',  # 8
             "<lore-memory type=fact>Unquoted attribute value.</lore-memory>",  # 9
             '<lore-memory type="fact"/>',  # 10
             "<lore-memory>\n---\ntype: [unclosed\n---\nbody text here\n</lore-memory>",  # 11
@@ -300,7 +300,7 @@ def test_stdout_malformed_blocks_are_reported_and_the_rest_parse():
     assert "applies_to 'repo:x'" in problems[2]
     assert "empty body" in problems[3]
     assert "occurred_at 'yesterday'" in problems[4]
-    assert "ignored unknown field 'confidence'" in problems[5] and "skipped" not in problems[5]
+    assert "ignored unknown field 'mood'" in problems[5] and "skipped" not in problems[5]
     assert 'name="value"' in problems[6]
     assert "no body" in problems[7]
     assert "malformed YAML header" in problems[8]
@@ -537,14 +537,15 @@ def test_transcript_gotcha_is_one_per_error_dated_by_its_last_occurrence(tmp_pat
             "\n".join(tool_result(f"u{i}", when, failure) for i, when in enumerate(times)) + "\n"
         )
         result = shop.capture_transcript(transcript)
-        assert result["gotchas"] == 1
-        [gotcha] = list((root / ".lore/memory").glob("*.md"))
+        assert result.gotchas == 1
+        # An auto-captured gotcha is a daily memory (local); it becomes durable through `lore review`.
+        [gotcha] = list((root / ".lore/local/daily").glob("*.md"))
         front = read_front(gotcha)
         assert front["type"] == "gotcha"
         assert front["subject"] == "Repeated error: ValueError: invoice <n> has no lines"
         assert str(front["occurred_at"]).replace(" ", "T").startswith("2026-03-01T10:09:30")
         assert str(root) not in gotcha.read_text("utf-8")
-        assert shop.capture_transcript(transcript)["gotchas"] == 0  # idempotent
+        assert shop.capture_transcript(transcript).gotchas == 0  # idempotent
 
 
 def test_private_and_session_blocks_go_to_the_local_tiers(tmp_path):
@@ -559,7 +560,7 @@ def test_private_and_session_blocks_go_to_the_local_tiers(tmp_path):
             f'<lore-memory type="gotcha" applies_to="file:{root}/src/db.py">\n'
             "Reconnect after a failover.\n</lore-memory>\n"
         )
-        assert shop.capture_stdout(printed)["created"] == 3
+        assert shop.capture_stdout(printed).created == 3
         private = list(shop.project.agent_dir("codex").glob("*.md"))
         session = list((root / ".lore/local/session").glob("*.md"))
         durable = list((root / ".lore/memory").glob("*.md"))
@@ -570,5 +571,5 @@ def test_private_and_session_blocks_go_to_the_local_tiers(tmp_path):
     with lore.open(tmp_path / "shop") as anonymous:
         problems = anonymous.capture_stdout(
             '<lore-memory type="fact" private="true">\nMine only.\n</lore-memory>\n'
-        )["problems"]
+        ).problems
         assert len(problems) == 1 and "agent" in problems[0]

@@ -247,7 +247,7 @@ def test_stats_is_a_compact_overview(cli):
     )
     data = cli.json("stats")
     assert data["memories"] == 2 and data["by_type"] == {"decision": 1, "gotcha": 1}
-    assert data["by_tier"] == {"hot": 2, "warm": 0, "cold": 0}
+    assert data["by_tier"] == {"hot": 0, "warm": 0, "cold": 2}  # kept tiers: a new memory is cold (001)
     assert data["links"] == 2 and data["broken_links"] == 1 and data["stale"] == 0
     assert data["last_memory_at"]
     lines = cli("stats").stdout.splitlines()
@@ -256,7 +256,7 @@ def test_stats_is_a_compact_overview(cli):
         "2  (" in lines[0]
         and "decision 1" in lines[0]
         and "gotcha 1" in lines[0]
-        and "hot 2" in lines[1]
+        and "cold 2" in lines[1]
         and "(1 broken)" in lines[2]
     )
     assert lines[4].endswith("just now")

@@ -234,22 +234,22 @@ def test_lower_confidence_ranks_lower(mem):
 
 
 def test_list_by_attention_tier(repo):
+    """Tiers move by 001's transitions (tests/lifecycle/test_tiers.py has each threshold):
+    a new memory is cold, three reads make it warm, five pieces of evidence with
+    confidence > 0.7 make it hot."""
     ids = {}
-    for name, age, confidence in (("hot", 0, "1"), ("warm", 90, "1"), ("cold", 400, "0.5")):
+    for name in ("hot", "warm", "cold"):
         out = repo.json(
-            "add",
-            "-t",
-            f"The {name} memory",
-            "-b",
-            f"A memory that should be {name}.",
-            "-k",
-            name,
-            "--occurred-at",
-            iso(age),
-            "--confidence",
-            confidence,
+            "add", "-t", f"The {name} memory", "-b", f"A memory that should be {name}.", "-k", name
         )
         ids[name] = out["id"]
+    for _ in range(3):
+        repo("show", ids["warm"])
+    hot = repo.cwd / repo.json("show", ids["hot"])["path"]
+    text = hot.read_text()
+    hot.write_text(text.replace("\n---\n", "\nevidence_count: 6\n---\n", 1))  # seen 6 times
+    for _ in range(3):
+        repo("show", ids["hot"])
     for name in ("hot", "warm", "cold"):
         listed = [m["id"] for m in repo.json("list", "--tier", name)]
         assert listed == [ids[name]], f"--tier {name} listed {listed}, expected only the {name} memory"

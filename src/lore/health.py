@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +12,6 @@ if TYPE_CHECKING:
     from lore.embed.runtime import EmbeddingRuntime
     from lore.index.freshness import CodeIndex
     from lore.memory.repository import Memories
-    from lore.search.engine import Searcher
 
 
 @dataclass
@@ -22,21 +22,22 @@ class Problem(Record):
 
 
 def stats(
-    memories: Memories, embedding: EmbeddingRuntime, searcher: Searcher | None = None
+    memories: Memories,
+    embedding: EmbeddingRuntime,
+    tiers_of: Callable[[list[str]], dict[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """Counts for an overview: memories by type, tier and storage, links,
-    staleness, the last update, the index and its vectors."""
+    """Counts for an overview: memories by type, tier (`tiers_of`: the attention
+    tiers the lifecycle keeps) and storage, links, staleness, the last update,
+    the index and its vectors."""
     from collections import Counter
-
-    from lore.search.attention import tier
 
     store = memories.store
     memories.sync()
     counts = store.counts()
     records = store.memories(memories.filter())
     tiers: Counter[str] = Counter({"hot": 0, "warm": 0, "cold": 0})
-    if searcher is not None:
-        tiers.update(tier(score) for score in searcher.attention_of(records).values())
+    if tiers_of is not None:
+        tiers.update(tiers_of([r.id for r in records]).values())
     links = store.links(memories.filter())
     last = max((r.occurred_at for r in records), default=None)
     return {

@@ -4,11 +4,15 @@
 
     .lore/
       config.toml   committed: settings
-      memory/       committed: shared memories (source of truth)
+      memory/       committed: shared durable memories (source of truth)
       local/        git-ignored: local/<agent>/ private memories,
-                    local/session/ session-tier memories, local/trash/
+                    local/{session,daily,archive}/ the local storage tiers
+                    (also under local/<agent>/), local/trash/,
+                    local/evidence.jsonl (pending evidence)
       index.db      git-ignored: derived index, rebuilt from the files
       sessions/     git-ignored: recorded agent sessions (lore.sessions)
+
+Which folder holds which storage tier: :func:`lore.memory.sync.location_of`.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ the module that owns the concern:
 ==========================  ===============================================
 memories (read, write)      :class:`lore.memory.repository.Memories`
 capture, task completion    :mod:`lore.memory.capture`, :mod:`lore.memory.complete`
+tiers, consolidation        :class:`lore.memory.lifecycle.Lifecycle`
+import                      :mod:`lore.memory.importer`
 search, code, history       :class:`lore.search.engine.Searcher`
 recall, session start       :func:`lore.search.recall.recall`, :func:`lore.search.start.start_pack`
 links between memories      :class:`lore.memory.graph.LinkGraph`
@@ -31,7 +33,7 @@ from typing import Any
 from lore.errors import NotFound, UsageError, ValidationError
 from lore.health import Problem
 from lore.memory.edits import Edit
-from lore.memory.model import Memory, now_iso
+from lore.memory.model import Memory
 from lore.memory.repository import AddResult, EditResult, Memories, Page
 from lore.memory.sync import SyncReport
 from lore.memory.trash import TrashEntry
@@ -58,11 +60,15 @@ class Lore:
         if watch:
             from lore.index.watch import Watcher
 
-            self._watcher = Watcher([project.memory_dir, project.local_dir])
+            roots = [project.memory_dir, project.local_dir]
+            if project.sessions_dir.is_dir():  # session summaries are memories too
+                roots.append(project.sessions_dir)
+            self._watcher = Watcher(roots)
         self._watching = watch
         self._store: Store | None = None
         self._parts: dict[str, Any] = {}
         self._messages: list[str] = []
+        self._seen_sync: SyncReport | None = None
         self.created: list[str] = []
 
     @classmethod
@@ -104,6 +110,13 @@ class Lore:
         )
 
     @property
+    def lifecycle(self):  # -> Lifecycle
+        """Tiers, evidence, consolidation and review (:mod:`lore.memory.lifecycle`)."""
+        from lore.memory.lifecycle import Lifecycle
+
+        return self._part("lifecycle", lambda: Lifecycle(self.memories, embedding=self.embedding))
+
+    @property
     def embedding(self):  # -> EmbeddingRuntime
         from lore.embed.runtime import EmbeddingRuntime
 
@@ -136,7 +149,8 @@ class Lore:
     @property
     def notices(self) -> list[str]:
         """One-line messages for the user (index rebuilt, BM25-only fallback, ...)."""
-        return (self._store.notices if self._store else []) + self._messages
+        sessions = self._parts["sessions"].notices if "sessions" in self._parts else []
+        return (self._store.notices if self._store else []) + sessions + self._messages
 
     def _notice(self, message: str) -> None:
         if message not in self._messages:
@@ -257,28 +271,17 @@ class Lore:
         fusion: str | None = None,
         **filters: Any,
     ):  # -> list[MemoryHit]
-        """Memories matching `query`, best first (filters: see :func:`lore.search.filters.memory_filter`)."""
-        flt, tier = memory_filter(filters, viewer=self.memories.viewer)
-        self.sync()
-        hits = self.searcher.memories(
-            query, flt, clamp_limit(limit) if not tier else 50, mode=mode, fusion=fusion
-        )
-        if tier:
-            tiers = self.browser.tiers([h.id for h in hits])
-            hits = [h for h in hits if tiers.get(h.id) == tier][: clamp_limit(limit)]
-        return hits
+        """Memories matching `query`, best first (filters: see :func:`lore.search.filters.memory_filter`;
+        archived memories only with ``include_archived``)."""
+        flt = memory_filter(filters, viewer=self.memories.viewer)
+        self._fresh()
+        return self.searcher.memories(query, flt, clamp_limit(limit), mode=mode, fusion=fusion)
 
     def list(self, *, limit: int | None = None, **filters: Any) -> list[dict[str, Any]]:
-        """Memories newest first, as dicts (id, path, title, type, tags, ...)."""
-        from lore.search import browse
-
-        flt, tier = memory_filter(filters, viewer=self.memories.viewer)
-        self.sync()
-        if tier:
-            records = self.browser.select(flt, tier, sort="occurred_at", descending=True, limit=limit)
-        else:
-            records = self.store.memories(flt, limit=limit)
-        return browse.rows(records)
+        """Memories newest first, as dicts (id, path, title, type, tags, tier, evidence_count, ...)."""
+        flt = memory_filter(filters, viewer=self.memories.viewer)
+        self._fresh()
+        return self.browser.rows(self.store.memories(flt, limit=limit))
 
     def show(self, key: str, *, offset: int = 0, limit: int | None = None) -> Page:
         """A memory's whole file, or a character slice of it (004's memory_read)."""
@@ -371,11 +374,14 @@ class Lore:
         include_related_work: bool = True,
         since: str | None = None,
         until: str | None = None,
+        include_sessions: bool = False,
         fresh: bool = True,
     ):
         """What an agent picking up a task should know, packed into `budget` tokens.
 
-        `since`/`until` (dates or phrases) limit memories and past work to that period.
+        `since`/`until` (dates or phrases) limit memories and past work to that period;
+        `include_sessions` adds the summaries of recorded sessions (off by default).
+        Archived memories are never recalled.
         Returns a :class:`~lore.search.recall.RecallPack` (Markdown + 003's ContextResult).
         """
         from lore.search import recall as rc
@@ -391,11 +397,12 @@ class Lore:
             period=code_filter(since=since, until=until),
             limit_per_type=clamp_limit(limit_per_type, 5),
             agent=self.agent,
+            include_sessions=include_sessions,
         )
         if fresh and (include_code or include_related_work):
             self.code_index.refresh()
         if include_memories:
-            self.sync()
+            self._fresh()
         pack = rc.recall(
             self.searcher,
             self.memories,
@@ -447,7 +454,7 @@ class Lore:
                 request.recent = True
         if fresh and request.title:
             self.code_index.refresh()
-        self.sync()
+        self._fresh()
         pack = sp.start_pack(self.searcher, self.memories, request)
         self._record_access([it.key for it in pack.items if it.kind == "memory"])
         return pack
@@ -517,25 +524,161 @@ class Lore:
 
         return complete_task(self.memories, task, title=title, bundle=bundle)
 
-    def capture_transcript(self, path: str | os.PathLike) -> dict[str, Any]:
-        """Store a transcript's qualifying messages as session-tier memories, and
-        errors repeated 3+ times as gotchas. Idempotent."""
+    def capture_transcript(self, path: str | os.PathLike):  # -> CaptureResult
+        """001's PreCompact capture of a transcript (Claude Code, Codex, 004): its
+        multi-line assistant messages as session memories, its digest (decisions,
+        resolutions, corrections, validated patterns) in the daily tier, its
+        errors counted (a gotcha at the third occurrence). Idempotent."""
         from lore.memory.capture import capture_transcript
+        from lore.sessions.importers import read_transcript
 
-        return capture_transcript(self.memories, Path(path))
+        source = Path(path)
+        if not source.is_file():
+            raise NotFound(f"no transcript at {source}; give the path of a .jsonl transcript")
+        transcript = read_transcript(source)
+        session_id = transcript.session_id or source.stem
+        return capture_transcript(self.lifecycle, source, transcript.events, session_id=session_id)
 
-    def capture_stdout(self, text: str, *, source: str = "stdout") -> dict[str, Any]:
-        """Store `<lore-memory>` blocks an agent printed; repeated errors become gotchas."""
+    def capture_stdout(
+        self, text: str, *, source: str = "stdout", tier: str = "durable", private: bool = False
+    ):  # -> CaptureResult
+        """Store the `<chati-memory>` / `<lore-memory>` blocks an agent printed (a
+        known fact becomes evidence); count its errors (a gotcha at the third)."""
         from lore.memory.capture import capture_stdout
 
-        return capture_stdout(self.memories, text, source=source)
+        return capture_stdout(self.lifecycle, text, source=source, tier=tier, private=private)
+
+    # -- sessions (seed 004) and the lifecycle they feed (seed 001) ---------------------------------
+    #
+    # Sessions are recorded in one place, :class:`lore.sessions.SessionStore`
+    # (``.lore/sessions/<id>/``), always through these methods: every
+    # compaction they cause (soft limit, import, manual, pre-compact) hands the
+    # events it archived to 001's capture (digest, error patterns), and the
+    # summary it writes is a session-summary memory, indexed and searchable.
+
+    def start_session(self, session_id: str | None = None, *, user: str | None = None):  # -> SessionInfo
+        """Start a recorded session, and what 001 does when one starts (see :meth:`session_started`)."""
+        info = self.sessions.start(session_id, agent=self.agent, user=user)
+        self.session_started(info.id)
+        return info
+
+    def session_started(self, session_id: str | None = None):  # -> SessionStartReport
+        """The previous sessions' memories digested into the daily tier and cleaned,
+        daily memories older than 30 days archived, recent ones consolidated."""
+        report = self.lifecycle.session_started(session_id)
+        if report.cleaned or report.archived or report.merged:
+            self._notice(
+                f"session start: {report.cleaned} session memories digested and cleaned, "
+                f"{len(report.archived)} daily memories archived, {report.merged} merged"
+            )
+        return report
+
+    def record_events(
+        self,
+        session_id: str,
+        events: Sequence[dict],
+        *,
+        create: bool = False,
+        agent: str | None = None,
+    ):  # -> AppendResult
+        """Append events (004's shapes: :func:`lore.sessions.message`, ``tool_call``,
+        ``tool_result``) to a session (`create`: start it when missing, written by
+        `agent`, default the acting one). Crossing the soft limit compacts."""
+        done = self.sessions.append_many(session_id, events, create=create, agent=agent or self.agent)
+        self._captured([done.compaction] if done.compaction else [])
+        return done
+
+    def record_transcript(
+        self, path: str | os.PathLike, *, session_id: str | None = None, agent: str | None = None
+    ):  # -> ImportResult
+        """Bring an agent transcript (Claude Code, Codex, 004) into a session:
+        only what is new since the last time (idempotent); long ones compact as they go."""
+        done = self.sessions.import_transcript(path, session_id=session_id, agent=agent or self.agent)
+        self._captured(done.compactions)
+        return done
+
+    def end_session(self, session_id: str):  # -> SessionInfo
+        """Mark a session ended (appending again reopens it)."""
+        return self.sessions.end(session_id)
+
+    def compact_session(
+        self, session_id: str, *, force: bool = True, reason: str = "manual"
+    ):  # -> CompactionResult
+        """Summarise and archive a session's old part (`force`: even below the soft limit)."""
+        done = self.sessions.compact(session_id, force=force, reason=reason)
+        self._captured([done])
+        return done
+
+    def session_info(self, session_id: str):  # -> SessionInfo
+        """A session's metadata (counts, tokens, compactions, status)."""
+        return self.sessions.get(session_id)
+
+    def session_list(self, *, status: str | None = None, limit: int | None = None):  # -> list[SessionInfo]
+        """Recorded sessions, most recently updated first."""
+        return self.sessions.list(status=status, limit=limit)
+
+    def session_events(self, session_id: str, *, include_archived: bool = False):  # -> list[SessionEvent]
+        """A session's raw events on disk (the archived ones too if asked)."""
+        return self.sessions.events(session_id, include_archived=include_archived)
+
+    def session_context(self, session_id: str, *, limit_tokens: int | None = None):  # -> SessionContext
+        """The live context view: summaries of compacted parts, then recent events."""
+        return self.sessions.context(session_id, limit_tokens=limit_tokens)
+
+    def session_search(self, query: str, *, limit: int | None = None, session: str | None = None):
+        """Summaries of recorded sessions matching `query` (this agent's and unowned ones)."""
+        from lore.sessions.events import check_session_id
+
+        self._fresh()
+        flt = self.memories.filter(storage=["session-summary"])
+        if session is not None:
+            prefix = f"{self.project.rel(self.sessions.path_of(check_session_id(session)))}/summaries/"
+            records = self.store.memories(flt)
+            flt.ids = [r.id for r in records if r.path.startswith(prefix)]
+        return self.searcher.memories(query, flt, clamp_limit(limit))
+
+    def _captured(self, compactions: Sequence[Any]) -> None:
+        """001's capture of what compactions archived: a session's old events, like
+        a PreCompact transcript, become the digest and counted errors (idempotent)."""
+        from lore.memory.capture import capture_events
+
+        for done in compactions:
+            if done.compacted and done.first_event is not None and done.last_event is not None:
+                events = self.sessions.archived_events(done.session_id, done.first_event, done.last_event)
+                capture_events(self.lifecycle, events, session_id=done.session_id)
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    def consolidate(self, *, recent_days: float | None = None):  # -> ConsolidationReport
+        """Merge near-duplicates, find contradictions and supersession, propose promotions."""
+        self.sync()
+        return self.lifecycle.consolidate(recent_days=recent_days)
+
+    def proposals(self, *, include_held: bool = False, include_done: bool = False):  # -> list[Proposal]
+        """Changes waiting for approval (`lore review`), with their diffs."""
+        self.sync()
+        return self.lifecycle.proposals(include_held=include_held, include_done=include_done)
+
+    def apply_proposal(self, proposal_id: str):  # -> Proposal
+        return self.lifecycle.apply(proposal_id)
+
+    def reject_proposal(self, proposal_id: str):  # -> Proposal
+        return self.lifecycle.reject(proposal_id)
+
+    def import_notes(self, path: str | os.PathLike, *, dry_run: bool = False, tier: str = "durable"):
+        """`lore import`: notes, instruction files, ADRs and other seeds' layouts
+        as memories (idempotent; `dry_run` writes nothing). -> ImportReport"""
+        from lore.memory.importer import import_path
+
+        return import_path(self.lifecycle, Path(path), dry_run=dry_run, tier=tier)
 
     # -- health -------------------------------------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
         from lore import health
 
-        return health.stats(self.memories, self.embedding, self.searcher)
+        self._fresh()
+        return health.stats(self.memories, self.embedding, self.lifecycle.tiers_of)
 
     def status(self) -> dict[str, Any]:
         from lore import health
@@ -556,7 +699,7 @@ class Lore:
     def browser(self):  # -> Browser
         from lore.search.browse import Browser
 
-        return self._part("browser", lambda: Browser(self.memories, self.searcher))
+        return self._part("browser", lambda: Browser(self.memories, self.searcher, self.lifecycle))
 
     def browse(
         self,
@@ -569,13 +712,13 @@ class Lore:
     ):  # -> BrowsePage
         """One page of memories with the total, each with staleness, attention and tier
         (filters: :func:`~lore.search.filters.memory_filter`'s, plus visibility and stale)."""
-        flt, tier = memory_filter(filters, viewer=self.memories.viewer)
-        self.sync()
-        return self.browser.page(flt, tier, sort=sort, descending=descending, offset=offset, limit=limit)
+        flt = memory_filter(filters, viewer=self.memories.viewer)
+        self._fresh()
+        return self.browser.page(flt, sort=sort, descending=descending, offset=offset, limit=limit)
 
     def memory_detail(self, key: str):  # -> MemoryDetail
         """One memory in full: fields, body, file version (sha256), anchors, staleness, attention."""
-        self.sync()
+        self._fresh()
         return self.browser.detail(key)
 
     def memory_log(self, key: str, *, limit: int = 20) -> Sequence[Any]:
@@ -621,13 +764,13 @@ class Lore:
         from lore.memory import curation
 
         params = curation.BulkParams(action, list(add_tags), list(remove_tags), new_type, new_tier)
-        flt, tier = memory_filter(filters, viewer=self.memories.viewer)
+        flt = memory_filter(filters, viewer=self.memories.viewer)
         flt.ids = list(ids) if ids else None
-        self.sync()
+        self._fresh()
         if action == "restore":
             rows = curation.trash_selection(self.memories, flt)
         else:
-            rows = [curation.Selected.of(r) for r in self.browser.select(flt, tier)]
+            rows = [curation.Selected.of(r) for r in self.browser.select(flt)]
         result = curation.run_bulk(self.memories, params, rows, apply=apply, confirm=confirm)
         if result.applied:
             self.embedding.embed_fresh(self.store)
@@ -695,9 +838,19 @@ class Lore:
 
     def _record_access(self, memory_ids: builtins.list[str]) -> None:
         """Count a read; kept in the index so reading never dirties committed files."""
-        if memory_ids:
-            with self.store.transaction():
-                self.store.record_access(memory_ids, now_iso())
+        self.lifecycle.record_access(memory_ids)
+
+    def _fresh(self) -> None:
+        """Before reading memories: the index in step with the files, tiers decided
+        (at once for files that changed, e.g. a hand edit marking one superseded)."""
+        from lore.storage import MemoryFilter
+
+        report = self.sync()
+        seen, self._seen_sync = self._seen_sync, report
+        if report is not seen and (report.added or report.updated):
+            changed = MemoryFilter(paths=report.added + report.updated, include_private=True)
+            self.lifecycle.advance([r.id for r in self.store.memories(changed)])
+        self.lifecycle.maybe_tick()
 
 
 __all__ = ["AddResult", "Edit", "EditResult", "Lore", "Page", "Problem"]

@@ -15,7 +15,7 @@ when a provider is created or first used.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lore.errors import ProviderError
 
@@ -52,7 +52,7 @@ class Embedder(Protocol):
         """float32 [dim], unit length."""
 
 
-def load_embedder(settings: dict | None, *, root: str | Path | None = None) -> Embedder | None:
+def load_embedder(settings: dict[str, Any] | None, *, root: str | Path | None = None) -> Embedder | None:
     """Create the embedder described by an `[embedding]` settings table.
 
     Args:

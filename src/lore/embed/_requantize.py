@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -73,7 +74,7 @@ def requantized_path(model: Path, sha256: str) -> Path | None:
 
 
 @contextmanager
-def _quiet_root_logger():
+def _quiet_root_logger() -> Iterator[None]:
     """Silence quantize_dynamic's advice, logged with `logging.warning()`.
 
     Logging to the root logger would also install a stderr handler on it

@@ -24,7 +24,7 @@ class Option(NamedTuple):
 
 
 def read_options(
-    provider: str, settings: dict, spec: dict[str, Option], *, table: str = "[embedding]"
+    provider: str, settings: dict[str, Any], spec: dict[str, Option], *, table: str = "[embedding]"
 ) -> dict[str, Any]:
     """Validate `settings` against `spec` and fill in defaults.
 

@@ -12,12 +12,16 @@ from the config file, and never appear in messages.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Any
 
 from lore.embed._vectors import l2_normalise
 from lore.embed.config import Option, read_options
 from lore.errors import ProviderError
 from lore.http_post import Endpoint, post_json
 from lore.http_post import retry_after as _retry_after  # noqa: F401  (tests import it from here)
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _CONFIG = "[embedding] in .lore/config.toml"
 
@@ -48,35 +52,37 @@ class HttpEmbedder:
     default_batch_size = 64
     known_dims: dict[str, int] = {}
 
-    def __init__(self, provider: str, options: dict):
+    def __init__(self, provider: str, options: dict[str, Any]):
         self.provider = provider
-        self.model = options["model"] or self.default_model
-        self.base_url = options["base_url"] or self.default_base_url
-        if not self.model:
+        model: str | None = options["model"] or self.default_model
+        base_url: str | None = options["base_url"] or self.default_base_url
+        if not model:
             raise ProviderError(f"provider '{provider}' needs model = \"<model name>\" in {_CONFIG}")
-        if not self.base_url:
+        if not base_url:
             raise ProviderError(
                 f"provider '{provider}' needs base_url, e.g. \"http://localhost:11434/v1\" "
                 f'(Ollama) or "http://localhost:1234/v1" (LM Studio), in {_CONFIG}'
             )
-        self.base_url = self.base_url.rstrip("/")
+        self.model: str = model
+        self.base_url: str = base_url.rstrip("/")
         if not self.base_url.startswith(("http://", "https://")):
             raise ProviderError(
                 f"base_url must start with http:// or https://, got {self.base_url!r} — check {_CONFIG}"
             )
-        self.key_env = options["api_key_env"] or self.default_key_env
+        self.key_env: str | None = options["api_key_env"] or self.default_key_env
         self._key = os.environ.get(self.key_env) if self.key_env else None
         if not self._key and (self.key_required or options["api_key_env"]):
             raise ProviderError(
                 f"{provider} embeddings need an API key: set the environment variable "
                 f"{self.key_env} (or name another one with api_key_env in {_CONFIG})"
             )
-        self.dimensions = options["dimensions"]
-        self.batch_size = options["batch_size"] or self.default_batch_size
-        self.timeout, self.max_retries = options["timeout"], options["max_retries"]
-        self.retry_backoff = options["retry_backoff"]
+        self.dimensions: int | None = options["dimensions"]
+        self.batch_size: int = options["batch_size"] or self.default_batch_size
+        self.timeout: float = options["timeout"]
+        self.max_retries: int = options["max_retries"]
+        self.retry_backoff: float = options["retry_backoff"]
         self.model_id = f"{provider}:{self.model}" + (f":d{self.dimensions}" if self.dimensions else "")
-        self._dim = self.dimensions or self.known_dims.get(self.model)
+        self._dim: int | None = self.dimensions or self.known_dims.get(self.model)
 
     @property
     def dim(self) -> int:
@@ -85,7 +91,7 @@ class HttpEmbedder:
             self.embed_query("dimension probe")
         return int(self._dim or 0)
 
-    def embed_documents(self, texts: list[str]):
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
         """Embed texts in batches: float32 [len(texts), dim], unit-length rows."""
         import numpy as np
 
@@ -98,23 +104,24 @@ class HttpEmbedder:
         ]
         return np.concatenate(batches)
 
-    def embed_query(self, text: str):
+    def embed_query(self, text: str) -> np.ndarray:
         """Embed a search query: float32 [dim], unit length."""
-        return self._embed([text], "query")[0]
+        row: np.ndarray = self._embed([text], "query")[0]
+        return row
 
     # -- wire format (subclasses) -------------------------------------------
 
-    def _request(self, texts: list[str], kind: str) -> tuple[str, dict, dict]:
+    def _request(self, texts: list[str], kind: str) -> tuple[str, dict[str, Any], dict[str, str]]:
         """(url, JSON body, extra headers) for one batch; kind is "document" or "query"."""
         raise NotImplementedError
 
-    def _parse(self, payload: dict) -> list[list[float]]:
+    def _parse(self, payload: dict[str, Any]) -> list[list[float]]:
         """The vectors of a response, in request order."""
         raise NotImplementedError
 
     # -- shared ---------------------------------------------------------------
 
-    def _embed(self, texts: list[str], kind: str):
+    def _embed(self, texts: list[str], kind: str) -> np.ndarray:
         url, body, headers = self._request(texts, kind)
         payload = self._post(url, body, headers)
         try:
@@ -140,10 +147,10 @@ class HttpEmbedder:
             )
         return rows
 
-    def _auth_headers(self) -> dict:
+    def _auth_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._key}"} if self._key else {}
 
-    def _post(self, url: str, body: dict, headers: dict) -> dict:
+    def _post(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
         """POST JSON with retries; return the decoded response."""
         endpoint = Endpoint(
             provider=self.provider,
@@ -170,13 +177,13 @@ class OpenAIEmbedder(HttpEmbedder):
         "text-embedding-ada-002": 1536,
     }
 
-    def _request(self, texts, kind):
-        body = {"model": self.model, "input": texts}
+    def _request(self, texts: list[str], kind: str) -> tuple[str, dict[str, Any], dict[str, str]]:
+        body: dict[str, Any] = {"model": self.model, "input": texts}
         if self.dimensions:
             body["dimensions"] = self.dimensions
         return f"{self.base_url}/embeddings", body, {}
 
-    def _parse(self, payload):
+    def _parse(self, payload: dict[str, Any]) -> list[list[float]]:
         return [item["embedding"] for item in sorted(payload["data"], key=lambda item: item["index"])]
 
 
@@ -201,21 +208,21 @@ class GeminiEmbedder(HttpEmbedder):
     known_dims = {"text-embedding-004": 768, "gemini-embedding-001": 3072}
     _TASK = {"document": "RETRIEVAL_DOCUMENT", "query": "RETRIEVAL_QUERY"}
 
-    def __init__(self, provider, options):
+    def __init__(self, provider: str, options: dict[str, Any]):
         super().__init__(provider, options)
         self.model = self.model.removeprefix("models/")
 
-    def _request(self, texts, kind):
-        base = {"model": f"models/{self.model}", "taskType": self._TASK[kind]}
+    def _request(self, texts: list[str], kind: str) -> tuple[str, dict[str, Any], dict[str, str]]:
+        base: dict[str, Any] = {"model": f"models/{self.model}", "taskType": self._TASK[kind]}
         if self.dimensions:
             base["outputDimensionality"] = self.dimensions
         body = {"requests": [{**base, "content": {"parts": [{"text": text}]}} for text in texts]}
         return f"{self.base_url}/v1beta/models/{self.model}:batchEmbedContents", body, {}
 
-    def _auth_headers(self):
-        return {"x-goog-api-key": self._key}
+    def _auth_headers(self) -> dict[str, str]:
+        return {"x-goog-api-key": self._key or ""}
 
-    def _parse(self, payload):
+    def _parse(self, payload: dict[str, Any]) -> list[list[float]]:
         return [item["values"] for item in payload["embeddings"]]
 
 
@@ -227,8 +234,8 @@ class VoyageEmbedder(HttpEmbedder):
     default_key_env = "VOYAGE_API_KEY"
     known_dims = {"voyage-3": 1024, "voyage-3-lite": 512, "voyage-3-large": 1024, "voyage-code-3": 1024}
 
-    def _request(self, texts, kind):
-        body = {"input": texts, "model": self.model, "input_type": kind}
+    def _request(self, texts: list[str], kind: str) -> tuple[str, dict[str, Any], dict[str, str]]:
+        body: dict[str, Any] = {"input": texts, "model": self.model, "input_type": kind}
         if self.dimensions:
             body["output_dimension"] = self.dimensions
         return f"{self.base_url}/v1/embeddings", body, {}
@@ -244,7 +251,7 @@ _CLASSES = {
 }
 
 
-def load_http(provider: str, settings: dict) -> HttpEmbedder:
+def load_http(provider: str, settings: dict[str, Any]) -> HttpEmbedder:
     """Create the HTTP embedder for `provider` from its `[embedding]` settings.
 
     Settings: model, api_key_env, base_url, dimensions, batch_size, timeout

@@ -10,6 +10,7 @@ Both verify the model's sha256 before loading it.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from lore.embed import _requantize
 from lore.embed._files import file_sha256, verify_sha256
@@ -61,7 +62,7 @@ _ONNX_DIR = {
 }
 
 
-def load_local(settings: dict) -> OnnxEncoder:
+def load_local(settings: dict[str, Any]) -> OnnxEncoder:
     """The default provider: bundled all-MiniLM-L6-v2 (int8), 384 dimensions.
 
     Settings: batch_size, max_tokens (≤ 512), threads, requantize.
@@ -72,7 +73,7 @@ def load_local(settings: dict) -> OnnxEncoder:
     return _encoder(model, sha, TOKENIZER, f"local:{MODEL_NAME}", options, pooling="mean", dim=MODEL_DIM)
 
 
-def load_onnx_dir(settings: dict, root: Path | None = None) -> OnnxEncoder:
+def load_onnx_dir(settings: dict[str, Any], root: Path | None = None) -> OnnxEncoder:
     """The `onnx` provider: `model.onnx` + `tokenizer.json` from a directory.
 
     Settings: path (relative to `root`), pooling (mean|cls), max_tokens,
@@ -130,7 +131,7 @@ def _encoder(
     sha: str,
     tokenizer: Path,
     name: str,
-    options: dict,
+    options: dict[str, Any],
     *,
     pooling: str,
     dim: int | None,

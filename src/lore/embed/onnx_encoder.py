@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lore.embed._files import cache_dir
 from lore.embed._vectors import l2_normalise
 from lore.errors import ProviderError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # Texts tokenised at once: bounds memory (tokenizers' Encoding objects are
 # large) while leaving enough texts to sort into length-homogeneous batches.
@@ -76,11 +79,12 @@ class OnnxEncoder:
             self._dim = int(self.embed_query("dimension probe").shape[0])
         return self._dim
 
-    def embed_query(self, text: str):
+    def embed_query(self, text: str) -> np.ndarray:
         """Embed one query: float32 [dim], unit length."""
-        return self.embed_documents([text])[0]
+        row: np.ndarray = self.embed_documents([text])[0]
+        return row
 
-    def embed_documents(self, texts: list[str]):
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
         """Embed texts: float32 [len(texts), dim], unit-length rows, input order."""
         import numpy as np
 
@@ -91,7 +95,7 @@ class OnnxEncoder:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
-    def _embed_window(self, texts: list[str]):
+    def _embed_window(self, texts: list[str]) -> np.ndarray:
         import numpy as np
 
         encodings = self._tokenizer.encode_batch(list(texts))
@@ -103,7 +107,7 @@ class OnnxEncoder:
                 rows[i] = row
         return np.stack(rows)
 
-    def _run(self, ids: list[list[int]]):
+    def _run(self, ids: list[list[int]]) -> np.ndarray:
         """Run one padded batch; return its pooled, normalised vectors."""
         import numpy as np
 

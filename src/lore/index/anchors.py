@@ -18,7 +18,12 @@ import hashlib
 import re
 from pathlib import Path
 
+from lore.errors import LoreError
+from lore.safe_read import read_inside
 from lore.storage import AnchorRecord, Store
+
+MAX_ANCHORED_BYTES = 16 * 1024 * 1024
+"""Largest file an anchor hashes; a larger (or unreadable) one counts as absent."""
 
 _KEY_FILE = re.compile(r"`([\w./@+-]+\.[\w]+)(?::(\d+)(?:-(\d+))?)?`")
 
@@ -57,7 +62,7 @@ def record(store: Store, root: Path, memory) -> int:
     }
     found = []
     for named, first, last in targets(memory):
-        path = named if (root / named).exists() or named not in moved else moved[named]
+        path = named if named not in moved or _exists(root, named) else moved[named]
         anchor = _anchor(root, path, first, last)
         if anchor is not None:
             anchor.memory_id, anchor.named_path = memory.id, named
@@ -114,10 +119,9 @@ def _anchor(
 ) -> AnchorRecord | None:
     """The anchor for `path` (at a line range, or for `symbol`) as the code is now;
     None if the file is gone. A symbol that no longer exists hashes to None."""
-    full = root / path
-    try:
-        raw = full.read_bytes()
-    except OSError:
+    try:  # a regular file inside the project only: memories name paths, and memories are shared
+        raw = read_inside(root, path, max_bytes=MAX_ANCHORED_BYTES)
+    except LoreError:
         return None
     if b"\0" in raw[:8192]:
         return None
@@ -146,6 +150,14 @@ def _units(path: str, text: str) -> list[tuple[str | None, int, int, str]]:
 
     # No merging of small neighbours: an anchor is one function, not its neighbours.
     return [(c.symbol, c.start_line, c.end_line, c.text) for c in chunk_file(path, text, min_tokens=0)]
+
+
+def _exists(root: Path, path: str) -> bool:
+    """Does `path` exist in the project? (False for names the OS refuses, e.g. too long.)"""
+    try:
+        return (root / path).exists()
+    except (OSError, ValueError):
+        return False
 
 
 def _line(text: str) -> int | None:

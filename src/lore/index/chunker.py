@@ -31,11 +31,14 @@ import functools
 import importlib
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lore.index.tokens import count_tokens
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
 
 _EXTENSIONS = {
     ".py": "python",
@@ -401,9 +404,9 @@ _KINDS = {"function": "function", "method": "method", "class": "class", "namespa
 _local = threading.local()
 
 
-def _parser(language: str):
+def _parser(language: str) -> Parser | None:
     """The cached tree-sitter parser for `language`, or None if unavailable."""
-    parsers = _local.__dict__.setdefault("parsers", {})
+    parsers: dict[str, Parser | None] = _local.__dict__.setdefault("parsers", {})
     if language not in parsers:
         try:
             import tree_sitter
@@ -417,14 +420,14 @@ def _parser(language: str):
     return parsers[language]
 
 
-def _rows(node) -> tuple[int, int]:
+def _rows(node: Node) -> tuple[int, int]:
     """First and last row of a node (one ending at column 0 ends on the row above)."""
     start, end = node.start_point, node.end_point
     return start[0], end[0] - 1 if end[1] == 0 and end[0] > start[0] else end[0]
 
 
-def _text(node) -> str:
-    return node.text.decode("utf-8", "replace")
+def _text(node: Node) -> str:
+    return (node.text or b"").decode("utf-8", "replace")
 
 
 def _type_name(text: str) -> str:
@@ -448,7 +451,7 @@ class _CodeUnits:
         tree = parser.parse(text.encode("utf-8", "surrogatepass"))
         return cls(_GRAMMARS[language]).units(tree.root_node, None, False)
 
-    def units(self, parent, scope: str | None, in_class: bool) -> list[_Unit]:
+    def units(self, parent: Node, scope: str | None, in_class: bool) -> list[_Unit]:
         """Units among the children of `parent`, with attached comments, disjoint."""
         units: list[_Unit] = []
         comments_from = None  # first row of the comment run just above
@@ -471,7 +474,7 @@ class _CodeUnits:
             prev_end = max(prev_end, end)
         return _disjoint(units)
 
-    def _children(self, parent):
+    def _children(self, parent: Node) -> Iterator[Node]:
         for child in parent.named_children:
             # ERROR nodes are looked into too: the units tree-sitter recovered stay units.
             if child.type in self.grammar.transparent or child.type == "ERROR":
@@ -479,7 +482,7 @@ class _CodeUnits:
             else:
                 yield child
 
-    def _classify(self, node) -> tuple[str, str, object] | None:
+    def _classify(self, node: Node) -> tuple[str, str, Node] | None:
         """(name, role, definition node) if `node` defines a named unit."""
         grammar, kind = self.grammar, node.type
         if kind in grammar.wrappers:
@@ -490,18 +493,18 @@ class _CodeUnits:
             return None
         if kind in grammar.bindings:
             name_field, value_field = grammar.bindings[kind]
-            name = node.child_by_field_name(name_field)
+            name_node = node.child_by_field_name(name_field)
             value = node.child_by_field_name(value_field)
-            if name is None or value is None or value.type not in grammar.roles:
+            if name_node is None or value is None or value.type not in grammar.roles:
                 return None
-            return _text(name), grammar.roles[value.type], value
+            return _text(name_node), grammar.roles[value.type], value
         role = grammar.roles.get(kind)
         if role is None:
             return None
         name = self._name(node)
         return (name, role, node) if name else None
 
-    def _name(self, node) -> str | None:
+    def _name(self, node: Node) -> str | None:
         grammar = self.grammar
         if node.type in grammar.type_names:
             named = node.child_by_field_name(grammar.type_names[node.type])
@@ -517,7 +520,9 @@ class _CodeUnits:
         qualifier = node.child_by_field_name(receiver) if receiver else None
         return f"{_type_name(_text(qualifier))}.{name}" if qualifier else name
 
-    def _unit(self, found, start: int, end: int, scope: str | None, in_class: bool) -> _Unit:
+    def _unit(
+        self, found: tuple[str, str, Node], start: int, end: int, scope: str | None, in_class: bool
+    ) -> _Unit:
         name, role, node = found
         symbol = f"{scope}.{name}" if scope else name
         kind = "method" if role == "function" and in_class else _KINDS[role]

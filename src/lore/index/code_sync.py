@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from lore.index.roles import file_role
 from lore.records import Record, internal
@@ -45,14 +46,14 @@ class IndexResult(Record):
     removed_paths: list[str] = internal(default_factory=list)
     renamed_paths: list[tuple[str, str]] = internal(default_factory=list)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "skipped": [{"path": p, "reason": r} for p, r in self.skipped]}
 
 
 def sync_code(
     root: Path,
     store: Store,
-    settings: dict,
+    settings: dict[str, Any],
     *,
     force: bool = False,
     only: list[str] | None = None,

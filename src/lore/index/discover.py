@@ -27,9 +27,10 @@ import os
 import re
 import stat
 import subprocess
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from lore.errors import UsageError
 
@@ -244,7 +245,19 @@ def discover(
     return result
 
 
-def _pattern_class():
+class _GitignorePattern(Protocol):
+    """What Lore uses of a compiled pathspec pattern."""
+
+    @property
+    def include(self) -> bool | None:
+        """True: matches ignore; False: a `!` pattern re-admits; None: blank line or comment."""
+
+    @property
+    def regex(self) -> re.Pattern[str] | None:
+        """The compiled pattern (None for a blank line or comment)."""
+
+
+def _pattern_class() -> Callable[[str], _GitignorePattern]:
     """pathspec's gitignore pattern: `GitIgnoreSpecPattern` (pathspec >= 1), else
     the older `GitWildMatchPattern` (deprecated in 1.x, with a warning per pattern)."""
     try:
@@ -252,9 +265,10 @@ def _pattern_class():
 
         return GitIgnoreSpecPattern
     except ImportError:
-        from pathspec.patterns import GitWildMatchPattern
+        from pathspec.patterns.gitwildmatch import GitWildMatchPattern
 
-        return GitWildMatchPattern
+        legacy: Callable[[str], _GitignorePattern] = GitWildMatchPattern  # untyped in pathspec 1.x
+        return legacy
 
 
 class _Patterns:
@@ -266,7 +280,7 @@ class _Patterns:
 
     def __init__(self, lines: Iterable[str], *, strict: bool = False):
         pattern_class = _pattern_class()
-        self._patterns = []
+        self._patterns: list[tuple[bool, re.Pattern[str]]] = []  # (include, regex)
         for line in lines:
             try:
                 pattern = pattern_class(line)
@@ -274,10 +288,10 @@ class _Patterns:
                 if strict:
                     raise UsageError(f"bad glob {line!r}: {exc}") from None
                 continue
-            if pattern.include is not None:  # None: blank line or comment
-                self._patterns.append(pattern)
-        self._negated = any(not p.include for p in self._patterns)
-        alternation = "|".join(f"(?:{_anonymous(p.regex.pattern)})" for p in self._patterns)
+            if pattern.include is not None and pattern.regex is not None:  # None: blank line or comment
+                self._patterns.append((pattern.include, pattern.regex))
+        self._negated = any(not include for include, _ in self._patterns)
+        alternation = "|".join(f"(?:{_anonymous(regex.pattern)})" for _, regex in self._patterns)
         self._any = re.compile(alternation) if self._patterns else None
 
     def verdict(self, path: str) -> bool | None:
@@ -286,10 +300,14 @@ class _Patterns:
             return None
         if not self._negated:
             return True
-        for pattern in reversed(self._patterns):
-            if pattern.regex.match(path):
-                return pattern.include
+        for include, regex in reversed(self._patterns):
+            if regex.match(path):
+                return include
         return None
+
+
+#: The .gitignore files above a directory: (path prefix, patterns), outermost first.
+_IgnoreChain = tuple[tuple[str, _Patterns], ...]
 
 
 def _anonymous(regex: str) -> str:
@@ -381,7 +399,7 @@ def _walk(root: Path, filters: _Filters, skipped: list[tuple[str, str]]) -> Iter
     Each directory carries the chain of .gitignore files above it as
     (prefix, patterns) pairs; the deepest file with an opinion decides.
     """
-    stack: list[tuple[str, str, tuple]] = [("", os.fspath(root), ())]
+    stack: list[tuple[str, str, _IgnoreChain]] = [("", os.fspath(root), ())]
     while stack:
         prefix, directory, chain = stack.pop()
         ignore = os.path.join(directory, ".gitignore")
@@ -409,7 +427,7 @@ def _walk(root: Path, filters: _Filters, skipped: list[tuple[str, str]]) -> Iter
                 yield rel
 
 
-def _gitignored(chain: tuple, rel: str) -> bool:
+def _gitignored(chain: _IgnoreChain, rel: str) -> bool:
     for prefix, patterns in reversed(chain):
         verdict = patterns.verdict(rel[len(prefix) :])
         if verdict is not None:

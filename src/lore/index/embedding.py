@@ -10,15 +10,19 @@ before a rename, on another branch, in another file — is never embedded again.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from lore.storage import Store
+
+if TYPE_CHECKING:
+    from lore.embed import Embedder
 
 BATCH = 64
 
 
 def embed_pending(
     store: Store,
-    embedder,
+    embedder: Embedder,
     *,
     progress: Callable[[int, int], None] | None = None,
     limit: int | None = None,

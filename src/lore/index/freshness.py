@@ -17,7 +17,7 @@ from typing import Any
 from lore.errors import UsageError
 from lore.index import gitrepo
 from lore.index.code_sync import IndexResult, sync_code
-from lore.index.history_sync import sync_history
+from lore.index.history_sync import HistoryResult, sync_history
 from lore.project import Project
 from lore.storage import Store
 
@@ -78,7 +78,7 @@ class CodeIndex:
         result.commits_added = history.added
         return result
 
-    def sync_history(self):  # -> HistoryResult
+    def sync_history(self) -> HistoryResult:
         return sync_history(self.project.root, self.store, self.history_limit)
 
     def refresh(self) -> None:

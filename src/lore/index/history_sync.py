@@ -21,7 +21,7 @@ from pathlib import Path
 
 from lore.index import gitrepo
 from lore.index.githistory import HistoryCommit, walk_history
-from lore.storage import ChunkInput, CommitRecord, Store
+from lore.storage import ChunkInput, CommitRecord, FileState, Store
 
 KIND = "commit"
 PREFIX = "git:"
@@ -70,7 +70,9 @@ def sync_history(root: Path, store: Store, limit: int) -> HistoryResult:
     return result
 
 
-def _store(store: Store, batch: list[CommitRecord], known: dict, result: HistoryResult) -> None:
+def _store(
+    store: Store, batch: list[CommitRecord], known: dict[str, FileState], result: HistoryResult
+) -> None:
     """Write a batch of commits in one transaction (an interrupted sync keeps
     what it wrote; the next one walks again and skips it)."""
     if not batch:

@@ -93,5 +93,5 @@ class Watcher:
                     return False  # e.g. the per-user watch limit: fall back to scanning
         return True
 
-    def __del__(self):
+    def __del__(self) -> None:
         self.close()

@@ -43,7 +43,7 @@ from pathlib import Path
 
 from lore import atomic
 from lore.errors import ConfigError, LoreError, UsageError
-from lore.memory.capture.instructions import INSTRUCTIONS
+from lore.memory.capture.instructions import INSTRUCTIONS, MD_BEGIN, MD_END
 
 AGENTS = ("claude-code", "codex", "cursor")
 SERVER_NAME = "lore"
@@ -61,8 +61,6 @@ HOOK_EVENTS = {
 # out, as Claude Code documents.
 _MATCHER_EVENTS = ("SessionStart", "PostToolUse", "PreCompact")
 
-MD_BEGIN = "<!-- lore:begin -->"
-MD_END = "<!-- lore:end -->"
 TOML_BEGIN = "# lore:begin"
 TOML_NOTE = "(managed by `lore install codex`; `lore uninstall codex` removes it)"
 TOML_END = "# lore:end"

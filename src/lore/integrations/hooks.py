@@ -3,16 +3,18 @@
 Hooks must never block or break the agent: every failure is swallowed and
 logged to `.lore/local/hooks.log`, and the exit code is always 0.
 
-- SessionStart: print the session-start pack (this project's memories worth
-  reading now, the branch's task, the areas being changed) as additional
-  context; nothing at all when nothing is relevant.
+- SessionStart: the previous sessions' memories are digested into the daily
+  tier and cleaned (seed 001), then the session-start pack (this project's
+  memories worth reading now, the branch's task, the areas being changed) is
+  printed as additional context; nothing at all when nothing is relevant.
 - UserPromptSubmit, PostToolUse, Stop: record the session as it happens
   (:mod:`lore.sessions`): the new part of the transcript is imported into
   ``.lore/sessions/<session_id>/`` (idempotent, reads only what was added);
   without a transcript, the prompt or the tool call and its result come from
   the hook's own payload.
-- PreCompact: capture the transcript (multi-line assistant messages) before it is compacted,
-  record the session, and compact its old part too.
+- PreCompact: capture the transcript before it is compacted (002's rules for
+  its messages, 001's digest, error patterns counted), record the session,
+  and compact its old part too.
 """
 
 from __future__ import annotations
@@ -46,6 +48,12 @@ def run_hook(event: str, project: str, stdin=None) -> int:
 
 
 def _session_start(lore, payload: dict) -> str:
+    started = ""
+    try:  # 001: the previous sessions' memories are digested and cleaned, old daily ones archived
+        report = lore.session_started(_session_id(payload))
+        started = f"; {report.cleaned} session memories digested and cleaned, {len(report.archived)} archived"
+    except Exception as err:  # the start pack below must still reach the agent
+        _log(lore, f"error session-start lifecycle: {err}")
     pack = lore.start(fresh=False)
     context = pack.markdown
     if context:
@@ -54,7 +62,7 @@ def _session_start(lore, payload: dict) -> str:
                 {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
             )
         )
-    return f"{len(pack.items)} items, {pack.tokens_used} tokens"
+    return f"{len(pack.items)} items, {pack.tokens_used} tokens{started}"
 
 
 def _pre_compact(lore, payload: dict) -> str:
@@ -62,12 +70,16 @@ def _pre_compact(lore, payload: dict) -> str:
     if not path or not Path(path).is_file():
         return "no transcript"
     result = lore.capture_transcript(path)
-    captured = f"{result['created']} captured, {result['existing']} known, {result['gotchas']} gotchas"
+    kept = sum((result.digest or {}).values())
+    captured = (
+        f"{result.created} captured, {result.existing} known, {result.gotchas} gotchas, "
+        f"{kept} in the digest, {result.evidence} seen again"
+    )
     recorded = _record(lore, payload)
     session_id = _session_id(payload)
     if session_id is None:
         return f"{captured}; {recorded}"
-    compaction = lore.sessions.compact(session_id, reason="pre-compact")
+    compaction = lore.compact_session(session_id, reason="pre-compact")
     done = (
         f"compacted events {compaction.first_event}-{compaction.last_event}"
         if compaction.compacted
@@ -114,12 +126,12 @@ def _record(lore, payload: dict, fallback: list | None = None) -> str:
     session_id = _session_id(payload)
     path = payload.get("transcript_path")
     if isinstance(path, str) and Path(path).is_file():
-        result = lore.sessions.import_transcript(path, session_id=session_id, agent="claude-code")
+        result = lore.record_transcript(path, session_id=session_id, agent="claude-code")
         compacted = f", {len(result.compactions)} compactions" if result.compactions else ""
         return f"session {result.session_id}: {result.appended} recorded{compacted}"
     if session_id is None or not fallback:
         return "no transcript, nothing to record"
-    appended = lore.sessions.append_many(session_id, fallback, create=True, agent="claude-code")
+    appended = lore.record_events(session_id, fallback, create=True, agent="claude-code")
     return f"session {session_id}: {len(appended.events)} recorded from the hook payload"
 
 

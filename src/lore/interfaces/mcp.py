@@ -176,10 +176,12 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
         budget: Annotated[int, Field(ge=100, le=32000)] | None = None,
         since: str | None = None,
         until: str | None = None,
+        include_sessions: bool = False,
     ) -> str:
         return tools.call(
             lambda: lore.recall(
                 title,
+                include_sessions=include_sessions,
                 description=description,
                 task=work_item_id,
                 files=files or (),
@@ -202,11 +204,19 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
         limit: Limit = 10,
         since: str | None = None,
         until: str | None = None,
+        include_archived: bool = False,
     ) -> str:
         return tools.call(
             lambda: [
                 h.to_dict()
-                for h in lore.search(query, limit=limit, types=types or (), since=since, until=until)
+                for h in lore.search(
+                    query,
+                    limit=limit,
+                    types=types or (),
+                    since=since,
+                    until=until,
+                    include_archived=include_archived,
+                )
             ]
         )
 
@@ -324,7 +334,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
 def register_session_tools(server, tools: LoreTools) -> None:
     """session_append / session_context: an agent records its session and reads
     back the context view (summaries of compacted parts, then recent events)."""
-    sessions = tools.lore.sessions
+    lore = tools.lore
 
     @server.tool(
         description="Record a session event (session made on first use): role+content, tool_name+args, "
@@ -354,9 +364,9 @@ def register_session_tools(server, tools: LoreTools) -> None:
                 raise UsageError(
                     "give content (a message), tool_name (a tool call) or result (a tool result)"
                 )
-            seen = len(sessions.notices)
-            done = sessions.append_many(session_id, [event], create=True, agent=tools.lore.agent)
-            return {**done.to_dict(), "notices": sessions.notices[seen:]}
+            seen = set(lore.notices)
+            done = lore.record_events(session_id, [event], create=True)
+            return {**done.to_dict(), "notices": [n for n in lore.notices if n not in seen]}
 
         return tools.call(run)
 
@@ -367,7 +377,7 @@ def register_session_tools(server, tools: LoreTools) -> None:
         session_id: str, limit_tokens: Annotated[int, Field(ge=100)] | None = None, events: bool = False
     ) -> str:
         def run():
-            view = sessions.context(session_id, limit_tokens=limit_tokens)
+            view = lore.session_context(session_id, limit_tokens=limit_tokens)
             data = view.to_dict()
             if not events:
                 data.pop("events")

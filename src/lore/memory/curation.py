@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from lore.errors import Conflict, UsageError, ValidationError, as_lore_error
 from lore.memory.model import MEMORY_TYPES
+from lore.memory.repository import MOVABLE_TIERS
 from lore.records import Record, internal
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from lore.storage import MemoryFilter, MemoryRecord
 
 BULK_ACTIONS = ("delete", "restore", "retag", "set_type", "set_tier", "verify")
-STORAGE_TIERS = ("durable", "session")
+STORAGE_TIERS = MOVABLE_TIERS
 MAX_BULK = 10_000
 
 
@@ -74,7 +75,7 @@ class BulkParams:
         if action == "set_type" and self.type not in MEMORY_TYPES:
             raise UsageError(f"set_type needs a type: one of {', '.join(MEMORY_TYPES)}")
         if action == "set_tier" and self.tier not in STORAGE_TIERS:
-            raise UsageError("set_tier needs a tier: durable or session")
+            raise UsageError(f"set_tier needs a tier: {', '.join(STORAGE_TIERS)}")
 
 
 @dataclass

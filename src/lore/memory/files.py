@@ -1,41 +1,126 @@
-"""Reading memory files safely: regular files inside the project only, bounded in size."""
+"""Reading memory files safely: regular files inside the project, bounded in size.
+
+The memory folder is shared through git, so anything in it may be hostile:
+a FIFO (``open`` would block every command), a symlink to ``/dev/zero``
+(``read`` never ends), a symlink to a file outside the project (its content
+would be indexed and served), a sparse file of many gigabytes, a folder tree
+nested deeper than Python's recursion limit. Every reader of memory files
+goes through this module, which turns each of those into a
+:class:`~lore.errors.ValidationError` naming the file, so one bad file is
+reported (``lore doctor``) while every other memory stays searchable.
+"""
 
 from __future__ import annotations
 
 import os
-import stat
+import re
+from collections.abc import Iterator
 from pathlib import Path
 
-from lore.errors import ValidationError
+from lore.errors import NotFound
+from lore.safe_read import read_inside
 
-MAX_BYTES = 16 * 1024 * 1024
+MAX_MEMORY_BYTES = 16 * 1024 * 1024
+"""Largest memory file Lore reads (frontmatter + body). A 5 MB body is fine."""
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_UNSAFE_NAME = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
-def read_memory_file(root: Path, rel: str, *, max_bytes: int = MAX_BYTES) -> bytes:
-    """The bytes of the memory file at `rel`: a regular file (or a link to one
-    inside the project), at most `max_bytes`; else a ValidationError saying why."""
-    path = root / rel
-    real = Path(os.path.realpath(path))
-    if real != root.resolve() and root.resolve() not in real.parents:
-        raise ValidationError(
-            "is a link to a file outside the project; replace it with the file itself", path=rel
-        )
+def read_memory_file(root: Path | str, rel: str, *, max_bytes: int = MAX_MEMORY_BYTES) -> bytes:
+    """The bytes of the memory file ``rel`` (relative to the project ``root``).
+
+    Only a regular file is read (see :func:`lore.safe_read.read_inside`):
+    FIFOs, devices, sockets and folders are refused without blocking; a
+    symlink is followed only when it resolves to a regular file inside the
+    project; at most ``max_bytes + 1`` bytes are ever read.
+
+    Raises:
+        NotFound: the file does not exist (any more).
+        ValidationError: anything else; the message names the file and what to do.
+    """
     try:
-        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as err:
-        raise ValidationError(f"cannot read ({err.strerror}); check permissions", path=rel) from None
+        return read_inside(root, rel, max_bytes=max_bytes)
+    except NotFound:
+        raise NotFound(f"{rel}: no such memory file; run `lore list` to see what exists") from None
+
+
+def entry_stat(entry: os.DirEntry) -> os.stat_result | None:
+    """The stat used to notice changes to a directory entry, without ever failing.
+
+    Follows a symlink when it can (so edits to its target are noticed), else
+    falls back to the link itself (dangling links and loops are still listed,
+    so reading them reports the problem). None only when the entry vanished.
+    """
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ValidationError("is not a regular file (a pipe, device or socket); remove it", path=rel)
-        if info.st_size > max_bytes:
-            raise ValidationError(
-                f"is {info.st_size} bytes, over the {max_bytes}-byte limit; split it", path=rel
-            )
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(max_bytes + 1)
-        if len(data) > max_bytes:
-            raise ValidationError(f"is over the {max_bytes}-byte limit; split it", path=rel)
-        return data
-    finally:
-        os.close(fd)
+        return entry.stat()
+    except OSError:
+        try:
+            return entry.stat(follow_symlinks=False)
+        except OSError:
+            return None
+
+
+def walk_memory_files(
+    top: str, strip: int, problems: list[tuple[str, str]] | None = None
+) -> Iterator[tuple[str, os.stat_result]]:
+    """(path relative to the root, stat) of every ``*.md`` entry under ``top``.
+
+    ``strip`` is the length of the root prefix (with its trailing separator)
+    to cut from each path. Hidden files and folders are skipped; folders are
+    never followed through symlinks; the walk is iterative, so any depth is
+    fine. Every ``*.md`` entry is listed whatever it is (file, FIFO, link...):
+    :func:`read_memory_file` decides what may be read, so a bad entry is
+    reported rather than silently ignored. Entries Lore can't even name (a
+    file name that is not UTF-8, so it can't be stored or printed, or that
+    holds control characters) and folders that can't be listed are appended
+    to ``problems`` as (printable relative path, message), when given.
+    """
+    pending = [top]
+    while pending:
+        folder = pending.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as err:
+            if problems is not None:
+                rel = folder[strip:].replace(os.sep, "/") or "."
+                problems.append(
+                    (rel, f"{rel}: cannot list the folder ({err.strerror}); check its permissions")
+                )
+            continue
+        folders = []
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            try:
+                is_folder = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_folder = False
+            if is_folder:
+                folders.append(entry.path)
+            elif entry.name.endswith(".md"):
+                rel = entry.path[strip:].replace(os.sep, "/")
+                if _UNSAFE_NAME.search(rel):
+                    if problems is not None:
+                        shown = display_path(rel)
+                        problems.append(
+                            (
+                                shown,
+                                f"{shown}: the name is not UTF-8 text or has control characters; rename the file",
+                            )
+                        )
+                    continue
+                info = entry_stat(entry)
+                if info is not None:
+                    yield rel, info
+        pending.extend(reversed(folders))
+
+
+def display_path(rel: str) -> str:
+    """`rel` printable on one line: bytes that are not UTF-8 and control
+    characters shown as ``\\xNN`` escapes."""
+    text = rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)

@@ -22,13 +22,18 @@ back unchanged.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
 from lore.errors import ValidationError
+from lore.memory.values import check_int, check_line, check_plain, check_text, fold_line, safe_line
+
+__all__ = ["Memory", "derive_keywords", "derive_title", "from_frontmatter", "normalized", "safe_line"]
 
 MEMORY_TYPES = (
     "decision",
@@ -115,6 +120,10 @@ _ALIASES = {
     "date": "occurred_at",
     "source_work_item_id": "source",
 }
+# Names an extra field can't have: Lore reads them as its own fields.
+RESERVED_FIELDS = frozenset({*CANONICAL_ORDER, *_ALIASES, "tags", "keywords"})
+# Optional one-line fields; empty means absent (they are not written).
+_OPTIONAL_LINES = ("agent", "task", "project", "risk", "task_type", "source")
 
 
 def content_hash(body: str) -> str:
@@ -131,8 +140,10 @@ def now_iso() -> str:
 
 
 def format_time(value: datetime) -> str:
-    """UTC ISO 8601 with a trailing Z (seconds precision unless sub-second given)."""
+    """UTC ISO 8601 with a trailing Z: seconds, or milliseconds when there
+    are any (finer digits are dropped, so formatting twice gives the same text)."""
     value = value.astimezone(UTC)
+    value = value.replace(microsecond=value.microsecond // 1000 * 1000)
     spec = "milliseconds" if value.microsecond else "seconds"
     return value.isoformat(timespec=spec).replace("+00:00", "Z")
 
@@ -152,13 +163,19 @@ def parse_time(value: object, *, field_name: str = "occurred_at") -> str:
             dt = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
         except ValueError:
             raise ValidationError(
-                f"'{value}' is not an ISO 8601 time; use e.g. 2026-02-10T15:30:00Z", field=field_name
+                f"{_quote(value)} is not an ISO 8601 time; use e.g. 2026-02-10T15:30:00Z", field=field_name
             ) from None
         if dt.tzinfo is None:
             dt = dt.replace(tzinfo=UTC)
     else:
         raise ValidationError("must be an ISO 8601 time, e.g. 2026-02-10T15:30:00Z", field=field_name)
-    return format_time(dt)
+    try:
+        return format_time(dt)
+    except (OverflowError, ValueError):  # 0001-01-01T00:00+01:00 is before year 1 in UTC
+        raise ValidationError(
+            f"{_quote(value)} is outside years 0001-9999 once converted to UTC; give a time in that range",
+            field=field_name,
+        ) from None
 
 
 @dataclass
@@ -232,51 +249,113 @@ class Memory:
         return out
 
     def validate(self, *, strict: bool = False) -> None:
-        """Check 002's rules; raises :class:`ValidationError` naming the field.
+        """Check 002's rules, and that every value can be written and read
+        back exactly; raises :class:`ValidationError` naming the field.
 
         ``strict`` (memories Lore creates) demands a UUID v4 id and at least
         one keyword. Files written by hand or by other tools may use ids like
         001's ``mem-2026-02-12-001`` and may lack keywords; `lore doctor`
         reports those as warnings instead.
         """
-        where = {"path": self.path}
-        if strict and not UUID4_RE.match(self.id):
+        path = self.path
+        self._check_values()
+        if strict and not UUID4_RE.fullmatch(self.id):
             raise ValidationError(
-                f"'{self.id}' is not a UUID v4; omit it to have one generated", field="id", **where
+                f"{_quote(self.id)} is not a UUID v4; omit it to have one generated", field="id", path=path
             )
-        if not ID_RE.match(self.id):
+        if not ID_RE.fullmatch(self.id):
             raise ValidationError(
-                f"'{self.id}' is not a valid id (letters, digits, . _ : -)", field="id", **where
+                f"{_quote(self.id)} is not a valid id (letters, digits, . _ : -)", field="id", path=path
             )
         if not 1 <= len(self.title) <= MAX_SUBJECT:
             raise ValidationError(
-                f"must be 1-{MAX_SUBJECT} characters (has {len(self.title)})", field="subject", **where
+                f"must be 1-{MAX_SUBJECT} characters (has {len(self.title)})", field="subject", path=path
             )
         if self.type not in MEMORY_TYPES:
             raise ValidationError(
-                f"unknown type '{self.type}'; use one of: {', '.join(MEMORY_TYPES)}", field="type", **where
+                f"unknown type {_quote(self.type)}; use one of: {', '.join(MEMORY_TYPES)}",
+                field="type",
+                path=path,
             )
         if self.sector not in SECTORS:
             raise ValidationError(
-                f"unknown sector '{self.sector}'; use one of: {', '.join(SECTORS)}", field="sector", **where
+                f"unknown sector {_quote(self.sector)}; use one of: {', '.join(SECTORS)}",
+                field="sector",
+                path=path,
             )
         if not (1 if strict else 0) <= len(self.tags) <= MAX_KEYWORDS:
             raise ValidationError(
-                f"needs 1-{MAX_KEYWORDS} keywords (has {len(self.tags)})", field="keywords", **where
+                f"needs 1-{MAX_KEYWORDS} keywords (has {len(self.tags)})", field="keywords", path=path
             )
         for tag in self.tags:
             if not 1 <= len(tag) <= MAX_KEYWORD_LEN:
                 raise ValidationError(
-                    f"keyword '{tag[:60]}' must be 1-{MAX_KEYWORD_LEN} characters", field="keywords", **where
+                    f"keyword {_quote(tag)} must be 1-{MAX_KEYWORD_LEN} characters",
+                    field="keywords",
+                    path=path,
                 )
-        if not SCOPE_RE.match(self.applies_to):
+        if not SCOPE_RE.fullmatch(self.applies_to):
             raise ValidationError(
-                f"'{self.applies_to}' must be global, file:<path> or area:<name>", field="applies_to", **where
+                f"{_quote(self.applies_to)} must be global, file:<path> or area:<name>",
+                field="applies_to",
+                path=path,
             )
         if not 0.0 <= self.confidence <= 1.0:
-            raise ValidationError("must be between 0 and 1", field="confidence", **where)
+            raise ValidationError("must be between 0 and 1", field="confidence", path=path)
         if len(self.body.strip()) < MIN_BODY:
-            raise ValidationError(f"body must be at least {MIN_BODY} characters", field="body", **where)
+            raise ValidationError(f"body must be at least {MIN_BODY} characters", field="body", path=path)
+
+    def _check_values(self) -> None:
+        """Types and representable values of every field (any input, never a crash)."""
+        path = self.path
+        if not isinstance(self.body, str):
+            raise ValidationError("must be text", field="body", path=path)
+        check_text(self.body, "body", path=path)
+        for name in ("title", "id", "type", "applies_to", "occurred_at"):
+            value = getattr(self, name)
+            label = "subject" if name == "title" else name
+            if not isinstance(value, str):
+                raise ValidationError("must be text", field=label, path=path)
+            check_line(value, label, path=path)
+        for name in ("sector", "updated_at", *_OPTIONAL_LINES):
+            value = getattr(self, name)
+            if value is not None:
+                if not isinstance(value, str):
+                    raise ValidationError("must be text", field=name, path=path)
+                check_line(value, name, path=path)
+        for name, label in (("tags", "keywords"), ("files", "files"), ("labels", "labels")):
+            items = getattr(self, name)
+            if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+                raise ValidationError("must be a list of strings", field=label, path=path)
+            for item in items:
+                check_line(item, label, path=path)
+        for name in ("occurred_at", "updated_at"):
+            value = getattr(self, name)
+            if value is not None and parse_time(value, field_name=name) != value:
+                raise ValidationError(
+                    f"{_quote(value)} is not in canonical form (UTC, e.g. 2026-02-10T15:30:00Z)",
+                    field=name,
+                    path=path,
+                )
+        if self.priority is not None:
+            if not isinstance(self.priority, int) or isinstance(self.priority, bool):
+                raise ValidationError("must be a whole number", field="priority", path=path)
+            check_int(self.priority, "priority", path=path)
+        if isinstance(self.confidence, bool) or not isinstance(self.confidence, (int, float)):
+            raise ValidationError("must be a number between 0 and 1", field="confidence", path=path)
+        if not isinstance(self.extra, dict):
+            raise ValidationError("must be a mapping of field names to values", field="extra", path=path)
+        for key, value in self.extra.items():
+            if not isinstance(key, str):
+                raise ValidationError(f"field name {_quote(key)} must be text", field="extra", path=path)
+            check_line(key, "extra", path=path)
+            if key in RESERVED_FIELDS:
+                raise ValidationError(
+                    f"{_quote(key)} is one of Lore's own field names; set it directly or rename it",
+                    field="extra",
+                    path=path,
+                )
+            check_plain(value, key, path=path)
 
 
 def from_frontmatter(meta: dict, body: str, *, path: str | None = None) -> Memory:
@@ -298,6 +377,8 @@ def from_frontmatter(meta: dict, body: str, *, path: str | None = None) -> Memor
         elif canonical in CANONICAL_ORDER:
             continue  # an alias of a field already given: the first one wins
         else:
+            check_line(key, "frontmatter", path=path)
+            check_plain(value, key, path=path)
             extra[key] = value
 
     kind = _opt_str(data.pop("type", None), "type", path)
@@ -346,20 +427,110 @@ def from_frontmatter(meta: dict, body: str, *, path: str | None = None) -> Memor
         path=path,
     )
     declared = data.pop("content_hash", None)  # always recomputed; kept for `lore doctor`
-    memory.declared_hash = str(declared) if declared is not None else None
+    memory.declared_hash = _opt_str(declared, "content_hash", path)
     return memory
 
 
 def derive_title(body: str) -> str:
-    """A title from the body: its first ``# H1``, else its first non-empty line."""
-    first = ""
+    """A title from the body: its first ``# H1``, else its first non-empty
+    line that is not a heading or a code fence, else its first text at all.
+
+    Always a valid title for a body with any text: line breaks and tabs fold
+    to spaces, control characters go, at most 200 characters. A body with no
+    text at all (only markup) gives ``Untitled``.
+    """
+    first = fallback = ""
     for line in body.splitlines():
         stripped = line.strip()
-        if stripped.startswith("# "):
-            return stripped[2:].strip()[:MAX_SUBJECT]
+        if stripped.startswith("#") and fold_line(stripped).startswith("# "):
+            title = _clip_title(fold_line(stripped)[2:])
+            if title:
+                return title
         if stripped and not first and not stripped.startswith(("```", "#")):
-            first = stripped.lstrip("-*> ").strip()
-    return first[:MAX_SUBJECT]
+            first = _clip_title(fold_line(stripped).lstrip("-*> "))
+        if stripped and not fallback:
+            fallback = _clip_title(fold_line(stripped).strip("#`-*> "))
+    return first or fallback or "Untitled"
+
+
+def _clip_title(text: str) -> str:
+    return text[:MAX_SUBJECT].strip()
+
+
+_NOISE_WORD = re.compile(r"^(\d+|[0-9a-f]{7,40})$")  # numbers and commit shas say nothing
+_BODY_WORD = re.compile(r"[a-z][a-z0-9_]+")
+
+
+def derive_keywords(title: str, body: str, limit: int = 5) -> list[str]:
+    """Keywords for a memory given none: the title's terms, then the body's
+    most frequent words. Always valid: 1 to ``limit`` (at most 20) distinct
+    keywords of 2-50 word characters, ``["note"]`` when nothing qualifies."""
+    from lore.search.text import STOPWORDS, terms  # the search's own notion of a term
+
+    limit = max(1, min(limit, MAX_KEYWORDS))
+
+    def usable(word: str) -> bool:
+        return 2 <= len(word) <= MAX_KEYWORD_LEN and not _NOISE_WORD.match(word)
+
+    words = [w for w in terms(fold_line(title)) if usable(w)]
+    if len(words) < limit:
+        counts = Counter(
+            w for w in _BODY_WORD.findall(body.lower()) if len(w) > 3 and w not in STOPWORDS and usable(w)
+        )
+        words += [w for w, _ in counts.most_common(limit * 2) if w not in words]
+    return _unique(words)[:limit] or ["note"]
+
+
+def normalize_body(text: str) -> str:
+    """The body as Lore stores it: line endings as ``\\n``, surrounding
+    whitespace (leading blank lines, trailing spaces) removed, one final newline."""
+    return split_body(text)[1]
+
+
+def split_body(text: str) -> tuple[int, str]:
+    """(number of lines dropped before the body's first text, normalised body)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    body = text.lstrip()
+    return text[: len(text) - len(body)].count("\n"), body.rstrip() + "\n"
+
+
+def normalized(memory: Memory) -> Memory:
+    """A copy of `memory` in the form it takes once written and read back.
+
+    The documented normalisations (docs/memory-format.md): the title is
+    stripped; the body per :func:`normalize_body`; keywords stripped, empty
+    and case-insensitive duplicates dropped; empty optional fields absent;
+    times in canonical UTC form; confidence a float; extra field names text.
+    Values of the wrong type are left for :meth:`Memory.validate` to report.
+    """
+    changes: dict = {}
+    if isinstance(memory.title, str):
+        changes["title"] = memory.title.strip()
+    if isinstance(memory.body, str):
+        changes["body"] = normalize_body(memory.body)
+    if isinstance(memory.tags, (list, tuple)) and all(isinstance(t, str) for t in memory.tags):
+        changes["tags"] = _unique(list(memory.tags))
+    for name in ("files", "labels"):
+        value = getattr(memory, name)
+        if isinstance(value, tuple):
+            changes[name] = list(value)
+    for name in _OPTIONAL_LINES:
+        if getattr(memory, name) == "":
+            changes[name] = None
+    for name in ("occurred_at", "updated_at"):
+        value = getattr(memory, name)
+        if isinstance(value, str) and value:
+            try:
+                changes[name] = parse_time(value, field_name=name)
+            except ValidationError:
+                pass  # validate() says what is wrong
+    if isinstance(memory.confidence, int) and not isinstance(memory.confidence, bool):
+        changes["confidence"] = float(memory.confidence)
+    if isinstance(memory.extra, dict):
+        changes["extra"] = {str(k) if isinstance(k, (int, float)) else k: v for k, v in memory.extra.items()}
+    copy = dataclasses.replace(memory, **changes)
+    copy.declared_hash = memory.declared_hash
+    return copy
 
 
 def summarize(body: str, limit: int = 400) -> str:
@@ -387,6 +558,11 @@ def summarize(body: str, limit: int = 400) -> str:
     return _clip(" ".join(para), limit)
 
 
+def _quote(value: object, limit: int = 60) -> str:
+    """A user's value quoted for a one-line error message."""
+    return "'" + _clip(fold_line(str(value)), limit) + "'"
+
+
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
@@ -407,24 +583,41 @@ def _unique(items: list[str]) -> list[str]:
 
 def _string_list(value, name: str, path: str | None) -> list[str]:
     if isinstance(value, str):
-        return [part.strip() for part in value.split(",") if part.strip()]
-    if isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float)) for v in value):
-        return [str(v) for v in value]
-    raise ValidationError("must be a list of strings, e.g. [auth, timeout]", field=name, path=path)
+        items = [part.strip() for part in value.split(",") if part.strip()]
+    elif isinstance(value, (list, tuple)) and all(
+        isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value
+    ):
+        items = [v if isinstance(v, str) else _number_text(v, name, path) for v in value]
+    else:
+        raise ValidationError("must be a list of strings, e.g. [auth, timeout]", field=name, path=path)
+    for item in items:
+        check_line(item, name, path=path)
+    return items
 
 
 def _opt_str(value, name: str, path: str | None) -> str | None:
     if value is None:
         return None
-    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-        return str(value)
+    if isinstance(value, str):
+        check_line(value, name, path=path)
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _number_text(value, name, path)
     raise ValidationError("must be a single string", field=name, path=path)
+
+
+def _number_text(value: int | float, name: str, path: str | None) -> str:
+    """A number written where text is expected (``id: 12345``), as text."""
+    if isinstance(value, int):
+        check_int(value, name, path=path)
+    return str(value)
 
 
 def _opt_int(value, name: str, path: str | None) -> int | None:
     if value is None:
         return None
     if isinstance(value, int) and not isinstance(value, bool):
+        check_int(value, name, path=path)
         return value
     raise ValidationError("must be a whole number", field=name, path=path)
 

@@ -27,10 +27,14 @@ from lore.memory import markdown, sync, trash
 from lore.memory.edits import BODY_OPERATIONS, Edit, MemoryText
 from lore.memory.graph import LinkedMemory, LinkGraph
 from lore.memory.links import Rename, name_key, rewrite_body, rewrite_relations, stem_of
-from lore.memory.model import Memory, now_iso, parse_time
+from lore.memory.model import Memory, derive_keywords, now_iso, parse_time
 from lore.project import Project, agent_key
 from lore.records import Record, internal
 from lore.storage import LinkRecord, MemoryFilter, MemoryRecord, Store
+
+MOVABLE_TIERS = ("durable", "daily", "session")  # storage tiers a person may move a memory to
+# One file of a prepared change: {"path", "before_sha256" (None: a new file), "after" (None: to the trash)}.
+FileChange = dict[str, Any]
 
 
 @dataclass
@@ -95,6 +99,10 @@ class EditResult(Record):
     moved_from: str | None = None
     links_updated: list[str] = field(default_factory=list)  # other memories whose links were rewritten
     redacted: dict[str, int] = field(default_factory=dict)
+
+
+MAX_RETENTION_DAYS = 100_000
+"""Longest trash retention (about 270 years): more would overflow date arithmetic."""
 
 
 class Memories:
@@ -268,7 +276,11 @@ class Memories:
         id: str | None = None,
         private: bool = False,
         session: bool = False,
+        tier: str | None = None,
         source: str | None = None,
+        priority: int | None = None,
+        risk: str | None = None,
+        task_type: str | None = None,
         extra: dict | None = None,
         is_global: bool = False,
     ) -> AddResult:
@@ -280,17 +292,25 @@ class Memories:
         at another time is another occurrence, e.g. a replayed event). A file
         name already taken by another memory gets ``-2``, ``-3``… and a note. Secrets are redacted from every
         field first. An explicit `id` that exists already is a conflict.
+        The file is written through :func:`markdown.render_checked`: what is
+        stored reads back exactly as given (after the documented
+        normalisation), or nothing is written.
+
         ``is_global`` (003) shares a committed memory with every project of a
         team database (frontmatter ``is_global: true``; see docs/postgres.md).
+
+        Args:
+            tier: storage tier (durable, daily, session); ``session=True`` is
+                ``tier="session"``. Where its files go: :func:`sync.folder_of`.
         """
         agent = self.agent
         if private and not agent:
             raise UsageError("a private memory needs an agent; pass --agent NAME (or set LORE_AGENT)")
-        if is_global and (private or session):
+        if is_global and (private or session or (tier or "durable") != "durable"):
             raise UsageError("only a committed memory can be global; drop --private/--session or --global")
         if not (body or "").strip():
             raise ValidationError("the memory's content is empty; give the text to remember", field="body")
-        from lore.memory.model import derive_title, new_id
+        from lore.memory.model import derive_title, new_id, normalized
 
         clean = redact_fields(
             body=body,
@@ -301,11 +321,13 @@ class Memories:
             applies_to=applies_to,
             task=task,
             source=source,
+            risk=risk,
+            task_type=task_type,
         )
         derived_title = clean["title"] or derive_title(clean["body"])
         memory = Memory(
             title=derived_title,
-            body=clean["body"].strip() + "\n",
+            body=clean["body"],
             type=type,
             tags=clean["tags"] or derive_keywords(derived_title, clean["body"]),
             applies_to=clean["applies_to"],
@@ -318,29 +340,55 @@ class Memories:
             occurred_at=parse_time(occurred_at) if occurred_at else now_iso(),
             id=id or new_id(),
             source=clean["source"],
+            priority=priority,
+            risk=clean["risk"],
+            task_type=clean["task_type"],
             extra={**(extra or {}), **({"is_global": True} if is_global else {})},
         )
+        memory = normalized(memory)  # the form it is stored in: the duplicate check compares that
         memory.validate(strict=True)
-        folder = (
-            self.project.agent_dir(agent)
-            if private and agent
-            else self.project.session_dir
-            if session
-            else self.project.memory_dir
+        folder = sync.folder_of(
+            self.project, tier or ("session" if session else "durable"), agent=agent, private=private
         )
+        if id is not None:
+            with file_lock(self.project.local_dir / ".write.lock"):
+                self.sync()
+                if self.store.memories(MemoryFilter(ids=[id], include_private=True), limit=1):
+                    raise Conflict(
+                        f"a memory with id {id} exists already; omit --id to get a new one, or update that memory"
+                    )
+        return self.put(memory, folder, redacted=dict(clean["redacted"]), same_time_only=bool(occurred_at))
+
+    def put(
+        self,
+        memory: Memory,
+        folder: Path,
+        *,
+        redacted: dict[str, int] | None = None,
+        same_time_only: bool = True,
+    ) -> AddResult:
+        """Write a prepared memory as a new file in `folder` and index it (for
+        imports, promotions and captures; :meth:`add` builds the memory first).
+
+        The memory must be redacted and validated by the caller. A memory this
+        agent can see with the same body hash (and, `same_time_only`, the same
+        ``occurred_at``), or with the same id, is returned instead (``created``
+        False, with a note); nothing is overwritten.
+        """
         with file_lock(self.project.local_dir / ".write.lock"):
             self.sync()
-            if id is not None and self.store.memories(MemoryFilter(ids=[id], include_private=True), limit=1):
-                raise Conflict(
-                    f"a memory with id {id} exists already; omit --id to get a new one, or update that memory"
-                )
             same = self.store.memories(self.filter(content_hash=memory.content_hash))
-            if occurred_at:  # an explicit time is a distinct occurrence unless it is the same one
+            if same_time_only:  # an explicit time is a distinct occurrence unless it is the same one
                 same = [r for r in same if r.occurred_at == memory.occurred_at]
+            by_id = not same
+            if by_id:  # the same id (an import, a promotion) that this agent can see
+                same = self.store.memories(self.filter(ids=[memory.id]), limit=1)
             if same:
                 found = self.load(same[0].path)
                 said = (
-                    f"the same content is already stored as {found.id[:8]} ({same[0].path}); nothing written"
+                    f"memory {found.id[:8]} is already stored ({same[0].path}); nothing written"
+                    if by_id
+                    else f"the same content is already stored as {found.id[:8]} ({same[0].path}); nothing written"
                 )
                 return AddResult(
                     found.id,
@@ -348,11 +396,12 @@ class Memories:
                     False,
                     found.title,
                     found.type,
-                    dict(clean["redacted"]),
+                    dict(redacted or {}),
                     said,
                     found,
                 )
-            text = markdown.render(memory)
+            # add() validated strictly; imports and promotions may keep their source's ids
+            text = markdown.render_checked(memory)
             wanted = markdown.file_name(memory)
             path = markdown.write_new(folder, wanted, text)
             rel = self.project.rel(path)
@@ -364,9 +413,53 @@ class Memories:
         note: str | None = None
         if path.name != wanted:
             note = f"another memory is named {wanted}; this one was written as {path.name}"
-        return AddResult(
-            memory.id, rel, True, memory.title, memory.type, dict(clean["redacted"]), note, memory
-        )
+        return AddResult(memory.id, rel, True, memory.title, memory.type, dict(redacted or {}), note, memory)
+
+    def rewrite(self, rel: str, memory: Memory, *, expected_sha256: str | None = None) -> None:
+        """Replace the file at `rel` with `memory` as it is (no redaction, no
+        ``updated_at``): bookkeeping Lore does on its own files (evidence counts,
+        tier moves) and changes a person approved in ``lore review``.
+
+        Raises:
+            Conflict: the file's bytes no longer hash to `expected_sha256`.
+        """
+        memory.validate()
+        text = markdown.render_checked(memory)
+        with file_lock(self.project.local_dir / ".write.lock"):
+            if expected_sha256 is not None and self.version(rel) != expected_sha256:
+                raise Conflict(f"{rel} changed on disk since it was read; run the command again")
+            markdown.write_atomic(self.project.root / rel, text)
+        self.sync()
+
+    def apply_changes(self, changes: Sequence[FileChange], *, what: str) -> None:
+        """Write a set of prepared file changes, all checked first: each file must
+        still be what it was (``before_sha256``; None: it must not exist yet), and
+        visible to this agent. A change with ``after`` None moves the file to the
+        trash. For approved proposals (``lore review``); `what` names the change
+        in the one-line Conflict.
+        """
+        root = self.project.root
+        with file_lock(self.project.local_dir / ".write.lock"):
+            for change in changes:
+                path, before = change["path"], change["before_sha256"]
+                exists = (root / path).exists()
+                if (before is None and exists) or (
+                    before is not None and (not exists or self.version(path) != before)
+                ):
+                    raise Conflict(
+                        f"{path} changed since {what} was made; run `lore consolidate` to propose again"
+                    )
+                if before is not None and not self.visible(path):
+                    raise NotFound(f"no memory at {path}")
+            for change in changes:
+                path, after = change["path"], change["after"]
+                if after is None:
+                    trash.trash(self.project, path, self.id_of(path))
+                elif change["before_sha256"] is None:
+                    markdown.write_new((root / path).parent, (root / path).name, after)
+                else:
+                    markdown.write_atomic(root / path, after)
+        self.sync()
 
     def update(
         self,
@@ -418,8 +511,7 @@ class Memories:
                 redacted += found
             setattr(memory, name, value)
         memory.updated_at = now_iso()
-        memory.validate()
-        text = markdown.render(memory)
+        text = markdown.render_checked(memory)
         with file_lock(self.project.local_dir / ".write.lock"):
             if expected_sha256 is not None:
                 if self.version(rel) != expected_sha256:
@@ -482,8 +574,7 @@ class Memories:
                     notes += [note] if note else []
             if framed:
                 memory.updated_at = stamp
-                memory.validate()
-                text = markdown.render(memory)
+                text = markdown.render_checked(memory)
             retitled = before is not None and name_key(before.title) != name_key(memory.title)
             incoming = self.graph.linking_to(before) if before and retitled else []
             markdown.write_atomic(self.project.root / rel, text)
@@ -617,7 +708,7 @@ class Memories:
             if fixed != relations:
                 memory.extra["relations"] = fixed
                 memory.body = body
-                return markdown.render(memory)
+                return markdown.render_checked(memory)
         return raw if body == parts.body else parts.render(body)
 
     def _follow(
@@ -680,14 +771,14 @@ class Memories:
         return entry
 
     def set_storage(self, key: str, storage: str) -> str:
-        """Move a shared memory between the durable folder (committed) and the
-        session folder (not committed); returns its new path.
+        """Move a shared memory to another storage tier's folder (durable, daily,
+        session; :func:`sync.folder_of` says where each lives); returns its new path.
 
         Refused for private memories (they stay in their agent's folder) and
         when the move would hide the memory from this agent (a session memory
         belongs to the agent that wrote it)."""
-        if storage not in ("durable", "session"):
-            raise UsageError(f"unknown storage tier '{storage}'; use durable or session")
+        if storage not in MOVABLE_TIERS:
+            raise UsageError(f"unknown storage tier '{storage}'; use {', '.join(MOVABLE_TIERS)}")
         rel = self.resolve(key)
         visibility, current, _folder = sync.location_of(rel)
         if visibility == "private":
@@ -700,7 +791,7 @@ class Memories:
                 raise UsageError(
                     f"{rel} was written by agent {owner}: as a session memory only that agent would see it"
                 )
-        folder = self.project.memory_dir if storage == "durable" else self.project.session_dir
+        folder = sync.folder_of(self.project, storage)
         with file_lock(self.project.local_dir / ".write.lock"):
             moved = markdown.move_new(self.project.root / rel, folder)
         self.sync()
@@ -726,8 +817,17 @@ class Memories:
         another agent's private trash waits for that agent's gc)."""
         days = retention_days
         if days is None:
-            days = float(self.project.setting("memory", "trash_retention_days", 30))
-        return trash.purge(self.project, days, visible=self.visible)
+            days = self.project.setting("memory", "trash_retention_days", 30)
+        if (
+            isinstance(days, bool)
+            or not isinstance(days, (int, float))
+            or not 0 <= days <= MAX_RETENTION_DAYS  # also refuses NaN
+        ):
+            raise UsageError(
+                f"trash retention must be a number of days from 0 to {MAX_RETENTION_DAYS} "
+                f"(got {str(days)[:40]}); give --days N or fix [memory] trash_retention_days"
+            )
+        return trash.purge(self.project, float(days), visible=self.visible)
 
 
 def redact_fields(**fields: Any) -> dict[str, Any]:
@@ -744,25 +844,6 @@ def redact_fields(**fields: Any) -> dict[str, Any]:
         found += more
     out["redacted"] = found
     return out
-
-
-def derive_keywords(title: str, body: str, limit: int = 5) -> list[str]:
-    """Keywords for a memory given none: the title's terms, then the body's most
-    frequent; always valid keywords (1-50 characters, no numbers or shas)."""
-    import re
-
-    from lore.search.text import STOPWORDS, terms
-
-    noise = re.compile(r"^(\d+|[0-9a-f]{7,40})$")  # numbers and commit shas say nothing
-    words = [w for w in terms(title) if not noise.match(w) and len(w) <= 50]
-    if len(words) < limit:
-        body_words = [
-            w
-            for w in re.findall(r"[a-z][a-z0-9_]+", body.lower())
-            if w not in STOPWORDS and len(w) > 3 and len(w) <= 50 and not noise.match(w)
-        ]
-        words += [w for w, _ in Counter(body_words).most_common(limit * 2) if w not in words]
-    return words[:limit] or ["note"]
 
 
 def _key_or_none(name: str) -> str | None:

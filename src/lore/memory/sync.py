@@ -14,9 +14,11 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from lore.errors import ValidationError
+from lore.errors import NotFound, UsageError, ValidationError
 from lore.index.sections import chunk_body
+from lore.memory.files import read_memory_file, walk_memory_files
 from lore.memory.links import parse_links
 from lore.memory.markdown import parse
 from lore.memory.model import Memory
@@ -38,29 +40,109 @@ class SyncReport:
         return bool(self.added or self.updated or self.removed)
 
 
-def memory_files(project: Project) -> Iterator[tuple[str, os.stat_result]]:
+def memory_files(
+    project: Project, problems: list[tuple[str, str]] | None = None
+) -> Iterator[tuple[str, os.stat_result]]:
     """(relative path, stat) of every memory file: memory/**, local/session/**,
-    local/<agent>/** (not local/trash/). Hidden files and folders are skipped."""
+    local/<agent>/** (not local/trash/). Hidden files and folders are skipped;
+    entries Lore can't name and folders it can't list go to `problems`
+    (see :func:`lore.memory.files.walk_memory_files`)."""
     root = str(project.root) + os.sep
     tops = [str(project.memory_dir)]
-    if project.local_dir.is_dir():
-        tops += [
-            e.path
-            for e in os.scandir(project.local_dir)
-            if e.is_dir(follow_symlinks=False) and e.name not in ("trash", "cache")
-        ]
+    try:
+        with os.scandir(project.local_dir) as listing:
+            tops += sorted(
+                e.path
+                for e in listing
+                if e.is_dir(follow_symlinks=False) and e.name not in ("trash", "cache")
+            )
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except OSError as err:
+        if problems is not None:
+            rel = project.rel(project.local_dir)
+            problems.append((rel, f"{rel}: cannot list the folder ({err.strerror}); check its permissions"))
+    if project.sessions_dir.is_dir():  # summaries of compacted sessions
+        try:
+            with os.scandir(project.sessions_dir) as listing:
+                tops += sorted(
+                    os.path.join(e.path, "summaries")
+                    for e in listing
+                    if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")
+                )
+        except OSError as err:
+            if problems is not None:
+                rel = project.rel(project.sessions_dir)
+                problems.append(
+                    (rel, f"{rel}: cannot list the folder ({err.strerror}); check its permissions")
+                )
     for top in tops:
-        yield from _walk(top, len(root))
+        yield from walk_memory_files(top, len(root), problems)
+
+
+# Storage tiers (seed 001) and where their files live. `location_of` (folder →
+# tier) and `folder_of` (tier → folder) are the one place that maps the two.
+#
+#   .lore/memory/**                      durable, shared (committed)
+#   .lore/memory/{daily,session}/**      daily / session, shared, when
+#                                        [lifecycle] committed_tiers names them
+#   .lore/local/{session,daily,archive}/ session / daily / archive, shared (local)
+#   .lore/local/<agent>/**               durable, private to <agent>
+#   .lore/local/<agent>/{session,daily,archive}/   the same tiers, private
+#   .lore/sessions/<id>/summaries/*.md   session-summary (compacted sessions)
+STORAGE_TIERS = ("durable", "daily", "session", "archive", "session-summary")
+_LOCAL_TIERS = ("session", "daily", "archive")
+_COMMITTABLE = ("durable", "daily", "session")
 
 
 def location_of(rel: str) -> tuple[str, str, str | None]:
-    """(visibility, storage, owner agent) implied by where a memory file lives."""
+    """(visibility, storage tier, owner agent folder) implied by where a memory file lives."""
     parts = rel.split("/")
+    if parts[:2] == [".lore", "sessions"] and len(parts) == 5 and parts[3] == "summaries":
+        return ("shared", "session-summary", None)
     if parts[:2] == [".lore", "local"] and len(parts) > 3:
-        if parts[2] == "session":
-            return ("shared", "session", None)
-        return ("private", "durable", parts[2])
+        if parts[2] in _LOCAL_TIERS:
+            return ("shared", parts[2], None)
+        tier = parts[3] if len(parts) > 4 and parts[3] in _LOCAL_TIERS else "durable"
+        return ("private", tier, parts[2])
+    if parts[:2] == [".lore", "memory"] and len(parts) > 3 and parts[2] in ("daily", "session"):
+        return ("shared", parts[2], None)
     return ("shared", "durable", None)
+
+
+def folder_of(project: Project, storage: str, *, agent: str | None = None, private: bool = False) -> Path:
+    """The folder new memories of tier `storage` are written to (the inverse of
+    :func:`location_of`). Daily and session memories are local unless
+    ``[lifecycle] committed_tiers`` names them; archives are always local."""
+    if storage not in ("durable", *_LOCAL_TIERS):
+        raise UsageError(f"unknown storage tier '{storage}'; use durable, daily, session or archive")
+    if private:
+        if not agent:
+            raise UsageError("a private memory needs an agent; pass --agent NAME (or set LORE_AGENT)")
+        base = project.agent_dir(agent)
+        return base if storage == "durable" else base / storage
+    if storage == "durable":
+        return project.memory_dir
+    if storage in committed_tiers(project):
+        return project.memory_dir / storage
+    return project.local_dir / storage
+
+
+def committed_tiers(project: Project) -> set[str]:
+    """The storage tiers whose files are committed (``[lifecycle] committed_tiers``; durable always)."""
+    value = project.setting("lifecycle", "committed_tiers", ["durable"])
+    if not isinstance(value, list) or not all(v in _COMMITTABLE for v in value):
+        raise ValidationError(
+            f"[lifecycle] committed_tiers must be a list of {', '.join(_COMMITTABLE)}; "
+            "check .lore/config.toml"
+        )
+    return {"durable", *value}
+
+
+def is_committed(rel: str) -> bool:
+    """Whether the file at `rel` is one Lore must not change without approval
+    (it lives in the committed .lore/memory/ folder)."""
+    return rel.startswith(".lore/memory/")
 
 
 def sync_memories(project: Project, store: Store, *, force: bool = False) -> SyncReport:
@@ -68,7 +150,8 @@ def sync_memories(project: Project, store: Store, *, force: bool = False) -> Syn
     known = store.file_states(KIND)
     seen: set[str] = set()
     pending: list[tuple[str, os.stat_result, tuple]] = []
-    for rel, st in memory_files(project):
+    unnamed: list[tuple[str, str]] = []
+    for rel, st in memory_files(project, unnamed):
         seen.add(rel)
         state = known.get(rel)
         if force or state is None or state.mtime_ns != st.st_mtime_ns or state.size != st.st_size:
@@ -80,7 +163,7 @@ def sync_memories(project: Project, store: Store, *, force: bool = False) -> Syn
                 _sync_one(project, store, rel, st, where, known.get(rel), force, report)
             store.delete_files(gone)
             report.removed.extend(gone)
-    report.errors = store.file_errors(KIND)
+    report.errors = sorted(store.file_errors(KIND) + unnamed)
     return report
 
 
@@ -124,11 +207,15 @@ def record_of(memory: Memory, rel: str, body_line: int) -> MemoryRecord:
         files=list(memory.files),
         summary=memory.summary,
         body_line=body_line,
-        evidence_count=int(memory.extra.get("evidence_count", 1) or 1)
-        if isinstance(memory.extra.get("evidence_count", 1), int)
-        else 1,
+        evidence_count=evidence_count_of(memory.extra.get("evidence_count")),
+        superseded_by=str(memory.extra["superseded_by"]) if memory.extra.get("superseded_by") else None,
         is_global=memory.extra.get("is_global") is True,  # 003: shared with every project
     )
+
+
+def evidence_count_of(value: object) -> int:
+    """A frontmatter evidence_count (1 when missing or not a positive whole number)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
 
 
 def load_memory(raw: bytes, rel: str, where: tuple) -> tuple[Memory, int]:
@@ -146,7 +233,7 @@ def owner_of(memory: Memory, where: tuple) -> str | None:
     from lore.project import agent_key
 
     _visibility, storage, folder = where
-    name = folder or (memory.agent if storage == "session" else None)
+    name = folder or (memory.agent if storage in ("session", "session-summary") else None)
     if not name:
         return None
     try:
@@ -182,11 +269,17 @@ def memory_chunks(memory: Memory, body_line: int) -> list[ChunkInput]:
 
 
 def _sync_one(project, store, rel, st, where, state, force, report) -> None:
+    """Index one changed file, or record why it can't be: a file that can't be
+    read safely (FIFO, device, link out of the project, too big) or parsed,
+    or holds a value that can't be indexed, is one error, never a failure of
+    the whole sync."""
+    raw: bytes | None = None
     try:
-        raw = (project.root / rel).read_bytes()
-    except OSError as err:
-        raw = None
-        error = f"{rel}: cannot read ({err.strerror}); check permissions"
+        raw = read_memory_file(project.root, rel)
+    except NotFound:  # deleted since the walk: the next sync drops it
+        return
+    except ValidationError as err:
+        error = str(err)
     if raw is not None:
         sha = hashlib.sha256(raw).hexdigest()
         if state is not None and state.sha256 == sha and state.error is None and not force:
@@ -198,23 +291,8 @@ def _sync_one(project, store, rel, st, where, state, force, report) -> None:
             return
         except ValidationError as err:
             error = str(err)
+        except (ValueError, OverflowError, RecursionError, UnicodeError, TypeError) as err:
+            # A value the parse-time guards let through: still this file's problem alone.
+            reason = " ".join(str(err).split())[:120]
+            error = f"{rel}: cannot be indexed ({err.__class__.__name__}: {reason}); fix the file"
     store.put_file(rel, KIND, sha if raw is not None else "", st.st_mtime_ns, st.st_size, error=error)
-
-
-def _walk(top: str, strip: int) -> Iterator[tuple[str, os.stat_result]]:
-    # os.scandir + DirEntry.stat: this runs before every read, so no pathlib.
-    try:
-        entries = list(os.scandir(top))
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    for entry in entries:
-        if entry.name.startswith("."):
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            yield from _walk(entry.path, strip)
-        elif entry.name.endswith(".md"):
-            try:
-                st = entry.stat()
-            except FileNotFoundError:  # deleted while we walked
-                continue
-            yield entry.path[strip:].replace(os.sep, "/"), st

@@ -4,23 +4,24 @@ The web UI's table, the HTTP API's list and `lore list` read memories this
 way. Filters are the storage layer's :class:`~lore.storage.MemoryFilter`
 (built by :func:`lore.search.filters.memory_filter`, privacy included);
 counting and paging happen in the store (:meth:`~lore.storage.Store.memory_page`),
-so a page costs about the same on 10 or 10,000 memories. An attention tier
-(hot, warm, cold) depends on access statistics and staleness, so it is
-applied here, after scoring every match once.
+so a page costs about the same on 10 or 10,000 memories. Attention tiers
+(hot, warm, cold, archive) are the ones the lifecycle keeps in the index
+(:mod:`lore.memory.lifecycle`, seed 001's transitions): a tier is a filter
+like any other, and each row shows its memory's kept tier.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lore.errors import UsageError
 from lore.records import Record
-from lore.search.attention import tier as tier_of
 from lore.storage import MEMORY_SORTS, MemoryFilter, MemoryRecord
 
 if TYPE_CHECKING:
+    from lore.memory.lifecycle import Lifecycle
     from lore.memory.repository import Memories
     from lore.search.engine import Searcher
 
@@ -44,11 +45,13 @@ class MemoryRow(Record):
     occurred_at: str
     visibility: str
     storage: str
+    tier: str  # the attention tier the lifecycle keeps (hot, warm, cold, archive)
+    evidence_count: int
     summary: str
 
     @classmethod
-    def of(cls, r: MemoryRecord, **more: Any) -> Any:
-        """The row of `r` (`more`: a subclass's extra fields)."""
+    def of(cls, r: MemoryRecord, tier: str, **more: Any) -> Any:
+        """The row of `r` in attention `tier` (`more`: a subclass's extra fields)."""
         return cls(
             r.id,
             r.path,
@@ -62,6 +65,8 @@ class MemoryRow(Record):
             r.occurred_at,
             r.visibility,
             r.storage,
+            tier,
+            r.evidence_count,
             r.summary,
             **more,
         )
@@ -70,11 +75,10 @@ class MemoryRow(Record):
 @dataclass
 class BrowseItem(MemoryRow):
     """A row of the curation table: the list row plus staleness (reasons or
-    None), attention score and tier."""
+    None) and attention score."""
 
     stale: list[str] | None = None
     attention: float = 0.0
-    tier: str = "cold"
 
 
 @dataclass
@@ -119,46 +123,42 @@ class MemoryDetail(Record):
     tier: str
     access_count: int
     last_accessed: str | None
-    evidence: dict[str, int]
+    evidence: dict[str, int]  # anchors and files named
+    evidence_count: int  # observations of its fact (the file's count plus pending evidence)
 
 
 class Browser:
     """Pages of memories, and single memories in full, as one agent sees them."""
 
-    def __init__(self, memories: Memories, searcher: Searcher):
+    def __init__(self, memories: Memories, searcher: Searcher, lifecycle: Lifecycle):
         self.memories = memories
         self.searcher = searcher
+        self.lifecycle = lifecycle
         self.store = memories.store
 
     def page(
         self,
         flt: MemoryFilter,
-        tier: str | None = None,
         *,
         sort: str = "occurred_at",
         descending: bool = True,
         offset: int = 0,
         limit: int = 50,
     ) -> BrowsePage:
-        """One page of the memories `flt` (and the attention `tier`, if given) select."""
+        """One page of the memories `flt` selects (attention tiers included: ``flt.tiers``)."""
         if sort not in SORTS:
             raise UsageError(f"cannot sort by '{sort}'; use one of: {', '.join(SORTS)}")
         if offset < 0 or not 1 <= limit <= MAX_PAGE:
             raise UsageError(f"offset must be ≥ 0 and limit 1-{MAX_PAGE}")
-        access = self.store.access_stats()
-        if tier:
-            paths, scores, stale = self._in_tier(flt, tier, sort, descending, access)
-            total, records = len(paths), self._records(flt, paths[offset : offset + limit])
-        else:
-            total, records = self.store.memory_page(
-                flt, sort=sort, descending=descending, offset=offset, limit=limit
-            )
-            stale = self.store.stale_reasons([r.id for r in records])
-            scores = self.searcher.attention_of(records, access, stale)
+        total, records = self.store.memory_page(
+            flt, sort=sort, descending=descending, offset=offset, limit=limit
+        )
+        ids = [r.id for r in records]
+        stale = self.store.stale_reasons(ids)
+        scores = self.searcher.attention_of(records, self.store.access_stats(), stale)
+        tiers = self.lifecycle.tiers_of(ids)
         items = [
-            BrowseItem.of(
-                r, stale=stale.get(r.id), attention=round(scores[r.id], 4), tier=tier_of(scores[r.id])
-            )
+            BrowseItem.of(r, tiers[r.id], stale=stale.get(r.id), attention=round(scores[r.id], 4))
             for r in records
         ]
         return BrowsePage(total, offset, limit, sort, "desc" if descending else "asc", items)
@@ -166,41 +166,23 @@ class Browser:
     def select(
         self,
         flt: MemoryFilter,
-        tier: str | None = None,
         *,
         sort: str = "path",
         descending: bool = False,
         limit: int | None = None,
     ) -> list[MemoryRecord]:
-        """The memories the filter (and tier) selects, the first `limit` (default all:
-        a bulk action's selection)."""
-        if tier:
-            paths = self._in_tier(flt, tier, sort, descending, self.store.access_stats())[0]
-            return self._records(flt, paths[:limit])
+        """The memories the filter selects, the first `limit` (default all: a bulk
+        action's selection)."""
         return self.store.memory_page(flt, sort=sort, descending=descending, limit=limit)[1]
 
     def tiers(self, ids: Sequence[str]) -> dict[str, str]:
-        """The attention tier of each visible memory among `ids` (scored together)."""
-        stamps = self.store.memory_stamps(replace(self.memories.filter(), ids=list(ids)))
-        return {mid: tier_of(score) for mid, score in self.searcher.attention_of(stamps).items()}
+        """The kept attention tier of each memory among `ids`."""
+        return self.lifecycle.tiers_of(ids)
 
-    def _in_tier(
-        self, flt: MemoryFilter, tier: str, sort: str, descending: bool, access: dict[str, tuple[int, str]]
-    ) -> tuple[list[str], dict[str, float], dict[str, list[str]]]:
-        """The paths of the matches whose attention falls in `tier`, in order. Every
-        match is scored from its stamp (no text read), the access and staleness maps
-        read once for all of them."""
-        stamps = self.store.memory_stamps(flt, sort=sort, descending=descending)
-        stale = self.store.stale_reasons()
-        scores = self.searcher.attention_of(stamps, access, stale)
-        return [s.path for s in stamps if tier_of(scores[s.id]) == tier], scores, stale
-
-    def _records(self, flt: MemoryFilter, paths: list[str]) -> list[MemoryRecord]:
-        """The records at `paths` (still passing `flt`), in that order."""
-        if not paths:
-            return []
-        found = {r.path: r for r in self.store.memories(replace(flt, paths=paths))}
-        return [found[p] for p in paths if p in found]
+    def rows(self, records: Sequence[MemoryRecord]) -> list[dict[str, Any]]:
+        """Records as `lore list --json` prints them (with their kept tiers)."""
+        tiers = self.lifecycle.tiers_of([r.id for r in records])
+        return [MemoryRow.of(r, tiers[r.id]).to_dict() for r in records]
 
     def detail(self, key: str) -> MemoryDetail:
         """One visible memory in full (reading it here is not counted as an access)."""
@@ -214,6 +196,7 @@ class Browser:
         count, last = access.get(memory.id, (0, None))
         scores = self.searcher.attention_of(records, access, {memory.id: stale} if stale else {})
         score = scores.get(memory.id, 0.0)
+        tier = self.lifecycle.tiers_of([memory.id])[memory.id]
         anchors = anchors_of(self.store, memory.id)
         return MemoryDetail(
             memory.id,
@@ -237,13 +220,9 @@ class Browser:
             anchors,
             stale,
             round(score, 4),
-            tier_of(score),
+            tier,
             count,
             last,
             {"anchors": len(anchors), "files": len(memory.files)},
+            records[0].evidence_count if records else 1,
         )
-
-
-def rows(records: Sequence[MemoryRecord]) -> list[dict[str, Any]]:
-    """Records as `lore list --json` prints them."""
-    return [MemoryRow.of(r).to_dict() for r in records]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from lore.records import Record, internal
 from lore.search import hybrid
@@ -32,7 +33,7 @@ class CodeHit(Record):
     is_file: bool = internal(default=False)
     chunk_text: str = internal(default="")
 
-    def to_dict(self, *, full: bool = False) -> dict:
+    def to_dict(self, *, full: bool = False) -> dict[str, Any]:
         data = super().to_dict()
         if self.is_file:
             data.update(tests=list(self.tests), commits=self.commits)

@@ -31,7 +31,7 @@ class Searcher:
         self.embedding = embedding
         self.settings = settings
         self._tests: tuple[int, Any] | None = None
-        self._recent: dict[tuple, list[hybrid.Scored]] = {}
+        self._recent: dict[tuple[object, ...], list[hybrid.Scored]] = {}
 
     @property
     def fusion(self) -> str:

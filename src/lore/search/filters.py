@@ -9,8 +9,9 @@ from lore.errors import UsageError, ValidationError
 from lore.memory.model import MEMORY_TYPES
 from lore.storage import ChunkFilter, MemoryFilter
 
-STORAGE_TIERS = ("durable", "session", "daily", "archive")
+STORAGE_TIERS = ("durable", "session", "daily", "session-summary")
 ATTENTION_TIERS = ("hot", "warm", "cold")
+ARCHIVE = "archive"  # the archive tier: archived daily files, and memories faded by attention
 VISIBILITIES = ("shared", "private")
 MAX_LIMIT = 50
 _MEMORY_KEYS = {
@@ -31,12 +32,15 @@ _MEMORY_KEYS = {
 }
 
 
-def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> tuple[MemoryFilter, str | None]:
-    """A storage filter from CLI/MCP/HTTP keyword filters, and the attention
-    tier (hot, warm, cold) to apply after scoring, if one was asked for.
+def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> MemoryFilter:
+    """A storage filter from CLI/MCP/HTTP keyword filters.
 
     `viewer` is the acting agent (fixed per process): private memories of
-    other agents are never visible, whatever the filters say.
+    other agents are never visible, whatever the filters say. ``tier`` is a
+    storage tier (durable, daily, session, session-summary), an attention
+    tier as last decided (hot, warm, cold) or ``archive``; archived
+    memories are left out unless asked for (``include_archived`` or
+    ``tier="archive"``).
     """
     given = {k: v for k, v in filters.items() if v not in (None, (), [], "")}
     unknown = set(given) - _MEMORY_KEYS
@@ -55,16 +59,21 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> tuple[Memor
     if stale is not None and not isinstance(stale, bool):
         raise UsageError("stale must be true (only stale memories) or false (only fresh ones)")
     tier = given.get("tier")
-    if tier and tier not in STORAGE_TIERS + ATTENTION_TIERS:
-        raise UsageError(f"unknown tier '{tier}'; use hot, warm, cold, durable, daily, session or archive")
-    flt = MemoryFilter(
+    if tier and tier not in (*STORAGE_TIERS, *ATTENTION_TIERS, ARCHIVE):
+        raise UsageError(
+            f"unknown tier '{tier}'; use hot, warm, cold, durable, daily, session, session-summary or archive"
+        )
+    archived = bool(given.get("include_archived")) or tier == ARCHIVE
+    return MemoryFilter(
         types=types,
         tags=_strings(given.get("tags", ())) + _strings(given.get("tag", ())),
         agent=given.get("agent"),
         task=given.get("task"),
         scope=given.get("scope"),
         storage=[tier] if tier in STORAGE_TIERS else [],
-        exclude_storage=[] if given.get("include_archived") or tier == "archive" else ["archive"],
+        exclude_storage=[] if archived else [ARCHIVE],
+        tiers=[tier] if tier in (*ATTENTION_TIERS, ARCHIVE) else [],
+        exclude_tiers=[] if archived else [ARCHIVE],
         since=_when(given.get("since"), "since"),
         until=_when(given.get("until"), "until", end=True),
         viewer=viewer,
@@ -73,7 +82,6 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> tuple[Memor
         # 003: other projects' global memories (a shared database) unless asked not to.
         include_global=filters.get("include_global") is not False,
     )
-    return flt, tier if tier in ATTENTION_TIERS else None
 
 
 def code_filter(

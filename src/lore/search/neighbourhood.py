@@ -15,6 +15,7 @@ from lore.search.pack import Item, pack, render
 from lore.search.recall import RecallPack, annotate, related_item
 
 if TYPE_CHECKING:
+    from lore.memory.graph import GraphEdge, GraphNode
     from lore.memory.repository import Memories
     from lore.search.engine import Searcher
 
@@ -62,7 +63,9 @@ def neighbourhood(searcher: Searcher, memories: Memories, key: str, *, depth: in
     return RecallPack(graph.root, root_title, budget, "auto", chosen, markdown, count_tokens(markdown))
 
 
-def _how_linked(node_id: str, edges, titles: dict[str, str], nodes) -> list[dict[str, str]]:
+def _how_linked(
+    node_id: str, edges: list[GraphEdge], titles: dict[str, str], nodes: list[GraphNode]
+) -> list[dict[str, str]]:
     """How `node_id` is linked to the nodes nearer the root, read from its side."""
     depth = {node.id: node.depth for node in nodes}
     out = []

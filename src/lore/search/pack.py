@@ -10,6 +10,7 @@ Seed 001's context brackets choose a fixed level instead.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from lore.errors import UsageError
 from lore.index.tokens import count_tokens
@@ -25,9 +26,9 @@ class Item:
     key: str
     value: float  # packing priority (higher first)
     renders: dict[str, str]  # level -> Markdown (L1 always; L2/L3 optional)
-    data: dict = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)  # the item's JSON shape (per kind)
     level: str | None = None
-    _costs: dict = field(default_factory=dict, repr=False)
+    _costs: dict[str, int] = field(default_factory=dict, repr=False)  # level -> tokens
 
     def text(self, level: str) -> str:
         """The richest rendering at or below `level`."""

@@ -20,7 +20,7 @@ from lore.records import Record
 from lore.search import attention as att
 from lore.search.pack import Item, pack, render
 from lore.search.text import terms
-from lore.storage import ChunkFilter
+from lore.storage import ChunkFilter, MemoryFilter
 
 if TYPE_CHECKING:
     from lore.memory.repository import Memories
@@ -46,6 +46,7 @@ class RecallRequest:
     include_related_work: bool = True
     agent: str | None = None
     period: ChunkFilter | None = None  # since/until, when asked
+    include_sessions: bool = False  # summaries of recorded sessions too
 
     @property
     def text(self) -> str:
@@ -111,17 +112,19 @@ def recall(
         period = request.period or ChunkFilter()
         hits = searcher.memories(
             query,
-            memories.filter(since=period.since, until=period.until),
+            recallable(memories, request, since=period.since, until=period.until),
             clamp_limit(max(20, request.limit_per_type * 4)),
             flag_stale=False,
         )
         hits = [h for h in hits if h.score >= FLOOR]
         stale = searcher.store.stale_reasons()
         access = searcher.store.access_stats()
-        hot = hot_memories(searcher, memories, request, access, stale, exclude={h.id for h in hits})
+        hot = hot_memories(searcher, memories, request, exclude={h.id for h in hits})
         for hit in [*hits[: request.limit_per_type * 2], *hot]:
             hit.body = memories.load(hit.path).body
-        found = memory_items(hits, access, stale, request, searcher.half_life, hot)
+        states = searcher.store.tier_states([h.id for h in [*hits, *hot]])
+        tiers = {mid: state.tier for mid, state in states.items()}
+        found = memory_items(hits, access, stale, request, searcher.half_life, hot, tiers)
         items += follow_relations(found, searcher, memories, stale, request.limit_per_type)
         for hit in hits[: request.limit_per_type] if include_related_work else []:
             if hit.task_id and hit.task_id not in tasks:
@@ -147,24 +150,26 @@ def recall(
     return build(request, items)
 
 
+def recallable(memories: Memories, request: RecallRequest, **conditions) -> MemoryFilter:
+    """What recall may offer: never archived memories; session summaries only when asked."""
+    skipped = ["archive"] if request.include_sessions else ["archive", "session-summary"]
+    return memories.filter(exclude_storage=skipped, exclude_tiers=["archive"], **conditions)
+
+
 def hot_memories(
-    searcher: Searcher,
-    memories: Memories,
-    request: RecallRequest,
-    access: dict[str, tuple[int, str]],
-    stale: dict[str, list[str]],
-    exclude: set[str],
+    searcher: Searcher, memories: Memories, request: RecallRequest, exclude: set[str]
 ) -> list[MemoryHit]:
-    """HOT memories (query-free attention > 0.7) whose scope the task touches."""
+    """HOT memories (001: pre-loaded; the tier kept by the lifecycle) whose scope the task touches."""
     from lore.search.memories import hit_of_record
 
-    records = searcher.store.memories(memories.filter(scoped_only=True))
-    scores = searcher.attention_of(records, access, stale)
+    flt = recallable(memories, request, scoped_only=True)
+    flt.tiers = ["hot"]
+    records = searcher.store.memories(flt)
     text = f"{request.title} {request.description}".lower()
     touched = set(request.files)
     hot = []
     for record in records:
-        if record.id in exclude or scores[record.id] <= att.HOT:
+        if record.id in exclude:
             continue
         if _applies(record.applies_to, touched, text):
             hot.append(hit_of_record(record, searcher.store.first_chunk(record.path), 1.0, "hot"))
@@ -172,7 +177,13 @@ def hot_memories(
 
 
 def memory_items(
-    hits, access: dict, stale: dict, request: RecallRequest, half_life: float, hot: list
+    hits,
+    access: dict,
+    stale: dict,
+    request: RecallRequest,
+    half_life: float,
+    hot: list,
+    tiers: dict[str, str] | None = None,
 ) -> list[Item]:
     """Items for memories found by search (plus HOT ones that apply)."""
     touched = {f.strip("./") for f in request.files}
@@ -191,7 +202,7 @@ def memory_items(
         )
         if _applies(hit.applies_to, touched, text):
             score = min(1.0, score * SCOPE_BOOST)
-        items.append(_memory_item(hit, score, stale.get(hit.id)))
+        items.append(_memory_item(hit, score, stale.get(hit.id), (tiers or {}).get(hit.id, "cold")))
     unique: dict[str, Item] = {}
     for item in sorted(items, key=lambda it: -it.value):
         unique.setdefault(item.key, item)
@@ -363,7 +374,7 @@ def build(request: RecallRequest, items: list[Item]) -> RecallPack:
     return RecallPack(query, request.title, request.budget, request.level, chosen, markdown, exact)
 
 
-def _memory_item(hit, score: float, stale: list[str] | None) -> Item:
+def _memory_item(hit, score: float, stale: list[str] | None, tier: str = "cold") -> Item:
     flag = " ⚠ stale" if stale else ""
     tags = ", ".join(hit.tags[:5])
     l1 = f"- [{hit.type}] **{hit.title}**{flag} — `lore show {hit.id[:8]}` · {score:.2f}" + (
@@ -391,7 +402,7 @@ def _memory_item(hit, score: float, stale: list[str] | None) -> Item:
         "created_by_agent": hit.agent,
         "summary": summary,
         "stale": stale or None,
-        "tier": att.tier(score),
+        "tier": tier,
     }
     return Item("memory", hit.id, score, renders, data)
 

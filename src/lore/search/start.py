@@ -128,7 +128,9 @@ def start_memories(
     from lore.search.recall import _applies, _memory_item
 
     store = searcher.store
-    records = store.memories(memories.filter(exclude_storage=["session", "archive"]))
+    # Never recalled: raw session notes, session summaries, archives (by folder or faded, seed 001).
+    worth = {"exclude_storage": ["session", "session-summary", "archive"], "exclude_tiers": ["archive"]}
+    records = store.memories(memories.filter(**worth))
     if not records:
         return []
     access, stale = store.access_stats(), store.stale_reasons()
@@ -143,7 +145,7 @@ def start_memories(
         base[record.id] = attention[record.id] * KIND_WEIGHT.get(record.type, 0.7) * scope
     task: dict[str, float] = {}
     if request.title.strip():
-        flt = memories.filter(exclude_storage=["session", "archive"])
+        flt = memories.filter(**worth)
         for hit in searcher.memories(request.title, flt, 10, flag_stale=False):
             if hit.score < FLOOR or hit.id not in base:
                 continue

@@ -39,7 +39,7 @@ def _scan() -> ModuleType:
     return _scan_module
 
 
-def redact(text: str) -> tuple[str, Counter]:
+def redact(text: str) -> tuple[str, Counter[str]]:
     """Replace every secret in `text` by ``[REDACTED:<kind>]``.
 
     Returns the clean text and how many secrets of each kind were replaced.
@@ -50,9 +50,9 @@ def redact(text: str) -> tuple[str, Counter]:
     return scan.replace(text, findings), Counter(f.kind for f in findings)
 
 
-def redact_values(values: list[str]) -> tuple[list[str], Counter]:
+def redact_values(values: list[str]) -> tuple[list[str], Counter[str]]:
     """:func:`redact` over each item of a list field (tags, keywords, files, links)."""
-    found: Counter = Counter()
+    found: Counter[str] = Counter()
     clean: list[str] = []
     for value in values:
         text, kinds = redact(value)
@@ -74,6 +74,6 @@ def mask_code(text: str) -> tuple[str, int]:
     return scan.replace(text, findings), len(findings)
 
 
-def describe(found: Counter) -> str:
+def describe(found: Counter[str]) -> str:
     """'2 openai-key, 1 private-key' for messages to the user."""
     return ", ".join(f"{count} {kind}" for kind, count in sorted(found.items()))

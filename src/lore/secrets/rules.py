@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 # A token rule's match must not run on into more letters or digits: a longer
 # string that merely starts like a key is something else.
@@ -63,7 +64,7 @@ class RuleSet:
     kinds: frozenset[str] = field(default_factory=frozenset)
 
 
-def _token_rule(row: dict) -> TokenRule:
+def _token_rule(row: dict[str, Any]) -> TokenRule:
     return TokenRule(
         kind=row["kind"],
         regex=re.compile(f"(?:{row['regex']}){_END}"),

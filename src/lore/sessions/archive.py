@@ -119,7 +119,7 @@ def summary_memory(
 def write_summary(session_dir: Path, first: int, last: int, memory: Memory) -> Path:
     """Write (or rewrite, for the same range) the summary's memory file atomically."""
     path = session_dir / "summaries" / f"{range_name(first, last)}.md"
-    markdown.write_atomic(path, markdown.render(memory))
+    markdown.write_atomic(path, markdown.render_checked(memory, strict=True))
     return path
 
 

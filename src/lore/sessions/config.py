@@ -19,6 +19,7 @@ whole view, summaries included.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from lore.errors import ValidationError
 
@@ -32,7 +33,7 @@ class SessionLimits:
     protected_recent_tokens: int = 20_000
 
     @classmethod
-    def from_settings(cls, table: dict | None) -> SessionLimits:
+    def from_settings(cls, table: dict[str, Any] | None) -> SessionLimits:
         """Read and check the `[sessions]` table (its `summary` sub-table is not read here).
 
         Raises:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 from lore.errors import UsageError, ValidationError
 from lore.index.tokens import count_tokens
@@ -27,6 +27,10 @@ from lore.sessions.records import SessionEvent
 EVENT_TYPES = ("message", "tool_call", "tool_result")
 ROLES = ("user", "assistant", "system", "tool")
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+#: An event as a line of ``session.jsonl`` holds it (004's camelCase keys). Lines
+#: may come from other tools, so readers check each key where they use it.
+RawEvent = dict[str, Any]
 
 
 def check_session_id(session_id: object) -> str:
@@ -39,7 +43,9 @@ def check_session_id(session_id: object) -> str:
     return session_id
 
 
-def message(role: str, content: str, *, timestamp: str | None = None, source_id: str | None = None) -> dict:
+def message(
+    role: str, content: str, *, timestamp: str | None = None, source_id: str | None = None
+) -> RawEvent:
     """A ``message`` event to append."""
     return _without_none(
         {"type": "message", "role": role, "content": content, "timestamp": timestamp, "sourceId": source_id}
@@ -53,7 +59,7 @@ def tool_call(
     call_id: str | None = None,
     timestamp: str | None = None,
     source_id: str | None = None,
-) -> dict:
+) -> RawEvent:
     """A ``tool_call`` event to append (``call_id`` defaults to ``tc_<event id>``)."""
     return _without_none(
         {
@@ -74,9 +80,9 @@ def tool_result(
     is_error: bool = False,
     timestamp: str | None = None,
     source_id: str | None = None,
-) -> dict:
+) -> RawEvent:
     """A ``tool_result`` event to append."""
-    event = {
+    event: RawEvent = {
         "type": "tool_result",
         "toolCallId": call_id,
         "result": result,
@@ -88,7 +94,7 @@ def tool_result(
     return _without_none(event)
 
 
-def normalise(event: object) -> dict:
+def normalise(event: object) -> RawEvent:
     """Check an event to append and put it in its on-disk shape (without ``id``).
 
     Accepts 004's camelCase keys or snake_case ones (``tool_name``...). The
@@ -136,7 +142,7 @@ def normalise(event: object) -> dict:
     return out
 
 
-def event_text(event: dict) -> str:
+def event_text(event: RawEvent) -> str:
     """The words of an event (what is counted, searched and summarised)."""
     kind = event.get("type")
     if kind == "message":
@@ -146,7 +152,7 @@ def event_text(event: dict) -> str:
     return _as_text(event.get("result"))
 
 
-def tokens_of(event: dict) -> int:
+def tokens_of(event: RawEvent) -> int:
     """The event's token count (cached in the line; counted for lines other tools wrote)."""
     cached = event.get("tokens")
     if isinstance(cached, int) and not isinstance(cached, bool) and cached >= 0:
@@ -154,7 +160,7 @@ def tokens_of(event: dict) -> int:
     return count_tokens(event_text(event))
 
 
-def is_event(event: object) -> bool:
+def is_event(event: object) -> TypeGuard[RawEvent]:
     """Whether a parsed line is an event this store wrote (an id and a known type)."""
     return (
         isinstance(event, dict)
@@ -165,7 +171,7 @@ def is_event(event: object) -> bool:
     )
 
 
-def to_record(event: dict) -> SessionEvent:
+def to_record(event: RawEvent) -> SessionEvent:
     """The public record of an on-disk event."""
     return SessionEvent(
         id=event.get("id"),
@@ -194,7 +200,7 @@ def render_event(event: SessionEvent) -> str:
     return f"{label} tool result{flag} ({event.tool_call_id}): {_as_text(event.result)}"
 
 
-def dumps(event: dict) -> bytes:
+def dumps(event: RawEvent) -> bytes:
     """The event as one line of ``session.jsonl`` (no newline inside, UTF-8)."""
     return json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
@@ -226,5 +232,5 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def _without_none(event: dict) -> dict:
+def _without_none(event: RawEvent) -> RawEvent:
     return {k: v for k, v in event.items() if v is not None}

@@ -21,7 +21,9 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from lore.memory.capture.parse import ERROR_LINE, TRACEBACK, normalise_error
+from lore.memory.capture.cues import CORRECTION, DECISION, DONE, FIXED, LEARNED, OPEN, sentences
+from lore.memory.capture.errors import error_lines
+from lore.memory.capture.parse import normalise_error
 from lore.sessions.events import event_text
 from lore.sessions.summary import Summary, header, topics
 
@@ -30,44 +32,6 @@ MAX_FILES = 20
 MAX_ITEM_CHARS = 240
 FIX_WINDOW = 40  # events after an error in which its fix is looked for
 
-_DECISION = re.compile(
-    r"\b(?:we|i|let's|let us|team)\s+(?:have\s+|'ve\s+|will\s+|'ll\s+)?"
-    r"(?:decided|chose|choose|settled on|agreed|picked|opted|went with|are going with|go with)\b"
-    r"|\bdecided to\b|\bdecision\b|\bwe(?:'ll| will| should) (?:use|keep|switch|go with|stick with)\b"
-    r"|\b(?:will|'ll) use\b|\bswitch(?:ed|ing)? (?:over )?to\b|\bgoing with\b",
-    re.I,
-)
-_DONE = re.compile(
-    r"^(?:i|we)(?:'ve| have)?\s+(?:now\s+|also\s+|just\s+|finally\s+)?"
-    r"(?:added|fixed|updated|created|implemented|removed|deleted|renamed|refactored|wrote|changed|"
-    r"moved|installed|configured|merged|committed|rewrote|replaced|migrated|ran|tested|finished|"
-    r"completed|built|set up|extracted|split|bumped|upgraded|documented)\b"
-    r"|^(?:done|fixed|added|updated|implemented|created|removed)\b",
-    re.I,
-)
-_LEARNED = re.compile(
-    r"\b(?:turns out|it turned out|root cause|the cause|because|learned|lesson|note that|apparently|"
-    r"the (?:problem|issue|bug|reason) (?:is|was)|this means|so that's why)\b",
-    re.I,
-)
-_FIXED = re.compile(
-    r"\b(?:fixed|resolved|solved|works now|now works|working now|passes now|now pass(?:es)?|"
-    r"all (?:tests )?pass(?:ing)?|tests? pass(?:ed|es)?|the fix|fix was|succeeded|that did it)\b",
-    re.I,
-)
-_CORRECTION = re.compile(
-    r"^(?:no\b|nope\b|actually\b|don't\b|do not\b|never\b|stop\b|instead\b|rather\b|wrong\b|"
-    r"that's (?:wrong|not)\b|not quite\b|i (?:said|meant|prefer|want)\b|we prefer\b|prefer\b|please don't\b)"
-    r"|\b(?:instead of|rather than|i prefer|we prefer|please use|don't use|do not use|shouldn't|"
-    r"use \S+ instead)\b",
-    re.I,
-)
-_OPEN = re.compile(
-    r"\b(?:todo|still (?:need|have|to)|next step|remaining|not yet|open question|follow[- ]?up|"
-    r"later|need to|needs to|unresolved|pending|tbd|blocked|haven't)\b",
-    re.I,
-)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(])|\n+")
 _PATH = re.compile(
     r"(?<![\w/.:@-])(?:~?/|\.{1,2}/)?(?:[\w.-]+/)+[\w.-]*\w\.[A-Za-z0-9]{1,8}\b"
     r"|(?<![\w/.@-])[\w-]+\.(?:py|pyi|js|mjs|cjs|ts|tsx|jsx|go|rs|java|kt|rb|php|c|h|cc|cpp|hpp|cs|swift|"
@@ -86,16 +50,16 @@ def summarize_extractive(events: list[dict], *, session_id: str, root: Path | No
         root: the project root; absolute paths under it are shown relative.
     """
     sentences = list(_sentences(events))
-    decided = _pick([s for s in sentences if _DECISION.search(s.text)], latest=True)
-    done = _pick([s for s in sentences if s.role == "assistant" and _DONE.search(s.text)], latest=True)
-    learned = _pick([s for s in sentences if _LEARNED.search(s.text) and not _DECISION.search(s.text)])
+    decided = _pick([s for s in sentences if DECISION.search(s.text)], latest=True)
+    done = _pick([s for s in sentences if s.role == "assistant" and DONE.search(s.text)], latest=True)
+    learned = _pick([s for s in sentences if LEARNED.search(s.text) and not DECISION.search(s.text)])
     corrections = _pick(
-        _whole_messages(events, [s for s in sentences if s.role == "user" and _CORRECTION.search(s.text)])
+        _whole_messages(events, [s for s in sentences if s.role == "user" and CORRECTION.search(s.text)])
     )
     errors, unresolved = _errors_and_fixes(events, sentences)
     files = _files(events, root)
     open_items = _pick(
-        [s for s in sentences if _OPEN.search(s.text) and s.role in ("user", "assistant")], latest=True
+        [s for s in sentences if OPEN.search(s.text) and s.role in ("user", "assistant")], latest=True
     )
     open_lines = [f"unresolved: `{e}`" for e in unresolved[:3]] + [_item(s) for s in open_items]
 
@@ -128,10 +92,8 @@ def _sentences(events: list[dict]):
     for index, event in enumerate(events):
         if event.get("type") != "message" or event.get("role") not in ("user", "assistant"):
             continue
-        for part in _SENTENCE.split(str(event.get("content") or "")):
-            text = " ".join(part.split()).lstrip("-*> ").strip()
-            if len(text) >= 8 and not text.startswith(("```", "|")):
-                yield _Sentence(event.get("id", 0), index, event["role"], text)
+        for text in sentences(str(event.get("content") or "")):
+            yield _Sentence(event.get("id", 0), index, event["role"], text)
 
 
 def _whole_messages(events: list[dict], found: list[_Sentence]) -> list[_Sentence]:
@@ -171,21 +133,6 @@ def _clip(text: str, limit: int = MAX_ITEM_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _error_lines(text: str):
-    in_traceback = False
-    for line in text.splitlines():
-        if TRACEBACK.match(line):
-            in_traceback = True
-            continue
-        if in_traceback:
-            if not line.strip() or line[:1].isspace():
-                continue
-            in_traceback = False
-            yield line.strip()
-        elif ERROR_LINE.search(line):
-            yield line.strip()
-
-
 def _errors_and_fixes(events: list[dict], sentences: list[_Sentence]) -> tuple[list[str], list[str]]:
     """``error → fix`` items (most frequent errors first) and errors never followed by a fix."""
     first: dict[str, tuple[int, str]] = {}  # pattern -> (event index, the line as seen)
@@ -193,13 +140,13 @@ def _errors_and_fixes(events: list[dict], sentences: list[_Sentence]) -> tuple[l
     for index, event in enumerate(events):
         if event.get("type") == "tool_call":
             continue  # a command that mentions "error" is not an error
-        for line in _error_lines(event_text(event)):
+        for line in error_lines(event_text(event)):
             pattern = normalise_error(line)
             counts[pattern] += 1
             first.setdefault(pattern, (index, line))
     fixes_by_index: dict[int, list[_Sentence]] = {}
     for sentence in sentences:
-        if _FIXED.search(sentence.text):
+        if FIXED.search(sentence.text):
             fixes_by_index.setdefault(sentence.index, []).append(sentence)
     items: list[str] = []
     unresolved: list[str] = []

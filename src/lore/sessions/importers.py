@@ -29,9 +29,11 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from lore.memory.capture.parse import json_line, text_of, time_of
 from lore.sessions import events as ev
+from lore.sessions.events import RawEvent
 
 HEAD_BYTES = 4096
 _INJECTED = re.compile(
@@ -55,7 +57,7 @@ class Transcript:
 
     format: str | None = None  # claude-code | codex | lore (None: nothing recognised)
     session_id: str | None = None  # as the transcript names it
-    events: list[dict] = field(default_factory=list)  # to append (not normalised yet)
+    events: list[RawEvent] = field(default_factory=list)  # to append (not normalised yet)
     offsets: list[int] = field(default_factory=list)  # per event: where its line ends in the file
     end_offset: int = 0  # bytes of complete lines read
     head: str = ""  # digest of the file's first bytes: is it still the same file?
@@ -113,14 +115,14 @@ def peek_session_id(path: Path, *, lines: int = 50) -> str | None:
     return None
 
 
-def _events_of(line: dict, key: str) -> tuple[str | None, list[dict], str | None]:
+def _events_of(line: dict[str, Any], key: str) -> tuple[str | None, list[RawEvent], str | None]:
     """(format, events, session id) of one transcript line."""
     kind = line.get("type")
     if kind in ("user", "assistant") and isinstance(line.get("message"), dict):
         session = line.get("sessionId") if isinstance(line.get("sessionId"), str) else None
         return "claude-code", _claude(line, key), session
     if kind in _CODEX:
-        payload: dict = line["payload"] if isinstance(line.get("payload"), dict) else {}
+        payload: dict[str, Any] = line["payload"] if isinstance(line.get("payload"), dict) else {}
         if kind == "session_meta":
             session = payload.get("id") if isinstance(payload.get("id"), str) else None
             return "codex", [], session
@@ -132,7 +134,7 @@ def _events_of(line: dict, key: str) -> tuple[str | None, list[dict], str | None
     return None, [], None
 
 
-def _claude(line: dict, key: str) -> list[dict]:
+def _claude(line: dict[str, Any], key: str) -> list[RawEvent]:
     if line.get("isMeta") or line.get("isApiErrorMessage") or line.get("isCompactSummary"):
         return []  # Claude Code's own notices, and its summary after /compact
     message = line["message"]
@@ -144,7 +146,7 @@ def _claude(line: dict, key: str) -> list[dict]:
     content = message.get("content")
     if isinstance(content, str):
         return [] if _INJECTED.match(content) else [ev.message(role, content, source_id=base)]
-    out: list[dict] = []
+    out: list[RawEvent] = []
     for index, part in enumerate(content if isinstance(content, list) else []):
         if not isinstance(part, dict):
             continue
@@ -172,7 +174,7 @@ def _claude(line: dict, key: str) -> list[dict]:
     return out
 
 
-def _codex(item: dict, key: str) -> list[dict]:
+def _codex(item: dict[str, Any], key: str) -> list[RawEvent]:
     kind = item.get("type")
     if kind == "message":
         role = item.get("role")
@@ -219,13 +221,13 @@ def _codex_output(output: object) -> tuple[object, bool]:
     if isinstance(output, str):
         decoded = _json_or_raw(output)
         if isinstance(decoded, dict) and "output" in decoded:
-            meta: dict = decoded["metadata"] if isinstance(decoded.get("metadata"), dict) else {}
+            meta: dict[str, Any] = decoded["metadata"] if isinstance(decoded.get("metadata"), dict) else {}
             code = meta.get("exit_code")
             return decoded["output"], isinstance(code, int) and code != 0
     return output, False
 
 
-def _plain(line: dict, key: str) -> list[dict]:
+def _plain(line: dict[str, Any], key: str) -> list[RawEvent]:
     kind = line["type"]
     if kind == "message":
         text = text_of(line.get("content"))

@@ -23,12 +23,13 @@ environment only. Requests go through :mod:`lore.http_post` (retries on 429,
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from lore.embed.config import Option, read_options
 from lore.errors import ProviderError
 from lore.http_post import Endpoint, post_json
 from lore.index.tokens import count_tokens
-from lore.sessions.events import render_event, to_record
+from lore.sessions.events import RawEvent, render_event, to_record
 from lore.sessions.summary import TextSummarizer
 
 PROVIDERS = ("extractive", "openai-compatible", "anthropic")
@@ -72,7 +73,7 @@ What is unfinished or still to decide.
 Bullets only, one fact per bullet; cite events by their [id]. No preamble. At most {words} words."""
 
 
-def load_summarizer(settings: dict | None) -> TextSummarizer | None:
+def load_summarizer(settings: dict[str, Any] | None) -> TextSummarizer | None:
     """The provider described by a `[sessions.summary]` table (None: extractive).
 
     Raises:
@@ -99,7 +100,7 @@ class HttpSummarizer:
     default_key_env: str | None = None
     key_required = False
 
-    def __init__(self, provider: str, options: dict):
+    def __init__(self, provider: str, options: dict[str, Any]):
         self.name = provider
         self.model = options["model"]
         if not self.model:
@@ -156,17 +157,18 @@ class HttpSummarizer:
             )
         return text.strip()
 
-    def _request(self, transcript: str) -> tuple[str, dict, dict]:
+    def _request(self, transcript: str) -> tuple[str, dict[str, Any], dict[str, str]]:
         raise NotImplementedError
 
-    def _parse(self, payload: dict) -> str:
+    def _parse(self, payload: dict[str, Any]) -> object:
+        """The summary text of a response (checked by the caller: servers may send anything)."""
         raise NotImplementedError
 
 
 class ChatCompletionsSummarizer(HttpSummarizer):
     """OpenAI's ``/chat/completions`` format (OpenAI, Ollama, LM Studio, vLLM, llama.cpp)."""
 
-    def _request(self, transcript):
+    def _request(self, transcript: str) -> tuple[str, dict[str, Any], dict[str, str]]:
         body = {
             "model": self.model,
             "messages": [
@@ -179,7 +181,7 @@ class ChatCompletionsSummarizer(HttpSummarizer):
         headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
         return f"{self.base_url}/chat/completions", body, headers
 
-    def _parse(self, payload):
+    def _parse(self, payload: dict[str, Any]) -> object:
         return payload["choices"][0]["message"]["content"]
 
 
@@ -191,7 +193,7 @@ class AnthropicSummarizer(HttpSummarizer):
     key_required = True
     version = "2023-06-01"
 
-    def _request(self, transcript):
+    def _request(self, transcript: str) -> tuple[str, dict[str, Any], dict[str, str]]:
         body = {
             "model": self.model,
             "max_tokens": self.max_output_tokens,
@@ -202,12 +204,12 @@ class AnthropicSummarizer(HttpSummarizer):
         headers = {"x-api-key": self._key or "", "anthropic-version": self.version}
         return f"{self.base_url}/v1/messages", body, headers
 
-    def _parse(self, payload):
+    def _parse(self, payload: dict[str, Any]) -> str:
         parts = [block["text"] for block in payload["content"] if block.get("type") == "text"]
         return "\n".join(parts)
 
 
-def transcript_chunks(events: list[dict], provider: TextSummarizer) -> list[str]:
+def transcript_chunks(events: list[RawEvent], provider: TextSummarizer) -> list[str]:
     """The events as text lines (``[7] user: ...``), cut into parts that fit the provider's input."""
     budget = getattr(provider, "max_input_tokens", 60000)
     chunks: list[str] = []

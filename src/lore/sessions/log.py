@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lore import atomic
-from lore.sessions.events import is_event
+from lore.sessions.events import RawEvent, is_event
 
 _TAIL_CHUNK = 1 << 13  # most events fit; longer ones widen the read
 
@@ -31,7 +31,7 @@ _TAIL_CHUNK = 1 << 13  # most events fit; longer ones widen the read
 class LogLine:
     """One event and its exact bytes in the file (archives keep the bytes verbatim)."""
 
-    event: dict
+    event: RawEvent
     raw: bytes
 
 
@@ -83,7 +83,7 @@ def last_id(path: Path) -> int:
             for raw in reversed(pieces):
                 event = _parse(raw)
                 if event is not None:
-                    return event["id"]
+                    return int(event["id"])
             if start == 0:
                 return 0
             start = max(0, start - _TAIL_CHUNK * 4)
@@ -149,7 +149,7 @@ def save_rejected(path: Path, raws: list[bytes]) -> None:
             saved.write(b"".join(raw + b"\n" for raw in raws))
 
 
-def _parse(raw: bytes) -> dict | None:
+def _parse(raw: bytes) -> RawEvent | None:
     if not raw.strip():
         return None
     try:

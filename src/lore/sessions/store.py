@@ -237,6 +237,15 @@ class SessionStore:
         out += [ev.to_record(line.event) for line in live.lines if line.event["id"] > boundary]
         return out
 
+    def archived_events(self, session_id: str, first: int, last: int) -> builtins.list[dict]:
+        """The raw events (004's on-disk shapes) of the archived range `first`-`last`,
+        as a compaction archived them ([] if there is no such range)."""
+        folder = self._existing(session_id)
+        for archived in archive.archived_ranges(folder):
+            if (archived.first, archived.last) == (first, last):
+                return archive.read_archive(archived.archive)
+        return []
+
     def context(self, session_id: str, *, limit_tokens: int | None = None) -> SessionContext:
         """The live context view: summaries of archived ranges, then live events,
         oldest dropped first until it fits `limit_tokens` (default: the hard limit).

@@ -12,10 +12,13 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from lore.errors import ProviderError
 from lore.search.text import STOPWORDS
+
+if TYPE_CHECKING:
+    from lore.sessions.events import RawEvent
 
 TOPIC_TERMS = 30
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'-]{2,}")
@@ -48,7 +51,7 @@ class TextSummarizer(Protocol):
 
 
 def summarize(
-    events: list[dict], *, session_id: str, root: Path | None, provider: TextSummarizer | None
+    events: list[RawEvent], *, session_id: str, root: Path | None, provider: TextSummarizer | None
 ) -> Summary:
     """Summarise `events` with `provider` (None: extractive), falling back to extractive."""
     from lore.sessions.extractive import summarize_extractive
@@ -69,7 +72,7 @@ def summarize(
     return Summary(body=body, keywords=words[:12], summarizer=provider.name)
 
 
-def header(events: list[dict], *, session_id: str, terms: list[str]) -> str:
+def header(events: list[RawEvent], *, session_id: str, terms: list[str]) -> str:
     """The opening paragraph: which events, how many of each kind, when, and the topic terms."""
     roles = Counter(e.get("role") for e in events if e.get("type") == "message")
     tools = sum(1 for e in events if e.get("type") == "tool_call")
@@ -90,7 +93,7 @@ def header(events: list[dict], *, session_id: str, terms: list[str]) -> str:
     return line + (f"\n\nTopics: {', '.join(terms)}." if terms else "")
 
 
-def topics(events: list[dict], limit: int = TOPIC_TERMS, *, root: Path | None = None) -> list[str]:
+def topics(events: list[RawEvent], limit: int = TOPIC_TERMS, *, root: Path | None = None) -> list[str]:
     """The range's most widespread content words (in how many events each appears).
 
     Messages count, and tool calls by their name and argument values (not

@@ -17,6 +17,9 @@ from lore.storage.base import (
     ChunkInput,
     ChunkRecord,
     CommitRecord,
+    ErrorOccurrence,
+    ErrorPattern,
+    EvidenceRecord,
     FileDump,
     FileState,
     IndexCounts,
@@ -25,8 +28,10 @@ from lore.storage.base import (
     MemoryFilter,
     MemoryRecord,
     MemoryStamp,
+    ProposalRecord,
     SourceCounts,
     Store,
+    TierState,
 )
 
 __all__ = [
@@ -37,6 +42,9 @@ __all__ = [
     "ChunkRecord",
     "CommitRecord",
     "FileDump",
+    "ErrorOccurrence",
+    "ErrorPattern",
+    "EvidenceRecord",
     "FileState",
     "IndexCounts",
     "LinkInput",
@@ -44,8 +52,10 @@ __all__ = [
     "MemoryFilter",
     "MemoryRecord",
     "MemoryStamp",
+    "ProposalRecord",
     "SourceCounts",
     "Store",
+    "TierState",
     "resolve_database_url",
     "open_store",
 ]

@@ -85,8 +85,11 @@ class MemoryRecord:
     files: list[str] = field(default_factory=list)
     summary: str = ""
     body_line: int = 1
+    # The file's own evidence_count plus evidence recorded since and not yet
+    # written into the file (see EvidenceRecord.folded).
     evidence_count: int = 1
     owner: str | None = None  # the agent key that may see it; None: everyone
+    superseded_by: str | None = None  # a newer memory replaced it (frontmatter superseded_by)
     is_global: bool = False  # shared with every project of a team database (003)
 
 
@@ -209,6 +212,92 @@ class FileDump:
 
 
 @dataclass
+class TierState:
+    """A memory's attention tier as last decided by seed 001's transitions.
+
+    Kept between runs (tiers move on evidence and decay, they are not
+    recomputed from scratch on each read); keyed by memory id, so a re-indexed
+    file keeps its tier.
+    """
+
+    memory_id: str
+    tier: str  # hot | warm | cold | archive
+    since: str  # when it entered this tier (ISO 8601 UTC)
+    low_since: str | None = None  # since when its score has stayed below the archive line
+    checked_at: str = ""  # the clock's time of the last decision
+
+
+@dataclass
+class EvidenceRecord:
+    """One more observation of a memory's fact: another capture, session or agent said it.
+
+    ``key`` names what produced it (a message, an output line, a block), so the
+    same capture run twice counts once. ``folded`` evidence is already counted
+    in the memory file's own ``evidence_count``; the rest is still pending.
+    """
+
+    key: str
+    memory_id: str
+    source: str
+    agent: str | None
+    occurred_at: str
+    folded: bool = False
+
+
+@dataclass
+class ErrorOccurrence:
+    """One occurrence of a normalised error (seed 001's gotcha auto-capture).
+
+    ``key`` names the event it was seen in, so re-reading the same output
+    never counts it twice; ``example`` is the line as seen (paths relative to
+    the project).
+    """
+
+    signature: str
+    key: str
+    source: str
+    agent: str | None
+    occurred_at: str
+    example: str
+
+
+@dataclass
+class ErrorPattern:
+    """A normalised error and how often it was seen, across captures, sessions and agents."""
+
+    signature: str
+    count: int
+    first_at: str
+    last_at: str
+    example: str
+    memory_id: str | None = None  # the gotcha it became (created once, at the threshold)
+    agents: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ProposalRecord:
+    """A change to memory files that waits for a person's approval (``lore review``).
+
+    ``changes`` is the exact change: a list of ``{"path", "before_sha256",
+    "after"}`` (``before_sha256`` None: a new file; ``after`` None: the file
+    goes to the trash). Applying checks that each file still has its
+    ``before_sha256``.
+    """
+
+    id: str
+    kind: str  # promote | merge | supersede | contradiction
+    status: str  # open | held | applied | rejected
+    title: str
+    reason: str
+    confidence: float
+    evidence: int
+    memory_ids: list[str] = field(default_factory=list)
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    created_at: str = ""
+    updated_at: str = ""
+
+
+@dataclass
 class SourceCounts:
     """What the index holds of one kind of file (a source of the dashboard).
 
@@ -247,6 +336,13 @@ class MemoryFilter:
     a memory with an owner (private, or a session memory written by an agent)
     is visible to that agent only; ``include_private`` (maintenance: duplicate
     ids, anchors) sees every one. ``scoped_only`` keeps memories whose scope
+    is a file or area. ``storage`` / ``exclude_storage`` are storage tiers
+    (durable, daily, session, archive, session-summary); ``tiers`` /
+    ``exclude_tiers`` are attention tiers as last decided (:class:`TierState`;
+    a memory without a state is ``cold``). ``visibility``: ``shared`` or
+    ``private`` (what the memory's location says; the viewer rule still
+    applies). ``stale``: only memories with a stale code anchor (True) or
+    only those without (False).
     is a file or area. ``visibility``: ``shared`` or ``private`` (what the
     memory's location says; the viewer rule still applies). ``stale``: only
     memories with a stale code anchor (True) or only those without (False).
@@ -262,6 +358,8 @@ class MemoryFilter:
     scope: str | None = None
     storage: list[str] = field(default_factory=list)
     exclude_storage: list[str] = field(default_factory=list)
+    tiers: list[str] = field(default_factory=list)
+    exclude_tiers: list[str] = field(default_factory=list)
     since: str | None = None
     until: str | None = None
     viewer: str | None = None
@@ -475,6 +573,60 @@ class Store(Protocol):
     # access statistics
     def access_stats(self) -> dict[str, tuple[int, str]]: ...
     def record_access(self, memory_ids: Sequence[str], when: str) -> None: ...
+
+    # lifecycle (seed 001): tiers, evidence, error patterns, proposals
+    def tier_states(self, memory_ids: Sequence[str] | None = None) -> dict[str, TierState]:
+        """The kept tier of each memory that has one (all, or these ids)."""
+        ...
+
+    def put_tier_states(self, states: Sequence[TierState]) -> None:
+        """Insert or replace tier states (by memory id)."""
+        ...
+
+    def add_evidence(self, rows: Sequence[EvidenceRecord]) -> list[str]:
+        """Store evidence; rows whose key is known already are ignored. Returns the new keys."""
+        ...
+
+    def evidence(self, memory_id: str | None = None) -> list[EvidenceRecord]:
+        """Evidence rows, oldest first (of one memory, or all)."""
+        ...
+
+    def fold_evidence(self, memory_id: str, keys: Sequence[str] | None = None) -> int:
+        """Mark a memory's pending evidence (or these keys) as counted in its file."""
+        ...
+
+    def move_evidence(self, from_id: str, to_id: str) -> int:
+        """Re-point evidence of a merged memory at the memory it was merged into."""
+        ...
+
+    def last_evidence(self) -> dict[str, str]:
+        """{memory id: time of its latest evidence}."""
+        ...
+
+    def add_error_occurrences(self, rows: Sequence[ErrorOccurrence]) -> list[tuple[str, str]]:
+        """Store error occurrences; (signature, key) pairs known already are ignored.
+        Returns the (signature, key) pairs that were new."""
+        ...
+
+    def error_patterns(self, signatures: Sequence[str] | None = None) -> list[ErrorPattern]:
+        """Counted error patterns (all, or these), most frequent first."""
+        ...
+
+    def set_error_memory(self, signature: str, memory_id: str) -> None:
+        """Record the gotcha memory a pattern became."""
+        ...
+
+    def put_proposal(self, proposal: ProposalRecord) -> None:
+        """Insert or replace a proposal (by id)."""
+        ...
+
+    def proposals(self, statuses: Sequence[str] | None = None) -> list[ProposalRecord]:
+        """Proposals, oldest first (all, or in these statuses)."""
+        ...
+
+    def proposal(self, proposal_id: str) -> ProposalRecord | None:
+        """One proposal by id, or by an unambiguous id prefix."""
+        ...
 
     # moving an index between backends (lore db export / import)
     def dump_files(self, kind: str) -> Iterator[FileDump]: ...

@@ -19,12 +19,14 @@ from lore.interfaces.cli import (
     db_cmds,
     hooks_cmds,
     index_cmds,
+    lifecycle_cmds,
     memory_cmds,
     recall_cmds,
     search_cmds,
     serve_cmds,
     session_cmds,
 )
+from lore.interfaces.cli.decoding import require_utf8_text
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -32,6 +34,7 @@ from lore.interfaces.cli import (
     "--project",
     "project_path",
     metavar="PATH",
+    type=click.Path(),
     envvar="LORE_PROJECT",
     help="Project folder (default: nearest folder with .lore/, like git).",
 )
@@ -62,11 +65,13 @@ for module in (
     hooks_cmds,
     agent_cmds,
     session_cmds,
+    lifecycle_cmds,
     serve_cmds,
     db_cmds,
 ):
     for command in module.COMMANDS:
         cli.add_command(command)
+require_utf8_text(cli)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,9 +83,16 @@ def main(argv: list[str] | None = None) -> int:
         return code if isinstance(code, int) else 0
     except click.exceptions.Exit as done:
         return done.exit_code
+    except click.exceptions.NoArgsIsHelpError as err:
+        err.show()  # `lore` alone: the help text
+        return 2
+    except click.UsageError as err:
+        where = err.ctx.command_path if err.ctx is not None else "lore"
+        _error(f"{where}: error: {err.format_message()} (see '{where} --help')")
+        return 2
     except click.ClickException as err:
-        err.show()
-        return 2 if isinstance(err, click.UsageError) else 1
+        _error(f"lore: error: {err.format_message()}")
+        return 1
     except click.Abort:
         click.echo("lore: aborted", err=True)
         return 1
@@ -94,14 +106,18 @@ def main(argv: list[str] | None = None) -> int:
             raise
         known = as_lore_error(err)
         if known is None:
-            click.echo(
+            _error(
                 f"lore: internal error: {err.__class__.__name__}: {err} "
-                "(set LORE_DEBUG=1 for the traceback, and please report it)",
-                err=True,
+                "(set LORE_DEBUG=1 for the traceback, and please report it)"
             )
             return 1
-        click.echo(f"lore: error: {known}", err=True)
+        _error(f"lore: error: {known}")
         return known.exit_code
+
+
+def _error(message: str) -> None:
+    """One line on stderr, whatever the message holds (user text included)."""
+    click.echo(" ".join(message.split()), err=True)
 
 
 def run() -> None:

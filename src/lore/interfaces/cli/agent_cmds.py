@@ -8,6 +8,7 @@ import sys
 import click
 
 from lore.interfaces.cli.common import agent_of, identity_options, json_option, project_of, with_lore
+from lore.interfaces.cli.decoding import read_text
 from lore.interfaces.cli.output import emit_json, progress_bar, warn
 
 
@@ -114,36 +115,60 @@ def hook(ctx, event):
 @click.option(
     "--transcript",
     type=click.Path(exists=True, dir_okay=False),
-    help="Agent transcript (JSONL) to capture: its multi-line assistant messages and repeated errors.",
+    help="Agent transcript (JSONL) to capture: its multi-line assistant messages, its digest, its errors.",
 )
 @click.option(
     "--from-stdout",
     "stdout_file",
-    type=click.File("r", encoding="utf-8"),
-    help="Agent output with <lore-memory> blocks ('-' = stdin).",
+    type=click.File("rb"),
+    help="Agent output with <chati-memory> / <lore-memory> blocks ('-' = stdin).",
 )
+@click.option("--stdin", "from_stdin", is_flag=True, help="Read agent output from stdin (a pipe).")
+@click.option(
+    "--tier",
+    type=click.Choice(["durable", "daily", "session"]),
+    default="durable",
+    show_default=True,
+    help="Tier of printed blocks that name none.",
+)
+@click.option("--private", is_flag=True, help="Printed blocks are private to the acting --agent.")
 @json_option
 @with_lore
-def capture(lore, transcript, stdout_file, as_json):
-    """Turn an agent's session into memories (deduplicated, idempotent)."""
-    if not transcript and not stdout_file:
-        from lore.errors import UsageError
+def capture(lore, transcript, stdout_file, from_stdin, tier, private, as_json):
+    """Turn an agent's session or output into memories (deduplicated, idempotent)."""
+    from lore.errors import UsageError
 
-        raise UsageError("give --transcript PATH or --from-stdout FILE")
+    if from_stdin:
+        if stdout_file is not None or transcript:
+            raise UsageError(
+                "--stdin reads agent output; don't combine it with --transcript or --from-stdout"
+            )
+        stdout_file = click.get_binary_stream("stdin")
+    if not transcript and stdout_file is None:
+        raise UsageError("give --transcript PATH, --from-stdout FILE or --stdin")
+    source = getattr(stdout_file, "name", "stdout")
+    if not isinstance(source, str):
+        source = "stdin"
+    text = "" if transcript else read_text(stdout_file, f"--from-stdout {source}")
     with progress_bar("capturing", enabled=not as_json):
         result = (
             lore.capture_transcript(transcript)
             if transcript
-            else lore.capture_stdout(stdout_file.read(), source=getattr(stdout_file, "name", "stdout"))
+            else lore.capture_stdout(text, source=source, tier=tier, private=private)
         )
     if as_json:
-        emit_json(result)
+        emit_json(result.to_dict())
         return
-    click.echo(
-        f"captured {result['created']} new, {result['existing']} already known"
-        + (f", {result['gotchas']} gotchas" if result.get("gotchas") else "")
-    )
-    for problem in result.get("problems", []):
+    line = f"captured {result.created} new, {result.existing} already known"
+    if result.evidence:
+        line += f", {result.evidence} seen again"
+    if result.gotchas:
+        line += f", {result.gotchas} gotchas"
+    if result.digest and any(result.digest.values()):
+        kept = ", ".join(f"{n} {kind.replace('_', ' ')}s" for kind, n in result.digest.items() if n)
+        line += f"; digest: {kept}"
+    click.echo(line)
+    for problem in result.problems:
         click.echo(f"lore: {problem}", err=True)
 
 

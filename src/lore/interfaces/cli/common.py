@@ -31,7 +31,12 @@ def filter_options(func=None, *, limit_help: str = "At most N results (default 1
         click.option(
             "--scope", help="Where it applies: global, file:<path> (a prefix matches below it), area:<name>."
         ),
-        click.option("--tier", help="hot, warm, cold (attention) or durable, session (where it is stored)."),
+        click.option(
+            "--tier",
+            help="hot, warm, cold, archive (attention, as kept) or durable, daily, session, session-summary "
+            "(where it is stored).",
+        ),
+        click.option("--include-archived", is_flag=True, help="Archived memories too (left out by default)."),
         click.option("--since", help="Occurred since: a date or a phrase ('last week', '2 months ago')."),
         click.option("--until", help="Occurred before: a date or a phrase."),
         click.option("--limit", type=click.IntRange(min=1), default=None, help=limit_help),

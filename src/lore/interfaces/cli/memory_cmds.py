@@ -12,6 +12,7 @@ import click
 
 from lore.errors import UsageError
 from lore.interfaces.cli.common import filter_options, json_option, with_lore
+from lore.interfaces.cli.decoding import read_stdin, read_text
 from lore.interfaces.cli.output import emit_json, is_terminal, relative_time, table, warn
 from lore.memory.model import MEMORY_TYPES
 from lore.secrets import describe
@@ -25,9 +26,7 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.command()
 @click.option("--title", "-t", help="One-line subject (default: the body's first line).")
 @click.option("--body", "-b", help="The memory text (Markdown). Or --body-file, or stdin.")
-@click.option(
-    "--body-file", type=click.File("r", encoding="utf-8"), help="Read the body from a file ('-' = stdin)."
-)
+@click.option("--body-file", type=click.File("rb"), help="Read the body from a file ('-' = stdin).")
 @click.option(
     "--type",
     "kind",
@@ -85,9 +84,9 @@ def add(
     The same content stored already is not written twice: its id is printed instead.
     """
     if body is None and body_file is not None:
-        body = body_file.read()
+        body = read_text(body_file, f"--body-file {getattr(body_file, 'name', '-')}")
     if body is None and not sys.stdin.isatty():
-        body = sys.stdin.read()
+        body = read_stdin()
     if not body or not body.strip():
         raise UsageError("no body given; use --body TEXT, --body-file PATH or pipe it on stdin")
     result = lore.add(

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from lore.interfaces.cli.common import json_option, with_lore
+from lore.interfaces.cli.decoding import read_stdin
 from lore.interfaces.cli.output import emit_json, is_terminal, table
 
 LEVELS = ["auto", "L1", "L2", "L3"]
@@ -39,6 +38,9 @@ def recall_options(func):
         click.option("--no-memories", is_flag=True, help="Leave out memories."),
         click.option("--no-related-work", is_flag=True, help="Leave out past commits and tasks."),
         click.option(
+            "--include-sessions", is_flag=True, help="Summaries of recorded sessions too (off by default)."
+        ),
+        click.option(
             "--markdown",
             "as_markdown",
             is_flag=True,
@@ -66,11 +68,12 @@ def _recall(
     no_code,
     no_memories,
     no_related_work,
+    include_sessions,
     as_markdown,
     as_json,
 ):
     if description == "-":
-        description = sys.stdin.read()
+        description = read_stdin()
     result = lore.recall(
         title,
         description=description,
@@ -85,6 +88,7 @@ def _recall(
         include_related_work=not no_related_work,
         since=since,
         until=until,
+        include_sessions=include_sessions,
     )
     if as_json:
         emit_json(result.to_dict())

@@ -1,6 +1,7 @@
 """`lore session ...`: recorded agent sessions (start, append, end, list, show, import, compact).
 
-Each command is a few lines over ``Lore.sessions`` (:class:`lore.sessions.SessionStore`).
+Each command is a few lines over :class:`lore.service.Lore`'s session methods
+(``start_session``, ``record_events``, ``record_transcript``, ``compact_session``...).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import click
 
 from lore.errors import UsageError
 from lore.interfaces.cli.common import json_option, with_lore
+from lore.interfaces.cli.decoding import read_stdin
 from lore.interfaces.cli.output import emit_json, progress_bar, table, warn
 
 
@@ -22,9 +24,7 @@ def session():
 
 
 def _done(lore, data, as_json: bool, text: str) -> None:
-    """Print the result (JSON or one line) and the store's notices on stderr."""
-    for notice in lore.sessions.notices:
-        warn(notice)
+    """Print the result (JSON or one line); notices go to stderr with the others."""
     if as_json:
         emit_json(data)
     else:
@@ -37,8 +37,8 @@ def _done(lore, data, as_json: bool, text: str) -> None:
 @json_option
 @with_lore
 def start(lore, session_id, user, as_json):
-    """Start a session and print its id."""
-    info = lore.sessions.start(session_id, agent=lore.agent, user=user)
+    """Start a session and print its id (the previous sessions' memories are digested and cleaned)."""
+    info = lore.start_session(session_id, user=user)
     _done(lore, info.to_dict(), as_json, info.id)
 
 
@@ -89,11 +89,11 @@ def append(
         events.append(tool_result(call_id, result, is_error=is_error, timestamp=timestamp))
     if not events:
         if content is None and not sys.stdin.isatty():
-            content = sys.stdin.read().rstrip("\n")  # the newline a pipe adds
+            content = read_stdin().rstrip("\n")  # the newline a pipe adds
         if not content or not content.strip():
             raise UsageError("nothing to append; give --content TEXT (or stdin), or --tool / --result")
         events.append(message(role, content, timestamp=timestamp))
-    appended = lore.sessions.append_many(session_id, events, create=create)
+    appended = lore.record_events(session_id, events, create=create)
     ids = ", ".join(str(e.id) for e in appended.events)
     line = f"appended {ids} to {session_id} ({appended.token_count} tokens in context)"
     if appended.compaction:
@@ -108,7 +108,7 @@ def append(
 @with_lore
 def end(lore, session_id, as_json):
     """Mark a session ended (appending again reopens it)."""
-    info = lore.sessions.end(session_id)
+    info = lore.end_session(session_id)
     _done(lore, info.to_dict(), as_json, f"ended {info.id} ({info.event_count} events)")
 
 
@@ -119,7 +119,7 @@ def end(lore, session_id, as_json):
 @with_lore
 def list_(lore, status, limit, as_json):
     """Sessions, most recently updated first."""
-    sessions = lore.sessions.list(status=status, limit=limit)
+    sessions = lore.session_list(status=status, limit=limit)
     if as_json:
         emit_json([info.to_dict() for info in sessions])
         return
@@ -152,7 +152,7 @@ def list_(lore, status, limit, as_json):
 def show(lore, session_id, include_archived, limit_tokens, as_json):
     """The context view (summaries, then live events); --all for the raw events on disk."""
     if include_archived:
-        events = lore.sessions.events(session_id, include_archived=True)
+        events = lore.session_events(session_id, include_archived=True)
         if as_json:
             emit_json([e.to_dict() for e in events])
         else:
@@ -160,7 +160,7 @@ def show(lore, session_id, include_archived, limit_tokens, as_json):
 
             click.echo("\n\n".join(render_event(e) for e in events) or "no events")
         return
-    view = lore.sessions.context(session_id, limit_tokens=limit_tokens)
+    view = lore.session_context(session_id, limit_tokens=limit_tokens)
     if as_json:
         emit_json(view.to_dict())
         return
@@ -179,7 +179,7 @@ def show(lore, session_id, include_archived, limit_tokens, as_json):
 def import_(lore, path, session_id, as_json):
     """Import a Claude Code or Codex transcript (JSONL) into a session; idempotent."""
     with progress_bar("importing", enabled=not as_json):
-        result = lore.sessions.import_transcript(path, session_id=session_id, agent=lore.agent)
+        result = lore.record_transcript(path, session_id=session_id)
     line = (
         f"{result.format} transcript → session {result.session_id}: {result.appended} new events, "
         f"{result.skipped} already there"
@@ -196,7 +196,7 @@ def import_(lore, path, session_id, as_json):
 def compact(lore, session_id, if_over, as_json):
     """Summarise and archive everything before the protected recent tail."""
     with progress_bar("compacting", enabled=not as_json):
-        result = lore.sessions.compact(session_id, force=not if_over)
+        result = lore.compact_session(session_id, force=not if_over)
     line = (
         f"compacted events {result.first_event}-{result.last_event} ({result.tokens_archived} tokens) "
         f"into {result.summary_path} ({result.summary_tokens} tokens, {result.summarizer}); "
@@ -205,6 +205,26 @@ def compact(lore, session_id, if_over, as_json):
         else f"nothing compacted ({result.reason})"
     )
     _done(lore, result.to_dict(), as_json, line)
+
+
+@session.command(name="search")
+@click.argument("query", nargs=-1, required=True)
+@click.option("--session", "session_id", help="Only this session's summaries.")
+@click.option("--limit", type=int, default=None, help="At most N results (default 10, max 50).")
+@json_option
+@with_lore
+def search_(lore, query, session_id, limit, as_json):
+    """Search the summaries of compacted sessions (yours and unowned ones)."""
+    from lore.interfaces.cli.output import emit_results
+
+    hits = lore.session_search(" ".join(query), limit=limit, session=session_id)
+    emit_results(hits, as_json, lambda h: h.to_dict(), _render_hit)
+
+
+def _render_hit(out, hit) -> None:
+    out.print(f"[bold]{hit.title}[/bold]  [dim]{hit.score:.2f} · {hit.occurred_at[:16]}[/dim]")
+    out.print(f"  [cyan]{hit.path}:{hit.start_line}[/cyan]  [dim]{hit.section or ''}[/dim]")
+    out.print(f"  {hit.snippet}", markup=False)
 
 
 def _json_arg(text: str | None):

@@ -16,10 +16,11 @@ from typing import Any
 from lore.interfaces.web.inputs import MAX_BODY_TEXT, Param
 from lore.memory.curation import BULK_ACTIONS
 from lore.memory.model import MAX_KEYWORD_LEN, MAX_KEYWORDS, MAX_SUBJECT, MEMORY_TYPES
+from lore.memory.repository import MOVABLE_TIERS
 from lore.search.browse import MAX_PAGE, SORTS
 
 MODES = ("hybrid", "bm25", "vector")
-TIERS = ("hot", "warm", "cold", "durable", "session")
+TIERS = ("hot", "warm", "cold", "archive", "durable", "daily", "session", "session-summary")
 LEVELS = ("auto", "L1", "L2", "L3")
 MAX_PATHS = 10_000
 MAX_PATH = 4096
@@ -77,7 +78,9 @@ FILTERS = (
     Param("task", description="Only memories of this task id.", max_len=200),
     Param("scope", description="applies_to: global, file:<path> (prefix), area:<name>.", max_len=500),
     Param(
-        "tier", description="Attention tier (hot, warm, cold) or storage (durable, session).", choices=TIERS
+        "tier",
+        description="Attention tier (hot, warm, cold, archive) or storage (durable, daily, session, session-summary).",
+        choices=TIERS,
     ),
     Param("since", description="Occurred at or after (ISO 8601).", max_len=40),
     Param("until", description="Occurred at or before (ISO 8601).", max_len=40),
@@ -86,6 +89,7 @@ SELECTION = (
     *FILTERS,
     Param("visibility", description="shared or private (this agent's own).", choices=("shared", "private")),
     Param("stale", "bool", "Only stale (true) or only fresh (false) memories."),
+    Param("include_archived", "bool", "Archived memories too (left out unless asked for)."),
 )
 BROWSE = (
     *SELECTION,
@@ -163,7 +167,7 @@ BULK = (
     Param("add_tags", "list", "retag: tags to add.", max_len=MAX_KEYWORD_LEN, max_items=MAX_KEYWORDS),
     Param("remove_tags", "list", "retag: tags to remove.", max_len=MAX_KEYWORD_LEN, max_items=MAX_KEYWORDS),
     Param("new_type", choices=MEMORY_TYPES, description="set_type: the new type."),
-    Param("new_tier", choices=("durable", "session"), description="set_tier: the new storage tier."),
+    Param("new_tier", choices=MOVABLE_TIERS, description="set_tier: the new storage tier."),
     Param("apply", "bool", "false (default): preview; true: do it (needs confirm)."),
     Param("confirm", max_len=64, description="The preview's digest."),
 )

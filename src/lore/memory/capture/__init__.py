@@ -1,79 +1,303 @@
 """Capture: what agents say and print becomes memories (001's digest and auto-capture).
 
-:mod:`.parse` reads transcripts and ``<lore-memory>`` blocks into candidates
-and spots repeated errors; this module decides what to store, through
-:class:`~lore.memory.repository.Memories` (so privacy, redaction and
-validation are the same as for any other write).
+:mod:`.parse` reads transcripts and ``<chati-memory>`` / ``<lore-memory>``
+blocks into candidates, :mod:`.digest` classifies a session (decisions,
+error patterns, resolutions, user corrections, validated patterns) and
+:mod:`.errors` turns error reports into countable patterns. This module
+decides what to keep, through the :class:`~lore.memory.lifecycle.Lifecycle`
+(a fact seen again is evidence for the memory that has it) and
+:class:`~lore.memory.repository.Memories` (privacy, redaction, validation).
+
+Where captures go:
+
+- a transcript's multi-line assistant messages (002's rules): the session
+  tier, owned by the capturing agent (cleaned when its next session starts);
+- the digest's decisions, resolutions, corrections and validated patterns:
+  the daily tier (local, shared by the project's agents), one memory each,
+  with the ids of the messages they come from;
+- error patterns: counted in the index across captures, sessions and
+  agents; at the third occurrence one gotcha memory is created (daily tier)
+  and later occurrences add evidence to it;
+- printed blocks: the tier the block names, else the caller's (durable for
+  ``lore capture``: a block is an agent's deliberate write, like
+  ``memory_write``); ``private="true"`` blocks go to the agent's own folder.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator, Sequence
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from lore import secrets
 from lore.errors import UsageError, ValidationError
-from lore.memory.capture.parse import Candidate, distinct_errors, from_stdout, from_transcript, time_of
-from lore.memory.model import content_hash
-from lore.memory.repository import Memories
+from lore.memory.capture import errors
+from lore.memory.capture.digest import MEMORY_TYPE, Digest, digest, event_text, message_id
+from lore.memory.capture.parse import Candidate, from_stdout, from_transcript
+from lore.records import Record
+from lore.storage import ErrorOccurrence, EvidenceRecord
 
-__all__ = ["capture_stdout", "capture_transcript", "store_candidates", "store_gotchas"]
+if TYPE_CHECKING:
+    from lore.memory.lifecycle import Lifecycle
+    from lore.memory.repository import Memories
+
+__all__ = [
+    "CaptureResult",
+    "capture_events",
+    "capture_stdout",
+    "capture_transcript",
+    "count_errors",
+    "keep_digest",
+    "store_candidates",
+]
+
+GOTCHA_THRESHOLD = 3  # 001: "when an error pattern appears 3+ times ... a gotcha is auto-created"
 
 
-def capture_transcript(memories: Memories, path: Path) -> dict[str, Any]:
-    """Store a transcript's qualifying messages (002's rules) as session-tier
-    memories, and errors repeated 3+ times as gotchas, dated when the error
-    last occurred. Idempotent."""
-    result = store_candidates(memories, from_transcript(path), session=True)
-    lines, times = transcript_lines(path)
-    result["gotchas"] = store_gotchas(memories, lines, where=f"session {path.stem}", times=times)
+@dataclass
+class CaptureResult(Record):
+    """What a capture kept."""
+
+    created: int  # new memories (session messages, or printed blocks)
+    existing: int  # already known: the same memory, or the same fact seen again
+    problems: list[str] = field(default_factory=list)
+    gotchas: int = 0  # gotcha memories created (an error's third occurrence)
+    evidence: int = 0  # facts seen again: one more piece of evidence each
+    digest: dict[str, int] | None = None  # transcripts: digest items kept, by class
+
+
+def gotcha_confidence(occurrences: int) -> float:
+    """How sure a repeated error is worth knowing: 0.8 at 3 occurrences, 0.95 from 5 on
+    (so that at 5 it may be proposed as a durable gotcha: 001's > 0.9 and evidence ≥ 5)."""
+    return round(min(0.95, 0.5 + 0.1 * occurrences), 2)
+
+
+def capture_transcript(
+    lifecycle: Lifecycle, path: Path, events: list[dict], *, session_id: str
+) -> CaptureResult:
+    """Capture a session transcript (its events already read, 004's shapes):
+    its multi-line assistant messages as session memories (002's rules), then
+    what :func:`capture_events` keeps of its events.
+
+    Idempotent: running it again on the same transcript creates nothing and
+    counts nothing twice.
+    """
+    result = store_candidates(lifecycle, from_transcript(path), tier="session")
+    found = capture_events(lifecycle, events, session_id=session_id)
+    result.gotchas += found.gotchas
+    result.evidence += found.evidence
+    result.digest = found.digest
     return result
 
 
-def capture_stdout(memories: Memories, text: str, *, source: str = "stdout") -> dict[str, Any]:
-    """Store `<lore-memory>` blocks an agent printed; repeated errors become gotchas."""
-    candidates, problems = from_stdout(text, source=source)
-    # Printed blocks carry no time of their own: a block is known by its content.
-    result = store_candidates(memories, candidates, session=False, by_content=True)
-    result["problems"] = problems + result["problems"]
-    result["gotchas"] = store_gotchas(memories, text.splitlines(), where=source)
+def capture_events(lifecycle: Lifecycle, events: list[dict], *, session_id: str) -> CaptureResult:
+    """001's PreCompact capture of a session's events (004's shapes, oldest
+    first): the digest's decisions, resolutions, corrections and validated
+    patterns kept in the daily tier, its errors counted (a gotcha at the
+    third occurrence). What a transcript capture and a session compaction
+    both do with the events they see.
+
+    Idempotent: each item and each occurrence is keyed by the session and the
+    events it comes from, so the same events seen again (the same transcript
+    captured twice, then its recorded session compacted) count once.
+    """
+    memories = lifecycle.memories
+    result = CaptureResult(0, 0)
+    found = digest(events, session_id=session_id, root=memories.project.root)
+    result.created, result.evidence = keep_digest(lifecycle, found)
+    result.digest = found.counts()
+    agent = memories.agent
+    occurrences = [
+        ErrorOccurrence(
+            sig, f"{session_id}:{message_id(event, index)}", f"session:{session_id}", agent, when, example
+        )
+        for index, event in enumerate(events)
+        if event.get("type") != "tool_call"
+        for when in [_event_time(lifecycle, event)]
+        for sig, example in errors.occurrences(event_text(event), memories.project.root)
+    ]
+    gotchas, evidence_added = count_errors(lifecycle, occurrences, where=f"session {session_id}")
+    result.gotchas += gotchas
+    result.evidence += evidence_added
     return result
+
+
+def capture_stdout(
+    lifecycle: Lifecycle, text: str, *, source: str = "stdout", tier: str = "durable", private: bool = False
+) -> CaptureResult:
+    """Store the blocks an agent printed; count the errors it printed.
+
+    A block already known (the same or a near-duplicate fact) is evidence for
+    that memory; the same output captured twice counts once.
+    """
+    from lore.memory.lifecycle.clock import iso
+
+    now = iso(lifecycle.now())
+    candidates, problems = from_stdout(text, source=source, default_time=now)
+    output = _hash(text)
+    result = store_candidates(
+        lifecycle, candidates, tier=tier, private=private, key_prefix=f"stdout:{output}"
+    )
+    result.problems = problems + result.problems
+    agent = lifecycle.memories.agent
+    occurrences = [
+        ErrorOccurrence(sig, f"stdout:{output}:{n}", source, agent, now, example)
+        for n, (sig, example) in enumerate(errors.occurrences(text, lifecycle.project.root, distinct=False))
+    ]
+    gotchas, evidence_added = count_errors(lifecycle, occurrences, where=source, private=private)
+    result.gotchas += gotchas
+    result.evidence += evidence_added
+    return result
+
+
+def keep_digest(lifecycle: Lifecycle, found: Digest) -> tuple[int, int]:
+    """Keep a digest's items in the daily tier (error patterns are counted apart,
+    see :func:`count_errors`); returns (memories created, evidence added)."""
+    session = found.session_id or "unnamed"
+    created = added = 0
+    for item in found.items:
+        if item.kind == "error_pattern":
+            continue
+        done = lifecycle.remember(
+            body=item.text,
+            title=None,
+            type=MEMORY_TYPE[item.kind],
+            key=f"digest:{session}:{item.kind}:{_hash(item.text)}",
+            source=f"session:{session}",
+            occurred_at=item.occurred_at or None,
+            tier="daily",
+            extra={"digest_class": item.kind, "session_id": session, "evidence_refs": item.evidence},
+        )
+        created += done.created
+        added += done.evidence_added
+    return created, added
 
 
 def store_candidates(
-    memories: Memories, candidates: Iterable[Candidate], *, session: bool, by_content: bool = False
-) -> dict[str, Any]:
-    """Write the candidates through `memories` (privacy, redaction, validation as
-    any write). A candidate marked private goes to the acting agent's folder,
-    one marked session (or all, with `session`) to the local session tier;
-    ``applies_to`` paths are stored relative to the project."""
-    created = existing = 0
-    problems: list[str] = []
-    for c in candidates:
-        known = content_hash(secrets.redact(c.body)[0])  # as it would be written
-        if by_content and memories.store.memories(memories.filter(content_hash=known), limit=1):
-            existing += 1
-            continue
+    lifecycle: Lifecycle,
+    candidates: Iterable[Candidate],
+    *,
+    tier: str,
+    private: bool = False,
+    key_prefix: str | None = None,
+) -> CaptureResult:
+    """Keep candidates: session-tier ones as they are (002's transcript rules,
+    deduplicated by time and content); others through :meth:`Lifecycle.remember`
+    (`key_prefix` + the block's position names each observation)."""
+    result = CaptureResult(0, 0)
+    for index, c in enumerate(candidates):
         try:
-            added = memories.add(
-                body=c.body,
-                title=c.title,
-                type=c.type,
-                tags=c.tags,
-                applies_to=project_scope(memories, c.applies_to),
-                occurred_at=c.occurred_at,
-                source=c.source,
-                private=c.private,
-                session=c.session if c.session is not None else session,
-            )
-        except (ValidationError, UsageError) as err:
-            problems.append(f"{c.source or 'block'}: {err}")
+            if tier == "session" and key_prefix is None:
+                added = lifecycle.memories.add(
+                    body=c.body,
+                    title=c.title,
+                    type=c.type,
+                    tags=c.tags,
+                    applies_to=project_scope(lifecycle.memories, c.applies_to),
+                    occurred_at=c.occurred_at,
+                    source=c.source,
+                    tier="session",
+                )
+                created, evidence_added = added.created, False
+            else:
+                done = lifecycle.remember(
+                    body=c.body,
+                    title=c.title,
+                    type=c.type,
+                    key=f"{key_prefix}:{index}",
+                    source=c.source or "stdout",
+                    occurred_at=c.occurred_at,
+                    tags=c.tags,
+                    tier=c.tier or tier,
+                    private=c.private or private,
+                    confidence=c.confidence,
+                    applies_to=project_scope(lifecycle.memories, c.applies_to),
+                )
+                created, evidence_added = done.created, done.evidence_added
+        except (ValidationError, UsageError) as err:  # e.g. a private block and no agent
+            result.problems.append(f"{c.source or 'block'}: {err}")
             continue
-        created += added.created
-        existing += not added.created
-    return {"created": created, "existing": existing, "problems": problems}
+        result.created += created
+        result.existing += not created
+        result.evidence += evidence_added
+    return result
+
+
+def count_errors(
+    lifecycle: Lifecycle, found: list[ErrorOccurrence], *, where: str, private: bool = False
+) -> tuple[int, int]:
+    """Count error occurrences in the index; returns (gotchas created, evidence added).
+
+    At the third occurrence of a pattern (across every capture, session and
+    agent so far) one gotcha memory is created, dated by that occurrence;
+    later occurrences add evidence to it. A gotcha that was removed is not
+    created again.
+    """
+    from lore.memory.lifecycle import evidence
+
+    store = lifecycle.store
+    if not found:
+        return 0, 0
+    with store.transaction():
+        new = set(store.add_error_occurrences(found))
+    if not new:
+        return 0, 0
+    created = added = 0
+    for pattern in store.error_patterns(sorted({sig for sig, _ in new})):
+        fresh = sorted(
+            (o for o in found if o.signature == pattern.signature and (o.signature, o.key) in new),
+            key=lambda o: o.occurred_at,
+        )
+        if pattern.memory_id:
+            rows = [
+                EvidenceRecord(f"error:{o.key}", pattern.memory_id, o.source, o.agent, o.occurred_at)
+                for o in fresh
+            ]
+            targets = store.memories(lifecycle.memories.filter(ids=[pattern.memory_id]), limit=1)
+            if targets and evidence.record(lifecycle.memories, targets[0], rows):
+                added += len(rows)
+                _refresh_confidence(lifecycle, pattern.memory_id)
+                lifecycle.advance([pattern.memory_id])
+            continue
+        if pattern.count < GOTCHA_THRESHOLD:
+            continue
+        before = pattern.count - len(fresh)
+        third = fresh[max(0, GOTCHA_THRESHOLD - before - 1)]
+        memory = lifecycle.memories.add(
+            title=f"Repeated error: {pattern.signature}"[:200],
+            body=(
+                f"This error came up again and again ({pattern.count}× so far, the third time in {where}) "
+                f"before its cause was written down:\n\n```\n{pattern.example}\n```\n\n"
+                f"Normalised: `{pattern.signature}`\n\n"
+                "When you see it, look for the cause recorded with it, or add one."
+            ),
+            type="gotcha",
+            tags=["error", "auto-captured"],
+            confidence=gotcha_confidence(pattern.count),
+            occurred_at=third.occurred_at,
+            tier="daily",
+            private=private and lifecycle.memories.agent is not None,
+            extra={"evidence_count": pattern.count, "error_signature": pattern.signature},
+        )
+        with store.transaction():
+            store.set_error_memory(pattern.signature, memory.id)
+        lifecycle.advance([memory.id])
+        created += 1
+    return created, added
+
+
+def _refresh_confidence(lifecycle: Lifecycle, memory_id: str) -> None:
+    """An auto-captured gotcha grows surer with each occurrence (local files only)."""
+    from lore.memory import sync
+    from lore.memory.lifecycle import evidence
+
+    records = lifecycle.store.memories(lifecycle.memories.filter(ids=[memory_id]), limit=1)
+    if not records or sync.is_committed(records[0].path) or records[0].type != "gotcha":
+        return
+    target = gotcha_confidence(records[0].evidence_count)
+    if target > records[0].confidence:
+        evidence.fold(lifecycle.memories, memory_id, records[0].path, confidence=target)
 
 
 def project_scope(memories: Memories, scope: str) -> str:
@@ -87,62 +311,12 @@ def project_scope(memories: Memories, scope: str) -> str:
     return scope
 
 
-def store_gotchas(
-    memories: Memories, lines: Sequence[str], *, where: str, times: Sequence[str | None] | None = None
-) -> int:
-    """001's auto-capture: an error seen 3+ times becomes a gotcha (once per
-    distinct error, however many lines report it), its paths relative to the
-    project, dated by `times` (one per line, None where unknown) at the error's
-    last occurrence, else now."""
-    count = 0
-    for error in distinct_errors(lines, threshold=3, root=str(memories.project.root)):
-        title = f"Repeated error: {error.pattern}"[:200]
-        if memories.store.memories(memories.filter(types=["gotcha"], title=title), limit=1):
-            continue
-        body = (
-            f"This error came up again and again ({error.count}× in {where}) before it was solved:\n\n"
-            f"```\n{error.pattern}\n```\n\nWhen you see it, look for the cause recorded with it, or add one."
-        )
-        memories.add(
-            body=body,
-            title=title,
-            type="gotcha",
-            tags=["error", "auto-captured"],
-            confidence=0.6,
-            occurred_at=times[error.last_line] if times else None,
-        )
-        count += 1
-    return count
+def _event_time(lifecycle: Lifecycle, event: dict) -> str:
+    from lore.memory.capture.parse import time_of
+    from lore.memory.lifecycle.clock import iso
+
+    return time_of(event) or iso(lifecycle.now())
 
 
-def transcript_lines(path: Path) -> tuple[list[str], list[str | None]]:
-    """Every string in a JSONL transcript, split into lines (errors hide in tool
-    results), each with its event's time; a blank line between strings, so one
-    tool result's output never runs into the next."""
-    lines: list[str] = []
-    times: list[str | None] = []
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for raw in handle:
-            try:
-                event = json.loads(raw)
-            except ValueError:
-                continue
-            if not isinstance(event, dict):
-                continue
-            when = time_of(event)
-            for text in _strings(event):
-                split = [*text.splitlines(), ""]
-                lines.extend(split)
-                times.extend([when] * len(split))
-    return lines, times
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

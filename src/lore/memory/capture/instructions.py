@@ -1,6 +1,11 @@
 """The instructions block Lore adds to CLAUDE.md / AGENTS.md: how an agent
 without MCP records what it learned (the `<lore-memory>` block capture reads)."""
 
+# The markers around the block in Markdown instruction files (the installers
+# write them; `lore import` leaves what is between them out).
+MD_BEGIN = "<!-- lore:begin -->"
+MD_END = "<!-- lore:end -->"
+
 INSTRUCTIONS = """\
 ## Project memory (Lore)
 

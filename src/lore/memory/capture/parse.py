@@ -5,15 +5,16 @@ Three sources, none of which writes anything (the service decides what to keep):
 - :func:`from_transcript` -- a session transcript (Claude Code JSONL, 004's
   session JSONL, Codex rollout JSONL), filtered by 002's rules: assistant
   messages only, multi-line only, stored in full, dated by the event.
-- :func:`from_stdout` -- ``<lore-memory>`` blocks an agent without MCP printed
-  (001's prompt-based capture).
+- :func:`from_stdout` -- ``<chati-memory>`` / ``<lore-memory>`` blocks an
+  agent without MCP printed (001's prompt-based capture).
 - :func:`distinct_errors` (and :func:`repeated_errors`) -- errors seen again
   and again in agent output, each once however many lines report it (001's
   gotcha auto-capture).
 
-The ``<lore-memory>`` block
----------------------------
-The primary form puts the fields on the tag::
+The ``<chati-memory>`` / ``<lore-memory>`` block
+------------------------------------------------
+Seed 001 names the block ``<chati-memory>``; ``<lore-memory>`` is the same
+block under Lore's name. The primary form puts the fields on the tag::
 
     <lore-memory type="gotcha" tags="auth,jwt" applies_to="file:src/auth.py" title="...">
     Token validation fails silently when JWT_SECRET contains special characters.
@@ -23,9 +24,13 @@ A YAML header inside the block is accepted too (``---`` / fields / ``---``
 before the body); where both give a field, the tag's attribute wins. Fields:
 ``type`` (one of the memory types), ``tags`` (comma-separated, or a YAML list;
 ``keywords`` also works), ``applies_to`` (``global``, ``file:<path>``,
-``area:<name>``), ``title`` (or ``subject``), ``occurred_at`` (ISO 8601),
-``private`` (``true``: only the acting agent sees it, in its local folder) and
-``storage`` (``session``: the local session tier, not committed; ``durable``).
+``area:<name>``), ``title`` (or ``subject``), ``occurred_at`` (ISO 8601;
+``created_at`` also works), ``confidence`` (0-1), ``tier`` (the storage tier:
+``durable``, ``daily`` or ``session``; 001's attention tiers ``hot``/``warm``/
+``cold`` are ignored), ``storage`` (``session``: the session tier; ``durable``)
+and ``private`` (``true``: only the acting agent sees it, in its local folder).
+001's bookkeeping fields (``id``, ``agent``, ``sector``, ``access_count``,
+``last_accessed``) are ignored without a problem line.
 """
 
 from __future__ import annotations
@@ -34,13 +39,13 @@ import json
 import re
 import textwrap
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path
 
 from lore.errors import ValidationError
-from lore.memory.model import MEMORY_TYPES, SCOPE_RE, now_iso, parse_time
+from lore.memory.model import MEMORY_TYPES, SCOPE_RE, TYPE_OF_SECTOR, now_iso, parse_time
 
 
 @dataclass
@@ -54,8 +59,14 @@ class Candidate:
     tags: list[str] = field(default_factory=list)
     applies_to: str = "global"
     source: str | None = None  # "transcript:<session>:<uuid>", "stdout", ...
+    tier: str | None = None  # storage tier the block asked for (None: the caller's default)
     private: bool = False  # the acting agent's private folder (.lore/local/<agent>/)
-    session: bool | None = None  # the session tier (.lore/local/session/); None: the capture's default
+    confidence: float | None = None
+
+    @property
+    def session(self) -> bool | None:
+        """The session tier asked for (None: the capture's default)."""
+        return True if self.tier == "session" else None
 
 
 # ---------------------------------------------------------------- transcripts
@@ -199,8 +210,7 @@ def _heading_title(body: str) -> str | None:
 
 # ---------------------------------------------------------------- <lore-memory> blocks
 
-_OPEN = re.compile(r"<lore-memory(?=[\s>/])")
-_CLOSE = "</lore-memory>"
+_OPEN = re.compile(r"<(?P<tag>lore-memory|chati-memory)(?=[\s>/])")
 _ATTR = re.compile(r"""\s*([A-Za-z_][\w-]*)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _FIELDS = {
@@ -211,9 +221,15 @@ _FIELDS = {
     "title": "title",
     "subject": "title",
     "occurred_at": "occurred_at",
+    "created_at": "occurred_at",
+    "confidence": "confidence",
+    "tier": "tier",
     "private": "private",
     "storage": "storage",
 }
+_IGNORED = {"id", "agent", "sector", "access_count", "last_accessed", "evidence_count"}
+_STORAGE_TIERS = ("durable", "daily", "session")
+_ATTENTION_TIERS = ("hot", "warm", "cold", "archive")
 _YES = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
 _EXAMPLE = re.compile(r"<lore-memory.*?</lore-memory>", re.DOTALL)
 
@@ -221,7 +237,7 @@ _EXAMPLE = re.compile(r"<lore-memory.*?</lore-memory>", re.DOTALL)
 def from_stdout(
     text: str, *, default_time: str | None = None, source: str = "stdout"
 ) -> tuple[list[Candidate], list[str]]:
-    """Parse the ``<lore-memory>`` blocks an agent printed.
+    """Parse the ``<chati-memory>`` / ``<lore-memory>`` blocks an agent printed.
 
     Args:
         text: the agent's output (ANSI colour codes are ignored).
@@ -243,23 +259,25 @@ def from_stdout(
         if opening is None:
             break
         line = text.count("\n", 0, opening.start()) + 1
+        tag = opening.group("tag")
         tag_end = _tag_end(text, opening.end())
         if tag_end is None:
-            problems.append(f"line {line}: <lore-memory> tag is not closed with '>'; skipped")
+            problems.append(f"line {line}: <{tag}> tag is not closed with '>'; skipped")
             pos = opening.end()
             continue
         attrs_text = text[opening.end() : tag_end]
         if attrs_text.rstrip().endswith("/"):
-            problems.append(f"line {line}: <lore-memory/> has no body; skipped")
+            problems.append(f"line {line}: <{tag}/> has no body; skipped")
             pos = tag_end + 1
             continue
         next_open = _OPEN.search(text, tag_end + 1)
-        close = text.find(_CLOSE, tag_end + 1)
+        closing = f"</{tag}>"
+        close = text.find(closing, tag_end + 1)
         if close == -1 or (next_open is not None and next_open.start() < close):
-            problems.append(f"line {line}: <lore-memory> block has no </lore-memory>; skipped")
+            problems.append(f"line {line}: <{tag}> block has no {closing}; skipped")
             pos = next_open.start() if next_open else len(text)
             continue
-        pos = close + len(_CLOSE)
+        pos = close + len(closing)
         try:
             candidate, notes = _block(attrs_text, text[tag_end + 1 : close], fallback, source)
         except _BlockProblem as err:
@@ -274,7 +292,7 @@ def from_stdout(
 
 
 class _BlockProblem(Exception):
-    """A <lore-memory> block that cannot become a candidate."""
+    """A memory block that cannot become a candidate."""
 
 
 def _tag_end(text: str, start: int) -> int | None:
@@ -310,13 +328,15 @@ def _block(
         for name, value in origin.items():
             canonical = _FIELDS.get(str(name))
             if canonical is None:
-                notes.append(
-                    f"ignored unknown field '{name}' "
-                    "(known: type, tags, applies_to, title, occurred_at, private, storage)"
-                )
+                if str(name) not in _IGNORED:
+                    notes.append(
+                        f"ignored unknown field '{name}' (known: type, tags, applies_to, title, "
+                        "occurred_at, confidence, tier, storage, private)"
+                    )
             else:
                 fields[canonical] = value
     kind = _one_string(fields.get("type", "summary"), "type").strip().lower()
+    kind = TYPE_OF_SECTOR.get(kind, kind)  # 001 writes the sector in `type` (procedural, ...)
     if kind not in MEMORY_TYPES:
         raise _BlockProblem(f"unknown type '{kind}'; use one of: {', '.join(MEMORY_TYPES)}")
     scope = _one_string(fields.get("applies_to", "global"), "applies_to").strip()
@@ -338,6 +358,11 @@ def _block(
     storage = _one_string(fields.get("storage", "durable"), "storage").strip().lower()
     if storage not in ("durable", "session"):
         raise _BlockProblem(f"storage '{storage}' must be durable or session")
+    tier = _one_string(fields.get("tier", ""), "tier").strip().lower() or None
+    if tier in _ATTENTION_TIERS:
+        tier = None  # 001's attention tier: decided by Lore, not by the block
+    elif tier is not None and tier not in _STORAGE_TIERS:
+        raise _BlockProblem(f"tier '{tier}' must be one of: {', '.join(_STORAGE_TIERS)}")
     if _is_instructions_example(body):
         return None, notes
     return Candidate(
@@ -348,9 +373,22 @@ def _block(
         tags=tags,
         applies_to=scope,
         source=source,
+        tier=tier or ("session" if storage == "session" else None),
         private=private,
-        session=True if storage == "session" else None,
+        confidence=_confidence(fields.get("confidence")),
     ), notes
+
+
+def _confidence(value) -> float | None:
+    if value is None or value == "":
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise _BlockProblem(f"confidence '{value}' must be a number between 0 and 1") from None
+    if not 0 <= number <= 1:
+        raise _BlockProblem(f"confidence '{value}' must be a number between 0 and 1")
+    return number
 
 
 def _attributes(text: str) -> dict[str, str]:
@@ -517,37 +555,61 @@ def distinct_errors(
         in order of first appearance).
     """
     lines = text_or_lines.splitlines() if isinstance(text_or_lines, str) else list(text_or_lines)
-    prefix = root.rstrip("/\\") + "/" if root else None
     counts: Counter[str] = Counter()
     last: dict[str, int] = {}
-    in_traceback = False
+    for index, line in error_reports(lines, root=root):
+        pattern = normalise_error(line)
+        counts[pattern] += 1
+        last[pattern] = index
+    return _merge_reports(counts, last, threshold)
+
+
+_CHAINED = re.compile(r"^(?:During handling of the above exception|The above exception was the direct cause)")
+
+
+def error_reports(lines: Sequence[str], *, root: str | None = None) -> list[tuple[int, str]]:
+    """Where errors are reported in agent output, once each: (line index, the line
+    without colours, paths under `root` made relative).
+
+    A traceback is reported by its final line (a chained one by its last
+    exception only: the cause was reported with it); any other error line
+    (:data:`ERROR_LINE`) is a report, unless it is not an error of its own
+    (a source pointer, a bare ``path:line: SomeError`` location, a compiler's
+    summary) or continues the report above it (indented lines, ``Caused by:``,
+    more lines with the same ``npm ERR!`` / pytest ``E`` marker) up to a blank line.
+    """
+    prefix = root.rstrip("/\\") + "/" if root else None
+    found: list[tuple[int, str]] = []
+    in_traceback = chained = False
     block: str | None = None  # the marker of the error being reported ("" when it has none)
     for index, raw in enumerate(lines):
         line = _ANSI.sub("", str(raw)).rstrip()
         if prefix:
             line = line.replace(prefix, "")
+        if _CHAINED.match(line.strip()):
+            chained, block = True, None  # the exception reported last caused the next one
+            continue
         if TRACEBACK.match(line):
             in_traceback, block = True, None  # the header itself says nothing; its last line does
             continue
         if in_traceback:
-            if not line or line[:1].isspace():
+            if not line or line[:1].isspace() or line.startswith("^"):
                 continue  # the stack frames
             in_traceback = False
-            pattern = normalise_error(line)
-            counts[pattern] += 1
-            last[pattern] = index
+            if chained and found:
+                found.pop()
+            chained = False
+            found.append((index, line.strip()))
             continue
         if block is not None and line and _continues(line, block):
             continue  # a blank line ends a report
         block = None
         if _NOT_AN_ERROR.search(line) or not ERROR_LINE.search(line):
             continue
-        pattern = normalise_error(line)
-        counts[pattern] += 1
-        last[pattern] = index
+        found.append((index, line.strip()))
         marker = _MARKER.match(line)
         block = marker.group(0) if marker else ""
-    return _merge_reports(counts, last, threshold)
+    return found
 
 
 def _continues(line: str, marker: str) -> bool:

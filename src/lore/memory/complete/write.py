@@ -22,7 +22,7 @@ def complete_task(
     the work tree); commit text carried into it is redacted like any other
     input. Idempotent per task: a second call rewrites the same memory.
     """
-    from lore.memory.repository import derive_keywords
+    from lore.memory.model import derive_keywords
 
     bundle = bundle or CompletionBundle()
     changes = task_changes(memories.project.root, task)
@@ -33,17 +33,15 @@ def complete_task(
         for m in memories.store.memories(memories.filter(task=task, types=["summary"]))
         if m.visibility == "shared"
     ]
-    extra: dict[str, Any] = {
-        k: v
-        for k, v in (("priority", bundle.priority), ("risk", bundle.risk), ("task_type", bundle.task_type))
-        if v is not None
-    }
     fields: dict[str, Any] = dict(
         tags=bundle.tags or derive_keywords(title, body),
         files=changes.files,
         labels=bundle.labels,
         project=memories.project.root.name,
+        priority=bundle.priority,
+        risk=bundle.risk,
+        task_type=bundle.task_type,
     )
     if not existing:
-        return memories.add(body=body, title=title, type="summary", task=task, extra=extra, **fields)
-    return memories.update(existing[0].path, body=body, title=title, **fields, **extra)
+        return memories.add(body=body, title=title, type="summary", task=task, **fields)
+    return memories.update(existing[0].path, body=body, title=title, **fields)

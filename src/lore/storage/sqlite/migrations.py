@@ -169,7 +169,49 @@ MIGRATIONS: list[list[str]] = [
         "CREATE INDEX links_target ON links(target_key)",
         "DELETE FROM files WHERE kind = 'memory'",
     ],
-    # 8: 003's is_global (a memory shared with every project of a team database;
+    # 8 (lifecycle, seed 001): attention tiers kept between runs, evidence
+    # (keyed by what produced it: counted once), error occurrences counted
+    # across captures, sessions and agents, and proposals awaiting review.
+    [
+        """CREATE TABLE tier_state (
+            memory_id TEXT PRIMARY KEY,
+            tier TEXT NOT NULL,
+            since TEXT NOT NULL,
+            low_since TEXT,
+            checked_at TEXT NOT NULL)""",
+        "CREATE INDEX tier_state_tier ON tier_state(tier)",
+        """CREATE TABLE evidence (
+            key TEXT PRIMARY KEY,
+            memory_id TEXT NOT NULL,
+            source TEXT NOT NULL,
+            agent TEXT,
+            occurred_at TEXT NOT NULL,
+            folded INTEGER NOT NULL DEFAULT 0)""",
+        "CREATE INDEX evidence_memory ON evidence(memory_id, folded)",
+        """CREATE TABLE error_occurrences (
+            signature TEXT NOT NULL,
+            key TEXT NOT NULL,
+            source TEXT NOT NULL,
+            agent TEXT,
+            occurred_at TEXT NOT NULL,
+            example TEXT NOT NULL,
+            PRIMARY KEY (signature, key))""",
+        "CREATE TABLE error_patterns (signature TEXT PRIMARY KEY, memory_id TEXT NOT NULL)",
+        "ALTER TABLE memories ADD COLUMN superseded_by TEXT",
+        """CREATE TABLE proposals (
+            id TEXT PRIMARY KEY,
+            kind TEXT NOT NULL,
+            status TEXT NOT NULL,
+            title TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            confidence REAL NOT NULL,
+            evidence INTEGER NOT NULL,
+            memory_ids TEXT NOT NULL,
+            changes TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL)""",
+    ],
+    # 9: 003's is_global (a memory shared with every project of a team database;
     # one SQLite index holds one project, so here it is only kept and exported).
     [
         "ALTER TABLE memories ADD COLUMN is_global INTEGER NOT NULL DEFAULT 0",

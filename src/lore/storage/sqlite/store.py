@@ -25,6 +25,9 @@ from lore.storage.base import (
     ChunkInput,
     ChunkRecord,
     CommitRecord,
+    ErrorOccurrence,
+    ErrorPattern,
+    EvidenceRecord,
     FileDump,
     FileState,
     IndexCounts,
@@ -33,7 +36,9 @@ from lore.storage.base import (
     MemoryFilter,
     MemoryRecord,
     MemoryStamp,
+    ProposalRecord,
     SourceCounts,
+    TierState,
     batched,
     embedding_text,
     filter_is_empty,
@@ -47,10 +52,15 @@ if TYPE_CHECKING:
 FTS_TABLES = {"memory": "chunks_fts", "code": "code_fts", "commit": "commit_fts"}
 # BM25 column weights (title, keywords, text) per kind.
 _WEIGHTS = {"memory": (4.0, 2.0, 1.0), "code": (4.0, 1.0, 1.0), "commit": (4.0, 1.0, 1.0)}
+_PROPOSAL_COLUMNS = (
+    "id, kind, status, title, reason, confidence, evidence, memory_ids, changes, created_at, updated_at"
+)
 _MEMORY_COLUMNS = (
     "m.id, m.title, m.type, m.sector, m.tags, m.applies_to, m.agent, m.task, m.project, m.visibility, "
     "m.storage, m.occurred_at, m.content_hash, m.confidence, m.files, m.summary, m.body_line, "
-    "m.evidence_count, m.owner, f.path, m.is_global"
+    # The file's own count plus evidence not written into the file yet.
+    "m.evidence_count + (SELECT count(*) FROM evidence e WHERE e.memory_id = m.id AND e.folded = 0), "
+    "m.owner, m.superseded_by, f.path, m.is_global"
 )
 _COMMIT_COLUMNS = (
     "m.sha, m.author, m.email, m.date, m.subject, m.body, m.files, m.head_files, m.n_files, m.is_merge"
@@ -387,8 +397,8 @@ class SQLiteStore:
         self.db.execute(
             "INSERT INTO memories(file_id, id, title, type, sector, tags, applies_to, agent, task, project, "
             "visibility, storage, occurred_at, content_hash, confidence, files, summary, body_line, "
-            "evidence_count, owner, is_global) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "evidence_count, owner, superseded_by, is_global) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 file_id,
                 memory.id,
@@ -410,6 +420,7 @@ class SQLiteStore:
                 memory.body_line,
                 memory.evidence_count,
                 memory.owner,
+                memory.superseded_by,
                 int(memory.is_global),
             ),
         )
@@ -903,6 +914,176 @@ class SQLiteStore:
     def meta_items(self) -> dict[str, str]:
         return dict(self.db.execute("SELECT key, value FROM meta").fetchall())
 
+    # -- lifecycle (seed 001): tiers, evidence, error patterns, proposals --------------
+
+    # -- tiers ---------------------------------------------------------------------------
+
+    def tier_states(self, memory_ids: Sequence[str] | None = None) -> dict[str, TierState]:
+        sql = "SELECT memory_id, tier, since, low_since, checked_at FROM tier_state"
+        if memory_ids is None:
+            return {row[0]: TierState(*row) for row in self.db.execute(sql)}
+        out: dict[str, TierState] = {}
+        for part in batched(list(memory_ids), _MAX_IN):
+            rows = self.db.execute(f"{sql} WHERE memory_id IN ({','.join('?' * len(part))})", tuple(part))
+            out.update({row[0]: TierState(*row) for row in rows})
+        return out
+
+    def put_tier_states(self, states: Sequence[TierState]) -> None:
+        # Decided on reads: a batch of its own (outside a caller's transaction it can
+        # heal a damaged index and be run again, like a read).
+        self._batch(
+            "INSERT OR REPLACE INTO tier_state(memory_id, tier, since, low_since, checked_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [(s.memory_id, s.tier, s.since, s.low_since, s.checked_at) for s in states],
+        )
+
+    def _batch(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        """`sql` for every row, all or none: inside the caller's transaction if
+        there is one, else in a transaction of its own."""
+        if self._in_transaction or not rows:
+            self.db.executemany(sql, rows)
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.executemany(sql, rows)
+        except BaseException:
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            raise
+        self.db.execute("COMMIT")
+
+    # -- evidence ------------------------------------------------------------------------
+
+    def add_evidence(self, rows: Sequence[EvidenceRecord]) -> list[str]:
+        added = []
+        for row in rows:
+            cur = self.db.execute(
+                "INSERT OR IGNORE INTO evidence(key, memory_id, source, agent, occurred_at, folded) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (row.key, row.memory_id, row.source, row.agent, row.occurred_at, int(row.folded)),
+            )
+            if cur.rowcount:
+                added.append(row.key)
+        return added
+
+    def evidence(self, memory_id: str | None = None) -> list[EvidenceRecord]:
+        sql = "SELECT key, memory_id, source, agent, occurred_at, folded FROM evidence"
+        rows = (
+            self.db.execute(f"{sql} WHERE memory_id = ? ORDER BY occurred_at, key", (memory_id,))
+            if memory_id is not None
+            else self.db.execute(f"{sql} ORDER BY occurred_at, key")
+        )
+        return [EvidenceRecord(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in rows]
+
+    def fold_evidence(self, memory_id: str, keys: Sequence[str] | None = None) -> int:
+        if keys is None:
+            return self.db.execute(
+                "UPDATE evidence SET folded = 1 WHERE memory_id = ? AND folded = 0", (memory_id,)
+            ).rowcount
+        count = 0
+        for part in batched(list(keys), _MAX_IN):
+            count += self.db.execute(
+                f"UPDATE evidence SET folded = 1 WHERE memory_id = ? AND key IN ({','.join('?' * len(part))})",
+                (memory_id, *part),
+            ).rowcount
+        return count
+
+    def move_evidence(self, from_id: str, to_id: str) -> int:
+        return self.db.execute(
+            "UPDATE evidence SET memory_id = ?, folded = 0 WHERE memory_id = ?", (to_id, from_id)
+        ).rowcount
+
+    def last_evidence(self) -> dict[str, str]:
+        rows = self.db.execute("SELECT memory_id, max(occurred_at) FROM evidence GROUP BY memory_id")
+        return {r[0]: r[1] for r in rows}
+
+    # -- error patterns --------------------------------------------------------------------
+
+    def add_error_occurrences(self, rows: Sequence[ErrorOccurrence]) -> list[tuple[str, str]]:
+        new = []
+        for row in rows:
+            if self.db.execute(
+                "INSERT OR IGNORE INTO error_occurrences(signature, key, source, agent, occurred_at, example) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (row.signature, row.key, row.source, row.agent, row.occurred_at, row.example),
+            ).rowcount:
+                new.append((row.signature, row.key))
+        return new
+
+    def error_patterns(self, signatures: Sequence[str] | None = None) -> list[ErrorPattern]:
+        where = ""
+        params: tuple[str, ...] = ()
+        if signatures is not None:
+            if not signatures:
+                return []
+            where = "WHERE o.signature IN (SELECT value FROM json_each(?))"
+            params = (json.dumps(list(signatures)),)
+        rows = self.db.execute(
+            "SELECT o.signature, count(*), min(o.occurred_at), max(o.occurred_at), "
+            "(SELECT example FROM error_occurrences x WHERE x.signature = o.signature "
+            " ORDER BY x.occurred_at, x.rowid LIMIT 1), "
+            "p.memory_id, json_group_array(DISTINCT coalesce(o.agent, '')) "
+            f"FROM error_occurrences o LEFT JOIN error_patterns p ON p.signature = o.signature {where} "
+            "GROUP BY o.signature ORDER BY count(*) DESC, min(o.occurred_at)",
+            params,
+        )
+        return [
+            ErrorPattern(r[0], r[1], r[2], r[3], r[4], r[5], sorted(a for a in json.loads(r[6]) if a))
+            for r in rows
+        ]
+
+    def set_error_memory(self, signature: str, memory_id: str) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO error_patterns(signature, memory_id) VALUES (?, ?)",
+            (signature, memory_id),
+        )
+
+    # -- proposals ---------------------------------------------------------------------------
+
+    def put_proposal(self, proposal: ProposalRecord) -> None:
+        p = proposal
+        self.db.execute(
+            f"INSERT OR REPLACE INTO proposals({_PROPOSAL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                p.id,
+                p.kind,
+                p.status,
+                p.title,
+                p.reason,
+                p.confidence,
+                p.evidence,
+                json.dumps(p.memory_ids),
+                json.dumps(p.changes, ensure_ascii=False),
+                p.created_at,
+                p.updated_at,
+            ),
+        )
+
+    def proposals(self, statuses: Sequence[str] | None = None) -> list[ProposalRecord]:
+        if statuses is None:
+            rows = self.db.execute(f"SELECT {_PROPOSAL_COLUMNS} FROM proposals ORDER BY created_at, id")
+        else:
+            rows = self.db.execute(
+                f"SELECT {_PROPOSAL_COLUMNS} FROM proposals WHERE status IN (SELECT value FROM json_each(?)) "
+                "ORDER BY created_at, id",
+                (json.dumps(list(statuses)),),
+            )
+        return [_proposal(row) for row in rows]
+
+    def proposal(self, proposal_id: str) -> ProposalRecord | None:
+        row = self.db.execute(
+            f"SELECT {_PROPOSAL_COLUMNS} FROM proposals WHERE id = ?", (proposal_id,)
+        ).fetchone()
+        if row is None and len(proposal_id) >= 4:
+            rows = self.db.execute(
+                f"SELECT {_PROPOSAL_COLUMNS} FROM proposals WHERE substr(id, 1, ?) = ?",
+                (len(proposal_id), proposal_id),
+            ).fetchall()
+            row = rows[0] if len(rows) == 1 else None
+        return _proposal(row) if row else None
+
 
 # Every read and write heals a damaged index (not: close, transaction, check, describe).
 for _name in (
@@ -957,6 +1138,19 @@ for _name in (
     "record_access",
     "set_access",
     "meta_items",
+    "tier_states",
+    "put_tier_states",
+    "add_evidence",
+    "evidence",
+    "fold_evidence",
+    "move_evidence",
+    "last_evidence",
+    "add_error_occurrences",
+    "error_patterns",
+    "set_error_memory",
+    "put_proposal",
+    "proposals",
+    "proposal",
 ):
     setattr(SQLiteStore, _name, _healing(getattr(SQLiteStore, _name)))
 
@@ -1028,6 +1222,11 @@ def _memory_where(flt: MemoryFilter | None) -> tuple[str, list[Any]]:
         among("m.storage", flt.storage)
     if flt.exclude_storage:
         among("m.storage", flt.exclude_storage, negate=True)
+    tier = "coalesce((SELECT t.tier FROM tier_state t WHERE t.memory_id = m.id), 'cold')"
+    if flt.tiers:
+        among(tier, flt.tiers)
+    if flt.exclude_tiers:
+        among(tier, flt.exclude_tiers, negate=True)
     if flt.since:
         clauses.append("m.occurred_at >= ?")
         params.append(flt.since)
@@ -1142,8 +1341,25 @@ def _memory(row: Sequence[Any]) -> MemoryRecord:
         body_line=row[16],
         evidence_count=row[17],
         owner=row[18],
-        path=row[19],
-        is_global=bool(row[20]) if len(row) > 20 else False,
+        superseded_by=row[19],
+        path=row[20],
+        is_global=bool(row[21]) if len(row) > 21 else False,
+    )
+
+
+def _proposal(row: Sequence) -> ProposalRecord:
+    return ProposalRecord(
+        id=row[0],
+        kind=row[1],
+        status=row[2],
+        title=row[3],
+        reason=row[4],
+        confidence=row[5],
+        evidence=row[6],
+        memory_ids=json.loads(row[7]),
+        changes=json.loads(row[8]),
+        created_at=row[9],
+        updated_at=row[10],
     )
 
 
@@ -1206,7 +1422,18 @@ def is_damage(err: sqlite3.DatabaseError) -> bool:
 def _probe(db: sqlite3.Connection) -> None:
     """Touch what every command needs (meta, the tables, the full-text
     indexes), so damage there is found on open rather than mid-command."""
-    for table in ("files", "memories", "chunks", "commits", "embeddings", "anchors", "access", "links"):
+    for table in (
+        "files",
+        "memories",
+        "chunks",
+        "commits",
+        "embeddings",
+        "anchors",
+        "access",
+        "links",
+        "tier_state",
+        "evidence",
+    ):
         db.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchall()
     for table in FTS_TABLES.values():
         db.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH 'lore' LIMIT 1").fetchall()

@@ -1,0 +1,219 @@
+"""The session digest (seed 001's PreCompact capture): what a session showed, classified.
+
+001's table, and how each class is recognised in the messages (offline, by
+the cues of :mod:`lore.memory.capture.cues`):
+
+===================  ===========================================  ==============
+class                recognised by                                stored as
+===================  ===========================================  ==============
+decision             "we decided / chose / will use ...", any     ``decision``
+                     speaker
+error pattern        an error in a tool result or message         counted in the
+                     (:mod:`lore.memory.capture.errors`)          index → gotcha
+resolution           an error, then within 40 events a message    ``lesson``
+                     saying it is fixed / passes / works now
+user correction      a user message: "no, use X", "actually",     ``preference``
+                     "don't ...", "I prefer ..."
+validated pattern    the agent states how the project does        ``pattern``
+                     things ("this project uses ...", "we
+                     always ..."), or the user confirms what it
+                     just said ("yes, exactly", "perfect")
+===================  ===========================================  ==============
+
+Every item carries its evidence: the ids of the messages it comes from (a
+transcript's own message ids where it has them — Claude Code's ``uuid``,
+Codex's call ids — else the event's position).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lore.memory.capture import cues, errors
+from lore.records import Record
+
+CLASSES = ("decision", "error_pattern", "resolution", "correction", "validated_pattern")
+MEMORY_TYPE = {
+    "decision": "decision",
+    "error_pattern": "gotcha",
+    "resolution": "lesson",
+    "correction": "preference",
+    "validated_pattern": "pattern",
+}
+MAX_PER_CLASS = 20
+MAX_CHARS = 500
+FIX_WINDOW = 40
+
+
+@dataclass
+class DigestItem(Record):
+    """One thing the digest keeps, with the messages it comes from."""
+
+    kind: str  # one of CLASSES
+    text: str
+    evidence: list[str]  # message ids
+    occurred_at: str
+    signature: str | None = None  # error patterns: the normalised error
+
+
+@dataclass
+class Digest(Record):
+    """A session's digest, by class."""
+
+    session_id: str | None
+    items: list[DigestItem] = field(default_factory=list)
+
+    def of(self, kind: str) -> list[DigestItem]:
+        return [item for item in self.items if item.kind == kind]
+
+    def counts(self) -> dict[str, int]:
+        return {kind: len(self.of(kind)) for kind in CLASSES}
+
+
+def message_id(event: dict, index: int) -> str:
+    """The id a digest cites for an event: the transcript's own, else its position."""
+    for key in ("sourceId", "id"):
+        value = event.get(key)
+        if value not in (None, ""):
+            return str(value)
+    return f"#{index + 1}"
+
+
+def digest(events: list[dict], *, session_id: str | None, root: Path | None = None) -> Digest:
+    """Classify a session's events (004's shapes, oldest first) into 001's digest."""
+    messages = [
+        (index, event, event_text(event))
+        for index, event in enumerate(events)
+        if event.get("type") == "message" and event.get("role") in ("user", "assistant")
+    ]
+    out = Digest(session_id)
+    out.items += _decisions(events, messages)
+    errors_found = _errors(events, root)
+    out.items += errors_found
+    out.items += _resolutions(events, messages, errors_found)
+    out.items += _corrections(events, messages)
+    out.items += _validated(events, messages)
+    return out
+
+
+def _decisions(events: list[dict], messages: list) -> list[DigestItem]:
+    items: dict[str, DigestItem] = {}
+    for index, _event, text in messages:
+        for sentence in cues.sentences(text):
+            if cues.DECISION.search(sentence):
+                _keep(items, "decision", sentence, events, index)
+    return _limited(items)
+
+
+def _corrections(events: list[dict], messages: list) -> list[DigestItem]:
+    items: dict[str, DigestItem] = {}
+    for index, event, text in messages:
+        if event.get("role") == "user" and any(cues.CORRECTION.search(s) for s in cues.sentences(text)):
+            _keep(items, "correction", " ".join(text.split()), events, index)
+    return _limited(items)
+
+
+def _validated(events: list[dict], messages: list) -> list[DigestItem]:
+    items: dict[str, DigestItem] = {}
+    previous: tuple[int, dict, str] | None = None
+    for index, event, text in messages:
+        if event.get("role") == "assistant":
+            for sentence in cues.sentences(text):
+                if cues.CONVENTION.search(sentence):
+                    _keep(items, "validated_pattern", sentence, events, index)
+            previous = (index, event, text)
+            continue
+        if previous is not None and cues.CONFIRMATION.search(text.strip()):
+            said = next((s for s in cues.sentences(previous[2]) if len(s.split()) >= 4), None)
+            if said:
+                _keep(items, "validated_pattern", said, events, previous[0], also=index)
+        previous = None
+    return _limited(items)
+
+
+def _errors(events: list[dict], root: Path | None) -> list[DigestItem]:
+    """One item per distinct error, citing every event it occurred in."""
+    items: dict[str, DigestItem] = {}
+    for index, event in enumerate(events):
+        if event.get("type") == "tool_call":
+            continue  # a command that mentions "error" is not an error
+        for sig, example in errors.occurrences(event_text(event), root):
+            item = items.get(sig)
+            if item is None:
+                items[sig] = DigestItem(
+                    "error_pattern", example, [message_id(event, index)], _time(event), signature=sig
+                )
+            elif message_id(event, index) not in item.evidence:
+                item.evidence.append(message_id(event, index))
+    return list(items.values())
+
+
+def _resolutions(events: list[dict], messages: list, found: list[DigestItem]) -> list[DigestItem]:
+    """An error, then a message saying it is fixed: the error and the fix."""
+    fixes = [(index, s) for index, _, text in messages for s in cues.sentences(text) if cues.FIXED.search(s)]
+    position = {message_id(e, i): i for i, e in enumerate(events)}
+    items: dict[str, DigestItem] = {}
+    for error in found:
+        first = position.get(error.evidence[0], 0)
+        fix = next(((i, s) for i, s in fixes if first < i <= first + FIX_WINDOW), None)
+        if fix is None:
+            continue
+        index, sentence = fix
+        text = f"`{error.text}` → {sentence}"
+        _keep(items, "resolution", text, events, first, also=index)
+    return _limited(items)
+
+
+def _keep(
+    items: dict[str, DigestItem],
+    kind: str,
+    text: str,
+    events: list[dict],
+    index: int,
+    also: int | None = None,
+) -> None:
+    text = _clip(text.strip())
+    key = " ".join(text.lower().split())
+    if len(text) < 12:
+        return
+    ids = [message_id(events[index], index)]
+    if also is not None:
+        ids.append(message_id(events[also], also))
+    if key in items:
+        items[key].evidence += [i for i in ids if i not in items[key].evidence]
+    else:
+        items[key] = DigestItem(kind, text, ids, _time(events[index]))
+
+
+def _limited(items: dict[str, DigestItem]) -> list[DigestItem]:
+    return list(items.values())[:MAX_PER_CLASS]
+
+
+def event_text(event: dict) -> str:
+    """The event's words: a message's text parts, a tool result's or call's strings."""
+    from lore.memory.capture.parse import text_of
+
+    if event.get("type") == "message":
+        return text_of(event.get("content"))
+    return "\n".join(_strings(event.get("result", event.get("args"))))
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return []
+
+
+def _time(event: dict) -> str:
+    from lore.memory.capture.parse import time_of
+
+    return time_of(event) or ""
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1].rstrip() + "…"

@@ -1,0 +1,315 @@
+"""`lore import PATH`: existing knowledge brought in as memories.
+
+Reads a file or a folder (:mod:`.sources` recognises each file's layout),
+turns each into memories and writes them through
+:class:`~lore.memory.repository.Memories` (secrets redacted, privacy kept):
+
+- dates: the frontmatter's (any seed's name for it), an ADR's ``Date:``
+  line, else the date git first saw the file, else its modification time;
+- titles: the frontmatter's, the section heading, the first ``# H1``, else the
+  file name; keywords: the frontmatter's, else derived from the text;
+- ids: the file's own when it has a valid one, else one derived from the
+  file's path (relative to PATH) and section, so importing again finds the
+  same memories: **a second import changes nothing**;
+- ``--dry-run`` lists what would be created and writes nothing;
+- a file that can't be read or parsed is reported in one line and skipped.
+
+Each imported memory records where it came from (``imported_from``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lore.errors import NotFound, UsageError, ValidationError
+from lore.memory import markdown, sync
+from lore.memory.importer.sources import Source, discover, read_text, section_type
+from lore.memory.model import (
+    ID_RE,
+    MEMORY_TYPES,
+    SECTORS,
+    TASK_TYPES,
+    Memory,
+    derive_title,
+    from_frontmatter,
+    parse_time,
+)
+from lore.records import Record
+from lore.storage import MemoryFilter
+
+if TYPE_CHECKING:
+    from lore.memory.lifecycle import Lifecycle
+
+_DATE_LINE = re.compile(r"^\s*(?:\*\*)?date(?:\*\*)?\s*:\s*\**\s*(\d{4}-\d{2}-\d{2}[^\s*]*)", re.I | re.M)
+_STATUS = re.compile(
+    r"^#{1,3}\s*status\s*\n+\s*(?:[-*]\s*)?(\w[\w -]*)|^\s*status\s*:\s*(\w[\w -]*)", re.I | re.M
+)
+_SUPERSEDED_BY = re.compile(r"superseded by\s*\[?([^\]\n)]+)", re.I)
+_ADR_PREFIX = re.compile(r"^(?:adr[-\s]*)?\d{1,5}\s*[-.:)]?\s*", re.I)
+_DATE_KEYS = ("occurred_at", "created_at", "createdAt", "completed", "date")
+
+
+@dataclass
+class ImportItem(Record):
+    """One memory an import created, found already there, or (dry run) would create."""
+
+    source: str  # file (relative to the path imported) and section: "AGENTS.md#testing"
+    layout: str  # note | instructions | adr | chati
+    status: str  # created | exists | would-create
+    id: str
+    title: str
+    type: str
+    tier: str
+    path: str | None = None  # the memory file (None in a dry run)
+
+
+@dataclass
+class ImportReport(Record):
+    """What `lore import` did (or would do)."""
+
+    path: str
+    dry_run: bool
+    items: list[ImportItem] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # one line per file skipped
+
+    @property
+    def created(self) -> int:
+        return sum(item.status in ("created", "would-create") for item in self.items)
+
+    @property
+    def existing(self) -> int:
+        return sum(item.status == "exists" for item in self.items)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "created": self.created, "existing": self.existing}
+
+
+@dataclass
+class _Planned:
+    memory: Memory
+    item: ImportItem
+    private_agent: str | None = None
+
+
+def import_path(
+    lifecycle: Lifecycle, named: Path, *, dry_run: bool = False, tier: str = "durable"
+) -> ImportReport:
+    """Import `named` (a file or folder). See the module doc."""
+    project = lifecycle.project
+    if tier not in ("durable", "daily", "session"):
+        raise UsageError(f"unknown tier '{tier}'; use durable, daily or session")
+    path = Path(os.path.expanduser(str(named)))
+    if not path.exists():
+        raise NotFound(f"nothing at {named}; give a Markdown file or a folder of notes")
+    real = path.resolve()
+    if real == project.lore_dir.resolve() or project.lore_dir.resolve() in real.parents:
+        raise UsageError(f"{named} is Lore's own folder; import notes from elsewhere")
+    report = ImportReport(str(named), dry_run)
+    sources, report.problems = discover(path)
+    memories = lifecycle.memories
+    memories.sync()
+    for source in sources:
+        try:
+            planned = _plan(source, tier, lifecycle)
+        except (ValueError, ValidationError, OSError) as err:
+            says_where = isinstance(err, ValidationError) and bool(err.path)  # "file:line: ..." itself
+            report.problems.append(f"skipped {'' if says_where else source.rel + ': '}{_one_line(err)}")
+            continue
+        for plan in planned:
+            try:
+                report.items.append(_write(lifecycle, plan, dry_run))
+            except (ValidationError, OSError) as err:
+                report.problems.append(f"skipped {plan.item.source}: {_one_line(err)}")
+    if not dry_run:
+        lifecycle.advance([item.id for item in report.items if item.status == "created"])
+    return report
+
+
+# -- planning -------------------------------------------------------------------------------
+
+
+def _plan(source: Source, tier: str, lifecycle: Lifecycle) -> list[_Planned]:
+    text = read_text(source)
+    meta, body = _frontmatter(text, source.rel)
+    if source.kind == "instructions":
+        return _sections(source, body, tier, lifecycle)
+    memory = _memory(source, meta, body, lifecycle)
+    if source.kind == "adr":
+        _as_adr(memory, meta, body)
+    target_tier, private_agent = tier, None
+    if source.kind == "chati":
+        target_tier = source.tier or "durable"
+        if source.scope and source.scope != "shared":
+            private_agent = source.scope
+    return [_planned(source, memory, target_tier, private_agent, source.rel)]
+
+
+def _sections(source: Source, body: str, tier: str, lifecycle: Lifecycle) -> list[_Planned]:
+    from lore.index.sections import split_sections
+    from lore.memory.capture.instructions import MD_BEGIN, MD_END
+
+    body = re.sub(re.escape(MD_BEGIN) + r".*?" + re.escape(MD_END), "", body, flags=re.S)
+    when = _file_date(source.path, lifecycle)
+    name = source.path.name
+    out = []
+    seen: dict[str, int] = {}
+    for section in split_sections(body):
+        lines = section.text.split("\n")
+        heading = lines[0].lstrip("#").strip() if lines[0].startswith("#") else ""
+        content = "\n".join(lines[1:] if heading else lines).strip()
+        if len(content) < 10:
+            continue
+        title = f"{heading} ({name})" if heading else f"{name}: {derive_title(content)}"
+        key = section.section
+        seen[key] = seen.get(key, 0) + 1
+        anchor = key if seen[key] == 1 else f"{key}-{seen[key]}"
+        memory = Memory(
+            title=title[:200],
+            body=content + "\n",
+            type=section_type(heading or content[:80]),
+            occurred_at=when,
+            id=_derived_id(f"{source.rel}#{anchor}"),
+            labels=["imported", markdown.slugify(name)],
+        )
+        out.append(_planned(source, memory, tier, None, f"{source.rel}#{anchor}"))
+    return out
+
+
+def _memory(source: Source, meta: dict, body: str, lifecycle: Lifecycle) -> Memory:
+    meta = dict(meta)
+    kind = meta.get("type")
+    if isinstance(kind, str) and kind not in (*MEMORY_TYPES, *SECTORS, *TASK_TYPES):
+        meta.pop("type")  # e.g. 004's own types: kept as a label
+        meta.setdefault("labels", [])
+        if isinstance(meta["labels"], list):
+            meta["labels"].append(kind)
+    if not any(meta.get(k) is not None for k in _DATE_KEYS):
+        meta["occurred_at"] = _adr_date(body) if source.kind == "adr" else None
+        if meta["occurred_at"] is None:
+            meta["occurred_at"] = _file_date(source.path, lifecycle)
+    if not body.strip():
+        raise ValueError("no text to remember")
+    memory = from_frontmatter(meta, body.strip() + "\n", path=source.rel)
+    memory.title = memory.title or source.path.stem
+    if "id" not in meta or not isinstance(meta.get("id"), str) or not ID_RE.match(str(meta["id"])):
+        memory.id = _derived_id(source.rel)
+    return memory
+
+
+def _as_adr(memory: Memory, meta: dict, body: str) -> None:
+    memory.type, memory.sector = "decision", "episodic"
+    memory.title = _ADR_PREFIX.sub("", memory.title).strip() or memory.title
+    status_match = _STATUS.search(body)
+    status = (status_match.group(1) or status_match.group(2)).strip().lower() if status_match else ""
+    memory.labels = [*memory.labels, "adr", *([status.split()[0]] if status else [])]
+    if status.startswith("proposed"):
+        memory.confidence = min(memory.confidence, 0.7)
+    if status.startswith(("superseded", "deprecated", "rejected")):
+        by = _SUPERSEDED_BY.search(body)
+        memory.extra["superseded_by"] = by.group(1).strip() if by else status
+
+
+def _planned(source: Source, memory: Memory, tier: str, private_agent: str | None, key: str) -> _Planned:
+    from lore.memory.repository import derive_keywords, redact_fields
+
+    clean = redact_fields(body=memory.body, title=memory.title, tags=list(memory.tags))
+    memory.body, memory.title = clean["body"], clean["title"] or memory.title
+    memory.tags = clean["tags"] or derive_keywords(memory.title, memory.body)
+    memory.extra["imported_from"] = key
+    memory.validate()
+    item = ImportItem(key, source.kind, "would-create", memory.id, memory.title, memory.type, tier)
+    return _Planned(memory, item, private_agent)
+
+
+# -- writing --------------------------------------------------------------------------------------
+
+
+def _write(lifecycle: Lifecycle, plan: _Planned, dry_run: bool) -> ImportItem:
+    memories = lifecycle.memories
+    item = plan.item
+    known = _existing(lifecycle, plan.memory)
+    if known is not None:
+        item.status, item.id, item.path = "exists", known[0], known[1]
+        return item
+    if dry_run:
+        return item
+    folder = sync.folder_of(
+        lifecycle.project, item.tier, agent=plan.private_agent, private=plan.private_agent is not None
+    )
+    result = memories.put(plan.memory, folder)
+    item.status = "created" if result.created else "exists"
+    item.id, item.path = result.id, result.path
+    return item
+
+
+def _existing(lifecycle: Lifecycle, memory: Memory) -> tuple[str, str] | None:
+    store = lifecycle.store
+    for flt in (
+        MemoryFilter(ids=[memory.id], include_private=True),
+        MemoryFilter(content_hash=memory.content_hash, include_private=True),
+    ):
+        for record in store.memories(flt, limit=5):
+            if flt.ids or record.occurred_at == memory.occurred_at:
+                return record.id, record.path
+    return None
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+
+def _frontmatter(text: str, rel: str) -> tuple[dict, str]:
+    """(fields, body): a leading ``---`` YAML block, if there is one (read as memory files are)."""
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != "---":
+        return {}, text
+    meta, end = markdown.frontmatter_of(lines, rel)
+    return meta, "\n".join(lines[end + 1 :]).strip() + "\n"
+
+
+def _adr_date(body: str) -> str | None:
+    found = _DATE_LINE.search(body)
+    if not found:
+        return None
+    try:
+        return parse_time(found.group(1))
+    except ValidationError:
+        return None
+
+
+def _file_date(path: Path, lifecycle: Lifecycle) -> str:
+    """When git first saw the file, else its modification time."""
+    try:
+        out = subprocess.run(
+            ["git", "log", "--follow", "--format=%aI", "--", path.name],
+            cwd=path.parent,
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+        dates = out.stdout.split() if out.returncode == 0 else []
+        if dates:
+            return parse_time(dates[-1])
+    except (OSError, subprocess.SubprocessError, ValidationError):
+        pass
+    return parse_time(datetime.fromtimestamp(path.stat().st_mtime, tz=UTC).replace(microsecond=0))
+
+
+def _derived_id(key: str) -> str:
+    """A UUID v4-shaped id fixed by the source: importing again finds the same memory."""
+    digest = hashlib.sha256(f"lore-import:{key}".encode()).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=4))
+
+
+def _one_line(err: Exception) -> str:
+    return " ".join(str(err).split())
+
+
+__all__ = ["ImportItem", "ImportReport", "import_path"]

@@ -1,0 +1,152 @@
+"""Session → daily → archive: what happens when a session starts (seed 001's storage tiers).
+
+- **Session** memories (``.lore/local/session/``, raw notes of a session,
+  owned by the agent that wrote them) live during their session only. When
+  the agent's next session starts, their digest is taken (decisions,
+  resolutions, corrections, validated patterns → the daily tier, as
+  evidence where the fact is known already) and they go to the trash
+  (``lore restore`` brings one back until ``lore gc``).
+- **Daily** memories are consolidated per day: near-duplicates merged into
+  one with the evidence counted (:mod:`.consolidate`, run on the last two
+  days at each session start), and moved to the archive
+  (``.lore/local/archive/``) once older than ``[lifecycle]
+  daily_archive_days`` (30). Archived memories stay searchable with
+  ``--include-archived`` and are left out of recall.
+- **Durable** memories never expire unless removed (their attention tier
+  may still fade to ARCHIVE, which moves no file).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from lore.locking import file_lock
+from lore.memory import markdown, sync
+from lore.memory.lifecycle.clock import days, iso, parse
+from lore.records import Record
+from lore.storage import MemoryFilter, MemoryRecord, TierState
+
+if TYPE_CHECKING:
+    from lore.memory.lifecycle import Lifecycle
+
+DAILY_ARCHIVE_DAYS = 30
+RECENT_DAYS = 2  # what the cheap consolidation at session start looks at
+
+
+@dataclass
+class SessionStartReport(Record):
+    """What starting a session did to the memory tiers."""
+
+    session_id: str | None
+    digested: int = 0  # previous sessions' memories whose digest was taken
+    cleaned: int = 0  # ... then moved to the trash
+    daily_created: int = 0  # daily memories the digest created
+    evidence: int = 0  # facts the digest found known already
+    archived: list[str] = field(default_factory=list)  # daily memories moved to the archive
+    merged: int = 0  # near-duplicates merged by the cheap consolidation
+    tiers_moved: int = 0
+
+
+def session_started(lifecycle: Lifecycle, session_id: str | None) -> SessionStartReport:
+    """Digest and clean the previous sessions' memories, archive old daily ones,
+    consolidate what is recent, decide the tiers."""
+    from lore.memory.lifecycle.consolidate import consolidate
+
+    report = SessionStartReport(session_id)
+    _digest_and_clean(lifecycle, session_id, report)
+    done = consolidate(lifecycle, recent_days=RECENT_DAYS)
+    report.archived = done.archived
+    report.merged = len(done.merged)
+    report.tiers_moved = len(done.tiers_moved)
+    return report
+
+
+def session_of(record: MemoryRecord, source: str | None) -> str | None:
+    """The session a session-tier memory came from (its ``transcript:<session>:...`` source)."""
+    if source and source.startswith("transcript:"):
+        parts = source.split(":")
+        if len(parts) >= 3 and parts[1]:
+            return parts[1]
+    return None
+
+
+def _digest_and_clean(lifecycle: Lifecycle, current: str | None, report: SessionStartReport) -> None:
+    from lore.errors import LoreError
+    from lore.memory.capture import keep_digest
+    from lore.memory.capture.digest import digest
+
+    memories = lifecycle.memories
+    memories.sync()
+    old: dict[str | None, list[tuple[MemoryRecord, dict]]] = {}
+    for record in lifecycle.store.memories(memories.filter(storage=["session"]), order="oldest"):
+        try:
+            memory = memories.load(record.path)
+        except LoreError:
+            continue
+        session = session_of(record, memory.source)
+        if current is not None and session == current:
+            continue
+        event = {
+            "type": "message",
+            "role": "assistant",
+            "content": memory.body,
+            "timestamp": memory.occurred_at,
+            "sourceId": (memory.source or "").split(":")[-1] or record.id,
+        }
+        old.setdefault(session, []).append((record, event))
+    for session, items in old.items():
+        found = digest(
+            [event for _, event in items], session_id=session or "unnamed", root=memories.project.root
+        )
+        created, added = keep_digest(lifecycle, found)
+        report.daily_created += created
+        report.evidence += added
+        report.digested += len(items)
+        for record, _ in items:
+            try:
+                memories.remove(record.path)
+                report.cleaned += 1
+            except LoreError:
+                continue
+
+
+def archive_old_daily(lifecycle: Lifecycle) -> list[str]:
+    """Move local daily memories older than ``[lifecycle] daily_archive_days`` to
+    the archive tier (same id, same content; never overwriting). Returns the new paths."""
+    project = lifecycle.project
+    limit = float(project.setting("lifecycle", "daily_archive_days", DAILY_ARCHIVE_DAYS))
+    now = lifecycle.now()
+    moved: list[str] = []
+    records = lifecycle.store.memories(MemoryFilter(storage=["daily"], include_private=True), order="oldest")
+    old = [
+        r
+        for r in records
+        if not sync.is_committed(r.path)
+        and (when := parse(r.occurred_at)) is not None
+        and days(now, when) > limit
+    ]
+    if not old:
+        return moved
+    archived = []
+    with file_lock(project.local_dir / ".write.lock"):
+        for record in old:
+            try:
+                written = markdown.move_new(
+                    project.root / record.path, project.root / _archive_folder(record.path)
+                )
+            except OSError:
+                continue
+            moved.append(project.rel(written))
+            archived.append(TierState(record.id, "archive", iso(now), None, iso(now)))
+    with lifecycle.store.transaction():
+        lifecycle.store.put_tier_states(archived)
+    lifecycle.memories.sync()
+    return moved
+
+
+def _archive_folder(rel: str) -> str:
+    """The archive folder matching a daily memory's folder (…/daily/a/b.md → …/archive/a)."""
+    parts = rel.split("/")
+    index = parts.index("daily")
+    return "/".join([*parts[:index], "archive", *parts[index + 1 : -1]])

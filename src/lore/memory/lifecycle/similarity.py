@@ -1,0 +1,184 @@
+"""When two memories say the same thing, or the opposite (write-time and consolidation checks).
+
+Near-duplicates are found by word shingles: the texts are lower-cased, cut
+into words (Markdown punctuation and case ignored), and every run of three
+words is a shingle; two texts whose shingle sets overlap by a Jaccard index
+of at least :data:`NEAR_DUPLICATE` say the same thing. When vectors are
+available the caller may also accept a cosine of at least
+:data:`VECTOR_NEAR_DUPLICATE` (paraphrases that share few word runs).
+
+Contradictions (a simple, documented heuristic): two memories about the same
+subject (a shared keyword, or titles/bodies with enough words in common)
+contradict when
+
+- they give different values to the same setting (``TIMEOUT=5`` /
+  ``TIMEOUT = 30``, ``timeout: 5s`` / ``timeout: 30s``, "set X to Y"), or
+- a sentence of one and a sentence of the other share most of their words
+  but one is negated and the other not ("use X" / "don't use X", "never" /
+  "always"), or they differ by an antonym (use/avoid, enable/disable,
+  true/false, sync/async, allow/deny, ...).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+NEAR_DUPLICATE = 0.6
+VECTOR_NEAR_DUPLICATE = 0.92
+SAME_SUBJECT = 0.3  # share of content words in common
+SENTENCE_OVERLAP = 0.5
+SHINGLE = 3
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9_'.-]*[a-z0-9]|[a-z0-9]")
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
+NEGATIONS = frozenset(
+    "not no never don't dont doesn't doesnt isn't isnt aren't arent won't wont can't cant cannot "
+    "shouldn't shouldnt mustn't mustnt didn't didnt wasn't wasnt without avoid stop stopped nor "
+    "neither none nothing".split()
+)
+ANTONYMS = {
+    frozenset(pair)
+    for pair in (
+        ("use", "avoid"),
+        ("enable", "disable"),
+        ("enabled", "disabled"),
+        ("true", "false"),
+        ("on", "off"),
+        ("allow", "deny"),
+        ("allowed", "forbidden"),
+        ("always", "never"),
+        ("sync", "async"),
+        ("synchronous", "asynchronous"),
+        ("include", "exclude"),
+        ("required", "optional"),
+        ("increase", "decrease"),
+        ("prefer", "avoid"),
+        ("accept", "reject"),
+        ("public", "private"),
+        ("mutable", "immutable"),
+        ("before", "after"),
+    )
+}
+_ANTONYM_WORDS = frozenset(w for pair in ANTONYMS for w in pair)
+_SETTING = re.compile(
+    r"(?:^|[\s`(])(?P<key>[A-Za-z_][A-Za-z0-9_.-]*[A-Za-z0-9_])\s*(?:=|:)\s*(?P<value>[^\s,;`)]+)"
+    r"|\bset\s+`?(?P<key2>[A-Za-z_][\w.-]*)`?\s+to\s+`?(?P<value2>[^\s,;`]+)",
+    re.I,
+)
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words, Markdown punctuation dropped."""
+    return _WORD.findall(text.lower().replace("’", "'"))
+
+
+def shingles(text: str, size: int = SHINGLE) -> set[str]:
+    """Runs of `size` words (the words themselves for shorter texts)."""
+    found = words(text)
+    if len(found) < size:
+        return set(found)
+    return {" ".join(found[i : i + size]) for i in range(len(found) - size + 1)}
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+def containment(part: set[str], whole: set[str]) -> float:
+    """How much of `part` is in `whole` (0-1)."""
+    return len(part & whole) / len(part) if part else 0.0
+
+
+def content_words(text: str) -> set[str]:
+    from lore.search.text import STOPWORDS
+
+    return {w for w in words(text) if len(w) > 2 and w not in STOPWORDS and w not in NEGATIONS}
+
+
+def same_subject(a_tags: Iterable[str], a_text: str, b_tags: Iterable[str], b_text: str) -> bool:
+    """A shared keyword (not a generic one), or enough content words in common."""
+    generic = {"note", "error", "auto-captured", "imported", "session-summary"}
+    tags_a = {t.lower() for t in a_tags} - generic
+    tags_b = {t.lower() for t in b_tags} - generic
+    if tags_a & tags_b:
+        return True
+    return jaccard(content_words(a_text), content_words(b_text)) >= SAME_SUBJECT
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Why two texts contradict each other."""
+
+    reason: str  # one line: what differs
+    confidence: float
+    newer: str  # the sentence (or setting) of the newer text
+    older: str
+
+
+def contradiction(newer: str, older: str) -> Conflict | None:
+    """The strongest sign that `newer` says the opposite of `older`, or None."""
+    found = _setting_conflict(newer, older)
+    if found is not None:
+        return found
+    best: Conflict | None = None
+    for a in _sentences(newer):
+        wa = set(words(a))
+        ca = content_words(a) - _ANTONYM_WORDS
+        for b in _sentences(older):
+            wb = set(words(b))
+            overlap = jaccard(ca, content_words(b) - _ANTONYM_WORDS)
+            if overlap < SENTENCE_OVERLAP:
+                continue
+            negated_a, negated_b = _negated(wa), _negated(wb)
+            reason = None
+            if negated_a != negated_b:
+                reason = "one says not, the other does"
+            else:
+                for pair in ANTONYMS:
+                    x, y = tuple(pair)
+                    if (x in wa and y in wb and y not in wa and x not in wb) or (
+                        y in wa and x in wb and x not in wa and y not in wb
+                    ):
+                        reason = f"'{x}' against '{y}'"
+                        break
+            if reason is None:
+                continue
+            confidence = round(min(0.95, 0.6 + 0.4 * overlap), 3)
+            if best is None or confidence > best.confidence:
+                best = Conflict(reason, confidence, a, b)
+    return best
+
+
+def _setting_conflict(newer: str, older: str) -> Conflict | None:
+    new_values = settings(newer)
+    for key, (value, text) in settings(older).items():
+        if key in new_values and new_values[key][0] != value:
+            return Conflict(
+                f"{key} is {new_values[key][0]} here, {value} before", 0.95, new_values[key][1], text
+            )
+    return None
+
+
+def settings(text: str) -> dict[str, tuple[str, str]]:
+    """{setting name: (value, the text that set it)} — names that look like settings
+    (UPPER_CASE, snake_case or dotted), so prose like "Note: ..." is not one."""
+    out: dict[str, tuple[str, str]] = {}
+    for match in _SETTING.finditer(text):
+        key = match.group("key") or match.group("key2")
+        value = match.group("value") or match.group("value2")
+        if not key or not value or "://" in value:
+            continue
+        if not (key.isupper() or "_" in key or "." in key.strip(".") or match.group("key2")):
+            continue
+        out[key.lower()] = (value.strip("'\"`.").lower(), match.group(0).strip())
+    return out
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip(" -*>#") for s in _SENTENCE.split(text) if len(s.split()) >= 3]
+
+
+def _negated(sentence_words: set[str]) -> bool:
+    return len(sentence_words & NEGATIONS) % 2 == 1

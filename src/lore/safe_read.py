@@ -1,0 +1,138 @@
+"""Reading a file of the project safely: a regular file inside it, bounded in size.
+
+Files Lore reads because something in the repository names them (memory
+files, the code a memory's Key Files point at) may be hostile: a FIFO
+(``open`` would block), a symlink to ``/dev/zero`` (``read`` never ends), a
+symlink to a file outside the project (its content would be indexed and
+served), a sparse file of many gigabytes. :func:`read_inside` turns each of
+those into a :class:`~lore.errors.ValidationError` naming the file, without
+blocking and without reading more than its limit. A bottom-level helper, so
+every layer (the memory folder, code anchors) reads the same way.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from lore.errors import NotFound, ValidationError
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def read_inside(root: Path | str, rel: str, *, max_bytes: int) -> bytes:
+    """The bytes of the file ``rel`` (relative to the project ``root``).
+
+    Only a regular file is read: FIFOs, devices, sockets and folders are
+    refused without blocking (the file is opened non-blocking and checked
+    with ``fstat`` before any read). A symlink is followed only when it
+    resolves to a regular file inside the project. At most ``max_bytes + 1``
+    bytes are ever read.
+
+    Raises:
+        NotFound: the file does not exist (any more).
+        ValidationError: anything else; the message names the file and what to do.
+    """
+    root_real = os.path.realpath(root)
+    full = os.path.join(root_real, rel)
+    if os.path.isabs(rel) or ".." in Path(rel).parts:
+        raise ValidationError("path leaves the project; give a path inside it", path=rel)
+    target = _resolved_inside(root_real, full, rel)
+    try:
+        fd = os.open(target, _OPEN_FLAGS | _NOFOLLOW)
+    except FileNotFoundError:
+        raise NotFound(f"{rel}: no such file") from None
+    except OSError as err:
+        raise ValidationError(_open_problem(err), path=rel) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValidationError(_not_regular(info.st_mode), path=rel)
+        if info.st_size > max_bytes:
+            raise ValidationError(_too_big(info.st_size, max_bytes), path=rel)
+        os.set_blocking(fd, True)
+        data = _read_at_most(fd, max_bytes + 1)
+    except OSError as err:
+        raise ValidationError(f"cannot read ({err.strerror}); check the file", path=rel) from None
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:  # it grew while we read it
+        raise ValidationError(_too_big(len(data), max_bytes), path=rel)
+    return data
+
+
+def _resolved_inside(root_real: str, full: str, rel: str) -> str:
+    """The path to open: ``full`` itself, or the real path of the symlink(s)
+    it goes through, refused when that leaves the project."""
+    try:
+        real = os.path.realpath(full, strict=True)
+    except FileNotFoundError:
+        if os.path.islink(full):
+            raise ValidationError(
+                "symlink to a file that does not exist; remove the link or restore its target", path=rel
+            ) from None
+        raise NotFound(f"{rel}: no such file") from None
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise ValidationError("symlink loop; remove the link", path=rel) from None
+        raise ValidationError(_open_problem(err), path=rel) from None
+    except ValueError:  # a NUL in the name
+        raise ValidationError("is not a valid file name (it holds a NUL); rename it", path=rel) from None
+    if real != root_real and not real.startswith(root_real.rstrip(os.sep) + os.sep):
+        raise ValidationError(
+            "symlink to a file outside the project; Lore reads only files inside it: "
+            "copy the file into the project or remove the link",
+            path=rel,
+        )
+    return real
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    parts: list[bytes] = []
+    size = 0
+    while size < limit:
+        chunk = os.read(fd, min(1 << 20, limit - size))
+        if not chunk:
+            break
+        parts.append(chunk)
+        size += len(chunk)
+    return b"".join(parts)
+
+
+def _not_regular(mode: int) -> str:
+    kind = (
+        "a FIFO"
+        if stat.S_ISFIFO(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a folder"
+        if stat.S_ISDIR(mode)
+        else "not a regular file"
+    )
+    return f"is {kind}, not a regular file; Lore reads only regular files, remove it"
+
+
+def _too_big(size: int, limit: int) -> str:
+    return (
+        f"is {_mib(size)}, over the {_mib(limit)} limit for this file; "
+        "make it smaller (split a memory into several) or move it out of the project"
+    )
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1024 * 1024):.1f} MiB"
+
+
+def _open_problem(err: OSError) -> str:
+    if err.errno == errno.ELOOP:
+        return "is a symlink Lore can't follow safely; remove the link"
+    if err.errno == errno.ENXIO:
+        return "is a socket or device, not a regular file; remove it"
+    if isinstance(err, PermissionError):
+        return "cannot be read (permission denied); check the file's owner and permissions"
+    return f"cannot be read ({err.strerror or err}); check the file"

@@ -1,0 +1,296 @@
+"""Capture (seed 001): gotchas counted in the index across runs, one per distinct error,
+<chati-memory> blocks, the digest, and what a new session does to the session tier."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from .conftest import at, memory_files, snapshot
+
+
+def frontmatter(path):
+    _, meta, body = path.read_text("utf-8").split("---\n", 2)
+    return yaml.safe_load(meta), body.strip()
+
+
+def gotchas(root):
+    found = [frontmatter(p) for p in memory_files(root, ".lore")]
+    return [(meta, body) for meta, body in found if meta["type"] == "gotcha"]
+
+
+# -- gotchas ------------------------------------------------------------------------------------
+
+
+def test_gotcha_at_the_third_occurrence_across_two_capture_runs_and_agents(proj, cli_in):
+    root = proj.project.root
+    first = "building...\nValueError: port 8080 is taken\nretrying\nValueError: port 9090 is taken\n"
+    out = cli_in(root, "capture", "--stdin", "--json", input=first)
+    assert (out["gotchas"], out["evidence"]) == (0, 0)
+    assert gotchas(root) == []
+
+    # Another agent, another run: the third occurrence makes the gotcha (counts live in the index).
+    second = "ValueError: port 7000 is taken\n"
+    out = cli_in(root, "capture", "--stdin", "--agent", "codex", "--json", input=second)
+    assert out["gotchas"] == 1
+    ((meta, body),) = gotchas(root)
+    assert meta["subject"] == "Repeated error: ValueError: port <n> is taken"
+    assert meta["evidence_count"] == 3 and meta["confidence"] == 0.8
+    assert "3×" in body and "ValueError: port 8080 is taken" in body
+    path = memory_files(root, ".lore/local/daily")
+    assert len(path) == 1, "a gotcha is local until a person promotes it"
+
+    # Later occurrences add evidence to that gotcha; none is created again.
+    out = cli_in(
+        root,
+        "capture",
+        "--stdin",
+        "--json",
+        input="ValueError: port 1 is taken\nValueError: port 2 is taken\n",
+    )
+    assert (out["gotchas"], out["evidence"]) == (0, 2)
+    ((meta, _),) = gotchas(root)
+    assert meta["evidence_count"] == 5 and meta["confidence"] == 0.95
+
+    # The same output captured again counts nothing.
+    before = snapshot(root)
+    out = cli_in(root, "capture", "--stdin", "--json", input=first)
+    assert (out["gotchas"], out["evidence"]) == (0, 0)
+    assert snapshot(root) == before
+
+
+def test_one_gotcha_per_distinct_error_with_paths_relative_to_the_project(proj):
+    root = proj.project.root
+    for run, port in enumerate((1, 2, 3)):
+        output = (
+            "Traceback (most recent call last):\n"
+            f'  File "{root}/src/app.py", line {10 + run}, in connect\n'
+            "    sock.connect(addr)\n"
+            "KeyError: 'addr'\n\n"
+            "During handling of the above exception, another exception occurred:\n\n"
+            "Traceback (most recent call last):\n"
+            f'  File "{root}/src/app.py", line {20 + run}, in main\n'
+            f"ConnectionError: cannot reach db at {root}/src/app.py:{20 + run} (port {port})\n"
+            f"E       ConnectionError: cannot reach db at {root}/src/app.py:{20 + run} (port {port})\n"
+            "FAILED tests/test_app.py::test_main - ConnectionError: cannot reach db at "
+            f"{root}/src/app.py:{20 + run} (port {port})\n"
+        )
+        proj.capture_stdout(output, source=f"run-{run}")
+    found = gotchas(root)
+    assert [meta["subject"] for meta, _ in found] == [
+        "Repeated error: ConnectionError: cannot reach db at <path>:<n> (port <n>)"
+    ], "one gotcha: not the chained KeyError, not one per line of the report"
+    ((meta, body),) = found
+    assert str(root) not in body and "src/app.py:20" in body
+    assert meta["error_signature"].startswith("ConnectionError")
+
+
+def test_gotcha_from_transcripts_dated_by_the_event(proj, tmp_path):
+    root = proj.project.root
+
+    def transcript(name: str, times: list[str]):
+        lines = []
+        for n, when in enumerate(times):
+            lines.append(
+                {
+                    "type": "tool_result",
+                    "toolCallId": f"t{n}",
+                    "result": f"npm ERR! code ERESOLVE at step {n}",
+                    "timestamp": when,
+                }
+            )
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        return path
+
+    assert proj.capture_transcript(transcript("s1", [at(1), at(2)])).gotchas == 0
+    assert proj.capture_transcript(transcript("s2", [at(5), at(6)])).gotchas == 1
+    ((meta, _),) = gotchas(root)
+    assert str(meta["occurred_at"]).startswith("2026-03-06 12:00")  # the third occurrence's time
+    assert proj.capture_transcript(transcript("s2", [at(5), at(6)])).evidence == 0  # idempotent
+
+
+# -- <chati-memory> blocks ------------------------------------------------------------------------
+
+CHATI_OUTPUT = """\
+Working on the auth module.
+<chati-memory>
+---
+id: mem-2026-02-12-001
+type: procedural
+agent: architect
+tags: [authentication, jwt]
+confidence: 0.92
+tier: hot
+created_at: 2026-02-10T10:15:00Z
+---
+# Pattern: JWT Authentication
+
+Token validation fails silently when JWT_SECRET contains special characters.
+Always use base64-encoded secrets.
+</chati-memory>
+<chati-memory type="lesson" tier="daily" title="Flaky socket test">
+The socket test is flaky under load; retry it once before failing the build.
+</chati-memory>
+<lore-memory type="preference" private="true" title="Terse commit messages">
+This agent writes terse, imperative commit messages.
+</lore-memory>
+"""
+
+
+def test_chati_memory_blocks_are_parsed_and_stored_by_tier_and_privacy(proj, cli_in):
+    root = proj.project.root
+    out = cli_in(root, "capture", "--stdin", "--agent", "architect", "--json", input=CHATI_OUTPUT)
+    assert (out["created"], out["existing"], out["problems"]) == (3, 0, [])
+    (durable,) = memory_files(root, ".lore/memory")
+    meta, body = frontmatter(durable)
+    assert meta["type"] == "pattern" and meta["sector"] == "procedural"  # 001's sector in `type`
+    assert meta["confidence"] == 0.92 and meta["keywords"] == ["authentication", "jwt"]
+    assert str(meta["occurred_at"]).startswith("2026-02-10") and "base64-encoded" in body
+    (daily,) = memory_files(root, ".lore/local/daily")
+    assert frontmatter(daily)[0]["subject"] == "Flaky socket test"
+    (private,) = memory_files(root, ".lore/local/architect")
+    assert frontmatter(private)[0]["subject"] == "Terse commit messages"
+    assert [r["title"] for r in cli_in(root, "list", "--agent", "other", "--json")] != [] and all(
+        r["title"] != "Terse commit messages" for r in cli_in(root, "list", "--agent", "other", "--json")
+    )
+
+    # The same fact from another run is evidence, not a copy; the committed file is untouched.
+    before = snapshot(root, ".lore/memory")
+    again = CHATI_OUTPUT.replace("Working on the auth module.", "Second run.")
+    out = cli_in(root, "capture", "--stdin", "--agent", "architect", "--json", input=again)
+    assert (out["created"], out["existing"], out["evidence"]) == (0, 3, 3)
+    assert snapshot(root, ".lore/memory") == before
+    listed = {r["title"]: r for r in cli_in(root, "list", "--agent", "architect", "--json")}
+    assert listed["Pattern: JWT Authentication"]["evidence_count"] == 2  # pending: index + ledger
+    assert frontmatter(daily)[0]["evidence_count"] == 2  # local files carry it at once
+
+
+# -- the digest ----------------------------------------------------------------------------------
+
+
+def claude_transcript(path, session: str, start_day: float = 0):
+    lines = []
+
+    def line(kind, role, content, n):
+        lines.append(
+            {
+                "type": kind,
+                "uuid": f"{session}-{n:03d}",
+                "sessionId": session,
+                "timestamp": at(start_day, minutes=n),
+                "message": {"id": f"msg_{session}_{n}", "role": role, "content": content},
+            }
+        )
+
+    line("user", "user", "Set up the database layer please.", 1)
+    line(
+        "assistant",
+        "assistant",
+        [{"type": "text", "text": "We decided to use Postgres for storage.\nIt has JSONB."}],
+        2,
+    )
+    line("user", "user", "No, use pnpm instead of npm for installs.", 3)
+    line(
+        "user",
+        "user",
+        [
+            {
+                "type": "tool_result",
+                "tool_use_id": "t1",
+                "content": "Error: connect ECONNREFUSED 127.0.0.1:5432",
+                "is_error": True,
+            }
+        ],
+        4,
+    )
+    line(
+        "assistant",
+        "assistant",
+        [{"type": "text", "text": "Fixed: the database container was not running.\nStarted it."}],
+        5,
+    )
+    line(
+        "assistant",
+        "assistant",
+        [{"type": "text", "text": "This project uses barrel exports in index.ts files.\nI followed that."}],
+        6,
+    )
+    line("user", "user", "Yes, exactly.", 7)
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def test_pre_compact_digest_classifies_with_message_ids(proj, tmp_path):
+    root = proj.project.root
+    result = proj.capture_transcript(claude_transcript(tmp_path / "s1.jsonl", "s1"))
+    assert result.digest == {
+        "decision": 1,
+        "error_pattern": 1,
+        "resolution": 1,
+        "correction": 1,
+        "validated_pattern": 1,
+    }
+    daily = {
+        frontmatter(p)[0]["digest_class"]: frontmatter(p) for p in memory_files(root, ".lore/local/daily")
+    }
+    assert set(daily) == {"decision", "resolution", "correction", "validated_pattern"}
+    # Message ids as the session store keeps them: the transcript's uuid (and part), the tool call's id.
+    assert daily["decision"][0]["type"] == "decision" and daily["decision"][0]["evidence_refs"] == [
+        "cc:s1-002:0"
+    ]
+    assert daily["correction"][0]["type"] == "preference" and "pnpm" in daily["correction"][1]
+    assert daily["resolution"][0]["evidence_refs"] == ["result:t1", "cc:s1-005:0"]
+    assert "ECONNREFUSED" in daily["resolution"][1] and "not running" in daily["resolution"][1]
+    assert daily["validated_pattern"][0]["evidence_refs"][0] == "cc:s1-006:0"
+    assert memory_files(root, ".lore/memory") == []
+
+    # Another session saying the same: evidence for the same daily memories, not copies.
+    again = proj.capture_transcript(claude_transcript(tmp_path / "s2.jsonl", "s2", start_day=1))
+    assert again.evidence >= 4
+    assert len(memory_files(root, ".lore/local/daily")) == 4
+    decision = next(
+        p for p in memory_files(root, ".lore/local/daily") if frontmatter(p)[0]["digest_class"] == "decision"
+    )
+    assert frontmatter(decision)[0]["evidence_count"] == 2
+
+
+def test_a_new_session_digests_and_cleans_the_previous_sessions_memories(proj, tmp_path, cli_in):
+    root = proj.project.root
+    transcript = tmp_path / "s1.jsonl"
+    claude_transcript(transcript, "s1")
+    cli_in(root, "capture", "--transcript", str(transcript), "--agent", "claude-code", "--json")
+    other = cli_in(
+        root, "add", "--session", "--agent", "codex", "-b", "Codex's own scratch note.\nKeep it.", "--json"
+    )
+    session_files = memory_files(root, ".lore/local/session")
+    assert len(session_files) == 4  # 3 multi-line assistant messages + codex's note
+    daily_before = len(memory_files(root, ".lore/local/daily"))
+
+    proc = cli_in(root, "session", "start", "--agent", "claude-code", "--id", "s-next", raw=True)
+    assert proc.stdout.strip() == "s-next"
+    assert "3 session memories digested and cleaned" in proc.stderr
+    left = memory_files(root, ".lore/local/session")
+    assert [frontmatter(p)[0]["id"] for p in left] == [other["id"]], "another agent's session is its own"
+    trashed = cli_in(root, "restore", "--list", "--agent", "claude-code", "--json")
+    assert len(trashed) == 3  # cleaned = trashed: `lore restore` brings one back
+    assert len(memory_files(root, ".lore/local/daily")) == daily_before  # the digest was taken already
+
+
+def test_daily_memories_are_archived_after_30_days(proj, clock, tmp_path, cli_in):
+    root = proj.project.root
+    proj.capture_transcript(claude_transcript(tmp_path / "s1.jsonl", "s1"))
+    daily = memory_files(root, ".lore/local/daily")
+    assert daily
+    clock.set(30)
+    assert cli_in(root, "consolidate", "--json")["archived"] == []
+    clock.set(31)
+    report = cli_in(root, "consolidate", "--json")
+    assert len(report["archived"]) == len(daily)
+    assert memory_files(root, ".lore/local/daily") == []
+    assert len(memory_files(root, ".lore/local/archive")) == len(daily)
+    plain = cli_in(root, "search", "Postgres storage", "--json")
+    assert plain and not any(h["path"].startswith(".lore/local/archive/") for h in plain)  # the session note
+    found = cli_in(root, "search", "Postgres storage", "--include-archived", "--json")
+    assert any(h["path"].startswith(".lore/local/archive/") for h in found)

@@ -1,0 +1,240 @@
+"""Consolidation and review (seed 001): local merges with evidence, proposals that never touch
+files without approval, the governance thresholds, apply and reject."""
+
+from __future__ import annotations
+
+import os
+import pty
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from lore.errors import Conflict, UsageError
+
+from .conftest import at, memory_files, snapshot
+
+BODY = "Run the database migrations before seeding the test data, or the seed fails on missing tables."
+
+
+def meta_of(path):
+    return yaml.safe_load(path.read_text().split("---\n", 2)[1])
+
+
+def write_durable(proj, name: str, title: str, body: str, *, day: float, evidence: int = 1, **fields) -> str:
+    """A committed memory as a person would write it (evidence_count in its frontmatter)."""
+    import uuid
+
+    memory_id = str(uuid.uuid4())
+    extra = "".join(f"{k}: {v}\n" for k, v in fields.items())
+    text = (
+        f"---\nid: {memory_id}\nsubject: {title}\ntype: decision\nkeywords: [config]\n"
+        f"occurred_at: {at(day)}\n{extra}"
+        + (f"evidence_count: {evidence}\n" if evidence > 1 else "")
+        + f"---\n\n{body}\n"
+    )
+    (proj.project.memory_dir / name).write_text(text)
+    return memory_id
+
+
+def test_local_near_duplicates_merge_with_their_evidence(proj, clock):
+    root = proj.project.root
+    kept = proj.add(title="Migrations before seeding", body=BODY, tier="daily", occurred_at=at(0))
+    dup = proj.add(title="Migrations first", body=BODY + " Always.", tier="daily", occurred_at=at(1))
+    report = proj.consolidate()
+    assert report.merged == [{"kept": kept.id, "merged": dup.id, "similarity": pytest.approx(0.9, abs=0.1)}]
+    (left,) = memory_files(root, ".lore/local/daily")
+    assert meta_of(left)["id"] == kept.id and meta_of(left)["evidence_count"] == 2
+    assert [e.id for e in proj.trash_entries()] == [dup.id]
+    assert proj.list(tier="warm")[0]["id"] == kept.id  # evidence 2: COLD → WARM
+
+
+def test_a_local_copy_of_a_committed_memory_becomes_its_evidence_without_touching_it(proj):
+    root = proj.project.root
+    durable = write_durable(proj, "migrations.md", "Migrations before seeding", BODY, day=0)
+    proj.add(title="Seen again", body=BODY, tier="daily", occurred_at=at(2))
+    before = snapshot(root, ".lore/memory")
+    report = proj.consolidate()
+    assert [m["kept"] for m in report.merged] == [durable]
+    assert snapshot(root, ".lore/memory") == before
+    assert memory_files(root, ".lore/local/daily") == []
+    assert {r["id"]: r["evidence_count"] for r in proj.list()}[durable] == 2
+    # The pending evidence survives an index rebuild (the ledger is replayed).
+    proj.close()
+    (root / ".lore/index.db").unlink()
+    import lore
+
+    again = lore.open(root)
+    try:
+        assert {r["id"]: r["evidence_count"] for r in again.list()}[durable] == 2
+    finally:
+        again.close()
+
+
+def test_proposals_never_touch_files_without_approval(proj, cli_in):
+    root = proj.project.root
+    older = write_durable(
+        proj, "timeout-5.md", "OAuth timeout", "Set OAUTH_TIMEOUT=5 for the login call.", day=0
+    )
+    newer = write_durable(
+        proj,
+        "timeout-30.md",
+        "OAuth timeout raised",
+        "Set OAUTH_TIMEOUT=30 for the login call; 5 was too short behind the proxy.",
+        day=10,
+    )
+    write_durable(proj, "a.md", "Use pnpm", "Use pnpm to install the frontend dependencies.", day=0)
+    write_durable(
+        proj, "b.md", "Not pnpm", "Don't use pnpm to install the frontend dependencies; npm only.", day=5
+    )
+    before = snapshot(root)
+    report = cli_in(root, "consolidate", "--json")
+    kinds = sorted((p["kind"], p["status"]) for p in report["proposals"])
+    assert kinds == [("contradiction", "held"), ("contradiction", "held")]
+    assert snapshot(root) == before, "consolidate changed a file"
+
+    assert cli_in(root, "review", "--json") == []  # held: not enough evidence yet
+    held = cli_in(root, "review", "--all", "--json")
+    timeout = next(p for p in held if older in p["memory_ids"])
+    assert timeout["memory_ids"] == [older, newer]
+    assert "oauth_timeout is 30 here, 5 before" in timeout["reason"]
+    assert f"+superseded_by: {newer}" in timeout["diff"]
+    assert "confidence > 0.9 and evidence ≥ 5" in timeout["held_because"]
+    proc = cli_in(root, "review", "--apply", timeout["id"], ok=False)
+    assert proc.returncode != 0 and "held" in proc.stderr and "Traceback" not in proc.stderr
+    pnpm = next(p for p in held if older not in p["memory_ids"])
+    assert "one says not" in pnpm["reason"]
+    assert snapshot(root) == before
+
+
+def test_review_applies_an_open_proposal_and_its_effect(proj, cli_in):
+    root = proj.project.root
+    older = write_durable(
+        proj, "timeout-5.md", "OAuth timeout", "Set OAUTH_TIMEOUT=5 for the login call.", day=0
+    )
+    newer = write_durable(
+        proj,
+        "timeout-30.md",
+        "OAuth timeout raised",
+        "Set OAUTH_TIMEOUT=30 for the login call; 5 was too short behind the proxy.",
+        day=10,
+        evidence=6,
+    )
+    before = snapshot(root)
+    (proposal,) = cli_in(root, "consolidate", "--json")["proposals"]
+    assert (proposal["kind"], proposal["status"]) == ("contradiction", "open")
+    assert snapshot(root) == before
+    shown = cli_in(root, "review", raw=True).stdout
+    assert proposal["id"] in shown and "+superseded_by:" in shown and "review --apply ID" in shown
+    assert snapshot(root) == before
+
+    done = cli_in(root, "review", "--apply", proposal["id"][:6], "--json")
+    assert done["status"] == "applied"
+    after = snapshot(root)
+    changed = {path for path in after if after[path] != before.get(path)}
+    assert changed == {".lore/memory/timeout-5.md"}
+    assert meta_of(root / ".lore/memory/timeout-5.md")["superseded_by"] == newer
+    hits = [h["id"] for h in cli_in(root, "search", "OAUTH_TIMEOUT login", "--json")]
+    assert newer in hits and older not in hits  # superseded: archived, out of search and recall
+    assert older in [h["id"] for h in cli_in(root, "search", "OAUTH_TIMEOUT", "--include-archived", "--json")]
+    proc = cli_in(root, "review", "--apply", proposal["id"], ok=False)
+    assert "applied already" in proc.stderr
+
+
+def test_rejected_proposals_are_not_proposed_again(proj, cli_in):
+    root = proj.project.root
+    write_durable(proj, "a.md", "Deploy", "Deploy with make deploy from the main branch.", day=0, evidence=5)
+    write_durable(
+        proj,
+        "b.md",
+        "Deploy steps",
+        "Deploy with make deploy from the main branch. Run make migrate first, then make deploy, "
+        "then check the health endpoint.",
+        day=3,
+        evidence=7,
+    )
+    (proposal,) = cli_in(root, "consolidate", "--json")["proposals"]
+    assert proposal["kind"] == "supersede"
+    before = snapshot(root)
+    assert cli_in(root, "review", "--reject", proposal["id"], "--json")["status"] == "rejected"
+    assert snapshot(root) == before
+    assert cli_in(root, "consolidate", "--json")["proposals"] == []
+    assert cli_in(root, "review", "--all", "--json") == []
+
+
+def test_promotion_to_durable_needs_evidence_and_approval(proj, cli_in):
+    root = proj.project.root
+    for n in range(5):  # a gotcha seen five times: confidence 0.95, evidence 5
+        proj.capture_stdout(f"fatal: remote origin already exists (attempt {n})\n", source=f"run-{n}")
+    (daily,) = memory_files(root, ".lore/local/daily")
+    gotcha = meta_of(daily)
+    assert (gotcha["evidence_count"], gotcha["confidence"]) == (5, 0.95)
+    before = snapshot(root)
+    (proposal,) = cli_in(root, "consolidate", "--json")["proposals"]
+    assert (proposal["kind"], proposal["status"]) == ("promote", "open")
+    assert snapshot(root) == before
+    cli_in(root, "review", "--apply", proposal["id"], "--json")
+    (durable,) = memory_files(root, ".lore/memory")
+    promoted = meta_of(durable)
+    assert promoted["id"] == gotcha["id"] and promoted["evidence_count"] == 5
+    assert memory_files(root, ".lore/local/daily") == []
+    assert {r["id"]: r["evidence_count"] for r in proj.list()}[gotcha["id"]] == 5  # counted once
+
+
+def test_apply_refuses_when_a_file_changed_since_the_proposal(proj):
+    root = proj.project.root
+    write_durable(proj, "a.md", "Timeout", "Set API_TIMEOUT=5 for the client.", day=0)
+    write_durable(proj, "b.md", "Timeout raised", "Set API_TIMEOUT=60 for the client.", day=2, evidence=6)
+    (proposal,) = proj.consolidate().proposals
+    target = root / ".lore/memory/a.md"
+    target.write_text(target.read_text().replace("the client", "the HTTP client"))
+    edited = snapshot(root)
+    with pytest.raises(Conflict, match="changed since"):
+        proj.apply_proposal(proposal["id"])
+    assert snapshot(root) == edited
+    assert proj.proposals()[0].outdated
+
+
+def test_held_proposals_cannot_be_applied_from_python_either(proj):
+    write_durable(proj, "a.md", "Timeout", "Set API_TIMEOUT=5 for the client.", day=0)
+    write_durable(proj, "b.md", "Timeout raised", "Set API_TIMEOUT=60 for the client.", day=2)
+    (proposal,) = proj.consolidate().proposals
+    with pytest.raises(UsageError, match="held"):
+        proj.apply_proposal(proposal["id"])
+
+
+def test_review_is_interactive_on_a_terminal(proj):
+    root = proj.project.root
+    write_durable(proj, "a.md", "Timeout", "Set API_TIMEOUT=5 for the client.", day=0)
+    write_durable(proj, "b.md", "Timeout raised", "Set API_TIMEOUT=60 for the client.", day=2, evidence=6)
+    (proposal,) = proj.consolidate().proposals
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lore", "review"],
+        cwd=root,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    os.close(slave)
+    output = b""
+    deadline = time.time() + 60
+    while b"apply, reject" not in output and time.time() < deadline:
+        output += os.read(master, 4096)
+    os.write(master, b"a\n")
+    proc.wait(timeout=60)
+    try:
+        while True:
+            chunk = os.read(master, 4096)
+            if not chunk:
+                break
+            output += chunk
+    except OSError:
+        pass
+    os.close(master)
+    assert proc.returncode == 0, output.decode()
+    assert f"applied {proposal['id']}" in output.decode()
+    assert meta_of(root / ".lore/memory/a.md")["superseded_by"]

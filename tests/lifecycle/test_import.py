@@ -1,0 +1,252 @@
+"""`lore import`: each layout, dates from git or the file, idempotence, dry-run, broken files."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from datetime import UTC, datetime
+
+import pytest
+import yaml
+
+from .conftest import memory_files, snapshot
+
+AGENTS_MD = """\
+# Project instructions
+
+## Code style
+
+- Format with black, line length 100.
+- Type hints on every public function.
+
+## Testing
+
+Run `make test` before pushing; the integration tests need Docker.
+
+## Architecture overview
+
+The API lives in `api/`, the workers in `workers/`; they share `core/`.
+
+## Gotchas
+
+- The staging database resets every night at 2am.
+
+<!-- lore:begin -->
+## Lore
+Search project memory before exploring.
+<!-- lore:end -->
+"""
+
+ADR_1 = """\
+# 1. Record architecture decisions
+
+Date: 2021-04-01
+
+## Status
+
+Accepted
+
+## Context
+
+We need to record the architectural decisions made on this project.
+
+## Decision
+
+We will use Architecture Decision Records, as described by Michael Nygard.
+"""
+
+ADR_2 = """\
+# 2. Use MySQL
+
+Date: 2021-05-10
+
+## Status
+
+Superseded by [3. Use Postgres](0003-use-postgres.md)
+
+## Context
+
+We need a relational database.
+
+## Decision
+
+We will use MySQL.
+"""
+
+CHATI = """\
+---
+id: mem-2026-02-12-001
+type: procedural
+agent: architect
+tags: [authentication, jwt, pattern, validated]
+confidence: 0.92
+sector: procedural
+tier: hot
+access_count: 7
+last_accessed: 2026-02-12T16:30:00Z
+created_at: 2026-02-10T10:15:00Z
+---
+
+# Pattern: JWT Authentication in Next.js Projects
+
+## Decision
+JWT chosen for stateless API, with refresh token rotation.
+"""
+
+JARVIS = """\
+---
+id: mem_abc123
+type: fact
+tags: [user_preference, settings]
+createdAt: 2024-01-01T00:00:00Z
+---
+
+User prefers dark mode and concise responses.
+"""
+
+
+def git(cwd, *args, date=None):
+    env = dict(os.environ)
+    if date:
+        env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=env)
+
+
+@pytest.fixture
+def notes(tmp_path, git_env):
+    """A folder of existing knowledge in every layout, some of it in git."""
+    root = tmp_path / "knowledge"
+    (root / "notes/sub").mkdir(parents=True)
+    (root / "notes/plain.md").write_text(
+        "# Staging deploys\n\nStaging deploys run from the release branch only.\n"
+    )
+    (root / "notes/sub/front.md").write_text(
+        "---\ntitle: Cache keys\ndate: 2023-06-01\ntags: [cache, redis]\n---\n\nCache keys are prefixed with the tenant id.\n"
+    )
+    (root / "notes/tracked.md").write_text("Feature flags live in flags.yaml and are read at startup.\n")
+    (root / "notes/untracked.md").write_text("The nightly job emails the on-call engineer on failure.\n")
+    stamp = datetime(2022, 2, 2, 8, 0, tzinfo=UTC).timestamp()
+    os.utime(root / "notes/untracked.md", (stamp, stamp))
+    (root / "AGENTS.md").write_text(AGENTS_MD)
+    (root / "docs/adr").mkdir(parents=True)
+    (root / "docs/adr/0001-record-architecture-decisions.md").write_text(ADR_1)
+    (root / "docs/adr/0002-use-mysql.md").write_text(ADR_2)
+    (root / ".chati/memories/shared/durable").mkdir(parents=True)
+    (root / ".chati/memories/architect/daily").mkdir(parents=True)
+    (root / ".chati/memories/shared/durable/jwt.md").write_text(CHATI)
+    (root / ".chati/memories/architect/daily/note.md").write_text(
+        "---\nid: mem-2026-02-13-002\ntype: episodic\ncreated_at: 2026-02-13T09:00:00Z\n---\n\n"
+        "Reviewed the auth flow with the team today.\n"
+    )
+    (root / ".chati/memories/index.json").write_text("{}")
+    (root / "memory").mkdir()
+    (root / "memory/mem_abc123.md").write_text(JARVIS)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "notes/tracked.md")
+    git(root, "commit", "-qm", "flags", date="2020-07-15T10:00:00+00:00")
+    return root
+
+
+def by_source(report):
+    return {item["source"]: item for item in report["items"]}
+
+
+def test_import_every_layout(proj, notes, cli_in):
+    root = proj.project.root
+    report = cli_in(root, "import", str(notes), "--json")
+    assert report["problems"] == [] and report["existing"] == 0
+    items = by_source(report)
+    assert items["notes/plain.md"]["title"] == "Staging deploys"
+    assert (items["AGENTS.md#code_style"]["type"], items["AGENTS.md#testing"]["type"]) == (
+        "convention",
+        "pattern",
+    )
+    assert items["AGENTS.md#architecture_overview"]["type"] == "architecture"
+    assert items["AGENTS.md#gotchas"]["type"] == "gotcha"
+    assert not any(s.split("#")[-1] == "lore" for s in items), "Lore's own block is not imported"
+    assert items["docs/adr/0001-record-architecture-decisions.md"]["type"] == "decision"
+    assert items["docs/adr/0001-record-architecture-decisions.md"]["title"] == "Record architecture decisions"
+    assert items[".chati/memories/shared/durable/jwt.md"]["id"] == "mem-2026-02-12-001"
+    assert items[".chati/memories/architect/daily/note.md"]["tier"] == "daily"
+    assert items["memory/mem_abc123.md"]["id"] == "mem_abc123"
+    assert report["created"] == len(report["items"]) == 13, " ".join(sorted(items))
+
+    def meta(item):
+        return yaml.safe_load((root / item["path"]).read_text().split("---\n", 2)[1])
+
+    assert str(meta(items["notes/sub/front.md"])["occurred_at"]).startswith("2023-06-01")
+    assert str(meta(items["notes/tracked.md"])["occurred_at"]).startswith("2020-07-15")  # from git
+    assert str(meta(items["notes/untracked.md"])["occurred_at"]).startswith("2022-02-02")  # file time
+    adr1 = meta(items["docs/adr/0001-record-architecture-decisions.md"])
+    assert str(adr1["occurred_at"]).startswith("2021-04-01") and "accepted" in adr1["labels"]
+    assert "3. Use Postgres" in meta(items["docs/adr/0002-use-mysql.md"])["superseded_by"]
+    jwt = meta(items[".chati/memories/shared/durable/jwt.md"])
+    assert jwt["type"] == "pattern" and jwt["confidence"] == 0.92 and jwt["access_count"] == 7
+    assert items[".chati/memories/shared/durable/jwt.md"]["path"].startswith(".lore/memory/")
+    assert items[".chati/memories/architect/daily/note.md"]["path"].startswith(".lore/local/architect/daily/")
+    assert meta(items["AGENTS.md#code_style"])["imported_from"] == "AGENTS.md#code_style"
+
+    # Found by search; the private daily note only by its agent; the superseded ADR only when archived asked.
+    assert cli_in(root, "search", "tenant id cache keys", "--json")[0]["title"] == "Cache keys"
+    private = items[".chati/memories/architect/daily/note.md"]["id"]
+    assert private not in [h["id"] for h in cli_in(root, "search", "reviewed auth flow", "--json")]
+    assert private in [
+        h["id"] for h in cli_in(root, "search", "reviewed auth flow", "--agent", "architect", "--json")
+    ]
+    mysql = items["docs/adr/0002-use-mysql.md"]["id"]
+    assert mysql not in [h["id"] for h in cli_in(root, "search", "MySQL relational database", "--json")]
+    archived = cli_in(root, "search", "MySQL relational database", "--include-archived", "--json")
+    assert mysql in [h["id"] for h in archived]
+
+
+def test_a_second_import_changes_nothing(proj, notes, cli_in):
+    root = proj.project.root
+    cli_in(root, "import", str(notes), "--json")
+    before = snapshot(root)
+    again = cli_in(root, "import", str(notes), "--json")
+    assert again["created"] == 0 and again["existing"] == len(again["items"]) == 13
+    assert snapshot(root) == before
+
+
+def test_dry_run_lists_and_writes_nothing(proj, notes, cli_in):
+    root = proj.project.root
+    before = snapshot(root)
+    report = cli_in(root, "import", str(notes), "--dry-run", "--json")
+    assert report["dry_run"] and report["created"] == 13
+    assert {item["status"] for item in report["items"]} == {"would-create"}
+    assert all(item["path"] is None for item in report["items"])
+    assert snapshot(root) == before and memory_files(root, ".lore/memory") == []
+    text = cli_in(root, "import", str(notes), "--dry-run", raw=True).stdout
+    assert "would-create" in text and "Staging deploys" in text and "would create 13" in text
+
+
+def test_broken_files_are_reported_in_one_line_and_skipped(proj, tmp_path, cli_in):
+    root = proj.project.root
+    folder = tmp_path / "messy"
+    folder.mkdir()
+    (folder / "good.md").write_text("Releases are tagged vX.Y.Z on the main branch.\n")
+    (folder / "bad-yaml.md").write_text("---\ntitle: [unclosed\n---\n\nBody text here.\n")
+    (folder / "binary.md").write_bytes(b"\x00\x01\x02binary")
+    (folder / "latin1.md").write_bytes("Caf\xe9 opens at nine.\n".encode("latin-1"))
+    (folder / "empty.md").write_text("---\ntitle: Nothing\n---\n")
+    secret = tmp_path / "secret.md"
+    secret.write_text("The production password is hunter2, keep it safe.\n")
+    (folder / "link.md").symlink_to(secret)
+    proc = cli_in(root, "import", str(folder), raw=True)
+    problems = [line for line in proc.stderr.splitlines() if line.startswith("lore: skipped")]
+    assert len(problems) == 5, proc.stderr
+    assert all("\n" not in p for p in problems) and "Traceback" not in proc.stderr
+    assert any("link.md" in p and "outside" in p for p in problems)
+    assert "created 1," in proc.stdout
+    assert not any("hunter2" in p.read_text() for p in memory_files(root, ".lore"))
+
+
+def test_import_of_a_single_instructions_file_and_of_nothing(proj, notes, cli_in):
+    root = proj.project.root
+    report = cli_in(root, "import", str(notes / "AGENTS.md"), "--tier", "daily", "--json")
+    assert len(report["items"]) == 4 and {i["tier"] for i in report["items"]} == {"daily"}
+    assert all(i["path"].startswith(".lore/local/daily/") for i in report["items"])
+    proc = cli_in(root, "import", str(notes / "missing"), ok=False)
+    assert proc.returncode != 0 and "nothing at" in proc.stderr
+    proc = cli_in(root, "import", ".lore", ok=False)
+    assert proc.returncode != 0 and "Lore's own folder" in proc.stderr

@@ -1,0 +1,158 @@
+"""Attention tiers (seed 001): the transitions at each threshold, kept state, the 90-day archive."""
+
+from __future__ import annotations
+
+import pytest
+
+from lore.memory.lifecycle import tiers
+from lore.memory.lifecycle.clock import parse
+from lore.storage import TierState
+
+from .conftest import at
+
+HALF_LIFE = 90.0
+
+
+def decide(state, *, day=0.0, access=0, evidence=1, confidence=1.0, reinforced=0.0, superseded=False):
+    signals = tiers.Signals(access, evidence, confidence, at(reinforced), superseded=superseded)
+    return tiers.decide(state, signals, parse(at(day)), HALF_LIFE, "m1")
+
+
+def state(tier: str, since: float = 0.0, low: float | None = None) -> TierState:
+    return TierState("m1", tier, at(since), at(low) if low is not None else None, at(since))
+
+
+# -- promotions: exactly 001's thresholds ------------------------------------------------------
+
+
+def test_a_new_memory_starts_cold_even_when_fully_confident():
+    assert decide(None).tier == "cold"
+
+
+@pytest.mark.parametrize(("access", "expected"), [(0, "cold"), (2, "cold"), (3, "warm"), (7, "warm")])
+def test_cold_to_warm_at_three_accesses(access, expected):
+    assert decide(state("cold"), access=access).tier == expected
+
+
+@pytest.mark.parametrize(("evidence", "expected"), [(1, "cold"), (2, "warm"), (4, "warm")])
+def test_cold_to_warm_at_two_pieces_of_evidence(evidence, expected):
+    assert decide(state("cold"), evidence=evidence, confidence=0.5).tier == expected
+
+
+@pytest.mark.parametrize(
+    ("confidence", "evidence", "expected"),
+    [(0.95, 4, "warm"), (0.7, 5, "warm"), (0.71, 5, "hot"), (0.9, 9, "hot")],
+)
+def test_warm_to_hot_needs_confidence_above_0_7_and_five_pieces_of_evidence(confidence, evidence, expected):
+    assert decide(state("warm"), evidence=evidence, confidence=confidence).tier == expected
+
+
+def test_one_read_never_moves_a_memory_from_cold_to_hot():
+    """The old read-time tiers put a fresh, confident memory in HOT after one read."""
+    after_one_read = decide(state("cold"), access=1, confidence=1.0)
+    assert after_one_read.tier == "cold"
+    assert tiers.score(tiers.Signals(1, 1, 1.0, at(0)), parse(at(0)), HALF_LIFE) > tiers.HOT_BAND
+
+
+# -- decay ---------------------------------------------------------------------------------------
+
+
+def test_hot_decays_to_warm_then_cold_when_not_read():
+    hot = state("hot")
+    kept = decide(hot, day=40, evidence=6)
+    assert kept.tier == "hot" and kept.since == hot.since  # score 0.735: still in the band
+    warm = decide(hot, day=50, evidence=6)  # 0.68
+    assert warm.tier == "warm" and warm.since == at(50)
+    assert decide(warm, day=160, evidence=6).tier == "cold"  # 0.29
+
+
+def test_a_read_keeps_a_memory_hot():
+    assert decide(state("hot"), day=200, evidence=6, access=4, reinforced=199).tier == "hot"
+
+
+# -- the archive ----------------------------------------------------------------------------------
+
+
+def test_archive_after_the_score_stays_below_0_1_for_90_days():
+    cold = decide(state("cold"), day=200)
+    assert cold.tier == "cold" and cold.low_since is None  # score 0.21
+    low = decide(cold, day=310)  # 0.09: first seen below the line
+    assert low.tier == "cold" and low.low_since == at(310)
+    almost = decide(low, day=399)
+    assert almost.tier == "cold" and almost.low_since == at(310)
+    archived = decide(almost, day=400)
+    assert archived.tier == "archive" and archived.since == at(400)
+    assert decide(archived, day=500).tier == "archive"  # it stays
+
+
+def test_an_old_memory_seen_for_the_first_time_gets_its_90_days():
+    first = decide(None, day=1000)
+    assert first.tier == "cold" and first.low_since == at(1000)
+    assert decide(first, day=1089).tier == "cold"
+    assert decide(first, day=1090).tier == "archive"
+
+
+def test_a_read_brings_an_archived_memory_back():
+    archived = state("archive", since=400, low=310)
+    back = decide(archived, day=401, access=1, reinforced=401)
+    assert back.tier == "cold" and back.low_since is None
+    assert decide(archived, day=401, access=3, reinforced=401).tier == "warm"
+
+
+def test_a_superseded_memory_is_archived_for_good():
+    assert decide(state("hot"), evidence=9, access=9, superseded=True).tier == "archive"
+
+
+# -- through the service: state kept in the index, a clock the test moves -------------------------
+
+
+def test_reads_move_a_memory_one_tier_at_a_time_and_the_state_is_kept(proj, clock):
+    m = proj.add(title="Use UTC everywhere", body="Store every timestamp in UTC.", occurred_at=at(0))
+    assert [r["tier"] for r in proj.list()] == ["cold"]
+    for day in (1, 2):
+        clock.set(day)
+        proj.show(m.id)
+        assert proj.list()[0]["tier"] == "cold", f"after {day} reads"
+    clock.set(3)
+    proj.show(m.id)
+    assert proj.list()[0]["tier"] == "warm"
+    assert [r["id"] for r in proj.list(tier="warm")] == [m.id]
+    assert proj.list(tier="hot") == []
+    kept = proj.store.tier_states([m.id])[m.id]
+    assert (kept.tier, kept.since) == ("warm", at(3))
+    # Not recomputed from scratch: a later pass keeps the time it entered the tier.
+    clock.set(3.5)
+    proj.lifecycle.advance()
+    assert proj.store.tier_states([m.id])[m.id].since == at(3)
+
+
+def test_the_90_day_archive_end_to_end(proj, clock, cli_in):
+    m = proj.add(
+        title="Nightly export runs at 2am",
+        body="The orders export runs nightly at 2am UTC.",
+        occurred_at=at(0),
+    )
+    other = proj.add(title="Orders table", body="Orders live in the orders table.", occurred_at=at(0))
+    for day in (200, 310, 399):
+        clock.set(day)
+        assert {r["id"] for r in proj.list()} == {m.id, other.id}, f"day {day}"
+    clock.set(395)
+    proj.show(other.id)  # read: `other` stays out of the archive
+    clock.set(400)
+    assert [r["id"] for r in proj.list()] == [other.id]
+    archived = proj.list(include_archived=True)
+    assert {r["id"]: r["tier"] for r in archived}[m.id] == "archive"
+    assert [r["id"] for r in proj.list(tier="archive")] == [m.id]
+    assert m.id not in [h.id for h in proj.search("nightly export 2am")]
+    assert m.id in [h.id for h in proj.search("nightly export 2am", include_archived=True)]
+    pack = proj.recall("nightly orders export", include_code=False, include_related_work=False)
+    assert m.id not in [item.key for item in pack.items]
+    # The same through the CLI.
+    out = cli_in(proj.project.root, "search", "nightly export", "--json")
+    assert m.id not in [h["id"] for h in out]
+    out = cli_in(proj.project.root, "search", "nightly export", "--include-archived", "--json")
+    assert m.id in [h["id"] for h in out]
+    # Reading it brings it back.
+    clock.set(401)
+    proj.show(m.id)
+    assert m.id in {r["id"] for r in proj.list()}

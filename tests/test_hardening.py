@@ -1,0 +1,863 @@
+"""Hostile memory files and inputs: each is refused with one clear line, never
+a crash, a hang or a leak; what is written reads back as written."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import socket
+import subprocess
+import sys
+import textwrap
+import unicodedata
+import uuid
+from pathlib import Path
+
+import pytest
+
+from lore.errors import NotFound, ValidationError
+from lore.memory import markdown
+from lore.memory.files import (
+    MAX_MEMORY_BYTES,
+    display_path,
+    read_memory_file,
+    walk_memory_files,
+)
+from lore.memory.model import (
+    Memory,
+    derive_keywords,
+    derive_title,
+    normalize_body,
+    parse_time,
+    safe_line,
+)
+
+GOOD = "---\nid: m1\nsubject: A memory\noccurred_at: 2024-01-01T00:00:00Z\n---\n\nThe body is long enough.\n"
+
+
+def head(extra: str = "", *, subject: str = "A memory", when: str = "2024-01-01") -> str:
+    return f"---\nid: m1\nsubject: {subject}\noccurred_at: {when}\n{extra}"
+
+
+def parse_text(text: str, path: str = "x.md"):
+    return markdown.parse(text.encode("utf-8"), path)
+
+
+def refused(text: str | bytes, *fragments: str, line: int | None = None) -> ValidationError:
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    with pytest.raises(ValidationError) as caught:
+        memory, _ = markdown.parse(raw, "x.md")
+        memory.validate()
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith("x.md")
+    for fragment in fragments:
+        assert fragment in message, message
+    if line is not None:
+        assert caught.value.line == line, message
+    return caught.value
+
+
+# -- reading files: regular files inside the project only ----------------------------
+
+
+@pytest.fixture
+def root(tmp_path) -> Path:
+    project = tmp_path / "proj"
+    (project / ".lore" / "memory").mkdir(parents=True)
+    return project
+
+
+def test_a_regular_file_is_read(root):
+    (root / ".lore/memory/a.md").write_text(GOOD)
+    assert read_memory_file(root, ".lore/memory/a.md") == GOOD.encode()
+
+
+def test_a_symlink_inside_the_project_is_followed(root):
+    (root / "notes").mkdir()
+    (root / "notes/real.md").write_text(GOOD)
+    os.symlink("../../notes/real.md", root / ".lore/memory/link.md")
+    assert read_memory_file(root, ".lore/memory/link.md") == GOOD.encode()
+
+
+def test_a_symlink_to_a_file_outside_the_project_is_refused(root, tmp_path):
+    secret = tmp_path / "secret.md"
+    secret.write_text(GOOD.replace("The body", "TOP SECRET body"))
+    os.symlink(secret, root / ".lore/memory/leak.md")
+    with pytest.raises(ValidationError, match="outside the project") as caught:
+        read_memory_file(root, ".lore/memory/leak.md")
+    assert "TOP SECRET" not in str(caught.value)
+
+
+def test_a_folder_symlinked_out_of_the_project_is_refused(root, tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere/x.md").write_text(GOOD)
+    os.symlink(tmp_path / "elsewhere", root / ".lore/memory/sub")
+    with pytest.raises(ValidationError, match="outside the project"):
+        read_memory_file(root, ".lore/memory/sub/x.md")
+
+
+def test_dangling_and_looping_symlinks_are_refused(root):
+    os.symlink("nowhere.md", root / ".lore/memory/dangling.md")
+    os.symlink("loop-b.md", root / ".lore/memory/loop-a.md")
+    os.symlink("loop-a.md", root / ".lore/memory/loop-b.md")
+    with pytest.raises(ValidationError, match="does not exist"):
+        read_memory_file(root, ".lore/memory/dangling.md")
+    with pytest.raises(ValidationError, match="loop"):
+        read_memory_file(root, ".lore/memory/loop-a.md")
+
+
+@pytest.mark.timeout(20)
+def test_a_fifo_is_refused_without_blocking(root):
+    fifo = root / ".lore/memory/y.md"
+    os.mkfifo(fifo)
+    with pytest.raises(ValidationError, match="FIFO"):
+        read_memory_file(root, ".lore/memory/y.md")  # nobody writes: a blocking open would hang here
+
+
+@pytest.mark.timeout(20)
+def test_a_symlink_to_dev_zero_is_refused_without_reading(root):
+    os.symlink("/dev/zero", root / ".lore/memory/x.md")
+    with pytest.raises(ValidationError):
+        read_memory_file(root, ".lore/memory/x.md")  # outside the project, and a device anyway
+
+
+@pytest.mark.timeout(20)
+def test_a_device_inside_the_project_is_refused(root):
+    # A device node needs root to create; a bind of /dev/null's kind inside the project:
+    if os.geteuid() != 0:
+        pytest.skip("creating a device node needs root")
+    os.mknod(root / ".lore/memory/dev.md", 0o600 | 0o020000, os.makedev(1, 5))  # like /dev/zero
+    with pytest.raises(ValidationError, match="device"):
+        read_memory_file(root, ".lore/memory/dev.md")
+
+
+def test_a_socket_is_refused(root):
+    path = root / ".lore/memory/s.md"
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        server.bind(str(path))
+        with pytest.raises(ValidationError, match="socket"):
+            read_memory_file(root, ".lore/memory/s.md")
+    finally:
+        server.close()
+
+
+def test_a_folder_named_like_a_memory_is_refused(root):
+    (root / ".lore/memory/dir.md").mkdir()
+    with pytest.raises(ValidationError, match="folder"):
+        read_memory_file(root, ".lore/memory/dir.md")
+
+
+@pytest.mark.timeout(20)
+def test_a_huge_sparse_file_is_refused_by_its_size_without_reading_it(root):
+    path = root / ".lore/memory/huge.md"
+    with open(path, "wb") as handle:
+        handle.truncate(50 * 1024**3)  # 50 GiB of nothing
+    with pytest.raises(ValidationError, match="over the 16.0 MiB limit"):
+        read_memory_file(root, ".lore/memory/huge.md")
+
+
+def test_the_size_limit_is_exact(root):
+    path = root / ".lore/memory/a.md"
+    path.write_bytes(b"x" * 1000)
+    assert len(read_memory_file(root, ".lore/memory/a.md", max_bytes=1000)) == 1000
+    with pytest.raises(ValidationError, match="limit"):
+        read_memory_file(root, ".lore/memory/a.md", max_bytes=999)
+
+
+def test_a_missing_file_is_not_found_and_paths_cannot_leave_the_project(root):
+    with pytest.raises(NotFound):
+        read_memory_file(root, ".lore/memory/nope.md")
+    with pytest.raises(ValidationError, match="leaves the project"):
+        read_memory_file(root, "../outside.md")
+    with pytest.raises(ValidationError, match="leaves the project"):
+        read_memory_file(root, "/etc/passwd")
+
+
+def test_the_walk_lists_every_md_entry_and_survives_any_depth(root):
+    memory = root / ".lore/memory"
+    (memory / "a.md").write_text(GOOD)
+    (memory / ".hidden.md").write_text(GOOD)
+    (memory / "notes.txt").write_text("not a memory")
+    os.mkfifo(memory / "fifo.md")
+    os.symlink("loop.md", memory / "loop.md")
+    depth = sys.getrecursionlimit() + 100  # deeper than a recursive walk can go
+    fds = [os.open(memory, os.O_RDONLY)]
+    try:
+        for _ in range(depth):  # relative to the parent's fd: no long path lookups
+            os.mkdir("d", dir_fd=fds[-1])
+            fds.append(os.open("d", os.O_RDONLY, dir_fd=fds[-1]))
+        os.close(os.open("deep.md", os.O_WRONLY | os.O_CREAT, dir_fd=fds[-1]))
+        strip = len(str(root)) + 1
+        problems: list = []
+        found = {rel for rel, _ in walk_memory_files(str(memory), strip, problems)}
+        assert {".lore/memory/a.md", ".lore/memory/fifo.md", ".lore/memory/loop.md"} <= found
+        assert ".lore/memory/" + "d/" * depth + "deep.md" in found
+        assert not any("hidden" in rel or rel.endswith(".txt") for rel in found)
+        assert problems == []
+    finally:  # pytest's own clean-up (shutil.rmtree) recurses, and would fail on this tree
+        if len(fds) == depth + 1:
+            os.unlink("deep.md", dir_fd=fds[-1])
+        while len(fds) > 1:
+            os.close(fds.pop())
+            os.rmdir("d", dir_fd=fds[-1])
+        os.close(fds.pop())
+
+
+def test_the_walk_reports_names_that_are_not_utf8_instead_of_listing_them(root):
+    memory = root / ".lore/memory"
+    os.makedirs(memory, exist_ok=True)
+    (memory / "ok.md").write_text(GOOD)
+    with open(os.fsencode(memory) + b"/bad\xff.md", "wb") as handle:
+        handle.write(GOOD.encode())
+    (memory / "new\nline.md").write_text(GOOD)
+    problems: list = []
+    found = [rel for rel, _ in walk_memory_files(str(memory), len(str(root)) + 1, problems)]
+    assert found == [".lore/memory/ok.md"]
+    shown = sorted(where for where, _ in problems)
+    assert shown == [".lore/memory/bad\\xff.md", ".lore/memory/new\\x0aline.md"]
+    assert all("\n" not in message and "rename" in message for _, message in problems)
+    assert display_path("a\udcff\x07") == "a\\xff\\x07"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can list any folder")
+def test_the_walk_reports_a_folder_it_cannot_list(root):
+    locked = root / ".lore/memory/locked"
+    locked.mkdir()
+    (locked / "a.md").write_text(GOOD)
+    locked.chmod(0)
+    try:
+        problems: list = []
+        assert list(walk_memory_files(str(root / ".lore/memory"), len(str(root)) + 1, problems)) == []
+        assert problems and "cannot list" in problems[0][1]
+    finally:
+        locked.chmod(0o755)
+
+
+# -- parsing: every failure is one ValidationError naming file:line --------------------
+
+
+def test_yaml_nested_100000_deep_is_refused_and_the_process_survives(tmp_path):
+    # libyaml's composer recurses in C: this used to kill the process (SIGSEGV).
+    script = textwrap.dedent(
+        """
+        from lore.errors import ValidationError
+        from lore.memory import markdown
+        head = "---\\nid: m1\\nsubject: s\\noccurred_at: 2024-01-01\\n"
+        shapes = {
+            "flow": "x: " + "[" * 100_000 + "]" * 100_000,
+            "block": "x:\\n" + "- " * 30_000 + "a",
+            "mappings": "x:\\n" + "".join(" " * i + "k:\\n" for i in range(1, 300)) + " " * 300 + "v: 1",
+        }
+        for name, front in shapes.items():
+            try:
+                markdown.parse((head + front + "\\n---\\n\\nbody long enough\\n").encode(), "x.md")
+            except ValidationError as err:
+                print(name, err)
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 3
+    assert "brackets more than 1000 deep" in lines[0] or "64 KiB" in lines[0]
+    assert all("nested" in line or "KiB" in line for line in lines[1:]), lines
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragments", "line"),
+    [
+        ("x: &a [1, 2]\ny: *a\n", ("alias (*a)",), 6),
+        (
+            "a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: [*b,*b,*b,*b,*b,*b,*b,*b]\n",
+            ("alias",),
+            6,
+        ),
+        ("x: &a [*a]\n", ("alias",), 5),
+        ("subject: again\n", ("'subject' appears twice",), 5),
+        ("priority: 99999999999999999999999\n", ("priority", "out of range"), 5),
+        ("priority: -9223372036854775809\n", ("priority", "out of range"), 5),
+        ("tier: 9223372036854775808\n", ("'tier'", "out of range"), 5),
+        ("x: " + "9" * 5000 + "\n", ("cannot read",), None),
+        ("confidence: .nan\n", ("confidence",), 5),
+        ("confidence: 1e999\n", ("confidence",), 5),
+        ("x: !!binary aGVsbG8=\n", ("bytes",), 5),
+        ("x: !!set {a, b}\n", ("set",), 5),
+        ("x: !!omap [a: 1]\n", ("tuple",), 5),
+        ("x: !!python/object/apply:os.system [echo hi]\n", ("malformed YAML",), 5),
+        ('agent: "a\\x1bb"\n', ("agent", "control characters"), 5),
+        ('x: "a\\0b"\n', ("'x'", "NUL"), 5),
+        ('keywords: ["a\\nb"]\n', ("keywords", "one line"), 5),
+        ("keywords: [[a]]\n", ("keywords", "list of strings"), 5),
+        ("files: {a: 1}\n", ("files", "list of strings"), 5),
+        ("applies_to: [{a: 1}]\n", ("applies_to", "single string"), 5),
+        ("id: {a: b}\n", ("id",), None),
+        ('"k\\x07": 1\n', ("control characters",), None),
+        ("x: " + "[" * 40 + "]" * 40 + "\n", ("nested more than 32",), 5),
+    ],
+)
+def test_hostile_frontmatter_is_one_clear_error(extra, fragments, line):
+    refused(head(extra) + "---\n\nThe body is long enough.\n", *fragments, line=line)
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("---\n- a\n- b\n---\n\nThe body is long enough.\n", "mapping"),
+        ("---\njust text\n---\n\nThe body is long enough.\n", "mapping"),
+        ("---\n[a, b]\n---\n\nThe body is long enough.\n", "mapping"),
+        ("no frontmatter at all\n", "no YAML frontmatter"),
+        ("---\nid: m1\n", "not closed"),
+        (head(subject="[{a: 1}]") + "---\n\nThe body is long enough.\n", "single string"),
+        (head(subject="x" * 10_000) + "---\n\nThe body is long enough.\n", "1-200 characters"),
+        (head(when="0001-01-01T00:00:00+01:00") + "---\n\nThe body is long enough.\n", "outside years"),
+        (head(when="9999-12-31T23:59:59-01:00") + "---\n\nThe body is long enough.\n", "outside years"),
+        (head(when="not a date") + "---\n\nThe body is long enough.\n", "not an ISO 8601 time"),
+        (head() + "? " + "k" * 70_000 + "\n: 1\n---\n\nThe body is long enough.\n", "64 KiB limit"),
+    ],
+)
+def test_unusable_files_are_one_clear_error(text, fragment):
+    refused(text, fragment)
+
+
+def test_binary_nul_and_invalid_utf8_are_refused_with_their_line():
+    refused(b"\x00\x01binary", "binary file")
+    refused((GOOD + "x" * 9000 + "\n\x00\n").encode(), "NUL byte", line=GOOD.count("\n") + 2)
+    refused(GOOD.encode() + b"caf\xe9\n", "not valid UTF-8", line=GOOD.count("\n") + 1)
+
+
+def test_a_file_over_16_mib_is_refused_before_parsing():
+    refused((GOOD + "x" * MAX_MEMORY_BYTES).encode(), "16 MiB limit")
+
+
+def test_extreme_dates_a_5mb_body_bom_and_crlf_still_pass():
+    low, _ = parse_text(head(when="0001-01-01") + "---\n\nThe body is long enough.\n")
+    high, _ = parse_text(head(when="9999-12-31T23:59:59Z") + "---\n\nThe body is long enough.\n")
+    assert (low.occurred_at, high.occurred_at) == ("0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z")
+    big, _ = parse_text(GOOD + "word " * 1_000_000)
+    assert len(big.body) > 5_000_000
+    windows, line = markdown.parse(("\ufeff" + GOOD).replace("\n", "\r\n").encode(), "x.md")
+    assert windows.title == "A memory" and windows.body == "The body is long enough.\n" and line == 7
+    for memory in (low, high, big, windows):
+        memory.validate()
+
+
+def test_extreme_dates_survive_the_recency_arithmetic():
+    from lore.search.attention import recency
+
+    for when in ("0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z"):
+        assert 0.3 <= recency(when, 90.0) <= 1.0
+
+
+def test_a_closing_fence_must_start_the_line():
+    # An indented '---' (inside a YAML block) is not the end of the frontmatter.
+    text = "---\nid: m1\nsubject: s\noccurred_at: 2024-01-01\nnote: |\n  a\n  ---\n  b\n---\n\nThe body is long enough.\n"
+    memory, line = parse_text(text)
+    assert memory.extra == {"note": "a\n---\nb\n"} and line == 11
+
+
+def test_times_keep_milliseconds_and_format_the_same_twice():
+    once = parse_time("2024-01-01T00:00:00.000001Z")
+    assert once == parse_time(once)
+    assert parse_time("2024-01-01T10:00:00.5+02:00") == "2024-01-01T08:00:00.500Z"
+
+
+# -- derived values are always valid ---------------------------------------------------
+
+
+def test_safe_line_never_overflows():
+    assert [safe_line(v) for v in ("45", " 7 ", 1, 10**9)] == [45, 7, 1, 10**9]
+    for bad in ("0", "-3", "9" * 30, "9" * 5000, "١٢", "1e3", "", 10**9 + 1, True, 2**70):
+        assert safe_line(bad) is None
+
+
+def test_derived_keywords_are_bounded_and_never_empty():
+    long_word = "a" * 80
+    body = f"{long_word} {long_word} {'b' * 51} quartz quartz quartz deadbeefcafe 12345"
+    words = derive_keywords("Fix the \x1b[31m Überlänge\tparser", body)
+    assert words and len(words) <= 5
+    assert all(2 <= len(w) <= 50 and all(c.isalnum() or c == "_" for c in w) for w in words)
+    assert "überlänge" in words and "quartz" in words
+    assert derive_keywords("", "") == ["note"]
+    assert len(derive_keywords("a b c d e f g h", "x " * 100, limit=99)) <= 20
+
+
+def test_derived_titles_fold_line_breaks_and_drop_control_characters():
+    assert derive_title("\n\n# Title\twith\x07 bell\n\nbody") == "Title with bell"
+    assert derive_title("first line\r\nsecond") == "first line"
+    assert derive_title("```\n----------\n```") == "Untitled"
+    assert len(derive_title("word " * 500)) <= 200
+
+
+@pytest.mark.parametrize(
+    ("title", "task"),
+    [
+        ("..", None),
+        ("", None),
+        ("🙂🙂🙂", "🙂"),
+        ("con", "nul"),
+        ("x" * 5000, "y" * 5000),
+        ("a/../../etc/passwd", "../.."),
+        ("Ünïcödé title", "JAT-12"),
+    ],
+)
+def test_file_names_are_always_safe(title, task):
+    memory = Memory(title=title, body="b" * 20, task=task, occurred_at="0001-01-01T00:00:00Z")
+    name = markdown.file_name(memory)
+    assert len(name) <= 110
+    assert name.startswith("0001-01-01-") and name.endswith(".md")
+    assert all(c.isascii() and (c.isalnum() or c in "-.") for c in name)
+    assert "/" not in name and ".." not in name
+
+
+# -- never write what cannot be read back -------------------------------------------------
+
+LOOKALIKES = [
+    "yes",
+    "no",
+    "on",
+    "off",
+    "null",
+    "~",
+    "true",
+    "1e3",
+    "0x10",
+    "0o17",
+    "012",
+    "1_000",
+    "2024-01-01",
+    "2024-01-01 12:30:00",
+    "12:30",
+    ".inf",
+    ".nan",
+    "-",
+    "'quoted'",
+    '"double"',
+    "a: b",
+    "# hash",
+    "a #b",
+    "---",
+    "...",
+    "- item",
+    "? key",
+    "@at",
+    "`tick`",
+    "%percent",
+    "!bang",
+    "&anchor",
+    "*alias",
+    "|pipe",
+    ">fold",
+    "{brace}",
+    "[bracket]",
+    "a,b",
+    "trailing  ",
+    "x" * 130,
+    "é composed",
+    unicodedata.normalize("NFD", "é decomposed"),
+    "emoji 🙂 zwj 👩‍💻",
+    "rtl עברית",
+    "bom\ufeffinside",
+    "nel-free \u00a0nbsp",
+]
+
+
+@pytest.mark.parametrize("value", LOOKALIKES)
+def test_values_yaml_would_misread_come_back_as_written(value):
+    memory = Memory(
+        title=value.strip() or "t",
+        body=f"---\nsubject: fake\n---\n{value}\n...\n---\n\tindented\ttabs  \n",
+        tags=[value.strip()[:50] or "t", "plain"],
+        id="m-1",
+        applies_to=f"area:{value}",
+        agent=value.strip() or None,
+        task=value.strip() or None,
+        files=[value],
+        labels=[value],
+        source=value.strip() or None,
+        risk=value,
+        extra={"note": value, "nested": {"list": [value, 1, 1.5, True, None]}, value: value},
+    )
+    text = markdown.render_checked(memory)
+    again, _ = markdown.parse(text.encode(), "x.md")
+    for field in markdown.ROUND_TRIP_FIELDS:
+        expected = getattr(memory, field)
+        if field == "body":
+            expected = normalize_body(expected)
+        assert getattr(again, field) == expected, field
+
+
+@pytest.mark.parametrize(
+    "value", ["\n'quoted'\u200b\u2028", "a\u2028", "x\x85", "\u2029", "two\nlines\u2028"]
+)
+def test_text_ending_in_a_line_break_only_yaml_knows_round_trips(value):
+    # Found by bench/fuzz.py: in a "|" block, a final U+2028 ended the value right
+    # before the closing '---', which then was not a line of its own.
+    for extra in ({"k": value}, {"k": [[value]]}, {"k": {"a": value}}):
+        memory = Memory(title="A title", body="A body that is long enough.", extra=extra)
+        again, _ = markdown.parse(markdown.render_checked(memory).encode(), "x.md")
+        assert again.extra == extra
+
+
+def test_bodies_that_look_like_frontmatter_stay_bodies():
+    body = "\n\n---\nid: evil\nsubject: hijack\n---\n\n---\n...\n# Real heading\n\ntext   \n\n\n"
+    memory = Memory(title="t", body=body)
+    again, line = markdown.parse(markdown.render_checked(memory).encode(), "x.md")
+    assert again.body == "---\nid: evil\nsubject: hijack\n---\n\n---\n...\n# Real heading\n\ntext\n"
+    assert again.id == memory.id and again.title == "t"
+
+
+def test_line_endings_in_the_body_are_normalised_the_same_way_on_both_sides():
+    memory = Memory(title="t", body="\r\n line a\r\nb\rc\n\n\td  \n")
+    again, _ = markdown.parse(markdown.render_checked(memory).encode(), "x.md")
+    assert again.body == "line a\nb\nc\n\n\td\n" == normalize_body(memory.body)
+
+
+def test_a_5mb_body_and_unicode_forms_round_trip_exactly():
+    nfc, nfd = "café", unicodedata.normalize("NFD", "café")
+    assert nfc != nfd
+    memory = Memory(title=f"{nfc} {nfd}", body=("line " * 20 + "\n") * 50_000, tags=[nfc, nfd + "x"])
+    again, _ = markdown.parse(markdown.render_checked(memory).encode(), "x.md")
+    assert again.title == f"{nfc} {nfd}" and again.tags == [nfc, nfd + "x"]
+    assert len(again.body) > 5_000_000
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "fragment"),
+    [
+        ({"title": "two\nlines"}, "subject", "one line"),
+        ({"title": "tab\there"}, "subject", "one line"),
+        ({"title": "nul\x00"}, "subject", "NUL"),
+        ({"title": "x" * 10_000}, "subject", "1-200"),
+        ({"title": "bad \udcff byte"}, "subject", "byte"),
+        ({"body": "body with \udcff undecodable"}, "body", "not valid Unicode"),
+        ({"body": "body with a \x00 NUL in it"}, "body", "NUL"),
+        ({"tags": ["a\u2028b"]}, "keywords", "one line"),
+        ({"tags": ["k" * 51]}, "keywords", "1-50"),
+        ({"tags": [3]}, "keywords", "list of strings"),
+        ({"priority": 2**63}, "priority", "out of range"),
+        ({"priority": True}, "priority", "whole number"),
+        ({"confidence": float("nan")}, "confidence", "between 0 and 1"),
+        ({"occurred_at": "yesterday"}, "occurred_at", "ISO 8601"),
+        ({"extra": {"tags": ["x"]}}, "extra", "Lore's own field names"),
+        ({"extra": {"date": "2024-01-01"}}, "extra", "Lore's own field names"),
+        ({"extra": {"x": (1, 2)}}, "x", "tuple"),
+        ({"extra": {"x": {1, 2}}}, "x", "set"),
+        ({"extra": {"x": b"bytes"}}, "x", "bytes"),
+        ({"extra": {"x": 10**30}}, "x", "out of range"),
+        ({"applies_to": "global\n"}, "applies_to", "one line"),
+        ({"id": "abc\n"}, "id", "one line"),
+        ({"agent": "a\tb"}, "agent", "one line"),
+    ],
+)
+def test_values_that_cannot_be_written_exactly_are_refused_naming_the_field(changes, field, fragment):
+    memory = Memory(**{"title": "A title", "body": "A body that is long enough.", **changes})
+    with pytest.raises(ValidationError) as caught:
+        markdown.render_checked(memory)
+    assert caught.value.field == field, str(caught.value)
+    assert fragment in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_cycles_in_extra_fields_are_refused_and_shared_values_written_out():
+    loop: list = []
+    loop.append(loop)
+    with pytest.raises(ValidationError, match="cycle"):
+        markdown.render_checked(Memory(title="t", body="A body that is long enough.", extra={"x": loop}))
+    shared = ["a", "b"]
+    text = markdown.render_checked(
+        Memory(title="t", body="A body long enough.", extra={"p": shared, "q": shared})
+    )
+    assert "&" not in text and "*" not in text
+    again, _ = markdown.parse(text.encode(), "x.md")
+    assert again.extra == {"p": ["a", "b"], "q": ["a", "b"]}
+
+
+def test_a_write_over_the_size_limit_is_refused_before_writing():
+    memory = Memory(title="t", body="x" * (MAX_MEMORY_BYTES + 10))
+    with pytest.raises(ValidationError, match="over the 16 MiB limit"):
+        markdown.render_checked(memory)
+    with pytest.raises(ValidationError, match="over the 64 KiB limit"):
+        markdown.render_checked(Memory(title="t", body="A body long enough.", extra={"x": "y" * 70_000}))
+
+
+def test_brackets_in_text_are_not_nesting():
+    value = "[" * 5000 + "{" * 5000
+    text = markdown.render_checked(Memory(title="[[[[", body="A body long enough.", extra={"x": value}))
+    again, _ = markdown.parse(text.encode(), "x.md")
+    assert again.extra == {"x": value} and again.title == "[[[["
+
+
+_FAILING_WRITE = """
+import os, resource, signal, sys
+from pathlib import Path
+from lore.memory import markdown
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+folder = Path(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+try:
+    if sys.argv[2] == "new":
+        markdown.write_new(folder, "m.md", "x" * 100_000)
+    else:
+        markdown.write_atomic(folder / "keep.md", "y" * 100_000)
+except OSError as err:
+    print("failed", err.errno)
+"""
+
+
+@pytest.mark.parametrize("mode", ["new", "atomic"])
+def test_a_failed_write_leaves_nothing_behind(tmp_path, mode):
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    (folder / "keep.md").write_text("the user's file\n")
+    proc = subprocess.run(
+        [sys.executable, "-c", _FAILING_WRITE, str(folder), mode], capture_output=True, text=True, timeout=60
+    )
+    assert proc.stdout.startswith("failed"), proc.stdout + proc.stderr  # the disk "filled up"
+    assert sorted(p.name for p in folder.iterdir()) == ["keep.md"]  # no temp file, no partial file
+    assert (folder / "keep.md").read_text() == "the user's file\n"
+
+
+def test_a_write_that_cannot_be_encoded_leaves_nothing_behind(tmp_path):
+    with pytest.raises(UnicodeEncodeError):
+        markdown.write_new(tmp_path, "m.md", "bad \udcff")
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- command line input that is not UTF-8 ------------------------------------------------
+
+
+def _lore(
+    cwd: Path, *args: str, stdin: bytes | None = None, timeout: float = 120, max_memory: int | None = None
+) -> subprocess.CompletedProcess:
+    env = {**os.environ, "NO_COLOR": "1", "LC_ALL": "C.UTF-8"}
+
+    def limit() -> None:  # a runaway read (/dev/zero) fails fast instead of eating the machine
+        if max_memory:
+            resource.setrlimit(resource.RLIMIT_AS, (max_memory, max_memory))
+
+    return subprocess.run(
+        [sys.executable, "-m", "lore", *args],
+        cwd=cwd,
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+        capture_output=True,
+        env=env,
+        timeout=timeout,
+        preexec_fn=limit,
+    )
+
+
+def _one_line_error(proc: subprocess.CompletedProcess, *fragments: str) -> str:
+    err = proc.stderr.decode("utf-8", "replace")
+    assert proc.returncode in (1, 2), (proc.returncode, err)
+    assert "Traceback" not in err and "internal error" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture
+def proj(tmp_path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    assert _lore(root, "init").returncode == 0
+    config = root / ".lore/config.toml"  # BM25 only: these tests are about input, not vectors
+    config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
+    return root
+
+
+def test_non_utf8_arguments_are_one_line_errors(proj):
+    bad = os.fsdecode(b"bad \xff byte")
+    _one_line_error(_lore(proj, "add", "--title", bad, "--body", "A body long enough."), "--title", "0xff")
+    _one_line_error(_lore(proj, "add", "--body", bad + " and more text"), "--body", "0xff")
+    _one_line_error(_lore(proj, "add", "--tag", bad, "--body", "A body long enough."), "--tag", "0xff")
+    _one_line_error(_lore(proj, "search", "query", bad), "QUERY", "0xff")
+    _one_line_error(_lore(proj, "recall", bad), "TITLE", "0xff")
+    _one_line_error(_lore(proj, "show", bad), "KEY", "0xff")
+    _one_line_error(_lore(proj, "list", "--tag", bad), "--tag", "0xff")
+
+
+def test_non_utf8_stdin_and_files_are_one_line_errors(proj, tmp_path):
+    body = b"A body that is\nlong enough \xfe\xff here\n"
+    _one_line_error(_lore(proj, "add", "--title", "t", stdin=body), "standard input", "line 2")
+    path = tmp_path / "body.txt"
+    path.write_bytes(body)
+    _one_line_error(_lore(proj, "add", "--body-file", str(path)), "--body-file", "0xfe")
+    _one_line_error(_lore(proj, "add", "--body-file", "-", stdin=body), "0xfe")
+    _one_line_error(_lore(proj, "recall", "task", "-d", "-", stdin=b"desc \xff"), "standard input")
+    _one_line_error(_lore(proj, "capture", "--from-stdout", str(path)), "--from-stdout", "0xfe")
+    session = _lore(proj, "session", "start").stdout.decode().strip()
+    _one_line_error(_lore(proj, "session", "append", session, stdin=body), "standard input", "0xfe")
+    listed = _lore(proj, "list", "--json")
+    assert listed.returncode == 0 and listed.stdout.strip() == b"[]"  # nothing was written
+
+
+def test_utf8_input_with_a_bom_and_a_project_path_that_is_not_utf8_work(tmp_path):
+    root = Path(os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9"))
+    root.mkdir()
+    assert _lore(root, "init").returncode == 0
+    added = _lore(root, "add", "--title", "Ünïcode", stdin="\ufeffA body that is long enough.\n".encode())
+    assert added.returncode == 0, added.stderr
+    shown = _lore(tmp_path, "--project", str(root), "list", "--json")
+    assert shown.returncode == 0 and "Ünïcode".encode() in shown.stdout
+
+
+def test_trash_retention_out_of_range_is_one_line_error(proj):
+    for days in ("nan", "inf", "1e308", "-1"):
+        _one_line_error(_lore(proj, "gc", "--days", days), "trash retention must be a number of days")
+    done = _lore(proj, "gc", "--days", "0", "--json")
+    assert done.returncode == 0, done.stderr
+
+
+def test_click_usage_errors_are_one_line(proj):
+    _one_line_error(_lore(proj, "add", "--bogus"), "No such option", "lore add --help")
+    _one_line_error(_lore(proj, "search"), "Missing argument")
+    _one_line_error(_lore(proj, "add", "--type", "nonsense", "--body", "x" * 20), "--type")
+
+
+# -- end to end: one bad file never stops the others -------------------------------------
+
+
+@pytest.mark.timeout(120)
+def test_every_command_survives_hostile_files_in_the_memory_folder(proj, tmp_path):
+    memory = proj / ".lore/memory"
+    (memory / "good.md").write_text(GOOD.replace("id: m1", f"id: {uuid.uuid4()}"))
+    os.mkfifo(memory / "fifo.md")
+    os.symlink("/dev/zero", memory / "zero.md")
+    (tmp_path / "outside.md").write_text(GOOD.replace("The body", "OUTSIDE SECRET body"))
+    os.symlink(tmp_path / "outside.md", memory / "outside.md")
+    (memory / "deep.md").write_text(
+        head("x: " + "[" * 30_000 + "]" * 30_000 + "\n") + "---\n\nbody long enough\n"
+    )
+    (memory / "big.md").write_text(head("priority: 99999999999999999999999\n") + "---\n\nbody long enough\n")
+    (proj / "src").mkdir()
+    (memory / "lines.md").write_text(
+        head()
+        + "---\n\n## Key Files\n\n- `src/a.py:99999999999999999999999` x\n- `b.py:"
+        + "9" * 5000
+        + "` y\n"
+    )
+    (memory / "zero-anchor.md").write_text(
+        head("files: [src/../../../../../../../../../dev/zero]\n") + "---\n\nbody long enough\n"
+    )
+    with open(os.fsencode(memory) + b"/name\xff.md", "wb") as handle:
+        handle.write(GOOD.encode())
+    commands = (
+        ["list", "--json"],
+        ["search", "memory", "--json"],
+        ["recall", "memory", "--json"],
+        ["stats"],
+        ["doctor", "--json"],
+    )
+    for args in commands:
+        try:
+            proc = _lore(proj, *args, timeout=15, max_memory=1024**3)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"lore {' '.join(args)} hung")
+        assert proc.returncode == (1 if args[0] == "doctor" else 0), (args, proc.stderr[-500:])
+        assert b"Traceback" not in proc.stderr and b"OUTSIDE SECRET" not in proc.stdout
+        if args[0] in ("list", "search", "recall"):
+            assert b"A memory" in proc.stdout, args
+    # every bad file is one problem `doctor` names (file: what is wrong, what to do)
+    errors = {p["where"]: p["message"] for p in json.loads(proc.stdout) if p["level"] == "error"}
+    expected = {
+        "fifo.md": "FIFO",
+        "zero.md": "outside the project",
+        "outside.md": "outside the project",
+        "deep.md": "nested more than",
+        "big.md": "out of range",
+        "name\\xff.md": "not UTF-8",
+    }
+    for name, fragment in expected.items():
+        assert fragment in errors.get(f".lore/memory/{name}", ""), (name, errors)
+    # absurd Key Files line numbers and an anchor to /dev/zero are no errors, just no anchor
+    # (both files share id m1, which doctor does report)
+    for name in ("lines.md", "zero-anchor.md"):
+        assert "also used by" in errors.get(f".lore/memory/{name}", "also used by"), errors
+
+
+# -- end to end: the values that must keep working, and writes that fail cleanly --------
+
+
+@pytest.mark.timeout(240)
+def test_extreme_dates_and_a_5mb_body_work_through_every_command(proj, tmp_path):
+    for when, title in (("0001-01-01", "Oldest memory"), ("9999-12-31T23:59:59Z", "Newest memory")):
+        added = _lore(proj, "add", "--title", title, "--occurred-at", when, "--body", f"{title} body text.")
+        assert added.returncode == 0, added.stderr
+    big_body = ("A large memory line of text. " * 20 + "\n") * 9_000  # > 5 MB
+    assert len(big_body) > 5_000_000
+    (tmp_path / "big.txt").write_text(big_body)
+    added = _lore(proj, "add", "--title", "Big memory", "--body-file", str(tmp_path / "big.txt"), "--json")
+    assert added.returncode == 0, added.stderr
+    big_id = json.loads(added.stdout)["id"]
+    shown = json.loads(_lore(proj, "show", big_id, "--json").stdout)
+    assert shown["content"].endswith("\n---\n\n" + big_body.strip() + "\n")  # stored as given
+    for args in (["list", "--json"], ["search", "memory", "--json"], ["recall", "memory", "--json"]):
+        proc = _lore(proj, *args)
+        assert proc.returncode == 0 and b"Traceback" not in proc.stderr, (args, proc.stderr[-300:])
+    listed = {m["title"]: m for m in json.loads(_lore(proj, "list", "--json").stdout)}
+    assert listed["Oldest memory"]["occurred_at"] == "0001-01-01T00:00:00Z"
+    assert listed["Newest memory"]["occurred_at"] == "9999-12-31T23:59:59Z"
+    assert "Big memory" in listed
+    assert _lore(proj, "doctor", "--json").returncode == 0
+
+
+def test_capture_keeps_messages_whose_derived_keywords_would_be_too_long(proj, tmp_path):
+    long_word = "supercalifragilistic" * 4  # 80 letters: longer than a keyword may be
+    output = tmp_path / "agent.out"
+    output.write_text(
+        f"<lore-memory title='Remember {long_word}'>The {long_word} setting must stay off "
+        f"in production, {long_word} breaks the cache.</lore-memory>\n"
+    )
+    proc = _lore(proj, "capture", "--from-stdout", str(output), "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["created"] == 1 and result["problems"] == [], result
+    (memory,) = json.loads(_lore(proj, "list", "--json").stdout)
+    assert memory["tags"] and all(2 <= len(tag) <= 50 for tag in memory["tags"]), memory
+
+
+def _memory_folder_state(root: Path) -> dict[str, bytes]:
+    """Every file under .lore/memory and .lore/local (temp files included), with its bytes."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for folder in (root / ".lore/memory", root / ".lore/local")
+        for p in folder.rglob("*")
+        if p.is_file() and p.name != ".write.lock"
+    }
+
+
+def test_a_failed_mcp_write_leaves_nothing_behind(tmp_path):
+    from test_mcp import make_project, run_async, stdio_session
+
+    root = make_project(tmp_path, code=False)
+
+    async def body():
+        async with stdio_session(root) as s:
+            kept = await s.ok(
+                "memory_write", title="Kept as it is", content="This memory must not change at all."
+            )
+            before = _memory_folder_state(root)
+            bad_calls = (
+                {"title": "two\u2028lines", "content": "A body that is long enough."},
+                {"title": "bell \u0007 here", "content": "A body that is long enough."},
+                {"tags": ["ok", "bad\u0085tag"], "content": "A body that is long enough."},
+                {"tags": ["k" * 51], "content": "A body that is long enough."},
+                {"content": "A body with a NUL \u0000 in the middle of it."},
+                {"id": kept["id"], "title": "new\u2029title", "content": "Replacement body text."},
+                {"id": kept["id"], "content": "Replacement body text.", "tags": ["x\u0000y"]},
+            )
+            for arguments in bad_calls:
+                message = await s.error("memory_write", **arguments)
+                assert "\n" not in message.strip() and "Traceback" not in message, message
+                assert _memory_folder_state(root) == before, arguments  # no file, no temp file, no rewrite
+            long_word = "x" * 70  # a derived keyword over 50 characters no longer makes the write fail
+            made = await s.ok(
+                "memory_write", content=f"# Notes on {long_word}\n\nThe {long_word} flag stays off."
+            )
+            assert made["created"] and all(len(tag) <= 50 for tag in made["tags"])
+
+    run_async(body)
