@@ -55,6 +55,7 @@ def memory_record(row: Sequence[Any]) -> MemoryRecord:
         owner=row[18],
         path=row[19],
         is_global=bool(row[20]),
+        superseded_by=row[21],
     )
 
 

@@ -26,9 +26,9 @@ class MemoryRows(StoreCore):
             conn.execute(
                 "INSERT INTO memories(file_id, project_id, clone_id, owner_role, is_global, id, title, type, "
                 "sector, tags, applies_to, agent, task, project, visibility, storage, occurred_at, "
-                "content_hash, confidence, files, summary, body_line, evidence_count, owner) "
+                "content_hash, confidence, files, summary, body_line, evidence_count, owner, superseded_by) "
                 "SELECT f.id, f.project_id, f.clone_id, f.owner_role, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
-                "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s FROM files f WHERE f.id = %s",
+                "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s FROM files f WHERE f.id = %s",
                 (
                     global_,
                     memory.id,
@@ -50,6 +50,7 @@ class MemoryRows(StoreCore):
                     memory.body_line,
                     memory.evidence_count,
                     memory.owner,
+                    memory.superseded_by,
                     file_id,
                 ),
             )

@@ -293,6 +293,64 @@ MIGRATIONS: list[list[str]] = [
         *_rls("links"),
         "DELETE FROM clone_files WHERE kind = 'memory'",
     ],
+    # 4: the lifecycle (SQLite's migration 8): attention tiers kept between runs,
+    # evidence (keyed by what produced it: counted once), error occurrences counted
+    # across captures, sessions and agents, proposals awaiting review; all of them
+    # the project's (memory ids are). A proposal that changes a clone's local
+    # memory holds its text: private to its role, as the memory is.
+    [
+        """CREATE TABLE tier_state (
+            project_id text NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+            memory_id text NOT NULL,
+            tier text NOT NULL,
+            since text NOT NULL,
+            low_since text,
+            checked_at text NOT NULL,
+            PRIMARY KEY (project_id, memory_id))""",
+        "CREATE INDEX tier_state_tier ON tier_state (project_id, tier)",
+        """CREATE TABLE evidence (
+            project_id text NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+            key text NOT NULL,
+            memory_id text NOT NULL,
+            source text NOT NULL,
+            agent text,
+            occurred_at text NOT NULL,
+            folded boolean NOT NULL DEFAULT false,
+            PRIMARY KEY (project_id, key))""",
+        "CREATE INDEX evidence_memory ON evidence (project_id, memory_id, folded)",
+        """CREATE TABLE error_occurrences (
+            id bigserial,
+            project_id text NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+            signature text NOT NULL,
+            key text NOT NULL,
+            source text NOT NULL,
+            agent text,
+            occurred_at text NOT NULL,
+            example text NOT NULL,
+            PRIMARY KEY (project_id, signature, key))""",
+        """CREATE TABLE error_patterns (
+            project_id text NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+            signature text NOT NULL,
+            memory_id text NOT NULL,
+            PRIMARY KEY (project_id, signature))""",
+        "ALTER TABLE memories ADD COLUMN superseded_by text",
+        """CREATE TABLE proposals (
+            project_id text NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+            id text NOT NULL,
+            owner_role text NOT NULL DEFAULT '',
+            kind text NOT NULL,
+            status text NOT NULL,
+            title text NOT NULL,
+            reason text NOT NULL,
+            confidence double precision NOT NULL,
+            evidence integer NOT NULL,
+            memory_ids jsonb NOT NULL,
+            changes jsonb NOT NULL,
+            created_at text NOT NULL,
+            updated_at text NOT NULL,
+            PRIMARY KEY (project_id, id))""",
+        *_rls("proposals"),
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

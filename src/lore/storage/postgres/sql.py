@@ -18,7 +18,9 @@ from lore.storage.base import AnyFilter, ChunkFilter, MemoryFilter
 MEMORY_COLUMNS = (
     "m.id, m.title, m.type, m.sector, m.tags, m.applies_to, m.agent, m.task, m.project, m.visibility, "
     "m.storage, m.occurred_at, m.content_hash, m.confidence, m.files, m.summary, m.body_line, "
-    "m.evidence_count, m.owner, {path}, m.is_global"
+    # The file's own evidence count plus evidence not written into the file yet.
+    "m.evidence_count + (SELECT count(*) FROM evidence e WHERE e.project_id = m.project_id "
+    "AND e.memory_id = m.id AND NOT e.folded), m.owner, {path}, m.is_global, m.superseded_by"
 )
 COMMIT_COLUMNS = (
     "m.sha, m.author, m.email, m.date, m.subject, m.body, m.files, m.head_files, m.n_files, m.is_merge"
@@ -177,6 +179,15 @@ def memory_where(flt: MemoryFilter | None, clone_id: int) -> tuple[str, list[Any
         among("m.storage", flt.storage)
     if flt.exclude_storage:
         among("m.storage", flt.exclude_storage, negate=True)
+    # The attention tier as last decided (lifecycle); a memory without one is cold.
+    tier = (
+        "coalesce((SELECT t.tier FROM tier_state t WHERE t.project_id = m.project_id "
+        "AND t.memory_id = m.id), 'cold')"
+    )
+    if flt.tiers:
+        among(tier, flt.tiers)
+    if flt.exclude_tiers:
+        among(tier, flt.exclude_tiers, negate=True)
     if flt.since:
         clauses.append("m.occurred_at >= %s")
         params.append(flt.since)

@@ -8,6 +8,7 @@ per concern of the :class:`~lore.storage.base.Store` protocol:
 ``files.py``       files and the three-way sync of each clone's copies
 ``memories.py``    memories (pages, stamps, global ones) and access statistics
 ``links.py``       links between memories
+``lifecycle.py``   attention tiers, evidence, error patterns, proposals
 ``search.py``      chunks, BM25 lexical search, vector search (HNSW)
 ``vectors.py``     embeddings shared by every project, what is left to embed
 ``commits.py``     a clone's history
@@ -29,6 +30,7 @@ from lore.storage.postgres.anchors import AnchorRows
 from lore.storage.postgres.commits import CommitRows
 from lore.storage.postgres.core import DEFAULT_TEXT_SEARCH, is_local_memory
 from lore.storage.postgres.files import FileRows
+from lore.storage.postgres.lifecycle import LifecycleRows
 from lore.storage.postgres.links import LinkRows
 from lore.storage.postgres.memories import MemoryRows
 from lore.storage.postgres.reports import Reports
@@ -38,6 +40,8 @@ from lore.storage.postgres.vectors import VectorRows
 __all__ = ["DEFAULT_TEXT_SEARCH", "PostgresStore", "is_local_memory"]
 
 
-class PostgresStore(FileRows, MemoryRows, LinkRows, ChunkRows, VectorRows, CommitRows, AnchorRows, Reports):
+class PostgresStore(
+    FileRows, MemoryRows, LinkRows, LifecycleRows, ChunkRows, VectorRows, CommitRows, AnchorRows, Reports
+):
     """One clone of one project in a shared PostgreSQL database: the
     :class:`~lore.storage.base.Store` of the team backend."""
