@@ -156,6 +156,7 @@ def test_a_memory_is_made_global_from_the_cli_the_http_api_and_python(pg_databas
     import anyio
 
     from lore.interfaces.web.app import build_app
+    from test_mcp import run_async, stdio_session
     from web_helpers import client
 
     _server, url = pg_database
@@ -173,8 +174,15 @@ def test_a_memory_is_made_global_from_the_cli_the_http_api_and_python(pg_databas
     with lore.open(tmp_path / "alpha") as handle:
         handle.add(title="Python rule", body="Zebra tests run nightly.", is_global=True)
         handle.add(title="Alpha only", body="Zebra is alpha's mascot.")
+        later = handle.add(title="MCP rule", body="Zebra fixtures live in conftest.").id
+
+    async def over_mcp() -> None:  # MCP marks an existing memory global (edit_memory's set)
+        async with stdio_session(tmp_path / "alpha") as s:
+            await s.ok("edit_memory", id=later, operation="set", target="is_global", value="true")
+
+    run_async(over_mcp)
     found = beta.json("search", "zebra", env=env)
-    assert sorted(titles(found)) == ["API rule", "CLI rule", "Python rule"]
+    assert sorted(titles(found)) == ["API rule", "CLI rule", "MCP rule", "Python rule"]
     assert all(hit["path"].startswith("@alpha/") for hit in found)
 
 

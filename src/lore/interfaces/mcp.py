@@ -148,7 +148,6 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
         applies_to: str = "global",
         source_work_item_id: str | None = None,
         private: bool = False,
-        is_global: bool = False,
     ) -> str:
         return tools.call(
             lambda: lore.add(
@@ -159,7 +158,6 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
                 applies_to=applies_to,
                 task=source_work_item_id,
                 private=private,
-                is_global=is_global,
             ).as_memory()
         )
 
