@@ -51,6 +51,18 @@ def test_project_identity_prefers_config_then_remote_then_folder(tmp_path, git_e
 
 
 @pytest.mark.storage_independent
+def test_a_folder_name_that_is_not_utf8_gives_a_storable_stable_identity(tmp_path):
+    import os
+
+    root = Path(os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9"))
+    root.mkdir()
+    first, again = identify(root, {}), identify(root, {})
+    assert first == again and first.name == "caf\\xe9" and first.repo_path.endswith("/caf\\xe9")
+    for text in (first.id, first.name, first.repo_path):
+        text.encode("utf-8")  # a database can hold it
+
+
+@pytest.mark.storage_independent
 @pytest.mark.parametrize(
     ("glob", "path", "matches"),
     [

@@ -16,6 +16,7 @@ memories belong to it, committed memories to the project.
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import subprocess
@@ -42,16 +43,27 @@ def identify(root: Path, settings: dict[str, Any]) -> ProjectIdentity:
     normalised = normalise_remote(remote) if remote else None
     configured = str(section.get("id") or "").strip()
     host = socket.gethostname()
+    folder = storable(str(root))
     if configured:
         project_id = configured
     elif normalised:
         project_id = f"git:{normalised}"
     else:
-        project_id = f"path:{host}:{root}"
+        project_id = f"path:{host}:{folder}"
     name = str(section.get("name") or "").strip() or (
-        normalised.rsplit("/", 1)[-1] if normalised else root.name
+        normalised.rsplit("/", 1)[-1] if normalised else storable(root.name)
     )
-    return ProjectIdentity(project_id, name, remote, host, str(root))
+    return ProjectIdentity(project_id, name, remote, host, folder)
+
+
+def storable(path: str) -> str:
+    """A file system path as text a database can hold: bytes that are not UTF-8
+    (Python's surrogate escapes) become ``\\xNN``, the same way every time."""
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def git_remote(root: Path) -> str | None:
