@@ -7,6 +7,9 @@ default, `.lore/index.db`) or ``"postgres"`` with ``[index] database_url``
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from lore.storage.base import (
     MEMORY_SORTS,
     AnchorRecord,
@@ -55,7 +58,7 @@ __all__ = [
 ]
 
 
-def open_store(project) -> Store:
+def open_store(project: Any) -> Store:
     """The configured store for `project` (a :class:`lore.project.Project`)."""
     from lore.errors import UsageError
 
@@ -71,7 +74,7 @@ def open_store(project) -> Store:
     raise UsageError(f"[index] backend = '{backend}' in .lore/config.toml is not known; use sqlite")
 
 
-def _writable_index(project):  # -> tuple[Path, str | None]
+def _writable_index(project: Any) -> tuple[Path, str | None]:
     """Where the SQLite index can live: `.lore/index.db`, or, when `.lore/` or the
     index is read-only, a private copy in the temp folder (read-only commands
     keep working; nothing in `.lore/` is touched)."""
@@ -79,7 +82,6 @@ def _writable_index(project):  # -> tuple[Path, str | None]
     import os
     import shutil
     import tempfile
-    from pathlib import Path
 
     path = Path(project.index_path)
     folder_ok = os.access(path.parent, os.W_OK)
