@@ -41,6 +41,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+# bench/ holds a secrets.py that would shadow the standard library's (numpy.random
+# imports it): load the real one before this folder is searched.
+_bench = sys.path.pop(0)
+import secrets  # noqa: F401
+
+sys.path.insert(0, _bench)
 from _common import WORK
 
 HERE = Path(__file__).resolve().parent

@@ -861,3 +861,10 @@ def test_a_failed_mcp_write_leaves_nothing_behind(tmp_path):
             assert made["created"] and all(len(tag) <= 50 for tag in made["tags"])
 
     run_async(body)
+
+
+def test_consolidate_recent_days_must_be_a_finite_number(proj):
+    # found by bench/fuzz.py: nan and 1e238 days reached date arithmetic
+    for value in ("nan", "1e238", "inf"):
+        _one_line_error(_lore(proj, "consolidate", "--recent", value, "--json"), "--recent", "")
+    assert _lore(proj, "consolidate", "--recent", "5", "--json").returncode == 0

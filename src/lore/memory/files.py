@@ -45,7 +45,7 @@ def read_memory_file(root: Path | str, rel: str, *, max_bytes: int = MAX_MEMORY_
         raise NotFound(f"{rel}: no such memory file; run `lore list` to see what exists") from None
 
 
-def entry_stat(entry: os.DirEntry) -> os.stat_result | None:
+def entry_stat(entry: os.DirEntry[str]) -> os.stat_result | None:
     """The stat used to notice changes to a directory entry, without ever failing.
 
     Follows a symlink when it can (so edits to its target are noticed), else

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from lore.errors import NotFound
 from lore.memory.markdown import move_new, write_atomic
@@ -30,7 +31,7 @@ class TrashEntry(Record):
     def trash_path(self) -> str:
         return self.file.name
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "trash_path": self.trash_path}
 
 

@@ -9,6 +9,8 @@ wins over both. Nothing above this package knows which one runs.
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import Any
 
 from lore.storage.base import (
     MEMORY_SORTS,
@@ -63,7 +65,7 @@ __all__ = [
 URL_SCHEMES = ("postgresql://", "postgres://")
 
 
-def resolve_database_url(project, override: str | None = None) -> str | None:
+def resolve_database_url(project: Any, override: str | None = None) -> str | None:
     """The PostgreSQL URL `project` uses, or None for SQLite.
 
     Order: `override` (a command's ``--database``), ``LORE_DATABASE_URL``,
@@ -92,7 +94,7 @@ def resolve_database_url(project, override: str | None = None) -> str | None:
     return url
 
 
-def open_store(project, *, database_url: str | None = None) -> Store:
+def open_store(project: Any, *, database_url: str | None = None) -> Store:
     """The configured store for `project` (a :class:`lore.project.Project`).
 
     Args:
@@ -123,7 +125,7 @@ def open_store(project, *, database_url: str | None = None) -> Store:
 # -- administration (lore db …) -------------------------------------------------------------
 
 
-def upgrade_database(project, database_url: str | None = None) -> dict:
+def upgrade_database(project: Any, database_url: str | None = None) -> dict[str, Any]:
     """Bring the schema of `project`'s database up to date (`lore db upgrade`).
 
     `project` may be None when `database_url` is given (a database with no
@@ -142,7 +144,7 @@ def upgrade_database(project, database_url: str | None = None) -> dict:
     return {"backend": "postgres", "database": redact(url), "from_version": before, "schema_version": after}
 
 
-def database_status(project, database_url: str | None = None) -> dict:
+def database_status(project: Any, database_url: str | None = None) -> dict[str, Any]:
     """Which database `project` uses, its schema version and 003's index status per clone and source."""
     url = resolve_database_url(project, database_url)
     if url is None:
@@ -166,7 +168,7 @@ def database_status(project, database_url: str | None = None) -> dict:
     return report
 
 
-def list_projects(project, database_url: str | None = None) -> list[dict]:
+def list_projects(project: Any, database_url: str | None = None) -> list[dict[str, Any]]:
     """The projects of a shared database (SQLite: just this one)."""
     url = resolve_database_url(project, database_url)
     if url is None:
@@ -176,14 +178,13 @@ def list_projects(project, database_url: str | None = None) -> list[dict]:
     return open_postgres(project, url).projects()
 
 
-def _writable_index(project):  # -> tuple[Path, str | None]
+def _writable_index(project: Any) -> tuple[Path, str | None]:
     """Where the SQLite index can live: `.lore/index.db`, or, when `.lore/` or the
     index is read-only, a private copy in the temp folder (read-only commands
     keep working; nothing in `.lore/` is touched)."""
     import hashlib
     import shutil
     import tempfile
-    from pathlib import Path
 
     path = Path(project.index_path)
     folder_ok = os.access(path.parent, os.W_OK)

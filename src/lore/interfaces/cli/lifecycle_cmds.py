@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 
 import click
@@ -10,9 +11,20 @@ from lore.interfaces.cli.common import json_option, with_lore
 from lore.interfaces.cli.output import emit_json, warn
 
 
+def _finite_days(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """A number of days a date can be computed from (no nan, at most 100 years)."""
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter("must be a number of days, e.g. 30")
+    return value
+
+
 @click.command()
 @click.option(
-    "--recent", "recent_days", type=click.FloatRange(min=0), help="Only memories of the last N days."
+    "--recent",
+    "recent_days",
+    type=click.FloatRange(min=0, max=36500),
+    callback=_finite_days,
+    help="Only memories of the last N days.",
 )
 @json_option
 @with_lore

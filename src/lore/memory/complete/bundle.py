@@ -10,6 +10,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from lore.errors import UsageError
 from lore.memory.complete.text import BULLET
@@ -175,7 +176,7 @@ def _items_of(value: object, path: Path, key: str) -> list[str]:
     return items
 
 
-def _file_entry_from_object(item: dict, path: Path, key: str) -> str:
+def _file_entry_from_object(item: dict[str, Any], path: Path, key: str) -> str:
     """``{"path": "a.py", "line": 3, "note": "..."}`` -> ``a.py:3 - ...``."""
     name = item.get("path") or item.get("file")
     if not isinstance(name, str) or not name.strip():

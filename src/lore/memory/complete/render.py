@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from lore.errors import UsageError
 from lore.memory.complete.bundle import CompletionBundle
@@ -159,7 +160,7 @@ def _file_line(path: str, line: int | None, note: str) -> str:
 _REF = re.compile(r"^(?P<path>.+?)(?::(?P<line>\d+)(?:[-–]\d+)?)?:?$")
 
 
-def _parse_file_entry(entry: str, known: dict) -> tuple[str, int | None, str] | None:
+def _parse_file_entry(entry: str, known: dict[str, Any]) -> tuple[str, int | None, str] | None:
     """``path``, ``path:45``, ``path:45 - note``, ``\\`path:45\\` — note``, ``path (note)``.
 
     Returns None when the entry does not start with something path-like.

@@ -163,7 +163,7 @@ class Lifecycle:
         private: bool = False,
         confidence: float | None = None,
         applies_to: str = "global",
-        extra: dict | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> Remembered:
         """Keep a captured fact: evidence for a memory that says the same
         (exact or near-duplicate, among the memories this agent sees), else a

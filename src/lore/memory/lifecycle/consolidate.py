@@ -238,7 +238,16 @@ class _Pass:
             [proposals.create_change(rel, memory), proposals.trash_change(self.lc, record)],
         )
 
-    def _propose(self, kind, title, reason, confidence, count, ids, changes) -> None:
+    def _propose(
+        self,
+        kind: str,
+        title: str,
+        reason: str,
+        confidence: float,
+        count: int,
+        ids: list[str],
+        changes: list[dict[str, Any]],
+    ) -> None:
         made = proposals.propose(
             self.lc,
             kind=kind,

@@ -19,7 +19,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lore.locking import file_lock
 from lore.memory import markdown, sync
@@ -78,7 +78,7 @@ def _digest_and_clean(lifecycle: Lifecycle, current: str | None, report: Session
 
     memories = lifecycle.memories
     memories.sync()
-    old: dict[str | None, list[tuple[MemoryRecord, dict]]] = {}
+    old: dict[str | None, list[tuple[MemoryRecord, dict[str, Any]]]] = {}
     for record in lifecycle.store.memories(memories.filter(storage=["session"]), order="oldest"):
         try:
             memory = memories.load(record.path)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lore.locking import file_lock
 from lore.memory import sync
@@ -93,7 +93,7 @@ def move(memories: Memories, from_id: str, to_id: str) -> None:
     append_ledger(memories, [{"moved": from_id, "to": to_id}])
 
 
-def file_count(extra: dict) -> int:
+def file_count(extra: dict[str, Any]) -> int:
     """The ``evidence_count`` a file states (1 when it states none or nonsense)."""
     return sync.evidence_count_of(extra.get("evidence_count"))
 
@@ -133,7 +133,7 @@ def replay(memories: Memories) -> int:
     return loaded
 
 
-def _ledger_lines(memories: Memories) -> Iterator[dict]:
+def _ledger_lines(memories: Memories) -> Iterator[dict[str, Any]]:
     try:
         with open(memories.project.local_dir / LEDGER, encoding="utf-8") as handle:
             for line in handle:
@@ -151,7 +151,7 @@ def _for(row: EvidenceRecord, memory_id: str, *, folded: bool = False) -> Eviden
     return EvidenceRecord(row.key, memory_id, row.source, row.agent, row.occurred_at, folded)
 
 
-def ledger_row(row: EvidenceRecord, memory_id: str) -> dict:
+def ledger_row(row: EvidenceRecord, memory_id: str) -> dict[str, Any]:
     return {
         "key": row.key,
         "memory_id": memory_id,
@@ -161,7 +161,7 @@ def ledger_row(row: EvidenceRecord, memory_id: str) -> dict:
     }
 
 
-def append_ledger(memories: Memories, lines: list[dict]) -> None:
+def append_ledger(memories: Memories, lines: list[dict[str, Any]]) -> None:
     """Append to the ledger (one write, under the write lock, so lines never interleave)."""
     if not lines:
         return

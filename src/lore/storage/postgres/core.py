@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lore.errors import StorageError
 from lore.storage.base import AnyFilter
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 DEFAULT_TEXT_SEARCH = "lore_porter"
 _RETRIES = 5
+_T = TypeVar("_T")
 _INDEXING_EVERY = 5.0  # seconds between 'indexing' status writes of one store
 
 
@@ -92,7 +93,7 @@ class StoreCore:
     def _exec(self, query: str, params: Sequence[Any] = ()) -> int:
         return self._run(lambda conn: conn.execute(query, params).rowcount)
 
-    def _run(self, work: Callable[[psycopg.Connection[Any]], Any]) -> Any:
+    def _run(self, work: Callable[[psycopg.Connection[Any]], _T]) -> _T:
         """Run `work` on this store's connection; outside a transaction,
         retried on serialization failures and deadlocks."""
         import psycopg

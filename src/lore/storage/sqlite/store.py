@@ -49,6 +49,8 @@ from lore.storage.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 if TYPE_CHECKING:
     import numpy as np
 
+    from lore.storage.sqlite.vectors import VectorSet
+
 FTS_TABLES = {"memory": "chunks_fts", "code": "code_fts", "commit": "commit_fts"}
 # BM25 column weights (title, keywords, text) per kind.
 _WEIGHTS = {"memory": (4.0, 2.0, 1.0), "code": (4.0, 1.0, 1.0), "commit": (4.0, 1.0, 1.0)}
@@ -627,7 +629,7 @@ class SQLiteStore:
     def vector_count(self, kind: str, model: str) -> int:
         return len(self._vector_set(kind, model))
 
-    def _vector_set(self, kind: str, model: str):  # -> VectorSet
+    def _vector_set(self, kind: str, model: str) -> VectorSet:
         from lore.storage.sqlite.vectors import vector_set
 
         return vector_set(
@@ -1347,7 +1349,7 @@ def _memory(row: Sequence[Any]) -> MemoryRecord:
     )
 
 
-def _proposal(row: Sequence) -> ProposalRecord:
+def _proposal(row: Sequence[Any]) -> ProposalRecord:
     return ProposalRecord(
         id=row[0],
         kind=row[1],
