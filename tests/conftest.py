@@ -1,7 +1,15 @@
-"""Shared fixtures: real projects in temp dirs, and the CLI run as a real subprocess."""
+"""Shared fixtures: real projects in temp dirs, and the CLI run as a real subprocess.
+
+The storage backend of the run is ``LORE_TEST_BACKEND`` (``./scripts/test
+--backend postgres`` sets it): with ``postgres`` one local PostgreSQL is
+started for the session and ``LORE_DATABASE_URL`` points every Lore project
+of every test (and every CLI subprocess) at it; each project is its own
+project row there.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -14,6 +22,125 @@ import pytest
 import lore
 
 FIXTURES = Path(__file__).parent / "fixtures"
+BACKEND = os.environ.get("LORE_TEST_BACKEND", "sqlite")
+ON_POSTGRES = BACKEND == "postgres"
+TEMPLATE_DB = "lore_template"  # upgraded once; per-test databases are copies
+
+postgres_only = pytest.mark.skipif(
+    not ON_POSTGRES, reason="PostgreSQL only: run with ./scripts/test --backend postgres"
+)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "storage_independent: touches no index; CI's PostgreSQL pass may leave it out"
+    )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def database_backend():
+    """On the postgres backend: one server for the session (stopped, and its temp
+    dir removed, at the end), with a template database already upgraded."""
+    if not ON_POSTGRES:
+        yield None
+        return
+    from lore.errors import LoreError
+    from lore.storage.postgres.local_server import start
+
+    try:
+        server = start()
+    except LoreError as err:
+        pytest.exit(f"--backend postgres: {err}", returncode=3)
+    previous = os.environ.get("LORE_DATABASE_URL")
+    try:
+        # A throwaway server: durability buys nothing, and every commit of the suite pays for it.
+        server.sql(
+            "ALTER SYSTEM SET fsync = off",
+            "ALTER SYSTEM SET synchronous_commit = off",
+            "ALTER SYSTEM SET full_page_writes = off",
+            "SELECT pg_reload_conf()",
+        )
+        server.create_database(TEMPLATE_DB, upgrade=True)
+        os.environ["LORE_DATABASE_URL"] = server.create_database("lore_session", template=TEMPLATE_DB)
+        yield server
+    finally:
+        if previous is None:
+            os.environ.pop("LORE_DATABASE_URL", None)
+        else:
+            os.environ["LORE_DATABASE_URL"] = previous
+        server.stop()
+
+
+_databases = iter(range(1, 1_000_000))
+
+
+@contextlib.contextmanager
+def _own_database(server):
+    """A fresh database (a copy of the template) in LORE_DATABASE_URL while the block runs.
+
+    Every test's projects get a database of their own: vectors are shared by
+    every project of a database by design, so a test counting what it
+    embedded must not see what another test embedded."""
+    from lore.storage.postgres.connection import close
+
+    name = f"t{os.getpid()}_{next(_databases)}"
+    previous = os.environ.get("LORE_DATABASE_URL")
+    url = os.environ["LORE_DATABASE_URL"] = server.create_database(name, template=TEMPLATE_DB)
+    try:
+        yield
+    finally:
+        os.environ["LORE_DATABASE_URL"] = previous or ""
+        close(url)
+        server.sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _storage_independent(node) -> bool:
+    return node.get_closest_marker("storage_independent") is not None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _module_database(database_backend, request):
+    """Module-scoped projects (built once, used by several tests) live in the module's database."""
+    if database_backend is None or _storage_independent(request.node):
+        yield
+        return
+    with _own_database(database_backend):
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _test_database(database_backend, _module_database, request):
+    """Each test gets a database of its own, unless it uses a module-scoped
+    project fixture (which lives in the module's database)."""
+    if database_backend is None or _storage_independent(request.node):
+        yield
+        return
+    defs = getattr(getattr(request.node, "_fixtureinfo", None), "name2fixturedefs", {})
+    if any(
+        d and d[-1].scope == "module" and not getattr(d[-1], "_autouse", getattr(d[-1], "autouse", False))
+        for d in defs.values()
+    ):
+        yield
+        return
+    with _own_database(database_backend):
+        yield
+
+
+@pytest.fixture
+def pg_database(database_backend, request):
+    """A database of its own for one postgres-only test (copied from the
+    upgraded template): (server, superuser URL)."""
+    import re
+
+    name = "t_" + re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:40] + f"_{os.getpid()}"
+    database_backend.sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    url = database_backend.create_database(name, template=TEMPLATE_DB)
+    yield database_backend, url
+    from lore.storage.postgres.connection import close
+
+    close(url)
+    database_backend.sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
 
 # Tests never touch the user's real cache (the re-quantised model lives here, shared by test runs).
 os.environ.setdefault("LORE_CACHE_DIR", str(Path(tempfile.gettempdir()) / f"lore-test-cache-{os.getuid()}"))

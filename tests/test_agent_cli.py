@@ -222,7 +222,13 @@ def test_installed_claude_code_entries_actually_run(repo):
     server = json.loads((root / ".mcp.json").read_text())["mcpServers"]["lore"]
 
     async def talk():
-        params = StdioServerParameters(command=server["command"], args=server["args"], cwd=str(root))
+        backend = os.environ.get("LORE_DATABASE_URL")  # the SDK passes a minimal environment on
+        params = StdioServerParameters(
+            command=server["command"],
+            args=server["args"],
+            cwd=str(root),
+            env={"LORE_DATABASE_URL": backend} if backend else None,
+        )
         with open(root.parent / "server.err", "w") as errlog:
             async with stdio_client(params, errlog=errlog) as (read, write):
                 async with ClientSession(read, write) as session:

@@ -12,6 +12,8 @@ from lore.index import chunker
 from lore.index.chunker import CodeChunk, chunk_file, language_for
 from lore.index.tokens import count_tokens
 
+pytestmark = pytest.mark.storage_independent  # no index: CI's postgres pass may skip
+
 PYTHON = '''\
 """Billing helpers."""
 

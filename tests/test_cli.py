@@ -6,7 +6,9 @@ import json
 import sys
 from pathlib import Path
 
-from conftest import FIXTURES
+import pytest
+
+from conftest import FIXTURES, ON_POSTGRES
 
 
 def add(cli, title, body, *extra):
@@ -61,6 +63,17 @@ def test_add_json_shape_file_name_and_search_result_shape(cli):
     lines = (cli.cwd / hit["path"]).read_text().splitlines()
     assert lines[hit["start_line"] - 1].startswith("Raised the refresh timeout")
     assert hit["tags"] == ["auth", "oauth", "timeout"]
+
+
+def test_add_global_marks_a_committed_memory_and_refuses_a_local_one(cli):
+    """003's is_global from the CLI: written to the frontmatter (shared by a team
+    database, docs/postgres.md); private and session memories cannot be global."""
+    out = add(cli, "Timeout policy", "Every outbound call sets a ten second timeout.", "--global")
+    assert "\nis_global: true\n" in (cli.cwd / out["path"]).read_text()
+    assert cli.json("search", "outbound timeout")[0]["title"] == "Timeout policy"
+    bad = cli("add", "--global", "--session", "--title", "Local", "--body", "Stays here.", ok=False)
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+    assert "only a committed memory can be global" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 
 def test_add_reads_body_from_stdin_and_file(cli, tmp_path):
@@ -267,6 +280,10 @@ def test_stats_json_shape(cli):
     assert data["index_bytes"] > 0 and data["broken_files"] == 0
 
 
+@pytest.mark.skipif(
+    ON_POSTGRES,
+    reason="damages .lore/index.db to test the SQLite backend's rebuild; PostgreSQL has no such file",
+)
 def test_corrupt_index_is_rebuilt_with_a_notice(cli):
     add(cli, "Survivor", "This memory survives index corruption.", "--tag", "x")
     index = cli.cwd / ".lore/index.db"

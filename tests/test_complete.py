@@ -22,7 +22,10 @@ from lore.memory.complete import (
 )
 from lore.memory.model import summarize
 
-pytestmark = pytest.mark.usefixtures("git_env")
+pytestmark = [
+    pytest.mark.usefixtures("git_env"),
+    pytest.mark.storage_independent,
+]  # no index: CI's postgres pass may skip
 
 
 def git(repo: Path, *args: str) -> str:

@@ -12,6 +12,8 @@ import pytest
 from lore.errors import UsageError
 from lore.index.discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, Discovery, discover
 
+pytestmark = pytest.mark.storage_independent  # no index: CI's postgres pass may skip
+
 HAS_GIT = shutil.which("git") is not None
 
 

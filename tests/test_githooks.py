@@ -17,7 +17,10 @@ from lore.errors import LoreError
 from lore.index import githooks
 from lore.index.githooks import HOOKS
 
-pytestmark = pytest.mark.usefixtures("git_env")
+pytestmark = [
+    pytest.mark.usefixtures("git_env"),
+    pytest.mark.storage_independent,
+]  # no index: CI's postgres pass may skip
 
 
 def git(repo: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:

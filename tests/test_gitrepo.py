@@ -11,7 +11,10 @@ import pytest
 from lore.index import gitrepo
 from lore.index.gitrepo import Commit, FileChanges, GitError
 
-pytestmark = pytest.mark.usefixtures("git_env")
+pytestmark = [
+    pytest.mark.usefixtures("git_env"),
+    pytest.mark.storage_independent,
+]  # no index: CI's postgres pass may skip
 
 
 def git(repo: Path, *args: str, date: int | None = None) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -59,19 +58,18 @@ def add_memories(root: Path, items: list[dict]) -> list[str]:
         return [project.add(**item).path for item in items]
 
 
-def index_db(root: Path):
-    db = sqlite3.connect(root / ".lore" / "index.db")
-    db.execute("PRAGMA busy_timeout = 10000")
-    return db
-
-
 def distinct_embedding_texts(root: Path) -> set[str]:
-    """The texts Lore embeds for the project's chunks (one per distinct content hash)."""
-    from lore.storage.base import embedding_text
+    """The texts Lore embeds for the project's chunks (one per distinct content hash),
+    read through the storage interface, so on either backend: every chunk lacks a
+    vector of a model that does not exist."""
+    with lore.open(root) as project:
+        return {text for _, text in project.store.pending_embeddings("no-such-model", 1_000_000)}
 
-    with index_db(root) as db:
-        rows = db.execute("SELECT kind, title, text FROM chunks").fetchall()
-    return {embedding_text(kind, title, text) for kind, title, text in rows}
+
+def vector_models(root: Path, *models: str) -> set[str]:
+    """Which of `models` the project's index holds vectors of."""
+    with lore.open(root) as project:
+        return {m for m in models if project.store.count_embeddings(m)}
 
 
 def notices(stderr: str, needle: str) -> list[str]:
@@ -468,14 +466,12 @@ def test_model_change_falls_back_until_reembed(cli, server):
     proc = cli("index", "--json")
     assert json.loads(proc.stdout)["embedded"] == 0 and notices(proc.stderr, "--reembed")
     assert server.since(mark) == []  # model b was never asked for anything
-    with index_db(root) as db:
-        assert {m for (m,) in db.execute("SELECT DISTINCT model FROM embeddings")} == {"openai-compatible:a"}
+    assert vector_models(root, "openai-compatible:a", "openai-compatible:b") == {"openai-compatible:a"}
 
     result = cli.json("index", "--reembed")
     assert result["embedded"] == 3
     assert sorted(server.answered("b")) == sorted(distinct_embedding_texts(root))
-    with index_db(root) as db:
-        assert {m for (m,) in db.execute("SELECT DISTINCT model FROM embeddings")} == {"openai-compatible:b"}
+    assert vector_models(root, "openai-compatible:a", "openai-compatible:b") == {"openai-compatible:b"}
     stats = cli.json("stats")
     assert stats["search"] == "hybrid" and stats["embedding_problem"] is None
     assert stats["embedding"] == stats["indexed_model"] == "openai-compatible:b"

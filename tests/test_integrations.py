@@ -14,6 +14,8 @@ from lore.errors import UsageError
 from lore.integrations import AGENTS, INSTRUCTIONS, ConfigError, install, uninstall
 from lore.integrations.agents import MD_BEGIN, MD_END, hook_command
 
+pytestmark = pytest.mark.storage_independent  # no index: CI's postgres pass may skip
+
 PY = ["/opt/venv/bin/python", "-m", "lore"]
 
 

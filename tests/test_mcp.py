@@ -159,8 +159,15 @@ class Session:
 async def stdio_session(
     root: Path, *, args: tuple[str, ...] = (), cwd: Path | None = None, extra_env: dict | None = None
 ):
+    # The SDK hands the server a minimal environment: pass the test backend's database on.
+    backend = (
+        {"LORE_DATABASE_URL": os.environ["LORE_DATABASE_URL"]} if os.environ.get("LORE_DATABASE_URL") else {}
+    )
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "lore", *args, "mcp"], cwd=str(cwd or root), env=extra_env
+        command=sys.executable,
+        args=["-m", "lore", *args, "mcp"],
+        cwd=str(cwd or root),
+        env={**backend, **(extra_env or {})} or None,
     )
     errlog_path = (cwd or root).parent / f"server-{time.monotonic_ns()}.err"
     with open(errlog_path, "w") as errlog:

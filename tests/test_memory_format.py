@@ -13,6 +13,8 @@ from lore.memory import markdown
 from lore.memory.model import Memory, content_hash, from_frontmatter
 from lore.secrets import redact
 
+pytestmark = pytest.mark.storage_independent  # no index: CI's postgres pass may skip
+
 SEEDS = sorted((FIXTURES / "seeds").glob("*.md"))
 
 

@@ -25,6 +25,8 @@ from secret_corpus import (
     shapes,
 )
 
+pytestmark = pytest.mark.storage_independent  # no index: CI's postgres pass may skip
+
 CORPUS = samples()
 CODE_CORPUS = [s for s in CORPUS if s.code]
 

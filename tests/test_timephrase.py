@@ -12,6 +12,8 @@ import pytest
 from lore.errors import UsageError
 from lore.search.timephrase import parse_when, time_range
 
+pytestmark = pytest.mark.storage_independent  # no index: CI's postgres pass may skip
+
 # Wednesday 2024-05-15 14:30:00 UTC
 NOW = datetime(2024, 5, 15, 14, 30, 0, tzinfo=UTC)
 

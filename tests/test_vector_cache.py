@@ -4,10 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import lore
+from conftest import ON_POSTGRES
 from lore.storage.sqlite import vectors
 
 
+@pytest.mark.skipif(
+    ON_POSTGRES,
+    reason="the on-disk numpy matrix cache and .lore/index.db belong to the SQLite backend "
+    "(PostgreSQL searches vectors with HNSW)",
+)
 def test_cache_is_used_then_invalidated_by_changes_and_rebuilds(tmp_path, monkeypatch):
     monkeypatch.setattr(vectors, "DISK_CACHE_MIN", 1)  # cache even a tiny matrix
     root = tmp_path / "p"

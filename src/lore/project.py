@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,11 @@ RESERVED_LOCAL = ("session", "trash", "cache", "sessions", "daily", "archive")
 
 DEFAULT_CONFIG = """\
 # Lore settings for this project (committed). See docs/configuration.md.
+
+[project]
+# Names this project in a shared PostgreSQL index: every clone with this id is
+# the same project there (docs/postgres.md). Written by `lore init`; keep it.
+id = "{project_id}"
 
 [memory]
 # Days a removed memory stays in .lore/local/trash/ before `lore gc` purges it.
@@ -135,7 +141,8 @@ class Project:
             if not folder.exists():
                 folder.mkdir(parents=True)
                 created.append(str(folder.relative_to(root)) + "/")
-        for name, text in (("config.toml", DEFAULT_CONFIG), (".gitignore", GITIGNORE)):
+        config = DEFAULT_CONFIG.replace("{project_id}", str(uuid.uuid4()))
+        for name, text in (("config.toml", config), (".gitignore", GITIGNORE)):
             target = lore / name
             if not target.exists():
                 from lore.atomic import write_atomic

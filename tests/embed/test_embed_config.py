@@ -10,6 +10,8 @@ import pytest
 from lore.embed import PROVIDERS, load_embedder
 from lore.errors import ProviderError
 
+pytestmark = pytest.mark.storage_independent  # no index: CI's postgres pass may skip
+
 
 def test_none_disables_embeddings():
     assert load_embedder({"provider": "none"}) is None

@@ -15,6 +15,8 @@ from lore.embed import load_embedder
 from lore.embed.http import _retry_after
 from lore.errors import ProviderError
 
+pytestmark = pytest.mark.storage_independent  # no index: CI's postgres pass may skip
+
 KEY = "sk-test-123"
 FAST = {"retry_backoff": 0.0, "timeout": 5}
 

@@ -12,6 +12,8 @@ from lore.embed import load_embedder, local
 from lore.embed._files import file_sha256
 from lore.errors import ProviderError
 
+pytestmark = pytest.mark.storage_independent  # no index: CI's postgres pass may skip
+
 TEXTS = [
     "def parse(path): return open(path).read()",
     "x",

@@ -6,10 +6,14 @@ from __future__ import annotations
 import gzip
 import json
 
+import pytest
+
 from lore.memory import markdown
 from lore.sessions import archive, message, tool_call, tool_result
 from lore.sessions.events import tokens_of
 from sessions.session_helpers import log_lines, metadata, open_store, sessions_config
+
+pytestmark = pytest.mark.storage_independent  # no index: CI's postgres pass may skip
 
 
 def conversation(n: int) -> list[dict]:

@@ -15,6 +15,8 @@ from lore.errors import Conflict, NotFound, UsageError, ValidationError
 from lore.sessions import log, message, tool_call, tool_result
 from sessions.session_helpers import log_lines, metadata, open_store, sessions_config
 
+pytestmark = pytest.mark.storage_independent  # no index: CI's postgres pass may skip
+
 
 def test_events_round_trip_in_004_shapes(root, store):
     info = store.start("s-1", agent="claude-code", user="ada")

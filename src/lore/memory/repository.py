@@ -282,6 +282,7 @@ class Memories:
         risk: str | None = None,
         task_type: str | None = None,
         extra: dict | None = None,
+        is_global: bool = False,
     ) -> AddResult:
         """Write a new memory file and index it.
 
@@ -295,6 +296,9 @@ class Memories:
         stored reads back exactly as given (after the documented
         normalisation), or nothing is written.
 
+        ``is_global`` (003) shares a committed memory with every project of a
+        team database (frontmatter ``is_global: true``; see docs/postgres.md).
+
         Args:
             tier: storage tier (durable, daily, session); ``session=True`` is
                 ``tier="session"``. Where its files go: :func:`sync.folder_of`.
@@ -302,6 +306,8 @@ class Memories:
         agent = self.agent
         if private and not agent:
             raise UsageError("a private memory needs an agent; pass --agent NAME (or set LORE_AGENT)")
+        if is_global and (private or session or (tier or "durable") != "durable"):
+            raise UsageError("only a committed memory can be global; drop --private/--session or --global")
         if not (body or "").strip():
             raise ValidationError("the memory's content is empty; give the text to remember", field="body")
         from lore.memory.model import derive_title, new_id, normalized
@@ -337,7 +343,7 @@ class Memories:
             priority=priority,
             risk=clean["risk"],
             task_type=clean["task_type"],
-            extra=dict(extra or {}),
+            extra={**(extra or {}), **({"is_global": True} if is_global else {})},
         )
         memory = normalized(memory)  # the form it is stored in: the duplicate check compares that
         memory.validate(strict=True)

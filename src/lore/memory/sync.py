@@ -209,6 +209,7 @@ def record_of(memory: Memory, rel: str, body_line: int) -> MemoryRecord:
         body_line=body_line,
         evidence_count=evidence_count_of(memory.extra.get("evidence_count")),
         superseded_by=str(memory.extra["superseded_by"]) if memory.extra.get("superseded_by") else None,
+        is_global=memory.extra.get("is_global") is True,  # 003: shared with every project
     )
 
 

@@ -28,6 +28,7 @@ _MEMORY_KEYS = {
     "include_archived",
     "visibility",
     "stale",
+    "include_global",
 }
 
 
@@ -78,6 +79,8 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> MemoryFilte
         viewer=viewer,
         visibility=visibility,
         stale=stale,
+        # 003: other projects' global memories (a shared database) unless asked not to.
+        include_global=filters.get("include_global") is not False,
     )
 
 

@@ -1,12 +1,14 @@
 """Storage: the index database behind one interface (:class:`~lore.storage.base.Store`).
 
 The backend is chosen by configuration: ``[index] backend = "sqlite"`` (the
-default, `.lore/index.db`) or ``"postgres"`` with ``[index] database_url``
-(or ``LORE_DATABASE_URL``). Nothing above this package knows which one runs.
+default, `.lore/index.db`) or ``"postgres"`` with ``[index] database_url``;
+``LORE_DATABASE_URL`` (or an explicit URL, e.g. `lore serve --database URL`)
+wins over both. Nothing above this package knows which one runs.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ from lore.storage.base import (
     ErrorOccurrence,
     ErrorPattern,
     EvidenceRecord,
+    FileDump,
     FileState,
     IndexCounts,
     LinkInput,
@@ -40,6 +43,7 @@ __all__ = [
     "ChunkInput",
     "ChunkRecord",
     "CommitRecord",
+    "FileDump",
     "ErrorOccurrence",
     "ErrorPattern",
     "EvidenceRecord",
@@ -54,24 +58,124 @@ __all__ = [
     "SourceCounts",
     "Store",
     "TierState",
+    "resolve_database_url",
     "open_store",
 ]
 
+URL_SCHEMES = ("postgresql://", "postgres://")
 
-def open_store(project: Any) -> Store:
-    """The configured store for `project` (a :class:`lore.project.Project`)."""
+
+def resolve_database_url(project: Any, override: str | None = None) -> str | None:
+    """The PostgreSQL URL `project` uses, or None for SQLite.
+
+    Order: `override` (a command's ``--database``), ``LORE_DATABASE_URL``,
+    then ``[index] database_url`` when ``[index] backend = "postgres"``.
+    """
     from lore.errors import UsageError
 
     backend = str(project.setting("index", "backend", "sqlite"))
-    if backend == "sqlite":
+    url = override or os.environ.get("LORE_DATABASE_URL") or None
+    if url is None and backend == "postgres":
+        url = project.setting("index", "database_url") or None
+        if not url:
+            raise UsageError(
+                "[index] backend = 'postgres' needs [index] database_url in .lore/config.toml "
+                "(or LORE_DATABASE_URL=postgresql://…)"
+            )
+    if url is None:
+        if backend != "sqlite":
+            raise UsageError(
+                f"[index] backend = '{backend}' in .lore/config.toml is not known; use sqlite or postgres"
+            )
+        return None
+    url = str(url)
+    if not url.startswith(URL_SCHEMES):
+        raise UsageError(f"the database URL must start with postgresql:// (got '{url.split(':', 1)[0]}:…')")
+    return url
+
+
+def open_store(project: Any, *, database_url: str | None = None) -> Store:
+    """The configured store for `project` (a :class:`lore.project.Project`).
+
+    Args:
+        database_url: a PostgreSQL URL that wins over the environment
+            and the configuration (`lore serve --database URL`).
+    """
+    url = resolve_database_url(project, database_url)
+    if url is None:
         from lore.storage.sqlite import SQLiteStore
 
         path, notice = _writable_index(project)
-        store = SQLiteStore(path)
+        store: Store = SQLiteStore(path)
         if notice:
             store.notices.insert(0, notice)
         return store
-    raise UsageError(f"[index] backend = '{backend}' in .lore/config.toml is not known; use sqlite")
+    from lore.storage.postgres import open_postgres
+
+    store = open_postgres(project, url)
+    configured = project.setting("index", "database_url")
+    if configured and ":" in str(configured).split("@", 1)[0].split("://", 1)[-1]:
+        store.notices.append(
+            "[index] database_url in .lore/config.toml holds a password in clear; "
+            "use ~/.pgpass or PGPASSWORD instead"
+        )
+    return store
+
+
+# -- administration (lore db …) -------------------------------------------------------------
+
+
+def upgrade_database(project: Any, database_url: str | None = None) -> dict[str, Any]:
+    """Bring the schema of `project`'s database up to date (`lore db upgrade`).
+
+    `project` may be None when `database_url` is given (a database with no
+    project at hand). SQLite indexes migrate themselves when opened.
+    """
+    url = database_url if project is None else resolve_database_url(project, database_url)
+    if url is None:
+        from lore.storage.sqlite.migrations import SCHEMA_VERSION
+
+        open_store(project).close()
+        return {"backend": "sqlite", "path": str(project.index_path), "schema_version": SCHEMA_VERSION}
+    from lore.storage.postgres import upgrade
+    from lore.storage.postgres.connection import redact
+
+    before, after = upgrade(url)
+    return {"backend": "postgres", "database": redact(url), "from_version": before, "schema_version": after}
+
+
+def database_status(project: Any, database_url: str | None = None) -> dict[str, Any]:
+    """Which database `project` uses, its schema version and 003's index status per clone and source."""
+    url = resolve_database_url(project, database_url)
+    if url is None:
+        from lore.storage.sqlite.migrations import SCHEMA_VERSION
+
+        store = open_store(project)
+        try:
+            return {
+                "backend": "sqlite",
+                "path": str(project.index_path),
+                "schema_version": SCHEMA_VERSION,
+                "counts": store.counts().__dict__,
+            }
+        finally:
+            store.close()
+    from lore.storage.postgres import open_postgres
+
+    pg = open_postgres(project, url)
+    report = pg.status_report()
+    report["counts"] = pg.counts().__dict__
+    return report
+
+
+def list_projects(project: Any, database_url: str | None = None) -> list[dict[str, Any]]:
+    """The projects of a shared database (SQLite: just this one)."""
+    url = resolve_database_url(project, database_url)
+    if url is None:
+        return [{"id": None, "name": project.root.name, "current": True}]
+    from lore.storage.postgres import open_postgres
+
+    return open_postgres(project, url).projects()
 
 
 def _writable_index(project: Any) -> tuple[Path, str | None]:
@@ -79,7 +183,6 @@ def _writable_index(project: Any) -> tuple[Path, str | None]:
     index is read-only, a private copy in the temp folder (read-only commands
     keep working; nothing in `.lore/` is touched)."""
     import hashlib
-    import os
     import shutil
     import tempfile
 

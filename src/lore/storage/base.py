@@ -90,6 +90,7 @@ class MemoryRecord:
     evidence_count: int = 1
     owner: str | None = None  # the agent key that may see it; None: everyone
     superseded_by: str | None = None  # a newer memory replaced it (frontmatter superseded_by)
+    is_global: bool = False  # shared with every project of a team database (003)
 
 
 @dataclass(frozen=True)
@@ -190,6 +191,24 @@ class LinkRecord:
     kind: str
     line: int | None = None
     origin: str = "body"
+
+
+@dataclass
+class FileDump:
+    """One indexed file with everything stored for it: what `lore db export`
+    writes and `lore db import` reads, whichever backend it comes from."""
+
+    path: str
+    kind: str
+    sha256: str
+    mtime_ns: int
+    size: int
+    error: str | None = None
+    role: str | None = None
+    memory: MemoryRecord | None = None
+    commit: CommitRecord | None = None
+    chunks: list[ChunkInput] = field(default_factory=list)
+    links: list[LinkInput] = field(default_factory=list)
 
 
 @dataclass
@@ -324,6 +343,12 @@ class MemoryFilter:
     ``private`` (what the memory's location says; the viewer rule still
     applies). ``stale``: only memories with a stale code anchor (True) or
     only those without (False).
+    is a file or area. ``visibility``: ``shared`` or ``private`` (what the
+    memory's location says; the viewer rule still applies). ``stale``: only
+    memories with a stale code anchor (True) or only those without (False).
+    ``include_global`` adds the global memories (003's
+    ``is_global``) of the *other* projects of a shared database; a store that
+    holds one project has none.
     """
 
     types: list[str] = field(default_factory=list)
@@ -346,6 +371,7 @@ class MemoryFilter:
     scoped_only: bool = False
     visibility: str | None = None
     stale: bool | None = None
+    include_global: bool = False
 
 
 @dataclass
@@ -601,6 +627,12 @@ class Store(Protocol):
     def proposal(self, proposal_id: str) -> ProposalRecord | None:
         """One proposal by id, or by an unambiguous id prefix."""
         ...
+
+    # moving an index between backends (lore db export / import)
+    def dump_files(self, kind: str) -> Iterator[FileDump]: ...
+    def dump_embeddings(self, model: str) -> Iterator[tuple[str, np.ndarray]]: ...
+    def meta_items(self) -> dict[str, str]: ...
+    def set_access(self, stats: dict[str, tuple[int, str]]) -> None: ...
 
 
 # -- helpers shared by the backends ---------------------------------------------------

@@ -16,6 +16,7 @@ from lore.errors import as_lore_error
 from lore.interfaces.cli import (
     agent_cmds,
     code_cmds,
+    db_cmds,
     hooks_cmds,
     index_cmds,
     lifecycle_cmds,
@@ -66,6 +67,7 @@ for module in (
     session_cmds,
     lifecycle_cmds,
     serve_cmds,
+    db_cmds,
 ):
     for command in module.COMMANDS:
         cli.add_command(command)

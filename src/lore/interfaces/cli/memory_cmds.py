@@ -52,6 +52,12 @@ def _split(values: tuple[str, ...]) -> list[str]:
     "--private", is_flag=True, help="Only visible to the acting --agent (stored in .lore/local/<agent>/)."
 )
 @click.option("--session", is_flag=True, help="Session-tier memory (.lore/local/session/, not committed).")
+@click.option(
+    "--global",
+    "is_global",
+    is_flag=True,
+    help="Shared with every project of a team database (PostgreSQL; docs/postgres.md).",
+)
 @json_option
 @with_lore
 def add(
@@ -70,6 +76,7 @@ def add(
     memory_id,
     private,
     session,
+    is_global,
     as_json,
 ):
     """Add a memory (body from --body, --body-file or stdin).
@@ -96,6 +103,7 @@ def add(
         id=memory_id,
         private=private,
         session=session,
+        is_global=is_global,
     )
     if result.redacted:
         warn(f"redacted before writing: {describe(Counter(result.redacted))}")

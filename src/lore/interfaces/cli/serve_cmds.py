@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from lore.interfaces.cli.common import agent_of, identity_options, project_of
+from lore.interfaces.cli.db_cmds import database_option, use_database
 
 
 @click.command()
@@ -25,21 +26,25 @@ from lore.interfaces.cli.common import agent_of, identity_options, project_of
     multiple=True,
     help="Another host name clients use to reach the server (repeatable).",
 )
+@database_option
 @identity_options
 @click.pass_context
-def serve(ctx, host, port, token, allowed_hosts, project_path=None, agent_name=None):
+def serve(ctx, host, port, token, allowed_hosts, database_url=None, project_path=None, agent_name=None):
     """Serve the web UI, the JSON API (/docs) and MCP (/mcp) for this project.
 
     The server acts as one agent for its whole life (--agent or LORE_AGENT):
-    no request can change who it is.
+    no request can change who it is. With --database postgresql://… it serves
+    the project's index in a shared PostgreSQL database (docs/postgres.md).
 
     \b
     Examples:
       lore serve                     # http://127.0.0.1:8766
       lore serve --host 0.0.0.0 --token "$(openssl rand -hex 16)"
+      lore serve --database postgresql://db.example/lore   # a team server
     """
     from lore.interfaces.web.app import serve as run
 
+    use_database(database_url)
     run(
         project_of(ctx, project_path),
         host=host,

@@ -148,6 +148,7 @@ CREATE = (
     Param("occurred_at", max_len=40, description="When it happened (ISO 8601; default now)."),
     Param("private", "bool", "Only visible to the server's agent."),
     Param("session", "bool", "Session tier (not committed)."),
+    Param("is_global", "bool", "Shared with every project of a team database (PostgreSQL)."),
 )
 UPDATE = (
     KEY,

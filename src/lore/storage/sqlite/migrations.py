@@ -211,6 +211,11 @@ MIGRATIONS: list[list[str]] = [
             created_at TEXT NOT NULL,
             updated_at TEXT NOT NULL)""",
     ],
+    # 9: 003's is_global (a memory shared with every project of a team database;
+    # one SQLite index holds one project, so here it is only kept and exported).
+    [
+        "ALTER TABLE memories ADD COLUMN is_global INTEGER NOT NULL DEFAULT 0",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -28,6 +28,7 @@ from lore.storage.base import (
     ErrorOccurrence,
     ErrorPattern,
     EvidenceRecord,
+    FileDump,
     FileState,
     IndexCounts,
     LinkInput,
@@ -61,7 +62,7 @@ _MEMORY_COLUMNS = (
     "m.storage, m.occurred_at, m.content_hash, m.confidence, m.files, m.summary, m.body_line, "
     # The file's own count plus evidence not written into the file yet.
     "m.evidence_count + (SELECT count(*) FROM evidence e WHERE e.memory_id = m.id AND e.folded = 0), "
-    "m.owner, m.superseded_by, f.path"
+    "m.owner, m.superseded_by, f.path, m.is_global"
 )
 _COMMIT_COLUMNS = (
     "m.sha, m.author, m.email, m.date, m.subject, m.body, m.files, m.head_files, m.n_files, m.is_merge"
@@ -398,8 +399,8 @@ class SQLiteStore:
         self.db.execute(
             "INSERT INTO memories(file_id, id, title, type, sector, tags, applies_to, agent, task, project, "
             "visibility, storage, occurred_at, content_hash, confidence, files, summary, body_line, "
-            "evidence_count, owner, superseded_by) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "evidence_count, owner, superseded_by, is_global) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 file_id,
                 memory.id,
@@ -422,6 +423,7 @@ class SQLiteStore:
                 memory.evidence_count,
                 memory.owner,
                 memory.superseded_by,
+                int(memory.is_global),
             ),
         )
 
@@ -853,6 +855,67 @@ class SQLiteStore:
             [(mid, when) for mid in memory_ids],
         )
 
+    def set_access(self, stats: dict[str, tuple[int, str]]) -> None:
+        self.db.executemany(
+            "INSERT OR REPLACE INTO access(memory_id, count, last_accessed) VALUES (?, ?, ?)",
+            [(mid, count, when) for mid, (count, when) in stats.items()],
+        )
+
+    # -- export ---------------------------------------------------------------------------------
+
+    def dump_files(self, kind: str) -> Iterator[FileDump]:
+        """Every file of `kind` with its memory or commit and its chunks (for `lore db export`)."""
+        files = self.db.execute(
+            "SELECT id, path, sha256, mtime_ns, size, error, role FROM files WHERE kind = ? ORDER BY path",
+            (kind,),
+        ).fetchall()
+        for file_id, path, sha, mtime_ns, size, error, role in files:
+            dump = FileDump(path, kind, sha, mtime_ns, size, error, role)
+            where = "JOIN files f ON f.id = m.file_id WHERE m.file_id = ?"
+            if kind == "memory":
+                row = self.db.execute(
+                    f"SELECT {_MEMORY_COLUMNS} FROM memories m {where}", (file_id,)
+                ).fetchone()
+                dump.memory = _memory(row) if row else None
+            elif kind == "commit":
+                row = self.db.execute(
+                    f"SELECT {_COMMIT_COLUMNS} FROM commits m {where}", (file_id,)
+                ).fetchone()
+                dump.commit = _commit(row, 0) if row else None
+            if kind == "memory":
+                dump.links = [
+                    LinkInput(*row)
+                    for row in self.db.execute(
+                        "SELECT relation, target, target_key, kind, line, origin FROM links "
+                        "WHERE file_id = ? ORDER BY ord",
+                        (file_id,),
+                    )
+                ]
+            dump.chunks = [
+                ChunkInput(*row)
+                for row in self.db.execute(
+                    "SELECT text, start_line, end_line, section, symbol, language, title, keywords "
+                    "FROM chunks WHERE file_id = ? ORDER BY ord",
+                    (file_id,),
+                )
+            ]
+            yield dump
+
+    def dump_embeddings(self, model: str) -> Iterator[tuple[str, np.ndarray]]:
+        """(text hash, vector) of every vector of `model` a chunk of this index uses."""
+        import numpy as np
+
+        rows = self.db.execute(
+            "SELECT e.text_hash, e.vector FROM embeddings e WHERE e.model = ? AND EXISTS "
+            "(SELECT 1 FROM chunks c WHERE c.text_hash = e.text_hash) ORDER BY e.text_hash",
+            (model,),
+        )
+        for hash_, blob in rows:
+            yield hash_, np.frombuffer(blob, dtype=np.float32)
+
+    def meta_items(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT key, value FROM meta").fetchall())
+
     # -- lifecycle (seed 001): tiers, evidence, error patterns, proposals --------------
 
     # -- tiers ---------------------------------------------------------------------------
@@ -1075,6 +1138,8 @@ for _name in (
     "stale_reasons",
     "access_stats",
     "record_access",
+    "set_access",
+    "meta_items",
     "tier_states",
     "put_tier_states",
     "add_evidence",
@@ -1280,6 +1345,7 @@ def _memory(row: Sequence[Any]) -> MemoryRecord:
         owner=row[18],
         superseded_by=row[19],
         path=row[20],
+        is_global=bool(row[21]) if len(row) > 21 else False,
     )
 
 

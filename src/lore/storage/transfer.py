@@ -1,0 +1,208 @@
+"""Moving an index between backends: `lore db export` and `lore db import`.
+
+A dump is gzip-compressed JSON lines, written through the :class:`Store`
+interface only, so any backend exports to any other (SQLite → PostgreSQL and
+back): a header line, then one line per file (with its memory or commit and
+its chunks), per vector, per code anchor and per access count. Vectors
+travel as float32 bytes (base64), so the imported index searches exactly
+like the exported one without embedding anything again.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from lore.errors import UsageError, ValidationError
+from lore.storage.base import (
+    KINDS,
+    AnchorRecord,
+    ChunkInput,
+    CommitRecord,
+    FileDump,
+    LinkInput,
+    MemoryRecord,
+    Store,
+)
+
+FORMAT = "lore-index-dump"
+VERSION = 1
+# Index state worth carrying over; counters and versions belong to the store.
+PORTABLE_META = ("embed_model", "history_head", "indexed_commit")
+_BATCH = 256
+
+
+@dataclass
+class TransferReport:
+    files: int = 0
+    chunks: int = 0
+    vectors: int = 0
+    anchors: int = 0
+    access: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+def records(store: Store) -> Iterator[dict[str, Any]]:
+    """Everything `store` holds for this project, as dump records (header first)."""
+    meta = {k: v for k, v in store.meta_items().items() if k in PORTABLE_META}
+    yield {"format": FORMAT, "version": VERSION, "source": store.describe(), "meta": meta}
+    for kind in KINDS:
+        for dump in store.dump_files(kind):
+            yield {"file": asdict(dump)}
+    model = meta.get("embed_model")
+    if model:
+        for text_hash, vector in store.dump_embeddings(model):
+            encoded = base64.b64encode(vector.astype("<f4").tobytes()).decode()
+            yield {"vector": {"hash": text_hash, "data": encoded}}
+    for anchor in store.anchors():
+        yield {"anchor": asdict(anchor)}
+    for memory_id, (count, when) in sorted(store.access_stats().items()):
+        yield {"access": {"memory_id": memory_id, "count": count, "last_accessed": when}}
+
+
+def export_index(store: Store, target: Path) -> TransferReport:
+    """Write everything `store` holds for this project to `target` (atomically, owner-only)."""
+    report = TransferReport()
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as raw, gzip.open(raw, "wt", encoding="utf-8") as out:
+            for record in records(store):
+                out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+                _count(report, record)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return report
+
+
+def import_index(store: Store, source: Path) -> TransferReport:
+    """Replace what `store` holds for this project (this clone's view) with a dump."""
+    return load(store, _read(source), str(source))
+
+
+def copy_index(source: Store, target: Store) -> TransferReport:
+    """Move a project from one store to another without a file (benchmarks, tests)."""
+    return load(target, records(source), source.describe())
+
+
+def load(store: Store, lines: Iterator[dict[str, Any]], origin: str) -> TransferReport:
+    """Replace what `store` holds for this project with the dump `lines`."""
+    import numpy as np
+
+    header = next(lines, None)
+    if not header or header.get("format") != FORMAT:
+        raise ValidationError(f"{origin} is not a Lore index dump; make one with `lore db export`")
+    if int(header.get("version", 0)) > VERSION:
+        raise ValidationError(f"{origin} was written by a newer Lore (dump version {header['version']})")
+    meta: dict[str, str] = header.get("meta", {})
+    model = meta.get("embed_model")
+    report = TransferReport()
+    vectors: list[tuple[str, Any]] = []
+    anchors: dict[str, list[AnchorRecord]] = {}
+    access: dict[str, tuple[int, str]] = {}
+
+    def flush() -> None:
+        if vectors and model:
+            store.put_embeddings(model, [h for h, _ in vectors], np.stack([v for _, v in vectors]))
+        vectors.clear()
+
+    with store.transaction():
+        for kind in KINDS:
+            store.delete_files(list(store.file_states(kind)))
+        for record in lines:
+            _count(report, record)
+            if "file" in record:
+                _put(store, _file(record["file"]))
+            elif "vector" in record:
+                data = base64.b64decode(record["vector"]["data"])
+                vectors.append(
+                    (record["vector"]["hash"], np.frombuffer(data, dtype="<f4").astype(np.float32))
+                )
+                if len(vectors) >= _BATCH:
+                    flush()
+            elif "anchor" in record:
+                anchor = AnchorRecord(**record["anchor"])
+                anchors.setdefault(anchor.memory_id, []).append(anchor)
+            elif "access" in record:
+                item = record["access"]
+                access[item["memory_id"]] = (int(item["count"]), str(item["last_accessed"]))
+        flush()
+        for memory_id, found in anchors.items():
+            store.replace_anchors(memory_id, found)
+            for anchor in found:
+                if anchor.stale_reason:
+                    store.mark_stale(anchor, anchor.stale_reason, None)
+        if access:
+            store.set_access(access)
+        for key, value in meta.items():
+            if key in PORTABLE_META:
+                store.set_meta(key, value)
+    return report
+
+
+def _count(report: TransferReport, record: dict[str, Any]) -> None:
+    if "file" in record:
+        report.files += 1
+        report.chunks += len(record["file"].get("chunks", []))
+    elif "vector" in record:
+        report.vectors += 1
+    elif "anchor" in record:
+        report.anchors += 1
+    elif "access" in record:
+        report.access += 1
+
+
+def _put(store: Store, dump: FileDump) -> None:
+    file_id = store.put_file(
+        dump.path, dump.kind, dump.sha256, dump.mtime_ns, dump.size, error=dump.error, role=dump.role
+    )
+    if dump.error is not None:
+        return
+    if dump.memory is not None:
+        store.put_memory(file_id, dump.memory)
+    if dump.commit is not None:
+        store.put_commit(file_id, dump.commit)
+    if dump.links:
+        store.put_links(file_id, dump.links)
+    store.put_chunks(file_id, dump.kind, dump.chunks)
+
+
+def _file(data: dict[str, Any]) -> FileDump:
+    data = dict(data)
+    memory = data.pop("memory", None)
+    commit = data.pop("commit", None)
+    chunks = data.pop("chunks", [])
+    links = data.pop("links", [])  # dumps from before links have none
+    dump = FileDump(**data)
+    dump.memory = MemoryRecord(**memory) if memory else None
+    dump.commit = CommitRecord(**commit) if commit else None
+    dump.chunks = [ChunkInput(**c) for c in chunks]
+    dump.links = [LinkInput(**link) for link in links]
+    return dump
+
+
+def _read(source: Path) -> Iterator[dict[str, Any]]:
+    if not source.is_file():
+        raise UsageError(f"{source} does not exist; give the file `lore db export` wrote")
+    try:
+        with gzip.open(source, "rt", encoding="utf-8") as handle:
+            for number, text in enumerate(handle, 1):
+                if text.strip():
+                    try:
+                        yield json.loads(text)
+                    except json.JSONDecodeError:
+                        raise ValidationError(
+                            f"{source}: line {number} is not JSON; the dump is damaged"
+                        ) from None
+    except (OSError, EOFError) as err:
+        raise ValidationError(f"{source} cannot be read as a Lore dump ({err})") from None

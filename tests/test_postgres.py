@@ -1,0 +1,616 @@
+"""What only the PostgreSQL backend has: many projects and clones in one database,
+row-level security with real roles, shared vectors, concurrent writers, moving
+a project between backends. Each test gets a database of its own."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+import lore
+from conftest import CLI, postgres_only
+from lore.project import Project
+from lore.storage import ChunkFilter, ChunkInput, MemoryFilter
+from lore.storage.postgres import open_postgres
+
+pytestmark = postgres_only
+
+
+def url_env(url: str) -> dict[str, str]:
+    return {"LORE_DATABASE_URL": url}
+
+
+def make_project(root: Path, url: str, *, init: bool = True) -> CLI:
+    root.mkdir(parents=True, exist_ok=True)
+    runner = CLI(root)
+    if init:
+        runner("init", env=url_env(url))
+    return runner
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
+
+
+def sql(url: str, query: str, params: tuple | None = None) -> list[tuple]:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        cur = conn.execute(query, params)
+        return cur.fetchall() if cur.description else []
+
+
+def titles(hits: list[dict]) -> list[str]:
+    return [h["title"] for h in hits]
+
+
+# -- row-level security ---------------------------------------------------------------------
+
+
+def test_rls_hides_private_rows_from_another_role_even_in_direct_sql(pg_database, tmp_path):
+    server, url = pg_database
+    suffix = uuid.uuid4().hex[:8]
+    alice, bob = f"alice_{suffix}", f"bob_{suffix}"
+    database = urlsplit(url).path.lstrip("/")
+    for role in (alice, bob):
+        server.sql(
+            f"CREATE ROLE {role} LOGIN IN ROLE lore_user", f'GRANT CONNECT ON DATABASE "{database}" TO {role}'
+        )
+    alice_url = server.url(database, user=alice)
+    bob_url = server.url(database, user=bob)
+
+    project = make_project(tmp_path / "alice", alice_url)
+    env = url_env(alice_url)
+    project(
+        "add", "--title", "Shared rollout rule", "--body", "Roll out behind a feature flag first.", env=env
+    )
+    project(
+        "add",
+        "--private",
+        "--agent",
+        "claude",
+        "--title",
+        "Alice private hunch",
+        "--body",
+        "The flaky test is caused by the shared tmp folder. See [[Shared rollout rule]].",
+        env=env,
+    )
+    # Alice's own connection reads both; the application shows her private one to her agent.
+    assert {r[0] for r in sql(alice_url, "SELECT title FROM lore.memories")} == {
+        "Shared rollout rule",
+        "Alice private hunch",
+    }
+    assert "Alice private hunch" in titles(
+        project.json("search", "flaky test tmp folder", "--agent", "claude", env=env)
+    )
+
+    # Bob, a member of lore_user, runs SQL directly: no private row, in any table.
+    assert [r[0] for r in sql(bob_url, "SELECT title FROM lore.memories")] == ["Shared rollout rule"]
+    assert not sql(bob_url, "SELECT 1 FROM lore.chunks WHERE text LIKE '%flaky%'")
+    assert not sql(bob_url, "SELECT 1 FROM lore.files WHERE path LIKE '.lore/local/%'")
+    assert not sql(bob_url, "SELECT 1 FROM lore.clone_files WHERE path LIKE '.lore/local/%'")
+    assert sql(alice_url, "SELECT count(*) FROM lore.links") == [(1,)]  # her private memory's link
+    assert sql(bob_url, "SELECT count(*) FROM lore.links") == [(0,)]
+    # …and cannot change or delete it either.
+    assert sql(
+        bob_url,
+        "WITH d AS (DELETE FROM lore.chunks WHERE owner_role <> '' RETURNING 1) SELECT count(*) FROM d",
+    ) == [(0,)]
+    with pytest.raises(Exception, match="row-level security"):
+        sql(
+            bob_url,
+            "INSERT INTO lore.files(project_id, path, kind, sha256, owner_role) "
+            "SELECT id, 'x.md', 'memory', 'x', %s FROM lore.projects LIMIT 1",
+            (alice,),
+        )
+    # The superuser (the table owner) still sees everything: the private row exists.
+    assert sql(url, "SELECT owner_role FROM lore.memories WHERE title = 'Alice private hunch'") == [(alice,)]
+
+
+# -- many projects, clones, global memories ----------------------------------------------------
+
+
+def test_global_memories_reach_other_projects_only_with_include_global(pg_database, tmp_path):
+    _server, url = pg_database
+    env = url_env(url)
+    a = make_project(tmp_path / "alpha", url)
+    b = make_project(tmp_path / "beta", url)
+    a(
+        "add",
+        "--title",
+        "Alpha local rule",
+        "--body",
+        "Alpha services retry three times on timeouts.",
+        env=env,
+    )
+    memory = tmp_path / "alpha/.lore/memory/company-wide.md"
+    memory.write_text(
+        "---\nsubject: Company wide timeout policy\ntype: convention\noccurred_at: 2026-01-05T10:00:00Z\nis_global: true\n---\n"
+        "Every outbound HTTP call sets a timeout of ten seconds.\n"
+    )
+    a("index", "--no-code", "--no-embed", env=env)
+    hits = b.json("search", "outbound HTTP timeout policy", env=env)
+    assert titles(hits) == ["Company wide timeout policy"]
+    assert hits[0]["path"] == "@alpha/.lore/memory/company-wide.md"  # another project's, never a local path
+    assert "Alpha local rule" not in titles(b.json("search", "retry timeouts", env=env))
+    beta = open_postgres(Project.find(tmp_path / "beta"), url)
+    assert beta.memories(MemoryFilter(include_global=False)) == []
+    assert [m.title for m in beta.memories(MemoryFilter(include_global=True))] == [
+        "Company wide timeout policy"
+    ]
+    assert b.json("search", "outbound HTTP timeout policy", env=env) == hits
+    projects = {p["name"]: p for p in beta.projects()}
+    assert projects["alpha"]["global_memories"] == 1 and projects["beta"]["current"]
+
+
+def test_a_memory_is_made_global_from_the_cli_the_http_api_and_python(pg_database, tmp_path, monkeypatch):
+    """003: a memory can be marked global from any interface; every one reaches the other project."""
+    import anyio
+
+    from lore.interfaces.web.app import build_app
+    from test_mcp import run_async, stdio_session
+    from web_helpers import client
+
+    _server, url = pg_database
+    env = url_env(url)
+    monkeypatch.setenv("LORE_DATABASE_URL", url)  # the in-process API and Python calls
+    alpha, beta = make_project(tmp_path / "alpha", url), make_project(tmp_path / "beta", url)
+    alpha("add", "--global", "--title", "CLI rule", "--body", "Zebra crossings need a reviewer.", env=env)
+
+    async def over_http() -> int:
+        async with client(build_app(str(tmp_path / "alpha"))) as c:
+            body = {"title": "API rule", "body": "Zebra stripes mark deprecated flags.", "is_global": True}
+            return (await c.post("/api/memories", json=body)).status_code
+
+    assert anyio.run(over_http) == 201
+    with lore.open(tmp_path / "alpha") as handle:
+        handle.add(title="Python rule", body="Zebra tests run nightly.", is_global=True)
+        handle.add(title="Alpha only", body="Zebra is alpha's mascot.")
+        later = handle.add(title="MCP rule", body="Zebra fixtures live in conftest.").id
+
+    async def over_mcp() -> None:  # MCP marks an existing memory global (edit_memory's set)
+        async with stdio_session(tmp_path / "alpha") as s:
+            await s.ok("edit_memory", id=later, operation="set", target="is_global", value="true")
+
+    run_async(over_mcp)
+    found = beta.json("search", "zebra", env=env)
+    assert sorted(titles(found)) == ["API rule", "CLI rule", "MCP rule", "Python rule"]
+    assert all(hit["path"].startswith("@alpha/") for hit in found)
+
+
+def test_clones_share_committed_memories_and_sync_three_way(pg_database, tmp_path, git_env):
+    _server, url = pg_database
+    env = url_env(url)
+    origin = tmp_path / "origin"
+    one = make_project(origin, url)
+    git(origin, "init", "-q", "-b", "main")
+    one(
+        "add",
+        "--title",
+        "Deploy on Tuesdays",
+        "--body",
+        "Production deploys happen on Tuesday mornings.",
+        env=env,
+    )
+    git(origin, "add", "-A")
+    git(origin, "commit", "-qm", "memories")
+    git(tmp_path, "clone", "-q", str(origin), "second")
+    two = CLI(tmp_path / "second")
+    # The clone is the same project ([project] id in the committed config): one memory, not two.
+    assert titles(two.json("search", "deploy Tuesday", env=env)) == ["Deploy on Tuesdays"]
+    project_ids = sql(url, "SELECT DISTINCT project_id FROM lore.memories")
+    assert len(project_ids) == 1 and len(sql(url, "SELECT 1 FROM lore.memories")) == 1
+    assert len(sql(url, "SELECT 1 FROM lore.clones")) == 2
+
+    # A memory written in clone one is found in clone two before any pull.
+    one(
+        "add",
+        "--title",
+        "Freeze before holidays",
+        "--body",
+        "No deploys in the last week of December.",
+        env=env,
+    )
+    assert titles(two.json("search", "holidays freeze December", env=env))[0] == "Freeze before holidays"
+    # Clone two still has the old file on disk; its sync must not resurrect what one deletes.
+    path = next((origin / ".lore/memory").glob("*deploy-on-tuesdays*.md"))
+    path.unlink()
+    assert "Deploy on Tuesdays" not in titles(one.json("search", "deploy Tuesday", env=env))
+    assert "Deploy on Tuesdays" not in titles(two.json("search", "deploy Tuesday", env=env))
+    # An edit in clone two (its own change) is pushed and seen by clone one.
+    mine = next((tmp_path / "second/.lore/memory").glob("*deploy-on-tuesdays*.md"))
+    mine.write_text(mine.read_text().replace("Tuesday mornings", "Wednesday mornings after standup"))
+    two("list", env=env)  # any command syncs clone two's files first
+    assert "Deploy on Tuesdays" in titles(one.json("search", "Wednesday standup", env=env))
+    # Syncing again and again changes nothing: no duplicates.
+    for runner in (one, two, one):
+        runner("index", "--no-code", "--no-embed", env=env)
+    counts = sql(url, "SELECT path, count(*) FROM lore.files WHERE kind = 'memory' GROUP BY path")
+    assert counts and all(n == 1 for _, n in counts)
+
+
+def test_serve_with_database_answers_from_the_shared_index(pg_database, tmp_path, git_env):
+    """`lore serve --database URL` (a team server) reads the shared index: a memory
+    another clone wrote is found through the HTTP API before this clone pulls it."""
+    import json as json_
+    import urllib.parse
+    import urllib.request
+
+    from web_helpers import Server
+
+    _server, url = pg_database
+    env = url_env(url)
+    origin = tmp_path / "origin"
+    one = make_project(origin, url)
+    git(origin, "init", "-q", "-b", "main")
+    git(origin, "add", "-A")
+    git(origin, "commit", "-q", "-m", "start")  # the committed .lore/config.toml names the project
+    git(tmp_path, "clone", "-q", str(origin), "served")
+    one(
+        "add",
+        "--title",
+        "Freeze before holidays",
+        "--body",
+        "No deploys in the last week of December.",
+        env=env,
+    )
+
+    def search(server: Server) -> list[str]:
+        query = urllib.parse.urlencode({"q": "holidays freeze December"})
+        with urllib.request.urlopen(f"{server.url}/api/search?{query}", timeout=30) as response:
+            return [hit["title"] for hit in json_.loads(response.read())]
+
+    served = tmp_path / "served"
+    team = Server(served, "--database", url, env={"LORE_DATABASE_URL": ""})
+    try:
+        assert search(team) == ["Freeze before holidays"]
+    finally:
+        team.stop()
+    alone = Server(served, env={"LORE_DATABASE_URL": ""})  # the clone's own SQLite index: not there
+    try:
+        assert search(alone) == []
+    finally:
+        alone.stop()
+
+
+def test_equal_code_is_embedded_and_stored_once_across_projects(pg_database, tmp_path):
+    _server, url = pg_database
+    env = url_env(url)
+    code = textwrap.dedent(
+        '''
+        def retry_with_backoff(call, attempts=5):
+            """Call `call` until it succeeds, doubling the wait each time."""
+            delay = 0.1
+            for _ in range(attempts):
+                try:
+                    return call()
+                except TimeoutError:
+                    time.sleep(delay)
+                    delay *= 2
+            raise TimeoutError("gave up")
+        '''
+    )
+    reports = []
+    for name in ("first", "second"):
+        runner = make_project(tmp_path / name, url)
+        (tmp_path / name / "retry.py").write_text(code)
+        reports.append(runner.json("index", env=env))
+    assert reports[0]["embedded"] >= 1 and reports[1]["embedded"] == 0  # the second project reuses them
+    hashes = sql(url, "SELECT count(DISTINCT text_hash), count(*) FROM lore.chunks WHERE kind = 'code'")
+    assert hashes[0][1] == 2 * hashes[0][0]  # a chunk row per project…
+    assert sql(
+        url,
+        "SELECT count(*) FROM lore.embeddings e WHERE EXISTS (SELECT 1 FROM lore.chunks c "
+        "WHERE c.kind = 'code' AND c.text_hash = e.text_hash)",
+    ) == [(hashes[0][0],)]  # …one vector
+    hits = CLI(tmp_path / "second").json("code", "retry with exponential backoff", env=env)
+    assert hits[0]["file_path"] == "retry.py"
+    # `lore index --reembed` in one project embeds all its texts again (shared vectors
+    # included); the other project is left with every vector it needs, nothing pending.
+    again = CLI(tmp_path / "first")("index", "--reembed", env=env)
+    assert f"all {reports[0]['embedded']} texts re-embedded" in again.stdout
+    assert CLI(tmp_path / "second").json("index", env=env)["embedded"] == 0
+    assert sql(url, "SELECT count(*) FROM lore.embeddings") == [(hashes[0][0],)]
+
+
+# -- search behaviour ------------------------------------------------------------------------------
+
+
+def test_filtered_vector_search_is_never_short_and_matches_exact_search(pg_database, tmp_path):
+    import numpy as np
+
+    _server, url = pg_database
+    project = Project.init(tmp_path / "vectors")[0]
+    store = open_postgres(project, url)
+    rng = np.random.default_rng(7)
+    hashes, vectors = [], []
+    with store.transaction():
+        for i in range(400):
+            folder = "rare" if i % 100 == 0 else "common"
+            file_id = store.put_file(f"{folder}/m{i}.py", "code", f"sha{i}", 1, 1)
+            store.put_chunks(
+                file_id, "code", [ChunkInput(text=f"def f{i}(): return {i}", start_line=1, end_line=1)]
+            )
+    for text_hash, _ in store.pending_embeddings("test-model", 1000):
+        hashes.append(text_hash)
+        vectors.append(rng.standard_normal(384).astype(np.float32))
+    matrix = np.stack(vectors)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    with store.transaction():
+        store.put_embeddings("test-model", hashes, matrix)
+    query = matrix[5]
+    # Four chunks live under rare/: a filtered search for 10 returns all four, nearest first.
+    found = store.vector_search("code", "test-model", query, ChunkFilter(directories=["rare"]), 10)
+    assert len(found) == 4
+    rare = {c.chunk_id for c in store.chunks("code", [i for i, _ in found])}
+    assert {c.path for c in store.chunks("code", list(rare))} == {f"rare/m{i}.py" for i in (0, 100, 200, 300)}
+    assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
+    # Unfiltered: HNSW's top 10 agree with exact search.
+    top = store.vector_search("code", "test-model", query, None, 10)
+    exact = np.sort(matrix @ query)[::-1][:10]
+    assert np.allclose([s for _, s in top], exact, atol=1e-5)
+
+
+def test_bm25_scores_equal_sqlite_fts5(pg_database, tmp_path):
+    """The same memories in both backends rank alike: PostgreSQL computes FTS5's BM25."""
+    from lore.memory.sync import sync_memories
+    from lore.storage.sqlite import SQLiteStore
+
+    _server, url = pg_database
+    project = Project.init(tmp_path / "bm25")[0]
+    texts = [
+        ("Refresh tokens", "The OAuth refresh_token is rotated on every use; refresh failures log out."),
+        ("Timeouts", "Outbound calls time out after ten seconds; retries back off exponentially."),
+        ("Deploys", "Deploys run on Tuesdays. A deploy needs a green build and a rollback plan."),
+        ("Tokens in logs", "Never log a token. Tokens are redacted by the logging filter before output."),
+        ("Caching", "Responses are cached for five minutes; the cache key includes the tenant."),
+    ]
+    with lore.open(project.root) as handle:
+        for title, body in texts:
+            handle.add(title=title, body=body, type="convention")
+    sqlite, pg = SQLiteStore(project.index_path), open_postgres(project, url)
+    sync_memories(project, sqlite)
+    sync_memories(project, pg)
+    for terms in (["refresh", "token"], ["deploy", "rollback"], ["tokens", "logging", "filter"], ["tenant"]):
+        a = [(c.path, round(s, 6)) for c, s in sqlite.lexical_search("memory", terms, None, 10)]
+        b = [(c.path, round(s, 6)) for c, s in pg.lexical_search("memory", terms, None, 10)]
+        assert a == b, terms
+    sqlite.close()
+
+
+def test_repair_recounts_drifted_bm25_statistics_and_keeps_the_rows(pg_database, tmp_path):
+    """`lore index --force` on PostgreSQL: BM25 statistics that drifted from the
+    chunks are recounted, so scores are what they were; nothing is dropped."""
+    from lore.memory.sync import sync_memories
+
+    _server, url = pg_database
+    project = Project.init(tmp_path / "repair")[0]
+    with lore.open(project.root) as handle:
+        handle.add(title="Deploys", body="Deploys run on Tuesdays after a green build.", type="convention")
+        handle.add(title="Rollbacks", body="A deploy without a rollback plan waits.", type="convention")
+        handle.add(title="Caching", body="Responses are cached for five minutes.", type="convention")
+    pg = open_postgres(project, url)
+    sync_memories(project, pg)
+
+    def scores() -> list[tuple[str, float]]:
+        return [(c.path, round(s, 6)) for c, s in pg.lexical_search("memory", ["deploy"], None, 10)]
+
+    before, memories = scores(), len(pg.memories())
+    assert len(before) == 2
+    assert pg.repair() is False  # nothing drifted
+    sql(url, "UPDATE lore.chunk_stats SET docs = docs + 1000, tokens = tokens * 7")
+    assert scores() != before
+    assert pg.repair() is True
+    assert scores() == before
+    assert len(pg.memories()) == memories
+    assert pg.repair() is False
+
+
+# -- moving between backends ------------------------------------------------------------------------
+
+
+def test_export_import_between_sqlite_and_postgres_gives_identical_results(pg_database, tmp_path, git_env):
+    _server, url = pg_database
+    root = tmp_path / "moving"
+    runner = make_project(root, url, init=False)
+    sqlite_env = {"LORE_DATABASE_URL": ""}
+    runner("init", env=sqlite_env)
+    git(root, "init", "-q", "-b", "main")
+    (root / "billing.py").write_text(
+        'def charge(customer, amount):\n    """Charge a customer\'s card; retries on network errors."""\n'
+        "    return gateway.charge(customer.card, amount)\n\n\ndef refund(payment):\n"
+        '    """Refund a payment in full."""\n    return gateway.refund(payment.id)\n'
+    )
+    (root / "auth.py").write_text(
+        'def rotate_refresh_token(session):\n    """Issue a new refresh token and revoke the old one."""\n'
+        "    session.token = new_token()\n    return session\n"
+    )
+    for title, body in (
+        ("Charges retry", "Card charges retry three times on network errors, then fail loudly."),
+        ("Refresh token rotation", "Refresh tokens rotate on every use; the old one is revoked."),
+        ("Refund policy", "Refunds are always full; partial refunds go through support."),
+    ):
+        runner("add", "--title", title, "--body", body, "--type", "decision", env=sqlite_env)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "Billing and auth with their decisions")
+    runner("index", env=sqlite_env)
+
+    queries = ["card charge network errors", "rotate refresh token", "refunds"]
+
+    def results(env: dict[str, str]) -> list:
+        out = []
+        for q in queries:
+            out.append([(h["path"], h["score"]) for h in runner.json("search", q, env=env)])
+            out.append([(h["file_path"], h["start_line"]) for h in runner.json("code", q, env=env)])
+            out.append([h["sha"] for h in runner.json("history", q, env=env)])
+        return out
+
+    on_sqlite = results(sqlite_env)
+    assert all(on_sqlite[::3])
+    dump = tmp_path / "index.jsonl.gz"
+    exported = runner.json("db", "export", str(dump), env=sqlite_env)
+    assert exported["vectors"] >= 6 and oct(dump.stat().st_mode & 0o777) == "0o600"
+    imported = runner.json("db", "import", str(dump), env=url_env(url))
+    assert imported["files"] == exported["files"] and imported["vectors"] == exported["vectors"]
+    assert results(url_env(url)) == on_sqlite
+    # Nothing was embedded again after the move.
+    assert runner.json("index", env=url_env(url))["embedded"] == 0
+
+    # And back: PostgreSQL → a fresh SQLite index.
+    back = tmp_path / "back.jsonl.gz"
+    runner("db", "export", str(back), env=url_env(url))
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{root / '.lore/index.db'}{suffix}").unlink(missing_ok=True)
+    runner("db", "import", str(back), env=sqlite_env)
+    assert results(sqlite_env) == on_sqlite
+
+
+# -- the database: upgrades, status, concurrency ---------------------------------------------------------
+
+
+def test_db_upgrade_runs_concurrently_and_status_reports_each_source(database_backend, tmp_path, git_env):
+    server = database_backend
+    name = f"fresh_{uuid.uuid4().hex[:8]}"
+    server.sql(f'CREATE DATABASE "{name}"')
+    url = server.url(name)
+    try:
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "lore", "db", "upgrade", "--database", url, "--json"],
+                cwd=tmp_path,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(2)
+        ]
+        reports = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+        assert all(p.returncode == 0 for p in procs)
+        assert sorted(r["from_version"] for r in reports) == [0, reports[0]["schema_version"]]
+        root = tmp_path / "status"
+        runner = make_project(root, url)
+        git(root, "init", "-q", "-b", "main")
+        (root / "main.py").write_text("print('hello')\n")
+        git(root, "add", "-A")
+        git(root, "commit", "-qm", "first")
+        runner(
+            "add", "--title", "Hello", "--body", "The program greets the world politely.", env=url_env(url)
+        )
+        runner("index", "--no-embed", env=url_env(url))
+        status = runner.json("db", "status", env=url_env(url))
+        sources = {s["kind"]: s for s in status["clones"][0]["sources"]}
+        assert {k: s["status"] for k, s in sources.items()} == {
+            "code": "completed",
+            "commit": "completed",
+            "memory": "completed",
+        }
+        assert sources["code"]["last_commit_hash"] == git(root, "rev-parse", "HEAD").strip()
+        assert all(s["last_indexed_at"] for s in sources.values())
+        assert status["schema_version"] == status["schema_version_expected"]
+    finally:
+        from lore.storage.postgres.connection import close
+
+        close(url)
+        server.sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys, lore
+    root, worker, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    with lore.open(root) as project:
+        for i in range(count):
+            project.add(title=f"Note {worker}-{i}", body=f"Written by worker {worker}, number {i}.",
+                        tags=["load"])
+            if i % 3 == 0:
+                project.index_code()
+        project.index_code()
+        project.embed()
+    """
+)
+
+
+def test_eight_processes_write_two_projects_nothing_lost_no_duplicates(pg_database, tmp_path, git_env):
+    _server, url = pg_database
+    clones = []
+    for name in ("red", "blue"):
+        origin = tmp_path / name
+        make_project(origin, url)
+        git(origin, "init", "-q", "-b", "main")
+        for i in range(6):
+            (origin / f"mod{i}.py").write_text(
+                f"def handler_{i}(event):\n    return event.get('{name}{i}')\n"
+            )
+        git(origin, "add", "-A")
+        git(origin, "commit", "-qm", f"{name} code")
+        git(tmp_path, "clone", "-q", str(origin), f"{name}-2")
+        clones += [origin, tmp_path / f"{name}-2"]
+    per_worker = 5
+    env = {**os.environ, "LORE_DATABASE_URL": url, "LORE_AGENT": ""}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(clones[w % 4]), str(w), str(per_worker)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(8)
+    ]
+    for proc in procs:
+        _out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err
+    # Each project holds exactly the notes of its four writers (two per clone), once.
+    for name, workers in (("red", (0, 1, 4, 5)), ("blue", (2, 3, 6, 7))):
+        for clone in (tmp_path / name, tmp_path / f"{name}-2"):
+            store = open_postgres(Project.find(clone), url)
+            got = sorted(m.title for m in store.memories(MemoryFilter()))
+            assert got == sorted(f"Note {w}-{i}" for w in workers for i in range(per_worker))
+    assert sql(
+        url, "SELECT count(*) FROM (SELECT 1 FROM lore.chunks GROUP BY file_id, ord HAVING count(*) > 1) d"
+    ) == [(0,)]
+    # BM25 statistics kept by triggers agree with the rows.
+    assert sql(
+        url,
+        "SELECT count(*) FROM lore.chunk_stats s WHERE s.docs <> (SELECT count(*) FROM lore.chunks c "
+        "WHERE c.project_id = s.project_id AND coalesce(c.clone_id, 0) = s.clone_key AND c.kind = s.kind)",
+    ) == [(0,)]
+    assert sql(
+        url,
+        "SELECT count(*) FROM lore.chunks c WHERE NOT EXISTS (SELECT 1 FROM lore.embeddings e "
+        "WHERE e.text_hash = c.text_hash)",
+    ) == [(0,)]
+
+
+def test_at_scale_a_term_in_most_chunks_scores_but_adds_no_candidates(pg_database, tmp_path, monkeypatch):
+    """Beyond EXACT_LEXICAL_DOCS chunks, a very common term no longer makes every
+    search score most of the index; rows the rarer terms find rank as before."""
+    from lore.storage.postgres import search as pg_search
+
+    _server, url = pg_database
+    project = Project.init(tmp_path / "scale")[0]
+    store = open_postgres(project, url)
+    with store.transaction():
+        for i in range(60):
+            text = "handler request " + ("checkout basket " if i % 10 == 0 else "") + f"item{i}"
+            file_id = store.put_file(f"src/m{i}.py", "code", f"sha{i}", 1, 1)
+            store.put_chunks(file_id, "code", [ChunkInput(text=text, start_line=1, end_line=1)])
+    sql(url, "ANALYZE lore.chunks")
+    exact = store.lexical_search("code", ["handler", "checkout"], None, 10)
+    assert len(exact) == 10  # every chunk has "handler": the exact path scores all 60
+    monkeypatch.setattr(pg_search, "EXACT_LEXICAL_DOCS", 0)
+    monkeypatch.setattr(pg_search, "COMMON_TERM_ROWS", 30)
+    pruned = open_postgres(project, url).lexical_search("code", ["handler", "checkout"], None, 10)
+    assert [c.path for c, _ in pruned] == [c.path for c, _ in exact[:6]]  # the six "checkout" chunks
+    assert all("checkout" in c.text for c, _ in pruned)
+    # Every term common: the rarest alone finds candidates, and the search still answers.
+    only_common = open_postgres(project, url).lexical_search("code", ["handler", "request"], None, 5)
+    assert len(only_common) == 5

@@ -1,0 +1,122 @@
+"""Backend-neutral parts of the storage layer: project identity, the filters'
+glob translation, and `lore db export/import` between two indexes of the
+backend under test (SQLite on the default run)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import CLI
+from lore.storage.postgres.identity import identify, normalise_remote
+from lore.storage.postgres.sql import glob_regex
+
+
+@pytest.mark.storage_independent
+@pytest.mark.parametrize(
+    "url",
+    [
+        "git@github.com:Acme/Widgets.git",
+        "https://github.com/Acme/Widgets",
+        "https://user:token@github.com/Acme/Widgets.git/",
+        "ssh://git@GitHub.com:22/Acme/Widgets.git",
+    ],
+)
+def test_remote_urls_of_one_repository_normalise_alike(url):
+    assert normalise_remote(url) == "github.com/Acme/Widgets"
+
+
+@pytest.mark.storage_independent
+def test_project_identity_prefers_config_then_remote_then_folder(tmp_path, git_env):
+    root = tmp_path / "widgets"
+    root.mkdir()
+    assert identify(root, {}).id.startswith("path:") and identify(root, {}).name == "widgets"
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    subprocess.run(
+        ["git", "remote", "add", "origin", "git@example.com:team/widgets.git"], cwd=root, check=True
+    )
+    found = identify(root, {})
+    assert (found.id, found.name, found.remote_url) == (
+        "git:example.com/team/widgets",
+        "widgets",
+        "git@example.com:team/widgets.git",
+    )
+    assert identify(root, {"project": {"id": "abc-123", "name": "Widgets"}}).id == "abc-123"
+    assert identify(root, {"project": {"id": "abc-123", "name": "Widgets"}}).name == "Widgets"
+
+
+@pytest.mark.storage_independent
+def test_a_folder_name_that_is_not_utf8_gives_a_storable_stable_identity(tmp_path):
+    import os
+
+    root = Path(os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9"))
+    root.mkdir()
+    first, again = identify(root, {}), identify(root, {})
+    assert first == again and first.name == "caf\\xe9" and first.repo_path.endswith("/caf\\xe9")
+    for text in (first.id, first.name, first.repo_path):
+        text.encode("utf-8")  # a database can hold it
+
+
+@pytest.mark.storage_independent
+@pytest.mark.parametrize(
+    ("glob", "path", "matches"),
+    [
+        ("src/*", "src/a/b.py", True),  # SQLite GLOB: * crosses /
+        ("src/*/api/*", "src/x/api/h.py", True),
+        ("src/*/api/*", "lib/x/api/h.py", False),
+        ("src/?.py", "src/a.py", True),
+        ("src/[ab].py", "src/c.py", False),
+        ("a.b/*", "aXb/c", False),  # dots are literal
+    ],
+)
+def test_directory_globs_mean_what_sqlite_glob_means(glob, path, matches):
+    import re
+
+    assert bool(re.search(glob_regex(glob), path)) is matches
+    db = sqlite3.connect(":memory:")
+    assert bool(db.execute("SELECT ? GLOB ?", (path, glob)).fetchone()[0]) is matches
+
+
+def test_export_then_import_into_another_project_gives_the_same_results(cli, tmp_path):
+    for title, body in (
+        ("Blue-green deploys", "Releases switch traffic between the blue and the green pools."),
+        (
+            "Timezones",
+            "Persist timestamps in UTC and convert them only when rendering. [[Blue-green deploys]]",
+        ),
+    ):
+        cli("add", "--title", title, "--body", body, "--tag", "ops")
+    cli("index")
+    before = cli.json("search", "switch release traffic")
+    linked = next(p.name for p in (cli.cwd / ".lore/memory").glob("*blue-green*.md"))
+    backlinks = cli.json("show", linked)["backlinks"]
+    assert [b["title"] for b in backlinks] == ["Timezones"]
+    dump = tmp_path / "dump.jsonl.gz"
+    report = cli.json("db", "export", str(dump))
+    assert report["files"] == 2 and report["vectors"] >= 2
+    with gzip.open(dump, "rt") as handle:
+        header = json.loads(handle.readline())
+    assert header["format"] == "lore-index-dump" and header["meta"]["embed_model"]
+    # Import into the same project after wiping its index: identical results, nothing re-embedded.
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{cli.cwd / '.lore/index.db'}{suffix}").unlink(missing_ok=True)
+    assert cli.json("db", "import", str(dump))["vectors"] == report["vectors"]
+    assert cli.json("show", linked)["backlinks"] == backlinks  # links travel: no file was read again
+    assert cli.json("search", "switch release traffic") == before
+    assert cli.json("index")["embedded"] == 0
+    broken = tmp_path / "broken.jsonl.gz"
+    broken.write_bytes(gzip.compress(b'{"format": "something else"}\n'))
+    proc = cli("db", "import", str(broken), ok=False)
+    assert proc.returncode == 1 and "not a Lore index dump" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_db_status_and_upgrade_on_the_default_backend(cli):
+    status = cli.json("db", "status")
+    assert status["backend"] in ("sqlite", "postgres") and status["counts"]["memories"] == 0
+    assert cli.json("db", "upgrade")["schema_version"] >= 1
+    assert CLI(cli.cwd)("db", "--help").stdout.count("export") >= 1
