@@ -265,12 +265,12 @@ class Memories:
         body: str,
         title: str | None = None,
         type: str = "fact",
-        tags: list[str] | tuple = (),
+        tags: list[str] | tuple[str, ...] = (),
         applies_to: str = "global",
         task: str | None = None,
         project: str | None = None,
-        files: list[str] | tuple = (),
-        labels: list[str] | tuple = (),
+        files: list[str] | tuple[str, ...] = (),
+        labels: list[str] | tuple[str, ...] = (),
         confidence: float | None = None,
         occurred_at: str | None = None,
         id: str | None = None,
@@ -281,7 +281,7 @@ class Memories:
         priority: int | None = None,
         risk: str | None = None,
         task_type: str | None = None,
-        extra: dict | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> AddResult:
         """Write a new memory file and index it.
 
