@@ -17,19 +17,27 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict
+from typing import Protocol, TypedDict
 
 from lore.errors import LoreError
 from lore.safe_read import read_inside
 from lore.storage import AnchorRecord, Store
 
-if TYPE_CHECKING:
-    from lore.memory.model import Memory
-
 MAX_ANCHORED_BYTES = 16 * 1024 * 1024
 """Largest file an anchor hashes; a larger (or unreadable) one counts as absent."""
 
 _KEY_FILE = re.compile(r"`([\w./@+-]+\.[\w]+)(?::(\d+)(?:-(\d+))?)?`")
+
+
+class Anchored(Protocol):
+    """What anchoring reads of a memory (:class:`lore.memory.model.Memory` has it;
+    the index layer does not import the memory layer above it)."""
+
+    id: str
+    files: list[str]
+    applies_to: str
+    body: str
+
 
 #: A code target a memory names: (path, first line, last line); lines may be None.
 Target = tuple[str, int | None, int | None]
@@ -45,7 +53,7 @@ class AnchorInfo(TypedDict):
     stale: str | None
 
 
-def targets(memory: Memory) -> list[Target]:
+def targets(memory: Anchored) -> list[Target]:
     """(path, first line, last line) named by a memory; lines may be None."""
     found: dict[Target, None] = {}
     for path in memory.files:
@@ -67,7 +75,7 @@ def targets(memory: Memory) -> list[Target]:
     return [t for t in found if t[1] is not None or t[0] not in with_lines]
 
 
-def record(store: Store, root: Path, memory: Memory) -> int:
+def record(store: Store, root: Path, memory: Anchored) -> int:
     """(Re-)anchor `memory` to the code as it is now; clears staleness.
 
     A path the memory names that was since renamed resolves to its new name

@@ -391,16 +391,19 @@ def _block(
 def _confidence(value: object) -> float | None:
     if value is None or value == "":
         return None
-    problem = f"confidence '{value}' must be a number between 0 and 1"
     if not isinstance(value, (str, bytes, int, float)):  # what float() would refuse
-        raise _BlockProblem(problem)
+        raise _bad_confidence(value)
     try:
         number = float(value)
     except ValueError:
-        raise _BlockProblem(problem) from None
+        raise _bad_confidence(value) from None
     if not 0 <= number <= 1:
-        raise _BlockProblem(problem)
+        raise _bad_confidence(value)
     return number
+
+
+def _bad_confidence(value: object) -> _BlockProblem:
+    return _BlockProblem(f"confidence '{value}' must be a number between 0 and 1")
 
 
 def _attributes(text: str) -> dict[str, str]:
