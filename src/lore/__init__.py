@@ -21,7 +21,12 @@ _os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # telemetry events under ~/.cache/Microsoft (read when it is first imported).
 _os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
+from typing import TYPE_CHECKING
+
 from lore.errors import LoreError, NotFound, ProjectNotFound, ProviderError, UsageError, ValidationError
+
+if TYPE_CHECKING:
+    from lore.service import Lore  # imported on first use (`lore --help` stays fast)
 
 __version__ = "0.1.0"
 __all__ = [
@@ -38,21 +43,26 @@ __all__ = [
 ]
 
 
-def open(path: str = ".", **options):
-    """Open the Lore project containing `path` (searching parents like git)."""
+def open(path: str | _os.PathLike[str] = ".", *, agent: str | None = None, watch: bool = False) -> Lore:
+    """Open the Lore project containing `path` (searching parents like git).
+
+    Args:
+        agent: the acting agent's identity (sees its private memories).
+        watch: for long-running processes (see :class:`~lore.service.Lore`).
+    """
     from lore.service import Lore
 
-    return Lore.open(path, **options)
+    return Lore.open(path, agent=agent, watch=watch)
 
 
-def init(path: str = ".", **options):
+def init(path: str | _os.PathLike[str] = ".", *, agent: str | None = None) -> Lore:
     """Create (idempotently) the `.lore/` layout in `path` and open it."""
     from lore.service import Lore
 
-    return Lore.init(path, **options)
+    return Lore.init(path, agent=agent)
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> type[Lore]:
     if name == "Lore":
         from lore.service import Lore
 

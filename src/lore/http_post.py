@@ -9,6 +9,7 @@ in headers only and never appear in messages.
 
 from __future__ import annotations
 
+import email.message
 import email.utils
 import http.client
 import json
@@ -16,8 +17,10 @@ import random
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from lore.errors import ProviderError
 
@@ -49,7 +52,7 @@ class Endpoint:
     rate_limit_fix: str = "wait, or raise max_retries"
 
 
-def post_json(endpoint: Endpoint, url: str, body: dict, headers: dict) -> dict:
+def post_json(endpoint: Endpoint, url: str, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
     """POST `body` as JSON to `url` with retries; return the decoded response.
 
     Raises:
@@ -95,7 +98,8 @@ def post_json(endpoint: Endpoint, url: str, body: dict, headers: dict) -> dict:
     else:
         raise ProviderError(failure)
     try:
-        return json.loads(raw)
+        payload: dict[str, Any] = json.loads(raw)
+        return payload
     except ValueError as exc:
         raise ProviderError(
             f"{url} did not return JSON ({exc}) — is base_url pointing at a "
@@ -130,7 +134,7 @@ def error_detail(exc: urllib.error.HTTPError) -> str:
     return (text[:300] + "…") if len(text) > 300 else (text or str(exc.reason))
 
 
-def retry_after(headers) -> float | None:
+def retry_after(headers: Mapping[str, str] | email.message.Message | None) -> float | None:
     """Seconds to wait from a Retry-After header (delta-seconds or HTTP date)."""
     value = headers.get("Retry-After") if headers else None
     if not value:

@@ -17,11 +17,14 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lore.errors import LoreError, StorageError, as_lore_error
 from lore.memory.model import now_iso
 from lore.records import Record, internal
+
+if TYPE_CHECKING:
+    from lore.service import Lore
 
 JOB_KINDS = ("files", "update", "rebuild")
 MAX_QUEUED = 20
@@ -55,8 +58,8 @@ class IndexJob(Record):
     started_at: str | None = None
     finished_at: str | None = None
     phases: list[JobPhase] = field(default_factory=list)
-    failed_files: list[dict] = field(default_factory=list)
-    result: dict | None = None
+    failed_files: list[dict[str, str]] = field(default_factory=list)
+    result: dict[str, Any] | None = None
     error: str | None = None
     version: int = internal(default=0)  # bumped on every change (for watchers)
 
@@ -68,6 +71,10 @@ class IndexJob(Record):
         return next(p for p in self.phases if p.name == name)
 
 
+# How a job reports progress: (job, phase, done, total, state).
+JobProgress = Callable[[IndexJob, str, int, int | None, str], None]
+
+
 class JobRunner:
     """Runs index jobs one at a time on a worker thread.
 
@@ -75,7 +82,7 @@ class JobRunner:
         open_lore: makes a fresh Lore for the project (called on the worker thread).
     """
 
-    def __init__(self, open_lore: Callable[[], Any]):
+    def __init__(self, open_lore: Callable[[], Lore]):
         self._open_lore = open_lore
         self._jobs: OrderedDict[str, IndexJob] = OrderedDict()
         self._queue: list[str] = []
@@ -172,7 +179,9 @@ class JobRunner:
             step.done, step.total, step.state = done, total, state
             self._changed(job)
 
-    def _finish(self, job: IndexJob, *, result: dict | None = None, error: str | None = None) -> None:
+    def _finish(
+        self, job: IndexJob, *, result: dict[str, Any] | None = None, error: str | None = None
+    ) -> None:
         job.state = "failed" if error else "done"
         job.result, job.error, job.finished_at = result, error, now_iso()
         self._changed(job)
@@ -194,10 +203,10 @@ _PHASES = {
 }
 
 
-def _run(job: IndexJob, lore, progress) -> dict:
+def _run(job: IndexJob, lore: Lore, progress: JobProgress) -> dict[str, Any]:
     """Do one job with `lore` (a Lore of its own); returns its result."""
 
-    def step(phase: str):
+    def step(phase: str) -> Callable[[int, int], None]:
         progress(job, phase, 0, None, "running")
         return lambda done, total: progress(job, phase, done, total, "running")
 
@@ -232,7 +241,7 @@ def _run(job: IndexJob, lore, progress) -> dict:
     }
 
 
-def _split_error(error: str) -> dict:
+def _split_error(error: str) -> dict[str, str]:
     path, _, message = error.partition(": ")
     return {"path": path, "error": message or error}
 

@@ -22,6 +22,7 @@ import tomllib
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from lore.errors import ProjectNotFound, UsageError, ValidationError
 
@@ -80,7 +81,7 @@ class Project:
     """A project root with a `.lore/` folder."""
 
     root: Path
-    settings: dict = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
 
     @property
     def lore_dir(self) -> Path:
@@ -111,11 +112,11 @@ class Project:
     def index_path(self) -> Path:
         return self.lore_dir / "index.db"
 
-    def setting(self, section: str, key: str, default=None):
+    def setting(self, section: str, key: str, default: Any = None) -> Any:
         return self.settings.get(section, {}).get(key, default)
 
     @classmethod
-    def find(cls, start: str | os.PathLike = ".") -> Project:
+    def find(cls, start: str | os.PathLike[str] = ".") -> Project:
         """The nearest folder at or above `start` that has a `.lore/` (like git)."""
         here = Path(start).resolve()
         if here.is_file():
@@ -126,7 +127,7 @@ class Project:
         raise ProjectNotFound(f"no {LORE_DIR}/ folder in {here} or any parent; run `lore init` first")
 
     @classmethod
-    def init(cls, path: str | os.PathLike = ".") -> tuple[Project, list[str]]:
+    def init(cls, path: str | os.PathLike[str] = ".") -> tuple[Project, list[str]]:
         """Create the layout idempotently; existing files are never overwritten.
 
         Returns the project and the paths created (relative to the root).
@@ -151,11 +152,11 @@ class Project:
                 created.append(str(target.relative_to(root)))
         return cls(root, load_settings(lore / "config.toml")), created
 
-    def rel(self, path: str | os.PathLike) -> str:
+    def rel(self, path: str | os.PathLike[str]) -> str:
         """`path` relative to the project root, in posix form."""
         return Path(os.path.abspath(path)).relative_to(self.root).as_posix()
 
-    def inside(self, user_path: str | os.PathLike, *, base: Path | None = None) -> Path:
+    def inside(self, user_path: str | os.PathLike[str], *, base: Path | None = None) -> Path:
         """Resolve a user-supplied path, refusing anything outside the project."""
         candidate = Path(user_path)
         if not candidate.is_absolute():
@@ -188,7 +189,7 @@ def agent_key(agent: str) -> str:
     return key
 
 
-def load_settings(path: Path) -> dict:
+def load_settings(path: Path) -> dict[str, Any]:
     """Read config.toml; a missing file means defaults, a broken one is an error."""
     try:
         raw = path.read_bytes()

@@ -28,7 +28,7 @@ import builtins
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lore.errors import NotFound, UsageError, ValidationError
 from lore.health import Problem
@@ -41,13 +41,47 @@ from lore.project import Project
 from lore.search.filters import clamp_limit, code_filter, memory_filter
 from lore.storage import Store
 
+if TYPE_CHECKING:
+    from lore.embed.runtime import EmbeddingRuntime
+    from lore.index.code_sync import IndexResult
+    from lore.index.freshness import CodeIndex
+    from lore.index.overview import IndexOverview
+    from lore.index.watch import Watcher
+    from lore.jobs import IndexJob, JobRunner
+    from lore.memory.capture import CaptureResult
+    from lore.memory.complete.bundle import CompletionBundle
+    from lore.memory.curation import BulkResult, FileCommit
+    from lore.memory.graph import Graph
+    from lore.memory.importer import ImportReport
+    from lore.memory.lifecycle import Lifecycle
+    from lore.memory.lifecycle.consolidate import ConsolidationReport
+    from lore.memory.lifecycle.daily import SessionStartReport
+    from lore.memory.lifecycle.proposals import Proposal
+    from lore.search.browse import BrowsePage, Browser, MemoryDetail
+    from lore.search.code import CodeHit, CommitHit
+    from lore.search.engine import Searcher
+    from lore.search.memories import MemoryHit
+    from lore.search.recall import RecallPack
+    from lore.search.start import StartPack
+    from lore.sessions.events import RawEvent
+    from lore.sessions.records import (
+        AppendResult,
+        CompactionResult,
+        ImportResult,
+        SessionContext,
+        SessionEvent,
+        SessionInfo,
+    )
+    from lore.sessions.store import SessionStore
+
 Progress = Callable[[int, int], None] | None
+_Part = TypeVar("_Part")
 
 
 class Lore:
     """A project's memories and index, as one agent (or none) sees them."""
 
-    def __init__(self, project: Project, *, agent: str | None = None, watch: bool = False):
+    def __init__(self, project: Project, *, agent: str | None = None, watch: bool = False) -> None:
         """Args:
         agent: the acting agent's identity (sees its private memories).
         watch: for long-running processes (the MCP server, the web server):
@@ -56,7 +90,7 @@ class Lore:
         """
         self.project = project
         self.agent = agent or os.environ.get("LORE_AGENT") or None
-        self._watcher = None
+        self._watcher: Watcher | None = None
         if watch:
             from lore.index.watch import Watcher
 
@@ -72,11 +106,13 @@ class Lore:
         self.created: list[str] = []
 
     @classmethod
-    def open(cls, path: str | os.PathLike = ".", *, agent: str | None = None, watch: bool = False) -> Lore:
+    def open(
+        cls, path: str | os.PathLike[str] = ".", *, agent: str | None = None, watch: bool = False
+    ) -> Lore:
         return cls(Project.find(path), agent=agent, watch=watch)
 
     @classmethod
-    def init(cls, path: str | os.PathLike = ".", *, agent: str | None = None) -> Lore:
+    def init(cls, path: str | os.PathLike[str] = ".", *, agent: str | None = None) -> Lore:
         project, created = Project.init(path)
         lore = cls(project, agent=agent)
         lore.created = created
@@ -98,10 +134,12 @@ class Lore:
         self._parts.clear()
         self.memories.sync(force=True)
 
-    def _part(self, name: str, make: Callable[[], Any]) -> Any:
+    def _part(self, name: str, make: Callable[[], _Part]) -> _Part:
+        """The part cached under `name`, made by `make` on first use."""
         if name not in self._parts:
             self._parts[name] = make()
-        return self._parts[name]
+        part: _Part = self._parts[name]
+        return part
 
     @property
     def memories(self) -> Memories:
@@ -110,14 +148,14 @@ class Lore:
         )
 
     @property
-    def lifecycle(self):  # -> Lifecycle
+    def lifecycle(self) -> Lifecycle:
         """Tiers, evidence, consolidation and review (:mod:`lore.memory.lifecycle`)."""
         from lore.memory.lifecycle import Lifecycle
 
         return self._part("lifecycle", lambda: Lifecycle(self.memories, embedding=self.embedding))
 
     @property
-    def embedding(self):  # -> EmbeddingRuntime
+    def embedding(self) -> EmbeddingRuntime:
         from lore.embed.runtime import EmbeddingRuntime
 
         return self._part(
@@ -128,19 +166,19 @@ class Lore:
         )
 
     @property
-    def searcher(self):  # -> Searcher
+    def searcher(self) -> Searcher:
         from lore.search.engine import Searcher
 
         return self._part("searcher", lambda: Searcher(self.store, self.embedding, self.project.settings))
 
     @property
-    def code_index(self):  # -> CodeIndex
+    def code_index(self) -> CodeIndex:
         from lore.index.freshness import CodeIndex
 
         return self._part("code", lambda: CodeIndex(self.project, self.store, watching=self._watching))
 
     @property
-    def sessions(self):  # -> SessionStore
+    def sessions(self) -> SessionStore:
         """Recorded agent sessions: start, append, context, compact, import (:mod:`lore.sessions`)."""
         from lore.sessions import SessionStore
 
@@ -194,7 +232,7 @@ class Lore:
         progress: Progress = None,
         only: list[str] | None = None,
         deleted: list[str] | None = None,
-    ):
+    ) -> IndexResult:
         """Index the repository's files (incremental) and its git history (003's IndexResult)."""
         return self.code_index.run(force=force, progress=progress, only=only, deleted=deleted)
 
@@ -270,7 +308,7 @@ class Lore:
         mode: str | None = None,
         fusion: str | None = None,
         **filters: Any,
-    ):  # -> list[MemoryHit]
+    ) -> list[MemoryHit]:
         """Memories matching `query`, best first (filters: see :func:`lore.search.filters.memory_filter`;
         archived memories only with ``include_archived``)."""
         flt = memory_filter(filters, viewer=self.memories.viewer)
@@ -308,10 +346,10 @@ class Lore:
         query: str,
         *,
         limit: int | None = None,
-        languages=(),
-        extensions=(),
-        directories=(),
-        roles=(),
+        languages: Sequence[str] = (),
+        extensions: Sequence[str] = (),
+        directories: Sequence[str] = (),
+        roles: Sequence[str] = (),
         changed_within_days: float | None = None,
         since: str | None = None,
         until: str | None = None,
@@ -319,7 +357,7 @@ class Lore:
         mode: str | None = None,
         fusion: str | None = None,
         fresh: bool = True,
-    ):
+    ) -> builtins.list[CodeHit]:
         """003's search_codebase: code chunks (or files) by hybrid search.
 
         Args:
@@ -351,7 +389,7 @@ class Lore:
         since: str | None = None,
         until: str | None = None,
         fresh: bool = True,
-    ):
+    ) -> builtins.list[CommitHit]:
         """Past commits (work items) matching `query`, with their files."""
         if fresh:
             self.code_index.sync_history()
@@ -364,7 +402,7 @@ class Lore:
         *,
         description: str = "",
         task: str | None = None,
-        files=(),
+        files: Sequence[str] = (),
         budget: int | None = None,
         level: str | None = "auto",
         bracket: str | None = None,
@@ -376,7 +414,7 @@ class Lore:
         until: str | None = None,
         include_sessions: bool = False,
         fresh: bool = True,
-    ):
+    ) -> RecallPack:
         """What an agent picking up a task should know, packed into `budget` tokens.
 
         `since`/`until` (dates or phrases) limit memories and past work to that period;
@@ -421,7 +459,7 @@ class Lore:
         title: str | None = None,
         budget: int | None = None,
         fresh: bool = True,
-    ):  # -> StartPack
+    ) -> StartPack:
         """The session-start pack (hooks' SessionStart, `lore start`): this
         project's memories worth reading now, the branch's task, the areas
         being changed; empty when nothing is relevant (see :mod:`lore.search.start`).
@@ -473,12 +511,12 @@ class Lore:
 
     # -- links ---------------------------------------------------------------------------------
 
-    def graph(self, key: str, *, depth: int = 1):  # -> Graph
+    def graph(self, key: str, *, depth: int = 1) -> Graph:
         """The memories within `depth` links of `key`, both directions (:mod:`lore.memory.graph`)."""
         self.sync()
         return self.memories.graph.walk(key, depth)
 
-    def context(self, key: str, *, depth: int = 1, budget: int | None = None):  # -> RecallPack
+    def context(self, key: str, *, depth: int = 1, budget: int | None = None) -> RecallPack:
         """A memory and its neighbourhood (linked both ways, `depth` hops) packed
         into `budget` tokens: the memory whole, its neighbours as summaries."""
         from lore.search.neighbourhood import neighbourhood
@@ -516,7 +554,7 @@ class Lore:
 
     # -- task lifecycle and capture ----------------------------------------------------------------
 
-    def complete(self, task: str, *, title: str, bundle=None) -> AddResult:
+    def complete(self, task: str, *, title: str, bundle: CompletionBundle | None = None) -> AddResult:
         """000's write-on-complete: the task's memory with Summary, Approach,
         Decisions, Key Files, Lessons and Cross-Agent Intel, its files taken
         from the task's commits (or the work tree). Idempotent per task."""
@@ -524,7 +562,7 @@ class Lore:
 
         return complete_task(self.memories, task, title=title, bundle=bundle)
 
-    def capture_transcript(self, path: str | os.PathLike):  # -> CaptureResult
+    def capture_transcript(self, path: str | os.PathLike[str]) -> CaptureResult:
         """001's PreCompact capture of a transcript (Claude Code, Codex, 004): its
         multi-line assistant messages as session memories, its digest (decisions,
         resolutions, corrections, validated patterns) in the daily tier, its
@@ -541,7 +579,7 @@ class Lore:
 
     def capture_stdout(
         self, text: str, *, source: str = "stdout", tier: str = "durable", private: bool = False
-    ):  # -> CaptureResult
+    ) -> CaptureResult:
         """Store the `<chati-memory>` / `<lore-memory>` blocks an agent printed (a
         known fact becomes evidence); count its errors (a gotcha at the third)."""
         from lore.memory.capture import capture_stdout
@@ -556,13 +594,13 @@ class Lore:
     # events it archived to 001's capture (digest, error patterns), and the
     # summary it writes is a session-summary memory, indexed and searchable.
 
-    def start_session(self, session_id: str | None = None, *, user: str | None = None):  # -> SessionInfo
+    def start_session(self, session_id: str | None = None, *, user: str | None = None) -> SessionInfo:
         """Start a recorded session, and what 001 does when one starts (see :meth:`session_started`)."""
         info = self.sessions.start(session_id, agent=self.agent, user=user)
         self.session_started(info.id)
         return info
 
-    def session_started(self, session_id: str | None = None):  # -> SessionStartReport
+    def session_started(self, session_id: str | None = None) -> SessionStartReport:
         """The previous sessions' memories digested into the daily tier and cleaned,
         daily memories older than 30 days archived, recent ones consolidated."""
         report = self.lifecycle.session_started(session_id)
@@ -576,11 +614,11 @@ class Lore:
     def record_events(
         self,
         session_id: str,
-        events: Sequence[dict],
+        events: Sequence[RawEvent],
         *,
         create: bool = False,
         agent: str | None = None,
-    ):  # -> AppendResult
+    ) -> AppendResult:
         """Append events (004's shapes: :func:`lore.sessions.message`, ``tool_call``,
         ``tool_result``) to a session (`create`: start it when missing, written by
         `agent`, default the acting one). Crossing the soft limit compacts."""
@@ -589,43 +627,49 @@ class Lore:
         return done
 
     def record_transcript(
-        self, path: str | os.PathLike, *, session_id: str | None = None, agent: str | None = None
-    ):  # -> ImportResult
+        self, path: str | os.PathLike[str], *, session_id: str | None = None, agent: str | None = None
+    ) -> ImportResult:
         """Bring an agent transcript (Claude Code, Codex, 004) into a session:
         only what is new since the last time (idempotent); long ones compact as they go."""
         done = self.sessions.import_transcript(path, session_id=session_id, agent=agent or self.agent)
         self._captured(done.compactions)
         return done
 
-    def end_session(self, session_id: str):  # -> SessionInfo
+    def end_session(self, session_id: str) -> SessionInfo:
         """Mark a session ended (appending again reopens it)."""
         return self.sessions.end(session_id)
 
     def compact_session(
         self, session_id: str, *, force: bool = True, reason: str = "manual"
-    ):  # -> CompactionResult
+    ) -> CompactionResult:
         """Summarise and archive a session's old part (`force`: even below the soft limit)."""
         done = self.sessions.compact(session_id, force=force, reason=reason)
         self._captured([done])
         return done
 
-    def session_info(self, session_id: str):  # -> SessionInfo
+    def session_info(self, session_id: str) -> SessionInfo:
         """A session's metadata (counts, tokens, compactions, status)."""
         return self.sessions.get(session_id)
 
-    def session_list(self, *, status: str | None = None, limit: int | None = None):  # -> list[SessionInfo]
+    def session_list(
+        self, *, status: str | None = None, limit: int | None = None
+    ) -> builtins.list[SessionInfo]:
         """Recorded sessions, most recently updated first."""
         return self.sessions.list(status=status, limit=limit)
 
-    def session_events(self, session_id: str, *, include_archived: bool = False):  # -> list[SessionEvent]
+    def session_events(
+        self, session_id: str, *, include_archived: bool = False
+    ) -> builtins.list[SessionEvent]:
         """A session's raw events on disk (the archived ones too if asked)."""
         return self.sessions.events(session_id, include_archived=include_archived)
 
-    def session_context(self, session_id: str, *, limit_tokens: int | None = None):  # -> SessionContext
+    def session_context(self, session_id: str, *, limit_tokens: int | None = None) -> SessionContext:
         """The live context view: summaries of compacted parts, then recent events."""
         return self.sessions.context(session_id, limit_tokens=limit_tokens)
 
-    def session_search(self, query: str, *, limit: int | None = None, session: str | None = None):
+    def session_search(
+        self, query: str, *, limit: int | None = None, session: str | None = None
+    ) -> builtins.list[MemoryHit]:
         """Summaries of recorded sessions matching `query` (this agent's and unowned ones)."""
         from lore.sessions.events import check_session_id
 
@@ -637,7 +681,7 @@ class Lore:
             flt.ids = [r.id for r in records if r.path.startswith(prefix)]
         return self.searcher.memories(query, flt, clamp_limit(limit))
 
-    def _captured(self, compactions: Sequence[Any]) -> None:
+    def _captured(self, compactions: Sequence[CompactionResult]) -> None:
         """001's capture of what compactions archived: a session's old events, like
         a PreCompact transcript, become the digest and counted errors (idempotent)."""
         from lore.memory.capture import capture_events
@@ -649,25 +693,27 @@ class Lore:
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
-    def consolidate(self, *, recent_days: float | None = None):  # -> ConsolidationReport
+    def consolidate(self, *, recent_days: float | None = None) -> ConsolidationReport:
         """Merge near-duplicates, find contradictions and supersession, propose promotions."""
         self.sync()
         return self.lifecycle.consolidate(recent_days=recent_days)
 
-    def proposals(self, *, include_held: bool = False, include_done: bool = False):  # -> list[Proposal]
+    def proposals(self, *, include_held: bool = False, include_done: bool = False) -> builtins.list[Proposal]:
         """Changes waiting for approval (`lore review`), with their diffs."""
         self.sync()
         return self.lifecycle.proposals(include_held=include_held, include_done=include_done)
 
-    def apply_proposal(self, proposal_id: str):  # -> Proposal
+    def apply_proposal(self, proposal_id: str) -> Proposal:
         return self.lifecycle.apply(proposal_id)
 
-    def reject_proposal(self, proposal_id: str):  # -> Proposal
+    def reject_proposal(self, proposal_id: str) -> Proposal:
         return self.lifecycle.reject(proposal_id)
 
-    def import_notes(self, path: str | os.PathLike, *, dry_run: bool = False, tier: str = "durable"):
+    def import_notes(
+        self, path: str | os.PathLike[str], *, dry_run: bool = False, tier: str = "durable"
+    ) -> ImportReport:
         """`lore import`: notes, instruction files, ADRs and other seeds' layouts
-        as memories (idempotent; `dry_run` writes nothing). -> ImportReport"""
+        as memories (idempotent; `dry_run` writes nothing)."""
         from lore.memory.importer import import_path
 
         return import_path(self.lifecycle, Path(path), dry_run=dry_run, tier=tier)
@@ -696,7 +742,7 @@ class Lore:
     # -- curation and background index runs (the web UI and HTTP API) ---------------------------
 
     @property
-    def browser(self):  # -> Browser
+    def browser(self) -> Browser:
         from lore.search.browse import Browser
 
         return self._part("browser", lambda: Browser(self.memories, self.searcher, self.lifecycle))
@@ -709,19 +755,19 @@ class Lore:
         offset: int = 0,
         limit: int = 50,
         **filters: Any,
-    ):  # -> BrowsePage
+    ) -> BrowsePage:
         """One page of memories with the total, each with staleness, attention and tier
         (filters: :func:`~lore.search.filters.memory_filter`'s, plus visibility and stale)."""
         flt = memory_filter(filters, viewer=self.memories.viewer)
         self._fresh()
         return self.browser.page(flt, sort=sort, descending=descending, offset=offset, limit=limit)
 
-    def memory_detail(self, key: str):  # -> MemoryDetail
+    def memory_detail(self, key: str) -> MemoryDetail:
         """One memory in full: fields, body, file version (sha256), anchors, staleness, attention."""
         self._fresh()
         return self.browser.detail(key)
 
-    def memory_log(self, key: str, *, limit: int = 20) -> Sequence[Any]:
+    def memory_log(self, key: str, *, limit: int = 20) -> builtins.list[FileCommit]:
         """The git log of a memory's file (renames followed); [] when git does not track it."""
         from lore.memory.curation import file_log
 
@@ -756,7 +802,7 @@ class Lore:
         new_type: str | None = None,
         new_tier: str | None = None,
         **filters: Any,
-    ):  # -> BulkResult
+    ) -> BulkResult:
         """Preview (default) or apply a bulk action (delete, restore, retag, set_type,
         set_tier, verify) on the memories `filters` select, narrowed to `ids` when
         given (`restore` selects from the trash). Applying needs `confirm` = the
@@ -780,13 +826,13 @@ class Lore:
         """An indexed code file's text (for links from a memory's anchors to the code)."""
         return self.code_index.read(path)
 
-    def index_overview(self):  # -> IndexOverview
+    def index_overview(self) -> IndexOverview:
         """The index dashboard: per source counts, failures, last indexed time; embedding
         model, coverage and pending vectors; index size; freshness against git; stale
         memories; the running and recent background jobs."""
         from lore.index import overview
 
-        runner = self._parts.get("jobs")
+        runner: JobRunner | None = self._parts.get("jobs")
         current = runner.current() if runner else None
         return overview.build(
             self.store,
@@ -799,14 +845,16 @@ class Lore:
         )
 
     @property
-    def jobs(self):  # -> JobRunner
+    def jobs(self) -> JobRunner:
         """Background index runs (:mod:`lore.jobs`), each with a Lore of its own."""
         from lore.jobs import JobRunner
 
         project, agent = self.project, self.agent
         return self._part("jobs", lambda: JobRunner(lambda: Lore(project, agent=agent)))
 
-    def start_index_job(self, kind: str = "update", *, files=(), deleted_files=()):  # -> IndexJob
+    def start_index_job(
+        self, kind: str = "update", *, files: Sequence[str] = (), deleted_files: Sequence[str] = ()
+    ) -> IndexJob:
         """Queue a background index run and return its job at once. `kind`: files
         (003's update_index with `files`/`deleted_files`), update (everything,
         incremental) or rebuild (re-read every file)."""
@@ -818,13 +866,14 @@ class Lore:
                     raise ValidationError(str(err), field=name) from None
         return self.jobs.submit(kind, list(files), list(deleted_files))
 
-    def index_jobs(self) -> Sequence[Any]:
+    def index_jobs(self) -> builtins.list[IndexJob]:
         """Background index runs still remembered, newest first."""
         return self.jobs.jobs()
 
-    def index_job(self, job_id: str):  # -> IndexJob
+    def index_job(self, job_id: str) -> IndexJob:
         """A background index run by id (:class:`NotFound` once forgotten)."""
-        job = self._parts["jobs"].get(job_id) if "jobs" in self._parts else None
+        runner: JobRunner | None = self._parts.get("jobs")
+        job = runner.get(job_id) if runner is not None else None
         if job is None:
             raise NotFound(f"no index job '{job_id}' (finished jobs are kept for a while only)")
         return job

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
+from typing import Protocol, TypedDict
 
 from lore.errors import LoreError
 from lore.safe_read import read_inside
@@ -28,9 +29,33 @@ MAX_ANCHORED_BYTES = 16 * 1024 * 1024
 _KEY_FILE = re.compile(r"`([\w./@+-]+\.[\w]+)(?::(\d+)(?:-(\d+))?)?`")
 
 
-def targets(memory) -> list[tuple[str, int | None, int | None]]:
+class Anchored(Protocol):
+    """What anchoring reads of a memory (:class:`lore.memory.model.Memory` has it;
+    the index layer does not import the memory layer above it)."""
+
+    id: str
+    files: list[str]
+    applies_to: str
+    body: str
+
+
+#: A code target a memory names: (path, first line, last line); lines may be None.
+Target = tuple[str, int | None, int | None]
+
+
+class AnchorInfo(TypedDict):
+    """An anchor as a memory's detail shows it (``stale``: why it is stale, or None)."""
+
+    path: str
+    symbol: str | None
+    start_line: int | None
+    end_line: int | None
+    stale: str | None
+
+
+def targets(memory: Anchored) -> list[Target]:
     """(path, first line, last line) named by a memory; lines may be None."""
-    found: dict[tuple, None] = {}
+    found: dict[Target, None] = {}
     for path in memory.files:
         found[(path.strip().lstrip("./"), None, None)] = None
     if memory.applies_to.startswith("file:"):
@@ -50,7 +75,7 @@ def targets(memory) -> list[tuple[str, int | None, int | None]]:
     return [t for t in found if t[1] is not None or t[0] not in with_lines]
 
 
-def record(store: Store, root: Path, memory) -> int:
+def record(store: Store, root: Path, memory: Anchored) -> int:
     """(Re-)anchor `memory` to the code as it is now; clears staleness.
 
     A path the memory names that was since renamed resolves to its new name
@@ -101,7 +126,7 @@ def check(
     return sorted(set(newly))
 
 
-def anchors_of(store: Store, memory_id: str) -> list[dict]:
+def anchors_of(store: Store, memory_id: str) -> list[AnchorInfo]:
     return [
         {
             "path": a.path,

@@ -11,7 +11,9 @@ server call these and decide what to store.
 
 from __future__ import annotations
 
-from lore.integrations.agents import AGENTS, INSTRUCTIONS, ConfigError, install, uninstall
+from lore.errors import ConfigError
+from lore.integrations.agents import AGENTS, install, uninstall
+from lore.memory.capture.instructions import INSTRUCTIONS
 from lore.memory.capture.parse import Candidate, from_stdout, from_transcript, repeated_errors
 
 __all__ = [

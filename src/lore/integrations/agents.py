@@ -38,8 +38,10 @@ import re
 import shlex
 import stat
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeAlias, TypedDict
 
 from lore import atomic
 from lore.errors import ConfigError, LoreError, UsageError
@@ -64,6 +66,9 @@ _MATCHER_EVENTS = ("SessionStart", "PostToolUse", "PreCompact")
 TOML_BEGIN = "# lore:begin"
 TOML_NOTE = "(managed by `lore install codex`; `lore uninstall codex` removes it)"
 TOML_END = "# lore:end"
+
+#: A JSON config file's top-level object (an agent's own format: checked where edited).
+JsonDoc: TypeAlias = dict[str, Any]
 
 
 def install(agent: str, root: Path, *, command: list[str], instructions: bool = False) -> list[str]:
@@ -249,6 +254,14 @@ class _Change:
 ORIGINALS = ".lore/local/install-originals.json"
 
 
+class _Original(TypedDict):
+    """What ORIGINALS remembers of one file: its bytes before Lore's first change
+    (base64; None: Lore created it) and the digest of what Lore last wrote."""
+
+    original: str | None
+    written: str | None
+
+
 def _apply(changes: list[_Change], root: Path, *, installing: bool) -> list[str]:
     """Write the planned changes; remember originals on install, restore them on uninstall."""
     originals = _load_originals(root)
@@ -289,7 +302,7 @@ def _apply(changes: list[_Change], root: Path, *, installing: bool) -> list[str]
     return [change.line for change in changes]
 
 
-def _restore_exactly(change: _Change, entry: dict, current: bytes | None) -> None:
+def _restore_exactly(change: _Change, entry: _Original, current: bytes | None) -> None:
     """Make `change` put the original bytes back when that is what it means:
     the file is as Lore last wrote it, and the planned result equals the
     original in content (the same JSON, or the same text but for spacing)."""
@@ -352,7 +365,7 @@ def _unb64(text: str | None) -> bytes | None:
     return None if text is None else base64.b64decode(text)
 
 
-def _load_originals(root: Path) -> dict:
+def _load_originals(root: Path) -> dict[str, _Original]:
     try:
         data = json.loads((root / ORIGINALS).read_text("utf-8"))
     except (FileNotFoundError, ValueError, UnicodeDecodeError):
@@ -360,7 +373,7 @@ def _load_originals(root: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _save_originals(root: Path, originals: dict) -> None:
+def _save_originals(root: Path, originals: dict[str, _Original]) -> None:
     path = root / ORIGINALS
     if not (root / ".lore").is_dir():
         return  # not a Lore project (the library used on a plain folder): nothing to keep them in
@@ -392,7 +405,7 @@ def _show(path: Path, root: Path) -> str:
 # ---------------------------------------------------------------- JSON configs
 
 
-def _load_json(file: _TextFile):
+def _load_json(file: _TextFile) -> JsonDoc:
     if not file.exists:
         return {}
     try:
@@ -409,7 +422,7 @@ def _load_json(file: _TextFile):
     return doc
 
 
-def _dump_json(doc: dict, file: _TextFile) -> str:
+def _dump_json(doc: JsonDoc, file: _TextFile) -> str:
     """Serialise in the file's own style: indentation, newlines, final newline, and
     ``\\uXXXX`` escapes if the file is pure ASCII (Python's style) or raw UTF-8 if not
     (JavaScript's)."""
@@ -424,7 +437,9 @@ def _dump_json(doc: dict, file: _TextFile) -> str:
     return text.replace("\n", file.newline)
 
 
-def _json_edit(path: Path, root: Path, what: str, edit, *, removing: bool = False) -> list[_Change]:
+def _json_edit(
+    path: Path, root: Path, what: str, edit: Callable[[JsonDoc], JsonDoc], *, removing: bool = False
+) -> list[_Change]:
     """Plan `edit` (doc -> doc) on a JSON config file; nothing if the data doesn't change.
 
     A file left holding an empty object is deleted (all of it was Lore's).
@@ -452,7 +467,7 @@ class _ShapeProblem(Exception):
     """A JSON config has the wrong shape where Lore must edit it."""
 
 
-def _set_server(doc: dict, server: dict) -> dict:
+def _set_server(doc: JsonDoc, server: dict[str, Any]) -> JsonDoc:
     servers = doc.setdefault("mcpServers", {})
     if not isinstance(servers, dict):
         raise _ShapeProblem("'mcpServers' must be an object")
@@ -462,7 +477,7 @@ def _set_server(doc: dict, server: dict) -> dict:
     return doc
 
 
-def _drop_server(doc: dict) -> dict:
+def _drop_server(doc: JsonDoc) -> JsonDoc:
     servers = doc.get("mcpServers")
     if isinstance(servers, dict) and SERVER_NAME in servers:
         del servers[SERVER_NAME]
@@ -474,14 +489,14 @@ def _drop_server(doc: dict) -> dict:
 _LORE_HOOK = re.compile(r"\blore\b.*\shook\s+(" + "|".join(HOOK_EVENTS.values()) + r")\s*$")
 
 
-def _is_lore_hook(hook, sub: str) -> bool:
+def _is_lore_hook(hook: object, sub: str) -> bool:
     if not isinstance(hook, dict) or not isinstance(hook.get("command"), str):
         return False
     found = _LORE_HOOK.search(hook["command"])
     return found is not None and found.group(1) == sub
 
 
-def _set_hooks(doc: dict, command: list[str]) -> dict:
+def _set_hooks(doc: JsonDoc, command: list[str]) -> JsonDoc:
     hooks = doc.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise _ShapeProblem("'hooks' must be an object")
@@ -493,9 +508,9 @@ def _set_hooks(doc: dict, command: list[str]) -> dict:
     return doc
 
 
-def _place_hook(groups: list, sub: str, command: str, with_matcher: bool) -> list:
+def _place_hook(groups: list[Any], sub: str, command: str, with_matcher: bool) -> list[Any]:
     """Groups with Lore's hook set to `command`: updated where it is, else appended."""
-    out: list = []
+    out: list[Any] = []
     placed = False
     for group in groups:
         if not (isinstance(group, dict) and isinstance(group.get("hooks"), list)) or not group["hooks"]:
@@ -518,7 +533,7 @@ def _place_hook(groups: list, sub: str, command: str, with_matcher: bool) -> lis
     return out
 
 
-def _drop_hooks(doc: dict) -> dict:
+def _drop_hooks(doc: JsonDoc) -> JsonDoc:
     hooks = doc.get("hooks")
     if not isinstance(hooks, dict):
         return doc
@@ -666,7 +681,7 @@ def _codex_block(root: Path, command: list[str]) -> str:
     )
 
 
-def _parse_toml(text: str, path: Path) -> dict:
+def _parse_toml(text: str, path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:

@@ -23,12 +23,21 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
+
+if TYPE_CHECKING:
+    from lore.service import Lore
+    from lore.sessions.events import RawEvent
+
+#: What Claude Code sends a hook on stdin (JSON; keys checked where read).
+Payload: TypeAlias = dict[str, Any]
 
 
-def run_hook(event: str, project: str, stdin=None) -> int:
+def run_hook(event: str, project: str, stdin: TextIO | None = None) -> int:
     started = time.time()
-    lore = None
+    lore: Lore | None = None
     try:
         payload = _payload(stdin or sys.stdin)
         from lore.service import Lore
@@ -47,7 +56,7 @@ def run_hook(event: str, project: str, stdin=None) -> int:
     return 0
 
 
-def _session_start(lore, payload: dict) -> str:
+def _session_start(lore: Lore, payload: Payload) -> str:
     started = ""
     try:  # 001: the previous sessions' memories are digested and cleaned, old daily ones archived
         report = lore.session_started(_session_id(payload))
@@ -65,7 +74,7 @@ def _session_start(lore, payload: dict) -> str:
     return f"{len(pack.items)} items, {pack.tokens_used} tokens{started}"
 
 
-def _pre_compact(lore, payload: dict) -> str:
+def _pre_compact(lore: Lore, payload: Payload) -> str:
     path = payload.get("transcript_path")
     if not path or not Path(path).is_file():
         return "no transcript"
@@ -88,7 +97,7 @@ def _pre_compact(lore, payload: dict) -> str:
     return f"{captured}; {recorded}, {done}"
 
 
-def _user_prompt_submit(lore, payload: dict) -> str:
+def _user_prompt_submit(lore: Lore, payload: Payload) -> str:
     from lore.sessions import message
 
     prompt = payload.get("prompt")
@@ -96,13 +105,13 @@ def _user_prompt_submit(lore, payload: dict) -> str:
     return _record(lore, payload, fallback)
 
 
-def _post_tool_use(lore, payload: dict) -> str:
+def _post_tool_use(lore: Lore, payload: Payload) -> str:
     from lore.sessions import tool_call, tool_result
 
     name, call_id = payload.get("tool_name"), payload.get("tool_use_id")
     if not isinstance(call_id, str):
         call_id = None
-    fallback = []
+    fallback: list[RawEvent] = []
     if isinstance(name, str) and name:
         # The transcript importer gives these events the same source ids: no doubles.
         fallback.append(
@@ -116,11 +125,11 @@ def _post_tool_use(lore, payload: dict) -> str:
     return _record(lore, payload, fallback)
 
 
-def _stop(lore, payload: dict) -> str:
+def _stop(lore: Lore, payload: Payload) -> str:
     return _record(lore, payload)
 
 
-def _record(lore, payload: dict, fallback: list | None = None) -> str:
+def _record(lore: Lore, payload: Payload, fallback: list[RawEvent] | None = None) -> str:
     """Bring the session up to date from the transcript, or from `fallback`
     events (the hook's own payload) when there is no transcript to read."""
     session_id = _session_id(payload)
@@ -135,7 +144,7 @@ def _record(lore, payload: dict, fallback: list | None = None) -> str:
     return f"session {session_id}: {len(appended.events)} recorded from the hook payload"
 
 
-def _session_id(payload: dict) -> str | None:
+def _session_id(payload: Payload) -> str | None:
     """Claude Code's session id, when it can name a session folder."""
     from lore.sessions.events import SESSION_ID_RE
 
@@ -143,7 +152,7 @@ def _session_id(payload: dict) -> str | None:
     return value if isinstance(value, str) and SESSION_ID_RE.match(value) else None
 
 
-_HANDLERS = {
+_HANDLERS: dict[str, Callable[[Lore, Payload], str]] = {
     "session-start": _session_start,
     "user-prompt-submit": _user_prompt_submit,
     "post-tool-use": _post_tool_use,
@@ -152,7 +161,7 @@ _HANDLERS = {
 }
 
 
-def _payload(stream) -> dict:
+def _payload(stream: TextIO) -> Payload:
     if stream.isatty():
         return {}
     raw = stream.read()
@@ -163,7 +172,7 @@ def _payload(stream) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _log(lore, line: str) -> None:
+def _log(lore: Lore, line: str) -> None:
     try:
         with open(lore.project.local_dir / "hooks.log", "a", encoding="utf-8") as handle:
             handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}\n")

@@ -297,13 +297,13 @@ def rewrite_body(body: str, source: str, rename: Rename, *, new_source: str | No
     prose = {index for index, _ in _prose_lines(body)}
     where = new_source or source
 
-    def wiki(match: re.Match) -> str:
+    def wiki(match: re.Match[str]) -> str:
         new = rename.names.get(name_key(match.group(1)))
         if new is None:
             return match.group(0)
         return f"[[{new}{match.group(2) or ''}{match.group(3) or ''}]]"
 
-    def markdown(match: re.Match) -> str:
+    def markdown(match: re.Match[str]) -> str:
         url = match.group(2)
         path = link_path(url, source)
         if path is not None and path == rename.old_path:

@@ -5,13 +5,21 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
+from collections.abc import Hashable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from lore import atomic
 from lore.errors import ValidationError
 from lore.memory.files import MAX_MEMORY_BYTES
-from lore.memory.model import Memory, from_frontmatter, normalize_body, normalized, split_body
+from lore.memory.model import Frontmatter, Memory, from_frontmatter, normalize_body, normalized, split_body
 from lore.memory.values import MAX_DEPTH, fold_line, same_value
+
+if TYPE_CHECKING:
+    import yaml
+
+    YamlLoader = type[yaml.SafeLoader] | type[yaml.CSafeLoader]
+    YamlDumper = type[yaml.SafeDumper] | type[yaml.CSafeDumper]
 
 MAX_SLUG = 50
 MAX_TASK_SLUG = 40
@@ -109,7 +117,7 @@ def _parse(raw: bytes, path: str) -> tuple[Memory, int]:
     return memory, end_line + 2 + skipped
 
 
-def _load_frontmatter(front: str, path: str) -> dict:
+def _load_frontmatter(front: str, path: str) -> Frontmatter:
     """The frontmatter's mapping, after checking its size and shape so no
     input can crash or stall the YAML parser (deep nesting segfaults
     libyaml's composer and is quadratic to parse in full; aliases can expand
@@ -144,7 +152,7 @@ def _load_frontmatter(front: str, path: str) -> dict:
     return meta
 
 
-def frontmatter_of(lines: list[str], path: str) -> tuple[dict, int]:
+def frontmatter_of(lines: list[str], path: str) -> tuple[Frontmatter, int]:
     """The YAML block of a text whose first line is ``---`` (an imported note,
     an ADR): its fields, read with the same guards as memory files, and the
     index of its closing ``---`` line.
@@ -214,7 +222,7 @@ def _check_yaml_shape(front: str, path: str) -> None:
         source.dispose()
 
 
-def _line_of(event) -> int | None:
+def _line_of(event: yaml.Event) -> int | None:
     """The file line of a YAML event in the frontmatter (which starts on line 2)."""
     mark = getattr(event, "start_mark", None)
     return mark.line + 2 if mark is not None else None
@@ -362,11 +370,11 @@ def _field_line(front_lines: list[str], field: str | None) -> int | None:
     return None
 
 
-_LOADER = None
-_DUMPER = None
+_LOADER: YamlLoader | None = None
+_DUMPER: YamlDumper | None = None
 
 
-def _loader():
+def _loader() -> YamlLoader:
     """A safe YAML loader (libyaml's when installed) that keeps timestamps as
     strings we normalise ourselves and refuses a key given twice (YAML says
     keys are unique; PyYAML would silently keep the last)."""
@@ -379,9 +387,9 @@ def _loader():
         merge = "tag:yaml.org,2002:merge"
 
         class Loader(base):  # type: ignore[valid-type, misc, unused-ignore]
-            def construct_mapping(self, node, deep=False):
+            def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
                 if isinstance(node, yaml.MappingNode):
-                    seen: set = set()
+                    seen: set[Hashable] = set()
                     for key_node, _ in node.value:
                         if key_node.tag == merge:
                             continue
@@ -398,14 +406,15 @@ def _loader():
                                 f"key '{fold_line(str(key))[:60]}' appears twice, keep one",
                                 key_node.start_mark,
                             )
-                return super().construct_mapping(node, deep=deep)
+                mapping: dict[Hashable, Any] = super().construct_mapping(node, deep=deep)
+                return mapping
 
         Loader.add_constructor("tag:yaml.org,2002:timestamp", Loader.construct_yaml_str)
         _LOADER = Loader
     return _LOADER
 
 
-def _dumper():
+def _dumper() -> YamlDumper:
     global _DUMPER
     if _DUMPER is None:
         import yaml
@@ -415,7 +424,7 @@ def _dumper():
         class Dumper(base):  # type: ignore[valid-type, misc, unused-ignore]
             pass
 
-        def _str(dumper, value):
+        def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
             # Text with a line break YAML knows but Lore's fences don't (NEL, U+2028,
             # U+2029) is double-quoted, where they are escaped: in a "|" block one
             # could end the value right before the closing '---', which then

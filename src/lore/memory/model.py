@@ -27,8 +27,10 @@ import hashlib
 import re
 import uuid
 from collections import Counter
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from typing import Any, TypeAlias
 
 from lore.errors import ValidationError
 from lore.memory.values import check_int, check_line, check_plain, check_text, fold_line, safe_line
@@ -47,6 +49,11 @@ MEMORY_TYPES = (
     "fact",
     "summary",
 )
+# A frontmatter mapping as YAML parsed it: keys are usually text, but YAML also
+# allows numbers and booleans (read as text by :func:`from_frontmatter`); values
+# are any plain YAML data.
+Frontmatter: TypeAlias = dict[Hashable, Any]
+
 SECTORS = ("episodic", "semantic", "procedural", "reflective")
 TASK_TYPES = ("bug", "feature", "task", "chore", "epic", "fix", "refactor")
 
@@ -201,13 +208,13 @@ class Memory:
     task_type: str | None = None
     confidence: float = 1.0
     source: str | None = None
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     path: str | None = None
     visibility: str = "shared"  # shared (memory/) or private (local/<agent>/)
     storage: str = "durable"  # durable, or session (local/session/)
     declared_hash: str | None = field(default=None, repr=False, compare=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.sector is None:
             self.sector = SECTOR_OF_TYPE.get(self.type, "semantic")
 
@@ -220,7 +227,7 @@ class Memory:
         """A one-paragraph summary: the Summary section, else the first paragraph."""
         return summarize(self.body)
 
-    def frontmatter(self) -> dict:
+    def frontmatter(self) -> dict[str, Any]:
         """Canonical frontmatter, in canonical order, extras last."""
         data = {
             "id": self.id,
@@ -358,14 +365,14 @@ class Memory:
             check_plain(value, key, path=path)
 
 
-def from_frontmatter(meta: dict, body: str, *, path: str | None = None) -> Memory:
+def from_frontmatter(meta: Frontmatter, body: str, *, path: str | None = None) -> Memory:
     """Build a :class:`Memory` from any seed schema's frontmatter.
 
     Raises :class:`ValidationError` for wrong types or unusable values; the
     stricter 002 rules are applied separately by :meth:`Memory.validate`.
     """
-    data: dict = {}
-    extra: dict = {}
+    data: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
     tags: list[str] = []
     for key, value in meta.items():
         key = str(key)
@@ -503,7 +510,7 @@ def normalized(memory: Memory) -> Memory:
     times in canonical UTC form; confidence a float; extra field names text.
     Values of the wrong type are left for :meth:`Memory.validate` to report.
     """
-    changes: dict = {}
+    changes: dict[str, Any] = {}
     if isinstance(memory.title, str):
         changes["title"] = memory.title.strip()
     if isinstance(memory.body, str):
@@ -581,7 +588,7 @@ def _unique(items: list[str]) -> list[str]:
     return list(seen)
 
 
-def _string_list(value, name: str, path: str | None) -> list[str]:
+def _string_list(value: object, name: str, path: str | None) -> list[str]:
     if isinstance(value, str):
         items = [part.strip() for part in value.split(",") if part.strip()]
     elif isinstance(value, (list, tuple)) and all(
@@ -595,7 +602,7 @@ def _string_list(value, name: str, path: str | None) -> list[str]:
     return items
 
 
-def _opt_str(value, name: str, path: str | None) -> str | None:
+def _opt_str(value: object, name: str, path: str | None) -> str | None:
     if value is None:
         return None
     if isinstance(value, str):
@@ -613,7 +620,7 @@ def _number_text(value: int | float, name: str, path: str | None) -> str:
     return str(value)
 
 
-def _opt_int(value, name: str, path: str | None) -> int | None:
+def _opt_int(value: object, name: str, path: str | None) -> int | None:
     if value is None:
         return None
     if isinstance(value, int) and not isinstance(value, bool):
@@ -622,7 +629,7 @@ def _opt_int(value, name: str, path: str | None) -> int | None:
     raise ValidationError("must be a whole number", field=name, path=path)
 
 
-def _confidence(value, path: str | None) -> float:
+def _confidence(value: object, path: str | None) -> float:
     if value is None:
         return 1.0
     if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1:
@@ -630,7 +637,7 @@ def _confidence(value, path: str | None) -> float:
     raise ValidationError("must be a number between 0 and 1", field="confidence", path=path)
 
 
-def _at(value, name: str, path: str | None) -> str:
+def _at(value: object, name: str, path: str | None) -> str:
     try:
         return parse_time(value, field_name=name)
     except ValidationError as err:

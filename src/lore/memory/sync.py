@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeAlias
 
 from lore.errors import NotFound, UsageError, ValidationError
 from lore.index.sections import chunk_body
@@ -23,9 +24,12 @@ from lore.memory.links import parse_links
 from lore.memory.markdown import parse
 from lore.memory.model import Memory
 from lore.project import Project
-from lore.storage import ChunkInput, MemoryRecord, Store
+from lore.storage import ChunkInput, FileState, MemoryRecord, Store
 
 KIND = "memory"
+
+# Where a memory file lives: (visibility, storage tier, owner agent folder); see :func:`location_of`.
+Location: TypeAlias = tuple[str, str, str | None]
 
 
 @dataclass
@@ -95,7 +99,7 @@ _LOCAL_TIERS = ("session", "daily", "archive")
 _COMMITTABLE = ("durable", "daily", "session")
 
 
-def location_of(rel: str) -> tuple[str, str, str | None]:
+def location_of(rel: str) -> Location:
     """(visibility, storage tier, owner agent folder) implied by where a memory file lives."""
     parts = rel.split("/")
     if parts[:2] == [".lore", "sessions"] and len(parts) == 5 and parts[3] == "summaries":
@@ -149,7 +153,7 @@ def sync_memories(project: Project, store: Store, *, force: bool = False) -> Syn
     report = SyncReport()
     known = store.file_states(KIND)
     seen: set[str] = set()
-    pending: list[tuple[str, os.stat_result, tuple]] = []
+    pending: list[tuple[str, os.stat_result, Location]] = []
     unnamed: list[tuple[str, str]] = []
     for rel, st in memory_files(project, unnamed):
         seen.add(rel)
@@ -168,7 +172,7 @@ def sync_memories(project: Project, store: Store, *, force: bool = False) -> Syn
 
 
 def index_memory(
-    store: Store, project: Project, rel: str, raw: bytes, st: os.stat_result, where: tuple
+    store: Store, project: Project, rel: str, raw: bytes, st: os.stat_result, where: Location
 ) -> Memory:
     """Parse and (re)index one memory file; raises ValidationError if it is broken."""
     sha = hashlib.sha256(raw).hexdigest()
@@ -218,7 +222,7 @@ def evidence_count_of(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
 
 
-def load_memory(raw: bytes, rel: str, where: tuple) -> tuple[Memory, int]:
+def load_memory(raw: bytes, rel: str, where: Location) -> tuple[Memory, int]:
     memory, body_line = parse(raw, rel)
     memory.visibility, memory.storage, folder = where
     if folder:
@@ -227,7 +231,7 @@ def load_memory(raw: bytes, rel: str, where: tuple) -> tuple[Memory, int]:
     return memory, body_line
 
 
-def owner_of(memory: Memory, where: tuple) -> str | None:
+def owner_of(memory: Memory, where: Location) -> str | None:
     """The agent key that may see `memory` (None: everyone): a private
     memory's folder; the agent that wrote a session memory."""
     from lore.project import agent_key
@@ -268,7 +272,16 @@ def memory_chunks(memory: Memory, body_line: int) -> list[ChunkInput]:
     ]
 
 
-def _sync_one(project, store, rel, st, where, state, force, report) -> None:
+def _sync_one(
+    project: Project,
+    store: Store,
+    rel: str,
+    st: os.stat_result,
+    where: Location,
+    state: FileState | None,
+    force: bool,
+    report: SyncReport,
+) -> None:
     """Index one changed file, or record why it can't be: a file that can't be
     read safely (FIFO, device, link out of the project, too big) or parsed,
     or holds a value that can't be indexed, is one error, never a failure of

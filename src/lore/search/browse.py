@@ -21,6 +21,7 @@ from lore.records import Record
 from lore.storage import MEMORY_SORTS, MemoryFilter, MemoryRecord
 
 if TYPE_CHECKING:
+    from lore.index.anchors import AnchorInfo
     from lore.memory.lifecycle import Lifecycle
     from lore.memory.repository import Memories
     from lore.search.engine import Searcher
@@ -117,7 +118,7 @@ class MemoryDetail(Record):
     frontmatter: dict[str, Any]
     body: str
     sha256: str
-    anchors: list[dict[str, Any]]
+    anchors: list[AnchorInfo]
     stale: list[str] | None
     attention: float
     tier: str

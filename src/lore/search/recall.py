@@ -14,7 +14,7 @@ The query is the task's title and description reduced to key terms. From it:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lore.records import Record
 from lore.search import attention as att
@@ -24,8 +24,10 @@ from lore.storage import ChunkFilter, MemoryFilter
 
 if TYPE_CHECKING:
     from lore.memory.repository import Memories
+    from lore.search.code import CodeHit, CommitHit
     from lore.search.engine import Searcher
     from lore.search.memories import MemoryHit
+    from lore.storage import MemoryRecord
 
 MAX_QUERY_TERMS = 64
 FLOOR = 0.05  # items of less relevance are left out rather than padding the pack
@@ -71,10 +73,10 @@ class RecallPack(Record):
     markdown: str
     tokens_used: int
 
-    def of(self, kind: str) -> list[dict]:
+    def of(self, kind: str) -> list[dict[str, Any]]:
         return [{**it.data, "level": it.level} for it in self.items if it.kind == kind]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "query_used": self.query_used,
             "memories": self.of("memory"),
@@ -150,7 +152,7 @@ def recall(
     return build(request, items)
 
 
-def recallable(memories: Memories, request: RecallRequest, **conditions) -> MemoryFilter:
+def recallable(memories: Memories, request: RecallRequest, **conditions: Any) -> MemoryFilter:
     """What recall may offer: never archived memories; session summaries only when asked."""
     skipped = ["archive"] if request.include_sessions else ["archive", "session-summary"]
     return memories.filter(exclude_storage=skipped, exclude_tiers=["archive"], **conditions)
@@ -177,12 +179,12 @@ def hot_memories(
 
 
 def memory_items(
-    hits,
-    access: dict,
-    stale: dict,
+    hits: list[MemoryHit],
+    access: dict[str, tuple[int, str]],
+    stale: dict[str, list[str]],
     request: RecallRequest,
     half_life: float,
-    hot: list,
+    hot: list[MemoryHit],
     tiers: dict[str, str] | None = None,
 ) -> list[Item]:
     """Items for memories found by search (plus HOT ones that apply)."""
@@ -210,7 +212,7 @@ def memory_items(
 
 
 def follow_relations(
-    items: list[Item], searcher: Searcher, memories: Memories, stale: dict, limit: int
+    items: list[Item], searcher: Searcher, memories: Memories, stale: dict[str, list[str]], limit: int
 ) -> list[Item]:
     """Memory items after following strong relations one hop.
 
@@ -258,7 +260,9 @@ def follow_relations(
     return sorted([*out.values(), *extra.values()], key=lambda it: -it.value)
 
 
-def related_item(searcher: Searcher, memories: Memories, record, score: float, stale: dict) -> Item:
+def related_item(
+    searcher: Searcher, memories: Memories, record: MemoryRecord, score: float, stale: dict[str, list[str]]
+) -> Item:
     """A memory item for a memory reached by a link rather than by search."""
     from lore.search.memories import hit_of_record
 
@@ -274,7 +278,7 @@ def annotate(item: Item, note: str) -> None:
     item._costs.clear()
 
 
-def _reasons(hit) -> list[str]:
+def _reasons(hit: CodeHit) -> list[str]:
     """Why a file is offered: its code matched, similar past commits touched it."""
     reasons = []
     if hit.source != "history":
@@ -306,7 +310,7 @@ def file_item(
     )
 
 
-def code_item(hit) -> Item:
+def code_item(hit: CodeHit) -> Item:
     where = f"{hit.file_path}:{hit.start_line}-{hit.end_line}"
     l1 = f"- `{where}` {hit.symbol or ''} ({hit.language}, {hit.similarity:.2f})".replace("  ", " ")
     lang = hit.language if hit.language not in (None, "text", "lines") else ""
@@ -321,7 +325,7 @@ def code_item(hit) -> Item:
     )
 
 
-def work_item(commit) -> Item:
+def work_item(commit: CommitHit) -> Item:
     files = ", ".join(commit.files[:5]) + (" …" if len(commit.files) > 5 else "")
     l1 = f"- `{commit.sha[:10]}` {commit.subject} ({commit.date[:10]}) — {files}"
     return Item(
@@ -374,7 +378,7 @@ def build(request: RecallRequest, items: list[Item]) -> RecallPack:
     return RecallPack(query, request.title, request.budget, request.level, chosen, markdown, exact)
 
 
-def _memory_item(hit, score: float, stale: list[str] | None, tier: str = "cold") -> Item:
+def _memory_item(hit: MemoryHit, score: float, stale: list[str] | None, tier: str = "cold") -> Item:
     flag = " ⚠ stale" if stale else ""
     tags = ", ".join(hit.tags[:5])
     l1 = f"- [{hit.type}] **{hit.title}**{flag} — `lore show {hit.id[:8]}` · {score:.2f}" + (

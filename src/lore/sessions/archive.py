@@ -18,12 +18,16 @@ import re
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lore import atomic
 from lore.errors import LoreError
 from lore.memory import markdown
 from lore.memory.model import MAX_SUBJECT, Memory, now_iso
 from lore.sessions.summary import Summary
+
+if TYPE_CHECKING:
+    from lore.sessions.events import RawEvent
 
 _RANGE = re.compile(r"^(\d+)-(\d+)$")
 
@@ -76,7 +80,7 @@ def write_archive(session_dir: Path, first: int, last: int, raws: list[bytes]) -
     return path
 
 
-def read_archive(path: Path) -> list[dict]:
+def read_archive(path: Path) -> list[RawEvent]:
     """The events of one archive file, in order."""
     with gzip.open(path, "rb") as handle:
         return [json.loads(line) for line in handle if line.strip()]

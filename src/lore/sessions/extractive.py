@@ -18,13 +18,13 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from lore.memory.capture.cues import CORRECTION, DECISION, DONE, FIXED, LEARNED, OPEN, sentences
 from lore.memory.capture.errors import error_lines
 from lore.memory.capture.parse import normalise_error
-from lore.sessions.events import event_text
+from lore.sessions.events import RawEvent, event_text
 from lore.sessions.summary import Summary, header, topics
 
 MAX_ITEMS = 8
@@ -42,7 +42,7 @@ _PATH_ARGS = ("file_path", "path", "notebook_path", "filePath", "filename", "tar
 _EDIT_TOOLS = re.compile(r"edit|write|patch|create|replace|insert|rename|move|delete|notebookedit", re.I)
 
 
-def summarize_extractive(events: list[dict], *, session_id: str, root: Path | None = None) -> Summary:
+def summarize_extractive(events: list[RawEvent], *, session_id: str, root: Path | None = None) -> Summary:
     """Summarise `events` (on-disk dicts, oldest first) without any model.
 
     Args:
@@ -87,7 +87,7 @@ class _Sentence:
         self.event_id, self.index, self.role, self.text = event_id, index, role, text
 
 
-def _sentences(events: list[dict]):
+def _sentences(events: list[RawEvent]) -> Iterator[_Sentence]:
     """Sentences of the messages (tool output is searched for errors and files only)."""
     for index, event in enumerate(events):
         if event.get("type") != "message" or event.get("role") not in ("user", "assistant"):
@@ -96,7 +96,7 @@ def _sentences(events: list[dict]):
             yield _Sentence(event.get("id", 0), index, event["role"], text)
 
 
-def _whole_messages(events: list[dict], found: list[_Sentence]) -> list[_Sentence]:
+def _whole_messages(events: list[RawEvent], found: list[_Sentence]) -> list[_Sentence]:
     """The messages the sentences come from, whole (a correction's second
     sentence, "Use X instead.", is usually the point)."""
     out: dict[int, _Sentence] = {}
@@ -133,7 +133,7 @@ def _clip(text: str, limit: int = MAX_ITEM_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _errors_and_fixes(events: list[dict], sentences: list[_Sentence]) -> tuple[list[str], list[str]]:
+def _errors_and_fixes(events: list[RawEvent], sentences: list[_Sentence]) -> tuple[list[str], list[str]]:
     """``error → fix`` items (most frequent errors first) and errors never followed by a fix."""
     first: dict[str, tuple[int, str]] = {}  # pattern -> (event index, the line as seen)
     counts: Counter[str] = Counter()
@@ -170,7 +170,7 @@ def _first_after(fixes_by_index: dict[int, list[_Sentence]], index: int, total: 
     return None
 
 
-def _files(events: list[dict], root: Path | None) -> list[str]:
+def _files(events: list[RawEvent], root: Path | None) -> list[str]:
     """Paths mentioned or touched, most mentioned first; ``(edited)`` when a tool wrote them."""
     counts: Counter[str] = Counter()
     edited: set[str] = set()

@@ -30,6 +30,7 @@ import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from lore import atomic
 from lore.errors import Conflict, NotFound, ProviderError, UsageError
@@ -50,10 +51,19 @@ from lore.sessions.records import (
     SessionInfo,
 )
 
+if TYPE_CHECKING:
+    from lore.sessions.events import RawEvent
+    from lore.sessions.summary import TextSummarizer
+
+#: ``metadata.json``: 004's fields (camelCase) and Lore's bookkeeping, as JSON
+#: (counters checked on read, see :data:`_COUNTERS`).
+Meta: TypeAlias = dict[str, Any]
+#: Where the last import of a transcript stopped: path, head digest, offset, format.
+Cursor: TypeAlias = dict[str, Any]
+
 LOG = "session.jsonl"
 META = "metadata.json"
 STATUSES = ("active", "ended")
-_UNSET = object()
 
 
 class SessionStore:
@@ -70,7 +80,8 @@ class SessionStore:
         table = project.settings.get("sessions") or {}
         self.limits = SessionLimits.from_settings(table)
         self._summary_settings = table.get("summary") if isinstance(table, dict) else None
-        self._summarizer = _UNSET
+        self._summarizer: TextSummarizer | None = None
+        self._summarizer_loaded = False
         self.notices: builtins.list[str] = []
 
     # -- writing ---------------------------------------------------------------
@@ -92,7 +103,7 @@ class SessionStore:
             self._write_meta(folder, meta)
         return self._info(folder, meta)
 
-    def append(self, session_id: str, event: dict, *, create: bool = False) -> AppendResult:
+    def append(self, session_id: str, event: RawEvent, *, create: bool = False) -> AppendResult:
         """Append one event (004's shape; see :func:`lore.sessions.events.normalise`).
 
         Crossing the soft limit compacts the old part before returning.
@@ -102,7 +113,7 @@ class SessionStore:
     def append_many(
         self,
         session_id: str,
-        events: Iterable[dict],
+        events: Iterable[RawEvent],
         *,
         create: bool = False,
         agent: str | None = None,
@@ -137,7 +148,7 @@ class SessionStore:
         return self._info(folder, meta)
 
     def import_transcript(
-        self, path: str | os.PathLike, *, session_id: str | None = None, agent: str | None = None
+        self, path: str | os.PathLike[str], *, session_id: str | None = None, agent: str | None = None
     ) -> ImportResult:
         """Bring an agent transcript (Claude Code, Codex, 004) into a session.
 
@@ -237,7 +248,7 @@ class SessionStore:
         out += [ev.to_record(line.event) for line in live.lines if line.event["id"] > boundary]
         return out
 
-    def archived_events(self, session_id: str, first: int, last: int) -> builtins.list[dict]:
+    def archived_events(self, session_id: str, first: int, last: int) -> builtins.list[RawEvent]:
         """The raw events (004's on-disk shapes) of the archived range `first`-`last`,
         as a compaction archived them ([] if there is no such range)."""
         folder = self._existing(session_id)
@@ -281,17 +292,17 @@ class SessionStore:
     def _append(
         self,
         session_id: str,
-        events: builtins.list[dict],
+        events: builtins.list[RawEvent],
         *,
         create: bool,
         agent: str | None,
-        cursor_used: dict | None = None,
-        new_cursor: dict | None = None,
+        cursor_used: Cursor | None = None,
+        new_cursor: Cursor | None = None,
         offsets: builtins.list[int] | None = None,
-    ) -> tuple[builtins.list[dict], builtins.list[CompactionResult], int]:
+    ) -> tuple[builtins.list[RawEvent], builtins.list[CompactionResult], int]:
         """Append in batches that stop at the soft limit, compacting between them."""
         folder = self._writable_folder(session_id)
-        written: builtins.list[dict] = []
+        written: builtins.list[RawEvent] = []
         compactions: builtins.list[CompactionResult] = []
         position = 0
         token_count = 0
@@ -299,7 +310,7 @@ class SessionStore:
             with file_lock(folder / ".lock"):
                 meta = self._state(folder, session_id, create=create, agent=agent, events=events)
                 fresh = self._unseen(folder, meta, events, position, cursor_used)
-                batch: builtins.list[tuple[int, dict]] = []
+                batch: builtins.list[tuple[int, RawEvent]] = []
                 room = self.limits.soft_limit_tokens - meta["liveTokenCount"]
                 for index, event in fresh:
                     if batch and event["tokens"] > room:
@@ -325,13 +336,20 @@ class SessionStore:
                 result = self._compact(folder, session_id, force=False, reason="soft-limit", blocking=False)
                 if result.compacted:
                     compactions.append(result)
-                    token_count = self._read_meta(folder).get("tokenCount", token_count)
+                    refreshed = self._read_meta(folder)
+                    if "tokenCount" in refreshed:
+                        token_count = refreshed["tokenCount"]
             if done:
                 return written, compactions, token_count
 
     def _unseen(
-        self, folder: Path, meta: dict, events: builtins.list[dict], position: int, cursor_used: dict | None
-    ) -> builtins.list[tuple[int, dict]]:
+        self,
+        folder: Path,
+        meta: Meta,
+        events: builtins.list[RawEvent],
+        position: int,
+        cursor_used: Cursor | None,
+    ) -> builtins.list[tuple[int, RawEvent]]:
         """(index, event) of the events from `position` on whose ``sourceId`` the
         session does not have yet. Archived events are checked too unless the
         events were read from the import cursor the metadata still holds."""
@@ -349,7 +367,9 @@ class SessionStore:
                     seen.add(source)
         return fresh
 
-    def _write_events(self, folder: Path, meta: dict, events: builtins.list[dict]) -> builtins.list[dict]:
+    def _write_events(
+        self, folder: Path, meta: Meta, events: builtins.list[RawEvent]
+    ) -> builtins.list[RawEvent]:
         """Give the events their ids and append them (the session lock is held)."""
         next_id = meta["lastEventId"] + 1
         out = []
@@ -385,7 +405,7 @@ class SessionStore:
                 )
         return seen
 
-    def _cursor_for(self, folder: Path, source: Path) -> dict | None:
+    def _cursor_for(self, folder: Path, source: Path) -> Cursor | None:
         """Where the last import of this transcript stopped, if it is still the same file."""
         from lore.sessions.importers import head_digest
 
@@ -493,9 +513,9 @@ class SessionStore:
             )
             archive.write_summary(folder, archived.first, archived.last, memory)
 
-    def _provider(self):
+    def _provider(self) -> TextSummarizer | None:
         """The configured LLM summariser, None for extractive (or when misconfigured: a notice)."""
-        if self._summarizer is _UNSET:
+        if not self._summarizer_loaded:
             from lore.sessions.llm import load_summarizer
 
             try:
@@ -503,6 +523,7 @@ class SessionStore:
             except ProviderError as err:
                 self._notice(f"[sessions.summary] is unusable, using the extractive summary: {err}")
                 self._summarizer = None
+            self._summarizer_loaded = True
         return self._summarizer
 
     def _summary_item(self, folder: Path, session_id: str, archived: archive.ArchivedRange) -> SessionEvent:
@@ -553,8 +574,8 @@ class SessionStore:
         *,
         create: bool = False,
         agent: str | None = None,
-        events: builtins.list[dict] | None = None,
-    ) -> dict:
+        events: builtins.list[RawEvent] | None = None,
+    ) -> Meta:
         """The session's metadata, checked against the files (the session lock is held).
 
         A crash between a write and its metadata update leaves the metadata
@@ -583,11 +604,11 @@ class SessionStore:
         return recounted
 
     def _recount(
-        self, folder: Path, session_id: str, old: dict, ranges: builtins.list[archive.ArchivedRange]
-    ) -> dict:
+        self, folder: Path, session_id: str, old: Meta, ranges: builtins.list[archive.ArchivedRange]
+    ) -> Meta:
         boundary = ranges[-1].last if ranges else 0
         live = [line.event for line in log.read(folder / LOG).lines if line.event["id"] > boundary]
-        archived: builtins.list[dict] = []
+        archived: builtins.list[RawEvent] = []
         for archived_range in ranges:
             archived += archive.read_archive(archived_range.archive)
         summary_tokens = 0
@@ -617,7 +638,7 @@ class SessionStore:
         )
         return meta
 
-    def _read_meta(self, folder: Path) -> dict:
+    def _read_meta(self, folder: Path) -> Meta:
         try:
             meta = json.loads((folder / META).read_text(encoding="utf-8"))
         except (FileNotFoundError, ValueError, UnicodeDecodeError):
@@ -626,7 +647,7 @@ class SessionStore:
             return {}  # unreadable: recounted from the files
         return meta
 
-    def _write_meta(self, folder: Path, meta: dict) -> None:
+    def _write_meta(self, folder: Path, meta: Meta) -> None:
         """Replace metadata.json atomically (temp file + rename). Not fsynced: it is
         rewritten on every append, and metadata behind the files is recounted from
         them, so an fsync (milliseconds on a busy disk) would buy nothing."""
@@ -647,7 +668,7 @@ class SessionStore:
                 self.root / ".gitignore", "# Recorded agent sessions stay local (lore.sessions).\n*\n"
             )
 
-    def _info(self, folder: Path, meta: dict) -> SessionInfo:
+    def _info(self, folder: Path, meta: Meta) -> SessionInfo:
         return SessionInfo(
             id=meta["id"],
             agent=meta.get("channelId"),
@@ -683,9 +704,9 @@ _COUNTERS = (
 )
 
 
-def _new_meta(session_id: str, agent: str | None, user: str | None, *, created_at: str | None = None) -> dict:
+def _new_meta(session_id: str, agent: str | None, user: str | None, *, created_at: str | None = None) -> Meta:
     now = now_iso()
-    meta: dict = {
+    meta: Meta = {
         "id": session_id,
         "channelId": agent,
         "userId": user,

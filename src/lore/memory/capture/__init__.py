@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from lore.errors import UsageError, ValidationError
 from lore.memory.capture import errors
-from lore.memory.capture.digest import MEMORY_TYPE, Digest, digest, event_text, message_id
+from lore.memory.capture.digest import MEMORY_TYPE, Digest, Event, digest, event_text, message_id
 from lore.memory.capture.parse import Candidate, from_stdout, from_transcript
 from lore.records import Record
 from lore.storage import ErrorOccurrence, EvidenceRecord
@@ -74,7 +74,7 @@ def gotcha_confidence(occurrences: int) -> float:
 
 
 def capture_transcript(
-    lifecycle: Lifecycle, path: Path, events: list[dict], *, session_id: str
+    lifecycle: Lifecycle, path: Path, events: list[Event], *, session_id: str
 ) -> CaptureResult:
     """Capture a session transcript (its events already read, 004's shapes):
     its multi-line assistant messages as session memories (002's rules), then
@@ -91,7 +91,7 @@ def capture_transcript(
     return result
 
 
-def capture_events(lifecycle: Lifecycle, events: list[dict], *, session_id: str) -> CaptureResult:
+def capture_events(lifecycle: Lifecycle, events: list[Event], *, session_id: str) -> CaptureResult:
     """001's PreCompact capture of a session's events (004's shapes, oldest
     first): the digest's decisions, resolutions, corrections and validated
     patterns kept in the daily tier, its errors counted (a gotcha at the
@@ -311,7 +311,7 @@ def project_scope(memories: Memories, scope: str) -> str:
     return scope
 
 
-def _event_time(lifecycle: Lifecycle, event: dict) -> str:
+def _event_time(lifecycle: Lifecycle, event: Event) -> str:
     from lore.memory.capture.parse import time_of
     from lore.memory.lifecycle.clock import iso
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeAlias
 
 from lore.memory.capture import cues, errors
 from lore.records import Record
@@ -44,6 +45,11 @@ MEMORY_TYPE = {
 MAX_PER_CLASS = 20
 MAX_CHARS = 500
 FIX_WINDOW = 40
+
+#: An event in 004's shape (a line of ``session.jsonl``): free-form JSON, checked where read.
+Event: TypeAlias = dict[str, Any]
+#: A user or assistant message: (its index among the events, the event, its text).
+_Message: TypeAlias = tuple[int, Event, str]
 
 
 @dataclass
@@ -71,7 +77,7 @@ class Digest(Record):
         return {kind: len(self.of(kind)) for kind in CLASSES}
 
 
-def message_id(event: dict, index: int) -> str:
+def message_id(event: Event, index: int) -> str:
     """The id a digest cites for an event: the transcript's own, else its position."""
     for key in ("sourceId", "id"):
         value = event.get(key)
@@ -80,7 +86,7 @@ def message_id(event: dict, index: int) -> str:
     return f"#{index + 1}"
 
 
-def digest(events: list[dict], *, session_id: str | None, root: Path | None = None) -> Digest:
+def digest(events: list[Event], *, session_id: str | None, root: Path | None = None) -> Digest:
     """Classify a session's events (004's shapes, oldest first) into 001's digest."""
     messages = [
         (index, event, event_text(event))
@@ -97,7 +103,7 @@ def digest(events: list[dict], *, session_id: str | None, root: Path | None = No
     return out
 
 
-def _decisions(events: list[dict], messages: list) -> list[DigestItem]:
+def _decisions(events: list[Event], messages: list[_Message]) -> list[DigestItem]:
     items: dict[str, DigestItem] = {}
     for index, _event, text in messages:
         for sentence in cues.sentences(text):
@@ -106,7 +112,7 @@ def _decisions(events: list[dict], messages: list) -> list[DigestItem]:
     return _limited(items)
 
 
-def _corrections(events: list[dict], messages: list) -> list[DigestItem]:
+def _corrections(events: list[Event], messages: list[_Message]) -> list[DigestItem]:
     items: dict[str, DigestItem] = {}
     for index, event, text in messages:
         if event.get("role") == "user" and any(cues.CORRECTION.search(s) for s in cues.sentences(text)):
@@ -114,9 +120,9 @@ def _corrections(events: list[dict], messages: list) -> list[DigestItem]:
     return _limited(items)
 
 
-def _validated(events: list[dict], messages: list) -> list[DigestItem]:
+def _validated(events: list[Event], messages: list[_Message]) -> list[DigestItem]:
     items: dict[str, DigestItem] = {}
-    previous: tuple[int, dict, str] | None = None
+    previous: _Message | None = None
     for index, event, text in messages:
         if event.get("role") == "assistant":
             for sentence in cues.sentences(text):
@@ -132,7 +138,7 @@ def _validated(events: list[dict], messages: list) -> list[DigestItem]:
     return _limited(items)
 
 
-def _errors(events: list[dict], root: Path | None) -> list[DigestItem]:
+def _errors(events: list[Event], root: Path | None) -> list[DigestItem]:
     """One item per distinct error, citing every event it occurred in."""
     items: dict[str, DigestItem] = {}
     for index, event in enumerate(events):
@@ -149,7 +155,7 @@ def _errors(events: list[dict], root: Path | None) -> list[DigestItem]:
     return list(items.values())
 
 
-def _resolutions(events: list[dict], messages: list, found: list[DigestItem]) -> list[DigestItem]:
+def _resolutions(events: list[Event], messages: list[_Message], found: list[DigestItem]) -> list[DigestItem]:
     """An error, then a message saying it is fixed: the error and the fix."""
     fixes = [(index, s) for index, _, text in messages for s in cues.sentences(text) if cues.FIXED.search(s)]
     position = {message_id(e, i): i for i, e in enumerate(events)}
@@ -169,7 +175,7 @@ def _keep(
     items: dict[str, DigestItem],
     kind: str,
     text: str,
-    events: list[dict],
+    events: list[Event],
     index: int,
     also: int | None = None,
 ) -> None:
@@ -190,7 +196,7 @@ def _limited(items: dict[str, DigestItem]) -> list[DigestItem]:
     return list(items.values())[:MAX_PER_CLASS]
 
 
-def event_text(event: dict) -> str:
+def event_text(event: Event) -> str:
     """The event's words: a message's text parts, a tool result's or call's strings."""
     from lore.memory.capture.parse import text_of
 
@@ -209,7 +215,7 @@ def _strings(value: object) -> list[str]:
     return []
 
 
-def _time(event: dict) -> str:
+def _time(event: Event) -> str:
     from lore.memory.capture.parse import time_of
 
     return time_of(event) or ""

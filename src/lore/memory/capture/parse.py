@@ -43,9 +43,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path
+from typing import Any, TypedDict
 
 from lore.errors import ValidationError
-from lore.memory.model import MEMORY_TYPES, SCOPE_RE, TYPE_OF_SECTOR, now_iso, parse_time
+from lore.memory.model import MEMORY_TYPES, SCOPE_RE, TYPE_OF_SECTOR, Frontmatter, now_iso, parse_time
 
 
 @dataclass
@@ -74,6 +75,14 @@ class Candidate:
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$")
 
 
+class _Message(TypedDict):
+    """One assistant message of a transcript, gathered from its events."""
+
+    parts: list[str]
+    time: str | None
+    source: str
+
+
 def from_transcript(path: Path) -> list[Candidate]:
     """The assistant messages of a session transcript worth keeping, oldest first.
 
@@ -93,7 +102,7 @@ def from_transcript(path: Path) -> list[Candidate]:
         path: the JSONL file.
     """
     path = Path(path)
-    messages: dict[str, dict] = {}  # key -> {"parts", "time", "source"}; insertion-ordered
+    messages: dict[str, _Message] = {}  # insertion-ordered
     seen_uuids: set[str] = set()
     fallback_session = path.stem
     with open(path, encoding="utf-8", errors="replace") as handle:
@@ -133,7 +142,7 @@ def from_transcript(path: Path) -> list[Candidate]:
     return out
 
 
-def json_line(line: str) -> dict | None:
+def json_line(line: str) -> dict[str, Any] | None:
     line = line.strip()
     if not line:
         return None
@@ -144,7 +153,7 @@ def json_line(line: str) -> dict | None:
     return event if isinstance(event, dict) else None
 
 
-def _assistant_text(event: dict) -> tuple[str, str | None] | None:
+def _assistant_text(event: dict[str, Any]) -> tuple[str, str | None] | None:
     """(joined text parts, message id) of an assistant event; None for anything else."""
     kind = event.get("type")
     if kind == "assistant":  # Claude Code
@@ -168,7 +177,7 @@ def _assistant_text(event: dict) -> tuple[str, str | None] | None:
     return None
 
 
-def text_of(content) -> str:
+def text_of(content: object) -> str:
     """The text parts of a message's content (a string, or a list of typed parts;
     Codex writes user text as ``input_text``)."""
     if isinstance(content, str):
@@ -185,7 +194,7 @@ def text_of(content) -> str:
     return "\n".join(texts)
 
 
-def time_of(event: dict) -> str | None:
+def time_of(event: dict[str, Any]) -> str | None:
     value = event.get("timestamp")
     if value is None:
         return None
@@ -318,12 +327,12 @@ def _block(
     notes: list[str] = []
     attrs = _attributes(attrs_text)
     body = textwrap.dedent(inner.strip("\n")).strip()
-    header: dict = {}
+    header: Frontmatter = {}
     if body.startswith("---"):
         header, body = _header(body)
     if not body:
         raise _BlockProblem("empty body")
-    fields: dict = {}
+    fields: dict[str, Any] = {}  # plain YAML values, or the attributes' text
     for origin in (header, attrs):  # the tag's attributes win
         for name, value in origin.items():
             canonical = _FIELDS.get(str(name))
@@ -379,16 +388,22 @@ def _block(
     ), notes
 
 
-def _confidence(value) -> float | None:
+def _confidence(value: object) -> float | None:
     if value is None or value == "":
         return None
+    if not isinstance(value, (str, bytes, int, float)):  # what float() would refuse
+        raise _bad_confidence(value)
     try:
         number = float(value)
-    except (TypeError, ValueError):
-        raise _BlockProblem(f"confidence '{value}' must be a number between 0 and 1") from None
+    except ValueError:
+        raise _bad_confidence(value) from None
     if not 0 <= number <= 1:
-        raise _BlockProblem(f"confidence '{value}' must be a number between 0 and 1")
+        raise _bad_confidence(value)
     return number
+
+
+def _bad_confidence(value: object) -> _BlockProblem:
+    return _BlockProblem(f"confidence '{value}' must be a number between 0 and 1")
 
 
 def _attributes(text: str) -> dict[str, str]:
@@ -410,7 +425,7 @@ def _attributes(text: str) -> dict[str, str]:
     return attrs
 
 
-def _header(body: str) -> tuple[dict, str]:
+def _header(body: str) -> tuple[Frontmatter, str]:
     """Split a ``---`` YAML header off the body."""
     import yaml
 
@@ -431,13 +446,13 @@ def _header(body: str) -> tuple[dict, str]:
     return meta, "\n".join(lines[end + 1 :]).strip()
 
 
-def _one_string(value, name: str) -> str:
+def _one_string(value: object, name: str) -> str:
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
         return str(value)
     raise _BlockProblem(f"'{name}' must be a single value")
 
 
-def _flag(value, name: str) -> bool:
+def _flag(value: object, name: str) -> bool:
     if isinstance(value, bool):
         return value
     flag = _YES.get(_one_string(value, name).strip().lower())
@@ -446,7 +461,7 @@ def _flag(value, name: str) -> bool:
     return flag
 
 
-def _tags(value) -> list[str]:
+def _tags(value: object) -> list[str]:
     if isinstance(value, str):
         items = value.split(",")
     elif isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):

@@ -37,7 +37,9 @@ from lore.memory.model import (
     MEMORY_TYPES,
     SECTORS,
     TASK_TYPES,
+    Frontmatter,
     Memory,
+    derive_keywords,
     derive_title,
     from_frontmatter,
     parse_time,
@@ -183,7 +185,7 @@ def _sections(source: Source, body: str, tier: str, lifecycle: Lifecycle) -> lis
     return out
 
 
-def _memory(source: Source, meta: dict, body: str, lifecycle: Lifecycle) -> Memory:
+def _memory(source: Source, meta: Frontmatter, body: str, lifecycle: Lifecycle) -> Memory:
     meta = dict(meta)
     kind = meta.get("type")
     if isinstance(kind, str) and kind not in (*MEMORY_TYPES, *SECTORS, *TASK_TYPES):
@@ -204,7 +206,7 @@ def _memory(source: Source, meta: dict, body: str, lifecycle: Lifecycle) -> Memo
     return memory
 
 
-def _as_adr(memory: Memory, meta: dict, body: str) -> None:
+def _as_adr(memory: Memory, meta: Frontmatter, body: str) -> None:
     memory.type, memory.sector = "decision", "episodic"
     memory.title = _ADR_PREFIX.sub("", memory.title).strip() or memory.title
     status_match = _STATUS.search(body)
@@ -218,7 +220,7 @@ def _as_adr(memory: Memory, meta: dict, body: str) -> None:
 
 
 def _planned(source: Source, memory: Memory, tier: str, private_agent: str | None, key: str) -> _Planned:
-    from lore.memory.repository import derive_keywords, redact_fields
+    from lore.memory.repository import redact_fields
 
     clean = redact_fields(body=memory.body, title=memory.title, tags=list(memory.tags))
     memory.body, memory.title = clean["body"], clean["title"] or memory.title
@@ -265,7 +267,7 @@ def _existing(lifecycle: Lifecycle, memory: Memory) -> tuple[str, str] | None:
 # -- helpers ---------------------------------------------------------------------------------------
 
 
-def _frontmatter(text: str, rel: str) -> tuple[dict, str]:
+def _frontmatter(text: str, rel: str) -> tuple[Frontmatter, str]:
     """(fields, body): a leading ``---`` YAML block, if there is one (read as memory files are)."""
     lines = text.split("\n")
     if not lines or lines[0].strip() != "---":
