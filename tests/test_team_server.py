@@ -104,7 +104,7 @@ async def test_sqlite_two_tokens_act_as_two_agents_with_separate_private_memorie
             assert r.status_code == 201, r.text
         assert (root / ".lore/local/alice").is_dir() and (root / ".lore/local/bob").is_dir()
 
-        for name, other in (("alice", "bob"), ("bob", "alice")):
+        for name in ("alice", "bob"):
             hits = (
                 await c.get(
                     "/api/search", params={"q": "staging password rotation"}, headers=bearer(tokens[name])
@@ -274,7 +274,6 @@ def test_team_server_acts_as_each_users_database_role(pg_database, tmp_path):
 def test_each_users_connections_run_as_their_role_only(pg_database, tmp_path):
     """In process: requests for Bob, interleaved with Alice's, never borrow a
     connection acting as Alice (a pool per role; SET ROLE once per connection)."""
-    from lore.interfaces.team import ACTING_USER
     from lore.storage.postgres.connection import pool
 
     server, url = pg_database
@@ -319,8 +318,6 @@ def test_each_users_connections_run_as_their_role_only(pg_database, tmp_path):
             assert store._one("SELECT current_user, session_user") == (user.role, login)
             with pool(server_url, user.role).connection() as conn:
                 assert conn.execute("SELECT current_user").fetchone() == (user.role,)
-        token = ACTING_USER.set(None)
-        ACTING_USER.reset(token)
     finally:
         os.environ["LORE_DATABASE_URL"] = previous or ""
 
