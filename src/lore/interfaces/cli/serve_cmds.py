@@ -21,7 +21,10 @@ users_option = click.option(
 
 @click.command()
 @click.option(
-    "--host", default="127.0.0.1", show_default=True, help="Address to bind (off loopback needs a token)."
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to bind (off loopback needs --token or --users).",
 )
 @click.option(
     "--port", default=8766, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on."
