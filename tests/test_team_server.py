@@ -274,7 +274,7 @@ def test_team_server_acts_as_each_users_database_role(pg_database, tmp_path):
 def test_each_users_connections_run_as_their_role_only(pg_database, tmp_path):
     """In process: requests for Bob, interleaved with Alice's, never borrow a
     connection acting as Alice (a pool per role; SET ROLE once per connection)."""
-    from lore.storage.postgres.connection import pool
+    from lore.storage.postgres.connection import close, pool
 
     server, url = pg_database
     suffix = uuid.uuid4().hex[:8]
@@ -320,6 +320,7 @@ def test_each_users_connections_run_as_their_role_only(pg_database, tmp_path):
                 assert conn.execute("SELECT current_user").fetchone() == (user.role,)
     finally:
         os.environ["LORE_DATABASE_URL"] = previous or ""
+        close(server_url)  # every role's pool of the server's login
 
 
 @postgres_only
