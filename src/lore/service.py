@@ -81,14 +81,28 @@ _Part = TypeVar("_Part")
 class Lore:
     """A project's memories and index, as one agent (or none) sees them."""
 
-    def __init__(self, project: Project, *, agent: str | None = None, watch: bool = False) -> None:
+    def __init__(
+        self,
+        project: Project,
+        *,
+        agent: str | None = None,
+        watch: bool = False,
+        database_url: str | None = None,
+        database_role: str | None = None,
+    ) -> None:
         """Args:
         agent: the acting agent's identity (sees its private memories).
         watch: for long-running processes (the MCP server, the web server):
             use inotify so the freshness check before each read costs nothing
             unless a memory file changed, and re-check code at most every 2 s.
+        database_url: a PostgreSQL URL that wins over the environment and configuration.
+        database_role: on PostgreSQL, act as this database role (``SET ROLE``), so
+            row-level security applies to it; then only `agent`'s private memories
+            are indexed (a team server's Lore for one of its users, `lore serve --users`).
         """
         self.project = project
+        self.database_url = database_url
+        self.database_role = database_role
         self.agent = agent or os.environ.get("LORE_AGENT") or None
         self._watcher: Watcher | None = None
         if watch:
@@ -125,7 +139,7 @@ class Lore:
         if self._store is None:
             from lore.storage import open_store
 
-            self._store = open_store(self.project)
+            self._store = open_store(self.project, database_url=self.database_url, role=self.database_role)
             self._store.on_rebuild = self._refill
         return self._store
 
@@ -144,7 +158,14 @@ class Lore:
     @property
     def memories(self) -> Memories:
         return self._part(
-            "memories", lambda: Memories(self.project, self.store, agent=self.agent, watcher=self._watcher)
+            "memories",
+            lambda: Memories(
+                self.project,
+                self.store,
+                agent=self.agent,
+                watcher=self._watcher,
+                own_private_only=self.database_role is not None,
+            ),
         )
 
     @property
@@ -849,8 +870,11 @@ class Lore:
         """Background index runs (:mod:`lore.jobs`), each with a Lore of its own."""
         from lore.jobs import JobRunner
 
-        project, agent = self.project, self.agent
-        return self._part("jobs", lambda: JobRunner(lambda: Lore(project, agent=agent)))
+        project, agent, url, role = self.project, self.agent, self.database_url, self.database_role
+        return self._part(
+            "jobs",
+            lambda: JobRunner(lambda: Lore(project, agent=agent, database_url=url, database_role=role)),
+        )
 
     def start_index_job(
         self, kind: str = "update", *, files: Sequence[str] = (), deleted_files: Sequence[str] = ()

@@ -54,13 +54,32 @@ def _dump(data: Any) -> str:
 
 
 class LoreTools:
-    """The service, shared by all tool calls (one lock: SQLite connection + model)."""
+    """The service, shared by all tool calls (one lock: SQLite connection + model).
 
-    def __init__(self, project: str | None, agent: str | None = None):
+    A team server (`lore serve --users`) passes `team`: a call made for one of
+    its users (:data:`lore.interfaces.team.ACTING_USER`) uses that user's Lore.
+    """
+
+    def __init__(self, project: str | None, agent: str | None = None, *, team: Any = None):
         from lore.service import Lore
 
-        self.lore = Lore.open(project or ".", agent=agent, watch=True)
+        self.own = Lore.open(project or ".", agent=agent, watch=True)
+        self.team = team
         self.lock = threading.Lock()
+
+    @property
+    def lore(self):
+        """The Lore acting for the current call: its user's, else the server's own."""
+        from lore.interfaces.team import ACTING_USER
+
+        user = ACTING_USER.get()
+        if user is None or self.team is None:
+            return self.own
+        return self.team.lore_for(user)
+
+    def all_lores(self) -> list:
+        """Every Lore opened so far (the server's own and its users')."""
+        return [self.own, *(self.team.opened() if self.team is not None else [])]
 
     def call(self, fn, *args, **kwargs) -> str:
         """Run a service call; LoreErrors become tool errors with their one-line message."""
@@ -79,17 +98,27 @@ class LoreTools:
         """Load the model and matrices before the first call."""
         with self.lock:
             try:
-                self.lore.sync()
-                self.lore.search("warm up", limit=1)
+                self.own.sync()
+                self.own.search("warm up", limit=1)
             except LoreError:
                 pass
+
+
+class _ActingLore:
+    """Stands for ``tools.lore`` at each use: the Lore of the call's user."""
+
+    def __init__(self, tools: LoreTools):
+        self._tools = tools
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tools.lore, name)
 
 
 def build_server(project: str | None = None, *, agent: str | None = None, tools: LoreTools | None = None):
     """The MCP server and its :class:`LoreTools`; pass `tools` to share an open
     Lore and its lock with another interface (`lore serve`)."""
     tools = tools or LoreTools(project, agent)
-    lore = tools.lore
+    lore: Any = _ActingLore(tools)
     server = _server_class()(
         "lore",
         instructions=(
@@ -332,7 +361,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
 def register_session_tools(server, tools: LoreTools) -> None:
     """session_append / session_context: an agent records its session and reads
     back the context view (summaries of compacted parts, then recent events)."""
-    lore = tools.lore
+    lore: Any = _ActingLore(tools)
 
     @server.tool(
         description="Record a session event (session made on first use): role+content, tool_name+args, "

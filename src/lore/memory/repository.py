@@ -108,12 +108,28 @@ MAX_RETENTION_DAYS = 100_000
 class Memories:
     """The memories one agent may see, and the writes it may make."""
 
-    def __init__(self, project: Project, store: Store, *, agent: str | None = None, watcher: Any = None):
+    def __init__(
+        self,
+        project: Project,
+        store: Store,
+        *,
+        agent: str | None = None,
+        watcher: Any = None,
+        own_private_only: bool = False,
+    ):
+        """Args:
+        own_private_only: index only this agent's private folder, not other
+            agents' (a team server's store acting as one user's database role,
+            where another role's private rows are not this store's to write).
+        """
         self.project = project
         self.store = store
         self.agent = agent
         self.viewer = agent_key(agent) if agent else None
         self._watcher = watcher
+        self._private_agents: tuple[str, ...] | None = None
+        if own_private_only:
+            self._private_agents = (self.viewer,) if self.viewer else ()
         self.last_sync: sync.SyncReport | None = None
         self.graph = LinkGraph(self)
 
@@ -128,12 +144,14 @@ class Memories:
             and not self._watcher.changed()
         ):
             return self.last_sync
-        self.last_sync = sync.sync_memories(self.project, self.store, force=force)
+        self.last_sync = sync.sync_memories(
+            self.project, self.store, force=force, private_agents=self._private_agents
+        )
         return self.last_sync
 
     def _reindex(self) -> None:
         """Index what was just written, now (whatever a file watcher says)."""
-        self.last_sync = sync.sync_memories(self.project, self.store)
+        self.last_sync = sync.sync_memories(self.project, self.store, private_agents=self._private_agents)
 
     # -- privacy, in one place ----------------------------------------------------------------
 

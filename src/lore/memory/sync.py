@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeAlias
@@ -45,12 +45,21 @@ class SyncReport:
 
 
 def memory_files(
-    project: Project, problems: list[tuple[str, str]] | None = None
+    project: Project,
+    problems: list[tuple[str, str]] | None = None,
+    *,
+    private_agents: Collection[str] | None = None,
 ) -> Iterator[tuple[str, os.stat_result]]:
     """(relative path, stat) of every memory file: memory/**, local/session/**,
     local/<agent>/** (not local/trash/). Hidden files and folders are skipped;
     entries Lore can't name and folders it can't list go to `problems`
-    (see :func:`lore.memory.files.walk_memory_files`)."""
+    (see :func:`lore.memory.files.walk_memory_files`).
+
+    Args:
+        private_agents: only these agents' private folders (``local/<agent>/``);
+            None: every agent's. A team server's store acting as one user's
+            database role indexes that user's private memories only.
+    """
     root = str(project.root) + os.sep
     tops = [str(project.memory_dir)]
     try:
@@ -58,7 +67,9 @@ def memory_files(
             tops += sorted(
                 e.path
                 for e in listing
-                if e.is_dir(follow_symlinks=False) and e.name not in ("trash", "cache")
+                if e.is_dir(follow_symlinks=False)
+                and e.name not in ("trash", "cache")
+                and (private_agents is None or e.name in _LOCAL_TIERS or e.name in private_agents)
             )
     except (FileNotFoundError, NotADirectoryError):
         pass
@@ -149,13 +160,16 @@ def is_committed(rel: str) -> bool:
     return rel.startswith(".lore/memory/")
 
 
-def sync_memories(project: Project, store: Store, *, force: bool = False) -> SyncReport:
+def sync_memories(
+    project: Project, store: Store, *, force: bool = False, private_agents: Collection[str] | None = None
+) -> SyncReport:
+    """Bring `store` up to date with the memory files (`private_agents`: see :func:`memory_files`)."""
     report = SyncReport()
     known = store.file_states(KIND)
     seen: set[str] = set()
     pending: list[tuple[str, os.stat_result, Location]] = []
     unnamed: list[tuple[str, str]] = []
-    for rel, st in memory_files(project, unnamed):
+    for rel, st in memory_files(project, unnamed, private_agents=private_agents):
         seen.add(rel)
         state = known.get(rel)
         if force or state is None or state.mtime_ns != st.st_mtime_ns or state.size != st.st_size:

@@ -60,6 +60,7 @@ __all__ = [
     "TierState",
     "resolve_database_url",
     "open_store",
+    "check_database_role",
 ]
 
 URL_SCHEMES = ("postgresql://", "postgres://")
@@ -94,12 +95,15 @@ def resolve_database_url(project: Any, override: str | None = None) -> str | Non
     return url
 
 
-def open_store(project: Any, *, database_url: str | None = None) -> Store:
+def open_store(project: Any, *, database_url: str | None = None, role: str | None = None) -> Store:
     """The configured store for `project` (a :class:`lore.project.Project`).
 
     Args:
         database_url: a PostgreSQL URL that wins over the environment
             and the configuration (`lore serve --database URL`).
+        role: on PostgreSQL, the database role to act as (``SET ROLE``) instead
+            of the URL's user, so row-level security applies to that role: a
+            team server's store for one of its users. Ignored on SQLite.
     """
     url = resolve_database_url(project, database_url)
     if url is None:
@@ -112,7 +116,7 @@ def open_store(project: Any, *, database_url: str | None = None) -> Store:
         return store
     from lore.storage.postgres import open_postgres
 
-    store = open_postgres(project, url)
+    store = open_postgres(project, url, role=role)
     configured = project.setting("index", "database_url")
     if configured and ":" in str(configured).split("@", 1)[0].split("://", 1)[-1]:
         store.notices.append(
@@ -120,6 +124,15 @@ def open_store(project: Any, *, database_url: str | None = None) -> Store:
             "use ~/.pgpass or PGPASSWORD instead"
         )
     return store
+
+
+def check_database_role(database_url: str, role: str) -> None:
+    """Raise StorageError (one line saying which GRANT is missing) unless the
+    server's login at `database_url` can act as `role` (``SET ROLE``) and `role`
+    may use Lore's schema: a team server checks every user's role at start-up."""
+    from lore.storage.postgres.connection import check_role
+
+    check_role(database_url, role)
 
 
 # -- administration (lore db …) -------------------------------------------------------------

@@ -6,6 +6,11 @@ loop keeps streaming progress; the MCP tools share it (and its loaded
 model). Background index jobs open a Lore of their own (:mod:`lore.jobs`).
 Every request passes the :class:`Gate` first (Host, Origin, size,
 credentials; see :mod:`.auth`).
+
+A team server (``users``: `lore serve --users FILE`) serves each user with a
+Lore of their own (:class:`lore.interfaces.team.TeamLores`): the Gate sets
+:data:`~lore.interfaces.team.ACTING_USER` for the request from its token or
+session, and every view and MCP tool uses that user's Lore.
 """
 
 from __future__ import annotations
@@ -44,22 +49,25 @@ SECURITY_HEADERS = [
 
 
 class Backend:
-    """The open Lore shared by all requests and MCP tools, used one call at a time."""
+    """The open Lore(s) shared by all requests and MCP tools, used one call at a time."""
 
     def __init__(self, tools):
         self.tools = tools
 
     @property
     def lore(self):
+        """The Lore acting for the current request (its user's on a team server)."""
         return self.tools.lore
 
     async def call(self, fn, *args, **kwargs) -> Any:
         """Run ``fn(lore, *args, **kwargs)`` on a worker thread, holding the lock."""
         import anyio
 
+        lore = self.tools.lore  # chosen here, in the request's context
+
         def run():
             with self.tools.lock:
-                return fn(self.tools.lore, *args, **kwargs)
+                return fn(lore, *args, **kwargs)
 
         return await anyio.to_thread.run_sync(run)
 
@@ -72,10 +80,16 @@ def build_app(
     host: str = "127.0.0.1",
     allowed_hosts: Sequence[str] = (),
     mcp: bool = True,
+    users: str | None = None,
 ):
     """The whole server as one ASGI app (run its lifespan: MCP sessions, index jobs).
 
-    Raises UsageError when `host` is off loopback and there is no token.
+    Args:
+        users: a users file (:mod:`.users`): per-user tokens, each acting as its
+            user's agent and, on PostgreSQL, database role (checked here, at start-up).
+
+    Raises UsageError when `host` is off loopback and there is no token; a
+    LoreError when the users file or a user's database role is not usable.
     """
     from starlette.applications import Starlette
     from starlette.routing import Mount, Route
@@ -83,8 +97,20 @@ def build_app(
 
     from lore.interfaces.mcp import LoreTools
 
-    guard = auth.Guard.for_bind(host, token, list(allowed_hosts))
+    table = None
+    if users is not None:
+        from lore.interfaces.web.users import UserTable
+
+        table = UserTable.load(users)
+    guard = auth.Guard.for_bind(host, token, list(allowed_hosts), table)
     tools = LoreTools(project, agent)
+    if table is not None:
+        from lore.interfaces.team import TeamLores
+        from lore.storage import resolve_database_url
+
+        project_ = tools.own.project
+        tools.team = TeamLores(project_, table, resolve_database_url(project_))
+        tools.team.check()
     backend = Backend(tools)
     mcp_app, session_manager = _mcp_app(project, agent, tools) if mcp else (None, None)
 
@@ -110,7 +136,8 @@ def build_app(
             else:
                 yield
         finally:
-            backend.lore.stop_index_jobs()
+            for lore in tools.all_lores():
+                lore.stop_index_jobs()
 
     web = Starlette(routes=routes, lifespan=lifespan)
     web.state.backend = backend
@@ -159,17 +186,28 @@ class Gate:
             if declared.isdigit() and int(declared) > MAX_REQUEST_BYTES:
                 raise PayloadTooLarge(too_large_message(int(declared), MAX_REQUEST_BYTES))
             state = scope.setdefault("state", {})
-            state["auth"] = None
+            state["auth"], state["user"] = None, None
             if not _public(path):
                 raw = next((v for k, v in scope["headers"] if k == b"authorization"), None)
                 cookies = cookie_parser(headers.get("cookie", ""))
                 client = (scope.get("client") or ("unknown",))[0]
-                state["auth"] = self.guard.authenticate(client, raw, cookies.get(auth.SESSION_COOKIE))
+                state["auth"], state["user"] = self.guard.authenticate(
+                    client, raw, cookies.get(auth.SESSION_COOKIE)
+                )
                 if is_mcp and state["auth"] == "session":
                     raise auth.Unauthorized("MCP needs 'Authorization: Bearer <token>'")
         except LoreError as err:
             await _refuse(err, scope, receive, send, path)
             return
+        from lore.interfaces.team import ACTING_USER
+
+        acting = ACTING_USER.set(state["user"])
+        try:
+            await self._serve(scope, receive, send, is_mcp)
+        finally:
+            ACTING_USER.reset(acting)
+
+    async def _serve(self, scope, receive, send, is_mcp: bool) -> None:
         if is_mcp and self.mcp_app is not None:
             await self.mcp_app(scope, receive, send)
             return
@@ -305,6 +343,7 @@ def serve(
     token: str | None = None,
     agent: str | None = None,
     allowed_hosts: Sequence[str] = (),
+    users: str | None = None,
 ) -> None:
     """Run the server until interrupted."""
     import logging
@@ -312,13 +351,21 @@ def serve(
     import uvicorn
 
     logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs every session at INFO
-    app = build_app(project, agent=agent, token=token, host=host, allowed_hosts=allowed_hosts)
-    app.tools.warm()
+    app = build_app(project, agent=agent, token=token, host=host, allowed_hosts=allowed_hosts, users=users)
+    team = app.tools.team
+    if team is None or token:
+        app.tools.warm()  # a team server's own Lore serves only the shared token
     shown = f"[{host}]" if ":" in host else host
-    acting = f"agent {app.tools.lore.agent}" if app.tools.lore.agent else "no agent (shared memories only)"
+    own = app.tools.own
+    acting = f"agent {own.agent}" if own.agent else "no agent (shared memories only)"
+    if team is not None:
+        roles = " and database role" if team.database_url else ""
+        acting = f"{len(team.users.users)} users (each as their own agent{roles})" + (
+            f"; the shared token as {acting}" if token else ""
+        )
     print(
-        f"lore serve: {app.tools.lore.project.root} at http://{shown}:{port}/ as {acting} "
-        f"(API docs /docs, MCP /mcp{', token required' if token else ''})",
+        f"lore serve: {own.project.root} at http://{shown}:{port}/ as {acting} "
+        f"(API docs /docs, MCP /mcp{', token required' if token or team else ''})",
         file=sys.stderr,
         flush=True,
     )

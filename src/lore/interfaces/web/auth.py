@@ -7,6 +7,9 @@
 - **Token**: with a token (required off loopback), the API and MCP need
   ``Authorization: Bearer <token>``; a browser logs in once with it on
   ``/login`` and gets an HttpOnly, SameSite=Strict session cookie.
+  With a users file (``--users``, :mod:`.users`) each person has a token of
+  their own, and the token (or the session it opened) says who the request
+  acts for: their agent and their database role.
 - **CSRF**: every state-changing form carries a token that must equal the
   ``lore_csrf`` cookie (SameSite=Strict, so another site can neither read
   nor send it); JavaScript sends it as ``X-CSRF-Token``. Unsafe API calls
@@ -27,9 +30,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from lore.errors import LoreError
+
+if TYPE_CHECKING:
+    from lore.interfaces.web.users import User, UserTable
 
 SESSION_COOKIE = "lore_session"
 CSRF_COOKIE = "lore_csrf"
@@ -86,19 +93,23 @@ class Guard:
     """The server's security settings and state (sessions, failure counts).
 
     Args:
-        token: the shared secret; None only when bound to loopback.
+        token: the shared secret; None only when bound to loopback (or with `users`).
         allowed_hosts: Host header names accepted (no ports); "*" accepts any.
+        users: per-user tokens (`lore serve --users`); a request with one acts as its user.
     """
 
     token: str | None
     allowed_hosts: frozenset[str]
-    sessions: OrderedDict[str, float] = field(default_factory=OrderedDict)
+    users: UserTable | None = None
+    sessions: OrderedDict[str, tuple[float, User | None]] = field(default_factory=OrderedDict)
     failures: OrderedDict[str, list[float]] = field(default_factory=OrderedDict)
 
     @classmethod
-    def for_bind(cls, host: str, token: str | None, extra_hosts: Sequence[str] = ()) -> Guard:
+    def for_bind(
+        cls, host: str, token: str | None, extra_hosts: Sequence[str] = (), users: UserTable | None = None
+    ) -> Guard:
         """The guard for a server bound to `host`; refuses an exposed server without a token."""
-        if not is_loopback(host) and not token:
+        if not is_loopback(host) and not token and users is None:
             from lore.errors import UsageError
 
             raise UsageError(
@@ -113,16 +124,16 @@ class Guard:
                 "(e.g. `openssl rand -hex 16`)"
             )
         hosts = set(LOOPBACK_NAMES) | {h.lower().strip("[]") for h in extra_hosts}
-        if is_wildcard(host) and token:
+        if is_wildcard(host) and (token or users is not None):
             hosts.add("*")
         elif not is_wildcard(host):
             hosts.add(host.lower().strip("[]"))
-        return cls(token, frozenset(hosts))
+        return cls(token, frozenset(hosts), users)
 
     @property
     def open(self) -> bool:
-        """No token: everything on loopback is allowed without logging in."""
-        return self.token is None
+        """No token nor users: everything on loopback is allowed without logging in."""
+        return self.token is None and self.users is None
 
     # -- headers ------------------------------------------------------------------
 
@@ -145,8 +156,11 @@ class Guard:
 
     # -- credentials ----------------------------------------------------------------
 
-    def authenticate(self, client: str, authorization: bytes | None, session: str | None) -> str:
-        """How the request is authenticated: "token", "session" or "open".
+    def authenticate(
+        self, client: str, authorization: bytes | None, session: str | None
+    ) -> tuple[str, User | None]:
+        """How the request is authenticated ("token", "session" or "open") and
+        for whom: the user of a per-user token, None for the shared token.
 
         Raises Unauthorized for missing/wrong/malformed credentials (counted
         against the client) and TooManyAttempts when the client failed too often.
@@ -154,21 +168,37 @@ class Guard:
         if authorization is not None:
             self.check_rate(client)
             token = _bearer(authorization)
-            if token is not None and self.token is not None and self.token_matches(token):
-                return "token"
-            if token is not None and self.token is None:
-                return "open"  # no token configured: a header is harmless
+            if token is not None and self.open:
+                return "open", None  # no token configured: a header is harmless
+            if token is not None:
+                known, user = self.identify(token)
+                if known:
+                    return "token", user
             self.fail(client)
             raise Unauthorized(
                 "the Authorization header must be 'Bearer <token>' with this server's token"
                 if token is None
-                else "wrong token; use the token the server was started with"
+                else self._wrong_token()
             )
-        if session and self.session_valid(session):
-            return "session"
+        if session:
+            valid, user = self.session_user(session)
+            if valid:
+                return "session", user
         if self.open:
-            return "open"
+            return "open", None
         raise Unauthorized("log in first: send 'Authorization: Bearer <token>' or sign in at /login")
+
+    def identify(self, token: str) -> tuple[bool, User | None]:
+        """(known, user): the shared token is known with no user; a per-user token is its user."""
+        user = self.users.match(token) if self.users is not None else None
+        if user is not None:
+            return True, user
+        return self.token_matches(token), None
+
+    def _wrong_token(self) -> str:
+        if self.users is not None:
+            return "unknown token; use the token `lore users add` printed for you"
+        return "wrong token; use the token the server was started with"
 
     def token_matches(self, candidate: str) -> bool:
         return self.token is not None and hmac.compare_digest(candidate.encode(), self.token.encode())
@@ -198,11 +228,12 @@ class Guard:
     def login(self, client: str, token: str) -> str:
         """A new session id for a correct token; Unauthorized (counted) otherwise."""
         self.check_rate(client)
-        if not self.token_matches(token):
+        known, user = self.identify(token)
+        if not known:
             self.fail(client)
-            raise Unauthorized("wrong token; use the token the server was started with")
+            raise Unauthorized(self._wrong_token())
         session = secrets.token_urlsafe(32)
-        self.sessions[session] = time.monotonic() + SESSION_SECONDS
+        self.sessions[session] = (time.monotonic() + SESSION_SECONDS, user)
         while len(self.sessions) > MAX_SESSIONS:
             self.sessions.popitem(last=False)
         return session
@@ -212,13 +243,17 @@ class Guard:
             self.sessions.pop(session, None)
 
     def session_valid(self, session: str) -> bool:
-        expires = self.sessions.get(session)
-        if expires is None:
-            return False
-        if expires < time.monotonic():
+        return self.session_user(session)[0]
+
+    def session_user(self, session: str) -> tuple[bool, User | None]:
+        """(valid, the user who opened it: None for the shared token)."""
+        found = self.sessions.get(session)
+        if found is None:
+            return False, None
+        if found[0] < time.monotonic():
             del self.sessions[session]
-            return False
-        return True
+            return False, None
+        return True, found[1]
 
     # -- CSRF -----------------------------------------------------------------------
 

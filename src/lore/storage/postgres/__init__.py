@@ -15,10 +15,13 @@ from lore.storage.postgres.store import DEFAULT_TEXT_SEARCH, PostgresStore
 __all__ = ["PostgresStore", "ProjectIdentity", "identify", "open_postgres", "upgrade"]
 
 
-def open_postgres(project: Any, url: str) -> PostgresStore:
-    """The store of `project` (a :class:`lore.project.Project`) in the database at `url`."""
+def open_postgres(project: Any, url: str, *, role: str | None = None) -> PostgresStore:
+    """The store of `project` (a :class:`lore.project.Project`) in the database at `url`,
+    acting as database role `role` (``SET ROLE``) when given."""
     text_search = str(project.setting("index", "text_search", DEFAULT_TEXT_SEARCH) or DEFAULT_TEXT_SEARCH)
-    return PostgresStore(url, identify(project.root, project.settings), text_search=text_search)
+    return PostgresStore(
+        url, identify(project.root, project.settings), text_search=text_search, acting_role=role
+    )
 
 
 def upgrade(url: str) -> tuple[int, int]:

@@ -1,9 +1,15 @@
-"""Connections to PostgreSQL: one pool per database URL per process.
+"""Connections to PostgreSQL: one pool per (database URL, role) per process.
 
 A store borrows a connection for one statement (autocommit) or for one
 transaction, so a process with many open projects (a server) shares a few
 connections, and an object nobody closed holds none. Every connection of
 the pool gets Lore's schema on its search path and pgvector's settings.
+
+A team server acts for several people, each mapped to a database role of
+their own (`lore serve --users`): their stores use a pool of that role,
+whose connections run ``SET ROLE`` once, when they are opened, and are never
+reset nor lent to another pool. So a connection never carries one user's
+role into another user's request, and row-level security applies to each.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ CONNECT_TIMEOUT = 10  # seconds to wait for a connection (server or pool)
 # scanning the graph until enough rows pass the filter.
 EF_SEARCH = 100
 
-_POOLS: dict[str, ConnectionPool] = {}
+_POOLS: dict[tuple[str, str | None], ConnectionPool] = {}
 _LOCK = threading.Lock()
 
 
@@ -44,8 +50,12 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}@{netloc[-1]}"))
 
 
-def _configure(conn: psycopg.Connection) -> None:
-    """Session settings every Lore connection needs."""
+def _configure(conn: psycopg.Connection, role: str | None = None) -> None:
+    """Session settings every Lore connection needs (acting as `role` when given)."""
+    if role is not None:
+        from psycopg import sql
+
+        conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
     conn.execute(f"SET search_path = {SCHEMA}, public")
     conn.execute("SET hnsw.iterative_scan = 'relaxed_order'")
     conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
@@ -57,10 +67,14 @@ def _configure(conn: psycopg.Connection) -> None:
         pass
 
 
-def pool(url: str) -> ConnectionPool:
-    """The process's pool for `url` (created on first use, closed at exit)."""
+def pool(url: str, role: str | None = None) -> ConnectionPool:
+    """The process's pool for `url` acting as `role` (None: the URL's own user);
+    created on first use, closed at exit."""
+    import functools
+
+    key = (url, role)
     with _LOCK:
-        found = _POOLS.get(url)
+        found = _POOLS.get(key)
         if found is not None:
             return found
         try:
@@ -69,13 +83,13 @@ def pool(url: str) -> ConnectionPool:
             raise StorageError(
                 "the PostgreSQL backend needs psycopg; install it with `pip install 'lore-memory[postgres]'`"
             ) from None
-        connect(url).close()  # fails fast, with the server's own reason
+        connect(url, role).close()  # fails fast, with the server's own reason
         created = ConnectionPool(
             url,
             min_size=1,
             max_size=POOL_SIZE,
             kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT},
-            configure=_configure,
+            configure=functools.partial(_configure, role=role),
             timeout=CONNECT_TIMEOUT,
             open=False,
             name="lore",
@@ -88,12 +102,12 @@ def pool(url: str) -> ConnectionPool:
                 f"cannot connect to PostgreSQL at {redact(url)} ({_reason(err)}); check LORE_DATABASE_URL "
                 "or [index] database_url, and that the server is running"
             ) from None
-        _POOLS[url] = created
+        _POOLS[key] = created
         return created
 
 
-def connect(url: str) -> psycopg.Connection[Any]:
-    """A connection of its own (migrations hold a session lock on it)."""
+def connect(url: str, role: str | None = None) -> psycopg.Connection[Any]:
+    """A connection of its own (migrations hold a session lock on it), acting as `role` if given."""
     try:
         import psycopg
     except ImportError:
@@ -107,8 +121,41 @@ def connect(url: str) -> psycopg.Connection[Any]:
             f"cannot connect to PostgreSQL at {redact(url)} ({_reason(err)}); check LORE_DATABASE_URL "
             "or [index] database_url, and that the server is running"
         ) from None
-    _configure(conn)
+    try:
+        _configure(conn, role)
+    except psycopg.Error as err:
+        conn.close()
+        raise StorageError(_role_problem(url, role, err)) from None
     return conn
+
+
+def _role_problem(url: str, role: str | None, err: BaseException) -> str:
+    login = urlsplit(url).username or "the server's login role"
+    return (
+        f"cannot act as database role '{role}' at {redact(url)} ({_reason(err)}); "
+        f"create it (CREATE ROLE {role} IN ROLE lore_user) and let the server assume it "
+        f"(GRANT {role} TO {login})"
+    )
+
+
+def check_role(url: str, role: str) -> None:
+    """Raise StorageError (one line) unless the server at `url` can act as `role`
+    and `role` may use Lore's schema (a member of ``lore_user``)."""
+    conn = connect(url, role)
+    try:
+        row = conn.execute(
+            "SELECT pg_has_role(current_user, 'lore_user', 'USAGE') OR "
+            "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"
+        ).fetchone()
+    except Exception as err:
+        raise StorageError(_role_problem(url, role, err)) from None
+    finally:
+        conn.close()
+    if not row or not row[0]:
+        raise StorageError(
+            f"database role '{role}' is not a member of lore_user, so it cannot read Lore's tables; "
+            f"run GRANT lore_user TO {role}"
+        )
 
 
 def _reason(err: BaseException) -> str:
@@ -117,12 +164,12 @@ def _reason(err: BaseException) -> str:
 
 
 def close(url: str) -> None:
-    """Close the pool of `url` (a store that needs it again opens a new one)."""
+    """Close the pools of `url`, whatever their role (a store that needs one again opens a new one)."""
     with _LOCK:
-        found = _POOLS.pop(url, None)
-    if found is not None:
+        found = [_POOLS.pop(key) for key in list(_POOLS) if key[0] == url]
+    for each in found:
         try:
-            found.close(timeout=2)
+            each.close(timeout=2)
         except Exception:
             pass
 

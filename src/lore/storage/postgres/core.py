@@ -43,16 +43,39 @@ _T = TypeVar("_T")
 _INDEXING_EVERY = 5.0  # seconds between 'indexing' status writes of one store
 
 
+_SHARED_LOCAL_TIERS = (".lore/local/session/", ".lore/local/daily/", ".lore/local/archive/")
+
+
 def is_local_memory(path: str) -> bool:
     """A memory file that lives in one clone only (git-ignored: private or session)."""
     return path.startswith(".lore/local/")
 
 
+def is_shared_local_memory(path: str) -> bool:
+    """A local memory in the clone's shared tiers (``.lore/local/{session,daily,archive}/``),
+    not in an agent's private folder."""
+    return path.startswith(_SHARED_LOCAL_TIERS)
+
+
 class StoreCore:
     """Connections, transactions and locks of one clone; index state (meta, status)."""
 
-    def __init__(self, url: str, identity: ProjectIdentity, *, text_search: str = DEFAULT_TEXT_SEARCH):
+    def __init__(
+        self,
+        url: str,
+        identity: ProjectIdentity,
+        *,
+        text_search: str = DEFAULT_TEXT_SEARCH,
+        acting_role: str | None = None,
+    ):
+        """Args:
+        acting_role: the database role this store acts as (``SET ROLE``) instead
+            of the URL's user: a team server's store for one of its users
+            (`lore serve --users`). Several roles then share one clone, so the
+            clone's shared local tiers belong to all of them (see :meth:`_owner_of`).
+        """
         self.url = url
+        self.acting_role = acting_role
         self.who = identity
         self.text_search = text_search
         self.notices: list[str] = []
@@ -73,8 +96,19 @@ class StoreCore:
 
     @property
     def _pool(self) -> ConnectionPool:
-        """The process's pool for this URL (looked up each time: a closed pool is replaced)."""
-        return connection.pool(self.url)
+        """The process's pool for this URL and role (looked up each time: a closed pool is replaced)."""
+        return connection.pool(self.url, self.acting_role)
+
+    def _owner_of(self, path: str) -> str:
+        """The ``owner_role`` of a memory file's rows: this role for a clone's local
+        memories, '' (shared) for committed ones. A store acting for one user of a
+        team server shares the clone's shared local tiers with the server's other
+        users (an agent's private folder stays its role's own)."""
+        if not is_local_memory(path):
+            return ""
+        if self.acting_role is not None and is_shared_local_memory(path):
+            return ""
+        return self.role
 
     @contextmanager
     def _conn(self) -> Iterator[psycopg.Connection[Any]]:

@@ -65,7 +65,7 @@ class FileRows(StoreCore):
         everyone, so an error leaves the shared rows alone.
         """
         shared = kind == "memory" and not is_local_memory(path)
-        owner = self.role if kind == "memory" and is_local_memory(path) else ""
+        owner = self._owner_of(path) if kind == "memory" else ""
         with self._writing() as conn:
             conn.execute(
                 "INSERT INTO clone_files(clone_id, path, kind, sha256, mtime_ns, size, error, owner_role) "

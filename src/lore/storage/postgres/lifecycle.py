@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lore.storage.base import ErrorOccurrence, ErrorPattern, EvidenceRecord, ProposalRecord, TierState
-from lore.storage.postgres.core import StoreCore, is_local_memory
+from lore.storage.postgres.core import StoreCore
 
 _PROPOSAL_COLUMNS = (
     "id, kind, status, title, reason, confidence, evidence, memory_ids, changes, created_at, updated_at"
@@ -175,7 +175,7 @@ class LifecycleRows(StoreCore):
     def put_proposal(self, proposal: ProposalRecord) -> None:
         p = proposal
         # A change to a clone's local memory carries its text: as private as the memory.
-        local = any(is_local_memory(str(change.get("path", ""))) for change in p.changes)
+        owners = {self._owner_of(str(change.get("path", ""))) for change in p.changes}
         with self._writing() as conn:
             self._lock_project(conn)
             conn.execute(
@@ -188,7 +188,7 @@ class LifecycleRows(StoreCore):
                 "created_at = excluded.created_at, updated_at = excluded.updated_at",
                 (
                     self.project_id,
-                    self.role if local else "",
+                    self.role if self.role in owners else "",
                     p.id,
                     p.kind,
                     p.status,
