@@ -47,7 +47,7 @@ def build_project(n: int, embedding: str):
         if i >= len(turns):
             text += f" [copy {i // len(turns)}]"
         body = f"{turn['speaker']} said on {turn['date_time']}:\n\n{text}\n"
-        title = f"{turn['speaker']}: {text[:80]}"
+        title = f"{turn['speaker']}: {' '.join(text.split())[:80]}"  # a title is one line
         memory = Memory(
             title=title,
             body=body,

@@ -478,13 +478,15 @@ def serve_load(args: argparse.Namespace) -> None:
         # "local": hybrid search as users run it (the server loads the model); "none": BM25 only.
         root = build_project(args.memories, args.embedding)
         began = time.perf_counter()
-        subprocess.run(
+        indexed = subprocess.run(
             [sys.executable, "-m", "lore", "index", "--no-code"],
             cwd=root,
             env={**os.environ, "LORE_DATABASE_URL": url},
-            check=True,
             capture_output=True,
+            text=True,
         )
+        if indexed.returncode != 0:
+            raise SystemExit(f"serve: lore index failed: {indexed.stderr.strip()[-2000:]}")
         print(
             f"serve: {args.memories:,} memories (embedding: {args.embedding}) indexed into PostgreSQL "
             f"in {time.perf_counter() - began:.1f} s"
