@@ -101,6 +101,25 @@ def test_truncation_is_part_of_the_model_id(cache):
     assert short.embed_query(long) @ wide.embed_query(long) < 0.999
 
 
+def test_encoders_of_one_model_share_the_loaded_session_across_threads(embedder, cache):
+    """A team server holds one Lore per user: they share one loaded model, and
+    calling it from several threads at once gives each caller its own vectors."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    again = load_embedder({})
+    assert again is not embedder
+    expected = embedder.embed_documents(TEXTS)
+    again.embed_query("load it")
+    assert again._session is embedder._session and again._tokenizer is embedder._tokenizer
+    other = load_embedder({"max_tokens": 64})
+    other.embed_query("load it")
+    assert other._session is not embedder._session  # other settings, its own load
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda i: (embedder, again)[i % 2].embed_documents(TEXTS), range(8)))
+    for got in results:
+        np.testing.assert_allclose(got, expected, atol=1e-6)
+
+
 def test_onnx_directory_provider(model_dir, plain):
     embedder = load_embedder({"provider": "onnx", "path": "minilm", "max_tokens": 128}, root=model_dir.parent)
     assert embedder.model_id == "onnx:8199be6f:tokbe50c362:mean:t128"

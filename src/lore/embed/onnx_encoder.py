@@ -8,6 +8,7 @@ tokenizers are imported only when the first text is embedded.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,13 @@ if TYPE_CHECKING:
 # Texts tokenised at once: bounds memory (tokenizers' Encoding objects are
 # large) while leaving enough texts to sort into length-homogeneous batches.
 _WINDOW = 512
+
+# Loaded models, shared by every encoder of the process with the same files and
+# settings: a team server holds one Lore per user, and each would otherwise load
+# its own copy. ONNX Runtime sessions and tokenizers are safe to call from
+# several threads once configured.
+_LOADED: dict[tuple[object, ...], tuple[Any, Any]] = {}
+_LOADING = threading.Lock()
 
 
 def default_threads() -> int:
@@ -130,6 +138,26 @@ class OnnxEncoder:
     def _load(self) -> None:
         if self._session is not None:
             return
+        with _LOADING:
+            key = self._load_key()
+            if key not in _LOADED:
+                _LOADED[key] = self._open()
+            session, tokenizer = _LOADED[key]
+        self._set_loaded(session, tokenizer)
+
+    def _load_key(self) -> tuple[object, ...]:
+        """What makes two loaded models the same: the files (as they are now) and the settings."""
+        stamps = []
+        for path in (self.model_path, self.tokenizer_path):
+            try:
+                st = path.stat()
+                stamps.append((str(path), st.st_mtime_ns, st.st_size))
+            except OSError:
+                stamps.append((str(path), 0, 0))
+        return (*stamps, self.max_tokens, self.threads)
+
+    def _open(self) -> tuple[Any, Any]:
+        """Load the tokenizer and the ONNX session (ProviderError naming the file on failure)."""
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -160,12 +188,16 @@ class OnnxEncoder:
                 else "check that it is a valid .onnx file"
             )
             raise ProviderError(f"cannot load ONNX model {self.model_path}: {exc} — {fix}") from exc
-        self._inputs = {i.name for i in session.get_inputs()}
-        if not {"input_ids", "attention_mask"} <= self._inputs:
+        inputs = {i.name for i in session.get_inputs()}
+        if not {"input_ids", "attention_mask"} <= inputs:
             raise ProviderError(
-                f"ONNX model {self.model_path} has inputs {sorted(self._inputs)}; "
+                f"ONNX model {self.model_path} has inputs {sorted(inputs)}; "
                 f"expected input_ids and attention_mask (a BERT-style encoder)"
             )
+        return session, tokenizer
+
+    def _set_loaded(self, session: Any, tokenizer: Any) -> None:
+        self._inputs = {i.name for i in session.get_inputs()}
         outputs = [o.name for o in session.get_outputs()]
         self._output = "last_hidden_state" if "last_hidden_state" in outputs else outputs[0]
         self._session, self._tokenizer = session, tokenizer
