@@ -54,10 +54,12 @@ def _dump(data: Any) -> str:
 
 
 class LoreTools:
-    """The service, shared by all tool calls (one lock: SQLite connection + model).
+    """The service, shared by all tool calls, one call at a time per Lore (a Lore
+    holds one SQLite connection and its caches).
 
     A team server (`lore serve --users`) passes `team`: a call made for one of
-    its users (:data:`lore.interfaces.team.ACTING_USER`) uses that user's Lore.
+    its users (:data:`lore.interfaces.team.ACTING_USER`) uses that user's Lore,
+    under that Lore's own lock, so users do not wait for each other.
     """
 
     def __init__(self, project: str | None, agent: str | None = None, *, team: Any = None):
@@ -65,7 +67,13 @@ class LoreTools:
 
         self.own = Lore.open(project or ".", agent=agent, watch=True)
         self.team = team
-        self.lock = threading.Lock()
+        self._locks: dict[int, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+
+    def lock_of(self, lore: Any) -> threading.Lock:
+        """The lock that keeps calls on `lore` one at a time."""
+        with self._locks_guard:
+            return self._locks.setdefault(id(lore), threading.Lock())
 
     @property
     def lore(self):
@@ -85,7 +93,7 @@ class LoreTools:
         """Run a service call; LoreErrors become tool errors with their one-line message."""
         from mcp.server.mcpserver.exceptions import ToolError
 
-        with self.lock:
+        with self.lock_of(self.lore):
             try:
                 return _dump(fn(*args, **kwargs))
             except Exception as err:
@@ -96,7 +104,7 @@ class LoreTools:
 
     def warm(self) -> None:
         """Load the model and matrices before the first call."""
-        with self.lock:
+        with self.lock_of(self.own):
             try:
                 self.own.sync()
                 self.own.search("warm up", limit=1)

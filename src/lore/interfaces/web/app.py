@@ -49,7 +49,7 @@ SECURITY_HEADERS = [
 
 
 class Backend:
-    """The open Lore(s) shared by all requests and MCP tools, used one call at a time."""
+    """The open Lore(s) shared by all requests and MCP tools, each used one call at a time."""
 
     def __init__(self, tools):
         self.tools = tools
@@ -60,13 +60,13 @@ class Backend:
         return self.tools.lore
 
     async def call(self, fn, *args, **kwargs) -> Any:
-        """Run ``fn(lore, *args, **kwargs)`` on a worker thread, holding the lock."""
+        """Run ``fn(lore, *args, **kwargs)`` on a worker thread, holding that Lore's lock."""
         import anyio
 
         lore = self.tools.lore  # chosen here, in the request's context
 
         def run():
-            with self.tools.lock:
+            with self.tools.lock_of(lore):
                 return fn(lore, *args, **kwargs)
 
         return await anyio.to_thread.run_sync(run)
