@@ -43,6 +43,7 @@ from lore.storage.base import (
     filter_is_empty,
     text_hash,
 )
+from lore.storage.sqlite.lexical import plan as lexical_plan
 from lore.storage.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -82,6 +83,7 @@ _PAGE_SORTS = {
 }
 _STALE = "m.id IN (SELECT memory_id FROM anchors WHERE stale_reason IS NOT NULL)"
 _GROUP_COLUMNS = ("type", "sector", "visibility", "storage", "agent")
+_MMAP_BYTES = 1 << 30
 _MAX_IN = 900  # SQLite's host-parameter limit is 999 on old builds
 
 
@@ -586,11 +588,59 @@ class SQLiteStore:
     def lexical_search(
         self, kind: str, terms: Sequence[str], flt: AnyFilter | None, limit: int
     ) -> list[tuple[ChunkRecord, float]]:
-        """BM25 over chunks of `kind` matching any of `terms`; (chunk, score), best first."""
+        """BM25 over chunks of `kind` matching `terms`; (chunk, score), best first.
+
+        Terms found in a large share of the chunks bring in candidates on
+        their own only when the rarer terms (and the chunks holding every
+        term) do not fill the limit (see :mod:`lore.storage.sqlite.lexical`).
+        """
         if not terms or limit <= 0:
             return []
+        plan = lexical_plan(self.db, FTS_TABLES[kind], terms)
+        best: dict[int, tuple[ChunkRecord, float]] = {}
+        for match in plan.first:
+            self._merge_ranked(best, kind, match, flt, limit)
+        if len(best) < limit and plan.fallback:
+            self._merge_ranked(best, kind, plan.fallback, flt, limit)
+        return sorted(best.values(), key=lambda hit: -hit[1])[:limit]
+
+    def _merge_ranked(
+        self,
+        best: dict[int, tuple[ChunkRecord, float]],
+        kind: str,
+        match: str,
+        flt: AnyFilter | None,
+        limit: int,
+    ) -> None:
+        """Add :meth:`_ranked` results to `best`, keeping each chunk's highest score."""
+        for chunk, score in self._ranked(kind, match, flt, limit):
+            if chunk.chunk_id not in best or score > best[chunk.chunk_id][1]:
+                best[chunk.chunk_id] = (chunk, score)
+
+    def _ranked(
+        self, kind: str, match: str, flt: AnyFilter | None, limit: int
+    ) -> list[tuple[ChunkRecord, float]]:
+        """The `limit` best chunks for the FTS5 expression `match` that pass `flt`.
+
+        FTS5 ranks its own rows (no join per matching row); the winners' chunks
+        are read with the filter, widening once when the filter rejects some,
+        and a very selective filter goes straight to a filtered join.
+        """
         table, weights = FTS_TABLES[kind], ", ".join(str(w) for w in _WEIGHTS[kind])
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        ranked_sql = (
+            f"SELECT rowid, -bm25({table}, {weights}) FROM {table} WHERE {table} MATCH ? "
+            f"ORDER BY bm25({table}, {weights}) LIMIT ?"
+        )
+        want = limit
+        for _ in range(2):
+            ranked = self.db.execute(ranked_sql, (match, want)).fetchall()
+            found = {c.chunk_id: c for c in self.chunks(kind, [i for i, _ in ranked], flt)}
+            hits = [(found[i], float(score)) for i, score in ranked if i in found]
+            if len(hits) >= limit or len(ranked) < want:
+                return hits[:limit]
+            if len(hits) * 8 < len(ranked):
+                break
+            want *= 8
         where, params = _filter_where(kind, flt)
         sql = (
             f"SELECT {_select(kind)}, -bm25({table}, {weights}) AS score FROM {table} "
@@ -612,17 +662,20 @@ class SQLiteStore:
         filtered search never comes back short while matching chunks exist.
         """
         vectors = self._vector_set(kind, model)
+        if not len(vectors) or limit <= 0:
+            return []
+        sims = vectors.similarities(query)  # once: widening only re-ranks
         if filter_is_empty(flt):
-            return vectors.top_k(query, limit)
+            return vectors.best(sims, limit)
         want = max(limit * 4, 32)
         for _ in range(2):
-            top = vectors.top_k(query, want)
+            top = vectors.best(sims, want)
             allowed = self._passing(kind, [i for i, _ in top], flt)
             hits = [(i, s) for i, s in top if i in allowed]
             if len(hits) >= limit or want >= len(vectors):
                 return hits[:limit]
             want *= 8
-        return vectors.top_k(query, limit, allowed=vectors.mask(self._all_passing(kind, flt)))
+        return vectors.best(sims, limit, allowed=vectors.mask(self._all_passing(kind, flt)))
 
     def vector_count(self, kind: str, model: str) -> int:
         return len(self._vector_set(kind, model))
@@ -1329,6 +1382,9 @@ def _connect(path: Path) -> sqlite3.Connection:
         db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = NORMAL")
     db.execute("PRAGMA foreign_keys = ON")
+    # Reads straight from the page cache instead of copying pages: random row
+    # lookups (a search's candidates) are ~4x cheaper at 100k chunks.
+    db.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
     return db
 
 
