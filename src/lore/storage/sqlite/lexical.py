@@ -8,13 +8,17 @@ cost proportional to the rows that can win:
 
 - **Frequent terms do not bring in candidates on their own.** A term whose
   document frequency is above :data:`FREQUENT_SHARE` of the kind's chunks
-  (and above :data:`FREQUENT_MIN_DOCS`, below which scoring costs nothing) is
-  left out of the OR of the rarer terms; the chunks holding *every* query term
-  are asked for separately (an AND, scored exactly as the full OR would score
-  them), so a chunk that matches the whole query is never lost. When those
-  two come back short of the limit (rare terms in few chunks, or a filter),
-  the full OR fills the rest. A query of frequent terms only is OR-ed as before. Exact identifiers (``get_user``)
-  are FTS5 phrases, whose own frequency is counted, so they stay in.
+  (and above :data:`FREQUENT_MIN_DOCS`, below which scoring costs little) does
+  not pull its rows into scoring while rarer terms exist: the candidates are
+  the chunks holding a rarer term, ranked twice — by the rarer terms' OR, and
+  by ``(rarer OR) AND (frequent OR)``, whose BM25 counts every query term a
+  chunk holds. FTS5's BM25 is a sum over the query's phrases, so the better
+  of the two is exactly the score the full OR would give. Only chunks holding
+  frequent terms alone are left out, unless those two come back short of the
+  limit (rare terms in few chunks, or a filter): then the full OR fills the
+  rest. A query of frequent terms only is OR-ed as before. Exact identifiers
+  (``get_user``) are FTS5 phrases, whose own frequency is counted, so they
+  stay in.
 - **Ranking happens inside FTS5** (``ORDER BY bm25 LIMIT n`` over the FTS
   table alone); chunk rows and filters are read for the winners only,
   widening once when a filter rejects many, and falling back to one filtered
@@ -53,13 +57,14 @@ class LexicalPlan:
 
 def plan(db: sqlite3.Connection, table: str, terms: Sequence[str]) -> LexicalPlan:
     """One OR of every term; or, when some terms are frequent and others are
-    not, the OR of the rarer terms and the AND of all of them first."""
+    not, the rarer terms' OR, alone and AND-ed with the frequent terms' OR."""
     every = " OR ".join(phrase(t) for t in terms)
     frequent = frequent_terms(db, table, terms)
     if not frequent or len(frequent) == len(terms):
         return LexicalPlan([every])
     rare = " OR ".join(phrase(t) for t in terms if t not in frequent)
-    return LexicalPlan([rare, " AND ".join(phrase(t) for t in terms)], fallback=every)
+    common = " OR ".join(phrase(t) for t in terms if t in frequent)
+    return LexicalPlan([rare, f"({rare}) AND ({common})"], fallback=every)
 
 
 def frequent_terms(db: sqlite3.Connection, table: str, terms: Sequence[str]) -> set[str]:
