@@ -530,10 +530,12 @@ class SQLiteStore:
         if relations is not None:
             clauses.append("l.relation IN (SELECT value FROM json_each(?))")
             params.append(json.dumps(list(relations)))
+        # "+f.path": sort the links found rather than walk every file (code
+        # files too) in path order looking for links: 30 ms -> 0.01 ms at 54k files.
         rows = self.db.execute(
             "SELECT m.id, f.path, m.title, l.relation, l.target, l.target_key, l.kind, l.line, l.origin "
             "FROM links l JOIN files f ON f.id = l.file_id JOIN memories m ON m.file_id = l.file_id "
-            f"{'WHERE ' + ' AND '.join(clauses) if clauses else ''} ORDER BY f.path, l.ord",
+            f"{'WHERE ' + ' AND '.join(clauses) if clauses else ''} ORDER BY +f.path, l.ord",
             params,
         )
         return [LinkRecord(*row) for row in rows]
