@@ -1319,13 +1319,18 @@ def _chunk(kind: str, row: Sequence[Any]) -> ChunkRecord:
     return chunk
 
 
+def _json_list(text: str) -> Any:
+    """A JSON list column; the common empty list without the parser (search reads hundreds of rows)."""
+    return [] if text == "[]" else json.loads(text)
+
+
 def _memory(row: Sequence[Any]) -> MemoryRecord:
     return MemoryRecord(
         id=row[0],
         title=row[1],
         type=row[2],
         sector=row[3],
-        tags=json.loads(row[4]),
+        tags=_json_list(row[4]),
         applies_to=row[5],
         agent=row[6],
         task=row[7],
@@ -1335,7 +1340,7 @@ def _memory(row: Sequence[Any]) -> MemoryRecord:
         occurred_at=row[11],
         content_hash=row[12],
         confidence=row[13],
-        files=json.loads(row[14]),
+        files=_json_list(row[14]),
         summary=row[15],
         body_line=row[16],
         evidence_count=row[17],
