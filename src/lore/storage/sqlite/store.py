@@ -669,7 +669,7 @@ class SQLiteStore:
         sims = vectors.similarities(query)  # once: widening only re-ranks
         if filter_is_empty(flt):
             return vectors.best(sims, limit)
-        want = max(limit * 4, 32)
+        want = limit * 3 // 2 + 16  # most chunks pass the usual filters (privacy, tiers)
         for _ in range(2):
             top = vectors.best(sims, want)
             allowed = self._passing(kind, [i for i, _ in top], flt)
