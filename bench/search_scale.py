@@ -7,8 +7,10 @@ two texts are equal) straight through the store, with vectors from a pool of
 2,000 real MiniLM embeddings of those turns reused cyclically (embedding
 300k texts would take an hour here; search cost does not depend on the
 values). Prints, per size: first-query matrix load, in-process BM25 /
-vector / hybrid p50 and p95 (hybrid includes embedding the query), and
-the matrix-vector product alone — where exact search stops being fast enough.
+vector / hybrid p50 and p95 (hybrid includes embedding the query; CPU time
+and load beside, the machine being shared), the store's BM25 candidates
+alone, and the matrix-vector product alone — where exact search stops being
+fast enough.
 The per-command freshness check (a stat per memory file) is measured by
 bench/memory_search.py.
 """
@@ -16,6 +18,7 @@ bench/memory_search.py.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import time
 
@@ -65,6 +68,7 @@ def main() -> None:
 
     from lore.embed import load_embedder
     from lore.search import hybrid
+    from lore.search.text import lexical_terms, terms
 
     embedder = load_embedder({})
     turns = jsonl(BENCH_DATA / "locomo/corpus_turns.jsonl")
@@ -100,17 +104,27 @@ def main() -> None:
             query = hybrid.Query.of(q, vector, embedder.model_id)
             return hybrid.search(index, "memory", query, limit=10, mode=mode, key=lambda c: c.path)
 
-        for label, mode in (
-            ("BM25", "bm25"),
-            ("vector (query embedding included)", "vector"),
-            ("hybrid (query embedding included)", "hybrid"),
-        ):
-            times = []
+        def lexical(q, index=index):
+            return index.lexical_search("memory", lexical_terms(terms(q)), None, hybrid.CANDIDATES)
+
+        stages = (
+            ("store.lexical_search (top 100 by BM25)", lexical),
+            ("BM25", lambda q: run(q, "bm25")),
+            ("vector (query embedding included)", lambda q: run(q, "vector")),
+            ("hybrid (query embedding included)", lambda q: run(q, "hybrid")),
+        )
+        for label, stage in stages:
+            times, cpu = [], []
             for q in queries:
-                start = time.perf_counter()
-                run(q, mode)
+                start, start_cpu = time.perf_counter(), time.process_time()
+                stage(q)
                 times.append((time.perf_counter() - start) * 1000)
-            row(label, f"p50 {percentile(times, 50):.1f} ms   p95 {percentile(times, 95):.1f} ms")
+                cpu.append((time.process_time() - start_cpu) * 1000)
+            row(
+                label,
+                f"p50 {percentile(times, 50):.1f} ms   p95 {percentile(times, 95):.1f} ms   "
+                f"(CPU p50 {percentile(cpu, 50):.1f} ms, load {os.getloadavg()[0]:.1f})",
+            )
         index.close()
 
 

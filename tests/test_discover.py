@@ -167,6 +167,22 @@ def test_binary_content_is_skipped_whatever_the_extension(repo):
     assert _reasons(found) == {"blob.py": "binary", "latin1.py": "binary (not UTF-8)"}
 
 
+def test_files_known_as_text_are_not_read_again_until_they_change(repo):
+    path = _write(repo, "mod.py", "x = 1\n")
+    info = path.stat()
+    known = {"mod.py": (info.st_mtime_ns, info.st_size)}
+    # Same size, same mtime, different bytes: an unchanged file is not re-read
+    # (the index sniffed it when it was indexed) ...
+    path.write_bytes(b"x\x00 = 1\n"[:6])
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert discover(repo, known=known).files == ["mod.py"]
+    assert discover(repo).files == []  # (read, it is binary)
+    # ... and a changed one is.
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns + 1_000_000))
+    assert discover(repo, known=known).files == []
+    assert _reasons(discover(repo, known=known)) == {"mod.py": "binary"}
+
+
 def test_utf8_cut_at_the_sniff_boundary_is_text(repo):
     # "é" is two bytes; put it across byte 8192 so the sniff sees half of it.
     _write(repo, "wide.md", "a" * 8191 + "é" * 100 + "\n")

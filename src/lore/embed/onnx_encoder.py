@@ -178,6 +178,10 @@ class OnnxEncoder:
         options = ort.SessionOptions()
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
+        # Idle intra-op threads sleep instead of spinning: a one-query run is
+        # 2x faster when the cores are shared (agents, editors, other
+        # processes), and batches lose nothing (docs/benchmarks.md).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3  # errors only; ORT warns about benign graph details
         try:
             session = ort.InferenceSession(str(self.model_path), options, providers=["CPUExecutionProvider"])

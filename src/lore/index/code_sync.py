@@ -77,6 +77,7 @@ def sync_code(
         include=settings.get("include") or None,
         exclude=settings.get("exclude") or None,
         max_bytes=int(settings.get("max_file_bytes", 1_000_000)),
+        known=None if force else {path: (state.mtime_ns, state.size) for path, state in known.items()},
     )
     result.skipped = found.skipped
     result.files_skipped = len(found.skipped)

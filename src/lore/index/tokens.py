@@ -37,36 +37,54 @@ _CAMEL = re.compile(r"[a-z][A-Z]")
 _CAMEL_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[^\W\d_]")
 
 
+class _PieceCosts(dict[str, int]):
+    """Cost of each distinct piece seen (words, whitespace and punctuation runs
+    repeat endlessly): a dict lookup in C instead of the rules of
+    :func:`_piece_cost`, for most pieces. Bounded."""
+
+    def __missing__(self, piece: str) -> int:
+        cost = _piece_cost(piece)
+        if len(self) < 100_000:
+            self[piece] = cost
+        return cost
+
+
+_PIECE_COSTS = _PieceCosts()
+
+
 @lru_cache(maxsize=8192)
 def count_tokens(text: str) -> int:
     """Estimate the BPE token count of `text` (within ~10% of cl100k).
 
     Cached: recall counts the same snippets and memories at several detail
     levels, call after call."""
+    return sum(map(_PIECE_COSTS.__getitem__, _PIECES.findall(text)))
+
+
+def _piece_cost(piece: str) -> int:
+    """Tokens of one pre-tokeniser piece."""
     total = 0
-    for match in _PIECES.finditer(text):
-        piece = match.group()
-        n = len(piece)
-        if piece[0] in _OPENERS and n > 1:
-            # The vocabulary rarely glues these to letters.
-            total += 1
-            piece, n = piece[1:], n - 1
-        if piece[-1].isalpha():
-            if n > 4 and not piece.isupper() and _CAMEL.search(piece):
-                # camelCase: each part is (about) a word of its own.
-                total += sum(
-                    1 if len(p) <= _SHORT else 1 + (len(p) - _SHORT) // _WORD_PIECE
-                    for p in _CAMEL_PARTS.findall(piece)
-                )
-            elif piece.isupper() and n > 3:
-                # CONSTANT_NAMES are rare in the vocabulary: ~3 letters a token.
-                total += 1 + (n - 3) // 3
-            else:
-                # Common words are one token; long identifiers and rare words
-                # split into pieces of a few characters.
-                total += 1 if n <= _SHORT else 1 + (n - _SHORT) // _WORD_PIECE
-        elif piece[0].isspace() or piece[-1].isdigit():
-            total += 1
+    n = len(piece)
+    if piece[0] in _OPENERS and n > 1:
+        # The vocabulary rarely glues these to letters.
+        total += 1
+        piece, n = piece[1:], n - 1
+    if piece[-1].isalpha():
+        if n > 4 and not piece.isupper() and _CAMEL.search(piece):
+            # camelCase: each part is (about) a word of its own.
+            total += sum(
+                1 if len(p) <= _SHORT else 1 + (len(p) - _SHORT) // _WORD_PIECE
+                for p in _CAMEL_PARTS.findall(piece)
+            )
+        elif piece.isupper() and n > 3:
+            # CONSTANT_NAMES are rare in the vocabulary: ~3 letters a token.
+            total += 1 + (n - 3) // 3
         else:
-            total += 1 if n <= _PUNCT_SHORT else 1 + (n - _PUNCT_SHORT) // _PUNCT_PIECE
+            # Common words are one token; long identifiers and rare words
+            # split into pieces of a few characters.
+            total += 1 if n <= _SHORT else 1 + (n - _SHORT) // _WORD_PIECE
+    elif piece[0].isspace() or piece[-1].isdigit():
+        total += 1
+    else:
+        total += 1 if n <= _PUNCT_SHORT else 1 + (n - _PUNCT_SHORT) // _PUNCT_PIECE
     return total

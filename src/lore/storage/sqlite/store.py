@@ -44,6 +44,7 @@ from lore.storage.base import (
     filter_is_empty,
     text_hash,
 )
+from lore.storage.sqlite.lexical import plan as lexical_plan
 from lore.storage.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ _PAGE_SORTS = {
 }
 _STALE = "m.id IN (SELECT memory_id FROM anchors WHERE stale_reason IS NOT NULL)"
 _GROUP_COLUMNS = ("type", "sector", "visibility", "storage", "agent")
+_MMAP_BYTES = 1 << 30
 _MAX_IN = 900  # SQLite's host-parameter limit is 999 on old builds
 
 
@@ -530,10 +532,12 @@ class SQLiteStore:
         if relations is not None:
             clauses.append("l.relation IN (SELECT value FROM json_each(?))")
             params.append(json.dumps(list(relations)))
+        # "+f.path": sort the links found rather than walk every file (code
+        # files too) in path order looking for links: 30 ms -> 0.01 ms at 54k files.
         rows = self.db.execute(
             "SELECT m.id, f.path, m.title, l.relation, l.target, l.target_key, l.kind, l.line, l.origin "
             "FROM links l JOIN files f ON f.id = l.file_id JOIN memories m ON m.file_id = l.file_id "
-            f"{'WHERE ' + ' AND '.join(clauses) if clauses else ''} ORDER BY f.path, l.ord",
+            f"{'WHERE ' + ' AND '.join(clauses) if clauses else ''} ORDER BY +f.path, l.ord",
             params,
         )
         return [LinkRecord(*row) for row in rows]
@@ -588,11 +592,59 @@ class SQLiteStore:
     def lexical_search(
         self, kind: str, terms: Sequence[str], flt: AnyFilter | None, limit: int
     ) -> list[tuple[ChunkRecord, float]]:
-        """BM25 over chunks of `kind` matching any of `terms`; (chunk, score), best first."""
+        """BM25 over chunks of `kind` matching `terms`; (chunk, score), best first.
+
+        Terms found in a large share of the chunks bring in candidates on
+        their own only when the rarer terms (and the chunks holding every
+        term) do not fill the limit (see :mod:`lore.storage.sqlite.lexical`).
+        """
         if not terms or limit <= 0:
             return []
+        plan = lexical_plan(self.db, FTS_TABLES[kind], terms)
+        best: dict[int, tuple[ChunkRecord, float]] = {}
+        for match in plan.first:
+            self._merge_ranked(best, kind, match, flt, limit)
+        if len(best) < limit and plan.fallback:
+            self._merge_ranked(best, kind, plan.fallback, flt, limit)
+        return sorted(best.values(), key=lambda hit: -hit[1])[:limit]
+
+    def _merge_ranked(
+        self,
+        best: dict[int, tuple[ChunkRecord, float]],
+        kind: str,
+        match: str,
+        flt: AnyFilter | None,
+        limit: int,
+    ) -> None:
+        """Add :meth:`_ranked` results to `best`, keeping each chunk's highest score."""
+        for chunk, score in self._ranked(kind, match, flt, limit):
+            if chunk.chunk_id not in best or score > best[chunk.chunk_id][1]:
+                best[chunk.chunk_id] = (chunk, score)
+
+    def _ranked(
+        self, kind: str, match: str, flt: AnyFilter | None, limit: int
+    ) -> list[tuple[ChunkRecord, float]]:
+        """The `limit` best chunks for the FTS5 expression `match` that pass `flt`.
+
+        FTS5 ranks its own rows (no join per matching row); the winners' chunks
+        are read with the filter, widening once when the filter rejects some,
+        and a very selective filter goes straight to a filtered join.
+        """
         table, weights = FTS_TABLES[kind], ", ".join(str(w) for w in _WEIGHTS[kind])
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        ranked_sql = (
+            f"SELECT rowid, -bm25({table}, {weights}) FROM {table} WHERE {table} MATCH ? "
+            f"ORDER BY bm25({table}, {weights}) LIMIT ?"
+        )
+        want = limit
+        for _ in range(2):
+            ranked = self.db.execute(ranked_sql, (match, want)).fetchall()
+            found = {c.chunk_id: c for c in self.chunks(kind, [i for i, _ in ranked], flt)}
+            hits = [(found[i], float(score)) for i, score in ranked if i in found]
+            if len(hits) >= limit or len(ranked) < want:
+                return hits[:limit]
+            if len(hits) * 8 < len(ranked):
+                break
+            want *= 8
         where, params = _filter_where(kind, flt)
         sql = (
             f"SELECT {_select(kind)}, -bm25({table}, {weights}) AS score FROM {table} "
@@ -614,17 +666,20 @@ class SQLiteStore:
         filtered search never comes back short while matching chunks exist.
         """
         vectors = self._vector_set(kind, model)
+        if not len(vectors) or limit <= 0:
+            return []
+        sims = vectors.similarities(query)  # once: widening only re-ranks
         if filter_is_empty(flt):
-            return vectors.top_k(query, limit)
-        want = max(limit * 4, 32)
+            return vectors.best(sims, limit)
+        want = limit * 3 // 2 + 16  # most chunks pass the usual filters (privacy, tiers)
         for _ in range(2):
-            top = vectors.top_k(query, want)
+            top = vectors.best(sims, want)
             allowed = self._passing(kind, [i for i, _ in top], flt)
             hits = [(i, s) for i, s in top if i in allowed]
             if len(hits) >= limit or want >= len(vectors):
                 return hits[:limit]
             want *= 8
-        return vectors.top_k(query, limit, allowed=vectors.mask(self._all_passing(kind, flt)))
+        return vectors.best(sims, limit, allowed=vectors.mask(self._all_passing(kind, flt)))
 
     def vector_count(self, kind: str, model: str) -> int:
         return len(self._vector_set(kind, model))
@@ -1225,7 +1280,14 @@ def _memory_where(flt: MemoryFilter | None) -> tuple[str, list[Any]]:
     if flt.exclude_storage:
         among("m.storage", flt.exclude_storage, negate=True)
     tier = "coalesce((SELECT t.tier FROM tier_state t WHERE t.memory_id = m.id), 'cold')"
-    if flt.tiers:
+    if flt.tiers and "cold" not in flt.tiers:
+        # Memories without a tier row are cold, so the others are found through
+        # the tier index (recall's HOT memories at 15k memories: 18 ms -> 0.02 ms).
+        clauses.append(
+            "m.id IN (SELECT t.memory_id FROM tier_state t WHERE t.tier IN (SELECT value FROM json_each(?)))"
+        )
+        params.append(json.dumps(list(flt.tiers)))
+    elif flt.tiers:
         among(tier, flt.tiers)
     if flt.exclude_tiers:
         among(tier, flt.exclude_tiers, negate=True)
@@ -1322,13 +1384,18 @@ def _chunk(kind: str, row: Sequence[Any]) -> ChunkRecord:
     return chunk
 
 
+def _json_list(text: str) -> Any:
+    """A JSON list column; the common empty list without the parser (search reads hundreds of rows)."""
+    return [] if text == "[]" else json.loads(text)
+
+
 def _memory(row: Sequence[Any]) -> MemoryRecord:
     return MemoryRecord(
         id=row[0],
         title=row[1],
         type=row[2],
         sector=row[3],
-        tags=json.loads(row[4]),
+        tags=_json_list(row[4]),
         applies_to=row[5],
         agent=row[6],
         task=row[7],
@@ -1338,7 +1405,7 @@ def _memory(row: Sequence[Any]) -> MemoryRecord:
         occurred_at=row[11],
         content_hash=row[12],
         confidence=row[13],
-        files=json.loads(row[14]),
+        files=_json_list(row[14]),
         summary=row[15],
         body_line=row[16],
         evidence_count=row[17],
@@ -1395,6 +1462,9 @@ def _connect(path: Path) -> sqlite3.Connection:
         db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = NORMAL")
     db.execute("PRAGMA foreign_keys = ON")
+    # Reads straight from the page cache instead of copying pages: random row
+    # lookups (a search's candidates) are ~4x cheaper at 100k chunks.
+    db.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
     return db
 
 

@@ -1,0 +1,125 @@
+"""Issue 10 (cost): BM25 candidates with frequent terms demoted, ranking inside FTS5.
+
+A real SQLite index of 25,000 code chunks where some words are in a large
+share of them (as ``self`` is in Python, or a speaker's name in every turn):
+those words must not pull their rows into scoring on their own, yet chunks
+that hold every query term, exact identifiers and filtered searches must
+come back as the full query would rank them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lore.search import hybrid
+from lore.storage import ChunkFilter, ChunkInput
+from lore.storage.sqlite import SQLiteStore
+from lore.storage.sqlite.lexical import FREQUENT_MIN_DOCS, FREQUENT_SHARE, LexicalPlan, frequent_terms, plan
+
+FILES, PER_FILE = 250, 100
+N = FILES * PER_FILE
+
+
+def _text(i: int) -> str:
+    """Chunk i: 'alpha' everywhere, 'beta' in 8.6%, 'zeta' in 313 very short chunks (half with 'beta'),
+    'name', 'get' and 'user' (never side by side) in half."""
+    words = ["alpha", f"w{i}"] if i % 2 == 0 else ["name", "get", "alpha", f"w{i}", "user"]
+    if i % 25 < 2 or i % 160 == 3:
+        words.append("beta")
+    if i % 80 == 3:
+        words.append("zeta")
+    return " ".join(words)
+
+
+SPECIAL = {
+    # every term of "alpha beta zeta": on 'zeta' alone it ranks below the 300
+    # short 'zeta' chunks (it is longer), with 'beta' twice it ranks first
+    "all_terms": "alpha beta beta zeta and a few more words here",
+    "identifier": "def get_user_name(self): return alpha",
+}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> SQLiteStore:
+    path: Path = tmp_path_factory.mktemp("lexical") / "index.db"
+    store = SQLiteStore(path)
+    with store.transaction():
+        for f in range(FILES):
+            file_id = store.put_file(f"src/f{f}.py", "code", str(f), 0, 0, role="source")
+            chunks = [ChunkInput(_text(f * PER_FILE + j), j, j, symbol=f"s{j}") for j in range(PER_FILE)]
+            store.put_chunks(file_id, "code", chunks)
+        for name, text in SPECIAL.items():
+            file_id = store.put_file(f"src/{name}.py", "code", name, 0, 0, role="source")
+            store.put_chunks(file_id, "code", [ChunkInput(text, 1, 1, symbol=name)])
+    yield store
+    store.close()
+
+
+def _full_or(store: SQLiteStore, terms: list[str], limit: int) -> list[tuple[str, float]]:
+    """(path, score) of the best `limit` chunks by BM25 over the OR of every term (no demotion)."""
+    match = " OR ".join(f'"{t}"' for t in terms)
+    rows = store.db.execute(
+        "SELECT f.path, -bm25(code_fts, 4.0, 1.0, 1.0) FROM code_fts JOIN chunks c ON c.id = code_fts.rowid JOIN files f ON f.id = c.file_id "
+        "WHERE code_fts MATCH ? ORDER BY bm25(code_fts, 4.0, 1.0, 1.0) LIMIT ?",
+        (match, limit),
+    )
+    return [(r[0], r[1]) for r in rows]
+
+
+def test_frequent_terms_are_the_ones_in_a_large_share_of_chunks(store):
+    assert N * FREQUENT_SHARE > FREQUENT_MIN_DOCS  # the share rule applies at this size
+    assert frequent_terms(store.db, "code_fts", ["alpha", "beta", "zeta", "nowhere"]) == {"alpha", "beta"}
+    # the rarer terms' OR, alone and with the frequent ones (so chunks holding
+    # both get their full score), and the full OR when those come back short
+    assert plan(store.db, "code_fts", ["alpha", "beta", "zeta"]) == LexicalPlan(
+        ['"zeta"', '("zeta") AND ("alpha" OR "beta")'], fallback='"alpha" OR "beta" OR "zeta"'
+    )
+    # nothing to demote (all frequent, or none): one OR, as before
+    assert plan(store.db, "code_fts", ["alpha", "beta"]) == LexicalPlan(['"alpha" OR "beta"'])
+    assert plan(store.db, "code_fts", ["zeta", "nowhere"]) == LexicalPlan(['"zeta" OR "nowhere"'])
+
+
+def test_a_query_of_frequent_terms_only_ranks_as_the_full_query(store):
+    hits = store.lexical_search("code", ["alpha", "beta"], None, 10)
+    assert all("beta" in chunk.text for chunk, _ in hits)
+    assert [score for _, score in hits] == [score for _, score in _full_or(store, ["alpha", "beta"], 10)]
+
+
+def test_chunks_holding_rare_and_frequent_terms_get_the_full_querys_score(store):
+    terms = ["alpha", "beta", "zeta"]
+    hits = store.lexical_search("code", terms, None, 100)
+    assert sum("beta" in chunk.text for chunk, _ in hits) > 100 // 3  # on 'zeta' alone they would tie
+    # BM25 is a sum over the query's terms: the same scores as the full OR, in the same order
+    assert [round(s, 9) for _, s in hits] == [round(s, 9) for _, s in _full_or(store, terms, 100)]
+
+
+def test_an_exact_identifier_ranks_first_when_its_parts_are_frequent(store):
+    assert frequent_terms(store.db, "code_fts", ["get", "user", "name"]) == {"get", "user", "name"}
+    query = hybrid.Query.of("get_user_name")
+    assert frequent_terms(store.db, "code_fts", ["get_user_name", "get"]) == {"get"}  # a phrase: rare
+    found = hybrid.search(store, "code", query, limit=5, mode="bm25")
+    assert found[0].chunk.path == "src/identifier.py"
+
+
+def test_frequent_terms_fill_the_limit_when_rarer_ones_fall_short(store):
+    with_zeta = 1 + sum(1 for i in range(N) if "zeta" in _text(i))
+    hits = store.lexical_search("code", ["alpha", "zeta"], None, with_zeta + 50)
+    assert len(hits) == with_zeta + 50
+    assert all("zeta" in c.text for c, _ in hits[:with_zeta])  # every 'zeta' chunk first
+    assert not any("zeta" in c.text for c, _ in hits[with_zeta:])
+
+
+def test_a_selective_filter_returns_every_chunk_that_passes(store):
+    wanted = {"src/f3.py", "src/f200.py"}  # 2 of 250 files
+    hits = store.lexical_search("code", ["alpha", "zeta"], ChunkFilter(paths=wanted), 500)
+    assert {chunk.path for chunk, _ in hits} == wanted
+    assert len(hits) == 2 * PER_FILE
+
+
+def test_a_filter_rejecting_half_still_fills_the_limit(store):
+    half = {f"src/f{f}.py" for f in range(0, FILES, 2)}
+    hits = store.lexical_search("code", ["alpha", "get"], ChunkFilter(paths=half), 50)
+    assert len(hits) == 50
+    assert {chunk.path for chunk, _ in hits} <= half
