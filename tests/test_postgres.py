@@ -590,9 +590,10 @@ def test_eight_processes_write_two_projects_nothing_lost_no_duplicates(pg_databa
     ) == [(0,)]
 
 
-def test_at_scale_a_term_in_most_chunks_scores_but_adds_no_candidates(pg_database, tmp_path, monkeypatch):
-    """Beyond EXACT_LEXICAL_DOCS chunks, a very common term no longer makes every
-    search score most of the index; rows the rarer terms find rank as before."""
+def test_a_frequent_term_scores_candidates_but_adds_none(pg_database, tmp_path, monkeypatch):
+    """As on SQLite, a term in most chunks no longer makes every search score
+    most of the index: rows the rarer terms find rank and score as the full OR
+    would, and a short answer is filled from the full OR."""
     from lore.storage.postgres import search as pg_search
 
     _server, url = pg_database
@@ -605,12 +606,23 @@ def test_at_scale_a_term_in_most_chunks_scores_but_adds_no_candidates(pg_databas
             store.put_chunks(file_id, "code", [ChunkInput(text=text, start_line=1, end_line=1)])
     sql(url, "ANALYZE lore.chunks")
     exact = store.lexical_search("code", ["handler", "checkout"], None, 10)
-    assert len(exact) == 10  # every chunk has "handler": the exact path scores all 60
+    assert len(exact) == 10  # 60 chunks are below FREQUENT_MIN_DOCS: every term brings candidates
+    monkeypatch.setattr(pg_search, "FREQUENT_MIN_DOCS", 20)  # now "handler" (in all 60) is frequent
+    fresh = open_postgres(project, url)
+    plan = fresh._candidate_terms("code", fresh._term_queries(["handler", "checkout"]), 60)
+    assert (plan.matching, plan.frequent, plan.estimated_df) == ([1], {0}, {})
+    counted = fresh.lexical_search("code", ["handler", "checkout"], None, 6)
+    assert [(c.path, round(s, 9)) for c, s in counted] == [(c.path, round(s, 9)) for c, s in exact[:6]]
+    assert all("checkout" in c.text for c, _ in counted)
+    filled = fresh.lexical_search("code", ["handler", "checkout"], None, 10)  # 6 candidates: short
+    assert [c.path for c, _ in filled] == [c.path for c, _ in exact]
+    # Beyond EXACT_LEXICAL_DOCS the frequent term's document frequency is the planner's estimate.
     monkeypatch.setattr(pg_search, "EXACT_LEXICAL_DOCS", 0)
     monkeypatch.setattr(pg_search, "COMMON_TERM_ROWS", 30)
-    pruned = open_postgres(project, url).lexical_search("code", ["handler", "checkout"], None, 10)
-    assert [c.path for c, _ in pruned] == [c.path for c, _ in exact[:6]]  # the six "checkout" chunks
-    assert all("checkout" in c.text for c, _ in pruned)
-    # Every term common: the rarest alone finds candidates, and the search still answers.
-    only_common = open_postgres(project, url).lexical_search("code", ["handler", "request"], None, 5)
+    scaled = open_postgres(project, url)
+    assert scaled._candidate_terms("code", scaled._term_queries(["handler", "checkout"]), 60).estimated_df
+    pruned = scaled.lexical_search("code", ["handler", "checkout"], None, 6)
+    assert [c.path for c, _ in pruned] == [c.path for c, _ in exact[:6]]
+    # Every term frequent: the rarest alone finds candidates, and the search still answers.
+    only_common = scaled.lexical_search("code", ["handler", "request"], None, 5)
     assert len(only_common) == 5

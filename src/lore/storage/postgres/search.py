@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lore.storage.base import AnyFilter, ChunkInput, ChunkRecord, embedding_text, filter_is_empty, text_hash
@@ -22,10 +23,25 @@ from lore.storage.postgres.migrations import HNSW_DIMENSIONS
 if TYPE_CHECKING:
     import numpy as np
 
-# Lexical search: up to this many chunks of a kind, BM25 is exactly FTS5's; beyond,
-# terms matching more than COMMON_TERM_ROWS chunks add no candidates of their own.
+# Lexical search (see ChunkRows._candidate_terms): a term in more than this share of
+# a kind's chunks, and in more than FREQUENT_MIN_DOCS of them, is frequent (as on SQLite)...
+FREQUENT_SHARE = 0.05
+FREQUENT_MIN_DOCS = 1000
+# ... and beyond EXACT_LEXICAL_DOCS chunks, so is one in more than COMMON_TERM_ROWS; its
+# document frequency is then the planner's estimate rather than a count.
 EXACT_LEXICAL_DOCS = 50_000
 COMMON_TERM_ROWS = 20_000
+
+
+@dataclass
+class _LexicalPlan:
+    """matching: the terms whose chunks are the candidates; frequent: the terms
+    that only score them; estimated_df: document frequencies taken from the
+    planner's statistics rather than counted."""
+
+    matching: list[int]
+    frequent: set[int] = field(default_factory=set)
+    estimated_df: dict[int, int] = field(default_factory=dict)
 
 
 class ChunkRows(StoreCore):
@@ -113,7 +129,11 @@ class ChunkRows(StoreCore):
         self, kind: str, terms: Sequence[str], flt: AnyFilter | None, limit: int
     ) -> list[tuple[ChunkRecord, float]]:
         """BM25 (computed as SQLite's FTS5 does) over chunks of `kind` matching
-        any of `terms`; (chunk, score), best first."""
+        any of `terms`; (chunk, score), best first.
+
+        As on SQLite (:mod:`lore.storage.sqlite.lexical`), frequent terms score
+        the candidates the rarer terms find but bring in none of their own; if
+        that comes back short of `limit`, every term brings in candidates."""
         if not terms or limit <= 0:
             return []
         queries = self._term_queries(terms)
@@ -122,21 +142,49 @@ class ChunkRows(StoreCore):
         glob = sql.wants_global(flt)
         docs, tokens = self._chunk_stats(kind, glob)
         docs = max(docs, 1)
+        plan = self._candidate_terms(kind, queries, docs)
+        found = self._bm25(kind, queries, plan, flt, limit, docs, tokens)
+        if len(found) < limit and plan.frequent:
+            found = self._bm25(
+                kind, queries, _LexicalPlan(list(range(len(queries)))), flt, limit, docs, tokens
+            )
+        return found
+
+    def _bm25(
+        self,
+        kind: str,
+        queries: list[str],
+        plan: _LexicalPlan,
+        flt: AnyFilter | None,
+        limit: int,
+        docs: int,
+        tokens: int,
+    ) -> list[tuple[ChunkRecord, float]]:
+        """One statement: candidates holding a term of `plan.matching`, each
+        scored by BM25 over every query term, best `limit` first."""
+        glob = sql.wants_global(flt)
         avgdl = max(tokens / docs, 1.0)
         where, params = self._where(kind, flt)
         n = len(queries)
-        matching, known_df = self._candidate_terms(kind, queries, docs)
-        any_term = " | ".join(f"({queries[i]})" for i in matching)
-        counts = ", ".join(
-            f"{known_df[i]}::bigint AS d{i}"
-            if i in known_df
-            else f"count(*) FILTER (WHERE hits.tsv @@ %s::tsquery) AS d{i}"
-            for i in range(n)
-        )
+        counts: list[str] = []
+        count_params: list[Any] = []
+        for i, q in enumerate(queries):
+            if i in plan.estimated_df:
+                counts.append(f"{plan.estimated_df[i]}::bigint AS d{i}")
+            elif i in plan.frequent:  # not among the candidates: counted over the index
+                counts.append(
+                    f"(SELECT count(*) FROM chunks c WHERE c.kind = %s AND {sql.scope('c', glob)} "
+                    f"AND c.tsv @@ %s::tsquery) AS d{i}"
+                )
+                count_params += [kind, *self._scope, q]
+            else:
+                counts.append(f"count(*) FILTER (WHERE hits.tsv @@ %s::tsquery) AS d{i}")
+                count_params.append(q)
+        any_term = " | ".join(f"({queries[i]})" for i in plan.matching)
         query = (
             "WITH hits AS MATERIALIZED (SELECT c.id, c.tsv, c.n_tokens FROM chunks c "
             f"WHERE c.kind = %s AND {sql.scope('c', glob)} AND c.tsv @@ %s::tsquery), "
-            f"df AS (SELECT {counts} FROM hits), "
+            f"df AS (SELECT {', '.join(counts)} FROM hits), "
             f"tfs AS (SELECT hits.id, hits.n_tokens, {sql.term_frequencies(kind, n)} FROM hits), "
             f"scored AS (SELECT tfs.id, {sql.bm25(n, docs, avgdl)} AS score FROM tfs, df) "
             f"SELECT {self._select(kind)}, scored.score FROM scored JOIN chunks c ON c.id = scored.id "
@@ -149,7 +197,7 @@ class ChunkRows(StoreCore):
                 kind,
                 *self._scope,
                 any_term,
-                *(q for i, q in enumerate(queries) if i not in known_df),
+                *count_params,
                 *queries,
                 *self._select_params(kind),
                 *params,
@@ -158,26 +206,28 @@ class ChunkRows(StoreCore):
         )
         return [(convert.chunk_record(kind, row), float(row[-1])) for row in rows]
 
-    def _candidate_terms(self, kind: str, queries: list[str], docs: int) -> tuple[list[int], dict[int, int]]:
-        """Which terms generate candidates, and the estimated document frequency
-        of those that do not.
+    def _candidate_terms(self, kind: str, queries: list[str], docs: int) -> _LexicalPlan:
+        """Which terms bring in candidates, and how the others' document
+        frequencies are known.
 
-        Up to ``EXACT_LEXICAL_DOCS`` chunks every term does, and BM25 equals
-        FTS5's. Beyond, a term the planner's statistics say matches more than
-        ``COMMON_TERM_ROWS`` chunks (a word nearly everything contains) would
-        make every search score a large part of the index: it still scores the
-        candidates the rarer terms find, with its estimated frequency, but does
-        not add candidates of its own (if every term is that common, the
-        rarest one alone does)."""
+        A term the planner's statistics say is in more than
+        ``FREQUENT_SHARE`` of the chunks and more than ``FREQUENT_MIN_DOCS``
+        of them (beyond ``EXACT_LEXICAL_DOCS`` chunks: more than
+        ``COMMON_TERM_ROWS``) brings in no candidates while rarer terms exist;
+        if every term is that frequent, the rarest one alone does. Up to
+        ``EXACT_LEXICAL_DOCS`` chunks a frequent term's document frequency is
+        counted, so scores equal FTS5's; beyond, the planner's estimate is used
+        (counting would read most of the index)."""
         everything = list(range(len(queries)))
-        if docs <= EXACT_LEXICAL_DOCS or len(queries) == 0:
-            return everything, {}
+        if docs <= FREQUENT_MIN_DOCS or len(queries) < 2:
+            return _LexicalPlan(everything)
+        threshold = max(FREQUENT_MIN_DOCS, min(FREQUENT_SHARE * docs, COMMON_TERM_ROWS))
         estimates = [self._estimated_rows(kind, q) for q in queries]
-        common = {i: min(e, docs) for i, e in enumerate(estimates) if e > COMMON_TERM_ROWS}
-        if len(common) == len(queries):
-            rarest = min(everything, key=estimates.__getitem__)
-            del common[rarest]
-        return [i for i in everything if i not in common], common
+        frequent = {i for i, e in enumerate(estimates) if e > threshold}
+        if len(frequent) == len(queries):
+            frequent.discard(min(everything, key=estimates.__getitem__))
+        estimated = {i: min(estimates[i], docs) for i in frequent} if docs > EXACT_LEXICAL_DOCS else {}
+        return _LexicalPlan([i for i in everything if i not in frequent], frequent, estimated)
 
     def _estimated_rows(self, kind: str, tsquery: str) -> int:
         """The planner's estimate of the chunks matching `tsquery` (from ANALYZE's
