@@ -89,7 +89,7 @@ class StoreCore:
         self._project_locked = False
         self._indexing_marked: dict[str, float] = {}
         self._tsqueries: dict[str, str] = {}
-        self._estimates: dict[str, int] = {}
+        self._estimates: dict[str, tuple[float, int]] = {}  # key: (when read, planner's row estimate)
         self._check_schema()
         self.project_id = identity.id
         self.clone_id, self.role = self._register()

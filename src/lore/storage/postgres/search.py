@@ -31,6 +31,8 @@ FREQUENT_MIN_DOCS = 1000
 # document frequency is then the planner's estimate rather than a count.
 EXACT_LEXICAL_DOCS = 50_000
 COMMON_TERM_ROWS = 20_000
+# How long a term's row estimate is reused before the planner is asked again.
+ESTIMATE_SECONDS = 30.0
 
 
 @dataclass
@@ -231,19 +233,25 @@ class ChunkRows(StoreCore):
 
     def _estimated_rows(self, kind: str, tsquery: str) -> int:
         """The planner's estimate of the chunks matching `tsquery` (from ANALYZE's
-        most common lexemes; no scan)."""
-        key = f"{kind}\x00{tsquery}"
-        if key not in self._estimates:
-            from psycopg import sql as pgsql
+        most common lexemes; no scan), re-read after ``ESTIMATE_SECONDS``: a
+        long-lived server must see the statistics of the rows indexed since."""
+        import time
 
-            # Literals, not parameters: a generic plan would not look at the values.
-            statement = pgsql.SQL(
-                "EXPLAIN (FORMAT JSON) SELECT 1 FROM chunks c WHERE c.kind = {} AND c.tsv @@ {}::tsquery"
-            ).format(pgsql.Literal(kind), pgsql.Literal(tsquery))
-            row = self._run(lambda conn: conn.execute(statement).fetchone())
-            plan = row[0] if row else [{"Plan": {"Plan Rows": 0}}]
-            self._estimates[key] = int(plan[0]["Plan"]["Plan Rows"])
-        return self._estimates[key]
+        key = f"{kind}\x00{tsquery}"
+        cached = self._estimates.get(key)
+        if cached is not None and time.monotonic() - cached[0] < ESTIMATE_SECONDS:
+            return cached[1]
+        from psycopg import sql as pgsql
+
+        # Literals, not parameters: a generic plan would not look at the values.
+        statement = pgsql.SQL(
+            "EXPLAIN (FORMAT JSON) SELECT 1 FROM chunks c WHERE c.kind = {} AND c.tsv @@ {}::tsquery"
+        ).format(pgsql.Literal(kind), pgsql.Literal(tsquery))
+        row = self._run(lambda conn: conn.execute(statement).fetchone())
+        plan = row[0] if row else [{"Plan": {"Plan Rows": 0}}]
+        estimate = int(plan[0]["Plan"]["Plan Rows"])
+        self._estimates[key] = (time.monotonic(), estimate)
+        return estimate
 
     def _term_queries(self, terms: Sequence[str]) -> list[str]:
         """Each term as a tsquery (phrases for terms of several tokens), in order;
