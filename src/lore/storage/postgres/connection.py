@@ -59,6 +59,10 @@ def _configure(conn: psycopg.Connection, role: str | None = None) -> None:
     conn.execute(f"SET search_path = {SCHEMA}, public")
     conn.execute("SET hnsw.iterative_scan = 'relaxed_order'")
     conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
+    # Statements are prepared after a few runs (psycopg), and PostgreSQL may then
+    # switch to one generic plan; how many rows a tsquery or a filter matches
+    # varies by orders of magnitude with its values, so plan every run for them.
+    conn.execute("SET plan_cache_mode = force_custom_plan")
     try:
         from pgvector.psycopg import register_vector
 
