@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -47,6 +48,14 @@ def _open(ctx, project_path, database_url):
     return Lore(_project(ctx, project_path))
 
 
+def _db_options(fn: Any) -> Any:
+    """The options every `lore db` command takes: --database, --project, --json."""
+    fn = click.pass_context(fn)
+    fn = json_option(fn)
+    fn = click.option("--project", "project_path", metavar="PATH", default=None, help="Project folder.")(fn)
+    return database_option(fn)
+
+
 @click.group()
 def db():
     """The index database: upgrade its schema, show its status, export and import a project.
@@ -57,10 +66,7 @@ def db():
 
 
 @db.command()
-@database_option
-@click.option("--project", "project_path", metavar="PATH", default=None, help="Project folder.")
-@json_option
-@click.pass_context
+@_db_options
 def upgrade(ctx, database_url, project_path, as_json):
     """Create or upgrade the database schema (safe to run from two machines at once)."""
     from lore.storage import upgrade_database
@@ -81,10 +87,7 @@ def upgrade(ctx, database_url, project_path, as_json):
 
 
 @db.command()
-@database_option
-@click.option("--project", "project_path", metavar="PATH", default=None, help="Project folder.")
-@json_option
-@click.pass_context
+@_db_options
 def status(ctx, database_url, project_path, as_json):
     """Backend, schema version, and each clone's index status per source (pending, indexing, completed, failed)."""
     from lore.storage import database_status
@@ -133,10 +136,7 @@ def status(ctx, database_url, project_path, as_json):
 
 
 @db.command()
-@database_option
-@click.option("--project", "project_path", metavar="PATH", default=None, help="Project folder.")
-@json_option
-@click.pass_context
+@_db_options
 def projects(ctx, database_url, project_path, as_json):
     """The projects sharing this database (their clones, memories, global memories)."""
     from lore.storage import list_projects
@@ -162,10 +162,7 @@ def projects(ctx, database_url, project_path, as_json):
 
 @db.command(name="export")
 @click.argument("target", type=click.Path(dir_okay=False))
-@database_option
-@click.option("--project", "project_path", metavar="PATH", default=None, help="Project folder.")
-@json_option
-@click.pass_context
+@_db_options
 def export_cmd(ctx, target, database_url, project_path, as_json):
     """Write this project's index (memories, code, history, vectors, anchors, access) to TARGET."""
     from lore.storage.transfer import export_index
@@ -187,10 +184,7 @@ def export_cmd(ctx, target, database_url, project_path, as_json):
 
 @db.command(name="import")
 @click.argument("source", type=click.Path(dir_okay=False))
-@database_option
-@click.option("--project", "project_path", metavar="PATH", default=None, help="Project folder.")
-@json_option
-@click.pass_context
+@_db_options
 def import_cmd(ctx, source, database_url, project_path, as_json):
     """Replace this project's index in the current backend with the dump in SOURCE."""
     from lore.storage.transfer import import_index
