@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -235,8 +236,6 @@ class ChunkRows(StoreCore):
         """The planner's estimate of the chunks matching `tsquery` (from ANALYZE's
         most common lexemes; no scan), re-read after ``ESTIMATE_SECONDS``: a
         long-lived server must see the statistics of the rows indexed since."""
-        import time
-
         key = f"{kind}\x00{tsquery}"
         cached = self._estimates.get(key)
         if cached is not None and time.monotonic() - cached[0] < ESTIMATE_SECONDS:
