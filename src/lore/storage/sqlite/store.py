@@ -668,7 +668,7 @@ class SQLiteStore:
         vectors = self._vector_set(kind, model)
         if not len(vectors) or limit <= 0:
             return []
-        sims = vectors.similarities(query)  # once: widening only re-ranks
+        sims = vectors.similarities(query, limit)  # once: widening only re-ranks
         if filter_is_empty(flt):
             return vectors.best(sims, limit)
         want = limit * 3 // 2 + 16  # most chunks pass the usual filters (privacy, tiers)
@@ -679,7 +679,7 @@ class SQLiteStore:
             if len(hits) >= limit or want >= len(vectors):
                 return hits[:limit]
             want *= 8
-        return vectors.best(sims, limit, allowed=vectors.mask(self._all_passing(kind, flt)))
+        return vectors.best_exact(query, limit, vectors.mask(self._all_passing(kind, flt)))
 
     def vector_count(self, kind: str, model: str) -> int:
         return len(self._vector_set(kind, model))
