@@ -3,9 +3,11 @@
 `lore db export/import`), then bench/retrieval.py run again on PostgreSQL.
 
     python bench/postgres_parity_seq.py [--work bench/.data]   # prints the PostgreSQL table
+    python bench/postgres_parity_seq.py --flask    # gitlog-flask and timesplit-flask instead
 
 Compare with `python bench/retrieval.py --sets locomo,cosqa --modes bm25,vector,hybrid`
-(SQLite). `bench/postgres.py parity` runs both side by side through a symlinked
+(SQLite); with --flask, with `python bench/gitlog_flask.py` and `python bench/timesplit.py`
+(their projects, built under $TMPDIR/lore-bench, are moved the same way). `bench/postgres.py parity` runs both side by side through a symlinked
 work dir; there its PostgreSQL vector mode came back empty (not yet understood),
 which this script avoids.
 """
@@ -16,6 +18,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -31,6 +34,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--work", default=str(HERE / ".data"))
+    parser.add_argument("--flask", action="store_true", help="the two flask sets instead of LoCoMo and CoSQA")
     args = parser.parse_args()
     from lore.storage.postgres.local_server import start
     from postgres import move_to_postgres
@@ -39,23 +43,20 @@ def main() -> None:
     server = start()
     try:
         url = server.create_database("parity", upgrade=True)
-        roots = [p.parent for p in (work / "retrieval").glob("*/.built")]
+        if args.flask:
+            outside = Path(tempfile.gettempdir()) / "lore-bench"
+            roots = [p.parent.parent for p in outside.glob("*/*/.lore/.built")]
+            roots += [p.parent.parent for p in outside.glob("*/.lore/.built")]
+            jobs = [["gitlog_flask.py"], ["timesplit.py"]]
+        else:
+            roots = [p.parent for p in (work / "retrieval").glob("*/.built")]
+            jobs = [["retrieval.py", "--sets", "locomo,cosqa", "--modes", "bm25,vector,hybrid"]]
         for root in roots:
             move_to_postgres(root, url)
         print(f"moved {len(roots)} projects into PostgreSQL", file=sys.stderr)
         env = {**os.environ, "LORE_BENCH_WORK": str(work), "LORE_DATABASE_URL": url}
-        subprocess.run(
-            [
-                sys.executable,
-                str(HERE / "retrieval.py"),
-                "--sets",
-                "locomo,cosqa",
-                "--modes",
-                "bm25,vector,hybrid",
-            ],
-            env=env,
-            check=True,
-        )
+        for script, *rest in jobs:
+            subprocess.run([sys.executable, str(HERE / script), *rest], env=env, check=True)
     finally:
         server.stop()
 
