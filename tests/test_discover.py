@@ -296,3 +296,46 @@ def test_bad_input_is_a_usage_error(tmp_path):
         discover(tmp_path / "missing")
     with pytest.raises(UsageError, match="bad glob"):
         discover(tmp_path, include=["!"])
+
+
+def test_translated_globs_are_cached_on_disk_and_give_the_same_answer(repo, tmp_path):
+    from lore.index import discover as module
+
+    for rel in ["app.go", "app_test.go", "vendor/lib.go", "node_modules/x.js", "notes.md", "main.py"]:
+        _write(repo, rel)
+    _write(repo, ".loreignore", "notes.md\n")
+    cache = tmp_path / "cache"
+    module._TRANSLATED.clear()
+    first = discover(repo, exclude=["*_test.go", "!vendor/"], cache=cache)
+    saved = sorted(cache.glob("globs-*.json"))
+    assert len(saved) == 3  # include, exclude, .loreignore
+
+    module._TRANSLATED.clear()  # as a new process: the files, not pathspec
+    again = discover(repo, exclude=["*_test.go", "!vendor/"], cache=cache)
+    assert (again.files, again.skipped) == (first.files, first.skipped)
+    assert again.files == ["app.go", "main.py", "vendor/lib.go"]
+    assert sorted(cache.glob("globs-*.json")) == saved
+
+    # Other globs are another entry; a damaged entry is rebuilt, never trusted.
+    module._TRANSLATED.clear()
+    for path in saved:
+        path.write_text('[[true, "("]]')
+    rebuilt = discover(repo, exclude=["*_test.go", "!vendor/"], cache=cache)
+    assert (rebuilt.files, rebuilt.skipped) == (first.files, first.skipped)
+    assert all(p.read_text() != '[[true, "("]]' for p in saved)
+    module._TRANSLATED.clear()
+    assert discover(repo, exclude=["*.go"], cache=cache).files == ["main.py"]
+    assert len(list(cache.glob("globs-*.json"))) == 4
+
+
+def test_a_bad_glob_is_an_error_even_when_cached_leniently(tmp_path):
+    from lore.index import discover as module
+
+    cache = tmp_path / "cache"
+    module._TRANSLATED.clear()
+    _write(tmp_path / "p", ".loreignore", "!\n")  # .loreignore is lenient: the line is skipped
+    _write(tmp_path / "p", "a.py")
+    assert discover(tmp_path / "p", cache=cache).files == ["a.py"]
+    module._TRANSLATED.clear()
+    with pytest.raises(UsageError, match="bad glob"):
+        discover(tmp_path / "p", include=["!"], cache=cache)

@@ -59,6 +59,7 @@ def sync_code(
     only: list[str] | None = None,
     deleted: list[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    cache: Path | None = None,
 ) -> IndexResult:
     """Index the repository's code incrementally.
 
@@ -66,6 +67,7 @@ def sync_code(
         settings: the `[index]` table (include, exclude, max_file_bytes).
         only: re-check just these paths (003's update_index); None = every file.
         deleted: paths known to be gone.
+        cache: a folder for discovery's translated globs (`.lore/local/cache`).
     """
     from lore.index.discover import discover
 
@@ -78,6 +80,7 @@ def sync_code(
         exclude=settings.get("exclude") or None,
         max_bytes=int(settings.get("max_file_bytes", 1_000_000)),
         known=None if force else {path: (state.mtime_ns, state.size) for path, state in known.items()},
+        cache=cache,
     )
     result.skipped = found.skipped
     result.files_skipped = len(found.skipped)

@@ -61,7 +61,14 @@ class CodeIndex:
         """
         root = self.project.root
         result = sync_code(
-            root, self.store, self.settings, force=force, only=only, deleted=deleted, progress=progress
+            root,
+            self.store,
+            self.settings,
+            force=force,
+            only=only,
+            deleted=deleted,
+            progress=progress,
+            cache=self.project.local_dir / "cache",
         )
         history = self.sync_history()
         head = history.head or (gitrepo.head(root) if self.is_git() else None)
@@ -133,6 +140,7 @@ class CodeIndex:
             include=settings.get("include") or None,
             exclude=settings.get("exclude") or None,
             max_bytes=int(settings.get("max_file_bytes", 1_000_000)),
+            cache=self.project.local_dir / "cache",
         )
         known = self.store.file_states("code")
         changed, new = [], []

@@ -1,11 +1,15 @@
 """The `lore` command line: argument parsing and printing over :class:`lore.service.Lore`.
 
 Commands are grouped by concern in sibling modules; each is a few lines
-that call the service and hand the result to :mod:`.output`.
+that call the service and hand the result to :mod:`.output`. A command's
+module is imported when that command runs (agents call the CLI from hooks:
+start-up time matters), so :data:`COMMANDS` names each command's module;
+`tests/test_cli_commands.py` checks it against the modules' own lists.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -13,23 +17,42 @@ import click
 
 from lore import __version__
 from lore.errors import as_lore_error
-from lore.interfaces.cli import (
-    agent_cmds,
-    code_cmds,
-    db_cmds,
-    hooks_cmds,
-    index_cmds,
-    lifecycle_cmds,
-    memory_cmds,
-    recall_cmds,
-    search_cmds,
-    serve_cmds,
-    session_cmds,
-)
 from lore.interfaces.cli.decoding import require_utf8_text
 
+#: Every command, in the order `lore --help` lists them, and its module.
+COMMANDS: dict[str, str] = {
+    **dict.fromkeys(["init", "index", "stats", "doctor", "completion"], "index_cmds"),
+    **dict.fromkeys(["add", "list", "show", "edit", "mv", "graph", "rm", "restore", "gc"], "memory_cmds"),
+    "search": "search_cmds",
+    **dict.fromkeys(["code", "history", "update-index", "status"], "code_cmds"),
+    **dict.fromkeys(["recall", "start", "stale", "verify", "complete"], "recall_cmds"),
+    "hooks": "hooks_cmds",
+    **dict.fromkeys(["mcp", "install", "uninstall", "hook", "capture"], "agent_cmds"),
+    "session": "session_cmds",
+    **dict.fromkeys(["consolidate", "review", "import"], "lifecycle_cmds"),
+    **dict.fromkeys(["serve", "users"], "serve_cmds"),
+    "db": "db_cmds",
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+
+class _LazyGroup(click.Group):
+    """A group that imports a command's module only when the command is used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module = importlib.import_module(f"lore.interfaces.cli.{COMMANDS[cmd_name]}")
+            for command in module.COMMANDS:
+                require_utf8_text(command)
+                self.add_command(command)
+        return self.commands.get(cmd_name)
+
+
+@click.group(
+    cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
 @click.option(
     "--project",
     "project_path",
@@ -56,21 +79,6 @@ def cli(ctx: click.Context, project_path: str | None, agent_name: str | None) ->
     ctx.obj = {"project": project_path, "agent": agent_name}
 
 
-for module in (
-    index_cmds,
-    memory_cmds,
-    search_cmds,
-    code_cmds,
-    recall_cmds,
-    hooks_cmds,
-    agent_cmds,
-    session_cmds,
-    lifecycle_cmds,
-    serve_cmds,
-    db_cmds,
-):
-    for command in module.COMMANDS:
-        cli.add_command(command)
 require_utf8_text(cli)
 
 

@@ -1,0 +1,46 @@
+"""The CLI's lazy command table names every command, and only real ones."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+from lore.interfaces.cli import COMMANDS, cli
+
+pytestmark = pytest.mark.storage_independent  # no index: CI's postgres pass may skip
+
+
+def test_the_table_matches_the_modules_command_lists():
+    found: dict[str, str] = {}
+    for module in dict.fromkeys(COMMANDS.values()):
+        for command in importlib.import_module(f"lore.interfaces.cli.{module}").COMMANDS:
+            assert command.name not in found, f"{command.name} is defined twice"
+            found[command.name] = module
+    assert found == COMMANDS
+
+
+def test_help_lists_every_visible_command_and_a_command_loads_only_its_module():
+    shown = subprocess.run(
+        [sys.executable, "-m", "lore", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    listed = [
+        line.split()[0] for line in shown.split("Commands:\n", 1)[1].splitlines() if line.startswith("  ")
+    ]
+    visible = [name for name in COMMANDS if not cli.get_command(None, name).hidden]  # type: ignore[arg-type, union-attr]
+    assert listed == visible
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from lore.interfaces.cli import run; sys.argv = ['lore', 'search', '--help']\n"
+            "try: run()\nexcept SystemExit: pass\n"
+            "print(sorted(m for m in sys.modules if m.endswith('_cmds')), file=sys.stderr)",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert "Search memories" in loaded.stdout
+    assert loaded.stderr.strip() == "['lore.interfaces.cli.search_cmds']"
