@@ -494,8 +494,11 @@ def command_paths(
     group: click.Group, prefix: tuple[str, ...] = ()
 ) -> list[tuple[tuple[str, ...], click.Command]]:
     out = []
-    for name, command in sorted(group.commands.items()):
-        if name in SKIP_COMMANDS:
+    context = click.Context(group)
+    # list_commands/get_command: the CLI loads a command's module on first use.
+    for name in sorted(group.list_commands(context)):
+        command = group.get_command(context, name)
+        if name in SKIP_COMMANDS or command is None:
             continue
         if isinstance(command, click.Group):
             out += command_paths(command, (*prefix, name))
