@@ -32,6 +32,7 @@ CONNECT_TIMEOUT = 10  # seconds to wait for a connection (server or pool)
 # 40 and more while widening). With iterative scans a filtered search keeps
 # scanning the graph until enough rows pass the filter.
 EF_SEARCH = 100
+WORK_MEM = "32MB"  # per sort or hash of a statement, this pool's connections only
 
 _POOLS: dict[tuple[str, str | None], ConnectionPool] = {}
 _LOCK = threading.Lock()
@@ -63,6 +64,9 @@ def _configure(conn: psycopg.Connection, role: str | None = None) -> None:
     # switch to one generic plan; how many rows a tsquery or a filter matches
     # varies by orders of magnitude with its values, so plan every run for them.
     conn.execute("SET plan_cache_mode = force_custom_plan")
+    # A lexical search materialises the rows its terms match (tsvectors
+    # included): ~10 MB for 20k rows, which spilled to disk at the default 4 MB.
+    conn.execute(f"SET work_mem = '{WORK_MEM}'")
     try:
         from pgvector.psycopg import register_vector
 

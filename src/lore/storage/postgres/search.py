@@ -163,8 +163,9 @@ class ChunkRows(StoreCore):
         docs: int,
         tokens: int,
     ) -> list[tuple[ChunkRecord, float]]:
-        """One statement: candidates holding a term of `plan.matching`, each
-        scored by BM25 over every query term, best `limit` first."""
+        """Candidates holding a term of `plan.matching`, each scored by BM25
+        over every query term, best `limit` first (one statement; a filter
+        that rejects most of the best rows takes a second)."""
         glob = sql.wants_global(flt)
         avgdl = max(tokens / docs, 1.0)
         where, params = self._where(kind, flt)
@@ -181,33 +182,47 @@ class ChunkRows(StoreCore):
                 )
                 count_params += [kind, *self._scope, q]
             else:
-                counts.append(f"count(*) FILTER (WHERE hits.tsv @@ %s::tsquery) AS d{i}")
-                count_params.append(q)
+                counts.append(f"count(*) FILTER (WHERE marks.m{i}) AS d{i}")
         any_term = " | ".join(f"({queries[i]})" for i in plan.matching)
-        query = (
-            "WITH hits AS MATERIALIZED (SELECT c.id, c.tsv, c.n_tokens FROM chunks c "
+        every_term = " | ".join(f"({q})" for q in queries)
+        scoring = (
+            "WITH hits AS (SELECT c.id, c.tsv, c.n_tokens FROM chunks c "
             f"WHERE c.kind = %s AND {sql.scope('c', glob)} AND c.tsv @@ %s::tsquery), "
-            f"df AS (SELECT {', '.join(counts)} FROM hits), "
-            f"tfs AS (SELECT hits.id, hits.n_tokens, {sql.term_frequencies(kind, n)} FROM hits), "
-            f"scored AS (SELECT tfs.id, {sql.bm25(n, docs, avgdl)} AS score FROM tfs, df) "
-            f"SELECT {self._select(kind)}, scored.score FROM scored JOIN chunks c ON c.id = scored.id "
-            f"{sql.chunk_joins(kind)}{' WHERE ' + where if where else ''} "
-            "ORDER BY scored.score DESC, c.id LIMIT %s"
+            f"marks AS MATERIALIZED (SELECT hits.id, hits.n_tokens, hits.tsv, {sql.term_marks(kind, n)} "
+            "FROM hits), "
+            f"df AS (SELECT {', '.join(counts)} FROM marks), "
+            f"idf AS MATERIALIZED (SELECT {sql.idf(n, docs)} FROM df), "
+            f"tfs AS (SELECT marks.id, marks.n_tokens, {sql.term_frequencies(kind, n)} FROM marks), "
+            f"scored AS (SELECT tfs.id, {sql.bm25(n, avgdl)} AS score FROM tfs, idf)"
         )
-        rows = self._rows(
-            query,
-            (
-                kind,
-                *self._scope,
-                any_term,
-                *count_params,
-                *queries,
-                *self._select_params(kind),
-                *params,
-                limit,
-            ),
+        scoring_params = (kind, *self._scope, any_term, *queries, every_term, *count_params, *queries)
+        # Rank first, then read the rows of the winners only (reading every
+        # scored row's chunk, file and memory before sorting cost most of a
+        # search at 300k chunks). A filter reads those rows, so it is checked
+        # on the best `want` first, and on every scored row only if that
+        # comes back short while more rows were scored.
+        want = limit if not where else limit * 3 // 2 + 16
+        query = (
+            f"{scoring}, best AS MATERIALIZED (SELECT id, score FROM scored ORDER BY score DESC, id LIMIT %s) "
+            f"SELECT {self._select(kind)}, (SELECT count(*) FROM best), best.score FROM best "
+            f"JOIN chunks c ON c.id = best.id {sql.chunk_joins(kind)}{' WHERE ' + where if where else ''} "
+            "ORDER BY best.score DESC, c.id LIMIT %s"
         )
+        rows = self._rows(query, (*scoring_params, want, *self._select_params(kind), *params, limit))
+        short = bool(where) and len(rows) < limit
+        if short and (int(rows[0][-2]) if rows else self._best_count(scoring, scoring_params, want)) >= want:
+            query = (
+                f"{scoring} SELECT {self._select(kind)}, 0, scored.score FROM scored JOIN chunks c "
+                f"ON c.id = scored.id {sql.chunk_joins(kind)} WHERE {where} "
+                "ORDER BY scored.score DESC, c.id LIMIT %s"
+            )
+            rows = self._rows(query, (*scoring_params, *self._select_params(kind), *params, limit))
         return [(convert.chunk_record(kind, row), float(row[-1])) for row in rows]
+
+    def _best_count(self, scoring: str, params: tuple[Any, ...], want: int) -> int:
+        """How many rows `scoring` scores, up to `want` (when a filter left none to say)."""
+        row = self._one(f"{scoring} SELECT count(*) FROM (SELECT 1 FROM hits LIMIT %s) h", (*params, want))
+        return int(row[0]) if row else 0
 
     def _candidate_terms(self, kind: str, queries: list[str], docs: int) -> _LexicalPlan:
         """Which terms bring in candidates, and how the others' document

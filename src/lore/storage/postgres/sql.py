@@ -78,28 +78,54 @@ def token_count(*texts: str) -> int:
     return sum(len(_TOKEN.findall(t)) for t in texts)
 
 
+def term_marks(kind: str, n_terms: int) -> str:
+    """Select list ``m0, m1, …, total`` over row ``hits``: whether each query
+    term matches, and FTS5's weighted frequency of all the terms together (the
+    rank of their OR). Parameters: each term's tsquery, in order, then the OR
+    of them all."""
+    scale = max(WEIGHTS[kind])
+    marks = [f"hits.tsv @@ %s::tsquery AS m{i}" for i in range(n_terms)]
+    total = f"ts_rank_cd('{tsweights(kind)}'::float4[], hits.tsv, %s::tsquery, 0) * {scale:g} AS total"
+    return ", ".join([*marks, total])
+
+
 def term_frequencies(kind: str, n_terms: int) -> str:
-    """Select list ``tf0, tf1, …``: FTS5's weighted frequency of each query term
-    in row ``hits``. Parameters: each term's tsquery, in order."""
+    """Select list ``tf0, tf1, …``: FTS5's weighted frequency of each query
+    term in row ``marks`` (:func:`term_marks`). ts_rank_cd of a one-term query
+    with weights {D, C, B, A} sums the weight of every occurrence, so a row
+    matching one term only has that term's frequency in ``total`` already; the
+    rank is computed per term only for rows matching several (most rows of a
+    search match one: a third of the ts_rank_cd calls for 3 terms). Parameters:
+    each term's tsquery, in order."""
     scale = max(WEIGHTS[kind])
     weights = tsweights(kind)
+    matched = " + ".join(f"marks.m{i}::int" for i in range(n_terms))
     return ", ".join(
-        f"ts_rank_cd('{weights}'::float4[], hits.tsv, %s::tsquery, 0) * {scale:g} AS tf{i}"
+        f"CASE WHEN NOT marks.m{i} THEN 0 WHEN {matched} = 1 THEN marks.total "
+        f"ELSE ts_rank_cd('{weights}'::float4[], marks.tsv, %s::tsquery, 0) * {scale:g} END AS tf{i}"
         for i in range(n_terms)
     )
 
 
-def bm25(n_terms: int, docs: int, avgdl: float) -> str:
-    """FTS5's BM25 of row ``tfs`` (term frequencies ``tf<i>``, length ``n_tokens``)
-    given the number of rows, their mean length and each term's document
-    frequency ``df.d<i>``."""
-    norm = f"{K1} * (1 - {B} + {B} * tfs.n_tokens / {float(avgdl)!r})"
-    # FTS5's idf: log((N - n + 0.5) / (n + 0.5)), 1e-6 where that is not positive
-    # (the inner greatest keeps ln's argument positive: a ratio ≤ 1 gives 1e-6 too).
-    return " + ".join(
-        f"greatest(ln(greatest(({int(docs)} - df.d{i} + 0.5) / (df.d{i} + 0.5), 1)), 1e-6) "
-        f"* tfs.tf{i} * {K1 + 1} / (tfs.tf{i} + {norm})"
+def idf(n_terms: int, docs: int) -> str:
+    """Select list ``i0, i1, …``: FTS5's idf of each term, log((N - n + 0.5) /
+    (n + 0.5)), 1e-6 where that is not positive, from the document frequencies
+    ``df.d<i>``; once per query, in double precision (the inner greatest keeps
+    ln's argument positive: a ratio ≤ 1 gives 1e-6 too)."""
+    return ", ".join(
+        f"greatest(ln(greatest(({int(docs)}::float8 - df.d{i} + 0.5) / (df.d{i} + 0.5), 1)), 1e-6) AS i{i}"
         for i in range(n_terms)
+    )
+
+
+def bm25(n_terms: int, avgdl: float) -> str:
+    """FTS5's BM25 of row ``tfs`` (term frequencies ``tf<i>``, length
+    ``n_tokens``) given the rows' mean length and each term's idf ``idf.i<i>``
+    (:func:`idf`). Double precision throughout: numeric arithmetic per row
+    cost more than the term frequencies."""
+    norm = f"{K1!r}::float8 * (1 - {B!r}::float8 + {B!r}::float8 * tfs.n_tokens / {float(avgdl)!r}::float8)"
+    return " + ".join(
+        f"idf.i{i} * tfs.tf{i} * {K1 + 1!r}::float8 / (tfs.tf{i} + {norm})" for i in range(n_terms)
     )
 
 
