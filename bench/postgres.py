@@ -46,6 +46,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 # bench/ holds a secrets.py that would shadow the standard library's (numpy.random
@@ -226,28 +227,55 @@ def synthetic(n: int, seed: int, vocab: list[str], centroids, *, text: bool = Tr
     return texts, titles, vectors.astype(np.float32)
 
 
+@contextmanager
+def loading_database(name: str, maintenance_mem: str):
+    """(folder, url, store, conn) of a throwaway server and project, its
+    database upgraded and its 384-d HNSW index dropped: :func:`build_hnsw`
+    builds it once after the load, far faster. The folder outlives the server."""
+    from lore.project import Project
+    from lore.storage.postgres import open_postgres
+    from lore.storage.postgres.connection import connect
+    from lore.storage.postgres.local_server import start
+
+    folder = Path(tempfile.mkdtemp(prefix=f"lore-{name}-"))
+    project = Project.init(folder / "proj")[0]
+    server = start()
+    try:
+        url = server.create_database(name, upgrade=True)
+        conn = connect(url)
+        conn.execute(f"SET maintenance_work_mem = '{maintenance_mem}'")
+        conn.execute("SET max_parallel_maintenance_workers = 1")
+        conn.execute("DROP INDEX lore.embeddings_hnsw_384")
+        try:
+            yield folder, url, open_postgres(project, url), conn
+        finally:
+            conn.close()
+    finally:
+        server.stop()
+
+
+def build_hnsw(conn) -> float:
+    """Seconds to build the 384-d HNSW index (Lore's migration settings) and analyse."""
+    began = time.perf_counter()
+    conn.execute("ANALYZE lore.chunks")
+    conn.execute("ANALYZE lore.embeddings")
+    conn.execute(
+        "CREATE INDEX embeddings_hnsw_384 ON lore.embeddings USING hnsw ((vector::vector(384)) "
+        "vector_cosine_ops) WHERE dim = 384"
+    )
+    return time.perf_counter() - began
+
+
 def scale(args: argparse.Namespace) -> None:
     import numpy as np
 
-    from lore.project import Project
     from lore.search import hybrid
-    from lore.storage.postgres import connection, open_postgres
-    from lore.storage.postgres.connection import connect
-    from lore.storage.postgres.local_server import start
+    from lore.storage.postgres import connection
 
     rng = np.random.default_rng(16)
     vocab = vocabulary(30_000, rng)
     centroids = rng.standard_normal((2_000, DIM)).astype(np.float32)
-    folder = Path(tempfile.mkdtemp(prefix="lore-scale-"))
-    project = Project.init(folder / "proj")[0]
-    server = start()
-    try:
-        url = server.create_database("scale", upgrade=True)
-        store = open_postgres(project, url)
-        conn = connect(url)
-        conn.execute("SET maintenance_work_mem = '4GB'")
-        conn.execute("SET max_parallel_maintenance_workers = 1")
-        conn.execute("DROP INDEX lore.embeddings_hnsw_384")  # built once after the load: far faster
+    with loading_database("scale", "4GB") as (folder, url, store, conn):
         print(f"scale: {args.chunks:,} chunks, {DIM}-d vectors, {args.queries} queries", flush=True)
         ingest_seconds, vectors_seconds, batches = 0.0, 0.0, 50_000
         hashes: list[str] = []
@@ -262,14 +290,7 @@ def scale(args: argparse.Namespace) -> None:
             vectors_seconds += time.perf_counter() - began
             hashes += batch_hashes
             print(f"  {start_at + n:,} chunks loaded", file=sys.stderr, flush=True)
-        began = time.perf_counter()
-        conn.execute("ANALYZE lore.chunks")
-        conn.execute("ANALYZE lore.embeddings")
-        conn.execute(
-            "CREATE INDEX embeddings_hnsw_384 ON lore.embeddings USING hnsw ((vector::vector(384)) "
-            "vector_cosine_ops) WHERE dim = 384"
-        )
-        hnsw_seconds = time.perf_counter() - began
+        hnsw_seconds = build_hnsw(conn)
         sizes = dict(
             conn.execute(
                 "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n "
@@ -323,9 +344,6 @@ def scale(args: argparse.Namespace) -> None:
                 + (" (target p50 ≤ 50 ms)" if mode == "hybrid" else ""),
                 flush=True,
             )
-        conn.close()
-    finally:
-        server.stop()
     if args.sqlite_chunks:
         sqlite_scale(min(args.sqlite_chunks, args.chunks), vocab, centroids, queries, folder)
     shutil.rmtree(folder, ignore_errors=True)
@@ -335,10 +353,7 @@ def real_recall(args: argparse.Namespace) -> None:
     import numpy as np
 
     from lore.embed.local import load_local
-    from lore.project import Project
-    from lore.storage.postgres import connection, open_postgres
-    from lore.storage.postgres.connection import connect
-    from lore.storage.postgres.local_server import start
+    from lore.storage.postgres import connection
     from vector_prefilter import questions, real_vectors
 
     matrix, files = real_vectors()
@@ -347,15 +362,7 @@ def real_recall(args: argparse.Namespace) -> None:
     encoder = load_local({})
     queries = np.stack([encoder.embed_query(t) for t in questions(args.queries)]).astype(np.float32)
     exact = [set(np.argpartition(-(matrix @ q), 10)[:10].tolist()) for q in queries]
-    folder = Path(tempfile.mkdtemp(prefix="lore-recall-"))
-    project = Project.init(folder / "proj")[0]
-    server = start()
-    try:
-        url = server.create_database("recall", upgrade=True)
-        store = open_postgres(project, url)
-        conn = connect(url)
-        conn.execute("SET maintenance_work_mem = '1GB'")
-        conn.execute("DROP INDEX lore.embeddings_hnsw_384")
+    with loading_database("recall", "1GB") as (folder, url, store, conn):
         hashes: list[str] = []
         for start_at in range(0, len(matrix), 50_000):
             part = matrix[start_at : start_at + 50_000]
@@ -363,15 +370,10 @@ def real_recall(args: argparse.Namespace) -> None:
             batch = copy_chunks(conn, store, start_at, texts, texts)
             copy_vectors(conn, batch, part)
             hashes += batch
-        began = time.perf_counter()
-        conn.execute(
-            "CREATE INDEX embeddings_hnsw_384 ON lore.embeddings USING hnsw ((vector::vector(384)) "
-            "vector_cosine_ops) WHERE dim = 384"
-        )
-        conn.execute("ANALYZE lore.embeddings")
+        seconds = build_hnsw(conn)
         print(
             f"{len(matrix):,} distinct real MiniLM vectors from {files} caches, {len(queries)} real questions; "
-            f"HNSW (m 16, ef_construction 64) built in {time.perf_counter() - began:.0f} s"
+            f"HNSW (m 16, ef_construction 64) built in {seconds:.0f} s"
         )
         number = {h: i for i, h in enumerate(hashes)}
         hash_of = dict(conn.execute("SELECT id, text_hash FROM lore.chunks").fetchall())
@@ -391,10 +393,7 @@ def real_recall(args: argparse.Namespace) -> None:
                 f"p95 {percentile(latencies, 95):.1f} ms",
                 flush=True,
             )
-        conn.close()
-    finally:
-        server.stop()
-        shutil.rmtree(folder, ignore_errors=True)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def copy_chunks(conn, store, start_at: int, texts: list[str], titles: list[str]) -> list[str]:

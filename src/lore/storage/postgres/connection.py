@@ -28,10 +28,12 @@ if TYPE_CHECKING:
 SCHEMA = "lore"
 POOL_SIZE = 8
 CONNECT_TIMEOUT = 10  # seconds to wait for a connection (server or pool)
-# Candidates the HNSW scan keeps (pgvector's default is 40; Lore asks for up to
-# 40 and more while widening). With iterative scans a filtered search keeps
-# scanning the graph until enough rows pass the filter.
-EF_SEARCH = 100
+# Candidates the HNSW scan keeps (pgvector's default is 40; hybrid search asks
+# for 100). With iterative scans a filtered search keeps scanning the graph
+# until enough rows pass the filter. On 55k real MiniLM vectors and 400 real
+# questions (bench/postgres.py recall), recall@10 is 0.982 at 100 (p5 0.90) and
+# 0.986 at 200 (p5 1.00), for 1.8 -> 3.5 ms p50.
+EF_SEARCH = 200
 WORK_MEM = "32MB"  # per sort or hash of a statement, this pool's connections only
 
 _POOLS: dict[tuple[str, str | None], ConnectionPool] = {}
