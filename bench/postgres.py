@@ -119,17 +119,26 @@ def set_text_search(root: Path, config: str | None) -> None:
 
 
 def move_to_postgres(root: Path, url: str) -> None:
+    """Copy a project's SQLite index into PostgreSQL (`lore db export/import`'s
+    code path), after bringing that index up to date with the Markdown files.
+
+    Without the sync, an index that had lost its rows kept only its vectors
+    and moved empty: the PostgreSQL run then indexed the files itself, left
+    more chunks unembedded than a search embeds inline, and vector search
+    came back empty (the "empty vector mode" of earlier parity runs).
+    """
     from lore.project import Project
+    from lore.service import Lore
     from lore.storage.postgres import open_postgres
     from lore.storage.sqlite import SQLiteStore
     from lore.storage.transfer import copy_index
 
     project = Project.find(root)
-    source = SQLiteStore(project.index_path)
-    try:
-        copy_index(source, open_postgres(project, url))
-    finally:
-        source.close()
+    with Lore(project) as local:  # the SQLite index (no database URL is passed)
+        assert isinstance(local.store, SQLiteStore), "unset LORE_DATABASE_URL for the SQLite side"
+        if local.sync().changed:
+            print(f"  {root.name}: SQLite index refreshed from the files before the move", file=sys.stderr)
+        copy_index(local.store, open_postgres(project, url))
 
 
 def parity(args: argparse.Namespace) -> None:
