@@ -64,6 +64,22 @@ def row(label: str, value: str) -> None:
     print(f"  {label:<44} {value}")
 
 
+def latency_row(label: str, call, inputs, digits: int = 1) -> None:
+    """Run `call` on each input and print its wall p50/p95 beside CPU p50 and load
+    (the machine is shared: CPU time says what the code cost)."""
+    wall, cpu = [], []
+    for item in inputs:
+        start, start_cpu = time.perf_counter(), time.process_time()
+        call(item)
+        wall.append((time.perf_counter() - start) * 1000)
+        cpu.append((time.process_time() - start_cpu) * 1000)
+    row(
+        label,
+        f"p50 {percentile(wall, 50):.{digits}f} ms   p95 {percentile(wall, 95):.{digits}f} ms   "
+        f"(CPU p50 {percentile(cpu, 50):.{digits}f} ms, load {os.getloadavg()[0]:.1f})",
+    )
+
+
 def summary(times: list[float]) -> str:
     return (
         f"median {statistics.median(times):7.1f} ms   p95 {percentile(times, 95):7.1f} ms   (n={len(times)})"

@@ -15,11 +15,10 @@ not depend on the values).
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import time
 
-from _common import BENCH_DATA, WORK, jsonl, percentile, row, summary, timed_cli
+from _common import BENCH_DATA, WORK, jsonl, latency_row, percentile, row, summary, timed_cli
 
 
 def main() -> None:
@@ -52,17 +51,7 @@ def main() -> None:
             lambda t: project.code_search(t, fresh=False, files_only=True),
         ),
     ):
-        wall, cpu = [], []
-        for t in sample:
-            start, start_cpu = time.perf_counter(), time.process_time()
-            run(t)
-            wall.append((time.perf_counter() - start) * 1000)
-            cpu.append((time.process_time() - start_cpu) * 1000)
-        row(
-            label,
-            f"p50 {percentile(wall, 50):.0f} ms   p95 {percentile(wall, 95):.0f} ms   "
-            f"(CPU p50 {percentile(cpu, 50):.0f} ms, load {os.getloadavg()[0]:.1f})",
-        )
+        latency_row(label, run, sample, digits=0)
     times = []
     for t in random.sample(tasks, 20):
         start = time.perf_counter()

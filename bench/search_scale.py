@@ -18,11 +18,10 @@ bench/memory_search.py.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import time
 
-from _common import BENCH_DATA, WORK, jsonl, percentile, row
+from _common import BENCH_DATA, WORK, jsonl, latency_row, percentile, row
 
 
 def build(n: int, pool_vectors, turns, model: str):
@@ -117,17 +116,7 @@ def main() -> None:
             ("hybrid (query embedding included)", lambda q: run(q, "hybrid")),
         )
         for label, stage in stages:
-            times, cpu = [], []
-            for q in queries:
-                start, start_cpu = time.perf_counter(), time.process_time()
-                stage(q)
-                times.append((time.perf_counter() - start) * 1000)
-                cpu.append((time.process_time() - start_cpu) * 1000)
-            row(
-                label,
-                f"p50 {percentile(times, 50):.1f} ms   p95 {percentile(times, 95):.1f} ms   "
-                f"(CPU p50 {percentile(cpu, 50):.1f} ms, load {os.getloadavg()[0]:.1f})",
-            )
+            latency_row(label, stage, queries)
         index.close()
 
 

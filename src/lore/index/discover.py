@@ -23,6 +23,7 @@ directory can neither leak files from elsewhere nor cause a loop.
 from __future__ import annotations
 
 import codecs
+import functools
 import hashlib
 import json
 import os
@@ -341,16 +342,21 @@ def _translations(lines: list[str], strict: bool, cache: Path | None) -> list[tu
 
 
 def _translation_key(lines: list[str], strict: bool) -> str:
+    text = "\n".join([f"v1 strict={strict} pathspec={_pathspec_stamp()}", *lines])
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+
+
+@functools.cache
+def _pathspec_stamp() -> str:
+    """Which pathspec is installed (its file's mtime), found without importing it."""
     from importlib.util import find_spec
 
     try:
         spec = find_spec("pathspec")
         origin = spec.origin if spec is not None else None
-        version = str(os.stat(origin).st_mtime_ns) if origin else "none"
+        return str(os.stat(origin).st_mtime_ns) if origin else "none"
     except (ImportError, OSError, ValueError):
-        version = "none"
-    text = "\n".join([f"v1 strict={strict} pathspec={version}", *lines])
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+        return "none"
 
 
 def _translate(lines: list[str], strict: bool) -> list[tuple[bool, str]]:
@@ -379,11 +385,11 @@ def _read_translations(path: Path) -> list[tuple[bool, str]] | None:
 
 
 def _write_translations(path: Path, found: list[tuple[bool, str]]) -> None:
+    from lore.atomic import write_atomic
+
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(found), encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(found), mode=0o600, sync=False)
     except OSError:
         pass  # a cache is an optimisation, never a failure
 

@@ -19,12 +19,13 @@ bench/vector_prefilter.py). The PostgreSQL backend uses pgvector's HNSW.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 if TYPE_CHECKING:
     import numpy as np
@@ -213,14 +214,24 @@ def _codes(path: Path, matrix: np.ndarray) -> Codes | None:
         pass
     codes = Codes.of(matrix)
     try:
-        tmp = f"{path}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, center=codes.center, words=codes.words)
-        os.replace(tmp, path)
+        _write_private(path, lambda handle: np.savez(handle, center=codes.center, words=codes.words))
     except OSError:
         pass  # a cache is an optimisation, never a failure
     return codes
+
+
+def _write_private(path: Path, write: Callable[[BinaryIO], None]) -> None:
+    """Write `path` owner-only through a temporary file renamed over it
+    (numpy writes to the handle, so a 150 MB matrix is never held twice)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _save(
@@ -231,11 +242,7 @@ def _save(
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         for path, array in pairs:
-            tmp = f"{path}.{os.getpid()}.tmp"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as handle:
-                np.save(handle, array)
-            os.replace(tmp, path)
+            _write_private(path, functools.partial(np.save, arr=array))
         keep = {p for p, _ in pairs} | {keep_also}
         # Older versions of this matrix, and matrices of indexes since rebuilt.
         for old in folder.glob(f"vectors-*-{kind}-*.np[yz]"):
