@@ -1,6 +1,7 @@
 """Issue 3 retrieval benchmark: Lore's own search on the public sets in shared/bench-data.
 
     python bench/retrieval.py [--sets locomo,cosqa] [--split dev|test] [--modes bm25,vector,rrf,weighted]
+                              [--embedding local|e5]
 
 - locomo: every turn is a memory, one project per conversation (the
   protocol's per-conversation setting); questions of categories 1-4 are the
@@ -27,6 +28,8 @@ from _common import BENCH_DATA, WORK, jsonl
 # Projects whose code is indexed must not sit inside another git repository.
 OUTSIDE = Path(tempfile.gettempdir()) / "lore-bench"
 
+EMBEDDING = "local"  # [embedding] provider of the projects built (--embedding)
+
 MODES = {
     "bm25": ("bm25", None),
     "vector": ("vector", None),
@@ -42,12 +45,17 @@ def build(name: str, docs: list[tuple[str, str, str]]):
     from lore.memory import markdown
     from lore.memory.model import Memory
 
-    root = WORK / "retrieval" / name
+    root = WORK / ("retrieval" if EMBEDDING == "local" else f"retrieval-{EMBEDDING}") / name
     marker = root / ".built"
     if marker.exists():
         return lore.open(root)
     shutil.rmtree(root, ignore_errors=True)
     project = lore.init(root)
+    if EMBEDDING != "local":
+        config = root / ".lore" / "config.toml"
+        config.write_text(config.read_text().replace('provider = "local"', f'provider = "{EMBEDDING}"', 1))
+        project.close()
+        project = lore.open(root)
     for doc_id, title, body in docs:
         memory = Memory(
             id=doc_id,
@@ -201,7 +209,12 @@ def main() -> None:
     parser.add_argument("--sets", default="locomo,cosqa")
     parser.add_argument("--split", default="test", choices=["dev", "test"])
     parser.add_argument("--modes", default="bm25,vector,rrf,weighted")
+    parser.add_argument(
+        "--embedding", default="local", help="[embedding] provider of the memory projects (e.g. e5)"
+    )
     args = parser.parse_args()
+    global EMBEDDING
+    EMBEDDING = args.embedding
     modes = args.modes.split(",")
     if "locomo" in args.sets:
         locomo(modes)

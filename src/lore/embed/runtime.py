@@ -135,6 +135,13 @@ class EmbeddingRuntime:
             store.drop_embeddings(None)
         return self.embed_pending(store, progress=progress)
 
+    @property
+    def similarity_levels(self) -> tuple[float, float, float] | None:
+        """The model's cosine levels, if its embedder declares them: relevance
+        0 and 1 (search maps similarities to 0-1 between them) and the level
+        below which a vector-only hit is no match; None: the default model's."""
+        return getattr(self._embedder, "similarity_levels", None)
+
     def query_vector(
         self, store: Store, text: str, kind: str = "memory"
     ) -> tuple[np.ndarray | None, str | None]:

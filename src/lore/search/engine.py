@@ -58,6 +58,7 @@ class Searcher:
         if mode == "bm25":
             return query, "bm25"
         query.vector, query.model = self.embedding.query_vector(self.store, text, kind)
+        query.levels = self.embedding.similarity_levels or query.levels
         if query.vector is None:
             if mode == "vector":
                 raise UsageError(f"vector search is unavailable ({self.embedding.problem or 'see above'})")

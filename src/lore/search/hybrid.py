@@ -40,8 +40,11 @@ MAX_POOL = 4000  # widening stops here
 _HALF_SCORE_PER_TERM = 1.5
 # Cosine levels of the default model (all-MiniLM-L6-v2) for "unrelated" and
 # "same meaning"; see docs/benchmarks.md for how they were read off the data.
+# Another model declares its own (``similarity_levels`` of its embedder):
+# (relevance 0, relevance 1, below this a vector-only hit is no match at all).
 SIMILARITY_FLOOR = 0.15
 SIMILARITY_FULL = 0.75
+DEFAULT_LEVELS = (SIMILARITY_FLOOR, SIMILARITY_FULL, SIMILARITY_FLOOR)
 # Results below this relevance are "no good match" and left out.
 RELEVANCE_FLOOR = 0.01
 
@@ -55,6 +58,7 @@ class Query:
     exact: list[str]
     vector: np.ndarray | None = None
     model: str | None = None
+    levels: tuple[float, float, float] = DEFAULT_LEVELS  # the model's cosine levels (DEFAULT_LEVELS)
 
     @classmethod
     def of(cls, text: str, vector: np.ndarray | None = None, model: str | None = None) -> Query:
@@ -85,9 +89,10 @@ def lexical_relevance(score: float, n_terms: int, covered: float) -> float:
     return 0.5 * covered + 0.5 * strength
 
 
-def similarity_relevance(cosine: float) -> float:
-    """Cosine similarity mapped to 0-1 between the unrelated and same-meaning levels."""
-    return min(1.0, max(0.0, (cosine - SIMILARITY_FLOOR) / (SIMILARITY_FULL - SIMILARITY_FLOOR)))
+def similarity_relevance(cosine: float, levels: tuple[float, float, float] = DEFAULT_LEVELS) -> float:
+    """Cosine similarity mapped to 0-1 between the model's unrelated and same-meaning levels."""
+    low, full = levels[0], levels[1]
+    return min(1.0, max(0.0, (cosine - low) / (full - low)))
 
 
 def search(
@@ -117,16 +122,19 @@ def search(
         vector = _vector(store, kind, query, flt, pool) if mode != "bm25" else []
         results = _fuse(query, lexical, vector, mode, fusion_mode, key)
         if mode == "hybrid":  # an explicit vector search shows the nearest, however far
-            results = [r for r in results if _relevant(r, floor)]
+            results = [r for r in results if _relevant(r, floor, query.levels)]
         full = len(lexical) >= pool or len(vector) >= pool
         if len(results) >= limit or not full or pool >= MAX_POOL:
             return results[:limit]
         pool *= 4
 
 
-def _relevant(hit: Scored, floor: float) -> bool:
-    """Evidence enough to show: a lexical match, or a vector match above the floor."""
-    return hit.lexical > 0 or similarity_relevance(hit.similarity) >= floor
+def _relevant(hit: Scored, floor: float, levels: tuple[float, float, float]) -> bool:
+    """Evidence enough to show: a lexical match, or a vector match above the
+    floor and above the model's "no match at all" cosine."""
+    if hit.lexical > 0:
+        return True
+    return hit.similarity >= levels[2] and similarity_relevance(hit.similarity, levels) >= floor
 
 
 def _lexical(store: Store, kind: str, query: Query, flt: AnyFilter | None, pool: int) -> list[Scored]:
@@ -151,7 +159,11 @@ def _vector(store: Store, kind: str, query: Query, flt: AnyFilter | None, pool: 
     for chunk_id, cosine in nearest:
         chunk = by_id.get(chunk_id)
         if chunk is not None:  # exactness is read later, only where it can matter
-            out.append(Scored(chunk, similarity_relevance(cosine), "vector", similarity=cosine, exact=-1))
+            out.append(
+                Scored(
+                    chunk, similarity_relevance(cosine, query.levels), "vector", similarity=cosine, exact=-1
+                )
+            )
     return out
 
 
