@@ -143,7 +143,7 @@ def capture(lore, transcript, stdout_file, from_stdin, tier, private, as_json):
             raise UsageError(
                 "--stdin reads agent output; don't combine it with --transcript or --from-stdout"
             )
-        stdout_file = click.get_binary_stream("stdin")
+        stdout_file = sys.stdin.buffer
     if not transcript and stdout_file is None:
         raise UsageError("give --transcript PATH, --from-stdout FILE or --stdin")
     source = getattr(stdout_file, "name", "stdout")
