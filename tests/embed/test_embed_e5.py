@@ -75,3 +75,16 @@ def test_a_project_on_e5_ranks_by_meaning_and_keeps_its_relevance_floor(tmp_path
         assert vector_only == []
     finally:
         project.close()
+
+
+@pytest.mark.storage_independent
+def test_threads_sharing_the_engine_get_the_vectors_a_single_caller_gets(e5):
+    """A team server embeds queries from many threads; they share one engine."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [f"question number {i} about deploying the service" for i in range(24)]
+    alone = [e5.embed_query(t) for t in texts]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        together = list(pool.map(e5.embed_query, texts))
+    for a, b in zip(alone, together):
+        assert float(a @ b) > 0.9999

