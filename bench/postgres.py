@@ -285,9 +285,11 @@ def build_hnsw(conn) -> float:
     began = time.perf_counter()
     conn.execute("VACUUM ANALYZE lore.chunks")
     conn.execute("VACUUM ANALYZE lore.embeddings")
+    from lore.storage.postgres.migrations import hnsw_options
+
     conn.execute(
         "CREATE INDEX embeddings_hnsw_384 ON lore.embeddings USING hnsw ((vector::vector(384)) "
-        "vector_cosine_ops) WHERE dim = 384"
+        f"vector_cosine_ops){hnsw_options()} WHERE dim = 384"
     )
     return time.perf_counter() - began
 
@@ -379,7 +381,7 @@ def real_recall(args: argparse.Namespace) -> None:
     import numpy as np
 
     from lore.embed.local import load_local
-    from lore.storage.postgres import connection
+    from lore.storage.postgres import connection, migrations
     from vector_prefilter import questions, real_vectors
 
     matrix, files = real_vectors()
@@ -406,7 +408,7 @@ def real_recall(args: argparse.Namespace) -> None:
             f"{real:,} distinct real MiniLM vectors from {files} caches"
             + (f", expanded to {len(matrix):,}" if len(matrix) > real else "")
             + f", {len(queries)} real questions; "
-            f"HNSW (m 16, ef_construction 64) built in {seconds:.0f} s"
+            f"HNSW ({migrations.hnsw_options().strip()}) built in {seconds:.0f} s"
         )
         number = {h: i for i, h in enumerate(hashes)}
         hash_of = dict(conn.execute("SELECT id, text_hash FROM lore.chunks").fetchall())

@@ -647,3 +647,22 @@ def test_a_local_server_restarts_with_settings_read_only_at_start():
     finally:
         server.stop()
     assert not folder.exists()
+
+
+def test_upgraded_hnsw_indexes_use_the_denser_graph(pg_database):
+    """Migration 5 rebuilds every HNSW index with Lore's m and ef_construction."""
+    import psycopg
+
+    from lore.storage.postgres.migrations import HNSW_DIMENSIONS, HNSW_EF_CONSTRUCTION, HNSW_M
+
+    _server, url = pg_database
+    with psycopg.connect(url) as conn:
+        options = dict(
+            conn.execute(
+                "SELECT c.relname, c.reloptions FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = 'lore' AND c.relname LIKE 'embeddings_hnsw_%'"
+            ).fetchall()
+        )
+    assert set(options) == {f"embeddings_hnsw_{dim}" for dim in HNSW_DIMENSIONS}
+    for reloptions in options.values():
+        assert sorted(reloptions) == sorted([f"m={HNSW_M}", f"ef_construction={HNSW_EF_CONSTRUCTION}"])
