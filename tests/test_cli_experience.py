@@ -400,3 +400,18 @@ def test_progress_shows_on_a_terminal_only(code_repo, tmp_path):
         assert label in drawn, (args, drawn)
         piped = code_repo(*args)
         assert label not in piped.stderr and label not in piped.stdout
+
+
+@pytest.mark.storage_independent
+def test_sizes_read_the_same_in_every_interface():
+    from lore.interfaces.units import file_size
+
+    assert [file_size(n) for n in (None, 0, 812, 1024, 32_400_000, 1_700_000_000, 5 * 2**40)] == [
+        "0 B",
+        "0 B",
+        "812 B",
+        "1.0 KiB",
+        "30.9 MiB",
+        "1.6 GiB",
+        "5120.0 GiB",
+    ]

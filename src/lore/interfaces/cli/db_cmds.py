@@ -130,9 +130,11 @@ def status(ctx, database_url, project_path, as_json):
         table(["clone", "source", "status", "last indexed", "commit", "files", "error"], rows)
         server = report["server"]
         if server["chunks_bytes"] > server["shared_buffers_bytes"]:
+            from lore.interfaces.units import file_size
+
             click.echo(
-                f"note: the chunks table and its indexes take {_size(server['chunks_bytes'])}, more than the "
-                f"server's shared_buffers ({_size(server['shared_buffers_bytes'])}): searches read them from "
+                f"note: the chunks table and its indexes take {file_size(server['chunks_bytes'])}, more than the "
+                f"server's shared_buffers ({file_size(server['shared_buffers_bytes'])}): searches read them from "
                 "the OS cache, up to twice as slow; raise shared_buffers (docs/postgres.md, Server settings)"
             )
     counts = report["counts"]
@@ -140,10 +142,6 @@ def status(ctx, database_url, project_path, as_json):
         f"{counts['memories']} memories, {counts['code_files']} code files ({counts['code_chunks']} chunks), "
         f"{counts['commits']} commits"
     )
-
-
-def _size(n: int) -> str:
-    return f"{n / 2**30:.1f} GB" if n >= 2**30 else f"{n / 2**20:.0f} MB"
 
 
 @db.command()

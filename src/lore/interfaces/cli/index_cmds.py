@@ -8,6 +8,7 @@ import click
 
 from lore.interfaces.cli.common import identity_options, json_option, with_lore
 from lore.interfaces.cli.output import emit_json, progress_bar, warn
+from lore.interfaces.units import file_size
 
 
 @click.command()
@@ -167,7 +168,7 @@ def stats(lore, as_json):
             f"{data['code_files']} files, {data['code_chunks']} chunks, {data['commits']} commits",
         ],
         ["vectors", vectors],
-        ["index", f"{data['index_bytes'] / 1048576:.1f} MiB, {data['backend'].split(':')[0]}"],
+        ["index", f"{file_size(data['index_bytes'])}, {data['backend'].split(':')[0]}"],
     ]
     if data["broken_files"]:
         rows.append(["broken files", f"{data['broken_files']} (see `lore doctor`)"])

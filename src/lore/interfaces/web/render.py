@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lore.errors import LoreError, ValidationError, as_lore_error
+from lore.interfaces.units import file_size
 
 HERE = Path(__file__).parent
 # Core field names → the names the HTTP API uses for the same input.
@@ -97,7 +98,7 @@ def templates():
     )
     env.filters["markdown"] = lambda text: Markup(markdown_html(text))
     env.filters["short_time"] = lambda when: (when or "")[:16].replace("T", " ")
-    env.filters["filesize"] = _filesize
+    env.filters["filesize"] = file_size
     env.filters["percent"] = lambda x: "–" if x is None else f"{x * 100:.0f}%"
     env.globals["with_query"] = with_query
     return env
@@ -110,17 +111,6 @@ def with_query(query, **changes) -> str:
     kept = [(k, v) for k, v in query.multi_items() if k not in changes and v != ""]
     kept += [(k, v) for k, v in changes.items() if v is not None]
     return "?" + urlencode(kept)
-
-
-def _filesize(n: int | None) -> str:
-    if not n:
-        return "0 B"
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GiB"
 
 
 def html_response(template: str, context: dict, status: int = 200, headers: dict | None = None):

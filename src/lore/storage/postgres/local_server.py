@@ -74,9 +74,7 @@ class LocalServer:
             self.server.stop()
             self.server.ensure_postgres_running()
 
-        _bounded(
-            restart, deadline, f"the local PostgreSQL did not restart within {deadline:.0f} s", self.folder
-        )
+        _bounded(restart, deadline, "restart", self.folder)
 
     def stop(self) -> None:
         from lore.storage.postgres.connection import close_all
@@ -108,13 +106,13 @@ def start(deadline: float = START_DEADLINE) -> LocalServer:
             shutil.rmtree(folder, ignore_errors=True)
             raise
 
-    _bounded(run, deadline, f"the local PostgreSQL did not start within {deadline:.0f} s", folder)
+    _bounded(run, deadline, "start", folder)
     return LocalServer(result["server"], folder)
 
 
-def _bounded(work: Callable[[], None], deadline: float, late: str, folder: Path) -> None:
-    """Run `work` (initdb, pg_ctl: no timeout of their own) in a thread; a
-    StorageError if it hangs past `deadline` or fails."""
+def _bounded(work: Callable[[], None], deadline: float, what: str, folder: Path) -> None:
+    """Run `work`, the server's `what` (initdb, pg_ctl: no timeout of their
+    own), in a thread; a StorageError if it hangs past `deadline` or fails."""
     failed: list[BaseException] = []
 
     def run() -> None:
@@ -128,7 +126,8 @@ def _bounded(work: Callable[[], None], deadline: float, late: str, folder: Path)
     worker.join(deadline)
     if worker.is_alive():
         raise StorageError(
-            f"{late} (initdb or pg_ctl hung; log in {folder / 'data' / 'log'}); is another pgserver holding its lock?"
+            f"the local PostgreSQL did not {what} within {deadline:.0f} s (initdb or pg_ctl hung; "
+            f"log in {folder / 'data' / 'log'}); is another pgserver holding its lock?"
         )
     if failed:
-        raise StorageError(f"the local PostgreSQL failed to start ({failed[0]})")
+        raise StorageError(f"the local PostgreSQL failed to {what} ({failed[0]})")
