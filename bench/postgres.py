@@ -285,12 +285,10 @@ def build_hnsw(conn) -> float:
     began = time.perf_counter()
     conn.execute("VACUUM ANALYZE lore.chunks")
     conn.execute("VACUUM ANALYZE lore.embeddings")
-    from lore.storage.postgres.migrations import hnsw_options
+    from lore.storage.postgres.migrations import hnsw_index
 
-    conn.execute(
-        "CREATE INDEX embeddings_hnsw_384 ON lore.embeddings USING hnsw ((vector::vector(384)) "
-        f"vector_cosine_ops){hnsw_options()} WHERE dim = 384"
-    )
+    conn.execute("SET search_path = lore, public")
+    conn.execute(hnsw_index(384))
     return time.perf_counter() - began
 
 

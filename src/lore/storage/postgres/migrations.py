@@ -66,6 +66,11 @@ def hnsw_options() -> str:
     return f" WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
 
 
+def hnsw_index(dim: int) -> str:
+    """The statement creating Lore's current HNSW index for `dim` (schema-relative)."""
+    return _hnsw(dim, hnsw_options())
+
+
 def _rls(table: str) -> list[str]:
     return [
         f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
@@ -369,7 +374,7 @@ MIGRATIONS: list[list[str]] = [
     # 384-d vectors on two cores) under the upgrade's lock.
     [
         *(f"DROP INDEX IF EXISTS embeddings_hnsw_{dim}" for dim in HNSW_DIMENSIONS),
-        *(_hnsw(dim, hnsw_options()) for dim in HNSW_DIMENSIONS),
+        *(hnsw_index(dim) for dim in HNSW_DIMENSIONS),
     ],
 ]
 
