@@ -1,17 +1,18 @@
 """Files lab: how code matches, past commits and file roles are best combined into "likely files".
 
-    python bench/files_lab.py [--sets timesplit,gitlog] [--refresh]
+    python bench/files_lab.py [--sets timesplit,gitlog,gin,hono,click,zod] [--refresh]
 
 Caches, per query, the code chunks and past commits Lore's searches return
 (bench/.data/files/), then scores file-ranking rules over them offline.
-timesplit-flask and gitlog-flask are both dev sets (their READMEs).
+timesplit-flask and gitlog-flask are both dev sets (their READMEs); the
+other names are time-split sets built by bench/timesplit_make.py from other
+repositories (gin: Go, hono and zod: TypeScript, click: Python).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -52,15 +53,16 @@ def collect(project, queries: list[dict]) -> list[dict]:
 def load(name: str, refresh: bool):
     CACHE.mkdir(parents=True, exist_ok=True)
     cache = CACHE / f"{name}.json"
-    data = BENCH_DATA / ("timesplit-flask" if name == "timesplit" else "gitlog-flask")
+    named = {"timesplit": BENCH_DATA / "timesplit-flask", "gitlog": BENCH_DATA / "gitlog-flask"}
+    data = named.get(name, WORK / "timesplit-sets" / name)  # others: bench/timesplit_make.py
     if cache.exists() and not refresh:
         lists = json.loads(cache.read_text())
     else:
         sys.path.insert(0, str(Path(__file__).parent))
-        if name == "timesplit":
+        if name != "gitlog":
             import timesplit
 
-            project, _ = timesplit.project()
+            project, _ = timesplit.project("flask" if name == "timesplit" else name)
         else:
             import gitlog_flask
 
@@ -68,6 +70,11 @@ def load(name: str, refresh: bool):
         lists = collect(project, jsonl(data / "queries.jsonl"))
         cache.write_text(json.dumps(lists))
     qrels = {r["qid"]: set(r["relevant"]) for r in jsonl(data / "qrels.jsonl")}
+    from lore.search.files import roles_asked
+
+    asked = {q["qid"]: frozenset(roles_asked(q["text"])) for q in jsonl(data / "queries.jsonl")}
+    for q in lists:
+        q["asked"] = asked[q["qid"]]
     return lists, qrels
 
 
@@ -121,16 +128,24 @@ def rank(
     *,
     code_mode="hybrid",
     hist_mode="hybrid",
-    k=60,
+    k=2,
     w_hist=1.0,
-    roles=True,
+    roles="tiers",
+    asked=frozenset(),
     role_prior=None,
     hist=True,
     code=True,
     **hkw,
 ):
+    """Files for one query, best first. roles: "tiers" (the product: source
+    first, the fused score orders files within a role's tier; asked-for roles
+    but tests join the source tier at half their score), "multiply" (role
+    weight times the fused score, the rule before) or None."""
+    asked = asked or q.get("asked", frozenset())
     c_scores, c_roles = code_files(q[f"code_{code_mode}"])
-    h_scores = history_files(q[f"commits_{hist_mode}"], **hkw) if hist else {}
+    h_scores = (
+        history_files(q[f"commits_{hist_mode}"], size_power=hkw.pop("size_power", 1.0), **hkw) if hist else {}
+    )
     prior = role_prior or ROLE_PRIOR
     final: dict[str, float] = defaultdict(float)
     if code:
@@ -138,10 +153,19 @@ def rank(
             final[p] += 1 / (k + 1 + r)
     for r, p in enumerate(sorted(h_scores, key=lambda x: -h_scores[x])):
         final[p] += w_hist / (k + 1 + r)
-    if roles:
-        for p in final:
-            final[p] *= prior.get(c_roles.get(p) or "source", 1.0)
-    return sorted(final, key=lambda p: -final[p])
+
+    def key(p):
+        role = c_roles.get(p) or "source"
+        weight = prior.get(role, 1.0)
+        if roles == "tiers":
+            if role in asked and role != "test":
+                return (1.0, final[p] * 0.5)
+            return (weight, final[p])
+        if roles == "multiply":
+            return (1.0, final[p] * (max(weight, 0.8) if role in asked else weight))
+        return (1.0, final[p])
+
+    return sorted(final, key=key, reverse=True)
 
 
 def metrics(lists, qrels, fn):
@@ -157,37 +181,44 @@ def metrics(lists, qrels, fn):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--sets", default="timesplit,gitlog")
+    parser.add_argument("--sets", default="timesplit,gitlog,gin,hono,click,zod")
     parser.add_argument("--refresh", action="store_true")
     args = parser.parse_args()
     rules = {
-        "code only (hybrid), no roles": lambda q: rank(q, hist=False, roles=False),
-        "code only (bm25), no roles": lambda q: rank(q, code_mode="bm25", hist=False, roles=False),
-        "code only (hybrid) + roles": lambda q: rank(q, hist=False),
-        "history only (hybrid)": lambda q: rank(q, code=False, roles=False),
-        "history only (bm25)": lambda q: rank(q, code=False, roles=False, hist_mode="bm25"),
-        "rrf60 code+hist, no roles": lambda q: rank(q, roles=False),
-        "rrf60 code+hist + roles": rank,
-        "rrf60 bm25 code+bm25 hist + roles": lambda q: rank(q, code_mode="bm25", hist_mode="bm25"),
-        "rrf10 code+hist + roles": lambda q: rank(q, k=10),
-        "rrf30 code+hist + roles": lambda q: rank(q, k=30),
-        "rrf60 code+hist + roles, max": lambda q: rank(q, sum_mode="max"),
-        "rrf60 code+hist + roles, size^1": lambda q: rank(q, size_power=1.0),
-        "rrf60 code+hist + roles, size^0": lambda q: rank(q, size_power=0.0),
-        "rrf60 code+hist + roles, top30": lambda q: rank(q, top=30),
-        "rrf60 code+hist + roles, merges 0": lambda q: rank(q, merge_weight=0.0),
-        "rrf60 code+hist + roles, merges 1": lambda q: rank(q, merge_weight=1.0),
-        "rrf60 code+hist x1.5 + roles": lambda q: rank(q, w_hist=1.5),
-        "rrf60 code+hist x0.7 + roles": lambda q: rank(q, w_hist=0.7),
+        "code only (hybrid), no roles": lambda q: rank(q, hist=False, roles=None),
+        "code only (bm25), no roles": lambda q: rank(q, code_mode="bm25", hist=False, roles=None),
+        "code only (hybrid) + tiers": lambda q: rank(q, hist=False),
+        "history only (hybrid)": lambda q: rank(q, code=False, roles=None),
+        "history only (bm25)": lambda q: rank(q, code=False, roles=None, hist_mode="bm25"),
+        "rrf2 code+hist, no roles": lambda q: rank(q, roles=None),
+        "rrf2 code+hist + tiers (default)": rank,
+        "rrf60 code+hist + tiers": lambda q: rank(q, k=60),
+        "rrf60 code+hist x role (before)": lambda q: rank(q, k=60, roles="multiply"),
+        "rrf2 x role": lambda q: rank(q, roles="multiply"),
+        "rrf1 + tiers": lambda q: rank(q, k=1),
+        "rrf5 + tiers": lambda q: rank(q, k=5),
+        "rrf10 + tiers": lambda q: rank(q, k=10),
+        "rrf2 bm25 code+bm25 hist + tiers": lambda q: rank(q, code_mode="bm25", hist_mode="bm25"),
+        "rrf2 + tiers, max": lambda q: rank(q, sum_mode="max"),
+        "rrf2 + tiers, size^0.5": lambda q: rank(q, size_power=0.5),
+        "rrf2 + tiers, size^0": lambda q: rank(q, size_power=0.0),
+        "rrf2 + tiers, top50": lambda q: rank(q, top=50),
+        "rrf2 + tiers, merges 0": lambda q: rank(q, merge_weight=0.0),
+        "rrf2 + tiers, merges 1": lambda q: rank(q, merge_weight=1.0),
+        "rrf2 code+hist x1.5 + tiers": lambda q: rank(q, w_hist=1.5),
+        "rrf2 code+hist x0.7 + tiers": lambda q: rank(q, w_hist=0.7),
     }
-    for name in args.sets.split(","):
-        lists, qrels = load(name, args.refresh)
-        print(f"\n{name}: {len(lists)} queries")
-        print(f"  {'rule':<40} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR@10':>7}")
-        for rule, fn in rules.items():
-            m = metrics(lists, qrels, fn)
-            print(f"  {rule:<40} {m['R@1']:6.3f} {m['R@5']:6.3f} {m['R@10']:6.3f} {m['MRR@10']:7.3f}")
-    _ = math
+    sets = args.sets.split(",")
+    data = {name: load(name, args.refresh) for name in sets}
+    print("R@10 / MRR@10 per set; mean over the sets")
+    print(f"  {'rule':<34}" + "".join(f"{name[:12]:>14}" for name in sets) + f"{'mean':>14}")
+    for rule, fn in rules.items():
+        cells, r10, mrr = [], 0.0, 0.0
+        for name in sets:
+            m = metrics(*data[name], fn)
+            cells.append(f"{m['R@10']:.3f}/{m['MRR@10']:.3f}".rjust(14))
+            r10, mrr = r10 + m["R@10"], mrr + m["MRR@10"]
+        print(f"  {rule:<34}" + "".join(cells) + f"{r10 / len(sets):.3f}/{mrr / len(sets):.3f}".rjust(14))
 
 
 if __name__ == "__main__":

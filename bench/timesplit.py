@@ -1,6 +1,9 @@
 """Issue 10 benchmark: the next tasks on a real repository, answered from its past (timesplit-flask).
 
-    python bench/timesplit.py [--field text|subject] [--budget 2000]
+    python bench/timesplit.py [--field text|subject] [--budget 2000] [--set NAME]
+
+`--set NAME` runs a set built by bench/timesplit_make.py from another
+repository (bench/.data/timesplit-sets/NAME) instead of timesplit-flask.
 
 Unpacks the set's snapshot (a real git clone of flask at the cut commit T,
 with all its history) outside any other repository, runs `lore init` and
@@ -36,17 +39,20 @@ OUTSIDE = Path(tempfile.gettempdir()) / "lore-bench" / "timesplit"
 BASELINES = {"BM25 (README)": "bm25", "history-sum (README)": "history-sum", "RRF (README)": "rrf"}
 
 
-def project():
+def project(name: str):
     """The indexed snapshot (built once; `rm -r $TMPDIR/lore-bench/timesplit` to rebuild)."""
     import lore
 
-    root = OUTSIDE / "flask"
+    root = OUTSIDE / name
     if (root / ".lore/.built").exists():
         return lore.open(root), None
-    shutil.rmtree(OUTSIDE, ignore_errors=True)
-    OUTSIDE.mkdir(parents=True)
-    with tarfile.open(DATA / "flask-29111a325948.tar.gz") as archive:
-        archive.extractall(OUTSIDE, filter="data")
+    shutil.rmtree(root, ignore_errors=True)
+    OUTSIDE.mkdir(parents=True, exist_ok=True)
+    if name == "flask":
+        with tarfile.open(DATA / "flask-29111a325948.tar.gz") as archive:
+            archive.extractall(OUTSIDE, filter="data")
+    else:
+        shutil.copytree(DATA / "snapshot", root, symlinks=True)
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "lore", "init"], cwd=root, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -102,12 +108,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--field", default="text", choices=["text", "subject"])
     parser.add_argument("--budget", type=int, default=2000)
+    parser.add_argument("--set", default="flask", help="a set from bench/timesplit_make.py")
     args = parser.parse_args()
-    lore_project, timing = project()
+    global DATA
+    if args.set != "flask":
+        DATA = WORK / "timesplit-sets" / args.set
+    lore_project, timing = project(args.set)
     queries = jsonl(DATA / "queries.jsonl")
     stats = lore_project.stats()
     print(
-        f"timesplit-flask: {len(queries)} queries ({args.field}); index: {stats['code_files']} files, "
+        f"timesplit-{args.set}: {len(queries)} queries ({args.field}); index: {stats['code_files']} files, "
         f"{stats['code_chunks']} chunks, {stats['commits']} commits, "
         f"{dir_size(lore_project.project.index_path, 'index.db') / 1e6:.1f} MB"
     )

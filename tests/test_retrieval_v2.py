@@ -164,6 +164,35 @@ def test_history_evidence_sums_over_similar_commits(repo):
     project.close()
 
 
+def test_the_file_every_similar_change_touched_ranks_high_without_matching_code(repo):
+    """History's top file is offered near the top even when its code has none of
+    the task's words: files that are merely middling in both lists must not bury it."""
+    write(repo, "src/registry.py", "REGISTRY = {}\n")
+    for i in range(10):
+        write(
+            repo,
+            f"src/part{i}.py",
+            f"def part_{i}():\n    '''Data {'export ' * (i % 3)}helpers, part {i}.'''\n",
+        )
+    commit(repo, "Initial layout")
+    for fmt in ("csv", "json", "xml", "toml"):
+        write(repo, f"src/{fmt}_out.py", f"def write_{fmt}(rows):\n    '''Write rows as {fmt}.'''\n")
+        write(repo, "src/registry.py", (repo / "src/registry.py").read_text() + f"REGISTRY['{fmt}'] = 1\n")
+        commit(repo, f"Add a {fmt} export format")
+    for i in range(10):
+        write(repo, f"src/part{i}.py", (repo / f"src/part{i}.py").read_text() + "# export data\n")
+        commit(repo, f"Export data helpers, part {i}")
+    write(repo, "src/registry.py", "")  # empty today: nothing to chunk, still a file to open
+    commit(repo, "Registrations move to the plugins")
+    project = lore.init(repo)
+    bm25_only(repo)
+    project = lore.open(repo)
+    project.index_code()
+    ranked = [h.file_path for h in project.code_search("Add a yaml export format", files_only=True)]
+    assert "src/registry.py" in ranked[:5], ranked
+    project.close()
+
+
 # -- file roles --------------------------------------------------------------------------
 
 
@@ -185,6 +214,9 @@ def test_source_first_tests_beside_docs_findable_when_asked(repo):
     assert files[0].file_path == "src/app/routing.py" and files[0].role == "source"
     assert files[0].tests == ["tests/test_routing.py"]
     assert {h.file_path: h.role for h in files}["CHANGES.rst"] == "changelog"
+    # "add tests" describes the change; the source file it targets still comes first.
+    with_tests = project.code_search("fix url rule routing and add tests", files_only=True)
+    assert with_tests[0].file_path == "src/app/routing.py"
     # A question about the docs keeps them findable (not pushed down); a role filter gives only them.
     about_docs = [
         h.file_path for h in project.code_search("update the routing docs for url rule", files_only=True)

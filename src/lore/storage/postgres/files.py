@@ -35,12 +35,14 @@ class FileRows(StoreCore):
         return {r[0] for r in rows}
 
     def code_files(self, paths: Sequence[str], flt: ChunkFilter | None = None) -> dict[str, str | None]:
-        """{path: role} of this clone's indexed code files among `paths` that pass `flt`."""
+        """{path: role} of this clone's indexed code files among `paths` that pass
+        `flt`. Without a filter, a file with nothing to chunk (an empty file) counts too."""
         if not paths:
             return {}
-        where, params = self._where("code", flt) if flt is not None else ("", [])
+        where, params = self._where("code", flt) if flt is not None and not flt.is_empty() else ("", [])
+        chunks = "JOIN chunks c ON c.file_id = f.id " if where else ""
         rows = self._rows(
-            "SELECT DISTINCT f.path, f.role FROM files f JOIN chunks c ON c.file_id = f.id "
+            f"SELECT DISTINCT f.path, f.role FROM files f {chunks}"
             "WHERE f.project_id = %s AND f.clone_id = %s AND f.kind = 'code' AND f.path = ANY(%s)"
             f"{' AND ' + where if where else ''}",
             (*self._scope, list(dict.fromkeys(paths)), *params),

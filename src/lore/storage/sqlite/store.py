@@ -345,12 +345,14 @@ class SQLiteStore:
         return {row[0] for row in self.db.execute("SELECT path FROM files WHERE kind = ?", (kind,))}
 
     def code_files(self, paths: Sequence[str], flt: ChunkFilter | None = None) -> dict[str, str | None]:
-        """{path: role} of the code files among `paths` that are indexed and pass `flt`."""
-        where, params = _chunk_where("code", flt) if flt is not None else ("", [])
+        """{path: role} of the code files among `paths` that are indexed and pass
+        `flt`. Without a filter, a file with nothing to chunk (an empty file) counts too."""
+        where, params = _chunk_where("code", flt) if flt is not None and not flt.is_empty() else ("", [])
+        chunks = "JOIN chunks c ON c.file_id = f.id " if where else ""
         out: dict[str, str | None] = {}
         for part in batched(list(paths), _MAX_IN):
             sql = (
-                f"SELECT DISTINCT f.path, f.role FROM files f JOIN chunks c ON c.file_id = f.id "
+                f"SELECT DISTINCT f.path, f.role FROM files f {chunks}"
                 f"WHERE f.kind = 'code' AND f.path IN (SELECT value FROM json_each(?))"
                 f"{' AND ' + where if where else ''}"
             )
