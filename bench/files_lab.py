@@ -33,7 +33,9 @@ def collect(project, queries: list[dict]) -> list[dict]:
         for mode in ("hybrid", "bm25"):
             query, run = project.searcher.query(q["text"], "code", None if mode == "hybrid" else "bm25")
             chunks = hybrid.search(store, "code", query, limit=300, flt=ChunkFilter(), mode=run)
-            entry[f"code_{mode}"] = [(c.chunk.path, c.score, c.chunk.role) for c in chunks]
+            entry[f"code_{mode}"] = [
+                (c.chunk.path, c.score, c.chunk.role, c.lexical, c.similarity) for c in chunks
+            ]
             query, run = project.searcher.query(q["text"], "commit", None if mode == "hybrid" else "bm25")
             commits = hybrid.search(store, "commit", query, limit=100, mode=run)
             entry[f"commits_{mode}"] = [
@@ -78,12 +80,17 @@ def load(name: str, refresh: bool):
     return lists, qrels
 
 
-def code_files(chunks, extra: float = 0.5, depth: int = 3):
+def code_files(chunks, extra: float = 0.5, depth: int = 3, field: int = 1):
+    """Per file: best chunk + `extra` x the next `depth`, of the chunks' fused
+    score (field 1), keyword relevance (3) or cosine (4)."""
     per: dict[str, list[float]] = defaultdict(list)
     roles = {}
-    for path, score, role in chunks:
-        per[path].append(score)
+    for row in chunks:
+        path, role, score = row[0], row[2], row[field]
+        if score > 0 or field == 1:
+            per[path].append(score)
         roles[path] = role
+    per = {p: sorted(s, reverse=True) for p, s in per.items()}
     scored = {p: s[0] + extra * sum(s[1 : 1 + depth]) for p, s in per.items()}
     return scored, roles
 
@@ -131,6 +138,7 @@ def rank(
     k=2,
     w_hist=1.0,
     roles="tiers",
+    split=True,
     asked=frozenset(),
     role_prior=None,
     hist=True,
@@ -143,14 +151,21 @@ def rank(
     weight times the fused score, the rule before) or None."""
     asked = asked or q.get("asked", frozenset())
     c_scores, c_roles = code_files(q[f"code_{code_mode}"])
+    code_lists = [c_scores]
+    if split and code_mode == "hybrid":  # keyword and cosine strengths as two lists (the product)
+        words = code_files(q["code_hybrid"], field=3)[0]
+        code_lists = (
+            [c_scores, words] if split == "fused" else [words, code_files(q["code_hybrid"], field=4)[0]]
+        )
     h_scores = (
         history_files(q[f"commits_{hist_mode}"], size_power=hkw.pop("size_power", 1.0), **hkw) if hist else {}
     )
     prior = role_prior or ROLE_PRIOR
     final: dict[str, float] = defaultdict(float)
     if code:
-        for r, p in enumerate(sorted(c_scores, key=lambda x: -c_scores[x])):
-            final[p] += 1 / (k + 1 + r)
+        for scores in code_lists:
+            for r, p in enumerate(sorted(scores, key=lambda x: -scores[x])):
+                final[p] += 1 / (k + 1 + r)
     for r, p in enumerate(sorted(h_scores, key=lambda x: -h_scores[x])):
         final[p] += w_hist / (k + 1 + r)
 
@@ -187,14 +202,16 @@ def main() -> None:
     rules = {
         "code only (hybrid), no roles": lambda q: rank(q, hist=False, roles=None),
         "code only (bm25), no roles": lambda q: rank(q, code_mode="bm25", hist=False, roles=None),
-        "code only (hybrid) + tiers": lambda q: rank(q, hist=False),
+        "code only (hybrid) + tiers": lambda q: rank(q, hist=False, split=False),
         "history only (hybrid)": lambda q: rank(q, code=False, roles=None),
         "history only (bm25)": lambda q: rank(q, code=False, roles=None, hist_mode="bm25"),
-        "rrf2 code+hist, no roles": lambda q: rank(q, roles=None),
-        "rrf2 code+hist + tiers (default)": rank,
-        "rrf60 code+hist + tiers": lambda q: rank(q, k=60),
-        "rrf60 code+hist x role (before)": lambda q: rank(q, k=60, roles="multiply"),
-        "rrf2 x role": lambda q: rank(q, roles="multiply"),
+        "rrf2 code+hist, no roles": lambda q: rank(q, roles=None, split=False),
+        "rrf2 words+meaning+hist + tiers (default)": rank,
+        "rrf2 code+hist + tiers": lambda q: rank(q, split=False),
+        "rrf2 code+words+hist + tiers": lambda q: rank(q, split="fused"),
+        "rrf60 code+hist + tiers": lambda q: rank(q, k=60, split=False),
+        "rrf60 code+hist x role (before)": lambda q: rank(q, k=60, roles="multiply", split=False),
+        "rrf2 code+hist x role": lambda q: rank(q, roles="multiply", split=False),
         "rrf1 + tiers": lambda q: rank(q, k=1),
         "rrf5 + tiers": lambda q: rank(q, k=5),
         "rrf10 + tiers": lambda q: rank(q, k=10),

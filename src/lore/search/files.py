@@ -3,20 +3,25 @@
 One ranking serves `lore code --files-only`, recall's "Likely files" and
 the MCP tools:
 
-1. **Code evidence** — the one hybrid search over code chunks; a file scores
-   its best chunk plus half its next three (a file with several good chunks
-   is stronger evidence than one lucky chunk).
+1. **Code evidence** — the one hybrid search over code chunks. From its
+   pool, each file gets two strengths, one from its chunks' keyword
+   relevances and one from their cosines: its best chunk plus half its next
+   three (a file with several good chunks is stronger evidence than one
+   lucky chunk).
 2. **History evidence** — the one hybrid search over past commits; every
    similar commit adds its relevance to each file it touched (as the file is
    named today; files since deleted are not offered), divided by the number
    of files the commit touched (a sweep across 80 files says little about
    each), half for merges (their files are their merged commits' too);
    commits touching more than ``MAX_COMMIT_FILES`` files are ignored.
-3. The two file rankings are fused by reciprocal rank with a small k
-   (``FILE_RRF_K`` = 2), so a file at the top of either list ranks high: a
-   file that every similar past change touched is strong evidence even when
-   its code matches few of the task's words (and the reverse). With k = 60,
-   files in the middle of both lists beat the top of one.
+3. The three file rankings (what the code says in words, what it means,
+   what past work touched) are fused by reciprocal rank with a small k
+   (``FILE_RRF_K`` = 2), so a file at the top of any list ranks high: a file
+   that every similar past change touched is strong evidence even when its
+   code matches few of the task's words, and a file holding the task's
+   exact words is not averaged away by the meaning side. With k = 60, files
+   in the middle of every list beat the top of one. In bm25 or vector mode
+   the one code ranking and history are fused the same way.
 4. **Roles** — source files first: files are ranked tier by tier, source
    first, then tests and examples, config, docs, and last changelogs,
    vendored and generated files (:data:`ROLE_WEIGHT`); the fused evidence
@@ -29,8 +34,8 @@ the MCP tools:
    weights multiplied into the fused score.
 
 The score shown for a file is the relevance of its evidence (its best
-chunk's, or its best similar commit's), weighted by its role; never above
-the score of the file ranked before it.
+chunk's, or its best similar commit's), weighted by its role, raised to
+the score of the best file ranked after it if that is higher.
 """
 
 from __future__ import annotations
@@ -108,16 +113,18 @@ def likely_files(
         commits: past commits similar to the query, best first (the hybrid
             search over commits, ``HISTORY_COMMITS`` of them); [] for none.
     """
-    code = _code_evidence(store, code_query, flt, limit, mode, fusion)
+    code, words, meaning = _code_evidence(store, code_query, flt, limit, mode, fusion)
     history = _history_evidence(commits)
     # Past work is evidence only for files that exist now and pass the filter.
     roles = store.code_files(list(history), flt) if history else {}
     history = {p: ev for p, ev in history.items() if p in roles}
     asked = roles_asked(code_query.text) | set(flt.roles)
     fused: dict[str, float] = defaultdict(float)
-    code_rank = {p: r for r, p in enumerate(sorted(code, key=lambda p: -code[p][0]))}
-    history_rank = {p: r for r, p in enumerate(sorted(history, key=lambda p: -history[p][0]))}
-    for ranks in (code_rank, history_rank):
+    code_rank = _ranks({p: ev[0] for p, ev in code.items()})
+    history_rank = _ranks({p: ev[0] for p, ev in history.items()})
+    # Hybrid: what the code says in words, what it means, what past work touched.
+    lists = (_ranks(words), _ranks(meaning)) if mode == "hybrid" else (code_rank,)
+    for ranks in (*lists, history_rank):
         for path, rank in ranks.items():
             fused[path] += 1.0 / (FILE_RRF_K + 1 + rank)
     matches = []
@@ -145,8 +152,11 @@ def likely_files(
         )
     matches.sort(key=lambda item: item[0], reverse=True)
     out = [m for _, m in matches[:limit]]
-    for before, after in zip(out, out[1:]):  # shown scores follow the ranking
-        after.score = min(after.score, before.score)
+    # Shown scores follow the ranking: a file ranked above another is shown at
+    # least as relevant (lifting it, rather than lowering the files below a
+    # weak one, which would push them under recall's floor).
+    for before, after in zip(reversed(out[:-1]), reversed(out[1:])):
+        before.score = max(before.score, after.score)
     for m in out:
         m.score = round(m.score, 4)
     return out
@@ -154,8 +164,10 @@ def likely_files(
 
 def _code_evidence(
     store: Store, query: hybrid.Query, flt: ChunkFilter, limit: int, mode: str, fusion: str
-) -> dict[str, tuple[float, hybrid.Scored]]:
-    """Per file: (best chunk + half the next three, best chunk)."""
+) -> tuple[dict[str, tuple[float, hybrid.Scored]], dict[str, float], dict[str, float]]:
+    """Per file: (strength of its chunks' fused scores, best chunk); and the
+    strength of their keyword relevances and of their cosines, for the files
+    with any."""
     pool = max(CODE_CHUNKS, limit * 15)
     while True:
         chunks = hybrid.search(store, "code", query, limit=pool, flt=flt, mode=mode, fusion_mode=fusion)
@@ -165,11 +177,25 @@ def _code_evidence(
         if len(per_file) >= limit * 2 or len(chunks) < pool or pool >= hybrid.MAX_POOL:
             break
         pool *= 4
-    out = {}
+    fused, words, meaning = {}, {}, {}
     for path, hits in per_file.items():
-        scores = sorted((h.score for h in hits), reverse=True)
-        out[path] = (scores[0] + 0.5 * sum(scores[1 : 1 + CHUNKS_PER_FILE]), hits[0])
-    return out
+        fused[path] = (_strength([h.score for h in hits]), hits[0])
+        if any(h.lexical > 0 for h in hits):
+            words[path] = _strength([h.lexical for h in hits])
+        if any(h.similarity > 0 for h in hits):
+            meaning[path] = _strength([h.similarity for h in hits])
+    return fused, words, meaning
+
+
+def _strength(scores: list[float]) -> float:
+    """A file's evidence from its chunks' scores: the best plus half the next ``CHUNKS_PER_FILE``."""
+    ranked = sorted(scores, reverse=True)
+    return ranked[0] + 0.5 * sum(ranked[1 : 1 + CHUNKS_PER_FILE])
+
+
+def _ranks(scores: dict[str, float]) -> dict[str, int]:
+    """{path: rank from 0}, highest score first."""
+    return {p: r for r, p in enumerate(sorted(scores, key=lambda p: -scores[p]))}
 
 
 def _history_evidence(commits: list[hybrid.Scored]) -> dict[str, tuple[float, int, float]]:
