@@ -35,7 +35,13 @@ def timed_cli(
     for _ in range(repeat):
         start = time.perf_counter()
         proc = subprocess.run(
-            [sys.executable, "-m", "lore", *args],
+            [
+                sys.executable,
+                "-P",
+                "-m",
+                "lore",
+                *args,
+            ],  # -P: like the `lore` script, the project is not on sys.path
             cwd=cwd,
             capture_output=True,
             text=True,

@@ -153,7 +153,7 @@ def main() -> None:
         subprocess.run([*GIT, "commit", "-qm", f"add {word}"], cwd=ROOT, check=True)
         while True:
             out = subprocess.run(
-                [sys.executable, "-m", "lore", "code", word, "--mode", "bm25", "--json"],
+                [sys.executable, "-P", "-m", "lore", "code", word, "--mode", "bm25", "--json"],
                 cwd=ROOT,
                 capture_output=True,
                 text=True,

@@ -327,6 +327,16 @@ def test_graph_walks_relations_to_the_depth_asked(proj):
 # -- recall follows supersedes -------------------------------------------------------------------------
 
 
+def test_recall_reads_every_memory_for_links_only_when_there_are_links(proj):
+    """The link resolver reads every visible memory: recall must not build it for
+    memories that link to nothing (it cost ~0.3 s a cold call at 15k memories)."""
+    add(proj, "Invoice rounding rule", "Round each invoice line to the cent, half up.")
+    add(proj, "Money type", "Amounts are stored as integers, never floats.")
+    pack = proj.recall("invoice rounding", include_code=False, include_related_work=False)
+    assert pack.to_dict()["memories"]
+    assert proj.memories.graph._resolver is None
+
+
 def test_recall_shows_the_superseding_memory_instead_of_the_superseded_one(proj):
     old = add(proj, "Invoice rounding rule", "Round each invoice line to the cent, half up.", type="decision")
     new = add(

@@ -192,9 +192,12 @@ class LinkGraph:
     def superseded_by(self, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
         """For each of the memories `memory_ids` that a visible memory supersedes,
         the newest memory of the chain that supersedes it (A → B → C: C for A and B)."""
+        links = self.store.links(self.memories.filter(), relations=[SUPERSEDES])
+        if not links:  # the common case: no resolver to build (it reads every memory)
+            return {}
         resolver = self.resolver()
         newer: dict[str, MemoryRecord] = {}
-        for link in self.store.links(self.memories.filter(), relations=[SUPERSEDES]):
+        for link in links:
             source = resolver.get(link.source_id)
             if source is None:
                 continue

@@ -123,7 +123,11 @@ def search(
         results = _fuse(query, lexical, vector, mode, fusion_mode, key)
         if mode == "hybrid":  # an explicit vector search shows the nearest, however far
             results = [r for r in results if _relevant(r, floor, query.levels)]
-        full = len(lexical) >= pool or len(vector) >= pool
+        # Widen only where more candidates could still count: every lexical
+        # match does, a nearer-first vector list only while its last is above the floor.
+        full = len(lexical) >= pool or (
+            len(vector) >= pool and (mode != "hybrid" or _relevant(vector[-1], floor, query.levels))
+        )
         if len(results) >= limit or not full or pool >= MAX_POOL:
             return results[:limit]
         pool *= 4

@@ -226,7 +226,6 @@ def follow_relations(
     if not items:
         return items
     graph = memories.graph
-    resolver = graph.resolver()
     newer = graph.superseded_by([it.key for it in items])
     out: dict[str, Item] = {}
     for item in sorted(items, key=lambda it: -it.value):
@@ -243,20 +242,22 @@ def follow_relations(
         annotate(target, f' (supersedes "{item.data.get("title")}")')
         out[replacement.id] = target
     extra: dict[str, Item] = {}
-    for item in sorted(out.values(), key=lambda it: -it.value)[:limit]:
-        record = resolver.get(item.key)
+    relations = [r for r in STRONG if r != SUPERSEDES]
+    linking = {link.source_id for link in graph.store.links(memories.filter(), relations=relations)}
+    best = [it for it in sorted(out.values(), key=lambda it: -it.value)[:limit] if it.key in linking]
+    resolver = graph.resolver() if best else None  # built only when there are links to follow
+    for item in best:
+        record = resolver.get(item.key) if resolver else None
         if record is None:
             continue
-        for link in graph.strong_neighbours(record, [r for r in STRONG if r != SUPERSEDES]):
-            if link.id is None or link.id in out or link.id in extra or link.id in newer:
-                continue
-            neighbour = resolver.get(link.id)
-            if neighbour is None:
+        for link in graph.strong_neighbours(record, relations):
+            neighbour = resolver.get(link.id) if resolver and link.id else None
+            if neighbour is None or link.id in out or link.id in extra or link.id in newer:
                 continue
             added = related_item(searcher, memories, neighbour, 0.6 * item.value, stale)
             added.data["via"] = {"relation": link.relation, "id": item.key}
             annotate(added, f' ({link.relation.replace("_", " ")} of "{item.data.get("title")}")')
-            extra[link.id] = added
+            extra[neighbour.id] = added
     return sorted([*out.values(), *extra.values()], key=lambda it: -it.value)
 
 
