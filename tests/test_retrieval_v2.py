@@ -62,6 +62,20 @@ def bm25_only(root: Path) -> None:
     config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
 
 
+def bm25_project(root: Path) -> lore.Lore:
+    """`lore init` in `root`, then opened without vectors (fast, exact)."""
+    lore.init(root).close()
+    bm25_only(root)
+    return lore.open(root)
+
+
+def indexed(root: Path) -> lore.Lore:
+    """A BM25-only project over `root` with its code and history indexed."""
+    project = bm25_project(root)
+    project.index_code()
+    return project
+
+
 @pytest.fixture
 def repo(tmp_path, git_env) -> Path:
     root = tmp_path / "repo"
@@ -79,10 +93,7 @@ def test_history_follows_renames_to_paths_of_today_and_drops_deleted_files(repo)
     commit(repo, "Fix request dispatch for blueprints", "2023-01-01T12:00:00+00:00")
     write(repo, "flask/app.py", "def dispatch_request():\n    return route(blueprint=True)\n")
     commit(repo, "Blueprint dispatch keeps the request context", "2023-02-01T12:00:00+00:00")
-    project = lore.init(repo)
-    bm25_only(repo)
-    project = lore.open(repo)
-    project.index_code()
+    project = indexed(repo)
     # The package moves into src/, then moves again; old.py is deleted.
     git(repo, "mv", "flask", "src")
     commit(repo, "Move the package into src", "2023-03-01T12:00:00+00:00")
@@ -108,9 +119,7 @@ def test_history_follows_renames_to_paths_of_today_and_drops_deleted_files(repo)
 def test_incremental_history_after_new_commits_rebase_and_branch_switch(repo):
     write(repo, "a.py", "def alpha():\n    return 1\n")
     commit(repo, "Add alpha")
-    project = lore.init(repo)
-    bm25_only(repo)
-    project = lore.open(repo)
+    project = bm25_project(repo)
     assert project.index_code().commits_added == 1
     write(repo, "b.py", "def beta():\n    return 2\n")
     commit(repo, "Add beta")
@@ -149,10 +158,7 @@ def test_history_evidence_sums_over_similar_commits(repo):
         write(repo, f"gen/file{i}.py", f"X{i} = {i}\n")
     write(repo, "src/noise.py", "def noise_handler():\n    return 'cookie session signing key'\n")
     commit(repo, "Reformat everything: session cookie signing key sweep")
-    project = lore.init(repo)
-    bm25_only(repo)
-    project = lore.open(repo)
-    project.index_code()
+    project = indexed(repo)
     ranked = [h.file_path for h in project.code_search("session cookie signing key", files_only=True)]
     assert ranked.index("src/session.py") < ranked.index("src/cookies.py")
     session = next(
@@ -184,10 +190,7 @@ def test_the_file_every_similar_change_touched_ranks_high_without_matching_code(
         commit(repo, f"Export data helpers, part {i}")
     write(repo, "src/registry.py", "")  # empty today: nothing to chunk, still a file to open
     commit(repo, "Registrations move to the plugins")
-    project = lore.init(repo)
-    bm25_only(repo)
-    project = lore.open(repo)
-    project.index_code()
+    project = indexed(repo)
     ranked = [h.file_path for h in project.code_search("Add a yaml export format", files_only=True)]
     assert "src/registry.py" in ranked[:5], ranked
     project.close()
@@ -206,10 +209,7 @@ def test_source_first_tests_beside_docs_findable_when_asked(repo):
     write(repo, "docs/routing.rst", "URL rules\n=========\n\nA url rule maps a path to a view. url_rule.\n")
     write(repo, "CHANGES.rst", "Version 2\n---------\n\n- url_rule now matches paths. url rule routing.\n")
     commit(repo, "Routing")
-    project = lore.init(repo)
-    bm25_only(repo)
-    project = lore.open(repo)
-    project.index_code()
+    project = indexed(repo)
     files = project.code_search("url rule routing path", files_only=True)
     assert files[0].file_path == "src/app/routing.py" and files[0].role == "source"
     assert files[0].tests == ["tests/test_routing.py"]
@@ -325,10 +325,7 @@ def test_since_until_phrases_on_search_history_code_and_recall(repo):
     commit(repo, "Archive old orders nightly", "2020-03-01T12:00:00+00:00")
     write(repo, "new.py", "def export_orders():\n    return 'orders exported'\n")
     commit(repo, "Export orders to CSV", "2099-01-01T12:00:00+00:00")  # "in the future" stays in range
-    project = lore.init(repo)
-    bm25_only(repo)
-    project = lore.open(repo)
-    project.index_code()
+    project = indexed(repo)
     project.add(
         title="Orders archive",
         body="Old orders are archived every night at 2am.",
