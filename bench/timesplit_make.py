@@ -1,7 +1,7 @@
 """Build a time-split "task -> files" set from any git repository, the way
 shared/bench-data/timesplit-flask was built (its README is the protocol).
 
-    python bench/timesplit_make.py --repo PATH --name gin --lang go [--queries 150] [--after 900]
+    python bench/timesplit_make.py --repo PATH --name gin --lang go [--queries 150] [--after 900 | --cut REV]
 
 The cut T is the first-parent commit with about `--after` non-merge commits
 after it. Walking the first-parent chain after T (a merge contributes the
@@ -279,10 +279,11 @@ def main() -> None:
     parser.add_argument("--lang", choices=sorted(LANGS), required=True)
     parser.add_argument("--queries", type=int, default=150)
     parser.add_argument("--after", type=int, default=900, help="non-merge commits after the cut")
+    parser.add_argument("--cut", help="the cut commit itself (instead of --after)")
     args = parser.parse_args()
     source, test = (re.compile(p) for p in LANGS[args.lang])
     repo = args.repo.resolve()
-    cut = choose_cut(repo, args.after)
+    cut = git(repo, "rev-parse", args.cut).strip() if args.cut else choose_cut(repo, args.after)
     rows = mine(repo, cut, source, test, args.queries, args.name)
     out = SETS / args.name
     out.mkdir(parents=True, exist_ok=True)
