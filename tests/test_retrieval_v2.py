@@ -228,6 +228,29 @@ def test_source_first_tests_beside_docs_findable_when_asked(repo):
     project.close()
 
 
+def test_roles_are_classified_again_when_the_rules_change(repo):
+    """An index built under older role rules is corrected by the next sync, without re-chunking."""
+    from lore.index.roles import RULES_VERSION
+
+    write(repo, "src/url.ts", "export const splitPath = (path: string) => path.split('/')\n")
+    write(repo, "deno_dist/url.ts", "export const splitPath = (path: string) => path.split('/')\n")
+    commit(repo, "Split paths")
+    project = indexed(repo)
+    assert project.store.code_files(["deno_dist/url.ts"]) == {"deno_dist/url.ts": "generated"}
+    with project.store.transaction():  # as an index made before rules version 2 holds it
+        project.store.set_roles({"deno_dist/url.ts": "source"})
+        project.store.set_meta("roles_version", "1")
+    project.index_code()
+    assert project.store.code_files(["deno_dist/url.ts", "src/url.ts"]) == {
+        "deno_dist/url.ts": "generated",
+        "src/url.ts": "source",
+    }
+    assert project.store.get_meta("roles_version") == str(RULES_VERSION)
+    ranked = [h.file_path for h in project.code_search("split path", files_only=True)]
+    assert ranked.index("src/url.ts") < ranked.index("deno_dist/url.ts")
+    project.close()
+
+
 # -- one hybrid search: filters inside, exact first, meaningful scores --------------------------
 
 

@@ -110,6 +110,11 @@ TS_MONOREPO = {
     "packages/core/test/lexer.spec.ts": "test",
     "packages/core/dist/index.js": "generated",
     "packages/core/dist/index.d.ts": "generated",
+    "packages/core/dist-esm/index.js": "generated",
+    "deno_dist/utils/url.ts": "generated",  # hono's Deno build of src/, checked in
+    "esm-dist/index.js": "generated",
+    "src/utils/dist_utils.ts": "source",
+    "distance/metric.ts": "source",
     "packages/core/package.json": "config",
     "packages/core/tsconfig.build.json": "config",
     "packages/core/CHANGELOG.md": "changelog",

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lore.index.roles import file_role
+from lore.index.roles import RULES_VERSION, file_role
 from lore.records import Record, internal
 from lore.storage import ChunkInput, Store
 
@@ -139,8 +139,31 @@ def sync_code(
         with store.transaction():
             result.files_removed = store.delete_files(gone)
         result.removed_paths = list(gone)
+    if store.get_meta("roles_version") != str(RULES_VERSION):
+        _reclassify(root, store, set(known) - {rel for rel, _ in changed} - set(gone))
     result.duration_ms = int((time.perf_counter() - started) * 1000)
     return result
+
+
+def _reclassify(root: Path, store: Store, paths: set[str]) -> None:
+    """The role of each of `paths` (indexed code files not just classified) by the
+    current rules, which changed since they were indexed, reading only each file's
+    first lines; then the rules' version."""
+    current = store.code_files(sorted(paths)) if paths else {}
+    changed: dict[str, str | None] = {}
+    for rel, role in current.items():
+        try:
+            with open(root / rel, "rb") as handle:
+                head = handle.read(2000).decode("utf-8", errors="replace")
+        except OSError:
+            continue  # gone or unreadable: the next sync deals with it
+        new = file_role(rel, head)
+        if new != role:
+            changed[rel] = new
+    with store.transaction():
+        if changed:
+            store.set_roles(changed)
+        store.set_meta("roles_version", str(RULES_VERSION))
 
 
 def code_chunks(rel: str, text: str) -> list[ChunkInput]:

@@ -21,8 +21,9 @@ role           examples
                other generator output (``*_pb2.py``, ``*.pb.go``,
                ``*.generated.*``, ``*.g.dart``, ``*.Designer.cs``), build output
                at the top of the project or of a monorepo package (``dist/``,
-               ``build/``, ``target/``), caches (``__pycache__/``,
-               ``coverage/``); with `text`, a "Code generated ... DO NOT EDIT" /
+               ``deno_dist/``, ``dist-esm/``, ``target/``, ``out/``), caches
+               (``__pycache__/``, ``coverage/``); with `text`, a "Code
+               generated ... DO NOT EDIT" /
                ``@generated`` marker in the first lines
 ``changelog``  ``CHANGES``, ``CHANGELOG``, ``HISTORY``, ``NEWS``, ``RELEASE
                NOTES`` (any case, any text extension), fragments in
@@ -70,7 +71,11 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 
-__all__ = ["ROLES", "SourceTestIndex", "file_role", "tests_for"]
+__all__ = ["ROLES", "RULES_VERSION", "SourceTestIndex", "file_role", "tests_for"]
+
+# Bump when a rule changes: the next sync classifies every indexed file again.
+# 2: qualified build output folders (deno_dist/, dist-esm/, out-tsc/).
+RULES_VERSION = 2
 
 ROLES = (
     "source",
@@ -103,6 +108,10 @@ _GENERATED_ANYWHERE = frozenset(
 # (`packages/x/dist/`): deeper down, `build` is a fine package name (go/build).
 # A checked-in top-level `build/` is usually build tooling (scripts), not output.
 _GENERATED_AT_TOP = {"dist", "target", "out", "obj", "lib-cov", "storybook-static"}
+# ... and their qualified forms: deno_dist, esm-dist, dist-esm, dist_types, out-tsc.
+_QUALIFIED_OUTPUT = re.compile(
+    r"[a-z0-9]+[-_]dist|dist[-_](?:esm|cjs|es|umd|types|node|browser|web|deno|bundle|min|lib|prod)|out[-_]tsc"
+)
 _MONOREPO_DIRS = {"packages", "apps", "libs", "crates", "modules", "services", "plugins", "extensions"}
 
 _TEST_DIRS = frozenset(
@@ -296,10 +305,14 @@ def _is_generated(dirs: list[str], folded: str) -> bool:
         return True
     if any(d in _GENERATED_ANYWHERE for d in dirs):
         return True
-    if dirs and dirs[0] in _GENERATED_AT_TOP:
+    if dirs and _is_output_folder(dirs[0]):
         return True
     # packages/<name>/dist/...
-    return len(dirs) >= 3 and dirs[0] in _MONOREPO_DIRS and dirs[2] in _GENERATED_AT_TOP
+    return len(dirs) >= 3 and dirs[0] in _MONOREPO_DIRS and _is_output_folder(dirs[2])
+
+
+def _is_output_folder(name: str) -> bool:
+    return name in _GENERATED_AT_TOP or bool(_QUALIFIED_OUTPUT.fullmatch(name))
 
 
 def _has_generated_marker(text: str) -> bool:

@@ -49,6 +49,14 @@ class FileRows(StoreCore):
         )
         return {path: role for path, role in rows}
 
+    def set_roles(self, roles: dict[str, str | None]) -> None:
+        """Give this clone's indexed code files new roles (after the role rules changed)."""
+        with self._writing() as conn, conn.cursor() as cur:
+            cur.executemany(
+                "UPDATE files SET role = %s WHERE project_id = %s AND clone_id = %s AND kind = 'code' AND path = %s",
+                [(role, *self._scope, path) for path, role in sorted(roles.items())],
+            )
+
     def put_file(
         self,
         path: str,

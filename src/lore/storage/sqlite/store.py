@@ -359,6 +359,12 @@ class SQLiteStore:
             out.update(self.db.execute(sql, (json.dumps(list(part)), *params)).fetchall())
         return out
 
+    def set_roles(self, roles: dict[str, str | None]) -> None:
+        """Give indexed code files new roles (after the role rules changed)."""
+        self.db.executemany(
+            "UPDATE files SET role = ? WHERE kind = 'code' AND path = ?", [(r, p) for p, r in roles.items()]
+        )
+
     def put_file(
         self,
         path: str,
