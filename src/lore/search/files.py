@@ -133,7 +133,7 @@ def likely_files(
         role = best.chunk.role if best is not None else roles.get(path)
         weight = ROLE_WEIGHT.get(role or "source", 1.0)
         tier = weight
-        if (role or "source") in asked and role != "test":  # ranked with source, below it at equal evidence
+        if role in asked and role not in ("source", "test"):  # ranked with source, below it at equal evidence
             weight, tier, value = max(weight, ASKED_ROLE_WEIGHT), 1.0, value * ASKED_ROLE_WEIGHT
         evidence = max(best.score if best is not None else 0.0, history[path][2] if path in history else 0.0)
         matches.append(

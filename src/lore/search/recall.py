@@ -241,23 +241,22 @@ def follow_relations(
         gone.append({"id": item.key, "title": item.data.get("title")})
         annotate(target, f' (supersedes "{item.data.get("title")}")')
         out[replacement.id] = target
-    extra: dict[str, Item] = {}
     relations = [r for r in STRONG if r != SUPERSEDES]
     linking = {link.source_id for link in graph.store.links(memories.filter(), relations=relations)}
     best = [it for it in sorted(out.values(), key=lambda it: -it.value)[:limit] if it.key in linking]
-    resolver = graph.resolver() if best else None  # built only when there are links to follow
-    for item in best:
-        record = resolver.get(item.key) if resolver else None
-        if record is None:
-            continue
-        for link in graph.strong_neighbours(record, relations):
-            neighbour = resolver.get(link.id) if resolver and link.id else None
-            if neighbour is None or link.id in out or link.id in extra or link.id in newer:
-                continue
-            added = related_item(searcher, memories, neighbour, 0.6 * item.value, stale)
-            added.data["via"] = {"relation": link.relation, "id": item.key}
-            annotate(added, f' ({link.relation.replace("_", " ")} of "{item.data.get("title")}")')
-            extra[neighbour.id] = added
+    extra: dict[str, Item] = {}
+    if best:  # the resolver reads every visible memory: only when there are links to follow
+        resolver = graph.resolver()
+        for item in best:
+            record = resolver.get(item.key)
+            for link in graph.strong_neighbours(record, relations) if record else []:
+                neighbour = resolver.get(link.id) if link.id else None
+                if neighbour is None or neighbour.id in out or neighbour.id in extra or neighbour.id in newer:
+                    continue
+                added = related_item(searcher, memories, neighbour, 0.6 * item.value, stale)
+                added.data["via"] = {"relation": link.relation, "id": item.key}
+                annotate(added, f' ({link.relation.replace("_", " ")} of "{item.data.get("title")}")')
+                extra[neighbour.id] = added
     return sorted([*out.values(), *extra.values()], key=lambda it: -it.value)
 
 
