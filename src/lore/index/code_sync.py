@@ -23,6 +23,7 @@ from lore.records import Record, internal
 from lore.storage import ChunkInput, Store
 
 KIND = "code"
+ROLE_HEAD = 2000  # characters of a file its role may look at (generated-code markers)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _SPLIT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|_+")
 
@@ -102,6 +103,7 @@ def sync_code(
         if force or state is None or state.mtime_ns != st.st_mtime_ns or state.size != st.st_size:
             changed.append((rel, st))
     gone_by_sha = {known[p].sha256: p for p in gone}
+    classified: set[str] = set()  # files given a role by the current rules in this run
     for done, (rel, st) in enumerate(changed, 1):
         try:
             raw = (root / rel).read_bytes()
@@ -125,8 +127,9 @@ def sync_code(
                 text = raw.decode("utf-8", errors="replace")
                 chunks = code_chunks(rel, text)
                 file_id = store.put_file(
-                    rel, KIND, sha, st.st_mtime_ns, st.st_size, role=file_role(rel, text[:2000])
+                    rel, KIND, sha, st.st_mtime_ns, st.st_size, role=file_role(rel, text[:ROLE_HEAD])
                 )
+                classified.add(rel)
                 store.put_chunks(file_id, KIND, chunks)
                 if not renamed_from:
                     result.files_processed += 1
@@ -140,7 +143,7 @@ def sync_code(
             result.files_removed = store.delete_files(gone)
         result.removed_paths = list(gone)
     if store.get_meta("roles_version") != str(RULES_VERSION):
-        _reclassify(root, store, set(known) - {rel for rel, _ in changed} - set(gone))
+        _reclassify(root, store, set(known) - classified - set(gone))
     result.duration_ms = int((time.perf_counter() - started) * 1000)
     return result
 
@@ -148,22 +151,27 @@ def sync_code(
 def _reclassify(root: Path, store: Store, paths: set[str]) -> None:
     """The role of each of `paths` (indexed code files not just classified) by the
     current rules, which changed since they were indexed, reading only each file's
-    first lines; then the rules' version."""
+    first lines; then the rules' version, unless a file could not be read."""
     current = store.code_files(sorted(paths)) if paths else {}
     changed: dict[str, str | None] = {}
+    unread = False
     for rel, role in current.items():
         try:
             with open(root / rel, "rb") as handle:
-                head = handle.read(2000).decode("utf-8", errors="replace")
+                head = handle.read(4 * ROLE_HEAD).decode("utf-8", errors="replace")[:ROLE_HEAD]
+        except FileNotFoundError:
+            continue  # gone: the next sync forgets it
         except OSError:
-            continue  # gone or unreadable: the next sync deals with it
+            unread = True  # tried again on the next sync
+            continue
         new = file_role(rel, head)
         if new != role:
             changed[rel] = new
     with store.transaction():
         if changed:
             store.set_roles(changed)
-        store.set_meta("roles_version", str(RULES_VERSION))
+        if not unread:
+            store.set_meta("roles_version", str(RULES_VERSION))
 
 
 def code_chunks(rel: str, text: str) -> list[ChunkInput]:

@@ -36,11 +36,12 @@ class FileRows(StoreCore):
 
     def code_files(self, paths: Sequence[str], flt: ChunkFilter | None = None) -> dict[str, str | None]:
         """{path: role} of this clone's indexed code files among `paths` that pass
-        `flt`. Without a filter, a file with nothing to chunk (an empty file) counts too."""
+        `flt`. A file with nothing to chunk (an empty file) counts too, unless a
+        language is asked for (the one condition on its chunks)."""
         if not paths:
             return {}
         where, params = self._where("code", flt) if flt is not None and not flt.is_empty() else ("", [])
-        chunks = "JOIN chunks c ON c.file_id = f.id " if where else ""
+        chunks = "JOIN chunks c ON c.file_id = f.id " if flt is not None and flt.languages else ""
         rows = self._rows(
             f"SELECT DISTINCT f.path, f.role FROM files f {chunks}"
             "WHERE f.project_id = %s AND f.clone_id = %s AND f.kind = 'code' AND f.path = ANY(%s)"

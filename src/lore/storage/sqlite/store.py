@@ -346,9 +346,10 @@ class SQLiteStore:
 
     def code_files(self, paths: Sequence[str], flt: ChunkFilter | None = None) -> dict[str, str | None]:
         """{path: role} of the code files among `paths` that are indexed and pass
-        `flt`. Without a filter, a file with nothing to chunk (an empty file) counts too."""
+        `flt`. A file with nothing to chunk (an empty file) counts too, unless a
+        language is asked for (the one condition on its chunks)."""
         where, params = _chunk_where("code", flt) if flt is not None and not flt.is_empty() else ("", [])
-        chunks = "JOIN chunks c ON c.file_id = f.id " if where else ""
+        chunks = "JOIN chunks c ON c.file_id = f.id " if flt is not None and flt.languages else ""
         out: dict[str, str | None] = {}
         for part in batched(list(paths), _MAX_IN):
             sql = (
@@ -1162,6 +1163,7 @@ for _name in (
     "file_states",
     "paths",
     "code_files",
+    "set_roles",
     "put_file",
     "touch_file",
     "delete_files",
