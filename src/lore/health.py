@@ -28,11 +28,10 @@ def stats(
 ) -> dict[str, Any]:
     """Counts for an overview: memories by type, tier (`tiers_of`: the attention
     tiers the lifecycle keeps) and storage, links, staleness, the last update,
-    the index and its vectors."""
+    the index and its vectors. The caller brings the index up to date first."""
     from collections import Counter
 
     store = memories.store
-    memories.sync()
     counts = store.counts()
     records = store.memories(memories.filter())
     tiers: Counter[str] = Counter({"hot": 0, "warm": 0, "cold": 0})
