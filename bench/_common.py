@@ -34,14 +34,9 @@ def timed_cli(
     times, proc = [], None
     for _ in range(repeat):
         start = time.perf_counter()
+        # -P: like the `lore` script, the project is not put on sys.path.
         proc = subprocess.run(
-            [
-                sys.executable,
-                "-P",
-                "-m",
-                "lore",
-                *args,
-            ],  # -P: like the `lore` script, the project is not on sys.path
+            [sys.executable, "-P", "-m", "lore", *args],
             cwd=cwd,
             capture_output=True,
             text=True,

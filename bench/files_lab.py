@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections import defaultdict
-from pathlib import Path
 
 from _common import BENCH_DATA, WORK, jsonl
 
@@ -55,16 +53,15 @@ def collect(project, queries: list[dict]) -> list[dict]:
 def load(name: str, refresh: bool):
     CACHE.mkdir(parents=True, exist_ok=True)
     cache = CACHE / f"{name}.json"
-    named = {"timesplit": BENCH_DATA / "timesplit-flask", "gitlog": BENCH_DATA / "gitlog-flask"}
-    data = named.get(name, WORK / "timesplit-sets" / name)  # others: bench/timesplit_make.py
+    import timesplit
+
+    split_set = "flask" if name == "timesplit" else name  # others: bench/timesplit_make.py
+    data = BENCH_DATA / "gitlog-flask" if name == "gitlog" else timesplit.data_dir(split_set)
     if cache.exists() and not refresh:
         lists = json.loads(cache.read_text())
     else:
-        sys.path.insert(0, str(Path(__file__).parent))
         if name != "gitlog":
-            import timesplit
-
-            project, _ = timesplit.project("flask" if name == "timesplit" else name)
+            project, _ = timesplit.project(split_set)
         else:
             import gitlog_flask
 

@@ -39,7 +39,12 @@ OUTSIDE = Path(tempfile.gettempdir()) / "lore-bench" / "timesplit"
 BASELINES = {"BM25 (README)": "bm25", "history-sum (README)": "history-sum", "RRF (README)": "rrf"}
 
 
-def project(name: str):
+def data_dir(name: str) -> Path:
+    """The set's folder: timesplit-flask, or one bench/timesplit_make.py built."""
+    return DATA if name == "flask" else WORK / "timesplit-sets" / name
+
+
+def project(name: str = "flask"):
     """The indexed snapshot (built once; `rm -r $TMPDIR/lore-bench/timesplit` to rebuild)."""
     import lore
 
@@ -52,13 +57,15 @@ def project(name: str):
         with tarfile.open(DATA / "flask-29111a325948.tar.gz") as archive:
             archive.extractall(OUTSIDE, filter="data")
     else:
-        shutil.copytree(DATA / "snapshot", root, symlinks=True)
+        shutil.copytree(data_dir(name) / "snapshot", root, symlinks=True)
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "lore", "init"], cwd=root, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-P", "-m", "lore", "init"], cwd=root, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     index_started = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "lore", "index", "--json"], cwd=root, capture_output=True, text=True
+        [sys.executable, "-P", "-m", "lore", "index", "--json"], cwd=root, capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stderr
     timing = {
@@ -70,7 +77,7 @@ def project(name: str):
     return lore.open(root), timing
 
 
-def evaluate(run: list[dict]) -> dict:
+def evaluate(run: list[dict], data: Path = DATA) -> dict:
     path = WORK / "timesplit-run.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r) + "\n" for r in run))
@@ -79,7 +86,7 @@ def evaluate(run: list[dict]) -> dict:
             sys.executable,
             str(BENCH_DATA / "eval_retrieval.py"),
             "--qrels",
-            str(DATA / "qrels.jsonl"),
+            str(data / "qrels.jsonl"),
             "--run",
             str(path),
             "--json",
@@ -110,11 +117,9 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=2000)
     parser.add_argument("--set", default="flask", help="a set from bench/timesplit_make.py")
     args = parser.parse_args()
-    global DATA
-    if args.set != "flask":
-        DATA = WORK / "timesplit-sets" / args.set
+    data = data_dir(args.set)
     lore_project, timing = project(args.set)
-    queries = jsonl(DATA / "queries.jsonl")
+    queries = jsonl(data / "queries.jsonl")
     stats = lore_project.stats()
     print(
         f"timesplit-{args.set}: {len(queries)} queries ({args.field}); index: {stats['code_files']} files, "
@@ -125,7 +130,7 @@ def main() -> None:
         print(f"  lore index (code + all history + embeddings): {timing['index_s']:.1f} s")
     print(f"  {'system':<34} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR@10':>7}")
     for name, base in BASELINES.items():
-        line(name, evaluate(jsonl(DATA / f"baselines/{base}.jsonl")))
+        line(name, evaluate(jsonl(data / f"baselines/{base}.jsonl"), data))
     for name, mode in (("lore code --files-only", None), ("lore code --files-only --mode bm25", "bm25")):
         times, run = [], []
         for q in queries:
@@ -133,7 +138,7 @@ def main() -> None:
             hits = lore_project.code_search(q[args.field], limit=10, files_only=True, mode=mode, fresh=False)
             times.append((time.perf_counter() - started) * 1000)
             run.append({"qid": q["qid"], "ranked": [h.file_path for h in hits]})
-        line(name, evaluate(run), f"p50 {statistics.median(times):.0f} ms")
+        line(name, evaluate(run, data), f"p50 {statistics.median(times):.0f} ms")
     run, tokens, times = [], [], []
     for q in queries:
         started = time.perf_counter()
@@ -149,14 +154,14 @@ def main() -> None:
         tokens.append(pack.tokens_used)
     line(
         f"lore recall (≤{args.budget} tok)",
-        evaluate(run),
+        evaluate(run, data),
         f"p50 {statistics.median(times):.0f} ms, tokens median {statistics.median(tokens):.0f}",
     )
     run = [
         {"qid": q["qid"], "ranked": history_files(lore_project.history(q[args.field], limit=20, fresh=False))}
         for q in queries
     ]
-    line("lore history → files", evaluate(run))
+    line("lore history → files", evaluate(run, data))
     lore_project.close()
 
 

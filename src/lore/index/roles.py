@@ -23,8 +23,8 @@ role           examples
                at the top of the project or of a monorepo package (``dist/``,
                ``deno_dist/``, ``dist-esm/``, ``target/``, ``out/``), caches
                (``__pycache__/``, ``coverage/``); with `text`, a "Code
-               generated ... DO NOT EDIT" /
-               ``@generated`` marker in the first lines
+               generated ... DO NOT EDIT" / ``@generated`` marker in the
+               first lines
 ``changelog``  ``CHANGES``, ``CHANGELOG``, ``HISTORY``, ``NEWS``, ``RELEASE
                NOTES`` (any case, any text extension), fragments in
                ``changes/``, ``changelog.d/``, ``newsfragments/``,
