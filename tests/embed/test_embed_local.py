@@ -64,8 +64,25 @@ def test_default_model(embedder, cache):
     assert query.shape == (384,) and query.dtype == np.float32
     # Built once, published atomically: no build leftovers in the cache.
     assert [p.name for p in (cache / "models").iterdir()] == [
-        f"8199be6f699a395f-ort{__import__('onnxruntime').__version__}-pcq8.onnx"
+        f"8199be6f699a395f-ort{__import__('onnxruntime').__version__}-pcq8-x.onnx"
     ]
+
+
+def test_the_cached_model_is_saved_optimised(embedder):
+    """The re-quantised model is saved after the graph optimisations and loaded
+    without them: the vectors equal those of optimising it again at load (so
+    an index embedded before keeps its vectors' meaning), only faster to open."""
+    from lore.embed.onnx_encoder import OnnxEncoder
+
+    assert embedder.optimized
+    reoptimised = OnnxEncoder(
+        model_path=embedder.model_path,
+        tokenizer_path=embedder.tokenizer_path,
+        model_id="reoptimised",
+        max_tokens=embedder.max_tokens,
+    )
+    assert not reoptimised.optimized
+    np.testing.assert_array_equal(embedder.embed_documents(TEXTS), reoptimised.embed_documents(TEXTS))
 
 
 def test_order_is_preserved_across_length_sorted_batches(embedder, plain):

@@ -7,6 +7,10 @@ int8 MatMuls — several times faster on long inputs (see bench/embed_speed.py)
 at cosine ≈ 0.99 to the original. The result is cached per (model hash,
 onnxruntime version) and published by an atomic rename, so concurrent
 processes either see a complete file or build their own.
+
+The cached file is saved after ORT's extended graph optimisations, so a
+process loads it with optimisations off: the same vectors bit for bit as
+optimising at every load, and ~30-50 ms less of a cold CLI's start.
 """
 
 from __future__ import annotations
@@ -15,8 +19,9 @@ import logging
 import shutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any
 
 from lore.embed._files import cache_dir
 
@@ -41,7 +46,7 @@ def requantized_path(model: Path, sha256: str) -> Path | None:
         import onnxruntime as ort
     except ImportError:
         return None
-    target = cache_dir() / "models" / f"{sha256[:16]}-ort{ort.__version__}-{TAG}.onnx"
+    target = cache_dir() / "models" / f"{sha256[:16]}-ort{ort.__version__}-{TAG}-x.onnx"
     if target.is_file():
         return target
     try:
@@ -57,20 +62,31 @@ def requantized_path(model: Path, sha256: str) -> Path | None:
         log.warning("cannot write the model cache %s (%s); running the model as shipped", target.parent, exc)
         return None
     try:
-        folded, built = work / "folded.onnx", work / "model.onnx"
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-        options.optimized_model_filepath = str(folded)
-        ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+        folded, built, optimized = work / "folded.onnx", work / "quantized.onnx", work / "model.onnx"
+        _optimize(ort, model, folded, ort.GraphOptimizationLevel.ORT_ENABLE_BASIC)
         with _quiet_root_logger():
             quantize_dynamic(folded, built, weight_type=QuantType.QInt8, per_channel=True)
-        built.replace(target)
-        return target
+        _optimize(ort, built, optimized, ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED)
+        optimized.replace(target)
     except Exception as exc:
         log.warning("re-quantising %s failed (%s); running the model as shipped", model, exc)
         return None
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    with suppress(OSError):  # the copy cached before it was saved optimised
+        target.with_name(f"{sha256[:16]}-ort{ort.__version__}-{TAG}.onnx").unlink(missing_ok=True)
+    return target
+
+
+def _optimize(ort: Any, source: Path, target: Path, level: Any) -> None:
+    """Save `source` after ORT's graph optimisations up to `level`. (Extended
+    is the highest level whose saved graph suits any CPU; "all" adds layout
+    changes for this machine's.)"""
+    options = ort.SessionOptions()
+    options.graph_optimization_level = level
+    options.optimized_model_filepath = str(target)
+    options.log_severity_level = 3
+    ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
 
 
 @contextmanager

@@ -138,11 +138,11 @@ def _encoder(
     suffix: str = "",
 ) -> OnnxEncoder:
     """Build the encoder; the model id records everything that changes the vectors."""
-    runnable, tag = model, ""
+    runnable, tag, optimized = model, "", False
     if options["requantize"]:
         requantized = _requantize.requantized_path(model, sha)
-        if requantized is not None:
-            runnable, tag = requantized, f":{_requantize.TAG}"
+        if requantized is not None:  # saved already optimised
+            runnable, tag, optimized = requantized, f":{_requantize.TAG}", True
     model_id = f"{name}:{sha[:8]}{tag}{suffix}:t{options['max_tokens']}"
     return OnnxEncoder(
         model_path=runnable,
@@ -153,4 +153,5 @@ def _encoder(
         batch_size=options["batch_size"],
         threads=options["threads"],
         dim=dim,
+        optimized=optimized,
     )

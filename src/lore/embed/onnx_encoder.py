@@ -69,8 +69,12 @@ class OnnxEncoder:
         batch_size: int = 8,
         threads: int | None = None,
         dim: int | None = None,
+        optimized: bool = False,
     ):
+        """`optimized`: the model file was saved after ORT's graph
+        optimisations, so it is loaded without running them again."""
         self.model_id = model_id
+        self.optimized = optimized
         self.model_path, self.tokenizer_path = Path(model_path), Path(tokenizer_path)
         self.pooling, self.max_tokens, self.batch_size = pooling, max_tokens, batch_size
         self.threads = threads or default_threads()
@@ -154,7 +158,7 @@ class OnnxEncoder:
                 stamps.append((str(path), st.st_mtime_ns, st.st_size))
             except OSError:
                 stamps.append((str(path), 0, 0))
-        return (*stamps, self.max_tokens, self.threads)
+        return (*stamps, self.max_tokens, self.threads, self.optimized)
 
     def _open(self) -> tuple[Any, Any]:
         """Load the tokenizer and the ONNX session (ProviderError naming the file on failure)."""
@@ -183,6 +187,8 @@ class OnnxEncoder:
         # processes), and batches lose nothing (docs/benchmarks.md).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3  # errors only; ORT warns about benign graph details
+        if self.optimized:
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         try:
             session = ort.InferenceSession(str(self.model_path), options, providers=["CPUExecutionProvider"])
         except Exception as exc:
