@@ -1,12 +1,13 @@
 """Files lab: how code matches, past commits and file roles are best combined into "likely files".
 
-    python bench/files_lab.py [--sets timesplit,gitlog,gin,hono,click,zod] [--refresh]
+    python bench/files_lab.py [--sets timesplit,gitlog,gin,hono,click,zod,gson,ripgrep,rack,jq] [--refresh]
 
 Caches, per query, the code chunks and past commits Lore's searches return
 (bench/.data/files/), then scores file-ranking rules over them offline.
 timesplit-flask and gitlog-flask are both dev sets (their READMEs); the
 other names are time-split sets built by bench/timesplit_make.py from other
-repositories (gin: Go, hono and zod: TypeScript, click: Python).
+repositories (gin: Go, hono and zod: TypeScript, click: Python, gson:
+Java, ripgrep: Rust, rack: Ruby, jq: C).
 """
 
 from __future__ import annotations
@@ -69,11 +70,12 @@ def load(name: str, refresh: bool):
         lists = collect(project, jsonl(data / "queries.jsonl"))
         cache.write_text(json.dumps(lists))
     qrels = {r["qid"]: set(r["relevant"]) for r in jsonl(data / "qrels.jsonl")}
-    from lore.search.files import roles_asked
+    from lore.search.files import roles_asked, scope_words
 
-    asked = {q["qid"]: frozenset(roles_asked(q["text"])) for q in jsonl(data / "queries.jsonl")}
+    texts = {q["qid"]: q["text"] for q in jsonl(data / "queries.jsonl")}
     for q in lists:
-        q["asked"] = asked[q["qid"]]
+        q["asked"] = frozenset(roles_asked(texts[q["qid"]]))
+        q["scope"] = scope_words(texts[q["qid"]])
     return lists, qrels
 
 
@@ -140,6 +142,7 @@ def rank(
     role_prior=None,
     hist=True,
     code=True,
+    scope=True,
     **hkw,
 ):
     """Files for one query, best first. roles: "tiers" (the product: source
@@ -165,6 +168,12 @@ def rank(
                 final[p] += 1 / (k + 1 + r)
     for r, p in enumerate(sorted(h_scores, key=lambda x: -h_scores[x])):
         final[p] += w_hist / (k + 1 + r)
+    if scope and q["scope"]:  # the area a commit-style task names (the product)
+        from lore.search.files import _in_scope
+
+        named = _in_scope(final, q["scope"])
+        for r, p in enumerate(sorted(named, key=lambda x: (-named[x], -final[x]))):
+            final[p] += 1 / (k + 1 + r)
 
     def key(p):
         role = c_roles.get(p) or "source"
@@ -193,7 +202,7 @@ def metrics(lists, qrels, fn):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--sets", default="timesplit,gitlog,gin,hono,click,zod")
+    parser.add_argument("--sets", default="timesplit,gitlog,gin,hono,click,zod,gson,ripgrep,rack,jq")
     parser.add_argument("--refresh", action="store_true")
     args = parser.parse_args()
     rules = {
@@ -203,7 +212,8 @@ def main() -> None:
         "history only (hybrid)": lambda q: rank(q, code=False, roles=None),
         "history only (bm25)": lambda q: rank(q, code=False, roles=None, hist_mode="bm25"),
         "rrf2 code+hist, no roles": lambda q: rank(q, roles=None, split=False),
-        "rrf2 words+meaning+hist + tiers (default)": rank,
+        "default: words+meaning+hist+scope": rank,
+        "  ... without the scope vote": lambda q: rank(q, scope=False),
         "rrf2 code+hist + tiers": lambda q: rank(q, split=False),
         "rrf2 code+words+hist + tiers": lambda q: rank(q, split="fused"),
         "rrf60 code+hist + tiers": lambda q: rank(q, k=60, split=False),

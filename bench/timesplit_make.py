@@ -1,7 +1,7 @@
 """Build a time-split "task -> files" set from any git repository, the way
 shared/bench-data/timesplit-flask was built (its README is the protocol).
 
-    python bench/timesplit_make.py --repo PATH --name gin --lang go [--queries 150] [--after 900 | --cut REV]
+    python bench/timesplit_make.py --repo PATH --name gin --lang go|ts|py|java|rs|rb|c [--queries 150] [--after 900 | --cut REV]
 
 The cut T is the first-parent commit with about `--after` non-merge commits
 after it. Walking the first-parent chain after T (a merge contributes the
@@ -38,6 +38,10 @@ SETS = WORK / "timesplit-sets"
 LANGS = {
     "py": (r"\.py$", r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_test\.py$|(^|/)conftest\.py$"),
     "go": (r"\.go$", r"_test\.go$|(^|/)testdata/"),
+    "java": (r"\.(java|kt)$", r"(^|/)src/test/|(^|/)tests?/|Tests?\.(java|kt)$"),
+    "rs": (r"\.rs$", r"(^|/)(tests|benches)/|_tests?\.rs$"),
+    "rb": (r"\.rb$", r"(^|/)(tests?|spec)/|_(test|spec)\.rb$"),
+    "c": (r"\.(c|h)$", r"(^|/)tests?/|_test\.c$"),
     "ts": (
         r"(?<!\.d)\.(ts|tsx|js|jsx|mjs|cjs)$",
         r"(^|/)(tests?|__tests__|testing|e2e)/|\.(test|spec)\.[cm]?[jt]sx?$",

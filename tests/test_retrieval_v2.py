@@ -196,6 +196,42 @@ def test_the_file_every_similar_change_touched_ranks_high_without_matching_code(
     project.close()
 
 
+def test_the_area_a_commit_style_task_names_is_evidence(repo):
+    """ "printer: ..." names where the change goes: a file under printer/ that
+    matches fewer of the task's words than one elsewhere is ranked first;
+    a change type ("fix: ...") names no area and changes nothing."""
+    write(
+        repo,
+        "src/searcher/lines.py",
+        "def trim_terminator(line):\n    '''Trim the line terminator of a line before replacements.'''\n"
+        "    return line.rstrip()  # line terminator trimmed, replacements follow\n",
+    )
+    commit(repo, "Add the searcher")
+    write(
+        repo, "src/printer/util.py", "def replace_all(line, old, new):\n    return line.replace(old, new)\n"
+    )
+    commit(repo, "Add the printer")
+    project = indexed(repo)
+    task = "trim line terminator before doing replacements"
+    plain = [h.file_path for h in project.code_search(f"fix: {task}", files_only=True)]
+    assert plain[0] == "src/searcher/lines.py", plain
+    scoped = [h.file_path for h in project.code_search(f"printer: {task}", files_only=True)]
+    assert scoped[0] == "src/printer/util.py", scoped
+    project.close()
+
+
+@pytest.mark.storage_independent
+def test_scope_words_of_commit_style_tasks():
+    from lore.search.files import scope_words
+
+    assert scope_words("ignore/types: add *.rbw for Ruby") == ["ignore", "types"]
+    assert scope_words("fix(middleware/jwt)!: verify the audience") == ["middleware", "jwt"]
+    assert scope_words("docs(core, cli): explain") == ["core", "cli"]
+    assert scope_words("core.py: fix") == ["core.py"]
+    for text in ("fix: a bug", "Docs: typo", "Fix the bug: again", "see http://x.org: it", "add tests"):
+        assert scope_words(text) == [], text
+
+
 # -- file roles --------------------------------------------------------------------------
 
 

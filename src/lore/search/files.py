@@ -22,7 +22,17 @@ the MCP tools:
    exact words is not averaged away by the meaning side. With k = 60, files
    in the middle of every list beat the top of one. In bm25 or vector mode
    the one code ranking and history are fused the same way.
-4. **Roles** — source files first: files are ranked tier by tier, source
+4. **The area a task names** — a task written as a commit subject often
+   starts with the part of the project it changes: ``printer: trim the line
+   terminator``, ``fix(middleware/jwt): ...``, ``ignore/types: add *.rbw``
+   (Conventional Commits' scope, the kernel's "subsystem:" prefix). The
+   candidate files whose folders or name hold the scope's words form a
+   fourth list (most of its words first, then by the fused evidence),
+   fused like the others. Change types (``fix:``, ``docs:``, ``chore:``...)
+   name no area. On the time-split sets whose history uses scopes (Go,
+   TypeScript, Rust) this raised MRR@10 by .02-.06; the others are
+   unchanged.
+5. **Roles** — source files first: files are ranked tier by tier, source
    first, then tests and examples, config, docs, and last changelogs,
    vendored and generated files (:data:`ROLE_WEIGHT`); the fused evidence
    orders files within a tier. A role the query is about ("update the
@@ -42,6 +52,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from lore.search import hybrid
@@ -76,6 +87,15 @@ _ROLE_WORDS = {
     "community": r"licen[cs]e|contributing|code of conduct|security policy",
 }
 _ROLE_PATTERNS = {role: re.compile(rf"\b(?:{words})\b", re.I) for role, words in _ROLE_WORDS.items()}
+# "area: ..." or "type(area): ..." at the start of a task (a commit subject's scope).
+_SCOPE = re.compile(
+    r"\s*(?:[A-Za-z]+\((?P<scope>[^()\n]{1,80})\)|(?P<bare>[\w./-]{1,60}(?:, ?[\w./-]{1,60}){0,4}))!?:\s"
+)
+# Conventional change types: they say what kind of change, not where.
+_CHANGE_TYPES = frozenset(
+    "feat feature fix fixes bugfix hotfix docs doc chore refactor perf test tests build ci style "
+    "revert release wip deps merge".split()
+)
 
 
 @dataclass
@@ -95,6 +115,32 @@ class FileMatch:
 def roles_asked(query: str) -> set[str]:
     """The file roles a query is about, by its words ("update the docs" → docs)."""
     return {role for role, pattern in _ROLE_PATTERNS.items() if pattern.search(query)}
+
+
+def scope_words(query: str) -> list[str]:
+    """The words of the area a commit-style task names (``ignore/types: ...``
+    → ignore, types; ``fix(jsx): ...`` → jsx; ``fix: ...`` → none)."""
+    found = _SCOPE.match(query)
+    if found is None:
+        return []
+    scope = found.group("scope") or found.group("bare")
+    if found.group("bare") and scope.lower() in _CHANGE_TYPES:
+        return []
+    words = (w for w in re.split(r"[/,\s]+", scope.lower()) if w and w not in _CHANGE_TYPES)
+    return list(dict.fromkeys(words))
+
+
+def _in_scope(paths: Iterable[str], words: list[str]) -> dict[str, float]:
+    """{path: share of the scope's words that name one of its folders, its
+    name or its name without the extension}, for paths with any."""
+    out = {}
+    for path in paths:
+        parts = path.lower().split("/")
+        names = {*parts, parts[-1].rsplit(".", 1)[0]}
+        share = sum(word in names for word in words) / len(words)
+        if share:
+            out[path] = share
+    return out
 
 
 def likely_files(
@@ -126,6 +172,11 @@ def likely_files(
     lists = (_ranks(words), _ranks(meaning)) if mode == "hybrid" else (code_rank,)
     for ranks in (*lists, history_rank):
         for path, rank in ranks.items():
+            fused[path] += 1.0 / (FILE_RRF_K + 1 + rank)
+    scope = scope_words(code_query.text)
+    if scope:
+        named = _in_scope(fused, scope)
+        for rank, path in enumerate(sorted(named, key=lambda p: (-named[p], -fused[p]))):
             fused[path] += 1.0 / (FILE_RRF_K + 1 + rank)
     matches = []
     for path, value in fused.items():
