@@ -220,6 +220,37 @@ def test_the_area_a_commit_style_task_names_is_evidence(repo):
     project.close()
 
 
+def test_a_file_or_module_the_task_names_is_evidence(repo):
+    """A task that names a file ("router.go") or a dotted module
+    ("pkg.helpers") points at it, though another file matches more words."""
+    write(
+        repo,
+        "pkg/app.py",
+        "def find_root_path(name):\n    '''Root path lookup helpers: the root path lookup of an app.'''\n"
+        "    return name  # root path lookup helpers\n",
+    )
+    write(repo, "pkg/helpers.py", "def get_root_path(import_name):\n    return import_name\n")
+    write(repo, "router.go", "package web\n\nfunc handle(path string) string { return path }\n")
+    write(
+        repo,
+        "server.go",
+        "package web\n\n// Serve: handle a request path, every request path.\nfunc serve() {}\n",
+    )
+    commit(repo, "Initial layout")
+    project = indexed(repo)
+    plain = [h.file_path for h in project.code_search("move the root path lookup back", files_only=True)]
+    assert plain[0] == "pkg/app.py", plain
+    named = [
+        h.file_path
+        for h in project.code_search("move the root path lookup back to pkg.helpers", files_only=True)
+    ]
+    assert named[0] == "pkg/helpers.py", named
+    assert (
+        project.code_search("handle a request path in router.go", files_only=True)[0].file_path == "router.go"
+    )
+    project.close()
+
+
 @pytest.mark.storage_independent
 def test_scope_words_of_commit_style_tasks():
     from lore.search.files import scope_words
