@@ -139,19 +139,18 @@ _PACKAGE_FILES = frozenset({"__init__", "index", "mod", "lib"})
 
 
 def _named(paths: Iterable[str], query: str) -> dict[str, float]:
-    """{path: 1.0} for the paths a query names by file name or dotted module."""
+    """{path: 1.0} for the paths a query names by file name or dotted module
+    (any tail of the path's module: ``helpers``, ``flask.helpers``...)."""
     names = {token.lower() for token in _DOTTED.findall(query)}
     if not names:
         return {}
     out = {}
     for path in paths:
-        low = path.lower()
-        folder, _, base = low.rpartition("/")
-        stem = base.rsplit(".", 1)[0]
-        modules = [f"{folder}/{stem}".replace("/", ".")] + (
-            [folder.replace("/", ".")] if stem in _PACKAGE_FILES else []
-        )
-        if base in names or any(m == n or m.endswith("." + n) for m in modules for n in names):
+        parts = path.lower().split("/")
+        stem = parts[-1].rsplit(".", 1)[0]
+        module = [*parts[:-1], stem] if stem not in _PACKAGE_FILES else parts[:-1]
+        tails = {".".join(module[i:]) for i in range(len(module) - 1)}  # two parts or more
+        if parts[-1] in names or not names.isdisjoint(tails):
             out[path] = 1.0
     return out
 
