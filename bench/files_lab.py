@@ -76,6 +76,7 @@ def load(name: str, refresh: bool):
     for q in lists:
         q["asked"] = frozenset(roles_asked(texts[q["qid"]]))
         q["scope"] = scope_words(texts[q["qid"]])
+        q["text"] = texts[q["qid"]]
     return lists, qrels
 
 
@@ -168,12 +169,12 @@ def rank(
                 final[p] += 1 / (k + 1 + r)
     for r, p in enumerate(sorted(h_scores, key=lambda x: -h_scores[x])):
         final[p] += w_hist / (k + 1 + r)
-    if scope and q["scope"]:  # the area a commit-style task names (the product)
-        from lore.search.files import _in_scope
+    if scope:  # what the task names: an area ("printer: ..."), files or modules (the product)
+        from lore.search.files import _in_scope, _named
 
-        named = _in_scope(final, q["scope"])
-        for r, p in enumerate(sorted(named, key=lambda x: (-named[x], -final[x]))):
-            final[p] += 1 / (k + 1 + r)
+        for named in (_in_scope(final, q["scope"]) if q["scope"] else {}, _named(final, q["text"])):
+            for r, p in enumerate(sorted(named, key=lambda x: (-named[x], -final[x]))):
+                final[p] += 1 / (k + 1 + r)
 
     def key(p):
         role = c_roles.get(p) or "source"
@@ -212,8 +213,8 @@ def main() -> None:
         "history only (hybrid)": lambda q: rank(q, code=False, roles=None),
         "history only (bm25)": lambda q: rank(q, code=False, roles=None, hist_mode="bm25"),
         "rrf2 code+hist, no roles": lambda q: rank(q, roles=None, split=False),
-        "default: words+meaning+hist+scope": rank,
-        "  ... without the scope vote": lambda q: rank(q, scope=False),
+        "default: words+meaning+hist+named": rank,
+        "  ... without what the task names": lambda q: rank(q, scope=False),
         "rrf2 code+hist + tiers": lambda q: rank(q, split=False),
         "rrf2 code+words+hist + tiers": lambda q: rank(q, split="fused"),
         "rrf60 code+hist + tiers": lambda q: rank(q, k=60, split=False),

@@ -251,6 +251,18 @@ def test_a_file_or_module_the_task_names_is_evidence(repo):
     project.close()
 
 
+@pytest.mark.timeout(60)
+def test_a_task_holding_a_huge_word_is_searched_in_linear_time(repo):
+    """A pasted blob (base64, minified code) in a task: finding the files it
+    names must not backtrack over the word (quadratic: hours at this size)."""
+    write(repo, "src/codec.py", "def decode(blob):\n    '''Decode a base64 blob.'''\n    return blob\n")
+    commit(repo, "Codec")
+    project = indexed(repo)
+    blob = "QUJD" * 50_000
+    assert project.code_search(f"decode this blob {blob}", files_only=True)[0].file_path == "src/codec.py"
+    project.close()
+
+
 @pytest.mark.storage_independent
 def test_scope_words_of_commit_style_tasks():
     from lore.search.files import scope_words
@@ -259,7 +271,10 @@ def test_scope_words_of_commit_style_tasks():
     assert scope_words("fix(middleware/jwt)!: verify the audience") == ["middleware", "jwt"]
     assert scope_words("docs(core, cli): explain") == ["core", "cli"]
     assert scope_words("core.py: fix") == ["core.py"]
-    for text in ("fix: a bug", "Docs: typo", "Fix the bug: again", "see http://x.org: it", "add tests"):
+    assert scope_words("README.md: fix a link") == ["readme.md"]
+    labels = ("Note: it fails", "Error: cannot open", "TypeError: x is None", "CLI: add a flag", "C: drive")
+    others = ("fix: a bug", "Docs: typo", "Fix the bug: again", "see http://x.org: it", "add tests")
+    for text in (*labels, *others):
         assert scope_words(text) == [], text
 
 

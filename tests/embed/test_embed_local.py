@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 
 import numpy as np
@@ -64,7 +65,7 @@ def test_default_model(embedder, cache):
     assert query.shape == (384,) and query.dtype == np.float32
     # Built once, published atomically: no build leftovers in the cache.
     assert [p.name for p in (cache / "models").iterdir()] == [
-        f"8199be6f699a395f-ort{__import__('onnxruntime').__version__}-pcq8-x.onnx"
+        f"8199be6f699a395f-ort{__import__('onnxruntime').__version__}-{platform.machine()}-pcq8-x.onnx"
     ]
 
 
@@ -83,6 +84,18 @@ def test_the_cached_model_is_saved_optimised(embedder):
     )
     assert not reoptimised.optimized
     np.testing.assert_array_equal(embedder.embed_documents(TEXTS), reoptimised.embed_documents(TEXTS))
+
+
+def test_when_the_optimised_save_fails_the_requantised_model_still_runs(embedder, tmp_path, monkeypatch):
+    """A failed optimised save (here: its name is taken by a folder) keeps the
+    re-quantised model, optimised at load: same model id, same vectors."""
+    monkeypatch.setenv("LORE_CACHE_DIR", str(tmp_path))
+    stem = f"8199be6f699a395f-ort{__import__('onnxruntime').__version__}-{platform.machine()}-pcq8"
+    (tmp_path / "models" / f"{stem}-x.onnx").mkdir(parents=True)
+    fallback = load_embedder({})
+    assert fallback.model_id == embedder.model_id and not fallback.optimized
+    assert fallback.model_path == tmp_path / "models" / f"{stem}.onnx"
+    np.testing.assert_array_equal(fallback.embed_documents(TEXTS), embedder.embed_documents(TEXTS))
 
 
 def test_order_is_preserved_across_length_sorted_batches(embedder, plain):

@@ -5,8 +5,8 @@ time, so every MatMul runs in fp32. Folding the graph (ORT basic
 optimisations) and re-quantising it dynamically, per channel, gives real
 int8 MatMuls — several times faster on long inputs (see bench/embed_speed.py)
 at cosine ≈ 0.99 to the original. The result is cached per (model hash,
-onnxruntime version) and published by an atomic rename, so concurrent
-processes either see a complete file or build their own.
+onnxruntime version, machine) and published by an atomic rename, so
+concurrent processes either see a complete file or build their own.
 
 The cached file is saved after ORT's extended graph optimisations, so a
 process loads it with optimisations off: the same vectors bit for bit as
@@ -16,9 +16,10 @@ optimising at every load, and ~30-50 ms less of a cold CLI's start.
 from __future__ import annotations
 
 import logging
+import platform
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ log = logging.getLogger(__name__)
 TAG = "pcq8"
 
 
-def requantized_path(model: Path, sha256: str) -> Path | None:
+def requantized_path(model: Path, sha256: str) -> tuple[Path, bool] | None:
     """The cached re-quantised copy of `model`, built on first use.
 
     Args:
@@ -39,43 +40,65 @@ def requantized_path(model: Path, sha256: str) -> Path | None:
         sha256: its hash (the cache key).
 
     Returns:
-        The path, or None when the `onnx` package is missing or building fails
-        (callers then run the model as shipped).
+        (path, whether it was saved optimised), or None when the `onnx`
+        package is missing or re-quantising fails (callers then run the
+        model as shipped). When only the optimised save fails, the
+        re-quantised file is returned, to be optimised at every load.
     """
     try:
         import onnxruntime as ort
     except ImportError:
         return None
-    target = cache_dir() / "models" / f"{sha256[:16]}-ort{ort.__version__}-{TAG}-x.onnx"
-    if target.is_file():
-        return target
-    try:
-        import onnx  # noqa: F401 - quantize_dynamic needs it
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-    except ImportError:
-        log.info("onnx is not installed; running %s without re-quantisation", model)
+    folder = cache_dir() / "models"
+    # The machine too: a cache folder may be shared (a mounted home, a copied CI cache).
+    stem = f"{sha256[:16]}-ort{ort.__version__}-{platform.machine() or 'cpu'}-{TAG}"
+    optimized, quantized = folder / f"{stem}-x.onnx", folder / f"{stem}.onnx"
+    if optimized.is_file():
+        return optimized, True
+    if not quantized.is_file() and not _publish(quantized, lambda out: _quantize(ort, model, out)):
         return None
+    extended = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    if not _publish(optimized, lambda out: _optimize(ort, quantized, out, extended)):
+        return quantized, False
+    with suppress(OSError):  # the re-quantised file, and its name before it was saved optimised
+        quantized.unlink(missing_ok=True)
+        (folder / f"{sha256[:16]}-ort{ort.__version__}-{TAG}.onnx").unlink(missing_ok=True)
+    return optimized, True
+
+
+def _publish(target: Path, make: Callable[[Path], None]) -> bool:
+    """Build `target` with `make(path)` in a private folder beside it, then
+    rename it into place (atomic: readers see a complete file or none).
+    False, logged, when building fails and no other process published it."""
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(dir=target.parent, prefix=".build-"))
     except OSError as exc:
         log.warning("cannot write the model cache %s (%s); running the model as shipped", target.parent, exc)
-        return None
+        return False
     try:
-        folded, built, optimized = work / "folded.onnx", work / "quantized.onnx", work / "model.onnx"
-        _optimize(ort, model, folded, ort.GraphOptimizationLevel.ORT_ENABLE_BASIC)
-        with _quiet_root_logger():
-            quantize_dynamic(folded, built, weight_type=QuantType.QInt8, per_channel=True)
-        _optimize(ort, built, optimized, ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED)
-        optimized.replace(target)
+        built = work / "model.onnx"
+        make(built)
+        built.replace(target)
+        return True
     except Exception as exc:
-        log.warning("re-quantising %s failed (%s); running the model as shipped", model, exc)
-        return None
+        log.warning("building the cached model %s failed (%s)", target.name, exc)
+        return target.is_file()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    with suppress(OSError):  # the copy cached before it was saved optimised
-        target.with_name(f"{sha256[:16]}-ort{ort.__version__}-{TAG}.onnx").unlink(missing_ok=True)
-    return target
+
+
+def _quantize(ort: Any, model: Path, out: Path) -> None:
+    """Fold `model` (ORT basic optimisations), then re-quantise it dynamically per channel."""
+    try:
+        import onnx  # noqa: F401 - quantize_dynamic needs it
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    except ImportError as exc:
+        raise RuntimeError("the onnx package is not installed") from exc
+    folded = out.with_name("folded.onnx")
+    _optimize(ort, model, folded, ort.GraphOptimizationLevel.ORT_ENABLE_BASIC)
+    with _quiet_root_logger():
+        quantize_dynamic(folded, out, weight_type=QuantType.QInt8, per_channel=True)
 
 
 def _optimize(ort: Any, source: Path, target: Path, level: Any) -> None:

@@ -141,8 +141,8 @@ def _encoder(
     runnable, tag, optimized = model, "", False
     if options["requantize"]:
         requantized = _requantize.requantized_path(model, sha)
-        if requantized is not None:  # saved already optimised
-            runnable, tag, optimized = requantized, f":{_requantize.TAG}", True
+        if requantized is not None:
+            (runnable, optimized), tag = requantized, f":{_requantize.TAG}"
     model_id = f"{name}:{sha[:8]}{tag}{suffix}:t{options['max_tokens']}"
     return OnnxEncoder(
         model_path=runnable,
