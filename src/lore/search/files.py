@@ -144,6 +144,8 @@ def _is_label(word: str) -> bool:
 # A file name or dotted module in a task: context.go, flask.helpers, Gson.java.
 # Matches start at a word's start and never backtrack (a long word is linear).
 _DOTTED = re.compile(r"(?<![\w.-])[A-Za-z_][\w-]*+(?:\.[A-Za-z_][\w-]*+)+")
+# Parts of a dotted name looked at (a module is rarely deeper; "a.a.a..." is not).
+_MAX_NAME_PARTS = 12
 # A package's own file stands for its folder: flask/json/__init__.py is flask.json.
 _PACKAGE_FILES = frozenset({"__init__", "index", "mod", "lib"})
 
@@ -155,7 +157,7 @@ def _named(paths: Iterable[str], query: str) -> dict[str, float]:
     (``flask.helpers.get_root_path``)."""
     names: set[str] = set()
     for token in _DOTTED.findall(query):
-        parts = token.lower().split(".")
+        parts = token.lower().split(".", _MAX_NAME_PARTS)[:_MAX_NAME_PARTS]
         names.update(".".join(parts[:end]) for end in range(2, len(parts) + 1))
     if not names:
         return {}
