@@ -26,7 +26,7 @@ import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,9 +38,10 @@ MEMORY_SORTS = ("occurred_at", "title", "type", "agent", "path", "confidence")
 # -- records ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class FileState:
-    """What the index knows of one file: enough to tell whether it changed."""
+class FileState(NamedTuple):
+    """What the index knows of one file: enough to tell whether it changed.
+    (A named tuple: a sync reads one per file, 15,000 for a large memory
+    folder, and a tuple is built in a fraction of a dataclass's time.)"""
 
     id: int
     sha256: str
