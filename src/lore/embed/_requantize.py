@@ -74,7 +74,7 @@ def _publish(target: Path, make: Callable[[Path], None]) -> bool:
         target.parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(dir=target.parent, prefix=".build-"))
     except OSError as exc:
-        log.warning("cannot write the model cache %s (%s); running the model as shipped", target.parent, exc)
+        log.warning("cannot write the model cache %s (%s)", target.parent, exc)
         return False
     try:
         built = work / "model.onnx"

@@ -199,7 +199,7 @@ def _check_yaml_shape(front: str, path: str) -> None:
     source = _loader()(front)
     depth = 0
     try:
-        while _next_event_ready(source, path):
+        while source.check_event():
             event = source.get_event()
             if isinstance(event, yaml.AliasEvent):
                 raise ValidationError(
@@ -214,24 +214,16 @@ def _check_yaml_shape(front: str, path: str) -> None:
                     raise _too_deep(path, _line_of(event))
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
-    finally:
-        source.dispose()
-
-
-def _next_event_ready(source: Any, path: str) -> bool:
-    """Whether `source` has another event. libyaml 0.2.5+ (PyYAML 6.0.4's
-    wheels) refuses nesting past 1,000 levels in its scanner, which reads
-    ahead of the events: that is the same fault as nesting past the model's
-    limit, so it gets the same message."""
-    import yaml
-
-    try:
-        return bool(source.check_event())
     except yaml.YAMLError as err:
+        # libyaml 0.2.5+ (PyYAML 6.0.4's wheels) refuses nesting past 1,000
+        # levels in its scanner, which reads ahead of the events counted here:
+        # the same fault, so the same message. Any other error is the caller's.
         if "nesting depth" not in str(getattr(err, "problem", "")):
             raise
         mark = getattr(err, "problem_mark", None)
         raise _too_deep(path, mark.line + 2 if mark is not None else None) from None
+    finally:
+        source.dispose()
 
 
 def _too_deep(path: str, line: int | None) -> ValidationError:
