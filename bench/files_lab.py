@@ -138,7 +138,7 @@ def rank(
     k=2,
     w_hist=1.0,
     roles="tiers",
-    split=True,
+    split="fused",
     asked=frozenset(),
     role_prior=None,
     hist=True,
@@ -153,7 +153,7 @@ def rank(
     asked = asked or q.get("asked", frozenset())
     c_scores, c_roles = code_files(q[f"code_{code_mode}"])
     code_lists = [c_scores]
-    if split and code_mode == "hybrid":  # keyword and cosine strengths as two lists (the product)
+    if split and code_mode == "hybrid":  # fused and keyword strengths as two lists (the product)
         words = code_files(q["code_hybrid"], field=3)[0]
         code_lists = (
             [c_scores, words] if split == "fused" else [words, code_files(q["code_hybrid"], field=4)[0]]
@@ -213,10 +213,10 @@ def main() -> None:
         "history only (hybrid)": lambda q: rank(q, code=False, roles=None),
         "history only (bm25)": lambda q: rank(q, code=False, roles=None, hist_mode="bm25"),
         "rrf2 code+hist, no roles": lambda q: rank(q, roles=None, split=False),
-        "default: words+meaning+hist+named": rank,
+        "default: fused+words+hist+named": rank,
         "  ... without what the task names": lambda q: rank(q, scope=False),
+        "  ... words+meaning (before)": lambda q: rank(q, split=True),
         "rrf2 code+hist + tiers": lambda q: rank(q, split=False),
-        "rrf2 code+words+hist + tiers": lambda q: rank(q, split="fused"),
         "rrf60 code+hist + tiers": lambda q: rank(q, k=60, split=False),
         "rrf60 code+hist x role (before)": lambda q: rank(q, k=60, roles="multiply", split=False),
         "rrf2 code+hist x role": lambda q: rank(q, roles="multiply", split=False),
