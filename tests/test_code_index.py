@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+import lore
+
 # -- helpers ---------------------------------------------------------------------
 
 AUTHOR = {
@@ -674,6 +676,51 @@ def test_history_result_shape(repo):
     assert "Start the shop" not in subjects(repo.json("history", "partial", "refunds"))
     text = repo("history", "refunds").stdout
     assert sha[:10] in text and "Handle partial refunds" in text and "src/payments/refund.py" in text
+
+
+TOKEN = "ghp_" + "Zq8Xw2Lm4Np6Rt1Vy3Bc5Df7Gh9Jk0Ls2Qa4"
+URL_PASSWORD = "hunter2" + "secret"
+
+
+def test_history_keeps_no_secret_from_commit_messages(repo):
+    root = repo.cwd
+    write(root, "deploy.py", "def deploy():\n    return 1\n")
+    message = f"Use token {TOKEN} for CI deploys\n\nDatabase postgres://admin:{URL_PASSWORD}@db/prod"
+    commit(root, message)
+    hit = repo.json("history", "deploys")[0]
+    assert "[REDACTED:github-token]" in hit["subject"] and TOKEN not in hit["subject"]
+    shown = repo("history", "deploys").stdout + repo("recall", "CI deploys", "--json").stdout
+    assert TOKEN not in shown and URL_PASSWORD not in shown
+    with lore.open(root) as project:
+        stored = [(c.subject, c.body) for c in project.store.commits()]
+        chunks = [c.text for c, _ in project.store.lexical_search("commit", ["deploys"], None, 10)]
+    assert stored and not any(TOKEN in s or URL_PASSWORD in b for s, b in stored)
+    assert chunks and not any(TOKEN in text or URL_PASSWORD in text for text in chunks)
+
+
+def test_history_stored_in_clear_by_an_older_lore_is_rewritten(repo):
+    """An index whose commits were stored before messages were redacted (an
+    older history format) walks the whole history again at the next sync."""
+    from lore.index import history_sync
+    from lore.storage import CommitRecord
+
+    root = repo.cwd
+    write(root, "deploy.py", "def deploy():\n    return 1\n")
+    sha = commit(root, "Rotate the CI token")
+    index(repo)
+    old = CommitRecord(
+        sha, "Ada", "ada@example.com", "2024-01-01T00:00:00+00:00", f"Rotate the CI token {TOKEN}", ""
+    )
+    with lore.open(root) as project:  # what the previous format kept: the message as written
+        store = project.store
+        with store.transaction():
+            store.delete_files([history_sync.PREFIX + sha])
+            file_id = store.put_file(history_sync.PREFIX + sha, history_sync.KIND, sha, 0, 0)
+            store.put_commit(file_id, old)
+            store.put_chunks(file_id, history_sync.KIND, [history_sync.commit_chunk(old)])
+            store.set_meta("history_format", "1")
+    hit = repo.json("history", "rotate")[0]
+    assert hit["sha"] == sha and hit["subject"] == "Rotate the CI token"
 
 
 # -- 7. `lore status` -----------------------------------------------------------------------------

@@ -5,7 +5,9 @@ so they get BM25 and vectors like everything else. Every commit reachable
 from HEAD is kept (up to ``[index] history_commits``, for very large
 monorepos), each with the paths it changed *and* those files' paths at HEAD
 (renames followed, :mod:`lore.index.githistory`), so past work points at
-files one can open today.
+files one can open today. Commit messages are redacted before they are
+stored (:func:`lore.secrets.redact`): a token pasted into a message stays in
+git, but not in the index, its snippets, or a recall pack.
 
 A sync after new commits walks only those and remaps the stored HEAD paths
 through the renames they made; after a rewrite (amend, rebase) or a branch
@@ -27,6 +29,9 @@ KIND = "commit"
 PREFIX = "git:"
 MAX_FILES_IN_TEXT = 50
 BATCH = 500
+# Bumped when what is stored of a commit changes: an index of another format
+# walks the whole history again (2: messages redacted).
+FORMAT = "2"
 
 
 @dataclass
@@ -41,14 +46,19 @@ def sync_history(root: Path, store: Store, limit: int) -> HistoryResult:
     head = gitrepo.head(root) if gitrepo.repo_root(root) else None
     result = HistoryResult(head=head)
     last = store.get_meta("history_head")
-    if head is None or head == last:
-        if head is None and last:
+    if head is None:
+        if last:
             with store.transaction():
                 result.removed = store.delete_files(store.file_states(KIND))
                 store.set_meta("history_head", "")
         return result
+    rewrite = store.get_meta("history_format") != FORMAT  # stored by an older Lore: rewrite every commit
+    if rewrite:
+        last = ""
+    if head == last:
+        return result
     known = store.file_states(KIND)
-    stored = {c.sha: c.head_files for c in store.commits()} if known else {}
+    stored = {c.sha: c.head_files for c in store.commits()} if known and not rewrite else {}
     seen: set[str] = set()
     with walk_history(root, since=last or None, cap=limit) as walk:
         batch: list[CommitRecord] = []
@@ -67,6 +77,7 @@ def sync_history(root: Path, store: Store, limit: int) -> HistoryResult:
                 result.removed = store.delete_files(p for p in known if p not in seen)
             store.prune_commits(limit)
             store.set_meta("history_head", head)
+            store.set_meta("history_format", FORMAT)
     return result
 
 
@@ -92,13 +103,16 @@ def _store(
 
 
 def record_of(commit: HistoryCommit) -> CommitRecord:
+    """What the index keeps of a commit; its message redacted."""
+    from lore.secrets import redact
+
     return CommitRecord(
         sha=commit.sha,
         author=commit.author,
         email=commit.email,
         date=commit.date,
-        subject=commit.subject,
-        body=commit.body,
+        subject=redact(commit.subject)[0],
+        body=redact(commit.body)[0] if commit.body else commit.body,
         files=list(commit.files),
         head_files=list(commit.head_paths),
         n_files=commit.n_files or len(commit.files),
