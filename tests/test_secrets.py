@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from lore.secrets import describe, mask_code, redact, redact_values
+from lore.secrets.rules import load as load_rules
 from secret_corpus import (
     TOKEN_SHAPES,
     Gen,
@@ -258,6 +259,77 @@ def test_a_secret_never_survives_redaction_wherever_it_is(before, sep1, secret, 
     assert redact(clean) == (clean, Counter())
     masked, count = mask_code(text)
     assert secret not in masked and count
+
+
+GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+AWS_ID = "AKIA" + "2E0A8F3B244C9986"
+
+
+@pytest.mark.parametrize(
+    "text, secret",
+    [
+        (f"task4 T-{GITHUB}", GITHUB),
+        (f"branch fix-{GITHUB} merged", GITHUB),
+        (f"x_{GITHUB}", GITHUB),
+        (f"id_{AWS_ID}", AWS_ID),
+        (f"Key-{AWS_ID} rotated", AWS_ID),
+        (f"prod.{GITHUB}", GITHUB),
+    ],
+)
+def test_a_token_glued_to_a_word_is_redacted(text: str, secret: str):
+    """A token pasted onto a word by -, _ or . (a branch name, a task id) is
+    still a token: found at that join, in memory text and in code."""
+    assert secret not in redact(text)[0]
+    assert secret not in mask_code(f'BRANCH = "{text}"')[0]
+
+
+AWS_SECRET = "Xb9kQ2mZ7vT4pL8wR1nY6cH3dF5gJ0sA/eU7iO2q"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"key {AWS_SECRET}",
+        f"in `{AWS_SECRET}` here",
+        f"creds {AWS_ID}:{AWS_SECRET}",
+        f"{AWS_ID} {AWS_SECRET}",
+        f"{AWS_ID},{AWS_SECRET.replace('/', '+')}",
+    ],
+)
+def test_an_aws_secret_key_is_redacted_without_a_key_name(text: str):
+    """The 40-character secret access key, alone or after its key id."""
+    clean, found = redact(text)
+    assert AWS_SECRET not in clean and AWS_SECRET.replace("/", "+") not in clean and AWS_ID not in clean
+    assert found["aws-secret-key"]
+
+
+def test_an_aws_key_pair_is_masked_in_code():
+    masked, count = mask_code(f'CREDS = "{AWS_ID}:{AWS_SECRET}"')
+    assert AWS_ID not in masked and AWS_SECRET not in masked and count
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "see src/Lore/secrets/Tokens/abc123/def456/ghi7 for it",  # a path: wordy, low entropy
+        "commit 9fceb02d0ae598e95dc970b74767f19372d61af8/ and on",  # hex: no capitals
+        "Users/JohnSmith/Documents/Project2024/src",
+    ],
+)
+def test_paths_and_hashes_are_not_aws_secrets(text: str):
+    assert redact(text) == (text, Counter())
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    word=st.text(st.sampled_from("abcXYZ019"), min_size=1, max_size=8),
+    sep=st.sampled_from("-_."),
+    secret=_SECRETS,
+)
+def test_any_distinctive_token_glued_to_a_word_is_redacted(word, sep, secret):
+    assume(secret.startswith(load_rules().glued.get(secret[0], ("\0",))))
+    clean, found = redact(f"see {word}{sep}{secret} now")
+    assert secret not in clean and found
 
 
 @settings(max_examples=400, deadline=None)

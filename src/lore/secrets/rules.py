@@ -62,6 +62,7 @@ class RuleSet:
     code_context_keywords: tuple[str, ...]
     key_kinds: tuple[KeyKind, ...]
     kinds: frozenset[str] = field(default_factory=frozenset)
+    glued: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _token_rule(row: dict[str, Any]) -> TokenRule:
@@ -94,6 +95,21 @@ def _index_prefixes(tokens: list[TokenRule]) -> dict[str, PrefixEntry]:
         char: (tuple(p for p, _ in items), tuple(sorted(items, key=lambda item: -len(item[0]))))
         for char, items in pairs.items()
     }
+
+
+def _glued(tokens: list[TokenRule]) -> dict[str, tuple[str, ...]]:
+    """First character -> the distinctive prefixes starting with it: those
+    the scanner also looks for right after ``-``, ``_`` or ``.`` inside a run
+    (``fix-ghp_…``, ``id_AKIA…``, ``T-sk-proj-…``: a token pasted onto a
+    word). Short or plain-word prefixes (``M``, ``SK``, ``pat``, ``eyJ``)
+    would start inside ordinary identifiers, so a prefix must be at least
+    four characters, or three with a non-letter in it (``sk-``, ``hf_``)."""
+    index: dict[str, set[str]] = {}
+    for rule in tokens:
+        for prefix in rule.prefixes:
+            if len(prefix) >= 4 or (len(prefix) == 3 and not prefix.isalpha()):
+                index.setdefault(prefix[0], set()).add(prefix)
+    return {char: tuple(sorted(prefixes)) for char, prefixes in index.items()}
 
 
 @lru_cache(maxsize=1)
@@ -131,4 +147,5 @@ def load() -> RuleSet:
         code_context_keywords=tuple({k for rule in contexts if rule.code for k in rule.keywords}),
         key_kinds=key_kinds,
         kinds=frozenset(kinds | {"private-key", "url-password", "password", "assigned-secret"}),
+        glued=_glued(tokens),
     )

@@ -29,6 +29,21 @@ def _piece_starts(run: str) -> list[int]:
     return [first, *(m.end() for m in _PIECE_BREAK.finditer(run, first))]
 
 
+def _glued_starts(run: str, rules: RuleSet) -> list[int]:
+    """Where a distinctive token prefix follows ``-``, ``_`` or ``.`` in a run
+    (``fix-ghp_…``): a token pasted onto a word is still a token."""
+    index, starts = rules.glued, []
+    for sep in "-_.":
+        at = run.find(sep)
+        while at != -1:
+            at += 1
+            prefixes = index.get(run[at : at + 1])
+            if prefixes and run.startswith(prefixes, at):
+                starts.append(at)
+            at = run.find(sep, at)
+    return starts
+
+
 def find(text: str, rules: RuleSet, strict: bool) -> Iterator[Finding]:
     """Token rules over every run; in strict mode also values assigned to secret-like keys.
 
@@ -42,7 +57,8 @@ def find(text: str, rules: RuleSet, strict: bool) -> Iterator[Finding]:
         has_digit = _DIGIT.search(run_text) is not None
         simple = run_text[0] not in _LEADING_JUNK and "/" not in run_text and "=" not in run_text
         run_start, run_end = run.start(), run.end()
-        if simple and not has_digit:
+        glued = _glued_starts(run_text, rules)
+        if simple and not has_digit and not glued:
             # The common case in code (identifiers, dotted names): only a prefix can make it a token.
             entry = prefix_index.get(run_text[0])
             if entry is None or not run_text.startswith(entry[0]):
@@ -51,7 +67,10 @@ def find(text: str, rules: RuleSet, strict: bool) -> Iterator[Finding]:
         if has_digit and (hits := _shape_hits(text, run_start, run_end, run_text, rules, strict)):
             covered = hits[-1].end
             yield from hits
-        for offset in [0] if simple else _piece_starts(run_text):
+        starts = [0] if simple else _piece_starts(run_text)
+        if glued:
+            starts = sorted({*starts, *glued})
+        for offset in starts:
             pos = run_start + offset
             if pos < covered or pos >= run_end:
                 continue
@@ -72,6 +91,7 @@ def find(text: str, rules: RuleSet, strict: bool) -> Iterator[Finding]:
             elif (
                 strict
                 and has_digit
+                and offset not in glued
                 and text[pos - 1 : pos] not in assignments.QUOTES  # quoted values: _quoted_assignments
                 and (assigned := assignments.assigned_before(text, pos, rules))
             ):
