@@ -548,6 +548,30 @@ def test_transcript_gotcha_is_one_per_error_dated_by_its_last_occurrence(tmp_pat
         assert shop.capture_transcript(transcript).gotchas == 0  # idempotent
 
 
+def test_repeated_errors_keep_no_secret_in_the_index_or_the_gotcha(tmp_path):
+    import lore
+
+    token, password = "ghp_" + "Zq8Xw2Lm4Np6Rt1Vy3Bc5Df7Gh9Jk0Ls2Qa4", "hunter2" + "secret"
+    error = (
+        "ConnectionError: could not connect to "
+        f"postgres://deploy:{password}@db.internal/prod with token {token}"
+    )
+    with lore.init(tmp_path / "shop") as shop:
+        root = shop.project.root
+        for run in range(3):  # three captures of the same failure make a gotcha
+            transcript = tmp_path / f"run{run}.jsonl"
+            transcript.write_text(tool_result(f"u{run}", f"2026-03-0{run + 1}T10:00:00Z", error) + "\n")
+            shop.capture_transcript(transcript)
+        [gotcha] = list((root / ".lore/local/daily").glob("*.md"))
+        patterns = shop.store.error_patterns()
+    text = gotcha.read_text("utf-8")
+    assert "[REDACTED:" in read_front(gotcha)["error_signature"]
+    assert token not in text and password not in text
+    assert patterns and all(
+        token not in p.signature + p.example and password not in p.signature + p.example for p in patterns
+    )
+
+
 def test_private_and_session_blocks_go_to_the_local_tiers(tmp_path):
     import lore
 

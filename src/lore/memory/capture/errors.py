@@ -63,14 +63,20 @@ def signature(line: str, root: Path | None = None) -> str:
 
 
 def occurrences(text: str, root: Path | None = None, *, distinct: bool = True) -> Iterator[tuple[str, str]]:
-    """(signature, example) of the errors reported in `text`, in order.
+    """(signature, example) of the errors reported in `text`, in order, with
+    any secret in them redacted.
 
     Args:
         distinct: one per distinct error (the text is one event); False:
             every report (printed output, where each report is an occurrence).
     """
+    from lore.secrets import redact
+
     seen: set[str] = set()
-    for line in error_lines(text):
+    for report in error_lines(text):
+        # Redacted first: the pattern and its example are kept in the index and
+        # in a gotcha's frontmatter, and a connection error often holds its URL.
+        line = redact(report)[0]
         sig = signature(line, root)
         if not sig or (distinct and sig in seen):
             continue
