@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import lore
 from conftest import FIXTURES, ON_POSTGRES
 
 
@@ -271,6 +272,55 @@ def test_doctor_warns_about_foreign_ids_and_stale_hashes(cli):
     messages = " ".join(p["message"] for p in problems)
     assert all(p["level"] == "warning" for p in problems)
     assert "not a UUID v4" in messages and "content_hash" in messages
+
+
+def test_a_secret_in_a_hand_written_memory_is_kept_out_of_the_index_and_reported(cli):
+    """A file written by hand (or in an editor) is indexed redacted, and `doctor` says what to do."""
+    token, password = "ghp_" + "Zq8Xw2Lm4Np6Rt1Vy3Bc5Df7Gh9Jk0Ls2Qa4", "hunter2" + "secret"
+    hand = cli.cwd / ".lore/memory/hand.md"
+    hand.write_text(
+        "---\nid: 6f1c2d3e-4a5b-4c6d-8e7f-8a9b0c1d2e3f\n"
+        f"subject: Deploy with {token}\ntype: fact\nkeywords: [deploy]\n"
+        "occurred_at: 2026-01-01T00:00:00Z\n---\n"
+        f"Connect to postgres://deploy:{password}@db.internal/prod before the deploy.\n"
+    )
+    raw = hand.read_bytes()
+    shown = cli("search", "deploy", "--json").stdout + cli("recall", "deploy", "--json").stdout
+    assert "deploy" in shown.lower() and token not in shown and password not in shown
+    with lore.open(cli.cwd) as project:
+        texts = [c.text + c.title for c, _ in project.store.lexical_search("memory", ["deploy"], None, 10)]
+    assert texts and not any(token in t or password in t for t in texts)
+    problems = cli.json("doctor")
+    [warning] = [p for p in problems if "in clear" in p["message"]]
+    assert warning["where"] == ".lore/memory/hand.md" and "github-token" in warning["message"]
+    assert hand.read_bytes() == raw  # the user's file is theirs to fix
+
+
+def test_an_index_from_before_memory_redaction_is_read_again(cli):
+    """Memory chunks indexed in clear by an older Lore (older memory format)
+    are re-read once, so the secret leaves the index without any file changing."""
+    from lore.memory import sync
+
+    token = "ghp_" + "Zq8Xw2Lm4Np6Rt1Vy3Bc5Df7Gh9Jk0Ls2Qa4"
+    hand = cli.cwd / ".lore/memory/hand.md"
+    hand.write_text(
+        "---\nid: 6f1c2d3e-4a5b-4c6d-8e7f-8a9b0c1d2e3f\nsubject: Deploy token\ntype: fact\n"
+        f"keywords: [deploy]\noccurred_at: 2026-01-01T00:00:00Z\n---\nThe deploy uses {token} today.\n"
+    )
+    cli("index")
+    raw, st, rel = hand.read_bytes(), hand.stat(), ".lore/memory/hand.md"
+    with lore.open(cli.cwd) as project:  # what the previous format kept: the text as written
+        store = project.store
+        memory, body_line = sync.load_memory(raw, rel, sync.location_of(rel))
+        with store.transaction():
+            store.delete_files([rel])
+            file_id = store.put_file(rel, sync.KIND, "old", st.st_mtime_ns, st.st_size)
+            store.put_memory(file_id, sync.record_of(memory, rel, body_line))
+            store.put_chunks(file_id, sync.KIND, sync.memory_chunks(memory, body_line))
+            store.set_meta("memory_format", "1")
+        assert any(token in c.text for c, _ in store.lexical_search("memory", ["deploy"], None, 5))
+    [hit] = cli.json("search", "deploy")
+    assert token not in json.dumps(hit) and "REDACTED" in json.dumps(hit)
 
 
 def test_stats_json_shape(cli):

@@ -84,8 +84,11 @@ def status(
 
 def doctor(memories: Memories) -> list[Problem]:
     """Every problem with the files and the index, each with what to do."""
+    import copy
+
     from lore.memory.model import UUID4_RE
-    from lore.memory.sync import split_error
+    from lore.memory.sync import redacted, split_error
+    from lore.secrets import describe
     from lore.storage import MemoryFilter
 
     store = memories.store
@@ -124,6 +127,16 @@ def doctor(memories: Memories) -> list[Problem]:
             memory = memories.load(path)
         except Exception:
             continue
+        found = redacted(copy.copy(memory))  # what the index keeps instead
+        if found:
+            problems.append(
+                Problem(
+                    "warning",
+                    path,
+                    f"holds {describe(found)} in clear; the index keeps it redacted, but the file is "
+                    f"committed with it: remove it (`lore edit {mid[:8]}`) and rotate the secret",
+                )
+            )
         if memory.declared_hash and memory.declared_hash != memory.content_hash:
             problems.append(
                 Problem(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections import Counter
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,8 @@ from lore.project import Project
 from lore.storage import ChunkInput, FileState, MemoryRecord, Store
 
 KIND = "memory"
+# Bumped when what is indexed of a memory file changes (2: its text redacted).
+FORMAT = "2"
 
 # Where a memory file lives: (visibility, storage tier, owner agent folder); see :func:`location_of`.
 Location: TypeAlias = tuple[str, str, str | None]
@@ -166,6 +169,9 @@ def sync_memories(
     """Bring `store` up to date with the memory files (`private_agents`: see :func:`memory_files`)."""
     report = SyncReport()
     known = store.file_states(KIND)
+    # An index written before memory text was redacted on the way in is read again, once.
+    upgrade = store.get_meta("memory_format") != FORMAT
+    force = force or (upgrade and bool(known))
     seen: set[str] = set()
     pending: list[tuple[str, os.stat_result, Location]] = []
     unnamed: list[tuple[str, str]] = []
@@ -181,6 +187,9 @@ def sync_memories(
                 _sync_one(project, store, rel, st, where, known.get(rel), force, report)
             store.delete_files(gone)
             report.removed.extend(gone)
+    if upgrade:
+        with store.transaction():
+            store.set_meta("memory_format", FORMAT)
     report.errors = sorted(store.file_errors(KIND) + unnamed)
     return report
 
@@ -191,6 +200,7 @@ def index_memory(
     """Parse and (re)index one memory file; raises ValidationError if it is broken."""
     sha = hashlib.sha256(raw).hexdigest()
     memory, body_line = load_memory(raw, rel, where)
+    redacted(memory)  # a file written by hand may hold a secret: never in the index (`lore doctor` says so)
     file_id = store.put_file(rel, KIND, sha, st.st_mtime_ns, st.st_size)
     record = record_of(memory, rel, body_line)
     record.owner = owner_of(memory, where)
@@ -202,6 +212,33 @@ def index_memory(
 
         anchors.record(store, project.root, memory)
     return memory
+
+
+def redacted(memory: Memory) -> Counter[str]:
+    """Redact, in place, the fields of `memory` that are indexed and shown
+    (title, body, task, tags, labels, files); returns what was found.
+
+    Memories Lore writes are redacted before they are written; this catches
+    what reached a file another way (an editor, a merge, a hand-written file).
+    """
+    from lore.secrets import redact, redact_values
+
+    found: Counter[str] = Counter()
+    for name in ("title", "body", "task"):
+        value = getattr(memory, name)
+        if value:
+            clean, kinds = redact(value)
+            if kinds:
+                setattr(memory, name, clean)
+                found.update(kinds)
+    for name in ("tags", "labels", "files"):
+        values = getattr(memory, name)
+        if values:
+            clean_values, kinds = redact_values(values)
+            if kinds:
+                setattr(memory, name, clean_values)
+                found.update(kinds)
+    return found
 
 
 def record_of(memory: Memory, rel: str, body_line: int) -> MemoryRecord:
