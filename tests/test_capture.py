@@ -572,6 +572,21 @@ def test_repeated_errors_keep_no_secret_in_the_index_or_the_gotcha(tmp_path):
     )
 
 
+def test_a_captured_file_is_named_without_its_local_path(tmp_path):
+    """Memories are committed: the file an agent's output came from is named
+    relative to the project, or by its name alone when it lies outside."""
+    import lore
+
+    block = '<lore-memory type="fact">\nThe {} cache is rebuilt nightly at two.\n</lore-memory>\n'
+    with lore.init(tmp_path / "shop") as shop:
+        root = shop.project.root
+        (root / "logs").mkdir()
+        shop.capture_stdout(block.format("orders"), source=str(root / "logs" / "run.txt"))
+        shop.capture_stdout(block.format("billing"), source=str(tmp_path / "home" / "ada" / "out.txt"))
+        sources = sorted(str(read_front(f)["source"]) for f in (root / ".lore/memory").glob("*.md"))
+    assert sources == ["logs/run.txt", "out.txt"]
+
+
 def test_private_and_session_blocks_go_to_the_local_tiers(tmp_path):
     import lore
 

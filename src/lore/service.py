@@ -602,10 +602,25 @@ class Lore:
         self, text: str, *, source: str = "stdout", tier: str = "durable", private: bool = False
     ) -> CaptureResult:
         """Store the `<chati-memory>` / `<lore-memory>` blocks an agent printed (a
-        known fact becomes evidence); count its errors (a gotcha at the third)."""
+        known fact becomes evidence); count its errors (a gotcha at the third).
+
+        A `source` that is a file path is recorded relative to the project, or
+        by its name when it lies outside: memories are committed, and a local
+        path (a home folder, a user name) has no place in them.
+        """
         from lore.memory.capture import capture_stdout
 
+        source = self._shared_path(source)
         return capture_stdout(self.lifecycle, text, source=source, tier=tier, private=private)
+
+    def _shared_path(self, source: str) -> str:
+        if "/" not in source and os.sep not in source:
+            return source
+        path = Path(source)
+        try:
+            return path.resolve().relative_to(self.project.root.resolve()).as_posix()
+        except (OSError, ValueError):
+            return path.name or source
 
     # -- sessions (seed 004) and the lifecycle they feed (seed 001) ---------------------------------
     #
