@@ -323,6 +323,31 @@ def test_an_index_from_before_memory_redaction_is_read_again(cli):
     assert token not in json.dumps(hit) and "REDACTED" in json.dumps(hit)
 
 
+def test_a_file_in_place_of_a_lore_folder_is_reported_with_what_to_do(cli):
+    memory_dir = cli.cwd / ".lore/memory"
+    memory_dir.rmdir()
+    memory_dir.write_text("not a folder")
+    doctor = cli("doctor", "--json", ok=False)
+    assert doctor.returncode == 1
+    [problem] = [p for p in json.loads(doctor.stdout) if p["where"] == ".lore/memory"]
+    assert problem["level"] == "error" and "is a file, not a folder" in problem["message"]
+    add = cli("add", "-t", "Blocked", "-b", "A body that cannot be written.", ok=False)
+    assert add.returncode != 0 and "is a file where Lore needs a folder" in add.stderr
+    assert "Traceback" not in add.stderr and memory_dir.read_text() == "not a folder"
+
+
+@pytest.mark.skipif(ON_POSTGRES, reason="the SQLite index file of the project")
+def test_a_folder_in_place_of_the_index_is_named_not_rebuilt_over(cli):
+    index = cli.cwd / ".lore/index.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{index}{suffix}").unlink(missing_ok=True)
+    index.mkdir()
+    (index / "keep.txt").write_text("mine")
+    proc = cli("list", ok=False)
+    assert proc.returncode != 0 and "is a folder, not Lore's index" in proc.stderr
+    assert (index / "keep.txt").read_text() == "mine"
+
+
 def test_stats_json_shape(cli):
     add(cli, "One", "The first memory body.", "--type", "lesson")
     data = cli.json("stats")

@@ -22,6 +22,7 @@ ProviderError      provider        1          502
 
 from __future__ import annotations
 
+import os
 from typing import ClassVar
 
 
@@ -156,9 +157,16 @@ def as_lore_error(err: BaseException) -> LoreError | None:
             return StorageError(f"the disk is full{where}; free some space and try again")
         if getattr(err, "errno", None) == 30:
             return PermissionDenied(f"read-only file system{where}; run where you can write")
+        if isinstance(err, FileExistsError) and err.filename and os.path.isfile(err.filename):
+            return StorageError(
+                f"{err.filename} is a file where Lore needs a folder; move it out of the way "
+                "(`lore doctor` lists such problems)"
+            )
         return StorageError(f"file system error:{where} {reason}")
     if _from_database(err) and "locked" in str(err):
         return StorageError(f"the index is busy ({err}); another Lore process holds it, try again")
+    if _from_database(err) and "full" in str(err):
+        return StorageError(f"the disk is full ({err}); free some space and try again")
     if _from_database(err):
         return StorageError(f"index error ({err}); run `lore doctor`, or `lore index --force` to rebuild")
     if isinstance(err, UnicodeError):

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from lore.embed.runtime import EmbeddingRuntime
     from lore.index.freshness import CodeIndex
     from lore.memory.repository import Memories
+    from lore.project import Project
 
 
 @dataclass
@@ -82,6 +83,27 @@ def status(
     }
 
 
+def layout_problems(project: Project) -> list[Problem]:
+    """Lore's folders that are something else (a file, a broken link): memories
+    there can be neither read nor written."""
+    problems = []
+    for folder in (project.memory_dir, project.local_dir):
+        rel = folder.relative_to(project.root).as_posix()
+        if folder.is_symlink() and not folder.exists():
+            problems.append(
+                Problem("error", rel, "is a link to nothing; remove it (Lore makes the folder again)")
+            )
+        elif folder.exists() and not folder.is_dir():
+            problems.append(
+                Problem(
+                    "error",
+                    rel,
+                    "is a file, not a folder; move it out of the way (Lore makes the folder again)",
+                )
+            )
+    return problems
+
+
 def doctor(memories: Memories) -> list[Problem]:
     """Every problem with the files and the index, each with what to do."""
     import copy
@@ -92,7 +114,7 @@ def doctor(memories: Memories) -> list[Problem]:
     from lore.storage import MemoryFilter
 
     store = memories.store
-    problems: list[Problem] = []
+    problems: list[Problem] = layout_problems(memories.project)
     report = memories.sync()
     for path, error in report.errors:
         line, message = split_error(path, error)

@@ -129,6 +129,13 @@ class SQLiteStore:
     # -- opening, migrating, recovering ---------------------------------------------
 
     def _open(self) -> sqlite3.Connection:
+        if self.path.is_dir():  # not damage to repair: something of the user's is in the way
+            from lore.errors import StorageError
+
+            raise StorageError(
+                f"{self.path} is a folder, not Lore's index; move it out of the way "
+                "(the index is rebuilt from the files)"
+            )
         db = None
         try:
             db = _connect(self.path)
