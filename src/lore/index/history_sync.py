@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from lore.filenames import display_path
 from lore.index import gitrepo
 from lore.index.githistory import HistoryCommit, walk_history
 from lore.storage import ChunkInput, CommitRecord, FileState, Store
@@ -62,7 +63,7 @@ def sync_history(root: Path, store: Store, limit: int) -> HistoryResult:
         _store(store, batch, known, result)
         with store.transaction():
             if walk.incremental:
-                store.remap_commit_paths(walk.moved())
+                store.remap_commit_paths(_printable_moves(walk.moved()))
             else:
                 result.removed = store.delete_files(p for p in known if p not in seen)
             store.prune_commits(limit)
@@ -92,6 +93,9 @@ def _store(
 
 
 def record_of(commit: HistoryCommit) -> CommitRecord:
+    """The commit as stored. Paths that are not UTF-8 are kept in their printable
+    form (``caf\\xe9.py``): no index can store them as git gives them, and the
+    commit itself must not be lost for one odd name."""
     return CommitRecord(
         sha=commit.sha,
         author=commit.author,
@@ -99,11 +103,16 @@ def record_of(commit: HistoryCommit) -> CommitRecord:
         date=commit.date,
         subject=commit.subject,
         body=commit.body,
-        files=list(commit.files),
-        head_files=list(commit.head_paths),
+        files=[display_path(p) for p in commit.files],
+        head_files=[display_path(p) if p is not None else None for p in commit.head_paths],
         n_files=commit.n_files or len(commit.files),
         is_merge=commit.is_merge,
     )
+
+
+def _printable_moves(moved: dict[str, str | None]) -> dict[str, str | None]:
+    """Renames in the form stored head paths are kept in (see :func:`record_of`)."""
+    return {display_path(old): display_path(new) if new is not None else None for old, new in moved.items()}
 
 
 def commit_chunk(commit: CommitRecord) -> ChunkInput:

@@ -131,6 +131,8 @@ def index(lore, force, reembed, no_embed, no_code, as_json):
             click.echo(f"embeddings: {embedded} new texts embedded" + (f" ({model})" if model else ""))
         for _, error in report.errors:
             warn(error)
+        for error in code.errors if code else []:
+            warn(error)
     if report.errors:
         raise click.exceptions.Exit(1)
 
