@@ -207,6 +207,27 @@ def code_repo(repo):
     return cli
 
 
+def test_negative_budgets_and_days_and_backwards_periods_are_usage_errors(code_repo):
+    def refused(*args: str, says: str) -> None:
+        proc = code_repo(*args, ok=False)
+        assert proc.returncode == 2 and proc.stdout == "", (args, proc.stdout)
+        assert proc.stderr.count("\n") == 1 and says in proc.stderr and "Traceback" not in proc.stderr, (
+            proc.stderr
+        )
+
+    refused("recall", "retry", "--budget", "-5", says="budget must be a positive number of tokens")
+    refused("recall", "retry", "--budget", "0", says="budget must be a positive number of tokens")
+    refused("start", "--budget", "-5", says="budget must be a positive number of tokens")
+    for days in ("-1", "0", "nan", "inf"):
+        refused("code", "retry", "--changed-within", days, says="--changed-within must be a number of days")
+    backwards = ("--since", "2026-11-20", "--until", "2026-11-10")
+    for command in ("search", "list", "code", "history", "recall"):
+        args = [command] if command == "list" else [command, "retry"]
+        refused(*args, *backwards, says="--since '2026-11-20' (2026-11-20T00:00:00Z) is not before --until")
+    assert code_repo.json("code", "retry", "--changed-within", "1")  # the right values still work
+    assert code_repo.json("recall", "retry", "--budget", "500", "--since", "last quarter")["budget"] == 500
+
+
 def test_files_only_results_come_in_score_order(code_repo):
     hits = code_repo.json("code", "retry", "budget", "--files-only")
     scores = [h["similarity"] for h in hits]
