@@ -80,6 +80,20 @@ def test_shell_completion_scripts_and_completions(cli):
     env = {"_LORE_COMPLETE": "bash_complete", "COMP_WORDS": "lore edit x --rep", "COMP_CWORD": "3"}
     assert {"plain,--replace-section", "plain,--replace"} <= set(cli(env=env).stdout.split())
     assert cli("completion", "tcsh", ok=False).returncode == 2
+    script = cli.json("completion", "bash")
+    assert script["shell"] == "bash" and script["script"] + "\n" == cli("completion", "bash").stdout
+
+
+def test_every_command_that_prints_a_result_takes_json():
+    from lore.interfaces.cli import cli as group
+
+    servers = {"mcp", "serve"}  # they serve requests; nothing to print as JSON
+    missing = [
+        name
+        for name, command in _commands(group)
+        if name not in servers and not any("--json" in param.opts for param in command.params)
+    ]
+    assert missing == []
 
 
 # -- uninstall: byte for byte --------------------------------------------------------------------------
