@@ -80,6 +80,20 @@ def test_shell_completion_scripts_and_completions(cli):
     env = {"_LORE_COMPLETE": "bash_complete", "COMP_WORDS": "lore edit x --rep", "COMP_CWORD": "3"}
     assert {"plain,--replace-section", "plain,--replace"} <= set(cli(env=env).stdout.split())
     assert cli("completion", "tcsh", ok=False).returncode == 2
+    script = cli.json("completion", "bash")
+    assert script["shell"] == "bash" and script["script"] + "\n" == cli("completion", "bash").stdout
+
+
+def test_every_command_that_prints_a_result_takes_json():
+    from lore.interfaces.cli import cli as group
+
+    servers = {"mcp", "serve"}  # they serve requests; nothing to print as JSON
+    missing = [
+        name
+        for name, command in _commands(group)
+        if name not in servers and not any("--json" in param.opts for param in command.params)
+    ]
+    assert missing == []
 
 
 # -- uninstall: byte for byte --------------------------------------------------------------------------
@@ -205,6 +219,27 @@ def code_repo(repo):
     configure(repo)
     cli("index")
     return cli
+
+
+def test_negative_budgets_and_days_and_backwards_periods_are_usage_errors(code_repo):
+    def refused(*args: str, says: str) -> None:
+        proc = code_repo(*args, ok=False)
+        assert proc.returncode == 2 and proc.stdout == "", (args, proc.stdout)
+        assert proc.stderr.count("\n") == 1 and says in proc.stderr and "Traceback" not in proc.stderr, (
+            proc.stderr
+        )
+
+    refused("recall", "retry", "--budget", "-5", says="budget must be a positive number of tokens")
+    refused("recall", "retry", "--budget", "0", says="budget must be a positive number of tokens")
+    refused("start", "--budget", "-5", says="budget must be a positive number of tokens")
+    for days in ("-1", "0", "nan", "inf"):
+        refused("code", "retry", "--changed-within", days, says="--changed-within must be a number of days")
+    backwards = ("--since", "2026-11-20", "--until", "2026-11-10")
+    for command in ("search", "list", "code", "history", "recall"):
+        args = [command] if command == "list" else [command, "retry"]
+        refused(*args, *backwards, says="--since '2026-11-20' (2026-11-20T00:00:00Z) is not before --until")
+    assert code_repo.json("code", "retry", "--changed-within", "1")  # the right values still work
+    assert code_repo.json("recall", "retry", "--budget", "500", "--since", "last quarter")["budget"] == 500
 
 
 def test_files_only_results_come_in_score_order(code_repo):

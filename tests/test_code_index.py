@@ -213,6 +213,31 @@ def test_text_output_of_index_summarises_code(repo):
     ), out
 
 
+def test_a_file_name_that_is_not_utf8_is_skipped_and_everything_else_indexed(repo):
+    root = repo.cwd
+    write(root, "ok.py", "def okapi_total():\n    return 1\n")
+    write(root, os.fsdecode(b"caf\xe9.py"), "def lattezebra():\n    return 2\n")
+    write(root, "tab\tname.py", "def tabbed_total():\n    return 3\n")
+    commit(root, "Add the okapi counter")
+    write(root, "ok.py", "def okapi_total():\n    return 10\n")
+    commit(root, "Count more okapis")
+
+    out = index(repo)
+    assert out["files_processed"] == 1 and out["commits_added"] == 2
+    reasons = {s["path"]: s["reason"] for s in out["skipped"]}
+    assert reasons["caf\\xe9.py"].startswith("bad name") and reasons["tab\\x09name.py"].startswith("bad name")
+    assert [e.split(":")[0] for e in out["errors"]] == ["caf\\xe9.py", "tab\\x09name.py"]
+    assert paths(code(repo, "okapi_total")) == ["ok.py"]
+    assert code(repo, "lattezebra") == []
+    first = [h for h in repo.json("history", "okapi") if h["subject"] == "Add the okapi counter"]
+    assert first and {"caf\\xe9.py", "ok.py", "tab\\x09name.py"} <= set(first[0]["files"])
+
+    run = repo("index", "--force")  # the text output warns, one line per file, and succeeds
+    warnings = [line for line in run.stderr.splitlines() if "rename the file" in line]
+    assert len(warnings) == 2 and "caf\\xe9.py" in warnings[0], run.stderr
+    assert "Traceback" not in run.stderr
+
+
 # -- 2. Incremental sync --------------------------------------------------------------
 
 

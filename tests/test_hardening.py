@@ -695,6 +695,35 @@ def test_non_utf8_stdin_and_files_are_one_line_errors(proj, tmp_path):
     assert listed.returncode == 0 and listed.stdout.strip() == b"[]"  # nothing was written
 
 
+@pytest.mark.timeout(240)
+def test_endless_stdin_and_files_stop_at_the_input_limit(proj):
+    def endless(*args: str, stdin: str = os.devnull) -> subprocess.CompletedProcess:
+        with open(stdin, "rb") as source:  # a read to the end would never return
+            return subprocess.run(
+                [sys.executable, "-m", "lore", *args],
+                cwd=proj,
+                stdin=source,
+                capture_output=True,
+                env={**os.environ, "NO_COLOR": "1"},
+                timeout=25,
+            )
+
+    session = _lore(proj, "session", "start").stdout.decode().strip()
+    for args, stdin, named in (
+        (["add", "-t", "z", "--body-file", "/dev/zero"], os.devnull, "--body-file /dev/zero"),
+        (["add", "-t", "z", "--body-file", "/dev/urandom"], os.devnull, "--body-file /dev/urandom"),
+        (["add", "-t", "z"], "/dev/zero", "standard input"),
+        (["capture", "--from-stdout", "/dev/zero"], os.devnull, "--from-stdout /dev/zero"),
+        (["capture", "--stdin"], "/dev/zero", "standard input"),
+        (["complete", "T-5", "-t", "x", "--bundle", "/dev/zero"], os.devnull, "/dev/zero"),
+        (["recall", "x", "-d", "-"], "/dev/zero", "standard input"),
+        (["session", "append", session], "/dev/zero", "standard input"),
+    ):
+        _one_line_error(endless(*args, stdin=stdin), named, "over the 16 MiB limit")
+    listed = _lore(proj, "list", "--json")
+    assert listed.returncode == 0 and listed.stdout.strip() == b"[]"  # nothing was written
+
+
 def test_utf8_input_with_a_bom_and_a_project_path_that_is_not_utf8_work(tmp_path):
     root = Path(os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9"))
     root.mkdir()

@@ -21,6 +21,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "lore"
 LEVELS = {
     "errors": 0,
     "safe_read": 0,
+    "filenames": 0,
     "records": 0,
     "project": 0,
     "locking": 0,

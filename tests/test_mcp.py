@@ -159,10 +159,9 @@ class Session:
 async def stdio_session(
     root: Path, *, args: tuple[str, ...] = (), cwd: Path | None = None, extra_env: dict | None = None
 ):
-    # The SDK hands the server a minimal environment: pass the test backend's database on.
-    backend = (
-        {"LORE_DATABASE_URL": os.environ["LORE_DATABASE_URL"]} if os.environ.get("LORE_DATABASE_URL") else {}
-    )
+    # The SDK hands the server a minimal environment: pass the test backend's database
+    # on, and PYTHONPATH (a checkout run without installing it tests its own code).
+    backend = {name: os.environ[name] for name in ("LORE_DATABASE_URL", "PYTHONPATH") if os.environ.get(name)}
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "lore", *args, "mcp"],
@@ -519,6 +518,12 @@ def test_bad_inputs_are_tool_errors_and_the_server_keeps_working(root):
             assert "outside.py" in message
             message = await s.error("recall_context", title="x", budget=10)
             assert "budget" in message
+            message = await s.error("search_codebase", query="x", changed_within_days=-1)
+            assert "--changed-within" in message and "above 0" in message, message
+            for tool in ("search_codebase", "recall_context", "search_memories"):
+                args = {"title": "x"} if tool == "recall_context" else {"query": "x"}
+                message = await s.error(tool, since="2026-11-20", until="2026-11-10", **args)
+                assert "is not before --until" in message, (tool, message)
 
             # Nothing was written by the failed calls, and the server still answers.
             assert list((root / ".lore/memory").glob("*.md")) == []

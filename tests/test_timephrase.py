@@ -43,10 +43,14 @@ def until(text: str, now: datetime = NOW) -> str:
         ("tomorrow", "2024-05-16T00:00:00Z", "2024-05-17T00:00:00Z"),
         ("this week", "2024-05-13T00:00:00Z", "2024-05-20T00:00:00Z"),
         ("this month", "2024-05-01T00:00:00Z", "2024-06-01T00:00:00Z"),
+        ("this quarter", "2024-04-01T00:00:00Z", "2024-07-01T00:00:00Z"),
         ("this year", "2024-01-01T00:00:00Z", "2025-01-01T00:00:00Z"),
         ("last week", "2024-05-08T14:30:00Z", "2024-05-08T14:30:00Z"),
         ("past week", "2024-05-08T14:30:00Z", "2024-05-08T14:30:00Z"),
         ("last month", "2024-04-15T14:30:00Z", "2024-04-15T14:30:00Z"),
+        ("last quarter", "2024-02-15T14:30:00Z", "2024-02-15T14:30:00Z"),
+        ("past quarter", "2024-02-15T14:30:00Z", "2024-02-15T14:30:00Z"),
+        ("2 quarters ago", "2023-11-15T14:30:00Z", "2023-11-15T14:30:00Z"),
         ("last year", "2023-05-15T14:30:00Z", "2023-05-15T14:30:00Z"),
         ("3 days ago", "2024-05-12T14:30:00Z", "2024-05-12T14:30:00Z"),
         ("2 hours ago", "2024-05-15T12:30:00Z", "2024-05-15T12:30:00Z"),
@@ -79,6 +83,19 @@ def until(text: str, now: datetime = NOW) -> str:
 def test_phrases(text, start, end):
     assert since(text) == start
     assert until(text) == end
+
+
+def test_this_quarter_is_the_calendar_quarter_at_both_ends_of_the_year():
+    january, december = datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 12, 31, 23, 0, tzinfo=UTC)
+    assert (since("this quarter", january), until("this quarter", january)) == (
+        "2024-01-01T00:00:00Z",
+        "2024-04-01T00:00:00Z",
+    )
+    assert (since("this quarter", december), until("this quarter", december)) == (
+        "2024-10-01T00:00:00Z",
+        "2025-01-01T00:00:00Z",
+    )
+    assert since("last quarter", december) == "2024-09-30T23:00:00Z"
 
 
 def test_calendar_words_follow_the_zone_of_now():

@@ -8,6 +8,9 @@ served), a sparse file of many gigabytes. :func:`read_inside` turns each of
 those into a :class:`~lore.errors.ValidationError` naming the file, without
 blocking and without reading more than its limit. A bottom-level helper, so
 every layer (the memory folder, code anchors) reads the same way.
+
+What a user hands over (stdin, ``--body-file``, a completion bundle) is read
+through :func:`read_stream`, which stops as soon as its limit is passed.
 """
 
 from __future__ import annotations
@@ -16,8 +19,13 @@ import errno
 import os
 import stat
 from pathlib import Path
+from typing import IO, AnyStr
 
-from lore.errors import NotFound, ValidationError
+from lore.errors import NotFound, UsageError, ValidationError
+
+MAX_INPUT_BYTES = 16 * 1024 * 1024
+"""Most Lore reads from what a user hands it (stdin, --body-file, a bundle):
+the size of the largest memory, far above any real input."""
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -62,6 +70,32 @@ def read_inside(root: Path | str, rel: str, *, max_bytes: int) -> bytes:
     if len(data) > max_bytes:  # it grew while we read it
         raise ValidationError(_too_big(len(data), max_bytes), path=rel)
     return data
+
+
+def read_stream(stream: IO[AnyStr], source: str, *, max_bytes: int = MAX_INPUT_BYTES) -> AnyStr:
+    """All of ``stream`` (a file or stdin a user handed over), reading at most
+    ``max_bytes + 1`` bytes (characters, for a text stream).
+
+    ``/dev/zero``, ``/dev/urandom`` or an endless pipe would otherwise be read
+    until memory runs out, and a size check after the read makes a too large
+    file wait for all of it: the limit stops the read as soon as it is passed.
+
+    Raises:
+        UsageError: there is more than ``max_bytes``; the message names ``source``.
+    """
+    parts: list[AnyStr] = []
+    size = 0
+    while size <= max_bytes:
+        chunk = stream.read(min(1 << 20, max_bytes + 1 - size))
+        if not chunk:
+            break
+        parts.append(chunk)
+        size += len(chunk)
+    if size > max_bytes:
+        raise UsageError(
+            f"{source} is over the {max_bytes / (1024 * 1024):g} MiB limit; give a smaller input"
+        )
+    return parts[0][:0].join(parts) if parts else stream.read(0)
 
 
 def _resolved_inside(root_real: str, full: str, rel: str) -> str:

@@ -38,7 +38,7 @@ from lore.memory.repository import AddResult, EditResult, Memories, Page
 from lore.memory.sync import SyncReport
 from lore.memory.trash import TrashEntry
 from lore.project import Project
-from lore.search.filters import clamp_limit, code_filter, memory_filter
+from lore.search.filters import changed_within, clamp_limit, code_filter, memory_filter, token_budget
 from lore.storage import Store
 
 if TYPE_CHECKING:
@@ -390,8 +390,9 @@ class Lore:
         """
         if fresh:
             self.code_index.refresh()
-        paths = self.code_index.recent_paths(changed_within_days) if changed_within_days is not None else None
+        days = changed_within(changed_within_days)
         period = code_filter(since=since, until=until)
+        paths = self.code_index.recent_paths(days) if days is not None else None
         if period.since or period.until:
             changed = self.store.paths_changed(period.since, period.until)
             paths = changed if paths is None else paths & changed
@@ -451,7 +452,7 @@ class Lore:
             description=description or "",
             task=task,
             files=[self.project.rel(self.project.inside(f, base=self.project.root)) for f in files],
-            budget=int(budget if budget is not None else self.project.setting("recall", "budget", 2000)),
+            budget=token_budget(budget, self.project.setting("recall", "budget", 2000)),
             level=resolve_level(level, bracket),
             period=code_filter(since=since, until=until),
             limit_per_type=clamp_limit(limit_per_type, 5),
@@ -494,7 +495,7 @@ class Lore:
         from lore.search import start as sp
 
         request = sp.StartRequest(
-            budget=int(budget or self.project.setting("recall", "start_budget", sp.DEFAULT_BUDGET)),
+            budget=token_budget(budget, self.project.setting("recall", "start_budget", sp.DEFAULT_BUDGET)),
             task=task,
             title=title or self.branch_title(task),
         )
@@ -548,7 +549,7 @@ class Lore:
             self.memories,
             key,
             depth=depth,
-            budget=int(budget if budget is not None else self.project.setting("recall", "budget", 2000)),
+            budget=token_budget(budget, self.project.setting("recall", "budget", 2000)),
         )
         self._record_access([it.key for it in pack.items if it.kind == "memory"])
         return pack

@@ -70,7 +70,7 @@ def sync_code(
         deleted: paths known to be gone.
         cache: a folder for discovery's translated globs (`.lore/local/cache`).
     """
-    from lore.index.discover import discover
+    from lore.index.discover import BAD_NAME, discover
 
     started = time.perf_counter()
     result = IndexResult()
@@ -85,6 +85,11 @@ def sync_code(
     )
     result.skipped = found.skipped
     result.files_skipped = len(found.skipped)
+    result.errors += [
+        f"{rel}: skipped: the name is not UTF-8 text or has control characters; rename the file to index it"
+        for rel, reason in found.skipped
+        if reason == BAD_NAME
+    ]
     wanted = set(found.files)
     if only is not None:
         check = {p for p in (_norm(x, root) for x in only) if p}

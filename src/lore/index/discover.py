@@ -14,6 +14,10 @@ Gitignored files are simply absent, as they are from `git status`. Every other
 file left out is reported with a short reason; an excluded directory such as
 `node_modules/` is reported once instead of file by file.
 
+A file whose name is not UTF-8 or holds control characters is skipped too
+("bad name"), reported by its printable form (:mod:`lore.filenames`): no
+index can store such a name, and one such file must not stop the others.
+
 Symlinks are never followed. One pointing outside the repository is skipped
 ("symlink outside repo"); one pointing inside is skipped too ("symlink to
 <target>") because its target is indexed under its own path. So a symlinked
@@ -36,6 +40,7 @@ from pathlib import Path
 from typing import Protocol
 
 from lore.errors import UsageError
+from lore.filenames import display_path, unsafe_name
 
 DEFAULT_INCLUDE: list[str] = [
     # Code.
@@ -183,6 +188,8 @@ DEFAULT_EXCLUDE: list[str] = [
     "*.bundle.js",
 ]
 
+#: The reason given for a file whose name is not UTF-8 or holds control characters.
+BAD_NAME = "bad name (not UTF-8, or control characters)"
 # A directory holding one of these is a Python or conda environment.
 _VENV_MARKERS = ("pyvenv.cfg", "conda-meta")
 _SNIFF_BYTES = 8192
@@ -196,7 +203,8 @@ class Discovery:
 
     Attributes:
         files: POSIX paths relative to the root, sorted.
-        skipped: (relative path, reason) pairs, sorted; directories end in "/".
+        skipped: (relative path, reason) pairs, sorted; directories end in "/";
+            a name that is not UTF-8 is given in its printable form.
     """
 
     files: list[str] = field(default_factory=list)
@@ -242,6 +250,9 @@ def discover(
     else:
         candidates = _prune_dirs(tracked, filters, result.skipped)
     for rel in candidates:
+        if unsafe_name(rel):
+            result.skipped.append((rel, BAD_NAME))
+            continue
         path = os.path.join(root, rel)
         reason = (
             filters.ignore_reason(rel)
@@ -254,7 +265,7 @@ def discover(
         else:
             result.files.append(rel)
     result.files.sort()
-    result.skipped.sort()
+    result.skipped = sorted((display_path(rel), reason) for rel, reason in result.skipped)
     return result
 
 

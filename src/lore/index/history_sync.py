@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from lore.filenames import display_path
 from lore.index import gitrepo
 from lore.index.githistory import HistoryCommit, walk_history
 from lore.storage import ChunkInput, CommitRecord, FileState, Store
@@ -72,7 +73,7 @@ def sync_history(root: Path, store: Store, limit: int) -> HistoryResult:
         _store(store, batch, known, result)
         with store.transaction():
             if walk.incremental:
-                store.remap_commit_paths(walk.moved())
+                store.remap_commit_paths(_printable_moves(walk.moved()))
             else:
                 result.removed = store.delete_files(p for p in known if p not in seen)
             store.prune_commits(limit)
@@ -103,7 +104,9 @@ def _store(
 
 
 def record_of(commit: HistoryCommit) -> CommitRecord:
-    """What the index keeps of a commit; its message redacted."""
+    """The commit as stored: its message redacted. Paths that are not UTF-8 are
+    kept in their printable form (``caf\\xe9.py``): no index can store them as
+    git gives them, and the commit itself must not be lost for one odd name."""
     from lore.secrets import redact
 
     return CommitRecord(
@@ -113,11 +116,16 @@ def record_of(commit: HistoryCommit) -> CommitRecord:
         date=commit.date,
         subject=redact(commit.subject)[0],
         body=redact(commit.body)[0] if commit.body else commit.body,
-        files=list(commit.files),
-        head_files=list(commit.head_paths),
+        files=[display_path(p) for p in commit.files],
+        head_files=[display_path(p) if p is not None else None for p in commit.head_paths],
         n_files=commit.n_files or len(commit.files),
         is_merge=commit.is_merge,
     )
+
+
+def _printable_moves(moved: dict[str, str | None]) -> dict[str, str | None]:
+    """Renames in the form stored head paths are kept in (see :func:`record_of`)."""
+    return {display_path(old): display_path(new) if new is not None else None for old, new in moved.items()}
 
 
 def commit_chunk(commit: CommitRecord) -> ChunkInput:

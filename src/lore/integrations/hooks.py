@@ -162,9 +162,17 @@ _HANDLERS: dict[str, Callable[[Lore, Payload], str]] = {
 
 
 def _payload(stream: TextIO) -> Payload:
+    """The hook's JSON; {} when there is none or it is not usable (an endless
+    or huge stdin is given up at the input limit, never read forever)."""
+    from lore.errors import UsageError
+    from lore.safe_read import read_stream
+
     if stream.isatty():
         return {}
-    raw = stream.read()
+    try:
+        raw = read_stream(stream, "the hook's input")
+    except UsageError:
+        return {}
     try:
         data = json.loads(raw) if raw.strip() else {}
     except ValueError:

@@ -13,18 +13,15 @@ reported (``lore doctor``) while every other memory stays searchable.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from lore.errors import NotFound
+from lore.filenames import display_path, unsafe_name
 from lore.safe_read import read_inside
 
 MAX_MEMORY_BYTES = 16 * 1024 * 1024
 """Largest memory file Lore reads (frontmatter + body). A 5 MB body is fine."""
-
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-_UNSAFE_NAME = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
 def read_memory_file(root: Path | str, rel: str, *, max_bytes: int = MAX_MEMORY_BYTES) -> bytes:
@@ -103,7 +100,7 @@ def walk_memory_files(
                 folders.append(entry.path)
             elif entry.name.endswith(".md"):
                 rel = entry.path[strip:].replace(os.sep, "/")
-                if _UNSAFE_NAME.search(rel):
+                if unsafe_name(rel):
                     if problems is not None:
                         shown = display_path(rel)
                         problems.append(
@@ -117,10 +114,3 @@ def walk_memory_files(
                 if info is not None:
                     yield rel, info
         pending.extend(reversed(folders))
-
-
-def display_path(rel: str) -> str:
-    """`rel` printable on one line: bytes that are not UTF-8 and control
-    characters shown as ``\\xNN`` escapes."""
-    text = rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)

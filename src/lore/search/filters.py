@@ -64,6 +64,7 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> MemoryFilte
             f"unknown tier '{tier}'; use hot, warm, cold, durable, daily, session, session-summary or archive"
         )
     archived = bool(given.get("include_archived")) or tier == ARCHIVE
+    since, until = _period(given.get("since"), given.get("until"))
     return MemoryFilter(
         types=types,
         tags=_strings(given.get("tags", ())) + _strings(given.get("tag", ())),
@@ -74,8 +75,8 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> MemoryFilte
         exclude_storage=[] if archived else [ARCHIVE],
         tiers=[tier] if tier in (*ATTENTION_TIERS, ARCHIVE) else [],
         exclude_tiers=[] if archived else [ARCHIVE],
-        since=_when(given.get("since"), "since"),
-        until=_when(given.get("until"), "until", end=True),
+        since=since,
+        until=until,
         viewer=viewer,
         visibility=visibility,
         stale=stale,
@@ -100,14 +101,15 @@ def code_filter(
             raise UsageError(f"directory filter '{d}' leaves the project; give a path inside it")
         if d:
             dirs.append(d)
+    start, stop = _period(since, until)
     return ChunkFilter(
         languages=list(languages),
         extensions=list(extensions),
         directories=dirs,
         paths=paths,
         roles=list(roles),
-        since=_when(since, "since"),
-        until=_when(until, "until", end=True),
+        since=start,
+        until=stop,
     )
 
 
@@ -119,10 +121,49 @@ def clamp_limit(limit: int | None, default: int = 10) -> int:
     return min(int(limit), MAX_LIMIT)
 
 
+def token_budget(budget: int | None, default: int) -> int:
+    """A token budget (recall, start, context): `default` when none is given.
+
+    Raises:
+        UsageError: the budget is not a positive number of tokens (a negative
+            one would pack nothing and print ``16/-5 tokens``).
+    """
+    value = default if budget is None else budget
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 1:
+        raise UsageError(f"budget must be a positive number of tokens, e.g. 2000 (got {value!r})")
+    return int(value)
+
+
+def changed_within(days: float | None) -> float | None:
+    """`--changed-within` days, checked: a number of days above 0, or None.
+
+    Raises:
+        UsageError: zero, negative or not a finite number (any of those
+            would quietly select no file, or every one).
+    """
+    if days is None:
+        return None
+    if isinstance(days, bool) or not isinstance(days, int | float) or not 0 < days < float("inf"):
+        raise UsageError(f"--changed-within must be a number of days above 0, e.g. 7 (got {days!r})")
+    return float(days)
+
+
 def _strings(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
     return [str(v) for v in value or ()]
+
+
+def _period(since: str | None, until: str | None) -> tuple[str | None, str | None]:
+    """``since``/``until`` as ISO times; a period that ends before it begins is
+    refused (it would silently match nothing)."""
+    start, stop = _when(since, "since"), _when(until, "until", end=True)
+    if start is not None and stop is not None and start >= stop:
+        raise UsageError(
+            f"--since {since!r} ({start}) is not before --until {until!r} ({stop}); "
+            "swap them or widen the range"
+        )
+    return start, stop
 
 
 def _when(value: str | None, name: str, *, end: bool = False) -> str | None:

@@ -11,14 +11,14 @@ written                                     means
 ``2024-05``, ``2024``                       that month, that year
 ``now``, ``today``, ``yesterday``,          the day (local midnight to midnight)
 ``tomorrow``
-``this week`` / ``month`` / ``year``        the current calendar week (from Monday),
-                                            month or year
-``last week`` / ``month`` / ``year``,       one week / month / year before now (like
-``past week``                               git's "last week")
+``this week`` / ``month`` / ``quarter`` /   the current calendar week (from Monday),
+``year``                                    month, quarter (Jan-Mar, ...) or year
+``last week`` / ``month`` / ``quarter`` /   one week / month / quarter (3 months) /
+``year``, ``past week``                     year before now (like git's "last week")
 ``3 days ago``, ``2 hours ago``,            that long before now; units: seconds,
 ``a week ago``, ``3 days``, ``last 3 days``,  minutes (``min``), hours (``h``), days
 ``3d``, ``2w``, ``6mo``, ``1y``             (``d``), weeks (``w``), months (``mo``),
-                                            years (``y``)
+                                            quarters (``qtr``), years (``y``)
 ``March``, ``Mar 2024``, ``March 2024``     that month; without a year the most recent
                                             March that has begun
 ``friday``, ``last friday``                 that day: the most recent Friday (today
@@ -63,6 +63,7 @@ for _words, _unit in (
     ("d day days", ("days", 1)),
     ("w wk wks week weeks", ("weeks", 1)),
     ("mo mos month months", ("months", 1)),
+    ("qtr qtrs quarter quarters", ("months", 3)),
     ("y yr yrs year years", ("months", 12)),
 ):
     for _word in _words.split():
@@ -152,6 +153,9 @@ def _period(text: str, given_now: datetime | None) -> tuple[datetime, datetime]:
         if unit == "month":
             first = today.replace(day=1)
             return _at(first, zone), _at(_add_months(first, 1), zone)
+        if unit == "quarter":
+            first = date(today.year, today.month - (today.month - 1) % 3, 1)
+            return _at(first, zone), _at(_add_months(first, 3), zone)
         if unit == "year":
             return _at(date(today.year, 1, 1), zone), _at(date(today.year + 1, 1, 1), zone)
     if phrase.startswith(("last ", "past ")) and phrase[5:] in _UNITS:

@@ -149,7 +149,8 @@ def capture(lore, transcript, stdout_file, from_stdin, tier, private, as_json):
     source = getattr(stdout_file, "name", "stdout")
     if not isinstance(source, str):
         source = "stdin"
-    text = "" if transcript else read_text(stdout_file, f"--from-stdout {source}")
+    label = "standard input" if from_stdin or source == "<stdin>" else f"--from-stdout {source}"
+    text = "" if transcript else read_text(stdout_file, label)
     with progress_bar("capturing", enabled=not as_json):
         result = (
             lore.capture_transcript(transcript)

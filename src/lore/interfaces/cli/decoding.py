@@ -17,6 +17,7 @@ from typing import IO, Any
 import click
 
 from lore.errors import UsageError
+from lore.safe_read import read_stream
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -66,13 +67,14 @@ def decode_input(raw: bytes, source: str) -> str:
 
 
 def read_text(stream: IO[Any], source: str) -> str:
-    """All of `stream` as text: binary streams are decoded strictly as UTF-8;
-    text streams (stdin replaced by a test or an embedding program) are read
-    as they are, then checked."""
+    """All of `stream` as text, at most 16 MiB (:func:`lore.safe_read.read_stream`:
+    /dev/zero or an endless pipe is refused, not read forever): binary streams
+    are decoded strictly as UTF-8; text streams (stdin replaced by a test or an
+    embedding program) are read as they are, then checked."""
     buffer = getattr(stream, "buffer", None)
     if buffer is not None:
-        return decode_input(buffer.read(), source)
-    data = stream.read()
+        return decode_input(read_stream(buffer, source), source)
+    data = read_stream(stream, source)
     if isinstance(data, bytes):
         return decode_input(data, source)
     bad = _SURROGATE.search(data)

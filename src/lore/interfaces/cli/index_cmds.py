@@ -131,6 +131,8 @@ def index(lore, force, reembed, no_embed, no_code, as_json):
             click.echo(f"embeddings: {embedded} new texts embedded" + (f" ({model})" if model else ""))
         for _, error in report.errors:
             warn(error)
+        for error in code.errors if code else []:
+            warn(error)
     if report.errors:
         raise click.exceptions.Exit(1)
 
@@ -197,7 +199,8 @@ def doctor(lore, as_json):
 
 @click.command()
 @click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
-def completion(shell):
+@json_option
+def completion(shell, as_json):
     """Print the shell completion script for bash, zsh or fish.
 
     \b
@@ -205,6 +208,7 @@ def completion(shell):
       bash:  lore completion bash > ~/.local/share/bash-completion/completions/lore
       zsh:   lore completion zsh > "${fpath[1]}/_lore"
       fish:  lore completion fish > ~/.config/fish/completions/lore.fish
+    With --json: {"shell", "script"}.
     """
     from click.shell_completion import get_completion_class
 
@@ -212,7 +216,11 @@ def completion(shell):
 
     shell_class = get_completion_class(shell)
     assert shell_class is not None
-    click.echo(shell_class(cli, {}, "lore", "_LORE_COMPLETE").source())
+    script = shell_class(cli, {}, "lore", "_LORE_COMPLETE").source()
+    if as_json:
+        emit_json({"shell": shell, "script": script})
+        return
+    click.echo(script)
 
 
 COMMANDS = [init, index, stats, doctor, completion]

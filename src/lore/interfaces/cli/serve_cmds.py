@@ -131,11 +131,15 @@ def users_add(name, role, agent_name, users_file, as_json):
 @users.command("remove")
 @click.argument("name")
 @users_file_option
-def users_remove(name, users_file):
+@json_option
+def users_remove(name, users_file, as_json):
     """Remove a user (their token stops working when the server restarts)."""
     from lore.interfaces.web.users import remove_user
 
     remove_user(users_file, name)
+    if as_json:
+        emit_json({"removed": name})
+        return
     click.echo(f"Removed {name}.", err=True)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from lore.errors import UsageError
 from lore.memory.complete.text import BULLET
+from lore.safe_read import read_stream
 
 __all__ = ["CompletionBundle", "load_bundle"]
 
@@ -96,7 +97,8 @@ def load_bundle(path: Path) -> CompletionBundle:
     """
     path = Path(path)
     try:
-        raw = path.read_text(encoding="utf-8-sig")
+        with open(path, "rb") as handle:  # bounded: --bundle /dev/zero is refused, not read forever
+            raw = read_stream(handle, f"completion bundle {path}").decode("utf-8-sig")
     except FileNotFoundError:
         raise UsageError(
             f"completion bundle {path} does not exist; pass the JSON file written by the agent"
