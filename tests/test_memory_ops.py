@@ -1,7 +1,8 @@
 """Moving, removing, restoring and editing a memory when something is wrong:
 destinations `lore mv` can't use are refused with what the user typed, a
 write that fails half-way is undone (no trash record, no second copy), a
-restore never gives two files one id, edits redact every part they write.
+restore never gives two files one id, edits redact every part they write,
+and what a person's terminal shows never carries raw control characters.
 All through the CLI, as a real subprocess.
 """
 
@@ -18,6 +19,7 @@ import pytest
 import yaml
 
 from conftest import ON_POSTGRES
+from test_cli_experience import in_terminal
 
 TOKEN = "ghp_" + "Zq8Xw2Lm4Np6Rt1Vy3Bc5Df7Gh9Jk0Ls2Qa4"
 
@@ -189,3 +191,19 @@ def test_set_parses_the_value_then_redacts_it(memory):
     assert front["keywords"] == ["a", "[REDACTED:github-token]"]  # a list stays a list
     assert front["nested"] == {"k": ["x", "[REDACTED:github-token]"]} and front["count"] == 3
     assert TOKEN not in path.read_text()
+
+
+# -- what a terminal shows --------------------------------------------------------------------------------
+
+
+def test_terminal_output_escapes_control_characters_and_json_stays_exact(cli):
+    body = "body \x1b[2J and \x1b]52;c;aGVsbG8=\x07 osc"
+    out = cli.json("add", "-t", "escape body", "-b", body)
+    for args in (("search", "escape body"), ("show", out["id"][:8]), ("recall", "escape body")):
+        shown = in_terminal(cli.cwd, *args)
+        assert "\x1b[2J" not in shown and "\x1b]52" not in shown and "\x07" not in shown, args
+        assert "body \\x1b[2J and \\x1b]52;c;aGVsbG8=\\x07 osc" in shown, args
+    piped = cli("show", out["id"][:8]).stdout
+    assert "\x1b" not in piped and "\\x1b[2J" in piped
+    assert body in cli.json("show", out["id"][:8])["content"]
+    assert cli.json("search", "escape body")[0]["id"] == out["id"]
