@@ -178,6 +178,19 @@ def as_lore_error(err: BaseException) -> LoreError | None:
     return None
 
 
+def unchanged(err: OSError, what: str) -> LoreError:
+    """The one-line error for a file operation that failed and was undone:
+    `what` could not be done, the system's reason, and that nothing changed."""
+    reason = (err.strerror or str(err)).lower()
+    if err.errno == 28:
+        return StorageError(f"{what} (the disk is full); nothing was changed: free some space and try again")
+    kind = PermissionDenied if isinstance(err, PermissionError) or err.errno == 30 else StorageError
+    return kind(
+        f"{what} ({reason}); nothing was changed: check the file's and its folder's permissions "
+        "and attributes (lsattr), then try again"
+    )
+
+
 def _from_database(err: BaseException) -> bool:
     """An error of a database driver (sqlite3, psycopg), known by its class's module."""
     return any(cls.__module__.split(".")[0] in ("sqlite3", "psycopg") for cls in type(err).__mro__)

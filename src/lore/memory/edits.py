@@ -14,6 +14,7 @@ reads, locks, redacts, writes atomically and re-indexes.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -218,8 +219,11 @@ def replace_section(body: str, heading: str, text: str) -> tuple[str, str | None
 
 
 def find_replace(body: str, find: str, replacement: str, *, every: bool = False) -> tuple[str, str | None]:
+    from lore.secrets import redact
+
     count = body.count(find)
-    shown = find if len(find) <= 40 else find[:37] + "..."
+    shown, _ = redact(find)  # echoed to the user: never a secret in clear
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
     if count == 0:
         raise UsageError(f"'{shown}' is not in the memory's text; check it with `lore show ID`")
     if count > 1 and not every:
@@ -259,33 +263,40 @@ def _ends_with_list(body: str) -> bool:
 # -- frontmatter operations -------------------------------------------------------------------
 
 
-def set_field(memory: Memory, name: str, value: str | None) -> None:
+def set_field(memory: Memory, name: str, value: str | None, *, clean: Callable[[str], str] = str) -> None:
     """Set one frontmatter field from its text (YAML for lists and numbers;
     empty or null removes an optional field). Unknown names are kept as custom
-    fields. Validation happens when the memory is written."""
+    fields. Validation happens when the memory is written.
+
+    Args:
+        clean: applied to every string the field will hold (the caller's
+            redaction), after the YAML is parsed: redacting first would let
+            ``[REDACTED:kind]`` turn a word into a list.
+    """
     key = name.strip()
     if key in _FIXED:
         raise UsageError(f"{key} is managed by Lore and cannot be set")
     parsed = _yaml_value(value)
+    text = "" if value is None else value.strip()  # fields stored as the text given
     canonical = _FIELD_NAMES.get(key)
     if canonical is None:
         if parsed is None:
             memory.extra.pop(key, None)
         else:
-            memory.extra[key] = parsed
+            memory.extra[key] = _clean_strings(parsed, clean)
         return
     if canonical in ("tags", "files", "labels"):
         items = parsed if isinstance(parsed, list) else [] if parsed is None else str(parsed).split(",")
-        setattr(memory, canonical, [str(i).strip() for i in items if str(i).strip()])
+        setattr(memory, canonical, [clean(str(i).strip()) for i in items if str(i).strip()])
     elif canonical == "title":
-        title = "" if parsed is None else str(value).strip()
+        title = "" if parsed is None else clean(text)
         if not 1 <= len(title) <= MAX_SUBJECT:
             raise UsageError(f"the title must be 1-{MAX_SUBJECT} characters")
         memory.title = title
     elif canonical == "type":
         from lore.memory.model import SECTOR_OF_TYPE
 
-        memory.type = str(parsed)
+        memory.type = clean(str(parsed))
         memory.sector = SECTOR_OF_TYPE.get(memory.type, memory.sector)
     elif canonical == "confidence":
         try:
@@ -299,11 +310,11 @@ def set_field(memory: Memory, name: str, value: str | None) -> None:
     elif canonical == "occurred_at":
         if parsed is None:
             raise UsageError("occurred_at cannot be removed; give an ISO 8601 time")
-        memory.occurred_at = parse_time(str(value).strip())
+        memory.occurred_at = parse_time(clean(text))
     elif canonical == "applies_to":
-        memory.applies_to = "global" if parsed is None else str(value).strip()
+        memory.applies_to = "global" if parsed is None else clean(text)
     else:
-        setattr(memory, canonical, None if parsed is None else str(value).strip())
+        setattr(memory, canonical, None if parsed is None else clean(text))
 
 
 def add_relation(memory: Memory, relation: str, target: str) -> str | None:
@@ -332,6 +343,29 @@ def add_relation(memory: Memory, relation: str, target: str) -> str | None:
         current.append(entry)
         return None
     raise UsageError("the frontmatter's relations field is neither a mapping nor a list; fix it by hand")
+
+
+def _clean_strings(value: Any, clean: Callable[[str], str]) -> Any:
+    """`value` (parsed YAML) with `clean` applied to every string in it, keys
+    included; lists and mappings are changed in place, each once (YAML aliases
+    share them; a cycle is left for validation to refuse)."""
+    seen: set[int] = set()
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            return clean(item)
+        if not isinstance(item, (list, dict)) or id(item) in seen:
+            return item
+        seen.add(id(item))
+        if isinstance(item, list):
+            item[:] = [walk(child) for child in item]
+        else:
+            pairs = [(walk(k), walk(v)) for k, v in item.items()]
+            item.clear()
+            item.update(pairs)
+        return item
+
+    return walk(value)
 
 
 def _yaml_value(value: str | None) -> Any:

@@ -357,11 +357,16 @@ def move_new(source: Path, directory: Path, name: str | None = None) -> Path:
     """Move a file into `directory` (as `name`, default its own), never
     overwriting: a taken name gets ``-2``, ``-3``, ... Returns the new path.
 
-    Hard link, then unlink: the file exists under one name or both, never none.
+    Hard link, then unlink: the file exists under one name or both, never
+    none; if the unlink fails, the new name goes again (one file, as before).
     """
     directory.mkdir(parents=True, exist_ok=True)
     target = atomic.link_free(source, directory, name or source.name)
-    os.unlink(source)
+    try:
+        os.unlink(source)
+    except OSError:
+        target.unlink(missing_ok=True)
+        raise
     return target
 
 

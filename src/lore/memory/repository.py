@@ -21,13 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from lore import secrets
-from lore.errors import Conflict, NotFound, UsageError, ValidationError
+from lore.errors import Conflict, NotFound, UsageError, ValidationError, unchanged
 from lore.locking import file_lock
 from lore.memory import markdown, sync, trash
 from lore.memory.edits import BODY_OPERATIONS, Edit, MemoryText
+from lore.memory.files import display_path
 from lore.memory.graph import LinkedMemory, LinkGraph
 from lore.memory.links import Rename, name_key, rewrite_body, rewrite_relations, stem_of
 from lore.memory.model import Memory, derive_keywords, now_iso, parse_time
+from lore.memory.values import check_line
 from lore.project import Project, agent_key
 from lore.records import Record, internal
 from lore.storage import LinkRecord, MemoryFilter, MemoryRecord, Store
@@ -189,6 +191,12 @@ class Memories:
                 return broken[0]
             raise NotFound(f"no memory '{key}'; see `lore list` or `lore search`")
         if len(paths) > 1:
+            ids = {r.id for r in self.store.memories(self.filter(paths=paths))}
+            if len(ids) == 1:  # one id in several files: more of the id can't tell them apart
+                raise Conflict(
+                    f"{len(paths)} files have the id {ids.pop()} ({', '.join(paths[:3])}); "
+                    "keep one: name it by its path, and `lore rm` the other by its path"
+                )
             raise UsageError(
                 f"'{key}' matches {len(paths)} memories ({', '.join(paths[:3])}…); give more of the id"
             )
@@ -562,11 +570,11 @@ class Memories:
         redacted: Counter[str] = Counter()
         notes: list[str] = []
 
-        def clean(text: str | None) -> str | None:
+        def clean(text: str | None, *, name: bool = False) -> str | None:
             nonlocal redacted
             if text is None:
                 return None
-            out, found = secrets.redact(text)
+            out, found = redact_name(text) if name else secrets.redact(text)
             redacted += found
             return out
 
@@ -576,8 +584,8 @@ class Memories:
             parts = MemoryText.of(raw)
             body = parts.body
             for one in edits:
-                if one.operation in BODY_OPERATIONS:
-                    one = Edit(**{**one.__dict__, "text": clean(one.text)})
+                if one.operation in BODY_OPERATIONS:  # a new section's heading is written too
+                    one = Edit(**{**one.__dict__, "text": clean(one.text), "heading": clean(one.heading)})
                     body, note = apply_to_body(body, one)
                     notes += [note] if note else []
             stamp = now_iso()
@@ -585,10 +593,11 @@ class Memories:
             memory = self._parse(text, rel)
             framed = [one for one in edits if one.operation not in BODY_OPERATIONS]
             for one in framed:
-                if one.operation == "set":
-                    set_field(memory, one.field or "", clean(one.value))
+                if one.operation == "set":  # redacted once parsed: YAML must not read the marker
+                    key = clean(one.field, name=True) or ""
+                    set_field(memory, key, one.value, clean=lambda t: clean(t) or "")
                 else:
-                    note = add_relation(memory, one.relation or "", clean(one.value) or "")
+                    note = add_relation(memory, clean(one.relation, name=True) or "", clean(one.value) or "")
                     notes += [note] if note else []
             if framed:
                 memory.updated_at = stamp
@@ -635,7 +644,11 @@ class Memories:
             rename = Rename(rel, target, names)
             text = self._relinked(raw, rel, rename, new_source=target)
             written = markdown.write_new(full.parent, full.name, text)
-            (self.project.root / rel).unlink()
+            try:
+                (self.project.root / rel).unlink()
+            except OSError as err:  # the old file stays: the new one must go, or one id has two files
+                written.unlink(missing_ok=True)
+                raise unchanged(err, f"{rel} can't be moved") from None
             target = self.project.rel(written)
             self._reindex()
             updated = self._follow(before, self.record(target), incoming)
@@ -686,8 +699,8 @@ class Memories:
         import posixpath
 
         dest = destination.strip()
-        if not dest:
-            raise UsageError("give the new file name or folder")
+        _check_destination(destination)
+        shown = display_path(destination)
         if dest.startswith(".lore/"):
             target = posixpath.normpath(dest)
         elif "/" not in dest:
@@ -700,14 +713,21 @@ class Memories:
                 target = posixpath.join(target, posixpath.basename(rel))
         if not target.endswith(".md"):
             target += ".md"
-        full = self.project.inside(target, base=self.project.root)
+        try:
+            full = self.project.inside(target, base=self.project.root)
+        except UsageError:
+            raise UsageError(
+                f"'{shown}' leads outside the project; give a file name, a folder under the memory "
+                "folder (auth/) or a path under .lore/memory/"
+            ) from None
         target = self.project.rel(full)
         parts = target.split("/")
         in_memory = parts[:2] == [".lore", "memory"] and len(parts) > 2
         in_local = parts[:2] == [".lore", "local"] and len(parts) > 3 and parts[2] not in ("trash", "cache")
         if not (in_memory or in_local) or any(p.startswith(".") for p in parts[2:]):
             raise UsageError(
-                f"{target} is not a memory location; use .lore/memory/... or your private folder"
+                f"'{shown}' is not a memory location (it would be {target}); "
+                "use .lore/memory/... or your private folder"
             )
         if not self.visible(target):
             raise NotFound(f"{posixpath.dirname(target)}/ is not a folder you can write to")
@@ -771,9 +791,25 @@ class Memories:
         """Put a trashed memory back (by id, id prefix or trash file name, or an
         entry of :meth:`trash_entries`); returns its path."""
         entry = key if isinstance(key, trash.TrashEntry) else self.trashed(key)
-        rel = trash.restore(self.project, entry)
+        with file_lock(self.project.local_dir / ".write.lock"):
+            self._refuse_twin(entry)
+            rel = trash.restore(self.project, entry)
         self.sync()
         return rel
+
+    def _refuse_twin(self, entry: trash.TrashEntry) -> None:
+        """Refuse to restore a memory whose id a live memory has (an older copy
+        of one removed, restored, removed again): two files would share one id."""
+        self.sync()
+        if not entry.id:
+            return
+        live = self.store.memories(MemoryFilter(ids=[entry.id], include_private=True), limit=1)
+        if live:
+            where = f" ({live[0].path})" if self.visible(live[0].path) else ""
+            raise Conflict(
+                f"a memory with id {entry.id} exists already{where}; to restore this copy, "
+                f"`lore rm {entry.id[:8]}` that one first, or leave this copy in the trash"
+            )
 
     def trash_entries(self) -> list[trash.TrashEntry]:
         return [e for e in trash.entries(self.project) if self.visible(e.original)]
@@ -848,6 +884,25 @@ class Memories:
         return trash.purge(self.project, float(days), visible=self.visible)
 
 
+def _check_destination(destination: str) -> None:
+    """Refuse a `lore mv` destination that can't name a memory file: empty, a
+    file name of ``.`` or ``..``, or control characters (a file so named is
+    skipped by every reader: the memory would vanish from list, show and search)."""
+    dest = destination.strip()
+    if not dest:
+        raise UsageError("give the new file name or folder")
+    try:
+        check_line(destination, "destination")
+    except ValidationError as err:
+        raise UsageError(f"destination '{display_path(destination)}' {err.reason}") from None
+    name = dest.rsplit("/", 1)[-1]
+    if name in (".", "..") or (not name and dest.strip("/") in ("", ".", "..")):
+        raise UsageError(
+            f"'{dest}' is not a file name; give a new name (utc-everywhere) "
+            "or a folder under the memory folder (auth/)"
+        )
+
+
 def redact_fields(**fields: Any) -> dict[str, Any]:
     """Every persisted field with secrets redacted; ``redacted`` counts what was."""
     found: Counter[str] = Counter()
@@ -862,6 +917,20 @@ def redact_fields(**fields: Any) -> dict[str, Any]:
         found += more
     out["redacted"] = found
     return out
+
+
+def redact_name(name: str) -> tuple[str, Counter[str]]:
+    """:func:`secrets.redact` for a field or relation name, where a secret may
+    follow an underscore (``rel_ghp_...``): a token is found only after a word
+    boundary, so what follows each underscore is scanned on its own as well."""
+    out, found = secrets.redact(name)
+    cut = out.find("_")
+    while cut != -1:
+        tail, more = secrets.redact(out[cut + 1 :])
+        if more:
+            out, found = out[: cut + 1] + tail, found + more
+        cut = out.find("_", cut + 1)
+    return out, found
 
 
 def _key_or_none(name: str) -> str | None:

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from lore.errors import NotFound
+from lore.errors import NotFound, unchanged
 from lore.memory.markdown import move_new, write_atomic
 from lore.project import Project
 from lore.records import Record, internal
@@ -41,8 +41,15 @@ def trash(project: Project, rel: str, memory_id: str) -> TrashEntry:
     name = f"{stamp}-{Path(rel).name}"
     target = project.trash_dir / name
     note = {"id": memory_id, "original": rel, "deleted_at": now.isoformat(timespec="seconds")}
-    write_atomic(target.with_suffix(".json"), json.dumps(note, indent=2) + "\n")
-    os.replace(project.root / rel, target)
+    try:
+        write_atomic(target.with_suffix(".json"), json.dumps(note, indent=2) + "\n")
+        try:
+            os.replace(project.root / rel, target)
+        except OSError:  # the file stays where it was: a note for it would restore nothing
+            target.with_suffix(".json").unlink(missing_ok=True)
+            raise
+    except OSError as err:
+        raise unchanged(err, f"{rel} can't be moved to the trash") from None
     return TrashEntry(memory_id, rel, note["deleted_at"], target)
 
 
@@ -88,7 +95,10 @@ def find(project: Project, key: str, *, visible: Callable[[str], bool] | None = 
 def restore(project: Project, entry: TrashEntry) -> str:
     """Move a trashed file back; never overwrites a file now at its old path."""
     original = project.root / entry.original
-    target = move_new(entry.file, original.parent, original.name)
+    try:
+        target = move_new(entry.file, original.parent, original.name)
+    except OSError as err:
+        raise unchanged(err, f"{entry.file.name} can't be restored to {entry.original}") from None
     entry.file.with_suffix(".json").unlink(missing_ok=True)
     return project.rel(target)
 

@@ -124,8 +124,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _error(message: str) -> None:
-    """One line on stderr, whatever the message holds (user text included)."""
-    click.echo(" ".join(message.split()), err=True)
+    """One line on stderr, whatever the message holds (user text included:
+    its control characters are shown as escapes, never sent to the terminal)."""
+    from lore.interfaces.cli.output import printable
+
+    click.echo(printable(" ".join(message.split())), err=True)
 
 
 def run() -> None:

@@ -13,7 +13,7 @@ import click
 from lore.errors import UsageError
 from lore.interfaces.cli.common import filter_options, json_option, with_lore
 from lore.interfaces.cli.decoding import read_stdin, read_text
-from lore.interfaces.cli.output import emit_json, is_terminal, relative_time, table, warn
+from lore.interfaces.cli.output import echo, emit_json, is_terminal, relative_time, table, warn
 from lore.memory.model import MEMORY_TYPES
 from lore.secrets import describe
 
@@ -112,7 +112,7 @@ def add(
         return
     if result.note:
         warn(result.note)
-    click.echo(f"{'added' if result.created else 'exists'} {result.id}  {result.path}")
+    echo(f"{'added' if result.created else 'exists'} {result.id}  {result.path}")
 
 
 @click.command(name="list")
@@ -126,7 +126,7 @@ def list_(lore, as_json, limit, **filters):
         emit_json(rows)
         return
     if not rows:
-        click.echo("no memories")
+        echo("no memories")
         return
     table(
         ["id", "type", "title", "tags", "when"],
@@ -152,18 +152,16 @@ def show(lore, key, offset, limit, as_json):
     if as_json:
         emit_json(page.to_dict())
         return
-    click.echo(page.content, nl=not page.content.endswith("\n"))
+    echo(page.content, nl=not page.content.endswith("\n"))
     if page.next_offset is not None:
         warn(f"{page.total_chars - page.next_offset} more characters: --offset {page.next_offset}")
     if is_terminal() and (page.links or page.backlinks):
-        click.echo("")
+        echo("")
         for link in page.links:
             target = f"{link.title}  ({link.id[:8]})" if link.id else f"{link.target}  (no such memory)"
-            click.echo(f"→ {link.relation.replace('_', ' ')}: {target}")
+            echo(f"→ {link.relation.replace('_', ' ')}: {target}")
         for link in page.backlinks:
-            click.echo(
-                f"← {link.relation.replace('_', ' ')}: {link.title}  ({link.id[:8] if link.id else '?'})"
-            )
+            echo(f"← {link.relation.replace('_', ' ')}: {link.title}  ({link.id[:8] if link.id else '?'})")
 
 
 @click.command()
@@ -258,7 +256,7 @@ def edit(
         return
     for note in result.notes:
         warn(note)
-    click.echo(f"saved {result.path}")
+    echo(f"saved {result.path}")
     _say_links(result)
 
 
@@ -272,9 +270,9 @@ def _editor(path) -> None:
 def _say_links(result) -> None:
     if result.links_updated:
         count = len(result.links_updated)
-        click.echo(f"updated links in {count} other memor{'y' if count == 1 else 'ies'}:")
+        echo(f"updated links in {count} other memor{'y' if count == 1 else 'ies'}:")
         for path in result.links_updated:
-            click.echo(f"  {path}")
+            echo(f"  {path}")
 
 
 @click.command(name="mv")
@@ -298,7 +296,7 @@ def mv(lore, key, destination, as_json):
         return
     for note in result.notes:
         warn(note)
-    click.echo(f"moved {result.moved_from} → {result.path}")
+    echo(f"moved {result.moved_from} → {result.path}")
     _say_links(result)
 
 
@@ -320,7 +318,7 @@ def graph(lore, key, depth, as_json):
         return
     nodes = {node.id: node for node in result.nodes}
     root = nodes[result.root]
-    click.echo(f"{root.title}  ({root.id[:8]})  {root.path}")
+    echo(f"{root.title}  ({root.id[:8]})  {root.path}")
     for node in result.nodes[1:]:
         how = []  # the links to the nodes it was reached from: → written there, ← written here
         for e in result.edges:
@@ -328,11 +326,11 @@ def graph(lore, key, depth, as_json):
             if other in nodes and nodes[other].depth < node.depth:
                 how.append(f"{'→' if e.source == other else '←'} {e.relation.replace('_', ' ')}")
         indent = "  " * node.depth
-        click.echo(f"{indent}{', '.join(dict.fromkeys(how))}: {node.title}  ({node.id[:8]})  {node.path}")
+        echo(f"{indent}{', '.join(dict.fromkeys(how))}: {node.title}  ({node.id[:8]})  {node.path}")
     for link in result.broken:
-        click.echo(f"  → {link.relation.replace('_', ' ')}: {link.target}  (no such memory)")
+        echo(f"  → {link.relation.replace('_', ' ')}: {link.target}  (no such memory)")
     if len(result.nodes) == 1 and not result.broken:
-        click.echo("no links")
+        echo("no links")
 
 
 @click.command()
@@ -346,7 +344,7 @@ def rm(lore, keys, as_json):
         emit_json([e.to_dict() for e in entries])
         return
     for entry in entries:
-        click.echo(f"trashed {entry.id}  {entry.original}")
+        echo(f"trashed {entry.id}  {entry.original}")
 
 
 @click.command()
@@ -366,13 +364,13 @@ def restore(lore, key, show_list, as_json):
                 [[e.id[:8], e.original, relative_time(e.deleted_at)] for e in entries],
             )
         else:
-            click.echo("trash is empty")
+            echo("trash is empty")
         return
     path = lore.restore(key)
     if as_json:
         emit_json({"restored": path})
     else:
-        click.echo(f"restored {path}")
+        echo(f"restored {path}")
 
 
 @click.command()
@@ -385,7 +383,7 @@ def gc(lore, days, as_json):
     if as_json:
         emit_json({"purged": [e.to_dict() for e in purged]})
     else:
-        click.echo(f"purged {len(purged)} trashed memor{'y' if len(purged) == 1 else 'ies'}")
+        echo(f"purged {len(purged)} trashed memor{'y' if len(purged) == 1 else 'ies'}")
 
 
 COMMANDS = [add, list_, show, edit, mv, graph, rm, restore, gc]

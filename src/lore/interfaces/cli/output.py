@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -12,15 +13,38 @@ from typing import Any
 
 import click
 
+# Control characters a terminal would act on (all but tab and line feed):
+# ESC starts colour, cursor and OSC sequences (OSC 52 writes the clipboard).
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
 
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
+def printable(text: str) -> str:
+    """`text` safe to show a person: memory files, titles and paths are anyone's
+    text (a file from git, a captured transcript), so every control character
+    but tab and line break is shown as a ``\\xNN`` escape instead of reaching
+    the terminal raw (a CRLF line end is a line break). JSON stays exact."""
+    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}", text.replace("\r\n", "\n"))
+
+
+def echo(text: str = "", *, nl: bool = True) -> None:
+    """click.echo for text a person reads: through :func:`printable`."""
+    click.echo(printable(text), nl=nl)
+
+
 def console():
+    """A rich console whose printed strings go through :func:`printable`
+    (the renderers' markup is ours; what it interpolates may not be)."""
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=False)
+    class Terminal(Console):
+        def print(self, *objects: Any, **kwargs: Any) -> None:
+            super().print(*(printable(o) if isinstance(o, str) else o for o in objects), **kwargs)
+
+    return Terminal(highlight=False, soft_wrap=False)
 
 
 def emit_results(hits: list, as_json: bool, json_of: Callable, render: Callable) -> None:
@@ -36,7 +60,7 @@ def emit_results(hits: list, as_json: bool, json_of: Callable, render: Callable)
 
 
 def warn(message: str) -> None:
-    click.echo(f"lore: {message}", err=True)
+    click.echo(printable(f"lore: {message}"), err=True)
 
 
 def table(columns: list[str], rows: list[list[str]], *, title: str | None = None) -> None:
@@ -46,7 +70,7 @@ def table(columns: list[str], rows: list[list[str]], *, title: str | None = None
     for name in columns:
         grid.add_column(name, overflow="fold")
     for row in rows:
-        grid.add_row(*row)
+        grid.add_row(*(printable(cell) for cell in row))
     console().print(grid)
 
 

@@ -6,7 +6,7 @@ import click
 
 from lore.interfaces.cli.common import json_option, with_lore
 from lore.interfaces.cli.decoding import read_stdin
-from lore.interfaces.cli.output import emit_json, is_terminal, table
+from lore.interfaces.cli.output import echo, emit_json, is_terminal, table
 
 LEVELS = ["auto", "L1", "L2", "L3"]
 BRACKETS = ["fresh", "moderate", "depleted", "critical"]
@@ -95,7 +95,7 @@ def _recall(
     elif is_terminal() and not as_markdown:
         show_pack(result, lore.project.root)
     else:
-        click.echo(result.markdown, nl=False)
+        echo(result.markdown, nl=False)
 
 
 def show_pack(pack, root) -> None:
@@ -201,7 +201,7 @@ def start(lore, task, title, budget, as_markdown, as_json):
     elif is_terminal() and not as_markdown:
         show_pack(pack, lore.project.root)
     else:
-        click.echo(pack.markdown, nl=False)
+        echo(pack.markdown, nl=False)
 
 
 @click.command()
