@@ -22,10 +22,10 @@ from typing import Any
 
 from lore import secrets
 from lore.errors import Conflict, NotFound, UsageError, ValidationError, unchanged
+from lore.filenames import display_path
 from lore.locking import file_lock
 from lore.memory import markdown, sync, trash
 from lore.memory.edits import BODY_OPERATIONS, Edit, MemoryText
-from lore.memory.files import display_path
 from lore.memory.graph import LinkedMemory, LinkGraph
 from lore.memory.links import Rename, name_key, rewrite_body, rewrite_relations, stem_of
 from lore.memory.model import Memory, derive_keywords, now_iso, parse_time
@@ -570,11 +570,11 @@ class Memories:
         redacted: Counter[str] = Counter()
         notes: list[str] = []
 
-        def clean(text: str | None, *, name: bool = False) -> str | None:
+        def clean(text: str | None) -> str | None:
             nonlocal redacted
             if text is None:
                 return None
-            out, found = redact_name(text) if name else secrets.redact(text)
+            out, found = secrets.redact(text)
             redacted += found
             return out
 
@@ -594,10 +594,10 @@ class Memories:
             framed = [one for one in edits if one.operation not in BODY_OPERATIONS]
             for one in framed:
                 if one.operation == "set":  # redacted once parsed: YAML must not read the marker
-                    key = clean(one.field, name=True) or ""
+                    key = clean(one.field) or ""
                     set_field(memory, key, one.value, clean=lambda t: clean(t) or "")
                 else:
-                    note = add_relation(memory, clean(one.relation, name=True) or "", clean(one.value) or "")
+                    note = add_relation(memory, clean(one.relation) or "", clean(one.value) or "")
                     notes += [note] if note else []
             if framed:
                 memory.updated_at = stamp
@@ -917,20 +917,6 @@ def redact_fields(**fields: Any) -> dict[str, Any]:
         found += more
     out["redacted"] = found
     return out
-
-
-def redact_name(name: str) -> tuple[str, Counter[str]]:
-    """:func:`secrets.redact` for a field or relation name, where a secret may
-    follow an underscore (``rel_ghp_...``): a token is found only after a word
-    boundary, so what follows each underscore is scanned on its own as well."""
-    out, found = secrets.redact(name)
-    cut = out.find("_")
-    while cut != -1:
-        tail, more = secrets.redact(out[cut + 1 :])
-        if more:
-            out, found = out[: cut + 1] + tail, found + more
-        cut = out.find("_", cut + 1)
-    return out, found
 
 
 def _key_or_none(name: str) -> str | None:
