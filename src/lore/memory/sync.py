@@ -224,19 +224,12 @@ def redacted(memory: Memory) -> Counter[str]:
     from lore.secrets import redact, redact_values
 
     found: Counter[str] = Counter()
-    for name in ("title", "body", "task"):
+    for name in ("title", "body", "task", "tags", "labels", "files"):
         value = getattr(memory, name)
         if value:
-            clean, kinds = redact(value)
+            clean, kinds = redact(value) if isinstance(value, str) else redact_values(value)
             if kinds:
                 setattr(memory, name, clean)
-                found.update(kinds)
-    for name in ("tags", "labels", "files"):
-        values = getattr(memory, name)
-        if values:
-            clean_values, kinds = redact_values(values)
-            if kinds:
-                setattr(memory, name, clean_values)
                 found.update(kinds)
     return found
 
