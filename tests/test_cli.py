@@ -348,6 +348,22 @@ def test_a_folder_in_place_of_the_index_is_named_not_rebuilt_over(cli):
     assert (index / "keep.txt").read_text() == "mine"
 
 
+def test_a_memory_folder_linked_outside_the_project_is_never_written(cli, tmp_path):
+    """A cloned repository may carry `.lore/memory` as a link elsewhere: Lore
+    must not write there (reads skip it too), and doctor says what to do."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    memory_dir = cli.cwd / ".lore/memory"
+    memory_dir.rmdir()
+    memory_dir.symlink_to(elsewhere)
+    add = cli("add", "-t", "Where to", "-b", "This body must not leave the project.", ok=False)
+    assert add.returncode != 0 and "outside the project" in add.stderr and "Traceback" not in add.stderr
+    assert list(elsewhere.iterdir()) == []
+    doctor = cli("doctor", "--json", ok=False)
+    [problem] = [p for p in json.loads(doctor.stdout) if p["where"] == ".lore/memory"]
+    assert problem["level"] == "error" and "outside the project" in problem["message"]
+
+
 def test_stats_json_shape(cli):
     add(cli, "One", "The first memory body.", "--type", "lesson")
     data = cli.json("stats")

@@ -86,7 +86,15 @@ def status(
 def layout_problems(project: Project) -> list[Problem]:
     """Lore's folders that are something else (a file, a broken link): memories
     there can be neither read nor written."""
-    problems = []
+    problems = [
+        Problem(
+            "error",
+            rel,
+            f"links to {real}, outside the project: Lore neither reads nor writes memories there; "
+            "make it a folder inside the project",
+        )
+        for rel, real in project.outside_folders()
+    ]
     for folder in (project.memory_dir, project.local_dir):
         rel = folder.relative_to(project.root).as_posix()
         if folder.is_symlink() and not folder.exists():

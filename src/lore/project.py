@@ -152,6 +152,17 @@ class Project:
                 created.append(str(target.relative_to(root)))
         return cls(root, load_settings(lore / "config.toml")), created
 
+    def outside_folders(self) -> list[tuple[str, str]]:
+        """(relative path, real path) of Lore's memory folders (``.lore/memory``,
+        ``.lore/local``) that are links leading outside the project."""
+        root = os.path.realpath(self.root)
+        found = []
+        for folder in (self.memory_dir, self.local_dir):  # itself a link, or inside a linked .lore/
+            real = os.path.realpath(folder)
+            if os.path.commonpath([root, real]) != root:
+                found.append((folder.relative_to(self.root).as_posix(), real))
+        return found
+
     def rel(self, path: str | os.PathLike[str]) -> str:
         """`path` relative to the project root, in posix form."""
         return Path(os.path.abspath(path)).relative_to(self.root).as_posix()

@@ -16,12 +16,13 @@ import hashlib
 import os
 from collections import Counter
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lore import secrets
-from lore.errors import Conflict, NotFound, UsageError, ValidationError, unchanged
+from lore.errors import Conflict, NotFound, PermissionDenied, UsageError, ValidationError, unchanged
 from lore.filenames import display_path
 from lore.locking import file_lock
 from lore.memory import markdown, sync, trash
@@ -168,6 +169,20 @@ class Memories:
             return found[0].owner is None or found[0].owner == self.viewer
         _visibility, _storage, folder = sync.location_of(rel)
         return folder is None or self.viewer == _key_or_none(folder)
+
+    def writing(self) -> AbstractContextManager[bool]:
+        """The lock every memory write takes, once Lore's folders are known to
+        be inside the project: a `.lore/memory` that links elsewhere (a
+        cloned repository may carry such a link) must not make `add` write
+        files there, and reads skip what lies outside anyway."""
+        outside = self.project.outside_folders()
+        if outside:
+            rel, real = outside[0]
+            raise PermissionDenied(
+                f"{rel} links to {real}, outside the project; Lore writes memories only inside "
+                f"the project: make {rel} a folder"
+            )
+        return file_lock(self.project.local_dir / ".write.lock")
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -377,7 +392,7 @@ class Memories:
             self.project, tier or ("session" if session else "durable"), agent=agent, private=private
         )
         if id is not None:
-            with file_lock(self.project.local_dir / ".write.lock"):
+            with self.writing():
                 self.sync()
                 if self.store.memories(MemoryFilter(ids=[id], include_private=True), limit=1):
                     raise Conflict(
@@ -401,7 +416,7 @@ class Memories:
         ``occurred_at``), or with the same id, is returned instead (``created``
         False, with a note); nothing is overwritten.
         """
-        with file_lock(self.project.local_dir / ".write.lock"):
+        with self.writing():
             self.sync()
             same = self.store.memories(self.filter(content_hash=memory.content_hash))
             if same_time_only:  # an explicit time is a distinct occurrence unless it is the same one
@@ -451,7 +466,7 @@ class Memories:
         """
         memory.validate()
         text = markdown.render_checked(memory)
-        with file_lock(self.project.local_dir / ".write.lock"):
+        with self.writing():
             if expected_sha256 is not None and self.version(rel) != expected_sha256:
                 raise Conflict(f"{rel} changed on disk since it was read; run the command again")
             markdown.write_atomic(self.project.root / rel, text)
@@ -465,7 +480,7 @@ class Memories:
         in the one-line Conflict.
         """
         root = self.project.root
-        with file_lock(self.project.local_dir / ".write.lock"):
+        with self.writing():
             for change in changes:
                 path, before = change["path"], change["before_sha256"]
                 exists = (root / path).exists()
@@ -538,7 +553,7 @@ class Memories:
             setattr(memory, name, value)
         memory.updated_at = now_iso()
         text = markdown.render_checked(memory)
-        with file_lock(self.project.local_dir / ".write.lock"):
+        with self.writing():
             if expected_sha256 is not None:
                 if self.version(rel) != expected_sha256:
                     raise Conflict(
@@ -578,7 +593,7 @@ class Memories:
             redacted += found
             return out
 
-        with file_lock(self.project.local_dir / ".write.lock"):
+        with self.writing():
             raw = self._read_checked(rel, expected_sha256)
             before = self.record(rel)
             parts = MemoryText.of(raw)
@@ -632,7 +647,7 @@ class Memories:
         if target == rel:
             raise UsageError(f"{rel} is already there; give a new name or folder")
         full = self.project.root / target
-        with file_lock(self.project.local_dir / ".write.lock"):
+        with self.writing():
             if full.exists():
                 raise Conflict(f"{target} exists already; choose another name")
             raw = self._read_checked(rel, None)
@@ -664,7 +679,7 @@ class Memories:
         from lore.memory.files import read_memory_file
 
         incoming = self.graph.linking_to(before) if before else []
-        with file_lock(self.project.local_dir / ".write.lock"):
+        with self.writing():
             raw = read_memory_file(self.project.root, rel).decode("utf-8", "replace")
             fixed = refresh_hash(raw)
             if fixed is not None:
@@ -791,7 +806,7 @@ class Memories:
         """Put a trashed memory back (by id, id prefix or trash file name, or an
         entry of :meth:`trash_entries`); returns its path."""
         entry = key if isinstance(key, trash.TrashEntry) else self.trashed(key)
-        with file_lock(self.project.local_dir / ".write.lock"):
+        with self.writing():
             self._refuse_twin(entry)
             rel = trash.restore(self.project, entry)
         self.sync()
@@ -846,7 +861,7 @@ class Memories:
                     f"{rel} was written by agent {owner}: as a session memory only that agent would see it"
                 )
         folder = sync.folder_of(self.project, storage)
-        with file_lock(self.project.local_dir / ".write.lock"):
+        with self.writing():
             moved = markdown.move_new(self.project.root / rel, folder)
         self.sync()
         return self.project.rel(moved)

@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lore.locking import file_lock
 from lore.memory import markdown, sync
 from lore.memory.lifecycle.clock import days, iso, parse
 from lore.records import Record
@@ -129,7 +128,7 @@ def archive_old_daily(lifecycle: Lifecycle) -> list[str]:
     if not old:
         return moved
     archived = []
-    with file_lock(project.local_dir / ".write.lock"):
+    with lifecycle.memories.writing():
         for record in old:
             try:
                 written = markdown.move_new(
