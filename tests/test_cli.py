@@ -364,6 +364,36 @@ def test_a_memory_folder_linked_outside_the_project_is_never_written(cli, tmp_pa
     assert problem["level"] == "error" and "outside the project" in problem["message"]
 
 
+@pytest.mark.parametrize(
+    "option, value",
+    [("--file", "../secrets.txt"), ("--file", "/etc/hostname"), ("--applies-to", "file:/tmp/x.py")],
+)
+def test_paths_outside_the_project_are_refused_in_a_new_memory(cli, option, value):
+    proc = cli(
+        "add", "-t", "Pointing out", "-b", "A memory that names a file elsewhere.", option, value, ok=False
+    )
+    assert proc.returncode != 0 and "not a path inside the project" in proc.stderr
+    assert not list((cli.cwd / ".lore/memory").glob("*.md"))
+
+
+def test_an_absolute_path_inside_the_project_is_kept_relative(cli):
+    source = cli.cwd / "src" / "app.py"
+    added = cli.json(
+        "add",
+        "-t",
+        "Inside",
+        "-b",
+        "A memory about the app module here.",
+        "--file",
+        str(source),
+        "--applies-to",
+        f"file:{source}",
+    )
+    content = cli.json("show", added["id"][:8])["content"]
+    assert "applies_to: file:src/app.py" in content and "- src/app.py" in content
+    assert str(cli.cwd) not in content
+
+
 def test_stats_json_shape(cli):
     add(cli, "One", "The first memory body.", "--type", "lesson")
     data = cli.json("stats")

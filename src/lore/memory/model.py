@@ -133,6 +133,18 @@ RESERVED_FIELDS = frozenset({*CANONICAL_ORDER, *_ALIASES, "tags", "keywords"})
 _OPTIONAL_LINES = ("agent", "task", "project", "risk", "task_type", "source")
 
 
+def project_relative(path: str) -> bool:
+    """Is `path` written relative to a project root and inside it (no leading
+    ``/``, ``\\`` or drive, no ``..`` that climbs out)?"""
+    import posixpath
+
+    text = path.replace("\\", "/")
+    if not text or text.startswith("/") or re.match(r"[A-Za-z]:", text):
+        return False
+    normal = posixpath.normpath(text)
+    return normal != ".." and not normal.startswith("../")
+
+
 def content_hash(body: str) -> str:
     """First 16 hex digits of the SHA-256 of the (stripped) body, as 002 defines."""
     return hashlib.sha256(body.strip().encode("utf-8")).hexdigest()[:16]
@@ -307,10 +319,27 @@ class Memory:
                 field="applies_to",
                 path=path,
             )
+        if strict:
+            self._check_project_paths()
         if not 0.0 <= self.confidence <= 1.0:
             raise ValidationError("must be between 0 and 1", field="confidence", path=path)
         if len(self.body.strip()) < MIN_BODY:
             raise ValidationError(f"body must be at least {MIN_BODY} characters", field="body", path=path)
+
+    def _check_project_paths(self) -> None:
+        """Paths a memory Lore writes points at are the project's: relative to
+        its root and staying inside it (the file is committed and shared; an
+        absolute or escaping path names something on one machine only)."""
+        scoped = [self.applies_to[5:]] if self.applies_to.startswith("file:") else []
+        for name, values in (("files", self.files), ("applies_to", scoped)):
+            for value in values:
+                if not project_relative(value):
+                    raise ValidationError(
+                        f"{_quote(value)} is not a path inside the project; give it relative to the "
+                        "project root (e.g. src/app.py)",
+                        field=name,
+                        path=self.path,
+                    )
 
     def _check_values(self) -> None:
         """Types and representable values of every field (any input, never a crash)."""

@@ -170,6 +170,16 @@ class Memories:
         _visibility, _storage, folder = sync.location_of(rel)
         return folder is None or self.viewer == _key_or_none(folder)
 
+    def project_path(self, path: str) -> str:
+        """An absolute path inside the project as a relative one (``--file
+        $PWD/src/app.py``); anything else as given, for validation to judge."""
+        if not os.path.isabs(path):
+            return path
+        for root in {self.project.root, self.project.root.resolve()}:
+            if Path(path).is_relative_to(root):
+                return Path(path).relative_to(root).as_posix() or "."
+        return path
+
     def writing(self) -> AbstractContextManager[bool]:
         """The lock every memory write takes, once Lore's folders are known to
         be inside the project: a `.lore/memory` that links elsewhere (a
@@ -366,6 +376,9 @@ class Memories:
             task_type=task_type,
         )
         derived_title = clean["title"] or derive_title(clean["body"])
+        clean["files"] = [self.project_path(f) for f in clean["files"]]
+        if clean["applies_to"] and clean["applies_to"].startswith("file:"):
+            clean["applies_to"] = "file:" + self.project_path(clean["applies_to"][5:])
         memory = Memory(
             title=derived_title,
             body=clean["body"],
