@@ -376,6 +376,16 @@ def test_paths_outside_the_project_are_refused_in_a_new_memory(cli, option, valu
     assert not list((cli.cwd / ".lore/memory").glob("*.md"))
 
 
+def test_an_edit_cannot_point_a_memory_outside_the_project(cli):
+    added = cli.json("add", "-t", "Edited", "-b", "A memory whose scope is edited later.")
+    path = cli.cwd / added["path"]
+    before = path.read_bytes()
+    for setting in ("applies_to=file:../../etc/passwd", "files=[/etc/hostname]"):
+        proc = cli("edit", added["id"][:8], "--set", setting, ok=False)
+        assert proc.returncode != 0 and "not a path inside the project" in proc.stderr
+    assert path.read_bytes() == before
+
+
 def test_an_absolute_path_inside_the_project_is_kept_relative(cli):
     source = cli.cwd / "src" / "app.py"
     added = cli.json(
