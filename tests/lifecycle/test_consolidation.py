@@ -208,6 +208,26 @@ def test_held_proposals_cannot_be_applied_from_python_either(proj):
         proj.apply_proposal(proposal["id"])
 
 
+def test_review_output_escapes_control_characters_from_memory_text(proj, cli_in):
+    """A proposal quotes memory text, which is anyone's: a terminal escape in it
+    (clear screen, an OSC 52 clipboard write) is shown escaped, never sent raw."""
+    root = proj.project.root
+    write_durable(proj, "a.md", "Timeout", "Set API_TIMEOUT=5 for the client.\x1b[2J", day=0)
+    write_durable(
+        proj,
+        "b.md",
+        "Timeout raised",
+        "Set API_TIMEOUT=60 for the client.\x1b]52;c;aGk=\x07",
+        day=2,
+        evidence=6,
+    )
+    (proposal,) = proj.consolidate().proposals
+    shown = cli_in(root, "review", raw=True).stdout
+    assert proposal["id"] in shown
+    assert "\x1b" not in shown and "\x07" not in shown
+    assert "\\x1b" in shown
+
+
 def test_review_is_interactive_on_a_terminal(proj):
     root = proj.project.root
     write_durable(proj, "a.md", "Timeout", "Set API_TIMEOUT=5 for the client.", day=0)

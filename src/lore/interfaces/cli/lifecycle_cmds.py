@@ -8,7 +8,7 @@ import sys
 import click
 
 from lore.interfaces.cli.common import json_option, with_lore
-from lore.interfaces.cli.output import emit_json, warn
+from lore.interfaces.cli.output import echo, emit_json, printable, warn
 
 
 def _finite_days(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -41,7 +41,7 @@ def consolidate(lore, recent_days, as_json):
         f"{len(report.tiers_moved)} tier changes"
     )
     for proposal in report.proposals:
-        click.echo(f"  {proposal['id']}  {proposal['status']:<5} {proposal['kind']:<13} {proposal['title']}")
+        echo(f"  {proposal['id']}  {proposal['status']:<5} {proposal['kind']:<13} {proposal['title']}")
     if opened:
         click.echo("review them with `lore review`")
 
@@ -63,7 +63,7 @@ def review(lore, apply_id, reject_id, show_all, as_json):
         if as_json:
             emit_json(done.to_dict())
         else:
-            click.echo(f"{done.status} {done.id}: {done.title}")
+            echo(f"{done.status} {done.id}: {done.title}")
         return
     found = lore.proposals(include_held=show_all)
     if as_json:
@@ -93,19 +93,18 @@ def review(lore, apply_id, reject_id, show_all, as_json):
 
 
 def _show(proposal) -> None:
+    """One proposal for a person: its text escaped (memory text is anyone's),
+    then coloured (the escapes are ours)."""
     color = sys.stdout.isatty()
-    click.echo(
-        click.style(f"{proposal.id}  {proposal.kind}  [{proposal.status}]  {proposal.title}", bold=True)
-        if color
-        else f"{proposal.id}  {proposal.kind}  [{proposal.status}]  {proposal.title}"
-    )
-    click.echo(f"  why: {proposal.reason}")
+    heading = printable(f"{proposal.id}  {proposal.kind}  [{proposal.status}]  {proposal.title}")
+    click.echo(click.style(heading, bold=True) if color else heading)
+    echo(f"  why: {proposal.reason}")
     click.echo(f"  confidence {proposal.confidence:.2f}, evidence {proposal.evidence}")
     if proposal.held_because:
-        click.echo(f"  held: {proposal.held_because}")
+        echo(f"  held: {proposal.held_because}")
     if proposal.outdated:
         click.echo("  outdated: a file changed since; `lore consolidate` proposes again")
-    for line in proposal.diff.splitlines():
+    for line in printable(proposal.diff).splitlines():
         if color and line.startswith("+") and not line.startswith("+++"):
             line = click.style(line, fg="green")
         elif color and line.startswith("-") and not line.startswith("---"):
@@ -133,7 +132,7 @@ def import_(lore, path, dry_run, tier, as_json):
         emit_json(report.to_dict())
         return
     for item in report.items:
-        click.echo(f"{item.status:<12} {item.type:<12} {item.title}  ← {item.source}")
+        echo(f"{item.status:<12} {item.type:<12} {item.title}  ← {item.source}")
     for problem in report.problems:
         warn(problem)
     verb = "would create" if dry_run else "created"
