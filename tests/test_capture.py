@@ -572,6 +572,38 @@ def test_repeated_errors_keep_no_secret_in_the_index_or_the_gotcha(tmp_path):
     )
 
 
+def test_error_patterns_counted_before_redaction_are_redacted_once(tmp_path):
+    """Occurrences stored in clear by an older Lore are rewritten at the first
+    sync of this one (the memory format's upgrade), keeping their count and gotcha."""
+    import lore
+    from lore.storage import ErrorOccurrence
+
+    token = "ghp_" + "Zq8Xw2Lm4Np6Rt1Vy3Bc5Df7Gh9Jk0Ls2Qa4"
+    other = "ghp_" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2"
+    with lore.init(tmp_path / "shop") as shop:
+        store = shop.store
+        old = [
+            ErrorOccurrence(
+                f"AuthError: bad token {t}",
+                f"k{n}",
+                "stdout",
+                None,
+                f"2026-03-0{n + 1}T00:00:00Z",
+                f"AuthError: bad token {t}",
+            )
+            for n, t in enumerate([token, other, token])
+        ]
+        with store.transaction():
+            store.add_error_occurrences(old)
+            store.set_error_memory(f"AuthError: bad token {token}", "6f1c2d3e-4a5b-4c6d-8e7f-8a9b0c1d2e3f")
+            store.set_meta("memory_format", "1")
+        shop.sync()
+        [pattern] = store.error_patterns()
+    assert pattern.signature == "AuthError: bad token [REDACTED:github-token]"
+    assert token not in pattern.example and other not in pattern.example
+    assert pattern.count == 3 and pattern.memory_id == "6f1c2d3e-4a5b-4c6d-8e7f-8a9b0c1d2e3f"
+
+
 def test_a_captured_file_is_named_without_its_local_path(tmp_path):
     """Memories are committed: the file an agent's output came from is named
     relative to the project, or by its name alone when it lies outside."""

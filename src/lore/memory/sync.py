@@ -28,7 +28,8 @@ from lore.project import Project
 from lore.storage import ChunkInput, FileState, MemoryRecord, Store
 
 KIND = "memory"
-# Bumped when what is indexed of a memory file changes (2: its text redacted).
+# Bumped when what is indexed of a memory file changes (2: its text redacted, and
+# the error patterns capture counts).
 FORMAT = "2"
 
 # Where a memory file lives: (visibility, storage tier, owner agent folder); see :func:`location_of`.
@@ -188,7 +189,11 @@ def sync_memories(
             store.delete_files(gone)
             report.removed.extend(gone)
     if upgrade:
+        from lore.secrets import redact
+
         with store.transaction():
+            # Error patterns counted before their text was redacted (capture) go the same way.
+            store.rewrite_error_text(lambda text: redact(text)[0])
             store.set_meta("memory_format", FORMAT)
     report.errors = sorted(store.file_errors(KIND) + unnamed)
     return report

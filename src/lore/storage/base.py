@@ -618,6 +618,12 @@ class Store(Protocol):
         """Record the gotcha memory a pattern became."""
         ...
 
+    def rewrite_error_text(self, rewrite: Callable[[str], str]) -> int:
+        """Apply `rewrite` to every stored error signature and example (e.g.
+        redaction added after they were written); a rewritten occurrence that
+        now equals one already stored is dropped. Returns the rows changed."""
+        ...
+
     def put_proposal(self, proposal: ProposalRecord) -> None:
         """Insert or replace a proposal (by id)."""
         ...

@@ -7,7 +7,7 @@ whichever clone wrote it; writes take the project's lock like other shared rows.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from lore.storage.base import ErrorOccurrence, ErrorPattern, EvidenceRecord, ProposalRecord, TierState
@@ -160,6 +160,45 @@ class LifecycleRows(StoreCore):
         return [
             ErrorPattern(r[0], int(r[1]), r[2], r[3], r[4], r[5], sorted(a for a in r[6] if a)) for r in rows
         ]
+
+    def rewrite_error_text(self, rewrite: Callable[[str], str]) -> int:
+        changed = 0
+        with self._writing() as conn:
+            self._lock_project(conn)
+            rows = conn.execute(
+                "SELECT id, signature, example FROM error_occurrences WHERE project_id = %s",
+                (self.project_id,),
+            ).fetchall()
+            for row_id, signature, example in rows:
+                new_signature, new_example = rewrite(signature), rewrite(example)
+                if (new_signature, new_example) == (signature, example):
+                    continue
+                changed += 1
+                conn.execute(
+                    "INSERT INTO error_occurrences(project_id, signature, key, source, agent, occurred_at, example) "
+                    "SELECT project_id, %s, key, source, agent, occurred_at, %s FROM error_occurrences "
+                    "WHERE id = %s ON CONFLICT (project_id, signature, key) DO NOTHING",
+                    (new_signature, new_example, row_id),
+                )
+                conn.execute("DELETE FROM error_occurrences WHERE id = %s", (row_id,))
+            patterns = conn.execute(
+                "SELECT signature, memory_id FROM error_patterns WHERE project_id = %s", (self.project_id,)
+            ).fetchall()
+            for signature, memory_id in patterns:
+                new_signature = rewrite(signature)
+                if new_signature == signature:
+                    continue
+                changed += 1
+                conn.execute(
+                    "INSERT INTO error_patterns(project_id, signature, memory_id) VALUES (%s, %s, %s) "
+                    "ON CONFLICT (project_id, signature) DO NOTHING",
+                    (self.project_id, new_signature, memory_id),
+                )
+                conn.execute(
+                    "DELETE FROM error_patterns WHERE project_id = %s AND signature = %s",
+                    (self.project_id, signature),
+                )
+        return changed
 
     def set_error_memory(self, signature: str, memory_id: str) -> None:
         with self._writing() as conn:

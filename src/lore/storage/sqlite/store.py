@@ -1107,6 +1107,32 @@ class SQLiteStore:
             for r in rows
         ]
 
+    def rewrite_error_text(self, rewrite: Callable[[str], str]) -> int:
+        changed = 0
+        rows = self.db.execute("SELECT rowid, signature, example FROM error_occurrences").fetchall()
+        for rowid, signature, example in rows:
+            new_signature, new_example = rewrite(signature), rewrite(example)
+            if (new_signature, new_example) == (signature, example):
+                continue
+            changed += 1
+            self.db.execute(
+                "UPDATE OR IGNORE error_occurrences SET signature = ?, example = ? WHERE rowid = ?",
+                (new_signature, new_example, rowid),
+            )
+            self.db.execute(
+                "DELETE FROM error_occurrences WHERE rowid = ? AND signature = ?", (rowid, signature)
+            )
+        for (signature,) in self.db.execute("SELECT signature FROM error_patterns").fetchall():
+            new_signature = rewrite(signature)
+            if new_signature != signature:
+                changed += 1
+                self.db.execute(
+                    "UPDATE OR IGNORE error_patterns SET signature = ? WHERE signature = ?",
+                    (new_signature, signature),
+                )
+                self.db.execute("DELETE FROM error_patterns WHERE signature = ?", (signature,))
+        return changed
+
     def set_error_memory(self, signature: str, memory_id: str) -> None:
         self.db.execute(
             "INSERT OR REPLACE INTO error_patterns(signature, memory_id) VALUES (?, ?)",
