@@ -173,7 +173,7 @@ class CLI:
         full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
         stdin = None if input is not None else subprocess.DEVNULL
         proc = subprocess.run(
-            [sys.executable, "-m", "lore", *args],
+            [sys.executable, "-P", "-m", "lore", *args],
             cwd=cwd or self.cwd,
             input=input,
             stdin=stdin,

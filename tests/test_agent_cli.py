@@ -336,7 +336,7 @@ def test_install_codex_with_codex_home(cli, codex_home, tmp_path):
     data = tomllib.loads(text)
     assert data["model"] == "o3" and data["mcp_servers"]["docs"]["command"] == "npx"
     lore = data["mcp_servers"]["lore"]
-    assert lore["command"] == sys.executable and lore["args"] == ["-m", "lore", "mcp"]
+    assert lore["command"] == sys.executable and lore["args"] == ["-P", "-m", "lore", "mcp"]
     assert lore["cwd"] == str(root) and lore["env"] == {"LORE_PROJECT": str(root)}
     assert snapshot(root) == {}  # nothing written into the project
 

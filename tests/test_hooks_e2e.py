@@ -141,3 +141,18 @@ def test_checkout_hook_reindexes_the_branch(hooked):
 
 def subjects_of(hits: list[dict]) -> set[str]:
     return {h["subject"] for h in hits}
+
+
+def test_a_lore_module_in_the_repository_is_never_run_by_the_hooks(hooked, tmp_path):
+    """git runs hooks at the top of the work tree; `python -m lore` there would
+    import the repository's own lore.py instead of Lore (code execution, and the
+    index silently stops updating)."""
+    root = hooked.cwd
+    hooked.json("hooks", "install")
+    marker = tmp_path / "ran-the-repository-module"
+    write(root, "lore.py", f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n")
+    write(root, "app.py", "def feed_quokkas():\n    return 'leaves'\n")
+    sha = commit(root, "Feed the quokkas")
+    wait_for(lambda: hooked.json("status")["indexed_commit"] == sha, "Lore's hook to index the commit")
+    assert paths(code(hooked, "quokkas")) == ["app.py"]
+    assert not marker.exists()

@@ -56,7 +56,7 @@ def _lore_command(agent: str) -> list[str]:
     config (Codex) gets this interpreter, so it works without PATH set up."""
     if agent in _PROJECT_FILES:
         return ["lore"]
-    return [sys.executable, "-m", "lore"]
+    return [sys.executable, "-P", "-m", "lore"]  # -P: never a lore.py of the project it runs in
 
 
 @click.command()

@@ -29,7 +29,9 @@ def install(ctx, as_json):
     """Install the hooks (chained with any existing ones)."""
     from lore.index import githooks
 
-    changed = githooks.install(_root(ctx), [sys.executable, "-m", "lore", "hooks", "run"])
+    # -P: git runs hooks at the top of the work tree, where a lore.py or lore/ of the
+    # repository would otherwise be imported instead of Lore.
+    changed = githooks.install(_root(ctx), [sys.executable, "-P", "-m", "lore", "hooks", "run"])
     if as_json:
         emit_json({"installed": changed})
     else:
