@@ -156,3 +156,20 @@ def test_a_lore_module_in_the_repository_is_never_run_by_the_hooks(hooked, tmp_p
     wait_for(lambda: hooked.json("status")["indexed_commit"] == sha, "Lore's hook to index the commit")
     assert paths(code(hooked, "quokkas")) == ["app.py"]
     assert not marker.exists()
+
+
+def test_hooks_installed_by_an_older_lore_are_renewed_when_they_run(hooked):
+    """Blocks written before hooks ran `python -P -m lore` are brought up to date
+    the next time one runs, so an existing install does not stay exposed."""
+    import sys
+
+    from lore.index import githooks
+
+    root = hooked.cwd
+    githooks.install(root, [sys.executable, "-m", "lore", "hooks", "run"])  # what an older Lore wrote
+    hook = root / ".git/hooks/post-commit"
+    assert " -P " not in hook.read_text()
+    write(root, "app.py", "def feed_wombats():\n    return 'grass'\n")
+    sha = commit(root, "Feed the wombats")
+    wait_for(lambda: hooked.json("status")["indexed_commit"] == sha, "the hook to index the commit")
+    wait_for(lambda: " -P -m lore hooks run" in hook.read_text(), "the hook block to be renewed")

@@ -29,9 +29,7 @@ def install(ctx, as_json):
     """Install the hooks (chained with any existing ones)."""
     from lore.index import githooks
 
-    # -P: git runs hooks at the top of the work tree, where a lore.py or lore/ of the
-    # repository would otherwise be imported instead of Lore.
-    changed = githooks.install(_root(ctx), [sys.executable, "-P", "-m", "lore", "hooks", "run"])
+    changed = githooks.install(_root(ctx), HOOK_COMMAND)
     if as_json:
         emit_json({"installed": changed})
     else:
@@ -52,6 +50,11 @@ def uninstall(ctx, as_json):
         click.echo(f"removed: {', '.join(removed)}" if removed else "no Lore hooks installed")
 
 
+# -P: git runs hooks at the top of the work tree, where a lore.py or lore/ of the
+# repository would otherwise be imported instead of Lore.
+HOOK_COMMAND = [sys.executable, "-P", "-m", "lore", "hooks", "run"]
+
+
 @hooks.command(name="run", hidden=True)
 @click.argument("hook")
 @click.argument("args", nargs=-1)
@@ -63,6 +66,7 @@ def run(ctx, hook, args):
 
     lore = Lore.open(ctx.obj.get("project") or ".")
     log = lore.project.local_dir / "hooks.log"
+    _renew_hooks(lore.project.root)
 
     def job():
         started = time.time()
@@ -81,6 +85,18 @@ def run(ctx, hook, args):
         run_coalesced(lore.project.local_dir, job)
     finally:
         lore.close()
+
+
+def _renew_hooks(root) -> None:
+    """Hooks installed by an older Lore ran `python -m lore` without -P: bring
+    their block up to date (nothing is written when it already is)."""
+    from lore.errors import LoreError
+    from lore.index import githooks
+
+    try:
+        githooks.install(root, HOOK_COMMAND)
+    except (OSError, LoreError):
+        pass  # a hook that can't be rewritten keeps working as it is
 
 
 COMMANDS = [hooks]
