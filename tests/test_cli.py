@@ -386,6 +386,18 @@ def test_an_edit_cannot_point_a_memory_outside_the_project(cli):
     assert path.read_bytes() == before
 
 
+@pytest.mark.parametrize("field", ["agent", "visibility", "storage", "id"])
+def test_an_edit_cannot_re_own_a_memory(cli, field):
+    """Who a memory belongs to is Lore's to say (the writing agent, the folder):
+    an agent setting `agent` or `visibility` would forge authorship or claim a shared file."""
+    added = cli.json("add", "-t", "Owned", "-b", "A memory whose owner stays as written.")
+    path = cli.cwd / added["path"]
+    before = path.read_bytes()
+    proc = cli("edit", added["id"][:8], "--set", f"{field}=otheragent", ok=False)
+    assert proc.returncode != 0 and "managed by Lore" in proc.stderr
+    assert path.read_bytes() == before
+
+
 def test_an_absolute_path_inside_the_project_is_kept_relative(cli):
     source = cli.cwd / "src" / "app.py"
     added = cli.json(

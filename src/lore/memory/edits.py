@@ -45,7 +45,9 @@ _FIELD_NAMES = {
     "source": "source",
     "occurred_at": "occurred_at",
 }
-_FIXED = {"id", "content_hash", "updated_at", "sector"}
+# Managed by Lore: ids and hashes, and who a memory belongs to (its agent, and the
+# visibility and storage its folder gives it): an agent must not re-own a memory.
+_FIXED = {"id", "content_hash", "updated_at", "sector", "agent", "visibility", "storage"}
 
 
 @dataclass
