@@ -77,6 +77,16 @@ def test_head_and_branch(repo):
     assert gitrepo.head(repo) == first
 
 
+def test_a_branch_name_that_is_not_utf8_is_still_text(repo):
+    """A branch name goes to search and to the embedder (`lore start`): bytes
+    that are not UTF-8 become U+FFFD, never surrogates that no encoder takes."""
+    commit(repo, "first")
+    subprocess.run(["git", "checkout", "-q", "-b", b"T-77-caf\xe9-br"], cwd=repo, check=True)
+    branch = gitrepo.current_branch(repo)
+    assert branch == "T-77-caf\ufffd-br"
+    branch.encode("utf-8")
+
+
 def test_git_errors_are_lore_errors(tmp_path):
     from lore.errors import LoreError
 

@@ -224,7 +224,9 @@ def current_branch(root: Path) -> str | None:
     result = run_git(root, "symbolic-ref", "-q", "--short", "HEAD", check=False)
     if result.returncode != 0:
         return None
-    return _line(result) or None
+    # Text for people and for search (a task id, words), never a path to open:
+    # bytes that are not UTF-8 become U+FFFD rather than surrogates no encoder takes.
+    return result.stdout.decode("utf-8", "replace").rstrip("\n") or None
 
 
 DEFAULT_BRANCHES = ("main", "master", "trunk", "develop")
