@@ -398,6 +398,25 @@ def test_an_edit_cannot_re_own_a_memory(cli, field):
     assert path.read_bytes() == before
 
 
+def test_relations_name_other_memories_by_full_id(cli):
+    """An id prefix in a relation is written as the full id (a prefix would name
+    nothing once more memories exist); a memory never relates to or supersedes itself."""
+    first = cli.json("add", "-t", "First", "-b", "The first memory of the pair.")
+    second = cli.json("add", "-t", "Second", "-b", "The second memory of the pair.")
+    path = cli.cwd / first["path"]
+    cli("edit", first["id"][:8], "--relate", f"depends_on={second['id'][:5]}")
+    assert f"depends_on: {second['id']}" in path.read_text()
+    before = path.read_bytes()
+    for option, value in (
+        ("--relate", f"supersedes={first['id'][:4]}"),
+        ("--set", f"superseded_by={first['id']}"),
+    ):
+        proc = cli("edit", first["id"][:8], option, value, ok=False)
+        assert proc.returncode != 0 and "cannot name itself" in proc.stderr
+    assert path.read_bytes() == before
+    assert first["id"] in {m["id"] for m in cli.json("list")}
+
+
 def test_an_absolute_path_inside_the_project_is_kept_relative(cli):
     source = cli.cwd / "src" / "app.py"
     added = cli.json(

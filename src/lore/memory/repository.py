@@ -194,6 +194,19 @@ class Memories:
             )
         return file_lock(self.project.local_dir / ".write.lock")
 
+    def _other(self, memory: Memory, target: str, relation: str) -> str:
+        """The memory a relation (or superseded_by) names, as its full id when
+        the target is an id, id prefix, file name or path of a visible memory
+        (a prefix written as given would name nothing later); a title stays
+        as written (links resolve titles). A memory never relates to itself."""
+        try:
+            found = self.record(self.resolve(target.strip()))
+        except (NotFound, UsageError):
+            return target
+        if found is not None and found.id == memory.id:
+            raise UsageError(f"{relation.strip()}: a memory cannot name itself; name another memory")
+        return found.id if found is not None else target
+
     # -- reading --------------------------------------------------------------------------------
 
     def resolve(self, key: str) -> str:
@@ -624,8 +637,14 @@ class Memories:
                 if one.operation == "set":  # redacted once parsed: YAML must not read the marker
                     key = clean(one.field) or ""
                     set_field(memory, key, one.value, clean=lambda t: clean(t) or "")
+                    if key.strip() == "superseded_by" and memory.extra.get("superseded_by"):
+                        memory.extra["superseded_by"] = self._other(
+                            memory, str(memory.extra["superseded_by"]), key
+                        )
                 else:
-                    note = add_relation(memory, clean(one.relation) or "", clean(one.value) or "")
+                    relation = clean(one.relation) or ""
+                    target = self._other(memory, clean(one.value) or "", relation)
+                    note = add_relation(memory, relation, target)
                     notes += [note] if note else []
             if framed:
                 memory.updated_at = stamp
