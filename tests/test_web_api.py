@@ -543,3 +543,21 @@ async def test_off_loopback_needs_token_and_accepts_any_host(root):
     async with client(named, host="lore.internal", headers=headers) as c:
         assert (await c.get("/api/memories")).status_code == 200
         assert (await c.get("/api/memories", headers={"Host": "other.example"})).status_code == 421
+
+
+async def test_file_view_masks_secrets_as_code_search_does(tmp_path):
+    config = (
+        'GITHUB_TOKEN = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"\nDB = "postgres://u:hunter2secret@h/db"\n'
+    )
+    root = make_project(tmp_path / "proj", files={"src/config.py": config})
+    lore_json(root, "index", "--no-embed")
+    app = build_app(str(root))
+    async with client(app) as c:
+        r = await c.get("/api/files/src/config.py")
+        assert r.status_code == 200, r.text
+        text = r.json()["text"]
+        page = (await c.get("/files/src/config.py")).text
+        for shown in (text, page):
+            assert "ghp_A1b2C3d4" not in shown and "hunter2secret" not in shown
+            assert "[REDACTED:github-token]" in shown
+        assert text.count("\n") == config.count("\n")  # line anchors still point at the same lines
