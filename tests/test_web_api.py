@@ -81,7 +81,7 @@ async def test_create_get_update_delete_restore_purge(root):
         hits = (await c.get("/api/search", params={"q": "convert UI"})).json()
         assert [h["id"] for h in hits] == [key]
 
-        r = await c.delete(f"/api/memories/{key}")
+        r = await c.delete(f"/api/memories/{key}", headers={"Content-Type": "application/json"})
         assert r.status_code == 200 and r.json()["original"] == created["path"]
         assert not (root / created["path"]).exists()
         assert (await c.get(f"/api/memories/{key}")).status_code == 404
@@ -92,8 +92,8 @@ async def test_create_get_update_delete_restore_purge(root):
         assert r.status_code == 200 and r.json() == {"restored": created["path"]}
         assert (await c.get(f"/api/memories/{key}")).status_code == 200
 
-        await c.delete(f"/api/memories/{key}")
-        r = await c.delete(f"/api/trash/{key}")
+        await c.delete(f"/api/memories/{key}", headers={"Content-Type": "application/json"})
+        r = await c.delete(f"/api/trash/{key}", headers={"Content-Type": "application/json"})
         assert r.status_code == 200 and r.json()["purged"][0]["id"] == key
         assert (await c.get("/api/trash")).json() == []
         assert (await c.post(f"/api/trash/{key}/restore", json={})).status_code == 404
@@ -237,7 +237,9 @@ async def test_another_agents_private_memory_is_missing(root):
         assert (
             await c.patch(f"/api/memories/{secret}", json={"body": "overwritten by alice"})
         ).status_code == 404
-        assert (await c.delete(f"/api/memories/{secret}")).status_code == 404
+        assert (
+            await c.delete(f"/api/memories/{secret}", headers={"Content-Type": "application/json"})
+        ).status_code == 404
         preview = (await c.post("/api/memories/bulk", json={"action": "delete", "tag": ["plan"]})).json()
         assert [i["id"] for i in preview["items"]] == [own]
     assert "Bob's private plan" in next((root / ".lore/local/bob").glob("*.md")).read_text()
@@ -561,3 +563,20 @@ async def test_file_view_masks_secrets_as_code_search_does(tmp_path):
             assert "ghp_A1b2C3d4" not in shown and "hunter2secret" not in shown
             assert "[REDACTED:github-token]" in shown
         assert text.count("\n") == config.count("\n")  # line anchors still point at the same lines
+
+
+async def test_open_mode_delete_and_patch_need_csrf_like_post(root):
+    key = add_memory(root, "CSRF delete test", "A memory a cross-site DELETE must not remove.")
+    app = build_app(str(root))
+    async with client(app) as c:
+        for headers in ({}, {"Sec-Fetch-Site": "cross-site"}):
+            r = await c.delete(f"/api/memories/{key}", headers=headers)
+            assert r.status_code == 403 and r.json()["error"]["code"] == "forbidden", r.text
+            r = await c.patch(f"/api/memories/{key}", headers=headers)
+            assert r.status_code == 403
+        assert (await c.get(f"/api/memories/{key}")).status_code == 200
+        json_type = {"Content-Type": "application/json"}
+        assert (await c.delete(f"/api/memories/{key}", headers=json_type)).status_code == 200
+        assert (await c.delete(f"/api/trash/{key}")).status_code == 403
+        assert [e["id"] for e in (await c.get("/api/trash")).json()] == [key]
+        assert (await c.delete(f"/api/trash/{key}", headers=json_type)).status_code == 200

@@ -284,8 +284,10 @@ def check_api_csrf(request, ep: api.Endpoint) -> None:
     if auth.Guard.csrf_matches(request.cookies.get(auth.CSRF_COOKIE), request.headers.get(auth.CSRF_HEADER)):
         return
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if request.state.auth == "open" and (request.method != "POST" or kind == "application/json"):
-        return  # a cross-site page can send neither without a CORS preflight
+    if request.state.auth == "open" and kind == "application/json":
+        return  # a cross-site page cannot send it without a CORS preflight
+    # DELETE, PUT and PATCH are held to the same rule as POST: the documented one, and not
+    # only the browser's preflight (a bodiless DELETE deletes as surely as a POST).
     raise auth.Forbidden(
         "missing CSRF token: send X-CSRF-Token (browser) or 'Authorization: Bearer <token>'"
         + (" or 'Content-Type: application/json'" if request.state.auth == "open" else "")
