@@ -580,3 +580,18 @@ async def test_open_mode_delete_and_patch_need_csrf_like_post(root):
         assert (await c.delete(f"/api/trash/{key}")).status_code == 403
         assert [e["id"] for e in (await c.get("/api/trash")).json()] == [key]
         assert (await c.delete(f"/api/trash/{key}", headers=json_type)).status_code == 200
+
+
+async def test_unknown_routes_and_wrong_methods_under_api_are_json_errors(root):
+    app = build_app(str(root))
+    async with client(app) as c:
+        for path in ("/api/nonexistent", "/api/memories/..%2F..%2Fetc%2Fpasswd", "/api/memories/a/b/c"):
+            r = await c.get(path)
+            assert r.status_code == 404 and r.headers["content-type"] == "application/json", (path, r.text)
+            assert r.json()["error"]["code"] == "not_found" and r.json()["error"]["message"]
+        r = await c.put("/api/memories", json={})
+        assert r.status_code == 405 and r.headers["content-type"] == "application/json", r.text
+        assert r.json()["error"]["code"] == "method_not_allowed" and "GET" in r.headers["allow"]
+        r = await c.get("/update-index")
+        assert r.status_code == 405 and r.json()["error"]["code"] == "method_not_allowed"
+        assert (await c.get("/no-such-page")).status_code == 404  # pages keep their own answer

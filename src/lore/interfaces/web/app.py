@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from lore.errors import LoreError
+from lore.errors import LoreError, NotFound
 from lore.interfaces.web import api, auth, pages
 from lore.interfaces.web.inputs import (
     MAX_REQUEST_BYTES,
@@ -139,7 +139,9 @@ def build_app(
             for lore in tools.all_lores():
                 lore.stop_index_jobs()
 
-    web = Starlette(routes=routes, lifespan=lifespan)
+    from starlette.exceptions import HTTPException
+
+    web = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: routing_error})
     web.state.backend = backend
     return Gate(web, guard, mcp_app, tools)
 
@@ -292,6 +294,33 @@ def check_api_csrf(request, ep: api.Endpoint) -> None:
         "missing CSRF token: send X-CSRF-Token (browser) or 'Authorization: Bearer <token>'"
         + (" or 'Content-Type: application/json'" if request.state.auth == "open" else "")
     )
+
+
+class MethodNotAllowed(LoreError):
+    """An API path called with a method it does not have (`405`, with `Allow`)."""
+
+    code = "method_not_allowed"
+    http_status = 405
+
+
+def routing_error(request, exc):
+    """Starlette's own 404 (no route matched) and 405 (wrong method) as the API's
+    JSON error under /api/, where clients parse every answer as JSON; pages and
+    static files keep Starlette's plain text."""
+    from starlette.responses import PlainTextResponse
+
+    path = request.url.path
+    if not (path.startswith("/api/") or path in ("/api", "/update-index")):
+        return PlainTextResponse(exc.detail, exc.status_code, headers=exc.headers)
+    err: LoreError
+    if exc.status_code == 405:
+        allowed = (exc.headers or {}).get("Allow", "")
+        err = MethodNotAllowed(f"{request.method} is not allowed on {path}; allowed: {allowed}")
+    elif exc.status_code == 404:
+        err = NotFound(f"no API endpoint matches {request.method} {path}; see /docs")
+    else:
+        err = LoreError(str(exc.detail))
+    return json_response(error_body(err), exc.status_code, {**error_headers(err), **(exc.headers or {})})
 
 
 def error_response(err: BaseException):
