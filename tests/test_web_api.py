@@ -595,3 +595,36 @@ async def test_unknown_routes_and_wrong_methods_under_api_are_json_errors(root):
         r = await c.get("/update-index")
         assert r.status_code == 405 and r.json()["error"]["code"] == "method_not_allowed"
         assert (await c.get("/no-such-page")).status_code == 404  # pages keep their own answer
+
+
+async def test_client_disconnect_is_not_logged_as_an_internal_error(root, capfd):
+    app = build_app(str(root))
+    sent: list[dict] = []
+
+    async def receive():
+        return {"type": "http.disconnect"}  # the client hung up before sending its body
+
+    async def send(message):
+        sent.append(message)
+
+    async with app.app.router.lifespan_context(app.app):
+        for path, kind in (("/api/memories", b"application/json"), ("/memories/new", b"text/plain")):
+            scope = {
+                "type": "http",
+                "http_version": "1.1",
+                "method": "POST",
+                "scheme": "http",
+                "path": path,
+                "raw_path": path.encode(),
+                "query_string": b"",
+                "root_path": "",
+                "headers": [
+                    (b"host", b"127.0.0.1:8766"),
+                    (b"content-type", kind),
+                    (b"content-length", b"50"),
+                ],
+                "client": ("127.0.0.1", 50000),
+                "server": ("127.0.0.1", 8766),
+            }
+            await app(scope, receive, send)
+    assert sent and "internal error" not in capfd.readouterr().err
