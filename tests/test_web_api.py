@@ -628,3 +628,88 @@ async def test_client_disconnect_is_not_logged_as_an_internal_error(root, capfd)
             }
             await app(scope, receive, send)
     assert sent and "internal error" not in capfd.readouterr().err
+
+
+# -- starting the server ------------------------------------------------------------------------
+
+
+async def test_port_in_use_is_one_line_error_before_any_banner(root):
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        for command in (["serve"], ["mcp", "--http"]):
+            proc = subprocess.run(
+                [sys.executable, "-m", "lore", *command, "--port", str(port)],
+                cwd=root,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert proc.returncode == 1, proc.stderr
+            assert proc.stderr.splitlines() == [
+                f"lore: error: port {port} on 127.0.0.1 is in use; "
+                "stop the server holding it, or choose another with --port"
+            ]
+
+
+def _answer(url: str, data: bytes | None = None, headers: dict | None = None) -> tuple[int, str]:
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, data=data, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+async def test_port_zero_shows_the_real_port_and_mcp_http_serves_only_mcp(root):
+    import re
+
+    init = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+    ).encode()
+    mcp_headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    for command, name, suffix in ((["serve"], "lore serve", "/"), (["mcp", "--http"], "lore mcp", "/mcp")):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lore", *command, "--port", "0"],
+            cwd=root,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert proc.stderr is not None
+            line = proc.stderr.readline()
+            found = re.search(r"http://127\.0\.0\.1:(\d+)(\S*) ", line)
+            assert line.startswith(f"{name}: ") and found and found[2] == suffix, line
+            base = f"http://127.0.0.1:{found[1]}"
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    status, text = _answer(f"{base}/mcp", init, mcp_headers)
+                    break
+                except OSError:
+                    assert time.monotonic() < deadline, "the server did not answer on the port it printed"
+                    time.sleep(0.1)
+            assert status == 200 and "lore" in text
+            web_status = 200 if name == "lore serve" else 404
+            assert _answer(f"{base}/api/memories")[0] == web_status
+            assert _answer(f"{base}/memories")[0] == web_status
+        finally:
+            proc.terminate()
+            proc.wait(10)
+            proc.stderr.close()  # type: ignore[union-attr]
