@@ -81,7 +81,7 @@ async def test_create_get_update_delete_restore_purge(root):
         hits = (await c.get("/api/search", params={"q": "convert UI"})).json()
         assert [h["id"] for h in hits] == [key]
 
-        r = await c.delete(f"/api/memories/{key}")
+        r = await c.delete(f"/api/memories/{key}", headers={"Content-Type": "application/json"})
         assert r.status_code == 200 and r.json()["original"] == created["path"]
         assert not (root / created["path"]).exists()
         assert (await c.get(f"/api/memories/{key}")).status_code == 404
@@ -92,8 +92,8 @@ async def test_create_get_update_delete_restore_purge(root):
         assert r.status_code == 200 and r.json() == {"restored": created["path"]}
         assert (await c.get(f"/api/memories/{key}")).status_code == 200
 
-        await c.delete(f"/api/memories/{key}")
-        r = await c.delete(f"/api/trash/{key}")
+        await c.delete(f"/api/memories/{key}", headers={"Content-Type": "application/json"})
+        r = await c.delete(f"/api/trash/{key}", headers={"Content-Type": "application/json"})
         assert r.status_code == 200 and r.json()["purged"][0]["id"] == key
         assert (await c.get("/api/trash")).json() == []
         assert (await c.post(f"/api/trash/{key}/restore", json={})).status_code == 404
@@ -237,7 +237,9 @@ async def test_another_agents_private_memory_is_missing(root):
         assert (
             await c.patch(f"/api/memories/{secret}", json={"body": "overwritten by alice"})
         ).status_code == 404
-        assert (await c.delete(f"/api/memories/{secret}")).status_code == 404
+        assert (
+            await c.delete(f"/api/memories/{secret}", headers={"Content-Type": "application/json"})
+        ).status_code == 404
         preview = (await c.post("/api/memories/bulk", json={"action": "delete", "tag": ["plan"]})).json()
         assert [i["id"] for i in preview["items"]] == [own]
     assert "Bob's private plan" in next((root / ".lore/local/bob").glob("*.md")).read_text()
@@ -543,3 +545,171 @@ async def test_off_loopback_needs_token_and_accepts_any_host(root):
     async with client(named, host="lore.internal", headers=headers) as c:
         assert (await c.get("/api/memories")).status_code == 200
         assert (await c.get("/api/memories", headers={"Host": "other.example"})).status_code == 421
+
+
+async def test_file_view_masks_secrets_as_code_search_does(tmp_path):
+    config = (
+        'GITHUB_TOKEN = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"\nDB = "postgres://u:hunter2secret@h/db"\n'
+    )
+    root = make_project(tmp_path / "proj", files={"src/config.py": config})
+    lore_json(root, "index", "--no-embed")
+    app = build_app(str(root))
+    async with client(app) as c:
+        r = await c.get("/api/files/src/config.py")
+        assert r.status_code == 200, r.text
+        text = r.json()["text"]
+        page = (await c.get("/files/src/config.py")).text
+        for shown in (text, page):
+            assert "ghp_A1b2C3d4" not in shown and "hunter2secret" not in shown
+            assert "[REDACTED:github-token]" in shown
+        assert text.count("\n") == config.count("\n")  # line anchors still point at the same lines
+
+
+async def test_open_mode_delete_and_patch_need_csrf_like_post(root):
+    key = add_memory(root, "CSRF delete test", "A memory a cross-site DELETE must not remove.")
+    app = build_app(str(root))
+    async with client(app) as c:
+        for headers in ({}, {"Sec-Fetch-Site": "cross-site"}):
+            r = await c.delete(f"/api/memories/{key}", headers=headers)
+            assert r.status_code == 403 and r.json()["error"]["code"] == "forbidden", r.text
+            r = await c.patch(f"/api/memories/{key}", headers=headers)
+            assert r.status_code == 403
+        assert (await c.get(f"/api/memories/{key}")).status_code == 200
+        json_type = {"Content-Type": "application/json"}
+        assert (await c.delete(f"/api/memories/{key}", headers=json_type)).status_code == 200
+        assert (await c.delete(f"/api/trash/{key}")).status_code == 403
+        assert [e["id"] for e in (await c.get("/api/trash")).json()] == [key]
+        assert (await c.delete(f"/api/trash/{key}", headers=json_type)).status_code == 200
+
+
+async def test_unknown_routes_and_wrong_methods_under_api_are_json_errors(root):
+    app = build_app(str(root))
+    async with client(app) as c:
+        for path in ("/api/nonexistent", "/api/memories/..%2F..%2Fetc%2Fpasswd", "/api/memories/a/b/c"):
+            r = await c.get(path)
+            assert r.status_code == 404 and r.headers["content-type"] == "application/json", (path, r.text)
+            assert r.json()["error"]["code"] == "not_found" and r.json()["error"]["message"]
+        r = await c.put("/api/memories", json={})
+        assert r.status_code == 405 and r.headers["content-type"] == "application/json", r.text
+        assert r.json()["error"]["code"] == "method_not_allowed" and "GET" in r.headers["allow"]
+        r = await c.get("/update-index")
+        assert r.status_code == 405 and r.json()["error"]["code"] == "method_not_allowed"
+        assert (await c.get("/no-such-page")).status_code == 404  # pages keep their own answer
+
+
+async def test_client_disconnect_is_not_logged_as_an_internal_error(root, capfd):
+    app = build_app(str(root))
+    sent: list[dict] = []
+
+    async def receive():
+        return {"type": "http.disconnect"}  # the client hung up before sending its body
+
+    async def send(message):
+        sent.append(message)
+
+    async with app.app.router.lifespan_context(app.app):
+        for path, kind in (("/api/memories", b"application/json"), ("/memories/new", b"text/plain")):
+            scope = {
+                "type": "http",
+                "http_version": "1.1",
+                "method": "POST",
+                "scheme": "http",
+                "path": path,
+                "raw_path": path.encode(),
+                "query_string": b"",
+                "root_path": "",
+                "headers": [
+                    (b"host", b"127.0.0.1:8766"),
+                    (b"content-type", kind),
+                    (b"content-length", b"50"),
+                ],
+                "client": ("127.0.0.1", 50000),
+                "server": ("127.0.0.1", 8766),
+            }
+            await app(scope, receive, send)
+    assert sent and "internal error" not in capfd.readouterr().err
+
+
+# -- starting the server ------------------------------------------------------------------------
+
+
+async def test_port_in_use_is_one_line_error_before_any_banner(root):
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        for command in (["serve"], ["mcp", "--http"]):
+            proc = subprocess.run(
+                [sys.executable, "-m", "lore", *command, "--port", str(port)],
+                cwd=root,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert proc.returncode == 1, proc.stderr
+            assert proc.stderr.splitlines() == [
+                f"lore: error: port {port} on 127.0.0.1 is in use; "
+                "stop the server holding it, or choose another with --port"
+            ]
+
+
+def _answer(url: str, data: bytes | None = None, headers: dict | None = None) -> tuple[int, str]:
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, data=data, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+async def test_port_zero_shows_the_real_port_and_mcp_http_serves_only_mcp(root):
+    import re
+
+    init = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+    ).encode()
+    mcp_headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    for command, name, suffix in ((["serve"], "lore serve", "/"), (["mcp", "--http"], "lore mcp", "/mcp")):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lore", *command, "--port", "0"],
+            cwd=root,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert proc.stderr is not None
+            line = proc.stderr.readline()
+            found = re.search(r"http://127\.0\.0\.1:(\d+)(\S*) ", line)
+            assert line.startswith(f"{name}: ") and found and found[2] == suffix, line
+            base = f"http://127.0.0.1:{found[1]}"
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    status, text = _answer(f"{base}/mcp", init, mcp_headers)
+                    break
+                except OSError:
+                    assert time.monotonic() < deadline, "the server did not answer on the port it printed"
+                    time.sleep(0.1)
+            assert status == 200 and "lore" in text
+            web_status = 200 if name == "lore serve" else 404
+            assert _answer(f"{base}/api/memories")[0] == web_status
+            assert _answer(f"{base}/memories")[0] == web_status
+        finally:
+            proc.terminate()
+            proc.wait(10)
+            proc.stderr.close()  # type: ignore[union-attr]

@@ -113,14 +113,18 @@ class CodeIndex:
 
     def read(self, path: str) -> dict[str, str]:
         """An indexed code file's text (anchors link to it). Only files the code
-        index holds, never an arbitrary path: NotFound otherwise."""
+        index holds, never an arbitrary path: NotFound otherwise. Secret-shaped
+        values are masked as in the index's chunks, or the file view would hand
+        out in clear what code search redacts."""
         from lore.errors import NotFound
+        from lore.secrets import mask_code
 
         rel = self.project.rel(self.project.inside(path, base=self.project.root))
         if rel not in self.paths():
             raise NotFound(f"{path} is not an indexed code file; see `lore status`")
         raw = (self.project.root / rel).read_bytes()
-        return {"path": rel, "text": raw.decode("utf-8", "replace")}
+        text, _count = mask_code(raw.decode("utf-8", "replace"))
+        return {"path": rel, "text": text}
 
     def recent_paths(self, days: float) -> set[str]:
         """Files changed by commits in the last `days` days."""

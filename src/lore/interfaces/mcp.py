@@ -517,9 +517,12 @@ def serve_http(
     agent: str | None = None,
     allowed_hosts: list[str] | None = None,
 ) -> None:
-    """Streamable HTTP at /mcp, behind the same gate as `lore serve` (one HTTP
-    security layer: Host checks, bearer token required off loopback, malformed
-    Authorization → 401, body limits, rate limits on failures)."""
+    """Streamable HTTP at /mcp only (no web UI or JSON API: that is `lore serve`),
+    behind the same gate as `lore serve` (one HTTP security layer: Host checks,
+    bearer token required off loopback, malformed Authorization → 401, body
+    limits, rate limits on failures)."""
     from lore.interfaces.web.app import serve
 
-    serve(project, host=host, port=port, token=token, agent=agent, allowed_hosts=allowed_hosts or [])
+    serve(
+        project, host=host, port=port, token=token, agent=agent, allowed_hosts=allowed_hosts or [], web=False
+    )

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from lore.errors import LoreError
+from lore.errors import LoreError, NotFound
 from lore.interfaces.web import api, auth, pages
 from lore.interfaces.web.inputs import (
     MAX_REQUEST_BYTES,
@@ -81,10 +81,13 @@ def build_app(
     allowed_hosts: Sequence[str] = (),
     mcp: bool = True,
     users: str | None = None,
+    web: bool = True,
 ):
     """The whole server as one ASGI app (run its lifespan: MCP sessions, index jobs).
 
     Args:
+        web: serve the web UI and the JSON API; without it (`lore mcp --http`) only
+            /mcp answers, behind the same Gate.
         users: a users file (:mod:`.users`): per-user tokens, each acting as its
             user's agent and, on PostgreSQL, database role (checked here, at start-up).
 
@@ -115,17 +118,18 @@ def build_app(
     mcp_app, session_manager = _mcp_app(project, agent, tools) if mcp else (None, None)
 
     routes: list[Any] = []
-    for ep in api.ENDPOINTS:
+    for ep in api.ENDPOINTS if web else ():
         path = ep.path.replace("{path}", "{path:path}")
         if ep.stream:
             routes.append(Route(path, functools.partial(job_events, backend), methods=[ep.method]))
             continue
         routes.append(Route(path, functools.partial(api_call, backend, ep), methods=[ep.method]))
-    routes += pages.routes(backend, guard)
-    routes += [
-        Route("/openapi.json", lambda request: json_response(api.openapi())),
-        Mount("/static", StaticFiles(directory=str(pages.STATIC)), name="static"),
-    ]
+    if web:
+        routes += pages.routes(backend, guard)
+        routes += [
+            Route("/openapi.json", lambda request: json_response(api.openapi())),
+            Mount("/static", StaticFiles(directory=str(pages.STATIC)), name="static"),
+        ]
 
     @asynccontextmanager
     async def lifespan(app):
@@ -139,9 +143,11 @@ def build_app(
             for lore in tools.all_lores():
                 lore.stop_index_jobs()
 
-    web = Starlette(routes=routes, lifespan=lifespan)
-    web.state.backend = backend
-    return Gate(web, guard, mcp_app, tools)
+    from starlette.exceptions import HTTPException
+
+    asgi = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: routing_error})
+    asgi.state.backend = backend
+    return Gate(asgi, guard, mcp_app, tools)
 
 
 def _mcp_app(project, agent, tools):
@@ -284,12 +290,41 @@ def check_api_csrf(request, ep: api.Endpoint) -> None:
     if auth.Guard.csrf_matches(request.cookies.get(auth.CSRF_COOKIE), request.headers.get(auth.CSRF_HEADER)):
         return
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if request.state.auth == "open" and (request.method != "POST" or kind == "application/json"):
-        return  # a cross-site page can send neither without a CORS preflight
+    if request.state.auth == "open" and kind == "application/json":
+        return  # a cross-site page cannot send it without a CORS preflight
+    # DELETE, PUT and PATCH are held to the same rule as POST: the documented one, and not
+    # only the browser's preflight (a bodiless DELETE deletes as surely as a POST).
     raise auth.Forbidden(
         "missing CSRF token: send X-CSRF-Token (browser) or 'Authorization: Bearer <token>'"
         + (" or 'Content-Type: application/json'" if request.state.auth == "open" else "")
     )
+
+
+class MethodNotAllowed(LoreError):
+    """An API path called with a method it does not have (`405`, with `Allow`)."""
+
+    code = "method_not_allowed"
+    http_status = 405
+
+
+def routing_error(request, exc):
+    """Starlette's own 404 (no route matched) and 405 (wrong method) as the API's
+    JSON error under /api/, where clients parse every answer as JSON; pages and
+    static files keep Starlette's plain text."""
+    from starlette.responses import PlainTextResponse
+
+    path = request.url.path
+    if not (path.startswith("/api/") or path in ("/api", "/update-index")):
+        return PlainTextResponse(exc.detail, exc.status_code, headers=exc.headers)
+    err: LoreError
+    if exc.status_code == 405:
+        allowed = (exc.headers or {}).get("Allow", "")
+        err = MethodNotAllowed(f"{request.method} is not allowed on {path}; allowed: {allowed}")
+    elif exc.status_code == 404:
+        err = NotFound(f"no API endpoint matches {request.method} {path}; see /docs")
+    else:
+        err = LoreError(str(exc.detail))
+    return json_response(error_body(err), exc.status_code, {**error_headers(err), **(exc.headers or {})})
 
 
 def error_response(err: BaseException):
@@ -344,18 +379,53 @@ def serve(
     agent: str | None = None,
     allowed_hosts: Sequence[str] = (),
     users: str | None = None,
+    web: bool = True,
 ) -> None:
-    """Run the server until interrupted."""
+    """Run the server until interrupted (`web=False`: `lore mcp --http`, only /mcp).
+
+    Raises LoreError when the port cannot be bound, before anything is printed."""
     import logging
 
     import uvicorn
 
     logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs every session at INFO
-    app = build_app(project, agent=agent, token=token, host=host, allowed_hosts=allowed_hosts, users=users)
+    app = build_app(
+        project, agent=agent, token=token, host=host, allowed_hosts=allowed_hosts, users=users, web=web
+    )
+    sock = bind(host, port)
     team = app.tools.team
     if team is None or token:
         app.tools.warm()  # a team server's own Lore serves only the shared token
+    print(banner(app, host, sock.getsockname()[1], token, web), file=sys.stderr, flush=True)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=3)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def bind(host: str, port: int):
+    """The listening socket, bound here (as uvicorn would) so that a port in use is
+    a one-line error before the banner, and `--port 0` shows the port it got."""
+    import errno
+    import socket
+
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as err:
+        sock.close()
+        if err.errno == errno.EADDRINUSE:
+            raise LoreError(
+                f"port {port} on {host} is in use; stop the server holding it, or choose another with --port"
+            ) from None
+        raise LoreError(f"cannot listen on {host} port {port}: {err.strerror or err}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def banner(app: Gate, host: str, port: int, token: str | None, web: bool) -> str:
+    """The start-up line: project, address (the bound port), who requests act as."""
     shown = f"[{host}]" if ":" in host else host
+    team = app.tools.team
     own = app.tools.own
     acting = f"agent {own.agent}" if own.agent else "no agent (shared memories only)"
     if team is not None:
@@ -363,10 +433,12 @@ def serve(
         acting = f"{len(team.users.users)} users (each as their own agent{roles})" + (
             f"; the shared token as {acting}" if token else ""
         )
-    print(
+    required = ", token required" if token or team else ""
+    if not web:
+        return f"lore mcp: {own.project.root} at http://{shown}:{port}/mcp as {acting}" + (
+            " (token required)" if required else ""
+        )
+    return (
         f"lore serve: {own.project.root} at http://{shown}:{port}/ as {acting} "
-        f"(API docs /docs, MCP /mcp{', token required' if token or team else ''})",
-        file=sys.stderr,
-        flush=True,
+        f"(API docs /docs, MCP /mcp{required})"
     )
-    uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=3)

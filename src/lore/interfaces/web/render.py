@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from lore.errors import LoreError, ValidationError, as_lore_error
+from lore.errors import LoreError, UsageError, ValidationError, as_lore_error
 from lore.interfaces.units import file_size
 
 HERE = Path(__file__).parent
@@ -30,10 +30,17 @@ def json_response(data: Any, status: int = 200, headers: dict | None = None):
 
 
 def as_error(err: BaseException) -> LoreError:
-    """The LoreError an exception means; unknown ones are logged and become a generic 500."""
+    """The LoreError an exception means; unknown ones are logged and become a generic 500.
+
+    A client that hung up mid-request is routine (a closed tab, a curl timeout), not
+    a server fault: it is not logged, and the answer goes nowhere anyway."""
+    from starlette.requests import ClientDisconnect
+
     known = as_lore_error(err)
     if known is not None:
         return known
+    if isinstance(err, ClientDisconnect):
+        return UsageError("the client disconnected before its request was read")
     print(f"lore serve: internal error: {err.__class__.__name__}: {err}", file=sys.stderr)
     failure = LoreError("internal error; the server log has the details (LORE_DEBUG=1 for a traceback)")
     return failure
