@@ -135,12 +135,12 @@ def _record(lore: Lore, payload: Payload, fallback: list[RawEvent] | None = None
     session_id = _session_id(payload)
     path = payload.get("transcript_path")
     if isinstance(path, str) and Path(path).is_file():
-        result = lore.record_transcript(path, session_id=session_id, agent="claude-code")
+        result = lore.record_transcript(path, session_id=session_id)
         compacted = f", {len(result.compactions)} compactions" if result.compactions else ""
         return f"session {result.session_id}: {result.appended} recorded{compacted}"
     if session_id is None or not fallback:
         return "no transcript, nothing to record"
-    appended = lore.record_events(session_id, fallback, create=True, agent="claude-code")
+    appended = lore.record_events(session_id, fallback, create=True)
     return f"session {session_id}: {len(appended.events)} recorded from the hook payload"
 
 
