@@ -378,6 +378,35 @@ def test_another_agents_session_answers_like_a_missing_one(root, monkeypatch):
     assert other.returncode == 1 and "no session other-s1" in other.stderr
 
 
+def test_session_append_stores_a_tool_call_with_its_result_or_refuses_what_it_would_drop(root):
+    async def body():
+        async with stdio_session(root) as s:
+            both = await s.ok(
+                "session_append",
+                session_id="s-tools",
+                tool_name="Bash",
+                args={"command": "pytest"},
+                result="1 failed",
+                is_error=True,
+            )
+            call, result = both["events"]
+            assert call["type"] == "tool_call" and call["args"] == {"command": "pytest"}
+            assert result["type"] == "tool_result" and result["result"] == "1 failed"
+            assert result["is_error"] is True and result["tool_call_id"] == call["tool_call_id"]
+            mixed = await s.error("session_append", session_id="s-tools", content="hi", tool_name="Bash")
+            assert "content is a message" in mixed
+            assert "args goes with tool_name" in await s.error(
+                "session_append", session_id="s-tools", content="hi", args={"a": 1}
+            )
+            assert "is_error goes with result" in await s.error(
+                "session_append", session_id="s-tools", content="hi", is_error=True
+            )
+            view = await s.ok("session_context", session_id="s-tools", events=True)
+            assert [e["type"] for e in view["events"]] == ["tool_call", "tool_result"]
+
+    run_async(body)
+
+
 def test_memory_read_paginates_by_characters(root):
     body_text = "\n".join(f"Line {i}: café naïve — ünïcödé 🎉 text to page through." for i in range(60))
 
