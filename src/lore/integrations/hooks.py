@@ -76,6 +76,8 @@ def _session_start(lore: Lore, payload: Payload) -> str:
 
 def _pre_compact(lore: Lore, payload: Payload) -> str:
     path = payload.get("transcript_path")
+    if path is not None and not isinstance(path, str):
+        return f"transcript_path is not a path (a {type(path).__name__}); nothing captured"
     if not path or not Path(path).is_file():
         return "no transcript"
     result = lore.capture_transcript(path)

@@ -181,6 +181,11 @@ class SessionStore:
         folder = self._folder(session_id)
         cursor = self._cursor_for(folder, source)
         transcript = importers.read_transcript(source, offset=cursor["offset"] if cursor else 0)
+        if cursor is None and transcript.format is None and transcript.end_offset > 0:
+            # Lines, none of them a transcript's: refused before any session is made.
+            raise UsageError(
+                f"{source} is not a transcript: no Claude Code, Codex or Lore session line in it"
+            )
         fmt = transcript.format or (cursor or {}).get("format") or "lore"
         normalised = [ev.normalise(event) for event in transcript.events]
         new_cursor = {
