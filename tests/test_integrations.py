@@ -532,3 +532,17 @@ def test_bad_arguments(root):
     with pytest.raises(UsageError, match="does not exist"):
         install("cursor", root / "missing", command=["lore"])
     assert AGENTS == ("claude-code", "codex", "cursor")
+
+
+def test_uninstall_gives_back_a_lore_server_the_user_already_had(cli):
+    """The user's own `lore` entry (another install's command) is put back byte for byte."""
+    original = (
+        b'{"mcpServers":{"lore":{"command":"/opt/venv/bin/lore","args":["mcp"]},"other":{"command":"x"}}}'
+    )
+    mcp = cli.cwd / ".mcp.json"
+    mcp.write_bytes(original)
+    cli("install", "claude-code")
+    assert json.loads(mcp.read_text())["mcpServers"]["lore"]["command"] != "/opt/venv/bin/lore"
+    cli("uninstall", "claude-code")
+    assert mcp.read_bytes() == original
+    assert not (cli.cwd / ".lore/local/install-originals.json").exists()

@@ -349,6 +349,64 @@ def test_memory_write_with_a_new_uuid_creates_that_memory(root):
     run_async(body)
 
 
+def test_another_agents_session_answers_like_a_missing_one(root, monkeypatch):
+    monkeypatch.setenv("LORE_AGENT", "otheragent")
+    lore(root, "session", "start", "--id", "other-s1")
+    lore(root, "session", "append", "other-s1", "--content", "codename BLUEHERON")
+    monkeypatch.delenv("LORE_AGENT")
+    lore(root, "session", "start", "--id", "shared-s1")  # no agent: everyone's
+
+    async def body():
+        async with stdio_session(root, extra_env={"LORE_AGENT": "probe"}) as s:
+            missing = await s.error("session_context", session_id="no-such-s1", events=True)
+            hidden = await s.error("session_context", session_id="other-s1", events=True)
+            assert "BLUEHERON" not in hidden
+            assert hidden == missing.replace("no-such-s1", "other-s1")
+            injected = await s.error("session_append", session_id="other-s1", content="injected by probe")
+            assert "other-s1" in injected and "BLUEHERON" not in injected
+            shared = await s.ok("session_append", session_id="shared-s1", content="shared note")
+            assert shared["events"][0]["id"] == 1
+            await s.ok("session_append", session_id="probe-s1", content="mine")
+
+    run_async(body)
+    log = (root / ".lore/sessions/other-s1/session.jsonl").read_text()
+    assert "injected by probe" not in log
+    assert "other-s1" not in lore(root, "session", "list", "--json").stdout
+    probe_view = json.loads(lore(root, "session", "list", "--agent", "probe", "--json").stdout)
+    assert {info["id"] for info in probe_view} == {"shared-s1", "probe-s1"}
+    other = lore(root, "session", "show", "other-s1", check=False)
+    assert other.returncode == 1 and "no session other-s1" in other.stderr
+
+
+def test_session_append_stores_a_tool_call_with_its_result_or_refuses_what_it_would_drop(root):
+    async def body():
+        async with stdio_session(root) as s:
+            both = await s.ok(
+                "session_append",
+                session_id="s-tools",
+                tool_name="Bash",
+                args={"command": "pytest"},
+                result="1 failed",
+                is_error=True,
+            )
+            call, result = both["events"]
+            assert call["type"] == "tool_call" and call["args"] == {"command": "pytest"}
+            assert result["type"] == "tool_result" and result["result"] == "1 failed"
+            assert result["is_error"] is True and result["tool_call_id"] == call["tool_call_id"]
+            mixed = await s.error("session_append", session_id="s-tools", content="hi", tool_name="Bash")
+            assert "content is a message" in mixed
+            assert "args goes with tool_name" in await s.error(
+                "session_append", session_id="s-tools", content="hi", args={"a": 1}
+            )
+            assert "is_error goes with result" in await s.error(
+                "session_append", session_id="s-tools", content="hi", is_error=True
+            )
+            view = await s.ok("session_context", session_id="s-tools", events=True)
+            assert [e["type"] for e in view["events"]] == ["tool_call", "tool_result"]
+
+    run_async(body)
+
+
 def test_memory_read_paginates_by_characters(root):
     body_text = "\n".join(f"Line {i}: café naïve — ünïcödé 🎉 text to page through." for i in range(60))
 

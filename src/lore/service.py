@@ -203,7 +203,7 @@ class Lore:
         """Recorded agent sessions: start, append, context, compact, import (:mod:`lore.sessions`)."""
         from lore.sessions import SessionStore
 
-        return self._part("sessions", lambda: SessionStore(self.project))
+        return self._part("sessions", lambda: SessionStore(self.project, agent=self.agent, own_only=True))
 
     @property
     def notices(self) -> list[str]:
@@ -673,7 +673,7 @@ class Lore:
         return done
 
     def end_session(self, session_id: str) -> SessionInfo:
-        """Mark a session ended (appending again reopens it)."""
+        """Mark a session ended (appending to it is refused from then on)."""
         return self.sessions.end(session_id)
 
     def compact_session(

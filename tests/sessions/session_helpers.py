@@ -8,7 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-import lore
+from lore.project import Project
 from lore.sessions import SessionStore
 
 
@@ -26,8 +26,9 @@ def sessions_config(root: Path, soft: int, hard: int, protected: int, summary: s
 
 
 def open_store(root: Path) -> SessionStore:
-    """A fresh store over the project's current settings (as a new process would see them)."""
-    return lore.open(root).sessions
+    """A fresh store over the project's current settings (as a new process would see
+    them), seeing every agent's sessions."""
+    return SessionStore(Project.find(root))
 
 
 def log_lines(root: Path, session_id: str) -> list[bytes]:

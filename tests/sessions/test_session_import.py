@@ -491,3 +491,23 @@ def test_hooks_record_the_session_as_it_happens(root, tmp_path):
     proc = hook(root, "stop", {**base, "hook_event_name": "Stop"})
     assert proc.returncode == 0 and proc.stderr == ""
     assert "error stop:" in (root / ".lore/local/hooks.log").read_text().splitlines()[-1]
+
+
+def test_a_non_transcript_is_refused_and_a_bad_transcript_path_is_a_one_line_reason(root, tmp_path):
+    passwd = tmp_path / "passwd"
+    passwd.write_text("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "lore", "session", "import", str(passwd)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode != 0 and f"{passwd} is not a transcript" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert not (root / ".lore/sessions/passwd").exists()
+
+    proc = hook(root, "pre-compact", {"session_id": "s-1", "cwd": str(root), "transcript_path": 123})
+    assert proc.returncode == 0 and proc.stderr == ""
+    last = (root / ".lore/local/hooks.log").read_text().splitlines()[-1]
+    assert "transcript_path is not a path (a int)" in last and "PathLike" not in last

@@ -20,10 +20,14 @@ def test_session_commands_end_to_end(cli, tmp_path):
         and started["path"] == f".lore/sessions/{sid}"
     )
     assert cli("session", "start", "--id", "fixed-1").stdout.strip() == "fixed-1"
+    # The session is agent cli's: without that identity it is not there (docs/lifecycle.md).
+    unseen = cli("session", "append", sid, "--content", "x", ok=False)
+    assert unseen.returncode == 1 and f"no session {sid}" in unseen.stderr
+    as_cli = {"env": {"LORE_AGENT": "cli"}}
 
-    out = cli.json("session", "append", sid, "--content", "No, use pnpm instead of npm")
+    out = cli.json("session", "append", sid, "--content", "No, use pnpm instead of npm", **as_cli)
     assert out["events"][0]["id"] == 1 and out["events"][0]["role"] == "user" and out["compaction"] is None
-    piped = cli.json("session", "append", sid, "--role", "assistant", input="Switched to pnpm.\n")
+    piped = cli.json("session", "append", sid, "--role", "assistant", input="Switched to pnpm.\n", **as_cli)
     assert piped["events"][0]["content"] == "Switched to pnpm."
     tool = cli.json(
         "session",
@@ -35,6 +39,7 @@ def test_session_commands_end_to_end(cli, tmp_path):
         '{"command": "pnpm test"}',
         "--result",
         "2 passed",
+        **as_cli,
     )
     call, result = tool["events"]
     assert call["tool_name"] == "Bash" and call["args"] == {"command": "pnpm test"}
@@ -45,25 +50,29 @@ def test_session_commands_end_to_end(cli, tmp_path):
     assert bad.returncode == 2 and "--args must be JSON" in bad.stderr and "Traceback" not in bad.stderr
     missing = cli("session", "append", "no-such", "--content", "x", ok=False)
     assert missing.returncode == 1 and "no session no-such" in missing.stderr
+    assert not (cli.cwd / ".lore/sessions/no-such").exists()  # no lock file left behind
     escape = cli("session", "append", "../x", "--content", "x", ok=False)
     assert escape.returncode == 2 and "invalid session id" in escape.stderr
     assert cli.json("session", "append", "new-1", "--content", "hello", "--create")["events"][0]["id"] == 1
 
     listed = cli.json("session", "list")
-    assert {s["id"] for s in listed} == {sid, "fixed-1", "new-1"}
+    assert {s["id"] for s in listed} == {"fixed-1", "new-1"}
+    assert {s["id"] for s in cli.json("session", "list", **as_cli)} == {sid, "fixed-1", "new-1"}
     table = cli("session", "list").stdout
     assert "fixed-1" in table and "new-1" in table and "active" in table
 
-    view = cli.json("session", "show", sid)
+    view = cli.json("session", "show", sid, **as_cli)
     assert [e["id"] for e in view["events"]] == [1, 2, 3, 4] and view["summaries"] == 0
-    text = cli("session", "show", sid)
+    text = cli("session", "show", sid, **as_cli)
     assert "[1] user: No, use pnpm instead of npm" in text.stdout and "4 items" in text.stderr
 
-    nothing = cli.json("session", "compact", sid, "--if-over")
+    nothing = cli.json("session", "compact", sid, "--if-over", **as_cli)
     assert nothing["compacted"] is False and nothing["reason"] == "under-soft-limit"
-    ended = cli.json("session", "end", sid)
+    ended = cli.json("session", "end", sid, **as_cli)
     assert ended["status"] == "ended" and ended["ended_at"]
-    assert [s["id"] for s in cli.json("session", "list", "--status", "ended")] == [sid]
+    assert [s["id"] for s in cli.json("session", "list", "--status", "ended", **as_cli)] == [sid]
+    refused = cli("session", "append", sid, "--content", "more", ok=False, **as_cli)
+    assert refused.returncode == 1 and f"session {sid} has ended; start a new session" in refused.stderr
 
     transcript = tmp_path / "claude.jsonl"
     transcript.write_text(CLAUDE_JSONL)

@@ -72,8 +72,9 @@ def test_events_round_trip_in_004_shapes(root, store):
 
     ended = store.end("s-1")
     assert ended.status == "ended" and ended.ended_at
-    store.append("s-1", message("user", "one more thing"))  # a resumed agent reopens it
-    assert store.get("s-1").status == "active"
+    with pytest.raises(Conflict, match="session s-1 has ended; start a new session"):
+        store.append("s-1", message("user", "one more thing"))
+    assert store.get("s-1").status == "ended" and store.get("s-1").event_count == 4
     assert [s.id for s in store.list()] == ["s-1"]
 
 

@@ -303,32 +303,16 @@ def _apply(changes: list[_Change], root: Path, *, installing: bool) -> list[str]
 
 
 def _restore_exactly(change: _Change, entry: _Original, current: bytes | None) -> None:
-    """Make `change` put the original bytes back when that is what it means:
-    the file is as Lore last wrote it, and the planned result equals the
-    original in content (the same JSON, or the same text but for spacing)."""
+    """Make `change` put the original bytes back when the file is as Lore last
+    wrote it: nobody edited it since, so the original is exactly what it held
+    before Lore's part went in — including a ``lore`` entry the user had
+    already, which merging Lore's part out would delete."""
     if entry.get("written") != _digest(current):
         return  # edited since Lore wrote it: merge, don't overwrite
     original = _unb64(entry["original"])
     if original is None:
         return  # Lore created it; the planned change deletes it when it held only Lore's
-    if change.text is None or _same_content(change.text, original):
-        change.text, change.raw = None, original
-
-
-def _same_content(text: str, original: bytes) -> bool:
-    try:
-        old = original.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return False
-    try:
-        return bool(json.loads(text) == json.loads(old))
-    except ValueError:
-        pass
-
-    def squeeze(value: str) -> list[str]:
-        return [line.rstrip() for line in value.replace("\r\n", "\n").strip().split("\n")]
-
-    return squeeze(text) == squeeze(old)
+    change.text, change.raw = None, original
 
 
 def _holds_secrets(data: bytes | None) -> bool:

@@ -76,6 +76,8 @@ def _session_start(lore: Lore, payload: Payload) -> str:
 
 def _pre_compact(lore: Lore, payload: Payload) -> str:
     path = payload.get("transcript_path")
+    if path is not None and not isinstance(path, str):
+        return f"transcript_path is not a path (a {type(path).__name__}); nothing captured"
     if not path or not Path(path).is_file():
         return "no transcript"
     result = lore.capture_transcript(path)
@@ -135,12 +137,12 @@ def _record(lore: Lore, payload: Payload, fallback: list[RawEvent] | None = None
     session_id = _session_id(payload)
     path = payload.get("transcript_path")
     if isinstance(path, str) and Path(path).is_file():
-        result = lore.record_transcript(path, session_id=session_id, agent="claude-code")
+        result = lore.record_transcript(path, session_id=session_id)
         compacted = f", {len(result.compactions)} compactions" if result.compactions else ""
         return f"session {result.session_id}: {result.appended} recorded{compacted}"
     if session_id is None or not fallback:
         return "no transcript, nothing to record"
-    appended = lore.record_events(session_id, fallback, create=True, agent="claude-code")
+    appended = lore.record_events(session_id, fallback, create=True)
     return f"session {session_id}: {len(appended.events)} recorded from the hook payload"
 
 

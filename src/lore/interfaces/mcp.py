@@ -17,6 +17,7 @@ Nothing may be printed to stdout in stdio mode: it is the protocol channel.
 from __future__ import annotations
 
 import json
+import secrets
 import threading
 from typing import Annotated, Any, Literal
 
@@ -389,18 +390,23 @@ def register_session_tools(server, tools: LoreTools) -> None:
         from lore.sessions import message, tool_call, tool_result
 
         def run():
+            _check_session_fields(content, tool_name, args, result, is_error)
+            events = []
+            call_id = tool_call_id
             if tool_name:
-                event = tool_call(tool_name, args, call_id=tool_call_id)
-            elif result is not None:
-                event = tool_result(tool_call_id, result, is_error=is_error)
-            elif content is not None:
-                event = message(role, content)
-            else:
+                if result is not None and not call_id:
+                    call_id = f"tc_{secrets.token_hex(4)}"  # links the result to the call
+                events.append(tool_call(tool_name, args, call_id=call_id))
+            if result is not None:
+                events.append(tool_result(call_id, result, is_error=is_error))
+            if content is not None:
+                events.append(message(role, content))
+            if not events:
                 raise UsageError(
                     "give content (a message), tool_name (a tool call) or result (a tool result)"
                 )
             seen = set(lore.notices)
-            done = lore.record_events(session_id, [event], create=True)
+            done = lore.record_events(session_id, events, create=True)
             return {**done.to_dict(), "notices": [n for n in lore.notices if n not in seen]}
 
         return tools.call(run)
@@ -420,6 +426,19 @@ def register_session_tools(server, tools: LoreTools) -> None:
             return data
 
         return tools.call(run)
+
+
+def _check_session_fields(
+    content: str | None, tool_name: str | None, args: Any, result: str | None, is_error: bool
+) -> None:
+    """One session_append is one message, or one tool call and/or its result:
+    a field that would be dropped is refused instead of being lost."""
+    if content is not None and (tool_name or result is not None):
+        raise UsageError("content is a message: give it alone, or tool_name/args and result without it")
+    if args is not None and not tool_name:
+        raise UsageError("args goes with tool_name (a tool call)")
+    if is_error and result is None:
+        raise UsageError("is_error goes with result (a tool result)")
 
 
 def _server_class():

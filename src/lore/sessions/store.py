@@ -72,10 +72,17 @@ class SessionStore:
     Args:
         project: the project (its `[sessions]` settings give the limits and
             the summary provider).
+        agent: the acting agent, when `own_only`.
+        own_only: the store is one agent's view (what :class:`lore.service.Lore`
+            opens): it sees and writes its own sessions and those without an
+            agent; another agent's session answers like a missing one. Without
+            it the store sees every session (tests, tools working on the files).
     """
 
-    def __init__(self, project: Project):
+    def __init__(self, project: Project, *, agent: str | None = None, own_only: bool = False):
         self.project = project
+        self.agent = agent
+        self.own_only = own_only
         self.root = project.sessions_dir
         table = project.settings.get("sessions") or {}
         self.limits = SessionLimits.from_settings(table)
@@ -98,6 +105,8 @@ class SessionStore:
         folder = self._writable_folder(session_id)
         with file_lock(folder / ".lock"):
             if _exists(folder):
+                if not self._visible(folder):
+                    raise _taken(session_id)
                 raise Conflict(f"session {session_id} already exists; append to it or start another id")
             meta = _new_meta(session_id, agent, user)
             self._write_meta(folder, meta)
@@ -139,7 +148,7 @@ class SessionStore:
         )
 
     def end(self, session_id: str) -> SessionInfo:
-        """Mark the session ended (a later append reopens it, as a resumed agent would)."""
+        """Mark the session ended (appending to it is refused from then on)."""
         folder = self._existing(session_id)
         with file_lock(folder / ".lock"):
             meta = self._state(folder, session_id)
@@ -172,6 +181,11 @@ class SessionStore:
         folder = self._folder(session_id)
         cursor = self._cursor_for(folder, source)
         transcript = importers.read_transcript(source, offset=cursor["offset"] if cursor else 0)
+        if cursor is None and transcript.format is None and transcript.end_offset > 0:
+            # Lines, none of them a transcript's: refused before any session is made.
+            raise UsageError(
+                f"{source} is not a transcript: no Claude Code, Codex or Lore session line in it"
+            )
         fmt = transcript.format or (cursor or {}).get("format") or "lore"
         normalised = [ev.normalise(event) for event in transcript.events]
         new_cursor = {
@@ -184,7 +198,8 @@ class SessionStore:
             session_id,
             normalised,
             create=True,
-            agent=agent or (fmt if fmt != "lore" else None),
+            # One agent's view owns what it imports (None: shared, so the importer sees it).
+            agent=agent if agent or self.own_only else (fmt if fmt != "lore" else None),
             cursor_used=cursor,
             new_cursor=new_cursor,
             offsets=transcript.offsets,
@@ -228,7 +243,7 @@ class SessionStore:
         out = []
         for name in names:
             folder = self.root / name
-            if ev.SESSION_ID_RE.match(name) and folder.is_dir() and _exists(folder):
+            if ev.SESSION_ID_RE.match(name) and folder.is_dir() and _exists(folder) and self._visible(folder):
                 info = self.get(name)
                 if status is None or info.status == status:
                     out.append(info)
@@ -301,7 +316,8 @@ class SessionStore:
         offsets: builtins.list[int] | None = None,
     ) -> tuple[builtins.list[RawEvent], builtins.list[CompactionResult], int]:
         """Append in batches that stop at the soft limit, compacting between them."""
-        folder = self._writable_folder(session_id)
+        # Only `create` may make the folder: a refused append leaves nothing behind.
+        folder = self._writable_folder(session_id) if create else self._existing(session_id)
         written: builtins.list[RawEvent] = []
         compactions: builtins.list[CompactionResult] = []
         position = 0
@@ -382,7 +398,6 @@ class SessionStore:
         if note:
             self._notice(f"session {meta['id']}: {note}")
         added = sum(e["tokens"] for e in out)
-        status_reopened = meta.get("status") == "ended"
         meta.update(
             lastEventId=out[-1]["id"],
             eventCount=meta["eventCount"] + len(out),
@@ -390,8 +405,6 @@ class SessionStore:
             liveTokenCount=meta["liveTokenCount"] + added,
             updatedAt=now_iso(),
         )
-        if status_reopened:
-            meta.update(status="active", endedAt=None)
         meta["tokenCount"] = meta["liveTokenCount"] + meta["summaryTokenCount"]
         return out
 
@@ -560,12 +573,19 @@ class SessionStore:
         return folder
 
     def _existing(self, session_id: str) -> Path:
+        """The folder of a session this store may see (another agent's: as if missing)."""
         folder = self._folder(session_id)
-        if not _exists(folder):
-            raise NotFound(
-                f"no session {session_id}; see `lore session list`, or start one with `lore session start`"
-            )
+        if not _exists(folder) or not self._visible(folder):
+            raise _missing(session_id)
         return folder
+
+    def _visible(self, folder: Path) -> bool:
+        """Is the session in `folder` this agent's, or nobody's (shared)? The same
+        rule as its summaries' (session-summary memories, owned by its agent)."""
+        if not self.own_only:
+            return True
+        owner = self._read_meta(folder).get("channelId")
+        return owner is None or owner == self.agent
 
     def _state(
         self,
@@ -585,11 +605,15 @@ class SessionStore:
         meta = self._read_meta(folder)
         if not meta:
             if not _exists(folder) and not create:
-                raise NotFound(f"no session {session_id}; start one with `lore session start`")
+                raise _missing(session_id)
             if not _exists(folder):
                 started = min((e["timestamp"] for e in events or [] if e.get("timestamp")), default=None)
                 meta = _new_meta(session_id, agent, None, created_at=started)
                 return meta
+        if not self._visible(folder):
+            raise _taken(session_id) if create else _missing(session_id)
+        if events is not None and meta.get("status") == "ended":
+            raise Conflict(f"session {session_id} has ended; start a new session to record more")
         ranges = archive.archived_ranges(folder)
         boundary = ranges[-1].last if ranges else 0
         last = max(log.last_id(folder / LOG), boundary)
@@ -719,6 +743,19 @@ def _new_meta(session_id: str, agent: str | None, user: str | None, *, created_a
     }
     meta.update({name: 0 for name in _COUNTERS if name not in meta})
     return meta
+
+
+def _missing(session_id: str) -> NotFound:
+    return NotFound(
+        f"no session {session_id}; see `lore session list`, or start one with `lore session start`"
+    )
+
+
+def _taken(session_id: str) -> Conflict:
+    """Starting (or creating on append) an id another agent's session holds: the
+    id can't be used, and nothing of that session is shown. The same answer for
+    every agent, whatever the session holds."""
+    return Conflict(f"session id {session_id} can't be used; start a session with another id")
 
 
 def _exists(folder: Path) -> bool:

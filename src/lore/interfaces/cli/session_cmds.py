@@ -107,7 +107,7 @@ def append(
 @json_option
 @with_lore
 def end(lore, session_id, as_json):
-    """Mark a session ended (appending again reopens it)."""
+    """Mark a session ended (appending to it is refused from then on)."""
     info = lore.end_session(session_id)
     _done(lore, info.to_dict(), as_json, f"ended {info.id} ({info.event_count} events)")
 
