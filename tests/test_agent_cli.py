@@ -277,8 +277,9 @@ def test_installed_claude_code_entries_actually_run(repo):
         else:
             assert proc.stdout == ""
     assert len(log_lines(root)) == 5
-    # Without a transcript, the prompt and the tool call came from the hooks' payloads.
-    recorded = repo.json("session", "show", "s1", "--all")
+    # Without a transcript, the prompt and the tool call came from the hooks' payloads,
+    # recorded as the hooks' agent's session (another agent, or none, would not see it).
+    recorded = repo.json("session", "show", "s1", "--all", env={"LORE_AGENT": "claude-code"})
     assert [(e["type"], e["content"] or e["tool_name"] or e["result"]) for e in recorded] == [
         ("message", "Fix the API errors"),
         ("tool_call", "Read"),

@@ -173,7 +173,8 @@ def test_edit_redacts_section_headings_and_relation_names(memory):
     proc = cli("edit", key[:8], "--replace-section", f"Creds {TOKEN}", "--body", "text here long")
     assert TOKEN not in proc.stderr and "added section 'Creds [REDACTED:github-token]'" in proc.stderr
     assert "## Creds [REDACTED:github-token]" in path.read_text()
-    proc = cli("edit", key[:8], "--relate", f"rel_{TOKEN}={key[:8]}")
+    other = cli.json("add", "-t", "Other", "-b", "Another memory to relate this one to.")["id"]
+    proc = cli("edit", key[:8], "--relate", f"rel_{TOKEN}={other[:8]}")
     assert "redacted before writing: 1 github-token" in proc.stderr
     proc = cli("edit", key[:8], "--find", TOKEN, "--replace", "x", ok=False)
     assert proc.returncode == 2 and TOKEN not in proc.stderr
