@@ -52,8 +52,11 @@ def test_python_api_hides_other_agents_memories(two_agents):
                 bob.update(key, body="Overwritten by another agent, who should not be able to.")
             with pytest.raises(NotFound):
                 bob.remove(key)
-        with pytest.raises(Conflict):  # an id in use can't be taken, even blind
+        with pytest.raises(Conflict) as taken:  # an id in use can't be taken, even blind
             bob.add(title="Copycat", body="Trying to reuse an id that exists already.", id=secret.id)
+        # ... and the refusal says nothing of what holds it (MCP's memory_write answered
+        # "a memory with id … exists already" for another agent's private memory).
+        assert "memory" not in str(taken.value) and "can't be used" in str(taken.value)
         pack = bob.recall("launch date checklist")
         assert {it.data["title"] for it in pack.items if it.kind == "memory"} <= {"Launch checklist"}
     with lore.open(root, agent="claude-code") as alice_again:  # one naming rule for the folder and the lookup

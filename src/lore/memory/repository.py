@@ -420,7 +420,12 @@ class Memories:
         if id is not None:
             with self.writing():
                 self.sync()
-                if self.store.memories(MemoryFilter(ids=[id], include_private=True), limit=1):
+                taken = self.store.memories(MemoryFilter(ids=[id], include_private=True), limit=1)
+                if taken and taken[0].owner not in (None, self.viewer):
+                    # Another agent's private memory: say nothing of it (not even that it
+                    # is a memory), and never write a second file with its id.
+                    raise Conflict(f"the id {id} can't be used; omit it to get a new one")
+                if taken:
                     raise Conflict(
                         f"a memory with id {id} exists already; omit --id to get a new one, or update that memory"
                     )
