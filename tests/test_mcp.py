@@ -28,6 +28,8 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from web_helpers import MCP_INITIALIZE
+
 TOOLS = {
     "search_codebase",
     "index_project",
@@ -919,18 +921,7 @@ async def http_call(url: str, headers: dict, tool: str, **arguments):
 
 
 def post_without_sdk(url: str, headers: dict | None = None) -> tuple[int, str]:
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "x", "version": "1"},
-            },
-        }
-    )
+    body = json.dumps(MCP_INITIALIZE)
     request = urllib.request.Request(
         url,
         data=body.encode(),

@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from lore.interfaces.web.app import build_app
-from web_helpers import TOKEN, add_memory, client, git, make_project
+from web_helpers import MCP_INITIALIZE, TOKEN, add_memory, client, git, make_project
 
 pytestmark = pytest.mark.anyio
 
@@ -528,16 +528,7 @@ async def test_off_loopback_needs_token_and_accepts_any_host(root):
     headers = {"Authorization": f"Bearer {TOKEN}"}
     async with client(app, host="192.0.2.10:8766", headers=headers) as c:
         assert (await c.get("/api/memories")).status_code == 200
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
+        init = MCP_INITIALIZE
         r = await c.post("/mcp", json=init, headers={"Accept": "application/json, text/event-stream"})
         assert r.status_code == 200, r.text
         assert "lore" in r.text
@@ -670,18 +661,7 @@ def _answer(url: str, data: bytes | None = None, headers: dict | None = None) ->
 async def test_port_zero_shows_the_real_port_and_mcp_http_serves_only_mcp(root):
     import re
 
-    init = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
-    ).encode()
+    init = json.dumps(MCP_INITIALIZE).encode()
     mcp_headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     for command, name, suffix in ((["serve"], "lore serve", "/"), (["mcp", "--http"], "lore mcp", "/mcp")):
         proc = subprocess.Popen(

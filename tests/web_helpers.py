@@ -14,6 +14,17 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 TOKEN = "s3cret-token-for-tests-0123456789"
+# The first message an MCP client sends over streamable HTTP.
+MCP_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
 _CLEAN_ENV = ("LORE_PROJECT", "LORE_TOKEN", "LORE_AGENT", "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")
 
 
