@@ -232,6 +232,18 @@ def test_without_task_commits_the_work_tree_is_the_task(repo):
     assert "- Changed `untracked/new.md`, `staged.txt`, `tracked.py` (uncommitted)" in body
 
 
+def test_lores_own_files_are_never_a_tasks_key_files(repo):
+    """An uncommitted .lore/ (config, memory files) is Lore's, not the task's work."""
+    write(repo, "app.py", numbered(3))
+    commit(repo, "Initial import")
+    write(repo, "app.py", numbered(3).replace("line 2\n", "line two\n"))
+    write(repo, ".lore/config.toml", "[index]\n")
+    write(repo, ".lore/memory/2026-01-01-a-note.md", "---\nid: x\n---\nbody\n")
+    write(repo, "sub/.lore/memory/b.md", "b\n")
+    changes = task_changes(repo, "jat-lore")
+    assert changes.files == ["app.py"]
+
+
 def test_unborn_branch_and_clean_tree(repo):
     assert task_changes(repo, "jat-x") == TaskChanges(task="jat-x")
     write(repo, "first.txt", "1\n2\n")

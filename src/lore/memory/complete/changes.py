@@ -77,6 +77,8 @@ def task_changes(root: Path, task: str, *, max_commits: int = 200) -> TaskChange
         files = by_churn(stats)
     else:
         stats, files = _worktree_stats(top)
+    # Lore's own files (.lore/config.toml, memory files) are never what a task changed.
+    files = [p for p in files if ".lore" not in p.split("/")]
     key_files = [
         (p, stats[p].first if p in stats else None, stats[p].note() if p in stats else "changed")
         for p in files
