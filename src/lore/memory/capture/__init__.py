@@ -40,7 +40,6 @@ from lore.storage import ErrorOccurrence, EvidenceRecord
 
 if TYPE_CHECKING:
     from lore.memory.lifecycle import Lifecycle
-    from lore.memory.repository import Memories
 
 __all__ = [
     "CaptureResult",
@@ -194,7 +193,7 @@ def store_candidates(
                     title=c.title,
                     type=c.type,
                     tags=c.tags,
-                    applies_to=project_scope(lifecycle.memories, c.applies_to),
+                    applies_to=c.applies_to,  # an absolute path inside the project: made relative by add
                     occurred_at=c.occurred_at,
                     source=c.source,
                     tier="session",
@@ -212,7 +211,7 @@ def store_candidates(
                     tier=c.tier or tier,
                     private=c.private or private,
                     confidence=c.confidence,
-                    applies_to=project_scope(lifecycle.memories, c.applies_to),
+                    applies_to=c.applies_to,  # an absolute path inside the project: made relative by add
                 )
                 created, evidence_added = done.created, done.evidence_added
         except (ValidationError, UsageError) as err:  # e.g. a private block and no agent
@@ -298,17 +297,6 @@ def _refresh_confidence(lifecycle: Lifecycle, memory_id: str) -> None:
     target = gotcha_confidence(records[0].evidence_count)
     if target > records[0].confidence:
         evidence.fold(lifecycle.memories, memory_id, records[0].path, confidence=target)
-
-
-def project_scope(memories: Memories, scope: str) -> str:
-    """``file:/abs/project/src/x.py`` → ``file:src/x.py`` (paths inside the project, relative)."""
-    if not scope.startswith("file:"):
-        return scope
-    path = Path(scope[5:])
-    root = memories.project.root
-    if path.is_absolute() and path.is_relative_to(root):
-        return "file:" + path.relative_to(root).as_posix()
-    return scope
 
 
 def _event_time(lifecycle: Lifecycle, event: Event) -> str:
