@@ -291,7 +291,7 @@ def set_field(memory: Memory, name: str, value: str | None, *, clean: Callable[[
         items = parsed if isinstance(parsed, list) else [] if parsed is None else str(parsed).split(",")
         setattr(memory, canonical, [clean(str(i).strip()) for i in items if str(i).strip()])
         if canonical == "files":
-            _inside_project(memory.files, "files")
+            memory.check_project_paths()
     elif canonical == "title":
         title = "" if parsed is None else clean(text)
         if not 1 <= len(title) <= MAX_SUBJECT:
@@ -317,22 +317,9 @@ def set_field(memory: Memory, name: str, value: str | None, *, clean: Callable[[
         memory.occurred_at = parse_time(clean(text))
     elif canonical == "applies_to":
         memory.applies_to = "global" if parsed is None else clean(text)
-        if memory.applies_to.startswith("file:"):
-            _inside_project([memory.applies_to[5:]], "applies_to")
+        memory.check_project_paths()
     else:
         setattr(memory, canonical, None if parsed is None else clean(text))
-
-
-def _inside_project(paths: list[str], field: str) -> None:
-    """A path set by an edit is the project's, as in a new memory (see
-    :meth:`Memory.validate`): relative to the root and inside it."""
-    from lore.memory.model import project_relative
-
-    for path in paths:
-        if not project_relative(path):
-            raise UsageError(
-                f"{field}: {path!r} is not a path inside the project; give it relative to the project root"
-            )
 
 
 def add_relation(memory: Memory, relation: str, target: str) -> str | None:

@@ -320,16 +320,17 @@ class Memory:
                 path=path,
             )
         if strict:
-            self._check_project_paths()
+            self.check_project_paths()
         if not 0.0 <= self.confidence <= 1.0:
             raise ValidationError("must be between 0 and 1", field="confidence", path=path)
         if len(self.body.strip()) < MIN_BODY:
             raise ValidationError(f"body must be at least {MIN_BODY} characters", field="body", path=path)
 
-    def _check_project_paths(self) -> None:
-        """Paths a memory Lore writes points at are the project's: relative to
-        its root and staying inside it (the file is committed and shared; an
-        absolute or escaping path names something on one machine only)."""
+    def check_project_paths(self) -> None:
+        """Paths a memory Lore writes (or an edit sets) points at are the
+        project's: relative to its root and staying inside it (the file is
+        committed and shared; an absolute or escaping path names something on
+        one machine only)."""
         scoped = [self.applies_to[5:]] if self.applies_to.startswith("file:") else []
         for name, values in (("files", self.files), ("applies_to", scoped)):
             for value in values:
