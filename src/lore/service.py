@@ -333,6 +333,7 @@ class Lore:
         """Memories matching `query`, best first (filters: see :func:`lore.search.filters.memory_filter`;
         archived memories only with ``include_archived``)."""
         flt = memory_filter(filters, viewer=self.memories.viewer)
+        self._warm(query, mode)
         self._fresh()
         return self.searcher.memories(query, flt, clamp_limit(limit), mode=mode, fusion=fusion)
 
@@ -389,6 +390,7 @@ class Lore:
             fresh: first pick up files changed on disk (cheap stat check).
         """
         if fresh:
+            self._warm(query, mode)
             self.code_index.refresh()
         days = changed_within(changed_within_days)
         period = code_filter(since=since, until=until)
@@ -414,6 +416,7 @@ class Lore:
     ) -> builtins.list[CommitHit]:
         """Past commits (work items) matching `query`, with their files."""
         if fresh:
+            self._warm(query, mode)
             self.code_index.sync_history()
         flt = code_filter(since=since, until=until)
         return self.searcher.history(query, clamp_limit(limit), flt=flt, mode=mode, fusion=fusion)
@@ -459,6 +462,7 @@ class Lore:
             agent=self.agent,
             include_sessions=include_sessions,
         )
+        self._warm(request.text)
         if fresh and (include_code or include_related_work):
             self.code_index.refresh()
         if include_memories:
@@ -928,6 +932,12 @@ class Lore:
     def _record_access(self, memory_ids: builtins.list[str]) -> None:
         """Count a read; kept in the index so reading never dirties committed files."""
         self.lifecycle.record_access(memory_ids)
+
+    def _warm(self, query: str, mode: str | None = None) -> None:
+        """Load the embedding model and embed `query` in the background while
+        the index is brought up to date (a cold CLI run: ~0.1 s saved)."""
+        if mode in (None, "hybrid", "vector"):
+            self.embedding.prefetch(self.store, query)
 
     def _fresh(self) -> None:
         """Before reading memories: the index in step with the files, tiers decided

@@ -9,6 +9,7 @@ several searches).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 # Pending chunks of one kind embedded inline before a search (more: `lore index`).
 INLINE_EMBED_LIMIT = 256
 _QUERY_CACHE = 64
+# Providers whose model runs in this process (loading takes ~0.1 s; see prefetch).
+_IN_PROCESS = ("local", "e5", "onnx")
 
 
 class EmbeddingRuntime:
@@ -43,6 +46,8 @@ class EmbeddingRuntime:
         self._embedder: Embedder | None = None
         self.problem: str | None = None
         self._queries: dict[str, np.ndarray] = {}
+        self._loading = threading.Lock()
+        self._prefetch: threading.Thread | None = None
 
     def _notice(self, message: str) -> None:
         self.last_notice = message
@@ -56,6 +61,12 @@ class EmbeddingRuntime:
     def embedder(self) -> Embedder | None:
         """The configured embedder, or None (provider "none", or it failed to load:
         then search is BM25-only and a notice says why, once)."""
+        if self._prefetch is not None and self._prefetch is not threading.current_thread():
+            self._prefetch.join()
+        with self._loading:
+            return self._load()
+
+    def _load(self) -> Embedder | None:
         if self._embedder is None and self.problem is None:
             from lore.embed import load_embedder
 
@@ -67,6 +78,35 @@ class EmbeddingRuntime:
                 self.problem = str(err)
                 self._notice(f"vector search off, BM25 only: {err}")
         return self._embedder
+
+    def prefetch(self, store: Store, text: str) -> None:
+        """Load the model and embed `text` in a background thread, while the
+        caller does other work (a cold CLI run checks the index is fresh
+        meanwhile); the first use of the embedder waits for it.
+
+        Only in-process models: a remote provider loads at no cost, and its
+        query should not be sent twice when the network fails. The query is
+        embedded only if the index's vectors come from the same model.
+        """
+        if (
+            not text.strip()
+            or self.provider not in _IN_PROCESS
+            or self._embedder is not None
+            or self._prefetch is not None
+        ):
+            return
+        indexed = store.get_meta("embed_model")  # read here: the store is this thread's
+
+        def work() -> None:
+            try:
+                embedder = self.embedder
+                if embedder is not None and indexed in (None, embedder.model_id):
+                    self._queries[text] = embedder.embed_query(text)
+            except Exception:  # the search loads or embeds again, and reports
+                return
+
+        self._prefetch = threading.Thread(target=work, name="lore-embed", daemon=True)
+        self._prefetch.start()
 
     def model(self, store: Store, *, load: bool = True) -> str | None:
         """The model id vector search can use now, or None.
