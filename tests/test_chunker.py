@@ -195,6 +195,146 @@ public class Cart {
 }
 """
 
+C = """\
+#include <stdlib.h>
+
+/* A growable buffer. */
+struct buffer {
+    char *data;
+    size_t len;
+};
+
+typedef struct {
+    int code;
+} status;
+
+/* Append `n` bytes to `buf`. */
+static int buffer_append(struct buffer *buf, const char *bytes, size_t n)
+{
+    buf->data = realloc(buf->data, buf->len + n);
+    buf->len += n;
+    return 0;
+}
+
+#ifdef WITH_DEBUG
+char *buffer_dump(const struct buffer *buf) {
+    return buf->data;
+}
+#endif
+"""
+
+CPP = """\
+#include <vector>
+
+namespace geo {
+
+// A 2-D shape.
+class Shape {
+public:
+    virtual ~Shape() = default;
+
+    // Area in square units.
+    virtual double area() const {
+        return 0.0;
+    }
+
+    double scaled(double k) const {
+        return area() * k * k;
+    }
+};
+
+template <typename T>
+T clamp(T v, T lo, T hi) {
+    return v < lo ? lo : (v > hi ? hi : v);
+}
+
+double Circle::area() const {
+    return 3.14159 * r * r;
+}
+
+}  // namespace geo
+"""
+
+RUBY = """\
+require "set"
+
+module Shop
+  # A shopping cart.
+  class Cart
+    def initialize(items)
+      @items = items
+    end
+
+    # Total price in cents.
+    def total
+      @items.sum(&:price)
+    end
+
+    def self.empty
+      new([])
+    end
+  end
+end
+"""
+
+CSHARP = """\
+using System.Collections.Generic;
+
+namespace Shop.Billing
+{
+    /// <summary>A shopping cart.</summary>
+    public class Cart
+    {
+        private readonly List<Item> items;
+
+        public Cart(List<Item> items)
+        {
+            this.items = items;
+        }
+
+        /// <summary>Total price in cents.</summary>
+        public long Total()
+        {
+            long sum = 0;
+            foreach (var item in items) { sum += item.Price; }
+            return sum;
+        }
+    }
+
+    public interface IPriced { long Price { get; } }
+}
+"""
+
+PHP = """\
+<?php
+
+namespace App\\Billing;
+
+use App\\Models\\Item;
+
+/** A shopping cart. */
+class Cart
+{
+    private array $items;
+
+    public function __construct(array $items)
+    {
+        $this->items = $items;
+    }
+
+    /** Total price in cents. */
+    public function total(): int
+    {
+        return array_sum(array_map(fn ($i) => $i->price, $this->items));
+    }
+}
+
+function format_cents(int $cents): string
+{
+    return number_format($cents / 100, 2);
+}
+"""
+
 
 def _chunks(tmp_path: Path, name: str, source: str, **options) -> list[CodeChunk]:
     """Chunk a real file, checking the invariants every chunk must keep."""
@@ -290,6 +430,30 @@ UNITS = {
             ("Cart", "class", 5, 22),
         ],
     ),
+    "buffer.c": (
+        C,
+        [
+            (None, "module", 1, 1),
+            ("buffer", "class", 3, 7),
+            ("status", "class", 9, 11),
+            ("buffer_append", "function", 13, 19),
+            (None, "module", 21, 21),  # #ifdef: the function inside is still a unit; #endif joins it
+            ("buffer_dump", "function", 22, 25),
+        ],
+    ),
+    "shapes.cpp": (CPP, [(None, "module", 1, 1), ("geo", "module", 3, 29)]),
+    "cart.rb": (RUBY, [(None, "module", 1, 1), ("Shop", "module", 3, 19)]),
+    "Cart.cs": (CSHARP, [(None, "module", 1, 1), ("Shop.Billing", "module", 3, 25)]),
+    "Cart.php": (
+        PHP,
+        [
+            (None, "module", 1, 1),
+            ("App\\Billing", "module", 3, 3),
+            (None, "module", 5, 5),
+            ("Cart", "class", 7, 22),
+            ("format_cents", "function", 24, 27),
+        ],
+    ),
 }
 
 # The same files with max_tokens=40: classes and impl blocks split into a
@@ -321,6 +485,38 @@ SPLIT = {
         ("Cart.total", "method", 13, 17),
         ("Cart.Item", "class", 19, 22),
     ],
+    # Namespaces, templates, destructors and out-of-class definitions (`Circle::area`);
+    # the closing `}  // namespace geo` joins the unit above it.
+    "shapes.cpp": [
+        ("geo", "module", 3, 3),
+        ("geo.Shape", "class", 5, 7),
+        ("geo.Shape.~Shape", "method", 8, 8),
+        ("geo.Shape.area", "method", 10, 13),
+        ("geo.Shape.scaled", "method", 15, 18),
+        ("geo.clamp", "function", 20, 23),
+        ("geo.Circle.area", "function", 25, 29),
+    ],
+    # Ruby's `end` lines join the unit above; `def self.empty` is a method too.
+    "cart.rb": [
+        ("Shop", "module", 3, 4),
+        ("Shop.Cart", "class", 5, 5),
+        ("Shop.Cart.initialize", "method", 6, 8),
+        ("Shop.Cart.total", "method", 10, 13),
+        ("Shop.Cart.empty", "method", 15, 19),
+    ],
+    "Cart.cs": [
+        ("Shop.Billing", "module", 3, 4),
+        ("Shop.Billing.Cart", "class", 5, 8),
+        ("Shop.Billing.Cart.Cart", "method", 10, 13),
+        ("Shop.Billing.Cart.Total", "method", 15, 19),
+        ("Shop.Billing.Cart.Total", "method", 19, 22),
+        ("Shop.Billing.IPriced", "class", 24, 25),
+    ],
+    "Cart.php": [
+        ("Cart", "class", 7, 10),
+        ("Cart.__construct", "method", 12, 15),
+        ("Cart.total", "method", 17, 22),
+    ],
 }
 
 LANGUAGES = {
@@ -331,6 +527,11 @@ LANGUAGES = {
     "store.go": "go",
     "cache.rs": "rust",
     "Cart.java": "java",
+    "buffer.c": "c",
+    "shapes.cpp": "cpp",
+    "cart.rb": "ruby",
+    "Cart.cs": "csharp",
+    "Cart.php": "php",
 }
 
 
@@ -604,9 +805,27 @@ def test_language_for_maps_extensions():
     assert language_for("A.java") == "java"
     assert language_for("README.md") == "markdown"
     assert language_for("docs/index.rst") == "rst"
+    assert language_for("src/jv.c") == language_for("src/jv.h") == "c"
+    assert language_for("geo/Shape.HPP") == language_for("a.cc") == "cpp"
+    assert language_for("lib/rack.rb") == language_for("rack.gemspec") == "ruby"
+    assert language_for("Cart.cs") == "csharp" and language_for("index.php") == "php"
+    assert language_for("App.kt") == "kotlin" and language_for("run.sh") == "shell"  # labelled, windows
     assert language_for("notes.txt") is None
     assert language_for("Makefile") is None
     assert language_for("dir.d/file") is None
+
+
+def test_language_names_take_common_aliases():
+    assert chunker.language_name("JS") == "javascript"
+    assert chunker.language_name("c++") == chunker.language_name("cpp") == "cpp"
+    assert chunker.language_name("C#") == "csharp" and chunker.language_name("rb") == "ruby"
+    assert chunker.language_name("text") == "text"
+    assert chunker.language_name("cobol") is None
+
+
+def test_a_declarator_chain_names_c_functions(tmp_path):
+    source = "char **split(const char *s, int *n) {\n  return 0;\n}\n\nstatic const struct op *find_op(int c) {\n  return 0;\n}\n"
+    assert [c.symbol for c in _chunks(tmp_path, "ops.c", source, min_tokens=0)] == ["split", "find_op"]
 
 
 def test_importing_the_chunker_does_not_import_tree_sitter():

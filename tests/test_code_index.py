@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import lore
+from lore.storage import ChunkInput
 
 # -- helpers ---------------------------------------------------------------------
 
@@ -570,6 +571,61 @@ def test_code_filters_by_language_extension_and_directory(repo):
     assert paths(code(repo, "wombat", "--dir", "src", "--lang", "typescript")) == ["src/web/page.ts"]
     proc = repo("code", "wombat", "--dir", "../elsewhere", ok=False)
     assert proc.returncode == 2 and "leaves the project" in proc.stderr
+
+
+CART_RB = """\
+# Prices in cents.
+class Cart
+  def initialize(items)
+    @items = items
+  end
+
+  # The sum of the item prices.
+  def total
+    @items.sum(&:price)
+  end
+end
+"""
+
+
+def test_language_filters_take_aliases_and_refuse_unknown_names(repo):
+    root = repo.cwd
+    write(root, "lib/cart.rb", CART_RB)
+    write(
+        root,
+        "src/cart.c",
+        "/* Sum the prices. */\nint cart_total(const int *prices, int n) {\n  return 0;\n}\n",
+    )
+    write(root, "app.py", "def cart_total():\n    return 0\n")
+    commit(root, "carts")
+    index(repo)
+    assert paths(code(repo, "cart total", "--lang", "rb")) == ["lib/cart.rb"]
+    assert paths(code(repo, "cart total", "--lang", "C")) == ["src/cart.c"]
+    proc = repo("code", "cart total", "--lang", "cobol", ok=False)
+    assert proc.returncode == 2 and "unknown language 'cobol'" in proc.stderr and "ruby" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_files_of_languages_learned_since_they_were_indexed_are_chunked_again_once(repo):
+    """An index made when Ruby was cut into plain-text windows gets Ruby's
+    units at the next sync; other files are not read again."""
+    root = repo.cwd
+    write(root, "lib/cart.rb", CART_RB)
+    write(root, "app.py", "def wombat():\n    return 1\n")
+    commit(root, "cart")
+    index(repo)
+    with lore.open(root) as project:  # what the previous chunker kept: one "text" window
+        store = project.store
+        state = store.file_states("code")["lib/cart.rb"]
+        with store.transaction():
+            file_id = store.put_file("lib/cart.rb", "code", state.sha256, state.mtime_ns, state.size)
+            window = ChunkInput(CART_RB.rstrip(), 1, 11, section="lines", language="text")
+            store.put_chunks(file_id, "code", [window])
+            store.set_meta("chunker_version", "1")
+    assert index(repo)["files_processed"] == 1  # the Ruby file, not app.py
+    hit = code(repo, "sum of the item prices", "--lang", "ruby")[0]
+    assert (hit["file_path"], hit["symbol"], hit["language"]) == ("lib/cart.rb", "Cart", "ruby")
+    assert index(repo)["files_processed"] == 0  # once
 
 
 def test_code_directory_glob_matches_files_under_matching_directories(repo):

@@ -55,13 +55,80 @@ _EXTENSIONS = {
     ".go": "go",
     ".rs": "rust",
     ".java": "java",
+    ".c": "c",
+    ".h": "c",  # C++ headers named .h parse as C well enough: tree-sitter recovers the units
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".c++": "cpp",
+    ".hh": "cpp",
+    ".hpp": "cpp",
+    ".hxx": "cpp",
+    ".h++": "cpp",
+    ".ipp": "cpp",
+    ".rb": "ruby",
+    ".rake": "ruby",
+    ".gemspec": "ruby",
+    ".cs": "csharp",
+    ".php": "php",
+    # Line windows (no grammar bundled), but labelled, so `--lang` finds them.
+    ".kt": "kotlin",
+    ".kts": "kotlin",
+    ".swift": "swift",
+    ".scala": "scala",
+    ".m": "objc",
+    ".mm": "objc",
+    ".ex": "elixir",
+    ".exs": "elixir",
+    ".dart": "dart",
+    ".lua": "lua",
+    ".pl": "perl",
+    ".pm": "perl",
+    ".sh": "shell",
+    ".bash": "shell",
+    ".zsh": "shell",
+    ".sql": "sql",
     ".md": "markdown",
     ".markdown": "markdown",
     ".mdx": "markdown",
     ".rst": "rst",
 }
 
-# A gap without a word character (`}`, `});`) joins the piece above it.
+# What users type for a language (`--lang js`), as the index names it.
+_ALIASES = {
+    "py": "python",
+    "js": "javascript",
+    "ts": "typescript",
+    "golang": "go",
+    "rs": "rust",
+    "c++": "cpp",
+    "cxx": "cpp",
+    "rb": "ruby",
+    "cs": "csharp",
+    "c#": "csharp",
+    "kt": "kotlin",
+    "sh": "shell",
+    "bash": "shell",
+    "md": "markdown",
+    "objective-c": "objc",
+}
+
+
+def language_name(given: str) -> str | None:
+    """The index's name for a language a user typed (`JS` -> javascript), or None if unknown."""
+    name = given.strip().lower()
+    name = _ALIASES.get(name, name)
+    return name if name in _EXTENSIONS.values() or name == "text" else None
+
+
+def known_languages() -> list[str]:
+    return sorted({*_EXTENSIONS.values(), "text"})
+
+
+# A gap that only closes what is above it joins the piece above: brackets
+# (`}`, `});`), Ruby's `end`, with a trailing comment (`}  // namespace geo`),
+# and `#endif`.
+_CLOSING = re.compile(r"\s*(?:#\s*endif\b.*|(?:(?:[\])};,]|\bend\b)\s*)+(?:(?://|#).*)?)")
 _WORD = re.compile(r"\w")
 
 
@@ -138,6 +205,10 @@ class _Unit:
     members: Callable[[], list[_Unit]] | None = None  # finds sub-units on demand
 
 
+def _closing(line: str) -> bool:
+    return not _WORD.search(line) or _CLOSING.fullmatch(line) is not None
+
+
 class _Sizes:
     """Turns a level of units into chunks, sizing with per-line token counts."""
 
@@ -190,7 +261,7 @@ class _Sizes:
         start, end = self._trim(start, end)
         if start > end:
             return
-        if pieces and not any(_WORD.search(self.lines[row]) for row in range(start, end + 1)):
+        if pieces and all(_closing(self.lines[row]) for row in range(start, end + 1)):
             pieces[-1].end = end
         else:
             pieces.append(_Unit(start, end, scope, kind))
@@ -286,6 +357,8 @@ class _Grammar:
     transparent: member lists nested inside a body (Java enum methods).
     type_names: node type -> field naming it by a type (`impl Foo<T>` -> Foo).
     receivers: node type -> field whose type qualifies it (Go `func (s *T) M`).
+    declarators: node types named through their `declarator` chain (C and
+        C++: `int *(*f)(void)` -> f, `Box::size` -> Box.size).
     """
 
     package: str
@@ -297,6 +370,7 @@ class _Grammar:
     transparent: frozenset[str] = frozenset()
     type_names: dict[str, str] = field(default_factory=dict)
     receivers: dict[str, str] = field(default_factory=dict)
+    declarators: frozenset[str] = frozenset()
 
 
 _JS_ROLES = {
@@ -334,6 +408,16 @@ _TS: dict[str, Any] = dict(
     wrappers=_JS_WRAPPERS | {"ambient_declaration"},
     bindings=_JS_BINDINGS | {"public_field_definition": ("name", "value")},
 )
+
+_C_ROLES = {
+    "function_definition": "function",
+    "struct_specifier": "class",
+    "union_specifier": "class",
+    "enum_specifier": "class",
+    "type_definition": "class",
+}
+# Preprocessor conditionals and `extern "C" { }` hold definitions: looked through.
+_C_TRANSPARENT = frozenset({"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"})
 
 _GRAMMARS: dict[str, _Grammar] = {
     "python": _Grammar(
@@ -398,6 +482,66 @@ _GRAMMARS: dict[str, _Grammar] = {
         attached=frozenset({"line_comment", "block_comment"}),
         transparent=frozenset({"enum_body_declarations"}),
     ),
+    "c": _Grammar(
+        "tree_sitter_c",
+        "language",
+        roles=_C_ROLES,
+        attached=frozenset({"comment"}),
+        transparent=_C_TRANSPARENT,
+        declarators=frozenset({"function_definition", "type_definition"}),
+    ),
+    "cpp": _Grammar(
+        "tree_sitter_cpp",
+        "language",
+        roles=_C_ROLES | {"class_specifier": "class", "namespace_definition": "namespace"},
+        attached=frozenset({"comment"}),
+        wrappers=frozenset({"template_declaration"}),
+        transparent=_C_TRANSPARENT | {"linkage_specification", "declaration_list"},
+        declarators=frozenset({"function_definition", "type_definition"}),
+    ),
+    "ruby": _Grammar(
+        "tree_sitter_ruby",
+        "language",
+        roles={
+            "method": "function",
+            "singleton_method": "function",
+            "class": "class",
+            "module": "namespace",
+        },
+        attached=frozenset({"comment"}),
+    ),
+    "csharp": _Grammar(
+        "tree_sitter_c_sharp",
+        "language",
+        roles={
+            "method_declaration": "method",
+            "constructor_declaration": "method",
+            "destructor_declaration": "method",
+            "operator_declaration": "method",
+            "local_function_statement": "function",
+            "class_declaration": "class",
+            "struct_declaration": "class",
+            "interface_declaration": "class",
+            "enum_declaration": "class",
+            "record_declaration": "class",
+            "namespace_declaration": "namespace",
+        },
+        attached=frozenset({"comment"}),
+    ),
+    "php": _Grammar(
+        "tree_sitter_php",
+        "language_php",
+        roles={
+            "function_definition": "function",
+            "method_declaration": "method",
+            "class_declaration": "class",
+            "interface_declaration": "class",
+            "trait_declaration": "class",
+            "enum_declaration": "class",
+            "namespace_definition": "namespace",
+        },
+        attached=frozenset({"comment"}),
+    ),
 }
 
 _KINDS = {"function": "function", "method": "method", "class": "class", "namespace": "module"}
@@ -434,6 +578,32 @@ def _type_name(text: str) -> str:
     """`*Server[T]` -> Server, `&'a mut Foo<T>` -> Foo, `fmt::Display` -> Display."""
     names = re.findall(r"[A-Za-z_]\w*", re.split(r"[<\[]", text, maxsplit=1)[0])
     return names[-1] if names else text.strip()
+
+
+def _declared_name(node: Node) -> str | None:
+    """The name at the end of a C/C++ declarator chain (`*(*f)(int)` -> f,
+    `Box<T>::size` -> Box.size, `~Box` -> ~Box); None if there is none."""
+    for _ in range(16):  # declarators nest a few levels; never loop on a strange tree
+        inner = node.child_by_field_name("declarator")
+        if inner is None:
+            break
+        node = inner
+    if node.type not in _DECLARED_NAMES:
+        return None
+    name = re.sub(r"<[^<>]*>", "", _text(node))  # template arguments
+    return re.sub(r"\s+", "", name).replace("::", ".") or None
+
+
+_DECLARED_NAMES = frozenset(
+    {
+        "identifier",
+        "field_identifier",
+        "type_identifier",
+        "qualified_identifier",
+        "destructor_name",
+        "operator_name",
+    }
+)
 
 
 class _CodeUnits:
@@ -506,6 +676,8 @@ class _CodeUnits:
 
     def _name(self, node: Node) -> str | None:
         grammar = self.grammar
+        if node.type in grammar.declarators:
+            return _declared_name(node)
         if node.type in grammar.type_names:
             named = node.child_by_field_name(grammar.type_names[node.type])
             return _type_name(_text(named)) if named else None

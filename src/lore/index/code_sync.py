@@ -22,6 +22,12 @@ from lore.index.roles import RULES_VERSION, file_role
 from lore.records import Record, internal
 from lore.storage import ChunkInput, Store
 
+# Bumped when the chunker learns languages; see _new_languages.
+CHUNKER_VERSION = "2"
+# What version 1 chunked by language (anything else was plain "text" windows).
+_LANGUAGES_V1 = frozenset(
+    {"python", "javascript", "typescript", "tsx", "go", "rust", "java", "markdown", "rst", None}
+)
 KIND = "code"
 ROLE_HEAD = 2000  # characters of a file its role may look at (generated-code markers)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
@@ -98,6 +104,8 @@ def sync_code(
     else:
         candidates = found.files
         gone = [p for p in known if p not in wanted]
+    # Files of languages the chunker learned since they were indexed: chunked again once.
+    relabel = set() if store.get_meta("chunker_version") == CHUNKER_VERSION else _new_languages(known, wanted)
     changed: list[tuple[str, os.stat_result]] = []
     for rel in candidates:
         try:
@@ -105,7 +113,13 @@ def sync_code(
         except OSError:
             continue
         state = known.get(rel)
-        if force or state is None or state.mtime_ns != st.st_mtime_ns or state.size != st.st_size:
+        if (
+            force
+            or state is None
+            or state.mtime_ns != st.st_mtime_ns
+            or state.size != st.st_size
+            or rel in relabel
+        ):
             changed.append((rel, st))
     gone_by_sha = {known[p].sha256: p for p in gone}
     classified: set[str] = set()  # files given a role by the current rules in this run
@@ -118,7 +132,7 @@ def sync_code(
         sha = hashlib.sha256(raw).hexdigest()
         state = known.get(rel)
         with store.transaction():
-            if state is not None and state.sha256 == sha and not force:
+            if state is not None and state.sha256 == sha and not force and rel not in relabel:
                 store.touch_file(state.id, st.st_mtime_ns, st.st_size)
             else:
                 # A rename (same bytes as a vanished file) is re-chunked so its path
@@ -149,8 +163,18 @@ def sync_code(
         result.removed_paths = list(gone)
     if store.get_meta("roles_version") != str(RULES_VERSION):
         _reclassify(root, store, set(known) - classified - set(gone))
+    if only is None and store.get_meta("chunker_version") != CHUNKER_VERSION:
+        with store.transaction():
+            store.set_meta("chunker_version", CHUNKER_VERSION)
     result.duration_ms = int((time.perf_counter() - started) * 1000)
     return result
+
+
+def _new_languages(known: dict[str, Any], wanted: set[str]) -> set[str]:
+    """Indexed files whose language the chunker did not know before CHUNKER_VERSION."""
+    from lore.index.chunker import language_for
+
+    return {rel for rel in known if rel in wanted and language_for(rel) not in _LANGUAGES_V1}
 
 
 def _reclassify(root: Path, store: Store, paths: set[str]) -> None:

@@ -103,7 +103,7 @@ def code_filter(
             dirs.append(d)
     start, stop = _period(since, until)
     return ChunkFilter(
-        languages=list(languages),
+        languages=[_language(name) for name in languages],
         extensions=list(extensions),
         directories=dirs,
         paths=paths,
@@ -111,6 +111,15 @@ def code_filter(
         since=start,
         until=stop,
     )
+
+
+def _language(given: str) -> str:
+    from lore.index.chunker import known_languages, language_name
+
+    name = language_name(given)
+    if name is None:
+        raise UsageError(f"unknown language '{given}'; use one of {', '.join(known_languages())}")
+    return name
 
 
 def clamp_limit(limit: int | None, default: int = 10) -> int:
