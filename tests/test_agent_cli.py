@@ -621,18 +621,23 @@ def test_pre_compact_hook_captures_multiline_assistant_messages_once(repo, tmp_p
 
 
 @pytest.mark.parametrize(
-    "payload",
+    ("payload", "logged"),
     [
-        "this is not JSON",
-        "",
-        "[1, 2, 3]",
-        json.dumps({"transcript_path": "/no/such/transcript.jsonl", "hook_event_name": "PreCompact"}),
-        json.dumps({"hook_event_name": "PreCompact"}),
-        json.dumps({"transcript_path": 42}),
+        ("this is not JSON", "skipped pre-compact: the hook's input is not JSON (Expecting value: "),
+        ("", "ok pre-compact: no transcript"),
+        ("[1, 2, 3]", "skipped pre-compact: the hook's input is a JSON list, not an object; nothing done"),
+        (
+            json.dumps({"transcript_path": "/no/such/transcript.jsonl", "hook_event_name": "PreCompact"}),
+            "ok pre-compact: no transcript",
+        ),
+        (json.dumps({"hook_event_name": "PreCompact"}), "ok pre-compact: no transcript"),
+        (json.dumps({"transcript_path": 42}), "ok pre-compact: transcript_path is not a path"),
     ],
     ids=["not-json", "empty", "not-an-object", "missing-transcript", "no-transcript-path", "path-not-string"],
 )
-def test_broken_hook_payloads_exit_0_silently_and_are_logged(repo, payload):
+def test_broken_hook_payloads_exit_0_silently_and_are_logged(repo, payload, logged):
+    """A payload that is not a JSON object is logged as skipped, with why; one
+    that is (or none at all) is handled, saying what it lacked."""
     root = repo.cwd
     before_memories = all_memories(root)
     before_log = log_lines(root)
@@ -641,8 +646,41 @@ def test_broken_hook_payloads_exit_0_silently_and_are_logged(repo, payload):
     assert proc.returncode == 0
     assert proc.stdout == "" and proc.stderr == ""
     log = log_lines(root)
-    assert len(log) == len(before_log) + 1 and "pre-compact" in log[-1]
+    assert len(log) == len(before_log) + 1 and log[-1].split(" ", 1)[1].startswith(logged), log[-1]
     assert all_memories(root) == before_memories
+
+
+@pytest.mark.parametrize("event", ["session-start", "user-prompt-submit", "stop"])
+def test_an_oversized_hook_payload_is_skipped_and_logged_with_why(repo, event):
+    """Over the 16 MiB input limit: exit 0, nothing printed (a session-start
+    pack would be context for an event that was never read), no session
+    recorded, and the log says it was skipped and why, never "ok"."""
+    root = repo.cwd
+    repo("add", "-t", "Retry policy", "-b", "Retry three times with backoff.")
+    small = {"session_id": SESSION, "cwd": str(root), "prompt": "Fix the retry policy."}
+    huge = json.dumps({**small, "prompt": "x" * (16 * 1024 * 1024)})
+    proc, _ = hook(repo, event, huge)
+    assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
+    assert log_lines(root)[-1].split(" ", 1)[1] == (
+        f"skipped {event}: the hook's input is over the 16 MiB limit; nothing done"
+    )
+    assert not (root / ".lore/sessions").exists() or not any((root / ".lore/sessions").iterdir())
+    proc, _ = hook(repo, event, small)  # the same event within the limit is handled
+    assert proc.returncode == 0 and log_lines(root)[-1].split(" ", 1)[1].startswith(f"ok {event}: ")
+
+
+def test_an_unreadable_hook_payload_is_skipped_and_logged(repo):
+    """Input that is not text in the stream's encoding can't be read: skipped, with why."""
+    import io
+
+    from lore.integrations.hooks import run_hook
+
+    root = repo.cwd
+    stdin = io.TextIOWrapper(io.BytesIO(b'{"session_id": "\xff\xfe"}'), encoding="utf-8")
+    assert run_hook("stop", str(root), stdin) == 0
+    line = log_lines(root)[-1].split(" ", 1)[1]
+    assert line.startswith("skipped stop: the hook's input can't be read ('utf-8' codec can't decode")
+    assert line.endswith("; nothing done")
 
 
 def test_stop_hook_and_hooks_outside_a_project_never_fail(repo, tmp_path):

@@ -273,6 +273,29 @@ def test_every_edit_operation_through_mcp(tmp_path):
     )
 
 
+def test_a_relation_typo_is_refused_through_mcp(tmp_path):
+    root = make_project(tmp_path, code=False)
+    (root / ".lore/memory/deploy.md").write_text(HAND_WRITTEN)
+    path = root / ".lore/memory/deploy.md"
+    before = path.read_bytes()
+
+    async def run():
+        async with stdio_session(root) as s:
+            mid = "mem-2026-02-12-001"
+            await s.ok(
+                "add_memory", type="fact", title="Release calendar", content="Releases go out on Tuesdays."
+            )
+            error = await s.error(
+                "edit_memory", id=mid, operation="relate", target="depend_on", value="Release calendar"
+            )
+            assert "relation 'depend_on' is not one Lore knows: did you mean depends_on?" in error
+            assert path.read_bytes() == before
+            await s.ok("edit_memory", id=mid, operation="relate", target="blocks", value="Release calendar")
+            assert "blocks: Release calendar" in path.read_text()
+
+    run_async(run)
+
+
 def _lore_json(root: Path, *args: str) -> str:
     from test_mcp import lore
 

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 import lore
+from lore.errors import UsageError
 from lore.memory.edits import Edit
-from lore.memory.links import parse_links
+from lore.memory.links import near_miss, parse_links, relation_name
 from test_code_index import configure
 
 
@@ -355,3 +356,134 @@ def test_recall_shows_the_superseding_memory_instead_of_the_superseded_one(proj)
     assert top["supersedes"] == [{"id": old.id, "title": "Invoice rounding rule"}]
     assert 'supersedes "Invoice rounding rule"' in pack.markdown
     assert dep.id in ids and next(m for m in memories if m["id"] == dep.id)["via"]["relation"] == "depends_on"
+
+
+# -- relation typos ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("written", "known"),
+    [
+        ("supercedes", "supersedes"),
+        ("superseeds", "supersedes"),
+        ("Superseded", "supersedes"),
+        ("depend_on", "depends_on"),
+        ("depend on", "depends_on"),
+        ("depends", "depends_on"),
+        ("implement", "implements"),
+        ("implemented", "implements"),
+        ("related", "relates_to"),
+        ("related to", "relates_to"),
+        ("contradict", "contradicts"),
+    ],
+)
+def test_a_near_miss_of_a_known_relation_is_a_typo(written, known):
+    assert near_miss(relation_name(written)) == known
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        *("supersedes", "relates to", "depends_on", "contradicts", "implements"),  # known
+        *("blocks", "extends", "replaces", "contrasts", "see also", "derived_from", "relies_on"),  # custom
+        *("superseded_by", "required_by", "implemented_by", "links_to"),  # Lore's own words
+    ],
+)
+def test_known_relations_and_words_of_their_own_are_no_typos(written):
+    assert near_miss(relation_name(written)) is None
+
+
+def test_a_relation_typo_is_refused_on_every_write_path(proj):
+    """`relate`, `set relations=...`, a new memory's or a new body's
+    ``## Relations`` section: a near miss is refused with what was meant, and
+    nothing is written; a custom name far from every known one is kept."""
+    old = add(proj, "Old timeout", "Timeouts are 30 s.")
+    new = add(proj, "New timeout", "Timeouts are 5 s.")
+    path = proj.project.root / new.path
+    before = path.read_bytes()
+    refused = [
+        lambda: proj.edit(new.id, [Edit("relate", relation="supercedes", value=old.id)]),
+        lambda: proj.edit(new.id, [Edit("set", field="relations", value="{depend_on: Old timeout}")]),
+        lambda: proj.edit(new.id, [Edit("append", text="## Relations\n- implement [[Old timeout]]")]),
+        lambda: proj.update(new.id, body="Timeouts are 5 s.\n\n## Relations\n- superseeds [[Old timeout]]"),
+    ]
+    for write in refused:
+        with pytest.raises(UsageError, match=r"did you mean (supersedes|depends_on|implements)\?") as err:
+            write()
+        assert "custom relation names are allowed" in str(err.value) and "\n" not in str(err.value)
+    assert path.read_bytes() == before
+    with pytest.raises(UsageError) as err:
+        add(proj, "Third", "Text.\n\n## Relations\n- supercedes [[Old timeout]]")
+    assert str(err.value).startswith("relation 'supercedes' is not one Lore knows: did you mean supersedes?")
+    assert len(proj.list()) == 2
+
+    proj.edit(new.id, [Edit("relate", relation="blocks", value=old.id)])
+    proj.edit(new.id, [Edit("relate", relation="Supersedes", value=old.id)])
+    assert {(link.relation, link.title) for link in proj.show(new.id).links} == {
+        ("blocks", "Old timeout"),
+        ("supersedes", "Old timeout"),
+    }
+    assert proj.memories.graph.superseded_by([old.id])[old.id].id == new.id
+
+
+def test_cli_relate_typo_is_a_usage_error_naming_the_known_relation(cli):
+    old = cli.json("add", "-t", "Old timeout", "-b", "Timeouts are 30 s.")
+    new = cli.json("add", "-t", "New timeout", "-b", "Timeouts are 5 s.")
+    path = cli.cwd / new["path"]
+    before = path.read_bytes()
+    proc = cli("edit", new["id"][:8], "--relate", f"supercedes={old['id'][:8]}", ok=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "lore: error: relation 'supercedes' is not one Lore knows: did you mean supersedes? "
+        "(custom relation names are allowed when they are not this close to a known one)"
+    ]
+    assert path.read_bytes() == before
+    cli("edit", new["id"][:8], "--relate", f"blocks={old['id'][:8]}")
+    assert f"blocks: {old['id']}" in path.read_text()
+
+
+HAND_TYPOS = """\
+---
+id: 11111111-2222-4333-8444-555555555555
+subject: Hand written
+keywords: [hand]
+occurred_at: 2026-02-10T15:30:00Z
+relations:
+  supercedes: Old timeout
+  blocks: Old timeout
+---
+
+Written by hand.
+
+## Relations
+- depend on [[Old timeout]]
+- implements [[Old timeout]]
+"""
+
+
+def test_doctor_reports_relation_typos_written_by_hand(cli):
+    """A typo written by hand is stored (the file is the truth) but doctor warns,
+    naming the file and the word; other writes to that memory still work."""
+    cli("add", "-t", "Old timeout", "-b", "Timeouts are 30 s.")
+    path = cli.cwd / ".lore/memory/hand.md"
+    path.write_text(HAND_TYPOS)
+    problems = [p for p in cli.json("doctor") if "relation" in p["message"]]
+    line = HAND_TYPOS.splitlines().index("- depend on [[Old timeout]]") + 1
+    assert problems == [
+        {
+            "level": "warning",
+            "where": ".lore/memory/hand.md",
+            "message": "relation 'supercedes' looks like a typo: did you mean supersedes? Lore acts only "
+            "on the relations it knows; write supersedes (or a custom name further from it)",
+        },
+        {
+            "level": "warning",
+            "where": f".lore/memory/hand.md:{line}",
+            "message": "relation 'depend_on' looks like a typo: did you mean depends_on? Lore acts only "
+            "on the relations it knows; write depends_on (or a custom name further from it)",
+        },
+    ]
+    assert cli("doctor").returncode == 0  # warnings only
+    cli("edit", "hand", "--append", "Still true.")  # the typo was there already: not this write's
+    edited = cli("edit", "hand", env={"EDITOR": "true", "VISUAL": ""})
+    assert "relation 'supercedes' looks like a typo: did you mean supersedes?" in edited.stderr

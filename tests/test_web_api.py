@@ -213,6 +213,21 @@ async def test_conflicting_edit_is_409_and_file_kept(root):
         assert r.status_code == 200 and "Never retry." in path.read_text()
 
 
+async def test_a_relation_typo_in_a_body_is_a_400_and_nothing_written(root):
+    key = add_memory(root, "Retry policy", "Retry three times with backoff.")
+    app = build_app(str(root))
+    async with client(app) as c:
+        typo = "Retry once.\n\n## Relations\n- superseeds [[Retry policy]]"
+        r = await c.post("/api/memories", json={"title": "New retry policy", "body": typo})
+        assert r.status_code == 400 and r.json()["error"]["code"] == "usage"
+        assert "did you mean supersedes?" in r.json()["error"]["message"]
+        got = (await c.get(f"/api/memories/{key}")).json()
+        r = await c.patch(f"/api/memories/{key}", json={"body": typo.replace("Retry policy", "Elsewhere")})
+        assert r.status_code == 400 and "'superseeds'" in r.json()["error"]["message"]
+        assert (await c.get(f"/api/memories/{key}")).json()["sha256"] == got["sha256"]
+        assert len((await c.get("/api/memories")).json()["items"]) == 1
+
+
 async def test_another_agents_private_memory_is_missing(root):
     secret = add_memory(
         root, "Bob's plan", "Bob's private plan for the rewrite.", agent="bob", private=True, tags=["plan"]

@@ -189,6 +189,7 @@ def doctor(memories: Memories) -> list[Problem]:
                 "(`lore search` finds it) or remove the link",
             )
         )
+    problems += relation_typos(memories)
     for memory_id, reasons in store.stale_reasons().items():
         paths = store.memory_paths(memory_id)
         problems.append(
@@ -202,5 +203,29 @@ def doctor(memories: Memories) -> list[Problem]:
     if ok != "ok":
         problems.append(
             Problem("error", store.describe(), f"index check failed ({ok}); run `lore index --force`")
+        )
+    return problems
+
+
+def relation_typos(memories: Memories) -> list[Problem]:
+    """Relation names written by hand that are near misses of a known relation
+    (``supercedes``): stored as custom relations, so Lore does not act on them."""
+    from lore.memory.links import near_miss
+
+    problems: list[Problem] = []
+    seen: set[tuple[str, str, int | None]] = set()
+    for link in memories.store.links(memories.filter()):
+        known = near_miss(link.relation)
+        if known is None or (link.source_path, link.relation, link.line) in seen:
+            continue
+        seen.add((link.source_path, link.relation, link.line))
+        where = f"{link.source_path}:{link.line}" if link.line else link.source_path
+        problems.append(
+            Problem(
+                "warning",
+                where,
+                f"relation '{link.relation}' looks like a typo: did you mean {known}? Lore acts only on "
+                f"the relations it knows; write {known} (or a custom name further from it)",
+            )
         )
     return problems

@@ -1,7 +1,9 @@
 """Claude Code hook handlers (`lore hook EVENT`, wired by `lore install claude-code`).
 
 Hooks must never block or break the agent: every failure is swallowed and
-logged to `.lore/local/hooks.log`, and the exit code is always 0.
+logged to `.lore/local/hooks.log`, and the exit code is always 0. An input
+that can't be used (over 16 MiB, unreadable, not a JSON object) is logged as
+``skipped`` with the reason, and no handler runs.
 
 - SessionStart: the previous sessions' memories are digested into the daily
   tier and cleaned (seed 001), then the session-start pack (this project's
@@ -39,10 +41,13 @@ def run_hook(event: str, project: str, stdin: TextIO | None = None) -> int:
     started = time.time()
     lore: Lore | None = None
     try:
-        payload = _payload(stdin or sys.stdin)
+        payload, unusable = _payload(stdin or sys.stdin)
         from lore.service import Lore
 
         lore = Lore.open(payload.get("cwd") or project, agent=os.environ.get("LORE_AGENT") or "claude-code")
+        if unusable is not None:  # logged, never handled as if it were an (empty) event
+            _log(lore, f"skipped {event}: {unusable}; nothing done")
+            return 0
         message = _HANDLERS[event](lore, payload)
         _log(lore, f"ok {event}: {message} ({time.time() - started:.2f} s)")
     except Exception as err:
@@ -163,23 +168,31 @@ _HANDLERS: dict[str, Callable[[Lore, Payload], str]] = {
 }
 
 
-def _payload(stream: TextIO) -> Payload:
-    """The hook's JSON; {} when there is none or it is not usable (an endless
-    or huge stdin is given up at the input limit, never read forever)."""
+def _payload(stream: TextIO) -> tuple[Payload, str | None]:
+    """The hook's JSON, and why it can't be used when it can't: input over the
+    limit (an endless or huge stdin is given up there, never read forever),
+    unreadable, not JSON or not a JSON object. No input at all (a terminal,
+    an empty pipe: a hook run by hand) is an empty payload."""
     from lore.errors import UsageError
-    from lore.safe_read import read_stream
+    from lore.safe_read import MAX_INPUT_BYTES, read_stream
 
     if stream.isatty():
-        return {}
+        return {}, None
     try:
         raw = read_stream(stream, "the hook's input")
     except UsageError:
-        return {}
+        return {}, f"the hook's input is over the {MAX_INPUT_BYTES / (1024 * 1024):g} MiB limit"
+    except (OSError, ValueError) as err:  # ValueError: UnicodeDecodeError, a closed stream
+        return {}, f"the hook's input can't be read ({err})"
+    if not raw.strip():
+        return {}, None
     try:
-        data = json.loads(raw) if raw.strip() else {}
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
+        data = json.loads(raw)
+    except ValueError as err:
+        return {}, f"the hook's input is not JSON ({err})"
+    if not isinstance(data, dict):
+        return {}, f"the hook's input is a JSON {type(data).__name__}, not an object"
+    return data, None
 
 
 def _log(lore: Lore, line: str) -> None:

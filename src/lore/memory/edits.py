@@ -324,10 +324,14 @@ def set_field(memory: Memory, name: str, value: str | None, *, clean: Callable[[
 
 def add_relation(memory: Memory, relation: str, target: str) -> str | None:
     """Add ``relation: target`` to the frontmatter's ``relations`` mapping
-    (a list form is extended in its own style); a note if it was there already."""
-    from lore.memory.links import relation_name
+    (a list form is extended in its own style); a note if it was there already.
+    A near miss of a known relation (``supercedes``) is refused as a typo."""
+    from lore.memory.links import near_miss, relation_name, typo_message
 
     name, target = relation_name(relation), target.strip()
+    known = near_miss(name)
+    if known is not None:
+        raise UsageError(typo_message(name, known))
     if not target:
         raise UsageError("give the memory to relate to (id, title or file name)")
     current = memory.extra.get("relations")

@@ -23,8 +23,11 @@ see :mod:`lore.memory.graph`):
 
 Relations are free-form words (``relates to`` → ``relates_to``); Lore acts on
 :data:`SUPERSEDES` (recall shows the newer memory instead of the older one)
-and follows :data:`STRONG` ones one hop. A plain link in the text is a
-``links_to``. Code blocks and inline code are never read for links.
+and follows :data:`STRONG` ones one hop. A word that is a near miss of a
+known relation (``supercedes``, ``depend_on``: :func:`near_miss`) is a typo,
+not a custom relation: writes refuse it and `lore doctor` reports it. A plain
+link in the text is a ``links_to``. Code blocks and inline code are never
+read for links.
 
 Rewriting (when a memory is renamed or retitled) changes only the link
 targets that named the old path, file name or title, nothing else.
@@ -32,6 +35,7 @@ targets that named the old path, file name or title, nothing else.
 
 from __future__ import annotations
 
+import difflib
 import posixpath
 import re
 from collections.abc import Callable, Iterable
@@ -86,6 +90,54 @@ def name_key(name: str) -> str:
 def relation_name(text: str) -> str:
     """``Relates to`` → ``relates_to``; empty → ``links_to``."""
     return re.sub(r"[^\w]+", "_", text.casefold()).strip("_") or LINKS_TO
+
+
+# Words Lore itself uses for links, never typos of a known relation: a
+# backlink's name (``superseded_by``) means the opposite of its near miss.
+_NOT_TYPOS = frozenset({LINKS_TO, *INVERSE.values()})
+# How close (difflib ratio) a word must be to a known relation to be its typo:
+# ``depends`` (0.82) is, ``contrasts`` (0.80 to contradicts) is a word of its own.
+_TYPO_CUTOFF = 0.82
+
+
+def near_miss(relation: str) -> str | None:
+    """The known relation that `relation` (normalised, see :func:`relation_name`)
+    is a near miss of, if it is one: a close spelling (``supercedes``,
+    ``depend_on``) or another form of the same word (``depend``, ``related``,
+    ``implemented``); None for a known relation or a word of its own."""
+    if relation in KNOWN_RELATIONS or relation in _NOT_TYPOS or relation.endswith("_by"):
+        return None
+    close = difflib.get_close_matches(relation, KNOWN_RELATIONS, n=1, cutoff=_TYPO_CUTOFF)
+    if close:
+        return close[0]
+    stems = _stems(relation)
+    return next((known for known in KNOWN_RELATIONS if stems & _stems(known)), None)
+
+
+def _stems(word: str) -> set[str]:
+    """`word` without its ``_on``/``_to`` and with its -s, -es, -d or -ed cut off."""
+    base = re.sub(r"_(?:on|to|upon)$", "", word)
+    cut = {base[: -len(end)] for end in ("es", "s", "ed", "d") if base.endswith(end)}
+    return {base} | {stem for stem in cut if len(stem) >= 4}
+
+
+def typo_message(relation: str, known: str) -> str:
+    """The one line a write refusing `relation` (a near miss of `known`) says."""
+    return (
+        f"relation '{relation}' is not one Lore knows: did you mean {known}? "
+        "(custom relation names are allowed when they are not this close to a known one)"
+    )
+
+
+def relation_typos(body: str, relations: Any, source: str) -> list[tuple[str, str]]:
+    """(relation, the known one it is a near miss of) for every distinct typo
+    among a memory's relations (frontmatter ``relations`` and ``## Relations``)."""
+    out: dict[str, str] = {}
+    for link in parse_links(body, relations, source):
+        known = near_miss(link.relation)
+        if known is not None:
+            out.setdefault(link.relation, known)
+    return list(out.items())
 
 
 def stem_of(path: str) -> str:

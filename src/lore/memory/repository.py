@@ -12,6 +12,7 @@ The acting agent is fixed when the object is made (CLI ``--agent`` /
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 from collections import Counter
@@ -206,6 +207,22 @@ class Memories:
         if found is not None and found.id == memory.id:
             raise UsageError(f"{relation.strip()}: a memory cannot name itself; name another memory")
         return found.id if found is not None else target
+
+    @staticmethod
+    def _check_relations(memory: Memory, before: Memory | None = None) -> None:
+        """Refuse a write that brings in a relation name that is a near miss of a
+        known one (``supercedes``: the supersession meant would silently not
+        happen); names `before` (the memory as it was) had already stay, for
+        `lore doctor` to report."""
+        from lore.memory.links import relation_typos, typo_message
+
+        source = memory.path or ".lore/memory/new.md"
+        had = set()
+        if before is not None:
+            had = {r for r, _ in relation_typos(before.body, before.extra.get("relations"), source)}
+        for relation, known in relation_typos(memory.body, memory.extra.get("relations"), source):
+            if relation not in had:
+                raise UsageError(typo_message(relation, known))
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -414,6 +431,7 @@ class Memories:
         )
         memory = normalized(memory)  # the form it is stored in: the duplicate check compares that
         memory.validate(strict=True)
+        self._check_relations(memory)
         folder = sync.folder_of(
             self.project, tier or ("session" if session else "durable"), agent=agent, private=private
         )
@@ -563,6 +581,7 @@ class Memories:
         rel = self.resolve(key)
         memory = self.load(rel)
         before = self.record(rel)
+        was = copy.copy(memory)
         redacted: Counter[str] = Counter()
         if body is not None:
             memory.body, found = secrets.redact(body.strip() + "\n")
@@ -582,6 +601,7 @@ class Memories:
                 value, found = secrets.redact(value)
                 redacted += found
             setattr(memory, name, value)
+        self._check_relations(memory, was)
         memory.updated_at = now_iso()
         text = markdown.render_checked(memory)
         with self.writing():
@@ -651,6 +671,7 @@ class Memories:
                     target = self._other(memory, clean(one.value) or "", relation)
                     note = add_relation(memory, relation, target)
                     notes += [note] if note else []
+            self._check_relations(memory, self._parse(raw, rel))
             if framed:
                 memory.updated_at = stamp
                 text = markdown.render_checked(memory)
@@ -714,6 +735,7 @@ class Memories:
         written), re-index, and follow a changed title in other memories' links."""
         from lore.memory.edits import refresh_hash
         from lore.memory.files import read_memory_file
+        from lore.memory.links import relation_typos
 
         incoming = self.graph.linking_to(before) if before else []
         with self.writing():
@@ -725,8 +747,10 @@ class Memories:
             self.check(rel)
             after = self.record(rel)
             updated = self._follow(before, after, incoming)
-        memory = self.load(rel)
-        return EditResult(memory.id, rel, memory.title, memory.type, ["edit"], [], None, updated, {})
+        memory = self.load(rel)  # a typo written by hand is the person's to fix: said, not refused
+        typos = relation_typos(memory.body, memory.extra.get("relations"), rel)
+        notes = [f"relation '{r}' looks like a typo: did you mean {known}?" for r, known in typos]
+        return EditResult(memory.id, rel, memory.title, memory.type, ["edit"], notes, None, updated, {})
 
     def _read_checked(self, rel: str, expected_sha256: str | None) -> str:
         import hashlib
