@@ -188,6 +188,7 @@ OTHERS = {
     "src/Acme.Core/Acme.Core.csproj": "config",
     "src/Acme.Core/Properties/Resources.Designer.cs": "generated",
     "tests/Acme.Core.Tests/ParserTests.cs": "test",
+    "tests/Acme.Core.Tests.Integration/ParserFlow.cs": "test",
     "Acme.sln": "config",
     # PHP
     "src/Http/Request.php": "source",

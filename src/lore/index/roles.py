@@ -75,7 +75,8 @@ __all__ = ["ROLES", "RULES_VERSION", "SourceTestIndex", "file_role", "tests_for"
 
 # Bump when a rule changes: the next sync classifies every indexed file again.
 # 2: qualified build output folders (deno_dist/, dist-esm/, out-tsc/).
-RULES_VERSION = 2
+# 3: test projects with a kind after "Tests" (Acme.Tests.Integration/).
+RULES_VERSION = 3
 
 ROLES = (
     "source",
@@ -122,8 +123,11 @@ _TEST_DIRS = frozenset(
     """.split()
 )  # androidtest: Android's src/androidTest/; benchmarks count as tests (code that exercises code)
 # Test projects and crates named after what they test: Foo.Tests, foo-tests,
-# js_tests, FooTests (the last one case-sensitive: "contests" is not one).
-_TEST_DIR_NAME = re.compile(r"[._-](?:unit|integration|e2e)?tests?$", re.IGNORECASE)
+# js_tests, Foo.Tests.Integration, FooTests (the last one case-sensitive:
+# "contests" is not one).
+_TEST_DIR_NAME = re.compile(
+    r"[._-](?:unit|integration|e2e)?tests?(?:[._-](?:unit|integration|functional|e2e))?$", re.IGNORECASE
+)
 _TEST_DIR_CAMEL = re.compile(r"[a-z0-9](?:Unit|Integration|UI)?Tests$")
 _DOC_DIRS = {"docs", "doc", "documentation", "website", "man", "manpages", "_docs", "docsite"}
 _EXAMPLE_DIRS = {"examples", "example", "samples", "sample", "demo", "demos", "_examples"}
