@@ -317,6 +317,21 @@ def test_restore_into_an_unusable_folder_keeps_the_trash_entry(cli, what):
     consistent(cli, key, rel, before)
 
 
+@pytest.mark.parametrize("destination", [".lore/memory/loop/x.md", ".lore/local/daily/x.md"])
+def test_mv_through_a_link_loop_is_a_one_line_error(memory, destination):
+    """A folder on the way that is a symlink loop: a file system error in one
+    line (before Python 3.13 checking the path raised RuntimeError, an
+    internal error), and the memory stays where it was."""
+    cli, key, path, before = memory
+    loop = cli.cwd / destination.rsplit("/", 1)[0]
+    loop.symlink_to(loop.name)
+    proc = cli("mv", key[:8], destination, ok=False)
+    assert proc.returncode == 1 and "file system error" in one_line(proc)
+    assert "internal error" not in proc.stderr
+    loop.unlink()
+    consistent(cli, key, str(path.relative_to(cli.cwd)), before)
+
+
 _LIMITED = """
 import resource, runpy, signal, sys
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
