@@ -1,9 +1,12 @@
 """Moving, removing, restoring and editing a memory when something is wrong:
 destinations `lore mv` can't use are refused with what the user typed, a
-write that fails half-way is undone (no trash record, no second copy), a
+write that fails half-way is undone (no trash record, no second copy; a
+failed restore or tier move leaves the memory where it was, once), a
 restore never gives two files one id, edits redact every part they write,
 and what a person's terminal shows never carries raw control characters.
-All through the CLI, as a real subprocess.
+All through the CLI, as a real subprocess (bulk ``set_tier``, which has no
+command, through the Python API); the failures are real (file attributes,
+file size limits, links), nothing of Lore's is mocked.
 """
 
 from __future__ import annotations
@@ -12,12 +15,14 @@ import contextlib
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
+import lore
 from conftest import ON_POSTGRES
 from test_cli_experience import in_terminal
 
@@ -131,6 +136,232 @@ def test_a_failed_mv_leaves_no_copy(memory):
     assert [m["id"] for m in cli.json("list")] == [key]
     assert cli.json("show", key[:8])["path"] == f".lore/memory/{path.name}"
     assert proc.returncode == 1 and "nothing was changed" in one_line(proc)
+
+
+@contextlib.contextmanager
+def undeletable(folder: Path) -> Iterator[None]:
+    """While the block runs, no file can be removed from `folder`, while files
+    elsewhere can still be linked to its files: the folder is read-only, or,
+    for root, append-only (chattr +a). A move out of it then fails after its
+    new name was made, the step that must be undone. Skips when neither holds."""
+    probe = folder / ".probe"
+    probe.write_text("probe\n")
+    if os.geteuid() != 0:
+        mode = folder.stat().st_mode & 0o7777
+        folder.chmod(0o555)
+
+        def undo() -> None:
+            folder.chmod(mode)
+
+    else:
+        chattr = shutil.which("chattr")
+        made = chattr and subprocess.run([chattr, "+a", str(folder)], capture_output=True, text=True)
+        if not made or made.returncode != 0:
+            probe.unlink()
+            why = made.stderr.strip() if made else "no chattr command"
+            pytest.skip(
+                f"as root only an append-only folder keeps its files, and chattr +a failed here: {why}"
+            )
+
+        def undo() -> None:
+            subprocess.run([str(chattr), "-a", str(folder)], check=True)
+
+    try:
+        try:
+            probe.unlink()
+        except OSError:
+            pass  # the failure the test needs
+        else:
+            pytest.skip("this file system lets a file be removed anyway: no way to fail the move here")
+        yield
+    finally:
+        undo()
+        probe.unlink(missing_ok=True)
+
+
+def memory_files(cli) -> list[str]:
+    """Every Markdown file under .lore/ (the trash too), as project paths."""
+    return sorted(str(p.relative_to(cli.cwd)) for p in (cli.cwd / ".lore").rglob("*.md"))
+
+
+def path_name(rel: str) -> str:
+    return rel.rsplit("/", 1)[-1]
+
+
+def consistent(cli, key: str, rel: str, before: bytes) -> None:
+    """The memory `key` is at `rel` only, with the bytes it had, and the index agrees."""
+    assert (cli.cwd / rel).read_bytes() == before
+    assert [rel] == [p for p in memory_files(cli) if "/trash/" not in p]
+    assert [(m["id"], m["path"]) for m in cli.json("list", "--include-archived")] == [(key, rel)]
+    assert cli.json("show", key[:8])["path"] == rel
+    assert cli.json("doctor") == []
+
+
+def test_a_failed_restore_leaves_the_memory_in_the_trash(memory):
+    """The file is linked back to its place, then can't leave the trash: the
+    link made goes again (one file, one id), the trash note stays, so the
+    same restore works once the trash folder can change."""
+    cli, key, path, before = memory
+    rel = str(path.relative_to(cli.cwd))
+    cli("rm", key[:8])
+    trash = cli.cwd / ".lore/local/trash"
+    note = next(trash.glob("*.json"))
+    noted, listed = note.read_bytes(), cli.json("restore", "--list")
+    with undeletable(trash):
+        proc = cli("restore", key[:8], ok=False)
+    assert proc.returncode == 1 and "can't be restored" in one_line(proc)
+    assert "nothing was changed" in proc.stderr
+    assert memory_files(cli) == [str(note.with_suffix(".md").relative_to(cli.cwd))]
+    assert note.with_suffix(".md").read_bytes() == before and note.read_bytes() == noted
+    assert cli.json("restore", "--list") == listed
+    assert cli.json("list") == [] and cli.json("doctor") == []
+    assert cli("show", key[:8], ok=False).returncode == 1
+    assert cli.json("restore", key[:8])["restored"] == rel  # the way out: the same command
+    consistent(cli, key, rel, before)
+    assert cli.json("restore", "--list") == [] and list(trash.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("start", "destination"),
+    [
+        (".lore/local/session", ".lore/memory/promoted.md"),  # promotion: session to durable
+        (".lore/memory", ".lore/local/daily/demoted.md"),  # demotion: durable to daily
+    ],
+)
+def test_a_failed_move_between_tiers_leaves_one_file(cli, start, destination):
+    """`lore mv` across tiers writes the new file, then can't remove the old
+    one: the new file goes again and the memory stays where it was."""
+    flags = ["--session"] if "session" in start else []
+    out = cli.json("add", *flags, "-t", "Tier mover", "-b", "A memory that changes tier.")
+    key, rel = out["id"], out["path"]
+    assert rel.startswith(start + "/")
+    before = (cli.cwd / rel).read_bytes()
+    with undeletable(cli.cwd / start):
+        proc = cli("mv", key[:8], destination, ok=False)
+    assert proc.returncode == 1 and "can't be moved" in one_line(proc)
+    assert "nothing was changed" in proc.stderr
+    consistent(cli, key, rel, before)
+    assert cli.json("mv", key[:8], destination)["path"] == destination  # the way out: the same command
+    assert [m["path"] for m in cli.json("list")] == [destination]
+
+
+def test_a_failed_tier_change_leaves_one_file(cli):
+    """A bulk ``set_tier`` (web UI, JSON API) links the file into the new
+    tier's folder, then can't remove it from the old one: the link goes
+    again and the memory keeps its tier; the error is reported per memory."""
+    out = cli.json("add", "-t", "Tier mover", "-b", "A memory that changes tier.", "-k", "move")
+    key, rel = out["id"], out["path"]
+    before = (cli.cwd / rel).read_bytes()
+    with undeletable(cli.cwd / ".lore/memory"), lore.open(cli.cwd) as project:
+        preview = project.bulk("set_tier", new_tier="session", tag="move")
+        done = project.bulk("set_tier", new_tier="session", tag="move", apply=True, confirm=preview.digest)
+    assert done.applied and [e["path"] for e in done.errors] == [rel]
+    assert "\n" not in done.errors[0]["error"] and "permission denied" in done.errors[0]["error"]
+    assert list((cli.cwd / ".lore/local/session").glob("*.md")) == []
+    consistent(cli, key, rel, before)
+    with lore.open(cli.cwd) as project:  # the way out: the same action
+        preview = project.bulk("set_tier", new_tier="session", tag="move")
+        done = project.bulk("set_tier", new_tier="session", tag="move", apply=True, confirm=preview.digest)
+    assert done.applied and not done.errors
+    moved = f".lore/local/session/{path_name(rel)}"
+    consistent(cli, key, moved, before)
+
+
+def test_a_failed_archive_leaves_the_daily_memory(cli):
+    """Archiving an old daily memory (at `lore consolidate` and session start)
+    links it into the archive, then can't remove it from the daily folder: the
+    link goes again, the memory stays a daily one, and the next pass archives it."""
+    out = cli.json(
+        "add", "-t", "Old daily", "-b", "A daily memory past its time.", "--occurred-at", "2020-01-02"
+    )
+    key = out["id"]
+    rel = cli.json("mv", key[:8], ".lore/local/daily/old-daily.md")["path"]
+    before = (cli.cwd / rel).read_bytes()
+    with undeletable(cli.cwd / ".lore/local/daily"):
+        cli("consolidate")
+    consistent(cli, key, rel, before)
+    assert (
+        not (cli.cwd / ".lore/local/archive").exists()
+        or list((cli.cwd / ".lore/local/archive").iterdir()) == []
+    )
+    cli("consolidate")
+    consistent(cli, key, f".lore/local/archive/{path_name(rel)}", before)
+
+
+UNUSABLE_FOLDERS = {
+    "a file": lambda path: path.write_text("not a folder\n"),
+    "a dangling link": lambda path: path.symlink_to("nowhere"),
+    "a link loop": lambda path: path.symlink_to(path.name),
+}
+
+
+@pytest.mark.parametrize("what", UNUSABLE_FOLDERS)
+def test_restore_into_an_unusable_folder_keeps_the_trash_entry(cli, what):
+    """The memory's old folder is now something else: restore says so in one
+    line and the trash keeps the file and its note."""
+    out = cli.json("add", "-t", "In ops", "-b", "A memory inside the ops folder.")
+    key = out["id"]
+    rel = cli.json("mv", key[:8], "ops/in-ops.md")["path"]
+    before = (cli.cwd / rel).read_bytes()
+    cli("rm", key[:8])
+    listed = cli.json("restore", "--list")
+    folder = cli.cwd / ".lore/memory/ops"
+    folder.rmdir()
+    UNUSABLE_FOLDERS[what](folder)
+    proc = cli("restore", key[:8], ok=False)
+    assert proc.returncode == 1 and "can't be restored" in one_line(proc)
+    assert cli.json("restore", "--list") == listed and cli.json("list") == []
+    assert [p for p in memory_files(cli) if "/trash/" not in p] == []
+    folder.unlink()
+    cli("restore", key[:8])
+    consistent(cli, key, rel, before)
+
+
+@pytest.mark.parametrize("destination", [".lore/memory/loop/x.md", ".lore/local/daily/x.md"])
+def test_mv_through_a_link_loop_is_a_one_line_error(memory, destination):
+    """A folder on the way that is a symlink loop: a file system error in one
+    line (before Python 3.13 checking the path raised RuntimeError, an
+    internal error), and the memory stays where it was."""
+    cli, key, path, before = memory
+    loop = cli.cwd / destination.rsplit("/", 1)[0]
+    loop.symlink_to(loop.name)
+    proc = cli("mv", key[:8], destination, ok=False)
+    assert proc.returncode == 1 and "file system error" in one_line(proc)
+    assert "internal error" not in proc.stderr
+    loop.unlink()
+    consistent(cli, key, str(path.relative_to(cli.cwd)), before)
+
+
+_LIMITED = """
+import resource, runpy, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+limit = int(sys.argv.pop(1))
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+sys.argv[0] = "lore"
+runpy.run_module("lore", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_mv_whose_new_file_cannot_be_written_changes_nothing(cli):
+    """The disk refuses the copy `lore mv` writes (files may not grow past
+    100 kB, the memory is 300 kB; the index only reads): one line, no
+    partial or temporary file, the memory where it was."""
+    body = "A big memory.\n\n" + "lorem ipsum dolor sit amet " * 12_000
+    out = cli.json("add", "-t", "Big one", "--body-file", "-", input=body)
+    key, rel = out["id"], out["path"]
+    before = (cli.cwd / rel).read_bytes()
+    assert len(before) > 300_000
+    proc = subprocess.run(
+        [sys.executable, "-P", "-c", _LIMITED, "100000", "mv", key[:8], ".lore/local/daily/big.md"],
+        cwd=cli.cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+        timeout=120,
+    )
+    assert proc.returncode == 1 and "file too large" in one_line(proc).lower()
+    assert [p.name for p in (cli.cwd / ".lore/local/daily").iterdir()] == []  # no temporary file left
+    consistent(cli, key, rel, before)
 
 
 # -- one id, one file ---------------------------------------------------------------------------------

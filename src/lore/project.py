@@ -172,7 +172,10 @@ class Project:
         candidate = Path(user_path)
         if not candidate.is_absolute():
             candidate = (base or Path.cwd()) / candidate
-        resolved = candidate.resolve()
+        # realpath, not Path.resolve: before Python 3.13 a symlink loop on the way
+        # raised RuntimeError (an internal error); now the path is kept as it is,
+        # and using it fails as a file system error like any other.
+        resolved = Path(os.path.realpath(candidate))
         if resolved != self.root and self.root not in resolved.parents:
             raise UsageError(f"{user_path} is outside the project ({self.root}); give a path inside it")
         return resolved
