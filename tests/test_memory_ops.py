@@ -77,6 +77,19 @@ def test_mv_errors_quote_the_destination_as_typed(memory, destination, said):
     assert path.read_bytes() == before and len(cli.json("list")) == 1
 
 
+@pytest.mark.parametrize("destination", [".lore/memory/ops/", "ops/", "ops"])
+def test_mv_to_a_folder_moves_the_file_into_it(memory, destination):
+    """A destination ending in / is a folder, and so is one that exists
+    (`.lore/memory/ops/` used to rename the memory to ops.md)."""
+    cli, key, path, before = memory
+    if destination == "ops":
+        (path.parent / "ops").mkdir()
+    cli("mv", key[:8], destination)
+    moved = path.parent / "ops" / path.name
+    assert moved.read_bytes() == before and not path.exists()
+    assert cli.json("show", key[:8])["path"] == f".lore/memory/ops/{path.name}"
+
+
 # -- a failed rm or mv changes nothing -------------------------------------------------------------------
 
 

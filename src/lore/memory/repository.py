@@ -785,8 +785,8 @@ class Memories:
             parts = rel.split("/")
             root = "/".join(parts[:3] if parts[1] == "local" else parts[:2])
             target = posixpath.normpath(posixpath.join(root, dest))
-            if dest.endswith("/"):
-                target = posixpath.join(target, posixpath.basename(rel))
+        if dest.endswith("/") or (self.project.root / target).is_dir():
+            target = posixpath.join(target, posixpath.basename(rel))  # into the folder, as mv does
         if not target.endswith(".md"):
             target += ".md"
         try:
