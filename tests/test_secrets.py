@@ -286,6 +286,93 @@ def test_a_token_glued_to_a_word_is_redacted(text: str, secret: str):
 AWS_SECRET = "Xb9kQ2mZ7vT4pL8wR1nY6cH3dF5gJ0sA/eU7iO2q"
 
 
+_IN_WORD = Gen(23)
+OPENAI_PROJECT = "sk-proj-" + _IN_WORD.s(_B62 + "-_", 74) + "T3BlbkFJ" + _IN_WORD.s(_B62 + "-_", 74)
+ANTHROPIC = "sk-ant-api03-" + _IN_WORD.s(_B62 + "-_", 93) + "AA"
+GITLAB = "glpat-" + _IN_WORD.s(_B62, 20)
+SLACK_BOT = f"xoxb-{_IN_WORD.digits(12)}-{_IN_WORD.digits(13)}-{_IN_WORD.s(_B62, 24)}"
+STRIPE = "sk_live_" + _IN_WORD.s(_B62, 24)
+IN_WORD = [
+    (f"prefix{GITHUB} was pushed", GITHUB, "github-token"),
+    ("mykeyAKIAIOSFODNN7EXAMPL1 in the log", "AKIAIOSFODNN7EXAMPL1", "aws-access-key"),
+    (f"x{OPENAI_PROJECT}", OPENAI_PROJECT, "openai-key"),
+    (f"bearer{ANTHROPIC}, then", ANTHROPIC, "anthropic-key"),
+    (f"token{GITLAB}.", GITLAB, "gitlab-token"),
+    (f"slack{SLACK_BOT} (bot)", SLACK_BOT, "slack-token"),
+    (f"stripe{STRIPE};", STRIPE, "stripe-key"),
+]
+
+
+@pytest.mark.parametrize("text, secret, kind", IN_WORD, ids=[k for _, _, k in IN_WORD])
+def test_a_token_glued_to_a_word_without_a_separator_is_redacted(text: str, secret: str, kind: str):
+    """A fixed-shape token behind a distinctive prefix is found in the middle of
+    a word (``prefixghp_…``): only the token goes, the word before it stays."""
+    clean, found = redact(text)
+    assert secret not in clean and found == Counter({kind: 1})
+    assert clean == text.replace(secret, f"[REDACTED:{kind}]")
+    assert redact(clean) == (clean, Counter())
+
+
+@pytest.mark.parametrize("text, secret, kind", IN_WORD, ids=[k for _, _, k in IN_WORD])
+def test_a_token_glued_to_an_identifier_is_masked_in_code(text: str, secret: str, kind: str):
+    glued = text.split(maxsplit=1)[0].rstrip(".,;")
+    snippet = f'log.info("pushed %s", "{glued}")\nHEADER = {{"X-Trace": "{glued}"}}\n'
+    masked, count = mask_code(snippet)
+    assert secret not in masked and count == 2
+    assert masked.count(f"[REDACTED:{kind}]") == 2 and mask_code(masked) == (masked, 0)
+
+
+def test_glued_aws_key_pair_is_redacted_whole():
+    clean, found = redact(f"pasted awsAKIA2E0A8F3B244C9986:{AWS_SECRET} by mistake")
+    assert clean == "pasted aws[REDACTED:aws-secret-key]:[REDACTED:aws-secret-key] by mistake"
+    assert found == Counter({"aws-secret-key": 2})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "graph_ghp_total = sum(graph_ghp_counts)",  # an identifier containing ghp_
+        f"prefix{GITHUB[:-1]} is one short",  # 35-character body
+        f"prefix{GITHUB}X is one long",  # 37: runs on into the word
+        f"prefix{GITHUB}9abc",
+        "xghp_" + "a" * 36 + " filler",  # a placeholder body inside a word
+        "mykeyAKIAIOSFODNN7EXAMPLE",  # AWS's documented example id
+        "EURASIAREGIONALOFFICEZ is a constant",  # ASIA + 16 capitals, no digit
+        "def test_risk_test_HandlesEmptyInputQuickly():",  # sk_test_ + 24 letters
+        "key mexico-5f4dcc3b5aa765d61d8327deb882cf99 cached",  # ico- is not distinctive
+        "see risk-" + "a1b2c3d4e5" * 3 + " now",  # sk- without OpenAI's T3BlbkFJ
+        "xglpat-" + "abcdefghij" * 2 + "-more-words",  # kebab text, not a 20-character body
+    ],
+)
+def test_words_that_merely_contain_a_prefix_are_left_alone(text: str):
+    assert redact(text) == (text, Counter())
+    assert mask_code(text) == (text, 0)
+
+
+def test_in_word_shapes_are_bounded():
+    """Scanning stays linear: every in-word shape has a maximum length, so
+    each prefix found inside a word costs a bounded match attempt."""
+    import re._parser as parser  # Python >= 3.11 (requires-python)
+
+    rules = [rule for rule in load_rules().tokens if rule.inword is not None]
+    assert len(rules) >= 20
+    for rule in rules:
+        assert rule.inword is not None
+        assert parser.parse(rule.inword.pattern).getwidth()[1] < 10_000, rule.kind
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(word=st.text(st.sampled_from("abcXYZ019"), min_size=1, max_size=8), secret=_SECRETS)
+def test_any_fixed_shape_token_inside_a_word_is_redacted(word, secret):
+    shapes = [rule.inword for rule in load_rules().tokens if rule.inword is not None]
+    assume(any(shape.fullmatch(secret) for shape in shapes) and any(c.isdigit() for c in secret))
+    text = f"see {word}{secret} now"
+    clean, found = redact(text)
+    assert secret not in clean and found
+    masked, count = mask_code(text)
+    assert secret not in masked and count
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -376,8 +463,25 @@ def test_syntax_soup_never_breaks_redaction(text):
         "://" * 60000,
         "API_KEY=Zx81kLmqZx81kLmq1234 " * 5000,
         "token: " * 30000,
+        "xghp_1" * 34000,
+        "1sk-" * 50000,
+        ("9sk-" + "A" * 20 + "T3BlbkFJ") * 6000,
+        "a-ghp_1" * 30000,
+        "a-NRAK-1" * 25000,
     ],
-    ids=["assignments", "keywords", "pem", "schemes", "one-line", "colons"],
+    ids=[
+        "assignments",
+        "keywords",
+        "pem",
+        "schemes",
+        "one-line",
+        "colons",
+        "in-word",
+        "sk",
+        "openai",
+        "joins",
+        "contains",
+    ],
 )
 def test_adversarial_inputs_finish(text: str):
     redact(text)

@@ -27,6 +27,9 @@ class TokenRule:
     after: str = ""
     entropy: float = 0.0
     text_only: bool = False
+    # The stricter shape the token must have to be found inside a word (no
+    # separator before it: ``mykeyAKIA…``); None: only at a word's start or a join.
+    inword: re.Pattern[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -63,17 +66,21 @@ class RuleSet:
     key_kinds: tuple[KeyKind, ...]
     kinds: frozenset[str] = field(default_factory=frozenset)
     glued: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    inword: re.Pattern[str] | None = None
 
 
 def _token_rule(row: dict[str, Any]) -> TokenRule:
+    regex = re.compile(f"(?:{row['regex']}){_END}")
+    inword = row.get("inword", False)
     return TokenRule(
         kind=row["kind"],
-        regex=re.compile(f"(?:{row['regex']}){_END}"),
+        regex=regex,
         prefixes=tuple(row.get("prefixes", ())),
         contains=row.get("contains", ""),
         after=row.get("after", ""),
         entropy=float(row.get("entropy", 0.0)),
         text_only=bool(row.get("text_only", False)),
+        inword=re.compile(f"(?:{inword}){_END}") if isinstance(inword, str) else regex if inword else None,
     )
 
 
@@ -97,19 +104,45 @@ def _index_prefixes(tokens: list[TokenRule]) -> dict[str, PrefixEntry]:
     }
 
 
+def _distinctive(prefix: str) -> bool:
+    """Short or plain-word prefixes (``M``, ``SK``, ``pat``, ``eyJ``) start
+    inside ordinary identifiers: a distinctive prefix is at least four
+    characters, or three with a non-letter in it (``sk-``, ``hf_``)."""
+    return len(prefix) >= 4 or (len(prefix) == 3 and not prefix.isalpha())
+
+
 def _glued(tokens: list[TokenRule]) -> dict[str, tuple[str, ...]]:
     """First character -> the distinctive prefixes starting with it: those
     the scanner also looks for right after ``-``, ``_`` or ``.`` inside a run
     (``fix-ghp_…``, ``id_AKIA…``, ``T-sk-proj-…``: a token pasted onto a
-    word). Short or plain-word prefixes (``M``, ``SK``, ``pat``, ``eyJ``)
-    would start inside ordinary identifiers, so a prefix must be at least
-    four characters, or three with a non-letter in it (``sk-``, ``hf_``)."""
+    word)."""
     index: dict[str, set[str]] = {}
     for rule in tokens:
         for prefix in rule.prefixes:
-            if len(prefix) >= 4 or (len(prefix) == 3 and not prefix.isalpha()):
+            if _distinctive(prefix):
                 index.setdefault(prefix[0], set()).add(prefix)
     return {char: tuple(sorted(prefixes)) for char, prefixes in index.items()}
+
+
+def _alternation(words: set[str]) -> str:
+    """A regex for any of `words`, factored by character like a trie, so that a
+    failed attempt costs a comparison or two rather than one per word."""
+    groups: dict[str, set[str]] = {}
+    for word in words:
+        groups.setdefault(word[0], set()).add(word[1:])
+    branches = []
+    for head, tails in sorted(groups.items()):
+        rest = tails - {""}
+        tail = _alternation(rest) if rest else ""
+        branches.append(re.escape(head) + (f"(?:{tail})?" if rest and "" in tails else tail))
+    return branches[0] if len(branches) == 1 else f"(?:{'|'.join(branches)})"
+
+
+def _inword(tokens: list[TokenRule]) -> re.Pattern[str] | None:
+    """The distinctive prefixes of the rules with an in-word shape, as one
+    search: where a token may start in the middle of a word (``prefixghp_…``)."""
+    prefixes = {p for rule in tokens if rule.inword for p in rule.prefixes if _distinctive(p)}
+    return re.compile(_alternation(prefixes)) if prefixes else None
 
 
 @lru_cache(maxsize=1)
@@ -148,4 +181,5 @@ def load() -> RuleSet:
         key_kinds=key_kinds,
         kinds=frozenset(kinds | {"private-key", "url-password", "password", "assigned-secret"}),
         glued=_glued(tokens),
+        inword=_inword(tokens),
     )

@@ -44,12 +44,27 @@ def _glued_starts(run: str, rules: RuleSet) -> list[int]:
     return starts
 
 
+def _inword_starts(text: str, run_start: int, run_end: int, rules: RuleSet) -> list[int]:
+    """Where a distinctive prefix of a rule with an in-word shape starts in the
+    middle of a word, right after a letter or digit (``mykeyAKIA…``,
+    ``prefixghp_…``), as offsets in the run."""
+    search = rules.inword
+    if search is None:
+        return []
+    return [
+        found.start() - run_start
+        for found in search.finditer(text, run_start + 1, run_end)
+        if text[found.start() - 1].isalnum()
+    ]
+
+
 def find(text: str, rules: RuleSet, strict: bool) -> Iterator[Finding]:
     """Token rules over every run; in strict mode also values assigned to secret-like keys.
 
     Most runs in code are identifiers and dotted names without a digit: for
     those only the prefix index is consulted (one C-level ``startswith`` per
-    piece). Shapes, the ``after`` rules and assignments need a digit.
+    piece). Shapes, the ``after`` rules, assignments and tokens inside a word
+    (which must look machine-made, digits included) need a digit.
     """
     prefix_index = rules.prefix_index
     for run in _RUN.finditer(text):
@@ -58,6 +73,7 @@ def find(text: str, rules: RuleSet, strict: bool) -> Iterator[Finding]:
         simple = run_text[0] not in _LEADING_JUNK and "/" not in run_text and "=" not in run_text
         run_start, run_end = run.start(), run.end()
         glued = _glued_starts(run_text, rules)
+        inword = _inword_starts(text, run_start, run_end, rules) if has_digit else []
         if simple and not has_digit and not glued:
             # The common case in code (identifiers, dotted names): only a prefix can make it a token.
             entry = prefix_index.get(run_text[0])
@@ -68,35 +84,49 @@ def find(text: str, rules: RuleSet, strict: bool) -> Iterator[Finding]:
             covered = hits[-1].end
             yield from hits
         starts = [0] if simple else _piece_starts(run_text)
-        if glued:
-            starts = sorted({*starts, *glued})
+        if glued or inword:
+            starts = sorted({*starts, *glued, *inword})
+        joins, in_words = set(glued), set(inword)
+        contains_at: dict[str, int] = {}  # last place of a rule's `contains` in the run
         for offset in starts:
             pos = run_start + offset
             if pos < covered or pos >= run_end:
                 continue
-            piece = run_text[offset:]
-            entry = prefix_index.get(piece[0])
+            # Offsets into the run, never slices of it: a long run may hold many starts.
+            in_word = offset in in_words
+            entry = prefix_index.get(run_text[offset])
             candidates = (
                 [
                     rule
                     for prefix, rule in entry[1]
-                    if piece.startswith(prefix) and (not rule.contains or rule.contains in piece)
+                    if run_text.startswith(prefix, offset)
+                    and (not in_word or rule.inword is not None)
+                    and (not rule.contains or _last(run_text, rule.contains, contains_at) >= offset)
                 ]
-                if entry is not None and piece.startswith(entry[0])
+                if entry is not None and run_text.startswith(entry[0], offset)
                 else []
             )
-            if candidates and (hits := _token_match(text, pos, candidates, strict)):
+            if candidates and (hits := _token_match(text, pos, candidates, strict, in_word)):
                 covered = hits[-1].end
                 yield from hits
             elif (
                 strict
                 and has_digit
-                and offset not in glued
+                and not in_word
+                and offset not in joins
                 and text[pos - 1 : pos] not in assignments.QUOTES  # quoted values: _quoted_assignments
                 and (assigned := assignments.assigned_before(text, pos, rules))
             ):
                 covered = assigned.end
                 yield assigned
+
+
+def _last(run_text: str, needle: str, cache: dict[str, int]) -> int:
+    """Where `needle` last starts in the run (-1: nowhere), found once per run."""
+    at = cache.get(needle)
+    if at is None:
+        at = cache[needle] = run_text.rfind(needle)
+    return at
 
 
 def _shape_hits(
@@ -112,20 +142,41 @@ def _shape_hits(
     return sorted(hits, key=lambda f: f.end)
 
 
-def _token_match(text: str, pos: int, candidates: list[TokenRule], strict: bool) -> list[Finding]:
-    """The first candidate rule that matches at `pos`, as findings (one per secret group)."""
+def _token_match(
+    text: str, pos: int, candidates: list[TokenRule], strict: bool, in_word: bool = False
+) -> list[Finding]:
+    """The first candidate rule that matches at `pos`, as findings (one per secret group).
+
+    Inside a word (`in_word`) a rule's stricter in-word shape is matched, and
+    each secret must look machine-made in memories too: a word that merely
+    contains a prefix stays.
+    """
     for rule in candidates:
         if strict and rule.text_only:
             continue
-        match = rule.regex.match(text, pos)
-        if match is None:
+        regex = rule.inword if in_word else rule.regex
+        if regex is None or (match := regex.match(text, pos)) is None:
             continue
-        spans = [match.span(g) for g in ("secret", "secret2") if g in rule.regex.groupindex]
+        spans = [match.span(g) for g in ("secret", "secret2") if g in regex.groupindex]
         spans = [s for s in spans if s[0] >= 0] or [match.span()]
         secret = text[spans[0][0] : spans[-1][1]]
         if rule.entropy and values.shannon(secret) < rule.entropy:
             continue
         if strict and (values.is_placeholder(secret) or values.shannon(secret) < 3.0):
             continue
+        if in_word and not all(_machine_made(text[s:e]) for s, e in spans):
+            continue
         return [Finding(s, e, rule.kind, PRIORITY_TOKEN) for s, e in spans]
     return []
+
+
+def _machine_made(secret: str) -> bool:
+    """Letters and digits, not a placeholder, entropy of 3 bits a character or
+    more: the bar for a token found inside a word. (Not ``looks_random``: its
+    word test reads runs of random capitals, ``AKIAIOSFODNN7…``, as words.)"""
+    return (
+        _DIGIT.search(secret) is not None
+        and any(c.isalpha() for c in secret)
+        and not values.is_placeholder(secret)
+        and values.shannon(secret) >= 3.0
+    )
