@@ -47,6 +47,10 @@ def collect(project, queries: list[dict]) -> list[dict]:
                 )
                 for c in commits
             ]
+        # Roles of every file the lists name, as the product looks them up (history-only files too).
+        named = {row[0] for key in ("code_hybrid", "code_bm25") for row in entry[key]}
+        named |= {p for key in ("commits_hybrid", "commits_bm25") for c in entry[key] for p in c[1]}
+        entry["roles"] = store.code_files(sorted(named), ChunkFilter()) if named else {}
         out.append(entry)
     return out
 
@@ -152,6 +156,7 @@ def rank(
     weight times the fused score, the rule before) or None."""
     asked = asked or q.get("asked", frozenset())
     c_scores, c_roles = code_files(q[f"code_{code_mode}"])
+    c_roles = {**q.get("roles", {}), **c_roles}
     code_lists = [c_scores]
     if split and code_mode == "hybrid":  # fused and keyword strengths as two lists (the product)
         words = code_files(q["code_hybrid"], field=3)[0]
@@ -161,6 +166,8 @@ def rank(
     h_scores = (
         history_files(q[f"commits_{hist_mode}"], size_power=hkw.pop("size_power", 1.0), **hkw) if hist else {}
     )
+    if "roles" in q:  # the product offers only files that exist now
+        h_scores = {p: v for p, v in h_scores.items() if p in q["roles"]}
     prior = role_prior or ROLE_PRIOR
     final: dict[str, float] = defaultdict(float)
     if code:

@@ -358,12 +358,15 @@ def move_new(source: Path, directory: Path, name: str | None = None) -> Path:
     overwriting: a taken name gets ``-2``, ``-3``, ... Returns the new path.
 
     Hard link, then unlink: the file exists under one name or both, never
-    none; if the unlink fails, the new name goes again (one file, as before).
+    none; if the unlink fails, the new name goes again (one file, as before),
+    unless the source is already gone.
     """
     directory.mkdir(parents=True, exist_ok=True)
     target = atomic.link_free(source, directory, name or source.name)
     try:
         os.unlink(source)
+    except FileNotFoundError:
+        return target  # gone meanwhile (another process): the new name is now the only copy
     except OSError:
         target.unlink(missing_ok=True)
         raise
