@@ -820,7 +820,30 @@ def test_language_names_take_common_aliases():
     assert chunker.language_name("c++") == chunker.language_name("cpp") == "cpp"
     assert chunker.language_name("C#") == "csharp" and chunker.language_name("rb") == "ruby"
     assert chunker.language_name("text") == "text"
+    assert chunker.language_name("jsx") == "javascript" and chunker.language_name("h") == "c"
+    assert chunker.language_name("hpp") == "cpp" and chunker.language_name("zsh") == "shell"
+    assert chunker.language_family("typescript") == ["typescript", "tsx"]
     assert chunker.language_name("cobol") is None
+
+
+def test_c_units_inside_nested_conditionals_and_extern_blocks(tmp_path):
+    source = (
+        "#ifndef SHAPES_H\n#define SHAPES_H\n#ifdef WITH_AREA\n"
+        "static int guarded(void) { return 1; }\n#endif\n#endif\n"
+        'extern "C" { int get_handler(void) { return 0; } }\n'
+        "int *(*get_fp(int x))(void) { return 0; }\n"
+        "template <typename T> int Box<std::vector<T>>::size() { return 1; }\n"
+    )
+    symbols = [c.symbol for c in _chunks(tmp_path, "shapes.cpp", source, min_tokens=0)]
+    assert symbols == [None, "guarded", "get_handler", "get_fp", "Box.size"]
+
+
+def test_every_language_the_chunker_knows_is_in_the_current_chunker_version():
+    """Adding a language means bumping CHUNKER_VERSION (indexes chunk its
+    files again) and listing what the new version knows."""
+    from lore.index.code_sync import CHUNKER_LANGUAGES, CHUNKER_VERSION
+
+    assert set(chunker._EXTENSIONS.values()) == CHUNKER_LANGUAGES[CHUNKER_VERSION]
 
 
 def test_a_declarator_chain_names_c_functions(tmp_path):

@@ -628,6 +628,37 @@ def test_files_of_languages_learned_since_they_were_indexed_are_chunked_again_on
     assert index(repo)["files_processed"] == 0  # once
 
 
+CART_C = "#include <stddef.h>\n\nint cart_total(const int *prices, size_t n) {\n  int sum = 0;\n  for (size_t i = 0; i < n; i++) sum += prices[i];\n  return sum;\n}\n"
+
+
+def test_chunking_a_file_again_for_its_language_marks_no_memory_stale(repo):
+    """A line anchor made when C was plain text hashed the line itself; the
+    file's code did not change, so the new units must not make it stale."""
+    from lore.index import anchors
+    from lore.storage import AnchorRecord
+
+    root = repo.cwd
+    write(root, "lib/cart.c", CART_C)
+    commit(root, "cart")
+    index(repo)
+    added = repo.json("add", "-t", "Totals are ints", "-b", "Key files: `lib/cart.c:5` sums the prices.")
+    with lore.open(root) as project:  # what the previous chunker and anchors kept
+        store = project.store
+        state = store.file_states("code")["lib/cart.c"]
+        line = CART_C.split("\n")[4]
+        with store.transaction():
+            file_id = store.put_file("lib/cart.c", "code", state.sha256, state.mtime_ns, state.size)
+            store.put_chunks(
+                file_id, "code", [ChunkInput(CART_C.rstrip(), 1, 7, section="lines", language="text")]
+            )
+            old = AnchorRecord(added["id"], "lib/cart.c", None, 5, 5, anchors._hash(line), "lib/cart.c")
+            store.replace_anchors(added["id"], [old])
+            store.set_meta("chunker_version", "1")
+    assert index(repo)["files_processed"] == 1
+    assert code(repo, "cart total prices", "--lang", "c")[0]["symbol"] == "cart_total"
+    assert repo.json("stale") == []
+
+
 def test_code_directory_glob_matches_files_under_matching_directories(repo):
     """`--dir` takes "a directory prefix or glob" (CodeFilter's own example: src/**/api)."""
     root = repo.cwd

@@ -17,7 +17,7 @@ import pytest
 import lore
 from lore.errors import UsageError
 from lore.memory.edits import Edit
-from lore.memory.links import near_miss, parse_links, relation_name
+from lore.memory.links import near_miss, parse_links, relation_name, typo_message
 from test_code_index import configure
 
 
@@ -375,10 +375,21 @@ def test_recall_shows_the_superseding_memory_instead_of_the_superseded_one(proj)
         ("related", "relates_to"),
         ("related to", "relates_to"),
         ("contradict", "contradicts"),
+        ("superceded_by", "supersedes"),  # a misspelt backlink name
+        ("implemnted_by", "implements"),
     ],
 )
 def test_a_near_miss_of_a_known_relation_is_a_typo(written, known):
     assert near_miss(relation_name(written)) == known
+
+
+@pytest.mark.parametrize("written", ["superseded", "Superseded", "superceded_by", "implemented"])
+def test_a_typo_that_reads_from_the_other_side_is_not_advised_as_is(written):
+    """`superseded: X` means "X supersedes this one": following "did you mean
+    supersedes?" would turn the link around and hide the newer memory."""
+    name = relation_name(written)
+    message = typo_message(name, near_miss(name))
+    assert "did you mean" not in message and "on the other memory, pointing to this one" in message
 
 
 @pytest.mark.parametrize(
@@ -474,13 +485,13 @@ def test_doctor_reports_relation_typos_written_by_hand(cli):
             "level": "warning",
             "where": ".lore/memory/hand.md",
             "message": "relation 'supercedes' looks like a typo: did you mean supersedes? Lore acts only "
-            "on the relations it knows; write supersedes (or a custom name further from it)",
+            "on the relations it knows (a custom name further from them is fine)",
         },
         {
             "level": "warning",
             "where": f".lore/memory/hand.md:{line}",
             "message": "relation 'depend_on' looks like a typo: did you mean depends_on? Lore acts only "
-            "on the relations it knows; write depends_on (or a custom name further from it)",
+            "on the relations it knows (a custom name further from them is fine)",
         },
     ]
     assert cli("doctor").returncode == 0  # warnings only

@@ -322,6 +322,13 @@ def test_a_token_glued_to_an_identifier_is_masked_in_code(text: str, secret: str
     assert masked.count(f"[REDACTED:{kind}]") == 2 and mask_code(masked) == (masked, 0)
 
 
+def test_a_token_starting_inside_another_prefix_is_found():
+    """`AKIAKIA2E…`: the first AKIA is no key (its body has an I and K), the
+    second is; a search that skips overlapping starts would miss it."""
+    clean, found = redact("myAKIAKIA2E0A8F3B244C9986 x")
+    assert clean == "myAKI[REDACTED:aws-access-key] x" and found == Counter({"aws-access-key": 1})
+
+
 def test_glued_aws_key_pair_is_redacted_whole():
     clean, found = redact(f"pasted awsAKIA2E0A8F3B244C9986:{AWS_SECRET} by mistake")
     assert clean == "pasted aws[REDACTED:aws-secret-key]:[REDACTED:aws-secret-key] by mistake"

@@ -189,7 +189,7 @@ def doctor(memories: Memories) -> list[Problem]:
                 "(`lore search` finds it) or remove the link",
             )
         )
-    problems += relation_typos(memories)
+    problems += misspelt_relations(memories)
     for memory_id, reasons in store.stale_reasons().items():
         paths = store.memory_paths(memory_id)
         problems.append(
@@ -207,10 +207,10 @@ def doctor(memories: Memories) -> list[Problem]:
     return problems
 
 
-def relation_typos(memories: Memories) -> list[Problem]:
+def misspelt_relations(memories: Memories) -> list[Problem]:
     """Relation names written by hand that are near misses of a known relation
     (``supercedes``): stored as custom relations, so Lore does not act on them."""
-    from lore.memory.links import near_miss
+    from lore.memory.links import near_miss, typo_advice
 
     problems: list[Problem] = []
     seen: set[tuple[str, str, int | None]] = set()
@@ -224,8 +224,8 @@ def relation_typos(memories: Memories) -> list[Problem]:
             Problem(
                 "warning",
                 where,
-                f"relation '{link.relation}' looks like a typo: did you mean {known}? Lore acts only on "
-                f"the relations it knows; write {known} (or a custom name further from it)",
+                f"relation '{link.relation}' looks like a typo: {typo_advice(link.relation, known)} "
+                "Lore acts only on the relations it knows (a custom name further from them is fine)",
             )
         )
     return problems

@@ -389,16 +389,17 @@ class Lore:
                 or phrases: "last week", "2 months ago", "since March").
             fresh: first pick up files changed on disk (cheap stat check).
         """
+        days = changed_within(changed_within_days)
+        period = code_filter(since=since, until=until)
+        flt = code_filter(languages, extensions, directories, None, roles)  # bad input fails here, first
         if fresh:
             self._warm(query, mode)
             self.code_index.refresh()
-        days = changed_within(changed_within_days)
-        period = code_filter(since=since, until=until)
         paths = self.code_index.recent_paths(days) if days is not None else None
         if period.since or period.until:
             changed = self.store.paths_changed(period.since, period.until)
             paths = changed if paths is None else paths & changed
-        flt = code_filter(languages, extensions, directories, paths, roles)
+        flt.paths = paths
         return self.searcher.code(
             query, flt, clamp_limit(limit), files_only=files_only, mode=mode, fusion=fusion
         )
@@ -415,10 +416,10 @@ class Lore:
         fresh: bool = True,
     ) -> builtins.list[CommitHit]:
         """Past commits (work items) matching `query`, with their files."""
+        flt = code_filter(since=since, until=until)
         if fresh:
             self._warm(query, mode)
             self.code_index.sync_history()
-        flt = code_filter(since=since, until=until)
         return self.searcher.history(query, clamp_limit(limit), flt=flt, mode=mode, fusion=fusion)
 
     def recall(

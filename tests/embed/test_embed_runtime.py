@@ -3,6 +3,9 @@ embedded while the index is checked, and searches get the same vector."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 from test_embed_http import FAST, api  # noqa: F401 - `api` is a fixture
 
@@ -53,3 +56,19 @@ def test_prefetch_skips_empty_queries_and_remote_providers(api, project):  # noq
     off.prefetch(project.store, TASK)
     assert rt._prefetch is None and remote._prefetch is None and off._prefetch is None
     assert api.requests == []
+
+
+def test_a_process_that_ends_while_the_model_loads_exits_cleanly(project):
+    """The CLI may fail on bad input right after the background load began;
+    the process must end with its own exit code, not an abort from a thread
+    killed inside onnxruntime's start-up."""
+    code = (
+        "import sys, lore\n"
+        "from lore.embed.runtime import EmbeddingRuntime\n"
+        f"project = lore.open({str(project.project.root)!r})\n"
+        "EmbeddingRuntime({'provider': 'local'}, root=None, notice=print).prefetch(project.store, 'a task')\n"
+        "sys.exit(3)\n"
+    )
+    for _ in range(4):
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 3, proc.stderr

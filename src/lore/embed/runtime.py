@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lore.embed import IN_PROCESS
 from lore.errors import ProviderError, UsageError
 
 if TYPE_CHECKING:
@@ -25,8 +26,6 @@ if TYPE_CHECKING:
 # Pending chunks of one kind embedded inline before a search (more: `lore index`).
 INLINE_EMBED_LIMIT = 256
 _QUERY_CACHE = 64
-# Providers whose model runs in this process (loading takes ~0.1 s; see prefetch).
-_IN_PROCESS = ("local", "e5", "onnx")
 
 
 class EmbeddingRuntime:
@@ -90,7 +89,7 @@ class EmbeddingRuntime:
         """
         if (
             not text.strip()
-            or self.provider not in _IN_PROCESS
+            or self.provider not in IN_PROCESS
             or self._embedder is not None
             or self._prefetch is not None
         ):
@@ -105,7 +104,9 @@ class EmbeddingRuntime:
             except Exception:  # the search loads or embeds again, and reports
                 return
 
-        self._prefetch = threading.Thread(target=work, name="lore-embed", daemon=True)
+        # Not a daemon: a process that ends while the model loads waits for it
+        # (a daemon thread inside onnxruntime's start-up can abort the exit).
+        self._prefetch = threading.Thread(target=work, name="lore-embed")
         self._prefetch.start()
 
     def model(self, store: Store, *, load: bool = True) -> str | None:

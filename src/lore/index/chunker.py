@@ -115,10 +115,15 @@ _ALIASES = {
 
 
 def language_name(given: str) -> str | None:
-    """The index's name for a language a user typed (`JS` -> javascript), or None if unknown."""
+    """The index's name for a language a user typed (`JS`, `jsx` -> javascript), or None if unknown."""
     name = given.strip().lower()
-    name = _ALIASES.get(name, name)
+    name = _ALIASES.get(name) or _EXTENSIONS.get(f".{name}") or name
     return name if name in _EXTENSIONS.values() or name == "text" else None
+
+
+def language_family(name: str) -> list[str]:
+    """The stored languages a language filter takes in: TypeScript includes TSX."""
+    return [name, "tsx"] if name == "typescript" else [name]
 
 
 def known_languages() -> list[str]:
@@ -582,15 +587,19 @@ def _type_name(text: str) -> str:
 
 def _declared_name(node: Node) -> str | None:
     """The name at the end of a C/C++ declarator chain (`*(*f)(int)` -> f,
-    `Box<T>::size` -> Box.size, `~Box` -> ~Box); None if there is none."""
+    `Box<std::vector<T>>::size` -> Box.size, `~Box` -> ~Box); None if there is none."""
     for _ in range(16):  # declarators nest a few levels; never loop on a strange tree
         inner = node.child_by_field_name("declarator")
+        if inner is None and node.type == "parenthesized_declarator" and node.named_child_count:
+            inner = node.named_children[0]  # `(*f)`: no field name, one declarator inside
         if inner is None:
             break
         node = inner
     if node.type not in _DECLARED_NAMES:
         return None
-    name = re.sub(r"<[^<>]*>", "", _text(node))  # template arguments
+    name, count = _text(node), 1
+    while count:  # template arguments, nested ones too
+        name, count = re.subn(r"<[^<>]*>", "", name)
     return re.sub(r"\s+", "", name).replace("::", ".") or None
 
 
@@ -648,7 +657,7 @@ class _CodeUnits:
         for child in parent.named_children:
             # ERROR nodes are looked into too: the units tree-sitter recovered stay units.
             if child.type in self.grammar.transparent or child.type == "ERROR":
-                yield from child.named_children
+                yield from self._children(child)  # `#ifdef` inside `#ifndef`, `extern "C" { }`
             else:
                 yield child
 

@@ -22,12 +22,20 @@ from lore.index.roles import RULES_VERSION, file_role
 from lore.records import Record, internal
 from lore.storage import ChunkInput, Store
 
-# Bumped when the chunker learns languages; see _new_languages.
+# Bumped when the chunker learns languages: an index made by an older version
+# chunks the files of the languages that version did not know again, once.
 CHUNKER_VERSION = "2"
-# What version 1 chunked by language (anything else was plain "text" windows).
-_LANGUAGES_V1 = frozenset(
-    {"python", "javascript", "typescript", "tsx", "go", "rust", "java", "markdown", "rst", None}
-)
+# The languages each version chunked as such (anything else was "text" windows).
+CHUNKER_LANGUAGES = {
+    "1": frozenset({"python", "javascript", "typescript", "tsx", "go", "rust", "java", "markdown", "rst"}),
+    "2": frozenset(
+        {
+            *("python", "javascript", "typescript", "tsx", "go", "rust", "java", "markdown", "rst"),
+            *("c", "cpp", "ruby", "csharp", "php", "kotlin", "swift", "scala", "objc", "elixir"),
+            *("dart", "lua", "perl", "shell", "sql"),
+        }
+    ),
+}
 KIND = "code"
 ROLE_HEAD = 2000  # characters of a file its role may look at (generated-code markers)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
@@ -105,7 +113,8 @@ def sync_code(
         candidates = found.files
         gone = [p for p in known if p not in wanted]
     # Files of languages the chunker learned since they were indexed: chunked again once.
-    relabel = set() if store.get_meta("chunker_version") == CHUNKER_VERSION else _new_languages(known, wanted)
+    version = store.get_meta("chunker_version") or "1"
+    relabel = _new_languages(known, CHUNKER_LANGUAGES.get(version, frozenset())) if known else set()
     changed: list[tuple[str, os.stat_result]] = []
     for rel in candidates:
         try:
@@ -153,7 +162,7 @@ def sync_code(
                 if not renamed_from:
                     result.files_processed += 1
                     result.chunks_created += len(chunks)
-                if state is not None:
+                if state is not None and state.sha256 != sha:  # (anchors look at content changes)
                     result.changed_paths.append(rel)
         if progress:
             progress(done, len(changed))
@@ -163,18 +172,21 @@ def sync_code(
         result.removed_paths = list(gone)
     if store.get_meta("roles_version") != str(RULES_VERSION):
         _reclassify(root, store, set(known) - classified - set(gone))
-    if only is None and store.get_meta("chunker_version") != CHUNKER_VERSION:
+    if (only is None or not known) and store.get_meta("chunker_version") != CHUNKER_VERSION:
         with store.transaction():
             store.set_meta("chunker_version", CHUNKER_VERSION)
     result.duration_ms = int((time.perf_counter() - started) * 1000)
     return result
 
 
-def _new_languages(known: dict[str, Any], wanted: set[str]) -> set[str]:
-    """Indexed files whose language the chunker did not know before CHUNKER_VERSION."""
+def _new_languages(known: dict[str, Any], indexed: frozenset[str]) -> set[str]:
+    """Indexed files of languages the chunker knows now but not in the version
+    that indexed them (which knew `indexed`)."""
     from lore.index.chunker import language_for
 
-    return {rel for rel in known if rel in wanted and language_for(rel) not in _LANGUAGES_V1}
+    if indexed == CHUNKER_LANGUAGES[CHUNKER_VERSION]:
+        return set()
+    return {rel for rel in known if (language := language_for(rel)) and language not in indexed}
 
 
 def _reclassify(root: Path, store: Store, paths: set[str]) -> None:

@@ -36,6 +36,7 @@ targets that named the old path, file name or title, nothing else.
 from __future__ import annotations
 
 import difflib
+import functools
 import posixpath
 import re
 from collections.abc import Callable, Iterable
@@ -95,21 +96,28 @@ def relation_name(text: str) -> str:
 # Words Lore itself uses for links, never typos of a known relation: a
 # backlink's name (``superseded_by``) means the opposite of its near miss.
 _NOT_TYPOS = frozenset({LINKS_TO, *INVERSE.values()})
+# Backlink names of the directed relations, to the relation they turn around.
+_BACKLINKS = {back: known for known, back in INVERSE.items() if known not in (back, LINKS_TO)}
+_FORWARD = frozenset(_BACKLINKS.values())
 # How close (difflib ratio) a word must be to a known relation to be its typo:
 # ``depends`` (0.82) is, ``contrasts`` (0.80 to contradicts) is a word of its own.
 _TYPO_CUTOFF = 0.82
 
 
+@functools.lru_cache(maxsize=512)
 def near_miss(relation: str) -> str | None:
     """The known relation that `relation` (normalised, see :func:`relation_name`)
     is a near miss of, if it is one: a close spelling (``supercedes``,
-    ``depend_on``) or another form of the same word (``depend``, ``related``,
-    ``implemented``); None for a known relation or a word of its own."""
-    if relation in KNOWN_RELATIONS or relation in _NOT_TYPOS or relation.endswith("_by"):
+    ``depend_on``), another form of the same word (``depend``, ``related``,
+    ``implemented``) or a misspelt backlink name (``superceded_by``, which
+    names `supersedes`); None for a known relation or a word of its own."""
+    if relation in KNOWN_RELATIONS or relation in _NOT_TYPOS:
         return None
-    close = difflib.get_close_matches(relation, KNOWN_RELATIONS, n=1, cutoff=_TYPO_CUTOFF)
+    close = difflib.get_close_matches(relation, [*KNOWN_RELATIONS, *_BACKLINKS], n=1, cutoff=_TYPO_CUTOFF)
     if close:
-        return close[0]
+        return _BACKLINKS.get(close[0], close[0])
+    if relation.endswith("_by"):
+        return None
     stems = _stems(relation)
     return next((known for known in KNOWN_RELATIONS if stems & _stems(known)), None)
 
@@ -121,10 +129,26 @@ def _stems(word: str) -> set[str]:
     return {base} | {stem for stem in cut if len(stem) >= 4}
 
 
+def reads_backwards(relation: str) -> bool:
+    """Whether `relation` names a link from the other memory's side
+    (``superseded``, ``implemented_by``): writing the known relation here
+    instead would turn the link around."""
+    return relation.endswith(("ed", "_by")) and relation not in KNOWN_RELATIONS
+
+
+def typo_advice(relation: str, known: str) -> str:
+    """What to write instead of `relation`, a near miss of `known`."""
+    if reads_backwards(relation) and known in _FORWARD:
+        return (
+            f"'{relation}' reads from the other side: write {known} on the other memory, pointing to this one"
+        )
+    return f"did you mean {known}?"
+
+
 def typo_message(relation: str, known: str) -> str:
     """The one line a write refusing `relation` (a near miss of `known`) says."""
     return (
-        f"relation '{relation}' is not one Lore knows: did you mean {known}? "
+        f"relation '{relation}' is not one Lore knows: {typo_advice(relation, known)} "
         "(custom relation names are allowed when they are not this close to a known one)"
     )
 

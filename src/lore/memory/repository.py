@@ -735,7 +735,7 @@ class Memories:
         written), re-index, and follow a changed title in other memories' links."""
         from lore.memory.edits import refresh_hash
         from lore.memory.files import read_memory_file
-        from lore.memory.links import relation_typos
+        from lore.memory.links import relation_typos, typo_advice
 
         incoming = self.graph.linking_to(before) if before else []
         with self.writing():
@@ -749,7 +749,7 @@ class Memories:
             updated = self._follow(before, after, incoming)
         memory = self.load(rel)  # a typo written by hand is the person's to fix: said, not refused
         typos = relation_typos(memory.body, memory.extra.get("relations"), rel)
-        notes = [f"relation '{r}' looks like a typo: did you mean {known}?" for r, known in typos]
+        notes = [f"relation '{r}' looks like a typo: {typo_advice(r, known)}" for r, known in typos]
         return EditResult(memory.id, rel, memory.title, memory.type, ["edit"], notes, None, updated, {})
 
     def _read_checked(self, rel: str, expected_sha256: str | None) -> str:

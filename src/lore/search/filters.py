@@ -103,7 +103,7 @@ def code_filter(
             dirs.append(d)
     start, stop = _period(since, until)
     return ChunkFilter(
-        languages=[_language(name) for name in languages],
+        languages=[stored for name in languages for stored in _languages(name)],
         extensions=list(extensions),
         directories=dirs,
         paths=paths,
@@ -113,13 +113,14 @@ def code_filter(
     )
 
 
-def _language(given: str) -> str:
-    from lore.index.chunker import known_languages, language_name
+def _languages(given: str) -> list[str]:
+    """The stored languages a `--lang` value selects; a usage error if it names none."""
+    from lore.index.chunker import known_languages, language_family, language_name
 
     name = language_name(given)
     if name is None:
         raise UsageError(f"unknown language '{given}'; use one of {', '.join(known_languages())}")
-    return name
+    return language_family(name)
 
 
 def clamp_limit(limit: int | None, default: int = 10) -> int:

@@ -142,7 +142,8 @@ def _inword(tokens: list[TokenRule]) -> re.Pattern[str] | None:
     """The distinctive prefixes of the rules with an in-word shape, as one
     search: where a token may start in the middle of a word (``prefixghp_…``)."""
     prefixes = {p for rule in tokens if rule.inword for p in rule.prefixes if _distinctive(p)}
-    return re.compile(_alternation(prefixes)) if prefixes else None
+    # A lookahead: every start, also one inside another prefix's match (``AKIAKIA2E…``).
+    return re.compile(f"(?={_alternation(prefixes)})") if prefixes else None
 
 
 @lru_cache(maxsize=1)
