@@ -250,3 +250,38 @@ def test_import_of_a_single_instructions_file_and_of_nothing(proj, notes, cli_in
     assert proc.returncode != 0 and "nothing at" in proc.stderr
     proc = cli_in(root, "import", ".lore", ok=False)
     assert proc.returncode != 0 and "Lore's own folder" in proc.stderr
+
+
+def test_secrets_in_any_frontmatter_field_are_redacted_before_the_file_is_written(proj, tmp_path, cli_in):
+    root = proj.project.root
+    token, aws = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789", "AKIA" + "IOSFODNN7EXAMPLE"
+    folder = tmp_path / "secrets"
+    folder.mkdir()
+    (folder / f"{token}.md").write_text(
+        "---\ntitle: Deploy notes\ntags: [deploy]\n"
+        f"summary: pushes with {token}\nlabels: [{token}]\ntask: {aws}\n"
+        f"files: [src/{token}.py]\ndeploy:\n  key: {aws}\n  {token}: yes\n"
+        "---\nDeploy with the token.\n"
+    )
+    report = cli_in(root, "import", str(folder), "--json")
+    assert report["created"] == 1, report
+    written = [p for p in root.joinpath(".lore").rglob("*") if p.is_file() and p.suffix == ".md"]
+    assert written and all(token not in p.as_posix() and aws not in p.as_posix() for p in written)
+    text = (root / report["items"][0]["path"]).read_text()
+    assert token not in text and aws not in text, text
+    assert "[REDACTED:github-token]" in text and "[REDACTED:aws-access-key]" in text
+    assert not any(token in p.read_text() or aws in p.read_text() for p in written)
+
+
+def test_paths_leaving_the_project_are_refused_as_add_refuses_them(proj, tmp_path, cli_in):
+    root = proj.project.root
+    folder = tmp_path / "paths"
+    folder.mkdir()
+    (folder / "scope.md").write_text("---\ntitle: Scope\napplies_to: file:../../etc/passwd\n---\nScoped.\n")
+    (folder / "files.md").write_text("---\ntitle: Files\nfiles: [/etc/passwd]\n---\nAbout a file.\n")
+    (folder / "fine.md").write_text("---\ntitle: Fine\nfiles: [src/app.py]\n---\nAbout the app.\n")
+    proc = cli_in(root, "import", str(folder), raw=True)
+    problems = [line for line in proc.stderr.splitlines() if line.startswith("lore: skipped")]
+    assert len(problems) == 2 and all("not a path inside the project" in p for p in problems), proc.stderr
+    assert "created 1," in proc.stdout
+    assert not any("/etc/passwd" in p.read_text() for p in memory_files(root, ".lore"))

@@ -220,12 +220,10 @@ def _as_adr(memory: Memory, meta: Frontmatter, body: str) -> None:
 
 
 def _planned(source: Source, memory: Memory, tier: str, private_agent: str | None, key: str) -> _Planned:
-    from lore.memory.repository import redact_fields
-
-    clean = redact_fields(body=memory.body, title=memory.title, tags=list(memory.tags))
-    memory.body, memory.title = clean["body"], clean["title"] or memory.title
-    memory.tags = clean["tags"] or derive_keywords(memory.title, memory.body)
     memory.extra["imported_from"] = key
+    sync.redacted(memory)  # every field the file will hold: a frontmatter brings any
+    memory.tags = memory.tags or derive_keywords(memory.title, memory.body)
+    memory.check_project_paths()  # files / file: scope name the project's files, as `lore add` asks
     memory.validate()
     item = ImportItem(key, source.kind, "would-create", memory.id, memory.title, memory.type, tier)
     return _Planned(memory, item, private_agent)
