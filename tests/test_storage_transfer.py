@@ -120,3 +120,12 @@ def test_db_status_and_upgrade_on_the_default_backend(cli):
     assert status["backend"] in ("sqlite", "postgres") and status["counts"]["memories"] == 0
     assert cli.json("db", "upgrade")["schema_version"] >= 1
     assert CLI(cli.cwd)("db", "--help").stdout.count("export") >= 1
+
+
+def test_export_into_a_missing_folder_names_the_file_given(cli, tmp_path):
+    target = tmp_path / "no-such-folder" / "dump.gz"
+    proc = cli("db", "export", str(target), ok=False)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and len(lines) == 1, proc.stderr
+    assert f"cannot write {target} (no such file or directory)" in lines[0] and ".tmp" not in lines[0]
+    assert not target.parent.exists()

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from lore.errors import UsageError, ValidationError
+from lore.errors import StorageError, UsageError, ValidationError
 from lore.storage.base import (
     KINDS,
     AnchorRecord,
@@ -72,7 +72,13 @@ def export_index(store: Store, target: Path) -> TransferReport:
     """Write everything `store` holds for this project to `target` (atomically, owner-only)."""
     report = TransferReport()
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    except OSError as err:  # named as the user gave it, not as the temporary file next to it
+        reason = (err.strerror or str(err)).lower()
+        raise StorageError(
+            f"cannot write {target} ({reason}); give a file in a folder that exists and you can write to"
+        ) from None
     try:
         with os.fdopen(fd, "wb") as raw, gzip.open(raw, "wt", encoding="utf-8") as out:
             for record in records(store):
