@@ -106,11 +106,13 @@ def load(store: Store, lines: Iterator[dict[str, Any]], origin: str) -> Transfer
     import numpy as np
 
     header = next(lines, None)
-    if not header or header.get("format") != FORMAT:
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise ValidationError(f"{origin} is not a Lore index dump; make one with `lore db export`")
-    if int(header.get("version", 0)) > VERSION:
+    version, meta = header.get("version", 0), header.get("meta", {})
+    if not isinstance(version, int) or not isinstance(meta, dict):
+        raise ValidationError(f"{origin}: its first line is not a Lore dump's header; the dump is damaged")
+    if version > VERSION:
         raise ValidationError(f"{origin} was written by a newer Lore (dump version {header['version']})")
-    meta: dict[str, str] = header.get("meta", {})
     model = meta.get("embed_model")
     report = TransferReport()
     vectors: list[tuple[str, Any]] = []
@@ -125,23 +127,29 @@ def load(store: Store, lines: Iterator[dict[str, Any]], origin: str) -> Transfer
     with store.transaction():
         for kind in KINDS:
             store.delete_files(list(store.file_states(kind)))
-        for record in lines:
-            _count(report, record)
-            if "file" in record:
-                _put(store, _file(record["file"]))
-            elif "vector" in record:
-                data = base64.b64decode(record["vector"]["data"])
-                vectors.append(
-                    (record["vector"]["hash"], np.frombuffer(data, dtype="<f4").astype(np.float32))
-                )
-                if len(vectors) >= _BATCH:
-                    flush()
-            elif "anchor" in record:
-                anchor = AnchorRecord(**record["anchor"])
-                anchors.setdefault(anchor.memory_id, []).append(anchor)
-            elif "access" in record:
-                item = record["access"]
-                access[item["memory_id"]] = (int(item["count"]), str(item["last_accessed"]))
+        for number, record in enumerate(lines, 2):
+            try:
+                _count(report, record)
+                if "file" in record:
+                    _put(store, _file(record["file"]))
+                elif "vector" in record:
+                    data = base64.b64decode(record["vector"]["data"])
+                    vectors.append(
+                        (record["vector"]["hash"], np.frombuffer(data, dtype="<f4").astype(np.float32))
+                    )
+                    if len(vectors) >= _BATCH:
+                        flush()
+                elif "anchor" in record:
+                    anchor = AnchorRecord(**record["anchor"])
+                    anchors.setdefault(anchor.memory_id, []).append(anchor)
+                elif "access" in record:
+                    item = record["access"]
+                    access[item["memory_id"]] = (int(item["count"]), str(item["last_accessed"]))
+            except (TypeError, KeyError, ValueError, AttributeError) as err:  # nothing is kept: rolled back
+                raise ValidationError(
+                    f"{origin}: line {number} is not a record of a Lore dump ({type(err).__name__}: "
+                    f"{str(err)[:80]}); the dump is damaged, the index was left as it was"
+                ) from None
         flush()
         for memory_id, found in anchors.items():
             store.replace_anchors(memory_id, found)
