@@ -285,3 +285,33 @@ def test_paths_leaving_the_project_are_refused_as_add_refuses_them(proj, tmp_pat
     assert len(problems) == 2 and all("not a path inside the project" in p for p in problems), proc.stderr
     assert "created 1," in proc.stdout
     assert not any("/etc/passwd" in p.read_text() for p in memory_files(root, ".lore"))
+
+
+def test_a_huge_file_in_an_adr_folder_is_skipped_without_being_read(proj, tmp_path):
+    """Recognising an ADR reads a file's head only: a 1.5 GB (sparse) file is
+    skipped by its size, in a process allowed 1 GB of memory."""
+    import resource
+    import sys
+
+    adr = tmp_path / "huge" / "adr"
+    adr.mkdir(parents=True)
+    with open(adr / "0001-huge.md", "wb") as handle:
+        handle.truncate(1500 * 1024 * 1024)
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1024**3, 1024**3))
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "lore", "import", str(tmp_path / "huge")],
+        cwd=proj.project.root,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        preexec_fn=limited,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "over the 2097152-byte limit" in proc.stderr
+        and "created 0, 0 already there, 1 skipped" in proc.stdout
+    )

@@ -157,7 +157,8 @@ def _chati_place(path: Path, base: Path) -> tuple[str, str] | None:
 
 def _looks_like_adr(path: Path) -> bool:
     try:
-        head = path.read_bytes()[:20000].decode("utf-8", "replace")
+        with path.open("rb") as handle:  # its head only: a huge file is skipped later, never read whole
+            head = handle.read(20000).decode("utf-8", "replace")
     except OSError:
         return False
     return bool(_ADR_STATUS.search(head)) and bool(_ADR_DECISION.search(head) or "decision" in head.lower())
