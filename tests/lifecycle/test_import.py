@@ -315,3 +315,23 @@ def test_a_huge_file_in_an_adr_folder_is_skipped_without_being_read(proj, tmp_pa
         "over the 2097152-byte limit" in proc.stderr
         and "created 0, 0 already there, 1 skipped" in proc.stdout
     )
+
+
+def test_a_note_whose_id_another_memory_has_is_skipped_saying_so(proj, tmp_path, cli_in):
+    """Its own id names an unrelated memory: the note is not 'already there'
+    (nothing of it would be imported, silently); an edited note imported
+    again is still the memory it made the first time."""
+    root = proj.project.root
+    other = proj.add(title="Cache keys", body="Cache keys carry the tenant id.", tags=["cache"])
+    folder = tmp_path / "clash"
+    folder.mkdir()
+    (folder / "clash.md").write_text(f"---\nid: {other.id}\ntitle: Deploys\n---\nDeploy from main only.\n")
+    proc = cli_in(root, "import", str(folder), raw=True)
+    assert "created 0, 0 already there, 1 skipped" in proc.stdout, proc.stdout
+    assert f"its id {other.id} is another memory's ({other.path})" in proc.stderr
+    own = "3f2a9c1e-0b1d-4c2e-8f3a-5b6c7d8e9f01"
+    (folder / "clash.md").write_text(f"---\nid: {own}\ntitle: Deploys\n---\nDeploy from main only.\n")
+    assert cli_in(root, "import", str(folder), "--json")["created"] == 1
+    (folder / "clash.md").write_text(f"---\nid: {own}\ntitle: Deploys\n---\nDeploy from main, tagged.\n")
+    again = cli_in(root, "import", str(folder), "--json")
+    assert (again["existing"], again["problems"]) == (1, [])

@@ -237,6 +237,7 @@ def _write(lifecycle: Lifecycle, plan: _Planned, dry_run: bool) -> ImportItem:
     item = plan.item
     known = _existing(lifecycle, plan.memory)
     if known is not None:
+        _refuse_another_memorys_id(lifecycle, plan, *known)
         item.status, item.id, item.path = "exists", known[0], known[1]
         return item
     if dry_run:
@@ -248,6 +249,24 @@ def _write(lifecycle: Lifecycle, plan: _Planned, dry_run: bool) -> ImportItem:
     item.status = "created" if result.created else "exists"
     item.id, item.path = result.id, result.path
     return item
+
+
+def _refuse_another_memorys_id(lifecycle: Lifecycle, plan: _Planned, memory_id: str, path: str) -> None:
+    """A memory found by the id the source gives is this source imported before
+    (or the same text); any other memory with that id is not it: the note is
+    skipped, saying so, instead of being reported as there already."""
+    if memory_id != plan.memory.id:
+        return  # found by its text
+    try:
+        there = lifecycle.memories.load(path)
+    except (ValidationError, OSError):
+        return
+    if there.extra.get("imported_from") == plan.item.source or there.content_hash == plan.memory.content_hash:
+        return
+    raise ValidationError(
+        f"its id {memory_id} is another memory's ({path}); remove the id from its frontmatter "
+        "to import it as a new memory"
+    )
 
 
 def _existing(lifecycle: Lifecycle, memory: Memory) -> tuple[str, str] | None:
