@@ -335,3 +335,19 @@ def test_a_note_whose_id_another_memory_has_is_skipped_saying_so(proj, tmp_path,
     (folder / "clash.md").write_text(f"---\nid: {own}\ntitle: Deploys\n---\nDeploy from main, tagged.\n")
     again = cli_in(root, "import", str(folder), "--json")
     assert (again["existing"], again["problems"]) == (1, [])
+
+
+def test_a_file_name_that_is_not_utf8_is_skipped_with_what_to_do(proj, tmp_path, cli_in):
+    root = proj.project.root
+    folder = tmp_path / "names"
+    folder.mkdir()
+    bad = os.fsencode(folder) + b"/caf\xe9.md"
+    with open(bad, "w") as handle:
+        handle.write("# Cafe\n\nOpens at nine every day.\n")
+    (folder / "good.md").write_text("# Good\n\nReleases are tagged on main.\n")
+    for named in (str(folder), os.fsdecode(bad)):
+        proc = cli_in(root, "import", named, raw=True)
+        assert "lore: skipped caf\\xe9.md: its name is not valid UTF-8; rename it" in proc.stderr, proc.stderr
+        assert "surrogates" not in proc.stderr and "Traceback" not in proc.stderr
+    files = memory_files(root, ".lore/memory")
+    assert len(files) == 1 and files[0].name.endswith("good.md"), files
