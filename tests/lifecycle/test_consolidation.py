@@ -187,6 +187,14 @@ def test_an_apply_and_a_reject_at_once_decide_the_proposal_once(proj, cli_in):
     assert "superseded_by" in meta_of(root / ".lore/memory/timeout-5.md")
 
 
+def test_an_empty_proposal_id_is_an_error_not_a_listing(proj, cli_in):
+    """`lore review --apply "$ID"` with ID unset must fail, not list and exit 0."""
+    root = proj.project.root
+    for option in ("--apply", "--reject"):
+        proc = cli_in(root, "review", option, "", ok=False)
+        assert proc.returncode == 1 and "no proposal ''" in proc.stderr, (option, proc.stdout, proc.stderr)
+
+
 def test_rejected_proposals_are_not_proposed_again(proj, cli_in):
     root = proj.project.root
     write_durable(proj, "a.md", "Deploy", "Deploy with make deploy from the main branch.", day=0, evidence=5)
