@@ -845,3 +845,42 @@ def test_complete_writes_the_task_memory_from_its_commits_and_is_idempotent(cli,
     assert len(list((root / ".lore/memory").glob("*.md"))) == 1
     assert "Raised it to 15s" in (root / first["path"]).read_text()
     assert cli.json("search", "timeout", "--mode", "bm25")[0]["id"] == first["id"]
+
+
+def test_completions_of_one_task_at_once_write_one_memory(cli, git_env):
+    """The task's memory is looked up and written under one lock: completions
+    started together (here: all waiting while the test holds the memory write
+    lock) write one memory, as they do one after the other."""
+    from lore.locking import file_lock
+
+    root = cli.cwd
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=root, check=True)
+    runs = []
+    with file_lock(root / ".lore/local/.write.lock"):
+        for n in range(3):
+            runs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "lore",
+                        "complete",
+                        "jat-race",
+                        "--title",
+                        "Race",
+                        "--summary",
+                        f"Summary number {n} of the task",
+                        "--json",
+                    ],
+                    cwd=root,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+            )
+        time.sleep(3)  # each has looked for the task's memory, or waits to
+    outs = [run.communicate(timeout=60) for run in runs]
+    assert all(run.returncode == 0 for run in runs), outs
+    assert len({json.loads(out)["id"] for out, _ in outs}) == 1
+    assert len(list((root / ".lore/memory").glob("*.md"))) == 1

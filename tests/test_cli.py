@@ -296,6 +296,17 @@ def test_a_secret_in_a_hand_written_memory_is_kept_out_of_the_index_and_reported
     assert hand.read_bytes() == raw  # the user's file is theirs to fix
 
 
+def test_a_secret_in_a_custom_field_of_a_hand_written_memory_is_reported(cli):
+    """Every field the file holds is checked, not only the ones Lore indexes."""
+    token = "ghp_" + "Zq8Xw2Lm4Np6Rt1Vy3Bc5Df7Gh9Jk0Ls2Qa4"
+    (cli.cwd / ".lore/memory/hand.md").write_text(
+        "---\nid: 6f1c2d3e-4a5b-4c6d-8e7f-8a9b0c1d2e3f\nsubject: Deploy\ntype: fact\nkeywords: [deploy]\n"
+        f"occurred_at: 2026-01-01T00:00:00Z\ndeploy:\n  token: {token}\n---\nDeploy from main.\n"
+    )
+    [warning] = [p for p in cli.json("doctor") if "in clear" in p["message"]]
+    assert warning["where"] == ".lore/memory/hand.md" and "github-token" in warning["message"]
+
+
 def test_an_index_from_before_memory_redaction_is_read_again(cli):
     """Memory chunks indexed in clear by an older Lore (older memory format)
     are re-read once, so the secret leaves the index without any file changing."""

@@ -240,6 +240,19 @@ def test_doctor_reports_broken_links_with_what_to_do(proj):
     assert any("(supersedes)" in p.message for p in problems)
 
 
+def test_a_link_to_itself_is_neither_broken_nor_an_edge(proj):
+    """`[[its own title]]` names a memory (the one it is written in): doctor,
+    show and graph don't call it a link that "names no memory"."""
+    me = add(proj, "Retry policy", "See [[Retry policy]] below, and [[Backoff]].")
+    other = add(proj, "Backoff", "Exponential, capped at 30 s.")
+    assert [p for p in proj.doctor() if "link" in p.message] == []
+    shown = proj.show(me.id).links
+    assert [(link.title, link.direction) for link in shown] == [("Backoff", "out")]
+    graph = proj.graph(me.id, depth=1)
+    assert graph.broken == [] and {n.id for n in graph.nodes} == {me.id, other.id}
+    assert [(e.source, e.target) for e in graph.edges] == [(me.id, other.id)]
+
+
 def test_removing_a_memory_breaks_its_links_and_restoring_mends_them(proj):
     target = add(proj, "Target", "The memory others link to.")
     add(proj, "Source", "Links to [[Target]].")

@@ -12,6 +12,7 @@ file size limits, links), nothing of Lore's is mocked.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -395,6 +396,29 @@ def test_restore_refuses_a_copy_of_a_live_memory(cli):
     ]
     assert [e["original"] for e in cli.json("restore", "--list")][0].endswith("first.md")
     assert cli.json("show", uid)["title"] == "third"
+
+
+def test_a_trash_note_lore_did_not_write_is_left_alone(cli, tmp_path):
+    """A damaged or edited note (not an object, fields of the wrong type, an
+    original outside Lore's memory folders) is skipped like an unreadable one:
+    listing, restoring and purging the rest go on, and nothing is moved out of
+    the project."""
+    ids = [cli.json("add", "-t", f"gone {n}", "-b", f"removed memory number {n}")["id"] for n in (1, 2, 3)]
+    for key in ids:
+        cli("rm", key)
+    notes = sorted((cli.cwd / ".lore/local/trash").glob("*.json"))
+    notes[0].write_text("[]")
+    notes[1].write_text('{"id": 5, "original": null, "deleted_at": 3}')
+    escaping = {"id": ids[2], "original": "../escaped.md", "deleted_at": "2020-01-01T00:00:00+00:00"}
+    notes[2].write_text(json.dumps(escaping))
+    extra = notes[2].with_name("extra.json")
+    extra.write_text(json.dumps({**escaping, "original": "/tmp/escaped-abs.md"}))
+    assert cli.json("restore", "--list") == []
+    assert cli.json("gc", "--days", "0") == {"purged": []}
+    proc = cli("restore", ids[2][:8], ok=False)
+    assert proc.returncode == 1 and "nothing in the trash matches" in one_line(proc)
+    assert not (cli.cwd.parent / "escaped.md").exists() and not Path("/tmp/escaped-abs.md").exists()
+    assert all(note.exists() for note in notes)
 
 
 def test_a_whole_id_in_two_files_is_never_ambiguous(cli):

@@ -120,3 +120,36 @@ def test_db_status_and_upgrade_on_the_default_backend(cli):
     assert status["backend"] in ("sqlite", "postgres") and status["counts"]["memories"] == 0
     assert cli.json("db", "upgrade")["schema_version"] >= 1
     assert CLI(cli.cwd)("db", "--help").stdout.count("export") >= 1
+
+
+def test_export_into_a_missing_folder_names_the_file_given(cli, tmp_path):
+    target = tmp_path / "no-such-folder" / "dump.gz"
+    proc = cli("db", "export", str(target), ok=False)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and len(lines) == 1, proc.stderr
+    assert f"cannot write {target} (no such file or directory)" in lines[0] and ".tmp" not in lines[0]
+    assert not target.parent.exists()
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ['{"format": "lore-index-dump", "version": "abc"}'],
+        ['{"format": "lore-index-dump", "version": 1, "meta": []}'],
+        ['["not", "a", "header"]'],
+        ['{"format": "lore-index-dump", "version": 1}', '{"file": 5}'],
+        ['{"format": "lore-index-dump", "version": 1}', '{"file": {"path": "a.py"}}'],
+        ['{"format": "lore-index-dump", "version": 1}', '{"vector": {"hash": "h"}}'],
+    ],
+)
+def test_a_damaged_dump_is_one_line_and_leaves_the_index_as_it_was(cli, tmp_path, lines):
+    cli("add", "--title", "Blue-green deploys", "--body", "Releases switch traffic between pools.")
+    before = cli.json("db", "status")["counts"]
+    dump = tmp_path / "damaged.gz"
+    dump.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    proc = cli("db", "import", str(dump), ok=False)
+    errors = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and len(errors) == 1, proc.stderr
+    assert "internal error" not in errors[0]
+    assert "the dump is damaged" in errors[0] or "is not a Lore index dump" in errors[0], errors[0]
+    assert cli.json("db", "status")["counts"] == before

@@ -204,14 +204,18 @@ def agent_key(agent: str) -> str:
 
 
 def load_settings(path: Path) -> dict[str, Any]:
-    """Read config.toml; a missing file means defaults, a broken one is an error."""
+    """Read config.toml; a missing file means defaults, a broken one (bad TOML, or
+    a section, key or value Lore can't use: :mod:`lore.settings`) is an error."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         return {}
     try:
-        return tomllib.loads(raw.decode("utf-8"))
+        settings = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise ValidationError(
             f"invalid TOML ({err}); fix the syntax or delete the file to use defaults", path=str(path)
         ) from None
+    from lore.settings import check
+
+    return check(settings, str(path))

@@ -35,6 +35,10 @@ def test_unknown_provider_names_the_allowed_values():
         ({"provider": "local", "batch_size": True}, "batch_size must be int"),
         ({"provider": "local", "batch_size": 0}, "batch_size must be at least 1"),
         ({"provider": "local", "max_tokens": 4096}, "max_tokens must be at most 512"),
+        # ONNX Runtime starts every thread it is given: 10,000 never let a search exit
+        ({"provider": "local", "threads": 10_000}, "threads must be at most 256"),
+        ({"provider": "local", "batch_size": 100_000}, "batch_size must be at most 256"),
+        ({"provider": "onnx", "path": "m", "threads": 10_000}, "threads must be at most 256"),
         (
             {"provider": "openai-compatible", "model": "m", "base_url": "localhost:11434"},
             "must start with http",

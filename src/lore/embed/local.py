@@ -14,7 +14,7 @@ from typing import Any
 
 from lore.embed import _requantize
 from lore.embed._files import file_sha256, verify_sha256
-from lore.embed.config import Option, read_options
+from lore.embed.config import MAX_BATCH, MAX_THREADS, Option, read_options
 from lore.embed.onnx_encoder import OnnxEncoder
 from lore.errors import ProviderError
 
@@ -42,8 +42,8 @@ DEFAULT_MAX_TOKENS = 128
 DEFAULT_BATCH_SIZE = 8
 
 _COMMON = {
-    "batch_size": Option(int, DEFAULT_BATCH_SIZE, minimum=1),
-    "threads": Option(int, None, minimum=1),
+    "batch_size": Option(int, DEFAULT_BATCH_SIZE, minimum=1, maximum=MAX_BATCH),
+    "threads": Option(int, None, minimum=1, maximum=MAX_THREADS),
 }
 _LOCAL = {
     **_COMMON,

@@ -125,6 +125,8 @@ class LinkGraph:
         resolver = self.resolver()
         out = []
         for link in self.store.links(self.memories.filter(paths=[memory.path])):
+            if _to_itself(resolver, link):
+                continue
             targets = [t for t in resolver.resolve(link.kind, link.target_key) if t.id != memory.id]
             out += [_linked("out", link.relation, link, t) for t in targets] or [
                 _linked("out", link.relation, link, None)
@@ -163,7 +165,7 @@ class LinkGraph:
         broken: list[LinkedMemory] = []
         for link in self.store.links(self.memories.filter()):
             targets = [t for t in resolver.resolve(link.kind, link.target_key) if t.id != link.source_id]
-            if not targets and link.source_id == root.id:
+            if not targets and link.source_id == root.id and not _to_itself(resolver, link):
                 broken.append(_linked("out", link.relation, link, None))
             for target in targets:
                 adjacent[link.source_id].append((target.id, link.source_id, link.relation))
@@ -225,6 +227,7 @@ class LinkGraph:
             link
             for link in self.store.links(self.memories.filter())
             if not [t for t in resolver.resolve(link.kind, link.target_key) if t.id != link.source_id]
+            and not _to_itself(resolver, link)
         ]
 
     def linking_to(self, memory: MemoryRecord) -> list[LinkRecord]:
@@ -237,6 +240,13 @@ class LinkGraph:
             if link.source_id != memory.id
             and any(t.id == memory.id for t in resolver.resolve(link.kind, link.target_key))
         ]
+
+
+def _to_itself(resolver: Resolver, link: LinkRecord) -> bool:
+    """Whether `link` names only the memory it is written in (``[[its own
+    title]]``): no link to anything else, and not a broken one either."""
+    found = resolver.resolve(link.kind, link.target_key)
+    return bool(found) and all(t.id == link.source_id for t in found)
 
 
 def _linked(direction: str, relation: str, link: LinkRecord, other: MemoryRecord | None) -> LinkedMemory:

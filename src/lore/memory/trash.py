@@ -62,15 +62,26 @@ def entries(project: Project) -> list[TrashEntry]:
             data = json.loads(note.read_text("utf-8"))
         except (OSError, ValueError):
             continue
-        out.append(
-            TrashEntry(
-                data.get("id", ""),
-                data.get("original", ""),
-                data.get("deleted_at", ""),
-                note.with_suffix(".md"),
-            )
-        )
+        if not isinstance(data, dict):
+            continue
+        memory_id, original, deleted_at = (data.get(name, "") for name in ("id", "original", "deleted_at"))
+        if not all(isinstance(v, str) for v in (memory_id, original, deleted_at)) or not _memory_place(
+            original
+        ):
+            continue  # a note Lore did not write (edited, damaged): restoring it would put a file anywhere
+        out.append(TrashEntry(memory_id, original, deleted_at, note.with_suffix(".md")))
     return out
+
+
+def _memory_place(rel: str) -> bool:
+    """Whether `rel` is a place a memory file lives: under `.lore/memory/`,
+    `.lore/local/` (not its trash) or `.lore/sessions/`, without `..`."""
+    parts = rel.split("/")
+    if any(part in ("", ".", "..") for part in parts) or "\\" in rel or len(parts) < 3:
+        return False
+    return parts[:2] in ([".lore", "memory"], [".lore", "sessions"]) or (
+        parts[:2] == [".lore", "local"] and parts[2] != "trash"
+    )
 
 
 def find(project: Project, key: str, *, visible: Callable[[str], bool] | None = None) -> TrashEntry:

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from lore.errors import UsageError, ValidationError
+from lore.errors import StorageError, UsageError, ValidationError
 from lore.storage.base import (
     KINDS,
     AnchorRecord,
@@ -72,7 +72,13 @@ def export_index(store: Store, target: Path) -> TransferReport:
     """Write everything `store` holds for this project to `target` (atomically, owner-only)."""
     report = TransferReport()
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    except OSError as err:  # named as the user gave it, not as the temporary file next to it
+        reason = (err.strerror or str(err)).lower()
+        raise StorageError(
+            f"cannot write {target} ({reason}); give a file in a folder that exists and you can write to"
+        ) from None
     try:
         with os.fdopen(fd, "wb") as raw, gzip.open(raw, "wt", encoding="utf-8") as out:
             for record in records(store):
@@ -100,11 +106,13 @@ def load(store: Store, lines: Iterator[dict[str, Any]], origin: str) -> Transfer
     import numpy as np
 
     header = next(lines, None)
-    if not header or header.get("format") != FORMAT:
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise ValidationError(f"{origin} is not a Lore index dump; make one with `lore db export`")
-    if int(header.get("version", 0)) > VERSION:
+    version, meta = header.get("version", 0), header.get("meta", {})
+    if not isinstance(version, int) or not isinstance(meta, dict):
+        raise ValidationError(f"{origin}: its first line is not a Lore dump's header; the dump is damaged")
+    if version > VERSION:
         raise ValidationError(f"{origin} was written by a newer Lore (dump version {header['version']})")
-    meta: dict[str, str] = header.get("meta", {})
     model = meta.get("embed_model")
     report = TransferReport()
     vectors: list[tuple[str, Any]] = []
@@ -119,23 +127,29 @@ def load(store: Store, lines: Iterator[dict[str, Any]], origin: str) -> Transfer
     with store.transaction():
         for kind in KINDS:
             store.delete_files(list(store.file_states(kind)))
-        for record in lines:
-            _count(report, record)
-            if "file" in record:
-                _put(store, _file(record["file"]))
-            elif "vector" in record:
-                data = base64.b64decode(record["vector"]["data"])
-                vectors.append(
-                    (record["vector"]["hash"], np.frombuffer(data, dtype="<f4").astype(np.float32))
-                )
-                if len(vectors) >= _BATCH:
-                    flush()
-            elif "anchor" in record:
-                anchor = AnchorRecord(**record["anchor"])
-                anchors.setdefault(anchor.memory_id, []).append(anchor)
-            elif "access" in record:
-                item = record["access"]
-                access[item["memory_id"]] = (int(item["count"]), str(item["last_accessed"]))
+        for number, record in enumerate(lines, 2):
+            try:
+                _count(report, record)
+                if "file" in record:
+                    _put(store, _file(record["file"]))
+                elif "vector" in record:
+                    data = base64.b64decode(record["vector"]["data"])
+                    vectors.append(
+                        (record["vector"]["hash"], np.frombuffer(data, dtype="<f4").astype(np.float32))
+                    )
+                    if len(vectors) >= _BATCH:
+                        flush()
+                elif "anchor" in record:
+                    anchor = AnchorRecord(**record["anchor"])
+                    anchors.setdefault(anchor.memory_id, []).append(anchor)
+                elif "access" in record:
+                    item = record["access"]
+                    access[item["memory_id"]] = (int(item["count"]), str(item["last_accessed"]))
+            except (TypeError, KeyError, ValueError, AttributeError) as err:  # nothing is kept: rolled back
+                raise ValidationError(
+                    f"{origin}: line {number} is not a record of a Lore dump ({type(err).__name__}: "
+                    f"{str(err)[:80]}); the dump is damaged, the index was left as it was"
+                ) from None
         flush()
         for memory_id, found in anchors.items():
             store.replace_anchors(memory_id, found)

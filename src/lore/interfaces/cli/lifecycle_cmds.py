@@ -56,10 +56,10 @@ def review(lore, apply_id, reject_id, show_all, as_json):
     """Show proposed changes as diffs; apply or reject them (interactive on a terminal)."""
     from lore.errors import UsageError
 
-    if apply_id and reject_id:
+    if apply_id is not None and reject_id is not None:
         raise UsageError("give --apply ID or --reject ID, not both")
-    if apply_id or reject_id:
-        done = lore.apply_proposal(apply_id) if apply_id else lore.reject_proposal(reject_id)
+    if apply_id is not None or reject_id is not None:  # an empty ID ("$ID" unset) is an error, not a listing
+        done = lore.apply_proposal(apply_id) if apply_id is not None else lore.reject_proposal(reject_id)
         if as_json:
             emit_json(done.to_dict())
         else:

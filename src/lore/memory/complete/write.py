@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from lore import secrets
+from lore.locking import file_lock
 from lore.memory.complete.bundle import CompletionBundle
 from lore.memory.complete.changes import task_changes
 from lore.memory.complete.render import render_body
@@ -27,12 +28,6 @@ def complete_task(
     bundle = bundle or CompletionBundle()
     changes = task_changes(memories.project.root, task)
     body, _found = secrets.redact(render_body(bundle, changes))
-    memories.sync()
-    existing = [
-        m
-        for m in memories.store.memories(memories.filter(task=task, types=["summary"]))
-        if m.visibility == "shared"
-    ]
     fields: dict[str, Any] = dict(
         tags=bundle.tags or derive_keywords(title, body),
         files=changes.files,
@@ -42,6 +37,15 @@ def complete_task(
         risk=bundle.risk,
         task_type=bundle.task_type,
     )
-    if not existing:
-        return memories.add(body=body, title=title, type="summary", task=task, **fields)
-    return memories.update(existing[0].path, body=body, title=title, **fields)
+    # Looked up and written under one lock: two completions of a task at once
+    # write one memory (the later rewrites it), as one after the other do.
+    with file_lock(memories.project.local_dir / ".complete.lock"):
+        memories.sync()
+        existing = [
+            m
+            for m in memories.store.memories(memories.filter(task=task, types=["summary"]))
+            if m.visibility == "shared"
+        ]
+        if not existing:
+            return memories.add(body=body, title=title, type="summary", task=task, **fields)
+        return memories.update(existing[0].path, body=body, title=title, **fields)

@@ -220,12 +220,10 @@ def _as_adr(memory: Memory, meta: Frontmatter, body: str) -> None:
 
 
 def _planned(source: Source, memory: Memory, tier: str, private_agent: str | None, key: str) -> _Planned:
-    from lore.memory.repository import redact_fields
-
-    clean = redact_fields(body=memory.body, title=memory.title, tags=list(memory.tags))
-    memory.body, memory.title = clean["body"], clean["title"] or memory.title
-    memory.tags = clean["tags"] or derive_keywords(memory.title, memory.body)
     memory.extra["imported_from"] = key
+    sync.redacted(memory)  # every field the file will hold: a frontmatter brings any
+    memory.tags = memory.tags or derive_keywords(memory.title, memory.body)
+    memory.check_project_paths()  # files / file: scope name the project's files, as `lore add` asks
     memory.validate()
     item = ImportItem(key, source.kind, "would-create", memory.id, memory.title, memory.type, tier)
     return _Planned(memory, item, private_agent)
@@ -239,6 +237,7 @@ def _write(lifecycle: Lifecycle, plan: _Planned, dry_run: bool) -> ImportItem:
     item = plan.item
     known = _existing(lifecycle, plan.memory)
     if known is not None:
+        _refuse_another_memorys_id(lifecycle, plan, *known)
         item.status, item.id, item.path = "exists", known[0], known[1]
         return item
     if dry_run:
@@ -250,6 +249,24 @@ def _write(lifecycle: Lifecycle, plan: _Planned, dry_run: bool) -> ImportItem:
     item.status = "created" if result.created else "exists"
     item.id, item.path = result.id, result.path
     return item
+
+
+def _refuse_another_memorys_id(lifecycle: Lifecycle, plan: _Planned, memory_id: str, path: str) -> None:
+    """A memory found by the id the source gives is this source imported before
+    (or the same text); any other memory with that id is not it: the note is
+    skipped, saying so, instead of being reported as there already."""
+    if memory_id != plan.memory.id:
+        return  # found by its text
+    try:
+        there = lifecycle.memories.load(path)
+    except (ValidationError, OSError):
+        return
+    if there.extra.get("imported_from") == plan.item.source or there.content_hash == plan.memory.content_hash:
+        return
+    raise ValidationError(
+        f"its id {memory_id} is another memory's ({path}); remove the id from its frontmatter "
+        "to import it as a new memory"
+    )
 
 
 def _existing(lifecycle: Lifecycle, memory: Memory) -> tuple[str, str] | None:

@@ -82,7 +82,7 @@ def discover(named: Path) -> tuple[list[Source], list[str]]:
     base = named.resolve()
     problems: list[str] = []
     if base.is_file():
-        return [_recognise(base, base.parent, base.name)], problems
+        return ([_recognise(base, base.parent, base.name)] if _utf8(base.name, problems) else []), problems
     found = []
     for folder, dirs, files in os.walk(base, followlinks=False):
         dirs[:] = sorted(
@@ -93,6 +93,8 @@ def discover(named: Path) -> tuple[list[Source], list[str]]:
                 continue
             path = Path(folder) / name
             rel = path.relative_to(base).as_posix()
+            if not _utf8(rel, problems):
+                continue
             real = Path(os.path.realpath(path))
             if real != base and base not in real.parents:
                 problems.append(f"skipped {rel}: a link to a file outside {named}")
@@ -102,6 +104,17 @@ def discover(named: Path) -> tuple[list[Source], list[str]]:
                 continue
             found.append(_recognise(real, base, rel))
     return found, problems
+
+
+def _utf8(rel: str, problems: list[str]) -> bool:
+    """Whether a file's name is text (its ids and frontmatter are); else one line in `problems`."""
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
+        problems.append(f"skipped {shown}: its name is not valid UTF-8; rename it")
+        return False
+    return True
 
 
 def read_text(source: Source) -> str:
@@ -157,7 +170,8 @@ def _chati_place(path: Path, base: Path) -> tuple[str, str] | None:
 
 def _looks_like_adr(path: Path) -> bool:
     try:
-        head = path.read_bytes()[:20000].decode("utf-8", "replace")
+        with path.open("rb") as handle:  # its head only: a huge file is skipped later, never read whole
+            head = handle.read(20000).decode("utf-8", "replace")
     except OSError:
         return False
     return bool(_ADR_STATUS.search(head)) and bool(_ADR_DECISION.search(head) or "decision" in head.lower())

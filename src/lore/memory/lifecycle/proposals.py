@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lore.errors import Conflict, NotFound, UsageError
+from lore.locking import file_lock
 from lore.memory import markdown, sync
 from lore.memory.lifecycle.clock import iso
 from lore.memory.model import Memory
@@ -89,6 +91,12 @@ def held_reason(confidence: float, evidence: int, changes: list[dict[str, Any]])
     )
 
 
+def _deciding(lifecycle: Lifecycle) -> AbstractContextManager[bool]:
+    """The lock under which a proposal's status is read and changed: two
+    `lore review` runs (or a review and a consolidation) never both decide one."""
+    return file_lock(lifecycle.project.local_dir / ".review.lock")
+
+
 def propose(
     lifecycle: Lifecycle,
     *,
@@ -101,6 +109,20 @@ def propose(
     changes: list[dict[str, Any]],
 ) -> ProposalRecord | None:
     """Store (or refresh) a proposal; None when it was applied or rejected already."""
+    with _deciding(lifecycle):
+        return _propose(lifecycle, kind, title, reason, confidence, evidence, memory_ids, changes)
+
+
+def _propose(
+    lifecycle: Lifecycle,
+    kind: str,
+    title: str,
+    reason: str,
+    confidence: float,
+    evidence: int,
+    memory_ids: list[str],
+    changes: list[dict[str, Any]],
+) -> ProposalRecord | None:
     store = lifecycle.store
     key = f"{kind}:" + ",".join(sorted(memory_ids))
     proposal_id = hashlib.sha1(key.encode()).hexdigest()[:10]
@@ -229,29 +251,31 @@ def apply(lifecycle: Lifecycle, proposal_id: str) -> Proposal:
     is as it was when proposed."""
     from lore.memory.lifecycle import evidence
 
-    record = get(lifecycle, proposal_id)
-    if record.status in ("applied", "rejected"):
-        raise Conflict(f"proposal {record.id} was {record.status} already")
-    why = held_reason(record.confidence, record.evidence, record.changes)
-    if why is not None:
-        raise UsageError(f"proposal {record.id} is held: {why}; it opens when the evidence grows")
-    memories = lifecycle.memories
-    memories.apply_changes(record.changes, what=f"proposal {record.id}")
-    if record.kind == "merge" and len(record.memory_ids) == 2:
-        evidence.move(memories, record.memory_ids[1], record.memory_ids[0])
-    for memory_id in record.memory_ids[:1]:
-        evidence.mark_folded(memories, memory_id)  # the new text states the count
-    _decided(lifecycle, record, "applied")
+    with _deciding(lifecycle):  # read under the lock: a concurrent reject or apply decided first
+        record = get(lifecycle, proposal_id)
+        if record.status in ("applied", "rejected"):
+            raise Conflict(f"proposal {record.id} was {record.status} already")
+        why = held_reason(record.confidence, record.evidence, record.changes)
+        if why is not None:
+            raise UsageError(f"proposal {record.id} is held: {why}; it opens when the evidence grows")
+        memories = lifecycle.memories
+        memories.apply_changes(record.changes, what=f"proposal {record.id}")
+        if record.kind == "merge" and len(record.memory_ids) == 2:
+            evidence.move(memories, record.memory_ids[1], record.memory_ids[0])
+        for memory_id in record.memory_ids[:1]:
+            evidence.mark_folded(memories, memory_id)  # the new text states the count
+        _decided(lifecycle, record, "applied")
     lifecycle.advance(record.memory_ids)
     return public(lifecycle, record)
 
 
 def reject(lifecycle: Lifecycle, proposal_id: str) -> Proposal:
     """Drop a proposal; it is not proposed again."""
-    record = get(lifecycle, proposal_id)
-    if record.status in ("applied", "rejected"):
-        raise Conflict(f"proposal {record.id} was {record.status} already")
-    _decided(lifecycle, record, "rejected")
+    with _deciding(lifecycle):
+        record = get(lifecycle, proposal_id)
+        if record.status in ("applied", "rejected"):
+            raise Conflict(f"proposal {record.id} was {record.status} already")
+        _decided(lifecycle, record, "rejected")
     return public(lifecycle, record)
 
 

@@ -1,0 +1,75 @@
+"""`.lore/config.toml` with values Lore can't use: every command refuses it
+in one line naming the file, the section and the key, and what to write
+instead — never an internal error, never a silent fall back to a default
+(docs/configuration.md). Through the real CLI."""
+
+from __future__ import annotations
+
+import pytest
+
+BASE = '[embedding]\nprovider = "none"\n'
+
+# (what the config says, what the one-line error names)
+BAD = [
+    ("memory = 5\n", "memory must be a table"),
+    ("index = []\n", "index must be a table"),
+    ("[recall]\nhalf_life_days = 'x'\n", "[recall] half_life_days must be a number"),
+    ("[recall]\nhalf_life_days = 0\n", "[recall] half_life_days must be a number from 0.001"),
+    ("[recall]\nbudget = -5\n", "[recall] budget must be a number from 1"),
+    ("[recall]\nstart_budget = 1e309\n", "[recall] start_budget must be a number"),
+    ("[lifecycle]\ndaily_archive_days = -1\n", "[lifecycle] daily_archive_days must be a number from 0"),
+    ("[lifecycle]\ncommitted_tiers = 'daily'\n", '[lifecycle] committed_tiers must be a list of "durable"'),
+    ("[index]\nmax_file_bytes = 'x'\n", "[index] max_file_bytes must be a whole number"),
+    ("[index]\nmax_file_bytes = -1\n", "[index] max_file_bytes must be a whole number from 1"),
+    ("[index]\ninclude = 'src/'\n", "[index] include must be a list of quoted strings"),
+    ("[index]\nexclude = [1, 2]\n", "[index] exclude must be a list of quoted strings"),
+    ("[index]\nhistory_commits = 'many'\n", "[index] history_commits must be a whole number"),
+    ("[index]\nauto_sync = 'no'\n", "[index] auto_sync must be true or false"),
+    ("[search]\nfusion = 3\n", '[search] fusion must be one of "adaptive"'),
+    ("[recal]\nbudget = 100\n", "unknown section [recal]"),
+    ("[recall]\nbudgt = 100\n", "unknown setting [recall] budgt; allowed: budget"),
+]
+
+
+def _config(cli, text: str) -> None:
+    (cli.cwd / ".lore/config.toml").write_text(text + BASE)  # top-level keys first
+
+
+def _one_line(proc) -> str:
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+def test_a_value_lore_cant_use_is_a_one_line_error_naming_the_key(cli):
+    cli.json("add", "-t", "Keep me", "-b", "A memory that must survive a bad config.")
+    for text, named in BAD:
+        _config(cli, text)
+        line = _one_line(cli("list", ok=False))
+        assert ".lore/config.toml" in line and named in line, (text, line)
+    _config(cli, "")
+    assert [m["title"] for m in cli.json("list")] == ["Keep me"]
+
+
+@pytest.mark.parametrize("command", [("recall", "cache"), ("start",), ("consolidate",), ("gc",), ("stats",)])
+def test_every_command_refuses_it_the_same_way(cli, command):
+    """The commands that read these keys (and crashed on them) say the same line."""
+    _config(cli, "[recall]\nhalf_life_days = 'x'\n[memory]\ntrash_retention_days = 'thirty'\n")
+    line = _one_line(cli(*command, ok=False))
+    assert "[recall] half_life_days must be a number" in line, line
+
+
+def test_the_written_defaults_and_documented_keys_are_accepted(cli):
+    _config(
+        cli,
+        "[project]\nid = 'p1'\nname = 'shop'\n[memory]\ntrash_retention_days = 0\n"
+        "[index]\ninclude = []\nexclude = ['vendor/']\nmax_file_bytes = 1000000\nhistory_commits = 0\n"
+        "auto_sync = false\nbackend = 'sqlite'\n[search]\nfusion = 'rrf'\n"
+        "[recall]\nbudget = 2000\nstart_budget = 800.5\nhalf_life_days = 0.5\n"
+        "[lifecycle]\ncommitted_tiers = ['daily']\ndaily_archive_days = 0\n"
+        "[sessions]\nsoft_limit_tokens = 100000\n",
+    )
+    assert cli.json("list") == []
+    assert cli.json("gc") == {"purged": []}
