@@ -24,6 +24,7 @@ LEVELS = {
     "filenames": 0,
     "records": 0,
     "project": 0,
+    "settings": 0,
     "locking": 0,
     "secrets": 0,
     "http_post": 0,
