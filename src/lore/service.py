@@ -333,7 +333,6 @@ class Lore:
         """Memories matching `query`, best first (filters: see :func:`lore.search.filters.memory_filter`;
         archived memories only with ``include_archived``)."""
         flt = memory_filter(filters, viewer=self.memories.viewer)
-        self._warm(query, mode)
         self._fresh()
         return self.searcher.memories(query, flt, clamp_limit(limit), mode=mode, fusion=fusion)
 
@@ -393,7 +392,6 @@ class Lore:
         period = code_filter(since=since, until=until)
         flt = code_filter(languages, extensions, directories, None, roles)  # bad input fails here, first
         if fresh:
-            self._warm(query, mode)
             self.code_index.refresh()
         paths = self.code_index.recent_paths(days) if days is not None else None
         if period.since or period.until:
@@ -418,7 +416,6 @@ class Lore:
         """Past commits (work items) matching `query`, with their files."""
         flt = code_filter(since=since, until=until)
         if fresh:
-            self._warm(query, mode)
             self.code_index.sync_history()
         return self.searcher.history(query, clamp_limit(limit), flt=flt, mode=mode, fusion=fusion)
 
@@ -463,7 +460,6 @@ class Lore:
             agent=self.agent,
             include_sessions=include_sessions,
         )
-        self._warm(request.text)
         if fresh and (include_code or include_related_work):
             self.code_index.refresh()
         if include_memories:
@@ -933,12 +929,6 @@ class Lore:
     def _record_access(self, memory_ids: builtins.list[str]) -> None:
         """Count a read; kept in the index so reading never dirties committed files."""
         self.lifecycle.record_access(memory_ids)
-
-    def _warm(self, query: str, mode: str | None = None) -> None:
-        """Load the embedding model and embed `query` in the background while
-        the index is brought up to date (a cold CLI run: ~0.1 s saved)."""
-        if mode in (None, "hybrid", "vector"):
-            self.embedding.prefetch(self.store, query)
 
     def _fresh(self) -> None:
         """Before reading memories: the index in step with the files, tiers decided

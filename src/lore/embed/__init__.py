@@ -23,12 +23,10 @@ from lore.errors import ProviderError
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["IN_PROCESS", "Embedder", "PROVIDERS", "load_embedder"]
+__all__ = ["Embedder", "PROVIDERS", "load_embedder"]
 
 #: Accepted values of `[embedding] provider`.
 PROVIDERS = ("local", "e5", "onnx", "openai", "openai-compatible", "gemini", "voyage", "none")
-# Providers whose model runs in this process (no network; loading takes ~0.1 s).
-IN_PROCESS = ("local", "e5", "onnx")
 
 
 class Embedder(Protocol):

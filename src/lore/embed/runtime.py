@@ -9,12 +9,10 @@ several searches).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lore.embed import IN_PROCESS
 from lore.errors import ProviderError, UsageError
 
 if TYPE_CHECKING:
@@ -45,8 +43,6 @@ class EmbeddingRuntime:
         self._embedder: Embedder | None = None
         self.problem: str | None = None
         self._queries: dict[str, np.ndarray] = {}
-        self._loading = threading.Lock()
-        self._prefetch: threading.Thread | None = None
 
     def _notice(self, message: str) -> None:
         self.last_notice = message
@@ -60,12 +56,6 @@ class EmbeddingRuntime:
     def embedder(self) -> Embedder | None:
         """The configured embedder, or None (provider "none", or it failed to load:
         then search is BM25-only and a notice says why, once)."""
-        if self._prefetch is not None and self._prefetch is not threading.current_thread():
-            self._prefetch.join()
-        with self._loading:
-            return self._load()
-
-    def _load(self) -> Embedder | None:
         if self._embedder is None and self.problem is None:
             from lore.embed import load_embedder
 
@@ -77,37 +67,6 @@ class EmbeddingRuntime:
                 self.problem = str(err)
                 self._notice(f"vector search off, BM25 only: {err}")
         return self._embedder
-
-    def prefetch(self, store: Store, text: str) -> None:
-        """Load the model and embed `text` in a background thread, while the
-        caller does other work (a cold CLI run checks the index is fresh
-        meanwhile); the first use of the embedder waits for it.
-
-        Only in-process models: a remote provider loads at no cost, and its
-        query should not be sent twice when the network fails. The query is
-        embedded only if the index's vectors come from the same model.
-        """
-        if (
-            not text.strip()
-            or self.provider not in IN_PROCESS
-            or self._embedder is not None
-            or self._prefetch is not None
-        ):
-            return
-        indexed = store.get_meta("embed_model")  # read here: the store is this thread's
-
-        def work() -> None:
-            try:
-                embedder = self.embedder
-                if embedder is not None and indexed in (None, embedder.model_id):
-                    self._queries[text] = embedder.embed_query(text)
-            except Exception:  # the search loads or embeds again, and reports
-                return
-
-        # Not a daemon: a process that ends while the model loads waits for it
-        # (a daemon thread inside onnxruntime's start-up can abort the exit).
-        self._prefetch = threading.Thread(target=work, name="lore-embed")
-        self._prefetch.start()
 
     def model(self, store: Store, *, load: bool = True) -> str | None:
         """The model id vector search can use now, or None.
