@@ -444,14 +444,12 @@ UNITS = {
     "shapes.cpp": (CPP, [(None, "module", 1, 1), ("geo", "module", 3, 29)]),
     "cart.rb": (RUBY, [(None, "module", 1, 1), ("Shop", "module", 3, 19)]),
     "Cart.cs": (CSHARP, [(None, "module", 1, 1), ("Shop.Billing", "module", 3, 25)]),
-    "Cart.php": (
+    "Cart.php": (  # `namespace App\Billing;` puts the rest of the file in it
         PHP,
         [
-            (None, "module", 1, 1),
-            ("App\\Billing", "module", 3, 3),
-            (None, "module", 5, 5),
-            ("Cart", "class", 7, 22),
-            ("format_cents", "function", 24, 27),
+            (None, "module", 1, 5),
+            ("App\\Billing.Cart", "class", 7, 22),
+            ("App\\Billing.format_cents", "function", 24, 27),
         ],
     ),
 }
@@ -513,9 +511,9 @@ SPLIT = {
         ("Shop.Billing.IPriced", "class", 24, 25),
     ],
     "Cart.php": [
-        ("Cart", "class", 7, 10),
-        ("Cart.__construct", "method", 12, 15),
-        ("Cart.total", "method", 17, 22),
+        ("App\\Billing.Cart", "class", 7, 10),
+        ("App\\Billing.Cart.__construct", "method", 12, 15),
+        ("App\\Billing.Cart.total", "method", 17, 22),
     ],
 }
 
@@ -836,6 +834,12 @@ def test_c_units_inside_nested_conditionals_and_extern_blocks(tmp_path):
     )
     symbols = [c.symbol for c in _chunks(tmp_path, "shapes.cpp", source, min_tokens=0)]
     assert symbols == [None, "guarded", "get_handler", "get_fp", "Box.size"]
+
+
+def test_a_file_scoped_namespace_qualifies_what_follows(tmp_path):
+    source = "using System;\n\nnamespace Shop.Billing;\n\n/// A cart.\npublic class Cart\n{\n    public long Total() { return 0; }\n}\n"
+    table = _table(_chunks(tmp_path, "Cart.cs", source, min_tokens=0, max_tokens=20))
+    assert table == [(None, "module", 1, 3), ("Shop.Billing.Cart", "class", 5, 9)]
 
 
 def test_every_language_the_chunker_knows_is_in_the_current_chunker_version():

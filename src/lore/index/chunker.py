@@ -364,6 +364,8 @@ class _Grammar:
     receivers: node type -> field whose type qualifies it (Go `func (s *T) M`).
     declarators: node types named through their `declarator` chain (C and
         C++: `int *(*f)(void)` -> f, `Box::size` -> Box.size).
+    file_scopes: declarations without a body that put the rest of the file
+        in a namespace (C# `namespace A.B;`, PHP `namespace App\\Http;`).
     """
 
     package: str
@@ -376,6 +378,7 @@ class _Grammar:
     type_names: dict[str, str] = field(default_factory=dict)
     receivers: dict[str, str] = field(default_factory=dict)
     declarators: frozenset[str] = frozenset()
+    file_scopes: frozenset[str] = frozenset()
 
 
 _JS_ROLES = {
@@ -532,6 +535,7 @@ _GRAMMARS: dict[str, _Grammar] = {
             "namespace_declaration": "namespace",
         },
         attached=frozenset({"comment"}),
+        file_scopes=frozenset({"file_scoped_namespace_declaration"}),
     ),
     "php": _Grammar(
         "tree_sitter_php",
@@ -546,6 +550,7 @@ _GRAMMARS: dict[str, _Grammar] = {
             "namespace_definition": "namespace",
         },
         attached=frozenset({"comment"}),
+        file_scopes=frozenset({"namespace_definition"}),
     ),
 }
 
@@ -633,6 +638,7 @@ class _CodeUnits:
     def units(self, parent: Node, scope: str | None, in_class: bool) -> list[_Unit]:
         """Units among the children of `parent`, with attached comments, disjoint."""
         units: list[_Unit] = []
+        outer = scope
         comments_from = None  # first row of the comment run just above
         comments_to = prev_end = -2
         for child in self._children(parent):
@@ -643,6 +649,14 @@ class _CodeUnits:
                 elif comments_from is None or start > comments_to + 1:
                     comments_from = start
                 comments_to = prev_end = max(prev_end, end)
+                continue
+            if child.type in self.grammar.file_scopes and child.child_by_field_name("body") is None:
+                # `namespace App\Billing;` (PHP), `namespace Shop.Billing;` (C#): what follows is in it.
+                named = child.child_by_field_name("name")
+                if named is not None:  # a second one replaces the first
+                    scope = f"{outer}.{_text(named)}" if outer else _text(named)
+                comments_from = None
+                prev_end = max(prev_end, end)
                 continue
             found = self._classify(child)
             if found:
