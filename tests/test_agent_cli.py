@@ -847,6 +847,17 @@ def test_complete_writes_the_task_memory_from_its_commits_and_is_idempotent(cli,
     assert cli.json("search", "timeout", "--mode", "bm25")[0]["id"] == first["id"]
 
 
+def test_two_tasks_with_the_same_summary_get_a_memory_each(cli, git_env):
+    """`add` returns a memory of the same text instead of writing it again;
+    another task's memory is not the same memory, whatever its text."""
+    first = cli.json("complete", "T-77", "--title", "Bump dependencies", "--summary", "Bumped them all.")
+    second = cli.json("complete", "T-80", "--title", "Bump dependencies", "--summary", "Bumped them all.")
+    assert first["created"] and second["created"] and second["id"] != first["id"]
+    assert "task: T-80" in cli.json("show", second["id"][:8])["content"]
+    again = cli.json("complete", "T-80", "--title", "Bump dependencies", "--summary", "Bumped them all.")
+    assert not again["created"] and again["id"] == second["id"]
+
+
 def test_completions_of_one_task_at_once_write_one_memory(cli, git_env):
     """The task's memory is looked up and written under one lock: completions
     started together (here: all waiting while the test holds the memory write

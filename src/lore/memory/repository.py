@@ -367,8 +367,8 @@ class Memories:
     ) -> AddResult:
         """Write a new memory file and index it.
 
-        Idempotent: a visible memory with the same content (body hash) is
-        returned instead of written again, with a note saying so (with an
+        Idempotent: a visible memory with the same content (body hash) and
+        task is returned instead of written again, with a note saying so (with an
         explicit `occurred_at`, only one of that same time: the same text
         at another time is another occurrence, e.g. a replayed event). A file
         name already taken by another memory gets ``-2``, ``-3``… and a note. Secrets are redacted from every
@@ -461,15 +461,17 @@ class Memories:
         imports, promotions and captures; :meth:`add` builds the memory first).
 
         The memory must be redacted and validated by the caller. A memory this
-        agent can see with the same body hash (and, `same_time_only`, the same
-        ``occurred_at``), or with the same id, is returned instead (``created``
-        False, with a note); nothing is overwritten.
+        agent can see with the same body hash and task (and, `same_time_only`,
+        the same ``occurred_at``), or with the same id, is returned instead
+        (``created`` False, with a note); nothing is overwritten.
         """
         with self.writing():
             self.sync()
             same = self.store.memories(self.filter(content_hash=memory.content_hash))
             if same_time_only:  # an explicit time is a distinct occurrence unless it is the same one
                 same = [r for r in same if r.occurred_at == memory.occurred_at]
+            # Another task's memory is not this one, whatever its text (`complete T-80` after T-77).
+            same = [r for r in same if (r.task or None) == (memory.task or None)]
             by_id = not same
             if by_id:  # the same id (an import, a promotion) that this agent can see
                 same = self.store.memories(self.filter(ids=[memory.id]), limit=1)
