@@ -137,6 +137,18 @@ def test_project_memories_first_and_never_generic_files_or_chatter(shop):
     assert hook_start(shop).stdout  # the hook injects it
 
 
+def test_a_token_in_the_branch_name_is_not_shown(shop):
+    root = shop.cwd
+    token = "ghp_" + "Zq8Xw2Lm4Np6Rt1Vy3Bc5Df7Gh9Jk0Ls2Qa4"
+    add(shop, "decision", "Invoices are computed in cents", "Money is an integer number of cents.")
+    git(root, "checkout", "-q", "-b", f"fix-{token}")
+    write(root, "src/shop/auth.py", SOURCE["src/shop/auth.py"] + "\n\ndef revoke(token):\n    return None\n")
+    commit(root, "Revoke old tokens")
+    data = start(shop)
+    assert data["branch"] == "fix-[REDACTED:github-token]"
+    assert token not in json.dumps(data) and token not in hook_start(shop).stdout
+
+
 def test_the_branch_task_and_changed_areas_without_generic_files(shop):
     root = shop.cwd
     other = add(shop, "decision", "Invoices are computed in cents", "Money is an integer number of cents.")

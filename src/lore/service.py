@@ -504,7 +504,8 @@ class Lore:
             from lore.index import gitrepo
 
             work = gitrepo.branch_work(self.project.root)
-            request.branch, request.base, request.ahead = work.branch, work.base, work.ahead
+            # A branch name is text like any other: a token pasted into it is not shown.
+            request.branch, request.base, request.ahead = _redacted(work.branch), work.base, work.ahead
             request.changed = work.files
             if work.base is None:  # the default branch: what changed lately
                 from lore.search.filters import code_filter
@@ -526,7 +527,7 @@ class Lore:
         from lore.index import gitrepo
 
         root = self.project.root
-        branch = gitrepo.current_branch(root) if gitrepo.repo_root(root) else None
+        branch = _redacted(gitrepo.current_branch(root) if gitrepo.repo_root(root) else None)
         if branch in ("main", "master", "trunk", "develop"):
             branch = None
         words = " ".join((branch or "").replace("/", " ").replace("-", " ").replace("_", " ").split())
@@ -941,6 +942,14 @@ class Lore:
             changed = MemoryFilter(paths=report.added + report.updated, include_private=True)
             self.lifecycle.advance([r.id for r in self.store.memories(changed)])
         self.lifecycle.maybe_tick()
+
+
+def _redacted(text: str | None) -> str | None:
+    if not text:
+        return text
+    from lore.secrets import redact
+
+    return redact(text)[0]
 
 
 __all__ = ["AddResult", "Edit", "EditResult", "Lore", "Page", "Problem"]
