@@ -131,6 +131,15 @@ def test_export_into_a_missing_folder_names_the_file_given(cli, tmp_path):
     assert not target.parent.exists()
 
 
+@pytest.mark.parametrize("target", [".lore/memory/dump.gz", ".lore/dump.gz", ".lore/memory/x/../dump.md"])
+def test_a_dump_is_never_written_into_the_committed_lore_folder(cli, target):
+    proc = cli("db", "export", target, ok=False)
+    assert proc.returncode == 2 and "is in .lore/, which is committed" in proc.stderr
+    assert not (cli.cwd / target).exists() and not list((cli.cwd / ".lore/memory").glob("dump*"))
+    cli("db", "export", ".lore/local/dump.gz")  # private to this clone: fine
+    assert (cli.cwd / ".lore/local/dump.gz").exists()
+
+
 @pytest.mark.parametrize(
     "lines",
     [
