@@ -12,11 +12,12 @@ The acting agent is fixed when the object is made (CLI ``--agent`` /
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,6 +136,7 @@ class Memories:
         if own_private_only:
             self._private_agents = (self.viewer,) if self.viewer else ()
         self.last_sync: sync.SyncReport | None = None
+        self._in_batch = False
         self.graph = LinkGraph(self)
 
     # -- freshness -----------------------------------------------------------------------
@@ -144,14 +146,25 @@ class Memories:
         if (
             not force
             and self.last_sync is not None
-            and self._watcher is not None
-            and not self._watcher.changed()
+            and (self._in_batch or (self._watcher is not None and not self._watcher.changed()))
         ):
             return self.last_sync
         self.last_sync = sync.sync_memories(
             self.project, self.store, force=force, private_agents=self._private_agents
         )
         return self.last_sync
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Many writes in a row by this process (an import): the files are read
+        once, at the start; each write indexes what it writes itself, so the
+        folder is not walked again for every memory (quadratic for thousands)."""
+        self.sync()
+        self._in_batch = True
+        try:
+            yield
+        finally:
+            self._in_batch = False
 
     def _reindex(self) -> None:
         """Index what was just written, now (whatever a file watcher says)."""

@@ -116,20 +116,19 @@ def import_path(
         raise UsageError(f"{named} is Lore's own folder; import notes from elsewhere")
     report = ImportReport(str(named), dry_run)
     sources, report.problems = discover(path)
-    memories = lifecycle.memories
-    memories.sync()
-    for source in sources:
-        try:
-            planned = _plan(source, tier, lifecycle)
-        except (ValueError, ValidationError, OSError) as err:
-            says_where = isinstance(err, ValidationError) and bool(err.path)  # "file:line: ..." itself
-            report.problems.append(f"skipped {'' if says_where else source.rel + ': '}{_one_line(err)}")
-            continue
-        for plan in planned:
+    with lifecycle.memories.batch():
+        for source in sources:
             try:
-                report.items.append(_write(lifecycle, plan, dry_run))
-            except (ValidationError, OSError) as err:
-                report.problems.append(f"skipped {plan.item.source}: {_one_line(err)}")
+                planned = _plan(source, tier, lifecycle)
+            except (ValueError, ValidationError, OSError) as err:
+                says_where = isinstance(err, ValidationError) and bool(err.path)  # "file:line: ..." itself
+                report.problems.append(f"skipped {'' if says_where else source.rel + ': '}{_one_line(err)}")
+                continue
+            for plan in planned:
+                try:
+                    report.items.append(_write(lifecycle, plan, dry_run))
+                except (ValidationError, OSError) as err:
+                    report.problems.append(f"skipped {plan.item.source}: {_one_line(err)}")
     if not dry_run:
         lifecycle.advance([item.id for item in report.items if item.status == "created"])
     return report
