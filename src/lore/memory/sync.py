@@ -13,10 +13,10 @@ import hashlib
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 from lore.errors import NotFound, UsageError, ValidationError
 from lore.index.sections import chunk_body
@@ -232,7 +232,7 @@ def redacted(memory: Memory) -> Counter[str]:
     another way (an editor, a merge, a hand-written file). Custom fields are
     replaced, not changed in place (a shallow copy's are its original's).
     """
-    from lore.secrets import redact, redact_values
+    from lore.secrets import redact, redact_nested, redact_values
 
     found: Counter[str] = Counter()
     for name in (*_TEXT_FIELDS, "tags", "labels", "files"):
@@ -243,32 +243,11 @@ def redacted(memory: Memory) -> Counter[str]:
                 setattr(memory, name, clean)
                 found.update(kinds)
     if memory.extra:
-        extra, kinds = _redact_nested(memory.extra, redact)
+        extra, kinds = redact_nested(memory.extra)
         if kinds:
             memory.extra = extra
             found.update(kinds)
     return found
-
-
-def _redact_nested(value: Any, redact: Callable[[str], tuple[str, Counter[str]]]) -> tuple[Any, Counter[str]]:
-    """`value` (parsed YAML: text, lists, mappings) as a new value with every
-    string redacted, keys included; and what was found."""
-    found: Counter[str] = Counter()
-
-    def walk(item: Any, depth: int) -> Any:
-        if isinstance(item, str):
-            clean, kinds = redact(item)
-            found.update(kinds)
-            return clean
-        if depth > 50:  # validation refuses what is nested deeper than a file can hold
-            return item
-        if isinstance(item, list):
-            return [walk(child, depth + 1) for child in item]
-        if isinstance(item, dict):
-            return {walk(key, depth + 1): walk(child, depth + 1) for key, child in item.items()}
-        return item
-
-    return walk(value, 0), found
 
 
 def record_of(memory: Memory, rel: str, body_line: int) -> MemoryRecord:

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 from collections import Counter
 from types import ModuleType
+from typing import Any
 
-__all__ = ["describe", "mask_code", "redact", "redact_values"]
+__all__ = ["describe", "mask_code", "redact", "redact_nested", "redact_values"]
 
 _scan_module: ModuleType | None = None
 
@@ -59,6 +60,27 @@ def redact_values(values: list[str]) -> tuple[list[str], Counter[str]]:
         clean.append(text)
         found.update(kinds)
     return clean, found
+
+
+def redact_nested(value: Any) -> tuple[Any, Counter[str]]:
+    """:func:`redact` over every string in parsed YAML or JSON (text, lists,
+    tuples, mappings; mapping keys too), as a new value; and what was found."""
+    found: Counter[str] = Counter()
+
+    def walk(item: Any, depth: int) -> Any:
+        if isinstance(item, str):
+            clean, kinds = redact(item)
+            found.update(kinds)
+            return clean
+        if depth > 50:  # deeper than a memory file may nest (validation refuses it)
+            return item
+        if isinstance(item, list | tuple):
+            return [walk(child, depth + 1) for child in item]
+        if isinstance(item, dict):
+            return {walk(key, depth + 1): walk(child, depth + 1) for key, child in item.items()}
+        return item
+
+    return walk(value, 0), found
 
 
 def mask_code(text: str) -> tuple[str, int]:

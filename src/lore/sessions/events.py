@@ -21,7 +21,7 @@ from typing import Any, TypeGuard
 from lore.errors import UsageError, ValidationError
 from lore.index.tokens import count_tokens
 from lore.memory.model import now_iso, parse_time
-from lore.secrets import redact
+from lore.secrets import redact_nested
 from lore.sessions.records import SessionEvent
 
 EVENT_TYPES = ("message", "tool_call", "tool_result")
@@ -222,14 +222,8 @@ def _as_text(value: Any) -> str:
 
 
 def _clean(value: Any) -> Any:
-    """`value` with every string redacted (secrets never reach the session files)."""
-    if isinstance(value, str):
-        return redact(value)[0]
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
+    """`value` with every string redacted, keys too (secrets never reach the session files)."""
+    return redact_nested(value)[0]
 
 
 def _without_none(event: RawEvent) -> RawEvent:
