@@ -107,12 +107,12 @@ def discover(named: Path) -> tuple[list[Source], list[str]]:
 
 
 def _utf8(rel: str, problems: list[str]) -> bool:
-    """Whether a file's name is text (its ids and frontmatter are); else one line in `problems`."""
-    try:
-        rel.encode("utf-8")
-    except UnicodeEncodeError:
-        shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
-        problems.append(f"skipped {shown}: its name is not valid UTF-8; rename it")
+    """Whether a file's name can be stored and shown (its ids and frontmatter
+    are text); else one line in `problems`."""
+    from lore.filenames import display_path, unsafe_name
+
+    if unsafe_name(rel):
+        problems.append(f"skipped {display_path(rel)}: its name is not valid UTF-8; rename it")
         return False
     return True
 

@@ -109,45 +109,32 @@ def propose(
     changes: list[dict[str, Any]],
 ) -> ProposalRecord | None:
     """Store (or refresh) a proposal; None when it was applied or rejected already."""
-    with _deciding(lifecycle):
-        return _propose(lifecycle, kind, title, reason, confidence, evidence, memory_ids, changes)
-
-
-def _propose(
-    lifecycle: Lifecycle,
-    kind: str,
-    title: str,
-    reason: str,
-    confidence: float,
-    evidence: int,
-    memory_ids: list[str],
-    changes: list[dict[str, Any]],
-) -> ProposalRecord | None:
     store = lifecycle.store
     key = f"{kind}:" + ",".join(sorted(memory_ids))
     proposal_id = hashlib.sha1(key.encode()).hexdigest()[:10]
-    known = store.proposal(proposal_id)
-    if known is not None and known.status in ("applied", "rejected"):
-        return None
-    now = iso(lifecycle.now())
-    record = ProposalRecord(
-        id=proposal_id,
-        kind=kind,
-        status="held" if held_reason(confidence, evidence, changes) else "open",
-        title=title[:200],
-        reason=reason,
-        confidence=round(confidence, 3),
-        evidence=evidence,
-        memory_ids=memory_ids,
-        changes=changes,
-        created_at=known.created_at if known else now,
-        updated_at=now,
-    )
-    if known is not None and _same(known, record):
-        return known
-    with store.transaction():
-        store.put_proposal(record)
-    return record
+    with _deciding(lifecycle):  # a review deciding it meanwhile is seen, not overwritten
+        known = store.proposal(proposal_id)
+        if known is not None and known.status in ("applied", "rejected"):
+            return None
+        now = iso(lifecycle.now())
+        record = ProposalRecord(
+            id=proposal_id,
+            kind=kind,
+            status="held" if held_reason(confidence, evidence, changes) else "open",
+            title=title[:200],
+            reason=reason,
+            confidence=round(confidence, 3),
+            evidence=evidence,
+            memory_ids=memory_ids,
+            changes=changes,
+            created_at=known.created_at if known else now,
+            updated_at=now,
+        )
+        if known is not None and _same(known, record):
+            return known
+        with store.transaction():
+            store.put_proposal(record)
+        return record
 
 
 def rewrite_change(lifecycle: Lifecycle, record: MemoryRecord, memory: Memory) -> dict[str, Any]:
