@@ -152,6 +152,13 @@ class Project:
                 created.append(str(target.relative_to(root)))
         return cls(root, load_settings(lore / "config.toml")), created
 
+    def is_shared_place(self, path: Path) -> bool:
+        """Whether a file at `path` would be in `.lore/` but not `.lore/local/`:
+        the part of Lore's folder that is committed and shared with the team."""
+        where = Path(os.path.realpath(path.parent)) / path.name
+        lore_dir, local = (Path(os.path.realpath(p)) for p in (self.lore_dir, self.local_dir))
+        return where.is_relative_to(lore_dir) and not where.is_relative_to(local)
+
     def outside_folders(self) -> list[tuple[str, str]]:
         """(relative path, real path) of Lore's memory folders (``.lore/memory``,
         ``.lore/local``) that are links leading outside the project."""

@@ -170,20 +170,6 @@ def projects(ctx, database_url, project_path, as_json):
     )
 
 
-def _not_committed(lore, target: Path) -> None:
-    """A dump holds every agent's private memories: never inside `.lore/` but
-    `.lore/local/` (`.lore/memory/` and the config are committed)."""
-    import os
-
-    where = Path(os.path.realpath(target.parent)) / target.name
-    lore_dir, local = (Path(os.path.realpath(p)) for p in (lore.project.lore_dir, lore.project.local_dir))
-    if where.is_relative_to(lore_dir) and not where.is_relative_to(local):
-        raise UsageError(
-            f"{target} is in .lore/, which is committed, and a dump holds private memories too; "
-            "write it outside .lore/ (or under .lore/local/)"
-        )
-
-
 @db.command(name="export")
 @click.argument("target", type=click.Path(dir_okay=False))
 @_db_options
@@ -193,7 +179,11 @@ def export_cmd(ctx, target, database_url, project_path, as_json):
 
     lore = _open(ctx, project_path, database_url)
     try:
-        _not_committed(lore, Path(target))
+        if lore.project.is_shared_place(Path(target)):  # a dump holds every agent's private memories
+            raise UsageError(
+                f"{target} is in .lore/, which is committed, and a dump holds private memories too; "
+                "write it outside .lore/ (or under .lore/local/)"
+            )
         lore.sync()
         report = export_index(lore.store, Path(target))
     finally:
