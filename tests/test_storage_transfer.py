@@ -162,3 +162,14 @@ def test_a_damaged_dump_is_one_line_and_leaves_the_index_as_it_was(cli, tmp_path
     assert "internal error" not in errors[0]
     assert "the dump is damaged" in errors[0] or "is not a Lore index dump" in errors[0], errors[0]
     assert cli.json("db", "status")["counts"] == before
+
+
+def test_export_never_replaces_a_file_unasked(cli, tmp_path):
+    target = tmp_path / "notes.txt"
+    target.write_text("someone's notes\n")
+    proc = cli("db", "export", str(target), ok=False)
+    assert proc.returncode == 2 and f"{target} exists" in proc.stderr and "--force" in proc.stderr
+    assert target.read_text() == "someone's notes\n"  # nothing lost
+    cli("db", "export", str(target), "--force")
+    with gzip.open(target, "rt") as handle:
+        assert json.loads(handle.readline())["format"] == "lore-index-dump"

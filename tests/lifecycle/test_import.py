@@ -271,6 +271,10 @@ def test_secrets_in_any_frontmatter_field_are_redacted_before_the_file_is_writte
     assert token not in text and aws not in text, text
     assert "[REDACTED:github-token]" in text and "[REDACTED:aws-access-key]" in text
     assert not any(token in p.read_text() or aws in p.read_text() for p in written)
+    # The report names the note's file, and reaches terminals and transcripts: redacted too.
+    assert token not in str(report) and "[REDACTED:github-token]" in report["items"][0]["source"]
+    again = cli_in(root, "import", str(folder), raw=True)  # idempotent: "exists", named the same way
+    assert "exists" in again.stdout and token not in again.stdout + again.stderr
 
 
 def test_paths_leaving_the_project_are_refused_as_add_refuses_them(proj, tmp_path, cli_in):

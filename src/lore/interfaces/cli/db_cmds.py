@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -172,8 +173,9 @@ def projects(ctx, database_url, project_path, as_json):
 
 @db.command(name="export")
 @click.argument("target", type=click.Path(dir_okay=False))
+@click.option("--force", is_flag=True, help="Replace TARGET if it exists.")
 @_db_options
-def export_cmd(ctx, target, database_url, project_path, as_json):
+def export_cmd(ctx, target, force, database_url, project_path, as_json):
     """Write this project's index (memories, code, history, vectors, anchors, access) to TARGET."""
     from lore.storage.transfer import export_index
 
@@ -184,6 +186,8 @@ def export_cmd(ctx, target, database_url, project_path, as_json):
                 f"{target} is in .lore/, which is committed, and a dump holds private memories too; "
                 "write it outside .lore/ (or under .lore/local/)"
             )
+        if os.path.lexists(target) and not force:  # an earlier dump, or any file: never replaced unasked
+            raise UsageError(f"{target} exists; give another file, or --force to replace it")
         lore.sync()
         report = export_index(lore.store, Path(target))
     finally:

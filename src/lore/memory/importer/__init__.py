@@ -131,6 +131,19 @@ def import_path(
                     report.problems.append(f"skipped {plan.item.source}: {_one_line(err)}")
     if not dry_run:
         lifecycle.advance([item.id for item in report.items if item.status == "created"])
+    return _shown(report)
+
+
+def _shown(report: ImportReport) -> ImportReport:
+    """The report as it may be shown: a note's file name or a problem's text
+    can hold a token ("notes-ghp_….md"), and the report reaches terminals,
+    agents' transcripts and JSON readers."""
+    from lore import secrets
+
+    report.path = secrets.redact(report.path)[0]
+    report.problems = secrets.redact_values(report.problems)[0]
+    for item in report.items:
+        item.source = secrets.redact(item.source)[0]
     return report
 
 
