@@ -216,6 +216,21 @@ MIGRATIONS: list[list[str]] = [
     [
         "ALTER TABLE memories ADD COLUMN is_global INTEGER NOT NULL DEFAULT 0",
     ],
+    # 10: vectors in a rowid table. A MiniLM vector (1,536 bytes) is over the
+    # ~1,000 bytes a WITHOUT ROWID table keeps in a cell on 4 KiB pages, so
+    # every vector took an overflow page of its own: 167 MB for 36k vectors
+    # (55 MB of data) on sqlalchemy's index; a rowid table holds them in 77 MB.
+    [
+        """CREATE TABLE embeddings_rowid (
+            model TEXT NOT NULL,
+            text_hash TEXT NOT NULL,
+            vector BLOB NOT NULL,
+            UNIQUE (model, text_hash))""",
+        "INSERT INTO embeddings_rowid(model, text_hash, vector) "
+        "SELECT model, text_hash, vector FROM embeddings ORDER BY model, text_hash",
+        "DROP TABLE embeddings",
+        "ALTER TABLE embeddings_rowid RENAME TO embeddings",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -145,6 +145,8 @@ class SQLiteStore:
                 return self._rebuild("was written by a newer Lore")
             if version < SCHEMA_VERSION:
                 _migrate(db)
+                if version:
+                    _reclaim(db)
             _probe(db)
             return db
         except sqlite3.DatabaseError as err:
@@ -1581,6 +1583,19 @@ def _migrate(db: sqlite3.Connection) -> None:
         db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
+
+
+def _reclaim(db: sqlite3.Connection) -> None:
+    """After a migration that rewrote a table, give the freed pages back to
+    the disk when they are a quarter of the file or more (once; best effort:
+    if another process holds the index, the free pages are reused instead)."""
+    free = db.execute("PRAGMA freelist_count").fetchone()[0]
+    if free * 4 < db.execute("PRAGMA page_count").fetchone()[0]:
+        return
+    try:
+        db.execute("VACUUM")
+    except sqlite3.OperationalError:
+        pass
 
 
 def _like_prefix(text: str) -> str:
