@@ -600,6 +600,24 @@ def test_bad_inputs_are_tool_errors_and_the_server_keeps_working(root):
     run_async(body)
 
 
+def test_a_nul_character_in_a_path_is_a_one_line_tool_error(root):
+    """A path no file system can name is refused like any other bad path (it was an
+    internal error: "Error executing tool update_index", a traceback on stderr)."""
+
+    async def body():
+        async with stdio_session(root) as s:
+            for tool, args in (
+                ("update_index", {"files": ["src/a\x00b.py"]}),
+                ("update_index", {"files": [], "deleted_files": ["src/\x00.py"]}),
+                ("recall_context", {"title": "billing", "files": ["src/billing.py\x00"]}),
+            ):
+                message = await s.error(tool, **args)
+                assert "NUL character" in message and "\\x00" in message, (tool, message)
+            assert (await s.ok("update_index", files=["src/auth.py"]))["updated"] == 1
+
+    run_async(body)
+
+
 def test_empty_content_error_says_the_content_is_empty(root):
     """memory_write with empty (or blank) content must say the content/body is empty."""
 
