@@ -553,6 +553,21 @@ async def test_off_loopback_needs_token_and_accepts_any_host(root):
         assert (await c.get("/api/memories", headers={"Host": "other.example"})).status_code == 421
 
 
+async def test_allow_host_star_needs_a_token(root):
+    """`--allow-host '*'` answers any Host: on a token-less server a DNS-rebinding page
+    could then read and write memories, so it is refused; with a token it is the
+    token's to protect, as on a wildcard address."""
+    from lore.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"--allow-host '\*'.*token"):
+        build_app(str(root), allowed_hosts=["*"])
+    app = build_app(str(root), token=TOKEN, allowed_hosts=["*"])
+    async with client(app, host="rebound.example:8766") as c:
+        assert (await c.get("/api/memories")).status_code == 401
+        r = await c.get("/api/memories", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert r.status_code == 200
+
+
 async def test_file_view_masks_secrets_as_code_search_does(tmp_path):
     config = (
         'GITHUB_TOKEN = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"\nDB = "postgres://u:hunter2secret@h/db"\n'

@@ -123,7 +123,16 @@ class Guard:
                 "the token is too short for a server off loopback; use at least 16 random characters "
                 "(e.g. `openssl rand -hex 16`)"
             )
-        hosts = set(LOOPBACK_NAMES) | {h.lower().strip("[]") for h in extra_hosts}
+        extra = {h.lower().strip("[]") for h in extra_hosts}
+        if "*" in extra and not token and users is None:
+            from lore.errors import UsageError
+
+            # "*" answers any Host: without a token nothing would stop a DNS-rebinding page.
+            raise UsageError(
+                "--allow-host '*' would let any web site reach this server (DNS rebinding); "
+                "name the hosts clients use, or set a token with --token or LORE_TOKEN"
+            )
+        hosts = set(LOOPBACK_NAMES) | extra
         if is_wildcard(host) and (token or users is not None):
             hosts.add("*")
         elif not is_wildcard(host):
