@@ -228,6 +228,33 @@ async def test_a_relation_typo_in_a_body_is_a_400_and_nothing_written(root):
         assert len((await c.get("/api/memories")).json()["items"]) == 1
 
 
+async def test_an_update_keeps_files_and_scope_inside_the_project_as_create_does(root):
+    """PATCH (and the edit form, MCP memory_write on an id) wrote `/etc/passwd` into a
+    committed memory's `files` where POST answers 422: the same check now applies."""
+    key = add_memory(root, "Retry policy", "Retry three times with backoff.")
+    app = build_app(str(root))
+    async with client(app) as c:
+        got = (await c.get(f"/api/memories/{key}")).json()
+        for change, field in (
+            ({"files": ["/etc/passwd"]}, "files"),
+            ({"files": ["src/auth.py", "../../outside.py"]}, "files"),
+            ({"applies_to": "file:../../etc/passwd"}, "applies_to"),
+            ({"title": "Kept out", "applies_to": "file:/etc/passwd"}, "applies_to"),
+        ):
+            r = await c.patch(f"/api/memories/{key}", json=change)
+            assert r.status_code == 422, (change, r.text)
+            assert (
+                r.json()["error"]["field"] == field and "inside the project" in r.json()["error"]["message"]
+            )
+        assert (await c.get(f"/api/memories/{key}")).json()["sha256"] == got["sha256"]  # nothing written
+        r = await c.patch(
+            f"/api/memories/{key}", json={"files": ["src/auth.py"], "applies_to": "file:src/auth.py"}
+        )
+        assert r.status_code == 200, r.text
+        now = (await c.get(f"/api/memories/{key}")).json()
+        assert now["files"] == ["src/auth.py"] and now["applies_to"] == "file:src/auth.py"
+
+
 async def test_another_agents_private_memory_is_missing(root):
     secret = add_memory(
         root, "Bob's plan", "Bob's private plan for the rewrite.", agent="bob", private=True, tags=["plan"]
