@@ -580,6 +580,21 @@ async def test_off_loopback_needs_token_and_accepts_any_host(root):
         assert (await c.get("/api/memories", headers={"Host": "other.example"})).status_code == 421
 
 
+async def test_a_token_no_authorization_header_can_carry_is_refused_at_start(root):
+    """A passphrase or an accented token started a server whose API and MCP answered
+    401 to every call with it (the header is 'Bearer <one ASCII word>'), then 429."""
+    from lore.errors import UsageError
+
+    for token in ("correct horse battery staple", "pässwörd-0123456789abc", "tab\ttoken-0123456789"):
+        for host in ("0.0.0.0", "127.0.0.1"):
+            with pytest.raises(UsageError, match="without spaces"):
+                build_app(str(root), host=host, token=token)
+    token = "Sx9!-_.~:+/=@#%^&*()[]{}<>?,;|"
+    app = build_app(str(root), host="0.0.0.0", token=token)
+    async with client(app, headers={"Authorization": f"Bearer {token}"}) as c:
+        assert (await c.get("/api/memories")).status_code == 200
+
+
 async def test_allow_host_star_needs_a_token(root):
     """`--allow-host '*'` answers any Host: on a token-less server a DNS-rebinding page
     could then read and write memories, so it is refused; with a token it is the

@@ -116,6 +116,14 @@ class Guard:
                 f"binding to {host or 'all addresses'} exposes your project; set a token with --token "
                 "or LORE_TOKEN (or bind to 127.0.0.1)"
             )
+        if token and not (token.isascii() and token.isprintable() and " " not in token):
+            from lore.errors import UsageError
+
+            # It travels as 'Authorization: Bearer <token>': ASCII, one word.
+            raise UsageError(
+                "the token must be letters, digits and punctuation without spaces (it is sent in an "
+                "HTTP header); e.g. `openssl rand -hex 16`"
+            )
         if token is not None and len(token) < 16 and not is_loopback(host):
             from lore.errors import UsageError
 
