@@ -172,6 +172,29 @@ async def test_bad_input_is_422_naming_the_field(root):
         assert list(root.joinpath(".lore/memory").iterdir()) == []  # nothing half-written
 
 
+async def test_a_time_past_the_years_a_date_holds_is_a_400_not_a_500(root):
+    """`since`/`until` far in the past or future (`99999999999 days ago`, `last 9999999
+    years`, the day after 9999-12-31) overflowed date arithmetic: a 500."""
+    add_memory(root, "Dated", "A memory to filter by its time.")
+    app = build_app(str(root))
+    async with client(app) as c:
+        for value in (
+            "99999999999 days ago",
+            "last 9999999 years",
+            "9999-12-31",
+            "9999-12-31T23:59:59-14:00",
+        ):
+            for path, query in (("/api/memories", {}), ("/api/search", {"q": "dated"})):
+                for name in ("since", "until"):
+                    r = await c.get(path, params={**query, name: value})
+                    assert r.status_code == 400, (path, name, value, r.text)
+                    assert (
+                        value in r.json()["error"]["message"] and "0001-9999" in r.json()["error"]["message"]
+                    )
+            page = await c.get("/search", params={"q": "dated", "since": value})
+            assert page.status_code == 400 and "0001-9999" in page.text
+
+
 async def test_size_limits_413_and_field_limit(root):
     app = build_app(str(root))
     async with client(app) as c:
