@@ -600,6 +600,24 @@ def test_bad_inputs_are_tool_errors_and_the_server_keeps_working(root):
     run_async(body)
 
 
+def test_a_nul_character_in_a_path_is_a_one_line_tool_error(root):
+    """A path no file system can name is refused like any other bad path (it was an
+    internal error: "Error executing tool update_index", a traceback on stderr)."""
+
+    async def body():
+        async with stdio_session(root) as s:
+            for tool, args in (
+                ("update_index", {"files": ["src/a\x00b.py"]}),
+                ("update_index", {"files": [], "deleted_files": ["src/\x00.py"]}),
+                ("recall_context", {"title": "billing", "files": ["src/billing.py\x00"]}),
+            ):
+                message = await s.error(tool, **args)
+                assert "NUL character" in message and "\\x00" in message, (tool, message)
+            assert (await s.ok("update_index", files=["src/auth.py"]))["updated"] == 1
+
+    run_async(body)
+
+
 def test_empty_content_error_says_the_content_is_empty(root):
     """memory_write with empty (or blank) content must say the content/body is empty."""
 
@@ -724,6 +742,53 @@ def test_stdout_carries_nothing_but_protocol(root):
             raise AssertionError(f"non-protocol line on stdout: {line!r}") from None
         assert isinstance(message, dict) and message.get("jsonrpc") == "2.0", line
     assert "Traceback" not in stderr, stderr
+
+
+def test_nan_in_session_args_is_refused_and_session_files_stay_json(root):
+    """A client may send NaN or Infinity (the SDK reads them); session.jsonl got
+    `"args":{"a":NaN}`, which no JSON reader but Python's accepts."""
+    server = RawServer(root)
+    try:
+        server.request(
+            1,
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
+        )
+        server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        for n, fields in enumerate(
+            (
+                {"tool_name": "bash", "args": {"timeout": float("nan")}},
+                {"tool_name": "bash", "args": {"limits": [1, float("inf")]}},
+                {"tool_call_id": "tc_1", "result": "ok", "args": {"x": float("-inf")}, "tool_name": "t"},
+            ),
+            start=2,
+        ):
+            reply = server.request(
+                n, "tools/call", {"name": "session_append", "arguments": {"session_id": "s1", **fields}}
+            )
+            text = reply["result"]["content"][0]["text"]
+            assert reply["result"]["isError"] and "args" in text and "JSON number" in text, text
+        reply = server.request(
+            9,
+            "tools/call",
+            {
+                "name": "session_append",
+                "arguments": {"session_id": "s1", "tool_name": "bash", "args": {"n": 1.5}},
+            },
+        )
+        assert not reply["result"].get("isError"), reply
+    finally:
+        server.close()
+
+    def strict(constant):
+        raise AssertionError(f"{constant} in session.jsonl")
+
+    lines = (root / ".lore/sessions/s1/session.jsonl").read_text().splitlines()
+    assert [json.loads(line, parse_constant=strict)["args"] for line in lines] == [{"n": 1.5}]
 
 
 # ---------------------------------------------------------------- freshness while running

@@ -135,7 +135,11 @@ def test_local_midnight_across_daylight_saving():
 
 @pytest.mark.parametrize(
     "text",
-    ["", "   ", "soonish", "3 fortnights ago", "2024-13", "2024-02-30", "last blursday", "12:30", "5m"],
+    [
+        *("", "   ", "soonish", "3 fortnights ago", "2024-13", "2024-02-30", "last blursday", "12:30", "5m"),
+        # past the years datetime holds: OverflowError / ValueError inside, an internal error before
+        *("99999999999 days ago", "99999999999999999999 weeks ago", "last 9999999 years", "9999-12-31"),
+    ],
 )
 def test_unreadable_values_are_usage_errors_naming_the_value(text):
     with pytest.raises(UsageError) as caught:

@@ -172,6 +172,29 @@ async def test_bad_input_is_422_naming_the_field(root):
         assert list(root.joinpath(".lore/memory").iterdir()) == []  # nothing half-written
 
 
+async def test_a_time_past_the_years_a_date_holds_is_a_400_not_a_500(root):
+    """`since`/`until` far in the past or future (`99999999999 days ago`, `last 9999999
+    years`, the day after 9999-12-31) overflowed date arithmetic: a 500."""
+    add_memory(root, "Dated", "A memory to filter by its time.")
+    app = build_app(str(root))
+    async with client(app) as c:
+        for value in (
+            "99999999999 days ago",
+            "last 9999999 years",
+            "9999-12-31",
+            "9999-12-31T23:59:59-14:00",
+        ):
+            for path, query in (("/api/memories", {}), ("/api/search", {"q": "dated"})):
+                for name in ("since", "until"):
+                    r = await c.get(path, params={**query, name: value})
+                    assert r.status_code == 400, (path, name, value, r.text)
+                    assert (
+                        value in r.json()["error"]["message"] and "0001-9999" in r.json()["error"]["message"]
+                    )
+            page = await c.get("/search", params={"q": "dated", "since": value})
+            assert page.status_code == 400 and "0001-9999" in page.text
+
+
 async def test_size_limits_413_and_field_limit(root):
     app = build_app(str(root))
     async with client(app) as c:
@@ -226,6 +249,33 @@ async def test_a_relation_typo_in_a_body_is_a_400_and_nothing_written(root):
         assert r.status_code == 400 and "'superseeds'" in r.json()["error"]["message"]
         assert (await c.get(f"/api/memories/{key}")).json()["sha256"] == got["sha256"]
         assert len((await c.get("/api/memories")).json()["items"]) == 1
+
+
+async def test_an_update_keeps_files_and_scope_inside_the_project_as_create_does(root):
+    """PATCH (and the edit form, MCP memory_write on an id) wrote `/etc/passwd` into a
+    committed memory's `files` where POST answers 422: the same check now applies."""
+    key = add_memory(root, "Retry policy", "Retry three times with backoff.")
+    app = build_app(str(root))
+    async with client(app) as c:
+        got = (await c.get(f"/api/memories/{key}")).json()
+        for change, field in (
+            ({"files": ["/etc/passwd"]}, "files"),
+            ({"files": ["src/auth.py", "../../outside.py"]}, "files"),
+            ({"applies_to": "file:../../etc/passwd"}, "applies_to"),
+            ({"title": "Kept out", "applies_to": "file:/etc/passwd"}, "applies_to"),
+        ):
+            r = await c.patch(f"/api/memories/{key}", json=change)
+            assert r.status_code == 422, (change, r.text)
+            assert (
+                r.json()["error"]["field"] == field and "inside the project" in r.json()["error"]["message"]
+            )
+        assert (await c.get(f"/api/memories/{key}")).json()["sha256"] == got["sha256"]  # nothing written
+        r = await c.patch(
+            f"/api/memories/{key}", json={"files": ["src/auth.py"], "applies_to": "file:src/auth.py"}
+        )
+        assert r.status_code == 200, r.text
+        now = (await c.get(f"/api/memories/{key}")).json()
+        assert now["files"] == ["src/auth.py"] and now["applies_to"] == "file:src/auth.py"
 
 
 async def test_another_agents_private_memory_is_missing(root):
@@ -551,6 +601,36 @@ async def test_off_loopback_needs_token_and_accepts_any_host(root):
     async with client(named, host="lore.internal", headers=headers) as c:
         assert (await c.get("/api/memories")).status_code == 200
         assert (await c.get("/api/memories", headers={"Host": "other.example"})).status_code == 421
+
+
+async def test_a_token_no_authorization_header_can_carry_is_refused_at_start(root):
+    """A passphrase or an accented token started a server whose API and MCP answered
+    401 to every call with it (the header is 'Bearer <one ASCII word>'), then 429."""
+    from lore.errors import UsageError
+
+    for token in ("correct horse battery staple", "pässwörd-0123456789abc", "tab\ttoken-0123456789"):
+        for host in ("0.0.0.0", "127.0.0.1"):
+            with pytest.raises(UsageError, match="without spaces"):
+                build_app(str(root), host=host, token=token)
+    token = "Sx9!-_.~:+/=@#%^&*()[]{}<>?,;|"
+    app = build_app(str(root), host="0.0.0.0", token=token)
+    async with client(app, headers={"Authorization": f"Bearer {token}"}) as c:
+        assert (await c.get("/api/memories")).status_code == 200
+
+
+async def test_allow_host_star_needs_a_token(root):
+    """`--allow-host '*'` answers any Host: on a token-less server a DNS-rebinding page
+    could then read and write memories, so it is refused; with a token it is the
+    token's to protect, as on a wildcard address."""
+    from lore.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"--allow-host '\*'.*token"):
+        build_app(str(root), allowed_hosts=["*"])
+    app = build_app(str(root), token=TOKEN, allowed_hosts=["*"])
+    async with client(app, host="rebound.example:8766") as c:
+        assert (await c.get("/api/memories")).status_code == 401
+        r = await c.get("/api/memories", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert r.status_code == 200
 
 
 async def test_file_view_masks_secrets_as_code_search_does(tmp_path):

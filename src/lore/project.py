@@ -176,6 +176,9 @@ class Project:
 
     def inside(self, user_path: str | os.PathLike[str], *, base: Path | None = None) -> Path:
         """Resolve a user-supplied path, refusing anything outside the project."""
+        if "\x00" in os.fspath(user_path):  # the OS can't name it: ValueError from realpath otherwise
+            shown = os.fspath(user_path).replace("\x00", "\\x00")[:200]
+            raise UsageError(f"the path '{shown}' contains a NUL character; remove it")
         candidate = Path(user_path)
         if not candidate.is_absolute():
             candidate = (base or Path.cwd()) / candidate

@@ -616,6 +616,8 @@ class Memories:
                 value, found = secrets.redact(value)
                 redacted += found
             setattr(memory, name, value)
+        if fields.get("files") is not None or fields.get("applies_to") is not None:
+            memory.check_project_paths()  # the project's own paths, as `add` and `edit --set` ask
         self._check_relations(memory, was)
         memory.updated_at = now_iso()
         text = markdown.render_checked(memory)

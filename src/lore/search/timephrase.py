@@ -90,8 +90,14 @@ def parse_when(text: str, *, now: datetime | None = None, end: bool = False) -> 
         UsageError: `text` is none of the accepted forms; the message names
             it and gives examples.
     """
-    start, stop = _period(text, now)
-    return _iso(stop if end else start)
+    try:
+        start, stop = _period(text, now)
+        return _iso(stop if end else start)
+    except (OverflowError, ValueError):  # date arithmetic past year 1 or 9999
+        raise UsageError(
+            f"the time '{(text or '').strip()[:100]}' reaches outside the years 0001-9999; "
+            f"give a time within them, e.g. {EXAMPLES}"
+        ) from None
 
 
 def time_range(

@@ -15,6 +15,7 @@ Strings are redacted (:mod:`lore.secrets`) before anything is written.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, TypeGuard
 
@@ -125,14 +126,17 @@ def normalise(event: object) -> RawEvent:
         name = data.get("toolName")
         if not isinstance(name, str) or not name.strip():
             raise ValidationError("a tool_call needs 'toolName'", field="toolName")
-        out.update(toolName=name.strip(), args=_clean(data.get("args", {})))
+        out.update(toolName=name.strip(), args=_clean(_json_value(data.get("args", {}), "args")))
         if data.get("toolCallId") is not None:
             out["toolCallId"] = str(data["toolCallId"])
     else:
         if "result" not in data:
             raise ValidationError("a tool_result needs 'result'", field="result")
         call_id = data.get("toolCallId")
-        out.update(toolCallId=None if call_id is None else str(call_id), result=_clean(data["result"]))
+        out.update(
+            toolCallId=None if call_id is None else str(call_id),
+            result=_clean(_json_value(data["result"], "result")),
+        )
         if data.get("isError"):
             out["isError"] = True
     out["timestamp"] = parse_time(when, field_name="timestamp") if when is not None else now_iso()
@@ -219,6 +223,24 @@ def _as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _json_value(value: Any, field: str) -> Any:
+    """`value` if it is plain JSON; NaN, Infinity (JSON has neither: the line would
+    not be JSON) or a non-JSON object is refused, naming the field."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValidationError(f"{value} is not a JSON number; send it as a string", field=field)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValidationError(f"keys must be strings (got {key!r:.40})", field=field)
+            _json_value(item, field)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _json_value(item, field)
+    elif not isinstance(value, (str, int, float, bool, type(None))):
+        raise ValidationError(f"a {type(value).__name__} is not a JSON value", field=field)
+    return value
 
 
 def _clean(value: Any) -> Any:

@@ -116,6 +116,14 @@ class Guard:
                 f"binding to {host or 'all addresses'} exposes your project; set a token with --token "
                 "or LORE_TOKEN (or bind to 127.0.0.1)"
             )
+        if token and not (token.isascii() and token.isprintable() and " " not in token):
+            from lore.errors import UsageError
+
+            # It travels as 'Authorization: Bearer <token>': ASCII, one word.
+            raise UsageError(
+                "the token must be letters, digits and punctuation without spaces (it is sent in an "
+                "HTTP header); e.g. `openssl rand -hex 16`"
+            )
         if token is not None and len(token) < 16 and not is_loopback(host):
             from lore.errors import UsageError
 
@@ -123,7 +131,16 @@ class Guard:
                 "the token is too short for a server off loopback; use at least 16 random characters "
                 "(e.g. `openssl rand -hex 16`)"
             )
-        hosts = set(LOOPBACK_NAMES) | {h.lower().strip("[]") for h in extra_hosts}
+        extra = {h.lower().strip("[]") for h in extra_hosts}
+        if "*" in extra and not token and users is None:
+            from lore.errors import UsageError
+
+            # "*" answers any Host: without a token nothing would stop a DNS-rebinding page.
+            raise UsageError(
+                "--allow-host '*' would let any web site reach this server (DNS rebinding); "
+                "name the hosts clients use, or set a token with --token or LORE_TOKEN"
+            )
+        hosts = set(LOOPBACK_NAMES) | extra
         if is_wildcard(host) and (token or users is not None):
             hosts.add("*")
         elif not is_wildcard(host):
