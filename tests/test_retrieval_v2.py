@@ -397,6 +397,36 @@ def test_exact_identifier_is_never_outranked_by_a_vector_only_hit(tmp_path):
     project.close()
 
 
+def test_a_keyword_hit_past_the_nearest_candidates_keeps_its_meaning(tmp_path):
+    """A keyword candidate the vector candidates did not reach is fused with
+    its own cosine, not 0: every hit's similarity is its true cosine, and on
+    both backends `vector_scores` gives the cosines `vector_search` gives."""
+    project = lore.init(tmp_path / "p")
+    topics = ["invoices", "deploys", "office pets", "coffee", "holidays", "backups", "fonts", "parking"]
+    with project.memories.batch():
+        for i in range(2 * hybrid.CANDIDATES):  # twice what a candidate list holds
+            topic = topics[i % len(topics)]
+            project.add(
+                title=f"Note {i} on {topic}", body=f"The {topic} rule number {i} of the team handbook."
+            )
+    project.embed()
+    store, (query, _) = (
+        project.store,
+        project.searcher.query("team handbook rule about parking", "memory", None),
+    )
+    everything = dict(store.vector_search("memory", query.model, query.vector, None, 10_000))
+    assert store.vector_scores("memory", query.model, query.vector, list(everything)) == pytest.approx(
+        everything
+    )
+    assert store.vector_scores("memory", query.model, query.vector, []) == {}
+    hits = hybrid.search(store, "memory", query, limit=hybrid.CANDIDATES)
+    beyond = [h for h in hits if h.source == "bm25"]  # keyword hits the nearest candidates missed
+    assert beyond, "the query should reach past the vector candidates"
+    for hit in hits:
+        assert hit.similarity == pytest.approx(everything[hit.chunk.chunk_id], abs=1e-5)
+    project.close()
+
+
 def _scored(i: int, source: str, exact: int, score: float) -> hybrid.Scored:
     chunk = ChunkRecord(i, "memory", f"m{i}.md", None, None, None, 1, 1, "", "", f"text {i}")
     return hybrid.Scored(chunk, score, source, exact=exact)

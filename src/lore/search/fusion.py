@@ -89,12 +89,18 @@ def fuse(
     vector: list[tuple[Hashable, float]],
     mode: str = DEFAULT_FUSION,
     n_terms: int = 1,
+    meaning: dict[Hashable, float] | None = None,
 ) -> list[tuple[Hashable, float, str]]:
     """Merge two ranked lists of (key, relevance 0-1) into (key, fused score, source), best first.
 
     `source` is "hybrid" when both lists had the key, else the one that did.
-    `n_terms` (the query's) sets the vector list's RRF weight.
+    `n_terms` (the query's) sets the vector list's RRF weight. `meaning`: the
+    vector relevance of keyword candidates the vector list did not reach
+    (their exact cosines, looked up), so the score sums (adaptive, weighted)
+    count both sides of every candidate rather than 0 for the side that
+    missed it; RRF ranks, and ignores it.
     """
+    meaning = meaning or {}
     if mode not in FUSIONS:
         raise ValueError(f"unknown fusion {mode!r}; use one of {FUSIONS}")
     kw = {key: (rank, score) for rank, (key, score) in enumerate(keyword)}
@@ -105,7 +111,7 @@ def fuse(
     for key in {**kw, **vec}:
         in_kw, in_vec = key in kw, key in vec
         k_score = kw[key][1] if in_kw else 0.0
-        v_score = vec[key][1] if in_vec else 0.0
+        v_score = vec[key][1] if in_vec else meaning.get(key, 0.0)
         if mode == "adaptive":
             score = w_kw * k_score + (1 - w_kw) * v_score
         elif mode == "rrf":

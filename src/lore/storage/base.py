@@ -543,6 +543,9 @@ class Store(Protocol):
         self, kind: str, model: str, query: np.ndarray, flt: AnyFilter | None, limit: int
     ) -> list[tuple[int, float]]: ...
     def vector_count(self, kind: str, model: str) -> int: ...
+    def vector_scores(
+        self, kind: str, model: str, query: np.ndarray, chunk_ids: Sequence[int]
+    ) -> dict[int, float]: ...
 
     # vectors
     def pending_embeddings(

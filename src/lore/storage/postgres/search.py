@@ -322,6 +322,23 @@ class ChunkRows(StoreCore):
         rows = self._rows(query, (vector, model, kind, *self._scope, *params, vector, limit))
         return [(int(r[0]), float(r[1])) for r in rows]
 
+    def vector_scores(
+        self, kind: str, model: str, query: np.ndarray, chunk_ids: Sequence[int]
+    ) -> dict[int, float]:
+        """{chunk id: cosine with `query`} of the given chunks that have a vector."""
+        import numpy as np
+
+        if not chunk_ids:
+            return {}
+        vector = np.asarray(query, dtype=np.float32)
+        rows = self._rows(
+            "SELECT c.id, 1 - (e.vector <=> %s::vector) FROM chunks c "
+            "JOIN embeddings e ON e.text_hash = c.text_hash AND e.model = %s AND e.dim = %s "
+            f"WHERE c.kind = %s AND c.id = ANY(%s) AND {sql.scope('c', True)}",
+            (vector, model, int(vector.shape[0]), kind, list(chunk_ids), *self._scope),
+        )
+        return {int(r[0]): float(r[1]) for r in rows}
+
     def vector_count(self, kind: str, model: str) -> int:
         row = self._one(
             f"SELECT count(*) FROM chunks c WHERE c.kind = %s AND {sql.scope('c')} AND EXISTS "

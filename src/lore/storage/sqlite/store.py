@@ -702,6 +702,14 @@ class SQLiteStore:
     def vector_count(self, kind: str, model: str) -> int:
         return len(self._vector_set(kind, model))
 
+    def vector_scores(
+        self, kind: str, model: str, query: np.ndarray, chunk_ids: Sequence[int]
+    ) -> dict[int, float]:
+        """{chunk id: cosine with `query`} of the given chunks that have a vector."""
+        if not chunk_ids:
+            return {}
+        return self._vector_set(kind, model).cosines(query, chunk_ids)
+
     def _vector_set(self, kind: str, model: str) -> VectorSet:
         from lore.storage.sqlite.vectors import vector_set
 
@@ -1215,6 +1223,7 @@ for _name in (
     "lexical_search",
     "vector_search",
     "vector_count",
+    "vector_scores",
     "pending_embeddings",
     "count_pending",
     "all_embedded",

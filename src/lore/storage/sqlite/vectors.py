@@ -22,8 +22,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -52,6 +52,7 @@ class VectorSet:
     ids: np.ndarray  # chunk ids, int64
     matrix: np.ndarray  # float32 [n, dim], unit rows
     codes: Codes | None = None  # the 1-bit prefilter, for sets of APPROX_MIN rows and more
+    _order: np.ndarray | None = field(default=None, repr=False)  # ids' sort order, made on first lookup
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -93,6 +94,20 @@ class VectorSet:
         best = np.argpartition(-sims, k - 1)[:k]
         best = best[np.argsort(-sims[best], kind="stable")]
         return [(int(self.ids[i]), float(sims[i])) for i in best if sims[i] > -np.inf]
+
+    def cosines(self, query: np.ndarray, chunk_ids: Sequence[int]) -> dict[int, float]:
+        """{chunk id: exact cosine with `query`} of the given chunks held here."""
+        import numpy as np
+
+        if self._order is None:
+            self._order = np.argsort(self.ids, kind="stable")
+        order, wanted = self._order, np.asarray(chunk_ids, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.ids[order], wanted), max(len(order) - 1, 0))
+        rows = order[at] if len(order) else at
+        held = self.ids[rows] == wanted if len(order) else np.zeros(len(wanted), dtype=bool)
+        rows = rows[held]
+        sims = self.matrix[rows] @ query
+        return {int(i): float(c) for i, c in zip(self.ids[rows], sims, strict=True)}
 
     def mask(self, chunk_ids: set[int]) -> np.ndarray:
         import numpy as np
