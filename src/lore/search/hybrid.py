@@ -11,10 +11,10 @@
   :func:`lexical_relevance` (share of query terms matched, and how strongly);
   vector hits by :func:`similarity_relevance` (cosine mapped between the
   model's "unrelated" and "same meaning" levels); fused by
-  :mod:`lore.search.fusion`. A keyword candidate beyond the nearest vector
-  candidates is fused with its own cosine (looked up by id), not with 0, so
-  its score counts its meaning as a vector candidate's does (LoCoMo R@1
-  .353 → .358, MRR .507 → .512; docs/benchmarks.md).
+  :mod:`lore.search.fusion`. In memory search, a keyword candidate beyond
+  the nearest vector candidates is fused with its own cosine (looked up by
+  id), not with 0, so its score counts its meaning as a vector candidate's
+  does (:data:`COMPLETED_KINDS`).
 - **Exact matches stay on top**: a result holding an exact identifier or the
   query's phrase, or every query term, is never outranked by a vector-only hit.
 - **No good match is an answer**: results below the relevance floor are
@@ -48,6 +48,13 @@ _HALF_SCORE_PER_TERM = 1.5
 SIMILARITY_FLOOR = 0.15
 SIMILARITY_FULL = 0.75
 DEFAULT_LEVELS = (SIMILARITY_FLOOR, SIMILARITY_FULL, SIMILARITY_FLOOR)
+# Kinds whose keyword candidates beyond the nearest vector candidates are
+# fused with their own cosine rather than 0: memories (LoCoMo R@1 .353 →
+# .358, MRR .507 → .512, R@10 .652 → .658; CoSQA unchanged). Not code or
+# commits: on the ten time-split sets it lowered MRR@10 on seven (sqlalchemy
+# .695 → .684, ripgrep .627 → .608), where the model reads code poorly and
+# the files ranking weighs words and meaning its own way (docs/benchmarks.md).
+COMPLETED_KINDS = frozenset({"memory"})
 # Results below this relevance are "no good match" and left out.
 RELEVANCE_FLOOR = 0.01
 
@@ -190,7 +197,8 @@ def _fuse(
         return list(lex.values())
     if mode == "vector":
         return list(vec.values())
-    missed = [h for g, h in lex.items() if g not in vec] if fusion_mode != "rrf" else []
+    complete = fusion_mode != "rrf" and kind in COMPLETED_KINDS
+    missed = [h for g, h in lex.items() if g not in vec] if complete else []
     meaning = _meaning_of(store, kind, query, missed)
     fused = fusion.fuse(
         [(k, s.score) for k, s in lex.items()],
