@@ -419,6 +419,7 @@ def test_a_keyword_hit_past_the_nearest_candidates_keeps_its_meaning(tmp_path):
         everything
     )
     assert store.vector_scores("memory", query.model, query.vector, []) == {}
+    assert store.vector_scores("code", query.model, query.vector, [1, 2, 3]) == {}  # no code vectors at all
     hits = hybrid.search(store, "memory", query, limit=hybrid.CANDIDATES)
     beyond = [h for h in hits if h.source == "bm25"]  # keyword hits the nearest candidates missed
     assert beyond, "the query should reach past the vector candidates"

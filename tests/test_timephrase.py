@@ -150,6 +150,13 @@ def test_unreadable_values_are_usage_errors_naming_the_value(text):
     assert "e.g." in message or "min or" in message
 
 
+@pytest.mark.parametrize("text", ["last\n9999999 years", "next\ntuesday\r\nplease", "2024-13-45\nx"])
+def test_a_value_over_several_lines_is_quoted_on_one(text):
+    with pytest.raises(UsageError) as caught:
+        since(text)
+    assert "\n" not in str(caught.value) and "\r" not in str(caught.value)
+
+
 def test_minutes_or_months_ambiguity_is_explained():
     with pytest.raises(UsageError, match="5min or 5mo"):
         since("5m")

@@ -405,6 +405,26 @@ def test_a_missing_transcript_is_not_found(store, tmp_path):
         store.import_transcript(tmp_path / "nope.jsonl")
 
 
+def test_a_session_file_an_older_lore_wrote_with_nan_still_imports(store, tmp_path):
+    """Live appends refuse NaN and Infinity (JSON has neither); a session.jsonl an
+    older Lore wrote with them imports whole, the values kept as strings."""
+    old = tmp_path / "session.jsonl"
+    old.write_text(
+        '{"type": "message", "role": "user", "content": "run the slow tests", "timestamp": "2026-01-02T10:00:00Z"}\n'
+        '{"type": "tool_call", "toolName": "Bash", "args": {"timeout": NaN, "limits": [1, Infinity]}, '
+        '"toolCallId": "t1", "timestamp": "2026-01-02T10:00:01Z"}\n'
+        '{"type": "tool_result", "toolCallId": "t1", "result": -Infinity, "timestamp": "2026-01-02T10:00:02Z"}\n'
+    )
+    result = store.import_transcript(old, session_id="older")
+    assert result.format == "lore" and result.appended == 3
+    events = store.events("older")
+    assert [e.type for e in events] == ["message", "tool_call", "tool_result"]
+    assert events[1].args == {"timeout": "nan", "limits": [1, "inf"]} and events[2].result == "-inf"
+    written = next(store.root.rglob("older/session.jsonl"))
+    for line in written.read_text().splitlines():
+        json.loads(line, parse_constant=lambda name: pytest.fail(f"{name} in a session file"))
+
+
 # ---------------------------------------------------------------- Claude Code hooks
 
 

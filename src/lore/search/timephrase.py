@@ -95,7 +95,7 @@ def parse_when(text: str, *, now: datetime | None = None, end: bool = False) -> 
         return _iso(stop if end else start)
     except (OverflowError, ValueError):  # date arithmetic past year 1 or 9999
         raise UsageError(
-            f"the time '{(text or '').strip()[:100]}' reaches outside the years 0001-9999; "
+            f"the time '{' '.join((text or '').split())[:100]}' reaches outside the years 0001-9999; "
             f"give a time within them, e.g. {EXAMPLES}"
         ) from None
 
@@ -134,7 +134,7 @@ def _now(now: datetime | None) -> datetime:
 def _period(text: str, given_now: datetime | None) -> tuple[datetime, datetime]:
     """The first instant of the period `text` names and the first instant after it."""
     now = _now(given_now)
-    raw = (text or "").strip()
+    raw = " ".join((text or "").split())  # one line in any message that quotes it
     phrase = _PREFIX.sub("", " ".join(raw.lower().split()))
     if not phrase:
         raise UsageError(f"no time given; use a date or a phrase, e.g. {EXAMPLES}")

@@ -95,12 +95,14 @@ def tool_result(
     return _without_none(event)
 
 
-def normalise(event: object) -> RawEvent:
+def normalise(event: object, *, imported: bool = False) -> RawEvent:
     """Check an event to append and put it in its on-disk shape (without ``id``).
 
     Accepts 004's camelCase keys or snake_case ones (``tool_name``...). The
     timestamp is normalised to UTC ``...Z`` (now when missing); secrets in
-    strings are redacted.
+    strings are redacted. NaN and Infinity in args or results are refused;
+    an `imported` event (a transcript read from a file, maybe written by an
+    older Lore that let them through) keeps them as the strings "nan", "inf".
 
     Raises:
         ValidationError: not an object, unknown type or role, missing field.
@@ -126,7 +128,10 @@ def normalise(event: object) -> RawEvent:
         name = data.get("toolName")
         if not isinstance(name, str) or not name.strip():
             raise ValidationError("a tool_call needs 'toolName'", field="toolName")
-        out.update(toolName=name.strip(), args=_clean(_json_value(data.get("args", {}), "args")))
+        args = data.get("args", {})
+        out.update(
+            toolName=name.strip(), args=_clean(_json_value(_finite(args) if imported else args, "args"))
+        )
         if data.get("toolCallId") is not None:
             out["toolCallId"] = str(data["toolCallId"])
     else:
@@ -135,7 +140,7 @@ def normalise(event: object) -> RawEvent:
         call_id = data.get("toolCallId")
         out.update(
             toolCallId=None if call_id is None else str(call_id),
-            result=_clean(_json_value(data["result"], "result")),
+            result=_clean(_json_value(_finite(data["result"]) if imported else data["result"], "result")),
         )
         if data.get("isError"):
             out["isError"] = True
@@ -240,6 +245,17 @@ def _json_value(value: Any, field: str) -> Any:
             _json_value(item, field)
     elif not isinstance(value, (str, int, float, bool, type(None))):
         raise ValidationError(f"a {type(value).__name__} is not a JSON value", field=field)
+    return value
+
+
+def _finite(value: Any) -> Any:
+    """`value` with NaN and the infinities as strings (JSON has none of them)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
     return value
 
 

@@ -187,7 +187,7 @@ class SessionStore:
                 f"{source} is not a transcript: no Claude Code, Codex or Lore session line in it"
             )
         fmt = transcript.format or (cursor or {}).get("format") or "lore"
-        normalised = [ev.normalise(event) for event in transcript.events]
+        normalised = [ev.normalise(event, imported=True) for event in transcript.events]
         new_cursor = {
             "path": str(source),
             "head": transcript.head,

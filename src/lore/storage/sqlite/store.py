@@ -143,10 +143,8 @@ class SQLiteStore:
             if version > SCHEMA_VERSION:
                 db.close()
                 return self._rebuild("was written by a newer Lore")
-            if version < SCHEMA_VERSION:
-                _migrate(db)
-                if version:
-                    _reclaim(db)
+            if version < SCHEMA_VERSION and _migrate(db) and version:
+                _reclaim(db)
             _probe(db)
             return db
         except sqlite3.DatabaseError as err:
@@ -1576,10 +1574,12 @@ def _schema_version(db: sqlite3.Connection) -> int:
     return int(row[0]) if row else 0
 
 
-def _migrate(db: sqlite3.Connection) -> None:
+def _migrate(db: sqlite3.Connection) -> bool:
+    """Apply the migrations this index lacks; False when another process had
+    already applied them (the version is read again under the write lock)."""
     db.execute("BEGIN IMMEDIATE")
     try:
-        version = _schema_version(db)  # re-read under the lock: another process may have migrated
+        version = _schema_version(db)
         for number in range(version, SCHEMA_VERSION):
             for statement in MIGRATIONS[number]:
                 db.execute(statement)
@@ -1592,6 +1592,7 @@ def _migrate(db: sqlite3.Connection) -> None:
         db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
+    return version < SCHEMA_VERSION
 
 
 def _reclaim(db: sqlite3.Connection) -> None:
@@ -1601,10 +1602,14 @@ def _reclaim(db: sqlite3.Connection) -> None:
     free = db.execute("PRAGMA freelist_count").fetchone()[0]
     if free * 4 < db.execute("PRAGMA page_count").fetchone()[0]:
         return
+    db.execute("PRAGMA busy_timeout = 1000")  # a writer at work: leave it, the pages get reused
     try:
         db.execute("VACUUM")
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # or the WAL keeps the rewritten file's size
     except sqlite3.OperationalError:
         pass
+    finally:
+        db.execute("PRAGMA busy_timeout = 30000")
 
 
 def _like_prefix(text: str) -> str:

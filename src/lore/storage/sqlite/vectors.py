@@ -52,7 +52,7 @@ class VectorSet:
     ids: np.ndarray  # chunk ids, int64
     matrix: np.ndarray  # float32 [n, dim], unit rows
     codes: Codes | None = None  # the 1-bit prefilter, for sets of APPROX_MIN rows and more
-    _order: np.ndarray | None = field(default=None, repr=False)  # ids' sort order, made on first lookup
+    _order: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -99,13 +99,15 @@ class VectorSet:
         """{chunk id: exact cosine with `query`} of the given chunks held here."""
         import numpy as np
 
-        if self._order is None:
-            self._order = np.argsort(self.ids, kind="stable")
-        order, wanted = self._order, np.asarray(chunk_ids, dtype=np.int64)
-        at = np.minimum(np.searchsorted(self.ids[order], wanted), max(len(order) - 1, 0))
-        rows = order[at] if len(order) else at
-        held = self.ids[rows] == wanted if len(order) else np.zeros(len(wanted), dtype=bool)
-        rows = rows[held]
+        if not len(self) or not len(chunk_ids):
+            return {}
+        if self._order is None:  # (order, the ids in that order), made on the first lookup
+            order = np.argsort(self.ids, kind="stable")
+            self._order = (order, self.ids[order])
+        order, sorted_ids = self._order
+        wanted = np.asarray(chunk_ids, dtype=np.int64)
+        rows = order[np.minimum(np.searchsorted(sorted_ids, wanted), len(order) - 1)]
+        rows = rows[self.ids[rows] == wanted]
         sims = self.matrix[rows] @ query
         return {int(i): float(c) for i, c in zip(self.ids[rows], sims, strict=True)}
 
