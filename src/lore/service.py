@@ -73,6 +73,7 @@ if TYPE_CHECKING:
         SessionInfo,
     )
     from lore.sessions.store import SessionStore
+    from lore.storage.transfer import TransferReport
 
 Progress = Callable[[int, int], None] | None
 _Part = TypeVar("_Part")
@@ -238,6 +239,32 @@ class Lore:
     def sync(self, *, force: bool = False) -> SyncReport:
         """Bring the index up to date with the memory files (cheap when nothing changed)."""
         return self.memories.sync(force=force)
+
+    def export_index(self, target: str | os.PathLike[str], *, force: bool = False) -> TransferReport:
+        """Write this project's index (memories, code, history, vectors, anchors,
+        access) to the file `target`, after bringing it up to date.
+
+        Never into the committed part of ``.lore/`` (a dump holds every agent's
+        private memories), and never over an existing file unless `force`.
+        """
+        from lore.storage.transfer import export_index
+
+        path = Path(target)
+        if self.project.is_shared_place(path):
+            raise UsageError(
+                f"{target} is in .lore/, which is committed, and a dump holds private memories too; "
+                "write it outside .lore/ (or under .lore/local/)"
+            )
+        if os.path.lexists(path) and not force:  # an earlier dump, or any file: never replaced unasked
+            raise UsageError(f"{target} exists; give another file, or --force to replace it")
+        self.sync()
+        return export_index(self.store, path)
+
+    def import_index(self, source: str | os.PathLike[str]) -> TransferReport:
+        """Replace this project's index in the current backend with the dump in `source`."""
+        from lore.storage.transfer import import_index
+
+        return import_index(self.store, Path(source))
 
     def reindex(self, *, force: bool = False) -> SyncReport:
         """`lore index` for memories (``force``: check the index file whole, rebuild

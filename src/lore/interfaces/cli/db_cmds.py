@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import click
 
-from lore.errors import UsageError
 from lore.interfaces.cli.common import json_option, project_of
 from lore.interfaces.cli.output import emit_json, table
 
@@ -177,19 +174,9 @@ def projects(ctx, database_url, project_path, as_json):
 @_db_options
 def export_cmd(ctx, target, force, database_url, project_path, as_json):
     """Write this project's index (memories, code, history, vectors, anchors, access) to TARGET."""
-    from lore.storage.transfer import export_index
-
     lore = _open(ctx, project_path, database_url)
     try:
-        if lore.project.is_shared_place(Path(target)):  # a dump holds every agent's private memories
-            raise UsageError(
-                f"{target} is in .lore/, which is committed, and a dump holds private memories too; "
-                "write it outside .lore/ (or under .lore/local/)"
-            )
-        if os.path.lexists(target) and not force:  # an earlier dump, or any file: never replaced unasked
-            raise UsageError(f"{target} exists; give another file, or --force to replace it")
-        lore.sync()
-        report = export_index(lore.store, Path(target))
+        report = lore.export_index(target, force=force)
     finally:
         lore.close()
     if as_json:
@@ -206,11 +193,9 @@ def export_cmd(ctx, target, force, database_url, project_path, as_json):
 @_db_options
 def import_cmd(ctx, source, database_url, project_path, as_json):
     """Replace this project's index in the current backend with the dump in SOURCE."""
-    from lore.storage.transfer import import_index
-
     lore = _open(ctx, project_path, database_url)
     try:
-        report = import_index(lore.store, Path(source))
+        report = lore.import_index(source)
     finally:
         lore.close()
     if as_json:
