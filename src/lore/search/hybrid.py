@@ -198,8 +198,7 @@ def _fuse(
     if mode == "vector":
         return list(vec.values())
     complete = fusion_mode != "rrf" and kind in COMPLETED_KINDS
-    missed = [h for g, h in lex.items() if g not in vec] if complete else []
-    meaning = _meaning_of(store, kind, query, missed)
+    meaning = _meaning_of(store, kind, query, [h for g, h in lex.items() if g not in vec] if complete else [])
     fused = fusion.fuse(
         [(k, s.score) for k, s in lex.items()],
         [(k, s.score) for k, s in vec.items()],
@@ -208,7 +207,7 @@ def _fuse(
         {
             g: similarity_relevance(meaning[h.chunk.chunk_id], query.levels)
             for g, h in lex.items()
-            if h.chunk.chunk_id in meaning and g not in vec
+            if h.chunk.chunk_id in meaning
         },
     )
     out = []

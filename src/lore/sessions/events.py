@@ -128,10 +128,7 @@ def normalise(event: object, *, imported: bool = False) -> RawEvent:
         name = data.get("toolName")
         if not isinstance(name, str) or not name.strip():
             raise ValidationError("a tool_call needs 'toolName'", field="toolName")
-        args = data.get("args", {})
-        out.update(
-            toolName=name.strip(), args=_clean(_json_value(_finite(args) if imported else args, "args"))
-        )
+        out.update(toolName=name.strip(), args=_payload(data.get("args", {}), "args", imported))
         if data.get("toolCallId") is not None:
             out["toolCallId"] = str(data["toolCallId"])
     else:
@@ -140,7 +137,7 @@ def normalise(event: object, *, imported: bool = False) -> RawEvent:
         call_id = data.get("toolCallId")
         out.update(
             toolCallId=None if call_id is None else str(call_id),
-            result=_clean(_json_value(_finite(data["result"]) if imported else data["result"], "result")),
+            result=_payload(data["result"], "result", imported),
         )
         if data.get("isError"):
             out["isError"] = True
@@ -228,6 +225,12 @@ def _as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _payload(value: Any, field: str, imported: bool) -> Any:
+    """A tool call's args or result as stored: plain JSON (see :func:`normalise`
+    for NaN), every string redacted."""
+    return _clean(_json_value(_finite(value) if imported else value, field))
 
 
 def _json_value(value: Any, field: str) -> Any:

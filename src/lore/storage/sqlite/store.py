@@ -1503,13 +1503,17 @@ def _commit(row: Sequence[Any], at: int) -> CommitRecord:
 # -- connection ---------------------------------------------------------------------------------
 
 
+# How long a statement waits for another process's write lock.
+_BUSY_MS = 30_000
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists():
         # Owner-only: the index holds memory text and code (issue: readable by everyone was a leak).
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
-    db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
-    db.execute("PRAGMA busy_timeout = 30000")
+    db = sqlite3.connect(path, timeout=_BUSY_MS / 1000, isolation_level=None, check_same_thread=False)
+    db.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
     if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
         db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = NORMAL")
@@ -1609,7 +1613,7 @@ def _reclaim(db: sqlite3.Connection) -> None:
     except sqlite3.OperationalError:
         pass
     finally:
-        db.execute("PRAGMA busy_timeout = 30000")
+        db.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
 
 
 def _like_prefix(text: str) -> str:
