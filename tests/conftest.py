@@ -37,35 +37,6 @@ def pytest_configure(config):
     )
 
 
-@pytest.hookimpl(trylast=True)  # after `-m` has left out what it leaves out
-def pytest_collection_modifyitems(config, items):
-    """``LORE_TEST_SHARD=i/n``: run only the i-th of n groups of test modules,
-    balanced by their number of tests (CI runs the PostgreSQL pass as two
-    shards beside the SQLite pass; whole modules, so module-scoped projects
-    are built once)."""
-    shard = os.environ.get("LORE_TEST_SHARD")
-    if not shard:
-        return
-    index, total = (int(part) for part in shard.split("/"))
-    sizes: dict[str, int] = {}
-    for item in items:
-        module = item.nodeid.split("::")[0]
-        sizes[module] = sizes.get(module, 0) + 1
-    shards: list[set[str]] = [set() for _ in range(total)]
-    loads = [0] * total
-    for module in sorted(sizes, key=lambda m: (-sizes[m], m)):  # largest first, to the lightest shard
-        lightest = loads.index(min(loads))
-        shards[lightest].add(module)
-        loads[lightest] += sizes[module]
-    mine = shards[index - 1]
-    keep = [item for item in items if item.nodeid.split("::")[0] in mine]
-    if len(keep) < len(items):
-        config.hook.pytest_deselected(
-            items=[item for item in items if item.nodeid.split("::")[0] not in mine]
-        )
-        items[:] = keep
-
-
 @pytest.fixture(scope="session", autouse=True)
 def database_backend():
     """On the postgres backend: one server for the session (stopped, and its temp

