@@ -576,6 +576,8 @@ def test_bad_inputs_are_tool_errors_and_the_server_keeps_working(root):
             assert "offset" in message
             message = await s.error("update_index", files=["../outside.py"])
             assert "outside.py" in message
+            # The server's own layout is not shown: paths are relative to the project.
+            assert str(root) not in message and "(<project>)" in message, message
             message = await s.error("recall_context", title="x", budget=10)
             assert "budget" in message
             message = await s.error("search_codebase", query="x", changed_within_days=-1)

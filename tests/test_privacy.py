@@ -128,3 +128,19 @@ def test_mcp_identity_is_fixed_at_start_not_a_tool_argument(two_agents):
 
     anyio.run(run)
     assert "first of June" in (root / secret.path).read_text()
+
+
+@pytest.mark.storage_independent
+def test_server_messages_show_paths_relative_to_the_project(tmp_path):
+    from lore.errors import without_server_paths
+
+    root = tmp_path / "proj"
+    shown = without_server_paths(
+        f"cannot read {root}/.lore/memory/a.md; {root} is the project, {root}2/x is another; "
+        f"'{root}/src/a b.py' (quoted)",
+        [root],
+    )
+    assert shown == (
+        "cannot read .lore/memory/a.md; <project> is the project, "
+        f"{root}2/x is another; 'src/a b.py' (quoted)"
+    )

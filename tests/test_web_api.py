@@ -7,6 +7,7 @@ Projects are BM25 only (`[embedding] provider = "none"`): no model load.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -276,6 +277,23 @@ async def test_an_update_keeps_files_and_scope_inside_the_project_as_create_does
         assert r.status_code == 200, r.text
         now = (await c.get(f"/api/memories/{key}")).json()
         assert now["files"] == ["src/auth.py"] and now["applies_to"] == "file:src/auth.py"
+
+
+async def test_error_messages_do_not_show_the_servers_folders(root):
+    """A client sees paths relative to the project, not where the server keeps it:
+    the messages used to carry the project's absolute path (and the home folder's)."""
+    key = add_memory(root, "Retry policy", "Retry three times with backoff.")
+    app = build_app(str(root))
+    async with client(app) as c:
+        answers = [
+            await c.patch(f"/api/memories/{key}", json={"files": ["/etc/passwd"]}),
+            await c.post("/update-index", json={"files": ["../outside.py"]}),
+        ]
+    for r in answers:
+        message = r.json()["error"]["message"]
+        assert r.status_code in (400, 422) and "the project" in message, r.text
+        assert str(root) not in message and os.path.expanduser("~") + os.sep not in message, message
+    assert "outside the project (<project>)" in answers[1].json()["error"]["message"]
 
 
 async def test_another_agents_private_memory_is_missing(root):

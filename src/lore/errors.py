@@ -23,6 +23,9 @@ ProviderError      provider        1          502
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
 from typing import ClassVar
 
 
@@ -176,6 +179,26 @@ def as_lore_error(err: BaseException) -> LoreError | None:
     if isinstance(err, MemoryError):
         return StorageError("out of memory reading the input; is a file unexpectedly huge?")
     return None
+
+
+def without_server_paths(message: str, roots: Iterable[Path]) -> str:
+    """`message` as a server shows it to its clients: a path inside a served
+    project relative to that project (``<project>`` for the folder itself),
+    the home folder as ``~``. The server's own layout is not the client's
+    business, and a relative path is the one a client can use."""
+    for root in sorted({str(r) for r in roots}, key=len, reverse=True):
+        message = _path_under(root).sub(lambda m: m.group(1) or "<project>", message)
+    home = os.path.expanduser("~")
+    if home not in ("", "/"):
+        message = _path_under(home).sub(lambda m: "~" + (("/" + m.group(1)) if m.group(1) else ""), message)
+    return message
+
+
+def _path_under(root: str) -> re.Pattern[str]:
+    # The folder itself, or a path below it; not a longer name that begins the same.
+    return re.compile(
+        re.escape(root.rstrip(os.sep)) + r"(?:" + re.escape(os.sep) + r"([^\s'\"),;]*))?(?![\w.-])"
+    )
 
 
 def unchanged(err: OSError, what: str) -> LoreError:

@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, WithJsonSchema
 
-from lore.errors import LoreError, NotFound, UsageError, as_lore_error
+from lore.errors import LoreError, NotFound, UsageError, as_lore_error, without_server_paths
 from lore.memory.model import MAX_KEYWORD_LEN, MAX_KEYWORDS, MAX_SUBJECT, MEMORY_TYPES
 
 MAX_LIMIT = 50
@@ -101,7 +101,7 @@ class LoreTools:
                 known = as_lore_error(err)
                 if known is None:
                     raise
-                raise ToolError(str(known)) from None
+                raise ToolError(without_server_paths(str(known), [self.own.project.root])) from None
 
     def warm(self) -> None:
         """Load the model and matrices before the first call."""

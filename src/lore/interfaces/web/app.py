@@ -23,7 +23,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from lore.errors import LoreError, NotFound
-from lore.interfaces.web import api, auth, pages
+from lore.interfaces.web import api, auth, pages, render
 from lore.interfaces.web.inputs import (
     MAX_REQUEST_BYTES,
     PayloadTooLarge,
@@ -107,6 +107,7 @@ def build_app(
         table = UserTable.load(users)
     guard = auth.Guard.for_bind(host, token, list(allowed_hosts), table)
     tools = LoreTools(project, agent)
+    render.SERVED_ROOTS.add(tools.own.project.root)
     if table is not None:
         from lore.interfaces.team import TeamLores
         from lore.storage import resolve_database_url

@@ -11,12 +11,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from lore.errors import LoreError, UsageError, ValidationError, as_lore_error
+from lore.errors import LoreError, UsageError, ValidationError, as_lore_error, without_server_paths
 from lore.interfaces.units import file_size
 
 HERE = Path(__file__).parent
 # Core field names → the names the HTTP API uses for the same input.
 FIELD_NAMES = {"subject": "title", "keywords": "tags", "body": "body"}
+# The projects this process serves (build_app adds its own): error messages show
+# paths inside them relative to the project, never the server's absolute layout.
+SERVED_ROOTS: set[Path] = set()
 
 
 def dumps(data: Any) -> bytes:
@@ -48,10 +51,10 @@ def as_error(err: BaseException) -> LoreError:
 
 def error_body(err: LoreError) -> dict:
     """``{"error": {"code", "message", "field"?}}``"""
-    body: dict = {"code": err.code, "message": str(err)}
+    body: dict = {"code": err.code, "message": without_server_paths(str(err), SERVED_ROOTS)}
     if isinstance(err, ValidationError) and err.field:
         body["field"] = FIELD_NAMES.get(err.field, err.field)
-        body["message"] = f"{body['field']}: {err.reason}"
+        body["message"] = f"{body['field']}: {without_server_paths(err.reason, SERVED_ROOTS)}"
     return {"error": body}
 
 
