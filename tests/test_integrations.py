@@ -546,3 +546,20 @@ def test_uninstall_gives_back_a_lore_server_the_user_already_had(cli):
     cli("uninstall", "claude-code")
     assert mcp.read_bytes() == original
     assert not (cli.cwd / ".lore/local/install-originals.json").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_a_config_that_is_no_regular_file_is_refused_without_hanging(cli, kind):
+    """A repository can commit `.mcp.json -> /dev/zero`: `lore install` read it
+    forever (and a FIFO blocked it). Now one line names the file; nothing is written."""
+    mcp = cli.cwd / ".mcp.json"
+    if kind == "fifo":
+        os.mkfifo(mcp)
+    else:
+        mcp.symlink_to("/dev/zero")
+    result = cli("install", "claude-code", ok=False)
+    assert result.returncode == 1, result.stderr
+    errors = [line for line in result.stderr.splitlines() if "not on PATH" not in line]
+    assert len(errors) == 1 and ".mcp.json" in errors[0] and "not a regular file" in errors[0], errors
+    assert not (cli.cwd / ".claude").exists()
+    assert mcp.is_fifo() if kind == "fifo" else os.readlink(mcp) == "/dev/zero"

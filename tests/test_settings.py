@@ -5,6 +5,8 @@ instead — never an internal error, never a silent fall back to a default
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 BASE = '[embedding]\nprovider = "none"\n'
@@ -73,3 +75,33 @@ def test_the_written_defaults_and_documented_keys_are_accepted(cli):
     )
     assert cli.json("list") == []
     assert cli.json("gc") == {"purged": []}
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo", "folder"])
+def test_a_config_that_is_no_regular_file_is_refused_without_hanging(cli, kind):
+    """`.lore/config.toml` is committed, so a repository can make it a link to
+    /dev/zero: every command (and Claude Code's hooks) then read it forever.
+    A FIFO blocked them, and a folder was a bare 'file system error'."""
+    config = cli.cwd / ".lore/config.toml"
+    config.unlink()
+    if kind == "dev-zero":
+        config.symlink_to("/dev/zero")
+    elif kind == "fifo":
+        os.mkfifo(config)
+    else:
+        config.mkdir()
+    line = _one_line(cli("list", ok=False))
+    assert ".lore/config.toml" in line and "not a regular file" in line, line
+    assert config.is_symlink() or config.exists()
+
+
+def test_a_config_linked_to_a_shared_file_is_read(cli, tmp_path):
+    """A link to a config shared between projects is followed, as before."""
+    shared = tmp_path / "shared.toml"
+    shared.write_text("[recall]\nbudget = 'x'\n" + BASE)
+    config = cli.cwd / ".lore/config.toml"
+    config.unlink()
+    config.symlink_to(shared)
+    assert "[recall] budget must be a number" in _one_line(cli("list", ok=False))
+    shared.write_text(BASE)
+    assert cli.json("list") == []

@@ -149,6 +149,21 @@ def test_a_dump_is_never_written_into_the_committed_lore_folder(cli, target):
         ['{"format": "lore-index-dump", "version": 1}', '{"file": 5}'],
         ['{"format": "lore-index-dump", "version": 1}', '{"file": {"path": "a.py"}}'],
         ['{"format": "lore-index-dump", "version": 1}', '{"vector": {"hash": "h"}}'],
+        # vectors of two lengths: np.stack died after the last line (internal error)
+        [
+            '{"format": "lore-index-dump", "version": 1, "meta": {"embed_model": "m"}}',
+            '{"vector": {"hash": "a", "data": "AACAPwAAAEAAAEBAAACAQA=="}}',
+            '{"vector": {"hash": "b", "data": "AACAPwAAAEAAAEBA"}}',
+        ],
+        # an access count of 1e400 is infinity: int() overflowed (internal error)
+        [
+            '{"format": "lore-index-dump", "version": 1}',
+            '{"access": {"memory_id": "x", "count": 1e400, "last_accessed": "2026-01-01T00:00:00Z"}}',
+        ],
+        # a header's index state that is not text went into the index (or failed there as "index error")
+        ['{"format": "lore-index-dump", "version": 1, "meta": {"indexed_commit": ["x"]}}'],
+        ['{"format": "lore-index-dump", "version": 1, "meta": {"embed_model": 5}}'],
+        ['{"format": "lore-index-dump", "version": true}'],
     ],
 )
 def test_a_damaged_dump_is_one_line_and_leaves_the_index_as_it_was(cli, tmp_path, lines):

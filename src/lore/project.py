@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lore.errors import ProjectNotFound, UsageError, ValidationError
+from lore.errors import NotFound, ProjectNotFound, UsageError, ValidationError
+from lore.safe_read import read_regular
 
 LORE_DIR = ".lore"
 RESERVED_LOCAL = ("session", "trash", "cache", "sessions", "daily", "archive")
@@ -213,12 +214,17 @@ def agent_key(agent: str) -> str:
     return key
 
 
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
 def load_settings(path: Path) -> dict[str, Any]:
     """Read config.toml; a missing file means defaults, a broken one (bad TOML, or
-    a section, key or value Lore can't use: :mod:`lore.settings`) is an error."""
+    a section, key or value Lore can't use: :mod:`lore.settings`) is an error, and
+    so is anything but a regular file (the file is committed: a link to
+    /dev/zero would otherwise be read forever)."""
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+        raw = read_regular(path, max_bytes=MAX_CONFIG_BYTES)
+    except NotFound:
         return {}
     try:
         settings = tomllib.loads(raw.decode("utf-8"))

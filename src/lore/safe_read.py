@@ -72,6 +72,37 @@ def read_inside(root: Path | str, rel: str, *, max_bytes: int) -> bytes:
     return data
 
 
+def read_regular(path: Path | str, *, max_bytes: int) -> bytes:
+    """The bytes of the regular file at ``path``, a file of Lore's own that may
+    be a link (a config shared between projects): followed wherever it leads,
+    but a FIFO, device, socket or folder is refused without blocking, and at
+    most ``max_bytes + 1`` bytes are read.
+
+    Raises:
+        NotFound: there is no file at ``path``.
+        ValidationError: anything else; the message names the file and what to do.
+    """
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        raise NotFound(f"{path}: no such file") from None
+    except OSError as err:
+        raise ValidationError(_open_problem(err), path=str(path)) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValidationError(_not_regular(info.st_mode), path=str(path))
+        os.set_blocking(fd, True)
+        data = _read_at_most(fd, max_bytes + 1)
+    except OSError as err:
+        raise ValidationError(f"cannot read ({err.strerror}); check the file", path=str(path)) from None
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        raise ValidationError(_too_big(len(data), max_bytes), path=str(path))
+    return data
+
+
 def read_stream(stream: IO[AnyStr], source: str, *, max_bytes: int = MAX_INPUT_BYTES) -> AnyStr:
     """All of ``stream`` (a file or stdin a user handed over), reading at most
     ``max_bytes + 1`` bytes (characters, for a text stream).

@@ -662,6 +662,7 @@ class Lore:
 
     def start_session(self, session_id: str | None = None, *, user: str | None = None) -> SessionInfo:
         """Start a recorded session, and what 001 does when one starts (see :meth:`session_started`)."""
+        self.lifecycle.now()  # a bad LORE_NOW is refused before the session exists
         info = self.sessions.start(session_id, agent=self.agent, user=user)
         self.session_started(info.id)
         return info

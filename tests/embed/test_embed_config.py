@@ -63,3 +63,27 @@ def test_importing_lore_embed_is_light():
         "assert not heavy, heavy"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(
+    "setting",
+    ["timeout = nan", "timeout = inf", "timeout = 1e300", "retry_backoff = nan", "retry_backoff = inf"],
+)
+def test_a_number_no_clock_can_wait_is_refused_with_one_line(cli, setting):
+    """`timeout = nan` passed every bound (a NaN compares false) and crashed the
+    search with an internal ValueError; inf and 1e300 overflowed the socket's
+    clock. Now refused like any bad [embedding] value: search says so in one
+    line and falls back to keywords."""
+    config = cli.cwd / ".lore" / "config.toml"
+    text = config.read_text().replace(
+        'provider = "local"',
+        f'provider = "openai-compatible"\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\n{setting}',
+    )
+    config.write_text(text)
+    result = cli("search", "anything", ok=False)
+    assert result.returncode == 0, result.stderr
+    name = setting.split()[0]
+    assert f"[embedding] {name} must be" in result.stderr
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert config.read_text() == text

@@ -156,3 +156,20 @@ def test_the_90_day_archive_end_to_end(proj, clock, cli_in):
     clock.set(401)
     proj.show(m.id)
     assert m.id in {r["id"] for r in proj.list()}
+
+
+@pytest.mark.parametrize(
+    "when", ["0001-01-01T00:00:00Z", "0001-01-01T00:00:00+05:00", "9999-12-31T23:00:00-05:00"]
+)
+def test_a_lore_now_no_date_arithmetic_can_use_is_refused_in_one_line(cli, when):
+    """LORE_NOW in year 1 passed the ISO check, then `lore session start` (whose
+    consolidation looks two days back) and `lore list` died with an internal
+    OverflowError; now it is refused like an unreadable LORE_NOW."""
+    for args in (("session", "start"), ("list",)):
+        result = cli(*args, ok=False, env={"LORE_NOW": when})
+        assert result.returncode == 2, (args, result.stderr)
+        assert "LORE_NOW" in result.stderr and "internal error" not in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert not (cli.cwd / ".lore" / "sessions").exists() or not any(
+        (cli.cwd / ".lore" / "sessions").iterdir()
+    )

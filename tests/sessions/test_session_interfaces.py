@@ -166,3 +166,22 @@ def test_mcp_session_tools(cli):
     assert results[5].is_error and "give content" in results[5].content[0].text
     assert results[6].is_error and "invalid session id" in results[6].content[0].text
     assert (root / ".lore/sessions/agent-1/session.jsonl").exists()
+
+
+def test_no_secret_reaches_a_session_file_from_any_field(cli):
+    """Contents and args were redacted, but a token in `--user`, a tool's name
+    or call id (a hook's `tool_use_id`) went into metadata.json and
+    session.jsonl in clear."""
+    token = "ghp_" + "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"
+    cli("session", "start", "--id", "s-secret", "--user", f"ada {token}")
+    cli("session", "append", "s-secret", "--tool", f"run-{token}", "--args", "{}")
+    cli("session", "append", "s-secret", "--result", "done", "--call-id", f"call-{token}")
+    hook = {"session_id": "s-secret", "tool_name": "Bash", "tool_input": {}, "tool_use_id": f"tu-{token}"}
+    cli("hook", "post-tool-use", input=json.dumps(hook))
+    folder = cli.cwd / ".lore" / "sessions" / "s-secret"
+    written = {p.name: p.read_text() for p in folder.iterdir() if p.is_file()}
+    assert "session.jsonl" in written and "metadata.json" in written
+    assert all(token not in text for text in written.values()), written
+    assert "[REDACTED:github-token]" in written["session.jsonl"]
+    events = cli.json("session", "show", "s-secret", "--all")  # every event, archived ones too
+    assert len(events) == 3 and token not in json.dumps(events)

@@ -8,6 +8,7 @@ mistake never silently falls back to a default.
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 from lore.errors import ProviderError
@@ -18,6 +19,9 @@ from lore.errors import ProviderError
 # mistake to refuse, not a speed-up.
 MAX_THREADS = 256
 MAX_BATCH = 256
+# Seconds an HTTP provider may wait for one attempt (a socket's clock overflows
+# long before 1e300).
+MAX_SECONDS = 86_400.0
 
 
 class Option(NamedTuple):
@@ -69,6 +73,8 @@ def _check(table: str, name: str, value: Any, option: Option) -> Any:
         value = float(value)  # TOML writes `timeout = 30` as an integer
     if not isinstance(value, kind) or (is_bool and kind is not bool):
         raise ProviderError(f"{name} must be {kind.__name__}, got {value!r} — {where}")
+    if kind is float and not math.isfinite(_number(value)):
+        raise ProviderError(f"{name} must be a finite number, got {value!r} — {where}")
     if option.minimum is not None and _number(value) < option.minimum:
         raise ProviderError(f"{name} must be at least {option.minimum}, got {value!r} — {where}")
     if option.maximum is not None and _number(value) > option.maximum:

@@ -15,7 +15,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from lore.embed._vectors import l2_normalise
-from lore.embed.config import Option, read_options
+from lore.embed.config import MAX_SECONDS, Option, read_options
 from lore.errors import ProviderError
 from lore.http_post import Endpoint, post_json
 from lore.http_post import retry_after as _retry_after  # noqa: F401  (tests import it from here)
@@ -31,7 +31,7 @@ _SPEC = {
     "base_url": Option(str),
     "dimensions": Option(int, None, minimum=1),
     "batch_size": Option(int, None, minimum=1),
-    "timeout": Option(float, 60.0, minimum=0.001),
+    "timeout": Option(float, 60.0, minimum=0.001, maximum=MAX_SECONDS),
     "max_retries": Option(int, 5, minimum=0),
     "retry_backoff": Option(float, 1.0, minimum=0.0),
 }

@@ -209,7 +209,7 @@ class _TextFile:
 
 def _read(path: Path) -> _TextFile:
     try:
-        raw = path.read_bytes()
+        raw = _read_regular(path)
     except FileNotFoundError:
         return _TextFile(path, exists=False)
     except OSError as err:
@@ -222,6 +222,21 @@ def _read(path: Path) -> _TextFile:
             "is not valid UTF-8; re-save it as UTF-8, then run the command again", path=path
         ) from None
     return _TextFile(path, True, text, bom, "\r\n" if "\r\n" in text else "\n")
+
+
+def _read_regular(path: Path) -> bytes:
+    """The file's bytes. A FIFO or a device (a committed link to ``/dev/zero``)
+    is refused without blocking on it or reading it forever."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError(
+                "is not a regular file (a folder, FIFO, device or socket); replace it with the "
+                "agent's config file, or remove it, then run the command again",
+                path=path,
+            )
+        os.set_blocking(fd, True)
+        return handle.read()
 
 
 def _write(file: _TextFile, text: str, *, new_mode: int = 0o644) -> None:

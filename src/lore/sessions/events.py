@@ -100,7 +100,7 @@ def normalise(event: object, *, imported: bool = False) -> RawEvent:
 
     Accepts 004's camelCase keys or snake_case ones (``tool_name``...). The
     timestamp is normalised to UTC ``...Z`` (now when missing); secrets in
-    strings are redacted. NaN and Infinity in args or results are refused;
+    strings (names and ids too) are redacted. NaN and Infinity in args or results are refused;
     an `imported` event (a transcript read from a file, maybe written by an
     older Lore that let them through) keeps them as the strings "nan", "inf".
 
@@ -128,22 +128,22 @@ def normalise(event: object, *, imported: bool = False) -> RawEvent:
         name = data.get("toolName")
         if not isinstance(name, str) or not name.strip():
             raise ValidationError("a tool_call needs 'toolName'", field="toolName")
-        out.update(toolName=name.strip(), args=_payload(data.get("args", {}), "args", imported))
+        out.update(toolName=_clean(name.strip()), args=_payload(data.get("args", {}), "args", imported))
         if data.get("toolCallId") is not None:
-            out["toolCallId"] = str(data["toolCallId"])
+            out["toolCallId"] = _clean(str(data["toolCallId"]))
     else:
         if "result" not in data:
             raise ValidationError("a tool_result needs 'result'", field="result")
         call_id = data.get("toolCallId")
         out.update(
-            toolCallId=None if call_id is None else str(call_id),
+            toolCallId=None if call_id is None else _clean(str(call_id)),
             result=_payload(data["result"], "result", imported),
         )
         if data.get("isError"):
             out["isError"] = True
     out["timestamp"] = parse_time(when, field_name="timestamp") if when is not None else now_iso()
     if data.get("sourceId") is not None:
-        out["sourceId"] = str(data["sourceId"])
+        out["sourceId"] = _clean(str(data["sourceId"]))
     out["tokens"] = count_tokens(event_text(out))
     return out
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from lore.embed.config import Option, read_options
+from lore.embed.config import MAX_SECONDS, Option, read_options
 from lore.errors import ProviderError
 from lore.http_post import Endpoint, post_json
 from lore.index.tokens import count_tokens
@@ -41,7 +41,7 @@ _SPEC = {
     "model": Option(str),
     "api_key_env": Option(str),
     "base_url": Option(str),
-    "timeout": Option(float, 120.0, minimum=0.001),
+    "timeout": Option(float, 120.0, minimum=0.001, maximum=MAX_SECONDS),
     "max_retries": Option(int, 3, minimum=0),
     "retry_backoff": Option(float, 1.0, minimum=0.0),
     "max_output_tokens": Option(int, 1500, minimum=64),

@@ -39,6 +39,7 @@ from lore.locking import file_lock
 from lore.memory.markdown import write_atomic
 from lore.memory.model import now_iso
 from lore.project import Project
+from lore.secrets import redact
 from lore.sessions import archive, log
 from lore.sessions import events as ev
 from lore.sessions.config import SessionLimits
@@ -733,7 +734,7 @@ def _new_meta(session_id: str, agent: str | None, user: str | None, *, created_a
     meta: Meta = {
         "id": session_id,
         "channelId": agent,
-        "userId": user,
+        "userId": redact(user)[0] if user else user,
         "status": "active",
         "messageCount": 0,
         "tokenCount": 0,

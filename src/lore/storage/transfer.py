@@ -109,7 +109,12 @@ def load(store: Store, lines: Iterator[dict[str, Any]], origin: str) -> Transfer
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise ValidationError(f"{origin} is not a Lore index dump; make one with `lore db export`")
     version, meta = header.get("version", 0), header.get("meta", {})
-    if not isinstance(version, int) or not isinstance(meta, dict):
+    if (
+        not isinstance(version, int)
+        or isinstance(version, bool)
+        or not isinstance(meta, dict)
+        or not all(isinstance(meta[key], str) for key in PORTABLE_META if key in meta)
+    ):
         raise ValidationError(f"{origin}: its first line is not a Lore dump's header; the dump is damaged")
     if version > VERSION:
         raise ValidationError(f"{origin} was written by a newer Lore (dump version {header['version']})")
@@ -118,6 +123,7 @@ def load(store: Store, lines: Iterator[dict[str, Any]], origin: str) -> Transfer
     vectors: list[tuple[str, Any]] = []
     anchors: dict[str, list[AnchorRecord]] = {}
     access: dict[str, tuple[int, str]] = {}
+    width = 0  # every vector of a model has its length
 
     def flush() -> None:
         if vectors and model:
@@ -134,9 +140,11 @@ def load(store: Store, lines: Iterator[dict[str, Any]], origin: str) -> Transfer
                     _put(store, _file(record["file"]))
                 elif "vector" in record:
                     data = base64.b64decode(record["vector"]["data"])
-                    vectors.append(
-                        (record["vector"]["hash"], np.frombuffer(data, dtype="<f4").astype(np.float32))
-                    )
+                    vector = np.frombuffer(data, dtype="<f4").astype(np.float32)
+                    if not len(vector) or len(vector) != (width or len(vector)):
+                        raise ValueError(f"a vector of {len(vector)} numbers among vectors of {width}")
+                    width = len(vector)
+                    vectors.append((record["vector"]["hash"], vector))
                     if len(vectors) >= _BATCH:
                         flush()
                 elif "anchor" in record:
@@ -145,7 +153,7 @@ def load(store: Store, lines: Iterator[dict[str, Any]], origin: str) -> Transfer
                 elif "access" in record:
                     item = record["access"]
                     access[item["memory_id"]] = (int(item["count"]), str(item["last_accessed"]))
-            except (TypeError, KeyError, ValueError, AttributeError) as err:  # nothing is kept: rolled back
+            except (TypeError, KeyError, ValueError, AttributeError, OverflowError) as err:  # rolled back
                 raise ValidationError(
                     f"{origin}: line {number} is not a record of a Lore dump ({type(err).__name__}: "
                     f"{str(err)[:80]}); the dump is damaged, the index was left as it was"

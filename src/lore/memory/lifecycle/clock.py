@@ -16,6 +16,10 @@ from lore.errors import UsageError
 
 ENV = "LORE_NOW"
 Clock = Callable[[], datetime]
+# The times LORE_NOW may fix: the lifecycle looks days to centuries back from
+# it (and converts it to UTC), which a time near year 1 or 9999 can't survive.
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(9999, 1, 1, tzinfo=UTC)
 
 
 def system_now() -> datetime:
@@ -25,6 +29,8 @@ def system_now() -> datetime:
         parsed = parse(fixed)
         if parsed is None:
             raise UsageError(f"{ENV}={fixed!r} is not an ISO 8601 time; e.g. 2026-03-01T12:00:00Z")
+        if not EARLIEST <= parsed < LATEST:
+            raise UsageError(f"{ENV}={fixed!r} must be a time from 1970 to 9998; e.g. 2026-03-01T12:00:00Z")
         return parsed
     return datetime.now(UTC).replace(microsecond=0)
 
