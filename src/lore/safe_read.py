@@ -99,7 +99,10 @@ def read_regular(path: Path | str, *, max_bytes: int) -> bytes:
     finally:
         os.close(fd)
     if len(data) > max_bytes:
-        raise ValidationError(_too_big(len(data), max_bytes), path=str(path))
+        raise ValidationError(
+            f"is {_mib(len(data))}, over the {_mib(max_bytes)} limit for this file; is it the right file?",
+            path=str(path),
+        )
     return data
 
 

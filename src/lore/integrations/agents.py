@@ -44,8 +44,11 @@ from pathlib import Path
 from typing import Any, TypeAlias, TypedDict
 
 from lore import atomic
-from lore.errors import ConfigError, LoreError, UsageError
+from lore.errors import ConfigError, LoreError, NotFound, UsageError, ValidationError
 from lore.memory.capture.instructions import INSTRUCTIONS, MD_BEGIN, MD_END
+
+# Agents keep long histories in some configs (~/.claude.json): a generous cap, but one.
+MAX_CONFIG_BYTES = 64 * 1024 * 1024
 
 AGENTS = ("claude-code", "codex", "cursor")
 SERVER_NAME = "lore"
@@ -208,12 +211,16 @@ class _TextFile:
 
 
 def _read(path: Path) -> _TextFile:
+    """The config file as it is; a FIFO or a device in its place (a committed link to
+    ``/dev/zero``) is refused without blocking on it or reading it forever."""
+    from lore.safe_read import read_regular
+
     try:
-        raw = _read_regular(path)
-    except FileNotFoundError:
+        raw = read_regular(path, max_bytes=MAX_CONFIG_BYTES)
+    except NotFound:
         return _TextFile(path, exists=False)
-    except OSError as err:
-        raise ConfigError(f"cannot read ({err.strerror}); check its permissions", path=path) from None
+    except ValidationError as err:
+        raise ConfigError(err.reason, path=path) from None
     bom = raw.startswith(b"\xef\xbb\xbf")
     try:
         text = raw.decode("utf-8-sig")
@@ -222,21 +229,6 @@ def _read(path: Path) -> _TextFile:
             "is not valid UTF-8; re-save it as UTF-8, then run the command again", path=path
         ) from None
     return _TextFile(path, True, text, bom, "\r\n" if "\r\n" in text else "\n")
-
-
-def _read_regular(path: Path) -> bytes:
-    """The file's bytes. A FIFO or a device (a committed link to ``/dev/zero``)
-    is refused without blocking on it or reading it forever."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ConfigError(
-                "is not a regular file (a folder, FIFO, device or socket); replace it with the "
-                "agent's config file, or remove it, then run the command again",
-                path=path,
-            )
-        os.set_blocking(fd, True)
-        return handle.read()
 
 
 def _write(file: _TextFile, text: str, *, new_mode: int = 0o644) -> None:
