@@ -632,8 +632,12 @@ def test_pre_compact_hook_captures_multiline_assistant_messages_once(repo, tmp_p
         ),
         (json.dumps({"hook_event_name": "PreCompact"}), "ok pre-compact: no transcript"),
         (json.dumps({"transcript_path": 42}), "ok pre-compact: transcript_path is not a path"),
+        (json.dumps({"cwd": 5}), "skipped pre-compact: 'cwd' is int, not a folder's path; nothing done"),
     ],
-    ids=["not-json", "empty", "not-an-object", "missing-transcript", "no-transcript-path", "path-not-string"],
+    ids=[
+        *("not-json", "empty", "not-an-object", "missing-transcript", "no-transcript-path"),
+        *("path-not-string", "cwd-not-string"),
+    ],
 )
 def test_broken_hook_payloads_exit_0_silently_and_are_logged(repo, payload, logged):
     """A payload that is not a JSON object is logged as skipped, with why; one

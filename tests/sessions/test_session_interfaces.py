@@ -185,3 +185,13 @@ def test_no_secret_reaches_a_session_file_from_any_field(cli):
     assert "[REDACTED:github-token]" in written["session.jsonl"]
     events = cli.json("session", "show", "s-secret", "--all")  # every event, archived ones too
     assert len(events) == 3 and token not in json.dumps(events)
+
+    # Nor as the session's id, which names its folder: refused, and the message does not repeat it.
+    for args in (
+        ("session", "start", "--id", token),
+        ("session", "append", token, "--content", "hi", "--create"),
+    ):
+        refused = cli(*args, ok=False)
+        assert refused.returncode == 2 and "looks like a secret" in refused.stderr, refused.stderr
+        assert token not in refused.stderr + refused.stdout
+    assert not (cli.cwd / ".lore" / "sessions" / token).exists()

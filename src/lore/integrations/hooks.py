@@ -44,7 +44,11 @@ def run_hook(event: str, project: str, stdin: TextIO | None = None) -> int:
         payload, unusable = _payload(stdin or sys.stdin)
         from lore.service import Lore
 
-        lore = Lore.open(payload.get("cwd") or project, agent=os.environ.get("LORE_AGENT") or "claude-code")
+        cwd = payload.get("cwd")
+        if cwd is not None and not isinstance(cwd, str):  # then the project given, and a log line
+            unusable = unusable or f"'cwd' is {type(cwd).__name__}, not a folder's path"
+            cwd = None
+        lore = Lore.open(cwd or project, agent=os.environ.get("LORE_AGENT") or "claude-code")
         if unusable is not None:  # logged, never handled as if it were an (empty) event
             _log(lore, f"skipped {event}: {unusable}; nothing done")
             return 0

@@ -569,6 +569,13 @@ class SessionStore:
 
     def _writable_folder(self, session_id: str) -> Path:
         folder = self._folder(session_id)
+        if not folder.exists():
+            _, found = redact(session_id)
+            if found:  # the id becomes a folder's name, in clear: never a secret's
+                raise UsageError(
+                    f"that session id looks like a secret ({', '.join(sorted(found))}); "
+                    "a session id names a folder, so choose another id"
+                )
         self._ensure_root()
         folder.mkdir(exist_ok=True)
         return folder
