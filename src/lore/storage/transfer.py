@@ -215,7 +215,8 @@ def _file(data: dict[str, Any]) -> FileDump:
 
 def _read(source: Path) -> Iterator[dict[str, Any]]:
     if not source.is_file():
-        raise UsageError(f"{source} does not exist; give the file `lore db export` wrote")
+        what = "is not a regular file" if source.exists() else "does not exist"
+        raise UsageError(f"{source} {what}; give the file `lore db export` wrote")
     try:
         with gzip.open(source, "rt", encoding="utf-8") as handle:
             for number, text in enumerate(handle, 1):
