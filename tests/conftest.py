@@ -194,11 +194,13 @@ class CLI:
 
 @pytest.fixture
 def cli(tmp_path) -> CLI:
+    """A runner in an initialised project. The project is made in process: `lore
+    init` as a command has tests of its own, and a process per test is what
+    the suite spends most of its time on."""
     root = tmp_path / "repo"
     root.mkdir()
-    runner = CLI(root)
-    runner("init")
-    return runner
+    lore.init(root).close()
+    return CLI(root)
 
 
 @pytest.fixture
