@@ -899,3 +899,12 @@ def test_completions_of_one_task_at_once_write_one_memory(cli, git_env):
     assert all(run.returncode == 0 for run in runs), outs
     assert len({json.loads(out)["id"] for out, _ in outs}) == 1
     assert len(list((root / ".lore/memory").glob("*.md"))) == 1
+
+
+def test_complete_says_how_many_files_in_plain_words(repo):
+    """`lore complete` said "(1 files)"."""
+    (repo.cwd / "a.py").write_text("def a():\n    return 1\n")
+    git(repo.cwd, "add", "-A")
+    git(repo.cwd, "commit", "-q", "-m", "T-1: add a")
+    out = repo("complete", "T-1", "--title", "Add a", "--summary", "Added a.").stdout
+    assert out.rstrip().endswith("(1 file)"), out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -215,8 +216,12 @@ def test_rm_restore_gc(cli):
     out = add(cli, "Remove me", "This memory will be trashed.", "--tag", "trash")
     removed = cli.json("rm", out["id"])
     assert removed[0]["id"] == out["id"] and not (cli.cwd / out["path"]).exists()
+    assert re.fullmatch(
+        r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", removed[0]["deleted_at"]
+    )  # UTC ...Z, as documented
     assert cli.json("search", "trashed") == []  # the only memory is gone
-    assert cli.json("restore", "--list")[0]["id"] == out["id"]
+    listed = cli.json("restore", "--list")[0]
+    assert listed["id"] == out["id"] and listed["deleted_at"] == removed[0]["deleted_at"]
     assert cli.json("gc")["purged"] == []  # within retention
     restored = cli.json("restore", out["id"][:8])
     assert restored["restored"] == out["path"] and cli.json("search", "trashed")[0]["id"] == out["id"]

@@ -450,3 +450,20 @@ def test_sizes_read_the_same_in_every_interface():
         "1.6 GiB",
         "5120.0 GiB",
     ]
+
+
+def test_tables_show_brackets_in_titles_as_written(cli):
+    """A title is text, never rich markup: `[/x]` used to crash `lore list`
+    (MarkupError) and `[embedding]` vanished from it."""
+    cli("add", "--title", "Close [/x] tag here", "--body", "An unbalanced closing tag in the title.")
+    cli(
+        "add",
+        "--title",
+        "Set [embedding] provider",
+        "--body",
+        "Configure [embedding] provider in the config.",
+    )
+    out = cli("list").stdout
+    assert "Close [/x] tag here" in out and "Set [embedding] provider" in out
+    status = cli("status").stdout.splitlines()
+    assert status[0].split()[0] == "index"  # no empty header row above the rows

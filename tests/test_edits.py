@@ -300,3 +300,15 @@ def _lore_json(root: Path, *args: str) -> str:
     from test_mcp import lore
 
     return lore(root, *args, "--json", check=False).stdout
+
+
+def test_relate_to_no_memory_is_kept_but_said(mem):
+    """`--relate supersedes=zzzz` wrote a broken link without a word; it is kept
+    (the memory may come later) and a note says so. A title that resolves says nothing."""
+    cli, path = mem
+    proc = cli("edit", "mem-2026-02-12-001", "--relate", "supersedes=zzzz")
+    assert "'zzzz' names no memory you can see" in proc.stderr and "lore doctor" in proc.stderr
+    assert "zzzz" in path.read_text()
+    cli("add", "--title", "Release calendar", "--body", "Releases go out on Tuesdays.")
+    out = cli.json("edit", "mem-2026-02-12-001", "--relate", "depends_on=Release calendar")
+    assert out["notes"] == []

@@ -218,3 +218,14 @@ def test_superseded_memories_give_way_at_session_start(shop):
     ids = [m["id"] for m in data["memories"]]
     assert new in ids and old not in ids
     assert 'supersedes "Tokens live 1 hour"' in data["markdown"]
+
+
+def test_a_title_given_in_words_is_shown_with_the_branch(shop):
+    """`lore start --title T` named the task only in JSON: the pack said "branch `main`"."""
+    markdown = start(shop, "--title", "Fix refund rounding")["markdown"]
+    assert "- branch `main`: Fix refund rounding" in markdown
+    markdown = start(shop, "T-7", "--title", "Fix refund rounding")["markdown"]
+    assert "- branch `main`, task `T-7`: Fix refund rounding" in markdown
+    assert (
+        "branch `main`, task `T-7`\n" in start(shop, "T-7")["markdown"]
+    )  # a title made from them: not repeated

@@ -43,7 +43,9 @@ id = "{project_id}"
 trash_retention_days = 30
 
 [index]
-# Extra globs to index / skip, on top of the defaults (gitignore syntax).
+# Globs (gitignore syntax). include: a non-empty list REPLACES the default
+# file types (*.py, *.md, ...); exclude: added to the default skips
+# (node_modules/, .venv/, dist/, ...), "!vendor/" re-includes one.
 include = []
 exclude = []
 max_file_bytes = 1000000

@@ -526,6 +526,7 @@ class Lore:
             budget=token_budget(budget, self.project.setting("recall", "start_budget", sp.DEFAULT_BUDGET)),
             task=task,
             title=title or self.branch_title(task),
+            named=bool(title),
         )
         if self.code_index.is_git():
             from lore.index import gitrepo

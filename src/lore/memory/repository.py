@@ -652,6 +652,7 @@ class Memories:
         rel = self.resolve(key)
         redacted: Counter[str] = Counter()
         notes: list[str] = []
+        related: list[str] = []
 
         def clean(text: str | None) -> str | None:
             nonlocal redacted
@@ -688,6 +689,7 @@ class Memories:
                     target = self._other(memory, clean(one.value) or "", relation)
                     note = add_relation(memory, relation, target)
                     notes += [note] if note else []
+                    related.append(target)
             self._check_relations(memory, self._parse(raw, rel))
             if framed:
                 memory.updated_at = stamp
@@ -696,7 +698,16 @@ class Memories:
             incoming = self.graph.linking_to(before) if before and retitled else []
             markdown.write_atomic(self.project.root / rel, text)
             self._reindex()
-            updated = self._follow(before, self.record(rel), incoming)
+            after = self.record(rel)
+            updated = self._follow(before, after, incoming)
+        if related and after is not None:  # kept (the memory may come later), but said
+            dangling = {link.target for link in self.graph.links_of(after) if link.id is None}
+            notes += [
+                f"'{target}' names no memory you can see; the link stays broken (`lore doctor`) "
+                "until a memory has that id, title or file name"
+                for target in dict.fromkeys(related)
+                if target in dangling
+            ]
         return EditResult(
             memory.id,
             rel,

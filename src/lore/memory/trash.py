@@ -16,6 +16,7 @@ from typing import Any
 
 from lore.errors import NotFound, unchanged
 from lore.memory.markdown import move_new, write_atomic
+from lore.memory.model import format_time
 from lore.project import Project
 from lore.records import Record, internal
 
@@ -32,7 +33,12 @@ class TrashEntry(Record):
         return self.file.name
 
     def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "trash_path": self.trash_path}
+        data = {**super().to_dict(), "trash_path": self.trash_path}
+        try:  # notes written before deletion times were `...Z` say `+00:00`
+            data["deleted_at"] = format_time(datetime.fromisoformat(self.deleted_at))
+        except (ValueError, TypeError):
+            pass
+        return data
 
 
 def trash(project: Project, rel: str, memory_id: str) -> TrashEntry:
@@ -40,7 +46,7 @@ def trash(project: Project, rel: str, memory_id: str) -> TrashEntry:
     stamp = now.strftime("%Y%m%dT%H%M%S%f")
     name = f"{stamp}-{Path(rel).name}"
     target = project.trash_dir / name
-    note = {"id": memory_id, "original": rel, "deleted_at": now.isoformat(timespec="seconds")}
+    note = {"id": memory_id, "original": rel, "deleted_at": format_time(now.replace(microsecond=0))}
     try:
         write_atomic(target.with_suffix(".json"), json.dumps(note, indent=2) + "\n")
         try:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
+from lore.memory.model import format_time
 from lore.records import Record, internal
 from lore.search import hybrid
 from lore.search.text import snippet
@@ -113,7 +115,7 @@ def commit_hits(found: list[hybrid.Scored]) -> list[CommitHit]:
                 commit.sha,
                 commit.subject,
                 commit.author,
-                commit.date,
+                _utc(commit.date),
                 now,
                 round(s.score, 4),
                 s.source,
@@ -122,6 +124,14 @@ def commit_hits(found: list[hybrid.Scored]) -> list[CommitHit]:
             )
         )
     return out
+
+
+def _utc(date: str) -> str:
+    """A commit's date (git's `%aI`, in the author's zone) as UTC `...Z`, like every time Lore prints."""
+    try:
+        return format_time(datetime.fromisoformat(date))
+    except ValueError:
+        return date
 
 
 def _code_hit(hit: hybrid.Scored, query: hybrid.Query, score: float | None = None) -> CodeHit:

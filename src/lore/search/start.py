@@ -88,6 +88,7 @@ class StartRequest:
     ahead: int = 0
     changed: list[str] = field(default_factory=list)
     recent: bool = False
+    named: bool = False  # `title` was given in words (`lore start --title`), not made from the branch
 
 
 @dataclass
@@ -185,6 +186,8 @@ def task_item(request: StartRequest) -> Item:
     if request.task:
         parts.append(f"task `{request.task}`")
     line = "- " + ", ".join(parts) if parts else f"- {request.title}"
+    if parts and request.named and request.title:
+        line += f": {request.title}"
     if request.base and request.ahead:
         line += f" — {request.ahead} commit{'s' if request.ahead != 1 else ''} ahead of `{request.base}`"
     data = {

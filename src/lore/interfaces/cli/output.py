@@ -64,13 +64,16 @@ def warn(message: str) -> None:
 
 
 def table(columns: list[str], rows: list[list[str]], *, title: str | None = None) -> None:
+    """Rows of plain text (a title's `[red]` is shown as written, never read as
+    rich markup); columns all named "" print no header row."""
+    from rich.markup import escape
     from rich.table import Table
 
-    grid = Table(title=title, show_edge=False, header_style="bold", pad_edge=False)
+    grid = Table(title=title, show_edge=False, header_style="bold", pad_edge=False, show_header=any(columns))
     for name in columns:
         grid.add_column(name, overflow="fold")
     for row in rows:
-        grid.add_row(*(printable(cell) for cell in row))
+        grid.add_row(*(escape(printable(cell)) for cell in row))
     console().print(grid)
 
 

@@ -282,8 +282,9 @@ def complete(
     if as_json:
         emit_json({**result.to_dict(), "files": result.memory.files})
     else:
+        n = len(result.memory.files)
         click.echo(
-            f"{'wrote' if result.created else 'updated'} {result.path} ({len(result.memory.files)} files)"
+            f"{'wrote' if result.created else 'updated'} {result.path} ({n} file{'' if n == 1 else 's'})"
         )
 
 

@@ -222,8 +222,10 @@ def search_(lore, query, session_id, limit, as_json):
 
 
 def _render_hit(out, hit) -> None:
-    out.print(f"[bold]{hit.title}[/bold]  [dim]{hit.score:.2f} · {hit.occurred_at[:16]}[/dim]")
-    out.print(f"  [cyan]{hit.path}:{hit.start_line}[/cyan]  [dim]{hit.section or ''}[/dim]")
+    from rich.markup import escape
+
+    out.print(f"[bold]{escape(hit.title)}[/bold]  [dim]{hit.score:.2f} · {hit.occurred_at[:16]}[/dim]")
+    out.print(f"  [cyan]{escape(hit.path)}:{hit.start_line}[/cyan]  [dim]{escape(hit.section or '')}[/dim]")
     out.print(f"  {hit.snippet}", markup=False)
 
 
