@@ -173,6 +173,13 @@ def test_search_limit_defaults_to_10_and_caps_at_50(cli):
     assert len(cli.json("search", "widget", "--limit", "500")) == 12
 
 
+@pytest.mark.parametrize("command", [("search",), ("code",), ("history",), ("session", "search")])
+def test_a_limit_below_one_names_the_option(cli, command):
+    """`code` and `history` said "limit must be at least 1", naming no option, where `search` named it."""
+    proc = cli(*command, "widget", "--limit", "0", ok=False)
+    assert proc.returncode == 2 and "'--limit'" in proc.stderr and "0" in proc.stderr, proc.stderr
+
+
 def test_show_paginates_by_characters(cli):
     out = add(cli, "Long one", "word " * 100)
     page = cli.json("show", out["id"], "--offset", "0", "--limit", "50")

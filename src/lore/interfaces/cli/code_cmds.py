@@ -33,7 +33,9 @@ from lore.interfaces.cli.output import emit_json, emit_results, table
     default=None,
     help="Default: hybrid when an embedding model is available, else bm25 (keywords).",
 )
-@click.option("--limit", type=int, default=None, help="At most N results (default 10, max 50).")
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=None, help="At most N results (default 10, max 50)."
+)
 @click.option("--full", is_flag=True, help="Include each chunk's whole text in --json.")
 @json_option
 @with_lore
@@ -96,7 +98,9 @@ def code(
 
 @click.command()
 @click.argument("query", nargs=-1, required=True)
-@click.option("--limit", type=int, default=None, help="At most N results (default 10, max 50).")
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=None, help="At most N results (default 10, max 50)."
+)
 @click.option(
     "--mode",
     type=click.Choice(["hybrid", "bm25", "vector"]),

@@ -210,7 +210,9 @@ def compact(lore, session_id, if_over, as_json):
 @session.command(name="search")
 @click.argument("query", nargs=-1, required=True)
 @click.option("--session", "session_id", help="Only this session's summaries.")
-@click.option("--limit", type=int, default=None, help="At most N results (default 10, max 50).")
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=None, help="At most N results (default 10, max 50)."
+)
 @json_option
 @with_lore
 def search_(lore, query, session_id, limit, as_json):
