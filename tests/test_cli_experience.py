@@ -467,3 +467,14 @@ def test_tables_show_brackets_in_titles_as_written(cli):
     assert "Close [/x] tag here" in out and "Set [embedding] provider" in out
     status = cli("status").stdout.splitlines()
     assert status[0].split()[0] == "index"  # no empty header row above the rows
+
+
+@pytest.mark.storage_independent
+def test_a_project_folder_that_does_not_exist_is_named_so(tmp_path):
+    """`--project /no/such/folder` said "no .lore/ folder in … or any parent; run
+    `lore init` first", as if the folder were there without a project."""
+    run = CLI(tmp_path)
+    missing = run("--project", str(tmp_path / "no-such-folder"), "list", ok=False)
+    assert missing.returncode == 1 and "no-such-folder does not exist" in missing.stderr, missing.stderr
+    bare = run("--project", str(tmp_path), "list", ok=False)
+    assert bare.returncode == 1 and "no .lore/ folder" in bare.stderr and "lore init" in bare.stderr

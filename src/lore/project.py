@@ -127,6 +127,8 @@ class Project:
         for candidate in (here, *here.parents):
             if (candidate / LORE_DIR).is_dir():
                 return cls(candidate, load_settings(candidate / LORE_DIR / "config.toml"))
+        if not here.exists():
+            raise ProjectNotFound(f"{here} does not exist; give the project's folder")
         raise ProjectNotFound(f"no {LORE_DIR}/ folder in {here} or any parent; run `lore init` first")
 
     @classmethod
