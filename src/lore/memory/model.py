@@ -324,7 +324,11 @@ class Memory:
         if not 0.0 <= self.confidence <= 1.0:
             raise ValidationError("must be between 0 and 1", field="confidence", path=path)
         if len(self.body.strip()) < MIN_BODY:
-            raise ValidationError(f"body must be at least {MIN_BODY} characters", field="body", path=path)
+            raise ValidationError(
+                f"body must be at least {MIN_BODY} characters; say what to remember in a sentence",
+                field="body",
+                path=path,
+            )
 
     def check_project_paths(self) -> None:
         """Paths a memory Lore writes (or an edit sets) points at are the
