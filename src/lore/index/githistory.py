@@ -256,7 +256,7 @@ class HistoryWalk(Iterator[HistoryCommit]):
     ):
         self.root = Path(root)
         self._merge_renames = merge_renames
-        self.head = gitrepo.head(self.root) if gitrepo.repo_root(self.root) else None
+        self.head = gitrepo.head_if_git(self.root)
         self.incremental = bool(self.head and since and gitrepo.is_ancestor(self.root, since, self.head))
         self.since = since if self.incremental else None
         self._scope = gitrepo.project_scope(self.root) if self.head else []

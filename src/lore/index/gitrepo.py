@@ -219,6 +219,15 @@ def head(root: Path) -> str | None:
     return _line(result)
 
 
+def head_if_git(root: Path) -> str | None:
+    """:func:`head`, or None where git is not installed (one process, where
+    asking :func:`repo_root` first took two: a cold command pays for each)."""
+    try:
+        return head(root)
+    except GitError:
+        return None
+
+
 def current_branch(root: Path) -> str | None:
     """The checked-out branch's short name, or None when HEAD is detached."""
     result = run_git(root, "symbolic-ref", "-q", "--short", "HEAD", check=False)

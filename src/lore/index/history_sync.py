@@ -44,7 +44,7 @@ class HistoryResult:
 
 
 def sync_history(root: Path, store: Store, limit: int) -> HistoryResult:
-    head = gitrepo.head(root) if gitrepo.repo_root(root) else None
+    head = gitrepo.head_if_git(root)
     result = HistoryResult(head=head)
     last = store.get_meta("history_head")
     if head is None:
