@@ -275,6 +275,22 @@ def test_broken_file_is_reported_untouched_and_others_still_searchable(cli):
     assert bad.read_bytes() == raw
 
 
+def test_a_folder_of_broken_files_is_named_five_then_counted(cli):
+    """Every command named every unreadable memory file on stderr: a folder of
+    15,000 imported notes without a date printed 15,000 lines before each answer."""
+    add(cli, "Healthy", "A perfectly healthy memory about caching.")
+    for i in range(8):
+        (cli.cwd / f".lore/memory/undated-{i}.md").write_text(
+            f"---\nsubject: Note {i}\n---\nA note without a date.\n"
+        )
+    proc = cli("list", "--json")
+    lines = proc.stderr.splitlines()
+    assert len(json.loads(proc.stdout)) == 1
+    assert sum("skipped .lore/memory/undated-" in line for line in lines) == 5, lines
+    assert lines[-1] == "lore: skipped 3 more memory files; `lore doctor` lists them all", lines
+    assert len(json.loads(cli("doctor", "--json", ok=False).stdout)) >= 8  # doctor names every one
+
+
 def test_doctor_warns_about_foreign_ids_and_stale_hashes(cli):
     target = cli.cwd / ".lore/memory/mem.md"
     target.write_bytes((FIXTURES / "seeds/001-chati-memory.md").read_bytes())

@@ -72,6 +72,9 @@ def agent_of(ctx: click.Context, agent_name: str | None = None) -> str | None:
     return agent_name or (ctx.obj or {}).get("agent") or os.environ.get("LORE_AGENT") or None
 
 
+SKIPPED_SHOWN = 5  # unreadable memory files named after a command; the rest are counted
+
+
 def with_lore(func):
     """Open the project for the command (as the acting agent) and report
     index notices and problems on stderr."""
@@ -89,8 +92,11 @@ def with_lore(func):
             for notice in lore.notices:
                 warn(notice)
             if lore.last_sync and ctx.info_name not in ("doctor", "index"):
-                for _, error in lore.last_sync.errors:
+                errors = lore.last_sync.errors
+                for _, error in errors[:SKIPPED_SHOWN]:
                     warn(f"skipped {error}")
+                if len(errors) > SKIPPED_SHOWN:  # a folder of bad files is a summary, not a flood
+                    warn(f"skipped {len(errors) - SKIPPED_SHOWN:,} more memory files; `lore doctor` lists them all")
             lore.close()
         return result
 
