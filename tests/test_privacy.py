@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import anyio
 import pytest
@@ -144,3 +145,4 @@ def test_server_messages_show_paths_relative_to_the_project(tmp_path):
         "cannot read .lore/memory/a.md; <project> is the project, "
         f"{root}2/x is another; 'src/a b.py' (quoted)"
     )
+    assert without_server_paths("cannot read /etc/x (a b)", [Path("/")]) == "cannot read /etc/x (a b)"

@@ -186,8 +186,9 @@ def without_server_paths(message: str, roots: Iterable[Path]) -> str:
     project relative to that project (``<project>`` for the folder itself),
     the home folder as ``~``. The server's own layout is not the client's
     business, and a relative path is the one a client can use."""
-    for root in sorted({str(r) for r in roots}, key=len, reverse=True):
-        message = _path_under(root).sub(lambda m: m.group(1) or "<project>", message)
+    for root in sorted({str(r).rstrip(os.sep) for r in roots}, key=len, reverse=True):
+        if root:  # a project at "/" has no prefix to take off
+            message = _path_under(root).sub(lambda m: m.group(1) or "<project>", message)
     home = os.path.expanduser("~")
     if home not in ("", "/"):
         message = _path_under(home).sub(lambda m: "~" + (("/" + m.group(1)) if m.group(1) else ""), message)

@@ -96,7 +96,9 @@ def with_lore(func):
                 for _, error in errors[:SKIPPED_SHOWN]:
                     warn(f"skipped {error}")
                 if len(errors) > SKIPPED_SHOWN:  # a folder of bad files is a summary, not a flood
-                    warn(f"skipped {len(errors) - SKIPPED_SHOWN:,} more memory files; `lore doctor` lists them all")
+                    warn(
+                        f"skipped {len(errors) - SKIPPED_SHOWN:,} more memory files; `lore doctor` lists them all"
+                    )
             lore.close()
         return result
 
