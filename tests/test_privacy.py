@@ -146,3 +146,17 @@ def test_server_messages_show_paths_relative_to_the_project(tmp_path):
         f"{root}2/x is another; 'src/a b.py' (quoted)"
     )
     assert without_server_paths("cannot read /etc/x (a b)", [Path("/")]) == "cannot read /etc/x (a b)"
+
+
+@pytest.mark.storage_independent
+def test_server_messages_scrub_a_folder_that_ends_a_sentence_and_only_whole_paths(tmp_path):
+    """The project's folder before a full stop stayed absolute (the lookahead took
+    '.' for part of a longer name), and the project's path inside a longer one
+    (a mount, a backup) lost its head: '/mnt/srv/proj/a.md' became '/mnta.md'."""
+    from lore.errors import without_server_paths
+
+    root = tmp_path / "proj"
+    assert without_server_paths(f"no memory in {root}.", [root]) == "no memory in <project>."
+    assert without_server_paths(f"see {root}/a.md.", [root]) == "see a.md."
+    untouched = f"{root}.bak, {root}-2/x and /mnt{root}/a.md"
+    assert without_server_paths(untouched, [root]) == untouched

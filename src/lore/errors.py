@@ -196,10 +196,11 @@ def without_server_paths(message: str, roots: Iterable[Path]) -> str:
 
 
 def _path_under(root: str) -> re.Pattern[str]:
-    # The folder itself, or a path below it; not a longer name that begins the same.
-    return re.compile(
-        re.escape(root.rstrip(os.sep)) + r"(?:" + re.escape(os.sep) + r"([^\s'\"),;]*))?(?![\w.-])"
-    )
+    # The folder itself, or a path below it; not a longer name that begins the
+    # same (/srv/proj2, /srv/proj.bak), nor the same letters inside a longer
+    # path (/mnt/srv/proj). A full stop after the folder ends the sentence, not the name.
+    start, sep, stop = r"(?<![\w.~/-])", re.escape(os.sep), r"\s'\"),;"
+    return re.compile(rf"{start}{re.escape(root.rstrip(os.sep))}(?:{sep}([^{stop}]*))?(?![\w-]|\.[\w.-])")
 
 
 def unchanged(err: OSError, what: str) -> LoreError:
