@@ -806,3 +806,20 @@ async def test_port_zero_shows_the_real_port_and_mcp_http_serves_only_mcp(root):
             proc.terminate()
             proc.wait(10)
             proc.stderr.close()  # type: ignore[union-attr]
+
+
+@pytest.mark.skipif(os.environ.get("LORE_TEST_BACKEND") == "postgres", reason="the SQLite index file")
+async def test_a_failed_jobs_error_does_not_show_the_servers_folders(root):
+    """Error bodies were made project-relative, but a background job's error
+    (GET /api/jobs/{id}, its events, the dashboard) still carried the absolute path."""
+    app = build_app(str(root))
+    async with client(app) as c:
+        assert (await c.get("/api/memories")).status_code == 200
+        index = root / ".lore" / "index.db"
+        index.rename(root.parent / "index.db.moved")
+        index.mkdir()  # the job's own Lore opens the index afresh, and fails
+        r = await c.post("/update-index", json={"files": ["src/auth.py"]})
+        job = await wait_job(c, r.json()["job_id"])
+        listed = (await c.get("/api/jobs")).json()["jobs"][0]
+    assert job["state"] == "failed" and ".lore/index.db is a folder" in job["error"], job
+    assert str(root) not in job["error"] and str(root) not in json.dumps(listed), job["error"]

@@ -17,9 +17,10 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lore.errors import LoreError, StorageError, as_lore_error
+from lore.errors import LoreError, StorageError, as_lore_error, without_server_paths
 from lore.memory.model import now_iso
 from lore.records import Record, internal
 
@@ -80,10 +81,13 @@ class JobRunner:
 
     Args:
         open_lore: makes a fresh Lore for the project (called on the worker thread).
+        roots: the served projects: a job's error shows paths relative to them
+            (:func:`~lore.errors.without_server_paths`), as the server's error bodies do.
     """
 
-    def __init__(self, open_lore: Callable[[], Lore]):
+    def __init__(self, open_lore: Callable[[], Lore], *, roots: Sequence[Path] = ()):
         self._open_lore = open_lore
+        self._roots = list(roots)
         self._jobs: OrderedDict[str, IndexJob] = OrderedDict()
         self._queue: list[str] = []
         self._lock = threading.Condition()
@@ -167,6 +171,7 @@ class JobRunner:
             except Exception as err:
                 known = as_lore_error(err)
                 message = str(known) if known else f"internal error: {err.__class__.__name__}: {err}"
+                message = without_server_paths(message, self._roots)
                 with self._lock:
                     self._finish(job, error=message)
                 continue

@@ -920,7 +920,9 @@ class Lore:
         project, agent, url, role = self.project, self.agent, self.database_url, self.database_role
         return self._part(
             "jobs",
-            lambda: JobRunner(lambda: Lore(project, agent=agent, database_url=url, database_role=role)),
+            lambda: JobRunner(
+                lambda: Lore(project, agent=agent, database_url=url, database_role=role), roots=[project.root]
+            ),
         )
 
     def start_index_job(
