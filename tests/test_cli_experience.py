@@ -469,12 +469,17 @@ def test_tables_show_brackets_in_titles_as_written(cli):
     assert status[0].split()[0] == "index"  # no empty header row above the rows
 
 
-@pytest.mark.storage_independent
-def test_a_project_folder_that_does_not_exist_is_named_so(tmp_path):
-    """`--project /no/such/folder` said "no .lore/ folder in … or any parent; run
-    `lore init` first", as if the folder were there without a project."""
-    run = CLI(tmp_path)
-    missing = run("--project", str(tmp_path / "no-such-folder"), "list", ok=False)
-    assert missing.returncode == 1 and "no-such-folder does not exist" in missing.stderr, missing.stderr
-    bare = run("--project", str(tmp_path), "list", ok=False)
+def test_a_project_folder_that_does_not_exist_is_named_so(cli):
+    """`--project` naming no folder said "no .lore/ folder in … run `lore init`";
+    and inside a project a typo was looked up upward, so the command quietly
+    acted on the project around it (exit 0)."""
+    for args, env in (
+        (("--project", str(cli.cwd / "typo"), "status"), None),
+        (("list", "--project", str(cli.cwd / "typo")), None),
+        (("list",), {"LORE_PROJECT": str(cli.cwd / "typo")}),
+    ):
+        proc = cli(*args, env=env, ok=False)
+        assert proc.returncode == 2 and "typo: no such folder" in proc.stderr, proc.stderr
+        assert proc.stdout == ""
+    bare = cli("--project", str(cli.cwd.parent), "list", ok=False)  # a folder, but no project
     assert bare.returncode == 1 and "no .lore/ folder" in bare.stderr and "lore init" in bare.stderr

@@ -65,7 +65,15 @@ def identity_options(func):
 
 
 def project_of(ctx: click.Context, project_path: str | None = None) -> str:
-    return project_path or (ctx.obj or {}).get("project") or "."
+    """The project folder given (--project, LORE_PROJECT), else "." (found upward,
+    like git). A folder that was named but does not exist is an error: found
+    upward from it, a typo would quietly act on the project around it."""
+    given = project_path or (ctx.obj or {}).get("project")
+    if given and not os.path.exists(given):
+        from lore.errors import UsageError
+
+        raise UsageError(f"--project (or LORE_PROJECT) {given}: no such folder; give the project's folder")
+    return given or "."
 
 
 def agent_of(ctx: click.Context, agent_name: str | None = None) -> str | None:

