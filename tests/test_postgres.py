@@ -513,7 +513,8 @@ def test_db_upgrade_runs_concurrently_and_status_reports_each_source(database_ba
             "memory": "completed",
         }
         assert sources["code"]["last_commit_hash"] == git(root, "rev-parse", "HEAD").strip()
-        assert all(s["last_indexed_at"] for s in sources.values())
+        assert all(s["last_indexed_at"].endswith("Z") for s in sources.values())  # UTC, as every time
+        assert status["clones"][0]["last_seen_at"].endswith("Z")
         assert status["schema_version"] == status["schema_version_expected"]
         assert status["server"]["shared_buffers_bytes"] >= 128 * 2**10
         assert 0 < status["server"]["chunks_bytes"] < status["server"]["shared_buffers_bytes"]

@@ -6,6 +6,7 @@ view of its files for `lore db export`."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 from lore.storage.base import ChunkInput, FileDump, IndexCounts, LinkInput, MemoryFilter, SourceCounts
@@ -113,7 +114,7 @@ class Reports(StoreCore):
                 {
                     "kind": kind,
                     "status": state,
-                    "last_indexed_at": when.isoformat(timespec="seconds") if when else None,
+                    "last_indexed_at": _utc(when) if when else None,
                     "last_commit_hash": commit,
                     "error_message": error,
                     "total_files": int(files),
@@ -140,7 +141,7 @@ class Reports(StoreCore):
                     "host": host,
                     "repo_path": path,
                     "db_user": user,
-                    "last_seen_at": seen.isoformat(timespec="seconds"),
+                    "last_seen_at": _utc(seen),
                     "sources": sources.get(cid, []),
                 }
                 for cid, host, path, user, seen in clones
@@ -222,3 +223,8 @@ class Reports(StoreCore):
                 )
             ]
             yield dump
+
+
+def _utc(when: datetime) -> str:
+    """A database time as every time Lore prints: UTC, seconds, a trailing Z."""
+    return when.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
