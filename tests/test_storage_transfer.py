@@ -155,6 +155,11 @@ def test_a_dump_is_never_written_into_the_committed_lore_folder(cli, target):
             '{"vector": {"hash": "a", "data": "AACAPwAAAEAAAEBAAACAQA=="}}',
             '{"vector": {"hash": "b", "data": "AACAPwAAAEAAAEBA"}}',
         ],
+        # a NaN in a vector was imported, and would poison every similarity with it
+        [
+            '{"format": "lore-index-dump", "version": 1, "meta": {"embed_model": "m"}}',
+            '{"vector": {"hash": "a", "data": "AADAfwAAgD8="}}',
+        ],
         # an access count of 1e400 is infinity: int() overflowed (internal error)
         [
             '{"format": "lore-index-dump", "version": 1}',

@@ -47,7 +47,7 @@ from lore import atomic
 from lore.errors import ConfigError, LoreError, NotFound, UsageError, ValidationError
 from lore.memory.capture.instructions import INSTRUCTIONS, MD_BEGIN, MD_END
 
-# Agents keep long histories in some configs (~/.claude.json): a generous cap, but one.
+# Agent configs are small; the cap keeps a huge file (or a mistake) from being read whole.
 MAX_CONFIG_BYTES = 64 * 1024 * 1024
 
 AGENTS = ("claude-code", "codex", "cursor")

@@ -143,6 +143,8 @@ def load(store: Store, lines: Iterator[dict[str, Any]], origin: str) -> Transfer
                     vector = np.frombuffer(data, dtype="<f4").astype(np.float32)
                     if not len(vector) or len(vector) != (width or len(vector)):
                         raise ValueError(f"a vector of {len(vector)} numbers among vectors of {width}")
+                    if not np.isfinite(vector).all():  # NaN would poison every similarity
+                        raise ValueError("a vector holds NaN or infinity")
                     width = len(vector)
                     vectors.append((record["vector"]["hash"], vector))
                     if len(vectors) >= _BATCH:
