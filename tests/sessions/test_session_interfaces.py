@@ -195,3 +195,26 @@ def test_no_secret_reaches_a_session_file_from_any_field(cli):
         assert refused.returncode == 2 and "looks like a secret" in refused.stderr, refused.stderr
         assert token not in refused.stderr + refused.stdout
     assert not (cli.cwd / ".lore" / "sessions" / token).exists()
+
+
+def test_a_private_session_stays_private_when_its_metadata_is_damaged(cli):
+    """The owning agent lived only in metadata.json, rewritten on every append;
+    damaged, it was rebuilt from the events without an owner, and the private
+    session became every agent's."""
+    cli("--agent", "alice", "session", "start", "--id", "s-priv")
+    cli("--agent", "alice", "session", "append", "s-priv", "--content", "codename HERON")
+    folder = cli.cwd / ".lore/sessions/s-priv"
+    (folder / "metadata.json").write_text("{damaged")
+    hidden = cli("--agent", "bob", "session", "show", "s-priv", ok=False)
+    assert hidden.returncode == 1 and "HERON" not in hidden.stdout + hidden.stderr
+    assert "s-priv" not in cli("--agent", "bob", "session", "list", "--json").stdout
+    shown = cli.json("--agent", "alice", "session", "show", "s-priv")
+    assert [e["content"] for e in shown["events"]] == ["codename HERON"]
+    cli("--agent", "alice", "session", "append", "s-priv", "--content", "still mine")  # recounts the metadata
+    assert json.loads((folder / "metadata.json").read_text())["channelId"] == "alice"
+
+    # A session an older Lore wrote has no owner file: damaged, no agent may see it.
+    (folder / ".owner").unlink()
+    (folder / "metadata.json").write_text("{damaged")
+    assert cli("--agent", "bob", "session", "show", "s-priv", ok=False).returncode == 1
+    assert "s-priv" not in cli("--agent", "bob", "session", "list", "--json").stdout

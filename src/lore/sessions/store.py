@@ -5,6 +5,7 @@
     session.jsonl        the live events, one per line (append-only; see lore.sessions.log)
     metadata.json        004's metadata: id, channelId, userId, messageCount, tokenCount,
                          createdAt, updatedAt, status (+ Lore's bookkeeping)
+    .owner               the owning agent again ("" shared), kept if metadata.json is damaged
     archive/             compacted events, verbatim, gzip: 000001-000300.jsonl.gz
     summaries/           one Lore memory per compacted range: 000001-000300.md
     .lock, .compact.lock fcntl locks (appenders; one compactor at a time)
@@ -64,6 +65,10 @@ Cursor: TypeAlias = dict[str, Any]
 
 LOG = "session.jsonl"
 META = "metadata.json"
+# The owning agent again ("" for a shared session), written once: metadata.json is
+# rewritten on every append, and a damaged one must not make a private session shared.
+OWNER = ".owner"
+_UNKNOWN = object()  # no readable metadata and no owner file (a session of an older Lore)
 STATUSES = ("active", "ended")
 
 
@@ -592,8 +597,22 @@ class SessionStore:
         rule as its summaries' (session-summary memories, owned by its agent)."""
         if not self.own_only:
             return True
-        owner = self._read_meta(folder).get("channelId")
+        owner = self._owner(folder)
+        if owner is _UNKNOWN:  # damaged metadata, no owner on record: a person's view only
+            return self.agent is None
         return owner is None or owner == self.agent
+
+    def _owner(self, folder: Path, meta: Meta | None = None) -> object:
+        """The session's agent (None: shared), from its metadata, else from its
+        owner file; ``_UNKNOWN`` when neither can be read."""
+        meta = self._read_meta(folder) if meta is None else meta
+        if meta:
+            return meta.get("channelId")
+        try:
+            recorded = (folder / OWNER).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return _UNKNOWN
+        return recorded or None
 
     def _state(
         self,
@@ -648,9 +667,10 @@ class SessionStore:
             memory = archive.read_summary(archived_range.summary)
             summary_tokens += count_tokens(memory.body) if memory else 0
         every = archived + live
+        owner = self._owner(folder, old) if not old else old.get("channelId")
         meta = _new_meta(
             session_id,
-            old.get("channelId"),
+            owner if isinstance(owner, str) else None,
             old.get("userId"),
             created_at=old.get("createdAt") or (every[0].get("timestamp") if every else None),
         )
@@ -684,6 +704,8 @@ class SessionStore:
         rewritten on every append, and metadata behind the files is recounted from
         them, so an fsync (milliseconds on a busy disk) would buy nothing."""
         atomic.write_atomic(folder / META, json.dumps(meta, indent=2, ensure_ascii=False) + "\n", sync=False)
+        if not (folder / OWNER).exists():
+            atomic.write_atomic(folder / OWNER, (meta.get("channelId") or "") + "\n", sync=False)
 
     def _ensure_root(self) -> None:
         """Create ``.lore/sessions/``, git-ignored even in projects whose
