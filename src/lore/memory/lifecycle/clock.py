@@ -30,7 +30,9 @@ def system_now() -> datetime:
         if parsed is None:
             raise UsageError(f"{ENV}={fixed!r} is not an ISO 8601 time; e.g. 2026-03-01T12:00:00Z")
         if not EARLIEST <= parsed < LATEST:
-            raise UsageError(f"{ENV}={fixed!r} must be a time from 1970 to 9998; e.g. 2026-03-01T12:00:00Z")
+            raise UsageError(
+                f"{ENV}={fixed!r} must be a time from 1970 to 9998 in UTC; e.g. 2026-03-01T12:00:00Z"
+            )
         return parsed
     return datetime.now(UTC).replace(microsecond=0)
 
