@@ -14,9 +14,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from lore.errors import NotFound, unchanged
+from lore.errors import NotFound, ValidationError, unchanged
 from lore.memory.markdown import move_new, write_atomic
-from lore.memory.model import format_time
+from lore.memory.model import format_time, parse_time
 from lore.project import Project
 from lore.records import Record, internal
 
@@ -35,8 +35,8 @@ class TrashEntry(Record):
     def to_dict(self) -> dict[str, Any]:
         data = {**super().to_dict(), "trash_path": self.trash_path}
         try:  # notes written before deletion times were `...Z` say `+00:00`
-            data["deleted_at"] = format_time(datetime.fromisoformat(self.deleted_at))
-        except (ValueError, TypeError):
+            data["deleted_at"] = parse_time(self.deleted_at, field_name="deleted_at")
+        except ValidationError:
             pass
         return data
 

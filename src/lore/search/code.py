@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
-from lore.memory.model import format_time
+from lore.errors import ValidationError
+from lore.memory.model import parse_time
 from lore.records import Record, internal
 from lore.search import hybrid
 from lore.search.text import snippet
@@ -129,8 +129,8 @@ def commit_hits(found: list[hybrid.Scored]) -> list[CommitHit]:
 def _utc(date: str) -> str:
     """A commit's date (git's `%aI`, in the author's zone) as UTC `...Z`, like every time Lore prints."""
     try:
-        return format_time(datetime.fromisoformat(date))
-    except ValueError:
+        return parse_time(date)
+    except ValidationError:
         return date
 
 

@@ -667,7 +667,7 @@ class SessionStore:
             memory = archive.read_summary(archived_range.summary)
             summary_tokens += count_tokens(memory.body) if memory else 0
         every = archived + live
-        owner = self._owner(folder, old) if not old else old.get("channelId")
+        owner = self._owner(folder, old)
         meta = _new_meta(
             session_id,
             owner if isinstance(owner, str) else None,
