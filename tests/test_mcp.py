@@ -746,6 +746,48 @@ def test_stdout_carries_nothing_but_protocol(root):
     assert "Traceback" not in stderr, stderr
 
 
+def test_a_lone_surrogate_from_a_client_is_answered(root):
+    """A JavaScript client cutting an emoji in half sends "\\ud83d"; the SDK's
+    parser refused the line and answered nothing, so the client waited forever."""
+    server = RawServer(root)
+    try:
+        server.request(
+            1,
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
+        )
+        server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        added = server.request(
+            2,
+            "tools/call",
+            {
+                "name": "add_memory",
+                "arguments": {
+                    "type": "lesson",
+                    "title": "Deploy notes \ud83d",
+                    "content": "Release trains leave on Tuesdays \ud83d\ude80 and wait for no one \udc00.",
+                },
+            },
+            timeout=30,
+        )
+        assert added["result"].get("isError", False) is False, added
+        found = server.request(
+            3,
+            "tools/call",
+            {"name": "search_memories", "arguments": {"query": "release trains \ud83d"}},
+            timeout=30,
+        )
+        text = found["result"]["content"][0]["text"]
+        assert "Deploy notes \ufffd" in text and "Tuesdays \U0001f680" in text, text
+    finally:
+        stderr = server.close()
+    assert "Traceback" not in stderr, stderr
+
+
 def test_nan_in_session_args_is_refused_and_session_files_stay_json(root):
     """A client may send NaN or Infinity (the SDK reads them); session.jsonl got
     `"args":{"a":NaN}`, which no JSON reader but Python's accepts."""

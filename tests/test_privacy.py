@@ -160,3 +160,6 @@ def test_server_messages_scrub_a_folder_that_ends_a_sentence_and_only_whole_path
     assert without_server_paths(f"see {root}/a.md.", [root]) == "see a.md."
     untouched = f"{root}.bak, {root}-2/x and /mnt{root}/a.md"
     assert without_server_paths(untouched, [root]) == untouched
+    # A colon-joined list (a search path) is a list of paths, each scrubbed.
+    joined = f"PYTHONPATH={root}/src:{root}/vendor:{tmp_path}/home/lib"
+    assert without_server_paths(joined, [root]) == f"PYTHONPATH=src:vendor:{tmp_path}/home/lib"

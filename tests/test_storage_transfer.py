@@ -184,6 +184,23 @@ def test_a_damaged_dump_is_one_line_and_leaves_the_index_as_it_was(cli, tmp_path
     assert cli.json("db", "status")["counts"] == before
 
 
+def test_a_dump_line_too_long_to_hold_is_refused_without_reading_it_whole(cli, tmp_path):
+    # A gzip bomb of one endless line: 128 MiB + 1 characters, compressed to ~130 kB.
+    # Reading it whole would have held the line (and json's copy) in memory.
+    from lore.storage.transfer import MAX_LINE_CHARS
+
+    dump = tmp_path / "bomb.gz"
+    block = b"a" * (1 << 20)
+    with gzip.open(dump, "wb", compresslevel=1) as out:
+        out.write(b'{"format": "lore-index-dump", "version": 1}\n')
+        for _ in range(MAX_LINE_CHARS // len(block) + 1):
+            out.write(block)
+    proc = cli("db", "import", str(dump), ok=False)
+    errors = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and len(errors) == 1, proc.stderr
+    assert "line 2 is longer than 134,217,728 characters; the dump is damaged" in errors[0], errors[0]
+
+
 def test_export_never_replaces_a_file_unasked(cli, tmp_path):
     target = tmp_path / "notes.txt"
     target.write_text("someone's notes\n")

@@ -198,8 +198,9 @@ def without_server_paths(message: str, roots: Iterable[Path]) -> str:
 def _path_under(root: str) -> re.Pattern[str]:
     # The folder itself, or a path below it; not a longer name that begins the
     # same (/srv/proj2, /srv/proj.bak), nor the same letters inside a longer
-    # path (/mnt/srv/proj). A full stop after the folder ends the sentence, not the name.
-    start, sep, stop = r"(?<![\w.~/-])", re.escape(os.sep), r"\s'\"),;"
+    # path (/mnt/srv/proj). A full stop after the folder ends the sentence, not the name;
+    # a colon ends it too, as in search paths (PATH=/srv/proj/bin:/srv/proj/tools).
+    start, sep, stop = r"(?<![\w.~/-])", re.escape(os.sep), r"\s'\"),;:"
     return re.compile(rf"{start}{re.escape(root.rstrip(os.sep))}(?:{sep}([^{stop}]*))?(?![\w-]|\.[\w.-])")
 
 

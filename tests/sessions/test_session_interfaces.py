@@ -218,3 +218,19 @@ def test_a_private_session_stays_private_when_its_metadata_is_damaged(cli):
     (folder / "metadata.json").write_text("{damaged")
     assert cli("--agent", "bob", "session", "show", "s-priv", ok=False).returncode == 1
     assert "s-priv" not in cli("--agent", "bob", "session", "list", "--json").stdout
+
+
+def test_an_ended_session_stays_ended_when_its_metadata_is_damaged(cli):
+    """The ended status lived only in metadata.json; damaged, the recount from
+    the events made the session active again, and appending to it was allowed."""
+    cli("session", "start", "--id", "s-done")
+    cli("session", "append", "s-done", "--content", "shipped the fix")
+    ended = cli.json("session", "end", "s-done")
+    folder = cli.cwd / ".lore/sessions/s-done"
+    (folder / "metadata.json").write_text("{damaged")
+    refused = cli("session", "append", "s-done", "--content", "more", ok=False)
+    assert refused.returncode != 0 and "has ended" in refused.stderr, refused.stderr
+    listed = {s["id"]: s for s in cli.json("session", "list")}
+    assert listed["s-done"]["status"] == "ended", listed
+    assert listed["s-done"]["ended_at"] == ended["ended_at"]
+    assert json.loads((folder / "metadata.json").read_text())["status"] == "ended"

@@ -522,8 +522,11 @@ def _compact(schema):
 
 
 def serve_stdio(project: str | None, *, agent: str | None = None) -> None:
+    from lore.interfaces.stdio_repair import repair_stdin
+
     server, tools = build_server(project, agent=agent)
     tools.warm()
+    repair_stdin()
     server.run("stdio")
 
 

@@ -6,6 +6,7 @@
     metadata.json        004's metadata: id, channelId, userId, messageCount, tokenCount,
                          createdAt, updatedAt, status (+ Lore's bookkeeping)
     .owner               the owning agent again ("" shared), kept if metadata.json is damaged
+    .ended               when the session ended (written by end), kept likewise
     archive/             compacted events, verbatim, gzip: 000001-000300.jsonl.gz
     summaries/           one Lore memory per compacted range: 000001-000300.md
     .lock, .compact.lock fcntl locks (appenders; one compactor at a time)
@@ -68,6 +69,7 @@ META = "metadata.json"
 # The owning agent again ("" for a shared session), written once: metadata.json is
 # rewritten on every append, and a damaged one must not make a private session shared.
 OWNER = ".owner"
+ENDED = ".ended"
 _UNKNOWN = object()  # no readable metadata and no owner file (a session of an older Lore)
 STATUSES = ("active", "ended")
 
@@ -159,6 +161,9 @@ class SessionStore:
         with file_lock(folder / ".lock"):
             meta = self._state(folder, session_id)
             meta.update(status="ended", endedAt=now_iso(), updatedAt=now_iso())
+            # Written first: once the session is ended anywhere, it stays ended
+            # even if metadata.json is damaged later (and recounted from the files).
+            atomic.write_atomic(folder / ENDED, meta["endedAt"] + "\n", sync=False)
             self._write_meta(folder, meta)
         return self._info(folder, meta)
 
@@ -639,7 +644,7 @@ class SessionStore:
                 return meta
         if not self._visible(folder):
             raise _taken(session_id) if create else _missing(session_id)
-        if events is not None and meta.get("status") == "ended":
+        if events is not None and (meta.get("status") == "ended" or (not meta and _ended_at(folder))):
             raise Conflict(f"session {session_id} has ended; start a new session to record more")
         ranges = archive.archived_ranges(folder)
         boundary = ranges[-1].last if ranges else 0
@@ -675,9 +680,10 @@ class SessionStore:
             created_at=old.get("createdAt") or (every[0].get("timestamp") if every else None),
         )
         live_tokens = sum(ev.tokens_of(e) for e in live)
+        ended_at = old.get("endedAt") if old else _ended_at(folder)
         meta.update(
-            status=old.get("status", "active"),
-            endedAt=old.get("endedAt"),
+            status=old.get("status", "active") if old else ("ended" if ended_at else "active"),
+            endedAt=ended_at,
             messageCount=sum(1 for e in every if e.get("type") == "message"),
             eventCount=len(every),
             lastEventId=max([boundary] + [e["id"] for e in live]),
@@ -773,6 +779,15 @@ def _new_meta(session_id: str, agent: str | None, user: str | None, *, created_a
     }
     meta.update({name: 0 for name in _COUNTERS if name not in meta})
     return meta
+
+
+def _ended_at(folder: Path) -> str | None:
+    """When the session ended, from its `.ended` file (None: not ended, or unreadable)."""
+    try:
+        text = (folder / ENDED).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text or None
 
 
 def _missing(session_id: str) -> NotFound:

@@ -215,13 +215,24 @@ def _file(data: dict[str, Any]) -> FileDump:
     return dump
 
 
+# One line holds one file's record (its chunks and links) and a file is at
+# most `[index] max_file_bytes` (1 MB by default); this bounds what a damaged
+# or hostile dump can make the importer hold in memory at once.
+MAX_LINE_CHARS = 128 * 1024 * 1024
+
+
 def _read(source: Path) -> Iterator[dict[str, Any]]:
     if not source.is_file():
         what = "is not a regular file" if source.exists() else "does not exist"
         raise UsageError(f"{source} {what}; give the file `lore db export` wrote")
     try:
         with gzip.open(source, "rt", encoding="utf-8") as handle:
-            for number, text in enumerate(handle, 1):
+            for number, text in enumerate(iter(lambda: handle.readline(MAX_LINE_CHARS + 1), ""), 1):
+                if len(text) > MAX_LINE_CHARS:
+                    raise ValidationError(
+                        f"{source}: line {number} is longer than {MAX_LINE_CHARS:,} characters; "
+                        "the dump is damaged or not one `lore db export` wrote"
+                    )
                 if text.strip():
                     try:
                         yield json.loads(text)
