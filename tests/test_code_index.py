@@ -657,6 +657,15 @@ def test_chunking_a_file_again_for_its_language_marks_no_memory_stale(repo):
     assert index(repo)["files_processed"] == 1
     assert code(repo, "cart total prices", "--lang", "c")[0]["symbol"] == "cart_total"
     assert repo.json("stale") == []
+    # Nor an edit elsewhere in the file later: the anchor was hashed again with the
+    # new units (it compared the old line's hash with the whole function's).
+    write(root, "lib/cart.c", CART_C + "\nint cart_count(size_t n) {\n  return (int)n;\n}\n")
+    index(repo)
+    assert repo.json("stale") == []
+    # The anchored function itself changing still makes it stale.
+    write(root, "lib/cart.c", CART_C.replace("int sum = 0;", "int sum = 1;"))
+    index(repo)
+    assert [m["id"] for m in repo.json("stale")] == [added["id"]]
 
 
 def test_code_directory_glob_matches_files_under_matching_directories(repo):

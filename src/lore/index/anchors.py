@@ -126,6 +126,35 @@ def check(
     return sorted(set(newly))
 
 
+def rehash_unchanged(store: Store, root: Path, unchanged: set[str]) -> int:
+    """Hash again, with the current chunker, the anchors of every memory whose
+    anchors are all fresh and on files unchanged since the index last saw them.
+
+    Called when the chunker changed how it cuts code (``CHUNKER_VERSION``): an
+    anchor is the hash of a code unit as the chunker of its day cut it, so the
+    next edit anywhere in its file would compare it with a unit cut another way
+    and call it changed. A fresh anchor on an unchanged file matched its code
+    at the last check, so hashing it again now loses nothing. Returns how many
+    memories were re-anchored."""
+    by_memory: dict[str, list[AnchorRecord]] = {}
+    for anchor in store.anchors():
+        by_memory.setdefault(anchor.memory_id, []).append(anchor)
+    count = 0
+    for memory_id, found in by_memory.items():
+        if any(a.stale_reason or a.path not in unchanged for a in found):
+            continue
+        now = [_anchor(root, a.path, a.start_line, a.end_line, symbol=a.symbol) for a in found]
+        if any(n is None or n.code_hash is None for n in now):
+            continue
+        fresh = [n for n in now if n is not None]
+        for new, old in zip(fresh, found, strict=True):
+            new.memory_id, new.named_path = memory_id, old.named_path
+        if fresh != found:
+            store.replace_anchors(memory_id, fresh)
+            count += 1
+    return count
+
+
 def anchors_of(store: Store, memory_id: str) -> list[AnchorInfo]:
     return [
         {

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lore.index import anchors
 from lore.index.roles import RULES_VERSION, file_role
 from lore.records import Record, internal
 from lore.storage import ChunkInput, Store
@@ -116,20 +117,22 @@ def sync_code(
     version = store.get_meta("chunker_version") or "1"
     relabel = _new_languages(known, CHUNKER_LANGUAGES.get(version, frozenset())) if known else set()
     changed: list[tuple[str, os.stat_result]] = []
+    unchanged: set[str] = set()  # files as the index last saw them
     for rel in candidates:
         try:
             st = os.stat(root / rel)
         except OSError:
             continue
         state = known.get(rel)
-        if (
-            force
-            or state is None
-            or state.mtime_ns != st.st_mtime_ns
-            or state.size != st.st_size
-            or rel in relabel
-        ):
+        if force or state is None or state.mtime_ns != st.st_mtime_ns or state.size != st.st_size:
             changed.append((rel, st))
+        else:
+            unchanged.add(rel)
+            if rel in relabel:
+                changed.append((rel, st))
+    if known and version != CHUNKER_VERSION and only is None:
+        with store.transaction():
+            anchors.rehash_unchanged(store, root, unchanged)
     gone_by_sha = {known[p].sha256: p for p in gone}
     classified: set[str] = set()  # files given a role by the current rules in this run
     for done, (rel, st) in enumerate(changed, 1):
