@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+from urllib.parse import urlsplit
 
 import anyio
 import pytest
@@ -600,6 +601,28 @@ async def test_host_origin_and_open_mode_csrf(root):
         page = await c.get("/memories")
         assert page.headers["content-security-policy"].startswith("default-src 'self'")
         assert page.headers["x-frame-options"] == "DENY"
+
+
+async def test_the_undo_button_of_a_crafted_link_only_restores_from_the_trash(root):
+    """The list page's "Moved … to the trash. Undo" banner comes from the query string:
+    a link with `trashed=../memories/<id>/delete?` made its Undo button (carrying the
+    page's own CSRF token) post to /memories/<id>/delete, so a click deleted a memory."""
+    from urllib.parse import urljoin
+
+    key = add_memory(root, "Undo target", "A memory a crafted Undo link must not delete.")
+    app = build_app(str(root))
+    async with client(app) as c:
+        for trashed in (f"../memories/{key}/delete?", "../index/rebuild#", "../logout?x="):
+            page = await c.get("/memories", params={"trashed": trashed, "trashed_title": "x"})
+            undo = page.text.split('role="status"', 1)[1]  # the banner's form
+            action = undo.split('action="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
+            target = urljoin(str(page.url), action)  # as a browser resolves it
+            assert urlsplit(target).path.startswith("/trash/"), target
+            assert urlsplit(target).path.endswith("/restore"), target
+            r = await c.post(target, data={"csrf_token": c.cookies["lore_csrf"]})
+            assert r.status_code == 404, r.text
+        assert (await c.get(f"/api/memories/{key}")).status_code == 200
+        assert (await c.get("/api/jobs")).json()["jobs"] == []
 
 
 async def test_off_loopback_needs_token_and_accepts_any_host(root):
