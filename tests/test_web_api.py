@@ -625,6 +625,30 @@ async def test_the_undo_button_of_a_crafted_link_only_restores_from_the_trash(ro
         assert (await c.get("/api/jobs")).json()["jobs"] == []
 
 
+async def test_clearing_the_tags_field_of_the_edit_form_removes_the_tags(root):
+    """The edit form said "Saved" when its Tags field was emptied, and kept the tags:
+    an empty field read as "not given"."""
+    key = add_memory(root, "Tagged memory", "A memory whose tags the form clears.", tags=("alpha", "beta"))
+    app = build_app(str(root))
+    async with client(app) as c:
+        page = (await c.get(f"/memories/{key}/edit")).text
+        sha = page.split('name="expected_sha256" value="', 1)[1].split('"', 1)[0]
+        form = {
+            "csrf_token": c.cookies["lore_csrf"],
+            "expected_sha256": sha,
+            "title": "Tagged memory",
+            "type": "fact",
+            "tags": "",
+            "applies_to": "global",
+            "confidence": "",
+            "body": "A memory whose tags the form clears.",
+        }
+        r = await c.post(f"/memories/{key}/edit", data=form)
+        assert r.status_code == 303, r.text
+        shown = (await c.get(f"/api/memories/{key}")).json()
+        assert shown["tags"] == [] and shown["title"] == "Tagged memory"
+
+
 async def test_off_loopback_needs_token_and_accepts_any_host(root):
     from lore.errors import UsageError
 

@@ -172,6 +172,9 @@ async def edit_memory(backend, guard, request):
         pairs = await form_pairs(request, guard)
         values = dict(pairs)
         args = parse_pairs(pairs, UPDATE_FORM)
+        for param in UPDATE_FORM:  # a list field the form sent empty was cleared, not left out
+            if param.kind == "list" and param.name in values and param.target not in args:
+                args[param.target] = []
         await backend.call(lambda lore: lore.update_checked(key, **args))
         return redirect(f"/memories/{detail.id}?saved=1")
     except Conflict as err:
