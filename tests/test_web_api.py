@@ -870,3 +870,24 @@ async def test_a_failed_jobs_error_does_not_show_the_servers_folders(root):
         listed = (await c.get("/api/jobs")).json()["jobs"][0]
     assert job["state"] == "failed" and ".lore/index.db is a folder" in job["error"], job
     assert str(root) not in job["error"] and str(root) not in json.dumps(listed), job["error"]
+
+
+async def test_a_forwarded_for_header_does_not_reset_the_failure_count(root):
+    """uvicorn took the client's address from X-Forwarded-For when the connection came
+    from 127.0.0.1, so a caller on this machine changing that header at each try was a
+    new client each time: wrong tokens were never throttled."""
+    from web_helpers import Server
+
+    server = Server(root, env={"LORE_TOKEN": TOKEN})
+    try:
+        answers = [
+            _answer(
+                f"{server.url}/api/memories",
+                headers={"Authorization": f"Bearer wrong-{n}", "X-Forwarded-For": f"198.51.100.{n}"},
+            )
+            for n in range(12)
+        ]
+        assert [status for status, _ in answers[:10]] == [401] * 10
+        assert [status for status, _ in answers[10:]] == [429, 429], answers[10:]
+    finally:
+        server.stop()
