@@ -586,6 +586,20 @@ async def test_login_session_cookie_and_csrf(root):
         assert (await c.get("/api/memories")).status_code == 401
 
 
+async def test_too_many_failed_logins_on_the_page_say_when_to_retry(root):
+    """After 10 wrong tokens the login page answered 429 without the Retry-After the
+    API sends (and docs/web.md promises)."""
+    app = build_app(str(root), token=TOKEN)
+    async with client(app) as c:
+        await c.get("/login")
+        form = {"token": "wrong", "csrf_token": c.cookies["lore_csrf"], "next": "/"}
+        statuses = [(await c.post("/login", data=form)).status_code for _ in range(10)]
+        assert statuses == [401] * 10
+        r = await c.post("/login", data=form)
+        assert r.status_code == 429 and "too many failed attempts" in r.text
+        assert 0 < int(r.headers["retry-after"]) <= 61
+
+
 async def test_host_origin_and_open_mode_csrf(root):
     key = add_memory(root, "Host test", "A memory used by the Host header test.")
     app = build_app(str(root))
