@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+from urllib.parse import urlsplit
 
 import anyio
 import pytest
@@ -585,6 +586,20 @@ async def test_login_session_cookie_and_csrf(root):
         assert (await c.get("/api/memories")).status_code == 401
 
 
+async def test_too_many_failed_logins_on_the_page_say_when_to_retry(root):
+    """After 10 wrong tokens the login page answered 429 without the Retry-After the
+    API sends (and docs/web.md promises)."""
+    app = build_app(str(root), token=TOKEN)
+    async with client(app) as c:
+        await c.get("/login")
+        form = {"token": "wrong", "csrf_token": c.cookies["lore_csrf"], "next": "/"}
+        statuses = [(await c.post("/login", data=form)).status_code for _ in range(10)]
+        assert statuses == [401] * 10
+        r = await c.post("/login", data=form)
+        assert r.status_code == 429 and "too many failed attempts" in r.text
+        assert 0 < int(r.headers["retry-after"]) <= 61
+
+
 async def test_host_origin_and_open_mode_csrf(root):
     key = add_memory(root, "Host test", "A memory used by the Host header test.")
     app = build_app(str(root))
@@ -600,6 +615,52 @@ async def test_host_origin_and_open_mode_csrf(root):
         page = await c.get("/memories")
         assert page.headers["content-security-policy"].startswith("default-src 'self'")
         assert page.headers["x-frame-options"] == "DENY"
+
+
+async def test_the_undo_button_of_a_crafted_link_only_restores_from_the_trash(root):
+    """The list page's "Moved … to the trash. Undo" banner comes from the query string:
+    a link with `trashed=../memories/<id>/delete?` made its Undo button (carrying the
+    page's own CSRF token) post to /memories/<id>/delete, so a click deleted a memory."""
+    from urllib.parse import urljoin
+
+    key = add_memory(root, "Undo target", "A memory a crafted Undo link must not delete.")
+    app = build_app(str(root))
+    async with client(app) as c:
+        for trashed in (f"../memories/{key}/delete?", "../index/rebuild#", "../logout?x="):
+            page = await c.get("/memories", params={"trashed": trashed, "trashed_title": "x"})
+            undo = page.text.split('role="status"', 1)[1]  # the banner's form
+            action = undo.split('action="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
+            target = urljoin(str(page.url), action)  # as a browser resolves it
+            assert urlsplit(target).path.startswith("/trash/"), target
+            assert urlsplit(target).path.endswith("/restore"), target
+            r = await c.post(target, data={"csrf_token": c.cookies["lore_csrf"]})
+            assert r.status_code == 404, r.text
+        assert (await c.get(f"/api/memories/{key}")).status_code == 200
+        assert (await c.get("/api/jobs")).json()["jobs"] == []
+
+
+async def test_clearing_the_tags_field_of_the_edit_form_removes_the_tags(root):
+    """The edit form said "Saved" when its Tags field was emptied, and kept the tags:
+    an empty field read as "not given"."""
+    key = add_memory(root, "Tagged memory", "A memory whose tags the form clears.", tags=("alpha", "beta"))
+    app = build_app(str(root))
+    async with client(app) as c:
+        page = (await c.get(f"/memories/{key}/edit")).text
+        sha = page.split('name="expected_sha256" value="', 1)[1].split('"', 1)[0]
+        form = {
+            "csrf_token": c.cookies["lore_csrf"],
+            "expected_sha256": sha,
+            "title": "Tagged memory",
+            "type": "fact",
+            "tags": "",
+            "applies_to": "global",
+            "confidence": "",
+            "body": "A memory whose tags the form clears.",
+        }
+        r = await c.post(f"/memories/{key}/edit", data=form)
+        assert r.status_code == 303, r.text
+        shown = (await c.get(f"/api/memories/{key}")).json()
+        assert shown["tags"] == [] and shown["title"] == "Tagged memory"
 
 
 async def test_off_loopback_needs_token_and_accepts_any_host(root):
@@ -823,3 +884,24 @@ async def test_a_failed_jobs_error_does_not_show_the_servers_folders(root):
         listed = (await c.get("/api/jobs")).json()["jobs"][0]
     assert job["state"] == "failed" and ".lore/index.db is a folder" in job["error"], job
     assert str(root) not in job["error"] and str(root) not in json.dumps(listed), job["error"]
+
+
+async def test_a_forwarded_for_header_does_not_reset_the_failure_count(root):
+    """uvicorn took the client's address from X-Forwarded-For when the connection came
+    from 127.0.0.1, so a caller on this machine changing that header at each try was a
+    new client each time: wrong tokens were never throttled."""
+    from web_helpers import Server
+
+    server = Server(root, env={"LORE_TOKEN": TOKEN})
+    try:
+        answers = [
+            _answer(
+                f"{server.url}/api/memories",
+                headers={"Authorization": f"Bearer wrong-{n}", "X-Forwarded-For": f"198.51.100.{n}"},
+            )
+            for n in range(12)
+        ]
+        assert [status for status, _ in answers[:10]] == [401] * 10
+        assert [status for status, _ in answers[10:]] == [429, 429], answers[10:]
+    finally:
+        server.stop()

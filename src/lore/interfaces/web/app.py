@@ -398,7 +398,12 @@ def serve(
     if team is None or token:
         app.tools.warm()  # a team server's own Lore serves only the shared token
     print(banner(app, host, sock.getsockname()[1], token, web), file=sys.stderr, flush=True)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=3)
+    # proxy_headers=False: the client is the connection's peer. uvicorn's default trusts
+    # X-Forwarded-For from 127.0.0.1, so a caller on this machine could name a new
+    # client at each try and never be throttled (auth.Guard counts failures per client).
+    config = uvicorn.Config(
+        app, log_level="warning", lifespan="on", timeout_graceful_shutdown=3, proxy_headers=False
+    )
     uvicorn.Server(config).run(sockets=[sock])
 
 

@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 from lore.errors import Conflict, LoreError, ValidationError
 from lore.interfaces.web import api, auth
 from lore.interfaces.web.inputs import Param, parse_form, parse_pairs, read_body
-from lore.interfaces.web.render import as_error, error_body, html_response
+from lore.interfaces.web.render import as_error, error_body, error_headers, html_response
 from lore.memory.model import MEMORY_TYPES
 
 STATIC = Path(__file__).parent / "static"
@@ -56,7 +56,9 @@ def routes(backend, guard: auth.Guard) -> list:
 # -- rendering -----------------------------------------------------------------------------
 
 
-def render(request, guard: auth.Guard, template: str, context: dict, status: int = 200):
+def render(
+    request, guard: auth.Guard, template: str, context: dict, status: int = 200, headers: dict | None = None
+):
     """An HTML page; issues the CSRF cookie its forms need on first visit."""
     csrf = request.cookies.get(auth.CSRF_COOKIE)
     fresh = not csrf
@@ -71,7 +73,9 @@ def render(request, guard: auth.Guard, template: str, context: dict, status: int
         "memory_types": MEMORY_TYPES,
         "path": request.url.path,
     }
-    response = html_response(template, {**base, **context}, status, headers={"Cache-Control": "no-store"})
+    response = html_response(
+        template, {**base, **context}, status, headers={"Cache-Control": "no-store", **(headers or {})}
+    )
     if fresh:
         response.set_cookie(auth.CSRF_COOKIE, csrf, httponly=True, samesite="strict", path="/")
     return response
@@ -172,6 +176,9 @@ async def edit_memory(backend, guard, request):
         pairs = await form_pairs(request, guard)
         values = dict(pairs)
         args = parse_pairs(pairs, UPDATE_FORM)
+        for param in UPDATE_FORM:  # a list field the form sent empty was cleared, not left out
+            if param.kind == "list" and param.name in values and param.target not in args:
+                args[param.target] = []
         await backend.call(lambda lore: lore.update_checked(key, **args))
         return redirect(f"/memories/{detail.id}?saved=1")
     except Conflict as err:
@@ -280,9 +287,8 @@ async def login(backend, guard, request):
         target = auth.safe_next(fields.get("next"))
         session = guard.login(client, fields.get("token", ""))
     except LoreError as err:
-        return render(
-            request, guard, "login.html", {"next": target, "error": error_body(err)["error"]}, err.http_status
-        )
+        context = {"next": target, "error": error_body(err)["error"]}
+        return render(request, guard, "login.html", context, err.http_status, error_headers(err))
     response = redirect(target)
     response.set_cookie(
         auth.SESSION_COOKIE, session, max_age=auth.SESSION_SECONDS, httponly=True, samesite="strict", path="/"

@@ -110,8 +110,17 @@ def templates():
     env.filters["short_time"] = lambda when: (when or "")[:16].replace("T", " ")
     env.filters["filesize"] = file_size
     env.filters["percent"] = lambda x: "–" if x is None else f"{x * 100:.0f}%"
+    env.filters["segment"] = path_segment
     env.globals["with_query"] = with_query
     return env
+
+
+def path_segment(value) -> str:
+    """`value` as one URL path segment: '/', '?' and '#' encoded, so text from a query
+    string cannot send a form's action to another route ('../memories/x/delete?')."""
+    from urllib.parse import quote
+
+    return quote(str(value), safe="")
 
 
 def with_query(query, **changes) -> str:
