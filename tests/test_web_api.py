@@ -663,6 +663,95 @@ async def test_clearing_the_tags_field_of_the_edit_form_removes_the_tags(root):
         assert shown["tags"] == [] and shown["title"] == "Tagged memory"
 
 
+async def test_every_field_the_edit_form_empties_is_cleared_or_refused(root):
+    """Emptying Applies to or Confidence kept the old value and still said "Saved";
+    emptying the title did the same. Now a scope becomes global, a confidence
+    full (the form shows 1.0 as an empty box), and a title can't be emptied."""
+    import lore
+
+    with lore.open(root) as project:
+        key = project.add(
+            title="Scoped memory",
+            body="A memory about one file, held with some doubt.",
+            tags=["alpha"],
+            applies_to="file:src/app.py",
+            confidence=0.5,
+        ).memory.id
+    app = build_app(str(root))
+    async with client(app) as c:
+
+        async def post(**changes):
+            page = (await c.get(f"/memories/{key}/edit")).text
+            sha = page.split('name="expected_sha256" value="', 1)[1].split('"', 1)[0]
+            form = {
+                "csrf_token": c.cookies["lore_csrf"],
+                "expected_sha256": sha,
+                "title": "Scoped memory",
+                "type": "fact",
+                "tags": "alpha",
+                "applies_to": "file:src/app.py",
+                "confidence": "0.5",
+                "body": "A memory about one file, held with some doubt.",
+                **changes,
+            }
+            return await c.post(f"/memories/{key}/edit", data=form)
+
+        refused = await post(title="", applies_to="")
+        assert refused.status_code == 422 and "can&#39;t be empty" in refused.text, refused.text
+        shown = (await c.get(f"/api/memories/{key}")).json()
+        assert (shown["title"], shown["applies_to"]) == (
+            "Scoped memory",
+            "file:src/app.py",
+        )  # nothing half-done
+        r = await post(applies_to="", confidence="")
+        assert r.status_code == 303, r.text
+        shown = (await c.get(f"/api/memories/{key}")).json()
+        assert (shown["applies_to"], shown["confidence"], shown["tags"]) == ("global", 1.0, ["alpha"])
+
+
+async def test_half_a_surrogate_pair_in_json_is_a_422_naming_the_field(root):
+    """Preview answered 400 naming Python's UnicodeEncodeError, and a bad
+    occurred_at showed its value as ''."""
+    app = build_app(str(root))
+    headers = {"Content-Type": "application/json", "X-Lore-CSRF": "1"}
+    async with client(app) as c:
+        for route, body, field in (
+            ("/api/preview", b'{"body": "cut \\ud83d"}', "body"),
+            (
+                "/api/memories",
+                b'{"body": "A body that is long enough.", "occurred_at": "\\ud800"}',
+                "occurred_at",
+            ),
+            ("/api/memories", b'{"body": "A body that is long enough.", "tags": ["ok", "\\udc00"]}', "tags"),
+        ):
+            r = await c.post(route, content=body, headers=headers)
+            error = r.json()["error"]
+            assert r.status_code == 422 and error["field"] == field, r.text
+            assert "surrogate" in error["message"] and "Unicode" not in error["message"], r.text
+        assert (await c.get("/api/memories")).json()["items"] == []  # nothing written
+
+
+async def test_preview_does_not_wait_for_the_projects_lock(root):
+    """Preview only renders text, but it held the project's lock: a large body
+    (seconds of Markdown) kept every other request of the server waiting."""
+    import asyncio
+
+    app = build_app(str(root))
+    headers = {"Content-Type": "application/json", "X-Lore-CSRF": "1"}
+    lock = app.tools.lock_of(app.tools.lore)
+    async with client(app) as c:
+        lock.acquire()  # another request at work on the project
+        try:
+            r = await asyncio.wait_for(
+                c.post("/api/preview", content=b'{"body": "**bold**"}', headers=headers), timeout=10
+            )
+            assert r.status_code == 200 and "<strong>bold</strong>" in r.json()["html"], r.text
+            with pytest.raises(TimeoutError):  # a view that reads the project does wait
+                await asyncio.wait_for(c.get("/api/memories"), timeout=0.5)
+        finally:
+            lock.release()
+
+
 async def test_off_loopback_needs_token_and_accepts_any_host(root):
     from lore.errors import UsageError
 

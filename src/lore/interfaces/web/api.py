@@ -35,6 +35,8 @@ class Endpoint:
         params: query, path (named ``{x}`` in `path`) and body parameters.
         page: path of the HTML twin rendering `template` with the same view.
         stream: a handler of its own (server-sent events) instead of a view.
+        locked: the view reads or writes the project, so it holds the project's
+            lock; a view that only computes (preview) does not keep others waiting.
     """
 
     method: str
@@ -47,6 +49,7 @@ class Endpoint:
     page: str | None = None
     template: str | None = None
     stream: bool = False
+    locked: bool = True
 
     @property
     def has_body(self) -> bool:
@@ -451,6 +454,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         preview,
         (Param("body", required=True, max_len=MAX_BODY_TEXT),),
         tag="memories",
+        locked=False,
     ),
 )
 

@@ -59,13 +59,16 @@ class Backend:
         """The Lore acting for the current request (its user's on a team server)."""
         return self.tools.lore
 
-    async def call(self, fn, *args, **kwargs) -> Any:
-        """Run ``fn(lore, *args, **kwargs)`` on a worker thread, holding that Lore's lock."""
+    async def call(self, fn, *args, locked: bool = True, **kwargs) -> Any:
+        """Run ``fn(lore, *args, **kwargs)`` on a worker thread, holding that Lore's
+        lock unless `locked` is False (a view that only computes)."""
         import anyio
 
         lore = self.tools.lore  # chosen here, in the request's context
 
         def run():
+            if not locked:
+                return fn(lore, *args, **kwargs)
             with self.tools.lock_of(lore):
                 return fn(lore, *args, **kwargs)
 
@@ -264,7 +267,7 @@ async def api_call(backend: Backend, ep: api.Endpoint, request):
     try:
         args = await arguments(request, ep)
         check_api_csrf(request, ep)
-        result = await backend.call(ep.view, **args)
+        result = await backend.call(ep.view, locked=ep.locked, **args)
         return json_response(to_dict(result), ep.status)
     except Exception as err:
         return error_response(err)

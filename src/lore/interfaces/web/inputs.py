@@ -210,8 +210,22 @@ def parse_json_object(raw: bytes, params: tuple[Param, ...]) -> dict:
             if param.default is not None:
                 out[param.target] = param.default
             continue
+        _no_lone_surrogates(param.name, data[param.name])
         out[param.target] = param.convert(data[param.name], from_text=False)
     return out
+
+
+def _no_lone_surrogates(name: str, value: Any) -> None:
+    """JSON can spell half a UTF-16 pair ("\\ud800"); no file or index can hold it."""
+    for text in value if isinstance(value, list) else [value]:
+        if isinstance(text, str):
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValidationError(
+                    "holds half of a UTF-16 surrogate pair (a \\udXXX escape alone); send whole characters",
+                    field=name,
+                ) from None
 
 
 def parse_form(raw: bytes) -> list[tuple[str, str]]:

@@ -175,10 +175,7 @@ async def edit_memory(backend, guard, request):
     try:
         pairs = await form_pairs(request, guard)
         values = dict(pairs)
-        args = parse_pairs(pairs, UPDATE_FORM)
-        for param in UPDATE_FORM:  # a list field the form sent empty was cleared, not left out
-            if param.kind == "list" and param.name in values and param.target not in args:
-                args[param.target] = []
+        args = _cleared(parse_pairs(pairs, UPDATE_FORM), values)
         await backend.call(lambda lore: lore.update_checked(key, **args))
         return redirect(f"/memories/{detail.id}?saved=1")
     except Conflict as err:
@@ -210,6 +207,28 @@ def _form_error(request, guard, err: LoreError, values: dict, detail):
 
 
 UPDATE_FORM: tuple[Param, ...] = tuple(p for p in api.UPDATE if p.name != "key")
+# What a field of the edit form sent empty means: the user cleared it (the form
+# sends every field). The form shows confidence 1.0 as an empty box.
+CLEARED = {"applies_to": "global", "confidence": 1.0}
+
+
+def _cleared(args: dict, values: dict) -> dict:
+    """`args` with the fields the form sent empty set to their cleared value
+    (an empty list, the global scope, full confidence), where "not given" would
+    keep the old value and still say "Saved"; a title or body can't be emptied."""
+    for param in UPDATE_FORM:
+        if param.name not in values or param.target in args:
+            continue
+        if param.kind == "list":
+            args[param.target] = []
+        elif param.name in CLEARED:
+            args[param.target] = CLEARED[param.name]
+        elif param.name in ("title", "body"):
+            raise ValidationError(
+                f"can't be empty; write the memory's {'subject' if param.name == 'title' else 'text'}",
+                field=param.name,
+            )
+    return args
 
 
 async def delete_memory(backend, guard, request):
