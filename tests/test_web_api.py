@@ -752,6 +752,23 @@ async def test_preview_does_not_wait_for_the_projects_lock(root):
             lock.release()
 
 
+async def test_page_routes_check_their_path_like_the_api(root):
+    """/memories/%00/edit answered "no memory '\\x00'" (the NUL in the page) where
+    /memories/%00 and the API answer the 422 that names the field."""
+    app = build_app(str(root))
+    async with client(app) as c:
+        page = await c.get("/memories/%00/edit")
+        assert page.status_code == 422 and "key: must not contain NUL" in page.text, page.text
+        assert "\x00" not in page.text
+        form = {"csrf_token": c.cookies["lore_csrf"]}
+        for route in ("/memories/%00/delete", "/trash/%00/restore", "/trash/%00/purge"):
+            r = await c.post(route, data=form)
+            assert r.status_code == 422 and "must not contain NUL" in r.text and "\x00" not in r.text, (
+                route,
+                r.text,
+            )
+
+
 async def test_off_loopback_needs_token_and_accepts_any_host(root):
     from lore.errors import UsageError
 

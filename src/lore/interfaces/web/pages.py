@@ -129,6 +129,11 @@ async def form_pairs(request, guard) -> list[tuple[str, str]]:
     return pairs
 
 
+def path_arg(request, param: Param):
+    """A path parameter checked like the API checks it (length, NUL and control characters)."""
+    return parse_pairs([(param.name, request.path_params[param.name])], (param,))[param.target]
+
+
 def redirect(url: str):
     from starlette.responses import RedirectResponse
 
@@ -164,8 +169,8 @@ async def new_memory(backend, guard, request):
 
 
 async def edit_memory(backend, guard, request):
-    key = request.path_params["key"]
     try:
+        key = path_arg(request, api.KEY)
         detail = await backend.call(lambda lore: lore.memory_detail(key))
     except Exception as err:
         return error_page(request, guard, err)
@@ -232,8 +237,8 @@ def _cleared(args: dict, values: dict) -> dict:
 
 
 async def delete_memory(backend, guard, request):
-    key = request.path_params["key"]
     try:
+        key = path_arg(request, api.KEY)
         await form_pairs(request, guard)
         entry = await backend.call(lambda lore: lore.remove(key))
         return redirect("/memories?" + urlencode({"trashed": entry.id, "trashed_title": entry.original}))
@@ -242,8 +247,8 @@ async def delete_memory(backend, guard, request):
 
 
 async def restore_trashed(backend, guard, request):
-    trash_id = request.path_params["trash_id"]
     try:
+        trash_id = path_arg(request, api.TRASH_KEY)
         await form_pairs(request, guard)
         await backend.call(lambda lore: lore.restore(trash_id))
         return redirect(f"/memories/{trash_id}?restored=1")
@@ -252,8 +257,8 @@ async def restore_trashed(backend, guard, request):
 
 
 async def purge_trashed(backend, guard, request):
-    trash_id = request.path_params["trash_id"]
     try:
+        trash_id = path_arg(request, api.TRASH_KEY)
         await form_pairs(request, guard)
         await backend.call(lambda lore: lore.purge(trash_id))
         return redirect("/trash?purged=1")
