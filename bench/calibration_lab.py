@@ -20,7 +20,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import files_lab
 import timesplit
-from lore.search import hybrid
 from lore.search.files import roles_asked, scope_words
 from lore.storage import ChunkFilter
 from timesplit_make import TRIVIAL, TRIVIAL_TYPES, clean
@@ -60,37 +59,6 @@ def calib_queries(project, root):
     return out
 
 
-def collect(project, queries):
-    store = project.store
-    rows = []
-    for q in queries:
-        entry = {"qid": q["qid"]}
-        for mode in ("hybrid", "bm25"):
-            query, run = project.searcher.query(q["text"], "code", None if mode == "hybrid" else "bm25")
-            chunks = hybrid.search(store, "code", query, limit=300, flt=ChunkFilter(), mode=run)
-            entry[f"code_{mode}"] = [
-                (c.chunk.path, c.score, c.chunk.role, c.lexical, c.similarity) for c in chunks
-            ]
-            query, run = project.searcher.query(q["text"], "commit", None if mode == "hybrid" else "bm25")
-            commits = hybrid.search(store, "commit", query, limit=101, mode=run)
-            entry[f"commits_{mode}"] = [
-                (
-                    c.score,
-                    [p for p in c.chunk.commit.head_files if p],
-                    c.chunk.commit.n_files,
-                    c.chunk.commit.is_merge,
-                    c.chunk.commit.date,
-                )
-                for c in commits
-                if c.chunk.commit.sha != q["sha"]
-            ][:100]
-        named = {row[0] for key in ("code_hybrid", "code_bm25") for row in entry[key]}
-        named |= {p for key in ("commits_hybrid", "commits_bm25") for c in entry[key] for p in c[1]}
-        entry["roles"] = store.code_files(sorted(named), ChunkFilter()) if named else {}
-        rows.append(entry)
-    return rows
-
-
 def load_calib(name):
     CACHE.mkdir(parents=True, exist_ok=True)
     f = CACHE / f"{name}-{N}.json"
@@ -100,7 +68,7 @@ def load_calib(name):
     project, _ = timesplit.project("flask" if name == "timesplit" else name)
     root = timesplit.OUTSIDE / ("flask" if name == "timesplit" else name)
     qs = calib_queries(project, root)
-    lists = collect(project, qs)
+    lists = files_lab.collect(project, qs)
     qrels = {q["qid"]: q["relevant"] for q in qs}
     texts = {q["qid"]: q["text"] for q in qs}
     f.write_text(json.dumps({"lists": lists, "qrels": qrels, "texts": texts}))

@@ -682,6 +682,20 @@ class RawServer:
             if isinstance(message, dict) and message.get("id") == rid:
                 return message
 
+    def initialize(self, rid: int = 1) -> dict:
+        """The MCP handshake: initialize, then the initialized notification."""
+        reply = self.request(
+            rid,
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
+        )
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return reply
+
     def close(self) -> str:
         try:
             self.proc.stdin.close()
@@ -751,16 +765,7 @@ def test_a_lone_surrogate_from_a_client_is_answered(root):
     parser refused the line and answered nothing, so the client waited forever."""
     server = RawServer(root)
     try:
-        server.request(
-            1,
-            "initialize",
-            {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "1"},
-            },
-        )
-        server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        server.initialize()
         added = server.request(
             2,
             "tools/call",
@@ -793,16 +798,7 @@ def test_nan_in_session_args_is_refused_and_session_files_stay_json(root):
     `"args":{"a":NaN}`, which no JSON reader but Python's accepts."""
     server = RawServer(root)
     try:
-        server.request(
-            1,
-            "initialize",
-            {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "1"},
-            },
-        )
-        server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        server.initialize()
         for n, fields in enumerate(
             (
                 {"tool_name": "bash", "args": {"timeout": float("nan")}},

@@ -639,17 +639,22 @@ async def test_the_undo_button_of_a_crafted_link_only_restores_from_the_trash(ro
         assert (await c.get("/api/jobs")).json()["jobs"] == []
 
 
+async def submit_edit(c, key: str, fields: dict):
+    """Submit the memory's edit form as the page does: its CSRF token, the file's
+    SHA-256 as the page was opened on, and `fields`."""
+    page = (await c.get(f"/memories/{key}/edit")).text
+    sha = page.split('name="expected_sha256" value="', 1)[1].split('"', 1)[0]
+    form = {"csrf_token": c.cookies["lore_csrf"], "expected_sha256": sha, **fields}
+    return await c.post(f"/memories/{key}/edit", data=form)
+
+
 async def test_clearing_the_tags_field_of_the_edit_form_removes_the_tags(root):
     """The edit form said "Saved" when its Tags field was emptied, and kept the tags:
     an empty field read as "not given"."""
     key = add_memory(root, "Tagged memory", "A memory whose tags the form clears.", tags=("alpha", "beta"))
     app = build_app(str(root))
     async with client(app) as c:
-        page = (await c.get(f"/memories/{key}/edit")).text
-        sha = page.split('name="expected_sha256" value="', 1)[1].split('"', 1)[0]
         form = {
-            "csrf_token": c.cookies["lore_csrf"],
-            "expected_sha256": sha,
             "title": "Tagged memory",
             "type": "fact",
             "tags": "",
@@ -657,7 +662,7 @@ async def test_clearing_the_tags_field_of_the_edit_form_removes_the_tags(root):
             "confidence": "",
             "body": "A memory whose tags the form clears.",
         }
-        r = await c.post(f"/memories/{key}/edit", data=form)
+        r = await submit_edit(c, key, form)
         assert r.status_code == 303, r.text
         shown = (await c.get(f"/api/memories/{key}")).json()
         assert shown["tags"] == [] and shown["title"] == "Tagged memory"
@@ -681,20 +686,15 @@ async def test_every_field_the_edit_form_empties_is_cleared_or_refused(root):
     async with client(app) as c:
 
         async def post(**changes):
-            page = (await c.get(f"/memories/{key}/edit")).text
-            sha = page.split('name="expected_sha256" value="', 1)[1].split('"', 1)[0]
             form = {
-                "csrf_token": c.cookies["lore_csrf"],
-                "expected_sha256": sha,
                 "title": "Scoped memory",
                 "type": "fact",
                 "tags": "alpha",
                 "applies_to": "file:src/app.py",
                 "confidence": "0.5",
                 "body": "A memory about one file, held with some doubt.",
-                **changes,
             }
-            return await c.post(f"/memories/{key}/edit", data=form)
+            return await submit_edit(c, key, {**form, **changes})
 
         refused = await post(title="", applies_to="")
         assert refused.status_code == 422 and "can&#39;t be empty" in refused.text, refused.text
