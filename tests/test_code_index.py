@@ -394,6 +394,26 @@ def test_rebase_drop_and_reword_resyncs_history(repo):
     assert not (root / "c.py").exists() and code(repo, "walrus") == []
 
 
+def test_deepening_a_shallow_clone_brings_its_older_commits_into_history(repo, tmp_path):
+    origin = repo.cwd
+    for name, subject in (("a", "Add walrus cache"), ("b", "Add pelican logger"), ("c", "Add heron queue")):
+        write(origin, f"{name}.py", f"{name} = 1\n")
+        commit(origin, subject)
+    clone = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", str(clone))
+    cli = type(repo)(clone)
+    assert subjects(cli.json("history", "heron")) == ["Add heron queue"]
+    assert cli.json("history", "walrus") == []
+
+    git(clone, "fetch", "-q", "--deepen", "1")  # HEAD does not move
+    assert subjects(cli.json("history", "pelican")) == ["Add pelican logger"]
+    assert cli.json("history", "walrus") == []
+
+    git(clone, "fetch", "-q", "--unshallow")
+    assert subjects(cli.json("history", "walrus")) == ["Add walrus cache"]
+    assert cli.json("status")["commits"] == 3
+
+
 def test_branch_switch_is_reflected_in_code_search_and_history(repo):
     root = repo.cwd
     write(root, "feature.py", "def pelicanroute():\n    return 'main'\n")

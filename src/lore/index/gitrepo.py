@@ -44,6 +44,7 @@ __all__ = [
     "git_env",
     "git_tokens",
     "head",
+    "head_and_shallow",
     "hooks_dir",
     "is_ancestor",
     "last_changed",
@@ -226,6 +227,29 @@ def head_if_git(root: Path) -> str | None:
         return head(root)
     except GitError:
         return None
+
+
+def head_and_shallow(root: Path) -> tuple[str | None, str]:
+    """:func:`head_if_git`, and where a shallow clone's history stops: the
+    sorted shas of the commits whose parents it lacks, one a line ("" for a
+    complete repository). The boundary changes when `git fetch --deepen` or
+    `--unshallow` brings older commits in, which moves no ref. One git process."""
+    try:
+        result = run_git(
+            root, "rev-parse", "--git-path", "shallow", "-q", "--verify", "HEAD^{commit}", check=False
+        )
+    except GitError:
+        return None, ""
+    lines = _line(result).split("\n")
+    if not lines[0]:
+        return None, ""  # not a repository
+    sha = lines[1] if result.returncode == 0 and len(lines) > 1 else None
+    path = Path(lines[0])
+    try:
+        text = (path if path.is_absolute() else Path(root) / path).read_text("ascii", "replace")
+    except OSError:
+        return sha, ""  # no such file: not shallow
+    return sha, "\n".join(sorted(text.split()))
 
 
 def current_branch(root: Path) -> str | None:
