@@ -905,6 +905,25 @@ def test_status_tracks_head_and_work_tree_changes(repo):
     assert "stale" in text and "1 changed, 1 new, 1 deleted" in text
 
 
+def test_a_repository_git_refuses_to_read_is_an_error_that_says_what_to_do(repo):
+    """A clone owned by another user (a container's mount, a copy made as root):
+    git refuses every command ("dubious ownership") until the folder is marked
+    safe. Lore says so; it neither treats the folder as not a repository nor
+    drops the history it has indexed."""
+    root = repo.cwd
+    write(root, "alpha.py", "def alpha_walrus():\n    return 1\n")
+    commit(root, "Add the walrus module")
+    index(repo)
+    refused = {"GIT_TEST_ASSUME_DIFFERENT_OWNER": "1"}  # git's own switch for this check
+    for args in (("index",), ("status",), ("code", "walrus"), ("history", "walrus"), ("init",)):
+        proc = repo(*args, ok=False, env=refused)
+        assert proc.returncode == 1, (args, proc.stdout, proc.stderr)
+        assert "safe.directory" in proc.stderr and "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert repo.json("status")["commits"] == 1
+    assert subjects(repo.json("history", "walrus")) == ["Add the walrus module"]
+
+
 # -- 8. Outside git ---------------------------------------------------------------------------
 
 

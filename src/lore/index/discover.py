@@ -460,7 +460,14 @@ def _read_lines(path: Path) -> list[str]:
 
 
 def _git_files(root: Path) -> list[str] | None:
-    """Tracked and unignored untracked files, or None outside a git work tree."""
+    """Tracked and unignored untracked files, or None outside a git work tree.
+
+    Raises:
+        GitError: git refuses the repository (owned by another user): walking
+            it instead would ignore what git ignores and pass for no git.
+    """
+    from lore.index.gitrepo import refusal
+
     try:
         proc = subprocess.run(
             ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
@@ -471,6 +478,9 @@ def _git_files(root: Path) -> list[str] | None:
     except (OSError, subprocess.SubprocessError):
         return None
     if proc.returncode != 0:
+        refused = refusal(root, proc.stderr)
+        if refused is not None:
+            raise refused
         return None
     paths = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
     # A conflicted file is listed once per stage; keep the first.

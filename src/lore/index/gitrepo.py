@@ -19,6 +19,8 @@ Conventions:
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -34,6 +36,7 @@ __all__ = [
     "Commit",
     "FileChanges",
     "GitError",
+    "GitMissing",
     "commit_patches",
     "commits",
     "commits_mentioning",
@@ -49,6 +52,7 @@ __all__ = [
     "is_ancestor",
     "last_changed",
     "project_scope",
+    "refusal",
     "repo_root",
     "run_git",
     "untracked_files",
@@ -140,6 +144,35 @@ _LOG_FORMAT = "%x00" + "%x00".join(_LOG_FIELDS)
 _MAX_PATHSPEC = 64
 
 
+class GitMissing(GitError):
+    """git is not installed (or not on PATH): a folder is then simply not a repository."""
+
+
+_MISSING = "git is not installed (or not on PATH); install git to index history and use hooks"
+
+# What git says when it refuses a repository owned by another user (git >= 2.35.2).
+_DUBIOUS = re.compile(rb"dubious ownership in repository at '([^'\n]*)'")
+
+
+def refusal(root: Path, stderr: bytes) -> GitError | None:
+    """The error to raise when git's `stderr` says it refuses to work in the
+    repository at all (owned by another user: "dubious ownership"), else None.
+
+    Every git command fails there until the folder is marked safe, so the
+    repository must not pass for a folder without git, nor its history for
+    an empty one.
+    """
+    found = _DUBIOUS.search(stderr)
+    if found is None:
+        return None
+    where = os.fsdecode(found.group(1)) or str(root)
+    return GitError(
+        f"git refuses to read the repository at {where}: it belongs to another user "
+        f'("dubious ownership"); if you trust it, run '
+        f"`git config --global --add safe.directory {shlex.quote(where)}`"
+    )
+
+
 def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment git runs with: hook variables removed, optional locks
     off, prompts off, C locale; plus `extra`."""
@@ -171,9 +204,11 @@ def run_git(
             git_command(root, list(args)), capture_output=True, stdin=subprocess.DEVNULL, env=git_env(env)
         )
     except FileNotFoundError:
-        raise GitError(
-            "git is not installed (or not on PATH); install git to index history and use hooks"
-        ) from None
+        raise GitMissing(_MISSING) from None
+    if result.returncode != 0:
+        refused = refusal(root, result.stderr)
+        if refused is not None:
+            raise refused
     if check and result.returncode != 0:
         message = _text(result.stderr).strip() or f"exit status {result.returncode}"
         raise GitError(f"`git {' '.join(args[:2])}` failed in {root}: {message}")
@@ -197,6 +232,9 @@ def repo_root(path: Path) -> Path | None:
 
     Returns None when `path` is not inside a git work tree (including inside
     `.git/` itself) or git is not installed.
+
+    Raises:
+        GitError: git refuses the repository (:func:`refusal`).
     """
     start = Path(path).absolute()
     while not start.is_dir():
@@ -205,7 +243,7 @@ def repo_root(path: Path) -> Path | None:
         start = start.parent
     try:
         result = run_git(start, "rev-parse", "--show-toplevel", check=False)
-    except GitError:
+    except GitMissing:
         return None
     if result.returncode != 0 or not result.stdout.strip():
         return None
@@ -225,7 +263,7 @@ def head_if_git(root: Path) -> str | None:
     asking :func:`repo_root` first took two: a cold command pays for each)."""
     try:
         return head(root)
-    except GitError:
+    except GitMissing:
         return None
 
 
@@ -238,7 +276,7 @@ def head_and_shallow(root: Path) -> tuple[str | None, str]:
         result = run_git(
             root, "rev-parse", "--git-path", "shallow", "-q", "--verify", "HEAD^{commit}", check=False
         )
-    except GitError:
+    except GitMissing:
         return None, ""
     lines = _line(result).split("\n")
     if not lines[0]:
@@ -664,9 +702,7 @@ def git_tokens(
                 env=git_env(env),
             )
         except FileNotFoundError:
-            raise GitError(
-                "git is not installed (or not on PATH); install git to index history and use hooks"
-            ) from None
+            raise GitMissing(_MISSING) from None
         stdout = process.stdout
         assert stdout is not None
         read_to_end = False
