@@ -45,6 +45,7 @@ __all__ = [
     "git_command",
     "git_dir",
     "git_env",
+    "git_folder",
     "git_tokens",
     "head",
     "head_and_shallow",
@@ -248,6 +249,32 @@ def repo_root(path: Path) -> Path | None:
     if result.returncode != 0 or not result.stdout.strip():
         return None
     return Path(_line(result))
+
+
+def git_folder(path: Path) -> tuple[Path, bool] | None:
+    """When `path` is a git directory or inside one (a bare repository, a
+    `.git/` folder): that git directory and whether the repository is bare.
+    None anywhere else, and where git is not installed. One git process."""
+    start = Path(path).absolute()
+    while not start.is_dir():
+        if start.parent == start:
+            return None
+        start = start.parent
+    try:
+        result = run_git(
+            start,
+            "rev-parse",
+            "--is-inside-git-dir",
+            "--is-bare-repository",
+            "--absolute-git-dir",
+            check=False,
+        )
+    except GitMissing:
+        return None
+    lines = _line(result).split("\n")
+    if result.returncode != 0 or len(lines) != 3 or lines[0] != "true":
+        return None
+    return Path(lines[2]), lines[1] == "true"
 
 
 def head(root: Path) -> str | None:
