@@ -487,6 +487,27 @@ def test_update_index_reports_updated_and_deleted(repo):
     assert repo("update-index", "--files", "a.py").stdout.strip() == "updated 0, deleted 0"
 
 
+def test_update_index_takes_file_names_with_spaces(repo):
+    """`--files "a.py b.py"` names two files, but an editor hook passes one
+    file per option, and a file's name may hold a space."""
+    root = repo.cwd
+    configure(root, auto_sync=False)
+    write(root, "my notes.py", "def alpha():\n    return 1\n")
+    write(root, "old file.py", "def betawombat():\n    return 2\n")
+    write(root, "file.py", "def gammaotter():\n    return 3\n")
+    commit(root, "three")
+    index(repo)
+    write(root, "my notes.py", "def alphakangaroo():\n    return 1\n")
+    (root / "old file.py").unlink()
+    out = repo.json("update-index", "--files", "my notes.py", "--deleted", "old file.py")
+    assert out == {"updated": 1, "deleted": 1}
+    assert paths(code(repo, "alphakangaroo")) == ["my notes.py"]
+    assert code(repo, "betawombat") == [] and paths(code(repo, "gammaotter")) == ["file.py"]
+    write(root, "file.py", "def gammapuffin():\n    return 3\n")
+    write(root, "a.py", "def deltaheron():\n    return 4\n")
+    assert repo.json("update-index", "--files", "file.py a.py") == {"updated": 2, "deleted": 0}
+
+
 def test_update_index_refuses_paths_outside_the_project(repo, tmp_path):
     write(repo.cwd, "a.py", "a = 1\n")
     outside = write(tmp_path, "elsewhere.py", "x = 1\n")
