@@ -945,6 +945,26 @@ def test_a_repository_git_refuses_to_read_is_an_error_that_says_what_to_do(repo)
     assert subjects(repo.json("history", "walrus")) == ["Add the walrus module"]
 
 
+def test_a_head_naming_a_missing_commit_is_an_error_not_an_empty_history(repo):
+    """A damaged repository (a crash mid-write, a half-copied .git/): HEAD names
+    an object that is not there. That is no unborn branch: Lore says what is
+    wrong instead of dropping the indexed history and calling itself stale."""
+    root = repo.cwd
+    write(root, "alpha.py", "def alpha_walrus():\n    return 1\n")
+    sha = commit(root, "Add the walrus module")
+    index(repo)
+    ref = root / ".git/refs/heads/main"
+    ref.write_text("0123456789" * 4 + "\n")
+    for args in (("index",), ("status",), ("history", "walrus")):
+        proc = repo(*args, ok=False)
+        assert proc.returncode == 1, (args, proc.stdout, proc.stderr)
+        assert "0123456789" in proc.stderr and "git fsck" in proc.stderr and "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    ref.write_text(sha + "\n")
+    assert subjects(repo.json("history", "walrus")) == ["Add the walrus module"]
+    assert repo.json("status")["commits"] == 1
+
+
 # -- 8. Outside git ---------------------------------------------------------------------------
 
 

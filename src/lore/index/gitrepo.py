@@ -278,11 +278,29 @@ def git_folder(path: Path) -> tuple[Path, bool] | None:
 
 
 def head(root: Path) -> str | None:
-    """The sha HEAD points at, or None on an unborn branch (no commits yet)."""
+    """The sha HEAD points at, or None on an unborn branch (no commits yet).
+
+    Raises:
+        GitError: HEAD names an object that is missing or not a commit.
+    """
     result = run_git(root, "rev-parse", "-q", "--verify", "HEAD^{commit}", check=False)
     if result.returncode != 0:
+        _check_unborn(root)
         return None
     return _line(result)
+
+
+def _check_unborn(root: Path) -> None:
+    """After HEAD did not resolve to a commit: return on an unborn branch (HEAD
+    names nothing yet); raise when it names an object the repository lacks
+    (damaged, or half copied), which must not pass for an empty history."""
+    named = run_git(root, "rev-parse", "-q", "--verify", "HEAD", check=False)
+    sha = _line(named) if named.returncode == 0 else ""
+    if sha:
+        raise GitError(
+            f"HEAD names {sha}, which is not a commit in the repository at {root} (it is damaged "
+            "or incomplete); check it with `git fsck`, or check out a branch that is whole"
+        )
 
 
 def head_if_git(root: Path) -> str | None:
@@ -295,7 +313,7 @@ def head_if_git(root: Path) -> str | None:
 
 
 def head_and_shallow(root: Path) -> tuple[str | None, str]:
-    """:func:`head_if_git`, and where a shallow clone's history stops: the
+    """:func:`head_if_git` (raising as :func:`head` does), and where a shallow clone's history stops: the
     sorted shas of the commits whose parents it lacks, one a line ("" for a
     complete repository). The boundary changes when `git fetch --deepen` or
     `--unshallow` brings older commits in, which moves no ref. One git process."""
@@ -309,6 +327,8 @@ def head_and_shallow(root: Path) -> tuple[str | None, str]:
     if not lines[0]:
         return None, ""  # not a repository
     sha = lines[1] if result.returncode == 0 and len(lines) > 1 else None
+    if sha is None:
+        _check_unborn(root)
     path = Path(lines[0])
     try:
         text = (path if path.is_absolute() else Path(root) / path).read_text("ascii", "replace")
