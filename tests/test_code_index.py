@@ -945,6 +945,29 @@ def test_a_repository_git_refuses_to_read_is_an_error_that_says_what_to_do(repo)
     assert subjects(repo.json("history", "walrus")) == ["Add the walrus module"]
 
 
+def test_a_linked_worktree_whose_repository_moved_is_an_error_that_says_what_to_do(repo, tmp_path):
+    """A linked worktree's .git file names its repository's folder: when that
+    repository moves, git cannot open the worktree until `git worktree repair`.
+    Lore says so instead of taking the worktree for a folder without git."""
+    main = repo.cwd
+    write(main, "alpha.py", "def alpha_walrus():\n    return 1\n")
+    commit(main, "Add the walrus module")
+    tree = tmp_path / "feature"
+    git(main, "worktree", "add", "-q", str(tree), "-b", "feature")
+    cli = type(repo)(tree)
+    assert subjects(cli.json("history", "walrus")) == ["Add the walrus module"]
+
+    moved = main.rename(tmp_path / "moved")
+    for args in (("index",), ("status",), ("history", "walrus")):
+        proc = cli(*args, ok=False)
+        assert proc.returncode == 1, (args, proc.stdout, proc.stderr)
+        assert "git worktree repair" in proc.stderr and "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    git(moved, "worktree", "repair", str(tree))
+    assert subjects(cli.json("history", "walrus")) == ["Add the walrus module"]
+    assert cli.json("status")["commits"] == 1
+
+
 def test_a_head_naming_a_missing_commit_is_an_error_not_an_empty_history(repo):
     """A damaged repository (a crash mid-write, a half-copied .git/): HEAD names
     an object that is not there. That is no unborn branch: Lore says what is

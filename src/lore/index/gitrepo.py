@@ -153,16 +153,30 @@ _MISSING = "git is not installed (or not on PATH); install git to index history 
 
 # What git says when it refuses a repository owned by another user (git >= 2.35.2).
 _DUBIOUS = re.compile(rb"dubious ownership in repository at '([^'\n]*)'")
+# ... and when a .git file (linked worktree, submodule) names a folder that is
+# no repository ("not a git repository (or any of the parent ...)" is no git at all).
+_BROKEN_GITFILE = re.compile(
+    rb"fatal: (?:not a git repository|invalid gitfile format|no path in gitfile): (.+)"
+)
 
 
 def refusal(root: Path, stderr: bytes) -> GitError | None:
-    """The error to raise when git's `stderr` says it refuses to work in the
-    repository at all (owned by another user: "dubious ownership"), else None.
+    """The error to raise when git's `stderr` says it cannot work in the
+    repository at all, else None: the repository is owned by another user
+    ("dubious ownership"), or `root`'s .git file names a git folder that is
+    gone (a linked worktree whose repository moved).
 
-    Every git command fails there until the folder is marked safe, so the
-    repository must not pass for a folder without git, nor its history for
-    an empty one.
+    Every git command fails there until the user acts, so the repository must
+    not pass for a folder without git, nor its history for an empty one.
     """
+    broken = _BROKEN_GITFILE.search(stderr)
+    if broken is not None:
+        named = os.fsdecode(broken.group(1).strip().strip(b"'"))
+        return GitError(
+            f"git cannot open the repository of {root}: its .git file names {named}, which is "
+            "not a repository (moved or deleted?); for a linked worktree whose repository moved, "
+            f"run `git worktree repair {shlex.quote(str(root))}` in that repository"
+        )
     found = _DUBIOUS.search(stderr)
     if found is None:
         return None
