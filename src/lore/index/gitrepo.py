@@ -61,7 +61,8 @@ __all__ = [
     "worktree_patch",
 ]
 
-# The object name of the empty tree (the "parent" of a root commit).
+# The object name of the empty tree (the "parent" of a root commit) where
+# objects are named by SHA-1, as they are by default.
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
@@ -554,9 +555,15 @@ def worktree_patch(root: Path) -> str:
     against HEAD (the empty tree on an unborn branch), in the format of
     :func:`commit_patches`. Untracked files are not in it: see
     :func:`untracked_files`."""
-    base = "HEAD" if head(root) else EMPTY_TREE
+    base = "HEAD" if head(root) else _empty_tree(root)
     result = run_git(root, "diff", *_PATCH_OPTIONS, base, "--")
     return result.stdout.decode("utf-8", "surrogateescape")
+
+
+def _empty_tree(root: Path) -> str:
+    """The empty tree's name in this repository (:data:`EMPTY_TREE` where objects
+    are named by SHA-1; another one with SHA-256). One git process."""
+    return _line(run_git(root, "hash-object", "-t", "tree", "--stdin"))  # stdin is empty
 
 
 def untracked_files(root: Path) -> list[str]:
