@@ -414,6 +414,27 @@ def test_deepening_a_shallow_clone_brings_its_older_commits_into_history(repo, t
     assert cli.json("status")["commits"] == 3
 
 
+def test_history_of_a_blobless_clone_is_read_offline(repo, tmp_path):
+    """A partial clone (`git clone --filter=blob:none`) fetches a missing file
+    version from its remote whenever a command needs one. Comparing contents
+    to find renames needs old versions: the walk must not download history's
+    files (Lore works offline), nor fail when the remote is out of reach."""
+    origin = repo.cwd
+    git(origin, "config", "uploadpack.allowFilter", "true")
+    write(origin, "walrus.py", "".join(f"def walrus_{i}():\n    return {i}\n" for i in range(60)))
+    commit(origin, "Add the walrus module")
+    git(origin, "mv", "walrus.py", "seal.py")
+    write(origin, "seal.py", (origin / "seal.py").read_text() + "def seal():\n    return 0\n")
+    commit(origin, "Rename walrus to seal and add seal")
+    clone = tmp_path / "blobless"
+    git(tmp_path, "clone", "-q", "--filter=blob:none", f"file://{origin}", str(clone))
+    origin.rename(tmp_path / "out-of-reach")
+    cli = type(repo)(clone)
+    assert cli.json("index")["code"]["commits_added"] == 2
+    found = set(subjects(cli.json("history", "walrus")))
+    assert found == {"Add the walrus module", "Rename walrus to seal and add seal"}
+
+
 def test_branch_switch_is_reflected_in_code_search_and_history(repo):
     root = repo.cwd
     write(root, "feature.py", "def pelicanroute():\n    return 'main'\n")

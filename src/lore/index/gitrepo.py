@@ -51,6 +51,7 @@ __all__ = [
     "head_and_shallow",
     "hooks_dir",
     "is_ancestor",
+    "is_partial_clone",
     "last_changed",
     "project_scope",
     "refusal",
@@ -411,6 +412,19 @@ def is_ancestor(root: Path, a: str, b: str) -> bool:
     """True if commit `a` is `b` or an ancestor of it; False if either is unknown."""
     result = run_git(root, "merge-base", "--is-ancestor", a, b, check=False)
     return result.returncode == 0
+
+
+def is_partial_clone(root: Path) -> bool:
+    """True in a partial clone (`git clone --filter=...`): objects it lacks are
+    fetched from a remote when a command needs them. One git process."""
+    result = run_git(
+        root, "config", "--get-regexp", r"^(remote\..*\.promisor|extensions\.partialclone)$", check=False
+    )
+    for line in _line(result).splitlines():
+        key, _, value = line.partition(" ")
+        if key == "extensions.partialclone" or value.lower() in ("true", "yes", "on", "1"):
+            return True
+    return False
 
 
 def project_scope(root: Path) -> list[str]:
