@@ -197,3 +197,15 @@ def test_hooks_keep_a_project_in_a_subfolder_of_the_repository_fresh(cli, tmp_pa
         assert not (top / ".lore").exists()
     finally:
         wait_for(lambda: updater_idle(top / "svc"), "the background updater to finish")
+
+
+def test_hooks_outside_a_git_repository_say_what_to_do(cli, tmp_path):
+    """A project folder that is no repository (one holding a clone in a subfolder, say)."""
+    write(cli.cwd, "inner/app.py", "def start():\n    return 'start'\n")
+    git(cli.cwd / "inner", "init", "-q", "-b", "main")
+    for where in (cli.cwd, cli.cwd / "inner"):
+        for verb in ("install", "uninstall"):
+            proc = cli("hooks", verb, ok=False, cwd=where)
+            assert proc.returncode == 2, proc.stderr
+            assert f"{cli.cwd} is not in a git repository" in proc.stderr and "lore init" in proc.stderr
+            assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr

@@ -17,9 +17,18 @@ def hooks():
 
 
 def _root(ctx) -> object:
+    """The project's folder, which git hooks need to be in a repository."""
+    from lore.errors import UsageError
+    from lore.index import gitrepo
     from lore.project import Project
 
-    return Project.find(ctx.obj.get("project") or ".").root
+    root = Project.find(ctx.obj.get("project") or ".").root
+    if gitrepo.repo_root(root) is None:
+        raise UsageError(
+            f"{root} is not in a git repository, so it has no git hooks; for a repository in a "
+            "folder of it, run `lore init` in that repository to give it a project of its own"
+        )
+    return root
 
 
 @hooks.command()
