@@ -399,7 +399,9 @@ def branch_work(root: Path) -> BranchWork:
                 fork = _line(found)
                 count = run_git(root, "rev-list", "--count", f"{fork}..HEAD", check=False)
                 work.ahead = int(_line(count) or 0) if count.returncode == 0 else 0
-                diff = run_git(root, "diff", "--name-only", "-z", "--relative", fork, "HEAD", check=False)
+                diff = run_git(
+                    root, "diff", "--name-only", "-z", "--relative", fork, "HEAD", "--", check=False
+                )
                 files.update(dict.fromkeys(_path(p) for p in diff.stdout.split(b"\0") if p))
                 break
     if head(root):
