@@ -64,6 +64,26 @@ def test_init_at_the_top_or_outside_git_says_nothing_about_git(tmp_path, repo):
     assert out.startswith(f"initialised {plain / '.lore'}") and "next:" in out
 
 
+def test_init_refuses_a_bare_repository_and_the_git_folder(tmp_path, repo):
+    """Neither holds the project's files: .lore/ made there would index git's
+    own files and history without a work tree, and hooks that never run."""
+    write(repo, "a.py", "a = 1\n")
+    commit(repo, "first")
+    bare = tmp_path / "shop.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(bare)], check=True)
+    for where, args, says in (
+        (bare, ("init",), "bare"),
+        (tmp_path, ("init", str(bare)), "bare"),
+        (bare / "refs", ("init", "--here"), "bare"),
+        (repo / ".git", ("init",), str(repo)),
+        (repo / ".git/refs", ("init", "--here"), str(repo)),
+    ):
+        proc = CLI(where)(*args, ok=False)
+        assert proc.returncode == 2 and says in proc.stderr, (where, args, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert not list(tmp_path.rglob(".lore"))
+
+
 # -- completion -------------------------------------------------------------------------------------
 
 

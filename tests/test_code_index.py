@@ -394,6 +394,47 @@ def test_rebase_drop_and_reword_resyncs_history(repo):
     assert not (root / "c.py").exists() and code(repo, "walrus") == []
 
 
+def test_deepening_a_shallow_clone_brings_its_older_commits_into_history(repo, tmp_path):
+    origin = repo.cwd
+    for name, subject in (("a", "Add walrus cache"), ("b", "Add pelican logger"), ("c", "Add heron queue")):
+        write(origin, f"{name}.py", f"{name} = 1\n")
+        commit(origin, subject)
+    clone = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", str(clone))
+    cli = type(repo)(clone)
+    assert subjects(cli.json("history", "heron")) == ["Add heron queue"]
+    assert cli.json("history", "walrus") == []
+
+    git(clone, "fetch", "-q", "--deepen", "1")  # HEAD does not move
+    assert subjects(cli.json("history", "pelican")) == ["Add pelican logger"]
+    assert cli.json("history", "walrus") == []
+
+    git(clone, "fetch", "-q", "--unshallow")
+    assert subjects(cli.json("history", "walrus")) == ["Add walrus cache"]
+    assert cli.json("status")["commits"] == 3
+
+
+def test_history_of_a_blobless_clone_is_read_offline(repo, tmp_path):
+    """A partial clone (`git clone --filter=blob:none`) fetches a missing file
+    version from its remote whenever a command needs one. Comparing contents
+    to find renames needs old versions: the walk must not download history's
+    files (Lore works offline), nor fail when the remote is out of reach."""
+    origin = repo.cwd
+    git(origin, "config", "uploadpack.allowFilter", "true")
+    write(origin, "walrus.py", "".join(f"def walrus_{i}():\n    return {i}\n" for i in range(60)))
+    commit(origin, "Add the walrus module")
+    git(origin, "mv", "walrus.py", "seal.py")
+    write(origin, "seal.py", (origin / "seal.py").read_text() + "def seal():\n    return 0\n")
+    commit(origin, "Rename walrus to seal and add seal")
+    clone = tmp_path / "blobless"
+    git(tmp_path, "clone", "-q", "--filter=blob:none", f"file://{origin}", str(clone))
+    origin.rename(tmp_path / "out-of-reach")
+    cli = type(repo)(clone)
+    assert cli.json("index")["code"]["commits_added"] == 2
+    found = set(subjects(cli.json("history", "walrus")))
+    assert found == {"Add the walrus module", "Rename walrus to seal and add seal"}
+
+
 def test_branch_switch_is_reflected_in_code_search_and_history(repo):
     root = repo.cwd
     write(root, "feature.py", "def pelicanroute():\n    return 'main'\n")
@@ -465,6 +506,27 @@ def test_update_index_reports_updated_and_deleted(repo):
     assert paths(code(repo, "alphakangaroo")) == ["a.py"]
     assert code(repo, "betawombat") == []
     assert repo("update-index", "--files", "a.py").stdout.strip() == "updated 0, deleted 0"
+
+
+def test_update_index_takes_file_names_with_spaces(repo):
+    """`--files "a.py b.py"` names two files, but an editor hook passes one
+    file per option, and a file's name may hold a space."""
+    root = repo.cwd
+    configure(root, auto_sync=False)
+    write(root, "my notes.py", "def alpha():\n    return 1\n")
+    write(root, "old file.py", "def betawombat():\n    return 2\n")
+    write(root, "file.py", "def gammaotter():\n    return 3\n")
+    commit(root, "three")
+    index(repo)
+    write(root, "my notes.py", "def alphakangaroo():\n    return 1\n")
+    (root / "old file.py").unlink()
+    out = repo.json("update-index", "--files", "my notes.py", "--deleted", "old file.py")
+    assert out == {"updated": 1, "deleted": 1}
+    assert paths(code(repo, "alphakangaroo")) == ["my notes.py"]
+    assert code(repo, "betawombat") == [] and paths(code(repo, "gammaotter")) == ["file.py"]
+    write(root, "file.py", "def gammapuffin():\n    return 3\n")
+    write(root, "a.py", "def deltaheron():\n    return 4\n")
+    assert repo.json("update-index", "--files", "file.py a.py") == {"updated": 2, "deleted": 0}
 
 
 def test_update_index_refuses_paths_outside_the_project(repo, tmp_path):
@@ -883,6 +945,68 @@ def test_status_tracks_head_and_work_tree_changes(repo):
     assert status["deleted_files"] == ["b.py"] and status["up_to_date"] is False
     text = repo("status").stdout
     assert "stale" in text and "1 changed, 1 new, 1 deleted" in text
+
+
+def test_a_repository_git_refuses_to_read_is_an_error_that_says_what_to_do(repo):
+    """A clone owned by another user (a container's mount, a copy made as root):
+    git refuses every command ("dubious ownership") until the folder is marked
+    safe. Lore says so; it neither treats the folder as not a repository nor
+    drops the history it has indexed."""
+    root = repo.cwd
+    write(root, "alpha.py", "def alpha_walrus():\n    return 1\n")
+    commit(root, "Add the walrus module")
+    index(repo)
+    refused = {"GIT_TEST_ASSUME_DIFFERENT_OWNER": "1"}  # git's own switch for this check
+    for args in (("index",), ("status",), ("code", "walrus"), ("history", "walrus"), ("init",)):
+        proc = repo(*args, ok=False, env=refused)
+        assert proc.returncode == 1, (args, proc.stdout, proc.stderr)
+        assert "safe.directory" in proc.stderr and "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert repo.json("status")["commits"] == 1
+    assert subjects(repo.json("history", "walrus")) == ["Add the walrus module"]
+
+
+def test_a_linked_worktree_whose_repository_moved_is_an_error_that_says_what_to_do(repo, tmp_path):
+    """A linked worktree's .git file names its repository's folder: when that
+    repository moves, git cannot open the worktree until `git worktree repair`.
+    Lore says so instead of taking the worktree for a folder without git."""
+    main = repo.cwd
+    write(main, "alpha.py", "def alpha_walrus():\n    return 1\n")
+    commit(main, "Add the walrus module")
+    tree = tmp_path / "feature"
+    git(main, "worktree", "add", "-q", str(tree), "-b", "feature")
+    cli = type(repo)(tree)
+    assert subjects(cli.json("history", "walrus")) == ["Add the walrus module"]
+
+    moved = main.rename(tmp_path / "moved")
+    for args in (("index",), ("status",), ("history", "walrus")):
+        proc = cli(*args, ok=False)
+        assert proc.returncode == 1, (args, proc.stdout, proc.stderr)
+        assert "git worktree repair" in proc.stderr and "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    git(moved, "worktree", "repair", str(tree))
+    assert subjects(cli.json("history", "walrus")) == ["Add the walrus module"]
+    assert cli.json("status")["commits"] == 1
+
+
+def test_a_head_naming_a_missing_commit_is_an_error_not_an_empty_history(repo):
+    """A damaged repository (a crash mid-write, a half-copied .git/): HEAD names
+    an object that is not there. That is no unborn branch: Lore says what is
+    wrong instead of dropping the indexed history and calling itself stale."""
+    root = repo.cwd
+    write(root, "alpha.py", "def alpha_walrus():\n    return 1\n")
+    sha = commit(root, "Add the walrus module")
+    index(repo)
+    ref = root / ".git/refs/heads/main"
+    ref.write_text("0123456789" * 4 + "\n")
+    for args in (("index",), ("status",), ("history", "walrus")):
+        proc = repo(*args, ok=False)
+        assert proc.returncode == 1, (args, proc.stdout, proc.stderr)
+        assert "0123456789" in proc.stderr and "git fsck" in proc.stderr and "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    ref.write_text(sha + "\n")
+    assert subjects(repo.json("history", "walrus")) == ["Add the walrus module"]
+    assert repo.json("status")["commits"] == 1
 
 
 # -- 8. Outside git ---------------------------------------------------------------------------

@@ -256,6 +256,17 @@ def test_unborn_branch_and_clean_tree(repo):
     ]
 
 
+def test_unborn_branch_of_a_sha256_repository(tmp_path):
+    """The empty tree has another name where objects are named by SHA-256."""
+    repo = tmp_path / "sha256"
+    repo.mkdir()
+    git(repo, "init", "-q", "--object-format=sha256")
+    write(repo, "first.txt", "1\n2\n")
+    git(repo, "add", "first.txt")
+    changes = task_changes(repo, "jat-x")
+    assert changes.key_files == [("first.txt", 1, "new file, +2 lines")]
+
+
 def test_outside_git_and_bad_task(tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()

@@ -256,6 +256,28 @@ def test_git_lists_tracked_and_untracked_and_reports_deleted(tmp_path):
 
 
 @pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+def test_files_a_sparse_checkout_leaves_out_are_not_reported_missing(tmp_path):
+    """`git sparse-checkout` keeps most of a monorepo out of the work tree: those
+    files are not missing, and listing each one (hundreds of thousands) says nothing."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    _git(root, "init", "-q")
+    _write(root, "app/main.py")
+    for i in range(20):
+        _write(root, f"other/m{i}.py")
+    _write(root, "kept.py")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "init")
+    _git(root, "sparse-checkout", "set", "--no-cone", "/app/", "/kept.py")
+    assert not (root / "other").exists()
+    _git(root, "update-index", "--skip-worktree", "kept.py")  # skip-worktree, yet in the work tree
+    (root / "app/main.py").unlink()  # really deleted
+    found = discover(root)
+    assert found.files == ["kept.py"]
+    assert _reasons(found) == {"app/main.py": "missing"}
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
 def test_gitignore_applies_to_a_subfolder_of_a_repo(tmp_path):
     root = tmp_path / "repo"
     _git(tmp_path, "init", "-q", "repo")

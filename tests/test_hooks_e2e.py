@@ -173,3 +173,39 @@ def test_hooks_installed_by_an_older_lore_are_renewed_when_they_run(hooked):
     sha = commit(root, "Feed the wombats")
     wait_for(lambda: hooked.json("status")["indexed_commit"] == sha, "the hook to index the commit")
     wait_for(lambda: " -P -m lore hooks run" in hook.read_text(), "the hook block to be renewed")
+
+
+def test_hooks_keep_a_project_in_a_subfolder_of_the_repository_fresh(cli, tmp_path):
+    """`lore init --here` in a folder of a monorepo: git runs hooks at the top of
+    the work tree, where there is no .lore/, so the hook must name the project."""
+    top = tmp_path / "mono"
+    top.mkdir()
+    git(top, "init", "-q", "-b", "main")
+    write(top, "svc/app.py", "def start():\n    return 'start'\n")
+    write(top, "web/page.py", "def render():\n    return 'page'\n")
+    commit(top, "Initial commit")
+    svc = type(cli)(top / "svc")
+    svc("init", "--here")
+    configure(top / "svc", auto_sync=False)
+    svc.json("index")
+    svc.json("hooks", "install")
+    try:
+        write(top, "svc/app.py", "def feed_capybaras():\n    return 'grass'\n")
+        sha = commit(top, "Feed the capybaras")
+        wait_for(lambda: svc.json("status")["indexed_commit"] == sha, "the hook to index the commit")
+        assert paths(code(svc, "capybaras")) == ["app.py"]
+        assert not (top / ".lore").exists()
+    finally:
+        wait_for(lambda: updater_idle(top / "svc"), "the background updater to finish")
+
+
+def test_hooks_outside_a_git_repository_say_what_to_do(cli, tmp_path):
+    """A project folder that is no repository (one holding a clone in a subfolder, say)."""
+    write(cli.cwd, "inner/app.py", "def start():\n    return 'start'\n")
+    git(cli.cwd / "inner", "init", "-q", "-b", "main")
+    for where in (cli.cwd, cli.cwd / "inner"):
+        for verb in ("install", "uninstall"):
+            proc = cli("hooks", verb, ok=False, cwd=where)
+            assert proc.returncode == 2, proc.stderr
+            assert f"{cli.cwd} is not in a git repository" in proc.stderr and "lore init" in proc.stderr
+            assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr

@@ -1051,6 +1051,37 @@ def test_stale_memories_stay_searchable_are_flagged_rank_lower_and_verify_clears
     assert "⚠ stale" not in calc("recall", "exact sums in calc", "--no-code").stdout
 
 
+def test_staleness_survives_checking_out_a_branch_without_the_memory_and_back(calc):
+    """Anchors live only in the index: a memory file that leaves the work tree
+    with a checkout and comes back unchanged is the same memory, still stale
+    until someone verifies it. Re-reading it must not re-anchor it to the code
+    as it is now (nor must an edit of its text that names the same code)."""
+    root = calc.cwd
+    git(root, "branch", "before-memory")
+    keyed = add_anchored(calc)
+    whole = calc.json(
+        "add", "-t", "calc module conventions", "-b", "Every function in calc takes a list.",
+        "-k", "calc", "--file", "src/calc.py",
+    )["id"]  # fmt: skip
+    commit(root, "Remember calc")
+    edit(root, "src/calc.py", *ADD_EDIT)
+    commit(root, "Change add_all")
+    calc("index")
+    assert set(stale_ids(calc)) == {keyed, whole}
+
+    git(root, "checkout", "-q", "before-memory")
+    calc("index")
+    assert stale_ids(calc) == {}
+    git(root, "checkout", "-q", "main")
+    calc("index")
+    assert set(stale_ids(calc)) == {keyed, whole}
+
+    calc("edit", whole[:8], "--append", "Lists may be empty.")
+    assert set(stale_ids(calc)) == {keyed, whole}
+    calc("verify", whole[:8])
+    assert set(stale_ids(calc)) == {keyed}
+
+
 def test_verify_after_a_rename_keeps_the_memory_anchored(calc):
     root = calc.cwd
     keyed = add_anchored(calc)

@@ -229,3 +229,15 @@ def test_a_title_given_in_words_is_shown_with_the_branch(shop):
     assert (
         "branch `main`, task `T-7`\n" in start(shop, "T-7")["markdown"]
     )  # a title made from them: not repeated
+
+
+def test_the_branch_changes_are_found_beside_a_file_named_head(shop):
+    """A file named like a revision (HEAD) must not make git's diff ambiguous."""
+    root = shop.cwd
+    write(root, "HEAD", "not a revision\n")
+    commit(root, "Add a file named HEAD")
+    git(root, "checkout", "-q", "-b", "fix-session-refresh")
+    write(root, "src/shop/auth.py", SOURCE["src/shop/auth.py"] + "\n\ndef revoke(token):\n    return None\n")
+    commit(root, "Revoke old tokens after refresh")
+    areas = start(shop)["changed_areas"]
+    assert [(a["folder"], a["files"]) for a in areas] == [("src/shop", ["auth.py"])]

@@ -6,7 +6,8 @@ becomes an anchor: the path, the code unit (symbol) or line range, and the
 hash of that code when the memory was written. When the code index sees the
 file change, the anchor's code is hashed again; a difference marks the
 memory stale with the reason. Renames move the anchor. `lore verify`
-re-anchors to the current code.
+re-anchors to the current code; reading a memory file again (a checkout
+brings it back, its text is edited) keeps anchors on the code it still names.
 
 Anchors live in the index (the Markdown stays as the human wrote it); an
 index rebuild re-anchors every memory to the code as it is then.
@@ -80,11 +81,36 @@ def record(store: Store, root: Path, memory: Anchored) -> int:
 
     A path the memory names that was since renamed resolves to its new name
     (remembered from the previous anchors)."""
-    moved = {
-        a.named_path: a.path
-        for a in store.anchors(memory_id=memory.id)
-        if a.named_path and a.named_path != a.path
-    }
+    found = _current(root, memory, store.anchors(memory_id=memory.id))
+    store.replace_anchors(memory.id, found)
+    return len(found)
+
+
+def record_new(store: Store, root: Path, memory: Anchored) -> int:
+    """Anchor `memory` when it names other code than its anchors do; else keep
+    them, with their hashes and staleness.
+
+    For a memory file read again (a checkout brought it back, an edit of its
+    text): anchors live only in the index, and re-anchoring to the code as it
+    is now would clear a staleness nobody checked. `lore verify` (:func:`record`)
+    is what clears it."""
+    existing = store.anchors(memory_id=memory.id)
+    found = _current(root, memory, existing)
+    have = {(a.named_path or a.path, a.symbol) for a in existing}
+    want = {(a.named_path or a.path, a.symbol) for a in found}
+    # A named file that is gone now is stood for by its (stale) anchor.
+    gone = {named for named, _, _ in targets(memory)} - {named for named, _ in want}
+    want |= {key for key in have if key[0] in gone}
+    if existing and want == have:
+        return len(existing)
+    store.replace_anchors(memory.id, found)
+    return len(found)
+
+
+def _current(root: Path, memory: Anchored, previous: list[AnchorRecord]) -> list[AnchorRecord]:
+    """`memory`'s anchors on the code as it is now; a named path renamed since
+    `previous` were made resolves to its new name."""
+    moved = {a.named_path: a.path for a in previous if a.named_path and a.named_path != a.path}
     found = []
     for named, first, last in targets(memory):
         path = named if named not in moved or _exists(root, named) else moved[named]
@@ -92,8 +118,7 @@ def record(store: Store, root: Path, memory: Anchored) -> int:
         if anchor is not None:
             anchor.memory_id, anchor.named_path = memory.id, named
             found.append(anchor)
-    store.replace_anchors(memory.id, found)
-    return len(found)
+    return found
 
 
 def check(

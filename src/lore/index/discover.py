@@ -244,7 +244,7 @@ def discover(
     filters = _Filters(root, include, exclude, cache)
     result = Discovery()
     root_real = os.path.realpath(root)
-    tracked = _git_files(root)
+    tracked, sparse = _git_files(root) or ([], set())
     if not tracked:  # not a work tree, or one that ignores all of `root`
         candidates = _walk(root, filters, result.skipped)
     else:
@@ -260,6 +260,8 @@ def discover(
             or filters.include_reason(rel)
             or _content_reason(path, rel, max_bytes, known.get(rel) if known else None)
         )
+        if reason == "missing" and rel in sparse:
+            continue  # kept out of the work tree by a sparse checkout: not missing
         if reason:
             result.skipped.append((rel, reason))
         else:
@@ -459,11 +461,20 @@ def _read_lines(path: Path) -> list[str]:
         return []
 
 
-def _git_files(root: Path) -> list[str] | None:
-    """Tracked and unignored untracked files, or None outside a git work tree."""
+def _git_files(root: Path) -> tuple[list[str], set[str]] | None:
+    """Tracked and unignored untracked files, and those of them marked
+    skip-worktree (a sparse checkout leaves them out of the work tree); None
+    outside a git work tree.
+
+    Raises:
+        GitError: git refuses the repository (owned by another user): walking
+            it instead would ignore what git ignores and pass for no git.
+    """
+    from lore.index.gitrepo import refusal
+
     try:
         proc = subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            ["git", "ls-files", "-z", "-t", "--cached", "--others", "--exclude-standard"],
             cwd=root,
             capture_output=True,
             timeout=120,
@@ -471,10 +482,15 @@ def _git_files(root: Path) -> list[str] | None:
     except (OSError, subprocess.SubprocessError):
         return None
     if proc.returncode != 0:
+        refused = refusal(root, proc.stderr)
+        if refused is not None:
+            raise refused
         return None
-    paths = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+    # Each entry is a status letter, a space, the path (-t).
+    entries = [e for e in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if len(e) > 2]
+    sparse = {e[2:] for e in entries if e[0] == "S"}
     # A conflicted file is listed once per stage; keep the first.
-    return list(dict.fromkeys(p for p in paths if p))
+    return list(dict.fromkeys(e[2:] for e in entries)), sparse
 
 
 def _prune_dirs(paths: list[str], filters: _Filters, skipped: list[tuple[str, str]]) -> Iterator[str]:

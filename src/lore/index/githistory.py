@@ -79,6 +79,10 @@ evidence over commits should count a merge's files only when its message
 says more than "Merge branch 'x'", or discount them by `n_files` like any
 large commit.
 
+In a partial clone (``git clone --filter=blob:none``) only renames that keep
+the content are followed: finding the others compares old file versions,
+which such a clone lacks and would fetch from its remote one by one.
+
 Incremental sync: ``walk_history(root, since=last_indexed_head)`` walks only
 the commits not reachable from it; afterwards :meth:`HistoryWalk.moved`
 gives, for paths as named at `since`, their new HEAD path (or None), so
@@ -110,8 +114,17 @@ _FORMAT = "%x00" + "%x00".join(_FIELDS)
 
 # Raw diff options shared by the log and the merge diffs: full blob names
 # (no abbreviation lookups) so a deleted blob can be compared with a later
-# added one; renames found by content, as git does by default.
-_DIFF_OPTIONS = ("-r", "-z", "--raw", "--no-abbrev", "-M")
+# added one; renames found by content, as git does by default (`_renames`).
+_DIFF_OPTIONS = ("-r", "-z", "--raw", "--no-abbrev")
+
+
+def _renames(exact: bool) -> str:
+    """Rename detection: by content similarity, or (`exact`) only where the
+    content is unchanged, which compares object names and reads no file. A
+    partial clone lacks old file versions and would fetch each one compared
+    from its remote (or fail offline)."""
+    return "-M100%" if exact else "-M"
+
 
 # Echoed back by `git diff-tree --stdin` (a line that is not an object name
 # is copied to its output and flushed): marks the end of one merge's diff.
@@ -260,6 +273,7 @@ class HistoryWalk(Iterator[HistoryCommit]):
         self.incremental = bool(self.head and since and gitrepo.is_ancestor(self.root, since, self.head))
         self.since = since if self.incremental else None
         self._scope = gitrepo.project_scope(self.root) if self.head else []
+        self._exact_renames = bool(self.head) and gitrepo.is_partial_clone(self.root)
         self._paths = HeadPathMap(self._head_files() if self.head else ())
         self._next_on_chain = self.head  # next commit of HEAD's first-parent chain
         self._merges: _MergeDiffs | None = None
@@ -330,6 +344,7 @@ class HistoryWalk(Iterator[HistoryCommit]):
             "--parents",
             *(["--simplify-merges"] if self._scope else []),
             *_DIFF_OPTIONS,
+            _renames(self._exact_renames),
             "--encoding=UTF-8",
             "--no-show-signature",
             f"--format={_FORMAT}",
@@ -383,7 +398,7 @@ class HistoryWalk(Iterator[HistoryCommit]):
 
     def _merge_diffs(self) -> _MergeDiffs:
         if self._merges is None:
-            self._merges = _MergeDiffs(self.root, self._scope)
+            self._merges = _MergeDiffs(self.root, self._scope, exact_renames=self._exact_renames)
         return self._merges
 
 
@@ -545,7 +560,7 @@ class _MergeDiffs:
     flushes, so the answer's end is known without waiting for more.
     """
 
-    def __init__(self, root: Path, scope: list[str]):
+    def __init__(self, root: Path, scope: list[str], *, exact_renames: bool = False):
         # Only renames are used, and adds/deletes to pair by directory: the
         # modifications (most of a long-lived branch's diff) are left out.
         args = [
@@ -555,6 +570,7 @@ class _MergeDiffs:
             "--relative",
             "--diff-filter=ADR",
             *_DIFF_OPTIONS,
+            _renames(exact_renames),
             "--",
             *scope,
         ]

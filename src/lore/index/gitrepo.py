@@ -19,6 +19,8 @@ Conventions:
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -34,6 +36,7 @@ __all__ = [
     "Commit",
     "FileChanges",
     "GitError",
+    "GitMissing",
     "commit_patches",
     "commits",
     "commits_mentioning",
@@ -42,12 +45,16 @@ __all__ = [
     "git_command",
     "git_dir",
     "git_env",
+    "git_folder",
     "git_tokens",
     "head",
+    "head_and_shallow",
     "hooks_dir",
     "is_ancestor",
+    "is_partial_clone",
     "last_changed",
     "project_scope",
+    "refusal",
     "repo_root",
     "run_git",
     "untracked_files",
@@ -55,7 +62,8 @@ __all__ = [
     "worktree_patch",
 ]
 
-# The object name of the empty tree (the "parent" of a root commit).
+# The object name of the empty tree (the "parent" of a root commit) where
+# objects are named by SHA-1, as they are by default.
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
@@ -139,6 +147,49 @@ _LOG_FORMAT = "%x00" + "%x00".join(_LOG_FIELDS)
 _MAX_PATHSPEC = 64
 
 
+class GitMissing(GitError):
+    """git is not installed (or not on PATH): a folder is then simply not a repository."""
+
+
+_MISSING = "git is not installed (or not on PATH); install git to index history and use hooks"
+
+# What git says when it refuses a repository owned by another user (git >= 2.35.2).
+_DUBIOUS = re.compile(rb"dubious ownership in repository at '([^'\n]*)'")
+# ... and when a .git file (linked worktree, submodule) names a folder that is
+# no repository ("not a git repository (or any of the parent ...)" is no git at all).
+_BROKEN_GITFILE = re.compile(
+    rb"fatal: (?:not a git repository|invalid gitfile format|no path in gitfile): (.+)"
+)
+
+
+def refusal(root: Path, stderr: bytes) -> GitError | None:
+    """The error to raise when git's `stderr` says it cannot work in the
+    repository at all, else None: the repository is owned by another user
+    ("dubious ownership"), or `root`'s .git file names a git folder that is
+    gone (a linked worktree whose repository moved).
+
+    Every git command fails there until the user acts, so the repository must
+    not pass for a folder without git, nor its history for an empty one.
+    """
+    broken = _BROKEN_GITFILE.search(stderr)
+    if broken is not None:
+        named = os.fsdecode(broken.group(1).strip().strip(b"'"))
+        return GitError(
+            f"git cannot open the repository of {root}: its .git file names {named}, which is "
+            "not a repository (moved or deleted?); for a linked worktree whose repository moved, "
+            f"run `git worktree repair {shlex.quote(str(root))}` in that repository"
+        )
+    found = _DUBIOUS.search(stderr)
+    if found is None:
+        return None
+    where = os.fsdecode(found.group(1)) or str(root)
+    return GitError(
+        f"git refuses to read the repository at {where}: it belongs to another user "
+        f'("dubious ownership"); if you trust it, run '
+        f"`git config --global --add safe.directory {shlex.quote(where)}`"
+    )
+
+
 def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment git runs with: hook variables removed, optional locks
     off, prompts off, C locale; plus `extra`."""
@@ -170,9 +221,11 @@ def run_git(
             git_command(root, list(args)), capture_output=True, stdin=subprocess.DEVNULL, env=git_env(env)
         )
     except FileNotFoundError:
-        raise GitError(
-            "git is not installed (or not on PATH); install git to index history and use hooks"
-        ) from None
+        raise GitMissing(_MISSING) from None
+    if result.returncode != 0:
+        refused = refusal(root, result.stderr)
+        if refused is not None:
+            raise refused
     if check and result.returncode != 0:
         message = _text(result.stderr).strip() or f"exit status {result.returncode}"
         raise GitError(f"`git {' '.join(args[:2])}` failed in {root}: {message}")
@@ -196,6 +249,9 @@ def repo_root(path: Path) -> Path | None:
 
     Returns None when `path` is not inside a git work tree (including inside
     `.git/` itself) or git is not installed.
+
+    Raises:
+        GitError: git refuses the repository (:func:`refusal`).
     """
     start = Path(path).absolute()
     while not start.is_dir():
@@ -204,19 +260,63 @@ def repo_root(path: Path) -> Path | None:
         start = start.parent
     try:
         result = run_git(start, "rev-parse", "--show-toplevel", check=False)
-    except GitError:
+    except GitMissing:
         return None
     if result.returncode != 0 or not result.stdout.strip():
         return None
     return Path(_line(result))
 
 
+def git_folder(path: Path) -> tuple[Path, bool] | None:
+    """When `path` is a git directory or inside one (a bare repository, a
+    `.git/` folder): that git directory and whether the repository is bare.
+    None anywhere else, and where git is not installed. One git process."""
+    start = Path(path).absolute()
+    while not start.is_dir():
+        if start.parent == start:
+            return None
+        start = start.parent
+    try:
+        result = run_git(
+            start,
+            "rev-parse",
+            "--is-inside-git-dir",
+            "--is-bare-repository",
+            "--absolute-git-dir",
+            check=False,
+        )
+    except GitMissing:
+        return None
+    lines = _line(result).split("\n")
+    if result.returncode != 0 or len(lines) != 3 or lines[0] != "true":
+        return None
+    return Path(lines[2]), lines[1] == "true"
+
+
 def head(root: Path) -> str | None:
-    """The sha HEAD points at, or None on an unborn branch (no commits yet)."""
+    """The sha HEAD points at, or None on an unborn branch (no commits yet).
+
+    Raises:
+        GitError: HEAD names an object that is missing or not a commit.
+    """
     result = run_git(root, "rev-parse", "-q", "--verify", "HEAD^{commit}", check=False)
     if result.returncode != 0:
+        _check_unborn(root)
         return None
     return _line(result)
+
+
+def _check_unborn(root: Path) -> None:
+    """After HEAD did not resolve to a commit: return on an unborn branch (HEAD
+    names nothing yet); raise when it names an object the repository lacks
+    (damaged, or half copied), which must not pass for an empty history."""
+    named = run_git(root, "rev-parse", "-q", "--verify", "HEAD", check=False)
+    sha = _line(named) if named.returncode == 0 else ""
+    if sha:
+        raise GitError(
+            f"HEAD names {sha}, which is not a commit in the repository at {root} (it is damaged "
+            "or incomplete); check it with `git fsck`, or check out a branch that is whole"
+        )
 
 
 def head_if_git(root: Path) -> str | None:
@@ -224,8 +324,33 @@ def head_if_git(root: Path) -> str | None:
     asking :func:`repo_root` first took two: a cold command pays for each)."""
     try:
         return head(root)
-    except GitError:
+    except GitMissing:
         return None
+
+
+def head_and_shallow(root: Path) -> tuple[str | None, str]:
+    """:func:`head_if_git` (raising as :func:`head` does), and where a shallow clone's history stops: the
+    sorted shas of the commits whose parents it lacks, one a line ("" for a
+    complete repository). The boundary changes when `git fetch --deepen` or
+    `--unshallow` brings older commits in, which moves no ref. One git process."""
+    try:
+        result = run_git(
+            root, "rev-parse", "--git-path", "shallow", "-q", "--verify", "HEAD^{commit}", check=False
+        )
+    except GitMissing:
+        return None, ""
+    lines = _line(result).split("\n")
+    if not lines[0]:
+        return None, ""  # not a repository
+    sha = lines[1] if result.returncode == 0 and len(lines) > 1 else None
+    if sha is None:
+        _check_unborn(root)
+    path = Path(lines[0])
+    try:
+        text = (path if path.is_absolute() else Path(root) / path).read_text("ascii", "replace")
+    except OSError:
+        return sha, ""  # no such file: not shallow
+    return sha, "\n".join(sorted(text.split()))
 
 
 def current_branch(root: Path) -> str | None:
@@ -274,7 +399,9 @@ def branch_work(root: Path) -> BranchWork:
                 fork = _line(found)
                 count = run_git(root, "rev-list", "--count", f"{fork}..HEAD", check=False)
                 work.ahead = int(_line(count) or 0) if count.returncode == 0 else 0
-                diff = run_git(root, "diff", "--name-only", "-z", "--relative", fork, "HEAD", check=False)
+                diff = run_git(
+                    root, "diff", "--name-only", "-z", "--relative", fork, "HEAD", "--", check=False
+                )
                 files.update(dict.fromkeys(_path(p) for p in diff.stdout.split(b"\0") if p))
                 break
     if head(root):
@@ -287,6 +414,19 @@ def is_ancestor(root: Path, a: str, b: str) -> bool:
     """True if commit `a` is `b` or an ancestor of it; False if either is unknown."""
     result = run_git(root, "merge-base", "--is-ancestor", a, b, check=False)
     return result.returncode == 0
+
+
+def is_partial_clone(root: Path) -> bool:
+    """True in a partial clone (`git clone --filter=...`): objects it lacks are
+    fetched from a remote when a command needs them. One git process."""
+    result = run_git(
+        root, "config", "--get-regexp", r"^(remote\..*\.promisor|extensions\.partialclone)$", check=False
+    )
+    for line in _line(result).splitlines():
+        key, _, value = line.partition(" ")
+        if key == "extensions.partialclone" or value.lower() in ("true", "yes", "on", "1"):
+            return True
+    return False
 
 
 def project_scope(root: Path) -> list[str]:
@@ -431,9 +571,15 @@ def worktree_patch(root: Path) -> str:
     against HEAD (the empty tree on an unborn branch), in the format of
     :func:`commit_patches`. Untracked files are not in it: see
     :func:`untracked_files`."""
-    base = "HEAD" if head(root) else EMPTY_TREE
+    base = "HEAD" if head(root) else _empty_tree(root)
     result = run_git(root, "diff", *_PATCH_OPTIONS, base, "--")
     return result.stdout.decode("utf-8", "surrogateescape")
+
+
+def _empty_tree(root: Path) -> str:
+    """The empty tree's name in this repository (:data:`EMPTY_TREE` where objects
+    are named by SHA-1; another one with SHA-256). One git process."""
+    return _line(run_git(root, "hash-object", "-t", "tree", "--stdin"))  # stdin is empty
 
 
 def untracked_files(root: Path) -> list[str]:
@@ -640,9 +786,7 @@ def git_tokens(
                 env=git_env(env),
             )
         except FileNotFoundError:
-            raise GitError(
-                "git is not installed (or not on PATH); install git to index history and use hooks"
-            ) from None
+            raise GitMissing(_MISSING) from None
         stdout = process.stdout
         assert stdout is not None
         read_to_end = False

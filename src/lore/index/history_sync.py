@@ -44,7 +44,7 @@ class HistoryResult:
 
 
 def sync_history(root: Path, store: Store, limit: int) -> HistoryResult:
-    head = gitrepo.head_if_git(root)
+    head, shallow = gitrepo.head_and_shallow(root)
     result = HistoryResult(head=head)
     last = store.get_meta("history_head")
     if head is None:
@@ -55,6 +55,10 @@ def sync_history(root: Path, store: Store, limit: int) -> HistoryResult:
         return result
     rewrite = store.get_meta("history_format") != FORMAT  # stored by an older Lore: rewrite every commit
     if rewrite:
+        last = ""
+    # A shallow clone deepened (`git fetch --deepen`, `--unshallow`) has older
+    # commits that HEAD did not move for: walk all of history again.
+    if shallow != (store.get_meta("history_shallow") or ""):
         last = ""
     if head == last:
         return result
@@ -79,6 +83,7 @@ def sync_history(root: Path, store: Store, limit: int) -> HistoryResult:
             store.prune_commits(limit)
             store.set_meta("history_head", head)
             store.set_meta("history_format", FORMAT)
+            store.set_meta("history_shallow", shallow)
     return result
 
 

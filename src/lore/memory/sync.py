@@ -215,7 +215,7 @@ def index_memory(
     if memory.files or memory.applies_to.startswith("file:") or "key files" in memory.body.lower():
         from lore.index import anchors
 
-        anchors.record(store, project.root, memory)
+        anchors.record_new(store, project.root, memory)
     return memory
 
 

@@ -135,7 +135,9 @@ def history(lore, query, limit, mode, since, until, as_json):
 
 
 @click.command(name="update-index")
-@click.option("--files", "files", multiple=True, help="Changed file (repeatable, or space-separated).")
+@click.option(
+    "--files", "files", multiple=True, help="Changed file (repeatable, or several space-separated)."
+)
 @click.option("--deleted", "deleted", multiple=True, help="Deleted file (repeatable).")
 @json_option
 @with_lore
@@ -146,12 +148,21 @@ def update_index(lore, files, deleted, as_json):
     Example:
       lore update-index --files "src/a.py src/b.py" --deleted src/old.py
     """
-    split = lambda values: [p for v in values for p in v.split()]  # noqa: E731
-    result = lore.update_index(split(files), split(deleted))
+    result = lore.update_index(_paths(files), _paths(deleted))
     if as_json:
         emit_json(result)
     else:
         click.echo(f"updated {result['updated']}, deleted {result['deleted']}")
+
+
+def _paths(values: tuple[str, ...]) -> list[str]:
+    """Each value as a path and, when it holds spaces, its words as paths too:
+    `--files "a.py b.py"` names two files, but a file's name may hold a space.
+    A path that names no file is simply not found."""
+    found: dict[str, None] = {}
+    for value in values:
+        found.update(dict.fromkeys([value, *value.split()]))
+    return list(found)
 
 
 @click.command()

@@ -17,9 +17,18 @@ def hooks():
 
 
 def _root(ctx) -> object:
+    """The project's folder, which git hooks need to be in a repository."""
+    from lore.errors import UsageError
+    from lore.index import gitrepo
     from lore.project import Project
 
-    return Project.find(ctx.obj.get("project") or ".").root
+    root = Project.find(ctx.obj.get("project") or ".").root
+    if gitrepo.repo_root(root) is None:
+        raise UsageError(
+            f"{root} is not in a git repository, so it has no git hooks; for a repository in a "
+            "folder of it, run `lore init` in that repository to give it a project of its own"
+        )
+    return root
 
 
 @hooks.command()
@@ -29,7 +38,7 @@ def install(ctx, as_json):
     """Install the hooks (chained with any existing ones)."""
     from lore.index import githooks
 
-    changed = githooks.install(_root(ctx), HOOK_COMMAND)
+    changed = githooks.install(_root(ctx), hook_command(_root(ctx)))
     if as_json:
         emit_json({"installed": changed})
     else:
@@ -53,6 +62,22 @@ def uninstall(ctx, as_json):
 # -P: git runs hooks at the top of the work tree, where a lore.py or lore/ of the
 # repository would otherwise be imported instead of Lore.
 HOOK_COMMAND = [sys.executable, "-P", "-m", "lore", "hooks", "run"]
+
+
+def hook_command(root) -> list[str]:
+    """:data:`HOOK_COMMAND` for the project at `root`. git runs hooks at the top
+    of the work tree, so a project in a folder of it (`lore init --here`) is
+    named with `--project`, relative to that top: the same in every worktree."""
+    import os
+
+    from lore.index import gitrepo
+
+    top = gitrepo.repo_root(root)
+    here = os.path.realpath(root)
+    if top is None or os.path.realpath(top) == here:
+        return HOOK_COMMAND
+    program, verbs = HOOK_COMMAND[:4], HOOK_COMMAND[4:]
+    return [*program, "--project", os.path.relpath(here, os.path.realpath(top)), *verbs]
 
 
 @hooks.command(name="run", hidden=True)
@@ -94,7 +119,7 @@ def _renew_hooks(root) -> None:
     from lore.index import githooks
 
     try:
-        githooks.install(root, HOOK_COMMAND)
+        githooks.install(root, hook_command(root))
     except (OSError, LoreError):
         pass  # a hook that can't be rewritten keeps working as it is
 
