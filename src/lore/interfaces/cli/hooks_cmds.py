@@ -38,7 +38,8 @@ def install(ctx, as_json):
     """Install the hooks (chained with any existing ones)."""
     from lore.index import githooks
 
-    changed = githooks.install(_root(ctx), hook_command(_root(ctx)))
+    root = _root(ctx)
+    changed = githooks.install(root, hook_command(root))
     if as_json:
         emit_json({"installed": changed})
     else:
