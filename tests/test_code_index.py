@@ -365,6 +365,23 @@ def test_amend_replaces_the_commit_in_history(repo):
     assert repo.json("status")["commits"] == 2
 
 
+def test_index_force_writes_every_commit_again(repo):
+    """`lore index --force` re-indexed files only: commits lost from the index
+    (a damaged or pruned history) stayed lost while HEAD had not moved."""
+    root = repo.cwd
+    for name, subject in (("a", "Add alpha module"), ("c", "Add walrus cache"), ("d", "Add pelican logger")):
+        write(root, f"{name}.py", f"{name} = 1\n")
+        commit(root, subject)
+    index(repo)
+    with lore.open(root) as project, project.store.transaction():
+        project.store.prune_commits(1)  # the newest only
+    index(repo)
+    assert repo.json("status")["commits"] == 1  # HEAD did not move: nothing new to walk
+    assert repo.json("index", "--force")["code"]["commits_added"] == 2
+    assert repo.json("status")["commits"] == 3
+    assert subjects(repo.json("history", "walrus")) == ["Add walrus cache"]
+
+
 def test_rebase_drop_and_reword_resyncs_history(repo):
     root = repo.cwd
     for name, subject in (("a", "Add alpha module"), ("c", "Add walrus cache"), ("d", "Add pelican logger")):

@@ -70,7 +70,7 @@ class CodeIndex:
             progress=progress,
             cache=self.project.local_dir / "cache",
         )
-        history = self.sync_history()
+        history = self.sync_history(force=force and only is None)
         head = history.head or (gitrepo.head(root) if self.is_git() else None)
         if result.changed_paths or result.removed_paths or result.renamed_paths:
             from lore.index import anchors
@@ -85,8 +85,8 @@ class CodeIndex:
         result.commits_added = history.added
         return result
 
-    def sync_history(self) -> HistoryResult:
-        return sync_history(self.project.root, self.store, self.history_limit)
+    def sync_history(self, *, force: bool = False) -> HistoryResult:
+        return sync_history(self.project.root, self.store, self.history_limit, force=force)
 
     def refresh(self) -> None:
         """Pick up changed files before reading code (unless `[index] auto_sync = false`)."""

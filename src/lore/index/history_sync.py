@@ -43,7 +43,10 @@ class HistoryResult:
     head: str | None = None
 
 
-def sync_history(root: Path, store: Store, limit: int) -> HistoryResult:
+def sync_history(root: Path, store: Store, limit: int, *, force: bool = False) -> HistoryResult:
+    """Bring the indexed commits up to HEAD: new commits only, unless the
+    stored format is older, a shallow clone was deepened, or `force`
+    (`lore index --force`), which walks and writes every commit again."""
     head, shallow = gitrepo.head_and_shallow(root)
     result = HistoryResult(head=head)
     last = store.get_meta("history_head")
@@ -53,7 +56,8 @@ def sync_history(root: Path, store: Store, limit: int) -> HistoryResult:
                 result.removed = store.delete_files(store.file_states(KIND))
                 store.set_meta("history_head", "")
         return result
-    rewrite = store.get_meta("history_format") != FORMAT  # stored by an older Lore: rewrite every commit
+    # Stored by an older Lore, or asked for: rewrite every commit.
+    rewrite = force or store.get_meta("history_format") != FORMAT
     if rewrite:
         last = ""
     # A shallow clone deepened (`git fetch --deepen`, `--unshallow`) has older

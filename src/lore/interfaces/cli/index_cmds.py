@@ -90,7 +90,7 @@ def _refuse_git_folder(target) -> None:
 
 
 @click.command()
-@click.option("--force", is_flag=True, help="Re-index every file, not only changed ones.")
+@click.option("--force", is_flag=True, help="Re-index every file and commit, not only changed ones.")
 @click.option(
     "--reembed", is_flag=True, help="Embed everything again with the configured model (drops all vectors)."
 )
