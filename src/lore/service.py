@@ -128,6 +128,7 @@ class Lore:
 
     @classmethod
     def init(cls, path: str | os.PathLike[str] = ".", *, agent: str | None = None) -> Lore:
+        _refuse_git_folder(Path(path).resolve())
         project, created = Project.init(path)
         lore = cls(project, agent=agent)
         lore.created = created
@@ -984,3 +985,22 @@ def _redacted(text: str | None) -> str | None:
 
 
 __all__ = ["AddResult", "Edit", "EditResult", "Lore", "Page", "Problem"]
+
+
+def _refuse_git_folder(target: Path) -> None:
+    """A bare repository or a `.git/` folder holds no project files: .lore/ there
+    would index git's own files, and its hooks would never run."""
+    from lore.index import gitrepo
+
+    found = gitrepo.git_folder(target)
+    if found is None:
+        return
+    git_dir, bare = found
+    if bare:
+        raise UsageError(
+            f"{git_dir} is a bare git repository: it has no work tree, no files to index; "
+            "run `lore init` in a clone of it"
+        )
+    where = "is a git folder" if target == git_dir else f"is inside the git folder {git_dir}"
+    work_tree = f" ({git_dir.parent})" if git_dir.name == ".git" else ""
+    raise UsageError(f"{target} {where}; run `lore init` in the repository's work tree{work_tree}")

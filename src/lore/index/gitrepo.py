@@ -244,6 +244,16 @@ def _line(result: subprocess.CompletedProcess[bytes]) -> str:
     return result.stdout.decode("utf-8", "surrogateescape").rstrip("\n")
 
 
+def _nearest_folder(path: Path) -> Path | None:
+    """`path` if it is a folder, else its nearest parent that is (None: none is)."""
+    start = Path(path).absolute()
+    while not start.is_dir():
+        if start.parent == start:
+            return None
+        start = start.parent
+    return start
+
+
 def repo_root(path: Path) -> Path | None:
     """The top level of the work tree containing `path`.
 
@@ -253,11 +263,9 @@ def repo_root(path: Path) -> Path | None:
     Raises:
         GitError: git refuses the repository (:func:`refusal`).
     """
-    start = Path(path).absolute()
-    while not start.is_dir():
-        if start.parent == start:
-            return None
-        start = start.parent
+    start = _nearest_folder(path)
+    if start is None:
+        return None
     try:
         result = run_git(start, "rev-parse", "--show-toplevel", check=False)
     except GitMissing:
@@ -271,11 +279,9 @@ def git_folder(path: Path) -> tuple[Path, bool] | None:
     """When `path` is a git directory or inside one (a bare repository, a
     `.git/` folder): that git directory and whether the repository is bare.
     None anywhere else, and where git is not installed. One git process."""
-    start = Path(path).absolute()
-    while not start.is_dir():
-        if start.parent == start:
-            return None
-        start = start.parent
+    start = _nearest_folder(path)
+    if start is None:
+        return None
     try:
         result = run_git(
             start,

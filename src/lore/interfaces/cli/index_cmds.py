@@ -39,7 +39,6 @@ def init(ctx, path, here, project_path, agent_name, as_json):
     from lore.service import Lore
 
     target = Path(path or project_path or (ctx.obj or {}).get("project") or ".").resolve()
-    _refuse_git_folder(target)
     reason = None
     top = None if (here or path) else gitrepo.repo_root(target)
     if top is not None and top.resolve() != target:
@@ -67,26 +66,6 @@ def init(ctx, path, here, project_path, agent_name, as_json):
         )
     else:
         click.echo(f"already initialised: {where}")
-
-
-def _refuse_git_folder(target) -> None:
-    """A bare repository or a `.git/` folder holds no project files: .lore/ there
-    would index git's own files, and its hooks would never run."""
-    from lore.errors import UsageError
-    from lore.index import gitrepo
-
-    found = gitrepo.git_folder(target)
-    if found is None:
-        return
-    git_dir, bare = found
-    if bare:
-        raise UsageError(
-            f"{git_dir} is a bare git repository: it has no work tree, no files to index; "
-            "run `lore init` in a clone of it"
-        )
-    where = "is a git folder" if target == git_dir else f"is inside the git folder {git_dir}"
-    work_tree = f" ({git_dir.parent})" if git_dir.name == ".git" else ""
-    raise UsageError(f"{target} {where}; run `lore init` in the repository's work tree{work_tree}")
 
 
 @click.command()
