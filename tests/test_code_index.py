@@ -365,6 +365,26 @@ def test_amend_replaces_the_commit_in_history(repo):
     assert repo.json("status")["commits"] == 2
 
 
+def test_a_commit_message_without_a_blank_line_is_shown_cut(repo):
+    """git joins a message's first paragraph into its subject: a 300-line
+    message without a blank line printed whole in `lore history` and in
+    every recall pack that cited it."""
+    root = repo.cwd
+    write(root, "a.py", "a = 1\n")
+    message = "\n".join(f"Tune the walrus cache, step {n} of many" for n in range(300))
+    commit(root, message)
+    index(repo)
+    [hit] = repo.json("history", "walrus")
+    assert len(hit["subject"]) > 10_000  # the data keeps it whole
+    shown = repo("history", "walrus").stdout
+    assert "step 0 of many" in shown and "step 299" not in shown and "…" in shown
+    assert max(len(line) for line in shown.splitlines()) < 400
+    pack = repo.json("recall", "walrus cache")
+    [work] = pack["related_work_items"]
+    assert len(work["title"]) <= 200 and work["title"].endswith("…")
+    assert "step 299" not in repo("recall", "walrus cache").stdout
+
+
 def test_index_force_writes_every_commit_again(repo):
     """`lore index --force` re-indexed files only: commits lost from the index
     (a damaged or pruned history) stayed lost while HEAD had not moved."""

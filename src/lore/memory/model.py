@@ -33,7 +33,7 @@ from datetime import UTC, date, datetime
 from typing import Any, TypeAlias
 
 from lore.errors import ValidationError
-from lore.memory.values import check_int, check_line, check_plain, check_text, fold_line, safe_line
+from lore.memory.values import check_int, check_line, check_plain, check_text, clip, fold_line, safe_line
 
 __all__ = ["Memory", "derive_keywords", "derive_title", "from_frontmatter", "normalized", "safe_line"]
 
@@ -586,7 +586,7 @@ def summarize(body: str, limit: int = 400) -> str:
                 section.append(rest)
             text = " ".join(s.strip() for s in section if s.strip())
             if text:
-                return _clip(text, limit)
+                return clip(text, limit)
     para: list[str] = []
     for line in lines:
         if line.strip().startswith("#") and not para:
@@ -596,16 +596,12 @@ def summarize(body: str, limit: int = 400) -> str:
                 break
             continue
         para.append(line.strip())
-    return _clip(" ".join(para), limit)
+    return clip(" ".join(para), limit)
 
 
 def _quote(value: object, limit: int = 60) -> str:
     """A user's value quoted for a one-line error message."""
-    return "'" + _clip(fold_line(str(value)), limit) + "'"
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    return "'" + clip(fold_line(str(value)), limit) + "'"
 
 
 def _stem(path: str) -> str:

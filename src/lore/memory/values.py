@@ -76,6 +76,11 @@ def fold_line(text: str) -> str:
     return text
 
 
+def clip(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters, an ellipsis marking the cut."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 def check_int(value: int, field: str, *, path: str | None = None) -> None:
     """A 64-bit signed integer, as SQLite stores them."""
     if not MIN_INT <= value <= MAX_INT:

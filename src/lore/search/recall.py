@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 MAX_QUERY_TERMS = 64
 FLOOR = 0.05  # items of less relevance are left out rather than padding the pack
 SCOPE_BOOST = 1.5
+SUBJECT_CHARS = 200  # a commit subject shown in a pack or a listing is cut here
 
 
 @dataclass
@@ -326,8 +327,11 @@ def code_item(hit: CodeHit) -> Item:
 
 
 def work_item(commit: CommitHit) -> Item:
+    from lore.memory.values import clip
+
     files = ", ".join(commit.files[:5]) + (" …" if len(commit.files) > 5 else "")
-    l1 = f"- `{commit.sha[:10]}` {commit.subject} ({commit.date[:10]}) — {files}"
+    subject = clip(commit.subject, SUBJECT_CHARS)  # git makes a message without a blank line one subject
+    l1 = f"- `{commit.sha[:10]}` {subject} ({commit.date[:10]}) — {files}"
     return Item(
         "work",
         commit.sha,
@@ -335,7 +339,7 @@ def work_item(commit: CommitHit) -> Item:
         {"L1": l1},
         {
             "id": commit.sha,
-            "title": commit.subject,
+            "title": subject,
             "type": "commit",
             "status": "done",
             "relevance": round(commit.relevance, 4),

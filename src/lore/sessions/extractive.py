@@ -24,6 +24,7 @@ from pathlib import Path
 from lore.memory.capture.cues import CORRECTION, DECISION, DONE, FIXED, LEARNED, OPEN, sentences
 from lore.memory.capture.errors import error_lines
 from lore.memory.capture.parse import normalise_error
+from lore.memory.values import clip
 from lore.sessions.events import RawEvent, event_text
 from lore.sessions.summary import Summary, header, topics
 
@@ -130,7 +131,7 @@ def _item(sentence: _Sentence) -> str:
 
 
 def _clip(text: str, limit: int = MAX_ITEM_CHARS) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    return clip(text, limit)
 
 
 def _errors_and_fixes(events: list[RawEvent], sentences: list[_Sentence]) -> tuple[list[str], list[str]]:

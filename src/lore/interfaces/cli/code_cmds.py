@@ -124,9 +124,12 @@ def history(lore, query, limit, mode, since, until, as_json):
         from rich.markup import escape
 
         from lore.interfaces.cli.output import relative_time, score_bar
+        from lore.memory.values import clip
+        from lore.search.recall import SUBJECT_CHARS
 
         out.print(
-            f"[green]{score_bar(h.relevance)}[/green]  [yellow]{h.sha[:10]}[/yellow] [bold]{escape(h.subject)}"
+            f"[green]{score_bar(h.relevance)}[/green]  [yellow]{h.sha[:10]}[/yellow] "
+            f"[bold]{escape(clip(h.subject, SUBJECT_CHARS))}"
             f"[/bold]  [dim]{escape(h.author)} · {relative_time(h.date)}[/dim]"
         )
         out.print("  " + ", ".join(h.files[:8]) + (" …" if len(h.files) > 8 else ""), markup=False)

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from lore.memory.capture import cues, errors
+from lore.memory.values import clip
 from lore.records import Record
 
 CLASSES = ("decision", "error_pattern", "resolution", "correction", "validated_pattern")
@@ -179,7 +180,7 @@ def _keep(
     index: int,
     also: int | None = None,
 ) -> None:
-    text = _clip(text.strip())
+    text = clip(text.strip(), MAX_CHARS)
     key = " ".join(text.lower().split())
     if len(text) < 12:
         return
@@ -219,7 +220,3 @@ def _time(event: Event) -> str:
     from lore.memory.capture.parse import time_of
 
     return time_of(event) or ""
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1].rstrip() + "…"
