@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 import lore
+from lore.errors import UsageError
 from lore.index.tokens import count_tokens
 from lore.search import attention as att
 from lore.search import pack as pk
@@ -544,6 +545,26 @@ def test_build_never_exceeds_the_budget_on_synthetic_items(level):
             assert result.tokens_used == count_tokens(result.markdown) <= budget, (seed, budget)
             values = [it.value for it in result.items]
             assert values == sorted(values, reverse=True)
+
+
+def test_a_whole_ticket_as_the_title_never_pushes_the_pack_over_its_budget(cli):
+    """The heading echoed the task whole: a 3,000-word title made a pack of
+    1,200 tokens for a budget of 100."""
+    rng = random.Random(7)
+    title = " ".join(rng.choice([*WORDS, "界面设计", "ÿ\u0301", "x" * 40]) for _ in range(3000))
+    for budget in (100, 300, 2000):
+        for level in ("auto", "L1", "L3"):
+            request = rc.RecallRequest(title=title, budget=budget, level=level)
+            result = rc.build(request, _items(budget))
+            assert result.tokens_used == count_tokens(result.markdown) <= budget, (budget, level)
+            heading = result.markdown.splitlines()[0]
+            assert len(heading) < 200 and heading.endswith("…")
+            assert result.title == title  # the data keeps the task whole
+    with pytest.raises(UsageError, match=r"budget of 5 tokens cannot hold even the pack's heading"):
+        rc.build(rc.RecallRequest(title="Fix the walrus cache", budget=5), [])
+    proc = cli("recall", "Fix the walrus cache", "--budget", "12", ok=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "budget of 12 tokens" in proc.stderr
 
 
 def test_pack_takes_the_most_valuable_items_first():

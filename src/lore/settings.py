@@ -44,7 +44,7 @@ SECTIONS: dict[str, dict[str, Key] | None] = {
     "embedding": None,  # checked by the provider (lore.embed.config)
     "search": {"fusion": Key("text", choices=("adaptive", "rrf", "weighted"))},
     "recall": {
-        "budget": Key("number", 1, 10**7),
+        "budget": Key("number", 100, 10**7),  # as MCP; a pack's heading alone can take 50
         "start_budget": Key("number", 1, 10**7),
         "half_life_days": Key("number", 0.001, _DAYS),
     },

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from lore.errors import UsageError
+from lore.memory.values import clip, fold_line
 from lore.records import Record
 from lore.search import attention as att
 from lore.search.pack import Item, pack, render
@@ -33,6 +35,7 @@ MAX_QUERY_TERMS = 64
 FLOOR = 0.05  # items of less relevance are left out rather than padding the pack
 SCOPE_BOOST = 1.5
 SUBJECT_CHARS = 200  # a commit subject shown in a pack or a listing is cut here
+HEADING_CHARS = 160  # the task and the query, as a pack's heading shows them
 
 
 @dataclass
@@ -327,8 +330,6 @@ def code_item(hit: CodeHit) -> Item:
 
 
 def work_item(commit: CommitHit) -> Item:
-    from lore.memory.values import clip
-
     files = ", ".join(commit.files[:5]) + (" …" if len(commit.files) > 5 else "")
     subject = clip(commit.subject, SUBJECT_CHARS)  # git makes a message without a blank line one subject
     l1 = f"- `{commit.sha[:10]}` {subject} ({commit.date[:10]}) — {files}"
@@ -363,22 +364,30 @@ def build(request: RecallRequest, items: list[Item]) -> RecallPack:
     from lore.index.tokens import count_tokens
 
     query = request.query()
-    header = render(request.title, query, [], request.budget, used=request.budget)
+    # The heading names the task and the terms searched; a whole ticket pasted
+    # as the title would otherwise fill the budget before any item.
+    title, shown = clip(fold_line(request.title), HEADING_CHARS), clip(query, HEADING_CHARS)
+    header = render(title, shown, [], request.budget, used=request.budget)
+    if count_tokens(header) > request.budget:
+        raise UsageError(
+            f"a budget of {request.budget} tokens cannot hold even the pack's heading "
+            f"({count_tokens(header)} tokens); give a larger budget, e.g. 2000"
+        )
     chosen = pack(items, request.budget, request.level, count_tokens(header) + 2)
     # The header states the tokens used, which changes the count: the body is
     # counted once, the one-line header until its number is stable.
-    head = render(request.title, query, [], request.budget).rstrip("\n")
-    rest = count_tokens(render(request.title, query, chosen, request.budget)[len(head) :])
+    head = render(title, shown, [], request.budget).rstrip("\n")
+    rest = count_tokens(render(title, shown, chosen, request.budget)[len(head) :])
     used = count_tokens(head) + rest
     for _ in range(3):
-        total = count_tokens(render(request.title, query, [], request.budget, used=used).rstrip("\n")) + rest
+        total = count_tokens(render(title, shown, [], request.budget, used=used).rstrip("\n")) + rest
         if total == used:
             break
         used = total
-    markdown = render(request.title, query, chosen, request.budget, used=used)
+    markdown = render(title, shown, chosen, request.budget, used=used)
     exact = count_tokens(markdown)
     if exact != used:  # a piece straddled the seam: say the exact figure
-        markdown = render(request.title, query, chosen, request.budget, used=exact)
+        markdown = render(title, shown, chosen, request.budget, used=exact)
     return RecallPack(query, request.title, request.budget, request.level, chosen, markdown, exact)
 
 
