@@ -567,6 +567,20 @@ def test_a_whole_ticket_as_the_title_never_pushes_the_pack_over_its_budget(cli):
     assert len(proc.stderr.strip().splitlines()) == 1 and "budget of 12 tokens" in proc.stderr
 
 
+def test_a_memory_context_keeps_its_budget_or_says_it_is_too_small(tmp_path):
+    p = lore.init(tmp_path / "ctx")
+    try:
+        title = "Walrus " + "界面设计 " * 60  # a long title of many tokens
+        added = p.add(body="We keep the walrus cache small.", title=title[:200], type="decision")
+        pack = p.context(added.memory.id, budget=100)
+        assert pack.tokens_used == count_tokens(pack.markdown) <= 100
+        assert pack.markdown.splitlines()[0].endswith("…")
+        with pytest.raises(UsageError, match="budget of 3 tokens cannot hold even the pack's heading"):
+            p.context(added.memory.id, budget=3)
+    finally:
+        p.close()
+
+
 def test_pack_takes_the_most_valuable_items_first():
     rng = random.Random(7)
     items = [
