@@ -309,6 +309,72 @@ def test_symlinked_hook_is_chained_not_edited(repo, recorder, tmp_path):
     assert hook.is_symlink() and Path(os.readlink(hook)) == shared
 
 
+# -- several projects in one repository ----------------------------------------
+
+ORIGINALS = {
+    "none": None,
+    "shell": (b"#!/bin/sh\necho team hook\n", 0o755),
+    "shebang-only": (b"#!/bin/sh", 0o755),
+    "python": (b"#!/usr/bin/env python3\nprint('team hook')\n", 0o700),
+    "disabled": (b"#!/bin/sh\necho off\n", 0o644),
+}
+
+
+@pytest.mark.parametrize("first_out", ["svc", "web"])
+@pytest.mark.parametrize("original", list(ORIGINALS))
+def test_projects_in_folders_of_one_repository_each_keep_their_own_block(repo, recorder, original, first_out):
+    """Two `lore init --here` projects of a monorepo: installing the second
+    replaced the first's block, so the first was never refreshed again."""
+    record, log = recorder
+    folders = {name: repo / name for name in ("svc", "web")}
+    for folder in folders.values():
+        folder.mkdir()
+    hook = hooks_path(repo) / "post-commit"
+    if ORIGINALS[original] is not None:
+        data, mode = ORIGINALS[original]
+        hook.write_bytes(data)
+        hook.chmod(mode)
+    before = snapshot(hooks_path(repo))
+    commands = {name: [*record, name] for name in folders}
+
+    for name, folder in folders.items():
+        assert "post-commit" in githooks.install(folder, commands[name])
+    for name, folder in folders.items():
+        assert githooks.install(folder, commands[name]) == []  # each finds its own block
+        assert githooks.installed(folder) == dict.fromkeys(HOOKS, True)
+    assert githooks.installed(repo) == dict.fromkeys(HOOKS, False)  # the top has no project
+    commit(repo, "both")
+    assert wait_for(
+        lambda: {line.split()[:2][0] for line in lines(log) if " post-commit" in line} == set(folders)
+    )
+
+    githooks.uninstall(folders[first_out])
+    assert githooks.installed(folders[first_out]) == dict.fromkeys(HOOKS, False)
+    assert githooks.installed(folders[{"svc": "web", "web": "svc"}[first_out]]) == dict.fromkeys(HOOKS, True)
+    log.write_text("")
+    commit(repo, "one left")
+    assert wait_for(lambda: any(" post-commit" in line for line in lines(log)))
+    time.sleep(0.2)
+    assert {line.split()[0] for line in lines(log)} == set(folders) - {first_out}
+
+    for folder in folders.values():
+        githooks.uninstall(folder)
+    assert snapshot(hooks_path(repo)) == before  # the last one out restores the hook exactly
+
+
+def test_a_subfolder_block_written_before_project_lines_is_renewed_not_doubled(repo, recorder):
+    record, _ = recorder
+    (repo / "svc").mkdir()
+    hook = hooks_path(repo) / "post-commit"
+    # What Lore wrote for a project in a folder before blocks had a `# project:` line.
+    githooks.install(repo, [*record, "--project", "svc", "hooks", "run"])
+    assert b"# project:" not in hook.read_bytes()
+    githooks.install(repo / "svc", [*record, "--project", "svc", "hooks", "run", "v2"])
+    assert hook.read_bytes().count(b"# >>> lore >>>") == 1 and b"# project: svc" in hook.read_bytes()
+    githooks.uninstall(repo / "svc")
+    assert not hook.exists()
+
+
 def test_leftover_chained_file_is_reported(repo, recorder):
     command, _ = recorder
     executable(hooks_path(repo) / "post-commit", "#!/usr/bin/env python3\n")

@@ -175,28 +175,36 @@ def test_hooks_installed_by_an_older_lore_are_renewed_when_they_run(hooked):
     wait_for(lambda: " -P -m lore hooks run" in hook.read_text(), "the hook block to be renewed")
 
 
-def test_hooks_keep_a_project_in_a_subfolder_of_the_repository_fresh(cli, tmp_path):
-    """`lore init --here` in a folder of a monorepo: git runs hooks at the top of
-    the work tree, where there is no .lore/, so the hook must name the project."""
+def test_hooks_keep_projects_in_folders_of_the_repository_fresh(cli, tmp_path):
+    """`lore init --here` in two folders of a monorepo: git runs hooks at the top
+    of the work tree, where there is no .lore/, so each hook block names its
+    project, and installing the second project's hooks keeps the first's."""
     top = tmp_path / "mono"
     top.mkdir()
     git(top, "init", "-q", "-b", "main")
     write(top, "svc/app.py", "def start():\n    return 'start'\n")
     write(top, "web/page.py", "def render():\n    return 'page'\n")
     commit(top, "Initial commit")
-    svc = type(cli)(top / "svc")
-    svc("init", "--here")
-    configure(top / "svc", auto_sync=False)
-    svc.json("index")
-    svc.json("hooks", "install")
+    projects = {name: type(cli)(top / name) for name in ("svc", "web")}
+    for name, project in projects.items():
+        project("init", "--here")
+        configure(top / name, auto_sync=False)
+        project.json("index")
+        project.json("hooks", "install")
     try:
         write(top, "svc/app.py", "def feed_capybaras():\n    return 'grass'\n")
-        sha = commit(top, "Feed the capybaras")
-        wait_for(lambda: svc.json("status")["indexed_commit"] == sha, "the hook to index the commit")
-        assert paths(code(svc, "capybaras")) == ["app.py"]
+        write(top, "web/page.py", "def paint_capybaras():\n    return 'brown'\n")
+        sha = commit(top, "Feed and paint the capybaras")
+        for name, project in projects.items():
+            wait_for(lambda p=project: p.json("status")["indexed_commit"] == sha, f"{name}'s hook to run")
+        assert paths(code(projects["svc"], "capybaras")) == ["app.py"]
+        assert paths(code(projects["web"], "capybaras")) == ["page.py"]
         assert not (top / ".lore").exists()
+        assert projects["svc"].json("hooks", "uninstall")["removed"]
+        assert "# project: web" in (top / ".git/hooks/post-commit").read_text()
     finally:
-        wait_for(lambda: updater_idle(top / "svc"), "the background updater to finish")
+        for name in projects:
+            wait_for(lambda n=name: updater_idle(top / n), "the background updater to finish")
 
 
 def test_hooks_outside_a_git_repository_say_what_to_do(cli, tmp_path):

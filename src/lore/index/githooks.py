@@ -17,6 +17,12 @@ and can never make one fail. Existing hooks keep working:
 ("mode"), so the original bytes, file mode and symlinks come back as they were,
 and files Lore created are deleted.
 
+Several Lore projects can share one repository (`lore init --here` in folders of
+a monorepo): each has its own block, marked `# project: <folder>` (the top
+folder's block has no such line), installed and removed on its own. A second
+block goes right after the first; removing the first hands its mode to the next,
+so the last one out restores the hook as it was.
+
 `run_coalesced` is what the hook's command uses so that a burst of git
 commands (a rebase rewrites many commits) runs one update at a time and no
 update request is ever lost.
@@ -29,19 +35,21 @@ import re
 import shlex
 import stat
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from lore import atomic
 from lore.errors import LoreError, UsageError
 from lore.index import gitrepo
 
-__all__ = ["HOOKS", "install", "installed", "run_coalesced", "uninstall"]
+__all__ = ["HOOKS", "install", "installed", "project_folder", "run_coalesced", "uninstall"]
 
 HOOKS = ("post-commit", "post-merge", "post-checkout", "post-rewrite")
 
 _BEGIN = b"# >>> lore >>>"
 _END = b"# <<< lore <<<"
 _MODE = re.compile(rb"\(mode: ([a-z+]+)\)")
+_PROJECT = re.compile(rb"^# project: (.*)$", re.M)
 _CHAINED = ".lore-chained"
 _CREATED_HEADER = b"#!/bin/sh\n"
 
@@ -75,10 +83,12 @@ def install(root: Path, command: list[str]) -> list[str]:
             `[sys.executable, "-m", "lore", "hooks", "run"]`.
 
     Returns the names of hooks written or changed; an empty list when all were
-    already up to date (installing twice changes nothing).
+    already up to date (installing twice changes nothing). Each project of the
+    repository (see :func:`project_folder`) has a block of its own.
     """
     if not command or not all(isinstance(part, str) and part for part in command):
         raise UsageError("hook command must be a non-empty list of non-empty strings")
+    project = project_folder(root)
     directory = gitrepo.hooks_dir(root)
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -87,39 +97,59 @@ def install(root: Path, command: list[str]) -> list[str]:
             f"cannot create the hooks directory {directory}: {error}; "
             "check core.hooksPath (`git config core.hooksPath`)"
         ) from None
-    return [name for name in HOOKS if _install_hook(directory / name, name, command)]
+    return [name for name in HOOKS if _install_hook(directory / name, name, command, project)]
 
 
 def uninstall(root: Path) -> list[str]:
-    """Remove Lore's block from each hook, restoring what was there before.
+    """Remove this project's block from each hook, restoring what was there before.
 
     A hook Lore created is deleted; a hook Lore added its block to gets its
-    exact original bytes back; a hook Lore moved aside is moved back. Hooks
-    without Lore's block are left alone. Returns the names of hooks changed.
+    exact original bytes back; a hook Lore moved aside is moved back (once no
+    other project's block is left in it). Hooks without the project's block
+    are left alone. Returns the names of hooks changed.
     """
+    project = project_folder(root)
     directory = gitrepo.hooks_dir(root)
-    return [name for name in HOOKS if _uninstall_hook(directory / name)]
+    return [name for name in HOOKS if _uninstall_hook(directory / name, project)]
 
 
 def installed(root: Path) -> dict[str, bool]:
-    """For each hook name in :data:`HOOKS`, whether it contains Lore's block."""
+    """For each hook name in :data:`HOOKS`, whether it holds this project's block."""
+    project = project_folder(root)
     directory = gitrepo.hooks_dir(root)
-    return {name: _find_block(_read(directory / name)) is not None for name in HOOKS}
+    return {name: _find_block(_read(directory / name), project) is not None for name in HOOKS}
+
+
+def project_folder(root: Path) -> str:
+    """The project's folder relative to the top of its work tree, where git runs
+    hooks: "" for a project at the top, else e.g. "services/billing" (the same
+    in every worktree)."""
+    top = gitrepo.repo_root(root)
+    here = os.path.realpath(root)
+    if top is None or os.path.realpath(top) == here:
+        return ""
+    folder = os.path.relpath(here, os.path.realpath(top))
+    if "\n" in folder or "\r" in folder:
+        raise UsageError(
+            f"git hooks cannot name the project folder {folder!r}: it holds a line break; rename it"
+        )
+    return folder
 
 
 # -- installing ---------------------------------------------------------------
 
 
-def _install_hook(path: Path, name: str, command: list[str]) -> bool:
+def _install_hook(path: Path, name: str, command: list[str], project: str) -> bool:
     data = _read(path)
     if data is None:
-        _write(path, _CREATED_HEADER + _block(_CREATED, name, command), 0o755)
+        _write(path, _CREATED_HEADER + _block(_CREATED, name, command, project), 0o755)
         return True
 
-    found = _find_block(data)
+    blocks = _blocks(data)
+    found = next((block for block in blocks if block.project == project), None)
     if found is not None:
-        start, end, mode = found
-        updated = data[:start] + _block(mode or _INSERTED, name, command) + data[end:]
+        start, end, mode = found.start, found.end, found.mode
+        updated = data[:start] + _block(mode or _INSERTED, name, command, project) + data[end:]
         changed = updated != data
         file_mode = stat.S_IMODE(path.stat().st_mode)
         if mode in (_CREATED, _WRAPPER) and not file_mode & stat.S_IXUSR:
@@ -128,24 +158,29 @@ def _install_hook(path: Path, name: str, command: list[str]) -> bool:
         if changed:
             _write(path, updated, file_mode)
         return changed
+    if blocks:  # another project's block: this one goes right after it
+        last = blocks[-1].end
+        updated = data[:last] + _block(_INSERTED, name, command, project) + data[last:]
+        _write(path, updated, stat.S_IMODE(path.stat().st_mode))
+        return True
 
     if path.is_symlink() or not os.access(path, os.X_OK) or not _is_shell_script(data):
-        _wrap(path, name, command)
+        _wrap(path, name, command, project)
         return True
 
     if data.startswith(b"#!"):
         newline = data.find(b"\n")
         if newline == -1:
-            updated = data + b"\n" + _block(_INSERTED_NL, name, command)
+            updated = data + b"\n" + _block(_INSERTED_NL, name, command, project)
         else:
-            updated = data[: newline + 1] + _block(_INSERTED, name, command) + data[newline + 1 :]
+            updated = data[: newline + 1] + _block(_INSERTED, name, command, project) + data[newline + 1 :]
     else:
-        updated = _block(_INSERTED, name, command) + data
+        updated = _block(_INSERTED, name, command, project) + data
     _write(path, updated, stat.S_IMODE(path.stat().st_mode))
     return True
 
 
-def _wrap(path: Path, name: str, command: list[str]) -> None:
+def _wrap(path: Path, name: str, command: list[str], project: str) -> None:
     """Move the hook at `path` aside and put a wrapper that chains it in its place."""
     chained = path.with_name(path.name + _CHAINED)
     if os.path.lexists(chained):
@@ -154,13 +189,13 @@ def _wrap(path: Path, name: str, command: list[str]) -> None:
             f"if it is a leftover, move it back to {path} or delete it, "
             "then install again"
         )
-    wrapper = _wrapper(name, command)
+    wrapper = _wrapper(name, command, project)
     temporary = _temporary(path, wrapper, 0o755)
     os.rename(path, chained)
     os.replace(temporary, path)
 
 
-def _wrapper(name: str, command: list[str]) -> bytes:
+def _wrapper(name: str, command: list[str], project: str) -> bytes:
     head = (
         f"#!/bin/sh\n"
         f"# Lore moved the original {name} hook to {name}{_CHAINED}; this wrapper runs it\n"
@@ -172,10 +207,10 @@ def _wrapper(name: str, command: list[str]) -> bytes:
         "  status=$?\n"
         "fi\n"
     ).encode()
-    return head + _block(_WRAPPER, name, command) + b"exit $status\n"
+    return head + _block(_WRAPPER, name, command, project) + b"exit $status\n"
 
 
-def _block(mode: str, name: str, command: list[str]) -> bytes:
+def _block(mode: str, name: str, command: list[str], project: str = "") -> bytes:
     """The marked sh block that starts `command + [name, "$@"]` detached."""
     program = command[0]
     if os.path.isabs(program):
@@ -187,7 +222,8 @@ def _block(mode: str, name: str, command: list[str]) -> bytes:
         f"{_BEGIN.decode()}\n"
         "# Refreshes Lore's index in the background; never delays or fails this hook.\n"
         f"# Added by `lore hooks install` (mode: {mode}); `lore hooks uninstall` removes it.\n"
-        f"if {present}; then\n"
+        + (f"# project: {project}\n" if project else "")
+        + f"if {present}; then\n"
         "  (\n"
         f"    unset {_UNSET}\n"
         f"    if command -v setsid >/dev/null 2>&1; then exec setsid {argv}; fi\n"
@@ -223,12 +259,26 @@ def _is_shell_script(data: bytes) -> bool:
 # -- uninstalling -------------------------------------------------------------
 
 
-def _uninstall_hook(path: Path) -> bool:
+def _uninstall_hook(path: Path, project: str) -> bool:
     data = _read(path)
-    found = _find_block(data) if data is not None else None
-    if data is None or found is None:
+    if data is None:
         return False
-    start, end, mode = found
+    blocks = _blocks(data)
+    found = next((block for block in blocks if block.project == project), None)
+    if found is None:
+        return False
+    start, end, mode = found.start, found.end, found.mode
+    heirs = [block for block in blocks if block is not found]
+    if heirs:  # other projects' blocks stay; the next one inherits how the hook was changed
+        heir = heirs[0]
+        remaining = data[:start] + data[end:]
+        if mode not in (None, _INSERTED):
+            shift = end - start if heir.start > start else 0
+            mode_at = _MODE.search(remaining, heir.start - shift, heir.end - shift)
+            if mode_at is not None:
+                remaining = remaining[: mode_at.start(1)] + mode.encode() + remaining[mode_at.end(1) :]
+        _write(path, remaining, stat.S_IMODE(path.stat().st_mode))
+        return True
     if mode == _WRAPPER:
         chained = path.with_name(path.name + _CHAINED)
         if os.path.lexists(chained):
@@ -249,29 +299,69 @@ def _uninstall_hook(path: Path) -> bool:
 # -- files --------------------------------------------------------------------
 
 
-def _find_block(data: bytes | None) -> tuple[int, int, str | None] | None:
-    """(start, end, mode) of Lore's block in a hook's bytes; end is past its last newline."""
+@dataclass(frozen=True)
+class _Block:
+    start: int
+    end: int  # past its last newline
+    mode: str | None
+    project: str  # "" for the project at the top of the work tree
+
+
+def _find_block(data: bytes | None, project: str) -> _Block | None:
+    """The project's block in a hook's bytes."""
     if data is None:
         return None
-    if data.startswith(_BEGIN + b"\n"):
-        start = 0
-    else:
-        start = data.find(b"\n" + _BEGIN + b"\n")
-        if start == -1:
-            return None
-        start += 1
-    close = data.find(b"\n" + _END, start)
-    if close == -1:
-        raise LoreError(
-            "a git hook has Lore's opening marker (# >>> lore >>>) but not its "
-            "closing one (# <<< lore <<<); delete the damaged block by hand, "
-            "then run `lore hooks install` again"
+    return next((block for block in _blocks(data) if block.project == project), None)
+
+
+def _blocks(data: bytes) -> list[_Block]:
+    """Every Lore block in a hook's bytes, in order."""
+    blocks: list[_Block] = []
+    position = 0
+    while True:
+        if data.startswith(_BEGIN + b"\n", position) and (
+            position == 0 or data[position - 1 : position] == b"\n"
+        ):
+            start = position
+        else:
+            start = data.find(b"\n" + _BEGIN + b"\n", max(position - 1, 0))
+            if start == -1:
+                return blocks
+            start += 1
+        close = data.find(b"\n" + _END, start)
+        following = data.find(b"\n" + _BEGIN + b"\n", start)
+        if close == -1 or -1 < following < close:
+            raise LoreError(
+                "a git hook has Lore's opening marker (# >>> lore >>>) but not its "
+                "closing one (# <<< lore <<<); delete the damaged block by hand, "
+                "then run `lore hooks install` again"
+            )
+        end = close + 1 + len(_END)
+        if data[end : end + 1] == b"\n":
+            end += 1
+        mode = _MODE.search(data, start, close)
+        blocks.append(
+            _Block(start, end, mode.group(1).decode() if mode else None, _project_of(data[start:close]))
         )
-    end = close + 1 + len(_END)
-    if data[end : end + 1] == b"\n":
-        end += 1
-    mode = _MODE.search(data, start, close)
-    return start, end, mode.group(1).decode() if mode else None
+        position = end
+
+
+def _project_of(block: bytes) -> str:
+    """The project a block refreshes: its `# project:` line; a block written
+    before those lines existed names it only in its command (`--project`)."""
+    marked = _PROJECT.search(block)
+    if marked:
+        return os.fsdecode(marked.group(1))
+    for line in block.decode("utf-8", "surrogateescape").splitlines():
+        line = line.strip()
+        if line.startswith("exec nohup "):
+            try:
+                argv = shlex.split(line.removeprefix("exec nohup "))
+            except ValueError:
+                return ""
+            if "--project" in argv[:-1]:
+                return argv[argv.index("--project") + 1]
+    return ""
 
 
 def _read(path: Path) -> bytes | None:

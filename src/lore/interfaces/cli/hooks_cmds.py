@@ -69,16 +69,13 @@ def hook_command(root) -> list[str]:
     """:data:`HOOK_COMMAND` for the project at `root`. git runs hooks at the top
     of the work tree, so a project in a folder of it (`lore init --here`) is
     named with `--project`, relative to that top: the same in every worktree."""
-    import os
+    from lore.index.githooks import project_folder
 
-    from lore.index import gitrepo
-
-    top = gitrepo.repo_root(root)
-    here = os.path.realpath(root)
-    if top is None or os.path.realpath(top) == here:
+    folder = project_folder(root)
+    if not folder:
         return HOOK_COMMAND
     program, verbs = HOOK_COMMAND[:4], HOOK_COMMAND[4:]
-    return [*program, "--project", os.path.relpath(here, os.path.realpath(top)), *verbs]
+    return [*program, "--project", folder, *verbs]
 
 
 @hooks.command(name="run", hidden=True)
