@@ -57,28 +57,53 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}@{netloc[-1]}"))
 
 
-def _configure(conn: psycopg.Connection, role: str | None = None) -> None:
-    """Session settings every Lore connection needs (acting as `role` when given)."""
+_VECTOR_TYPES: dict[str, Any] = {}  # database URL -> pgvector's type info, fetched once a process
+
+
+def _configure(conn: psycopg.Connection, role: str | None = None, url: str | None = None) -> None:
+    """Session settings every Lore connection needs (acting as `role` when given),
+    sent in one round trip: a command-line process opens two connections, and
+    each statement is a wait on the server."""
+    from psycopg import sql
+
+    settings = [
+        f"SET search_path = {SCHEMA}, public",
+        "SET hnsw.iterative_scan = 'relaxed_order'",
+        f"SET hnsw.ef_search = {EF_SEARCH}",
+        # Statements are prepared after a few runs (psycopg), and PostgreSQL may then
+        # switch to one generic plan; how many rows a tsquery or a filter matches
+        # varies by orders of magnitude with its values, so plan every run for them.
+        "SET plan_cache_mode = force_custom_plan",
+        # A lexical search materialises the rows its terms match (tsvectors
+        # included): ~10 MB for 20k rows, which spilled to disk at the default 4 MB.
+        f"SET work_mem = '{WORK_MEM}'",
+    ]
+    statements: list[sql.Composable] = [sql.SQL(each) for each in settings]
     if role is not None:
-        from psycopg import sql
+        statements.insert(0, sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
+    conn.execute(sql.SQL("; ").join(statements))
+    _register_vector(conn, url)
 
-        conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
-    conn.execute(f"SET search_path = {SCHEMA}, public")
-    conn.execute("SET hnsw.iterative_scan = 'relaxed_order'")
-    conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
-    # Statements are prepared after a few runs (psycopg), and PostgreSQL may then
-    # switch to one generic plan; how many rows a tsquery or a filter matches
-    # varies by orders of magnitude with its values, so plan every run for them.
-    conn.execute("SET plan_cache_mode = force_custom_plan")
-    # A lexical search materialises the rows its terms match (tsvectors
-    # included): ~10 MB for 20k rows, which spilled to disk at the default 4 MB.
-    conn.execute(f"SET work_mem = '{WORK_MEM}'")
+
+def _register_vector(conn: psycopg.Connection, url: str | None) -> None:
+    """pgvector's `vector` type on `conn`, its type looked up once per database
+    (pgvector's own `register_vector` asks for four types on every connection)."""
     try:
-        from pgvector.psycopg import register_vector
-
-        register_vector(conn)
-    except Exception:  # the extension is not created yet: `lore db upgrade` will
-        pass
+        from pgvector.psycopg.vector import register_vector_info
+        from psycopg.types import TypeInfo
+    except ImportError:
+        return
+    info = _VECTOR_TYPES.get(url) if url is not None else None
+    if info is None:
+        try:
+            info = TypeInfo.fetch(conn, "vector")
+        except Exception:
+            return
+        if info is None:
+            return  # the extension is not created yet: `lore db upgrade` will
+        if url is not None:
+            _VECTOR_TYPES[url] = info
+    register_vector_info(conn, info)
 
 
 def pool(url: str, role: str | None = None) -> ConnectionPool:
@@ -103,7 +128,7 @@ def pool(url: str, role: str | None = None) -> ConnectionPool:
             min_size=1,
             max_size=POOL_SIZE,
             kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT},
-            configure=functools.partial(_configure, role=role),
+            configure=functools.partial(_configure, role=role, url=url),
             timeout=CONNECT_TIMEOUT,
             open=False,
             name="lore",
@@ -136,7 +161,7 @@ def connect(url: str, role: str | None = None) -> psycopg.Connection[Any]:
             "or [index] database_url, and that the server is running"
         ) from None
     try:
-        _configure(conn, role)
+        _configure(conn, role, url)
     except psycopg.Error as err:
         conn.close()
         raise StorageError(_role_problem(url, role, err)) from None
@@ -181,6 +206,7 @@ def close(url: str) -> None:
     """Close the pools of `url`, whatever their role (a store that needs one again opens a new one)."""
     with _LOCK:
         found = [_POOLS.pop(key) for key in list(_POOLS) if key[0] == url]
+        _VECTOR_TYPES.pop(url, None)  # a database made again under this URL has its type anew
     for each in found:
         try:
             each.close(timeout=2)
@@ -193,6 +219,7 @@ def close_all() -> None:
     with _LOCK:
         pools = list(_POOLS.values())
         _POOLS.clear()
+        _VECTOR_TYPES.clear()
     for each in pools:
         try:
             each.close(timeout=2)
