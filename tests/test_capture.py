@@ -644,3 +644,55 @@ def test_private_and_session_blocks_go_to_the_local_tiers(tmp_path):
             '<lore-memory type="fact" private="true">\nMine only.\n</lore-memory>\n'
         ).problems
         assert len(problems) == 1 and "agent" in problems[0]
+
+
+def test_a_transcripts_own_ids_reach_no_file_or_index_row_in_clear(tmp_path):
+    """A transcript's session id and message ids key the digest's memories, their
+    evidence and the error counts: a token in them (a pasted id, a hostile
+    transcript) is redacted like its text, and capturing it again counts nothing twice."""
+    import sqlite3
+
+    import lore
+
+    session = "ghp_" + "Se5Xw2Lm4Np6Rt1Vy3Bc5Df7Gh9Jk0Ls2Qa4"
+    message = "AKIA" + "Q7ZK4M2P9X3N8W5R"
+    call = "glpat-" + "Xy9zAbCdEf12GhIjKlMn"
+    lines = []
+    for n in range(3):
+        when = f"2026-03-0{n + 1}T10:00:00Z"
+        said = {"role": "user", "content": f"we decided to use postgres for the queue, take {n}"}
+        failed = {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": f"{call}{n}",
+                    "content": "Error: connection refused at db.internal port 5432",
+                    "is_error": True,
+                }
+            ],
+        }
+        for uuid, message_body in ((f"{message} {n}", said), (f"{message}.{n}", failed)):
+            lines.append(
+                json.dumps(
+                    {
+                        "type": "user",
+                        "sessionId": session,
+                        "uuid": uuid,
+                        "timestamp": when,
+                        "message": message_body,
+                    }
+                )
+            )
+    transcript = tmp_path / "run.jsonl"
+    transcript.write_text("\n".join(lines) + "\n")
+    with lore.init(tmp_path / "shop") as shop:
+        root = shop.project.root
+        first = shop.capture_transcript(transcript)
+        again = shop.capture_transcript(transcript)
+    assert first.digest.get("decision") and first.gotchas == 1
+    assert (again.created, again.gotchas, again.evidence) == (0, 0, 0)
+    written = [p.read_text("utf-8", "replace") for p in (root / ".lore").rglob("*") if p.is_file()]
+    written += list(sqlite3.connect(root / ".lore/index.db").iterdump())
+    for secret in (session, message, call):
+        assert not [text for text in written if secret in text], secret

@@ -462,6 +462,18 @@ def test_set_parses_the_value_then_redacts_it(memory):
     assert TOKEN not in path.read_text()
 
 
+def test_custom_fields_a_caller_adds_are_redacted(project):
+    """Fields Lore's own writers put in the frontmatter (a capture's session id,
+    an error's signature) are redacted like the named ones."""
+    token = "ghp_" + "Cf5Xw2Lm4Np6Rt1Vy3Bc5Df7Gh9Jk0Ls2Qa4"
+    added = project.memories.add(
+        body="A memory written with custom fields.", extra={"session_id": token, "refs": [f"cc:{token}"]}
+    )
+    path = project.project.root / added.path
+    assert frontmatter(path)["session_id"] == "[REDACTED:github-token]"
+    assert token not in path.read_text() and added.redacted == {"github-token": 2}
+
+
 # -- what a terminal shows --------------------------------------------------------------------------------
 
 

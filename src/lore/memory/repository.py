@@ -418,6 +418,8 @@ class Memories:
             risk=risk,
             task_type=task_type,
         )
+        extra, found = secrets.redact_nested(extra or {})  # a capture's session id, an error's signature
+        clean["redacted"] += found
         derived_title = clean["title"] or derive_title(clean["body"])
         clean["files"] = [self.project_path(f) for f in clean["files"]]
         if clean["applies_to"] and clean["applies_to"].startswith("file:"):
@@ -440,7 +442,7 @@ class Memories:
             priority=priority,
             risk=clean["risk"],
             task_type=clean["task_type"],
-            extra={**(extra or {}), **({"is_global": True} if is_global else {})},
+            extra={**extra, **({"is_global": True} if is_global else {})},
         )
         memory = normalized(memory)  # the form it is stored in: the duplicate check compares that
         memory.validate(strict=True)
