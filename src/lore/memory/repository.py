@@ -762,17 +762,25 @@ class Memories:
     def edited_by_hand(self, rel: str, before: MemoryRecord | None) -> EditResult:
         """After an edit in $EDITOR: check the file, make a declared
         ``content_hash`` match the new body (the rest of the file is left as
-        written), re-index, and follow a changed title in other memories' links."""
+        written, unless it holds a secret: then it is redacted like any write
+        and rewritten in the canonical form), re-index, and follow a changed
+        title in other memories' links."""
         from lore.memory.edits import refresh_hash
         from lore.memory.files import read_memory_file
         from lore.memory.links import relation_typos, typo_advice
 
         incoming = self.graph.linking_to(before) if before else []
+        redacted: Counter[str] = Counter()
         with self.writing():
             raw = read_memory_file(self.project.root, rel).decode("utf-8", "replace")
             fixed = refresh_hash(raw)
             if fixed is not None:
                 markdown.write_atomic(self.project.root / rel, fixed)
+            with contextlib.suppress(ValidationError, UsageError):  # a broken file: check() says why
+                typed = self.load(rel)
+                redacted = sync.redacted(typed)
+                if redacted:
+                    markdown.write_atomic(self.project.root / rel, markdown.render_checked(typed))
             self._reindex()
             self.check(rel)
             after = self.record(rel)
@@ -780,7 +788,9 @@ class Memories:
         memory = self.load(rel)  # a typo written by hand is the person's to fix: said, not refused
         typos = relation_typos(memory.body, memory.extra.get("relations"), rel)
         notes = [f"relation '{r}' looks like a typo: {typo_advice(r, known)}" for r, known in typos]
-        return EditResult(memory.id, rel, memory.title, memory.type, ["edit"], notes, None, updated, {})
+        return EditResult(
+            memory.id, rel, memory.title, memory.type, ["edit"], notes, None, updated, dict(redacted)
+        )
 
     def _read_checked(self, rel: str, expected_sha256: str | None) -> str:
         import hashlib
