@@ -168,8 +168,8 @@ def _plan(source: Source, tier: str, lifecycle: Lifecycle) -> list[_Planned]:
 
 def _sections(source: Source, body: str, tier: str, lifecycle: Lifecycle) -> list[_Planned]:
     from lore.index.sections import section_id, split_sections
-    from lore.secrets import redact
     from lore.memory.capture.instructions import MD_BEGIN, MD_END
+    from lore.secrets import redact
 
     body = re.sub(re.escape(MD_BEGIN) + r".*?" + re.escape(MD_END), "", body, flags=re.S)
     when = _file_date(source.path, lifecycle)
