@@ -471,6 +471,22 @@ async def test_update_index_on_a_real_git_repo(root):
         assert overview["up_to_date"] is True and overview["index_bytes"] > 0 and overview["job"] is None
 
 
+async def test_a_memorys_git_history_shows_commit_subjects_redacted(root):
+    """The memory's history is read from git at each request; a token in a commit
+    subject is redacted as `lore history` and the history index redact it."""
+    token = "ghp_" + "Hs1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R"
+    add_memory(root, "Deploy steps", "Deploy with the pipeline, then run the smoke tests.")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", f"Deploy notes, pushed with {token}")
+    app = build_app(str(root))
+    async with client(app) as c:
+        key = (await c.get("/api/memories")).json()["items"][0]["id"]
+        log = (await c.get(f"/api/memories/{key}/history")).json()
+        page = (await c.get(f"/memories/{key}")).text
+    assert [e["subject"] for e in log] == ["Deploy notes, pushed with [REDACTED:github-token]"]
+    assert token not in page
+
+
 async def test_search_recall_code_history_stats_doctor(root):
     add_memory(
         root, "OAuth tokens", "Parse the bearer token with parse_oauth_token in src/auth.py.", tags=["auth"]
