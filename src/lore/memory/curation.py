@@ -265,5 +265,6 @@ def file_log(root: Path, rel: str, limit: int = 20) -> list[FileCommit]:
     for line in result.stdout.decode("utf-8", "replace").splitlines():
         parts = line.split("\x00")
         if len(parts) == 4:
-            out.append(FileCommit(*parts[:3], redact(parts[3])[0]))
+            sha, date, author, subject = parts
+            out.append(FileCommit(sha, date, author, redact(subject)[0]))
     return out
