@@ -91,6 +91,24 @@ def test_mv_to_a_folder_moves_the_file_into_it(memory, destination):
     assert cli.json("show", key[:8])["path"] == f".lore/memory/ops/{path.name}"
 
 
+def test_mv_redacts_a_secret_in_the_new_name_and_folder(memory):
+    """A file name is committed and indexed like the text: `lore mv` (and MCP's
+    edit_memory move) wrote a token given in the destination into it in clear."""
+    cli, key, path, before = memory
+    aws = "AKIA" + "Q7ZK4M2P9X3N8W5R"
+    proc = cli("mv", key[:8], f"keys-{aws}/deploy-{TOKEN}.md")
+    assert "redacted before writing: 1 aws-access-key, 1 github-token" in proc.stderr
+    moved = path.parent / "keys-redacted-aws-access-key" / "deploy-redacted-github-token.md"
+    assert moved.read_bytes() == before and TOKEN not in proc.stdout + proc.stderr
+    assert (
+        cli.json("show", key[:8])["path"]
+        == ".lore/memory/keys-redacted-aws-access-key/deploy-redacted-github-token.md"
+    )
+    if not ON_POSTGRES:
+        index = (cli.cwd / ".lore/index.db").read_bytes().decode("latin-1")
+        assert TOKEN not in index and aws not in index
+
+
 # -- a failed rm or mv changes nothing -------------------------------------------------------------------
 
 

@@ -731,6 +731,7 @@ class Memories:
         folder (``auth/`` or ``auth/utc.md``), or a project path (``.lore/...``).
         """
         rel = self.resolve(key)
+        destination, redacted = _redacted_name(destination)
         target = self._destination(rel, destination)
         if target == rel:
             raise UsageError(f"{rel} is already there; give a new name or folder")
@@ -757,7 +758,9 @@ class Memories:
             updated = self._follow(before, self.record(target), incoming)
         memory = self.load(target)
         notes = [] if written == full else [f"{full.name} was taken; wrote {written.name}"]
-        return EditResult(memory.id, target, memory.title, memory.type, ["move"], notes, rel, updated, {})
+        return EditResult(
+            memory.id, target, memory.title, memory.type, ["move"], notes, rel, updated, dict(redacted)
+        )
 
     def edited_by_hand(self, rel: str, before: MemoryRecord | None) -> EditResult:
         """After an edit in $EDITOR: check the file, make a declared
@@ -998,6 +1001,18 @@ class Memories:
                 f"(got {str(days)[:40]}); give --days N or fix [memory] trash_retention_days"
             )
         return trash.purge(self.project, float(days), visible=self.visible)
+
+
+def _redacted_name(destination: str) -> tuple[str, Counter[str]]:
+    """A `lore mv` destination with its secrets redacted (a file name is committed
+    and indexed like the text): each becomes ``redacted-<kind>``, as in the names
+    Lore gives new memories."""
+    import re
+
+    clean, found = secrets.redact(destination)
+    if found:
+        clean = re.sub(r"\[REDACTED:([a-z0-9\-]+)\]", r"redacted-\1", clean)
+    return clean, found
 
 
 def _check_destination(destination: str) -> None:
