@@ -321,6 +321,21 @@ CODEX_LINES = [
 ]
 
 
+def test_a_secret_in_the_transcripts_path_is_not_kept_by_the_import_cursor(root, tmp_path):
+    """The import cursor names the transcript it read; a token in that path (a
+    folder named after a key) is redacted, and the next import still resumes there."""
+    token = "ghp_" + "Tp1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R"
+    transcript = write_jsonl(tmp_path / f"keys-{token}" / f"{SESSION}.jsonl", CLAUDE_LINES[:8])
+    first = open_store(root).import_transcript(transcript)
+    assert first.appended == 5
+    cursor = metadata(root, SESSION)["importCursor"]
+    assert token not in json.dumps(cursor) and "[REDACTED:github-token]" in cursor["path"]
+    folder = root / ".lore/sessions" / SESSION
+    assert not [p for p in folder.rglob("*") if p.is_file() and token in p.read_text("utf-8", "replace")]
+    again = open_store(root).import_transcript(transcript)
+    assert (again.appended, again.skipped) == (0, 0)  # resumed from the cursor: nothing read twice
+
+
 def test_codex_rollout_imports_messages_and_tool_calls(root, tmp_path):
     rollout = write_jsonl(
         tmp_path / ".codex/sessions/2026/03/02" / f"rollout-2026-03-02T09-00-00-{CODEX_SESSION}.jsonl",
