@@ -329,6 +329,22 @@ async def test_another_agents_private_memory_is_missing(root):
     assert "Bob's private plan" in next((root / ".lore/local/bob").glob("*.md")).read_text()
 
 
+async def test_bulk_retag_previews_a_token_as_the_marker_it_writes(root):
+    """The preview said `+ghp_…` (the token echoed back) while the files got
+    `[REDACTED:github-token]`: it shows what is written."""
+    token = "ghp_" + "Bk1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R"
+    add_memory(root, "Flaky test", "This test is flaky on CI.", tags=["flaky"])
+    app = build_app(str(root))
+    async with client(app) as c:
+        ask = {"action": "retag", "tag": ["flaky"], "add_tags": [f"{token}"]}
+        preview = (await c.post("/api/memories/bulk", json=ask)).json()
+        assert [i["change"] for i in preview["items"]] == ["+[REDACTED:github-token]"]
+        done = await c.post("/api/memories/bulk", json={**ask, "apply": True, "confirm": preview["digest"]})
+        assert token not in done.text and done.json()["applied"]
+        [memory] = (await c.get("/api/memories", params={"tag": "flaky"})).json()["items"]
+    assert "[REDACTED:github-token]" in memory["tags"] and token not in (root / memory["path"]).read_text()
+
+
 async def test_bulk_preview_confirm_and_restore(root):
     ids = [
         add_memory(root, f"Flaky test {i}", f"Test number {i} is flaky on CI.", tags=["flaky"])

@@ -877,8 +877,11 @@ class Lore:
         given (`restore` selects from the trash). Applying needs `confirm` = the
         preview's digest (:mod:`lore.memory.curation`)."""
         from lore.memory import curation
+        from lore.secrets import redact_values
 
-        params = curation.BulkParams(action, list(add_tags), list(remove_tags), new_type, new_tier)
+        # Tags as they are written (and shown in the preview): a token given is a marker.
+        add, remove = redact_values(list(add_tags))[0], redact_values(list(remove_tags))[0]
+        params = curation.BulkParams(action, add, remove, new_type, new_tier)
         flt = memory_filter(filters, viewer=self.memories.viewer)
         flt.ids = list(ids) if ids else None
         self._fresh()
