@@ -510,6 +510,7 @@ class Memories:
             # add() validated strictly; imports and promotions may keep their source's ids
             text = markdown.render_checked(memory)
             wanted = markdown.file_name(memory)
+            self.project.check_folder(folder)  # a symbolic link out: no reader would see it again
             path = markdown.write_new(folder, wanted, text)
             rel = self.project.rel(path)
             with self.store.transaction():

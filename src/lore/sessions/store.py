@@ -586,6 +586,7 @@ class SessionStore:
                     f"that session id looks like a secret ({', '.join(sorted(found))}); "
                     "a session id names a folder, so choose another id"
                 )
+        self.project.check_folder(folder)
         self._ensure_root()
         folder.mkdir(exist_ok=True)
         return folder
