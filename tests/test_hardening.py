@@ -135,6 +135,21 @@ def test_lore_writes_nothing_through_a_folder_symlinked_out_of_the_project(tmp_p
     assert list(outside.iterdir()) == []
 
 
+def test_a_move_between_tiers_refuses_a_tier_folder_symlinked_out(tmp_path):
+    import lore
+    from lore.errors import UsageError
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    with lore.init(tmp_path / "proj") as project:
+        added = project.add(title="A shared note", body="Written for the whole team.")
+        (project.project.root / ".lore/local").mkdir(exist_ok=True)
+        os.symlink(outside, project.project.root / ".lore/local/daily")
+        with pytest.raises(UsageError, match="leads outside the project"):
+            project.memories.set_storage(added.id, "daily")
+        assert (project.project.root / added.path).is_file() and list(outside.iterdir()) == []
+
+
 def test_dangling_and_looping_symlinks_are_refused(root):
     os.symlink("nowhere.md", root / ".lore/memory/dangling.md")
     os.symlink("loop-b.md", root / ".lore/memory/loop-a.md")

@@ -564,6 +564,7 @@ class Memories:
                 if after is None:
                     trash.trash(self.project, path, self.id_of(path))
                 elif change["before_sha256"] is None:
+                    self.project.check_folder((root / path).parent)
                     markdown.write_new((root / path).parent, (root / path).name, after)
                 else:
                     markdown.write_atomic(root / path, after)
@@ -966,6 +967,7 @@ class Memories:
                     f"{rel} was written by agent {owner}: as a session memory only that agent would see it"
                 )
         folder = sync.folder_of(self.project, storage)
+        self.project.check_folder(folder)
         with self.writing():
             moved = markdown.move_new(self.project.root / rel, folder)
         self.sync()
