@@ -619,6 +619,25 @@ def test_a_captured_file_is_named_without_its_local_path(tmp_path):
     assert sources == ["logs/run.txt", "out.txt"]
 
 
+def test_a_captured_files_name_is_redacted_in_the_evidence_and_error_counts_too(tmp_path):
+    """The memory's `source` was redacted, but the same name reached the evidence
+    rows, .lore/local/evidence.jsonl and the error occurrences in clear."""
+    import sqlite3
+
+    import lore
+
+    token = "glpat-" + "Ca9zAbCdEf12GhIjKlMn"
+    output = '<lore-memory type="fact">\nThe orders cache is rebuilt nightly.\n</lore-memory>\n'
+    output += "Error: connection refused at db.internal port 5432\n" * 3
+    with lore.init(tmp_path / "shop") as shop:
+        root = shop.project.root
+        for _ in range(2):  # the second time: evidence for the known block
+            shop.capture_stdout(output, source=str(tmp_path / f"run-{token}.txt"))
+    written = [p.read_text("utf-8", "replace") for p in (root / ".lore").rglob("*") if p.is_file()]
+    written += list(sqlite3.connect(root / ".lore/index.db").iterdump())
+    assert not [text for text in written if token in text]
+
+
 def test_private_and_session_blocks_go_to_the_local_tiers(tmp_path):
     import lore
 

@@ -638,11 +638,13 @@ class Lore:
 
         A `source` that is a file path is recorded relative to the project, or
         by its name when it lies outside: memories are committed, and a local
-        path (a home folder, a user name) has no place in them.
+        path (a home folder, a user name) has no place in them. It is redacted
+        too: it names the evidence and error counts the index keeps.
         """
         from lore.memory.capture import capture_stdout
+        from lore.secrets import redact
 
-        source = self._shared_path(source)
+        source = redact(self._shared_path(source))[0]
         return capture_stdout(self.lifecycle, text, source=source, tier=tier, private=private)
 
     def _shared_path(self, source: str) -> str:
