@@ -487,6 +487,16 @@ async def test_update_index_on_a_real_git_repo(root):
         assert overview["up_to_date"] is True and overview["index_bytes"] > 0 and overview["job"] is None
 
 
+async def test_an_error_never_echoes_a_secret_it_was_given(root):
+    token = "ghp_" + "We1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R"
+    app = build_app(str(root))
+    async with client(app) as c:
+        r = await c.get(f"/api/memories/{token}")
+        page = await c.get(f"/memories/{token}")
+    assert r.status_code == 404 and token not in r.text and "[REDACTED:github-token]" in r.text
+    assert token not in page.text
+
+
 async def test_a_memorys_git_history_shows_commit_subjects_redacted(root):
     """The memory's history is read from git at each request; a token in a commit
     subject is redacted as `lore history` and the history index redact it."""
