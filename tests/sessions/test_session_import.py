@@ -528,6 +528,17 @@ def test_hooks_record_the_session_as_it_happens(root, tmp_path):
     assert "error stop:" in (root / ".lore/local/hooks.log").read_text().splitlines()[-1]
 
 
+def test_the_hooks_log_never_keeps_a_secret_an_error_names(root, tmp_path):
+    token = "ghp_" + "Hl1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R"
+    not_a_transcript = tmp_path / f"out-{token}.jsonl"
+    not_a_transcript.write_text("just some output\n")
+    payload = {"session_id": "hook-s1", "cwd": str(root), "transcript_path": str(not_a_transcript)}
+    proc = hook(root, "stop", payload)
+    assert proc.returncode == 0 and proc.stderr == ""
+    last = (root / ".lore/local/hooks.log").read_text().splitlines()[-1]
+    assert "error stop:" in last and "is not a transcript" in last and token not in last
+
+
 def test_a_non_transcript_is_refused_and_a_bad_transcript_path_is_a_one_line_reason(root, tmp_path):
     passwd = tmp_path / "passwd"
     passwd.write_text("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n")
