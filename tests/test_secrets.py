@@ -149,6 +149,15 @@ def test_the_kinds_caught_before_are_still_reported_by_name():
         # ... while in a connection or query string they end it.
         ("Server=db;Password=Tr0ub4dor;User=sa", "Server=db;Password=[REDACTED:password];User=sa"),
         ("https://x/?a=1&password=Tr0ub4dor3&b=2", "https://x/?a=1&password=[REDACTED:password]&b=2"),
+        # JSON with escaped slashes (PHP's json_encode, some loggers).
+        (
+            '{"hook": "https:\\/\\/hooks.slack.com\\/services\\/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"}',
+            '{"hook": "https:\\/\\/hooks.slack.com\\/services\\/[REDACTED:slack-webhook]"}',
+        ),
+        (
+            '{"db": "postgres:\\/\\/app:S3cretPa55@db\\/prod"}',
+            '{"db": "postgres:\\/\\/app:[REDACTED:url-password]@db\\/prod"}',
+        ),
     ],
 )
 def test_keys_users_and_hosts_are_kept(text: str, expected: str):
