@@ -48,7 +48,7 @@ def _unescaped_slashes(text: str, strict: bool) -> list[Finding]:
     """The findings in `text` read with every ``\\/`` as ``/``, placed back in `text`."""
     parts = text.split("\\/")
     plain = "/".join(parts)
-    origin = []  # origin[i]: where plain[i] is in text
+    origin: list[int] = []  # origin[i]: where plain[i] is in text
     pos = 0
     for n, part in enumerate(parts):
         origin.extend(range(pos, pos + len(part)))
@@ -57,10 +57,7 @@ def _unescaped_slashes(text: str, strict: bool) -> list[Finding]:
             origin.append(pos + 1)  # the "/" of "\\/"
             pos += 2
     origin.append(len(text))
-    return [
-        Finding(origin[f.start], origin[f.end - 1] + 1, f.kind, f.priority)
-        for f in _find(plain, strict)
-    ]
+    return [Finding(origin[f.start], origin[f.end - 1] + 1, f.kind, f.priority) for f in _find(plain, strict)]
 
 
 def _find(text: str, strict: bool) -> list[Finding]:
