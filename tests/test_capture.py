@@ -619,6 +619,25 @@ def test_a_captured_file_is_named_without_its_local_path(tmp_path):
     assert sources == ["logs/run.txt", "out.txt"]
 
 
+def test_a_captured_files_name_is_redacted_in_the_evidence_and_error_counts_too(tmp_path):
+    """The memory's `source` was redacted, but the same name reached the evidence
+    rows, .lore/local/evidence.jsonl and the error occurrences in clear."""
+    import sqlite3
+
+    import lore
+
+    token = "glpat-" + "Ca9zAbCdEf12GhIjKlMn"
+    output = '<lore-memory type="fact">\nThe orders cache is rebuilt nightly.\n</lore-memory>\n'
+    output += "Error: connection refused at db.internal port 5432\n" * 3
+    with lore.init(tmp_path / "shop") as shop:
+        root = shop.project.root
+        for _ in range(2):  # the second time: evidence for the known block
+            shop.capture_stdout(output, source=str(tmp_path / f"run-{token}.txt"))
+    written = [p.read_text("utf-8", "replace") for p in (root / ".lore").rglob("*") if p.is_file()]
+    written += list(sqlite3.connect(root / ".lore/index.db").iterdump())
+    assert not [text for text in written if token in text]
+
+
 def test_private_and_session_blocks_go_to_the_local_tiers(tmp_path):
     import lore
 
@@ -644,3 +663,55 @@ def test_private_and_session_blocks_go_to_the_local_tiers(tmp_path):
             '<lore-memory type="fact" private="true">\nMine only.\n</lore-memory>\n'
         ).problems
         assert len(problems) == 1 and "agent" in problems[0]
+
+
+def test_a_transcripts_own_ids_reach_no_file_or_index_row_in_clear(tmp_path):
+    """A transcript's session id and message ids key the digest's memories, their
+    evidence and the error counts: a token in them (a pasted id, a hostile
+    transcript) is redacted like its text, and capturing it again counts nothing twice."""
+    import sqlite3
+
+    import lore
+
+    session = "ghp_" + "Se5Xw2Lm4Np6Rt1Vy3Bc5Df7Gh9Jk0Ls2Qa4"
+    message = "AKIA" + "Q7ZK4M2P9X3N8W5R"
+    call = "glpat-" + "Xy9zAbCdEf12GhIjKlMn"
+    lines = []
+    for n in range(3):
+        when = f"2026-03-0{n + 1}T10:00:00Z"
+        said = {"role": "user", "content": f"we decided to use postgres for the queue, take {n}"}
+        failed = {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": f"{call}{n}",
+                    "content": "Error: connection refused at db.internal port 5432",
+                    "is_error": True,
+                }
+            ],
+        }
+        for uuid, message_body in ((f"{message} {n}", said), (f"{message}.{n}", failed)):
+            lines.append(
+                json.dumps(
+                    {
+                        "type": "user",
+                        "sessionId": session,
+                        "uuid": uuid,
+                        "timestamp": when,
+                        "message": message_body,
+                    }
+                )
+            )
+    transcript = tmp_path / "run.jsonl"
+    transcript.write_text("\n".join(lines) + "\n")
+    with lore.init(tmp_path / "shop") as shop:
+        root = shop.project.root
+        first = shop.capture_transcript(transcript)
+        again = shop.capture_transcript(transcript)
+    assert first.digest.get("decision") and first.gotchas == 1
+    assert (again.created, again.gotchas, again.evidence) == (0, 0, 0)
+    written = [p.read_text("utf-8", "replace") for p in (root / ".lore").rglob("*") if p.is_file()]
+    written += list(sqlite3.connect(root / ".lore/index.db").iterdump())
+    for secret in (session, message, call):
+        assert not [text for text in written if secret in text], secret

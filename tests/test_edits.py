@@ -190,6 +190,28 @@ def test_edit_without_options_runs_the_editor_then_reindexes(mem, tmp_path):
     assert cli.json("search", "smoke tests")[0]["id"] == "mem-2026-02-12-001"
 
 
+def test_a_secret_typed_in_the_editor_is_redacted_when_lore_edit_saves(mem, tmp_path):
+    """`lore edit` in $EDITOR is a write through Lore, like `--append`: what the
+    person typed is redacted before the file is kept (and the index sees it)."""
+    import sys
+
+    cli, path = mem
+    key = "ghp_" + "Ed1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R"
+    script = tmp_path / "ed.py"
+    script.write_text(
+        "import sys, pathlib\np = pathlib.Path(sys.argv[1])\n"
+        f"p.write_text(p.read_text() + '\\nThe deploy token is {key}, password: Hunter2x!q\\n')\n"
+    )
+    proc = cli("edit", "mem-2026-02-12-001", env={"EDITOR": f"{sys.executable} {script}"})
+    assert "redacted before writing: 1 github-token, 1 password" in proc.stderr
+    text = path.read_text()
+    assert key not in text and "Hunter2x!q" not in text and "is [REDACTED:github-token]" in text
+    assert cli.json("show", "mem-2026-02-12-001")["id"] == "mem-2026-02-12-001"
+    no_hash_warning(cli)
+    if not ON_POSTGRES:
+        assert key not in (cli.cwd / ".lore/index.db").read_bytes().decode("latin-1")
+
+
 def test_mv_renames_without_overwriting(mem):
     cli, path = mem
     (cli.cwd / ".lore/memory/taken.md").write_text(HAND_WRITTEN.replace("mem-2026-02-12-001", "mem-2"))

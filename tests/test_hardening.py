@@ -97,6 +97,59 @@ def test_a_folder_symlinked_out_of_the_project_is_refused(root, tmp_path):
         read_memory_file(root, ".lore/memory/sub/x.md")
 
 
+@pytest.mark.parametrize(
+    "folder, write",
+    [
+        (
+            ".lore/local/carol",
+            ("--agent", "carol", "add", "--private", "-t", "A note", "-b", "Written privately."),
+        ),
+        (".lore/memory", ("add", "-t", "A note", "-b", "Written for the whole team.")),
+        (".lore/local/trash", ("rm", "m1")),
+        (".lore/sessions", ("session", "start")),
+    ],
+)
+def test_lore_writes_nothing_through_a_folder_symlinked_out_of_the_project(tmp_path, folder, write):
+    """Reads refuse such folders; writes went through them: `lore add --private`
+    wrote the memory file into the link's target, `rm` moved the memory there,
+    and sessions were recorded there."""
+    root = tmp_path / "proj"
+    subprocess.run([sys.executable, "-m", "lore", "init", str(root)], check=True, capture_output=True)
+    (root / ".lore/memory/m1.md").write_text(GOOD)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    link = root / folder
+    if link.is_dir():
+        os.rename(link, tmp_path / "moved-away")
+    link.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(outside, link)
+    proc = subprocess.run(
+        [sys.executable, "-m", "lore", *write],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode in (1, 2), proc.stderr  # .lore/memory: refused when the project opens
+    assert proc.stderr.strip().count("\n") == 0 and "outside the project" in proc.stderr
+    assert list(outside.iterdir()) == []
+
+
+def test_a_move_between_tiers_refuses_a_tier_folder_symlinked_out(tmp_path):
+    import lore
+    from lore.errors import UsageError
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    with lore.init(tmp_path / "proj") as project:
+        added = project.add(title="A shared note", body="Written for the whole team.")
+        (project.project.root / ".lore/local").mkdir(exist_ok=True)
+        os.symlink(outside, project.project.root / ".lore/local/daily")
+        with pytest.raises(UsageError, match="leads outside the project"):
+            project.memories.set_storage(added.id, "daily")
+        assert (project.project.root / added.path).is_file() and list(outside.iterdir()) == []
+
+
 def test_dangling_and_looping_symlinks_are_refused(root):
     os.symlink("nowhere.md", root / ".lore/memory/dangling.md")
     os.symlink("loop-b.md", root / ".lore/memory/loop-a.md")

@@ -351,6 +351,25 @@ def test_memory_write_with_a_new_uuid_creates_that_memory(root):
     run_async(body)
 
 
+def test_an_error_never_echoes_a_secret_it_was_given(root):
+    """Tool errors go back into the agent's transcript: a key or id holding a
+    token ("no memory 'ghp_…'") is redacted there, as on the CLI and the web."""
+    token = "ghp_" + "Er1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R"
+
+    async def body():
+        async with stdio_session(root) as s:
+            said = await s.error("memory_read", id=token)
+            assert token not in said and "no memory '[REDACTED:github-token]'" in said
+            said = await s.error("session_context", session_id=f"s-{token}", events=True)
+            assert token not in said
+
+    run_async(body)
+    proc = subprocess.run(
+        [sys.executable, "-m", "lore", "show", token], cwd=root, capture_output=True, text=True
+    )
+    assert proc.returncode == 1 and token not in proc.stderr and "[REDACTED:github-token]" in proc.stderr
+
+
 def test_another_agents_session_answers_like_a_missing_one(root, monkeypatch):
     monkeypatch.setenv("LORE_AGENT", "otheragent")
     lore(root, "session", "start", "--id", "other-s1")

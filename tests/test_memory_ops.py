@@ -91,6 +91,24 @@ def test_mv_to_a_folder_moves_the_file_into_it(memory, destination):
     assert cli.json("show", key[:8])["path"] == f".lore/memory/ops/{path.name}"
 
 
+def test_mv_redacts_a_secret_in_the_new_name_and_folder(memory):
+    """A file name is committed and indexed like the text: `lore mv` (and MCP's
+    edit_memory move) wrote a token given in the destination into it in clear."""
+    cli, key, path, before = memory
+    aws = "AKIA" + "Q7ZK4M2P9X3N8W5R"
+    proc = cli("mv", key[:8], f"keys-{aws}/deploy-{TOKEN}.md")
+    assert "redacted before writing: 1 aws-access-key, 1 github-token" in proc.stderr
+    moved = path.parent / "keys-redacted-aws-access-key" / "deploy-redacted-github-token.md"
+    assert moved.read_bytes() == before and TOKEN not in proc.stdout + proc.stderr
+    assert (
+        cli.json("show", key[:8])["path"]
+        == ".lore/memory/keys-redacted-aws-access-key/deploy-redacted-github-token.md"
+    )
+    if not ON_POSTGRES:
+        index = (cli.cwd / ".lore/index.db").read_bytes().decode("latin-1")
+        assert TOKEN not in index and aws not in index
+
+
 # -- a failed rm or mv changes nothing -------------------------------------------------------------------
 
 
@@ -460,6 +478,18 @@ def test_set_parses_the_value_then_redacts_it(memory):
     assert front["keywords"] == ["a", "[REDACTED:github-token]"]  # a list stays a list
     assert front["nested"] == {"k": ["x", "[REDACTED:github-token]"]} and front["count"] == 3
     assert TOKEN not in path.read_text()
+
+
+def test_custom_fields_a_caller_adds_are_redacted(project):
+    """Fields Lore's own writers put in the frontmatter (a capture's session id,
+    an error's signature) are redacted like the named ones."""
+    token = "ghp_" + "Cf5Xw2Lm4Np6Rt1Vy3Bc5Df7Gh9Jk0Ls2Qa4"
+    added = project.memories.add(
+        body="A memory written with custom fields.", extra={"session_id": token, "refs": [f"cc:{token}"]}
+    )
+    path = project.project.root / added.path
+    assert frontmatter(path)["session_id"] == "[REDACTED:github-token]"
+    assert token not in path.read_text() and added.redacted == {"github-token": 2}
 
 
 # -- what a terminal shows --------------------------------------------------------------------------------

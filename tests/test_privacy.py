@@ -72,6 +72,19 @@ def test_python_api_hides_other_agents_memories(two_agents):
     assert (root / secret.path).read_text().count("first of June") == 1  # untouched
 
 
+def test_stats_count_only_the_memories_the_agent_may_see(two_agents):
+    """`lore stats` (and /api/stats) counted every agent's private and session
+    memories: another agent learnt how many there are, and of which types."""
+    root, secret, session, shared = two_agents
+    with lore.open(root, agent="codex") as bob:
+        seen = bob.stats()
+    assert (seen["memories"], seen["by_visibility"], seen["by_type"]) == (1, {"shared": 1}, {"fact": 1})
+    assert seen["by_storage"] == {"durable": 1}
+    with lore.open(root, agent="Claude Code") as alice:
+        mine = alice.stats()
+    assert mine["memories"] == 3 and mine["by_visibility"] == {"shared": 2, "private": 1}
+
+
 def test_cli_hides_other_agents_memories(two_agents):
     import subprocess
 

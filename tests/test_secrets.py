@@ -134,6 +134,30 @@ def test_the_kinds_caught_before_are_still_reported_by_name():
         ),
         ("密码：hunter2", "密码：[REDACTED:password]"),
         ("API key: 8f14e45fceea167a5a36dedd4bea2543", "API key: [REDACTED:assigned-secret]"),
+        # A Markdown table (a memory, a transcript) and a no-break space pasted from a web page.
+        ("| DB_PASSWORD | hunter2x9 |", "| DB_PASSWORD | [REDACTED:password] |"),
+        ("|password|Tr0ub4dor&3|", "|password|[REDACTED:password]|"),
+        ("| API_TOKEN | `q8Zk3vP9wL2mX7nR4tY6` |", "| API_TOKEN | `[REDACTED:assigned-secret]` |"),
+        ("password:\u00a0Tr0ub4dor&3", "password:\u00a0[REDACTED:password]"),
+        ("DB_PASSWORD\u00a0=\u00a0Tr0ub4dor&3", "DB_PASSWORD\u00a0=\u00a0[REDACTED:password]"),
+        # On a config line `&`, `;` and `,` are symbols of the password, not its end (the
+        # rest leaked: `=[REDACTED]&3`, and `ab&Tr0ub4dorZZ` was kept whole as too short).
+        ("DB_PASSWORD=Tr0ub4dor&3x", "DB_PASSWORD=[REDACTED:password]"),
+        ("DB_PASSWORD=ab&Tr0ub4dorZZZZ", "DB_PASSWORD=[REDACTED:password]"),
+        ("  password: Tr0;ub4,dor # staging", "  password: [REDACTED:password] # staging"),
+        ("password: hunter2, ask Bob", "password: [REDACTED:password], ask Bob"),
+        # ... while in a connection or query string they end it.
+        ("Server=db;Password=Tr0ub4dor;User=sa", "Server=db;Password=[REDACTED:password];User=sa"),
+        ("https://x/?a=1&password=Tr0ub4dor3&b=2", "https://x/?a=1&password=[REDACTED:password]&b=2"),
+        # JSON with escaped slashes (PHP's json_encode, some loggers).
+        (
+            '{"hook": "https:\\/\\/hooks.slack.com\\/services\\/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"}',
+            '{"hook": "https:\\/\\/hooks.slack.com\\/services\\/[REDACTED:slack-webhook]"}',
+        ),
+        (
+            '{"db": "postgres:\\/\\/app:S3cretPa55@db\\/prod"}',
+            '{"db": "postgres:\\/\\/app:[REDACTED:url-password]@db\\/prod"}',
+        ),
     ],
 )
 def test_keys_users_and_hosts_are_kept(text: str, expected: str):
@@ -153,6 +177,11 @@ def test_keys_users_and_hosts_are_kept(text: str, expected: str):
         "self.password = password",
         'token = request.headers.get("Authorization")',
         "password: must be at least 12 characters",
+        "| Name | Password | Notes |\n|---|---|---|\n| admin | see the vault | rotated |",
+        "| password | must be long |",
+        "| secret_name | prod-db |",
+        "if password || fallback:",
+        "cat users.txt | grep password | wc -l",
     ],
 )
 def test_references_types_and_placeholders_are_not_passwords(text: str):

@@ -329,6 +329,22 @@ async def test_another_agents_private_memory_is_missing(root):
     assert "Bob's private plan" in next((root / ".lore/local/bob").glob("*.md")).read_text()
 
 
+async def test_bulk_retag_previews_a_token_as_the_marker_it_writes(root):
+    """The preview said `+ghp_…` (the token echoed back) while the files got
+    `[REDACTED:github-token]`: it shows what is written."""
+    token = "ghp_" + "Bk1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R"
+    add_memory(root, "Flaky test", "This test is flaky on CI.", tags=["flaky"])
+    app = build_app(str(root))
+    async with client(app) as c:
+        ask = {"action": "retag", "tag": ["flaky"], "add_tags": [f"{token}"]}
+        preview = (await c.post("/api/memories/bulk", json=ask)).json()
+        assert [i["change"] for i in preview["items"]] == ["+[REDACTED:github-token]"]
+        done = await c.post("/api/memories/bulk", json={**ask, "apply": True, "confirm": preview["digest"]})
+        assert token not in done.text and done.json()["applied"]
+        [memory] = (await c.get("/api/memories", params={"tag": "flaky"})).json()["items"]
+    assert "[REDACTED:github-token]" in memory["tags"] and token not in (root / memory["path"]).read_text()
+
+
 async def test_bulk_preview_confirm_and_restore(root):
     ids = [
         add_memory(root, f"Flaky test {i}", f"Test number {i} is flaky on CI.", tags=["flaky"])
@@ -469,6 +485,32 @@ async def test_update_index_on_a_real_git_repo(root):
             names["code"]["files"] == 1 and names["history"]["files"] == 2 and names["memories"]["files"] == 0
         )
         assert overview["up_to_date"] is True and overview["index_bytes"] > 0 and overview["job"] is None
+
+
+async def test_an_error_never_echoes_a_secret_it_was_given(root):
+    token = "ghp_" + "We1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R"
+    app = build_app(str(root))
+    async with client(app) as c:
+        r = await c.get(f"/api/memories/{token}")
+        page = await c.get(f"/memories/{token}")
+    assert r.status_code == 404 and token not in r.text and "[REDACTED:github-token]" in r.text
+    assert token not in page.text
+
+
+async def test_a_memorys_git_history_shows_commit_subjects_redacted(root):
+    """The memory's history is read from git at each request; a token in a commit
+    subject is redacted as `lore history` and the history index redact it."""
+    token = "ghp_" + "Hs1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R"
+    add_memory(root, "Deploy steps", "Deploy with the pipeline, then run the smoke tests.")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", f"Deploy notes, pushed with {token}")
+    app = build_app(str(root))
+    async with client(app) as c:
+        key = (await c.get("/api/memories")).json()["items"][0]["id"]
+        log = (await c.get(f"/api/memories/{key}/history")).json()
+        page = (await c.get(f"/memories/{key}")).text
+    assert [e["subject"] for e in log] == ["Deploy notes, pushed with [REDACTED:github-token]"]
+    assert token not in page
 
 
 async def test_search_recall_code_history_stats_doctor(root):

@@ -40,22 +40,29 @@ def stats(
         tiers.update(tiers_of([r.id for r in records]).values())
     links = store.links(memories.filter())
     last = max((r.occurred_at for r in records), default=None)
+
+    def by(
+        name: str,
+    ) -> dict[str, int]:  # the memories this agent may see: no count of another's private ones
+        found = Counter(getattr(r, name) or "" for r in records)
+        return dict(sorted(found.items(), key=lambda item: (-item[1], item[0])))
+
     return {
         "project": str(memories.project.root),
         "backend": store.describe(),
-        "memories": counts.memories,
+        "memories": len(records),
         "broken_files": counts.memory_files_with_errors,
         "chunks": counts.chunks,
         "code_files": counts.code_files,
         "code_chunks": counts.code_chunks,
         "commits": counts.commits,
-        "by_type": store.group_counts("type"),
-        "by_visibility": store.group_counts("visibility"),
-        "by_storage": store.group_counts("storage"),
+        "by_type": by("type"),
+        "by_visibility": by("visibility"),
+        "by_storage": by("storage"),
         "by_tier": dict(tiers),
         "links": len(links),
         "broken_links": len(memories.graph.broken()) if links else 0,
-        "stale": len(store.stale_reasons()),
+        "stale": len(store.stale_reasons([r.id for r in records])) if records else 0,
         "last_memory_at": last,
         "trash": len(memories.trash_entries()),
         "index_bytes": store.size_bytes(),

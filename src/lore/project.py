@@ -195,6 +195,19 @@ class Project:
             raise UsageError(f"{user_path} is outside the project ({self.root}); give a path inside it")
         return resolved
 
+    def check_folder(self, folder: Path) -> None:
+        """Refuse to write in a folder of ``.lore/`` that a symbolic link leads out
+        of the project (``.lore/local/<agent>``, the trash, ``.lore/sessions``
+        → elsewhere): what Lore writes stays in the project, and its readers
+        never follow such a link back."""
+        try:
+            self.inside(folder, base=self.root)
+        except UsageError:
+            raise UsageError(
+                f"{self.rel(folder)}/ leads outside the project (a symbolic link?); "
+                "make it a folder inside the project"
+            ) from None
+
     def agent_dir(self, agent: str) -> Path:
         """The private folder of `agent` (named by :func:`agent_key`, the one naming rule)."""
         return self.local_dir / agent_key(agent)

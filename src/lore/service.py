@@ -638,11 +638,13 @@ class Lore:
 
         A `source` that is a file path is recorded relative to the project, or
         by its name when it lies outside: memories are committed, and a local
-        path (a home folder, a user name) has no place in them.
+        path (a home folder, a user name) has no place in them. It is redacted
+        too: it names the evidence and error counts the index keeps.
         """
         from lore.memory.capture import capture_stdout
+        from lore.secrets import redact
 
-        source = self._shared_path(source)
+        source = redact(self._shared_path(source))[0]
         return capture_stdout(self.lifecycle, text, source=source, tier=tier, private=private)
 
     def _shared_path(self, source: str) -> str:
@@ -877,8 +879,11 @@ class Lore:
         given (`restore` selects from the trash). Applying needs `confirm` = the
         preview's digest (:mod:`lore.memory.curation`)."""
         from lore.memory import curation
+        from lore.secrets import redact_values
 
-        params = curation.BulkParams(action, list(add_tags), list(remove_tags), new_type, new_tier)
+        # Tags as they are written (and shown in the preview): a token given is a marker.
+        add, remove = redact_values(list(add_tags))[0], redact_values(list(remove_tags))[0]
+        params = curation.BulkParams(action, add, remove, new_type, new_tier)
         flt = memory_filter(filters, viewer=self.memories.viewer)
         flt.ids = list(ids) if ids else None
         self._fresh()

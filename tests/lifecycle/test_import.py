@@ -277,6 +277,29 @@ def test_secrets_in_any_frontmatter_field_are_redacted_before_the_file_is_writte
     assert "exists" in again.stdout and token not in again.stdout + again.stderr
 
 
+def test_a_secret_in_a_section_heading_is_not_kept_lower_cased_in_imported_from(proj, tmp_path, cli_in):
+    """An instructions file's section is named by a slug of its heading, which
+    lower-cases it: a token there (AIza…, AKIA…) would no longer be recognised as one."""
+    root = proj.project.root
+    google, aws = "AIza" + "Utp055p4UXWfHThDSEa0BZIBAsWan8wLSv5", "AKIA" + "Q7ZK4M2P9X3N8W5R"
+    folder = tmp_path / "guide"
+    folder.mkdir()
+    (folder / "AGENTS.md").write_text(
+        f"# Guide\n\n## Maps key {google}\n\nRotate it every quarter, never commit it.\n\n"
+        f"## Keys {aws}\n\nAsk the platform team for access first.\n"
+    )
+    report = cli_in(root, "import", str(folder / "AGENTS.md"), "--json")
+    assert report["created"] == 2, report
+    assert {item["source"] for item in report["items"]} == {
+        "AGENTS.md#maps_key_redacted_google_api_key",
+        "AGENTS.md#keys_redacted_aws_access_key",
+    }
+    for path in memory_files(root, ".lore"):
+        text = path.read_text().casefold()
+        assert google.casefold() not in text and aws.casefold() not in text, text
+    assert cli_in(root, "import", str(folder / "AGENTS.md"), "--json")["created"] == 0
+
+
 def test_paths_leaving_the_project_are_refused_as_add_refuses_them(proj, tmp_path, cli_in):
     root = proj.project.root
     folder = tmp_path / "paths"

@@ -321,6 +321,21 @@ CODEX_LINES = [
 ]
 
 
+def test_a_secret_in_the_transcripts_path_is_not_kept_by_the_import_cursor(root, tmp_path):
+    """The import cursor names the transcript it read; a token in that path (a
+    folder named after a key) is redacted, and the next import still resumes there."""
+    token = "ghp_" + "Tp1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R"
+    transcript = write_jsonl(tmp_path / f"keys-{token}" / f"{SESSION}.jsonl", CLAUDE_LINES[:8])
+    first = open_store(root).import_transcript(transcript)
+    assert first.appended == 5
+    cursor = metadata(root, SESSION)["importCursor"]
+    assert token not in json.dumps(cursor) and "[REDACTED:github-token]" in cursor["path"]
+    folder = root / ".lore/sessions" / SESSION
+    assert not [p for p in folder.rglob("*") if p.is_file() and token in p.read_text("utf-8", "replace")]
+    again = open_store(root).import_transcript(transcript)
+    assert (again.appended, again.skipped) == (0, 0)  # resumed from the cursor: nothing read twice
+
+
 def test_codex_rollout_imports_messages_and_tool_calls(root, tmp_path):
     rollout = write_jsonl(
         tmp_path / ".codex/sessions/2026/03/02" / f"rollout-2026-03-02T09-00-00-{CODEX_SESSION}.jsonl",
@@ -511,6 +526,17 @@ def test_hooks_record_the_session_as_it_happens(root, tmp_path):
     proc = hook(root, "stop", {**base, "hook_event_name": "Stop"})
     assert proc.returncode == 0 and proc.stderr == ""
     assert "error stop:" in (root / ".lore/local/hooks.log").read_text().splitlines()[-1]
+
+
+def test_the_hooks_log_never_keeps_a_secret_an_error_names(root, tmp_path):
+    token = "ghp_" + "Hl1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R"
+    not_a_transcript = tmp_path / f"out-{token}.jsonl"
+    not_a_transcript.write_text("just some output\n")
+    payload = {"session_id": "hook-s1", "cwd": str(root), "transcript_path": str(not_a_transcript)}
+    proc = hook(root, "stop", payload)
+    assert proc.returncode == 0 and proc.stderr == ""
+    last = (root / ".lore/local/hooks.log").read_text().splitlines()[-1]
+    assert "error stop:" in last and "is not a transcript" in last and token not in last
 
 
 def test_a_non_transcript_is_refused_and_a_bad_transcript_path_is_a_one_line_reason(root, tmp_path):

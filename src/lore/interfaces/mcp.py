@@ -25,6 +25,7 @@ from pydantic import Field, WithJsonSchema
 
 from lore.errors import LoreError, NotFound, UsageError, as_lore_error, without_server_paths
 from lore.memory.model import MAX_KEYWORD_LEN, MAX_KEYWORDS, MAX_SUBJECT, MEMORY_TYPES
+from lore.secrets import redact
 
 MAX_LIMIT = 50
 MAX_QUERY = 4_000  # characters
@@ -101,7 +102,8 @@ class LoreTools:
                 known = as_lore_error(err)
                 if known is None:
                     raise
-                raise ToolError(without_server_paths(str(known), [self.own.project.root])) from None
+                shown = without_server_paths(str(known), [self.own.project.root])
+                raise ToolError(redact(shown)[0]) from None  # a key echoed back: never a secret in clear
 
     def warm(self) -> None:
         """Load the model and matrices before the first call."""

@@ -249,8 +249,10 @@ class FileCommit(Record):
 
 def file_log(root: Path, rel: str, limit: int = 20) -> list[FileCommit]:
     """The commits that changed `rel` (following renames), newest first; [] outside git
-    or for files git ignores (private and session memories)."""
+    or for files git ignores (private and session memories). Subjects are redacted,
+    as the history index keeps them."""
     from lore.index import gitrepo
+    from lore.secrets import redact
 
     if gitrepo.repo_root(root) is None:
         return []
@@ -263,5 +265,6 @@ def file_log(root: Path, rel: str, limit: int = 20) -> list[FileCommit]:
     for line in result.stdout.decode("utf-8", "replace").splitlines():
         parts = line.split("\x00")
         if len(parts) == 4:
-            out.append(FileCommit(*parts))
+            sha, date, author, subject = parts
+            out.append(FileCommit(sha, date, author, redact(subject)[0]))
     return out

@@ -418,6 +418,8 @@ class Memories:
             risk=risk,
             task_type=task_type,
         )
+        extra, found = secrets.redact_nested(extra or {})  # a capture's session id, an error's signature
+        clean["redacted"] += found
         derived_title = clean["title"] or derive_title(clean["body"])
         clean["files"] = [self.project_path(f) for f in clean["files"]]
         if clean["applies_to"] and clean["applies_to"].startswith("file:"):
@@ -440,7 +442,7 @@ class Memories:
             priority=priority,
             risk=clean["risk"],
             task_type=clean["task_type"],
-            extra={**(extra or {}), **({"is_global": True} if is_global else {})},
+            extra={**extra, **({"is_global": True} if is_global else {})},
         )
         memory = normalized(memory)  # the form it is stored in: the duplicate check compares that
         memory.validate(strict=True)
@@ -508,6 +510,7 @@ class Memories:
             # add() validated strictly; imports and promotions may keep their source's ids
             text = markdown.render_checked(memory)
             wanted = markdown.file_name(memory)
+            self.project.check_folder(folder)  # a symbolic link out: no reader would see it again
             path = markdown.write_new(folder, wanted, text)
             rel = self.project.rel(path)
             with self.store.transaction():
@@ -561,6 +564,7 @@ class Memories:
                 if after is None:
                     trash.trash(self.project, path, self.id_of(path))
                 elif change["before_sha256"] is None:
+                    self.project.check_folder((root / path).parent)
                     markdown.write_new((root / path).parent, (root / path).name, after)
                 else:
                     markdown.write_atomic(root / path, after)
@@ -729,6 +733,7 @@ class Memories:
         folder (``auth/`` or ``auth/utc.md``), or a project path (``.lore/...``).
         """
         rel = self.resolve(key)
+        destination, redacted = _redacted_name(destination)
         target = self._destination(rel, destination)
         if target == rel:
             raise UsageError(f"{rel} is already there; give a new name or folder")
@@ -755,22 +760,32 @@ class Memories:
             updated = self._follow(before, self.record(target), incoming)
         memory = self.load(target)
         notes = [] if written == full else [f"{full.name} was taken; wrote {written.name}"]
-        return EditResult(memory.id, target, memory.title, memory.type, ["move"], notes, rel, updated, {})
+        return EditResult(
+            memory.id, target, memory.title, memory.type, ["move"], notes, rel, updated, dict(redacted)
+        )
 
     def edited_by_hand(self, rel: str, before: MemoryRecord | None) -> EditResult:
         """After an edit in $EDITOR: check the file, make a declared
         ``content_hash`` match the new body (the rest of the file is left as
-        written), re-index, and follow a changed title in other memories' links."""
+        written, unless it holds a secret: then it is redacted like any write
+        and rewritten in the canonical form), re-index, and follow a changed
+        title in other memories' links."""
         from lore.memory.edits import refresh_hash
         from lore.memory.files import read_memory_file
         from lore.memory.links import relation_typos, typo_advice
 
         incoming = self.graph.linking_to(before) if before else []
+        redacted: Counter[str] = Counter()
         with self.writing():
             raw = read_memory_file(self.project.root, rel).decode("utf-8", "replace")
             fixed = refresh_hash(raw)
             if fixed is not None:
                 markdown.write_atomic(self.project.root / rel, fixed)
+            with contextlib.suppress(ValidationError, UsageError):  # a broken file: check() says why
+                typed = self.load(rel)
+                redacted = sync.redacted(typed)
+                if redacted:
+                    markdown.write_atomic(self.project.root / rel, markdown.render_checked(typed))
             self._reindex()
             self.check(rel)
             after = self.record(rel)
@@ -778,7 +793,9 @@ class Memories:
         memory = self.load(rel)  # a typo written by hand is the person's to fix: said, not refused
         typos = relation_typos(memory.body, memory.extra.get("relations"), rel)
         notes = [f"relation '{r}' looks like a typo: {typo_advice(r, known)}" for r, known in typos]
-        return EditResult(memory.id, rel, memory.title, memory.type, ["edit"], notes, None, updated, {})
+        return EditResult(
+            memory.id, rel, memory.title, memory.type, ["edit"], notes, None, updated, dict(redacted)
+        )
 
     def _read_checked(self, rel: str, expected_sha256: str | None) -> str:
         import hashlib
@@ -950,6 +967,7 @@ class Memories:
                     f"{rel} was written by agent {owner}: as a session memory only that agent would see it"
                 )
         folder = sync.folder_of(self.project, storage)
+        self.project.check_folder(folder)
         with self.writing():
             moved = markdown.move_new(self.project.root / rel, folder)
         self.sync()
@@ -986,6 +1004,18 @@ class Memories:
                 f"(got {str(days)[:40]}); give --days N or fix [memory] trash_retention_days"
             )
         return trash.purge(self.project, float(days), visible=self.visible)
+
+
+def _redacted_name(destination: str) -> tuple[str, Counter[str]]:
+    """A `lore mv` destination with its secrets redacted (a file name is committed
+    and indexed like the text): each becomes ``redacted-<kind>``, as in the names
+    Lore gives new memories."""
+    import re
+
+    clean, found = secrets.redact(destination)
+    if found:
+        clean = re.sub(r"\[REDACTED:([a-z0-9\-]+)\]", r"redacted-\1", clean)
+    return clean, found
 
 
 def _check_destination(destination: str) -> None:

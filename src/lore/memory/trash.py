@@ -47,6 +47,7 @@ def trash(project: Project, rel: str, memory_id: str) -> TrashEntry:
     name = f"{stamp}-{Path(rel).name}"
     target = project.trash_dir / name
     note = {"id": memory_id, "original": rel, "deleted_at": format_time(now.replace(microsecond=0))}
+    project.check_folder(project.trash_dir)
     try:
         write_atomic(target.with_suffix(".json"), json.dumps(note, indent=2) + "\n")
         try:
@@ -112,6 +113,7 @@ def find(project: Project, key: str, *, visible: Callable[[str], bool] | None = 
 def restore(project: Project, entry: TrashEntry) -> str:
     """Move a trashed file back; never overwrites a file now at its old path."""
     original = project.root / entry.original
+    project.check_folder(original.parent)
     try:
         target = move_new(entry.file, original.parent, original.name)
     except OSError as err:

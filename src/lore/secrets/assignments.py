@@ -17,11 +17,13 @@ from .rules import RuleSet
 
 # An assignment after a key: closing quotes, an optional type annotation, the
 # separator, an optional opening quote (with string prefixes like b"" f"" @"").
+# A no-break space (pasted from a web page or a chat) counts as a space; a Markdown
+# table's cell border as a separator (`| DB_PASSWORD | hunter2x9 |`, prose only).
 _ASSIGN = re.compile(
     r"""(?P<kq>["'`]{0,2}\]?["'`]?)
         (?P<ann>[ \t]*:[ \t]*[A-Za-z_][\w\[\], .|]{0,60}?(?=[ \t]*=[^=>]))?
-        [ \t]*(?P<sep>:=|=>|==|!=|=|:(?!//)|\uff1a)
-        [ \t]*(?P<vq>[@rRbBuUfF]{0,2}["'`])?""",
+        [ \t\u00a0]*(?P<sep>:=|=>|==|!=|=|:(?!//)|\uff1a|\|(?![|\-:]))
+        [ \t\u00a0]*(?P<vq>[@rRbBuUfF]{0,2}["'`])?""",
     re.X,
 )
 # Unquoted values end at a space, a quote or a closing bracket; after '=' also at ';' '&' ','
@@ -30,6 +32,10 @@ _ASSIGN = re.compile(
 MAX_VALUE = 1000
 _UNQUOTED = re.compile(r"[^\s'\"`,;&<>)\]}\0]{1,1024}")
 _UNQUOTED_AFTER_COLON = re.compile(r"[^\s'\"`,<>)\]}\0]{1,1024}")
+_UNQUOTED_CELL = re.compile(r"[^\s'\"`|\0]{1,1024}")  # a table cell ends at its border
+# On a line of its own (`.env`, YAML, properties) a value runs to the next space: `;`, `&`
+# and `,` are a password's symbols there, not the end of a connection or query string.
+_UNQUOTED_LINE = re.compile(r"[^\s'\"`\0]{1,1024}")
 _LINE_END = re.compile(r"[ \t]*(?:$|\n|\r|#|//|[,;})\]]|\\n)")
 # Words a secret-like key contains (searched in the lower-cased text).
 _KEY_WORDS = (
@@ -75,8 +81,9 @@ class _Value:
     followed_by_text: bool
 
 
-def _value_after(text: str, pos: int, quote: str, sep: str = "=") -> _Value | None:
-    """The value starting at `pos` (after its opening quote, if any)."""
+def _value_after(text: str, pos: int, quote: str, sep: str = "=", *, own_line: bool = False) -> _Value | None:
+    """The value starting at `pos` (after its opening quote, if any); `own_line`:
+    the key starts its line (a config line, not a connection or query string)."""
     if quote:
         q = quote[-1]
         end = pos
@@ -90,11 +97,18 @@ def _value_after(text: str, pos: int, quote: str, sep: str = "=") -> _Value | No
         if "\n" in text[pos:end]:
             return None
         return _Value(pos, end, True, False)
-    match = (_UNQUOTED_AFTER_COLON if sep == ":" else _UNQUOTED).match(text, pos)
+    if sep == "|":
+        unquoted = _UNQUOTED_CELL
+    elif own_line and sep in ("=", ":"):
+        unquoted = _UNQUOTED_LINE
+    else:
+        unquoted = _UNQUOTED_AFTER_COLON if sep == ":" else _UNQUOTED
+    match = unquoted.match(text, pos)
     if match is None or match.end() - pos > MAX_VALUE:
         return None
     end = match.end()
-    while end > pos + 1 and text[end - 1] in ".:":  # end of a sentence, `if password == None:`
+    trailing = ".:,;)]}" if unquoted is _UNQUOTED_LINE else ".:"
+    while end > pos + 1 and text[end - 1] in trailing:  # end of a sentence, `if password == None:`
         end -= 1
     return _Value(pos, end, False, _LINE_END.match(text, match.end()) is None)
 
@@ -123,10 +137,11 @@ def judge(
     if key_class is None:
         return None
     assign = _ASSIGN.match(text, key_end)
-    if assign is None:
+    if assign is None or (strict and assign.group("sep") == "|"):
         return None
     quote = assign.group("vq") or ""
-    value = _value_after(text, assign.end(), quote, assign.group("sep"))
+    own_line = not quote and _starts_line(text, key_start)
+    value = _value_after(text, assign.end(), quote, assign.group("sep"), own_line=own_line)
     if value is None or value.end <= value.start or (value_at >= 0 and value.start != value_at):
         return None
     literal = text[value.start : value.end]

@@ -34,9 +34,33 @@ def find(text: str, *, strict: bool) -> list[Finding]:
     ``[REDACTED:kind]`` markers already in the text are blanked out (same
     length, NUL characters) before scanning, so that a marker can neither be
     a secret nor lend its words to a key: redacting twice changes nothing.
+    JSON that escapes slashes (``https:\\/\\/hooks.slack.com\\/services\\/…``, as
+    PHP writes it) is also read with them unescaped.
     """
     if not text:
         return []
+    if "\\/" in text:
+        return merge(_find(text, strict) + _unescaped_slashes(text, strict))
+    return _find(text, strict)
+
+
+def _unescaped_slashes(text: str, strict: bool) -> list[Finding]:
+    """The findings in `text` read with every ``\\/`` as ``/``, placed back in `text`."""
+    parts = text.split("\\/")
+    plain = "/".join(parts)
+    origin: list[int] = []  # origin[i]: where plain[i] is in text
+    pos = 0
+    for n, part in enumerate(parts):
+        origin.extend(range(pos, pos + len(part)))
+        pos += len(part)
+        if n < len(parts) - 1:
+            origin.append(pos + 1)  # the "/" of "\\/"
+            pos += 2
+    origin.append(len(text))
+    return [Finding(origin[f.start], origin[f.end - 1] + 1, f.kind, f.priority) for f in _find(plain, strict)]
+
+
+def _find(text: str, strict: bool) -> list[Finding]:
     if values.MARKER in text:
         text = _MARKER.sub(lambda marker: "\0" * len(marker.group()), text)
     rules = load()

@@ -200,7 +200,7 @@ class SessionStore:
         fmt = transcript.format or (cursor or {}).get("format") or "lore"
         normalised = [ev.normalise(event, imported=True) for event in transcript.events]
         new_cursor = {
-            "path": str(source),
+            "path": _cursor_path(source),
             "head": transcript.head,
             "offset": transcript.end_offset,
             "format": fmt,
@@ -434,7 +434,7 @@ class SessionStore:
         from lore.sessions.importers import head_digest
 
         cursor = self._read_meta(folder).get("importCursor")
-        if not isinstance(cursor, dict) or cursor.get("path") != str(source):
+        if not isinstance(cursor, dict) or cursor.get("path") != _cursor_path(source):
             return None
         try:
             if source.stat().st_size < cursor.get("offset", 0) or head_digest(source) != cursor.get("head"):
@@ -586,6 +586,7 @@ class SessionStore:
                     f"that session id looks like a secret ({', '.join(sorted(found))}); "
                     "a session id names a folder, so choose another id"
                 )
+        self.project.check_folder(folder)
         self._ensure_root()
         folder.mkdir(exist_ok=True)
         return folder
@@ -831,3 +832,9 @@ def _id_from_name(stem: str) -> str:
     """A session id from a transcript's file name (characters a folder name can't take dropped)."""
     cleaned = "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in stem).strip("._-")
     return cleaned[:128] or _new_session_id()
+
+
+def _cursor_path(source: Path) -> str:
+    """The transcript's path as an import cursor keeps it: redacted like every
+    text a session holds (the head digest tells two files of one redacted name apart)."""
+    return redact(str(source))[0]

@@ -125,10 +125,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def _error(message: str) -> None:
     """One line on stderr, whatever the message holds (user text included:
-    its control characters are shown as escapes, never sent to the terminal)."""
+    its control characters are shown as escapes, never sent to the terminal,
+    and a secret in it is redacted: a key or name echoed back reaches terminals,
+    logs and agents' transcripts)."""
     from lore.interfaces.cli.output import printable
+    from lore.secrets import redact
 
-    click.echo(printable(" ".join(message.split())), err=True)
+    click.echo(printable(" ".join(redact(message)[0].split())), err=True)
 
 
 def run() -> None:

@@ -291,6 +291,8 @@ def mv(lore, key, destination, as_json):
       lore mv 3f2a9c1e auth/
     """
     result = lore.move(key, destination)
+    if result.redacted:
+        warn(f"redacted before writing: {describe(Counter(result.redacted))}")
     if as_json:
         emit_json(result.to_dict())
         return

@@ -13,6 +13,7 @@ from typing import Any
 
 from lore.errors import LoreError, UsageError, ValidationError, as_lore_error, without_server_paths
 from lore.interfaces.units import file_size
+from lore.secrets import redact
 
 HERE = Path(__file__).parent
 # Core field names → the names the HTTP API uses for the same input.
@@ -55,6 +56,7 @@ def error_body(err: LoreError) -> dict:
     if isinstance(err, ValidationError) and err.field:
         body["field"] = FIELD_NAMES.get(err.field, err.field)
         body["message"] = f"{body['field']}: {without_server_paths(err.reason, SERVED_ROOTS)}"
+    body["message"] = redact(body["message"])[0]  # a key or name echoed back: never a secret in clear
     return {"error": body}
 
 

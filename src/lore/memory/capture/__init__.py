@@ -36,6 +36,7 @@ from lore.memory.capture import errors
 from lore.memory.capture.digest import MEMORY_TYPE, Digest, Event, digest, event_text, message_id
 from lore.memory.capture.parse import Candidate, from_stdout, from_transcript
 from lore.records import Record
+from lore.secrets import redact
 from lore.storage import ErrorOccurrence, EvidenceRecord
 
 if TYPE_CHECKING:
@@ -103,6 +104,7 @@ def capture_events(lifecycle: Lifecycle, events: list[Event], *, session_id: str
     """
     memories = lifecycle.memories
     result = CaptureResult(0, 0)
+    session_id = redact(session_id)[0]  # a transcript's own id keys evidence, error counts and memories
     found = digest(events, session_id=session_id, root=memories.project.root)
     result.created, result.evidence = keep_digest(lifecycle, found)
     result.digest = found.counts()

@@ -34,6 +34,7 @@ from typing import Any, TypeAlias
 from lore.memory.capture import cues, errors
 from lore.memory.values import clip
 from lore.records import Record
+from lore.secrets import redact
 
 CLASSES = ("decision", "error_pattern", "resolution", "correction", "validated_pattern")
 MEMORY_TYPE = {
@@ -79,10 +80,14 @@ class Digest(Record):
 
 
 def message_id(event: Event, index: int) -> str:
-    """The id a digest cites for an event: the transcript's own, else its position."""
+    """The id a digest cites for an event: the transcript's own, else its position
+    (also for an id holding a secret: ids key evidence and error counts in the
+    index, and two redacted ids would be one)."""
     for key in ("sourceId", "id"):
         value = event.get(key)
         if value not in (None, ""):
+            if redact(str(value))[1]:
+                break
             return str(value)
     return f"#{index + 1}"
 

@@ -167,8 +167,9 @@ def _plan(source: Source, tier: str, lifecycle: Lifecycle) -> list[_Planned]:
 
 
 def _sections(source: Source, body: str, tier: str, lifecycle: Lifecycle) -> list[_Planned]:
-    from lore.index.sections import split_sections
+    from lore.index.sections import section_id, split_sections
     from lore.memory.capture.instructions import MD_BEGIN, MD_END
+    from lore.secrets import redact
 
     body = re.sub(re.escape(MD_BEGIN) + r".*?" + re.escape(MD_END), "", body, flags=re.S)
     when = _file_date(source.path, lifecycle)
@@ -183,6 +184,9 @@ def _sections(source: Source, body: str, tier: str, lifecycle: Lifecycle) -> lis
             continue
         title = f"{heading} ({name})" if heading else f"{name}: {derive_title(content)}"
         key = section.section
+        clean_heading, found = redact(heading)
+        if found:  # the slug lower-cases the heading: a token in it would no longer be recognised
+            key = section_id(clean_heading)
         seen[key] = seen.get(key, 0) + 1
         anchor = key if seen[key] == 1 else f"{key}-{seen[key]}"
         memory = Memory(

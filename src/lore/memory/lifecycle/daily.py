@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from lore.errors import UsageError
 from lore.memory import markdown, sync
 from lore.memory.lifecycle.clock import days, iso, parse
 from lore.records import Record
@@ -131,10 +132,11 @@ def archive_old_daily(lifecycle: Lifecycle) -> list[str]:
     with lifecycle.memories.writing():
         for record in old:
             try:
+                project.check_folder(project.root / _archive_folder(record.path))
                 written = markdown.move_new(
                     project.root / record.path, project.root / _archive_folder(record.path)
                 )
-            except OSError:
+            except (OSError, UsageError):  # UsageError: an archive folder linked out of the project
                 continue
             moved.append(project.rel(written))
             archived.append(TierState(record.id, "archive", iso(now), None, iso(now)))
