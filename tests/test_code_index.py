@@ -920,6 +920,59 @@ def test_history_keeps_no_secret_from_commit_messages(repo):
     assert chunks and not any(TOKEN in text or URL_PASSWORD in text for text in chunks)
 
 
+PROSE_SECRETS = {
+    "README.md": ("# Staging\n\nThe staging password is Hunter2Staging, ask ops.\n", "Hunter2Staging"),
+    "deploy/config.yaml": ("database:\n  user: app\n  password: YamlPassw0rd8\n", "YamlPassw0rd8"),
+    "docs/ops.txt": ("Restart with curl -u admin:CurlPassw0rd9 https://ops.local/restart\n", "CurlPassw0rd9"),
+}
+
+
+def stored_code_text(root) -> str:
+    with lore.open(root) as project:
+        hits = project.store.lexical_search("code", ["staging", "password", "restart", "database"], None, 50)
+        return "\n".join(chunk.text for chunk, _ in hits)
+
+
+def test_prose_and_config_files_are_indexed_with_human_chosen_passwords_redacted(repo):
+    """Code is masked for machine-made secrets only (a false positive hurts code
+    search); a README's or a YAML file's password went into the index in clear."""
+    root = repo.cwd
+    for rel, (text, _secret) in PROSE_SECRETS.items():
+        write(root, rel, text)
+    write(root, "app.py", 'def login(form):\n    password = form["password"]\n    return password\n')
+    index(repo)
+    stored = stored_code_text(root)
+    assert "The staging password is [REDACTED:password]" in stored
+    assert not [secret for _text, secret in PROSE_SECRETS.values() if secret in stored]
+    assert 'password = form["password"]' in stored  # code keeps its own words
+    assert paths(code(repo, "staging", "password"))[0] == "README.md"
+
+    # An index made before prose was redacted chunks those files again, once.
+    with lore.open(root) as project:
+        store = project.store
+        readme = store.file_states("code")["README.md"]
+        with store.transaction():
+            store.put_chunks(
+                readme.id, "code", code_chunks_in_clear("README.md", PROSE_SECRETS["README.md"][0])
+            )
+            store.set_meta("prose_redaction", "")
+    assert "Hunter2Staging" in stored_code_text(root)
+    assert index(repo)["files_processed"] == len(PROSE_SECRETS)
+    assert "Hunter2Staging" not in stored_code_text(root)
+    assert index(repo)["files_processed"] == 0
+
+
+def code_chunks_in_clear(rel: str, text: str) -> list[ChunkInput]:
+    from lore.index.chunker import chunk_file
+
+    return [
+        ChunkInput(
+            text=c.text, start_line=c.start_line, end_line=c.end_line, section=c.kind, language=c.language
+        )
+        for c in chunk_file(rel, text)
+    ]
+
+
 def test_history_stored_in_clear_by_an_older_lore_is_rewritten(repo):
     """An index whose commits were stored before messages were redacted (an
     older history format) walks the whole history again at the next sync."""

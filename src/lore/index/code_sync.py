@@ -38,6 +38,10 @@ CHUNKER_LANGUAGES = {
     ),
 }
 KIND = "code"
+# Meta `prose_redaction`: prose and configuration chunks are redacted with the
+# memory rules (before, with code's machine-made-only masking). An index older
+# than that chunks those files again, once.
+PROSE_REDACTION = "1"
 ROLE_HEAD = 2000  # characters of a file its role may look at (generated-code markers)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _SPLIT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|_+")
@@ -116,6 +120,8 @@ def sync_code(
     # Files of languages the chunker learned since they were indexed: chunked again once.
     version = store.get_meta("chunker_version") or "1"
     relabel = _new_languages(known, CHUNKER_LANGUAGES.get(version, frozenset())) if known else set()
+    if known and store.get_meta("prose_redaction") != PROSE_REDACTION:
+        relabel |= {rel for rel in known if _is_prose(rel)}
     changed: list[tuple[str, os.stat_result]] = []
     unchanged: set[str] = set()  # files as the index last saw them
     for rel in candidates:
@@ -178,8 +184,17 @@ def sync_code(
     if (only is None or not known) and store.get_meta("chunker_version") != CHUNKER_VERSION:
         with store.transaction():
             store.set_meta("chunker_version", CHUNKER_VERSION)
+    if (only is None or not known) and store.get_meta("prose_redaction") != PROSE_REDACTION:
+        with store.transaction():
+            store.set_meta("prose_redaction", PROSE_REDACTION)
     result.duration_ms = int((time.perf_counter() - started) * 1000)
     return result
+
+
+def _is_prose(rel: str) -> bool:
+    from lore.index.chunker import language_for
+
+    return (language_for(rel) or "text") in _PROSE
 
 
 def _new_languages(known: dict[str, Any], indexed: frozenset[str]) -> set[str]:
@@ -218,16 +233,23 @@ def _reclassify(root: Path, store: Store, paths: set[str]) -> None:
             store.set_meta("roles_version", str(RULES_VERSION))
 
 
+# Chunks of these are prose or configuration, not code: a README's "the staging
+# password is …" or a YAML `password: …` is redacted as memory text is.
+_PROSE = frozenset({"markdown", "rst", "text"})
+
+
 def code_chunks(rel: str, text: str) -> list[ChunkInput]:
-    """The file's chunks as stored: secret-shaped values masked before they
-    reach the index, its full-text tables, snippets or an embedding provider."""
+    """The file's chunks as stored: secrets masked before they reach the index,
+    its full-text tables, snippets or an embedding provider. Code gets
+    :func:`~lore.secrets.mask_code` (machine-made values only: a false positive
+    in code hurts search); prose and configuration the memory rules."""
     from lore.index.chunker import chunk_file
-    from lore.secrets import mask_code
+    from lore.secrets import mask_code, redact
 
     path_words = " ".join(p for p in re.split(r"[/._-]+", rel) if p)
     rows = []
     for chunk in chunk_file(rel, text):
-        masked, _count = mask_code(chunk.text)
+        masked = redact(chunk.text)[0] if chunk.language in _PROSE else mask_code(chunk.text)[0]
         rows.append(
             ChunkInput(
                 text=masked,
