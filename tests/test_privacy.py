@@ -176,3 +176,41 @@ def test_server_messages_scrub_a_folder_that_ends_a_sentence_and_only_whole_path
     # A colon-joined list (a search path) is a list of paths, each scrubbed.
     joined = f"PYTHONPATH={root}/src:{root}/vendor:{tmp_path}/home/lib"
     assert without_server_paths(joined, [root]) == f"PYTHONPATH=src:vendor:{tmp_path}/home/lib"
+
+
+def test_an_agent_name_that_looks_like_a_secret_names_no_folder(tmp_path):
+    """The agent's name becomes its private folder's name, lower-cased, where a
+    token is no longer recognised: `--agent ghp_…` made `.lore/local/ghp-…/`."""
+    import subprocess
+
+    root = tmp_path / "p"
+    lore.init(root).close()
+    token = "ghp_" + "Zq8Xw2Lm4Np6Rt1Vy3Bc5Df7Gh9Jk0Ls2Qa4"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lore",
+            "--agent",
+            token,
+            "add",
+            "--private",
+            "-t",
+            "Mine",
+            "-b",
+            "A private note.",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 2 and "looks like a secret (1 github-token)" in proc.stderr, proc.stderr
+    assert token not in proc.stderr and "Traceback" not in proc.stderr
+    written = [p.name for p in (root / ".lore").rglob("*")]
+    assert not [name for name in written if token.lower()[4:12] in name.lower()]
+    with lore.open(root, agent="Claude Code") as alice:  # an ordinary name still gets its folder
+        assert alice.add(title="Mine", body="A private note.", private=True).path.startswith(
+            ".lore/local/claude-code/"
+        )

@@ -139,12 +139,27 @@ def folder_of(project: Project, storage: str, *, agent: str | None = None, priva
         if not agent:
             raise UsageError("a private memory needs an agent; pass --agent NAME (or set LORE_AGENT)")
         base = project.agent_dir(agent)
+        if not base.exists():
+            _refuse_secret_agent(agent)
         return base if storage == "durable" else base / storage
     if storage == "durable":
         return project.memory_dir
     if storage in committed_tiers(project):
         return project.memory_dir / storage
     return project.local_dir / storage
+
+
+def _refuse_secret_agent(agent: str) -> None:
+    """An agent's name becomes its private folder's name, lower-cased (where a
+    token is no longer recognised): never a secret's."""
+    from lore.secrets import describe, redact
+
+    _, found = redact(agent)
+    if found:
+        raise UsageError(
+            f"that agent name looks like a secret ({describe(found)}); an agent's name names "
+            "its private folder, so choose another name"
+        )
 
 
 def committed_tiers(project: Project) -> set[str]:
