@@ -158,6 +158,15 @@ def test_the_kinds_caught_before_are_still_reported_by_name():
             '{"db": "postgres:\\/\\/app:S3cretPa55@db\\/prod"}',
             '{"db": "postgres:\\/\\/app:[REDACTED:url-password]@db\\/prod"}',
         ),
+        # Characters that show as nothing, inside a token (pasted from a chat or a web page).
+        ("token ghp_Zq8Xw2\u200bLm4Np6Rt1Vy3Bc5Df7Gh9Jk0Ls2Qa4 ok", "token [REDACTED:github-token] ok"),
+        ("token ghp_Zq8Xw2Lm4Np6\u00adRt1Vy3Bc5Df7Gh9Jk0Ls2Qa4", "token [REDACTED:github-token]"),
+        ("\ufeffghp_Zq8Xw2Lm4Np6Rt1Vy3Bc5Df7Gh9Jk0Ls2Qa\u20604", "\ufeff[REDACTED:github-token]"),
+        # A percent-encoded URL (a redirect parameter, a logged query string).
+        (
+            "next=https%3A%2F%2Fadmin%3AS3cretPa55%40db.example.com%2Fx&y=1",
+            "next=https%3A%2F%2Fadmin%3A[REDACTED:url-password]%40db.example.com%2Fx&y=1",
+        ),
     ],
 )
 def test_keys_users_and_hosts_are_kept(text: str, expected: str):
@@ -288,6 +297,22 @@ def test_a_secret_never_survives_redaction_wherever_it_is(before, sep1, secret, 
     assert redact(clean) == (clean, Counter())
     masked, count = mask_code(text)
     assert secret not in masked and count
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    before=_PROSE,
+    secret=_SECRETS,
+    at=st.integers(1, 200),
+    invisible=st.sampled_from(["\u200b", "\u200c", "\u200d", "\u2060", "\u00ad", "\ufeff"]),
+)
+def test_a_character_that_shows_as_nothing_hides_no_secret(before, secret, at, invisible):
+    at = at % (len(secret) - 1) + 1
+    hidden = secret[:at] + invisible + secret[at:]
+    text = f"{before} {hidden} after"
+    for clean in (redact(text)[0], mask_code(text)[0]):
+        assert hidden not in clean and secret not in clean
+        assert clean.replace(invisible, "").count("[REDACTED:") >= 1
 
 
 GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"

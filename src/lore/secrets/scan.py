@@ -18,6 +18,7 @@ cost does not grow with the number of providers.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from . import assignments, context, lines, pem, tokens, values
 from .findings import PRIORITY_PEM, Finding, merge, replace
@@ -28,36 +29,64 @@ __all__ = ["Finding", "find", "replace"]
 _MARKER = re.compile(r"\[REDACTED:[a-z0-9\-]+\]")
 
 
+# Characters that show as nothing: inside a token they hide it from every rule.
+_INVISIBLE = re.compile("[\u00ad\u200b-\u200d\u2060\ufeff]")
+_ESCAPED_SLASH = re.compile(r"\\/")
+_PERCENT = re.compile(r"%[2-7][0-9A-Fa-f]")  # percent-encoded printable ASCII
+_ENCODED_URL = re.compile(r"%3A%2F%2F", re.I)  # "://", percent-encoded
+
+
 def find(text: str, *, strict: bool) -> list[Finding]:
     """Every secret in `text`, overlapping findings merged, in order.
 
     ``[REDACTED:kind]`` markers already in the text are blanked out (same
     length, NUL characters) before scanning, so that a marker can neither be
     a secret nor lend its words to a key: redacting twice changes nothing.
+    The text is also read as a reader would see it, where it differs:
     JSON that escapes slashes (``https:\\/\\/hooks.slack.com\\/services\\/…``, as
-    PHP writes it) is also read with them unescaped.
+    PHP writes it) with them unescaped, characters that show as nothing (a
+    zero-width space or soft hyphen inside a token) left out, and a
+    percent-encoded URL (``https%3A%2F%2Fadmin%3Apass%40db``) decoded.
     """
     if not text:
         return []
+    found = _find(text, strict)
+    readings = []
     if "\\/" in text:
-        return merge(_find(text, strict) + _unescaped_slashes(text, strict))
-    return _find(text, strict)
+        readings.append(_read_as(text, _ESCAPED_SLASH, lambda _match: "/", strict))
+    if _INVISIBLE.search(text):
+        readings.append(_read_as(text, _INVISIBLE, lambda _match: "", strict))
+    if _ENCODED_URL.search(text):
+        readings.append(_read_as(text, _PERCENT, lambda match: chr(int(match.group()[1:], 16)), strict))
+    if not readings:
+        return found
+    return merge([*found, *(finding for reading in readings for finding in reading)])
 
 
-def _unescaped_slashes(text: str, strict: bool) -> list[Finding]:
-    """The findings in `text` read with every ``\\/`` as ``/``, placed back in `text`."""
-    parts = text.split("\\/")
-    plain = "/".join(parts)
-    origin: list[int] = []  # origin[i]: where plain[i] is in text
-    pos = 0
-    for n, part in enumerate(parts):
-        origin.extend(range(pos, pos + len(part)))
-        pos += len(part)
-        if n < len(parts) - 1:
-            origin.append(pos + 1)  # the "/" of "\\/"
-            pos += 2
-    origin.append(len(text))
-    return [Finding(origin[f.start], origin[f.end - 1] + 1, f.kind, f.priority) for f in _find(plain, strict)]
+def _read_as(
+    text: str, pattern: re.Pattern[str], reading: Callable[[re.Match[str]], str], strict: bool
+) -> list[Finding]:
+    """The findings in `text` read with each match of `pattern` as `reading`
+    gives it, placed back in `text` (a finding covers the whole of each match
+    it touches)."""
+    plain: list[str] = []
+    origin: list[int] = []  # origin[i]: where plain[i] comes from in text
+    position = 0
+    for match in pattern.finditer(text):
+        plain.append(text[position : match.start()])
+        origin.extend(range(position, match.start()))
+        read = reading(match)
+        plain.append(read)
+        origin.extend([match.start()] * len(read))
+        position = match.end()
+    plain.append(text[position:])
+    origin.extend(range(position, len(text)))
+    ends = {match.start(): match.end() for match in pattern.finditer(text)}
+    findings = []
+    for f in _find("".join(plain), strict):
+        start, last = origin[f.start], origin[f.end - 1]
+        findings.append(Finding(start, ends.get(last, last + 1), f.kind, f.priority))
+    return findings
 
 
 def _find(text: str, strict: bool) -> list[Finding]:
