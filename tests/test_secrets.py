@@ -180,6 +180,8 @@ def test_keys_users_and_hosts_are_kept(text: str, expected: str):
         "password = None",
         "password=password",
         "password: ${DB_PASSWORD}",
+        "PASSWORD=${PASSWORD:?required}",
+        "DB_PASSWORD: ${DB_PASSWORD?set DB_PASSWORD first}",
         'password = os.environ["DB_PASSWORD"]',
         "password: <your-password>",
         "def connect(user: str, password: str, token: Optional[str] = None) -> Conn:",
