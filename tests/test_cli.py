@@ -376,15 +376,23 @@ def test_a_file_in_place_of_a_lore_folder_is_reported_with_what_to_do(cli):
 
 
 @pytest.mark.skipif(ON_POSTGRES, reason="the SQLite index file of the project")
-def test_a_folder_in_place_of_the_index_is_named_not_rebuilt_over(cli):
+@pytest.mark.parametrize("suffix", ["", "-wal", "-shm"])
+def test_a_folder_in_place_of_the_index_is_named_not_rebuilt_over(cli, suffix):
+    # A folder named like the WAL or shared-memory file was "index error (unable to open
+    # database file); run `lore doctor`, or `lore index --force`", and both failed the same.
     index = cli.cwd / ".lore/index.db"
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{index}{suffix}").unlink(missing_ok=True)
-    index.mkdir()
-    (index / "keep.txt").write_text("mine")
-    proc = cli("list", ok=False)
-    assert proc.returncode != 0 and "is a folder, not Lore's index" in proc.stderr
-    assert (index / "keep.txt").read_text() == "mine"
+    for other in ("", "-wal", "-shm"):
+        Path(f"{index}{other}").unlink(missing_ok=True)
+    folder = Path(f"{index}{suffix}")
+    folder.mkdir()
+    (folder / "keep.txt").write_text("mine")
+    for command in ("list", "index", "doctor"):
+        proc = cli(command, ok=False)
+        assert proc.returncode == 1 and proc.stderr.strip() == (
+            f"lore: error: {folder} is a folder, not Lore's index; move it out of the way "
+            "(the index is rebuilt from the files)"
+        )
+    assert (folder / "keep.txt").read_text() == "mine"
 
 
 def test_a_memory_folder_linked_outside_the_project_is_never_written(cli, tmp_path):

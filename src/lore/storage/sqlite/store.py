@@ -130,13 +130,14 @@ class SQLiteStore:
     # -- opening, migrating, recovering ---------------------------------------------
 
     def _open(self) -> sqlite3.Connection:
-        if self.path.is_dir():  # not damage to repair: something of the user's is in the way
-            from lore.errors import StorageError
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.isdir(f"{self.path}{suffix}"):  # not damage to repair: something of the user's
+                from lore.errors import StorageError
 
-            raise StorageError(
-                f"{self.path} is a folder, not Lore's index; move it out of the way "
-                "(the index is rebuilt from the files)"
-            )
+                raise StorageError(
+                    f"{self.path}{suffix} is a folder, not Lore's index; move it out of the way "
+                    "(the index is rebuilt from the files)"
+                )
         db = None
         try:
             db = _connect(self.path)
