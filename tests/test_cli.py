@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -300,6 +302,26 @@ def test_doctor_warns_about_foreign_ids_and_stale_hashes(cli):
     messages = " ".join(p["message"] for p in problems)
     assert all(p["level"] == "warning" for p in problems)
     assert "not a UUID v4" in messages and "content_hash" in messages
+
+
+def test_doctor_names_temporary_files_of_interrupted_writes(cli):
+    # `lore add` killed between writing its temporary file and linking it into place
+    # (kill -9, a crash) leaves `.lore-<random>.tmp` in .lore/memory/: untracked, so
+    # `git add -A` committed it, and nothing ever said so.
+    from lore import atomic
+
+    text = "---\nsubject: Half written\n---\n\nThe memory of an add that was killed.\n"
+    left = [
+        atomic.temporary(cli.cwd / ".lore/memory", text),
+        atomic.temporary(cli.cwd / ".lore/local/daily", text, prefix=".2026-01-01-note.md."),
+    ]
+    fresh = atomic.temporary(cli.cwd / ".lore/memory", text)  # a write that may still be going on
+    for path in left:
+        os.utime(path, (time.time() - 3600, time.time() - 3600))
+    problems = cli.json("doctor")
+    assert sorted(p["where"] for p in problems) == sorted(p.relative_to(cli.cwd).as_posix() for p in left)
+    assert all(p["level"] == "warning" and "interrupted" in p["message"] for p in problems)
+    assert all(path.exists() for path in (*left, fresh))  # reported, never deleted
 
 
 def test_a_secret_in_a_hand_written_memory_is_kept_out_of_the_index_and_reported(cli):
