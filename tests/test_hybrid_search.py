@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -113,6 +114,7 @@ class EmbeddingServer(ThreadingHTTPServer):
         self.blocked = threading.Event()
         self.release = threading.Event()
         self.dim = DIM  # what the model answers with (a model pulled under the same name may differ)
+        self.before: dict[int, Callable[[], object]] = {}  # request number -> run before answering it
 
     def settings(self, model: str = "a", **extra) -> dict:
         return {
@@ -163,6 +165,8 @@ class _EmbeddingHandler(BaseHTTPRequestHandler):
             block = server.block_from is not None and number >= server.block_from
             fail = server.fail_from is not None and number >= server.fail_from
             entry["status"] = "blocked" if block else 500 if fail else 200
+        if number in server.before:
+            server.before[number]()
         if block:
             server.blocked.set()
             server.release.wait(60)
@@ -707,6 +711,20 @@ def test_killed_indexing_resumes_where_it_stopped(cli, server):
     answered = server.answered()
     assert len(answered) == len(set(answered)) == BULK and set(answered) == expected
     assert cli.json("stats")["pending_embeddings"] == 0
+
+
+def test_memories_written_while_indexing_are_embedded_by_the_same_run(cli, server):
+    # A memory added (by another process) while `lore index` embeds comes first in the
+    # pending queue and took one place of the count the run had made at its start: the
+    # run stopped one chunk short and said it was done, with embeddings still pending.
+    root = cli.cwd
+    configure(root, server.settings())
+    add_memories(root, bulk_memories())
+    late = {"title": "Written meanwhile", "body": "A memory another process added during the index."}
+    server.before[1] = lambda: add_memories(root, [late])
+    assert cli.json("index")["embedded"] == BULK + 1
+    assert cli.json("stats")["pending_embeddings"] == 0
+    assert set(server.answered()) == distinct_embedding_texts(root)
 
 
 # -- 6. fresh memories are searchable by meaning at once -----------------------------------------
