@@ -398,6 +398,24 @@ def test_restore_refuses_a_copy_of_a_live_memory(cli):
     assert cli.json("show", uid)["title"] == "third"
 
 
+def test_a_trash_note_whose_file_is_gone_is_not_offered(cli):
+    """`lore gc` killed between deleting a trashed file and its note (or the file
+    deleted by hand) left the note: `restore --list` offered it, and restoring it
+    (the newest copy of the id) failed with advice about permissions and lsattr,
+    though an older copy of the memory was still in the trash."""
+    uid = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"
+    cli("add", "--id", uid, "-t", "first", "-b", "first memory body text")
+    cli("rm", "aaaaaaaa")
+    cli("add", "--id", uid, "-t", "second", "-b", "second memory body text")
+    cli("rm", "aaaaaaaa")
+    newest = max((cli.cwd / ".lore/local/trash").glob("*second.md"))
+    newest.unlink()  # what the interrupted purge left: the note alone
+    listed = cli.json("restore", "--list")
+    assert len(listed) == 1 and listed[0]["original"].endswith("first.md")
+    assert cli.json("restore", "aaaaaaaa")["restored"].endswith("first.md")
+    assert cli.json("show", uid)["title"] == "first"
+
+
 def test_a_trash_note_lore_did_not_write_is_left_alone(cli, tmp_path):
     """A damaged or edited note (not an object, fields of the wrong type, an
     original outside Lore's memory folders) is skipped like an unreadable one:
