@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -302,6 +304,26 @@ def test_doctor_warns_about_foreign_ids_and_stale_hashes(cli):
     assert "not a UUID v4" in messages and "content_hash" in messages
 
 
+def test_doctor_names_temporary_files_of_interrupted_writes(cli):
+    # `lore add` killed between writing its temporary file and linking it into place
+    # (kill -9, a crash) leaves `.lore-<random>.tmp` in .lore/memory/: untracked, so
+    # `git add -A` committed it, and nothing ever said so.
+    from lore import atomic
+
+    text = "---\nsubject: Half written\n---\n\nThe memory of an add that was killed.\n"
+    left = [
+        atomic.temporary(cli.cwd / ".lore/memory", text),
+        atomic.temporary(cli.cwd / ".lore/local/daily", text, prefix=".2026-01-01-note.md."),
+    ]
+    fresh = atomic.temporary(cli.cwd / ".lore/memory", text)  # a write that may still be going on
+    for path in left:
+        os.utime(path, (time.time() - 3600, time.time() - 3600))
+    problems = cli.json("doctor")
+    assert sorted(p["where"] for p in problems) == sorted(p.relative_to(cli.cwd).as_posix() for p in left)
+    assert all(p["level"] == "warning" and "interrupted" in p["message"] for p in problems)
+    assert all(path.exists() for path in (*left, fresh))  # reported, never deleted
+
+
 def test_a_secret_in_a_hand_written_memory_is_kept_out_of_the_index_and_reported(cli):
     """A file written by hand (or in an editor) is indexed redacted, and `doctor` says what to do."""
     token, password = "ghp_" + "Zq8Xw2Lm4Np6Rt1Vy3Bc5Df7Gh9Jk0Ls2Qa4", "hunter2" + "secret"
@@ -376,15 +398,23 @@ def test_a_file_in_place_of_a_lore_folder_is_reported_with_what_to_do(cli):
 
 
 @pytest.mark.skipif(ON_POSTGRES, reason="the SQLite index file of the project")
-def test_a_folder_in_place_of_the_index_is_named_not_rebuilt_over(cli):
+@pytest.mark.parametrize("suffix", ["", "-wal", "-shm"])
+def test_a_folder_in_place_of_the_index_is_named_not_rebuilt_over(cli, suffix):
+    # A folder named like the WAL or shared-memory file was "index error (unable to open
+    # database file); run `lore doctor`, or `lore index --force`", and both failed the same.
     index = cli.cwd / ".lore/index.db"
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{index}{suffix}").unlink(missing_ok=True)
-    index.mkdir()
-    (index / "keep.txt").write_text("mine")
-    proc = cli("list", ok=False)
-    assert proc.returncode != 0 and "is a folder, not Lore's index" in proc.stderr
-    assert (index / "keep.txt").read_text() == "mine"
+    for other in ("", "-wal", "-shm"):
+        Path(f"{index}{other}").unlink(missing_ok=True)
+    folder = Path(f"{index}{suffix}")
+    folder.mkdir()
+    (folder / "keep.txt").write_text("mine")
+    for command in ("list", "index", "doctor"):
+        proc = cli(command, ok=False)
+        assert proc.returncode == 1 and proc.stderr.strip() == (
+            f"lore: error: {folder} is a folder, not Lore's index; move it out of the way "
+            "(the index is rebuilt from the files)"
+        )
+    assert (folder / "keep.txt").read_text() == "mine"
 
 
 def test_a_memory_folder_linked_outside_the_project_is_never_written(cli, tmp_path):

@@ -867,6 +867,28 @@ def test_limit_defaults_to_10_and_is_capped_at_50(repo):
 # -- 6. `lore history` -------------------------------------------------------------------------
 
 
+def test_commits_dated_at_the_epoch_west_of_utc_and_far_ahead_are_indexed(repo):
+    # git itself dies printing `%aI` of a commit in the first hours of 1970 with a zone
+    # west of UTC ("fatal: Timestamp before Unix epoch", as a converted repository's
+    # missing dates are): that one commit made `lore index`, `code` and `recall` fail.
+    root = repo.cwd
+    write(root, "a.py", "def alpha():\n    return 1\n")
+    commit(root, "Epoch commit in Baker Island time", date="@0 -1200")
+    write(root, "b.py", "def beta():\n    return 2\n")
+    commit(root, "Commit from the year 5138", date="@99999999999 +0000")
+    assert repo.json("index")["code"]["commits_added"] == 2
+    dates = {h["subject"]: h["date"] for h in repo.json("history", "commit")}
+    assert dates == {
+        "Epoch commit in Baker Island time": "1970-01-01T00:00:00Z",
+        "Commit from the year 5138": "5138-11-16T09:46:39Z",
+    }
+    assert [h["subject"] for h in repo.json("history", "commit", "--since", "2000")] == [
+        "Commit from the year 5138"
+    ]
+    assert repo.json("code", "alpha")[0]["file_path"] == "a.py"
+    assert repo.json("recall", "alpha epoch")["related_work_items"]
+
+
 def test_history_result_shape(repo):
     root = repo.cwd
     write(root, "README.md", "# Shop\n")

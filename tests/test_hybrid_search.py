@@ -13,12 +13,14 @@ import re
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 import lore
+from conftest import ON_POSTGRES
 from lore.errors import UsageError
 from lore.index.embedding import BATCH
 
@@ -81,14 +83,14 @@ def notices(stderr: str, needle: str) -> list[str]:
 DIM = 64
 
 
-def fake_vector(model: str, text: str) -> list[float]:
+def fake_vector(model: str, text: str, dim: int = DIM) -> list[float]:
     """Hashed bag of words, salted by the model name: deterministic, meaningful enough for
     keyword-like vector search, and a different (same-sized) space for each model."""
-    vector = [0.0] * DIM
+    vector = [0.0] * dim
     for word in re.findall(r"[a-z0-9]+", text.lower()):
         digest = hashlib.md5(f"{model}|{word}".encode()).digest()
-        vector[digest[0] % (DIM - 1)] += 1.0 if digest[1] % 2 else -1.0
-    vector[DIM - 1] = 0.01  # never a zero vector
+        vector[digest[0] % (dim - 1)] += 1.0 if digest[1] % 2 else -1.0
+    vector[dim - 1] = 0.01  # never a zero vector
     return vector
 
 
@@ -111,6 +113,8 @@ class EmbeddingServer(ThreadingHTTPServer):
         self.block_from: int | None = None
         self.blocked = threading.Event()
         self.release = threading.Event()
+        self.dim = DIM  # what the model answers with (a model pulled under the same name may differ)
+        self.before: dict[int, Callable[[], object]] = {}  # request number -> run before answering it
 
     def settings(self, model: str = "a", **extra) -> dict:
         return {
@@ -161,6 +165,8 @@ class _EmbeddingHandler(BaseHTTPRequestHandler):
             block = server.block_from is not None and number >= server.block_from
             fail = server.fail_from is not None and number >= server.fail_from
             entry["status"] = "blocked" if block else 500 if fail else 200
+        if number in server.before:
+            server.before[number]()
         if block:
             server.blocked.set()
             server.release.wait(60)
@@ -168,7 +174,7 @@ class _EmbeddingHandler(BaseHTTPRequestHandler):
         if fail:
             return self._reply(500, {"error": {"message": "embedding backend crashed"}})
         data = [
-            {"object": "embedding", "index": i, "embedding": fake_vector(body["model"], text)}
+            {"object": "embedding", "index": i, "embedding": fake_vector(body["model"], text, server.dim)}
             for i, text in enumerate(body["input"])
         ]
         self._reply(200, {"object": "list", "data": data, "model": body["model"]})
@@ -486,6 +492,34 @@ def test_model_change_falls_back_until_reembed(cli, server):
     assert hits[0]["path"] == paths[2]
 
 
+def test_same_model_name_answering_another_dimension_is_left_out_until_reembed(cli, server):
+    # The model behind a name changed (another model pulled under the same tag of a local
+    # server), so new vectors have another dimension than the index's: search crashed on
+    # every query (an internal error reshaping or multiplying the matrix), `lore index`
+    # did not help. Now vector search leaves the other dimension out and says what to do.
+    root = cli.cwd
+    configure(root, server.settings("a"))
+    paths = add_memories(root, MODEL_MEMORIES)
+    assert cli.json("index")["embedded"] == 3
+    assert cli.json("search", "--mode", "vector", "rollback", "traffic")[0]["path"] == paths[0]
+
+    server.dim = DIM * 2
+    late = add_memories(root, [{"title": "Late note", "body": "Rollback drills run every quarter."}])
+    proc = cli("search", "rollback", "traffic", "--json")  # embeds the late note first, at 128
+    hits = json.loads(proc.stdout)
+    assert {h["path"] for h in hits} == {paths[0], late[0]}
+    assert hits[0]["path"] == paths[0] and hits[0]["source"] == "bm25"
+    if not ON_POSTGRES:  # PostgreSQL compares only vectors of the query's dimension, silently
+        found = notices(proc.stderr, "lore index --reembed")
+        assert len(found) == 1 and "3 vectors of openai-compatible:a" in found[0] and "(128)" in found[0]
+    assert cli.json("recall", "rollback traffic")["memories"]
+
+    assert cli.json("index", "--reembed")["embedded"] == 4
+    proc = cli("search", "--mode", "vector", "rollback", "traffic", "--json")
+    hits = json.loads(proc.stdout)
+    assert {h["path"] for h in hits[:2]} == {paths[0], late[0]} and notices(proc.stderr, "dimension") == []
+
+
 # -- 4. embedding cache ------------------------------------------------------------------------
 
 
@@ -677,6 +711,20 @@ def test_killed_indexing_resumes_where_it_stopped(cli, server):
     answered = server.answered()
     assert len(answered) == len(set(answered)) == BULK and set(answered) == expected
     assert cli.json("stats")["pending_embeddings"] == 0
+
+
+def test_memories_written_while_indexing_are_embedded_by_the_same_run(cli, server):
+    # A memory added (by another process) while `lore index` embeds comes first in the
+    # pending queue and took one place of the count the run had made at its start: the
+    # run stopped one chunk short and said it was done, with embeddings still pending.
+    root = cli.cwd
+    configure(root, server.settings())
+    add_memories(root, bulk_memories())
+    late = {"title": "Written meanwhile", "body": "A memory another process added during the index."}
+    server.before[1] = lambda: add_memories(root, [late])
+    assert cli.json("index")["embedded"] == BULK + 1
+    assert cli.json("stats")["pending_embeddings"] == 0
+    assert set(server.answered()) == distinct_embedding_texts(root)
 
 
 # -- 6. fresh memories are searchable by meaning at once -----------------------------------------

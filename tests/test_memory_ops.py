@@ -416,6 +416,24 @@ def test_restore_refuses_a_copy_of_a_live_memory(cli):
     assert cli.json("show", uid)["title"] == "third"
 
 
+def test_a_trash_note_whose_file_is_gone_is_not_offered(cli):
+    """`lore gc` killed between deleting a trashed file and its note (or the file
+    deleted by hand) left the note: `restore --list` offered it, and restoring it
+    (the newest copy of the id) failed with advice about permissions and lsattr,
+    though an older copy of the memory was still in the trash."""
+    uid = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"
+    cli("add", "--id", uid, "-t", "first", "-b", "first memory body text")
+    cli("rm", "aaaaaaaa")
+    cli("add", "--id", uid, "-t", "second", "-b", "second memory body text")
+    cli("rm", "aaaaaaaa")
+    newest = max((cli.cwd / ".lore/local/trash").glob("*second.md"))
+    newest.unlink()  # what the interrupted purge left: the note alone
+    listed = cli.json("restore", "--list")
+    assert len(listed) == 1 and listed[0]["original"].endswith("first.md")
+    assert cli.json("restore", "aaaaaaaa")["restored"].endswith("first.md")
+    assert cli.json("show", uid)["title"] == "first"
+
+
 def test_a_trash_note_lore_did_not_write_is_left_alone(cli, tmp_path):
     """A damaged or edited note (not an object, fields of the wrong type, an
     original outside Lore's memory folders) is skipped like an unreadable one:
@@ -506,3 +524,26 @@ def test_terminal_output_escapes_control_characters_and_json_stays_exact(cli):
     assert "\x1b" not in piped and "\\x1b[2J" in piped
     assert body in cli.json("show", out["id"][:8])["content"]
     assert cli.json("search", "escape body")[0]["id"] == out["id"]
+
+
+def test_an_edit_the_disk_refuses_names_the_memory_not_a_temporary_file(cli):
+    """A write that fails names the file being written: the error named the
+    temporary file beside it (gone by then: `permission denied
+    (.lore/memory/.name.md.x1y2.tmp)`), or nothing (`file system error: File too large`)."""
+    out = cli.json("add", "-t", "Grows", "-b", "A memory that an edit makes too big for the disk.")
+    key, rel = out["id"], out["path"]
+    before = (cli.cwd / rel).read_bytes()
+    big = "lorem ipsum dolor sit amet " * 4_500  # 121 kB: one argument (at most 128 kB)
+    for args in (["edit", key[:8], "--append", big], ["add", "-t", "Too big", "-b", big]):
+        proc = subprocess.run(
+            [sys.executable, "-P", "-c", _LIMITED, "100000", *args],
+            cwd=cli.cwd,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "NO_COLOR": "1"},
+            timeout=120,
+        )
+        assert proc.returncode == 1 and ".tmp" not in proc.stderr, proc.stderr
+        written = rel if args[0] == "edit" else ".lore/memory/"
+        assert f"{cli.cwd / written}" in one_line(proc) and "file too large" in proc.stderr.lower()
+    consistent(cli, key, rel, before)

@@ -135,6 +135,42 @@ def test_truncated_missing_wal_and_foreign_database(cli):
     healthy(cli)
 
 
+_FILE_SIZE_LIMITED = """
+import resource, runpy, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG), as on a full disk
+resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))
+sys.argv[0] = "lore"
+runpy.run_module("lore", run_name="__main__", alter_sys=True)
+"""
+
+
+@sqlite_index_file
+def test_a_disk_too_full_for_the_shared_memory_file_says_so(cli):
+    # Opening the index needs its 32 KiB -shm file; on a full disk SQLite says only
+    # "disk I/O error", which Lore printed as an index error to rebuild with
+    # `lore index --force` (on a full disk!), from every command, reads included.
+    index = build(cli)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{index}{suffix}").unlink(missing_ok=True)
+    before = index.read_bytes()
+    for command in (["list"], ["add", "--title", "Full", "--body", "Written on a full disk."]):
+        proc = subprocess.run(
+            [sys.executable, "-P", "-c", _FILE_SIZE_LIMITED, *command],
+            cwd=cli.cwd,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "NO_COLOR": "1"},
+            timeout=120,
+        )
+        assert proc.returncode == 1, proc.stderr
+        assert proc.stderr.splitlines()[-1] == (
+            "lore: error: the disk is full (the index's .db-shm file could not grow); "
+            "free some space and try again"
+        )
+    assert index.read_bytes() == before  # nothing rebuilt
+    assert [m["title"] for m in cli.json("list")] == ["Greek letters"]
+
+
 def test_store_rebuilds_once_per_process_then_reports(tmp_path):
     store = SQLiteStore(tmp_path / "index.db")
     store.close()

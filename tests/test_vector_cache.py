@@ -52,3 +52,30 @@ def test_cache_is_used_then_invalidated_by_changes_and_rebuilds(tmp_path, monkey
     assert rebuilt.search("animals at work", mode="vector")[0].title == "Pets"
     assert not set(second) & {p.name for p in cache.glob("*.vec.npy")}
     rebuilt.close()
+
+
+@pytest.mark.skipif(ON_POSTGRES, reason="the on-disk numpy matrix cache belongs to the SQLite backend")
+def test_a_cached_matrix_of_the_wrong_shape_is_read_again_from_the_index(tmp_path, monkeypatch):
+    # A damaged cache (a valid .npy of other dimensions, or one number) made every
+    # vector search an internal error ("matmul: ... mismatch") until the index changed.
+    import numpy as np
+
+    monkeypatch.setattr(vectors, "DISK_CACHE_MIN", 1)
+    root = tmp_path / "p"
+    project = lore.init(root)
+    project.add(title="Deploys", body="Releases go to the staging cluster for an hour first.")
+    project.add(title="Pets", body="Dogs are welcome in the office on Fridays.")
+    assert project.search("shipping a new version", mode="vector")[0].title == "Deploys"
+    cache = root / ".lore/local/cache"
+    [vec] = cache.glob("*.vec.npy")
+    [ids] = cache.glob("*.ids.npy")
+    for matrix, numbers in (
+        (np.zeros((2, 7), dtype=np.float32), np.arange(2)),
+        (np.float32(1), np.arange(1)),
+    ):
+        np.save(vec, matrix)
+        np.save(ids, numbers)
+        vectors.clear_process_cache()
+        assert project.search("animals at work", mode="vector")[0].title == "Pets"
+    assert np.load(vec).shape == (2, 384)
+    project.close()

@@ -56,7 +56,7 @@ def store(tmp_path, monkeypatch):
 
 
 def exact(store: SQLiteStore, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-    found = store._vector_set("memory", MODEL)
+    found = store._vector_set("memory", MODEL, DIM)
     return found.best(np.asarray(found.matrix @ query), k)
 
 
@@ -65,7 +65,7 @@ def queries(count: int) -> np.ndarray:
 
 
 def test_large_sets_use_the_prefilter_and_return_exact_cosines(store):
-    assert store._vector_set("memory", MODEL).codes is not None
+    assert store._vector_set("memory", MODEL, DIM).codes is not None
     for query in queries(20):
         hits = store.vector_search("memory", MODEL, query, None, 10)
         assert len(hits) == 10
@@ -87,8 +87,8 @@ def test_the_prefilter_finds_the_true_neighbours(store, monkeypatch):
         found.append(len(got & {i for i, _ in exact(store, query, 10)}) / 10)
     assert np.mean(found) >= 0.4
     # A near copy of a stored vector finds that vector first.
-    matrix = np.asarray(store._vector_set("memory", MODEL).matrix)
-    ids = store._vector_set("memory", MODEL).ids
+    matrix = np.asarray(store._vector_set("memory", MODEL, DIM).matrix)
+    ids = store._vector_set("memory", MODEL, DIM).ids
     noise = np.random.default_rng(3).normal(scale=0.01, size=(50, DIM)).astype(np.float32)
     for row, jitter in zip(range(0, N, N // 50), noise, strict=True):
         query = matrix[row] + jitter
@@ -107,12 +107,12 @@ def test_a_selective_filter_is_never_short(store, monkeypatch):
 
 
 def test_codes_are_cached_beside_the_matrix_and_follow_its_version(store, tmp_path):
-    first = store._vector_set("memory", MODEL)
+    first = store._vector_set("memory", MODEL, DIM)
     cache = tmp_path / ".lore" / "local" / "cache"
     saved = list(cache.glob("*.codes.npz"))
     assert len(saved) == 1
     vectors.clear_process_cache()
-    again = store._vector_set("memory", MODEL)
+    again = store._vector_set("memory", MODEL, DIM)
     assert again.codes is not None and first.codes is not None
     assert np.array_equal(again.codes.words, first.codes.words)
 
@@ -123,7 +123,7 @@ def test_codes_are_cached_beside_the_matrix_and_follow_its_version(store, tmp_pa
         store.put_chunks(file_id, "memory", [ChunkInput("late", 1, 1, section="body", title="late")])
         [(text_hash, _)] = store.pending_embeddings(MODEL, 10)
         store.put_embeddings(MODEL, [text_hash], queries(1))
-    grown = store._vector_set("memory", MODEL)
+    grown = store._vector_set("memory", MODEL, DIM)
     assert grown.codes is not None and grown.codes.words.shape[1] == N + 1
     assert [p.name for p in cache.glob("*.codes.npz")] != [p.name for p in saved]
     assert len(list(cache.glob("*.codes.npz"))) == 1

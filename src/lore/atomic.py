@@ -47,11 +47,16 @@ def write_atomic(path: Path, data: str | bytes, *, mode: int | None = None, sync
     path = Path(path)
     if mode is None and path.exists():
         mode = path.stat().st_mode & 0o7777
-    tmp = temporary(path.parent, data, mode=mode, sync=sync, prefix=f".{path.name[:40]}.")
+    try:
+        tmp = temporary(path.parent, data, mode=mode, sync=sync, prefix=f".{path.name[:40]}.")
+    except OSError as err:
+        raise naming(err, path) from err
     try:
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise naming(err, path) from err
         raise
 
 
@@ -63,11 +68,24 @@ def write_new(directory: Path, name: str, data: str | bytes, *, mode: int | None
     place, which fails if the name exists, so concurrent writers can't clobber
     each other and readers never see a partial file.
     """
-    tmp = temporary(directory, data, mode=mode)
+    try:
+        tmp = temporary(directory, data, mode=mode)
+    except OSError as err:
+        raise naming(err, directory / name) from err
     try:
         return link_free(tmp, directory, name)
+    except OSError as err:
+        raise naming(err, directory / name) from err
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def naming(err: OSError, target: Path) -> OSError:
+    """`err` naming `target`, the file being written, instead of the temporary
+    file next to it (which no longer exists) or nothing at all."""
+    if err.errno is None or isinstance(err, FileExistsError):  # link_free's own message
+        return err
+    return type(err)(err.errno, err.strerror, str(target))
 
 
 def link_free(source: Path, directory: Path, name: str) -> Path:

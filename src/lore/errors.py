@@ -170,6 +170,12 @@ def as_lore_error(err: BaseException) -> LoreError | None:
         return StorageError(f"the index is busy ({err}); another Lore process holds it, try again")
     if _from_database(err) and "full" in str(err):
         return StorageError(f"the disk is full ({err}); free some space and try again")
+    if getattr(err, "sqlite_errorname", None) == "SQLITE_IOERR_SHMSIZE":
+        # SQLite's "disk I/O error" when the index's -shm file can't grow: no
+        # damage, and rebuilding (what the general message below says) can't help.
+        return StorageError(
+            "the disk is full (the index's .db-shm file could not grow); free some space and try again"
+        )
     if _from_database(err):
         return StorageError(f"index error ({err}); run `lore doctor`, or `lore index --force` to rebuild")
     if isinstance(err, UnicodeError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -119,6 +120,38 @@ def layout_problems(project: Project) -> list[Problem]:
     return problems
 
 
+# A write's temporary file (lore.atomic) younger than this may be a write in progress.
+_INTERRUPTED_AFTER_SECONDS = 60
+
+
+def interrupted_writes(project: Project) -> list[Problem]:
+    """Temporary files of writes killed before they finished (lore.atomic names them
+    ``.<name>.<random>.tmp``): nothing reads them, and in `.lore/memory/` they would be
+    committed with everything else."""
+    import time
+
+    problems = []
+    now = time.time()
+    for folder in (project.memory_dir, project.local_dir):
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        for path in sorted(folder.rglob(".*.tmp")):
+            try:
+                info = path.lstat()
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode) and now - info.st_mtime > _INTERRUPTED_AFTER_SECONDS:
+                problems.append(
+                    Problem(
+                        "warning",
+                        path.relative_to(project.root).as_posix(),
+                        "left by a write that was interrupted (a crash or kill); Lore never reads it: "
+                        "delete it (if a memory you wrote is missing, its text is in this file)",
+                    )
+                )
+    return problems
+
+
 def doctor(memories: Memories) -> list[Problem]:
     """Every problem with the files and the index, each with what to do."""
     import copy
@@ -130,6 +163,7 @@ def doctor(memories: Memories) -> list[Problem]:
 
     store = memories.store
     problems: list[Problem] = layout_problems(memories.project)
+    problems += interrupted_writes(memories.project)
     report = memories.sync()
     for path, error in report.errors:
         line, message = split_error(path, error)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 import shutil
@@ -195,6 +196,24 @@ def test_hash_is_remembered_until_the_file_changes(tmp_path, cache):
     assert file_sha256(path) == first
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
     assert file_sha256(path) != first
+
+
+@pytest.mark.parametrize(
+    "damage", [b"\xff\xfe" * 40, b"not a hash at all, but 64 characters long, like a real one......", b""]
+)
+def test_a_damaged_hash_marker_is_hashed_again(tmp_path, cache, damage):
+    # Bytes that are not UTF-8 in a marker (a crash, a bad disk) made every search fail
+    # with "text is not valid UTF-8; give UTF-8 input"; 64 characters of anything were
+    # taken for the model's sha256 (a new model id: vector search off, "re-embed").
+    path = tmp_path / "weights.bin"
+    path.write_bytes(b"weights")
+    truth = hashlib.sha256(b"weights").hexdigest()
+    before = set((cache / "hashes").iterdir()) if (cache / "hashes").is_dir() else set()
+    assert file_sha256(path) == truth
+    [marker] = set((cache / "hashes").iterdir()) - before
+    marker.write_bytes(damage)
+    assert file_sha256(path) == truth
+    assert marker.read_text() == truth  # remembered again
 
 
 def test_plain_fallback_when_the_cache_is_unwritable(tmp_path, monkeypatch):

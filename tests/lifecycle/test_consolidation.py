@@ -18,6 +18,7 @@ from lore.errors import Conflict, UsageError
 from .conftest import at, memory_files, snapshot
 
 BODY = "Run the database migrations before seeding the test data, or the seed fails on missing tables."
+DEPLOY_BODY = "Every deploy goes to the staging cluster for an hour before production traffic sees it."
 
 
 def meta_of(path):
@@ -72,6 +73,42 @@ def test_a_local_copy_of_a_committed_memory_becomes_its_evidence_without_touchin
     again = lore.open(root)
     try:
         assert {r["id"]: r["evidence_count"] for r in again.list()}[durable] == 2
+    finally:
+        again.close()
+
+
+def test_a_torn_ledger_line_neither_stops_the_replay_nor_swallows_the_next_one(proj):
+    # A ledger append cut short (a full disk, a crash) left a torn last line: the next
+    # append was glued onto it (both lost), and a line torn inside a UTF-8 character made
+    # every command of a rebuilt index fail with "text is not valid UTF-8 ...; give UTF-8
+    # input", while `lore doctor` found nothing.
+    import json
+
+    root = proj.project.root
+    first = write_durable(proj, "migrations.md", "Migrations before seeding", BODY, day=0)
+    proj.add(title="Seen again", body=BODY, tier="daily", occurred_at=at(2))
+    proj.consolidate()
+    ledger = root / ".lore/local/evidence.jsonl"
+    ledger.write_bytes(ledger.read_bytes() + '{"key": "torn-\u00e9'.encode()[:-1])
+    second = write_durable(proj, "deploys.md", "Deploys go through staging", DEPLOY_BODY, day=3)
+    copy = proj.add(title="Deploys again", body=DEPLOY_BODY, tier="daily", occurred_at=at(4))
+    proj.consolidate()
+    proj.close()
+    records = []
+    for line in ledger.read_bytes().splitlines():
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            assert line == '{"key": "torn-\u00e9'.encode()[:-1]  # the torn line alone
+    assert {"moved": copy.id, "to": second} in records
+    if not ON_POSTGRES:
+        (root / ".lore/index.db").unlink()
+    import lore
+
+    again = lore.open(root)
+    try:
+        counts = {r["id"]: r["evidence_count"] for r in again.list()}
+        assert counts[first] == 2 and counts[second] == 2
     finally:
         again.close()
 

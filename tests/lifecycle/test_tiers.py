@@ -99,6 +99,18 @@ def test_a_read_brings_an_archived_memory_back():
     assert decide(archived, day=401, access=3, reinforced=401).tier == "warm"
 
 
+def test_a_tier_decided_by_a_clock_ahead_is_decided_again():
+    # A clock a year ahead (a wrong system clock, LORE_NOW) archived a memory; back at
+    # the right time no read was later than that archive, so it stayed archived, out of
+    # search and list, until the wrong date came round.
+    ahead = decide(decide(None, day=400), day=500)
+    assert ahead.tier == "archive"
+    back = decide(ahead, day=10, reinforced=10)
+    assert back.tier == "cold" and back.since == at(10) and back.low_since is None
+    assert decide(ahead, day=10, access=3, reinforced=10).tier == "warm"
+    assert decide(back, day=11).tier == "cold"  # and kept from then on
+
+
 def test_a_superseded_memory_is_archived_for_good():
     assert decide(state("hot"), evidence=9, access=9, superseded=True).tier == "archive"
 
@@ -156,6 +168,17 @@ def test_the_90_day_archive_end_to_end(proj, clock, cli_in):
     clock.set(401)
     proj.show(m.id)
     assert m.id in {r["id"] for r in proj.list()}
+
+
+def test_a_clock_that_ran_ahead_archives_nothing_once_it_is_right_again(proj, clock):
+    m = proj.add(title="Deploys go through staging", body="Every deploy spends an hour on staging.")
+    clock.set(5 * 365)  # a clock five years ahead, for two reads (or LORE_NOW)
+    proj.list()
+    clock.set(5 * 365 + 100)
+    assert proj.list() == [] and proj.list(tier="archive")[0]["id"] == m.id
+    clock.set(1)  # right again
+    assert [r["id"] for r in proj.list()] == [m.id]
+    assert m.id in [h.id for h in proj.search("staging deploys")]
 
 
 @pytest.mark.parametrize(

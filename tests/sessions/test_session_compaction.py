@@ -184,3 +184,43 @@ def test_interrupted_compaction_never_loses_or_doubles_events(root):
     assert result.first_event == 31
     assert [e.id for e in fresh.events("s", include_archived=True)] == list(range(1, 61))
     assert fresh.append("s", message("user", "still counting")).events[0].id == 61
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not gzip", "not json"])
+def test_a_damaged_archive_is_named_in_one_line(root, damage):
+    # A truncated archive raised EOFError, which click took for Ctrl-D: `lore: aborted`
+    # and nothing else; other damage was an internal error.
+    import subprocess
+    import sys
+
+    sessions_config(root, soft=100_000, hard=200_000, protected=300)
+    store = open_store(root)
+    store.append_many("s", conversation(60), create=True)
+    path = root / store.compact("s").archive
+    data = path.read_bytes()
+    path.write_bytes(
+        {
+            "truncated": data[: len(data) // 2],
+            "not gzip": b"overwritten by something else",
+            "not json": gzip.compress(b'{"id": 1, "type": "message"\n'),
+        }[damage]
+    )
+    kept = path.read_bytes()
+    for args in (["show", "s", "--all"], ["show", "s"]):
+        proc = subprocess.run(
+            [sys.executable, "-P", "-m", "lore", "session", *args],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if args[-1] != "--all":  # the context view reads summaries, not archives
+            assert proc.returncode == 0, proc.stderr
+            continue
+        assert proc.returncode == 1 and len(proc.stderr.splitlines()) == 1, proc.stderr
+        assert proc.stderr.startswith(f"lore: error: session archive {path} is damaged (")
+        assert proc.stderr.rstrip().endswith(
+            "its events can't be read: restore it from a backup, "
+            "or move it out of the archive folder to go on without them"
+        )
+    assert path.read_bytes() == kept

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from pathlib import Path
 
 from lore.errors import ProviderError
+
+_SHA256 = re.compile(rb"[0-9a-f]{64}")
 
 
 def cache_dir() -> Path:
@@ -35,9 +38,9 @@ def file_sha256(path: Path) -> str:
     key = hashlib.sha256(f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()
     marker = cache_dir() / "hashes" / key[:32]
     try:
-        remembered = marker.read_text().strip()
-        if len(remembered) == 64:
-            return remembered
+        remembered = marker.read_bytes().strip()
+        if _SHA256.fullmatch(remembered):  # a damaged marker is hashed again, never trusted
+            return remembered.decode("ascii")
     except OSError:
         pass
     digest = hashlib.sha256()

@@ -54,6 +54,10 @@ def embed_pending(
         with store.transaction():
             store.put_embeddings(model, [h for h, _ in batch], vectors)
         done += len(batch)
+        if limit is None and done >= total:
+            # Chunks written meanwhile (another process's `lore add`) come first in
+            # `pending_embeddings` and took part of this run's count: go on to the end.
+            total += store.count_pending(model, kind)
         if progress:
             progress(done, total)
     if not store.count_pending(model, cap=1):

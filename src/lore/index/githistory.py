@@ -109,7 +109,7 @@ from lore.records import Record
 __all__ = ["FileChange", "HeadPathMap", "HistoryCommit", "HistoryWalk", "walk_history"]
 
 # Fields of one commit record; see `_read_log` for the layout.
-_FIELDS = ("%H", "%P", "%an", "%ae", "%aI", "%s", "%b")
+_FIELDS = ("%H", "%P", "%an", "%ae", "%ad", "%s", "%b")  # %ad: see gitrepo.DATE_FORMAT
 _FORMAT = "%x00" + "%x00".join(_FIELDS)
 
 # Raw diff options shared by the log and the merge diffs: full blob names
@@ -347,6 +347,7 @@ class HistoryWalk(Iterator[HistoryCommit]):
             _renames(self._exact_renames),
             "--encoding=UTF-8",
             "--no-show-signature",
+            gitrepo.DATE_FORMAT,
             f"--format={_FORMAT}",
             *([f"--max-count={cap}"] if cap is not None else []),
             *revisions,

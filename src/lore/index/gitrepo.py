@@ -32,6 +32,7 @@ from typing import IO
 from lore.errors import GitError
 
 __all__ = [
+    "DATE_FORMAT",
     "EMPTY_TREE",
     "Commit",
     "FileChanges",
@@ -139,8 +140,14 @@ _LOCAL_ENV = (
 # where a record starts), then fixed fields. The message body is the last
 # field; git ends it with NUL and, when the commit changed files, follows with
 # "\n" and the NUL-terminated paths.
-_LOG_FIELDS = ("%H", "%P", "%an", "%ae", "%aI", "%s", "%b")
+_LOG_FIELDS = ("%H", "%P", "%an", "%ae", "%ad", "%s", "%b")
 _LOG_FORMAT = "%x00" + "%x00".join(_LOG_FIELDS)
+
+# A commit's date (`%ad`) as ISO 8601 in UTC (git runs with TZ=UTC, see git_env).
+# Not `%aI`, the time in the author's zone: git dies on it ("Timestamp before Unix
+# epoch") for a commit dated in the first hours of 1970 with a zone west of UTC
+# (a converted repository's missing dates), and that one commit failed every log.
+DATE_FORMAT = "--date=iso-strict-local"
 
 # Passing more paths than this to `last_changed` scans all history instead of
 # giving git a pathspec.
@@ -192,9 +199,9 @@ def refusal(root: Path, stderr: bytes) -> GitError | None:
 
 def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment git runs with: hook variables removed, optional locks
-    off, prompts off, C locale; plus `extra`."""
+    off, prompts off, C locale, UTC (dates of DATE_FORMAT); plus `extra`."""
     env = {k: v for k, v in os.environ.items() if k not in _LOCAL_ENV}
-    env.update(GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+    env.update(GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", LC_ALL="C", TZ="UTC")
     if extra:
         env.update(extra)
     return env
@@ -502,6 +509,7 @@ def _log_commits(root: Path, *args: str) -> list[Commit]:
         "--find-renames",
         "--encoding=UTF-8",
         "--no-show-signature",
+        DATE_FORMAT,
         f"--format={_LOG_FORMAT}",
         *args,
         check=False,

@@ -257,7 +257,15 @@ def file_log(root: Path, rel: str, limit: int = 20) -> list[FileCommit]:
     if gitrepo.repo_root(root) is None:
         return []
     result = gitrepo.run_git(
-        root, "log", f"-n{int(limit)}", "--follow", "--format=%H%x00%aI%x00%an%x00%s", "--", rel, check=False
+        root,
+        "log",
+        f"-n{int(limit)}",
+        "--follow",
+        gitrepo.DATE_FORMAT,
+        "--format=%H%x00%ad%x00%an%x00%s",
+        "--",
+        rel,
+        check=False,
     )
     if result.returncode != 0:
         return []

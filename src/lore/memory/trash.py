@@ -76,6 +76,8 @@ def entries(project: Project) -> list[TrashEntry]:
             original
         ):
             continue  # a note Lore did not write (edited, damaged): restoring it would put a file anywhere
+        if not note.with_suffix(".md").is_file():
+            continue  # its file is gone (a purge cut short, deleted by hand): nothing to restore
         out.append(TrashEntry(memory_id, original, deleted_at, note.with_suffix(".md")))
     return out
 

@@ -127,7 +127,8 @@ def commit_hits(found: list[hybrid.Scored]) -> list[CommitHit]:
 
 
 def _utc(date: str) -> str:
-    """A commit's date (git's `%aI`, in the author's zone) as UTC `...Z`, like every time Lore prints."""
+    """A commit's date (git's ISO 8601; older indexes hold the author's zone) as UTC `...Z`,
+    like every time Lore prints."""
     try:
         return parse_time(date)
     except ValidationError:

@@ -16,12 +16,13 @@ import json
 import os
 import re
 import uuid
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lore import atomic
-from lore.errors import LoreError
+from lore.errors import LoreError, StorageError
 from lore.memory import markdown
 from lore.memory.model import MAX_SUBJECT, Memory, now_iso
 from lore.sessions.summary import Summary
@@ -81,9 +82,22 @@ def write_archive(session_dir: Path, first: int, last: int, raws: list[bytes]) -
 
 
 def read_archive(path: Path) -> list[RawEvent]:
-    """The events of one archive file, in order."""
-    with gzip.open(path, "rb") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+    """The events of one archive file, in order.
+
+    Raises:
+        StorageError: the file is not whole gzip of JSON lines (truncated,
+            overwritten): named in one line, never guessed around.
+    """
+    try:
+        with gzip.open(path, "rb") as handle:
+            return [json.loads(line) for line in handle if line.strip()]
+    except (EOFError, gzip.BadGzipFile, zlib.error, ValueError) as err:
+        # EOFError (a truncated file) would otherwise reach click as "aborted".
+        reason = str(err) or "the file ends too soon"
+        raise StorageError(
+            f"session archive {path} is damaged ({reason}); its events can't be read: "
+            "restore it from a backup, or move it out of the archive folder to go on without them"
+        ) from None
 
 
 def summary_memory(

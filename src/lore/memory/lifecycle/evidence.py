@@ -135,12 +135,12 @@ def replay(memories: Memories) -> int:
 
 def _ledger_lines(memories: Memories) -> Iterator[dict[str, Any]]:
     try:
-        with open(memories.project.local_dir / LEDGER, encoding="utf-8") as handle:
+        with open(memories.project.local_dir / LEDGER, "rb") as handle:
             for line in handle:
                 try:
                     data = json.loads(line)
-                except ValueError:
-                    continue  # a torn last line
+                except ValueError:  # UnicodeDecodeError too: torn mid-character
+                    continue  # a torn line
                 if isinstance(data, dict):
                     yield data
     except FileNotFoundError:
@@ -169,8 +169,15 @@ def append_ledger(memories: Memories, lines: list[dict[str, Any]]) -> None:
     local.mkdir(parents=True, exist_ok=True)
     data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8")
     with file_lock(local / ".evidence.lock"):
-        fd = os.open(local / LEDGER, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = os.open(local / LEDGER, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
         try:
-            os.write(fd, data)
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                # A torn last line (a write cut short by a full disk or a crash) stays a
+                # line of its own, skipped on read, instead of swallowing this one.
+                data = b"\n" + data
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
         finally:
             os.close(fd)

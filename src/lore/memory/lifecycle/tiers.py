@@ -78,6 +78,11 @@ def decide(
     tier = state.tier if state else COLD
     if signals.superseded:
         return TierState(memory_id, ARCHIVE, state.since if state and tier == ARCHIVE else stamp, None, stamp)
+    if state is not None and (parse(state.checked_at) or now) > now:
+        # Decided by a clock ahead of this one (a wrong system clock, LORE_NOW):
+        # kept, it would hold a memory in the archive until that date comes round
+        # (no read is later than it), so the tier is decided again from COLD.
+        state, tier = None, COLD
     if tier == ARCHIVE:
         archived_at = parse(state.since) if state else None
         reinforced = parse(signals.reinforced_at)

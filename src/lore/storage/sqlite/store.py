@@ -121,6 +121,7 @@ class SQLiteStore:
         self.on_rebuild: Callable[[], None] | None = None
         self._in_transaction = 0
         self._healed = False
+        self._noted_dimensions = False
         self.db = self._open()
 
     def describe(self) -> str:
@@ -129,13 +130,14 @@ class SQLiteStore:
     # -- opening, migrating, recovering ---------------------------------------------
 
     def _open(self) -> sqlite3.Connection:
-        if self.path.is_dir():  # not damage to repair: something of the user's is in the way
-            from lore.errors import StorageError
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.isdir(f"{self.path}{suffix}"):  # not damage to repair: something of the user's
+                from lore.errors import StorageError
 
-            raise StorageError(
-                f"{self.path} is a folder, not Lore's index; move it out of the way "
-                "(the index is rebuilt from the files)"
-            )
+                raise StorageError(
+                    f"{self.path}{suffix} is a folder, not Lore's index; move it out of the way "
+                    "(the index is rebuilt from the files)"
+                )
         db = None
         try:
             db = _connect(self.path)
@@ -681,7 +683,7 @@ class SQLiteStore:
         filter falls back to an exact mask of the allowed chunks, so a
         filtered search never comes back short while matching chunks exist.
         """
-        vectors = self._vector_set(kind, model)
+        vectors = self._vector_set(kind, model, len(query))
         if not len(vectors) or limit <= 0:
             return []
         sims = vectors.similarities(query, limit)  # once: widening only re-ranks
@@ -698,7 +700,13 @@ class SQLiteStore:
         return vectors.best_exact(query, limit, vectors.mask(self._all_passing(kind, flt)))
 
     def vector_count(self, kind: str, model: str) -> int:
-        return len(self._vector_set(kind, model))
+        return int(
+            self.db.execute(
+                "SELECT count(*) FROM chunks c WHERE c.kind = ? AND EXISTS "
+                "(SELECT 1 FROM embeddings e WHERE e.model = ? AND e.text_hash = c.text_hash)",
+                (kind, model),
+            ).fetchone()[0]
+        )
 
     def vector_scores(
         self, kind: str, model: str, query: np.ndarray, chunk_ids: Sequence[int]
@@ -706,19 +714,27 @@ class SQLiteStore:
         """{chunk id: cosine with `query`} of the given chunks that have a vector."""
         if not chunk_ids:
             return {}
-        return self._vector_set(kind, model).cosines(query, chunk_ids)
+        return self._vector_set(kind, model, len(query)).cosines(query, chunk_ids)
 
-    def _vector_set(self, kind: str, model: str) -> VectorSet:
+    def _vector_set(self, kind: str, model: str, dim: int) -> VectorSet:
         from lore.storage.sqlite.vectors import vector_set
 
-        return vector_set(
+        found = vector_set(
             self.path,
             self.identity(),
             kind,
             model,
             self.vectors_version(),
             lambda: self._vector_rows(kind, model),
+            dim,
         )
+        if found.skipped and not self._noted_dimensions:
+            self._noted_dimensions = True
+            self.notices.append(
+                f"{found.skipped} vectors of {model} have another dimension than the query's ({dim}), "
+                "so vector search leaves them out; run `lore index --reembed`"
+            )
+        return found
 
     def _vector_rows(self, kind: str, model: str) -> list[tuple[int, bytes]]:
         return self.db.execute(

@@ -52,6 +52,9 @@ class VectorSet:
     ids: np.ndarray  # chunk ids, int64
     matrix: np.ndarray  # float32 [n, dim], unit rows
     codes: Codes | None = None  # the 1-bit prefilter, for sets of APPROX_MIN rows and more
+    # Vectors of the model left out because they have another dimension than the
+    # query's: the same model name served a different model (re-embed), or damage.
+    skipped: int = 0
     _order: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
@@ -168,17 +171,20 @@ def vector_set(
     model: str,
     version: int,
     rows: Callable[[], list[tuple[int, bytes]]],
+    dim: int,
 ) -> VectorSet:
-    """The (cached) matrix of `kind`'s vectors for `model` at `version`.
+    """The (cached) matrix of `kind`'s `dim`-dimensional vectors for `model` at `version`.
 
     Args:
         rows: reads (chunk id, float32 bytes) of every embedded chunk, when
             neither the process nor the disk cache has this version.
+        dim: the query's dimension; vectors of another are left out (counted
+            in ``skipped``), as PostgreSQL compares only vectors of the query's.
     """
     key = (str(db_path), kind, model)
     cached = _CACHE.get(key)
-    if cached is None or cached.version != version:
-        cached = _load(db_path.parent / "local" / "cache", identity, kind, model, version, rows)
+    if cached is None or cached.version != version or cached.matrix.shape[1] != dim:
+        cached = _load(db_path.parent / "local" / "cache", identity, kind, model, version, rows, dim)
         _CACHE[key] = cached
     return cached
 
@@ -190,6 +196,7 @@ def _load(
     model: str,
     version: int,
     rows: Callable[[], list[tuple[int, bytes]]],
+    dim: int,
 ) -> VectorSet:
     import numpy as np
 
@@ -201,19 +208,21 @@ def _load(
     if vec_file.exists():
         try:
             ids, matrix = np.load(ids_file), np.load(vec_file, mmap_mode="r")
-            if len(ids) == matrix.shape[0]:
+            if ids.ndim == 1 and matrix.ndim == 2 and matrix.shape == (len(ids), dim):
                 return VectorSet(version, ids, matrix, _codes(codes_file, matrix))
         except (OSError, ValueError):
             pass
     found = rows()
-    if found:
-        ids = np.fromiter((r[0] for r in found), dtype=np.int64, count=len(found))
-        matrix = np.frombuffer(b"".join(r[1] for r in found), dtype=np.float32).reshape(len(found), -1)
+    width = 4 * dim  # float32
+    usable = [r for r in found if len(r[1]) == width]
+    if usable:
+        ids = np.fromiter((r[0] for r in usable), dtype=np.int64, count=len(usable))
+        matrix = np.frombuffer(b"".join(r[1] for r in usable), dtype=np.float32).reshape(len(usable), dim)
     else:
-        ids, matrix = np.zeros(0, dtype=np.int64), np.zeros((0, 1), dtype=np.float32)
+        ids, matrix = np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
     if len(ids) >= DISK_CACHE_MIN:
         _save(folder, prefix, identity, kind, (ids_file, ids), (vec_file, matrix), keep_also=codes_file)
-    return VectorSet(version, ids, matrix, _codes(codes_file, matrix))
+    return VectorSet(version, ids, matrix, _codes(codes_file, matrix), skipped=len(found) - len(usable))
 
 
 def _codes(path: Path, matrix: np.ndarray) -> Codes | None:
