@@ -5,6 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
+from conftest import ON_POSTGRES
 from lore.memory import markdown
 
 N = 10
@@ -70,3 +73,31 @@ def test_concurrent_identical_adds_write_one_file(cli):
         p.communicate(timeout=120)
         assert p.returncode == 0
     assert len(list((cli.cwd / ".lore/memory").glob("*.md"))) == 1
+
+
+@pytest.mark.skipif(ON_POSTGRES, reason="holds the SQLite index's write lock from another connection")
+def test_an_add_the_busy_index_cannot_take_is_saved_and_said_so(tmp_path):
+    """Another process holding the index: the file was written, then the add
+    failed saying "try again", and trying again found the first ("already stored")."""
+    import sqlite3
+
+    import lore
+
+    root = tmp_path / "p"
+    lore.init(root).close()
+    config = root / ".lore/config.toml"
+    config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
+    with lore.open(root) as project:
+        project.sync()
+        project.store.db.execute("PRAGMA busy_timeout = 200")  # not the default 30 s, for the test's sake
+        other = sqlite3.connect(root / ".lore/index.db", isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # another process's write transaction
+        try:
+            result = project.add(title="Walrus cache", body="Keep the walrus cache small.")
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert result.created and (root / result.path).is_file()
+        assert result.note and "not searchable yet" in result.note and "try again" not in result.note
+    with lore.open(root) as project:  # the next command indexes it
+        assert [h.id for h in project.search("walrus cache")] == [result.id]

@@ -24,7 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from lore import secrets
-from lore.errors import Conflict, NotFound, PermissionDenied, UsageError, ValidationError, unchanged
+from lore.errors import (
+    Conflict,
+    NotFound,
+    PermissionDenied,
+    StorageError,
+    UsageError,
+    ValidationError,
+    as_lore_error,
+    unchanged,
+)
 from lore.filenames import display_path
 from lore.locking import file_lock
 from lore.memory import markdown, sync, trash
@@ -513,14 +522,26 @@ class Memories:
             self.project.check_folder(folder)  # a symbolic link out: no reader would see it again
             path = markdown.write_new(folder, wanted, text)
             rel = self.project.rel(path)
-            with self.store.transaction():
-                memory = sync.index_memory(
-                    self.store, self.project, rel, path.read_bytes(), path.stat(), sync.location_of(rel)
-                )
+            note: str | None = None
+            try:
+                with self.store.transaction():
+                    memory = sync.index_memory(
+                        self.store, self.project, rel, path.read_bytes(), path.stat(), sync.location_of(rel)
+                    )
+            except Exception as err:
+                # The file is the memory, and it is written: an index that is busy or
+                # full now picks it up at its next sync. Saying "try again" would
+                # only make a second attempt find the first ("already stored").
+                problem = as_lore_error(err)
+                if not isinstance(problem, StorageError):
+                    raise
+                cause = str(problem).split(";")[0]  # its advice ("try again") would mislead here
+                note = f"saved, but not searchable yet ({cause}); the next command indexes it"
         memory.path = rel
-        note: str | None = None
         if path.name != wanted:
-            note = f"another memory is named {wanted}; this one was written as {path.name}"
+            note = f"another memory is named {wanted}; this one was written as {path.name}" + (
+                f"; {note}" if note else ""
+            )
         return AddResult(memory.id, rel, True, memory.title, memory.type, dict(redacted or {}), note, memory)
 
     def rewrite(self, rel: str, memory: Memory, *, expected_sha256: str | None = None) -> None:
