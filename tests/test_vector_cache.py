@@ -79,3 +79,45 @@ def test_a_cached_matrix_of_the_wrong_shape_is_read_again_from_the_index(tmp_pat
         assert project.search("animals at work", mode="vector")[0].title == "Pets"
     assert np.load(vec).shape == (2, 384)
     project.close()
+
+
+@pytest.mark.skipif(ON_POSTGRES, reason="the vectors' blobs in .lore/index.db belong to the SQLite backend")
+def test_vectors_damaged_into_nan_are_left_out_without_warnings(tmp_path):
+    # A blob of NaN or infinity (damage in the index file, or an older provider's
+    # answer) was searched as if it were a vector, and nothing said it was damaged.
+    import sqlite3
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    root = tmp_path / "p"
+    project = lore.init(root)
+    project.add(title="Deploys", body="Releases go to the staging cluster for an hour first.")
+    project.add(title="Pets", body="Dogs are welcome in the office on Fridays.")
+    project.embed()
+    project.close()
+    db = sqlite3.connect(root / ".lore/index.db")
+    [(text_hash, blob)] = db.execute(
+        "SELECT DISTINCT e.text_hash, e.vector FROM embeddings e JOIN chunks c ON c.text_hash = e.text_hash "
+        "WHERE c.text LIKE '%staging cluster%'"
+    ).fetchall()
+    bad = np.frombuffer(blob, dtype=np.float32).copy()
+    bad[::7] = np.nan
+    bad[1] = np.inf
+    db.execute("UPDATE embeddings SET vector = ? WHERE text_hash = ?", (bad.tobytes(), text_hash))
+    db.commit()
+    db.close()
+    proc = subprocess.run(
+        [sys.executable, "-P", "-m", "lore", "search", "--mode", "vector", "dogs at work", "--json"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Warning" not in proc.stderr and "invalid value" not in proc.stderr, proc.stderr
+    assert "1 vectors of" in proc.stderr and "not numbers" in proc.stderr and "--reembed" in proc.stderr
+    import json
+
+    assert json.loads(proc.stdout)[0]["title"] == "Pets"

@@ -728,11 +728,17 @@ class SQLiteStore:
             lambda: self._vector_rows(kind, model),
             dim,
         )
-        if found.skipped and not self._noted_dimensions:
+        if (found.skipped or found.damaged) and not self._noted_dimensions:
             self._noted_dimensions = True
+            what = []
+            if found.skipped:
+                what.append(
+                    f"{found.skipped} vectors of {model} have another dimension than the query's ({dim})"
+                )
+            if found.damaged:
+                what.append(f"{found.damaged} vectors of {model} hold values that are not numbers (damage)")
             self.notices.append(
-                f"{found.skipped} vectors of {model} have another dimension than the query's ({dim}), "
-                "so vector search leaves them out; run `lore index --reembed`"
+                f"{' and '.join(what)}, so vector search leaves them out; run `lore index --reembed`"
             )
         return found
 

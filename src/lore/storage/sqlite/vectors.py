@@ -55,6 +55,7 @@ class VectorSet:
     # Vectors of the model left out because they have another dimension than the
     # query's: the same model name served a different model (re-embed), or damage.
     skipped: int = 0
+    damaged: int = 0  # vectors holding NaN or infinity (damage): left out too
     _order: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
@@ -215,14 +216,21 @@ def _load(
     found = rows()
     width = 4 * dim  # float32
     usable = [r for r in found if len(r[1]) == width]
+    damaged = 0
     if usable:
         ids = np.fromiter((r[0] for r in usable), dtype=np.int64, count=len(usable))
         matrix = np.frombuffer(b"".join(r[1] for r in usable), dtype=np.float32).reshape(len(usable), dim)
+        finite = np.isfinite(matrix).all(axis=1)
+        if not finite.all():  # one such row makes numpy warn at every search, and ranks nothing
+            damaged = int(finite.size - finite.sum())
+            ids, matrix = ids[finite], matrix[finite]
     else:
         ids, matrix = np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
     if len(ids) >= DISK_CACHE_MIN:
         _save(folder, prefix, identity, kind, (ids_file, ids), (vec_file, matrix), keep_also=codes_file)
-    return VectorSet(version, ids, matrix, _codes(codes_file, matrix), skipped=len(found) - len(usable))
+    return VectorSet(
+        version, ids, matrix, _codes(codes_file, matrix), skipped=len(found) - len(usable), damaged=damaged
+    )
 
 
 def _codes(path: Path, matrix: np.ndarray) -> Codes | None:
