@@ -138,7 +138,7 @@ def test_local_midnight_across_daylight_saving():
     [
         *("", "   ", "soonish", "3 fortnights ago", "2024-13", "2024-02-30", "last blursday", "12:30", "5m"),
         # past the years datetime holds: OverflowError / ValueError inside, an internal error before
-        *("99999999999 days ago", "99999999999999999999 weeks ago", "last 9999999 years", "9999-12-31"),
+        *("99999999999 days ago", "99999999999999999999 weeks ago", "last 9999999 years", "10000 years ago"),
     ],
 )
 def test_unreadable_values_are_usage_errors_naming_the_value(text):
@@ -148,6 +148,24 @@ def test_unreadable_values_are_usage_errors_naming_the_value(text):
     if text.strip():
         assert text.strip() in message
     assert "e.g." in message or "min or" in message
+
+
+@pytest.mark.parametrize("offset", [-12, 0, 9])
+def test_the_first_and_last_days_of_the_calendar_are_from_the_start_and_for_ever(offset):
+    """`--since 0001-01-01` and `--until 9999-12-31` are what people write for
+    "from the start" and "for ever"; their edges fell outside the calendar
+    (the day after the last, or midnight of year 1 east of UTC): an error."""
+    now = datetime(2024, 5, 15, 12, 0, tzinfo=timezone(timedelta(hours=offset)))
+    first, last = "0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z"
+    for text in ("0001-01-01", "0001", "0001-01"):
+        assert (
+            since(text, now) == (first if offset > 0 else parse_when(text, now=now))
+            and since(text, now) >= first
+        )
+    for text in ("9999-12-31", "9999", "9999-12"):
+        assert parse_when(text, now=now, end=True) == last
+    assert time_range("0001-01-01", "9999-12-31", now=now) == (since("0001-01-01", now), last)
+    assert since("0999-05-01", datetime(2024, 1, 1, tzinfo=UTC)) == "0999-05-01T00:00:00Z"  # sorts as text
 
 
 @pytest.mark.parametrize("text", ["last\n9999999 years", "next\ntuesday\r\nplease", "2024-13-45\nx"])

@@ -201,11 +201,12 @@ def _iso_period(raw: str, phrase: str, zone: tzinfo | None) -> tuple[datetime, d
     try:
         if _YEAR.match(phrase):
             year = int(phrase)
-            return _at(date(year, 1, 1), zone), _at(date(year + 1, 1, 1), zone)
+            return _at(date(year, 1, 1), zone), (_at(date(year + 1, 1, 1), zone) if year < 9999 else _LAST)
         match = _YEAR_MONTH.match(phrase)
         if match:
             first = date(int(match.group("year")), int(match.group("month")), 1)
-            return _at(first, zone), _at(_add_months(first, 1), zone)
+            last = (first.year, first.month) == (9999, 12)
+            return _at(first, zone), (_LAST if last else _at(_add_months(first, 1), zone))
         if re.match(r"^\d{4}-\d{2}-\d{2}$", phrase):
             return _day(date.fromisoformat(phrase), zone)
         if re.match(r"^\d{4}-\d{2}-\d{2}[t ]\d{1,2}:\d{2}", phrase):
@@ -239,13 +240,23 @@ def _add_months(day: date, months: int) -> date:
     return date(year, month + 1, min(day.day, last))
 
 
+# The first and last instants a time can name: 0001-01-01 and 9999-12-31 are
+# natural "from the start" and "for ever" values, whose edges in a zone away
+# from UTC (or the day after the last) fall outside the calendar.
+_FIRST = datetime.min.replace(tzinfo=UTC)
+_LAST = datetime.max.replace(tzinfo=UTC)
+
+
 def _day(day: date, zone: tzinfo | None) -> tuple[datetime, datetime]:
-    return _at(day, zone), _at(day + timedelta(days=1), zone)
+    return _at(day, zone), (_at(day + timedelta(days=1), zone) if day < date.max else _LAST)
 
 
 def _at(day: date, zone: tzinfo | None) -> datetime:
     """Midnight starting `day` in `zone`."""
-    return _localize(datetime(day.year, day.month, day.day), zone)
+    try:
+        return _localize(datetime(day.year, day.month, day.day), zone)
+    except (OverflowError, ValueError):
+        return _FIRST if day.year == 1 else _LAST
 
 
 def _localize(naive: datetime, zone: tzinfo | None) -> datetime:
@@ -257,4 +268,9 @@ def _localize(naive: datetime, zone: tzinfo | None) -> datetime:
 
 
 def _iso(instant: datetime) -> str:
-    return instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        utc = instant.astimezone(UTC)
+    except (OverflowError, ValueError):  # an edge of the calendar, in a zone away from UTC
+        return _iso(_FIRST if instant.year == 1 else _LAST)
+    # Not strftime: its %Y writes year 999 as "999" on glibc, which sorts after "2024".
+    return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S}Z"
