@@ -216,10 +216,18 @@ def test_a_damaged_hash_marker_is_hashed_again(tmp_path, cache, damage):
     assert marker.read_text() == truth  # remembered again
 
 
-def test_plain_fallback_when_the_cache_is_unwritable(tmp_path, monkeypatch):
+def test_an_unwritable_cache_keeps_the_model_in_the_temp_folder(tmp_path, monkeypatch, embedder):
+    """A file where the cache should be: the model ran as shipped, whose id is
+    another, so every vector of the index was left out until a re-embed."""
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("")
     monkeypatch.setenv("LORE_CACHE_DIR", str(blocker))
-    embedder = load_embedder({})
-    assert embedder.model_id == "local:all-MiniLM-L6-v2-int8:8199be6f:t128"
-    assert embedder.embed_query("still works").shape == (384,)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    spare = load_embedder({})
+    assert spare.model_id == embedder.model_id
+    assert spare.model_path.parent == tmp_path / "tmp" / f"lore-{os.getuid()}" / "models"
+    np.testing.assert_array_equal(spare.embed_documents(TEXTS), embedder.embed_documents(TEXTS))

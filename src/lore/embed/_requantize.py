@@ -16,6 +16,7 @@ optimising at every load, and ~30-50 ms less of a cold CLI's start.
 from __future__ import annotations
 
 import logging
+import os
 import platform
 import shutil
 import tempfile
@@ -49,7 +50,7 @@ def requantized_path(model: Path, sha256: str) -> tuple[Path, bool] | None:
         import onnxruntime as ort
     except ImportError:
         return None
-    folder = cache_dir() / "models"
+    folder = _models_folder()
     # The machine too: a cache folder may be shared (a mounted home, a copied CI cache).
     stem = f"{sha256[:16]}-ort{ort.__version__}-{platform.machine() or 'cpu'}-{TAG}"
     optimized, quantized = folder / f"{stem}-x.onnx", folder / f"{stem}.onnx"
@@ -64,6 +65,26 @@ def requantized_path(model: Path, sha256: str) -> tuple[Path, bool] | None:
         quantized.unlink(missing_ok=True)
         (folder / f"{sha256[:16]}-ort{ort.__version__}-{TAG}.onnx").unlink(missing_ok=True)
     return optimized, True
+
+
+def _models_folder() -> Path:
+    """Where re-quantised models are kept: the user cache, or, when it can't be
+    written (a file in its place, no rights), a private folder in the temp
+    folder. Running the model as shipped instead would change the model id,
+    and with it every vector of the index (search fell back to keywords, asking
+    for `lore index --reembed`)."""
+    folder = cache_dir() / "models"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if os.access(folder, os.W_OK | os.X_OK):
+            return folder
+    except OSError:
+        pass
+    spare = Path(tempfile.gettempdir()) / f"lore-{os.getuid()}" / "models"
+    log.warning("cannot write the model cache %s; using %s", folder, spare)
+    with suppress(OSError):
+        spare.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return spare
 
 
 def _publish(target: Path, make: Callable[[Path], None]) -> bool:
