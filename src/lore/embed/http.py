@@ -122,11 +122,14 @@ class HttpEmbedder:
     # -- shared ---------------------------------------------------------------
 
     def _embed(self, texts: list[str], kind: str) -> np.ndarray:
+        import numpy as np
+
         url, body, headers = self._request(texts, kind)
         payload = self._post(url, body, headers)
         try:
             vectors = self._parse(payload)
-            rows = l2_normalise(vectors)
+            with np.errstate(all="ignore"):  # NaN and infinity are refused below, not warned about
+                rows = l2_normalise(vectors)
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise ProviderError(
                 f"unexpected response from {url} ({type(exc).__name__}: {exc}) — is base_url "
@@ -136,6 +139,11 @@ class HttpEmbedder:
             raise ProviderError(
                 f"{url} returned {len(vectors)} vectors for {len(texts)} texts — "
                 f"check base_url and model in {_CONFIG}"
+            )
+        if rows.shape[1] == 0 or not np.isfinite(rows).all():
+            raise ProviderError(
+                f"{url} returned {'empty vectors' if rows.shape[1] == 0 else 'vectors holding NaN or infinity'}"
+                f" — check model and base_url in {_CONFIG}"
             )
         if self._dim is None:
             self._dim = rows.shape[1]
@@ -184,7 +192,10 @@ class OpenAIEmbedder(HttpEmbedder):
         return f"{self.base_url}/embeddings", body, {}
 
     def _parse(self, payload: dict[str, Any]) -> list[list[float]]:
-        return [item["embedding"] for item in sorted(payload["data"], key=lambda item: item["index"])]
+        items = sorted(payload["data"], key=lambda item: item["index"])
+        if [item["index"] for item in items] != list(range(len(items))):
+            raise ValueError("the vectors' indices are not 0, 1, 2, ...")
+        return [item["embedding"] for item in items]
 
 
 class CompatibleEmbedder(OpenAIEmbedder):
