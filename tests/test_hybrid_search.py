@@ -111,6 +111,7 @@ class EmbeddingServer(ThreadingHTTPServer):
         self.block_from: int | None = None
         self.blocked = threading.Event()
         self.release = threading.Event()
+        self.dim: int | None = None  # vectors cut to this size: another model served under the same name
 
     def settings(self, model: str = "a", **extra) -> dict:
         return {
@@ -168,7 +169,11 @@ class _EmbeddingHandler(BaseHTTPRequestHandler):
         if fail:
             return self._reply(500, {"error": {"message": "embedding backend crashed"}})
         data = [
-            {"object": "embedding", "index": i, "embedding": fake_vector(body["model"], text)}
+            {
+                "object": "embedding",
+                "index": i,
+                "embedding": fake_vector(body["model"], text)[-(server.dim or DIM) :],
+            }
             for i, text in enumerate(body["input"])
         ]
         self._reply(200, {"object": "list", "data": data, "model": body["model"]})
@@ -484,6 +489,32 @@ def test_model_change_falls_back_until_reembed(cli, server):
     assert server.since(mark)[-1]["model"] == "b" and server.since(mark)[-1]["texts"] == ["rollback traffic"]
     hits = cli.json("search", "--mode", "vector", "tenant", "namespaced")
     assert hits[0]["path"] == paths[2]
+
+
+def test_a_model_that_changes_size_under_the_same_name_is_never_mixed_in(cli, server):
+    root = cli.cwd
+    configure(root, server.settings("a"))
+    paths = add_memories(root, MODEL_MEMORIES[:2])
+    assert cli.json("index")["embedded"] == 2
+    server.dim = DIM // 2  # the server now serves another model as "a"
+
+    proc = cli("search", "rollback", "traffic", "--json")
+    hits = json.loads(proc.stdout)
+    assert hits and {h["source"] for h in hits} == {"bm25"} and hits[0]["path"] == paths[0]
+    found = notices(proc.stderr, "lore index --reembed")
+    assert len(found) == 1 and f"{DIM // 2}-dimensional" in found[0] and "internal error" not in proc.stderr
+
+    add_memories(root, MODEL_MEMORIES[2:])
+    proc = cli("index", ok=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert len(notices(proc.stderr, "lore index --reembed")) == 1
+    with lore.open(root) as project:
+        assert project.store.count_embeddings("openai-compatible:a") == 2  # none of the new size
+
+    assert cli.json("index", "--reembed")["embedded"] == 3
+    proc = cli("search", "--mode", "vector", "rollback", "traffic", "--json")
+    hits = json.loads(proc.stdout)
+    assert hits and {h["source"] for h in hits} == {"vector"} and notices(proc.stderr, "reembed") == []
 
 
 # -- 4. embedding cache ------------------------------------------------------------------------
