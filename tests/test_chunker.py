@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -858,3 +859,15 @@ def test_a_declarator_chain_names_c_functions(tmp_path):
 def test_importing_the_chunker_does_not_import_tree_sitter():
     code = "import sys, lore.index.chunker; sys.exit('tree_sitter' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_a_markdown_file_of_many_headings_is_chunked_in_linear_time():
+    # 800 KB of headings (under the default 1 MB file limit): each heading's section
+    # was found by slicing the list of headings below it, 200,000 slices took minutes.
+    text = "# h\n" * 200_000
+    start = time.perf_counter()
+    chunks = chunk_file("notes.md", text)
+    assert time.perf_counter() - start < 10
+    lines = text.split("\n")
+    assert chunks[0].start_line == 1 and chunks[-1].end_line == 200_000
+    assert all(c.text == "\n".join(lines[c.start_line - 1 : c.end_line]) for c in chunks)

@@ -754,7 +754,10 @@ def _section_units(lines: list[str], rst: bool) -> list[_Unit]:
     top: list[_Unit] = []
     stack: list[tuple[int, _Unit, list[_Unit]]] = []  # (level, unit, its subsections)
     for i, (row, level, title) in enumerate(headings):
-        end = next((r for r, lv, _ in headings[i + 1 :] if lv <= level), len(lines)) - 1
+        # Scanning (not slicing) the headings below: each scan stops at the end of
+        # its section, so the whole loop is linear (a slice each made it quadratic).
+        after = (headings[j] for j in range(i + 1, len(headings)))
+        end = next((r for r, lv, _ in after if lv <= level), len(lines)) - 1
         while stack and stack[-1][0] >= level:
             stack.pop()
         symbol = f"{stack[-1][1].symbol} > {title}" if stack else title
