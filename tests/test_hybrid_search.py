@@ -517,6 +517,36 @@ def test_a_model_that_changes_size_under_the_same_name_is_never_mixed_in(cli, se
     assert hits and {h["source"] for h in hits} == {"vector"} and notices(proc.stderr, "reembed") == []
 
 
+PASTED_KEY = "sk-proj-Zq8xLm2Vt5Rb9Nc4Hd7Jf1Kp6Ws3Ye0Ua"
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        {"api_key_env": PASTED_KEY},  # the key pasted where its variable's name belongs
+        {"base_url": f"http://me:{PASTED_KEY}@127.0.0.1:9/v1"},
+        {"base_url": f"http://127.0.0.1:9/v1?key={PASTED_KEY}"},
+    ],
+)
+def test_a_key_pasted_into_the_embedding_settings_is_never_printed_or_stored(cli, server, setting):
+    root = cli.cwd
+    configure(root, server.settings("a", **setting))
+    add_memories(root, MODEL_MEMORIES[:1])
+    outputs = [
+        cli("index", ok=False),
+        cli("search", "rollback"),
+        cli("stats", "--json"),
+        cli("doctor", ok=False),
+    ]
+    for proc in outputs:
+        assert PASTED_KEY not in proc.stdout + proc.stderr
+    assert any("api_key_env" in proc.stderr for proc in outputs)
+    for path in (root / ".lore").rglob("*"):
+        if path.is_file() and path.name != "config.toml":
+            assert PASTED_KEY.encode() not in path.read_bytes(), path
+    assert server.requests == []
+
+
 # -- 4. embedding cache ------------------------------------------------------------------------
 
 

@@ -15,7 +15,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from lore.embed._vectors import l2_normalise
-from lore.embed.config import MAX_SECONDS, Option, read_options
+from lore.embed.config import MAX_SECONDS, Option, check_endpoint, read_options
 from lore.errors import ProviderError
 from lore.http_post import Endpoint, post_json
 from lore.http_post import retry_after as _retry_after  # noqa: F401  (tests import it from here)
@@ -70,6 +70,7 @@ class HttpEmbedder:
                 f"base_url must start with http:// or https://, got {self.base_url!r} — check {_CONFIG}"
             )
         self.key_env: str | None = options["api_key_env"] or self.default_key_env
+        check_endpoint(self.base_url, self.key_env)
         self._key = os.environ.get(self.key_env) if self.key_env else None
         if not self._key and (self.key_required or options["api_key_env"]):
             raise ProviderError(
