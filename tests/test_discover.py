@@ -201,6 +201,13 @@ def test_huge_files_are_skipped_with_their_size(repo):
     }
 
 
+def test_a_file_just_over_the_limit_says_by_how_much(repo):
+    _write(repo, "edge.js", "x" * 1_000_001)
+    assert _reasons(discover(repo)) == {
+        "edge.js": "too large (1,000,001 B > 1,000,000 B)"
+    }  # not "1 MB > 1 MB"
+
+
 def test_symlinks_outside_the_repo_are_not_followed(repo, tmp_path):
     outside = tmp_path / "outside"
     _write(outside, "secret.py", "TOKEN = 'x'\n")

@@ -586,7 +586,10 @@ def _content_reason(path: str, rel: str, max_bytes: int, seen: tuple[int, int] |
         return "not a regular file"
     limit = max_bytes // _JSON_SHARE if rel.endswith(".json") else max_bytes
     if info.st_size > limit:
-        return f"too large ({_human_size(info.st_size)} > {_human_size(limit)})"
+        size, most = _human_size(info.st_size), _human_size(limit)
+        if size == most:  # 1,000,001 bytes is "1 MB" too: show the bytes
+            size, most = f"{info.st_size:,} B", f"{limit:,} B"
+        return f"too large ({size} > {most})"
     if seen == (info.st_mtime_ns, info.st_size):
         return None
     return _sniff(path)
