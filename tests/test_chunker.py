@@ -871,3 +871,19 @@ def test_a_markdown_file_of_many_headings_is_chunked_in_linear_time():
     lines = text.split("\n")
     assert chunks[0].start_line == 1 and chunks[-1].end_line == 200_000
     assert all(c.text == "\n".join(lines[c.start_line - 1 : c.end_line]) for c in chunks)
+
+
+def test_a_file_with_classic_mac_line_ends_is_chunked_by_its_lines():
+    functions = [
+        "\r".join(
+            [f"def handler_{i}(event):", *(f"    step_{j} = event.get('k{j}') or {j}" for j in range(20)), ""]
+        )
+        for i in range(3)
+    ]
+    text = "\r".join(functions)  # CR only, no "\n" anywhere
+    chunks = chunk_file("handlers.py", text)
+    assert [c.symbol for c in chunks] == ["handler_0", "handler_1", "handler_2"]
+    lines = text.split("\r")
+    for chunk in chunks:
+        assert chunk.text == "\n".join(lines[chunk.start_line - 1 : chunk.end_line])
+        assert chunk.text.startswith(f"def {chunk.symbol}(event):")

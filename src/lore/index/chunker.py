@@ -182,6 +182,10 @@ def chunk_file(
     if not text.strip():
         return []
     language = language_for(path) or "text"
+    if "\r" in text and "\n" not in text:
+        # Classic Mac line ends: as one "\n" line, the whole file was cut at random
+        # characters under its first unit's name. Editors number these lines too.
+        text = text.replace("\r", "\n")
     lines = text.split("\n")
     if "\r" in text:
         lines = [line[:-1] if line.endswith("\r") else line for line in lines]
