@@ -887,3 +887,13 @@ def test_a_file_with_classic_mac_line_ends_is_chunked_by_its_lines():
     for chunk in chunks:
         assert chunk.text == "\n".join(lines[chunk.start_line - 1 : chunk.end_line])
         assert chunk.text.startswith(f"def {chunk.symbol}(event):")
+
+
+def test_a_long_run_of_punctuation_after_a_space_is_cut_like_any_long_line():
+    # " " + 300,000 braces was priced as one token, so it stayed one 300 KB chunk
+    # (an embedding API refuses such a text; a pack's budget let it through).
+    text = "<?php " + "{" * 300_000
+    chunks = chunk_file("page.php", text)
+    assert len(chunks) > 100 and max(len(c.text) for c in chunks) < 5_000
+    assert "".join(c.text for c in chunks) == text
+    assert count_tokens(" " + "}" * 10_000) >= 1_000

@@ -83,8 +83,11 @@ def _piece_cost(piece: str) -> int:
             # Common words are one token; long identifiers and rare words
             # split into pieces of a few characters.
             total += 1 if n <= _SHORT else 1 + (n - _SHORT) // _WORD_PIECE
-    elif piece[0].isspace() or piece[-1].isdigit():
+    elif piece.isspace() or piece[-1].isdigit():
         total += 1
     else:
+        # A punctuation run (" ====", "}}}}"), its leading space free as a word's is:
+        # charged as one token, " " + 300,000 braces made a one-token chunk of 300 KB.
+        n -= piece[0] == " "
         total += 1 if n <= _PUNCT_SHORT else 1 + (n - _PUNCT_SHORT) // _PUNCT_PIECE
     return total
