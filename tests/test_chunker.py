@@ -897,3 +897,12 @@ def test_a_long_run_of_punctuation_after_a_space_is_cut_like_any_long_line():
     assert len(chunks) > 100 and max(len(c.text) for c in chunks) < 5_000
     assert "".join(c.text for c in chunks) == text
     assert count_tokens(" " + "}" * 10_000) >= 1_000
+
+
+def test_a_long_run_of_whitespace_inside_a_line_is_priced_by_its_length():
+    # 100,000 tabs are ~6,250 cl100k tokens; priced as one, the line stayed one 100 KB chunk.
+    text = "x = 1" + "\t" * 100_000 + "# end\n"
+    assert count_tokens(text) > 5_000
+    chunks = chunk_file("pad.py", text)
+    assert len(chunks) > 1 and max(len(c.text) for c in chunks) < 10_000
+    assert count_tokens("        return x\n") == count_tokens("    return x\n")  # indentation: unchanged
