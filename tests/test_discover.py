@@ -368,3 +368,14 @@ def test_a_bad_glob_is_an_error_even_when_cached_leniently(tmp_path):
     module._TRANSLATED.clear()
     with pytest.raises(UsageError, match="bad glob"):
         discover(tmp_path / "p", include=["!"], cache=cache)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_a_loreignore_that_is_no_regular_file_is_an_error_not_a_hang(repo, kind):
+    _write(repo, "a.py", "x = 1\n")
+    if kind == "fifo":
+        os.mkfifo(repo / ".loreignore")  # reading it waited for a writer forever
+    else:
+        os.symlink("/dev/zero", repo / ".loreignore")  # reading it never ended
+    with pytest.raises(UsageError, match=r"\.loreignore: is a (FIFO|device), not a regular file"):
+        discover(repo)
