@@ -906,3 +906,14 @@ def test_a_long_run_of_whitespace_inside_a_line_is_priced_by_its_length():
     chunks = chunk_file("pad.py", text)
     assert len(chunks) > 1 and max(len(c.text) for c in chunks) < 10_000
     assert count_tokens("        return x\n") == count_tokens("    return x\n")  # indentation: unchanged
+
+
+def test_a_long_run_of_blank_lines_between_two_lines_is_not_one_chunk():
+    # Blank lines cost nothing, so 300,000 of them (~9,000 real tokens of newlines)
+    # between two lines of text made one chunk an embedding API refuses.
+    text = "first = 1" + "\n" * 300_000 + "last = 2\n"
+    chunks = chunk_file("gap.py", text)
+    assert [(c.start_line, c.end_line, c.text) for c in chunks] == [
+        (1, 1, "first = 1"),
+        (300_001, 300_001, "last = 2"),
+    ]
