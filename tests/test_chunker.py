@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -858,3 +859,61 @@ def test_a_declarator_chain_names_c_functions(tmp_path):
 def test_importing_the_chunker_does_not_import_tree_sitter():
     code = "import sys, lore.index.chunker; sys.exit('tree_sitter' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_a_markdown_file_of_many_headings_is_chunked_in_linear_time():
+    # 800 KB of headings (under the default 1 MB file limit): each heading's section
+    # was found by slicing the list of headings below it, 200,000 slices took minutes.
+    text = "# h\n" * 200_000
+    start = time.perf_counter()
+    chunks = chunk_file("notes.md", text)
+    assert time.perf_counter() - start < 10
+    lines = text.split("\n")
+    assert chunks[0].start_line == 1 and chunks[-1].end_line == 200_000
+    assert all(c.text == "\n".join(lines[c.start_line - 1 : c.end_line]) for c in chunks)
+
+
+def test_a_file_with_classic_mac_line_ends_is_chunked_by_its_lines():
+    functions = [
+        "\r".join(
+            [f"def handler_{i}(event):", *(f"    step_{j} = event.get('k{j}') or {j}" for j in range(20)), ""]
+        )
+        for i in range(3)
+    ]
+    text = "\r".join(functions)  # CR only, no "\n" anywhere
+    chunks = chunk_file("handlers.py", text)
+    assert [c.symbol for c in chunks] == ["handler_0", "handler_1", "handler_2"]
+    lines = text.split("\r")
+    for chunk in chunks:
+        assert chunk.text == "\n".join(lines[chunk.start_line - 1 : chunk.end_line])
+        assert chunk.text.startswith(f"def {chunk.symbol}(event):")
+
+
+def test_a_long_run_of_punctuation_after_a_space_is_cut_like_any_long_line():
+    # " " + 300,000 braces was priced as one token, so it stayed one 300 KB chunk
+    # (an embedding API refuses such a text; a pack's budget let it through).
+    text = "<?php " + "{" * 300_000
+    chunks = chunk_file("page.php", text)
+    assert len(chunks) > 100 and max(len(c.text) for c in chunks) < 5_000
+    assert "".join(c.text for c in chunks) == text
+    assert count_tokens(" " + "}" * 10_000) >= 1_000
+
+
+def test_a_long_run_of_whitespace_inside_a_line_is_priced_by_its_length():
+    # 100,000 tabs are ~6,250 cl100k tokens; priced as one, the line stayed one 100 KB chunk.
+    text = "x = 1" + "\t" * 100_000 + "# end\n"
+    assert count_tokens(text) > 5_000
+    chunks = chunk_file("pad.py", text)
+    assert len(chunks) > 1 and max(len(c.text) for c in chunks) < 10_000
+    assert count_tokens("        return x\n") == count_tokens("    return x\n")  # indentation: unchanged
+
+
+def test_a_long_run_of_blank_lines_between_two_lines_is_not_one_chunk():
+    # Blank lines cost nothing, so 300,000 of them (~9,000 real tokens of newlines)
+    # between two lines of text made one chunk an embedding API refuses.
+    text = "first = 1" + "\n" * 300_000 + "last = 2\n"
+    chunks = chunk_file("gap.py", text)
+    assert [(c.start_line, c.end_line, c.text) for c in chunks] == [
+        (1, 1, "first = 1"),
+        (300_001, 300_001, "last = 2"),
+    ]

@@ -1207,3 +1207,27 @@ def test_semantic_code_search_with_the_default_model(cli):
         cli.json("history", "arithmetic", "helpers")[0]["subject"]
         == "Implement arithmetic helpers and the greeter"
     )
+
+
+@pytest.mark.parametrize("swap", ["fifo", "dev-zero", "grown"])
+def test_a_file_swapped_between_discovery_and_reading_is_skipped_without_blocking(repo, swap):
+    root = repo.cwd
+    write(root, "a.py", "def first():\n    return 1\n")
+    write(root, "b.py", "def second():\n    return 2\n")
+    write(root, "c.py", "def third():\n    return 3\n")
+
+    def replace_b(done: int, total: int) -> None:
+        if done == 1:  # a.py is read; b.py was a small regular file when discovery saw it
+            (root / "b.py").unlink()
+            if swap == "fifo":
+                os.mkfifo(root / "b.py")  # reading it would wait for a writer forever
+            elif swap == "dev-zero":
+                os.symlink("/dev/zero", root / "b.py")  # reading it would never end
+            else:
+                write(root, "b.py", "x = 1\n" * 400_000)  # 2.4 MB, over max_file_bytes
+
+    with lore.open(root) as project:
+        result = project.index_code(progress=replace_b)
+    assert [e.split(":")[0] for e in result.errors] == ["b.py"]
+    assert "skipped" in result.errors[0]
+    assert sorted(paths(code(repo, "first third"))) == ["a.py", "c.py"]

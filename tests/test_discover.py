@@ -201,6 +201,13 @@ def test_huge_files_are_skipped_with_their_size(repo):
     }
 
 
+def test_a_file_just_over_the_limit_says_by_how_much(repo):
+    _write(repo, "edge.js", "x" * 1_000_001)
+    assert _reasons(discover(repo)) == {
+        "edge.js": "too large (1,000,001 B > 1,000,000 B)"
+    }  # not "1 MB > 1 MB"
+
+
 def test_symlinks_outside_the_repo_are_not_followed(repo, tmp_path):
     outside = tmp_path / "outside"
     _write(outside, "secret.py", "TOKEN = 'x'\n")
@@ -361,3 +368,14 @@ def test_a_bad_glob_is_an_error_even_when_cached_leniently(tmp_path):
     module._TRANSLATED.clear()
     with pytest.raises(UsageError, match="bad glob"):
         discover(tmp_path / "p", include=["!"], cache=cache)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_a_loreignore_that_is_no_regular_file_is_an_error_not_a_hang(repo, kind):
+    _write(repo, "a.py", "x = 1\n")
+    if kind == "fifo":
+        os.mkfifo(repo / ".loreignore")  # reading it waited for a writer forever
+    else:
+        os.symlink("/dev/zero", repo / ".loreignore")  # reading it never ended
+    with pytest.raises(UsageError, match=r"\.loreignore: is a (FIFO|device), not a regular file"):
+        discover(repo)

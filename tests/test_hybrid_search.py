@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 import lore
-from conftest import ON_POSTGRES
 from lore.errors import UsageError
 from lore.index.embedding import BATCH
 
@@ -492,32 +491,60 @@ def test_model_change_falls_back_until_reembed(cli, server):
     assert hits[0]["path"] == paths[2]
 
 
-def test_same_model_name_answering_another_dimension_is_left_out_until_reembed(cli, server):
-    # The model behind a name changed (another model pulled under the same tag of a local
-    # server), so new vectors have another dimension than the index's: search crashed on
-    # every query (an internal error reshaping or multiplying the matrix), `lore index`
-    # did not help. Now vector search leaves the other dimension out and says what to do.
+def test_a_model_that_changes_size_under_the_same_name_is_never_mixed_in(cli, server):
     root = cli.cwd
     configure(root, server.settings("a"))
-    paths = add_memories(root, MODEL_MEMORIES)
-    assert cli.json("index")["embedded"] == 3
-    assert cli.json("search", "--mode", "vector", "rollback", "traffic")[0]["path"] == paths[0]
+    paths = add_memories(root, MODEL_MEMORIES[:2])
+    assert cli.json("index")["embedded"] == 2
+    server.dim = DIM // 2  # the server now serves another model as "a"
 
-    server.dim = DIM * 2
-    late = add_memories(root, [{"title": "Late note", "body": "Rollback drills run every quarter."}])
-    proc = cli("search", "rollback", "traffic", "--json")  # embeds the late note first, at 128
+    proc = cli("search", "rollback", "traffic", "--json")
     hits = json.loads(proc.stdout)
-    assert {h["path"] for h in hits} == {paths[0], late[0]}
-    assert hits[0]["path"] == paths[0] and hits[0]["source"] == "bm25"
-    if not ON_POSTGRES:  # PostgreSQL compares only vectors of the query's dimension, silently
-        found = notices(proc.stderr, "lore index --reembed")
-        assert len(found) == 1 and "3 vectors of openai-compatible:a" in found[0] and "(128)" in found[0]
-    assert cli.json("recall", "rollback traffic")["memories"]
+    assert hits and {h["source"] for h in hits} == {"bm25"} and hits[0]["path"] == paths[0]
+    found = notices(proc.stderr, "lore index --reembed")
+    assert len(found) == 1 and f"{DIM // 2}-dimensional" in found[0] and "internal error" not in proc.stderr
 
-    assert cli.json("index", "--reembed")["embedded"] == 4
+    add_memories(root, MODEL_MEMORIES[2:])
+    proc = cli("index", ok=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert len(notices(proc.stderr, "lore index --reembed")) == 1
+    with lore.open(root) as project:
+        assert project.store.count_embeddings("openai-compatible:a") == 2  # none of the new size
+
+    assert cli.json("index", "--reembed")["embedded"] == 3
     proc = cli("search", "--mode", "vector", "rollback", "traffic", "--json")
     hits = json.loads(proc.stdout)
-    assert {h["path"] for h in hits[:2]} == {paths[0], late[0]} and notices(proc.stderr, "dimension") == []
+    assert hits and {h["source"] for h in hits} == {"vector"} and notices(proc.stderr, "reembed") == []
+
+
+PASTED_KEY = "sk-proj-Zq8xLm2Vt5Rb9Nc4Hd7Jf1Kp6Ws3Ye0Ua"
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        {"api_key_env": PASTED_KEY},  # the key pasted where its variable's name belongs
+        {"base_url": f"http://me:{PASTED_KEY}@127.0.0.1:9/v1"},
+        {"base_url": f"http://127.0.0.1:9/v1?key={PASTED_KEY}"},
+    ],
+)
+def test_a_key_pasted_into_the_embedding_settings_is_never_printed_or_stored(cli, server, setting):
+    root = cli.cwd
+    configure(root, server.settings("a", **setting))
+    add_memories(root, MODEL_MEMORIES[:1])
+    outputs = [
+        cli("index", ok=False),
+        cli("search", "rollback"),
+        cli("stats", "--json"),
+        cli("doctor", ok=False),
+    ]
+    for proc in outputs:
+        assert PASTED_KEY not in proc.stdout + proc.stderr
+    assert any("api_key_env" in proc.stderr for proc in outputs)
+    for path in (root / ".lore").rglob("*"):
+        if path.is_file() and path.name != "config.toml":
+            assert PASTED_KEY.encode() not in path.read_bytes(), path
+    assert server.requests == []
 
 
 # -- 4. embedding cache ------------------------------------------------------------------------

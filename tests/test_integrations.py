@@ -495,6 +495,21 @@ def test_instructions_follow_a_symlink(root):
     assert MD_BEGIN in (root / "AGENTS.md").read_text()
 
 
+def test_a_block_pasted_twice_is_kept_once_and_uninstall_removes_both(root):
+    block = f"{MD_BEGIN}\nold words\n{MD_END}\n"
+    (root / "CLAUDE.md").write_text(f"# Rules\n\n{block}\nMiddle rule.\n\n{block}\nLast rule.\n")
+    assert install("claude-code", root, command=["lore"], instructions=True)[-1] == (
+        "updated CLAUDE.md: refreshed Lore instructions"
+    )
+    text = (root / "CLAUDE.md").read_text()
+    assert text.count(MD_BEGIN) == text.count(MD_END) == 1 and "old words" not in text
+    assert "Middle rule." in text and "Last rule." in text
+
+    (root / "CLAUDE.md").write_text(f"# Rules\n\n{block}\nMiddle rule.\n\n{block}\nLast rule.\n")
+    uninstall("claude-code", root)
+    assert (root / "CLAUDE.md").read_text() == "# Rules\n\nMiddle rule.\n\nLast rule.\n"
+
+
 def test_partial_block_is_reported(root):
     (root / "CLAUDE.md").write_text(f"intro\n{MD_BEGIN}\nhalf a block\n")
     with pytest.raises(ConfigError, match="no '<!-- lore:end -->'"):

@@ -4,7 +4,10 @@ Standard library only (urllib + json), so providers add no dependency. 429
 and 5xx responses and connection failures are retried with exponential
 back-off (honouring Retry-After); every other failure becomes a
 :class:`~lore.errors.ProviderError` that says what to fix. API keys are sent
-in headers only and never appear in messages.
+in headers only and never appear in messages (not even when a server echoes
+them back). Redirects are refused, so a key never follows one to another
+host; a response is read only up to :data:`MAX_RESPONSE_BYTES`, and within
+`timeout` seconds however slowly it arrives.
 """
 
 from __future__ import annotations
@@ -25,6 +28,22 @@ from typing import Any
 from lore.errors import ProviderError
 
 MAX_WAIT = 60.0  # seconds; caps Retry-After and back-off
+#: The most of a response read (64 texts of 3,072 dimensions are ~4 MB of JSON).
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+_ERROR_BYTES = 64 * 1024  # the most of an error response read for its message
+# Headers whose values are credentials: never shown, even when a server echoes them.
+_SECRET_HEADERS = ("authorization", "x-api-key", "x-goog-api-key", "api-key")
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Redirects are errors: urllib would replay the request's headers, the API
+    key among them, to whatever host the `Location` names."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
 
 
 @dataclass(frozen=True)
@@ -65,16 +84,24 @@ def post_json(endpoint: Endpoint, url: str, body: dict[str, Any], headers: dict[
         "User-Agent": "lore",
         **headers,
     }
+    secrets = [v for k, v in headers.items() if k.lower() in _SECRET_HEADERS and v]
     attempts = endpoint.max_retries + 1
     for attempt in range(attempts):
         request = urllib.request.Request(url, data=data, headers=headers, method="POST")
         wait = None
         try:
-            with urllib.request.urlopen(request, timeout=endpoint.timeout) as response:
-                raw = response.read()
+            with _OPENER.open(request, timeout=endpoint.timeout) as response:
+                raw = _read_body(response, url, endpoint)
             break
         except urllib.error.HTTPError as exc:
-            detail = error_detail(exc)
+            detail = _without(secrets, error_detail(exc))
+            if 300 <= exc.code < 400:
+                where = exc.headers.get("Location") if exc.headers else None
+                raise ProviderError(
+                    f"{endpoint.provider}: {url} redirects (HTTP {exc.code}"
+                    f"{f' to {_without(secrets, where)}' if where else ''}); Lore does not follow "
+                    f"redirects with an API key — set base_url to the final address in {endpoint.config}"
+                ) from None
             if exc.code != 429 and exc.code < 500:
                 raise ProviderError(_refused(endpoint, url, exc.code, detail)) from exc
             wait = retry_after(exc.headers)
@@ -88,7 +115,7 @@ def post_json(endpoint: Endpoint, url: str, body: dict[str, Any], headers: dict[
                 f"{detail} — {fix}"
             )
         except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
-            reason = getattr(exc, "reason", None) or exc
+            reason = _without(secrets, str(getattr(exc, "reason", None) or exc))
             failure = (
                 f"cannot reach {url}: {reason} — is the server running? check base_url in .lore/config.toml"
             )
@@ -107,6 +134,41 @@ def post_json(endpoint: Endpoint, url: str, body: dict[str, Any], headers: dict[
         ) from exc
 
 
+def _read_body(response: http.client.HTTPResponse, url: str, endpoint: Endpoint) -> bytes:
+    """The response's body: at most MAX_RESPONSE_BYTES, within `timeout` seconds in all
+    (the socket's timeout bounds each read only, and a server may send a byte at a time).
+
+    Raises:
+        ProviderError: the body is larger.
+        TimeoutError: it takes longer (retried like any connection failure).
+    """
+    deadline = time.monotonic() + endpoint.timeout
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        part = response.read1(1 << 16)
+        if not part:
+            return b"".join(parts)
+        parts.append(part)
+        size += len(part)
+        if size > MAX_RESPONSE_BYTES:
+            raise ProviderError(
+                f"{url} sent more than {MAX_RESPONSE_BYTES // (1024 * 1024)} MB — is base_url pointing at "
+                f"a {endpoint.provider} API? check {endpoint.config}"
+            )
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the response took over {endpoint.timeout:g} s (timeout)")
+
+
+def _without(secrets: list[str], text: str) -> str:
+    """`text` with each credential (a header's value, and the key in `Bearer <key>`) masked."""
+    for secret in secrets:
+        for value in (secret, secret.removeprefix("Bearer ").strip()):
+            if len(value) >= 4:
+                text = text.replace(value, "[REDACTED]")
+    return text
+
+
 def _refused(endpoint: Endpoint, url: str, code: int, detail: str) -> str:
     if code in (401, 403):
         fix = f"check the key in ${endpoint.key_env}" if endpoint.key_env else "set api_key_env"
@@ -121,8 +183,8 @@ def error_detail(exc: urllib.error.HTTPError) -> str:
     """The server's error message, short (OpenAI, Anthropic, Gemini and Voyage all
     nest it under "error" or "detail")."""
     try:
-        text = exc.read().decode("utf-8", "replace")
-    except OSError:
+        text = exc.read(_ERROR_BYTES).decode("utf-8", "replace")
+    except (OSError, http.client.HTTPException):
         return exc.reason or ""
     try:
         payload = json.loads(text)

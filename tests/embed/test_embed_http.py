@@ -47,6 +47,10 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):  # keep pytest output clean
         pass
 
+    def do_GET(self):  # what urllib turns a redirected POST into
+        self.server.requests.append({"path": self.path, "headers": dict(self.headers), "body": None})
+        self._reply(404, {}, {"error": {"message": "no GET here"}})
+
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
@@ -54,6 +58,8 @@ class _Handler(BaseHTTPRequestHandler):
             failure = self.server.failures.pop(0)
             if failure[0] == "sleep":
                 time.sleep(failure[1])
+            elif failure[0] == "drip":  # a byte at a time, each well inside the socket's timeout
+                return self._drip(failure[1], failure[2])
             else:
                 return self._reply(*failure)
         try:
@@ -81,6 +87,18 @@ class _Handler(BaseHTTPRequestHandler):
             }
         raise AssertionError(f"unknown path {self.path}")
 
+    def _drip(self, count: int, pause: float):
+        self.send_response(200)
+        self.send_header("Content-Length", str(count + 2))
+        self.end_headers()
+        try:
+            for _ in range(count):
+                self.wfile.write(b" ")
+                self.wfile.flush()
+                time.sleep(pause)
+        except OSError:
+            pass  # the client gave up
+
     def _reply(self, status: int, headers: dict, payload):
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         self.send_response(status)
@@ -88,7 +106,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.wfile.write(data)
+        except OSError:
+            pass  # the client stopped reading (a response over its limit)
 
 
 @pytest.fixture
@@ -291,3 +312,61 @@ def test_retry_after_formats():
     assert _retry_after({"Retry-After": "2"}) == 2.0
     assert _retry_after({"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0  # in the past
     assert _retry_after({}) is None and _retry_after({"Retry-After": "soon"}) is None
+
+
+def test_a_redirect_is_refused_and_the_key_never_reaches_the_other_host(api, key):
+    other = FakeAPI()
+    thread = threading.Thread(target=other.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    try:
+        api.failures = [(302, {"Location": f"{other.url}/v1/embeddings"}, b"")]
+        embedder = load_embedder(
+            {"provider": "openai", "base_url": f"{api.url}/v1", "api_key_env": key, **FAST}
+        )
+        with pytest.raises(
+            ProviderError, match=r"redirects \(HTTP 302 to .*set base_url to the final address"
+        ):
+            embedder.embed_query("x")
+        assert other.requests == []
+    finally:
+        other.shutdown()
+        other.server_close()
+
+
+def test_a_key_the_server_echoes_back_is_not_shown(api, key):
+    api.failures = [(400, {}, {"error": {"message": f"malformed header: Bearer {KEY}"}})]
+    embedder = load_embedder({"provider": "openai", "base_url": f"{api.url}/v1", "api_key_env": key, **FAST})
+    with pytest.raises(ProviderError, match="malformed header") as info:
+        embedder.embed_query("x")
+    assert KEY not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("values", "problem"),
+    [([float("nan"), 1.0], "NaN or infinity"), ([1e39, 1.0], "NaN or infinity"), ([], "empty vectors")],
+)
+def test_vectors_holding_nan_infinity_or_nothing_are_refused(api, values, problem):
+    api.failures = [(200, {}, b'{"data": [{"index": 0, "embedding": %s}]}' % json.dumps(values).encode())]
+    with pytest.raises(ProviderError, match=problem):
+        _compatible(api, max_retries=0).embed_query("x")
+
+
+def test_vectors_with_repeated_indices_are_refused(api):
+    api.failures = [(200, {}, {"data": [{"index": 0, "embedding": [1.0, 0.0]}] * 2})]
+    with pytest.raises(ProviderError, match="indices"):
+        _compatible(api, max_retries=0).embed_documents(["a", "b"])
+
+
+def test_a_response_larger_than_the_limit_is_refused_without_reading_it_all(api, monkeypatch):
+    monkeypatch.setattr("lore.http_post.MAX_RESPONSE_BYTES", 1000)
+    api.failures = [(200, {}, b" " * 5000 + b"{}")]
+    with pytest.raises(ProviderError, match="sent more than"):
+        _compatible(api, max_retries=0).embed_query("x")
+
+
+def test_a_response_trickling_in_is_cut_at_the_timeout(api):
+    api.failures = [("drip", 40, 0.05)]  # 2 s in all, no pause near the socket's 0.5 s
+    start = time.monotonic()
+    with pytest.raises(ProviderError, match="took over 0.5 s"):
+        _compatible(api, timeout=0.5, max_retries=0).embed_query("x")
+    assert time.monotonic() - start < 1.5

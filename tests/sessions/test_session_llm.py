@@ -231,12 +231,29 @@ def test_unreachable_server_and_bad_settings_fall_back_too(root, key):
             {"provider": "anthropic", "model": "m", "timeout": "fast"},
             r"\[sessions.summary\] timeout must be float",
         ),
+        (
+            {
+                "provider": "anthropic",
+                "model": "m",
+                "api_key_env": "sk-ant-api03-Zq8xLm2Vt5Rb9Nc4Hd7Jf1Kp6Ws3Ye0Ua",
+            },
+            "api_key_env must be the name of an environment variable",
+        ),
+        (
+            {
+                "provider": "openai-compatible",
+                "model": "m",
+                "base_url": "http://me:Zq8xLm2Vt5Rb@127.0.0.1:1/v1",
+            },
+            "base_url must be a plain address",
+        ),
     ],
 )
 def test_bad_summary_settings_are_refused_with_a_fix(settings, message, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    with pytest.raises(ProviderError, match=message):
+    with pytest.raises(ProviderError, match=message) as info:
         load_summarizer(settings)
+    assert "Zq8xLm2Vt5Rb" not in str(info.value)
 
 
 def test_a_misconfigured_provider_never_stops_compaction(root, monkeypatch):

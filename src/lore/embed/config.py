@@ -9,6 +9,8 @@ mistake never silently falls back to a default.
 from __future__ import annotations
 
 import math
+import re
+import urllib.parse
 from typing import Any, NamedTuple
 
 from lore.errors import ProviderError
@@ -22,6 +24,7 @@ MAX_BATCH = 256
 # Seconds an HTTP provider may wait for one attempt (a socket's clock overflows
 # long before 1e300).
 MAX_SECONDS = 86_400.0
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class Option(NamedTuple):
@@ -82,3 +85,33 @@ def _check(table: str, name: str, value: Any, option: Option) -> Any:
     if option.choices is not None and value not in option.choices:
         raise ProviderError(f"{name} must be one of {', '.join(option.choices)}, got {value!r} — {where}")
     return value
+
+
+def check_endpoint(base_url: str, key_env: str | None, table: str = "[embedding]") -> None:
+    """Refuse credentials where a setting names an address or a variable: a
+    base_url with ``user:password@``, a query or a fragment (``?key=...``), and
+    an api_key_env that is not a variable's name (the key itself pasted there).
+    Messages never repeat the value: it would be printed, and logged.
+
+    Raises:
+        ProviderError: one of those; says where the key belongs.
+    """
+    where = f"check {table} in .lore/config.toml"
+    try:
+        parts = urllib.parse.urlsplit(base_url)
+        has_credentials = parts.username is not None or parts.password is not None
+    except ValueError:
+        raise ProviderError(f"{table} base_url is not a valid URL — {where}") from None
+    if has_credentials or parts.query or parts.fragment:
+        raise ProviderError(
+            f"{table} base_url must be a plain address (no user:password@, ?query or #fragment); "
+            f"keys belong in an environment variable named by api_key_env — {where}"
+        )
+    if key_env is not None:
+        from lore.secrets import redact
+
+        if not _ENV_NAME.fullmatch(key_env) or redact(key_env)[1]:
+            raise ProviderError(
+                f"{table} api_key_env must be the name of an environment variable (such as "
+                f"OPENAI_API_KEY), not the key itself: put the key in a variable and name it there — {where}"
+            )

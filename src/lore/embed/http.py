@@ -15,7 +15,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from lore.embed._vectors import l2_normalise
-from lore.embed.config import MAX_SECONDS, Option, read_options
+from lore.embed.config import MAX_SECONDS, Option, check_endpoint, read_options
 from lore.errors import ProviderError
 from lore.http_post import Endpoint, post_json
 from lore.http_post import retry_after as _retry_after  # noqa: F401  (tests import it from here)
@@ -70,6 +70,7 @@ class HttpEmbedder:
                 f"base_url must start with http:// or https://, got {self.base_url!r} — check {_CONFIG}"
             )
         self.key_env: str | None = options["api_key_env"] or self.default_key_env
+        check_endpoint(self.base_url, self.key_env)
         self._key = os.environ.get(self.key_env) if self.key_env else None
         if not self._key and (self.key_required or options["api_key_env"]):
             raise ProviderError(
@@ -122,11 +123,14 @@ class HttpEmbedder:
     # -- shared ---------------------------------------------------------------
 
     def _embed(self, texts: list[str], kind: str) -> np.ndarray:
+        import numpy as np
+
         url, body, headers = self._request(texts, kind)
         payload = self._post(url, body, headers)
         try:
             vectors = self._parse(payload)
-            rows = l2_normalise(vectors)
+            with np.errstate(all="ignore"):  # NaN and infinity are refused below, not warned about
+                rows = l2_normalise(vectors)
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise ProviderError(
                 f"unexpected response from {url} ({type(exc).__name__}: {exc}) — is base_url "
@@ -136,6 +140,11 @@ class HttpEmbedder:
             raise ProviderError(
                 f"{url} returned {len(vectors)} vectors for {len(texts)} texts — "
                 f"check base_url and model in {_CONFIG}"
+            )
+        if rows.shape[1] == 0 or not np.isfinite(rows).all():
+            raise ProviderError(
+                f"{url} returned {'empty vectors' if rows.shape[1] == 0 else 'vectors holding NaN or infinity'}"
+                f" — check model and base_url in {_CONFIG}"
             )
         if self._dim is None:
             self._dim = rows.shape[1]
@@ -184,7 +193,10 @@ class OpenAIEmbedder(HttpEmbedder):
         return f"{self.base_url}/embeddings", body, {}
 
     def _parse(self, payload: dict[str, Any]) -> list[list[float]]:
-        return [item["embedding"] for item in sorted(payload["data"], key=lambda item: item["index"])]
+        items = sorted(payload["data"], key=lambda item: item["index"])
+        if [item["index"] for item in items] != list(range(len(items))):
+            raise ValueError("the vectors' indices are not 0, 1, 2, ...")
+        return [item["embedding"] for item in items]
 
 
 class CompatibleEmbedder(OpenAIEmbedder):

@@ -130,8 +130,11 @@ class EmbeddingRuntime:
                 f"no embedding model available ({self.problem}); "
                 "set [embedding] provider in .lore/config.toml"
             )
+        from lore.index.embedding import dim_key
+
         with store.transaction():
             store.set_meta("embed_model", embedder.model_id)
+            store.set_meta(dim_key(embedder.model_id), "")  # the new vectors' size is theirs
             store.drop_embeddings(None)
         return self.embed_pending(store, progress=progress)
 
@@ -162,7 +165,11 @@ class EmbeddingRuntime:
                 if len(self._queries) > _QUERY_CACHE:
                     self._queries.clear()
                 assert self._embedder is not None
-                self._queries[text] = self._embedder.embed_query(text)
+                from lore.index.embedding import check_dim
+
+                vector = self._embedder.embed_query(text)
+                check_dim(store, model, len(vector))
+                self._queries[text] = vector
             return self._queries[text], model
         except ProviderError as err:
             self._notice(f"vector search off, BM25 only: {err}")

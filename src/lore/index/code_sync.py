@@ -18,9 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lore.errors import NotFound, ValidationError
+from lore.filenames import display_path
 from lore.index import anchors
 from lore.index.roles import RULES_VERSION, file_role
 from lore.records import Record, internal
+from lore.safe_read import read_inside
 from lore.storage import ChunkInput, Store
 
 # Bumped when the chunker learns languages: an index made by an older version
@@ -141,11 +144,16 @@ def sync_code(
             anchors.rehash_unchanged(store, root, unchanged)
     gone_by_sha = {known[p].sha256: p for p in gone}
     classified: set[str] = set()  # files given a role by the current rules in this run
+    max_bytes = int(settings.get("max_file_bytes", 1_000_000))
     for done, (rel, st) in enumerate(changed, 1):
         try:
-            raw = (root / rel).read_bytes()
-        except OSError as err:
-            result.errors.append(f"{rel}: {err.strerror}")
+            # Read as discovery saw it, or not at all: a file replaced meanwhile by a
+            # FIFO (a read would block), a link to /dev/zero, or grown past the limit.
+            raw = read_inside(root, rel, max_bytes=max_bytes)
+        except NotFound:
+            continue  # deleted since discovery: the next sync forgets it
+        except ValidationError as err:
+            result.errors.append(f"{display_path(rel)}: skipped: {err.reason}")
             continue
         sha = hashlib.sha256(raw).hexdigest()
         state = known.get(rel)

@@ -455,10 +455,22 @@ class _Filters:
 
 
 def _read_lines(path: Path) -> list[str]:
+    """The lines of an ignore file ([] if there is none).
+
+    Raises:
+        UsageError: it is a FIFO, a device (a committed link to /dev/zero), over
+            16 MiB or unreadable: reading it would hang, and ignoring it would
+            index what it leaves out.
+    """
+    from lore.errors import NotFound, ValidationError
+    from lore.safe_read import MAX_INPUT_BYTES, read_regular
+
     try:
-        return path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+        return read_regular(path, max_bytes=MAX_INPUT_BYTES).decode("utf-8", "replace").splitlines()
+    except NotFound:
         return []
+    except ValidationError as err:
+        raise UsageError(str(err)) from None
 
 
 def _git_files(root: Path) -> tuple[list[str], set[str]] | None:
@@ -586,7 +598,10 @@ def _content_reason(path: str, rel: str, max_bytes: int, seen: tuple[int, int] |
         return "not a regular file"
     limit = max_bytes // _JSON_SHARE if rel.endswith(".json") else max_bytes
     if info.st_size > limit:
-        return f"too large ({_human_size(info.st_size)} > {_human_size(limit)})"
+        size, most = _human_size(info.st_size), _human_size(limit)
+        if size == most:  # 1,000,001 bytes is "1 MB" too: show the bytes
+            size, most = f"{info.st_size:,} B", f"{limit:,} B"
+        return f"too large ({size} > {most})"
     if seen == (info.st_mtime_ns, info.st_size):
         return None
     return _sniff(path)

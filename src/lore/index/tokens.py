@@ -18,6 +18,8 @@ _SHORT = 6  # a letter run up to this long is one token
 _WORD_PIECE = 4  # longer ones cost a token per this many more letters
 _PUNCT_SHORT = 2  # a punctuation run up to this long is one token
 _PUNCT_PIECE = 2  # longer ones cost a token per this many more characters
+_SPACE_RUN = 32  # a whitespace run up to this long is one token
+_SPACE_PIECE = 16  # longer ones cost a token per this many characters
 
 # cl100k's pre-tokeniser, restated for `re` (no \p{L}): a letter run with one
 # optional leading non-letter (" foo", ".foo", "_foo"), up to three digits, a
@@ -83,8 +85,15 @@ def _piece_cost(piece: str) -> int:
             # Common words are one token; long identifiers and rare words
             # split into pieces of a few characters.
             total += 1 if n <= _SHORT else 1 + (n - _SHORT) // _WORD_PIECE
-    elif piece[0].isspace() or piece[-1].isdigit():
+    elif piece.isspace():
+        # Indentation and blank lines are a token; a long run is several (cl100k:
+        # ~16 tabs a token), or 100 KB of them passed for one token.
+        total += 1 if n <= _SPACE_RUN else 1 + n // _SPACE_PIECE
+    elif piece[-1].isdigit():
         total += 1
     else:
+        # A punctuation run (" ====", "}}}}"), its leading space free as a word's is:
+        # charged as one token, " " + 300,000 braces made a one-token chunk of 300 KB.
+        n -= piece[0] == " "
         total += 1 if n <= _PUNCT_SHORT else 1 + (n - _PUNCT_SHORT) // _PUNCT_PIECE
     return total

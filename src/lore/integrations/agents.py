@@ -609,11 +609,21 @@ def _has_block(path: Path, begin: str) -> bool:
     return file.exists and any(line.strip() == begin for line in file.text.splitlines())
 
 
+def _later_blocks_cut(text: str, span: tuple[int, int], path: Path) -> str:
+    """`text` without the Lore blocks after the one at `span` (a block pasted or
+    merged in twice: agents read both, and uninstall would leave one behind)."""
+    head, tail = text[: span[1]], text[span[1] :]
+    while (extra := _find_block(tail, MD_BEGIN, MD_END, path)) is not None:
+        tail = _cut_block(tail, extra)
+    return head + tail
+
+
 def _md_install(path: Path, root: Path) -> list[_Change]:
     file = _read(path)
     block = (f"{MD_BEGIN}\n{INSTRUCTIONS.rstrip()}\n{MD_END}\n").replace("\n", file.newline)
     span = _find_block(file.text, MD_BEGIN, MD_END, path)
-    new = _put_block(file.text, block, span)
+    text = _later_blocks_cut(file.text, span, path) if span else file.text
+    new = _put_block(text, block, span)
     if file.exists and new == file.text:
         return []
     shown = _show(path, root)
@@ -629,7 +639,7 @@ def _md_uninstall(path: Path, root: Path) -> list[_Change]:
     span = _find_block(file.text, MD_BEGIN, MD_END, path)
     if span is None:
         return []
-    new = _cut_block(file.text, span)
+    new = _cut_block(_later_blocks_cut(file.text, span, path), span)
     shown = _show(path, root)
     if not new:
         return [_Change(file, None, f"removed {shown} (it held only Lore's instructions)")]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from lore.embed.config import MAX_SECONDS, Option, read_options
+from lore.embed.config import MAX_SECONDS, Option, check_endpoint, read_options
 from lore.errors import ProviderError
 from lore.http_post import Endpoint, post_json
 from lore.index.tokens import count_tokens
@@ -117,6 +117,7 @@ class HttpSummarizer:
                 f"base_url must start with http:// or https://, got {base_url!r} — check {_CONFIG}"
             )
         self.key_env = options["api_key_env"] or self.default_key_env
+        check_endpoint(self.base_url, self.key_env, _TABLE)
         self._key = os.environ.get(self.key_env) if self.key_env else None
         if not self._key and (self.key_required or options["api_key_env"]):
             raise ProviderError(
