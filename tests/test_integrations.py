@@ -495,6 +495,29 @@ def test_instructions_follow_a_symlink(root):
     assert MD_BEGIN in (root / "AGENTS.md").read_text()
 
 
+@pytest.mark.parametrize("link", ["CLAUDE.md", ".mcp.json", ".claude"])
+def test_a_link_out_of_the_project_is_never_written_through(root, tmp_path, link):
+    """A repository committing `CLAUDE.md -> ~/.bashrc` had the install append
+    Lore's block to the user's file outside the project."""
+    outside = tmp_path / "home"
+    outside.mkdir()
+    (outside / "bashrc").write_text("export PATH=$HOME/bin:$PATH\n")
+    (outside / ".claude").mkdir()
+    (outside / "servers.json").write_text("{}\n")
+    target = {
+        "CLAUDE.md": outside / "bashrc",
+        ".mcp.json": outside / "servers.json",
+        ".claude": outside / ".claude",
+    }
+    (root / link).symlink_to(target[link])
+    before, project = snapshot(outside), snapshot(root)
+    with pytest.raises(ConfigError, match="leads out of the project"):
+        install("claude-code", root, command=["lore"], instructions=True)
+    assert snapshot(outside) == before and snapshot(root) == project  # nothing written anywhere
+    uninstall("claude-code", root)  # nothing of Lore's there: nothing to do, nothing written
+    assert snapshot(outside) == before
+
+
 def test_a_block_pasted_twice_is_kept_once_and_uninstall_removes_both(root):
     block = f"{MD_BEGIN}\nold words\n{MD_END}\n"
     (root / "CLAUDE.md").write_text(f"# Rules\n\n{block}\nMiddle rule.\n\n{block}\nLast rule.\n")

@@ -271,6 +271,9 @@ class _Original(TypedDict):
 
 def _apply(changes: list[_Change], root: Path, *, installing: bool) -> list[str]:
     """Write the planned changes; remember originals on install, restore them on uninstall."""
+    for change in changes:  # all checked before anything is written
+        if change.file is not None:
+            _check_inside(change.file.path, root)
     originals = _load_originals(root)
     for change in changes:
         if change.file is None:
@@ -307,6 +310,23 @@ def _apply(changes: list[_Change], root: Path, *, installing: bool) -> list[str]
                 entry["written"] = _digest(after)  # Lore still has a part in it
     _save_originals(root, originals)
     return [change.line for change in changes]
+
+
+def _check_inside(path: Path, root: Path) -> None:
+    """A file of the project that a symbolic link leads out of it (a committed
+    ``CLAUDE.md -> ~/.bashrc``) is never written. Files of the agent's own,
+    outside the project by design (Codex's config.toml), are not the project's."""
+    try:
+        path.absolute().relative_to(root.absolute())
+    except ValueError:
+        return
+    real, inside = path.resolve(), root.resolve()
+    if real != inside and inside not in real.parents:
+        raise ConfigError(
+            f"leads out of the project (to {real}), and Lore writes only inside it; "
+            "replace the link with a file, or add Lore's part to that file by hand",
+            path=_show(path, root),
+        )
 
 
 def _restore_exactly(change: _Change, entry: _Original, current: bytes | None) -> None:
