@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -704,6 +705,30 @@ def test_failed_indexing_with_the_providers_default_batch_size_loses_nothing(cli
         f"{len(answered) - len(set(answered))} texts embedded twice"
     )
     assert len(answered) == BULK
+
+
+def test_a_hung_server_holds_a_search_for_query_timeout_not_timeout(cli, server):
+    """Searches embed their query (and the few chunks written since the last index)
+    on the spot: with the defaults (timeout 60 s, 5 retries) a hung server held a
+    search over six minutes before it fell back to keywords."""
+    root = cli.cwd
+    configure(root, server.settings(timeout=120, max_retries=3, query_timeout=0.5))
+    paths = add_memories(root, MODEL_MEMORIES)
+    assert cli.json("index")["embedded"] == 3
+    add_memories(root, [{"title": "Late note", "body": "Rollback drills run every quarter."}])
+    server.block_from = len(server.requests)  # from now on, nothing is answered
+    try:
+        started = time.monotonic()
+        proc = cli("search", "rollback", "traffic", "--json")
+        hits = json.loads(proc.stdout)
+        assert hits[0]["path"] == paths[0] and {h["source"] for h in hits} == {"bm25"}
+        assert notices(proc.stderr, "vector search off")
+        # Two attempts of 0.5 s, where timeout and max_retries would take 8 minutes.
+        assert time.monotonic() - started < 60
+        assert [r["status"] for r in server.requests[server.block_from :]] == ["blocked", "blocked"]
+    finally:
+        server.block_from = None
+        server.release.set()
 
 
 def test_killed_indexing_resumes_where_it_stopped(cli, server):

@@ -12,6 +12,9 @@ from the config file, and never appear in messages.
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from lore.embed._vectors import l2_normalise
@@ -34,6 +37,11 @@ _SPEC = {
     "timeout": Option(float, 60.0, minimum=0.001, maximum=MAX_SECONDS),
     "max_retries": Option(int, 5, minimum=0),
     "retry_backoff": Option(float, 1.0, minimum=0.0),
+    # What a search (its query, and the few chunks it embeds on the spot) or an
+    # add waits: seconds per attempt, and one retry. A hung server made a search
+    # wait timeout x (max_retries + 1) plus back-off (over 6 minutes by default)
+    # before it fell back to keywords; `lore index` keeps timeout and max_retries.
+    "query_timeout": Option(float, 10.0, minimum=0.001, maximum=MAX_SECONDS),
 }
 
 
@@ -82,6 +90,8 @@ class HttpEmbedder:
         self.timeout: float = options["timeout"]
         self.max_retries: int = options["max_retries"]
         self.retry_backoff: float = options["retry_backoff"]
+        self.query_timeout: float = options["query_timeout"]
+        self._waiting = threading.local()  # .interactive: a person is waiting on this thread
         self.model_id = f"{provider}:{self.model}" + (f":d{self.dimensions}" if self.dimensions else "")
         self._dim: int | None = self.dimensions or self.known_dims.get(self.model)
 
@@ -107,8 +117,21 @@ class HttpEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed a search query: float32 [dim], unit length."""
-        row: np.ndarray = self._embed([text], "query")[0]
+        with self.interactive():
+            row: np.ndarray = self._embed([text], "query")[0]
         return row
+
+    @contextmanager
+    def interactive(self) -> Iterator[None]:
+        """Requests made in the block have someone waiting on them (a search, an
+        add): `query_timeout` per attempt and one retry, whatever `timeout` and
+        `max_retries` say (they are for `lore index`)."""
+        before = getattr(self._waiting, "interactive", False)
+        self._waiting.interactive = True
+        try:
+            yield
+        finally:
+            self._waiting.interactive = before
 
     # -- wire format (subclasses) -------------------------------------------
 
@@ -161,12 +184,13 @@ class HttpEmbedder:
 
     def _post(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
         """POST JSON with retries; return the decoded response."""
+        waiting = getattr(self._waiting, "interactive", False)
         endpoint = Endpoint(
             provider=self.provider,
             config=_CONFIG,
             key_env=self.key_env,
-            timeout=self.timeout,
-            max_retries=self.max_retries,
+            timeout=min(self.timeout, self.query_timeout) if waiting else self.timeout,
+            max_retries=min(self.max_retries, 1) if waiting else self.max_retries,
             retry_backoff=self.retry_backoff,
             refused_fix="check model, dimensions and base_url",
             rate_limit_fix="wait, or lower batch_size / raise max_retries",

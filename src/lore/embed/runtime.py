@@ -10,6 +10,7 @@ several searches).
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -115,7 +116,8 @@ class EmbeddingRuntime:
         so it is found by meaning at once; a provider failure is a notice, not an
         error (BM25 finds it meanwhile, `lore index` embeds it later)."""
         try:
-            return self.embed_pending(store, kind=kind, limit=INLINE_EMBED_LIMIT)
+            with _interactive(self._embedder):
+                return self.embed_pending(store, kind=kind, limit=INLINE_EMBED_LIMIT)
         except ProviderError as err:
             self._notice(f"not embedded yet (BM25 finds it): {err}")
             return 0
@@ -160,7 +162,8 @@ class EmbeddingRuntime:
                 not store.all_embedded(model)
                 and store.count_pending(model, kind, cap=INLINE_EMBED_LIMIT + 1) <= INLINE_EMBED_LIMIT
             ):
-                self.embed_pending(store, kind=kind)
+                with _interactive(self._embedder):
+                    self.embed_pending(store, kind=kind)
             if text not in self._queries:
                 if len(self._queries) > _QUERY_CACHE:
                     self._queries.clear()
@@ -187,3 +190,12 @@ class EmbeddingRuntime:
             "vectors": store.count_embeddings(indexed) if indexed else 0,
             "pending_embeddings": store.count_pending(model) if model else None,
         }
+
+
+def _interactive(embedder: object) -> AbstractContextManager[object]:
+    """The embedder's short-wait mode, for work a person waits on (HTTP
+    providers: `query_timeout`, one retry); a local model has none."""
+    from contextlib import nullcontext
+
+    interactive = getattr(embedder, "interactive", None)
+    return interactive() if interactive is not None else nullcontext()
