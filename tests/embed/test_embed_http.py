@@ -230,8 +230,16 @@ def test_retry_after_is_honoured(api):
 def test_server_errors_exhaust_retries(api):
     api.failures = [(500, {}, {"error": {"message": "boom"}})] * 3
     with pytest.raises(ProviderError, match=r"HTTP 500.*3 attempt.*boom"):
-        _compatible(api, max_retries=2).embed_query("x")
+        _compatible(api, max_retries=2).embed_documents(["x"])
     assert len(api.requests) == 3
+
+
+def test_a_query_someone_waits_on_is_retried_once(api):
+    """A search's query: one retry, whatever max_retries says (that is for `lore index`)."""
+    api.failures = [(500, {}, {"error": {"message": "boom"}})] * 6
+    with pytest.raises(ProviderError, match=r"HTTP 500.*2 attempt.*boom"):
+        _compatible(api, max_retries=5).embed_query("x")
+    assert len(api.requests) == 2
 
 
 def test_client_errors_are_not_retried(api):
