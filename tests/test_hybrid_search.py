@@ -110,6 +110,7 @@ class EmbeddingServer(ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.requests: list[dict] = []
         self.fail_from: int | None = None
+        self.refuse: str | None = None  # a request holding a text with this in it gets HTTP 400
         self.block_from: int | None = None
         self.blocked = threading.Event()
         self.release = threading.Event()
@@ -164,7 +165,8 @@ class _EmbeddingHandler(BaseHTTPRequestHandler):
             server.requests.append(entry)
             block = server.block_from is not None and number >= server.block_from
             fail = server.fail_from is not None and number >= server.fail_from
-            entry["status"] = "blocked" if block else 500 if fail else 200
+            refused = server.refuse is not None and any(server.refuse in t for t in body["input"])
+            entry["status"] = "blocked" if block else 500 if fail else 400 if refused else 200
         if number in server.before:
             server.before[number]()
         if block:
@@ -173,6 +175,8 @@ class _EmbeddingHandler(BaseHTTPRequestHandler):
             return  # never answered
         if fail:
             return self._reply(500, {"error": {"message": "embedding backend crashed"}})
+        if entry["status"] == 400:
+            return self._reply(400, {"error": {"message": "input is too long for the context"}})
         data = [
             {"object": "embedding", "index": i, "embedding": fake_vector(body["model"], text, server.dim)}
             for i, text in enumerate(body["input"])
@@ -729,6 +733,43 @@ def test_a_hung_server_holds_a_search_for_query_timeout_not_timeout(cli, server)
     finally:
         server.block_from = None
         server.release.set()
+
+
+def test_one_text_the_provider_refuses_is_left_to_bm25_and_stops_nothing(cli, server):
+    """One chunk a provider refuses (too long for its context, say) failed its
+    batch, and every later `lore index` hit the same batch first: the index
+    never got its vectors."""
+    root = cli.cwd
+    configure(root, server.settings(batch_size=4))
+    paths = add_memories(root, MODEL_MEMORIES)
+    poisoned = add_memories(root, [{"title": "Huge paste", "body": "POISON " + "rollback log line " * 20}])
+    more = add_memories(
+        root, [{"title": f"Note {n}", "body": f"Quarterly drill number {n}."} for n in range(5)]
+    )
+    server.refuse = "POISON"
+    proc = cli("index", "--json")
+    assert json.loads(proc.stdout)["embedded"] == len(paths) + len(more)
+    assert notices(proc.stderr, "refused 1 text(s) on their own")
+    with lore.open(root) as project:
+        assert project.store.count_embeddings("openai-compatible:a") == len(paths) + len(more)
+    mark = server.mark()
+    assert cli.json("index")["embedded"] == 0
+    assert server.since(mark) == []  # the refused text is not sent again
+    hits = cli.json("search", "--mode", "vector", "rollback", "traffic")
+    assert hits[0]["path"] == paths[0] and poisoned[0] not in [h["path"] for h in hits]
+    assert cli.json("search", "--mode", "bm25", "huge", "paste")[0]["path"] == poisoned[0]
+
+
+def test_a_refusal_no_text_escapes_is_an_error_not_a_skip(cli, server):
+    """A wrong model name refuses every text: that is the request's fault, said as an error."""
+    root = cli.cwd
+    configure(root, server.settings())
+    add_memories(root, MODEL_MEMORIES)
+    server.refuse = ""  # every text
+    proc = cli("index", ok=False)
+    assert proc.returncode != 0 and "refused the request (HTTP 400" in proc.stderr, proc.stderr
+    with lore.open(root) as project:
+        assert project.store.get_meta("embed_refused:openai-compatible:a") in (None, "", "[]")
 
 
 def test_killed_indexing_resumes_where_it_stopped(cli, server):

@@ -110,10 +110,15 @@ class IndexCorrupt(StorageError):
 
 
 class ProviderError(LoreError):
-    """An embedding or summary provider failed (missing key, unreachable server, bad model)."""
+    """An embedding or summary provider failed (missing key, unreachable server, bad model).
+
+    ``refused_input``: the provider answered that it will not take this request's
+    content (HTTP 400, 413 or 422), which may be one text of a batch.
+    """
 
     code = "provider"
     http_status = 502
+    refused_input = False
 
 
 class GitError(LoreError):

@@ -103,7 +103,9 @@ def post_json(endpoint: Endpoint, url: str, body: dict[str, Any], headers: dict[
                     f"redirects with an API key — set base_url to the final address in {endpoint.config}"
                 ) from None
             if exc.code != 429 and exc.code < 500:
-                raise ProviderError(_refused(endpoint, url, exc.code, detail)) from exc
+                refused = ProviderError(_refused(endpoint, url, exc.code, detail))
+                refused.refused_input = exc.code in (400, 413, 422)
+                raise refused from exc
             wait = retry_after(exc.headers)
             what, fix = (
                 ("rate limit", f"{endpoint.rate_limit_fix} in {endpoint.config}")

@@ -106,10 +106,19 @@ class EmbeddingRuntime:
         """Embed chunks that have no vector yet; returns how many."""
         if self.model(store) is None:
             return 0
-        from lore.index.embedding import embed_pending
+        from lore.index.embedding import embed_pending, refused
 
         assert self._embedder is not None
-        return embed_pending(store, self._embedder, progress=progress, limit=limit, kind=kind)
+        model = self._embedder.model_id
+        before = len(refused(store, model))
+        done = embed_pending(store, self._embedder, progress=progress, limit=limit, kind=kind)
+        now = len(refused(store, model))
+        if now > before:
+            self._notice(
+                f"{self.provider} refused {now - before} text(s) on their own (too long for the model?); "
+                "keyword search finds them, vector search leaves them out"
+            )
+        return done
 
     def embed_fresh(self, store: Store, kind: str = "memory") -> int:
         """Embed what was just written (at most INLINE_EMBED_LIMIT chunks of `kind`),
@@ -132,11 +141,12 @@ class EmbeddingRuntime:
                 f"no embedding model available ({self.problem}); "
                 "set [embedding] provider in .lore/config.toml"
             )
-        from lore.index.embedding import dim_key
+        from lore.index.embedding import dim_key, refused_key
 
         with store.transaction():
             store.set_meta("embed_model", embedder.model_id)
             store.set_meta(dim_key(embedder.model_id), "")  # the new vectors' size is theirs
+            store.set_meta(refused_key(embedder.model_id), "")  # and so are its refusals
             store.drop_embeddings(None)
         return self.embed_pending(store, progress=progress)
 

@@ -6,6 +6,12 @@ keeps everything embedded so far and the next run resumes where it stopped.
 Vectors are keyed by chunk content hash, so text that was embedded once —
 before a rename, on another branch, in another file — is never embedded again.
 
+A text the provider refuses on its own (HTTP 400/413/422 for it alone, while
+the others of its batch are taken) is remembered as refused (meta
+``embed_refused:<model>``, at most REFUSED_MAX) and left to BM25: it no longer
+stops every later run at the same batch. A refusal no text escapes (a wrong
+model name) is an error, as before.
+
 The index also remembers the size of its vectors: a model that changes under
 the same name (another model served as "m" by a local server, another
 base_url) returns vectors of another size, which are refused rather than
@@ -14,8 +20,9 @@ mixed with the old ones (their matrix would be garbage).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+import json
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from lore.errors import ProviderError
 from lore.storage import Store
@@ -24,6 +31,21 @@ if TYPE_CHECKING:
     from lore.embed import Embedder
 
 BATCH = 64
+REFUSED_MAX = 10_000  # refused texts remembered per model
+
+
+def refused_key(model: str) -> str:
+    """The meta key holding the hashes of the texts the provider of `model` refuses."""
+    return f"embed_refused:{model}"
+
+
+def refused(store: Store, model: str) -> set[str]:
+    """Text hashes the provider of `model` refused on their own (left to BM25)."""
+    try:
+        found = json.loads(store.get_meta(refused_key(model)) or "[]")
+    except ValueError:
+        return set()
+    return {h for h in found if isinstance(h, str)} if isinstance(found, list) else set()
 
 
 def dim_key(model: str) -> str:
@@ -64,14 +86,14 @@ def embed_pending(
     limit: int | None = None,
     kind: str | None = None,
 ) -> int:
-    """Embed chunks lacking a vector for `embedder.model_id`. Returns how many were embedded.
+    """Embed chunks lacking a vector for `embedder.model_id`. Returns how many were embedded
+    (texts the provider refuses on their own are left out, see the module's docstring).
 
     Args:
         progress: called with (done, total) after each batch.
         limit: stop after about this many (e.g. inline before a search).
         kind: only chunks of this kind (memory, code, commit).
     """
-    import numpy as np
 
     model = embedder.model_id
     step = BATCH
@@ -80,18 +102,27 @@ def embed_pending(
         step = min(BATCH, int(getattr(embedder, "batch_size", BATCH)))
     if store.all_embedded(model):
         return 0
+    skip = refused(store, model)
     total = store.count_pending(model, kind, cap=limit)
-    done = 0
+    done = embedded = 0
     while done < total:
-        batch = store.pending_embeddings(model, min(step, total - done), kind)
+        wanted = min(step, total - done)
+        rows = store.pending_embeddings(model, wanted + len(skip), kind)
+        batch = [row for row in rows if row[0] not in skip][:wanted]
         if not batch:
             break
-        vectors = np.asarray(embedder.embed_documents([text for _, text in batch]), dtype=np.float32)
-        check_dim(store, model, int(vectors.shape[1]))
-        with store.transaction():
-            store.put_embeddings(model, [h for h, _ in batch], vectors)
-            if not store.get_meta(dim_key(model)):
-                store.set_meta(dim_key(model), str(vectors.shape[1]))
+        taken, vectors, refusals = _embed_isolating(store, embedder, batch)
+        if refusals:
+            skip |= set(refusals)
+            with store.transaction():
+                store.set_meta(refused_key(model), json.dumps(sorted(skip)[:REFUSED_MAX]))
+        embedded += len(taken)
+        if taken:
+            check_dim(store, model, int(vectors.shape[1]))
+            with store.transaction():
+                store.put_embeddings(model, taken, vectors)
+                if not store.get_meta(dim_key(model)):
+                    store.set_meta(dim_key(model), str(vectors.shape[1]))
         done += len(batch)
         if limit is None and done >= total:
             # Chunks written meanwhile (another process's `lore add`) come first in
@@ -99,7 +130,55 @@ def embed_pending(
             total += store.count_pending(model, kind)
         if progress:
             progress(done, total)
-    if not store.count_pending(model, cap=1):
+    if store.count_pending(model, cap=len(skip) + 1) <= len(skip) and not _pending_beyond(store, model, skip):
         with store.transaction():
             store.mark_all_embedded(model)  # later reads skip the pending scan
-    return done
+    return embedded
+
+
+def _pending_beyond(store: Store, model: str, skip: set[str]) -> bool:
+    """Whether a chunk other than the refused ones still lacks a vector."""
+    if not skip:
+        return bool(store.count_pending(model, cap=1))
+    return any(h not in skip for h, _ in store.pending_embeddings(model, len(skip) + 1, None))
+
+
+def _embed_isolating(
+    store: Store, embedder: Embedder, batch: Sequence[tuple[str, str]]
+) -> tuple[list[str], Any, list[str]]:
+    """Embed `batch`: (hashes embedded, their vectors, hashes refused alone).
+
+    A batch the provider refuses is halved until the texts it refuses stand
+    alone; they count as refused only when the refusal is theirs, that is when
+    another text of the batch, or of the index, is taken. Otherwise (a wrong
+    model name, a bad key) the refusal is raised as it came.
+    """
+    import numpy as np
+
+    try:
+        vectors = np.asarray(embedder.embed_documents([text for _, text in batch]), dtype=np.float32)
+        return [h for h, _ in batch], vectors, []
+    except ProviderError as err:
+        if not err.refused_input:
+            raise
+        first = err
+    taken: list[str] = []
+    parts: list[Any] = []
+    alone: list[str] = []
+    pending = [list(batch)]
+    while pending:
+        part = pending.pop()
+        try:
+            parts.append(np.asarray(embedder.embed_documents([t for _, t in part]), dtype=np.float32))
+            taken.extend(h for h, _ in part)
+        except ProviderError as err:
+            if not err.refused_input:
+                raise
+            if len(part) == 1:
+                alone.append(part[0][0])
+            else:
+                middle = len(part) // 2
+                pending += [part[middle:], part[:middle]]
+    if not taken and not store.count_embeddings(embedder.model_id):
+        raise first  # nothing is taken: the request is wrong, not a text
+    return taken, (np.concatenate(parts) if parts else None), alone
