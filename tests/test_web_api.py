@@ -176,15 +176,20 @@ async def test_bad_input_is_422_naming_the_field(root):
 
 async def test_a_time_past_the_years_a_date_holds_is_a_400_not_a_500(root):
     """`since`/`until` far in the past or future (`99999999999 days ago`, `last 9999999
-    years`, the day after 9999-12-31) overflowed date arithmetic: a 500."""
+    years`) overflowed date arithmetic: a 500. The calendar's own edges are "from
+    the start" and "for ever" (`--until 9999-12-31`), not errors."""
     add_memory(root, "Dated", "A memory to filter by its time.")
     app = build_app(str(root))
     async with client(app) as c:
+        for value in ("9999-12-31", "9999"):
+            r = await c.get("/api/search", params={"q": "dated", "until": value})
+            assert r.status_code == 200 and [h["title"] for h in r.json()] == ["Dated"], r.text
+            r = await c.get("/api/search", params={"q": "dated", "since": value})
+            assert r.status_code == 200 and r.json() == [], r.text
         for value in (
             "99999999999 days ago",
             "last 9999999 years",
-            "9999-12-31",
-            "9999-12-31T23:59:59-14:00",
+            "9999-12-31T23:59:59-14:00",  # an instant past the calendar in UTC
         ):
             for path, query in (("/api/memories", {}), ("/api/search", {"q": "dated"})):
                 for name in ("since", "until"):
