@@ -755,6 +755,10 @@ def test_one_text_the_provider_refuses_is_left_to_bm25_and_stops_nothing(cli, se
     mark = server.mark()
     assert cli.json("index")["embedded"] == 0
     assert server.since(mark) == []  # the refused text is not sent again
+    # Alone in its batch: a one-word probe tells the text from the request.
+    add_memories(root, [{"title": "Second paste", "body": "POISON again " * 10}])
+    proc = cli("index", "--json")
+    assert json.loads(proc.stdout)["embedded"] == 0 and notices(proc.stderr, "refused 1 text(s)")
     hits = cli.json("search", "--mode", "vector", "rollback", "traffic")
     assert hits[0]["path"] == paths[0] and poisoned[0] not in [h["path"] for h in hits]
     assert cli.json("search", "--mode", "bm25", "huge", "paste")[0]["path"] == poisoned[0]

@@ -111,7 +111,7 @@ def embed_pending(
         batch = [row for row in rows if row[0] not in skip][:wanted]
         if not batch:
             break
-        taken, vectors, refusals = _embed_isolating(store, embedder, batch)
+        taken, vectors, refusals = _embed_isolating(embedder, batch)
         if refusals:
             skip |= set(refusals)
             with store.transaction():
@@ -144,14 +144,14 @@ def _pending_beyond(store: Store, model: str, skip: set[str]) -> bool:
 
 
 def _embed_isolating(
-    store: Store, embedder: Embedder, batch: Sequence[tuple[str, str]]
+    embedder: Embedder, batch: Sequence[tuple[str, str]]
 ) -> tuple[list[str], Any, list[str]]:
     """Embed `batch`: (hashes embedded, their vectors, hashes refused alone).
 
     A batch the provider refuses is halved until the texts it refuses stand
     alone; they count as refused only when the refusal is theirs, that is when
-    another text of the batch, or of the index, is taken. Otherwise (a wrong
-    model name, a bad key) the refusal is raised as it came.
+    another text of the batch is taken (or, none being left, a one-word probe
+    is). Otherwise (a wrong model name) the refusal is raised as it came.
     """
     import numpy as np
 
@@ -179,6 +179,9 @@ def _embed_isolating(
             else:
                 middle = len(part) // 2
                 pending += [part[middle:], part[:middle]]
-    if not taken and not store.count_embeddings(embedder.model_id):
-        raise first  # nothing is taken: the request is wrong, not a text
+    if not taken:  # is it these texts, or every request (a wrong model name, say)?
+        try:
+            embedder.embed_documents(["text"])
+        except ProviderError:
+            raise first from None
     return taken, (np.concatenate(parts) if parts else None), alone
