@@ -7,6 +7,8 @@ as a non-root user (root ignores file permissions).
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import sqlite3
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ON_POSTGRES
+from conftest import CLI, ON_POSTGRES
 from lore.storage.sqlite.store import FTS_TABLES, SQLiteStore
 
 NOBODY = 65534
@@ -169,6 +171,66 @@ def test_a_disk_too_full_for_the_shared_memory_file_says_so(cli):
         )
     assert index.read_bytes() == before  # nothing rebuilt
     assert [m["title"] for m in cli.json("list")] == ["Greek letters"]
+
+
+@contextlib.contextmanager
+def small_disk(folder: Path, size: str = "8m"):
+    """A tmpfs mounted at `folder` (root only; the test is skipped where mounting is not allowed)."""
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small disk here: {mounted.stderr.decode().strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+def fill(folder: Path) -> None:
+    """Fill the disk of `folder` to the last byte."""
+    with open(folder / "filler", "wb", buffering=0) as handle:
+        try:
+            while True:
+                handle.write(b"\0" * 65536)
+        except OSError:
+            pass
+        try:
+            while True:
+                handle.write(b"\0")
+        except OSError:
+            pass
+
+
+@sqlite_index_file
+def test_reading_on_a_full_disk_answers_from_the_index_as_it_stands(tmp_path):
+    # A read syncs the memory files first; on a full disk that write failed and
+    # so did the read ("the disk is full"), though answering needs no new space.
+    import lore
+
+    with small_disk(tmp_path / "disk") as disk:
+        root = disk / "p"
+        lore.init(root).close()
+        config = root / ".lore/config.toml"
+        config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
+        runner = CLI(root)
+        runner("add", "--title", "Greek letters", "--body", "The alpha module greets in greek letters.")
+        memory = next((root / ".lore/memory").glob("*.md"))
+        holder = sqlite3.connect(root / ".lore/index.db")  # a server holds the index open: -shm stays
+        try:
+            holder.execute("SELECT count(*) FROM meta").fetchone()
+            fill(disk)
+            memory.write_text(memory.read_text().replace("in greek letters", "in many greek letters"))
+            proc = runner("search", "greek", "letters", "--json", ok=False)
+        finally:
+            holder.close()
+            (disk / "filler").unlink()
+        assert proc.returncode == 0, proc.stderr
+        assert [h["title"] for h in json.loads(proc.stdout)] == ["Greek letters"]
+        assert "the disk is full" in proc.stderr and "not in these results" in proc.stderr
+        assert "many greek" in memory.read_text()  # nothing lost: the file is as written
+        assert "many greek" in runner("search", "many", "greek", "--json").stdout  # space again: synced
 
 
 def test_store_rebuilds_once_per_process_then_reports(tmp_path):

@@ -109,6 +109,10 @@ class IndexCorrupt(StorageError):
     """The derived index cannot be read; it is rebuilt from the files."""
 
 
+class DiskFull(StorageError):
+    """The disk (or a file size limit) refused a write; nothing is damaged."""
+
+
 class ProviderError(LoreError):
     """An embedding or summary provider failed (missing key, unreachable server, bad model).
 
@@ -162,7 +166,7 @@ def as_lore_error(err: BaseException) -> LoreError | None:
         where = f" {err.filename}:" if err.filename else ""
         reason = err.strerror or str(err)
         if getattr(err, "errno", None) == 28:
-            return StorageError(f"the disk is full{where}; free some space and try again")
+            return DiskFull(f"the disk is full{where}; free some space and try again")
         if getattr(err, "errno", None) == 30:
             return PermissionDenied(f"read-only file system{where}; run where you can write")
         if isinstance(err, FileExistsError) and err.filename and os.path.isfile(err.filename):
@@ -174,11 +178,11 @@ def as_lore_error(err: BaseException) -> LoreError | None:
     if _from_database(err) and "locked" in str(err):
         return StorageError(f"the index is busy ({err}); another Lore process holds it, try again")
     if _from_database(err) and "full" in str(err):
-        return StorageError(f"the disk is full ({err}); free some space and try again")
+        return DiskFull(f"the disk is full ({err}); free some space and try again")
     if getattr(err, "sqlite_errorname", None) == "SQLITE_IOERR_SHMSIZE":
         # SQLite's "disk I/O error" when the index's -shm file can't grow: no
         # damage, and rebuilding (what the general message below says) can't help.
-        return StorageError(
+        return DiskFull(
             "the disk is full (the index's .db-shm file could not grow); free some space and try again"
         )
     if _from_database(err):
@@ -220,7 +224,7 @@ def unchanged(err: OSError, what: str) -> LoreError:
     `what` could not be done, the system's reason, and that nothing changed."""
     reason = (err.strerror or str(err)).lower()
     if err.errno == 28:
-        return StorageError(f"{what} (the disk is full); nothing was changed: free some space and try again")
+        return DiskFull(f"{what} (the disk is full); nothing was changed: free some space and try again")
     kind = PermissionDenied if isinstance(err, PermissionError) or err.errno == 30 else StorageError
     return kind(
         f"{what} ({reason}); nothing was changed: check the file's and its folder's permissions "

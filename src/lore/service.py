@@ -971,9 +971,21 @@ class Lore:
     def _fresh(self) -> None:
         """Before reading memories: the index in step with the files, tiers decided
         (at once for files that changed, e.g. a hand edit marking one superseded)."""
+        from lore.errors import DiskFull, as_lore_error
         from lore.storage import MemoryFilter
 
-        report = self.sync()
+        try:
+            report = self.sync()
+        except Exception as err:
+            problem = as_lore_error(err)
+            if not isinstance(problem, DiskFull):
+                raise
+            # A read needs no new space: answer from the index as it stands.
+            self._notice(
+                f"{str(problem).split(';')[0]}: memory files changed since the last sync are not "
+                "in these results; free some space"
+            )
+            return
         seen, self._seen_sync = self._seen_sync, report
         if report is not seen and (report.added or report.updated):
             changed = MemoryFilter(paths=report.added + report.updated, include_private=True)
