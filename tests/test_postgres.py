@@ -594,6 +594,28 @@ def test_eight_processes_write_two_projects_nothing_lost_no_duplicates(pg_databa
     ) == [(0,)]
 
 
+def test_a_memory_too_large_for_one_tsvector_is_indexed_and_found(pg_database, tmp_path):
+    """PostgreSQL refuses a tsvector over 1 MiB, and a memory of one section is
+    one chunk: its lexical text is cut to fit, so the sync (and with it every
+    read of the project) no longer fails; its first words are found."""
+    _server, url = pg_database
+    project = Project.init(tmp_path / "huge")[0]
+    words = [f"w{i:x}q" for i in range(250_000)]  # unique words: the largest tsvector per byte
+    (project.memory_dir / "huge.md").write_text(
+        "---\ntitle: Huge\noccurred_at: 2026-02-10T15:30:00Z\n---\n" + " ".join(words) + "\n"
+    )
+    with lore.open(project.root) as handle:
+        handle.add(title="Small", body="A small memory beside it.", type="convention")
+    pg = open_postgres(project, url)
+    from lore.memory.sync import sync_memories
+
+    sync_memories(project, pg)
+    assert {m.title for m in pg.memories()} == {"Huge", "Small"}
+    assert [c.title for c, _ in pg.lexical_search("memory", [words[10]], None, 5)] == ["Huge"]
+    assert [c.title for c, _ in pg.lexical_search("memory", ["beside"], None, 5)] == ["Small"]
+    pg.close()
+
+
 def test_a_frequent_term_scores_candidates_but_adds_none(pg_database, tmp_path, monkeypatch):
     """As on SQLite, a term in most chunks no longer makes every search score
     most of the index: rows the rarer terms find rank and score as the full OR
