@@ -635,6 +635,40 @@ def test_a_lookup_with_a_nul_character_finds_nothing_rather_than_failing(pg_data
         project.close()
 
 
+def test_a_connection_lost_mid_command_is_one_line_to_try_again(pg_database, tmp_path):
+    """The server drops the connection in the middle of a sync's transaction (a
+    restart, a killed backend): the command fails in one line, 'lost the
+    connection … try again', not an 'index error' sending the user to rebuild,
+    with no pool warnings; once the server is fine the next command works and
+    the memory is there."""
+    _server, url = pg_database
+    runner = make_project(tmp_path / "lost", url)
+    runner(
+        "add", "--title", "Before", "--body", "Deploys run on Tuesdays after a green build.", env=url_env(url)
+    )
+    sql(
+        url,
+        "CREATE FUNCTION public.drop_connection() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); PERFORM pg_sleep(5); RETURN NULL; END $$",
+    )
+    sql(
+        url,
+        "CREATE TRIGGER drop_connection BEFORE INSERT ON lore.chunks "
+        "FOR EACH STATEMENT EXECUTE FUNCTION public.drop_connection()",
+    )
+    memory = tmp_path / "lost" / ".lore" / "memory" / "rollbacks.md"
+    memory.write_text(
+        "---\ntitle: Rollbacks\noccurred_at: 2026-02-10T15:30:00Z\n---\nA rollback plan first.\n"
+    )
+    failed = runner("index", ok=False, env=url_env(url))
+    assert failed.returncode != 0
+    assert failed.stderr.startswith("lore: error: lost the connection to PostgreSQL (terminating connection")
+    assert failed.stderr.rstrip().endswith("try again") and failed.stderr.count("\n") == 1, failed.stderr
+    sql(url, "DROP TRIGGER drop_connection ON lore.chunks")
+    found = runner.json("search", "rollback plan", env=url_env(url))
+    assert "Rollbacks" in titles(found)
+
+
 def test_a_frequent_term_scores_candidates_but_adds_none(pg_database, tmp_path, monkeypatch):
     """As on SQLite, a term in most chunks no longer makes every search score
     most of the index: rows the rarer terms find rank and score as the full OR

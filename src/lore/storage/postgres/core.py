@@ -168,7 +168,7 @@ class StoreCore:
             except psycopg.OperationalError as err:
                 raise StorageError(
                     f"lost the connection to PostgreSQL at {connection.redact(self.url)} "
-                    f"({str(err).strip().splitlines()[-1] if str(err).strip() else err.__class__.__name__}); "
+                    f"({connection.reason(err)}); "
                     "try again"
                 ) from None
         raise AssertionError("unreachable")
