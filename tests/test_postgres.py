@@ -669,6 +669,42 @@ def test_a_connection_lost_mid_command_is_one_line_to_try_again(pg_database, tmp
     assert "Rollbacks" in titles(found)
 
 
+def test_a_role_without_rights_is_told_which_grant_it_needs(pg_database, tmp_path):
+    """A role that is not a member of lore_user, or one meeting another role's
+    private rows in a shared clone, gets one line naming the cause, not an
+    'index error' that sends the user to rebuild the index."""
+    server, url = pg_database
+    suffix = uuid.uuid4().hex[:8]
+    database = urlsplit(url).path.lstrip("/")
+    outsider, alice, bob = f"outsider_{suffix}", f"alice_{suffix}", f"bob_{suffix}"
+    server.sql(f"CREATE ROLE {outsider} LOGIN", f'GRANT CONNECT ON DATABASE "{database}" TO {outsider}')
+    for role in (alice, bob):
+        server.sql(
+            f"CREATE ROLE {role} LOGIN IN ROLE lore_user", f'GRANT CONNECT ON DATABASE "{database}" TO {role}'
+        )
+    runner = make_project(tmp_path / "proj", url)
+    refused = runner("search", "deploy", ok=False, env=url_env(server.url(database, user=outsider)))
+    assert refused.returncode != 0 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "GRANT lore_user TO" in refused.stderr and "index --force" not in refused.stderr
+
+    alice_env = url_env(server.url(database, user=alice))
+    runner(
+        "--agent",
+        "alice",
+        "add",
+        "--private",
+        "--title",
+        "Alice hunch",
+        "--body",
+        "The flaky test shares a tmp folder.",
+        env=alice_env,
+    )
+    refused = runner("search", "flaky", ok=False, env=url_env(server.url(database, user=bob)))
+    assert refused.returncode != 0 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "another role's private memories" in refused.stderr and "index --force" not in refused.stderr
+    assert "Alice hunch" in titles(runner.json("--agent", "alice", "search", "flaky", env=alice_env))
+
+
 def test_a_frequent_term_scores_candidates_but_adds_none(pg_database, tmp_path, monkeypatch):
     """As on SQLite, a term in most chunks no longer makes every search score
     most of the index: rows the rarer terms find rank and score as the full OR

@@ -199,6 +199,19 @@ def as_lore_error(err: BaseException) -> LoreError | None:
                 f"lost the connection to PostgreSQL ({reason}); check that the server is running, and try again"
             )
         return StorageError(f"PostgreSQL did not complete the request ({reason}); try again")
+    if _from_database(err) and getattr(err, "sqlstate", None) == "42501":
+        # PostgreSQL's insufficient_privilege: the role's rights, not the index, are wrong.
+        reason = getattr(getattr(err, "diag", None), "message_primary", None) or str(err).strip()
+        if "row-level security" in reason:
+            return PermissionDenied(
+                f"PostgreSQL refused a row to this database role ({reason}): this clone holds another "
+                "role's private memories (a team server's clone); run Lore here as that role, or from "
+                "a clone of your own (docs/postgres.md)"
+            )
+        return PermissionDenied(
+            f"PostgreSQL refused this database role ({reason}); connect as a member of lore_user "
+            "(an administrator runs `GRANT lore_user TO <role>`; docs/postgres.md)"
+        )
     if _from_database(err):
         return StorageError(f"index error ({err}); run `lore doctor`, or `lore index --force` to rebuild")
     if isinstance(err, UnicodeError):
