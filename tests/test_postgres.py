@@ -705,6 +705,31 @@ def test_a_role_without_rights_is_told_which_grant_it_needs(pg_database, tmp_pat
     assert "Alice hunch" in titles(runner.json("--agent", "alice", "search", "flaky", env=alice_env))
 
 
+def test_a_statement_the_server_cancels_is_one_line_to_try_again(pg_database, tmp_path):
+    """A statement cancelled by the server (a lock held too long, a statement
+    timeout) is said as such, in one line, not as a lost connection nor an
+    index to rebuild; the next command works."""
+    import psycopg
+
+    _server, url = pg_database
+    runner = make_project(tmp_path / "slow", url)
+    runner(
+        "add",
+        "--title",
+        "Deploys",
+        "--body",
+        "Deploys run on Tuesdays after a green build.",
+        env=url_env(url),
+    )
+    with psycopg.connect(url) as holder:
+        holder.execute("LOCK TABLE lore.chunks IN ACCESS EXCLUSIVE MODE")
+        slow = runner("search", "deploys", ok=False, env={**url_env(url), "PGOPTIONS": "-c lock_timeout=300"})
+    assert slow.returncode != 0 and slow.stderr.count("\n") == 1, slow.stderr
+    assert slow.stderr.startswith("lore: error: PostgreSQL did not complete the request (canceling statement")
+    assert "lost the connection" not in slow.stderr and "index --force" not in slow.stderr
+    assert "Deploys" in titles(runner.json("search", "deploys", env=url_env(url)))
+
+
 def test_a_frequent_term_scores_candidates_but_adds_none(pg_database, tmp_path, monkeypatch):
     """As on SQLite, a term in most chunks no longer makes every search score
     most of the index: rows the rarer terms find rank and score as the full OR

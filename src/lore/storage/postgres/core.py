@@ -166,6 +166,11 @@ class StoreCore:
                     raise
                 time.sleep(0.05 * (attempt + 1))
             except psycopg.OperationalError as err:
+                state = err.sqlstate or ""
+                if state and not state.startswith(("08", "57P")):  # a cancelled statement, a lock timeout
+                    raise StorageError(
+                        f"PostgreSQL did not complete the request ({connection.reason(err)}); try again"
+                    ) from None
                 raise StorageError(
                     f"lost the connection to PostgreSQL at {connection.redact(self.url)} "
                     f"({connection.reason(err)}); "
