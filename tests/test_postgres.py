@@ -730,6 +730,37 @@ def test_a_statement_the_server_cancels_is_one_line_to_try_again(pg_database, tm
     assert "Deploys" in titles(runner.json("search", "deploys", env=url_env(url)))
 
 
+def test_connections_the_server_closed_while_idle_are_replaced_not_lent(pg_database, tmp_path, monkeypatch):
+    """After a server restart (here: every backend terminated) a long-running
+    process (a team server) answers its next request: the pool's dead
+    connections are replaced instead of failing one request each."""
+    import time
+
+    _server, url = pg_database
+    monkeypatch.setenv("LORE_DATABASE_URL", url)
+    project = lore.init(tmp_path / "restart")
+    try:
+        project.add(title="Deploys", body="Deploys run on Tuesdays after a green build.", type="fact")
+        assert [h.title for h in project.search("deploys tuesdays")] == ["Deploys"]
+        pids = [
+            r[0]
+            for r in sql(
+                url,
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            )
+        ]
+        assert pids
+        sql(url, "SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", (pids,))
+        deadline = time.monotonic() + 10
+        while sql(url, "SELECT 1 FROM pg_stat_activity WHERE pid = ANY(%s)", (pids,)):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        for _ in range(3):  # each read borrows a pooled connection
+            assert [h.title for h in project.search("deploys tuesdays")] == ["Deploys"]
+    finally:
+        project.close()
+
+
 def test_a_frequent_term_scores_candidates_but_adds_none(pg_database, tmp_path, monkeypatch):
     """As on SQLite, a term in most chunks no longer makes every search score
     most of the index: rows the rarer terms find rank and score as the full OR
