@@ -761,6 +761,70 @@ def test_connections_the_server_closed_while_idle_are_replaced_not_lent(pg_datab
         project.close()
 
 
+def test_an_index_run_killed_midway_is_not_shown_as_indexing_for_ever(pg_database, tmp_path):
+    """`lore index` marks a source 'indexing' (for other sessions) and 'completed'
+    at commit; a process killed in between left 'indexing' until that source
+    next changed. `lore db status` tells a running writer (it holds the clone's
+    lock) from one that is gone."""
+    import signal
+    import time
+
+    _server, url = pg_database
+    runner = make_project(tmp_path / "killed", url)
+    runner(
+        "add",
+        "--title",
+        "Deploys",
+        "--body",
+        "Deploys run on Tuesdays after a green build.",
+        env=url_env(url),
+    )
+
+    def memory_status() -> dict:
+        clones = runner.json("db", "status", env=url_env(url))["clones"]
+        return next(s for c in clones for s in c["sources"] if s["kind"] == "memory")
+
+    sql(
+        url,
+        "CREATE FUNCTION public.stall() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN PERFORM pg_sleep(60); RETURN NULL; END $$",
+    )
+    sql(
+        url,
+        "CREATE TRIGGER stall BEFORE INSERT ON lore.chunks FOR EACH STATEMENT EXECUTE FUNCTION public.stall()",
+    )
+    memory = tmp_path / "killed" / ".lore" / "memory" / "rollbacks.md"
+    memory.write_text(
+        "---\ntitle: Rollbacks\noccurred_at: 2026-02-10T15:30:00Z\n---\nA rollback plan first.\n"
+    )
+    indexing = subprocess.Popen(
+        [sys.executable, "-m", "lore", "index"],
+        cwd=tmp_path / "killed",
+        env={**os.environ, **url_env(url)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not sql(url, "SELECT 1 FROM pg_stat_activity WHERE query LIKE 'INSERT INTO chunks%%'"):
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        assert memory_status()["status"] == "indexing"  # its writer is at work
+    finally:
+        indexing.send_signal(signal.SIGKILL)
+        indexing.wait()
+    sql(url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'INSERT INTO chunks%%'")
+    deadline = time.monotonic() + 10
+    while sql(url, "SELECT 1 FROM pg_stat_activity WHERE query LIKE 'INSERT INTO chunks%%'"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    memory.unlink()  # so the next `lore index` changes nothing and leaves the status as it is
+    sql(url, "DROP TRIGGER stall ON lore.chunks")
+    runner("index", env=url_env(url))
+    status = memory_status()
+    assert status["status"] == "failed" and status["error_message"].startswith("interrupted"), status
+
+
 def test_a_frequent_term_scores_candidates_but_adds_none(pg_database, tmp_path, monkeypatch):
     """As on SQLite, a term in most chunks no longer makes every search score
     most of the index: rows the rarer terms find rank and score as the full OR
