@@ -594,6 +594,237 @@ def test_eight_processes_write_two_projects_nothing_lost_no_duplicates(pg_databa
     ) == [(0,)]
 
 
+def test_a_memory_too_large_for_one_tsvector_is_indexed_and_found(pg_database, tmp_path):
+    """PostgreSQL refuses a tsvector over 1 MiB, and a memory of one section is
+    one chunk: its lexical text is cut to fit, so the sync (and with it every
+    read of the project) no longer fails; its first words are found."""
+    _server, url = pg_database
+    project = Project.init(tmp_path / "huge")[0]
+    words = [f"w{i:x}q" for i in range(250_000)]  # unique words: the largest tsvector per byte
+    (project.memory_dir / "huge.md").write_text(
+        "---\ntitle: Huge\noccurred_at: 2026-02-10T15:30:00Z\n---\n" + " ".join(words) + "\n"
+    )
+    with lore.open(project.root) as handle:
+        handle.add(title="Small", body="A small memory beside it.", type="convention")
+    pg = open_postgres(project, url)
+    from lore.memory.sync import sync_memories
+
+    sync_memories(project, pg)
+    assert {m.title for m in pg.memories()} == {"Huge", "Small"}
+    assert [c.title for c, _ in pg.lexical_search("memory", [words[10]], None, 5)] == ["Huge"]
+    assert [c.title for c, _ in pg.lexical_search("memory", ["beside"], None, 5)] == ["Small"]
+    pg.close()
+
+
+def test_a_lookup_with_a_nul_character_finds_nothing_rather_than_failing(pg_database, tmp_path):
+    """PostgreSQL text cannot hold NUL: an id, path or filter with one (MCP and
+    the HTTP API pass them through) finds nothing, as on SQLite, instead of an
+    'index error' that sends the user to rebuild the index."""
+    from lore.errors import NotFound
+
+    project = lore.init(tmp_path / "nul")
+    try:
+        added = project.add(title="Deploys", body="Deploys run on Tuesdays after a green build.", type="fact")
+        for key in ("\x00", added.id[:8] + "\x00"):
+            with pytest.raises(NotFound):
+                project.show(key)
+        assert project.code_search("deploy", extensions=["py\x00"], directories=["src\x00"]) == []
+        assert project.list(tags=["a\x00"]) == []
+        assert [h.title for h in project.search("deploys tuesdays")] == ["Deploys"]
+    finally:
+        project.close()
+
+
+def test_a_connection_lost_mid_command_is_one_line_to_try_again(pg_database, tmp_path):
+    """The server drops the connection in the middle of a sync's transaction (a
+    restart, a killed backend): the command fails in one line, 'lost the
+    connection … try again', not an 'index error' sending the user to rebuild,
+    with no pool warnings; once the server is fine the next command works and
+    the memory is there."""
+    _server, url = pg_database
+    runner = make_project(tmp_path / "lost", url)
+    runner(
+        "add", "--title", "Before", "--body", "Deploys run on Tuesdays after a green build.", env=url_env(url)
+    )
+    sql(
+        url,
+        "CREATE FUNCTION public.drop_connection() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); PERFORM pg_sleep(5); RETURN NULL; END $$",
+    )
+    sql(
+        url,
+        "CREATE TRIGGER drop_connection BEFORE INSERT ON lore.chunks "
+        "FOR EACH STATEMENT EXECUTE FUNCTION public.drop_connection()",
+    )
+    memory = tmp_path / "lost" / ".lore" / "memory" / "rollbacks.md"
+    memory.write_text(
+        "---\ntitle: Rollbacks\noccurred_at: 2026-02-10T15:30:00Z\n---\nA rollback plan first.\n"
+    )
+    failed = runner("index", ok=False, env=url_env(url))
+    assert failed.returncode != 0
+    assert failed.stderr.startswith("lore: error: lost the connection to PostgreSQL (terminating connection")
+    assert failed.stderr.rstrip().endswith("try again") and failed.stderr.count("\n") == 1, failed.stderr
+    sql(url, "DROP TRIGGER drop_connection ON lore.chunks")
+    found = runner.json("search", "rollback plan", env=url_env(url))
+    assert "Rollbacks" in titles(found)
+
+
+def test_a_role_without_rights_is_told_which_grant_it_needs(pg_database, tmp_path):
+    """A role that is not a member of lore_user, or one meeting another role's
+    private rows in a shared clone, gets one line naming the cause, not an
+    'index error' that sends the user to rebuild the index."""
+    server, url = pg_database
+    suffix = uuid.uuid4().hex[:8]
+    database = urlsplit(url).path.lstrip("/")
+    outsider, alice, bob = f"outsider_{suffix}", f"alice_{suffix}", f"bob_{suffix}"
+    server.sql(f"CREATE ROLE {outsider} LOGIN", f'GRANT CONNECT ON DATABASE "{database}" TO {outsider}')
+    for role in (alice, bob):
+        server.sql(
+            f"CREATE ROLE {role} LOGIN IN ROLE lore_user", f'GRANT CONNECT ON DATABASE "{database}" TO {role}'
+        )
+    runner = make_project(tmp_path / "proj", url)
+    refused = runner("search", "deploy", ok=False, env=url_env(server.url(database, user=outsider)))
+    assert refused.returncode != 0 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "GRANT lore_user TO" in refused.stderr and "index --force" not in refused.stderr
+
+    alice_env = url_env(server.url(database, user=alice))
+    runner(
+        "--agent",
+        "alice",
+        "add",
+        "--private",
+        "--title",
+        "Alice hunch",
+        "--body",
+        "The flaky test shares a tmp folder.",
+        env=alice_env,
+    )
+    refused = runner("search", "flaky", ok=False, env=url_env(server.url(database, user=bob)))
+    assert refused.returncode != 0 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "another role's private memories" in refused.stderr and "index --force" not in refused.stderr
+    assert "Alice hunch" in titles(runner.json("--agent", "alice", "search", "flaky", env=alice_env))
+
+
+def test_a_statement_the_server_cancels_is_one_line_to_try_again(pg_database, tmp_path):
+    """A statement cancelled by the server (a lock held too long, a statement
+    timeout) is said as such, in one line, not as a lost connection nor an
+    index to rebuild; the next command works."""
+    import psycopg
+
+    _server, url = pg_database
+    runner = make_project(tmp_path / "slow", url)
+    runner(
+        "add",
+        "--title",
+        "Deploys",
+        "--body",
+        "Deploys run on Tuesdays after a green build.",
+        env=url_env(url),
+    )
+    with psycopg.connect(url) as holder:
+        holder.execute("LOCK TABLE lore.chunks IN ACCESS EXCLUSIVE MODE")
+        slow = runner("search", "deploys", ok=False, env={**url_env(url), "PGOPTIONS": "-c lock_timeout=300"})
+    assert slow.returncode != 0 and slow.stderr.count("\n") == 1, slow.stderr
+    assert slow.stderr.startswith("lore: error: PostgreSQL did not complete the request (canceling statement")
+    assert "lost the connection" not in slow.stderr and "index --force" not in slow.stderr
+    assert "Deploys" in titles(runner.json("search", "deploys", env=url_env(url)))
+
+
+def test_connections_the_server_closed_while_idle_are_replaced_not_lent(pg_database, tmp_path, monkeypatch):
+    """After a server restart (here: every backend terminated) a long-running
+    process (a team server) answers its next request: the pool's dead
+    connections are replaced instead of failing one request each."""
+    import time
+
+    _server, url = pg_database
+    monkeypatch.setenv("LORE_DATABASE_URL", url)
+    project = lore.init(tmp_path / "restart")
+    try:
+        project.add(title="Deploys", body="Deploys run on Tuesdays after a green build.", type="fact")
+        assert [h.title for h in project.search("deploys tuesdays")] == ["Deploys"]
+        pids = [
+            r[0]
+            for r in sql(
+                url,
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            )
+        ]
+        assert pids
+        sql(url, "SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", (pids,))
+        deadline = time.monotonic() + 10
+        while sql(url, "SELECT 1 FROM pg_stat_activity WHERE pid = ANY(%s)", (pids,)):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        for _ in range(3):  # each read borrows a pooled connection
+            assert [h.title for h in project.search("deploys tuesdays")] == ["Deploys"]
+    finally:
+        project.close()
+
+
+def test_an_index_run_killed_midway_is_not_shown_as_indexing_for_ever(pg_database, tmp_path):
+    """`lore index` marks a source 'indexing' (for other sessions) and 'completed'
+    at commit; a process killed in between left 'indexing' until that source
+    next changed. `lore db status` tells a running writer (it holds the clone's
+    lock) from one that is gone."""
+    import signal
+    import time
+
+    _server, url = pg_database
+    runner = make_project(tmp_path / "killed", url)
+    runner(
+        "add",
+        "--title",
+        "Deploys",
+        "--body",
+        "Deploys run on Tuesdays after a green build.",
+        env=url_env(url),
+    )
+
+    def memory_status() -> dict:
+        clones = runner.json("db", "status", env=url_env(url))["clones"]
+        return next(s for c in clones for s in c["sources"] if s["kind"] == "memory")
+
+    sql(
+        url,
+        "CREATE FUNCTION public.stall() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN PERFORM pg_sleep(60); RETURN NULL; END $$",
+    )
+    sql(
+        url,
+        "CREATE TRIGGER stall BEFORE INSERT ON lore.chunks FOR EACH STATEMENT EXECUTE FUNCTION public.stall()",
+    )
+    memory = tmp_path / "killed" / ".lore" / "memory" / "rollbacks.md"
+    memory.write_text(
+        "---\ntitle: Rollbacks\noccurred_at: 2026-02-10T15:30:00Z\n---\nA rollback plan first.\n"
+    )
+    indexing = subprocess.Popen(
+        [sys.executable, "-m", "lore", "index"],
+        cwd=tmp_path / "killed",
+        env={**os.environ, **url_env(url)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not sql(url, "SELECT 1 FROM pg_stat_activity WHERE query LIKE 'INSERT INTO chunks%%'"):
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        assert memory_status()["status"] == "indexing"  # its writer is at work
+    finally:
+        indexing.send_signal(signal.SIGKILL)
+        indexing.wait()
+    sql(url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'INSERT INTO chunks%%'")
+    deadline = time.monotonic() + 10
+    while sql(url, "SELECT 1 FROM pg_stat_activity WHERE query LIKE 'INSERT INTO chunks%%'"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    memory.unlink()  # so the next `lore index` changes nothing and leaves the status as it is
+    sql(url, "DROP TRIGGER stall ON lore.chunks")
+    runner("index", env=url_env(url))
+    status = memory_status()
+    assert status["status"] == "failed" and status["error_message"].startswith("interrupted"), status
+
+
 def test_a_frequent_term_scores_candidates_but_adds_none(pg_database, tmp_path, monkeypatch):
     """As on SQLite, a term in most chunks no longer makes every search score
     most of the index: rows the rarer terms find rank and score as the full OR

@@ -185,6 +185,33 @@ def as_lore_error(err: BaseException) -> LoreError | None:
         return DiskFull(
             "the disk is full (the index's .db-shm file could not grow); free some space and try again"
         )
+    if _from_database(err) and _postgres_operational(err):
+        # The connection went away (a restart, a killed backend) or the server
+        # cancelled the statement: nothing to rebuild, the command can be run again.
+        lines = str(err).strip().splitlines()
+        # The server's own message, else the last line (libpq's hint on a failed connect).
+        reason = getattr(getattr(err, "diag", None), "message_primary", None) or (
+            lines[-1].strip() if lines else type(err).__name__
+        )
+        state = str(getattr(err, "sqlstate", None) or "")
+        if not state or state.startswith("08") or state.startswith("57P"):
+            return StorageError(
+                f"lost the connection to PostgreSQL ({reason}); check that the server is running, and try again"
+            )
+        return StorageError(f"PostgreSQL did not complete the request ({reason}); try again")
+    if _from_database(err) and getattr(err, "sqlstate", None) == "42501":
+        # PostgreSQL's insufficient_privilege: the role's rights, not the index, are wrong.
+        reason = getattr(getattr(err, "diag", None), "message_primary", None) or str(err).strip()
+        if "row-level security" in reason:
+            return PermissionDenied(
+                f"PostgreSQL refused a row to this database role ({reason}): this clone holds another "
+                "role's private memories (a team server's clone); run Lore here as that role, or from "
+                "a clone of your own (docs/postgres.md)"
+            )
+        return PermissionDenied(
+            f"PostgreSQL refused this database role ({reason}); connect as a member of lore_user "
+            "(an administrator runs `GRANT lore_user TO <role>`; docs/postgres.md)"
+        )
     if _from_database(err):
         return StorageError(f"index error ({err}); run `lore doctor`, or `lore index --force` to rebuild")
     if isinstance(err, UnicodeError):
@@ -229,6 +256,15 @@ def unchanged(err: OSError, what: str) -> LoreError:
     return kind(
         f"{what} ({reason}); nothing was changed: check the file's and its folder's permissions "
         "and attributes (lsattr), then try again"
+    )
+
+
+def _postgres_operational(err: BaseException) -> bool:
+    """psycopg's OperationalError (a lost connection, a pool that cannot get one,
+    a cancelled statement), known by name: psycopg is an optional import."""
+    return any(
+        cls.__name__ == "OperationalError" and cls.__module__.split(".")[0] == "psycopg"
+        for cls in type(err).__mro__
     )
 
 

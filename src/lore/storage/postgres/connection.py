@@ -15,6 +15,7 @@ role into another user's request, and row-level security applies to each.
 from __future__ import annotations
 
 import atexit
+import logging
 import threading
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -24,6 +25,12 @@ from lore.errors import StorageError
 if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
+
+# The pool logs a warning per connection it drops or fails to open (the server
+# restarted); Lore reports the failure itself in one line. A handler of its own
+# keeps them off a command's stderr (Python's last-resort handler) while a
+# server that configured logging still gets them.
+logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
 SCHEMA = "lore"
 POOL_SIZE = 8
@@ -129,6 +136,7 @@ def pool(url: str, role: str | None = None) -> ConnectionPool:
             max_size=POOL_SIZE,
             kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT},
             configure=functools.partial(_configure, role=role, url=url),
+            check=_alive,
             timeout=CONNECT_TIMEOUT,
             open=False,
             name="lore",
@@ -138,11 +146,23 @@ def pool(url: str, role: str | None = None) -> ConnectionPool:
         except Exception as err:
             created.close()
             raise StorageError(
-                f"cannot connect to PostgreSQL at {redact(url)} ({_reason(err)}); check LORE_DATABASE_URL "
+                f"cannot connect to PostgreSQL at {redact(url)} ({reason(err)}); check LORE_DATABASE_URL "
                 "or [index] database_url, and that the server is running"
             ) from None
         _POOLS[key] = created
         return created
+
+
+def _alive(conn: psycopg.Connection[Any]) -> None:
+    """The pool's check of a connection it lends: one the server closed while it
+    sat idle (a restart, a killed backend) has its goodbye waiting to be read,
+    so it is pinged, fails, and the pool lends a new one instead of failing the
+    request. One with nothing to read is lent as is: no round trip per use."""
+    import select
+
+    readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    if readable:
+        conn.execute("")
 
 
 def connect(url: str, role: str | None = None) -> psycopg.Connection[Any]:
@@ -157,7 +177,7 @@ def connect(url: str, role: str | None = None) -> psycopg.Connection[Any]:
         conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
     except psycopg.Error as err:
         raise StorageError(
-            f"cannot connect to PostgreSQL at {redact(url)} ({_reason(err)}); check LORE_DATABASE_URL "
+            f"cannot connect to PostgreSQL at {redact(url)} ({reason(err)}); check LORE_DATABASE_URL "
             "or [index] database_url, and that the server is running"
         ) from None
     try:
@@ -171,7 +191,7 @@ def connect(url: str, role: str | None = None) -> psycopg.Connection[Any]:
 def _role_problem(url: str, role: str | None, err: BaseException) -> str:
     login = urlsplit(url).username or "the server's login role"
     return (
-        f"cannot act as database role '{role}' at {redact(url)} ({_reason(err)}); "
+        f"cannot act as database role '{role}' at {redact(url)} ({reason(err)}); "
         f"create it (CREATE ROLE {role} IN ROLE lore_user) and let the server assume it "
         f"(GRANT {role} TO {login})"
     )
@@ -197,9 +217,14 @@ def check_role(url: str, role: str) -> None:
         )
 
 
-def _reason(err: BaseException) -> str:
+def reason(err: BaseException) -> str:
+    """A driver error in one line: the server's own message, else the last line
+    (libpq puts its hint there when a connection fails)."""
+    primary = getattr(getattr(err, "diag", None), "message_primary", None)
+    if primary:
+        return str(primary)
     text = str(err).strip().splitlines()
-    return text[-1] if text else err.__class__.__name__
+    return text[-1].strip() if text else err.__class__.__name__
 
 
 def close(url: str) -> None:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from lore.errors import StorageError
 from lore.storage.base import AnyFilter
-from lore.storage.postgres import connection, sql
+from lore.storage.postgres import connection, convert, sql
 from lore.storage.postgres.identity import ProjectIdentity
 from lore.storage.postgres.migrations import SCHEMA_VERSION, schema_version
 
@@ -44,6 +44,28 @@ _INDEXING_EVERY = 5.0  # seconds between 'indexing' status writes of one store
 
 
 _SHARED_LOCAL_TIERS = (".lore/local/session/", ".lore/local/daily/", ".lore/local/archive/")
+
+
+def _without_nul(params: Sequence[Any]) -> Sequence[Any]:
+    """Parameters whose text has NUL characters replaced as stored text's are
+    (:func:`.convert.clean`): PostgreSQL text cannot hold them, and a lookup by
+    an id, path or tag with one (from MCP or the HTTP API) is a lookup that
+    finds nothing, as on SQLite, not an index error."""
+    if not any(
+        ("\x00" in p)
+        if isinstance(p, str)
+        else isinstance(p, list) and any(isinstance(v, str) and "\x00" in v for v in p)
+        for p in params
+    ):
+        return params
+    return tuple(
+        convert.clean(p)
+        if isinstance(p, str)
+        else [convert.clean(v) if isinstance(v, str) else v for v in p]
+        if isinstance(p, list)
+        else p
+        for p in params
+    )
 
 
 def is_local_memory(path: str) -> bool:
@@ -119,12 +141,15 @@ class StoreCore:
             yield conn
 
     def _rows(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        params = _without_nul(params)
         return self._run(lambda conn: conn.execute(query, params).fetchall())
 
     def _one(self, query: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        params = _without_nul(params)
         return self._run(lambda conn: conn.execute(query, params).fetchone())
 
     def _exec(self, query: str, params: Sequence[Any] = ()) -> int:
+        params = _without_nul(params)
         return self._run(lambda conn: conn.execute(query, params).rowcount)
 
     def _run(self, work: Callable[[psycopg.Connection[Any]], _T]) -> _T:
@@ -141,9 +166,14 @@ class StoreCore:
                     raise
                 time.sleep(0.05 * (attempt + 1))
             except psycopg.OperationalError as err:
+                state = err.sqlstate or ""
+                if state and not state.startswith(("08", "57P")):  # a cancelled statement, a lock timeout
+                    raise StorageError(
+                        f"PostgreSQL did not complete the request ({connection.reason(err)}); try again"
+                    ) from None
                 raise StorageError(
                     f"lost the connection to PostgreSQL at {connection.redact(self.url)} "
-                    f"({str(err).strip().splitlines()[-1] if str(err).strip() else err.__class__.__name__}); "
+                    f"({connection.reason(err)}); "
                     "try again"
                 ) from None
         raise AssertionError("unreachable")

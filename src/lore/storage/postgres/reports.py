@@ -92,6 +92,20 @@ class Reports(StoreCore):
 
     # -- the database (lore db status, lore db projects) ---------------------------------
 
+    def _indexing_now(self, clones: dict[int, tuple[str, str]], wanted: set[int]) -> set[int]:
+        """Of the clones in `wanted`, those whose advisory lock a writer holds now."""
+        held: set[int] = set()
+        for clone_id in sorted(wanted):
+            host, repo_path = clones.get(clone_id, ("", ""))
+            key = f"lore:clone:{self.project_id}:{host}:{repo_path}"
+            with self._pool.connection() as conn, conn.transaction():
+                row = conn.execute(
+                    "SELECT pg_try_advisory_xact_lock(hashtextextended(%s, 0))", (key,)
+                ).fetchone()
+            if not (row and row[0]):
+                held.add(clone_id)
+        return held
+
     def status_report(self) -> dict[str, Any]:
         """003's index status of every clone of this project, and the schema version."""
         with self._pool.connection() as conn:
@@ -108,8 +122,18 @@ class Reports(StoreCore):
             "ORDER BY s.clone_id, s.kind",
             (self.project_id,),
         )
+        running = self._indexing_now(
+            {c[0]: (c[1], c[2]) for c in clones}, {r[0] for r in status if r[2] == "indexing"}
+        )
         sources: dict[int, list[dict[str, Any]]] = {}
         for clone_id, kind, state, when, commit, error, files in status:
+            if state == "indexing" and clone_id not in running:
+                # Its writer holds the clone's lock until it commits; a free lock means the
+                # process stopped (killed, its connection lost) before it could say so.
+                state, error = (
+                    "failed",
+                    "interrupted: the indexing process stopped before finishing; run `lore index`",
+                )
             sources.setdefault(clone_id, []).append(
                 {
                     "kind": kind,

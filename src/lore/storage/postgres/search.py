@@ -62,6 +62,7 @@ class ChunkRows(StoreCore):
             ).split()
         }
         for i, c in enumerate(chunks):
+            lex_title, lex_keywords, lex_text = sql.lexical_texts(c.title, c.keywords, c.text)
             for name, value in (
                 ("ord", i),
                 ("section", convert.clean(c.section)),
@@ -74,9 +75,9 @@ class ChunkRows(StoreCore):
                 ("text", convert.clean(c.text)),
                 ("text_hash", text_hash(embedding_text(kind, c.title, c.text))),
                 ("n_tokens", sql.token_count(c.title, c.keywords, c.text)),
-                ("lex_title", sql.lexical_text(c.title)),
-                ("lex_keywords", sql.lexical_text(c.keywords)),
-                ("lex_text", sql.lexical_text(c.text)),
+                ("lex_title", lex_title),
+                ("lex_keywords", lex_keywords),
+                ("lex_text", lex_text),
             ):
                 columns[name].append(value)
         types = "int[] text[] text[] text[] int[] int[] text[] text[] text[] text[] int[] text[] text[] text[]".split()

@@ -73,6 +73,43 @@ def lexical_text(text: str) -> str:
     return " ".join(_TOKEN.findall(text))
 
 
+# PostgreSQL refuses a tsvector over 1 MiB (1,048,575 bytes) and skips words over
+# 2,047 bytes; a chunk's lexical text is cut to stay below TSVECTOR_BUDGET.
+TSVECTOR_BUDGET = 900_000
+MAX_LEXEME_BYTES = 2047
+
+
+def lexical_texts(title: str, keywords: str, text: str) -> tuple[str, str, str]:
+    """The lexical texts (:func:`lexical_text`) of a chunk's title, keywords and
+    text, the text cut at the token where the row's ``tsvector`` would pass
+    :data:`TSVECTOR_BUDGET` (a memory of one huge section, unique words: FTS5
+    has no such limit). Only the cut tail goes unfound by keywords; the chunk,
+    its text and its vector are whole."""
+    texts = [lexical_text(title), lexical_text(keywords), lexical_text(text)]
+    # A token costs at most 5x its text with its separator (4 bytes a character,
+    # lowercasing aside): rows far below the limit need no count.
+    if sum(len(t) for t in texts) * 4 * 5 <= TSVECTOR_BUDGET:
+        return texts[0], texts[1], texts[2]
+    positions: dict[str, int] = {}
+    size = 0
+    for i, lex in enumerate(texts):
+        tokens = lex.split(" ")
+        for n, token in enumerate(tokens):
+            key = token.lower()
+            width = len(key.encode("utf-8", "surrogatepass"))
+            if not token or width > MAX_LEXEME_BYTES:
+                continue
+            count = positions.get(key, 0)
+            # a lexeme: its entry (4), text, alignment (1), position count (2);
+            # then 2 bytes a position, up to 256 positions
+            size += (8 + width) if count == 0 else (2 if count < 256 else 0)
+            positions[key] = count + 1
+            if size > TSVECTOR_BUDGET:
+                texts[i] = " ".join(tokens[:n])
+                return texts[0], texts[1] if i >= 1 else "", texts[2] if i >= 2 else ""
+    return texts[0], texts[1], texts[2]
+
+
 def token_count(*texts: str) -> int:
     """Tokens of a row, for BM25's document length (FTS5 counts all columns)."""
     return sum(len(_TOKEN.findall(t)) for t in texts)
