@@ -950,3 +950,14 @@ def test_consolidate_recent_days_must_be_a_finite_number(proj):
     for value in ("nan", "1e238", "inf"):
         _one_line_error(_lore(proj, "consolidate", "--recent", value, "--json"), "--recent", "")
     assert _lore(proj, "consolidate", "--recent", "5", "--json").returncode == 0
+
+
+def test_half_a_surrogate_pair_in_a_python_query_is_searched_not_a_type_error(tmp_path):
+    """MCP repairs and HTTP refuses a lone surrogate; through the Python API it
+    reached the tokenizer, which raised TypeError."""
+    import lore
+
+    with lore.init(tmp_path / "p") as project:  # the default local model
+        added = project.add(title="Walrus cache", body="Keep the walrus cache small.")
+        assert [h.id for h in project.search("walrus \ud83d cache")] == [added.id]
+        assert project.recall("walrus \udfff cache").to_dict()["memories"][0]["id"] == added.id

@@ -54,6 +54,9 @@ class Searcher:
             raise UsageError(f"unknown search mode '{mode}'; use hybrid, bm25 or vector")
         if not text or not text.strip():
             raise UsageError("the query is empty; give words to search for")
+        # Half a surrogate pair (a JavaScript client's cut string) is no text a
+        # tokenizer takes: it becomes U+FFFD, as a broken byte does when decoding.
+        text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
         query = hybrid.Query.of(text)
         if mode == "bm25":
             return query, "bm25"
