@@ -730,6 +730,29 @@ def test_a_statement_the_server_cancels_is_one_line_to_try_again(pg_database, tm
     assert "Deploys" in titles(runner.json("search", "deploys", env=url_env(url)))
 
 
+def test_a_statement_waits_for_a_lock_30_s_unless_a_limit_was_set(pg_database, monkeypatch):
+    """Lore set no lock_timeout: a command (a team server's request) waited as
+    long as another session held a table lock. It now waits 30 s, as SQLite's
+    busy timeout; a limit the role, the database or PGOPTIONS set is kept."""
+    from lore.storage.postgres import connection
+
+    _server, url = pg_database
+    for options, expected in ((None, "30s"), ("-c lock_timeout=300", "300ms")):
+        connection.close(url)
+        if options is None:
+            monkeypatch.delenv("PGOPTIONS", raising=False)
+        else:
+            monkeypatch.setenv("PGOPTIONS", options)
+        with connection.pool(url).connection() as conn:
+            assert conn.execute("SHOW lock_timeout").fetchone()[0] == expected
+        conn = connection.connect(url)
+        try:
+            assert conn.execute("SHOW lock_timeout").fetchone()[0] == expected
+        finally:
+            conn.close()
+    connection.close(url)
+
+
 def test_connections_the_server_closed_while_idle_are_replaced_not_lent(pg_database, tmp_path, monkeypatch):
     """After a server restart (here: every backend terminated) a long-running
     process (a team server) answers its next request: the pool's dead

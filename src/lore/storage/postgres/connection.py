@@ -46,6 +46,12 @@ CONNECT_TIMEOUT = 10  # seconds to wait for a connection (server or pool)
 # With the denser graph of migration 5 (m 32), the grown set gives 0.958 at 400.
 EF_SEARCH = 400
 WORK_MEM = "32MB"  # per sort or hash of a statement, this pool's connections only
+# How long a statement waits for a lock another session holds (a long `lore
+# index` of the same clone, an administrator's LOCK TABLE) before it is one line
+# saying to try again, as SQLite's busy timeout; 0 waited for ever. A limit the
+# role, the database or PGOPTIONS sets is kept. Schema upgrades wait as long as
+# it takes (`migrations.upgrade`).
+LOCK_TIMEOUT = "30s"
 
 _POOLS: dict[tuple[str, str | None], ConnectionPool] = {}
 _LOCK = threading.Lock()
@@ -84,6 +90,8 @@ def _configure(conn: psycopg.Connection, role: str | None = None, url: str | Non
         # A lexical search materialises the rows its terms match (tsvectors
         # included): ~10 MB for 20k rows, which spilled to disk at the default 4 MB.
         f"SET work_mem = '{WORK_MEM}'",
+        # Unless the role, the database or PGOPTIONS chose one already.
+        f"SELECT set_config('lock_timeout', '{LOCK_TIMEOUT}', false) WHERE current_setting('lock_timeout') = '0'",
     ]
     statements: list[sql.Composable] = [sql.SQL(each) for each in settings]
     if role is not None:

@@ -398,6 +398,7 @@ def upgrade(conn: psycopg.Connection[Any]) -> tuple[int, int]:
     """
     import psycopg
 
+    conn.execute("SET lock_timeout = 0")  # another upgrade's turn may take minutes (an index rebuild)
     conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK_KEY,))
     try:
         before = schema_version(conn)
