@@ -301,6 +301,21 @@ def test_tests_for_go_ts_rust_java_and_others():
     ]
 
 
+def test_go_tests_are_those_of_the_package_folder():
+    """Gin: render/json.go was offered binding/json_test.go, the tests of another
+    package; a Go package's tests always sit in its own folder."""
+    paths = [
+        "binding/json.go",
+        "binding/json_test.go",
+        "render/json.go",
+        "render/render_test.go",
+        "json_test.go",
+    ]
+    assert find_tests("render/json.go", paths) == []
+    assert find_tests("binding/json.go", paths) == ["binding/json_test.go"]
+    assert find_tests("json.go", [*paths, "json.go"]) == ["json_test.go"]
+
+
 def test_tests_never_cross_ecosystems():
     paths = ["web/parser.ts", "server/parser.py", "tests/test_parser.py", "web/parser.test.ts"]
     assert find_tests("server/parser.py", paths) == ["tests/test_parser.py"]

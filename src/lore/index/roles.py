@@ -433,6 +433,8 @@ class SourceTestIndex:
             for test in self._by_subject.get((family, subject.lower()), ()):
                 if test == source_path:
                     continue
+                if family == "go" and test.split("/")[:-1] != parts[:-1]:
+                    continue  # a Go package's tests are in its folder: render/json.go is not binding/json_test.go's
                 score = _closeness(source_dirs, parts[:-1], test) * 2 - rank
                 found[test] = max(found.get(test, score), score)
         if not found:
