@@ -269,6 +269,29 @@ def test_files_only_results_come_in_score_order(code_repo):
     assert len({h["file_path"] for h in hits}) == len(hits)
 
 
+def test_past_work_whose_files_are_all_gone_says_so_instead_of_a_blank(repo):
+    """Click: `lore history` printed an empty line under a commit whose only file
+    was deleted since, and recall's related work ended in a bare ' — '."""
+    write(repo, "docs/advanced.rst", "Pager\n=====\n\nThe pager example.\n")
+    commit(repo, "Added example for pager")
+    (repo / "docs/advanced.rst").unlink()
+    write(repo, "src/pager.py", "def pager_example():\n    return 'pager'\n")
+    commit(repo, "Move the docs away from the pager")
+    cli = CLI(repo)
+    cli("init")
+    configure(repo)
+    cli("index")
+    out = cli("history", "added example for pager").stdout
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if "Added example for pager" in line)
+    assert lines[at + 1].strip() == "since removed: docs/advanced.rst", out
+    assert all(line.strip() for line in lines), out
+    pack = cli.json("recall", "added example for pager", "--no-code")["markdown"]
+    work = [line for line in pack.splitlines() if "Added example for pager" in line]
+    assert work and work[0].endswith("— since removed: docs/advanced.rst"), pack
+    assert not any(line.rstrip().endswith("—") for line in pack.splitlines()), pack
+
+
 def test_stale_rechecks_the_code_before_answering(code_repo):
     root = code_repo.cwd
     mid = code_repo.json(

@@ -329,10 +329,20 @@ def code_item(hit: CodeHit) -> Item:
     )
 
 
+def commit_files(commit: CommitHit, lead: str) -> str:
+    """`lead` and the commit's files as named today (at most 5); those all gone,
+    the files it changed that no longer exist; nothing when it changed none."""
+    files, note = commit.files, ""
+    if not files and commit.gone_files:
+        files, note = commit.gone_files, "since removed: "
+    if not files:
+        return ""
+    return lead + note + ", ".join(files[:5]) + (" …" if len(files) > 5 else "")
+
+
 def work_item(commit: CommitHit) -> Item:
-    files = ", ".join(commit.files[:5]) + (" …" if len(commit.files) > 5 else "")
     subject = clip(commit.subject, SUBJECT_CHARS)  # git makes a message without a blank line one subject
-    l1 = f"- `{commit.sha[:10]}` {subject} ({commit.date[:10]}) — {files}"
+    l1 = f"- `{commit.sha[:10]}` {subject} ({commit.date[:10]}){commit_files(commit, ' — ')}"
     return Item(
         "work",
         commit.sha,

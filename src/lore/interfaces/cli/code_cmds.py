@@ -132,7 +132,10 @@ def history(lore, query, limit, mode, since, until, as_json):
             f"[bold]{escape(clip(h.subject, SUBJECT_CHARS))}"
             f"[/bold]  [dim]{escape(h.author)} · {relative_time(h.date)}[/dim]"
         )
-        out.print("  " + ", ".join(h.files[:8]) + (" …" if len(h.files) > 8 else ""), markup=False)
+        files = h.files or h.gone_files
+        if files:
+            note = "" if h.files else "since removed: "
+            out.print("  " + note + ", ".join(files[:8]) + (" …" if len(files) > 8 else ""), markup=False)
 
     emit_results(hits, as_json, lambda h: h.to_dict(), render)
 
