@@ -292,6 +292,23 @@ def test_past_work_whose_files_are_all_gone_says_so_instead_of_a_blank(repo):
     assert not any(line.rstrip().endswith("—") for line in pack.splitlines()), pack
 
 
+def test_files_only_in_text_names_each_files_tests_as_json_does(code_repo):
+    root = code_repo.cwd
+    write(
+        root,
+        "tests/test_alpha.py",
+        "from alpha import alpha_retry\n\ndef test_alpha():\n    assert alpha_retry(1)\n",
+    )
+    commit(root, "Test alpha")
+    code_repo("index")
+    hits = code_repo.json("code", "alpha_retry", "--files-only")
+    assert hits[0]["file_path"] == "src/alpha.py" and hits[0]["tests"] == ["tests/test_alpha.py"]
+    lines = code_repo("code", "alpha_retry", "--files-only").stdout.splitlines()
+    alpha = next(line for line in lines if "src/alpha.py" in line)
+    assert alpha.endswith("tests: tests/test_alpha.py"), lines
+    assert not any("tests:" in line for line in lines if "src/beta.py" in line), lines
+
+
 def test_stale_rechecks_the_code_before_answering(code_repo):
     root = code_repo.cwd
     mid = code_repo.json(

@@ -85,7 +85,8 @@ def code(
 
         if files_only:
             role = f" [dim]{h.role}[/dim]" if h.role and h.role != "source" else ""
-            out.print(f"[green]{score_bar(h.similarity)}[/green]  {citation(root, h.file_path)}{role}")
+            tests = f"  [dim]tests: {escape(', '.join(h.tests[:2]))}[/dim]" if h.tests else ""
+            out.print(f"[green]{score_bar(h.similarity)}[/green]  {citation(root, h.file_path)}{role}{tests}")
             return
         out.print(
             f"[green]{score_bar(h.similarity)}[/green]  {citation(root, h.file_path, h.start_line)}"
