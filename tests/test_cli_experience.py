@@ -309,6 +309,47 @@ def test_files_only_in_text_names_each_files_tests_as_json_does(code_repo):
     assert not any("tests:" in line for line in lines if "src/beta.py" in line), lines
 
 
+def test_a_code_block_cut_to_its_first_lines_says_so(repo):
+    """Click: recall's L2 block of CliRunner.invoke cited lines 596-643 but
+    showed 12 of them, stopping mid-docstring with nothing to say so."""
+    body = "\n".join(f"    total += retry_budget * {j}" for j in range(30))
+    write(repo, "src/long.py", f"def long_retry(retry_budget):\n    total = 0\n{body}\n    return total\n")
+    write(repo, "src/short.py", "def short_retry(retry_budget):\n    return retry_budget\n")
+    commit(repo, "Add retry helpers")
+    cli = CLI(repo)
+    cli("init")
+    configure(repo)
+    cli("index")
+    pack = cli.json("recall", "long_retry short_retry retry_budget", "--level", "L2", "--no-memories")
+    lines = pack["markdown"].splitlines()
+    long_line = next(line for line in lines if line.startswith("- `src/long.py:1-33`"))
+    assert long_line.endswith("— first 12 of 33 lines"), lines
+    short_line = next(line for line in lines if line.startswith("- `src/short.py:1-2`"))
+    assert "first" not in short_line, lines
+    at = lines.index(long_line)
+    assert lines[at + 1] == "```python" and lines[at + 14] == "```", lines
+
+
+def test_a_likely_file_names_at_most_three_of_its_matching_symbols(repo):
+    """Gin: `render/json.go — code match (JSON, IndentedJSON, SecureJSON, JsonpJSON,
+    AsciiJSON, PureJSON, JSON.Render, ...)`: a chunk of many small units named them all."""
+    names = ["render_json", "render_xml", "render_yaml", "render_toml", "render_text", "render_html"]
+    write(repo, "src/render.py", "".join(f"def {n}(value):\n    return value\n\n\n" for n in names))
+    commit(repo, "Add renderers")
+    cli = CLI(repo)
+    cli("init")
+    configure(repo)
+    cli("index")
+    hits = cli.json("code", "render json xml yaml")
+    assert hits[0]["symbol"] == ", ".join(names), hits  # one chunk holds them all
+    pack = cli.json("recall", "render json xml yaml", "--no-memories")
+    files = [f for f in pack["files"] if f["path"] == "src/render.py"]
+    assert files[0]["reasons"][0] == "code match (render_json, render_xml, render_yaml, …)", files
+    assert "render_toml" not in next(
+        line for line in pack["markdown"].splitlines() if "`src/render.py` —" in line
+    )
+
+
 def test_stale_rechecks_the_code_before_answering(code_repo):
     root = code_repo.cwd
     mid = code_repo.json(

@@ -282,11 +282,16 @@ def annotate(item: Item, note: str) -> None:
     item._costs.clear()
 
 
+_REASON_NAMES = 3  # symbols named in a file's "code match (...)"
+
+
 def _reasons(hit: CodeHit) -> list[str]:
     """Why a file is offered: its code matched, similar past commits touched it."""
     reasons = []
     if hit.source != "history":
-        reasons.append(f"code match{f' ({hit.symbol})' if hit.symbol else ''}")
+        names = (hit.symbol or "").split(", ")  # a chunk of several small units names them all
+        shown = ", ".join(names[:_REASON_NAMES]) + (", …" if len(names) > _REASON_NAMES else "")
+        reasons.append(f"code match{f' ({shown})' if hit.symbol else ''}")
     if hit.commits:
         reasons.append(f"{hit.commits} similar past commit{'s' if hit.commits > 1 else ''}")
     return reasons or ["code match"]
@@ -314,17 +319,23 @@ def file_item(
     )
 
 
+_SHORT_LINES = 12  # of a code block at level L2
+
+
 def code_item(hit: CodeHit) -> Item:
     where = f"{hit.file_path}:{hit.start_line}-{hit.end_line}"
     l1 = f"- `{where}` {hit.symbol or ''} ({hit.language}, {hit.similarity:.2f})".replace("  ", " ")
     lang = hit.language if hit.language not in (None, "text", "lines") else ""
     body = hit.chunk_text.rstrip()
-    short = "\n".join(body.splitlines()[:12])
+    lines = body.splitlines()
+    short = "\n".join(lines[:_SHORT_LINES])
+    # A cut block says so: its citation names more lines than it shows.
+    cut = f" — first {_SHORT_LINES} of {len(lines)} lines" if len(lines) > _SHORT_LINES else ""
     return Item(
         "code",
         where,
         0.8 * hit.similarity,
-        {"L1": l1, "L2": f"{l1}\n```{lang}\n{short}\n```", "L3": f"{l1}\n```{lang}\n{body}\n```"},
+        {"L1": l1, "L2": f"{l1}{cut}\n```{lang}\n{short}\n```", "L3": f"{l1}\n```{lang}\n{body}\n```"},
         {**hit.to_dict(full=True), "citation": where},
     )
 
