@@ -316,6 +316,15 @@ def test_go_tests_are_those_of_the_package_folder():
     assert find_tests("json.go", [*paths, "json.go"]) == ["json_test.go"]
 
 
+def test_ruby_spec_prefixed_tests_as_rack_names_them():
+    """Rack's tests are test/spec_request.rb, test/spec_utils.rb: recall named none."""
+    paths = ["lib/rack/request.rb", "lib/rack/helper.rb", "test/spec_request.rb", "spec/spec_helper.rb"]
+    assert roles.file_role("test/spec_request.rb") == "test"
+    assert find_tests("lib/rack/request.rb", paths) == ["test/spec_request.rb"]
+    assert find_tests("lib/rack/helper.rb", paths) == []  # spec_helper.rb is RSpec's setup, not its test
+    assert roles.file_role("lib/bundler/spec_set.rb") == "source"  # a name alone makes no test
+
+
 def test_tests_never_cross_ecosystems():
     paths = ["web/parser.ts", "server/parser.py", "tests/test_parser.py", "web/parser.test.ts"]
     assert find_tests("server/parser.py", paths) == ["tests/test_parser.py"]

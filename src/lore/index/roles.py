@@ -247,6 +247,9 @@ _TEST_NAMES = [
     re.compile(r"^(?P<subject>.+?)(?:Tests?|Specs?)\.(?:cs|fs|vb|php|swift)$"),
     re.compile(r"^test_(?P<subject>.+)\.(?:c|cc|cpp|cxx|rb|php)$"),
 ]
+# Named like a test only inside a test folder: rack's test/spec_request.rb is a
+# test, Bundler's lib/bundler/spec_set.rb is not (nor RSpec's spec_helper.rb).
+_TEST_FOLDER_NAMES = {"ruby": re.compile(r"^spec_(?P<subject>(?!helper\.rb$).+)\.rb$")}
 # Source names that stand for their folder: pkg/__init__.py, json/index.ts, parser/mod.rs.
 _FOLDER_STEMS = {"__init__", "index", "mod", "lib", "main", "init", "__main__"}
 # Ecosystems whose tests may be named exactly like their source when they sit
@@ -459,6 +462,9 @@ def _test_subjects(path: str, family: str) -> list[str]:
     """Lower-cased names of what the test at `path` tests."""
     name = path.rsplit("/", 1)[-1]
     subject = _test_subject(name)
+    if subject is None and family in _TEST_FOLDER_NAMES:
+        match = _TEST_FOLDER_NAMES[family].match(name)
+        subject = match.group("subject") if match else None
     subjects = [subject] if subject else []
     stem = _split_extension(name)[0]
     if subject is None and family in _SAME_NAME_FAMILIES and stem.lower() not in _FOLDER_STEMS:
