@@ -710,6 +710,17 @@ def test_markdown_sections_follow_the_heading_tree(tmp_path):
     assert {c.language for c in chunks} == {"markdown"}
 
 
+def test_markdown_headings_are_named_by_their_text_not_their_image_or_link_markup(tmp_path):
+    source = "# ![Rack](contrib/logo.webp)\n\nIntro.\n\n## Configuration of [Rack](https://rack.github.io)\n\nText.\n"
+    source += "\n## ![](badge.svg)\n\nBadges.\n"
+    chunks = _chunks(tmp_path, "README.md", source, min_tokens=0, max_tokens=30)
+    assert [c.symbol for c in chunks] == [
+        "Rack",
+        "Rack > Configuration of Rack",
+        "Rack > ![](badge.svg)",  # nothing but markup: kept as written, never an empty name
+    ]
+
+
 def test_markdown_section_that_fits_is_one_chunk_and_small_ones_merge(tmp_path):
     assert _table(_chunks(tmp_path, "README.md", MARKDOWN, min_tokens=0)) == [
         (None, "section", 1, 4),

@@ -795,11 +795,20 @@ def _markdown_headings(lines: list[str]) -> list[tuple[int, int, str]]:
             continue
         atx = _ATX.match(line)
         if atx:
-            headings.append((row, len(atx.group(1)), atx.group(2).strip()))
+            headings.append((row, len(atx.group(1)), _heading_text(atx.group(2))))
         elif line.strip() and row + 1 < len(lines) and (rule := _SETEXT.match(lines[row + 1])):
             if not _SETEXT.match(line) and not line.lstrip().startswith(("-", "*", "|", ">")):
                 headings.append((row, 1 if rule.group(1)[0] == "=" else 2, line.strip()))
     return headings
+
+
+_IMAGE_OR_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+
+
+def _heading_text(title: str) -> str:
+    """A heading as read: images and links by their text (rack's README is titled
+    `# ![Rack](contrib/logo.webp)`, which prefixed every section's name)."""
+    return _IMAGE_OR_LINK.sub(r"\1", title).strip() or title.strip()
 
 
 def _front_matter_end(lines: list[str]) -> int:
