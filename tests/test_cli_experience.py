@@ -348,6 +348,10 @@ def test_a_likely_file_names_at_most_three_of_its_matching_symbols(repo):
     assert "render_toml" not in next(
         line for line in pack["markdown"].splitlines() if "`src/render.py` —" in line
     )
+    # The names the task mentions come first (zod's util.ts named toZod 10th of 16).
+    pack = cli.json("recall", "the html renderer", "--no-memories")
+    files = [f for f in pack["files"] if f["path"] == "src/render.py"]
+    assert files[0]["reasons"][0] == "code match (render_html, render_json, render_xml, …)", files
 
 
 def test_stale_rechecks_the_code_before_answering(code_repo):

@@ -144,7 +144,7 @@ def recall(
         )
         items += [file_item(path, 1.0, ["named by the task"]) for path in request.files]
         items += [
-            file_item(h.file_path, h.similarity, _reasons(h), h.role, h.tests)
+            file_item(h.file_path, h.similarity, _reasons(h, query), h.role, h.tests)
             for h in files
             if h.file_path not in request.files and h.similarity >= FLOOR
         ]
@@ -285,11 +285,14 @@ def annotate(item: Item, note: str) -> None:
 _REASON_NAMES = 3  # symbols named in a file's "code match (...)"
 
 
-def _reasons(hit: CodeHit) -> list[str]:
+def _reasons(hit: CodeHit, query: str = "") -> list[str]:
     """Why a file is offered: its code matched, similar past commits touched it."""
     reasons = []
     if hit.source != "history":
         names = (hit.symbol or "").split(", ")  # a chunk of several small units names them all
+        wanted = [t for t in terms(query) if len(t) > 2]
+        # The names the task mentions first: zod's util.ts chunk of 16 named toZod 10th.
+        names.sort(key=lambda name: not any(t in name.lower() for t in wanted))
         shown = ", ".join(names[:_REASON_NAMES]) + (", …" if len(names) > _REASON_NAMES else "")
         reasons.append(f"code match{f' ({shown})' if hit.symbol else ''}")
     if hit.commits:
