@@ -354,6 +354,25 @@ def test_a_likely_file_names_at_most_three_of_its_matching_symbols(repo):
     assert files[0]["reasons"][0] == "code match (render_html, render_json, render_xml, …)", files
 
 
+def test_a_file_the_task_names_comes_with_its_tests(code_repo):
+    """Gin: `lore recall "handle proxies" --files context.go` listed context.go
+    'named by the task' without context_test.go, which search results name."""
+    root = code_repo.cwd
+    write(
+        root,
+        "tests/test_alpha.py",
+        "from alpha import alpha_retry\n\ndef test_alpha():\n    assert alpha_retry(1)\n",
+    )
+    commit(root, "Test alpha")
+    code_repo("index")
+    pack = code_repo.json("recall", "retry budgets", "--files", "src/alpha.py", "--no-memories")
+    named = [f for f in pack["files"] if f["path"] == "src/alpha.py"]
+    assert named[0]["reasons"] == ["named by the task"] and named[0]["tests"] == ["tests/test_alpha.py"], (
+        named
+    )
+    assert "- `src/alpha.py` — named by the task; tests: `tests/test_alpha.py`" in pack["markdown"]
+
+
 def test_stale_rechecks_the_code_before_answering(code_repo):
     root = code_repo.cwd
     mid = code_repo.json(

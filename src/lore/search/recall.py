@@ -142,7 +142,10 @@ def recall(
         files = searcher.code(
             query, ChunkFilter(), max(10, request.limit_per_type * 2), files_only=True, period=request.period
         )
-        items += [file_item(path, 1.0, ["named by the task"]) for path in request.files]
+        items += [
+            file_item(path, 1.0, ["named by the task"], tests=searcher.tests_of(path))
+            for path in request.files
+        ]
         items += [
             file_item(h.file_path, h.similarity, _reasons(h, query), h.role, h.tests)
             for h in files
