@@ -710,6 +710,34 @@ def test_markdown_sections_follow_the_heading_tree(tmp_path):
     assert {c.language for c in chunks} == {"markdown"}
 
 
+def test_markdown_headings_are_named_by_their_text_not_their_image_or_link_markup(tmp_path):
+    source = "# ![Rack](contrib/logo.webp)\n\nIntro.\n\n## Configuration of [Rack](https://rack.github.io)\n\nText.\n"
+    source += "\n## ![](badge.svg)\n\nBadges.\n"
+    chunks = _chunks(tmp_path, "README.md", source, min_tokens=0, max_tokens=30)
+    assert [c.symbol for c in chunks] == [
+        "Rack",
+        "Rack > Configuration of Rack",
+        "Rack > ![](badge.svg)",  # nothing but markup: kept as written, never an empty name
+    ]
+
+
+def test_a_label_above_a_heading_belongs_to_its_section(tmp_path):
+    """Click's docs open with a MyST target, `(shell-completion)=`: that line was a
+    chunk alone, the top hit of `lore code` for shell completion, with nothing in it."""
+    body = "\n\n".join(f"Completion detail {i} for bash, zsh and fish." for i in range(12))
+    source = f"(shell-completion)=\n\n# Shell Completion\n\n{body}\n\n(enabling)=\n## Enabling\n\n{body}\n"
+    chunks = _chunks(tmp_path, "shell-completion.md", source, max_tokens=200)
+    assert chunks[0].start_line == 1 and chunks[0].symbol == "Shell Completion", _table(chunks)
+    assert all(c.text.strip() != "(shell-completion)=" for c in chunks)
+    enabling = next(c for c in chunks if c.symbol == "Shell Completion > Enabling")
+    assert enabling.text.startswith("(enabling)=\n## Enabling"), enabling.text[:40]
+    rst = "Intro text.\n\n.. _api:\n\nAPI\n===\n\nText here.\n"
+    assert _table(_chunks(tmp_path, "api.rst", rst, min_tokens=0)) == [
+        (None, "section", 1, 1),
+        ("API", "section", 3, 8),
+    ]
+
+
 def test_markdown_section_that_fits_is_one_chunk_and_small_ones_merge(tmp_path):
     assert _table(_chunks(tmp_path, "README.md", MARKDOWN, min_tokens=0)) == [
         (None, "section", 1, 4),

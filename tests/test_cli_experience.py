@@ -269,6 +269,110 @@ def test_files_only_results_come_in_score_order(code_repo):
     assert len({h["file_path"] for h in hits}) == len(hits)
 
 
+def test_past_work_whose_files_are_all_gone_says_so_instead_of_a_blank(repo):
+    """Click: `lore history` printed an empty line under a commit whose only file
+    was deleted since, and recall's related work ended in a bare ' — '."""
+    write(repo, "docs/advanced.rst", "Pager\n=====\n\nThe pager example.\n")
+    commit(repo, "Added example for pager")
+    (repo / "docs/advanced.rst").unlink()
+    write(repo, "src/pager.py", "def pager_example():\n    return 'pager'\n")
+    commit(repo, "Move the docs away from the pager")
+    cli = CLI(repo)
+    cli("init")
+    configure(repo)
+    cli("index")
+    out = cli("history", "added example for pager").stdout
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if "Added example for pager" in line)
+    assert lines[at + 1].strip() == "since removed: docs/advanced.rst", out
+    assert all(line.strip() for line in lines), out
+    pack = cli.json("recall", "added example for pager", "--no-code")["markdown"]
+    work = [line for line in pack.splitlines() if "Added example for pager" in line]
+    assert work and work[0].endswith("— since removed: docs/advanced.rst"), pack
+    assert not any(line.rstrip().endswith("—") for line in pack.splitlines()), pack
+
+
+def test_files_only_in_text_names_each_files_tests_as_json_does(code_repo):
+    root = code_repo.cwd
+    write(
+        root,
+        "tests/test_alpha.py",
+        "from alpha import alpha_retry\n\ndef test_alpha():\n    assert alpha_retry(1)\n",
+    )
+    commit(root, "Test alpha")
+    code_repo("index")
+    hits = code_repo.json("code", "alpha_retry", "--files-only")
+    assert hits[0]["file_path"] == "src/alpha.py" and hits[0]["tests"] == ["tests/test_alpha.py"]
+    lines = code_repo("code", "alpha_retry", "--files-only").stdout.splitlines()
+    alpha = next(line for line in lines if "src/alpha.py" in line)
+    assert alpha.endswith("tests: tests/test_alpha.py"), lines
+    assert not any("tests:" in line for line in lines if "src/beta.py" in line), lines
+
+
+def test_a_code_block_cut_to_its_first_lines_says_so(repo):
+    """Click: recall's L2 block of CliRunner.invoke cited lines 596-643 but
+    showed 12 of them, stopping mid-docstring with nothing to say so."""
+    body = "\n".join(f"    total += retry_budget * {j}" for j in range(30))
+    write(repo, "src/long.py", f"def long_retry(retry_budget):\n    total = 0\n{body}\n    return total\n")
+    write(repo, "src/short.py", "def short_retry(retry_budget):\n    return retry_budget\n")
+    commit(repo, "Add retry helpers")
+    cli = CLI(repo)
+    cli("init")
+    configure(repo)
+    cli("index")
+    pack = cli.json("recall", "long_retry short_retry retry_budget", "--level", "L2", "--no-memories")
+    lines = pack["markdown"].splitlines()
+    long_line = next(line for line in lines if line.startswith("- `src/long.py:1-33`"))
+    assert long_line.endswith("— first 12 of 33 lines"), lines
+    short_line = next(line for line in lines if line.startswith("- `src/short.py:1-2`"))
+    assert "first" not in short_line, lines
+    at = lines.index(long_line)
+    assert lines[at + 1] == "```python" and lines[at + 14] == "```", lines
+
+
+def test_a_likely_file_names_at_most_three_of_its_matching_symbols(repo):
+    """Gin: `render/json.go — code match (JSON, IndentedJSON, SecureJSON, JsonpJSON,
+    AsciiJSON, PureJSON, JSON.Render, ...)`: a chunk of many small units named them all."""
+    names = ["render_json", "render_xml", "render_yaml", "render_toml", "render_text", "render_html"]
+    write(repo, "src/render.py", "".join(f"def {n}(value):\n    return value\n\n\n" for n in names))
+    commit(repo, "Add renderers")
+    cli = CLI(repo)
+    cli("init")
+    configure(repo)
+    cli("index")
+    hits = cli.json("code", "render json xml yaml")
+    assert hits[0]["symbol"] == ", ".join(names), hits  # one chunk holds them all
+    pack = cli.json("recall", "render json xml yaml", "--no-memories")
+    files = [f for f in pack["files"] if f["path"] == "src/render.py"]
+    assert files[0]["reasons"][0] == "code match (render_json, render_xml, render_yaml, …)", files
+    assert "render_toml" not in next(
+        line for line in pack["markdown"].splitlines() if "`src/render.py` —" in line
+    )
+    # The names the task mentions come first (zod's util.ts named toZod 10th of 16).
+    pack = cli.json("recall", "the html renderer", "--no-memories")
+    files = [f for f in pack["files"] if f["path"] == "src/render.py"]
+    assert files[0]["reasons"][0] == "code match (render_html, render_json, render_xml, …)", files
+
+
+def test_a_file_the_task_names_comes_with_its_tests(code_repo):
+    """Gin: `lore recall "handle proxies" --files context.go` listed context.go
+    'named by the task' without context_test.go, which search results name."""
+    root = code_repo.cwd
+    write(
+        root,
+        "tests/test_alpha.py",
+        "from alpha import alpha_retry\n\ndef test_alpha():\n    assert alpha_retry(1)\n",
+    )
+    commit(root, "Test alpha")
+    code_repo("index")
+    pack = code_repo.json("recall", "retry budgets", "--files", "src/alpha.py", "--no-memories")
+    named = [f for f in pack["files"] if f["path"] == "src/alpha.py"]
+    assert named[0]["reasons"] == ["named by the task"] and named[0]["tests"] == ["tests/test_alpha.py"], (
+        named
+    )
+    assert "- `src/alpha.py` — named by the task; tests: `tests/test_alpha.py`" in pack["markdown"]
+
+
 def test_stale_rechecks_the_code_before_answering(code_repo):
     root = code_repo.cwd
     mid = code_repo.json(

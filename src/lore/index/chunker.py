@@ -760,7 +760,10 @@ _RST_RULE = re.compile(r"([=\-~^\"'`#*+_:.<>])\1{2,}[ \t]*$")
 
 def _section_units(lines: list[str], rst: bool) -> list[_Unit]:
     """Sections as nested units: each runs to the next heading of its level or higher."""
-    headings = _rst_headings(lines) if rst else _markdown_headings(lines)
+    headings = [
+        (_label_above(lines, row), level, title)
+        for row, level, title in (_rst_headings(lines) if rst else _markdown_headings(lines))
+    ]
     top: list[_Unit] = []
     stack: list[tuple[int, _Unit, list[_Unit]]] = []  # (level, unit, its subsections)
     for i, (row, level, title) in enumerate(headings):
@@ -795,11 +798,35 @@ def _markdown_headings(lines: list[str]) -> list[tuple[int, int, str]]:
             continue
         atx = _ATX.match(line)
         if atx:
-            headings.append((row, len(atx.group(1)), atx.group(2).strip()))
+            headings.append((row, len(atx.group(1)), _heading_text(atx.group(2))))
         elif line.strip() and row + 1 < len(lines) and (rule := _SETEXT.match(lines[row + 1])):
             if not _SETEXT.match(line) and not line.lstrip().startswith(("-", "*", "|", ">")):
                 headings.append((row, 1 if rule.group(1)[0] == "=" else 2, line.strip()))
     return headings
+
+
+# Cross-reference targets written above a heading: MyST `(shell-completion)=`, reST `.. _api:`.
+_LABEL = re.compile(r"[ \t]*(?:\([^()\s]+\)=|\.\. _[^:]+:)[ \t]*$")
+
+
+def _label_above(lines: list[str], row: int) -> int:
+    """The first row of the labels just above heading `row` (blank lines between
+    allowed), else `row`: click's docs open with `(label)=`, once a chunk alone."""
+    first, above = row, row - 1
+    while above >= 0 and (not lines[above].strip() or _LABEL.match(lines[above])):
+        if lines[above].strip():
+            first = above
+        above -= 1
+    return first
+
+
+_IMAGE_OR_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+
+
+def _heading_text(title: str) -> str:
+    """A heading as read: images and links by their text (rack's README is titled
+    `# ![Rack](contrib/logo.webp)`, which prefixed every section's name)."""
+    return _IMAGE_OR_LINK.sub(r"\1", title).strip() or title.strip()
 
 
 def _front_matter_end(lines: list[str]) -> int:

@@ -142,9 +142,12 @@ def recall(
         files = searcher.code(
             query, ChunkFilter(), max(10, request.limit_per_type * 2), files_only=True, period=request.period
         )
-        items += [file_item(path, 1.0, ["named by the task"]) for path in request.files]
         items += [
-            file_item(h.file_path, h.similarity, _reasons(h), h.role, h.tests)
+            file_item(path, 1.0, ["named by the task"], tests=searcher.tests_of(path))
+            for path in request.files
+        ]
+        items += [
+            file_item(h.file_path, h.similarity, _reasons(h, query), h.role, h.tests)
             for h in files
             if h.file_path not in request.files and h.similarity >= FLOOR
         ]
@@ -282,11 +285,19 @@ def annotate(item: Item, note: str) -> None:
     item._costs.clear()
 
 
-def _reasons(hit: CodeHit) -> list[str]:
+_REASON_NAMES = 3  # symbols named in a file's "code match (...)"
+
+
+def _reasons(hit: CodeHit, query: str = "") -> list[str]:
     """Why a file is offered: its code matched, similar past commits touched it."""
     reasons = []
     if hit.source != "history":
-        reasons.append(f"code match{f' ({hit.symbol})' if hit.symbol else ''}")
+        names = (hit.symbol or "").split(", ")  # a chunk of several small units names them all
+        wanted = [t for t in terms(query) if len(t) > 2]
+        # The names the task mentions first: zod's util.ts chunk of 16 named toZod 10th.
+        names.sort(key=lambda name: not any(t in name.lower() for t in wanted))
+        shown = ", ".join(names[:_REASON_NAMES]) + (", …" if len(names) > _REASON_NAMES else "")
+        reasons.append(f"code match{f' ({shown})' if hit.symbol else ''}")
     if hit.commits:
         reasons.append(f"{hit.commits} similar past commit{'s' if hit.commits > 1 else ''}")
     return reasons or ["code match"]
@@ -314,25 +325,41 @@ def file_item(
     )
 
 
+_SHORT_LINES = 12  # of a code block at level L2
+
+
 def code_item(hit: CodeHit) -> Item:
     where = f"{hit.file_path}:{hit.start_line}-{hit.end_line}"
     l1 = f"- `{where}` {hit.symbol or ''} ({hit.language}, {hit.similarity:.2f})".replace("  ", " ")
     lang = hit.language if hit.language not in (None, "text", "lines") else ""
     body = hit.chunk_text.rstrip()
-    short = "\n".join(body.splitlines()[:12])
+    lines = body.splitlines()
+    short = "\n".join(lines[:_SHORT_LINES])
+    # A cut block says so: its citation names more lines than it shows.
+    cut = f" — first {_SHORT_LINES} of {len(lines)} lines" if len(lines) > _SHORT_LINES else ""
     return Item(
         "code",
         where,
         0.8 * hit.similarity,
-        {"L1": l1, "L2": f"{l1}\n```{lang}\n{short}\n```", "L3": f"{l1}\n```{lang}\n{body}\n```"},
+        {"L1": l1, "L2": f"{l1}{cut}\n```{lang}\n{short}\n```", "L3": f"{l1}\n```{lang}\n{body}\n```"},
         {**hit.to_dict(full=True), "citation": where},
     )
 
 
+def commit_files(commit: CommitHit, lead: str) -> str:
+    """`lead` and the commit's files as named today (at most 5); those all gone,
+    the files it changed that no longer exist; nothing when it changed none."""
+    files, note = commit.files, ""
+    if not files and commit.gone_files:
+        files, note = commit.gone_files, "since removed: "
+    if not files:
+        return ""
+    return lead + note + ", ".join(files[:5]) + (" …" if len(files) > 5 else "")
+
+
 def work_item(commit: CommitHit) -> Item:
-    files = ", ".join(commit.files[:5]) + (" …" if len(commit.files) > 5 else "")
     subject = clip(commit.subject, SUBJECT_CHARS)  # git makes a message without a blank line one subject
-    l1 = f"- `{commit.sha[:10]}` {subject} ({commit.date[:10]}) — {files}"
+    l1 = f"- `{commit.sha[:10]}` {subject} ({commit.date[:10]}){commit_files(commit, ' — ')}"
     return Item(
         "work",
         commit.sha,

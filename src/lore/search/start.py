@@ -208,7 +208,7 @@ def likely_files(searcher: Searcher, title: str) -> list[Item]:
     from lore.search.recall import _reasons
 
     return [
-        file_item(h.file_path, 0.5 * h.similarity, _reasons(h), h.role, h.tests)
+        file_item(h.file_path, 0.5 * h.similarity, _reasons(h, title), h.role, h.tests)
         for h in hits[:MAX_FILES]
         if h.similarity >= 2 * FLOOR and (h.role or "source") not in GENERIC_ROLES
     ]

@@ -85,7 +85,8 @@ def code(
 
         if files_only:
             role = f" [dim]{h.role}[/dim]" if h.role and h.role != "source" else ""
-            out.print(f"[green]{score_bar(h.similarity)}[/green]  {citation(root, h.file_path)}{role}")
+            tests = f"  [dim]tests: {escape(', '.join(h.tests[:2]))}[/dim]" if h.tests else ""
+            out.print(f"[green]{score_bar(h.similarity)}[/green]  {citation(root, h.file_path)}{role}{tests}")
             return
         out.print(
             f"[green]{score_bar(h.similarity)}[/green]  {citation(root, h.file_path, h.start_line)}"
@@ -132,7 +133,10 @@ def history(lore, query, limit, mode, since, until, as_json):
             f"[bold]{escape(clip(h.subject, SUBJECT_CHARS))}"
             f"[/bold]  [dim]{escape(h.author)} · {relative_time(h.date)}[/dim]"
         )
-        out.print("  " + ", ".join(h.files[:8]) + (" …" if len(h.files) > 8 else ""), markup=False)
+        files = h.files or h.gone_files
+        if files:
+            note = "" if h.files else "since removed: "
+            out.print("  " + note + ", ".join(files[:8]) + (" …" if len(files) > 8 else ""), markup=False)
 
     emit_results(hits, as_json, lambda h: h.to_dict(), render)
 
