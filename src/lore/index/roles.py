@@ -76,7 +76,9 @@ __all__ = ["ROLES", "RULES_VERSION", "SourceTestIndex", "file_role", "tests_for"
 # Bump when a rule changes: the next sync classifies every indexed file again.
 # 2: qualified build output folders (deno_dist/, dist-esm/, out-tsc/).
 # 3: test projects with a kind after "Tests" (Acme.Tests.Integration/).
-RULES_VERSION = 3
+# 4: bison, flex and re2c output (banners in the first 15 lines); Ruby's
+#    spec_x.rb inside a test folder.
+RULES_VERSION = 4
 
 ROLES = (
     "source",
