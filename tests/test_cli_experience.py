@@ -223,6 +223,26 @@ def test_list_limit_means_at_most_n_memories(cli):
 # -- search results ---------------------------------------------------------------------------------------
 
 
+def indexed(repo: Path) -> CLI:
+    """A project made in `repo` (BM25 only), its code and history indexed."""
+    cli = CLI(repo)
+    cli("init")
+    configure(repo)
+    cli("index")
+    return cli
+
+
+def add_alpha_test(code_repo: CLI) -> None:
+    """tests/test_alpha.py, alpha.py's test, committed and indexed."""
+    write(
+        code_repo.cwd,
+        "tests/test_alpha.py",
+        "from alpha import alpha_retry\n\ndef test_alpha():\n    assert alpha_retry(1)\n",
+    )
+    commit(code_repo.cwd, "Test alpha")
+    code_repo("index")
+
+
 @pytest.fixture
 def code_repo(repo):
     for i, name in enumerate(["alpha", "beta", "gamma", "delta"]):
@@ -234,11 +254,7 @@ def code_repo(repo):
         )
     write(repo, "README.md", "# Demo\n\nRetry budgets are explained here.\n")
     commit(repo, "Add retry helpers")
-    cli = CLI(repo)
-    cli("init")
-    configure(repo)
-    cli("index")
-    return cli
+    return indexed(repo)
 
 
 def test_negative_budgets_and_days_and_backwards_periods_are_usage_errors(code_repo):
@@ -277,10 +293,7 @@ def test_past_work_whose_files_are_all_gone_says_so_instead_of_a_blank(repo):
     (repo / "docs/advanced.rst").unlink()
     write(repo, "src/pager.py", "def pager_example():\n    return 'pager'\n")
     commit(repo, "Move the docs away from the pager")
-    cli = CLI(repo)
-    cli("init")
-    configure(repo)
-    cli("index")
+    cli = indexed(repo)
     out = cli("history", "added example for pager").stdout
     lines = out.splitlines()
     at = next(i for i, line in enumerate(lines) if "Added example for pager" in line)
@@ -293,14 +306,7 @@ def test_past_work_whose_files_are_all_gone_says_so_instead_of_a_blank(repo):
 
 
 def test_files_only_in_text_names_each_files_tests_as_json_does(code_repo):
-    root = code_repo.cwd
-    write(
-        root,
-        "tests/test_alpha.py",
-        "from alpha import alpha_retry\n\ndef test_alpha():\n    assert alpha_retry(1)\n",
-    )
-    commit(root, "Test alpha")
-    code_repo("index")
+    add_alpha_test(code_repo)
     hits = code_repo.json("code", "alpha_retry", "--files-only")
     assert hits[0]["file_path"] == "src/alpha.py" and hits[0]["tests"] == ["tests/test_alpha.py"]
     lines = code_repo("code", "alpha_retry", "--files-only").stdout.splitlines()
@@ -316,10 +322,7 @@ def test_a_code_block_cut_to_its_first_lines_says_so(repo):
     write(repo, "src/long.py", f"def long_retry(retry_budget):\n    total = 0\n{body}\n    return total\n")
     write(repo, "src/short.py", "def short_retry(retry_budget):\n    return retry_budget\n")
     commit(repo, "Add retry helpers")
-    cli = CLI(repo)
-    cli("init")
-    configure(repo)
-    cli("index")
+    cli = indexed(repo)
     pack = cli.json("recall", "long_retry short_retry retry_budget", "--level", "L2", "--no-memories")
     lines = pack["markdown"].splitlines()
     long_line = next(line for line in lines if line.startswith("- `src/long.py:1-33`"))
@@ -336,10 +339,7 @@ def test_a_likely_file_names_at_most_three_of_its_matching_symbols(repo):
     names = ["render_json", "render_xml", "render_yaml", "render_toml", "render_text", "render_html"]
     write(repo, "src/render.py", "".join(f"def {n}(value):\n    return value\n\n\n" for n in names))
     commit(repo, "Add renderers")
-    cli = CLI(repo)
-    cli("init")
-    configure(repo)
-    cli("index")
+    cli = indexed(repo)
     hits = cli.json("code", "render json xml yaml")
     assert hits[0]["symbol"] == ", ".join(names), hits  # one chunk holds them all
     pack = cli.json("recall", "render json xml yaml", "--no-memories")
@@ -357,14 +357,7 @@ def test_a_likely_file_names_at_most_three_of_its_matching_symbols(repo):
 def test_a_file_the_task_names_comes_with_its_tests(code_repo):
     """Gin: `lore recall "handle proxies" --files context.go` listed context.go
     'named by the task' without context_test.go, which search results name."""
-    root = code_repo.cwd
-    write(
-        root,
-        "tests/test_alpha.py",
-        "from alpha import alpha_retry\n\ndef test_alpha():\n    assert alpha_retry(1)\n",
-    )
-    commit(root, "Test alpha")
-    code_repo("index")
+    add_alpha_test(code_repo)
     pack = code_repo.json("recall", "retry budgets", "--files", "src/alpha.py", "--no-memories")
     named = [f for f in pack["files"] if f["path"] == "src/alpha.py"]
     assert named[0]["reasons"] == ["named by the task"] and named[0]["tests"] == ["tests/test_alpha.py"], (

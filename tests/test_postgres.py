@@ -36,6 +36,17 @@ def make_project(root: Path, url: str, *, init: bool = True) -> CLI:
     return runner
 
 
+def add_deploys(runner: CLI, url: str) -> None:
+    runner(
+        "add",
+        "--title",
+        "Deploys",
+        "--body",
+        "Deploys run on Tuesdays after a green build.",
+        env=url_env(url),
+    )
+
+
 def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
 
@@ -713,14 +724,7 @@ def test_a_statement_the_server_cancels_is_one_line_to_try_again(pg_database, tm
 
     _server, url = pg_database
     runner = make_project(tmp_path / "slow", url)
-    runner(
-        "add",
-        "--title",
-        "Deploys",
-        "--body",
-        "Deploys run on Tuesdays after a green build.",
-        env=url_env(url),
-    )
+    add_deploys(runner, url)
     with psycopg.connect(url) as holder:
         holder.execute("LOCK TABLE lore.chunks IN ACCESS EXCLUSIVE MODE")
         slow = runner("search", "deploys", ok=False, env={**url_env(url), "PGOPTIONS": "-c lock_timeout=300"})
@@ -794,14 +798,7 @@ def test_an_index_run_killed_midway_is_not_shown_as_indexing_for_ever(pg_databas
 
     _server, url = pg_database
     runner = make_project(tmp_path / "killed", url)
-    runner(
-        "add",
-        "--title",
-        "Deploys",
-        "--body",
-        "Deploys run on Tuesdays after a green build.",
-        env=url_env(url),
-    )
+    add_deploys(runner, url)
 
     def memory_status() -> dict:
         clones = runner.json("db", "status", env=url_env(url))["clones"]

@@ -186,22 +186,10 @@ def as_lore_error(err: BaseException) -> LoreError | None:
             "the disk is full (the index's .db-shm file could not grow); free some space and try again"
         )
     if _from_database(err) and _postgres_operational(err):
-        # The connection went away (a restart, a killed backend) or the server
-        # cancelled the statement: nothing to rebuild, the command can be run again.
-        lines = str(err).strip().splitlines()
-        # The server's own message, else the last line (libpq's hint on a failed connect).
-        reason = getattr(getattr(err, "diag", None), "message_primary", None) or (
-            lines[-1].strip() if lines else type(err).__name__
-        )
-        state = str(getattr(err, "sqlstate", None) or "")
-        if not state or state.startswith("08") or state.startswith("57P"):
-            return StorageError(
-                f"lost the connection to PostgreSQL ({reason}); check that the server is running, and try again"
-            )
-        return StorageError(f"PostgreSQL did not complete the request ({reason}); try again")
+        return postgres_failure(err)
     if _from_database(err) and getattr(err, "sqlstate", None) == "42501":
         # PostgreSQL's insufficient_privilege: the role's rights, not the index, are wrong.
-        reason = getattr(getattr(err, "diag", None), "message_primary", None) or str(err).strip()
+        reason = driver_reason(err)
         if "row-level security" in reason:
             return PermissionDenied(
                 f"PostgreSQL refused a row to this database role ({reason}): this clone holds another "
@@ -257,6 +245,30 @@ def unchanged(err: OSError, what: str) -> LoreError:
         f"{what} ({reason}); nothing was changed: check the file's and its folder's permissions "
         "and attributes (lsattr), then try again"
     )
+
+
+def driver_reason(err: BaseException) -> str:
+    """A database driver's error in one line: the server's own message, else
+    the last line (libpq puts its hint there when a connection fails)."""
+    primary = getattr(getattr(err, "diag", None), "message_primary", None)
+    if primary:
+        return str(primary)
+    lines = str(err).strip().splitlines()
+    return lines[-1].strip() if lines else type(err).__name__
+
+
+def postgres_failure(err: BaseException) -> StorageError:
+    """The one line for psycopg's OperationalError. The connection went away (a
+    restart, a killed backend) or the server did not complete the statement (it
+    was cancelled, a lock waited too long): nothing to rebuild either way, the
+    command can be run again."""
+    reason = driver_reason(err)
+    state = str(getattr(err, "sqlstate", None) or "")
+    if not state or state.startswith(("08", "57P")):
+        return StorageError(
+            f"lost the connection to PostgreSQL ({reason}); check that the server is running, and try again"
+        )
+    return StorageError(f"PostgreSQL did not complete the request ({reason}); try again")
 
 
 def _postgres_operational(err: BaseException) -> bool:

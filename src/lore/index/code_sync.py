@@ -189,12 +189,11 @@ def sync_code(
         result.removed_paths = list(gone)
     if store.get_meta("roles_version") != str(RULES_VERSION):
         _reclassify(root, store, set(known) - classified - set(gone))
-    if (only is None or not known) and store.get_meta("chunker_version") != CHUNKER_VERSION:
-        with store.transaction():
-            store.set_meta("chunker_version", CHUNKER_VERSION)
-    if (only is None or not known) and store.get_meta("prose_redaction") != PROSE_REDACTION:
-        with store.transaction():
-            store.set_meta("prose_redaction", PROSE_REDACTION)
+    if only is None or not known:  # every file seen by this chunker and these rules
+        for key, value in (("chunker_version", CHUNKER_VERSION), ("prose_redaction", PROSE_REDACTION)):
+            if store.get_meta(key) != value:
+                with store.transaction():
+                    store.set_meta(key, value)
     result.duration_ms = int((time.perf_counter() - started) * 1000)
     return result
 

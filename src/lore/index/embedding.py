@@ -130,14 +130,15 @@ def embed_pending(
             total += store.count_pending(model, kind)
         if progress:
             progress(done, total)
-    if store.count_pending(model, cap=len(skip) + 1) <= len(skip) and not _pending_beyond(store, model, skip):
+    if not _pending_beyond(store, model, skip):
         with store.transaction():
             store.mark_all_embedded(model)  # later reads skip the pending scan
     return embedded
 
 
 def _pending_beyond(store: Store, model: str, skip: set[str]) -> bool:
-    """Whether a chunk other than the refused ones still lacks a vector."""
+    """Whether a chunk other than the refused ones still lacks a vector (of any
+    len(skip) + 1 that do, one at least is not refused)."""
     if not skip:
         return bool(store.count_pending(model, cap=1))
     return any(h not in skip for h, _ in store.pending_embeddings(model, len(skip) + 1, None))

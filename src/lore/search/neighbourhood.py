@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lore.errors import UsageError
 from lore.memory.links import INVERSE
 from lore.memory.values import clip
-from lore.search.pack import Item, pack, render
+from lore.search.pack import Item, check_heading, pack, render
 from lore.search.recall import HEADING_CHARS, RecallPack, annotate, related_item
 
 if TYPE_CHECKING:
@@ -54,11 +53,7 @@ def neighbourhood(searcher: Searcher, memories: Memories, key: str, *, depth: in
         items.append(item)
     root_title = titles.get(graph.root, key)
     head = f"## Lore context: {clip(root_title, HEADING_CHARS)}"
-    if count_tokens(head) + 2 > budget:
-        raise UsageError(
-            f"a budget of {budget} tokens cannot hold even the pack's heading "
-            f"({count_tokens(head) + 2} tokens); give a larger budget, e.g. 2000"
-        )
+    check_heading(count_tokens(head) + 2, budget)
     chosen = pack(items, budget, "auto", count_tokens(head) + 2, SECTIONS)
     if items and not any(it is items[0] for it in chosen):  # too big whole: its summary instead
         items[0].renders["L1"] = (

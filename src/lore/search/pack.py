@@ -55,6 +55,20 @@ def resolve_level(level: str | None, bracket: str | None) -> str | None:
     return level
 
 
+def check_heading(tokens: int, budget: int) -> None:
+    """Refuse a budget that cannot hold even a pack's heading of `tokens`: the
+    pack would go over it, saying so (``17/10 tokens``).
+
+    Raises:
+        UsageError: one line naming the budget and the heading's size.
+    """
+    if tokens > budget:
+        raise UsageError(
+            f"a budget of {budget} tokens cannot hold even the pack's heading "
+            f"({tokens} tokens); give a larger budget, e.g. 2000"
+        )
+
+
 def pack(
     items: list[Item],
     budget: int,

@@ -16,11 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lore.errors import UsageError
 from lore.memory.values import clip, fold_line
 from lore.records import Record
 from lore.search import attention as att
-from lore.search.pack import Item, pack, render
+from lore.search.pack import Item, check_heading, pack, render
 from lore.search.text import terms
 from lore.storage import ChunkFilter, MemoryFilter
 
@@ -346,15 +345,15 @@ def code_item(hit: CodeHit) -> Item:
     )
 
 
-def commit_files(commit: CommitHit, lead: str) -> str:
-    """`lead` and the commit's files as named today (at most 5); those all gone,
-    the files it changed that no longer exist; nothing when it changed none."""
+def commit_files(commit: CommitHit, lead: str, most: int = 5) -> str:
+    """`lead` and the commit's files as named today (at most `most`); those all
+    gone, the files it changed that no longer exist; nothing when it changed none."""
     files, note = commit.files, ""
     if not files and commit.gone_files:
         files, note = commit.gone_files, "since removed: "
     if not files:
         return ""
-    return lead + note + ", ".join(files[:5]) + (" …" if len(files) > 5 else "")
+    return lead + note + ", ".join(files[:most]) + (" …" if len(files) > most else "")
 
 
 def work_item(commit: CommitHit) -> Item:
@@ -395,11 +394,7 @@ def build(request: RecallRequest, items: list[Item]) -> RecallPack:
     # as the title would otherwise fill the budget before any item.
     title, shown = clip(fold_line(request.title), HEADING_CHARS), clip(query, HEADING_CHARS)
     header = render(title, shown, [], request.budget, used=request.budget)
-    if count_tokens(header) > request.budget:
-        raise UsageError(
-            f"a budget of {request.budget} tokens cannot hold even the pack's heading "
-            f"({count_tokens(header)} tokens); give a larger budget, e.g. 2000"
-        )
+    check_heading(count_tokens(header), request.budget)
     chosen = pack(items, request.budget, request.level, count_tokens(header) + 2)
     # The header states the tokens used, which changes the count: the body is
     # counted once, the one-line header until its number is stable.

@@ -69,10 +69,11 @@ def _read_as(
     """The findings in `text` read with each match of `pattern` as `reading`
     gives it, placed back in `text` (a finding covers the whole of each match
     it touches)."""
+    matches = list(pattern.finditer(text))
     plain: list[str] = []
     origin: list[int] = []  # origin[i]: where plain[i] comes from in text
     position = 0
-    for match in pattern.finditer(text):
+    for match in matches:
         plain.append(text[position : match.start()])
         origin.extend(range(position, match.start()))
         read = reading(match)
@@ -81,7 +82,7 @@ def _read_as(
         position = match.end()
     plain.append(text[position:])
     origin.extend(range(position, len(text)))
-    ends = {match.start(): match.end() for match in pattern.finditer(text)}
+    ends = {match.start(): match.end() for match in matches}
     findings = []
     for f in _find("".join(plain), strict):
         start, last = origin[f.start], origin[f.end - 1]

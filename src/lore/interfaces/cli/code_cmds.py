@@ -126,17 +126,16 @@ def history(lore, query, limit, mode, since, until, as_json):
 
         from lore.interfaces.cli.output import relative_time, score_bar
         from lore.memory.values import clip
-        from lore.search.recall import SUBJECT_CHARS
+        from lore.search.recall import SUBJECT_CHARS, commit_files
 
         out.print(
             f"[green]{score_bar(h.relevance)}[/green]  [yellow]{h.sha[:10]}[/yellow] "
             f"[bold]{escape(clip(h.subject, SUBJECT_CHARS))}"
             f"[/bold]  [dim]{escape(h.author)} · {relative_time(h.date)}[/dim]"
         )
-        files = h.files or h.gone_files
+        files = commit_files(h, "  ", most=8)
         if files:
-            note = "" if h.files else "since removed: "
-            out.print("  " + note + ", ".join(files[:8]) + (" …" if len(files) > 8 else ""), markup=False)
+            out.print(files, markup=False)
 
     emit_results(hits, as_json, lambda h: h.to_dict(), render)
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from lore.errors import StorageError
+from lore.errors import driver_reason as reason
 
 if TYPE_CHECKING:
     import psycopg
@@ -223,16 +224,6 @@ def check_role(url: str, role: str) -> None:
             f"database role '{role}' is not a member of lore_user, so it cannot read Lore's tables; "
             f"run GRANT lore_user TO {role}"
         )
-
-
-def reason(err: BaseException) -> str:
-    """A driver error in one line: the server's own message, else the last line
-    (libpq puts its hint there when a connection fails)."""
-    primary = getattr(getattr(err, "diag", None), "message_primary", None)
-    if primary:
-        return str(primary)
-    text = str(err).strip().splitlines()
-    return text[-1].strip() if text else err.__class__.__name__
 
 
 def close(url: str) -> None:

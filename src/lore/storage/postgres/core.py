@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from lore.errors import StorageError
+from lore.errors import StorageError, postgres_failure
 from lore.storage.base import AnyFilter
 from lore.storage.postgres import connection, convert, sql
 from lore.storage.postgres.identity import ProjectIdentity
@@ -51,21 +51,18 @@ def _without_nul(params: Sequence[Any]) -> Sequence[Any]:
     (:func:`.convert.clean`): PostgreSQL text cannot hold them, and a lookup by
     an id, path or tag with one (from MCP or the HTTP API) is a lookup that
     finds nothing, as on SQLite, not an index error."""
-    if not any(
-        ("\x00" in p)
-        if isinstance(p, str)
-        else isinstance(p, list) and any(isinstance(v, str) and "\x00" in v for v in p)
-        for p in params
-    ):
-        return params
-    return tuple(
-        convert.clean(p)
-        if isinstance(p, str)
-        else [convert.clean(v) if isinstance(v, str) else v for v in p]
-        if isinstance(p, list)
-        else p
-        for p in params
-    )
+
+    def has_nul(value: Any) -> bool:
+        if isinstance(value, list):
+            return any(has_nul(v) for v in value)
+        return isinstance(value, str) and "\x00" in value
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return convert.clean(value) if isinstance(value, str) else value
+
+    return tuple(clean(p) for p in params) if any(has_nul(p) for p in params) else params
 
 
 def is_local_memory(path: str) -> bool:
@@ -166,16 +163,7 @@ class StoreCore:
                     raise
                 time.sleep(0.05 * (attempt + 1))
             except psycopg.OperationalError as err:
-                state = err.sqlstate or ""
-                if state and not state.startswith(("08", "57P")):  # a cancelled statement, a lock timeout
-                    raise StorageError(
-                        f"PostgreSQL did not complete the request ({connection.reason(err)}); try again"
-                    ) from None
-                raise StorageError(
-                    f"lost the connection to PostgreSQL at {connection.redact(self.url)} "
-                    f"({connection.reason(err)}); "
-                    "try again"
-                ) from None
+                raise postgres_failure(err) from None
         raise AssertionError("unreachable")
 
     @contextmanager
