@@ -61,6 +61,7 @@ class IndexResult(Record):
     files_removed: int = 0
     files_renamed: int = 0
     commits_added: int = 0
+    commits_updated: int = 0
     newly_stale: list[str] = field(default_factory=list)
     duration_ms: int = 0
     errors: list[str] = field(default_factory=list)

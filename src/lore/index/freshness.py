@@ -83,6 +83,7 @@ class CodeIndex:
             with self.store.transaction():
                 self.store.set_meta("indexed_commit", head)
         result.commits_added = history.added
+        result.commits_updated = history.updated
         return result
 
     def sync_history(self, *, force: bool = False) -> HistoryResult:

@@ -123,7 +123,9 @@ def index(lore, force, reembed, no_embed, no_code, as_json):
                 f"code: {code.files_processed} files processed, {code.chunks_created} chunks, "
                 f"{code.files_renamed} renamed, {code.files_removed} removed, "
                 f"{code.files_skipped} skipped ({', '.join(f'{n} {r}' for r, n in reasons.most_common()) or '-'}), "
-                f"{code.commits_added} commits, {code.duration_ms / 1000:.1f} s"
+                f"{code.commits_added} commits"
+                + (f" ({code.commits_updated} rewritten)" if code.commits_updated else "")
+                + f", {code.duration_ms / 1000:.1f} s"
             )
         if reembed:
             click.echo(f"embeddings: all {embedded} texts re-embedded with {model}")
