@@ -385,6 +385,56 @@ def test_a_commit_message_without_a_blank_line_is_shown_cut(repo):
     assert "step 299" not in repo("recall", "walrus cache").stdout
 
 
+def test_a_merge_is_not_told_beside_the_commit_it_brought_in(repo):
+    """A pull request's merge changes what its commit changed; listed with that
+    commit it took a second slot of past work for the same change."""
+    root = repo.cwd
+    write(root, "base.py", "def base():\n    return 0\n")
+    commit(root, "Base", date="2024-01-01T00:00:00")
+    git(root, "checkout", "-q", "-b", "feature")
+    write(root, "render/json.go", "func SecureJSON() {}\n")
+    commit(root, "Add SecureJSON renderer to prevent json hijacking", date="2024-01-02T00:00:00")
+    git(root, "checkout", "-q", "main")
+    git(
+        root,
+        "merge",
+        "-q",
+        "--no-ff",
+        "feature",
+        "-m",
+        "Merge pull request #9 from a/secure",
+        "-m",
+        "Add SecureJSON renderer to prevent json hijacking",
+        date="2024-01-03T00:00:00",
+    )
+    git(root, "checkout", "-q", "-b", "big")
+    write(root, "docs.md", "SecureJSON docs\n")
+    commit(root, "Document the SecureJSON renderer", date="2024-01-04T00:00:00")
+    write(root, "base.py", "def base():\n    return 1\n")
+    commit(root, "Tidy up", date="2024-01-04T01:00:00")
+    git(root, "checkout", "-q", "main")
+    git(
+        root,
+        "merge",
+        "-q",
+        "--no-ff",
+        "big",
+        "-m",
+        "Merge big: SecureJSON json hijacking, more",
+        date="2024-01-05T00:00:00",
+    )
+    index(repo)
+    told = subjects(repo.json("history", "SecureJSON", "json", "hijacking"))
+    assert "Merge pull request #9 from a/secure" not in told
+    assert "Add SecureJSON renderer to prevent json hijacking" in told
+    # A merge that changed a file no listed commit changed (base.py) stays.
+    assert "Merge big: SecureJSON json hijacking, more" in told
+    pack = repo.json("recall", "SecureJSON json hijacking")
+    work = [item["title"] for item in pack["related_work_items"]]
+    assert "Add SecureJSON renderer to prevent json hijacking" in work
+    assert "Merge pull request #9 from a/secure" not in work
+
+
 def test_index_force_writes_every_commit_again(repo):
     """`lore index --force` re-indexed files only: commits lost from the index
     (a damaged or pruned history) stayed lost while HEAD had not moved."""
@@ -522,8 +572,11 @@ def test_merge_brings_both_sides_into_code_and_history(repo):
     assert paths(code(repo, "lynx_tracker")) == ["feature/lynx.py"]
     assert paths(code(repo, "badger_burrow")) == ["main/badger.py"]
     assert subjects(repo.json("history", "lynx", "tracker"))[0] == "Add lynx tracker"
-    merge = repo.json("history", "merge", "feature", "tracking")[0]
-    assert merge["subject"] == "Merge feature tracking" and merge["files"] == ["feature/lynx.py"]
+    with lore.open(root) as project:
+        (merge,) = [c for c in project.store.commits() if c.is_merge]
+    assert merge.subject == "Merge feature tracking" and merge.files == ["feature/lynx.py"]
+    # Its change is the branch's commit: past work tells it once.
+    assert subjects(repo.json("history", "merge", "feature", "tracking")) == ["Add lynx tracker"]
     status = repo.json("status")
     assert status["up_to_date"] and status["commits"] == 4
 

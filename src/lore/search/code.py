@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lore.errors import ValidationError
@@ -124,6 +125,38 @@ def commit_hits(found: list[hybrid.Scored]) -> list[CommitHit]:
             )
         )
     return out
+
+
+MERGE_SPAN = timedelta(days=180)
+
+
+def fold_merges(found: list[hybrid.Scored]) -> list[hybrid.Scored]:
+    """`found` without the merge commits whose change is already there: a merge
+    is dropped when plain commits found with it, dated in the half year before
+    it, changed every file it did (a pull request's merge and its own commit are
+    one piece of work, told twice). A merge that brought more than was found stays."""
+    plain = [
+        (_when(s), s.chunk.commit.files) for s in found if s.chunk.commit and not s.chunk.commit.is_merge
+    ]
+    out = []
+    for s in found:
+        merge = s.chunk.commit
+        if merge is not None and merge.is_merge and merge.files:
+            when = _when(s)
+            covered = {p for date, files in plain if when - MERGE_SPAN <= date <= when for p in files}
+            if covered.issuperset(merge.files):
+                continue
+        out.append(s)
+    return out
+
+
+def _when(found: hybrid.Scored) -> datetime:
+    """A found commit's date (the epoch when it cannot be read)."""
+    assert found.chunk.commit is not None
+    try:
+        return datetime.fromisoformat(_utc(found.chunk.commit.date).replace("Z", "+00:00"))
+    except ValueError:
+        return datetime.fromtimestamp(0, tz=UTC)
 
 
 def _utc(date: str) -> str:
