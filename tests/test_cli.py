@@ -344,6 +344,17 @@ def test_a_secret_in_a_hand_written_memory_is_kept_out_of_the_index_and_reported
     [warning] = [p for p in problems if "in clear" in p["message"]]
     assert warning["where"] == ".lore/memory/hand.md" and "github-token" in warning["message"]
     assert hand.read_bytes() == raw  # the user's file is theirs to fix
+    # Everything that shows the memory reads it redacted, the file kept as it is.
+    pack = cli("recall", "connect to postgres before the deploy", "--no-code", "--level", "L3").stdout
+    assert "postgres://deploy:" in pack and password not in pack
+    shown = cli("show", "hand")
+    assert "postgres://deploy:" in shown.stdout and token not in shown.stdout and password not in shown.stdout
+    assert "hand.md holds 1 github-token, 1 url-password in clear (shown redacted)" in shown.stderr
+    assert cli.json("show", "hand")["redacted"] == "1 github-token, 1 url-password"
+    with lore.open(cli.cwd) as project:
+        detail = str(project.browser.detail("hand").to_dict())
+    assert "postgres://deploy:" in detail and password not in detail and token not in detail
+    assert hand.read_bytes() == raw
 
 
 def test_a_secret_in_a_custom_field_of_a_hand_written_memory_is_reported(cli):

@@ -97,6 +97,8 @@ class Page(Record):
     type: str
     links: list[LinkedMemory] = field(default_factory=list)
     backlinks: list[LinkedMemory] = field(default_factory=list)
+    # Kinds of secret the file holds in clear, shown redacted ('1 password').
+    redacted: str = ""
     memory: Memory = internal(default=None)
 
 
@@ -307,15 +309,26 @@ class Memories:
         memory.path = rel
         return memory
 
+    def view(self, rel: str) -> Memory:
+        """The memory at `rel` as it may be shown: a secret written into the file
+        by hand (an editor, a merge) is redacted, as the index keeps it. Edits
+        work on :meth:`load`'s whole text; everything that shows a memory to a
+        person or an agent reads this."""
+        memory = self.load(rel)
+        sync.redacted(memory)
+        return memory
+
     def show(self, key: str, *, offset: int = 0, limit: int | None = None) -> Page:
-        """A memory's whole file, or a character slice of it (004's memory_read)."""
+        """A memory's whole file (secrets redacted, as :meth:`view`), or a
+        character slice of it (004's memory_read)."""
         if offset < 0 or (limit is not None and limit < 1):
             raise UsageError("offset must be ≥ 0 and limit ≥ 1")
         rel = self.resolve(key)
         from lore.memory.files import read_memory_file
+        from lore.secrets import describe, redact
 
-        text = read_memory_file(self.project.root, rel).decode("utf-8", "replace")
-        memory = self.load(rel)
+        text, kinds = redact(read_memory_file(self.project.root, rel).decode("utf-8", "replace"))
+        memory = self.view(rel)
         end = len(text) if limit is None else min(len(text), offset + limit)
         record = self.record(rel)
         return Page(
@@ -329,6 +342,7 @@ class Memories:
             memory.type,
             self.graph.links_of(record) if record else [],
             self.graph.backlinks_of(record) if record else [],
+            describe(kinds),
             memory,
         )
 

@@ -190,7 +190,7 @@ class Browser:
         from lore.index.anchors import anchors_of
 
         rel = self.memories.resolve(key)
-        memory = self.memories.load(rel)
+        memory = self.memories.view(rel)
         records = self.store.memories(self.memories.filter(paths=[rel]), limit=1)
         stale = self.store.stale_reasons([memory.id]).get(memory.id)
         access = self.store.access_stats()

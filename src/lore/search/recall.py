@@ -126,7 +126,7 @@ def recall(
         access = searcher.store.access_stats()
         hot = hot_memories(searcher, memories, request, exclude={h.id for h in hits})
         for hit in [*hits[: request.limit_per_type * 2], *hot]:
-            hit.body = memories.load(hit.path).body
+            hit.body = memories.view(hit.path).body
         states = searcher.store.tier_states([h.id for h in [*hits, *hot]])
         tiers = {mid: state.tier for mid, state in states.items()}
         found = memory_items(hits, access, stale, request, searcher.half_life, hot, tiers)
@@ -273,7 +273,7 @@ def related_item(
     from lore.search.memories import hit_of_record
 
     hit = hit_of_record(record, searcher.store.first_chunk(record.path), score, "relation")
-    hit.body = memories.load(record.path).body
+    hit.body = memories.view(record.path).body
     return _memory_item(hit, score, stale.get(record.id))
 
 

@@ -153,6 +153,11 @@ def show(lore, key, offset, limit, as_json):
         emit_json(page.to_dict())
         return
     echo(page.content, nl=not page.content.endswith("\n"))
+    if page.redacted:
+        warn(
+            f"{page.path} holds {page.redacted} in clear (shown redacted): remove it "
+            f"(`lore edit {page.id[:8]}`) and rotate the secret"
+        )
     if page.next_offset is not None:
         warn(f"{page.total_chars - page.next_offset} more characters: --offset {page.next_offset}")
     if is_terminal() and (page.links or page.backlinks):
