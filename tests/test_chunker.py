@@ -656,6 +656,55 @@ def test_huge_function_splits_into_overlapping_windows(tmp_path):
     assert _covered(chunks) == _non_blank(source)
 
 
+PY_STEP = """\
+    # Step {i}: clamp the running value.
+    if value > {i}:
+        value = compute(value, {i}, {i} * 3)
+        value = adjust(value, {i} * 7)
+    else:
+        value = rescue(value, {i})
+"""
+GO_STEP = """\
+\t// Step {i}: clamp the running value.
+\tif value > {i} {{
+\t\tvalue = compute(value, {i}, {i}*3)
+\t\tvalue = adjust(value, {i}*7)
+\t}} else {{
+\t\tvalue = rescue(value, {i})
+\t}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "source", "statement"),
+    [
+        (
+            "steps.py",
+            "def long_one(value):\n" + "".join(PY_STEP.format(i=i) for i in range(40)) + "    return value\n",
+            "    # Step",
+        ),
+        (
+            "steps.go",
+            "package p\n\nfunc longOne(value int) int {\n"
+            + "".join(GO_STEP.format(i=i) for i in range(40))
+            + "\treturn value\n}\n",
+            "\t// Step",
+        ),
+    ],
+)
+def test_a_long_function_is_cut_between_its_own_statements(tmp_path, name, source, statement):
+    """Windows of an over-long function end where one of its own statements
+    does: not inside an `if`, before its `else`, or between a comment and the
+    statement it belongs to (it ended anywhere that fit, or at a blank line)."""
+    chunks = [
+        c for c in _chunks(tmp_path, name, source, max_tokens=200, overlap_tokens=30) if c.kind == "function"
+    ]
+    assert len(chunks) > 4
+    lines = source.split("\n")
+    for chunk in chunks[:-1]:
+        assert lines[chunk.end_line].startswith(statement), (chunk.end_line, lines[chunk.end_line])
+
+
 def test_an_over_long_line_is_cut_into_pieces(tmp_path):
     line = ";".join(f"var a{i}=b{i}+c{i}" for i in range(2000))
     chunks = _chunks(tmp_path, "bundle.js", line + "\n", max_tokens=500)

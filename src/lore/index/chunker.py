@@ -213,6 +213,44 @@ class _Unit:
     symbol: str | None
     kind: str
     members: Callable[[], list[_Unit]] | None = None  # finds sub-units on demand
+    # Rows that start a statement, with their depth in the syntax tree (on demand).
+    depths: Callable[[], dict[int, int]] | None = None
+
+
+_COMMENT = re.compile(r"\s*(?:#|//|/\*|\*|--|;|%)")
+_DEEP = 1 << 20  # the depth of a line that starts no statement (inside a string, a `}`)
+# A node's counted ancestors, innermost first: (start row, how many, the rest).
+_Chain = tuple[int, int, "_Chain"] | None
+
+
+def _statement_depths(node: Node) -> dict[int, int]:
+    """Rows of `node` that a named node begins (first on its line), each with
+    how deeply the line is nested: the enclosing nodes that began on earlier
+    rows (a block, which begins where its first statement does, not counted). A
+    function's own statements are at 2, those inside an `if` or a call's
+    arguments deeper; a line inside a string, or a bare bracket, begins none."""
+    first_column: dict[int, int] = {}
+    base_row, base_column = node.start_point
+    for offset, line in enumerate((node.text or b"").split(b"\n")):
+        first_column[base_row + offset] = len(line) - len(line.lstrip()) + (base_column if offset == 0 else 0)
+    depths: dict[int, int] = {}
+    stack: list[tuple[Node, _Chain]] = [(node, None)]
+    while stack:
+        current, chain = stack.pop()
+        row, column = current.start_point
+        if chain is not None and first_column.get(row) == column:
+            link: _Chain = chain
+            while link is not None and link[0] >= row:  # enclosing nodes begun on this very row
+                link = link[2]
+            depth = link[1] if link is not None else 0
+            if depth < depths.get(row, _DEEP):
+                depths[row] = depth
+        # A wrapper that begins where its first child does (a block) adds no depth.
+        lead = current.named_children[0] if current.named_child_count else None
+        if lead is None or lead.start_point != current.start_point:
+            chain = (row, (chain[1] if chain else 0) + 1, chain)
+        stack += [(child, chain) for child in current.named_children]
+    return depths
 
 
 def _closing(line: str) -> bool:
@@ -285,7 +323,8 @@ class _Sizes:
         members = piece.members() if piece.members else None
         if members:
             return self.level(members, piece.start, piece.end, piece.symbol, piece.kind)
-        return self.windows(piece.start, piece.end, piece.symbol, piece.kind)
+        depths = piece.depths() if piece.depths else None
+        return self.windows(piece.start, piece.end, piece.symbol, piece.kind, depths)
 
     def _merge(self, pieces: list[_Unit], mixed_kind: str) -> list[CodeChunk]:
         if not pieces:
@@ -299,12 +338,15 @@ class _Sizes:
             kinds.pop() if len(kinds) == 1 else mixed_kind,
         )
 
-    def windows(self, start: int, end: int, symbol: str | None, kind: str) -> list[CodeChunk]:
-        """Overlapping windows of about max_tokens over rows start..end."""
+    def windows(
+        self, start: int, end: int, symbol: str | None, kind: str, depths: dict[int, int] | None = None
+    ) -> list[CodeChunk]:
+        """Overlapping windows of about max_tokens over rows start..end; with the
+        `depths` of a parsed unit's statements, cut before the shallowest one."""
         chunks: list[CodeChunk] = []
         first = start
         while first <= end:
-            last = self._window_end(first, end)
+            last = self._window_end(first, end, depths)
             if last == first and self.tokens(first, first) > self.max:
                 chunks += self._cut_line(first, symbol, kind)
             else:
@@ -318,17 +360,34 @@ class _Sizes:
             first = max(first + 1, bisect.bisect_left(self.prefix, target, first + 1, last + 1))
         return chunks
 
-    def _window_end(self, first: int, end: int) -> int:
-        """Last row of a window from `first`: as far as fits, ideally a blank line."""
+    def _window_end(self, first: int, end: int, depths: dict[int, int] | None = None) -> int:
+        """Last row of a window from `first`: as far as fits, cut in its second
+        half before a statement as shallow as any there (a long function is not
+        cut inside an `if`, a call or a string), ideally at a blank line and
+        not between a comment and its statement."""
         limit = self.prefix[first] + self.max
         last = bisect.bisect_right(self.prefix, limit, first + 1, end + 2) - 2
         if last < first:
             return first
-        if last < end:
-            for row in range(last, first + (last - first) // 2, -1):
-                if not self.lines[row].strip():
-                    return row
-        return last
+        if last >= end:
+            return last
+        best, best_key = last, None
+        following = None  # depth of the statement the next non-blank line starts
+        for row in range(last + 1, first + (last - first) // 2, -1):
+            line = self.lines[row]
+            if row <= last:
+                # A comment stays with the statement below it.
+                key = (
+                    -following if following is not None else -_DEEP,
+                    not line.strip(),
+                    _COMMENT.match(line) is None,
+                )
+                if best_key is None or key > best_key:
+                    best, best_key = row, key
+            if line.strip() and not (following is not None and _COMMENT.match(line)):
+                # A comment takes the depth of the statement it comments on.
+                following = depths.get(row) if depths else 0
+        return best
 
     def _cut_line(self, row: int, symbol: str | None, kind: str) -> list[CodeChunk]:
         """A single line longer than max_tokens, cut into pieces (minified code)."""
@@ -733,7 +792,7 @@ class _CodeUnits:
         kind = "method" if role == "function" and in_class else _KINDS[role]
         body = node.child_by_field_name("body")
         members = functools.partial(self.units, body, symbol, role == "class") if body else None
-        return _Unit(start, end, symbol, kind, members)
+        return _Unit(start, end, symbol, kind, members, functools.partial(_statement_depths, node))
 
 
 def _disjoint(units: list[_Unit]) -> list[_Unit]:
