@@ -304,6 +304,22 @@ def test_doctor_warns_about_foreign_ids_and_stale_hashes(cli):
     assert "not a UUID v4" in messages and "content_hash" in messages
 
 
+def test_doctor_tells_a_copy_of_a_memory_from_two_memories_sharing_an_id(cli):
+    """Two files with one id: a copy (a `lore mv` cut short, a `cp`) is fixed by
+    deleting one; two different memories need a new id for one of them."""
+    mid = cli.json("add", "-t", "Use UTC everywhere", "-b", "Store timestamps in UTC.")["id"]
+    [original] = (cli.cwd / ".lore/memory").glob("*utc*.md")
+    copy = cli.cwd / ".lore/memory/moved.md"
+    copy.write_bytes(original.read_bytes())
+    [problem] = [p for p in cli.json("doctor", ok=False) if "also used" in p["message"]]
+    assert problem["level"] == "error" and problem["where"] == ".lore/memory/moved.md"
+    assert problem["message"].endswith("both hold the same memory: delete one (`rm .lore/memory/moved.md`)")
+    copy.write_bytes(original.read_bytes().replace(b"Store timestamps in UTC.", b"Store dates as ISO 8601."))
+    [problem] = [p for p in cli.json("doctor", ok=False) if "also used" in p["message"]]
+    assert f"id {mid} is also used by" in problem["message"]
+    assert problem["message"].endswith("give one of them a new id (e.g. `uuidgen`)")
+
+
 def test_doctor_names_temporary_files_of_interrupted_writes(cli):
     # `lore add` killed between writing its temporary file and linking it into place
     # (kill -9, a crash) leaves `.lore-<random>.tmp` in .lore/memory/: untracked, so

@@ -159,7 +159,7 @@ def doctor(memories: Memories) -> list[Problem]:
     from lore.memory.model import UUID4_RE
     from lore.memory.sync import redacted, split_error
     from lore.secrets import describe
-    from lore.storage import MemoryFilter
+    from lore.storage import MemoryFilter, MemoryRecord
 
     store = memories.store
     problems: list[Problem] = layout_problems(memories.project)
@@ -168,18 +168,18 @@ def doctor(memories: Memories) -> list[Problem]:
     for path, error in report.errors:
         line, message = split_error(path, error)
         problems.append(Problem("error", path, f"line {line}: {message}" if line else message))
-    seen_ids: dict[str, str] = {}
+    seen_ids: dict[str, MemoryRecord] = {}
     for record in store.memories(MemoryFilter(include_private=True), order="path"):
         path, mid = record.path, record.id
-        if mid in seen_ids:
-            problems.append(
-                Problem(
-                    "error",
-                    path,
-                    f"id {mid} is also used by {seen_ids[mid]}; give one of them a new id (e.g. `uuidgen`)",
-                )
+        first = seen_ids.setdefault(mid, record)
+        if first is not record:
+            # Two copies of one memory (a copied file, a `lore mv` cut short): one goes.
+            fix = (
+                f"both hold the same memory: delete one (`rm {path}`)"
+                if first.content_hash == record.content_hash
+                else "give one of them a new id (e.g. `uuidgen`)"
             )
-        seen_ids.setdefault(mid, path)
+            problems.append(Problem("error", path, f"id {mid} is also used by {first.path}; {fix}"))
         if not UUID4_RE.match(mid):
             problems.append(
                 Problem(
