@@ -1022,6 +1022,29 @@ def test_editing_another_function_does_not_make_the_memory_stale(repo, source, l
     assert keyed in stale_ids(repo)
 
 
+def test_a_line_of_a_file_with_classic_mac_line_ends_is_anchored_to_that_line(repo):
+    """A file whose lines end in a bare CR was one line to the anchor: a memory
+    about its line 3 hashed nothing, and never went stale."""
+    root = repo.cwd
+    lines = [f"limit_{i} = {i * 10}" for i in range(1, 13)]
+    (root / "limits.txt").write_bytes("\r".join(lines).encode() + b"\r")
+    commit(root, "limits")
+    repo("index")
+    body = "The third limit is the hard one.\n\n## Key Files\n\n- `limits.txt:3` — the hard limit"
+    keyed = repo.json("add", "-t", "Hard limit", "-b", body, "-k", "limits")["id"]
+    (root / "limits.txt").write_bytes(
+        b"\r".join(line.encode() for line in [*lines[:9], "limit_10 = 99", *lines[10:]]) + b"\r"
+    )
+    commit(root, "Change limit 10")
+    repo("index")
+    assert keyed not in stale_ids(repo)
+    lines[2] = "limit_3 = 31"
+    (root / "limits.txt").write_bytes("\r".join(lines).encode() + b"\r")
+    commit(root, "Change limit 3")
+    repo("index")
+    assert keyed in stale_ids(repo)
+
+
 def test_rename_moves_the_anchor(calc):
     root = calc.cwd
     keyed = add_anchored(calc)

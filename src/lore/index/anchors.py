@@ -214,7 +214,10 @@ def _anchor(
         assert first is not None  # a line was named when no symbol was
         unit = next((u for u in units if u[0] and u[1] <= first <= u[2]), None)
         if unit is None:
-            lines = text.split("\n")[first - 1 : (last or first)]
+            # Lines as the chunker and editors number them: a file of bare CRs has them too.
+            lines = (text.replace("\r", "\n") if "\n" not in text else text).split("\n")[
+                first - 1 : (last or first)
+            ]
             return AnchorRecord("", path, None, first, last or first, _hash("\n".join(lines)))
         symbol = unit[0]
     parts = [u for u in units if u[0] == symbol]
