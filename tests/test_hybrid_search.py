@@ -274,6 +274,24 @@ def test_default_model_is_used_and_everything_is_embedded(ranked):
     assert status["embedding_problem"] is None
 
 
+def test_status_names_the_model_without_loading_it(ranked):
+    """`lore status` imported onnxruntime and numpy (~250 ms) to learn the model
+    id from the cached model's name; its version comes from package metadata."""
+    project, _ = ranked
+    proc = subprocess.run(
+        [sys.executable, "-P", "-X", "importtime", "-m", "lore", "status", "--json"],
+        cwd=project.project.root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    status = json.loads(proc.stdout)
+    assert status["search"] == "hybrid" and status["embedding"] == project.embedding_status()["embedding"]
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
+    assert "onnxruntime" not in imported and "numpy" not in imported
+
+
 @pytest.mark.parametrize("query, expected", PARAPHRASES)
 def test_paraphrase_is_found_by_meaning_not_by_keywords(ranked, query, expected):
     project, paths = ranked

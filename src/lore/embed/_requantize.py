@@ -46,13 +46,17 @@ def requantized_path(model: Path, sha256: str) -> tuple[Path, bool] | None:
         model as shipped). When only the optimised save fails, the
         re-quantised file is returned, to be optimised at every load.
     """
+    folder = _models_folder()
+    # Found by the installed version without importing onnxruntime (~150 ms with
+    # numpy): `lore status` and a run with nothing to embed never load the model.
+    installed = _installed_version()
+    if installed is not None and (folder / f"{_stem(sha256, installed)}-x.onnx").is_file():
+        return folder / f"{_stem(sha256, installed)}-x.onnx", True
     try:
         import onnxruntime as ort
     except ImportError:
         return None
-    folder = _models_folder()
-    # The machine too: a cache folder may be shared (a mounted home, a copied CI cache).
-    stem = f"{sha256[:16]}-ort{ort.__version__}-{platform.machine() or 'cpu'}-{TAG}"
+    stem = _stem(sha256, ort.__version__)
     optimized, quantized = folder / f"{stem}-x.onnx", folder / f"{stem}.onnx"
     if optimized.is_file():
         return optimized, True
@@ -65,6 +69,22 @@ def requantized_path(model: Path, sha256: str) -> tuple[Path, bool] | None:
         quantized.unlink(missing_ok=True)
         (folder / f"{sha256[:16]}-ort{ort.__version__}-{TAG}.onnx").unlink(missing_ok=True)
     return optimized, True
+
+
+def _stem(sha256: str, version: str) -> str:
+    """The cached model's name: the source model, onnxruntime's version and the
+    machine (a cache folder may be shared: a mounted home, a copied CI cache)."""
+    return f"{sha256[:16]}-ort{version}-{platform.machine() or 'cpu'}-{TAG}"
+
+
+def _installed_version() -> str | None:
+    """onnxruntime's version from its package metadata (None: not found that way)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("onnxruntime")
+    except PackageNotFoundError:
+        return None
 
 
 def _models_folder() -> Path:
