@@ -373,6 +373,19 @@ def test_a_secret_in_a_hand_written_memory_is_kept_out_of_the_index_and_reported
     assert hand.read_bytes() == raw
 
 
+def test_a_secret_in_a_hand_written_file_name_is_reported_and_never_printed(cli):
+    token = "ghp_" + "Zq8Xw2Lm4Np6Rt1Vy3Bc5Df7Gh9Jk0Ls2Qa4"
+    (cli.cwd / f".lore/memory/deploy-{token}.md").write_text(
+        "---\nid: 6f1c2d3e-4a5b-4c6d-8e7f-8a9b0c1d2e3f\nsubject: Deploy\ntype: fact\n"
+        "occurred_at: 2026-01-01T00:00:00Z\n---\nDeploy from main.\n"
+    )
+    out = cli("doctor", "--json", ok=False).stdout
+    assert token not in out
+    [warning] = [p for p in json.loads(out) if "file name" in p["message"]]
+    assert warning["where"] == ".lore/memory/deploy-[REDACTED:github-token].md"
+    assert "holds 1 github-token: rename it (`lore mv 6f1c2d3e <new-name>.md`)" in warning["message"]
+
+
 def test_a_secret_in_a_custom_field_of_a_hand_written_memory_is_reported(cli):
     """Every field the file holds is checked, not only the ones Lore indexes."""
     token = "ghp_" + "Zq8Xw2Lm4Np6Rt1Vy3Bc5Df7Gh9Jk0Ls2Qa4"

@@ -158,7 +158,7 @@ def doctor(memories: Memories) -> list[Problem]:
 
     from lore.memory.model import UUID4_RE
     from lore.memory.sync import redacted, split_error
-    from lore.secrets import describe
+    from lore.secrets import describe, redact
     from lore.storage import MemoryFilter, MemoryRecord
 
     store = memories.store
@@ -198,6 +198,16 @@ def doctor(memories: Memories) -> list[Problem]:
             memory = memories.load(path)
         except Exception:
             continue
+        named, kinds = redact(path)
+        if kinds:  # a file named by hand: the name is in every listing, and in git
+            problems.append(
+                Problem(
+                    "warning",
+                    named,
+                    f"its file name holds {describe(kinds)}: rename it (`lore mv {mid[:8]} <new-name>.md`) "
+                    "and rotate the secret",
+                )
+            )
         found = redacted(copy.copy(memory))  # what the index keeps instead
         if found:
             problems.append(
@@ -245,7 +255,8 @@ def doctor(memories: Memories) -> list[Problem]:
         problems.append(
             Problem("error", store.describe(), f"index check failed ({ok}); run `lore index --force`")
         )
-    return problems
+    # A file named by hand may hold a secret: every line names it redacted.
+    return [Problem(p.level, redact(p.where)[0], p.message) for p in problems]
 
 
 def misspelt_relations(memories: Memories) -> list[Problem]:
