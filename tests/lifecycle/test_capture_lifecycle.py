@@ -256,6 +256,48 @@ def test_pre_compact_digest_classifies_with_message_ids(proj, tmp_path):
     assert frontmatter(decision)[0]["evidence_count"] == 2
 
 
+def test_a_fix_long_after_an_error_first_showed_resolves_its_latest_occurrence(proj, tmp_path):
+    """The fix window counts from the error's latest occurrence before the fix: an
+    error seen early, then again just before "Fixed: ...", is resolved (and its
+    example is the error as reported, without pytest's `E` prefix)."""
+    root = proj.project.root
+    failure = "E       AttributeError: module 'click' has no attribute 'get_eta'"
+    lines = []
+
+    def line(role, content, n):
+        lines.append(
+            {
+                "type": role,
+                "uuid": f"u{n:03d}",
+                "sessionId": "s1",
+                "timestamp": at(0, minutes=n),
+                "message": {"role": role, "content": content},
+            }
+        )
+
+    def result(call, text, n, error=False):
+        line("user", [{"type": "tool_result", "tool_use_id": call, "content": text, "is_error": error}], n)
+
+    line("user", "Export get_eta from click.", 0)
+    result("t0", failure, 1, error=True)
+    for n in range(2, 52):  # 50 unrelated reads: the first occurrence is out of the fix window
+        result(f"r{n}", f"file {n}\nnothing wrong here", n)
+    result("t1", failure, 52, error=True)
+    line("assistant", [{"type": "text", "text": "Fixed: get_eta is exported now.\nThe import works."}], 53)
+    path = tmp_path / "s1.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+    assert proj.capture_transcript(path).digest["resolution"] == 1
+    ((meta, body),) = [
+        frontmatter(p) for p in memory_files(root, ".lore/local/daily") if "resolution" in p.read_text()
+    ]
+    assert meta["evidence_refs"] == ["result:t1", "cc:u053:0"], "the occurrence the fix follows"
+    assert (
+        body
+        == "`AttributeError: module 'click' has no attribute 'get_eta'` → Fixed: get_eta is exported now."
+    )
+
+
 def test_a_new_session_digests_and_cleans_the_previous_sessions_memories(proj, tmp_path, cli_in):
     root = proj.project.root
     transcript = tmp_path / "s1.jsonl"

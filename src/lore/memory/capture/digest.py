@@ -162,18 +162,26 @@ def _errors(events: list[Event], root: Path | None) -> list[DigestItem]:
 
 
 def _resolutions(events: list[Event], messages: list[_Message], found: list[DigestItem]) -> list[DigestItem]:
-    """An error, then a message saying it is fixed: the error and the fix."""
+    """An error, then a message saying it is fixed (within FIX_WINDOW events of
+    the error's latest occurrence before it): the error and the fix."""
     fixes = [(index, s) for index, _, text in messages for s in cues.sentences(text) if cues.FIXED.search(s)]
     position = {message_id(e, i): i for i, e in enumerate(events)}
     items: dict[str, DigestItem] = {}
     for error in found:
-        first = position.get(error.evidence[0], 0)
-        fix = next(((i, s) for i, s in fixes if first < i <= first + FIX_WINDOW), None)
+        seen = sorted(position.get(ref, 0) for ref in error.evidence)
+        fix = next(
+            (
+                (max(p for p in seen if p < i), i, s)
+                for i, s in fixes
+                if any(p < i <= p + FIX_WINDOW for p in seen)
+            ),
+            None,
+        )
         if fix is None:
             continue
-        index, sentence = fix
-        text = f"`{error.text}` → {sentence}"
-        _keep(items, "resolution", text, events, first, also=index)
+        last, index, sentence = fix
+        text = f"`{errors.as_reported(error.text)}` → {sentence}"
+        _keep(items, "resolution", text, events, last, also=index)
     return _limited(items)
 
 
