@@ -135,8 +135,10 @@ def _clip(text: str, limit: int = MAX_ITEM_CHARS) -> str:
 
 
 def _errors_and_fixes(events: list[RawEvent], sentences: list[_Sentence]) -> tuple[list[str], list[str]]:
-    """``error → fix`` items (most frequent errors first) and errors never followed by a fix."""
-    first: dict[str, tuple[int, str]] = {}  # pattern -> (event index, the line as seen)
+    """``error → fix`` items (most frequent errors first) and errors never followed by a fix
+    (within FIX_WINDOW events of any of their occurrences: an error seen early and
+    again just before its fix is fixed)."""
+    seen: dict[str, list[tuple[int, str]]] = {}  # pattern -> (event index, the line as seen), in order
     counts: Counter[str] = Counter()
     for index, event in enumerate(events):
         if event.get("type") == "tool_call":
@@ -144,7 +146,7 @@ def _errors_and_fixes(events: list[RawEvent], sentences: list[_Sentence]) -> tup
         for line in error_lines(event_text(event)):
             pattern = normalise_error(line)
             counts[pattern] += 1
-            first.setdefault(pattern, (index, line))
+            seen.setdefault(pattern, []).append((index, line))
     fixes_by_index: dict[int, list[_Sentence]] = {}
     for sentence in sentences:
         if FIXED.search(sentence.text):
@@ -152,7 +154,9 @@ def _errors_and_fixes(events: list[RawEvent], sentences: list[_Sentence]) -> tup
     items: list[str] = []
     unresolved: list[str] = []
     for pattern, _ in counts.most_common():
-        index, line = first[pattern]
+        # Cited from the first occurrence a fix follows; never fixed: from its first.
+        fixed = (o for o in seen[pattern] if _first_after(fixes_by_index, o[0], len(events)) is not None)
+        index, line = next(fixed, seen[pattern][0])
         fix = _first_after(fixes_by_index, index, len(events))
         times = f" ({counts[pattern]}×)" if counts[pattern] > 1 else ""
         error = _clip(line, 160)
