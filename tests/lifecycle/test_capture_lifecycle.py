@@ -50,8 +50,9 @@ def test_gotcha_at_the_third_occurrence_across_two_capture_runs_and_agents(proj,
         input="ValueError: port 1 is taken\nValueError: port 2 is taken\n",
     )
     assert (out["gotchas"], out["evidence"]) == (0, 2)
-    ((meta, _),) = gotchas(root)
+    ((meta, body),) = gotchas(root)
     assert meta["evidence_count"] == 5 and meta["confidence"] == 0.95
+    assert "3× when this was written" in body and "so far" not in body  # the count is evidence_count
 
     # The same output captured again counts nothing.
     before = snapshot(root)

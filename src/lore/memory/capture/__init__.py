@@ -268,8 +268,9 @@ def count_errors(
         memory = lifecycle.memories.add(
             title=f"Repeated error: {pattern.signature}"[:200],
             body=(
-                f"This error came up again and again ({pattern.count}× so far, the third time in {where}) "
-                f"before its cause was written down:\n\n```\n{pattern.example}\n```\n\n"
+                # The count as of now: later occurrences are its evidence_count (the body stays true).
+                f"This error came up again and again ({pattern.count}× when this was written, the third "
+                f"time in {where}):\n\n```\n{pattern.example}\n```\n\n"
                 f"Normalised: `{pattern.signature}`\n\n"
                 "When you see it, look for the cause recorded with it, or add one."
             ),
