@@ -299,6 +299,31 @@ def test_a_fix_long_after_an_error_first_showed_resolves_its_latest_occurrence(p
     )
 
 
+def test_a_sentence_two_classes_recognise_is_one_observation(proj, tmp_path):
+    """ "We decided to always ..." is a decision and a validated pattern: kept once,
+    it counts once per session as evidence (it counted twice, so a fact seen in three
+    sessions reached the promotion threshold of five)."""
+    root = proj.project.root
+    said = "We decided to always run the completion tests with pytest -p no:randomly."
+    for n in range(3):
+        line = {
+            "type": "assistant",
+            "uuid": f"s{n}-001",
+            "sessionId": f"s{n}",
+            "timestamp": at(n),
+            "message": {"role": "assistant", "content": [{"type": "text", "text": f"Notes.\n{said}"}]},
+        }
+        path = tmp_path / f"s{n}.jsonl"
+        path.write_text(json.dumps(line) + "\n")
+        digest = proj.capture_transcript(path).digest
+        assert (digest["decision"], digest["validated_pattern"]) == (1, 0)
+    (meta, body) = next(
+        frontmatter(p) for p in memory_files(root, ".lore/local/daily") if said in p.read_text()
+    )
+    assert body == said and meta["type"] == "decision"
+    assert meta["evidence_count"] == 3, "three sessions said it: three observations"
+
+
 def test_a_new_session_digests_and_cleans_the_previous_sessions_memories(proj, tmp_path, cli_in):
     root = proj.project.root
     transcript = tmp_path / "s1.jsonl"

@@ -106,6 +106,27 @@ def digest(events: list[Event], *, session_id: str | None, root: Path | None = N
     out.items += _resolutions(events, messages, errors_found)
     out.items += _corrections(events, messages)
     out.items += _validated(events, messages)
+    out.items = _once(out.items)
+    return out
+
+
+def _once(items: list[DigestItem]) -> list[DigestItem]:
+    """One item per sentence: a sentence two classes recognise ("we decided to always
+    ...": a decision and a validated pattern) is one observation, kept in its first
+    class with the messages both cite; as two it would count twice as evidence."""
+    kept: dict[str, DigestItem] = {}
+    out: list[DigestItem] = []
+    for item in items:
+        if item.kind == "error_pattern":  # counted apart, by signature
+            out.append(item)
+            continue
+        key = " ".join(item.text.lower().split())
+        first = kept.get(key)
+        if first is None:
+            kept[key] = item
+            out.append(item)
+        else:
+            first.evidence += [ref for ref in item.evidence if ref not in first.evidence]
     return out
 
 
