@@ -112,6 +112,33 @@ def test_gotcha_from_transcripts_dated_by_the_event(proj, tmp_path):
     assert proj.capture_transcript(transcript("s2", [at(5), at(6)])).evidence == 0  # idempotent
 
 
+def test_an_archived_gotcha_seen_again_comes_back_and_stays_while_it_keeps_happening(proj, clock, cli_in):
+    """A daily gotcha archived after 30 quiet days took every later occurrence as
+    evidence in the archive: seen 6 times with confidence 0.95, it was never
+    searched, recalled or proposed. Seen again it is back in the daily tier, and
+    the daily archive counts from when a memory was last seen."""
+    root = proj.project.root
+    taken = "".join(f"ValueError: port {8080 + n} is taken\n" for n in range(3))
+    assert cli_in(root, "capture", "--stdin", "--json", input=taken)["gotchas"] == 1
+    clock.set(35)
+    assert len(cli_in(root, "consolidate", "--json")["archived"]) == 1
+    assert cli_in(root, "search", "port is taken", "--json") == []
+
+    clock.set(36)
+    again = "ValueError: port 9090 is taken\n"
+    assert cli_in(root, "capture", "--stdin", "--json", input=again)["evidence"] == 1
+    ((path),) = memory_files(root, ".lore/local/daily")
+    assert memory_files(root, ".lore/local/archive") == []
+    assert frontmatter(path)[0]["evidence_count"] == 4
+    assert [h["title"] for h in cli_in(root, "search", "port is taken", "--json")] == [
+        "Repeated error: ValueError: port <n> is taken"
+    ]
+    clock.set(50)  # 50 days after it was written, 14 after it was last seen: kept
+    assert cli_in(root, "consolidate", "--json")["archived"] == []
+    clock.set(67)  # 31 quiet days: archived again
+    assert len(cli_in(root, "consolidate", "--json")["archived"]) == 1
+
+
 # -- <chati-memory> blocks ------------------------------------------------------------------------
 
 CHATI_OUTPUT = """\

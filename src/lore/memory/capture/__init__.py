@@ -235,7 +235,7 @@ def count_errors(
     later occurrences add evidence to it. A gotcha that was removed is not
     created again.
     """
-    from lore.memory.lifecycle import evidence
+    from lore.memory.lifecycle import daily, evidence
 
     store = lifecycle.store
     if not found:
@@ -256,6 +256,8 @@ def count_errors(
                 for o in fresh
             ]
             targets = store.memories(lifecycle.memories.filter(ids=[pattern.memory_id]), limit=1)
+            if targets:  # archived while quiet, happening again: back to the daily tier
+                targets = [daily.revive(lifecycle, targets[0])]
             if targets and evidence.record(lifecycle.memories, targets[0], rows):
                 added += len(rows)
                 _refresh_confidence(lifecycle, pattern.memory_id)
