@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
+
+from conftest import ON_POSTGRES
 
 from .conftest import at, memory_files, snapshot
 
@@ -137,6 +140,24 @@ def test_an_archived_gotcha_seen_again_comes_back_and_stays_while_it_keeps_happe
     assert cli_in(root, "consolidate", "--json")["archived"] == []
     clock.set(67)  # 31 quiet days: archived again
     assert len(cli_in(root, "consolidate", "--json")["archived"]) == 1
+
+
+@pytest.mark.skipif(ON_POSTGRES, reason="rebuilds the SQLite index from the files")
+def test_a_rebuilt_index_finds_the_gotcha_an_error_became_instead_of_writing_another(proj, cli_in):
+    """Error counts live in the index: rebuilt from the files (deleted, damaged, a
+    fresh clone), the next occurrences made a second gotcha for the same error."""
+    root = proj.project.root
+    taken = "".join(f"ValueError: port {8080 + n} is taken\n" for n in range(3))
+    assert cli_in(root, "capture", "--stdin", "--json", input=taken)["gotchas"] == 1
+    proj.close()
+    for db in (root / ".lore").glob("index.db*"):
+        db.unlink()
+
+    again = "".join(f"ValueError: port {9090 + n} is taken\n" for n in range(3))
+    out = cli_in(root, "capture", "--stdin", "--json", input=again)
+    assert (out["gotchas"], out["evidence"]) == (0, 3)
+    ((meta, _),) = gotchas(root)
+    assert meta["evidence_count"] == 6
 
 
 # -- <chati-memory> blocks ------------------------------------------------------------------------

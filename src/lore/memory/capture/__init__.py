@@ -245,11 +245,20 @@ def count_errors(
     if not new:
         return 0, 0
     created = added = 0
+    known: dict[str, str] | None = None
     for pattern in store.error_patterns(sorted({sig for sig, _ in new})):
         fresh = sorted(
             (o for o in found if o.signature == pattern.signature and (o.signature, o.key) in new),
             key=lambda o: o.occurred_at,
         )
+        if not pattern.memory_id and pattern.count == len(fresh):  # new to this index
+            # An index rebuilt from the files (or a fresh clone's) has no counts: the
+            # gotcha written for this error is found by its file's error_signature.
+            known = _gotchas_by_signature(lifecycle) if known is None else known
+            if pattern.signature in known:
+                pattern.memory_id = known[pattern.signature]
+                with store.transaction():
+                    store.set_error_memory(pattern.signature, pattern.memory_id)
         if pattern.memory_id:
             rows = [
                 EvidenceRecord(f"error:{o.key}", pattern.memory_id, o.source, o.agent, o.occurred_at)
@@ -289,6 +298,22 @@ def count_errors(
         lifecycle.advance([memory.id])
         created += 1
     return created, added
+
+
+def _gotchas_by_signature(lifecycle: Lifecycle) -> dict[str, str]:
+    """{error signature: id} of the auto-captured gotchas this agent can see (their files say it)."""
+    from lore.errors import LoreError
+
+    out: dict[str, str] = {}
+    lifecycle.memories.sync()  # a new index: the files are read in first
+    for record in lifecycle.store.memories(lifecycle.memories.filter(types=["gotcha"]), order="oldest"):
+        try:
+            signature = lifecycle.memories.load(record.path).extra.get("error_signature")
+        except LoreError:
+            continue
+        if isinstance(signature, str) and record.superseded_by is None:
+            out.setdefault(signature, record.id)
+    return out
 
 
 def _refresh_confidence(lifecycle: Lifecycle, memory_id: str) -> None:
