@@ -90,6 +90,54 @@ def test_one_gotcha_per_distinct_error_with_paths_relative_to_the_project(proj):
     assert meta["error_signature"].startswith("ConnectionError")
 
 
+def test_a_file_a_tool_showed_is_code_not_errors(proj, tmp_path):
+    """Reading a source file three times made a gotcha of its `raise RuntimeError(`
+    line: what Read, Grep or Edit show is a file's content. Their own failures, and
+    what commands print, still count."""
+    root = proj.project.root
+    source = "def check(x):\n    if x is None:\n        raise RuntimeError(\n            'x is missing'\n        )\n"
+    shown = "\n".join(f"{n:6d}\u2192{line}" for n, line in enumerate(source.splitlines(), 1))
+    shown += "\n     6\u2192except ValueError: pass\n     7\u2192KeyError: 'not an error here'"
+
+    def session(n: int):
+        lines = []
+
+        def line(role, content, m):
+            lines.append(
+                {
+                    "type": role,
+                    "uuid": f"s{n}-{m:03d}",
+                    "sessionId": f"s{n}",
+                    "timestamp": at(n, minutes=m),
+                    "message": {"role": role, "content": content},
+                }
+            )
+
+        for m, (tool, text, failed) in enumerate(
+            [
+                ("Read", shown, False),
+                ("Grep", "src/app.py:3:        raise RuntimeError(", False),
+                ("Edit", f"The file src/app.py has been updated:\n{shown}", False),
+                ("Read", "FileNotFoundError: [Errno 2] No such file: 'missing_config.py'", True),
+                ("Bash", "OSError: port 8080 is taken", True),
+            ]
+        ):
+            call = f"s{n}-t{m}"
+            line("assistant", [{"type": "tool_use", "id": call, "name": tool, "input": {}}], 2 * m)
+            result = {"type": "tool_result", "tool_use_id": call, "content": text, "is_error": failed}
+            line("user", [result], 2 * m + 1)
+        path = tmp_path / f"s{n}.jsonl"
+        path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        return path
+
+    for n in range(3):
+        proj.capture_transcript(session(n))
+    assert sorted(meta["subject"] for meta, _ in gotchas(root)) == [
+        "Repeated error: FileNotFoundError: [Errno <n>] No such file: 'missing_config.py'",
+        "Repeated error: OSError: port <n> is taken",
+    ]
+
+
 def test_gotcha_from_transcripts_dated_by_the_event(proj, tmp_path):
     root = proj.project.root
 

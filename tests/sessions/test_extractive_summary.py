@@ -117,6 +117,20 @@ def test_an_error_seen_early_and_again_just_before_its_fix_is_fixed_not_open():
     )
 
 
+def test_code_a_tool_showed_is_not_an_open_error():
+    events = numbered(
+        [
+            tool_call("Read", {"file_path": "/home/ada/shop/shop/cart.py"}, call_id="tc_1"),
+            tool_result(
+                "tc_1", "    12\u2192        raise RuntimeError(\n    13\u2192except ValueError: pass"
+            ),
+            message("assistant", "The cart raises when it is empty."),
+        ]
+    )
+    parts = sections(summarize_extractive(events, session_id="s4", root=ROOT).body)
+    assert "Errors and fixes" not in parts and "Open" not in parts, parts
+
+
 def test_sections_are_bounded_and_chit_chat_has_none():
     chatty = numbered(
         [

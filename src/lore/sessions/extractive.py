@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from lore.memory.capture.cues import CORRECTION, DECISION, DONE, FIXED, LEARNED, OPEN, sentences
+from lore.memory.capture.digest import error_events
 from lore.memory.capture.errors import error_lines
 from lore.memory.capture.parse import normalise_error
 from lore.memory.values import clip
@@ -140,9 +141,10 @@ def _errors_and_fixes(events: list[RawEvent], sentences: list[_Sentence]) -> tup
     again just before its fix is fixed)."""
     seen: dict[str, list[tuple[int, str]]] = {}  # pattern -> (event index, the line as seen), in order
     counts: Counter[str] = Counter()
+    reports = error_events(events)  # not a command, nor a file a tool showed
     for index, event in enumerate(events):
-        if event.get("type") == "tool_call":
-            continue  # a command that mentions "error" is not an error
+        if not reports[index]:
+            continue
         for line in error_lines(event_text(event)):
             pattern = normalise_error(line)
             counts[pattern] += 1

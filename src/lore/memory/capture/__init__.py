@@ -33,7 +33,15 @@ from typing import TYPE_CHECKING
 
 from lore.errors import UsageError, ValidationError
 from lore.memory.capture import errors
-from lore.memory.capture.digest import MEMORY_TYPE, Digest, Event, digest, event_text, message_id
+from lore.memory.capture.digest import (
+    MEMORY_TYPE,
+    Digest,
+    Event,
+    digest,
+    error_events,
+    event_text,
+    message_id,
+)
 from lore.memory.capture.parse import Candidate, from_stdout, from_transcript
 from lore.records import Record
 from lore.secrets import redact
@@ -109,12 +117,13 @@ def capture_events(lifecycle: Lifecycle, events: list[Event], *, session_id: str
     result.created, result.evidence = keep_digest(lifecycle, found)
     result.digest = found.counts()
     agent = memories.agent
+    reports = error_events(events)
     occurrences = [
         ErrorOccurrence(
             sig, f"{session_id}:{message_id(event, index)}", f"session:{session_id}", agent, when, example
         )
         for index, event in enumerate(events)
-        if event.get("type") != "tool_call"
+        if reports[index]
         for when in [_event_time(lifecycle, event)]
         for sig, example in errors.occurrences(event_text(event), memories.project.root)
     ]

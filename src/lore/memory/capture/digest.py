@@ -27,6 +27,7 @@ Codex's call ids — else the event's position).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -165,12 +166,44 @@ def _validated(events: list[Event], messages: list[_Message]) -> list[DigestItem
     return _limited(items)
 
 
+def error_events(events: list[Event]) -> list[bool]:
+    """Which events may report an error, by position: messages and tool results, but
+    not a tool call (a command that mentions "error" is not an error) nor what a tool
+    that shows content returned (a file read, a search, an edit's snippet: the
+    ``except ValueError:`` in a file is code), unless that tool itself failed."""
+    tools = {
+        event.get("toolCallId"): str(event.get("toolName") or "")
+        for event in events
+        if event.get("type") == "tool_call"
+    }
+    return [
+        event.get("type") != "tool_call"
+        and not (
+            event.get("type") == "tool_result"
+            and not event.get("isError")
+            and _CONTENT_TOOL.search(tools.get(event.get("toolCallId"), ""))
+        )
+        for event in events
+    ]
+
+
+# Tools whose results show a file's or a page's content (Claude Code's Read, Grep,
+# Edit...; Codex's, Cursor's and Gemini's read_file, grep_search, edit_file...; an MCP
+# server's mcp__x__read_file), not the output of something that ran.
+_CONTENT_TOOL = re.compile(
+    r"(?:^|__)(?:read\w*|view\w*|notebook\w*|grep\w*|glob|ls|list_dir\w*|\w*search\w*|web_?fetch"
+    r"|edit\w*|multi_?edit|write(?:_file)?|create_file|str_replace\w*)$",
+    re.I,
+)
+
+
 def _errors(events: list[Event], root: Path | None) -> list[DigestItem]:
     """One item per distinct error, citing every event it occurred in."""
     items: dict[str, DigestItem] = {}
+    reports = error_events(events)
     for index, event in enumerate(events):
-        if event.get("type") == "tool_call":
-            continue  # a command that mentions "error" is not an error
+        if not reports[index]:
+            continue
         for sig, example in errors.occurrences(event_text(event), root):
             item = items.get(sig)
             if item is None:
