@@ -486,6 +486,23 @@ def test_distinct_errors_stay_apart_and_know_where_they_last_occurred():
     assert "FAILED" in lines[found[0].last_line] and "error[E0382]" in lines[found[1].last_line]
 
 
+def test_code_that_names_an_error_is_not_an_error():
+    """`cat -n`, `sed -n`, `grep -rn` print source: its raise, except, import and
+    class lines name errors without being any."""
+    shown = [
+        "src/shop/cart.py:12:        raise ValueError(f'invoice {n} has no lines')",
+        "src/shop/cart.py-13-    except (KeyError, IndexError):",
+        "    14\tfrom .errors import CartError, PaymentError",
+        "    15\u2192class CartError(Exception):",
+        "    with pytest.raises(ValueError, match='no lines'):",
+        "  } catch (IOException e) {",
+        "  public void load() throws IOException {",
+        "ValueError: invoice 7 has no lines",
+    ]
+    found = distinct_errors(shown * 3)
+    assert [(e.pattern, e.count) for e in found] == [("ValueError: invoice <n> has no lines", 3)]
+
+
 def test_paths_under_the_project_are_written_relative_to_it():
     line = "FileNotFoundError: [Errno 2] No such file or directory: '/home/dev/shop/data/in.csv'"
     found = distinct_errors([line, line, line], root="/home/dev/shop")

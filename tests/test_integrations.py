@@ -559,6 +559,18 @@ def test_instructions_text_covers_the_essentials():
         assert needle in INSTRUCTIONS
 
 
+def test_the_lore_complete_the_instructions_give_runs_as_written(cli):
+    """The block told agents `lore complete "<task>"`, which stops on a missing --title."""
+    import re
+    import shlex
+
+    (command,) = [c for c in re.findall(r"`(lore [^`]+)`", " ".join(INSTRUCTIONS.split())) if "complete" in c]
+    args = shlex.split(re.sub(r"<([^>]+)>", lambda m: m.group(1).replace(" ", "-"), command))[1:]
+    proc = cli(*args, ok=False)
+    assert proc.returncode == 0, f"{command}: {proc.stderr}"
+    assert list((cli.cwd / ".lore/memory").glob("*task-id*.md"))
+
+
 # ---------------------------------------------------------------- arguments
 
 

@@ -214,3 +214,20 @@ def test_an_agent_name_that_looks_like_a_secret_names_no_folder(tmp_path):
         assert alice.add(title="Mine", body="A private note.", private=True).path.startswith(
             ".lore/local/claude-code/"
         )
+
+
+def test_a_redacted_secret_gives_a_memory_no_keywords(cli):
+    """Keywords derived from a redacted text were "redacted", "aws", "access", "key":
+    the marker's words, not what the memory is about."""
+    added = cli.json(
+        "add",
+        "--title",
+        "Upload test credentials",
+        "--body",
+        "Uploads use AKIAIOSFODNN7EXAMPLE with wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY from staging, "
+        "staging only.",
+    )
+    assert added["redacted"] == {"aws-access-key": 1, "aws-secret-key": 1}
+    (listed,) = [m for m in cli.json("list") if m["id"] == added["id"]]
+    assert not {"redacted", "aws", "access", "secret"} & set(listed["tags"]), listed["tags"]
+    assert {"upload", "credentials", "staging"} <= set(listed["tags"]), listed["tags"]

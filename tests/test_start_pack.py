@@ -186,6 +186,20 @@ def test_the_branch_task_and_changed_areas_without_generic_files(shop):
         assert not any(marker in item["path"] for marker in GENERIC_MARKERS)
 
 
+def test_the_agent_settings_lore_installs_are_not_a_changed_area(shop):
+    """Right after `lore install`, every session's pack said "Recently changed: the
+    top folder: .mcp.json; `.claude/`: settings.json" (Lore's own, uncommitted setup)."""
+    add(shop, "decision", "Invoices are computed in cents", "Money is an integer number of cents.")
+    shop("install", "claude-code")
+    shop("install", "cursor")
+    write(shop.cwd, "src/shop/billing.py", SOURCE["src/shop/billing.py"] + "# wip\n")
+    data = start(shop)
+    areas = {a["folder"]: a["files"] for a in data["changed_areas"]}
+    assert "billing.py" in areas["src/shop"]
+    assert not {"", ".", ".claude", ".cursor"} & set(areas), areas
+    assert ".mcp.json" not in data["markdown"] and "settings.json" not in data["markdown"]
+
+
 def test_the_start_budget_setting_caps_the_pack(shop):
     for i in range(12):
         add(

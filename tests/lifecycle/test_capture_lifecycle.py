@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
+
+from conftest import ON_POSTGRES
 
 from .conftest import at, memory_files, snapshot
 
@@ -50,8 +53,9 @@ def test_gotcha_at_the_third_occurrence_across_two_capture_runs_and_agents(proj,
         input="ValueError: port 1 is taken\nValueError: port 2 is taken\n",
     )
     assert (out["gotchas"], out["evidence"]) == (0, 2)
-    ((meta, _),) = gotchas(root)
+    ((meta, body),) = gotchas(root)
     assert meta["evidence_count"] == 5 and meta["confidence"] == 0.95
+    assert "3× when this was written" in body and "so far" not in body  # the count is evidence_count
 
     # The same output captured again counts nothing.
     before = snapshot(root)
@@ -86,6 +90,54 @@ def test_one_gotcha_per_distinct_error_with_paths_relative_to_the_project(proj):
     assert meta["error_signature"].startswith("ConnectionError")
 
 
+def test_a_file_a_tool_showed_is_code_not_errors(proj, tmp_path):
+    """Reading a source file three times made a gotcha of its `raise RuntimeError(`
+    line: what Read, Grep or Edit show is a file's content. Their own failures, and
+    what commands print, still count."""
+    root = proj.project.root
+    source = "def check(x):\n    if x is None:\n        raise RuntimeError(\n            'x is missing'\n        )\n"
+    shown = "\n".join(f"{n:6d}\u2192{line}" for n, line in enumerate(source.splitlines(), 1))
+    shown += "\n     6\u2192except ValueError: pass\n     7\u2192KeyError: 'not an error here'"
+
+    def session(n: int):
+        lines = []
+
+        def line(role, content, m):
+            lines.append(
+                {
+                    "type": role,
+                    "uuid": f"s{n}-{m:03d}",
+                    "sessionId": f"s{n}",
+                    "timestamp": at(n, minutes=m),
+                    "message": {"role": role, "content": content},
+                }
+            )
+
+        for m, (tool, text, failed) in enumerate(
+            [
+                ("Read", shown, False),
+                ("Grep", "src/app.py:3:        raise RuntimeError(", False),
+                ("Edit", f"The file src/app.py has been updated:\n{shown}", False),
+                ("Read", "FileNotFoundError: [Errno 2] No such file: 'missing_config.py'", True),
+                ("Bash", "OSError: port 8080 is taken", True),
+            ]
+        ):
+            call = f"s{n}-t{m}"
+            line("assistant", [{"type": "tool_use", "id": call, "name": tool, "input": {}}], 2 * m)
+            result = {"type": "tool_result", "tool_use_id": call, "content": text, "is_error": failed}
+            line("user", [result], 2 * m + 1)
+        path = tmp_path / f"s{n}.jsonl"
+        path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        return path
+
+    for n in range(3):
+        proj.capture_transcript(session(n))
+    assert sorted(meta["subject"] for meta, _ in gotchas(root)) == [
+        "Repeated error: FileNotFoundError: [Errno <n>] No such file: 'missing_config.py'",
+        "Repeated error: OSError: port <n> is taken",
+    ]
+
+
 def test_gotcha_from_transcripts_dated_by_the_event(proj, tmp_path):
     root = proj.project.root
 
@@ -109,6 +161,51 @@ def test_gotcha_from_transcripts_dated_by_the_event(proj, tmp_path):
     ((meta, _),) = gotchas(root)
     assert str(meta["occurred_at"]).startswith("2026-03-06 12:00")  # the third occurrence's time
     assert proj.capture_transcript(transcript("s2", [at(5), at(6)])).evidence == 0  # idempotent
+
+
+def test_an_archived_gotcha_seen_again_comes_back_and_stays_while_it_keeps_happening(proj, clock, cli_in):
+    """A daily gotcha archived after 30 quiet days took every later occurrence as
+    evidence in the archive: seen 6 times with confidence 0.95, it was never
+    searched, recalled or proposed. Seen again it is back in the daily tier, and
+    the daily archive counts from when a memory was last seen."""
+    root = proj.project.root
+    taken = "".join(f"ValueError: port {8080 + n} is taken\n" for n in range(3))
+    assert cli_in(root, "capture", "--stdin", "--json", input=taken)["gotchas"] == 1
+    clock.set(35)
+    assert len(cli_in(root, "consolidate", "--json")["archived"]) == 1
+    assert cli_in(root, "search", "port is taken", "--json") == []
+
+    clock.set(36)
+    again = "ValueError: port 9090 is taken\n"
+    assert cli_in(root, "capture", "--stdin", "--json", input=again)["evidence"] == 1
+    ((path),) = memory_files(root, ".lore/local/daily")
+    assert memory_files(root, ".lore/local/archive") == []
+    assert frontmatter(path)[0]["evidence_count"] == 4
+    assert [h["title"] for h in cli_in(root, "search", "port is taken", "--json")] == [
+        "Repeated error: ValueError: port <n> is taken"
+    ]
+    clock.set(50)  # 50 days after it was written, 14 after it was last seen: kept
+    assert cli_in(root, "consolidate", "--json")["archived"] == []
+    clock.set(67)  # 31 quiet days: archived again
+    assert len(cli_in(root, "consolidate", "--json")["archived"]) == 1
+
+
+@pytest.mark.skipif(ON_POSTGRES, reason="rebuilds the SQLite index from the files")
+def test_a_rebuilt_index_finds_the_gotcha_an_error_became_instead_of_writing_another(proj, cli_in):
+    """Error counts live in the index: rebuilt from the files (deleted, damaged, a
+    fresh clone), the next occurrences made a second gotcha for the same error."""
+    root = proj.project.root
+    taken = "".join(f"ValueError: port {8080 + n} is taken\n" for n in range(3))
+    assert cli_in(root, "capture", "--stdin", "--json", input=taken)["gotchas"] == 1
+    proj.close()
+    for db in (root / ".lore").glob("index.db*"):
+        db.unlink()
+
+    again = "".join(f"ValueError: port {9090 + n} is taken\n" for n in range(3))
+    out = cli_in(root, "capture", "--stdin", "--json", input=again)
+    assert (out["gotchas"], out["evidence"]) == (0, 3)
+    ((meta, _),) = gotchas(root)
+    assert meta["evidence_count"] == 6
 
 
 # -- <chati-memory> blocks ------------------------------------------------------------------------
@@ -254,6 +351,73 @@ def test_pre_compact_digest_classifies_with_message_ids(proj, tmp_path):
         p for p in memory_files(root, ".lore/local/daily") if frontmatter(p)[0]["digest_class"] == "decision"
     )
     assert frontmatter(decision)[0]["evidence_count"] == 2
+
+
+def test_a_fix_long_after_an_error_first_showed_resolves_its_latest_occurrence(proj, tmp_path):
+    """The fix window counts from the error's latest occurrence before the fix: an
+    error seen early, then again just before "Fixed: ...", is resolved (and its
+    example is the error as reported, without pytest's `E` prefix)."""
+    root = proj.project.root
+    failure = "E       AttributeError: module 'click' has no attribute 'get_eta'"
+    lines = []
+
+    def line(role, content, n):
+        lines.append(
+            {
+                "type": role,
+                "uuid": f"u{n:03d}",
+                "sessionId": "s1",
+                "timestamp": at(0, minutes=n),
+                "message": {"role": role, "content": content},
+            }
+        )
+
+    def result(call, text, n, error=False):
+        line("user", [{"type": "tool_result", "tool_use_id": call, "content": text, "is_error": error}], n)
+
+    line("user", "Export get_eta from click.", 0)
+    result("t0", failure, 1, error=True)
+    for n in range(2, 52):  # 50 unrelated reads: the first occurrence is out of the fix window
+        result(f"r{n}", f"file {n}\nnothing wrong here", n)
+    result("t1", failure, 52, error=True)
+    line("assistant", [{"type": "text", "text": "Fixed: get_eta is exported now.\nThe import works."}], 53)
+    path = tmp_path / "s1.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+    assert proj.capture_transcript(path).digest["resolution"] == 1
+    ((meta, body),) = [
+        frontmatter(p) for p in memory_files(root, ".lore/local/daily") if "resolution" in p.read_text()
+    ]
+    assert meta["evidence_refs"] == ["result:t1", "cc:u053:0"], "the occurrence the fix follows"
+    assert (
+        body
+        == "`AttributeError: module 'click' has no attribute 'get_eta'` → Fixed: get_eta is exported now."
+    )
+
+
+def test_a_sentence_two_classes_recognise_is_one_observation(proj, tmp_path):
+    """ "We decided to always ..." is a decision and a validated pattern: kept once,
+    it counts once per session as evidence (it counted twice, so a fact seen in three
+    sessions reached the promotion threshold of five)."""
+    root = proj.project.root
+    said = "We decided to always run the completion tests with pytest -p no:randomly."
+    for n in range(3):
+        line = {
+            "type": "assistant",
+            "uuid": f"s{n}-001",
+            "sessionId": f"s{n}",
+            "timestamp": at(n),
+            "message": {"role": "assistant", "content": [{"type": "text", "text": f"Notes.\n{said}"}]},
+        }
+        path = tmp_path / f"s{n}.jsonl"
+        path.write_text(json.dumps(line) + "\n")
+        digest = proj.capture_transcript(path).digest
+        assert (digest["decision"], digest["validated_pattern"]) == (1, 0)
+    (meta, body) = next(
+        frontmatter(p) for p in memory_files(root, ".lore/local/daily") if said in p.read_text()
+    )
+    assert body == said and meta["type"] == "decision"
+    assert meta["evidence_count"] == 3, "three sessions said it: three observations"
 
 
 def test_a_new_session_digests_and_cleans_the_previous_sessions_memories(proj, tmp_path, cli_in):

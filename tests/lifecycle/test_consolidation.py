@@ -149,6 +149,21 @@ def test_proposals_never_touch_files_without_approval(proj, cli_in):
     assert snapshot(root) == before
 
 
+def test_two_memories_of_the_same_second_are_ordered_by_when_they_were_written(proj, cli_in):
+    """Times have whole seconds: of two memories written in the same one (an agent
+    correcting itself), the one written last is the newer, whatever their names."""
+    root = proj.project.root
+    first = write_durable(proj, "timeout.md", "Timeout", "Set PROGRESS_TIMEOUT=5 for the ETA refresh.", day=0)
+    os.utime(proj.project.memory_dir / "timeout.md", ns=(1_000_000_000, 1_000_000_000))
+    then = write_durable(  # sorts before timeout.md by name ("-" < ".")
+        proj, "timeout-raised.md", "Timeout raised", "Set PROGRESS_TIMEOUT=30 for the ETA refresh.", day=0
+    )
+    cli_in(root, "consolidate", "--json")
+    (proposal,) = cli_in(root, "review", "--all", "--json")
+    assert proposal["kind"] == "contradiction" and proposal["memory_ids"] == [first, then]
+    assert "is 30 here, 5 before" in proposal["reason"]
+
+
 def test_review_applies_an_open_proposal_and_its_effect(proj, cli_in):
     root = proj.project.root
     older = write_durable(

@@ -99,6 +99,38 @@ def test_an_error_never_fixed_is_open():
     assert "unresolved: `npm ERR! missing script: build [e2]`" in parts["Open"]
 
 
+def test_an_error_seen_early_and_again_just_before_its_fix_is_fixed_not_open():
+    failure = "AttributeError: module 'click' has no attribute 'get_eta'"
+    events = numbered(
+        [
+            tool_call("Bash", {"command": "python -c 'import click; click.get_eta()'"}),
+            tool_result("tc_1", failure, is_error=True),
+            *[tool_result(f"tc_r{n}", f"file {n}: nothing wrong here") for n in range(50)],
+            tool_result("tc_2", failure, is_error=True),
+            message("assistant", "Fixed: get_eta is exported from click/__init__.py now."),
+        ]
+    )
+    parts = sections(summarize_extractive(events, session_id="s2").body)
+    assert "Open" not in parts, "fixed right after its latest occurrence"
+    assert parts["Errors and fixes"] == (
+        f"- `{failure}` (2×) → Fixed: get_eta is exported from click/__init__.py now. [e53→e54]"
+    )
+
+
+def test_code_a_tool_showed_is_not_an_open_error():
+    events = numbered(
+        [
+            tool_call("Read", {"file_path": "/home/ada/shop/shop/cart.py"}, call_id="tc_1"),
+            tool_result(
+                "tc_1", "    12\u2192        raise RuntimeError(\n    13\u2192except ValueError: pass"
+            ),
+            message("assistant", "The cart raises when it is empty."),
+        ]
+    )
+    parts = sections(summarize_extractive(events, session_id="s4", root=ROOT).body)
+    assert "Errors and fixes" not in parts and "Open" not in parts, parts
+
+
 def test_sections_are_bounded_and_chit_chat_has_none():
     chatty = numbered(
         [

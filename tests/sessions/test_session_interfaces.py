@@ -197,6 +197,16 @@ def test_no_secret_reaches_a_session_file_from_any_field(cli):
     assert not (cli.cwd / ".lore" / "sessions" / token).exists()
 
 
+def test_listing_no_sessions_without_an_agent_says_where_an_agents_sessions_are(cli):
+    """Claude Code's hooks record sessions as claude-code: a person running `lore
+    session list` in a terminal is told how to see them, not just 'no sessions'."""
+    cli("--agent", "claude-code", "session", "start", "--id", "s-hooked")
+    shown = cli("session", "list").stdout.strip()
+    assert shown == "no sessions; an agent's own are listed with --agent NAME (Claude Code's: claude-code)"
+    assert "s-hooked" in cli("--agent", "claude-code", "session", "list").stdout
+    assert cli("--agent", "codex", "session", "list").stdout.strip() == "no sessions"
+
+
 def test_a_private_session_stays_private_when_its_metadata_is_damaged(cli):
     """The owning agent lived only in metadata.json, rewritten on every append;
     damaged, it was rebuilt from the events without an owner, and the private

@@ -499,6 +499,7 @@ def _clip_title(text: str) -> str:
 
 
 _NOISE_WORD = re.compile(r"^(\d+|[0-9a-f]{7,40})$")  # numbers and commit shas say nothing
+_REDACTED = re.compile(r"\[REDACTED:[a-z0-9\-]+\]")  # where a secret was: not what the memory is about
 _BODY_WORD = re.compile(r"[a-z][a-z0-9_]+")
 
 
@@ -509,6 +510,7 @@ def derive_keywords(title: str, body: str, limit: int = 5) -> list[str]:
     from lore.search.text import STOPWORDS, terms  # the search's own notion of a term
 
     limit = max(1, min(limit, MAX_KEYWORDS))
+    title, body = _REDACTED.sub(" ", title), _REDACTED.sub(" ", body)
 
     def usable(word: str) -> bool:
         return 2 <= len(word) <= MAX_KEYWORD_LEN and not _NOISE_WORD.match(word)

@@ -48,6 +48,10 @@ MAX_MEMORIES = 8
 MAX_FILES = 3
 MAX_AREAS = 4
 GENERIC_ROLES = ("community", "docs", "changelog", "generated", "vendored")
+# The agents' own settings (`lore install` writes them): setup, not an area of the project.
+AGENT_SETTINGS = frozenset(
+    (".mcp.json", ".claude/settings.json", ".claude/settings.local.json", ".cursor/mcp.json")
+)
 SECTIONS = {
     "memory": "Project memory",
     "task": "Current task",
@@ -108,7 +112,11 @@ class StartPack(RecallPack):
 
 def start_pack(searcher: Searcher, memories: Memories, request: StartRequest) -> StartPack:
     """The session-start pack for `request` (empty when nothing is relevant)."""
-    changed = [p for p in request.changed if not p.startswith(".lore/") and file_role(p) not in GENERIC_ROLES]
+    changed = [
+        p
+        for p in request.changed
+        if not p.startswith(".lore/") and p not in AGENT_SETTINGS and file_role(p) not in GENERIC_ROLES
+    ]
     items = start_memories(searcher, memories, request, changed)
     task = task_item(request) if request.title or request.branch and request.base else None
     if task is None and not items:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from lore.memory.capture.cues import CORRECTION, DECISION, DONE, FIXED, LEARNED, OPEN, sentences
+from lore.memory.capture.digest import error_events
 from lore.memory.capture.errors import error_lines
 from lore.memory.capture.parse import normalise_error
 from lore.memory.values import clip
@@ -135,16 +136,19 @@ def _clip(text: str, limit: int = MAX_ITEM_CHARS) -> str:
 
 
 def _errors_and_fixes(events: list[RawEvent], sentences: list[_Sentence]) -> tuple[list[str], list[str]]:
-    """``error → fix`` items (most frequent errors first) and errors never followed by a fix."""
-    first: dict[str, tuple[int, str]] = {}  # pattern -> (event index, the line as seen)
+    """``error → fix`` items (most frequent errors first) and errors never followed by a fix
+    (within FIX_WINDOW events of any of their occurrences: an error seen early and
+    again just before its fix is fixed)."""
+    seen: dict[str, list[tuple[int, str]]] = {}  # pattern -> (event index, the line as seen), in order
     counts: Counter[str] = Counter()
+    reports = error_events(events)  # not a command, nor a file a tool showed
     for index, event in enumerate(events):
-        if event.get("type") == "tool_call":
-            continue  # a command that mentions "error" is not an error
+        if not reports[index]:
+            continue
         for line in error_lines(event_text(event)):
             pattern = normalise_error(line)
             counts[pattern] += 1
-            first.setdefault(pattern, (index, line))
+            seen.setdefault(pattern, []).append((index, line))
     fixes_by_index: dict[int, list[_Sentence]] = {}
     for sentence in sentences:
         if FIXED.search(sentence.text):
@@ -152,7 +156,9 @@ def _errors_and_fixes(events: list[RawEvent], sentences: list[_Sentence]) -> tup
     items: list[str] = []
     unresolved: list[str] = []
     for pattern, _ in counts.most_common():
-        index, line = first[pattern]
+        # Cited from the first occurrence a fix follows; never fixed: from its first.
+        fixed = (o for o in seen[pattern] if _first_after(fixes_by_index, o[0], len(events)) is not None)
+        index, line = next(fixed, seen[pattern][0])
         fix = _first_after(fixes_by_index, index, len(events))
         times = f" ({counts[pattern]}×)" if counts[pattern] > 1 else ""
         error = _clip(line, 160)

@@ -124,7 +124,11 @@ def list_(lore, status, limit, as_json):
         emit_json([info.to_dict() for info in sessions])
         return
     if not sessions:
-        click.echo("no sessions")
+        # An agent's sessions (Claude Code's hooks record as claude-code) are its own.
+        hint = (
+            "" if lore.agent else "; an agent's own are listed with --agent NAME (Claude Code's: claude-code)"
+        )
+        click.echo(f"no sessions{hint}")
         return
     table(
         ["id", "agent", "status", "events", "archived", "tokens", "updated"],

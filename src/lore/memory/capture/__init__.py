@@ -33,7 +33,15 @@ from typing import TYPE_CHECKING
 
 from lore.errors import UsageError, ValidationError
 from lore.memory.capture import errors
-from lore.memory.capture.digest import MEMORY_TYPE, Digest, Event, digest, event_text, message_id
+from lore.memory.capture.digest import (
+    MEMORY_TYPE,
+    Digest,
+    Event,
+    digest,
+    error_events,
+    event_text,
+    message_id,
+)
 from lore.memory.capture.parse import Candidate, from_stdout, from_transcript
 from lore.records import Record
 from lore.secrets import redact
@@ -109,12 +117,13 @@ def capture_events(lifecycle: Lifecycle, events: list[Event], *, session_id: str
     result.created, result.evidence = keep_digest(lifecycle, found)
     result.digest = found.counts()
     agent = memories.agent
+    reports = error_events(events)
     occurrences = [
         ErrorOccurrence(
             sig, f"{session_id}:{message_id(event, index)}", f"session:{session_id}", agent, when, example
         )
         for index, event in enumerate(events)
-        if event.get("type") != "tool_call"
+        if reports[index]
         for when in [_event_time(lifecycle, event)]
         for sig, example in errors.occurrences(event_text(event), memories.project.root)
     ]
@@ -235,7 +244,7 @@ def count_errors(
     later occurrences add evidence to it. A gotcha that was removed is not
     created again.
     """
-    from lore.memory.lifecycle import evidence
+    from lore.memory.lifecycle import daily, evidence
 
     store = lifecycle.store
     if not found:
@@ -245,17 +254,28 @@ def count_errors(
     if not new:
         return 0, 0
     created = added = 0
+    known: dict[str, str] | None = None
     for pattern in store.error_patterns(sorted({sig for sig, _ in new})):
         fresh = sorted(
             (o for o in found if o.signature == pattern.signature and (o.signature, o.key) in new),
             key=lambda o: o.occurred_at,
         )
+        if not pattern.memory_id and pattern.count == len(fresh):  # new to this index
+            # An index rebuilt from the files (or a fresh clone's) has no counts: the
+            # gotcha written for this error is found by its file's error_signature.
+            known = _gotchas_by_signature(lifecycle) if known is None else known
+            if pattern.signature in known:
+                pattern.memory_id = known[pattern.signature]
+                with store.transaction():
+                    store.set_error_memory(pattern.signature, pattern.memory_id)
         if pattern.memory_id:
             rows = [
                 EvidenceRecord(f"error:{o.key}", pattern.memory_id, o.source, o.agent, o.occurred_at)
                 for o in fresh
             ]
             targets = store.memories(lifecycle.memories.filter(ids=[pattern.memory_id]), limit=1)
+            if targets:  # archived while quiet, happening again: back to the daily tier
+                targets = [daily.revive(lifecycle, targets[0])]
             if targets and evidence.record(lifecycle.memories, targets[0], rows):
                 added += len(rows)
                 _refresh_confidence(lifecycle, pattern.memory_id)
@@ -268,8 +288,9 @@ def count_errors(
         memory = lifecycle.memories.add(
             title=f"Repeated error: {pattern.signature}"[:200],
             body=(
-                f"This error came up again and again ({pattern.count}× so far, the third time in {where}) "
-                f"before its cause was written down:\n\n```\n{pattern.example}\n```\n\n"
+                # The count as of now: later occurrences are its evidence_count (the body stays true).
+                f"This error came up again and again ({pattern.count}× when this was written, the third "
+                f"time in {where}):\n\n```\n{pattern.example}\n```\n\n"
                 f"Normalised: `{pattern.signature}`\n\n"
                 "When you see it, look for the cause recorded with it, or add one."
             ),
@@ -286,6 +307,22 @@ def count_errors(
         lifecycle.advance([memory.id])
         created += 1
     return created, added
+
+
+def _gotchas_by_signature(lifecycle: Lifecycle) -> dict[str, str]:
+    """{error signature: id} of the auto-captured gotchas this agent can see (their files say it)."""
+    from lore.errors import LoreError
+
+    out: dict[str, str] = {}
+    lifecycle.memories.sync()  # a new index: the files are read in first
+    for record in lifecycle.store.memories(lifecycle.memories.filter(types=["gotcha"]), order="oldest"):
+        try:
+            signature = lifecycle.memories.load(record.path).extra.get("error_signature")
+        except LoreError:
+            continue
+        if isinstance(signature, str) and record.superseded_by is None:
+            out.setdefault(signature, record.id)
+    return out
 
 
 def _refresh_confidence(lifecycle: Lifecycle, memory_id: str) -> None:

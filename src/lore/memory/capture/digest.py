@@ -27,6 +27,7 @@ Codex's call ids — else the event's position).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -106,6 +107,27 @@ def digest(events: list[Event], *, session_id: str | None, root: Path | None = N
     out.items += _resolutions(events, messages, errors_found)
     out.items += _corrections(events, messages)
     out.items += _validated(events, messages)
+    out.items = _once(out.items)
+    return out
+
+
+def _once(items: list[DigestItem]) -> list[DigestItem]:
+    """One item per sentence: a sentence two classes recognise ("we decided to always
+    ...": a decision and a validated pattern) is one observation, kept in its first
+    class with the messages both cite; as two it would count twice as evidence."""
+    kept: dict[str, DigestItem] = {}
+    out: list[DigestItem] = []
+    for item in items:
+        if item.kind == "error_pattern":  # counted apart, by signature
+            out.append(item)
+            continue
+        key = " ".join(item.text.lower().split())
+        first = kept.get(key)
+        if first is None:
+            kept[key] = item
+            out.append(item)
+        else:
+            first.evidence += [ref for ref in item.evidence if ref not in first.evidence]
     return out
 
 
@@ -144,12 +166,44 @@ def _validated(events: list[Event], messages: list[_Message]) -> list[DigestItem
     return _limited(items)
 
 
+def error_events(events: list[Event]) -> list[bool]:
+    """Which events may report an error, by position: messages and tool results, but
+    not a tool call (a command that mentions "error" is not an error) nor what a tool
+    that shows content returned (a file read, a search, an edit's snippet: the
+    ``except ValueError:`` in a file is code), unless that tool itself failed."""
+    tools = {
+        event.get("toolCallId"): str(event.get("toolName") or "")
+        for event in events
+        if event.get("type") == "tool_call"
+    }
+    return [
+        event.get("type") != "tool_call"
+        and not (
+            event.get("type") == "tool_result"
+            and not event.get("isError")
+            and _CONTENT_TOOL.search(tools.get(event.get("toolCallId"), ""))
+        )
+        for event in events
+    ]
+
+
+# Tools whose results show a file's or a page's content (Claude Code's Read, Grep,
+# Edit...; Codex's, Cursor's and Gemini's read_file, grep_search, edit_file...; an MCP
+# server's mcp__x__read_file), not the output of something that ran.
+_CONTENT_TOOL = re.compile(
+    r"(?:^|__)(?:read\w*|view\w*|notebook\w*|grep\w*|glob|ls|list_dir\w*|\w*search\w*|web_?fetch"
+    r"|edit\w*|multi_?edit|write(?:_file)?|create_file|str_replace\w*)$",
+    re.I,
+)
+
+
 def _errors(events: list[Event], root: Path | None) -> list[DigestItem]:
     """One item per distinct error, citing every event it occurred in."""
     items: dict[str, DigestItem] = {}
+    reports = error_events(events)
     for index, event in enumerate(events):
-        if event.get("type") == "tool_call":
-            continue  # a command that mentions "error" is not an error
+        if not reports[index]:
+            continue
         for sig, example in errors.occurrences(event_text(event), root):
             item = items.get(sig)
             if item is None:
@@ -162,18 +216,26 @@ def _errors(events: list[Event], root: Path | None) -> list[DigestItem]:
 
 
 def _resolutions(events: list[Event], messages: list[_Message], found: list[DigestItem]) -> list[DigestItem]:
-    """An error, then a message saying it is fixed: the error and the fix."""
+    """An error, then a message saying it is fixed (within FIX_WINDOW events of
+    the error's latest occurrence before it): the error and the fix."""
     fixes = [(index, s) for index, _, text in messages for s in cues.sentences(text) if cues.FIXED.search(s)]
     position = {message_id(e, i): i for i, e in enumerate(events)}
     items: dict[str, DigestItem] = {}
     for error in found:
-        first = position.get(error.evidence[0], 0)
-        fix = next(((i, s) for i, s in fixes if first < i <= first + FIX_WINDOW), None)
+        seen = sorted(position.get(ref, 0) for ref in error.evidence)
+        fix = next(
+            (
+                (max(p for p in seen if p < i), i, s)
+                for i, s in fixes
+                if any(p < i <= p + FIX_WINDOW for p in seen)
+            ),
+            None,
+        )
         if fix is None:
             continue
-        index, sentence = fix
-        text = f"`{error.text}` → {sentence}"
-        _keep(items, "resolution", text, events, first, also=index)
+        last, index, sentence = fix
+        text = f"`{errors.as_reported(error.text)}` → {sentence}"
+        _keep(items, "resolution", text, events, last, also=index)
     return _limited(items)
 
 

@@ -52,6 +52,11 @@ def relative(line: str, root: Path | None) -> str:
     return line
 
 
+def as_reported(line: str) -> str:
+    """An example line without pytest's ``E   `` prefix: the error as its program reported it."""
+    return _PYTEST_PREFIX.sub("", line.strip())
+
+
 def signature(line: str, root: Path | None = None) -> str:
     """The normalised form of an error line: what makes two reports the same error."""
     text = _PYTEST_PREFIX.sub("", relative(line, root).strip())

@@ -27,7 +27,8 @@ state ("user just asked X", "tests are running"), task progress, or secrets.
   preference, gotcha, fact, summary
 - `applies_to`: `global`, `file:<path>` or `area:<name>`
 
-**Finish each task** with `lore complete "<task>"` to record what was done.
+**Finish each task** with `lore complete <task-id> --title "<task title>" --summary
+"<what was done>"` to record what was done.
 
 **No MCP tools?** Print each memory in a block like this; Lore reads them from your output:
 

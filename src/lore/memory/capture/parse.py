@@ -503,6 +503,11 @@ _NOT_AN_ERROR = re.compile(
     r"^>\s"  # pytest: the source line that raised
     r"|^\S+:\d+: [\w.]+$"  # pytest: path:line: SomeError (the error is reported above)
     r"|due to (?:\d+ )?previous errors?|aborting due to|could not compile"
+    # Code that names an error (a file shown by cat, sed -n or grep -n, with or without
+    # its line numbers): `raise ValueError(`, `except KeyError:`, `class UsageError(...)`.
+    r"|^(?:[\w./-]+[:-]\d+[:-])?\s*(?:\d+\s*(?:\u2192|\||:|\t)\s*)?\}?\s*"
+    r"(?:raise|except|from\s+\S+\s+import|import|class|def|catch|throw|with\s+pytest\.raises)\b"
+    r"|\bthrows\s+[\w.]+(?:Exception|Error)\b|\bcatch\s*\(\s*[\w.]+(?:Exception|Error)\b"
 )
 # Lines that continue the error reported just above them.
 _CONTINUATION = re.compile(r"Caused by:|Suppressed:|\.\.\. \d+ more")

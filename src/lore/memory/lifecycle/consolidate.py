@@ -129,12 +129,21 @@ class _Pass:
             out.setdefault(near[0].id, self.by_id[near[0].id])
         return list(out.values())
 
+    def age(self, record: MemoryRecord) -> tuple[Any, int, str]:
+        """What orders two memories oldest first: their time, then (times have whole
+        seconds: two written in the same second) when their files were last written."""
+        try:
+            written = (self.lc.project.root / record.path).stat().st_mtime_ns
+        except OSError:
+            written = 0
+        return (parse(record.occurred_at) or parse("1970-01-01"), written, record.path)
+
     def compare(self, a: MemoryRecord, b: MemoryRecord) -> None:
         pair = frozenset((a.id, b.id))
         if pair in self.compared or a.id in self.gone or b.id in self.gone:
             return
         self.compared.add(pair)
-        older, newer = sorted((a, b), key=lambda r: (parse(r.occurred_at) or parse("1970-01-01"), r.path))
+        older, newer = sorted((a, b), key=self.age)
         old_text, new_text = self.body(older), self.body(newer)
         if not old_text or not new_text:
             return

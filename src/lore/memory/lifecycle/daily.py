@@ -28,6 +28,8 @@ from lore.records import Record
 from lore.storage import MemoryFilter, MemoryRecord, TierState
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from lore.memory.lifecycle import Lifecycle
 
 DAILY_ARCHIVE_DAYS = 30
@@ -112,18 +114,20 @@ def _digest_and_clean(lifecycle: Lifecycle, current: str | None, report: Session
 
 
 def archive_old_daily(lifecycle: Lifecycle) -> list[str]:
-    """Move local daily memories older than ``[lifecycle] daily_archive_days`` to
-    the archive tier (same id, same content; never overwriting). Returns the new paths."""
+    """Move local daily memories older than ``[lifecycle] daily_archive_days`` (since
+    they were written or last seen again: a fact still being observed stays) to the
+    archive tier (same id, same content; never overwriting). Returns the new paths."""
     project = lifecycle.project
     limit = float(project.setting("lifecycle", "daily_archive_days", DAILY_ARCHIVE_DAYS))
     now = lifecycle.now()
     moved: list[str] = []
     records = lifecycle.store.memories(MemoryFilter(storage=["daily"], include_private=True), order="oldest")
+    seen = lifecycle.store.last_evidence()
     old = [
         r
         for r in records
         if not sync.is_committed(r.path)
-        and (when := parse(r.occurred_at)) is not None
+        and (when := _last_seen(r.occurred_at, seen.get(r.id))) is not None
         and days(now, when) > limit
     ]
     if not old:
@@ -144,6 +148,32 @@ def archive_old_daily(lifecycle: Lifecycle) -> list[str]:
         lifecycle.store.put_tier_states(archived)
     lifecycle.memories.sync()
     return moved
+
+
+def revive(lifecycle: Lifecycle, record: MemoryRecord) -> MemoryRecord:
+    """A memory the daily archive holds, observed again: back to the daily tier (001:
+    new evidence brings an archived memory back), so what keeps happening is seen.
+    Returns its record as it is now (unchanged when it is not in the archive folder)."""
+    project = lifecycle.project
+    if record.storage != "archive" or sync.is_committed(record.path):
+        return record
+    parts = record.path.split("/")
+    folder = "/".join([*parts[: parts.index("archive")], "daily", *parts[parts.index("archive") + 1 : -1]])
+    try:
+        project.check_folder(project.root / folder)
+        with lifecycle.memories.writing():
+            markdown.move_new(project.root / record.path, project.root / folder)
+    except (OSError, UsageError):  # left where it is: the evidence still counts
+        return record
+    lifecycle.memories.sync()
+    found = lifecycle.store.memories(MemoryFilter(ids=[record.id], include_private=True), limit=1)
+    return found[0] if found else record
+
+
+def _last_seen(written: str, evidence: str | None) -> datetime | None:
+    """When a memory was last observed: written, or its latest evidence."""
+    times = [t for t in (parse(written), parse(evidence)) if t is not None]
+    return max(times) if times else None
 
 
 def _archive_folder(rel: str) -> str:
