@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+import lore
 from test_code_index import commit, configure, git, write
 
 GENERIC = {
@@ -135,6 +136,21 @@ def test_project_memories_first_and_never_generic_files_or_chatter(shop):
     assert data["files"] == [] and data["code_snippets"] == []
     assert data["tokens_used"] <= data["budget"] == 800
     assert hook_start(shop).stdout  # the hook injects it
+
+
+def test_what_the_start_pack_shows_is_not_counted_as_read(shop):
+    """Five session starts counted their own picks five times: a memory nobody
+    read turned WARM and never decayed. Showing it when asked is a read."""
+    decision = add(shop, "decision", "Invoices are computed in cents", "Money is an integer number of cents.")
+    for _ in range(5):
+        assert decision in [m["id"] for m in start(shop)["memories"]]
+    assert hook_start(shop).stdout
+    with lore.open(shop.cwd) as project:
+        assert decision not in project.store.access_stats()
+        assert project.list(tier="warm") == []
+    shop("show", decision[:8])
+    with lore.open(shop.cwd) as project:
+        assert project.store.access_stats()[decision][0] == 1
 
 
 def test_a_token_in_the_branch_name_is_not_shown(shop):

@@ -546,9 +546,9 @@ class Lore:
         if fresh and request.title:
             self.code_index.refresh()
         self._fresh()
-        pack = sp.start_pack(self.searcher, self.memories, request)
-        self._record_access([it.key for it in pack.items if it.kind == "memory"])
-        return pack
+        # Shown unasked, not read: counting its own picks as reads kept what the
+        # start pack showed warm for ever (001: decay when not accessed).
+        return sp.start_pack(self.searcher, self.memories, request)
 
     def branch_title(self, task: str | None = None) -> str:
         """A task title from the task id and the current git branch
