@@ -361,6 +361,57 @@ def test_filtered_search_is_never_short_while_matching_code_exists(repo):
     project.close()
 
 
+FUSION_FILES = {
+    "src/session.py": 'def sign_session(data, key):\n    """Sign the session cookie with the secret key."""\n',
+    "src/cookies.py": 'def set_cookie(name, value, samesite="Lax"):\n    """Set a cookie on the response."""\n',
+    "src/templates.py": 'def render(name, **context):\n    """Render a Jinja template with the context."""\n',
+    "src/routing.py": 'def add_url_rule(rule, endpoint, view):\n    """Register a URL rule for a view."""\n',
+    "src/config.py": 'def from_envvar(name):\n    """Load configuration from the file an environment variable names."""\n',
+    "src/json_provider.py": 'def dumps(obj):\n    """Serialise an object to JSON text for a response."""\n',
+}
+FUSION_COMMITS = [
+    ("src/session.py", "Rotate the session signing key when the secret changes"),
+    ("src/cookies.py", "Default cookies to SameSite Lax"),
+    ("src/templates.py", "Autoescape templates rendered from strings"),
+    ("src/routing.py", "Allow converters in URL rules"),
+    ("src/config.py", "Read config files named by environment variables"),
+    ("src/json_provider.py", "Sort keys when dumping JSON responses"),
+    ("src/session.py", "Store the session in a signed cookie"),
+    ("src/cookies.py", "Partitioned cookies for the session"),
+]
+
+
+def test_files_are_ranked_on_evidence_fused_by_rank_unless_configured(repo):
+    """`[search] files_fusion` (default rrf) fuses the code and commits that rank
+    files; `[search] fusion` still scores search results, and `--fusion` both."""
+    for rel, text in FUSION_FILES.items():
+        write(repo, rel, text)
+    commit(repo, "Initial layout")
+    for rel, message in FUSION_COMMITS:
+        write(repo, rel, (repo / rel).read_text() + f"# {message}\n")
+        commit(repo, message)
+    lore.init(repo).close()
+    task = (
+        "when rendering a template the context processors should also see config values "
+        "loaded from the environment and the session"
+    )
+
+    def ranked(**kwargs) -> list[str]:
+        with lore.open(repo) as project:
+            project.index_code()
+            return [h.file_path for h in project.code_search(task, files_only=True, **kwargs)]
+
+    by_rank, by_weight = ranked(fusion="rrf"), ranked(fusion="adaptive")
+    assert by_rank != by_weight  # the two fusions differ on this task
+    assert ranked() == by_rank
+    config = repo / ".lore/config.toml"
+    config.write_text(config.read_text().replace('files_fusion = "rrf"', 'files_fusion = "adaptive"'))
+    assert ranked() == by_weight
+    config.write_text(config.read_text().replace('files_fusion = "adaptive"', 'files_fusion = "ranked"'))
+    with pytest.raises(lore.LoreError, match="files_fusion"):
+        ranked()
+
+
 def test_nonsense_and_empty_queries(tmp_path):
     project = lore.init(tmp_path / "p")
     project.add(

@@ -59,8 +59,12 @@ provider = "local"
 
 [search]
 # adaptive (keyword weight follows how clearly keywords pick a winner), rrf
-# (reciprocal rank fusion) or weighted (0.7 vector / 0.3 keyword)
+# (reciprocal rank fusion) or weighted (0.7 vector / 0.3 keyword): how search,
+# code and history results are ranked and scored
 fusion = "adaptive"
+# the same choice for the evidence that ranks files (`lore code --files-only`,
+# recall's likely files): code chunks and similar past commits
+files_fusion = "rrf"
 
 [recall]
 budget = 2000

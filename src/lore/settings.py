@@ -42,7 +42,10 @@ SECTIONS: dict[str, dict[str, Key] | None] = {
         "text_search": Key("text"),
     },
     "embedding": None,  # checked by the provider (lore.embed.config)
-    "search": {"fusion": Key("text", choices=("adaptive", "rrf", "weighted"))},
+    "search": {
+        "fusion": Key("text", choices=("adaptive", "rrf", "weighted")),
+        "files_fusion": Key("text", choices=("adaptive", "rrf", "weighted")),
+    },
     "recall": {
         "budget": Key("number", 100, 10**7),  # as MCP; a pack's heading alone can take 50
         "start_budget": Key("number", 1, 10**7),

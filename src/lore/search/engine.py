@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from lore.errors import UsageError
 from lore.search import hybrid
 from lore.search.attention import STALE_FACTOR, attention
-from lore.search.fusion import DEFAULT_FUSION
+from lore.search.fusion import DEFAULT_FILES_FUSION, DEFAULT_FUSION
 from lore.storage import ChunkFilter, MemoryFilter, MemoryRecord, MemoryStamp, Store
 
 if TYPE_CHECKING:
@@ -35,12 +35,21 @@ class Searcher:
 
     @property
     def fusion(self) -> str:
+        """How results are ranked and scored (``[search] fusion``)."""
+        return self._fusion("fusion", DEFAULT_FUSION)
+
+    @property
+    def files_fusion(self) -> str:
+        """How the evidence that ranks files is fused (``[search] files_fusion``)."""
+        return self._fusion("files_fusion", DEFAULT_FILES_FUSION)
+
+    def _fusion(self, key: str, default: str) -> str:
         from lore.search.fusion import FUSIONS
 
-        mode = str(self.settings.get("search", {}).get("fusion", DEFAULT_FUSION))
+        mode = str(self.settings.get("search", {}).get(key, default))
         if mode not in FUSIONS:
             raise UsageError(
-                f"[search] fusion = '{mode}' in .lore/config.toml; use one of {', '.join(FUSIONS)}"
+                f"[search] {key} = '{mode}' in .lore/config.toml; use one of {', '.join(FUSIONS)}"
             )
         return mode
 
@@ -113,16 +122,10 @@ class Searcher:
         query, run = self.query(text, "code", mode)
         if not files_only:
             return search_code(self.store, query, flt, limit=limit, mode=run, fusion=fusion or self.fusion)
-        commits = self._commits(text, mode, fusion, period) if history else []
+        evidence = fusion or self.files_fusion
+        commits = self._commits(text, mode, evidence, period) if history else []
         return search_files(
-            self.store,
-            query,
-            commits,
-            flt,
-            limit=limit,
-            mode=run,
-            fusion=fusion or self.fusion,
-            tests=self.tests_of,
+            self.store, query, commits, flt, limit=limit, mode=run, fusion=evidence, tests=self.tests_of
         )
 
     def history(
