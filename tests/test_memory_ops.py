@@ -159,6 +159,19 @@ def test_a_failed_rm_leaves_no_trash_record(memory):
     assert cli.json("restore", "--list")[0]["id"] == key
 
 
+def test_rm_of_several_moves_none_when_one_names_no_memory(memory):
+    """`lore rm A typo B` trashed A, then stopped at the typo with only its
+    error: A was gone without a word and B stayed. Now nothing moves, and a
+    key given twice (an id and its file) trashes the memory once."""
+    cli, key, path, before = memory
+    other = cli.cwd / cli.json("add", "-t", "Second one", "-b", "Another memory content here.")["path"]
+    proc = cli("rm", key[:8], "nosuch", other.name, ok=False)
+    assert proc.returncode == 1 and "no memory 'nosuch'" in one_line(proc)
+    assert path.read_bytes() == before and other.exists() and cli.json("restore", "--list") == []
+    trashed = cli.json("rm", key[:8], f".lore/memory/{path.name}", other.name)
+    assert sorted(e["original"] for e in trashed) == sorted(f".lore/memory/{p.name}" for p in (path, other))
+
+
 def test_a_failed_mv_leaves_no_copy(memory):
     cli, key, path, before = memory
     (path.parent / "ops").mkdir()

@@ -341,7 +341,9 @@ def graph(lore, key, depth, as_json):
 @with_lore
 def rm(lore, keys, as_json):
     """Move memories to the trash (.lore/local/trash/); `lore restore` brings them back."""
-    entries = [lore.remove(key) for key in keys]
+    # Every key is found before any memory moves: one that names nothing leaves all in place.
+    paths = list(dict.fromkeys(lore.resolve(key) for key in keys))
+    entries = [lore.remove(path) for path in paths]
     if as_json:
         emit_json([e.to_dict() for e in entries])
         return
