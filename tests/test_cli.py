@@ -219,6 +219,15 @@ def test_edit_runs_editor_and_reindexes(cli, tmp_path):
     proc = cli("edit", out["id"], env={"EDITOR": f"{sys.executable} {editor}"}, ok=False)
     assert proc.returncode == 1 and "malformed YAML" in proc.stderr
     assert "subject: [" in (cli.cwd / out["path"]).read_text()
+    # It says how to get back to it, and the id the person knew still reaches the broken file.
+    assert "your edit is kept" in proc.stderr and f"`lore edit {out['path']}`" in proc.stderr
+    editor.write_text(
+        "import sys\np = sys.argv[1]\ns = open(p).read().replace('subject: [', 'subject:')\nopen(p, 'w').write(s)\n"
+    )
+    for key in (out["id"], out["id"][:8]):
+        assert "malformed YAML" in cli("show", key, ok=False).stderr
+    cli("edit", out["id"][:8], env={"EDITOR": f"{sys.executable} {editor}"})
+    assert cli.json("search", "changed")[0]["id"] == out["id"]
 
 
 def test_rm_restore_gc(cli):

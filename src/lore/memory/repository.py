@@ -262,7 +262,7 @@ class Memories:
             broken = [
                 p
                 for p, _ in self.store.file_errors("memory")
-                if (Path(p).stem == key or p == key) and self.visible(p)
+                if (Path(p).stem == key or p == key or self._declares_id(p, key)) and self.visible(p)
             ]
             if broken:
                 return broken[0]
@@ -278,6 +278,26 @@ class Memories:
                 f"'{key}' matches {len(paths)} memories ({', '.join(paths[:3])}…); give more of the id"
             )
         return paths[0]
+
+    def _declares_id(self, rel: str, key: str) -> bool:
+        """Whether the broken file `rel` says `id: KEY...` (an id or a prefix of
+        8 or more characters): a file saved broken in an editor is still found
+        by the id it was known by, so `lore edit ID` and `lore show ID` reach it."""
+        from lore.memory.files import read_memory_file
+
+        if len(key) < 8:
+            return False
+        try:
+            head = read_memory_file(self.project.root, rel)[: markdown.MAX_FRONTMATTER_CHARS]
+        except (NotFound, ValidationError, OSError):
+            return False
+        for line in head.decode("utf-8", "replace").splitlines()[1:]:
+            if line.strip() == "---":
+                break
+            name, sep, value = line.partition(":")
+            if sep and name.strip() == "id":
+                return value.strip().strip("'\"").startswith(key)
+        return False
 
     def _path_of(self, key: str) -> str | None:
         outside = []
