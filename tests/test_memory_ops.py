@@ -560,3 +560,46 @@ def test_an_edit_the_disk_refuses_names_the_memory_not_a_temporary_file(cli):
         written = rel if args[0] == "edit" else ".lore/memory/"
         assert f"{cli.cwd / written}" in one_line(proc) and "file too large" in proc.stderr.lower()
     consistent(cli, key, rel, before)
+
+
+# -- a merge that leaves conflict markers in a memory ----------------------------------------------
+
+
+def test_conflict_markers_a_merge_leaves_are_named_as_such(cli, git_env):
+    """Two branches edit one memory; `git merge` leaves <<<<<<< ======= >>>>>>>
+    in its frontmatter (content_hash differs) and body. Every command names the
+    conflict at its first marker line, instead of a YAML error ("could not find
+    expected ':'") that does not say what happened; once resolved, the memory
+    is back. Markers quoted in a fenced code block are a memory's text."""
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=cli.cwd, check=True, capture_output=True)
+
+    key = cli.json("add", "-t", "Timeouts", "-b", "Requests time out after 30 s.")["id"]
+    quoted = cli.json(
+        "add",
+        "-t",
+        "Merging memories",
+        "-b",
+        "A conflict looks like:\n\n```\n<<<<<<< HEAD\na\n=======\nb\n>>>>>>> x\n```",
+    )
+    git("init", "-q", "-b", "main")
+    git("add", "-A")
+    git("commit", "-qm", "memories")
+    git("checkout", "-qb", "other")
+    cli("edit", key[:8], "--find", "30 s", "--replace", "10 s")
+    git("commit", "-qam", "10 s")
+    git("checkout", "-q", "main")
+    cli("edit", key[:8], "--find", "30 s", "--replace", "5 s")
+    git("commit", "-qam", "5 s")
+    assert subprocess.run(["git", "merge", "other"], cwd=cli.cwd, capture_output=True).returncode == 1
+    path = next((cli.cwd / ".lore/memory").glob("*timeouts.md"))
+    first = path.read_text().split("\n").index("<<<<<<< HEAD") + 1
+    proc = cli("show", key[:8], ok=False)
+    error = proc.stderr.splitlines()[-1]  # after the warning that the file is skipped
+    assert proc.returncode == 1 and f"{path.name}:{first}: unresolved merge conflict" in error
+    doctor = cli("doctor", ok=False).stdout + cli("doctor", ok=False).stderr
+    assert "unresolved merge conflict" in doctor and "Merging memories" not in doctor
+    assert cli.json("show", quoted["id"][:8])["title"] == "Merging memories"
+    git("checkout", "--theirs", str(path))
+    assert cli.json("show", key[:8])["content"].endswith("Requests time out after 10 s.\n")
