@@ -262,7 +262,7 @@ class Memories:
             broken = [
                 p
                 for p, _ in self.store.file_errors("memory")
-                if (Path(p).stem == key or p == key or self._declares_id(p, key)) and self.visible(p)
+                if self.visible(p) and (Path(p).stem == key or p == key or self._declares_id(p, key))
             ]
             if broken:
                 return broken[0]
