@@ -69,6 +69,22 @@ def test_add_json_shape_file_name_and_search_result_shape(cli):
     assert hit["tags"] == ["auth", "oauth", "timeout"]
 
 
+def test_add_says_when_a_file_it_names_is_not_in_the_project(cli):
+    """`--file src/nope.ts` (a typo) used to be written without a word: the
+    memory was anchored to nothing and `lore stale` could never flag it."""
+    (cli.cwd / "src").mkdir()
+    (cli.cwd / "src/db.py").write_text("x = 1\n")
+    typo = cli("add", "-t", "Pool size", "-b", "The pool holds ten connections.", "--file", "src/bd.py")
+    assert "nothing at src/bd.py in the project: check the path" in typo.stderr
+    assert "--set files=" in typo.stderr and typo.stdout.startswith("added ")
+    scoped = add(cli, "Pool", "The pool is created lazily.", "--applies-to", "file:src/pool/")
+    assert "nothing at src/pool/" in scoped["note"]
+    right = add(
+        cli, "DB", "The db module holds one engine.", "--file", "src/db.py", "--applies-to", "file:src/"
+    )
+    assert right["note"] is None
+
+
 def test_add_global_marks_a_committed_memory_and_refuses_a_local_one(cli):
     """003's is_global from the CLI: written to the frontmatter (shared by a team
     database, docs/postgres.md); private and session memories cannot be global."""

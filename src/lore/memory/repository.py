@@ -491,7 +491,16 @@ class Memories:
                     raise Conflict(
                         f"a memory with id {id} exists already; omit --id to get a new one, or update that memory"
                     )
-        return self.put(memory, folder, redacted=dict(clean["redacted"]), same_time_only=bool(occurred_at))
+        result = self.put(memory, folder, redacted=dict(clean["redacted"]), same_time_only=bool(occurred_at))
+        named = [*memory.files, *([memory.applies_to[5:]] if memory.applies_to.startswith("file:") else [])]
+        missing = [path for path in dict.fromkeys(named) if not (self.project.root / path).exists()]
+        if result.created and missing:  # a typo in --file anchors nothing, and `lore stale` never says so
+            said = (
+                f"nothing at {', '.join(missing)} in the project: check the path "
+                f"(`lore edit {memory.id[:8]} --set files=[...]` or `--set applies_to=file:...` corrects it)"
+            )
+            result.note = f"{result.note}; {said}" if result.note else said
+        return result
 
     def put(
         self,
