@@ -603,3 +603,24 @@ def test_conflict_markers_a_merge_leaves_are_named_as_such(cli, git_env):
     assert cli.json("show", quoted["id"][:8])["title"] == "Merging memories"
     git("checkout", "--theirs", str(path))
     assert cli.json("show", key[:8])["content"].endswith("Requests time out after 10 s.\n")
+
+
+def test_a_memory_file_name_the_project_also_has_outside_lore_is_the_memory(cli):
+    """`lore show README.md` / `lore rm README.md` found the project's own
+    README.md first and refused it ("not a memory file"), so the memory (or a
+    stray broken README.md in .lore/memory/) could not be named by its file
+    name. A bare name now means the memory; a path (./README.md) still the file."""
+    (cli.cwd / "README.md").write_text("# The project\n")
+    (cli.cwd / "AGENTS.md").write_text("# Agents\n")
+    memory = cli.cwd / ".lore/memory/AGENTS.md"
+    memory.write_text(
+        "---\nid: agents-notes\nsubject: Agent notes\noccurred_at: 2026-01-01\n---\nHow agents work here.\n"
+    )
+    stray = cli.cwd / ".lore/memory/README.md"
+    stray.write_text("# Team memory\n\nOne file per memory, please.\n")
+    assert cli.json("show", "AGENTS.md")["title"] == "Agent notes"
+    assert "no YAML frontmatter" in cli("show", "README.md", ok=False).stderr
+    proc = cli("show", "./README.md", ok=False)
+    assert proc.returncode == 2 and "is not a memory file" in proc.stderr.splitlines()[-1]
+    assert [e["original"] for e in cli.json("rm", "README.md")] == [".lore/memory/README.md"]
+    assert not stray.exists() and (cli.cwd / "README.md").exists()

@@ -253,8 +253,15 @@ class Memories:
         if not key or not key.strip():
             raise UsageError("give a memory id, file name or path")
         self.sync()
+        elsewhere: UsageError | None = None
         if key.endswith(".md") or os.sep in key or "/" in key:
-            rel = self._path_of(key)
+            try:
+                rel = self._path_of(key)
+            except UsageError as err:
+                if os.sep in key or "/" in key:
+                    raise
+                # A bare name the project has outside .lore/ too (README.md, AGENTS.md): a memory's file name first.
+                elsewhere, rel = err, None
             if rel is not None:
                 return rel
         paths = [p for p in self.store.memory_paths(key) if self.visible(p)]
@@ -262,10 +269,13 @@ class Memories:
             broken = [
                 p
                 for p, _ in self.store.file_errors("memory")
-                if self.visible(p) and (Path(p).stem == key or p == key or self._declares_id(p, key))
+                if self.visible(p)
+                and (Path(p).stem == key or Path(p).name == key or p == key or self._declares_id(p, key))
             ]
             if broken:
                 return broken[0]
+            if elsewhere is not None:
+                raise elsewhere
             raise NotFound(f"no memory '{key}'; see `lore list` or `lore search`")
         if len(paths) > 1:
             ids = {r.id for r in self.store.memories(self.filter(paths=paths))}
