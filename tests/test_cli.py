@@ -167,6 +167,13 @@ def test_list_filters_and_json_shape(cli):
     assert [r["title"] for r in cli.json("list", "--tag", "auth")] == ["JWT chosen"]
     assert [r["title"] for r in cli.json("list", "--task", "t-1")] == ["JWT chosen"]
     assert [r["title"] for r in cli.json("list", "--scope", "area:storage")] == ["Use UTC"]
+    for command in ("list", "search"):  # a scope that can match nothing is said, not "no memories"
+        args = (command, "--scope", "src/db.py") + (("utc",) if command == "search" else ())
+        proc = cli(*args, ok=False)
+        assert (
+            proc.returncode == 2
+            and "must be global, file:<path> or area:<name> (e.g. file:src/db.py)" in (proc.stderr)
+        )
     assert [r["title"] for r in cli.json("list", "--since", "2025-03-01")] == ["JWT chosen"]
     assert [r["title"] for r in cli.json("list", "--until", "2025-03-01")] == ["Use UTC"]
     assert [r["title"] for r in cli.json("list", "--agent", "bob", "--author", "bob")] == ["Secret plan"]
