@@ -356,6 +356,21 @@ def test_doctor_names_temporary_files_of_interrupted_writes(cli):
     assert all(path.exists() for path in (*left, fresh))  # reported, never deleted
 
 
+def test_doctor_names_markdown_files_lore_does_not_read(cli):
+    """A memory saved as NOTES.MD (Windows) or auth.markdown was neither indexed
+    nor reported: gone without a word. Editor leftovers are not Markdown."""
+    text = "---\nsubject: Upper\noccurred_at: 2026-01-01\n---\n\nSaved with an upper-case extension.\n"
+    (cli.cwd / ".lore/memory/NOTES.MD").write_text(text)
+    (cli.cwd / ".lore/memory/auth").mkdir()
+    (cli.cwd / ".lore/memory/auth/tokens.markdown").write_text(text)
+    for other in ("notes.md~", ".notes.md.swp", "notes.md.orig", "README.txt"):
+        (cli.cwd / ".lore/memory" / other).write_text(text)
+    problems = {p["where"]: p for p in cli.json("doctor")}
+    assert sorted(problems) == [".lore/memory/NOTES.MD", ".lore/memory/auth/tokens.markdown"]
+    assert "rename it to tokens.md" in problems[".lore/memory/auth/tokens.markdown"]["message"]
+    assert all(p["level"] == "warning" for p in problems.values())
+
+
 def test_a_secret_in_a_hand_written_memory_is_kept_out_of_the_index_and_reported(cli):
     """A file written by hand (or in an editor) is indexed redacted, and `doctor` says what to do."""
     token, password = "ghp_" + "Zq8Xw2Lm4Np6Rt1Vy3Bc5Df7Gh9Jk0Ls2Qa4", "hunter2" + "secret"
