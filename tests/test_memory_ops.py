@@ -624,3 +624,27 @@ def test_a_memory_file_name_the_project_also_has_outside_lore_is_the_memory(cli)
     assert proc.returncode == 2 and "is not a memory file" in proc.stderr.splitlines()[-1]
     assert [e["original"] for e in cli.json("rm", "README.md")] == [".lore/memory/README.md"]
     assert not stray.exists() and (cli.cwd / "README.md").exists()
+
+
+def test_two_memories_given_one_file_name_on_two_branches_are_both_kept_by_the_advice(cli, git_env):
+    """Same title, same day, on two branches: one file name, two ids; the merge
+    is an add/add conflict where "keep the right text" would lose a memory."""
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=cli.cwd, capture_output=True, text=True)
+
+    git("init", "-q", "-b", "main")
+    git("commit", "-q", "--allow-empty", "-m", "start")
+    git("checkout", "-qb", "other")
+    theirs = cli.json("add", "-t", "Flaky test", "-b", "The timeout test is flaky under load.")
+    git("add", "-A")
+    git("commit", "-qm", "theirs")
+    git("checkout", "-q", "main")
+    ours = cli.json("add", "-t", "Flaky test", "-b", "Rerun the timeout test once before digging.")
+    git("add", "-A")
+    git("commit", "-qm", "ours")
+    assert ours["path"] == theirs["path"] and git("merge", "other").returncode == 1
+    proc = cli("doctor", ok=False)
+    problem = next(line for line in proc.stdout.splitlines() if ours["path"] in line)
+    assert "two memories written on two branches under one file name" in problem
+    assert ours["id"] in problem and theirs["id"] in problem and "keep both" in problem

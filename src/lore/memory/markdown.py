@@ -126,11 +126,15 @@ def _refuse_conflict(text: str, path: str) -> None:
     """A merge left git's conflict markers in the file: say so, at the first
     one, instead of the YAML or format error they cause (or, in the body,
     indexing both sides and the markers). Markers inside a fenced code block
-    are text (a memory about merging may quote them)."""
+    are text (a memory about merging may quote them). When the two sides give
+    different ids, they are two memories that got one file name on two
+    branches (same day, same title): both are kept, one in a file of its own."""
     if not _CONFLICT_START.search(text):
         return
     fence = None
     marks = []
+    ids: dict[str, set[str]] = {"<": set(), "=": set()}
+    side = None
     for number, line in enumerate(text.split("\n"), 1):
         opened = _CODE_FENCE.match(line)
         if opened and (
@@ -139,14 +143,23 @@ def _refuse_conflict(text: str, path: str) -> None:
             fence = None if fence else opened.group(1)
         elif fence is None and _CONFLICT_MARK.match(line):
             marks.append((number, line[0]))
+            side = line[0] if line[0] in ids else None
+        elif side and line.startswith("id:"):
+            ids[side].add(line[3:].strip().strip("'\""))
     kinds = [kind for _, kind in marks]
     if "<" in kinds and "=" in kinds[kinds.index("<") :] and ">" in kinds[kinds.index("<") :]:
-        raise ValidationError(
-            "unresolved merge conflict (git's <<<<<<< ======= >>>>>>> lines); keep the right text, "
-            "delete the marker lines, then `git add` the file",
-            path=path,
-            line=marks[kinds.index("<")][0],
-        )
+        if ids["<"] and ids["="] and ids["<"] != ids["="]:
+            what = (
+                "two memories written on two branches under one file name (ids "
+                f"{', '.join(sorted(ids['<'] | ids['=']))}); keep both: save one side as a file of its own "
+                "(e.g. `git show :3:FILE > other.md`), the other here, without the marker lines, then `git add` them"
+            )
+        else:
+            what = (
+                "unresolved merge conflict (git's <<<<<<< ======= >>>>>>> lines); keep the right text, "
+                "delete the marker lines, then `git add` the file"
+            )
+        raise ValidationError(what, path=path, line=marks[kinds.index("<")][0])
 
 
 def _load_frontmatter(front: str, path: str) -> Frontmatter:
