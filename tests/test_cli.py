@@ -69,6 +69,22 @@ def test_add_json_shape_file_name_and_search_result_shape(cli):
     assert hit["tags"] == ["auth", "oauth", "timeout"]
 
 
+def test_add_says_when_a_file_it_names_is_not_in_the_project(cli):
+    """`--file src/nope.ts` (a typo) used to be written without a word: the
+    memory was anchored to nothing and `lore stale` could never flag it."""
+    (cli.cwd / "src").mkdir()
+    (cli.cwd / "src/db.py").write_text("x = 1\n")
+    typo = cli("add", "-t", "Pool size", "-b", "The pool holds ten connections.", "--file", "src/bd.py")
+    assert "nothing at src/bd.py in the project: check the path" in typo.stderr
+    assert "--set files=" in typo.stderr and typo.stdout.startswith("added ")
+    scoped = add(cli, "Pool", "The pool is created lazily.", "--applies-to", "file:src/pool/")
+    assert "nothing at src/pool/" in scoped["note"]
+    right = add(
+        cli, "DB", "The db module holds one engine.", "--file", "src/db.py", "--applies-to", "file:src/"
+    )
+    assert right["note"] is None
+
+
 def test_add_global_marks_a_committed_memory_and_refuses_a_local_one(cli):
     """003's is_global from the CLI: written to the frontmatter (shared by a team
     database, docs/postgres.md); private and session memories cannot be global."""
@@ -151,6 +167,13 @@ def test_list_filters_and_json_shape(cli):
     assert [r["title"] for r in cli.json("list", "--tag", "auth")] == ["JWT chosen"]
     assert [r["title"] for r in cli.json("list", "--task", "t-1")] == ["JWT chosen"]
     assert [r["title"] for r in cli.json("list", "--scope", "area:storage")] == ["Use UTC"]
+    for command in ("list", "search"):  # a scope that can match nothing is said, not "no memories"
+        args = (command, "--scope", "src/db.py") + (("utc",) if command == "search" else ())
+        proc = cli(*args, ok=False)
+        assert (
+            proc.returncode == 2
+            and "must be global, file:<path> or area:<name> (e.g. file:src/db.py)" in (proc.stderr)
+        )
     assert [r["title"] for r in cli.json("list", "--since", "2025-03-01")] == ["JWT chosen"]
     assert [r["title"] for r in cli.json("list", "--until", "2025-03-01")] == ["Use UTC"]
     assert [r["title"] for r in cli.json("list", "--agent", "bob", "--author", "bob")] == ["Secret plan"]
@@ -219,6 +242,15 @@ def test_edit_runs_editor_and_reindexes(cli, tmp_path):
     proc = cli("edit", out["id"], env={"EDITOR": f"{sys.executable} {editor}"}, ok=False)
     assert proc.returncode == 1 and "malformed YAML" in proc.stderr
     assert "subject: [" in (cli.cwd / out["path"]).read_text()
+    # It says how to get back to it, and the id the person knew still reaches the broken file.
+    assert "your edit is kept" in proc.stderr and f"`lore edit {out['path']}`" in proc.stderr
+    editor.write_text(
+        "import sys\np = sys.argv[1]\ns = open(p).read().replace('subject: [', 'subject:')\nopen(p, 'w').write(s)\n"
+    )
+    for key in (out["id"], out["id"][:8]):
+        assert "malformed YAML" in cli("show", key, ok=False).stderr
+    cli("edit", out["id"][:8], env={"EDITOR": f"{sys.executable} {editor}"})
+    assert cli.json("search", "changed")[0]["id"] == out["id"]
 
 
 def test_rm_restore_gc(cli):
@@ -338,6 +370,21 @@ def test_doctor_names_temporary_files_of_interrupted_writes(cli):
     assert sorted(p["where"] for p in problems) == sorted(p.relative_to(cli.cwd).as_posix() for p in left)
     assert all(p["level"] == "warning" and "interrupted" in p["message"] for p in problems)
     assert all(path.exists() for path in (*left, fresh))  # reported, never deleted
+
+
+def test_doctor_names_markdown_files_lore_does_not_read(cli):
+    """A memory saved as NOTES.MD (Windows) or auth.markdown was neither indexed
+    nor reported: gone without a word. Editor leftovers are not Markdown."""
+    text = "---\nsubject: Upper\noccurred_at: 2026-01-01\n---\n\nSaved with an upper-case extension.\n"
+    (cli.cwd / ".lore/memory/NOTES.MD").write_text(text)
+    (cli.cwd / ".lore/memory/auth").mkdir()
+    (cli.cwd / ".lore/memory/auth/tokens.markdown").write_text(text)
+    for other in ("notes.md~", ".notes.md.swp", "notes.md.orig", "README.txt"):
+        (cli.cwd / ".lore/memory" / other).write_text(text)
+    problems = {p["where"]: p for p in cli.json("doctor")}
+    assert sorted(problems) == [".lore/memory/NOTES.MD", ".lore/memory/auth/tokens.markdown"]
+    assert "rename it to tokens.md" in problems[".lore/memory/auth/tokens.markdown"]["message"]
+    assert all(p["level"] == "warning" for p in problems.values())
 
 
 def test_a_secret_in_a_hand_written_memory_is_kept_out_of_the_index_and_reported(cli):

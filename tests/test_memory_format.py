@@ -235,3 +235,24 @@ def test_from_frontmatter_first_alias_wins_and_type_defaults():
     )
     assert memory.title == "S" and memory.tags == ["a", "b"] and memory.type == "fact"
     assert memory.occurred_at == "2024-01-01T00:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("line", "named", "value"),
+    [
+        ("created_at: 1700000000", "created_at", "'1700000000'"),  # an epoch number, not text
+        ("date: 2023/05/01", "date", "'2023/05/01'"),
+        ("title: [a, b]", "title", None),
+    ],
+)
+def test_an_error_in_an_aliased_field_names_the_field_the_file_wrote(line, named, value):
+    """A hand-written file says `created_at:` or `date:` or `title:`; the error
+    names that field, its line and the value, not the canonical name the file
+    never wrote (`occurred_at`, `subject`)."""
+    date = "" if line.startswith(("created_at", "date")) else "occurred_at: 2024-01-01\n"
+    text = f"---\nid: mem-1\ntype: fact\n{date}{line}\n---\nThe body of a hand-written memory.\n"
+    with pytest.raises(ValidationError) as caught:
+        markdown.parse(text.encode(), ".lore/memory/hand.md")
+    message = str(caught.value)
+    at_line = 5 if date else 4
+    assert f"hand.md:{at_line}: field '{named}': {value or ''}" in message, message

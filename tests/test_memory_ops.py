@@ -159,6 +159,19 @@ def test_a_failed_rm_leaves_no_trash_record(memory):
     assert cli.json("restore", "--list")[0]["id"] == key
 
 
+def test_rm_of_several_moves_none_when_one_names_no_memory(memory):
+    """`lore rm A typo B` trashed A, then stopped at the typo with only its
+    error: A was gone without a word and B stayed. Now nothing moves, and a
+    key given twice (an id and its file) trashes the memory once."""
+    cli, key, path, before = memory
+    other = cli.cwd / cli.json("add", "-t", "Second one", "-b", "Another memory content here.")["path"]
+    proc = cli("rm", key[:8], "nosuch", other.name, ok=False)
+    assert proc.returncode == 1 and "no memory 'nosuch'" in one_line(proc)
+    assert path.read_bytes() == before and other.exists() and cli.json("restore", "--list") == []
+    trashed = cli.json("rm", key[:8], f".lore/memory/{path.name}", other.name)
+    assert sorted(e["original"] for e in trashed) == sorted(f".lore/memory/{p.name}" for p in (path, other))
+
+
 def test_a_failed_mv_leaves_no_copy(memory):
     cli, key, path, before = memory
     (path.parent / "ops").mkdir()
@@ -547,3 +560,91 @@ def test_an_edit_the_disk_refuses_names_the_memory_not_a_temporary_file(cli):
         written = rel if args[0] == "edit" else ".lore/memory/"
         assert f"{cli.cwd / written}" in one_line(proc) and "file too large" in proc.stderr.lower()
     consistent(cli, key, rel, before)
+
+
+# -- a merge that leaves conflict markers in a memory ----------------------------------------------
+
+
+def test_conflict_markers_a_merge_leaves_are_named_as_such(cli, git_env):
+    """Two branches edit one memory; `git merge` leaves <<<<<<< ======= >>>>>>>
+    in its frontmatter (content_hash differs) and body. Every command names the
+    conflict at its first marker line, instead of a YAML error ("could not find
+    expected ':'") that does not say what happened; once resolved, the memory
+    is back. Markers quoted in a fenced code block are a memory's text."""
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=cli.cwd, check=True, capture_output=True)
+
+    key = cli.json("add", "-t", "Timeouts", "-b", "Requests time out after 30 s.")["id"]
+    quoted = cli.json(
+        "add",
+        "-t",
+        "Merging memories",
+        "-b",
+        "A conflict looks like:\n\n```\n<<<<<<< HEAD\na\n=======\nb\n>>>>>>> x\n```",
+    )
+    git("init", "-q", "-b", "main")
+    git("add", "-A")
+    git("commit", "-qm", "memories")
+    git("checkout", "-qb", "other")
+    cli("edit", key[:8], "--find", "30 s", "--replace", "10 s")
+    git("commit", "-qam", "10 s")
+    git("checkout", "-q", "main")
+    cli("edit", key[:8], "--find", "30 s", "--replace", "5 s")
+    git("commit", "-qam", "5 s")
+    assert subprocess.run(["git", "merge", "other"], cwd=cli.cwd, capture_output=True).returncode == 1
+    path = next((cli.cwd / ".lore/memory").glob("*timeouts.md"))
+    first = path.read_text().split("\n").index("<<<<<<< HEAD") + 1
+    proc = cli("show", key[:8], ok=False)
+    error = proc.stderr.splitlines()[-1]  # after the warning that the file is skipped
+    assert proc.returncode == 1 and f"{path.name}:{first}: unresolved merge conflict" in error
+    doctor = cli("doctor", ok=False).stdout + cli("doctor", ok=False).stderr
+    assert "unresolved merge conflict" in doctor and "Merging memories" not in doctor
+    assert cli.json("show", quoted["id"][:8])["title"] == "Merging memories"
+    git("checkout", "--theirs", str(path))
+    assert cli.json("show", key[:8])["content"].endswith("Requests time out after 10 s.\n")
+
+
+def test_a_memory_file_name_the_project_also_has_outside_lore_is_the_memory(cli):
+    """`lore show README.md` / `lore rm README.md` found the project's own
+    README.md first and refused it ("not a memory file"), so the memory (or a
+    stray broken README.md in .lore/memory/) could not be named by its file
+    name. A bare name now means the memory; a path (./README.md) still the file."""
+    (cli.cwd / "README.md").write_text("# The project\n")
+    (cli.cwd / "AGENTS.md").write_text("# Agents\n")
+    memory = cli.cwd / ".lore/memory/AGENTS.md"
+    memory.write_text(
+        "---\nid: agents-notes\nsubject: Agent notes\noccurred_at: 2026-01-01\n---\nHow agents work here.\n"
+    )
+    stray = cli.cwd / ".lore/memory/README.md"
+    stray.write_text("# Team memory\n\nOne file per memory, please.\n")
+    assert cli.json("show", "AGENTS.md")["title"] == "Agent notes"
+    assert "no YAML frontmatter" in cli("show", "README.md", ok=False).stderr
+    proc = cli("show", "./README.md", ok=False)
+    assert proc.returncode == 2 and "is not a memory file" in proc.stderr.splitlines()[-1]
+    assert [e["original"] for e in cli.json("rm", "README.md")] == [".lore/memory/README.md"]
+    assert not stray.exists() and (cli.cwd / "README.md").exists()
+
+
+def test_two_memories_given_one_file_name_on_two_branches_are_both_kept_by_the_advice(cli, git_env):
+    """Same title, same day, on two branches: one file name, two ids; the merge
+    is an add/add conflict where "keep the right text" would lose a memory."""
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=cli.cwd, capture_output=True, text=True)
+
+    git("init", "-q", "-b", "main")
+    git("commit", "-q", "--allow-empty", "-m", "start")
+    git("checkout", "-qb", "other")
+    theirs = cli.json("add", "-t", "Flaky test", "-b", "The timeout test is flaky under load.")
+    git("add", "-A")
+    git("commit", "-qm", "theirs")
+    git("checkout", "-q", "main")
+    ours = cli.json("add", "-t", "Flaky test", "-b", "Rerun the timeout test once before digging.")
+    git("add", "-A")
+    git("commit", "-qm", "ours")
+    assert ours["path"] == theirs["path"] and git("merge", "other").returncode == 1
+    proc = cli("doctor", ok=False)
+    problem = next(line for line in proc.stdout.splitlines() if ours["path"] in line)
+    assert "two memories written on two branches under one file name" in problem
+    assert ours["id"] in problem and theirs["id"] in problem and "keep both" in problem

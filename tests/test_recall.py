@@ -1140,6 +1140,32 @@ def test_staleness_survives_checking_out_a_branch_without_the_memory_and_back(ca
     assert set(stale_ids(calc)) == {keyed}
 
 
+def test_staleness_lifts_when_the_code_is_back_as_it_was_anchored(calc):
+    """Reviewing a branch that changes (or deletes) anchored code marks the
+    memories stale; switching back to main, where the code is exactly what
+    they were anchored to, must not leave them flagged with a commit main
+    does not have. Going to the branch again flags them again."""
+    root = calc.cwd
+    keyed = add_anchored(calc)
+    whole = calc.json(
+        "add", "-t", "other module", "-b", "The other module stays tiny.", "-k", "other",
+        "--file", "src/other.py",
+    )["id"]  # fmt: skip
+    commit(root, "Remember calc")
+    git(root, "checkout", "-q", "-b", "review")
+    edit(root, "src/calc.py", *ADD_EDIT)
+    git(root, "rm", "-q", "src/other.py")
+    commit(root, "Change add_all, drop other")
+    calc("index")
+    assert set(stale_ids(calc)) == {keyed, whole}
+    git(root, "checkout", "-q", "main")
+    calc("index")
+    assert stale_ids(calc) == {}
+    git(root, "checkout", "-q", "review")
+    calc("index")
+    assert set(stale_ids(calc)) == {keyed, whole}
+
+
 def test_verify_after_a_rename_keeps_the_memory_anchored(calc):
     root = calc.cwd
     keyed = add_anchored(calc)

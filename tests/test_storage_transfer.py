@@ -109,6 +109,17 @@ def test_export_then_import_into_another_project_gives_the_same_results(cli, tmp
     assert cli.json("show", linked)["backlinks"] == backlinks  # links travel: no file was read again
     assert cli.json("search", "switch release traffic") == before
     assert cli.json("index")["embedded"] == 0
+    assert cli.json("db", "import", str(dump))["memories_without_file"] == 0
+    # Into a fresh folder without the memory files: imported, then dropped by the next
+    # command (the files are the truth), which used to happen without a word.
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    CLI(fresh)("init", "--here")
+    proc = CLI(fresh)("db", "import", str(dump))
+    assert (
+        "2 memories of the dump have no file in this project" in proc.stderr
+        and "Bring the files first" in (proc.stderr)
+    )
     broken = tmp_path / "broken.jsonl.gz"
     broken.write_bytes(gzip.compress(b'{"format": "something else"}\n'))
     proc = cli("db", "import", str(broken), ok=False)

@@ -152,6 +152,35 @@ def interrupted_writes(project: Project) -> list[Problem]:
     return problems
 
 
+# Markdown a person may save by another name (Windows' NOTES.MD, an editor's .markdown): never read.
+_MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd")
+
+
+def unread_markdown(project: Project) -> list[Problem]:
+    """Markdown files in the memory folders whose name does not end in `.md`
+    (`NOTES.MD`, `auth.markdown`): Lore reads only `*.md`, so such a memory was
+    neither indexed nor reported anywhere."""
+    problems = []
+    for folder in (project.memory_dir, project.local_dir):
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        for path in sorted(folder.rglob("*")):
+            name = path.name
+            if name.startswith(".") or name.endswith(".md") or not name.lower().endswith(_MARKDOWN_SUFFIXES):
+                continue
+            rel = path.relative_to(project.root).as_posix()
+            if rel.startswith(".lore/local/trash/") or not path.is_file():
+                continue
+            problems.append(
+                Problem(
+                    "warning",
+                    rel,
+                    f"not read: Lore reads only files ending in .md; rename it to {path.stem}.md",
+                )
+            )
+    return problems
+
+
 def doctor(memories: Memories) -> list[Problem]:
     """Every problem with the files and the index, each with what to do."""
     import copy
@@ -164,6 +193,7 @@ def doctor(memories: Memories) -> list[Problem]:
     store = memories.store
     problems: list[Problem] = layout_problems(memories.project)
     problems += interrupted_writes(memories.project)
+    problems += unread_markdown(memories.project)
     report = memories.sync()
     for path, error in report.errors:
         line, message = split_error(path, error)

@@ -265,7 +265,13 @@ class Lore:
         """Replace this project's index in the current backend with the dump in `source`."""
         from lore.storage.transfer import import_index
 
-        return import_index(self.store, Path(source))
+        report = import_index(self.store, Path(source))
+        root = self.project.root
+        broken = {path for path, _ in self.store.file_errors("memory")}  # files, not memories
+        report.memories_without_file = sum(
+            not (root / p).is_file() for p in self.store.paths("memory") if p not in broken
+        )
+        return report
 
     def reindex(self, *, force: bool = False) -> SyncReport:
         """`lore index` for memories (``force``: check the index file whole, rebuild

@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 import pytest
 import yaml
 
+import lore
+
 from .conftest import memory_files, snapshot
 
 AGENTS_MD = """\
@@ -312,6 +314,25 @@ def test_paths_leaving_the_project_are_refused_as_add_refuses_them(proj, tmp_pat
     assert len(problems) == 2 and all("not a path inside the project" in p for p in problems), proc.stderr
     assert "created 1," in proc.stdout
     assert not any("/etc/passwd" in p.read_text() for p in memory_files(root, ".lore"))
+
+
+def test_an_imported_adr_imported_again_from_another_projects_memory_keeps_its_labels_once(
+    proj, tmp_path, cli_in
+):
+    """A team member's `.lore/memory` holding imported ADRs, imported here: each
+    file is an ADR again (its `## Status`), and its labels were doubled
+    (`[adr, accepted, adr, accepted]`)."""
+    other = lore.init(tmp_path / "other")
+    (tmp_path / "adr").mkdir()
+    (tmp_path / "adr/0001-record-architecture-decisions.md").write_text(ADR_1)
+    assert cli_in(other.project.root, "import", str(tmp_path / "adr"), "--json")["created"] == 1
+    other.close()
+    report = cli_in(proj.project.root, "import", str(tmp_path / "other/.lore/memory"), "--json")
+    (item,) = report["items"]
+    assert item["layout"] == "adr" and item["status"] == "created"
+    path = proj.project.root / item["path"]
+    labels = yaml.safe_load(path.read_text().split("---")[1])["labels"]
+    assert labels == ["adr", "accepted"]
 
 
 def test_a_huge_file_in_an_adr_folder_is_skipped_without_being_read(proj, tmp_path):

@@ -128,9 +128,13 @@ def check(
     removed: list[str],
     renamed: list[tuple[str, str]],
     commit: str | None,
+    *,
+    added: list[str] | None = None,
 ) -> list[str]:
     """After a code update: follow renames, then mark memories whose anchored
-    code changed or vanished. Returns the ids newly marked stale."""
+    code changed or vanished, and lift the mark from anchors whose code is
+    again what it was when anchored (`added`: files new to the index, which
+    may be anchored files back). Returns the ids newly marked stale."""
     for old, new in renamed:
         store.move_anchors(old, new)
     newly: list[str] = []
@@ -139,10 +143,17 @@ def check(
         for anchor in store.anchors(path=path, fresh_only=True):
             store.mark_stale(anchor, f"{path} was deleted{where}", commit)
             newly.append(anchor.memory_id)
+    if added:  # a file deleted, then back (a branch switched back): its stale anchors are checked again
+        stale_paths = {a.path for a in store.anchors() if a.stale_reason}
+        changed = [*changed, *(path for path in added if path in stale_paths)]
     for path in changed:
-        for anchor in store.anchors(path=path, fresh_only=True):
+        for anchor in store.anchors(path=path):
             first, last, symbol = anchor.start_line, anchor.end_line, anchor.symbol
             now = _anchor(root, path, first, last, symbol=symbol)
+            if anchor.stale_reason:  # the code back as it was anchored (a branch left, a revert): fresh again
+                if now is not None and now.code_hash is not None and now.code_hash == anchor.code_hash:
+                    store.mark_stale(anchor, None, None)
+                continue
             if now is None or now.code_hash != anchor.code_hash:
                 what = f"{symbol} in {path}" if symbol else (f"{path}:{first}-{last}" if first else path)
                 verb = "was removed" if now is None or now.code_hash is None else "changed"

@@ -67,6 +67,7 @@ class IndexResult(Record):
     errors: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = internal(default_factory=list)
     changed_paths: list[str] = internal(default_factory=list)
+    added_paths: list[str] = internal(default_factory=list)  # new to the index (a deleted file back)
     removed_paths: list[str] = internal(default_factory=list)
     renamed_paths: list[tuple[str, str]] = internal(default_factory=list)
 
@@ -182,6 +183,8 @@ def sync_code(
                     result.chunks_created += len(chunks)
                 if state is not None and state.sha256 != sha:  # (anchors look at content changes)
                     result.changed_paths.append(rel)
+                elif state is None and not renamed_from:
+                    result.added_paths.append(rel)
         if progress:
             progress(done, len(changed))
     if gone:

@@ -72,12 +72,18 @@ class CodeIndex:
         )
         history = self.sync_history(force=force and only is None)
         head = history.head or (gitrepo.head(root) if self.is_git() else None)
-        if result.changed_paths or result.removed_paths or result.renamed_paths:
+        if result.changed_paths or result.removed_paths or result.renamed_paths or result.added_paths:
             from lore.index import anchors
 
             with self.store.transaction():
                 result.newly_stale = anchors.check(
-                    self.store, root, result.changed_paths, result.removed_paths, result.renamed_paths, head
+                    self.store,
+                    root,
+                    result.changed_paths,
+                    result.removed_paths,
+                    result.renamed_paths,
+                    head,
+                    added=result.added_paths,
                 )
         if only is None and head:
             with self.store.transaction():

@@ -28,6 +28,10 @@ MAX_FRONTMATTER_CHARS = 64 * 1024
 _FENCE = "---"
 _CLOSING_FENCE = re.compile(r"^---[^\S\n]*$", re.M)
 _YAML_ONLY_BREAKS = re.compile("[\x85\u2028\u2029]")
+# git's conflict markers: "<<<<<<< HEAD", "=======" (or "||||||| base" in diff3), ">>>>>>> branch".
+_CONFLICT_START = re.compile(r"^<{7}(?: |$)", re.M)
+_CONFLICT_MARK = re.compile(r"^(?:<{7}(?: |$)|={7}$|>{7}(?: |$))")
+_CODE_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 
 # Every field a user can give: what is written must read back the same.
 ROUND_TRIP_FIELDS = (
@@ -94,6 +98,7 @@ def _parse(raw: bytes, path: str) -> tuple[Memory, int]:
         line = raw[: err.start].count(b"\n") + 1
         raise ValidationError("not valid UTF-8; re-save the file as UTF-8", path=path, line=line) from None
     text = text.replace("\r\n", "\n").replace("\r", "\n")
+    _refuse_conflict(text, path)
     first_end = text.find("\n")
     if text[: first_end if first_end >= 0 else len(text)].rstrip() != _FENCE:
         raise ValidationError(
@@ -115,6 +120,46 @@ def _parse(raw: bytes, path: str) -> tuple[Memory, int]:
             err.reason, path=path, field=err.field, line=_field_line(front.split("\n"), err.field)
         ) from None
     return memory, end_line + 2 + skipped
+
+
+def _refuse_conflict(text: str, path: str) -> None:
+    """A merge left git's conflict markers in the file: say so, at the first
+    one, instead of the YAML or format error they cause (or, in the body,
+    indexing both sides and the markers). Markers inside a fenced code block
+    are text (a memory about merging may quote them). When the two sides give
+    different ids, they are two memories that got one file name on two
+    branches (same day, same title): both are kept, one in a file of its own."""
+    if not _CONFLICT_START.search(text):
+        return
+    fence = None
+    marks = []
+    ids: dict[str, set[str]] = {"<": set(), "=": set()}
+    side = None
+    for number, line in enumerate(text.split("\n"), 1):
+        opened = _CODE_FENCE.match(line)
+        if opened and (
+            fence is None or opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence)
+        ):
+            fence = None if fence else opened.group(1)
+        elif fence is None and _CONFLICT_MARK.match(line):
+            marks.append((number, line[0]))
+            side = line[0] if line[0] in ids else None
+        elif side and line.startswith("id:"):
+            ids[side].add(line[3:].strip().strip("'\""))
+    kinds = [kind for _, kind in marks]
+    if "<" in kinds and "=" in kinds[kinds.index("<") :] and ">" in kinds[kinds.index("<") :]:
+        if ids["<"] and ids["="] and ids["<"] != ids["="]:
+            what = (
+                "two memories written on two branches under one file name (ids "
+                f"{', '.join(sorted(ids['<'] | ids['=']))}); keep both: save one side as a file of its own "
+                "(e.g. `git show :3:FILE > other.md`), the other here, without the marker lines, then `git add` them"
+            )
+        else:
+            what = (
+                "unresolved merge conflict (git's <<<<<<< ======= >>>>>>> lines); keep the right text, "
+                "delete the marker lines, then `git add` the file"
+            )
+        raise ValidationError(what, path=path, line=marks[kinds.index("<")][0])
 
 
 def _load_frontmatter(front: str, path: str) -> Frontmatter:

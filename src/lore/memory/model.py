@@ -187,7 +187,9 @@ def parse_time(value: object, *, field_name: str = "occurred_at") -> str:
         if dt.tzinfo is None:
             dt = dt.replace(tzinfo=UTC)
     else:
-        raise ValidationError("must be an ISO 8601 time, e.g. 2026-02-10T15:30:00Z", field=field_name)
+        raise ValidationError(
+            f"{_quote(value)} is not an ISO 8601 time; use e.g. 2026-02-10T15:30:00Z", field=field_name
+        )
     try:
         return format_time(dt)
     except (OverflowError, ValueError):  # 0001-01-01T00:00+01:00 is before year 1 in UTC
@@ -406,6 +408,7 @@ def from_frontmatter(meta: Frontmatter, body: str, *, path: str | None = None) -
     stricter 002 rules are applied separately by :meth:`Memory.validate`.
     """
     data: dict[str, Any] = {}
+    given_as: dict[str, str] = {}  # canonical field -> the name the file used (errors name it)
     extra: dict[str, Any] = {}
     tags: list[str] = []
     for key, value in meta.items():
@@ -415,6 +418,7 @@ def from_frontmatter(meta: Frontmatter, body: str, *, path: str | None = None) -
             tags.extend(_string_list(value, key, path))
         elif canonical in CANONICAL_ORDER and canonical not in data:
             data[canonical] = value
+            given_as[canonical] = key
         elif canonical in CANONICAL_ORDER:
             continue  # an alias of a field already given: the first one wins
         else:
@@ -443,14 +447,16 @@ def from_frontmatter(meta: Frontmatter, body: str, *, path: str | None = None) -
             path=path,
         )
     updated = data.pop("updated_at", None)
-    title = _opt_str(data.pop("subject", None), "subject", path) or derive_title(body)
+    title = _opt_str(data.pop("subject", None), given_as.get("subject", "subject"), path) or derive_title(
+        body
+    )
     memory = Memory(
         title=title.strip(),
         body=body,
         type=kind,
         tags=_unique(tags),
         applies_to=_opt_str(data.pop("applies_to", None), "applies_to", path) or "global",
-        occurred_at=_at(when, "occurred_at", path),
+        occurred_at=_at(when, given_as.get("occurred_at", "occurred_at"), path),
         updated_at=_at(updated, "updated_at", path) if updated is not None else None,
         id=_opt_str(data.pop("id", None), "id", path) or (_stem(path) if path else new_id()),
         sector=sector,
@@ -463,7 +469,7 @@ def from_frontmatter(meta: Frontmatter, body: str, *, path: str | None = None) -
         priority=_opt_int(data.pop("priority", None), "priority", path),
         risk=_opt_str(data.pop("risk", None), "risk", path),
         confidence=_confidence(data.pop("confidence", None), path),
-        source=_opt_str(data.pop("source", None), "source", path),
+        source=_opt_str(data.pop("source", None), given_as.get("source", "source"), path),
         extra=extra,
         path=path,
     )

@@ -255,8 +255,15 @@ class Memories:
         if not key or not key.strip():
             raise UsageError("give a memory id, file name or path")
         self.sync()
+        elsewhere: UsageError | None = None
         if key.endswith(".md") or os.sep in key or "/" in key:
-            rel = self._path_of(key)
+            try:
+                rel = self._path_of(key)
+            except UsageError as err:
+                if os.sep in key or "/" in key:
+                    raise
+                # A bare name the project has outside .lore/ too (README.md, AGENTS.md): a memory's file name first.
+                elsewhere, rel = err, None
             if rel is not None:
                 return rel
         paths = [p for p in self.store.memory_paths(key) if self.visible(p)]
@@ -264,10 +271,13 @@ class Memories:
             broken = [
                 p
                 for p, _ in self.store.file_errors("memory")
-                if (Path(p).stem == key or p == key) and self.visible(p)
+                if self.visible(p)
+                and (Path(p).stem == key or Path(p).name == key or p == key or self._declares_id(p, key))
             ]
             if broken:
                 return broken[0]
+            if elsewhere is not None:
+                raise elsewhere
             raise NotFound(f"no memory '{key}'; see `lore list` or `lore search`")
         if len(paths) > 1:
             ids = {r.id for r in self.store.memories(self.filter(paths=paths))}
@@ -280,6 +290,26 @@ class Memories:
                 f"'{key}' matches {len(paths)} memories ({', '.join(paths[:3])}…); give more of the id"
             )
         return paths[0]
+
+    def _declares_id(self, rel: str, key: str) -> bool:
+        """Whether the broken file `rel` says `id: KEY...` (an id or a prefix of
+        8 or more characters): a file saved broken in an editor is still found
+        by the id it was known by, so `lore edit ID` and `lore show ID` reach it."""
+        from lore.memory.files import read_memory_file
+
+        if len(key) < 8:
+            return False
+        try:
+            head = read_memory_file(self.project.root, rel)[: markdown.MAX_FRONTMATTER_CHARS]
+        except (NotFound, ValidationError, OSError):
+            return False
+        for line in head.decode("utf-8", "replace").splitlines()[1:]:
+            if line.strip() == "---":
+                break
+            name, sep, value = line.partition(":")
+            if sep and name.strip() == "id":
+                return value.strip().strip("'\"").startswith(key)
+        return False
 
     def _path_of(self, key: str) -> str | None:
         outside = []
@@ -485,7 +515,16 @@ class Memories:
                     raise Conflict(
                         f"a memory with id {id} exists already; omit --id to get a new one, or update that memory"
                     )
-        return self.put(memory, folder, redacted=dict(clean["redacted"]), same_time_only=bool(occurred_at))
+        result = self.put(memory, folder, redacted=dict(clean["redacted"]), same_time_only=bool(occurred_at))
+        named = [*memory.files, *([memory.applies_to[5:]] if memory.applies_to.startswith("file:") else [])]
+        missing = [path for path in dict.fromkeys(named) if not (self.project.root / path).exists()]
+        if result.created and missing:  # a typo in --file anchors nothing, and `lore stale` never says so
+            said = (
+                f"nothing at {', '.join(missing)} in the project: check the path "
+                f"(`lore edit {memory.id[:8]} --set files=[...]` or `--set applies_to=file:...` corrects it)"
+            )
+            result.note = f"{result.note}; {said}" if result.note else said
+        return result
 
     def put(
         self,

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from lore.errors import UsageError, ValidationError
-from lore.memory.model import MEMORY_TYPES
+from lore.memory.model import MEMORY_TYPES, SCOPE_RE
 from lore.storage import ChunkFilter, MemoryFilter
 
 STORAGE_TIERS = ("durable", "session", "daily", "session-summary")
@@ -63,6 +63,10 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> MemoryFilte
         raise UsageError(
             f"unknown tier '{tier}'; use hot, warm, cold, durable, daily, session, session-summary or archive"
         )
+    scope = given.get("scope")
+    if scope is not None and not (isinstance(scope, str) and SCOPE_RE.fullmatch(scope)):
+        hint = f" (e.g. file:{scope.strip()})" if isinstance(scope, str) and scope.strip() else ""
+        raise UsageError(f"scope '{scope}' must be global, file:<path> or area:<name>{hint}")
     archived = bool(given.get("include_archived")) or tier == ARCHIVE
     since, until = _period(given.get("since"), given.get("until"))
     return MemoryFilter(
@@ -70,7 +74,7 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> MemoryFilte
         tags=_strings(given.get("tags", ())) + _strings(given.get("tag", ())),
         agent=given.get("agent"),
         task=given.get("task"),
-        scope=given.get("scope"),
+        scope=scope,
         storage=[tier] if tier in STORAGE_TIERS else [],
         exclude_storage=[] if archived else [ARCHIVE],
         tiers=[tier] if tier in (*ATTENTION_TIERS, ARCHIVE) else [],

@@ -45,6 +45,9 @@ class TransferReport:
     vectors: int = 0
     anchors: int = 0
     access: int = 0
+    # Memories of the dump whose file this project lacks (a fresh folder, not a clone):
+    # the index follows the files, so the next command drops them.
+    memories_without_file: int = 0
 
     def to_dict(self) -> dict[str, int]:
         return asdict(self)

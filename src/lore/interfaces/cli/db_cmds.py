@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from lore.interfaces.cli.common import json_option, project_of
-from lore.interfaces.cli.output import emit_json, table
+from lore.interfaces.cli.output import emit_json, table, warn
 
 database_option = click.option(
     "--database",
@@ -204,6 +204,14 @@ def import_cmd(ctx, source, database_url, project_path, as_json):
         click.echo(
             f"imported {report.files} files ({report.chunks} chunks), {report.vectors} vectors, "
             f"{report.anchors} anchors from {source}"
+        )
+    if report.memories_without_file:
+        count = report.memories_without_file
+        warn(
+            f"{count} memor{'y' if count == 1 else 'ies'} of the dump {'has' if count == 1 else 'have'} "
+            "no file in this project, and the index follows the files: the next command drops "
+            f"{'it' if count == 1 else 'them'}. Bring the files first (a clone of the repository for "
+            ".lore/memory/, a copy of .lore/local/ for private and session memories), then import again"
         )
 
 

@@ -10,7 +10,7 @@ from collections import Counter
 
 import click
 
-from lore.errors import UsageError
+from lore.errors import UsageError, ValidationError
 from lore.interfaces.cli.common import filter_options, json_option, with_lore
 from lore.interfaces.cli.decoding import read_stdin, read_text
 from lore.interfaces.cli.output import echo, emit_json, is_terminal, relative_time, table, warn
@@ -251,9 +251,7 @@ def edit(
         if not sep or not name.strip() or not target.strip():
             raise UsageError(f"--relate {relation}: write RELATION=MEMORY, e.g. --relate supersedes=7c1d0e22")
         edits.append(Edit("relate", relation=name.strip(), value=target.strip()))
-    result = (
-        lore.edit(key, edits, expected_sha256=expect_sha256) if edits else lore.edit_by_hand(key, _editor)
-    )
+    result = lore.edit(key, edits, expected_sha256=expect_sha256) if edits else _edit_by_hand(lore, key)
     if result.redacted:
         warn(f"redacted before writing: {describe(Counter(result.redacted))}")
     if as_json:
@@ -263,6 +261,30 @@ def edit(
         warn(note)
     echo(f"saved {result.path}")
     _say_links(result)
+
+
+def _edit_by_hand(lore, key):
+    """`lore edit ID` in $EDITOR. A file saved broken stays as saved (the
+    person's text is never thrown away), and the error says how to get back
+    to it: by its path, since its id is no longer indexed."""
+    opened = []
+
+    def editor(path) -> None:
+        opened.append(path)
+        _editor(path)
+
+    try:
+        return lore.edit_by_hand(key, editor)
+    except ValidationError as err:
+        if not opened or not err.path:
+            raise
+        raise ValidationError(
+            f"{err.reason}; your edit is kept, and the memory is left out of search and recall "
+            f"until the file is fixed: `lore edit {err.path}`",
+            path=err.path,
+            field=err.field,
+            line=err.line,
+        ) from None
 
 
 def _editor(path) -> None:
@@ -346,7 +368,9 @@ def graph(lore, key, depth, as_json):
 @with_lore
 def rm(lore, keys, as_json):
     """Move memories to the trash (.lore/local/trash/); `lore restore` brings them back."""
-    entries = [lore.remove(key) for key in keys]
+    # Every key is found before any memory moves: one that names nothing leaves all in place.
+    paths = list(dict.fromkeys(lore.resolve(key) for key in keys))
+    entries = [lore.remove(path) for path in paths]
     if as_json:
         emit_json([e.to_dict() for e in entries])
         return

@@ -227,7 +227,8 @@ def _as_adr(memory: Memory, meta: Frontmatter, body: str) -> None:
     memory.title = _ADR_PREFIX.sub("", memory.title).strip() or memory.title
     status_match = _STATUS.search(body)
     status = (status_match.group(1) or status_match.group(2)).strip().lower() if status_match else ""
-    memory.labels = [*memory.labels, "adr", *([status.split()[0]] if status else [])]
+    # dict.fromkeys: a memory file of an imported ADR (another project's .lore/memory) has them already
+    memory.labels = list(dict.fromkeys([*memory.labels, "adr", *([status.split()[0]] if status else [])]))
     if status.startswith("proposed"):
         memory.confidence = min(memory.confidence, 0.7)
     if status.startswith(("superseded", "deprecated", "rejected")):

@@ -71,7 +71,8 @@ class AnchorRows(StoreCore):
                 (new_path, self.clone_id, old_path),
             )
 
-    def mark_stale(self, anchor: AnchorRecord, reason: str, commit: str | None) -> None:
+    def mark_stale(self, anchor: AnchorRecord, reason: str | None, commit: str | None) -> None:
+        """Mark `anchor` stale with `reason`, or fresh again with None."""
         self._exec(
             "UPDATE anchors SET stale_reason = %s, stale_commit = %s WHERE clone_id = %s AND memory_id = %s "
             "AND path = %s AND symbol IS NOT DISTINCT FROM %s",

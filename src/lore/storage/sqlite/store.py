@@ -920,7 +920,8 @@ class SQLiteStore:
     def move_anchors(self, old_path: str, new_path: str) -> None:
         self.db.execute("UPDATE OR REPLACE anchors SET path = ? WHERE path = ?", (new_path, old_path))
 
-    def mark_stale(self, anchor: AnchorRecord, reason: str, commit: str | None) -> None:
+    def mark_stale(self, anchor: AnchorRecord, reason: str | None, commit: str | None) -> None:
+        """Mark `anchor` stale with `reason`, or fresh again with None."""
         self.db.execute(
             "UPDATE anchors SET stale_reason = ?, stale_commit = ? WHERE memory_id = ? AND path = ? "
             "AND symbol IS ?",
