@@ -885,6 +885,32 @@ def test_recall_toggles_and_limit_per_type(work):
     assert one["memories"] and one["code_snippets"]
 
 
+def test_memories_about_a_file_the_task_names_are_recalled_without_its_words(work):
+    """`--files` found a memory about the file only when the task's words matched
+    it: "fix a bug here" left out the gotcha anchored to the very file."""
+    gotcha = work.json(
+        "add",
+        "-t",
+        "Invoice totals round once",
+        "-b",
+        "Never round per line item.",
+        "--type",
+        "gotcha",
+        "--applies-to",
+        "file:src/billing/invoice.py",
+    )["id"]
+    noted = work.json(
+        "add", "-t", "Cents", "-b", "Amounts are integers of cents.", "--file", "src/billing/invoice.py"
+    )["id"]
+    other = work.json("add", "-t", "Sessions", "-b", "Sessions expire.", "--file", "src/auth/session.py")[
+        "id"
+    ]
+    args = ("recall", "fix a bug here", "--no-code", "--no-related-work")
+    assert not {gotcha, noted} & {m["id"] for m in work.json(*args)["memories"]}
+    found = [m["id"] for m in work.json(*args, "--files", "src/billing/invoice.py")["memories"]]
+    assert set(found[:2]) == {gotcha, noted} and other not in found
+
+
 def test_recall_reads_the_description_from_stdin_and_takes_files(work):
     data = work.json(
         "recall",

@@ -4,7 +4,8 @@ The query is the task's title and description reduced to key terms. From it:
 
 - memories: hybrid search, re-ranked by attention (relevance × recency ×
   access × confidence, stale ones halved), boosted when their scope names a
-  file or area the task touches; HOT memories that apply are always offered;
+  file or area the task touches; HOT memories that apply are always offered,
+  and so are the memories anchored to a file the task names (`--files`);
 - likely files: code search ranked by file, fused (RRF) with the files of
   similar past commits — past work is evidence for where a change goes;
 - code: the best chunks of those files;
@@ -21,7 +22,7 @@ from lore.records import Record
 from lore.search import attention as att
 from lore.search.pack import Item, check_heading, pack, render
 from lore.search.text import terms
-from lore.storage import ChunkFilter, MemoryFilter
+from lore.storage import ChunkFilter, MemoryFilter, Store
 
 if TYPE_CHECKING:
     from lore.memory.repository import Memories
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
 MAX_QUERY_TERMS = 64
 FLOOR = 0.05  # items of less relevance are left out rather than padding the pack
 SCOPE_BOOST = 1.5
+# The relevance of a memory about a file the task names that its words did not
+# find: a fair match, below what a search finds by the task's own words.
+ABOUT_FILE = 0.5
 SUBJECT_CHARS = 200  # a commit subject shown in a pack or a listing is cut here
 HEADING_CHARS = 160  # the task and the query, as a pack's heading shows them
 
@@ -125,11 +129,13 @@ def recall(
         stale = searcher.store.stale_reasons()
         access = searcher.store.access_stats()
         hot = hot_memories(searcher, memories, request, exclude={h.id for h in hits})
+        about = anchored_to(searcher.store, request.files)
+        hot += file_memories(searcher, memories, request, about - {h.id for h in [*hits, *hot]})
         for hit in [*hits[: request.limit_per_type * 2], *hot]:
             hit.body = memories.view(hit.path).body
         states = searcher.store.tier_states([h.id for h in [*hits, *hot]])
         tiers = {mid: state.tier for mid, state in states.items()}
-        found = memory_items(hits, access, stale, request, searcher.half_life, hot, tiers)
+        found = memory_items(hits, access, stale, request, searcher.half_life, hot, tiers, about)
         items += follow_relations(found, searcher, memories, stale, request.limit_per_type)
         for hit in hits[: request.limit_per_type] if include_related_work else []:
             if hit.task_id and hit.task_id not in tasks:
@@ -184,6 +190,29 @@ def hot_memories(
     return hot
 
 
+def anchored_to(store: Store, files: list[str]) -> set[str]:
+    """The memories anchored to any of `files` (their `files`, a `file:` scope,
+    a Key Files line)."""
+    return {a.memory_id for path in files for a in store.anchors(path=path.strip("./"))}
+
+
+def file_memories(
+    searcher: Searcher, memories: Memories, request: RecallRequest, ids: set[str]
+) -> list[MemoryHit]:
+    """The memories `ids` (anchored to a file the task names, not found by its
+    words), newest first, at most ``limit_per_type``; relevance
+    :data:`ABOUT_FILE`, before the scope boost every such memory gets."""
+    from lore.search.memories import hit_of_record
+
+    if not ids:
+        return []
+    flt = recallable(memories, request)
+    flt.ids = sorted(ids)
+    records = sorted(searcher.store.memories(flt), key=lambda r: r.occurred_at, reverse=True)
+    first = searcher.store.first_chunk
+    return [hit_of_record(r, first(r.path), ABOUT_FILE, "file") for r in records[: request.limit_per_type]]
+
+
 def memory_items(
     hits: list[MemoryHit],
     access: dict[str, tuple[int, str]],
@@ -192,8 +221,10 @@ def memory_items(
     half_life: float,
     hot: list[MemoryHit],
     tiers: dict[str, str] | None = None,
+    about: set[str] | frozenset[str] = frozenset(),
 ) -> list[Item]:
-    """Items for memories found by search (plus HOT ones that apply)."""
+    """Items for memories found by search (plus HOT ones that apply, and those
+    `about` a file the task names: boosted like a scope the task touches)."""
     touched = {f.strip("./") for f in request.files}
     text = f"{request.title} {request.description}".lower()
     items = []
@@ -208,7 +239,7 @@ def memory_items(
             stale=hit.id in stale,
             half_life_days=half_life,
         )
-        if _applies(hit.applies_to, touched, text):
+        if hit.id in about or _applies(hit.applies_to, touched, text):
             score = min(1.0, score * SCOPE_BOOST)
         items.append(_memory_item(hit, score, stale.get(hit.id), (tiers or {}).get(hit.id, "cold")))
     unique: dict[str, Item] = {}
