@@ -277,6 +277,15 @@ def test_memory_tools_return_their_documented_shapes(root):
                 title="Redis eviction drops sessions",
                 content="Redis evicts session keys under memory pressure.\nUse volatile-lru.",
             )
+            # Tags as one comma-separated string, as the CLI and frontmatter take them.
+            tagged = await s.ok(
+                "add_memory",
+                type="fact",
+                title="Server-sent events",
+                content="SSE streams.",
+                tags="streaming, sse",
+            )
+            assert tagged["tags"] == ["streaming", "sse"]
 
             hits = await s.ok("search_memories", query="UTC timestamps")
             assert hits and hits[0]["id"] == added["id"]

@@ -21,7 +21,7 @@ import secrets
 import threading
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, WithJsonSchema
+from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from lore.errors import LoreError, NotFound, UsageError, as_lore_error, without_server_paths
 from lore.memory.model import MAX_KEYWORD_LEN, MAX_KEYWORDS, MAX_SUBJECT, MEMORY_TYPES
@@ -36,8 +36,17 @@ Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT)]
 Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY)]
 Text = Annotated[str, Field(max_length=MAX_TEXT)]
 Title = Annotated[str, Field(max_length=MAX_SUBJECT)]
+
+
+def _tag_list(value: object) -> object:
+    """ "streaming, sse" as the CLI and frontmatter take it: a list of two tags."""
+    return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
+
+
 Tags = Annotated[
-    list[Annotated[str, Field(min_length=1, max_length=MAX_KEYWORD_LEN)]], Field(max_length=MAX_KEYWORDS)
+    list[Annotated[str, Field(min_length=1, max_length=MAX_KEYWORD_LEN)]],
+    Field(max_length=MAX_KEYWORDS),
+    BeforeValidator(_tag_list),
 ]
 Paths = Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=1000)]
 MemoryType = Literal[MEMORY_TYPES]  # type: ignore[valid-type]
