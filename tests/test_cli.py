@@ -253,6 +253,22 @@ def test_edit_runs_editor_and_reindexes(cli, tmp_path):
     assert cli.json("search", "changed")[0]["id"] == out["id"]
 
 
+def test_tag_adds_and_removes_tags_and_changes_none_when_a_key_names_nothing(cli):
+    first = cli.json("add", "-t", "Invoices", "-b", "Round once.", "-k", "billing,wip")["id"]
+    second = cli.json("add", "-t", "Refunds", "-b", "Refund in cents.", "-k", "wip")["id"]
+    assert cli("tag", first[:8]).stdout.startswith(f"{first[:8]}  billing, wip  .lore/memory/")
+    rows = cli.json("tag", first[:8], second[:8], "--add", "money, Billing", "--remove", "WIP")
+    assert [(r["id"], r["tags"]) for r in rows] == [
+        (first, ["billing", "money"]),
+        (second, ["money", "Billing"]),
+    ]
+    assert {m["id"] for m in cli.json("list", "--tag", "money")} == {first, second}
+    assert cli.json("list", "--tag", "wip") == []
+    refused = cli("tag", first[:8], "nosuch", "--add", "late", ok=False)
+    assert refused.returncode == 1 and "no memory 'nosuch'" in refused.stderr
+    assert cli.json("tag", first[:8])[0]["tags"] == ["billing", "money"]
+
+
 def test_rm_restore_gc(cli):
     out = add(cli, "Remove me", "This memory will be trashed.", "--tag", "trash")
     removed = cli.json("rm", out["id"])

@@ -22,7 +22,9 @@ from lore.interfaces.cli.decoding import require_utf8_text
 #: Every command, in the order `lore --help` lists them, and its module.
 COMMANDS: dict[str, str] = {
     **dict.fromkeys(["init", "index", "stats", "doctor", "completion"], "index_cmds"),
-    **dict.fromkeys(["add", "list", "show", "edit", "mv", "graph", "rm", "restore", "gc"], "memory_cmds"),
+    **dict.fromkeys(
+        ["add", "list", "show", "edit", "mv", "graph", "tag", "rm", "restore", "gc"], "memory_cmds"
+    ),
     "search": "search_cmds",
     **dict.fromkeys(["code", "history", "update-index", "status"], "code_cmds"),
     **dict.fromkeys(["recall", "start", "stale", "verify", "complete"], "recall_cmds"),

@@ -379,6 +379,49 @@ def rm(lore, keys, as_json):
 
 
 @click.command()
+@click.argument("keys", nargs=-1, required=True)
+@click.option(
+    "--add", "add_tags", multiple=True, metavar="TAG", help="A tag to add (repeatable or comma-separated)."
+)
+@click.option(
+    "--remove",
+    "remove_tags",
+    multiple=True,
+    metavar="TAG",
+    help="A tag to remove (repeatable or comma-separated).",
+)
+@json_option
+@with_lore
+def tag(lore, keys, add_tags, remove_tags, as_json):
+    """Add or remove memories' tags (keywords); without --add or --remove, show them.
+
+    KEYS: ids, id prefixes, file names or paths of memories.
+
+    \b
+    Examples:
+      lore tag 3f2a9c1e --add billing,rounding
+      lore tag 3f2a9c1e 7c1d0e22 --remove wip
+    """
+    add, remove = _split(add_tags), {t.lower() for t in _split(remove_tags)}
+    # Every key is found before any memory changes: one that names nothing changes none.
+    paths = list(dict.fromkeys(lore.resolve(key) for key in keys))
+    rows = []
+    for path in paths:
+        tags = list(lore.load(path).tags)
+        if add or remove:
+            wanted = [t for t in tags if t.lower() not in remove]
+            wanted += [t for t in add if t.lower() not in {w.lower() for w in wanted}]
+            if wanted != tags:
+                tags = list(lore.update(path, tags=wanted).memory.tags)
+        rows.append({"id": lore.load(path).id, "path": path, "tags": tags})
+    if as_json:
+        emit_json(rows)
+        return
+    for row in rows:
+        echo(f"{row['id'][:8]}  {', '.join(row['tags']) or '(no tags)'}  {row['path']}")
+
+
+@click.command()
 @click.argument("key", required=False)
 @click.option("--list", "show_list", is_flag=True, help="List what is in the trash.")
 @json_option
@@ -417,4 +460,4 @@ def gc(lore, days, as_json):
         echo(f"purged {len(purged)} trashed memor{'y' if len(purged) == 1 else 'ies'}")
 
 
-COMMANDS = [add, list_, show, edit, mv, graph, rm, restore, gc]
+COMMANDS = [add, list_, show, edit, mv, graph, tag, rm, restore, gc]
