@@ -90,6 +90,34 @@ def test_one_gotcha_per_distinct_error_with_paths_relative_to_the_project(proj):
     assert meta["error_signature"].startswith("ConnectionError")
 
 
+def test_failed_comparisons_of_different_tests_are_not_one_error(proj):
+    """`assert 2 == 3`, `assert 200 == 404` and `assert 10 == 11` all normalise
+    to `assert <n> == <n>`: three unrelated failures made one gotcha, which kept
+    gaining evidence. A message with nothing of its own names its test."""
+    root = proj.project.root
+    for run, (test, left, right) in enumerate(
+        [
+            ("test_money.py::test_round", 10, 11),
+            ("test_http.py::test_status", 200, 404),
+            ("test_sum.py::test_add", 2, 3),
+        ]
+    ):
+        proj.capture_stdout(
+            f"E       AssertionError: assert {left} == {right}\n"
+            f"FAILED tests/{test} - AssertionError: assert {left} == {right}\n",
+            source=f"run-{run}",
+        )
+    assert gotchas(root) == []
+    for run in range(3):  # the same test failing again and again is one error
+        proj.capture_stdout(
+            f"E       AssertionError: assert {run} == 7\n"
+            f"FAILED tests/test_money.py::test_round - AssertionError: assert {run} == 7\n",
+            source=f"again-{run}",
+        )
+    ((meta, _),) = gotchas(root)
+    assert meta["error_signature"] == "tests/test_money.py::test_round: AssertionError: assert <n> == <n>"
+
+
 def test_a_file_a_tool_showed_is_code_not_errors(proj, tmp_path):
     """Reading a source file three times made a gotcha of its `raise RuntimeError(`
     line: what Read, Grep or Edit show is a file's content. Their own failures, and

@@ -34,6 +34,13 @@ _PATH = re.compile(
     r"(?:[A-Za-z]:\\|~/|\.{1,2}/|/)?(?:[\w.@-]+[/\\])+[\w.@-]+"  # a/b, /abs/x.py, C:\x\y
 )
 _PYTEST_PREFIX = re.compile(r"^E\s{2,}")
+# A pytest node id (tests/test_x.py::test_y[param]).
+_TEST_ID = re.compile(r"[\w./\\-]+\.py::[\w\[\]:.-]+")
+_WORD = re.compile(r"[A-Za-z_]\w{2,}")
+_GENERIC = frozenset(
+    "assert assertion assertionerror error failed fail false true none null nil undefined not and "
+    "the where with expected got actual equal equals returned result value".split()
+)
 
 
 def error_lines(text: str) -> list[str]:
@@ -58,13 +65,28 @@ def as_reported(line: str) -> str:
 
 
 def signature(line: str, root: Path | None = None) -> str:
-    """The normalised form of an error line: what makes two reports the same error."""
+    """The normalised form of an error line: what makes two reports the same error.
+
+    A message with nothing of its own once numbers are placeholders
+    (``AssertionError: assert <n> == <n>``) would make one error of every
+    failed comparison: it names its test when the line does (pytest's
+    ``FAILED tests/x.py::test_y - ...``), else it is no error of its own ("")."""
     text = _PYTEST_PREFIX.sub("", relative(line, root).strip())
     match = _EXCEPTION.search(text)
     if match and len(match.group("message").strip()) >= 3:
-        text = f"{match.group('name')}: {match.group('message').strip()}"
+        core = f"{match.group('name')}: {match.group('message').strip()}"
+        if not _says_something(normalise_error(_PATH.sub("<path>", match.group("message")))):
+            test = _TEST_ID.search(text[: match.start()])
+            return normalise_error(f"{test.group(0)}: {core}") if test else ""
+        text = core
     text = _PATH.sub("<path>", text)
     return normalise_error(text)
+
+
+def _says_something(message: str) -> bool:
+    """Does a normalised message hold a word of its own (not a placeholder,
+    an operator or a word every failed check uses)?"""
+    return any(word.lower() not in _GENERIC for word in _WORD.findall(re.sub(r"<\w+>", " ", message)))
 
 
 def occurrences(text: str, root: Path | None = None, *, distinct: bool = True) -> Iterator[tuple[str, str]]:
