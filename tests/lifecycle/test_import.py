@@ -210,6 +210,35 @@ def test_a_second_import_changes_nothing(proj, notes, cli_in):
     assert snapshot(root) == before
 
 
+def test_a_section_changed_at_its_source_is_reported_not_said_to_be_there(proj, tmp_path, cli_in):
+    """Re-importing an AGENTS.md whose section changed said "exists", and the
+    memory kept the old text without a word. A memory edited here while its
+    source stayed the same is there, as before."""
+    root = proj.project.root
+    agents = tmp_path / "AGENTS.md"
+    agents.write_text("# Agents\n\n## Style\n\nLines are 100 columns.\n\n## Testing\n\nRun pytest -q.\n")
+    first = by_source(cli_in(root, "import", str(agents), "--json"))
+    testing = first["AGENTS.md#testing"]["id"]
+    cli_in(root, "edit", testing[:8], "--append", "Also run ruff.", raw=True)
+    agents.write_text(agents.read_text().replace("100 columns", "120 columns"))
+    before = snapshot(root)
+    again = cli_in(root, "import", str(agents), "--json")
+    assert {k: v["status"] for k, v in by_source(again).items()} == {
+        "AGENTS.md#style": "changed",
+        "AGENTS.md#testing": "exists",
+    }
+    assert again["changed"] == 1 and again["existing"] == 1
+    [problem] = again["problems"]
+    style = first["AGENTS.md#style"]["id"]
+    assert (
+        problem.startswith("AGENTS.md#style changed since it was imported")
+        and f"lore edit {style[:8]}" in problem
+    )
+    assert snapshot(root) == before  # nothing overwritten
+    text = cli_in(root, "import", str(agents), raw=True).stdout
+    assert "1 already there, 1 changed at the source, 0 skipped" in text
+
+
 def test_dry_run_lists_and_writes_nothing(proj, notes, cli_in):
     root = proj.project.root
     before = snapshot(root)
@@ -382,7 +411,8 @@ def test_a_note_whose_id_another_memory_has_is_skipped_saying_so(proj, tmp_path,
     assert cli_in(root, "import", str(folder), "--json")["created"] == 1
     (folder / "clash.md").write_text(f"---\nid: {own}\ntitle: Deploys\n---\nDeploy from main, tagged.\n")
     again = cli_in(root, "import", str(folder), "--json")
-    assert (again["existing"], again["problems"]) == (1, [])
+    assert [(i["id"], i["status"]) for i in again["items"]] == [(own, "changed")]  # the same memory
+    assert again["problems"][0].startswith("clash.md changed since it was imported")
 
 
 def test_a_file_name_that_is_not_utf8_is_skipped_with_what_to_do(proj, tmp_path, cli_in):

@@ -136,7 +136,9 @@ def import_(lore, path, dry_run, tier, as_json):
     for problem in report.problems:
         warn(problem)
     verb = "would create" if dry_run else "created"
-    click.echo(f"{verb} {report.created}, {report.existing} already there, {len(report.problems)} skipped")
+    changed = f", {report.changed} changed at the source" if report.changed else ""
+    skipped = len(report.problems) - report.changed
+    click.echo(f"{verb} {report.created}, {report.existing} already there{changed}, {skipped} skipped")
 
 
 COMMANDS = [consolidate, review, import_]

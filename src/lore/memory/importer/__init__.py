@@ -65,7 +65,7 @@ class ImportItem(Record):
 
     source: str  # file (relative to the path imported) and section: "AGENTS.md#testing"
     layout: str  # note | instructions | adr | chati
-    status: str  # created | exists | would-create
+    status: str  # created | exists | changed (at its source since it was imported) | would-create
     id: str
     title: str
     type: str
@@ -90,8 +90,17 @@ class ImportReport(Record):
     def existing(self) -> int:
         return sum(item.status == "exists" for item in self.items)
 
+    @property
+    def changed(self) -> int:
+        return sum(item.status == "changed" for item in self.items)
+
     def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "created": self.created, "existing": self.existing}
+        return {
+            **super().to_dict(),
+            "created": self.created,
+            "existing": self.existing,
+            "changed": self.changed,
+        }
 
 
 @dataclass
@@ -126,9 +135,17 @@ def import_path(
                 continue
             for plan in planned:
                 try:
-                    report.items.append(_write(lifecycle, plan, dry_run))
+                    item = _write(lifecycle, plan, dry_run)
                 except (ValidationError, OSError) as err:
                     report.problems.append(f"skipped {plan.item.source}: {_one_line(err)}")
+                    continue
+                report.items.append(item)
+                if item.status == "changed":
+                    report.problems.append(
+                        f"{item.source} changed since it was imported; {item.path} keeps its text: "
+                        f"bring the change over (`lore edit {item.id[:8]}`), or `lore rm {item.id[:8]}` "
+                        "and import again"
+                    )
     if not dry_run:
         lifecycle.advance([item.id for item in report.items if item.status == "created"])
     return _shown(report)
@@ -239,6 +256,7 @@ def _as_adr(memory: Memory, meta: Frontmatter, body: str) -> None:
 def _planned(source: Source, memory: Memory, tier: str, private_agent: str | None, key: str) -> _Planned:
     memory.extra["imported_from"] = key
     sync.redacted(memory)  # every field the file will hold: a frontmatter brings any
+    memory.extra["imported_hash"] = memory.content_hash  # to tell a change at the source from one here
     memory.tags = memory.tags or derive_keywords(memory.title, memory.body)
     memory.check_project_paths()  # files / file: scope name the project's files, as `lore add` asks
     memory.validate()
@@ -255,7 +273,8 @@ def _write(lifecycle: Lifecycle, plan: _Planned, dry_run: bool) -> ImportItem:
     known = _existing(lifecycle, plan.memory)
     if known is not None:
         _refuse_another_memorys_id(lifecycle, plan, *known)
-        item.status, item.id, item.path = "exists", known[0], known[1]
+        changed = _changed_at_source(lifecycle, plan, *known)
+        item.status, item.id, item.path = "changed" if changed else "exists", known[0], known[1]
         return item
     if dry_run:
         return item
@@ -284,6 +303,25 @@ def _refuse_another_memorys_id(lifecycle: Lifecycle, plan: _Planned, memory_id: 
         f"its id {memory_id} is another memory's ({path}); remove the id from its frontmatter "
         "to import it as a new memory"
     )
+
+
+def _changed_at_source(lifecycle: Lifecycle, plan: _Planned, memory_id: str, path: str) -> bool:
+    """Has the source changed since it was imported as the memory found (its
+    text is neither what was imported nor what the memory holds now)? An
+    import never overwrites a memory, which may have been edited since: the
+    person brings the change over."""
+    if memory_id != plan.memory.id:
+        return False  # found by its text: the same
+    try:
+        there = lifecycle.memories.load(path)
+    except (ValidationError, OSError):
+        return False
+    if there.extra.get("imported_from") != plan.item.source:
+        return False
+    now = plan.memory.content_hash
+    # The text as it was imported (older imports did not say: the memory's own).
+    imported = str(there.extra.get("imported_hash") or there.content_hash)
+    return now not in (imported, there.content_hash)
 
 
 def _existing(lifecycle: Lifecycle, memory: Memory) -> tuple[str, str] | None:
