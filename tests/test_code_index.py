@@ -385,6 +385,11 @@ def test_a_commit_message_without_a_blank_line_is_shown_cut(repo):
     assert "step 299" not in repo("recall", "walrus cache").stdout
 
 
+def merge_in(root: Path, branch: str, *paragraphs: str, date: str) -> None:
+    """A merge commit of `branch` (never fast-forward) with the message's paragraphs."""
+    git(root, "merge", "-q", "--no-ff", branch, *(a for p in paragraphs for a in ("-m", p)), date=date)
+
+
 def test_a_merge_is_not_told_beside_the_commit_it_brought_in(repo):
     """A pull request's merge changes what its commit changed; listed with that
     commit it took a second slot of past work for the same change."""
@@ -395,15 +400,10 @@ def test_a_merge_is_not_told_beside_the_commit_it_brought_in(repo):
     write(root, "render/json.go", "func SecureJSON() {}\n")
     commit(root, "Add SecureJSON renderer to prevent json hijacking", date="2024-01-02T00:00:00")
     git(root, "checkout", "-q", "main")
-    git(
+    merge_in(
         root,
-        "merge",
-        "-q",
-        "--no-ff",
         "feature",
-        "-m",
         "Merge pull request #9 from a/secure",
-        "-m",
         "Add SecureJSON renderer to prevent json hijacking",
         date="2024-01-03T00:00:00",
     )
@@ -413,16 +413,7 @@ def test_a_merge_is_not_told_beside_the_commit_it_brought_in(repo):
     write(root, "base.py", "def base():\n    return 1\n")
     commit(root, "Tidy up", date="2024-01-04T01:00:00")
     git(root, "checkout", "-q", "main")
-    git(
-        root,
-        "merge",
-        "-q",
-        "--no-ff",
-        "big",
-        "-m",
-        "Merge big: SecureJSON json hijacking, more",
-        date="2024-01-05T00:00:00",
-    )
+    merge_in(root, "big", "Merge big: SecureJSON json hijacking, more", date="2024-01-05T00:00:00")
     index(repo)
     told = subjects(repo.json("history", "SecureJSON", "json", "hijacking"))
     assert "Merge pull request #9 from a/secure" not in told
