@@ -88,6 +88,8 @@ def test_one_gotcha_per_distinct_error_with_paths_relative_to_the_project(proj):
     ((meta, body),) = found
     assert str(root) not in body and "src/app.py:20" in body
     assert meta["error_signature"].startswith("ConnectionError")
+    # Found by the error's own words, not only by "error, auto-captured".
+    assert {"error", "auto-captured", "connectionerror"} <= set(meta["keywords"])
 
 
 def test_failed_comparisons_of_different_tests_are_not_one_error(proj):

@@ -26,6 +26,7 @@ Where captures go:
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -295,7 +296,8 @@ def count_errors(
                 "When you see it, look for the cause recorded with it, or add one."
             ),
             type="gotcha",
-            tags=["error", "auto-captured"],
+            # The error's own words too: with only these two, recall found it by body text alone.
+            tags=["error", "auto-captured", *_words_of(pattern.signature)],
             confidence=gotcha_confidence(pattern.count),
             occurred_at=third.occurred_at,
             tier="daily",
@@ -307,6 +309,15 @@ def count_errors(
         lifecycle.advance([memory.id])
         created += 1
     return created, added
+
+
+def _words_of(signature: str) -> list[str]:
+    """Up to four keywords from an error's signature (`ConnectionError: cannot
+    reach db at <path>` → connectionerror, reach, db), placeholders left out."""
+    from lore.memory.model import derive_keywords
+
+    words = [w for w in derive_keywords(re.sub(r"<\w+>", " ", signature), "", limit=4) if w != "note"]
+    return [w for w in words if w not in ("error", "auto-captured")]
 
 
 def _gotchas_by_signature(lifecycle: Lifecycle) -> dict[str, str]:
