@@ -368,6 +368,19 @@ def test_doctor_tells_a_copy_of_a_memory_from_two_memories_sharing_an_id(cli):
     assert problem["message"].endswith("give one of them a new id (e.g. `uuidgen`)")
 
 
+def test_doctor_names_a_hand_written_path_outside_the_project(cli):
+    """`lore add` refuses `file:../../etc/passwd`; written by hand it was indexed without a word."""
+    (cli.cwd / ".lore/memory/outside.md").write_text(
+        "---\nid: 6f1c2d3e-4a5b-4c6d-8e7f-8a9b0c1d2e3f\nsubject: System files\ntype: fact\nkeywords: [system]\n"
+        "occurred_at: 2026-01-01T00:00:00Z\napplies_to: file:../../etc/passwd\n---\nSystem files.\n"
+    )
+    [warning] = [p for p in cli.json("doctor") if "inside the project" in p["message"]]
+    assert warning["level"] == "warning" and warning["where"] == ".lore/memory/outside.md"
+    assert warning["message"].startswith(
+        "field 'applies_to': '../../etc/passwd' is not a path inside the project"
+    )
+
+
 def test_doctor_names_temporary_files_of_interrupted_writes(cli):
     # `lore add` killed between writing its temporary file and linking it into place
     # (kill -9, a crash) leaves `.lore-<random>.tmp` in .lore/memory/: untracked, so

@@ -185,6 +185,7 @@ def doctor(memories: Memories) -> list[Problem]:
     """Every problem with the files and the index, each with what to do."""
     import copy
 
+    from lore.errors import ValidationError
     from lore.memory.model import UUID4_RE
     from lore.memory.sync import redacted, split_error
     from lore.secrets import describe, redact
@@ -237,6 +238,12 @@ def doctor(memories: Memories) -> list[Problem]:
                     f"its file name holds {describe(kinds)}: rename it (`lore mv {mid[:8]} <new-name>.md`) "
                     "and rotate the secret",
                 )
+            )
+        try:  # written by hand: `lore add` and edits refuse such a path
+            memory.check_project_paths()
+        except ValidationError as err:
+            problems.append(
+                Problem("warning", path, f"field '{err.field}': {err.reason}; nothing outside it is read")
             )
         found = redacted(copy.copy(memory))  # what the index keeps instead
         if found:
