@@ -86,6 +86,24 @@ def test_append_keeps_the_frontmatter_text_and_fixes_only_the_hash(mem):
     assert cli.json("search", "dashboards")[0]["id"] == "mem-2026-02-12-001"
 
 
+def test_a_file_with_crlf_line_ends_keeps_them_through_every_kind_of_edit(mem):
+    """`--set` on a file saved on Windows rewrote every line to LF: its git diff
+    showed the whole file changed."""
+    cli, path = mem
+    path.write_bytes(HAND_WRITTEN.replace("\n", "\r\n").encode())
+    key = "mem-2026-02-12-001"
+    for edit in (
+        ["--set", "type=decision"],
+        ["--append", "- check the dashboards"],
+        ["--set", "tags=[deploy,ops]"],
+    ):
+        cli("edit", key, *edit)
+        raw = path.read_bytes()
+        assert raw.count(b"\r\n") == raw.count(b"\n"), edit  # every line still CRLF
+    assert cli.json("show", key)["content"].count("check the dashboards") == 1
+    no_hash_warning(cli)
+
+
 def test_append_to_a_list_continues_it(mem):
     cli, path = mem
     cli("edit", "mem-2026-02-12-001", "--replace-section", "Rollback", "--body", "- re-deploy the tag")

@@ -419,8 +419,23 @@ def move_new(source: Path, directory: Path, name: str | None = None) -> Path:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Replace `path` atomically (temp file in the same folder + rename)."""
+    """Replace `path` atomically (temp file in the same folder + rename). A
+    file whose lines end in CRLF keeps them: rewritten with LF, every line of
+    it changed in git's diff."""
+    if "\r\n" not in text and _ends_lines_with_crlf(path):
+        text = text.replace("\n", "\r\n")
     atomic.write_atomic(path, text)
+
+
+def _ends_lines_with_crlf(path: Path) -> bool:
+    """Do most of the lines `path` holds now end in CRLF? (False when unreadable.)"""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(1 << 16)
+    except OSError:
+        return False
+    crlf = head.count(b"\r\n")
+    return crlf > 0 and crlf * 2 >= head.count(b"\n")
 
 
 def _field_line(front_lines: list[str], field: str | None) -> int | None:
