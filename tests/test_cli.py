@@ -381,6 +381,35 @@ def test_doctor_names_a_hand_written_path_outside_the_project(cli):
     )
 
 
+def test_doctor_and_index_say_what_this_lore_finds_in_an_unchanged_broken_file(cli):
+    """A broken file's error was kept from the run that first read it: a newer
+    Lore's clearer message (or its accepting the file) stayed hidden until the
+    file changed."""
+    rel = ".lore/memory/broken.md"
+    (cli.cwd / rel).write_text("---\nsubject: Half\ntype: fact\n---\nNo date.\n")
+
+    def said_by_an_older_lore() -> None:
+        with lore.open(cli.cwd) as project:
+            state = project.store.file_states("memory")[rel]
+            with project.store.transaction():
+                project.store.put_file(
+                    rel, "memory", state.sha256, state.mtime_ns, state.size, error="older words"
+                )
+
+    def kept() -> str:
+        with lore.open(cli.cwd) as project:
+            return project.store.file_states("memory")[rel].error or ""
+
+    cli("list")
+    said_by_an_older_lore()
+    assert "older words" in cli("list", ok=False).stderr  # a plain read keeps what is known
+    [problem] = [p for p in cli.json("doctor", ok=False) if p["where"].startswith(rel)]
+    assert "occurred_at" in problem["message"] and "occurred_at" in kept()
+    said_by_an_older_lore()
+    cli("index", "--no-code", "--no-embed", ok=False)
+    assert "occurred_at" in kept()
+
+
 def test_doctor_names_temporary_files_of_interrupted_writes(cli):
     # `lore add` killed between writing its temporary file and linking it into place
     # (kill -9, a crash) leaves `.lore-<random>.tmp` in .lore/memory/: untracked, so

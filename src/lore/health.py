@@ -195,7 +195,7 @@ def doctor(memories: Memories) -> list[Problem]:
     problems: list[Problem] = layout_problems(memories.project)
     problems += interrupted_writes(memories.project)
     problems += unread_markdown(memories.project)
-    report = memories.sync()
+    report = memories.sync(recheck_broken=True)  # what this Lore says of them now
     for path, error in report.errors:
         line, message = split_error(path, error)
         problems.append(Problem("error", path, f"line {line}: {message}" if line else message))

@@ -278,7 +278,7 @@ class Lore:
         it if damaged, and re-read every file); embedding follows."""
         if force and self.store.repair():
             self._parts.clear()
-        return self.sync(force=force)
+        return self.memories.sync(force=force, recheck_broken=True)
 
     def index_code(
         self,

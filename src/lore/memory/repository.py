@@ -152,16 +152,22 @@ class Memories:
 
     # -- freshness -----------------------------------------------------------------------
 
-    def sync(self, *, force: bool = False) -> sync.SyncReport:
-        """Bring the index up to date with the memory files (cheap when nothing changed)."""
+    def sync(self, *, force: bool = False, recheck_broken: bool = False) -> sync.SyncReport:
+        """Bring the index up to date with the memory files (cheap when nothing
+        changed; `recheck_broken`: see :func:`sync.sync_memories`)."""
         if (
             not force
+            and not recheck_broken
             and self.last_sync is not None
             and (self._in_batch or (self._watcher is not None and not self._watcher.changed()))
         ):
             return self.last_sync
         self.last_sync = sync.sync_memories(
-            self.project, self.store, force=force, private_agents=self._private_agents
+            self.project,
+            self.store,
+            force=force,
+            recheck_broken=recheck_broken,
+            private_agents=self._private_agents,
         )
         return self.last_sync
 

@@ -180,9 +180,17 @@ def is_committed(rel: str) -> bool:
 
 
 def sync_memories(
-    project: Project, store: Store, *, force: bool = False, private_agents: Collection[str] | None = None
+    project: Project,
+    store: Store,
+    *,
+    force: bool = False,
+    recheck_broken: bool = False,
+    private_agents: Collection[str] | None = None,
 ) -> SyncReport:
-    """Bring `store` up to date with the memory files (`private_agents`: see :func:`memory_files`)."""
+    """Bring `store` up to date with the memory files (`private_agents`: see
+    :func:`memory_files`). `recheck_broken` reads the broken files again even
+    when unchanged (`lore doctor`, `lore index`): a newer Lore may say more, or
+    accept them."""
     report = SyncReport()
     known = store.file_states(KIND)
     # An index written before memory text was redacted on the way in is read again, once.
@@ -194,7 +202,13 @@ def sync_memories(
     for rel, st in memory_files(project, unnamed, private_agents=private_agents):
         seen.add(rel)
         state = known.get(rel)
-        if force or state is None or state.mtime_ns != st.st_mtime_ns or state.size != st.st_size:
+        if (
+            force
+            or state is None
+            or state.mtime_ns != st.st_mtime_ns
+            or state.size != st.st_size
+            or (recheck_broken and state.error is not None)
+        ):
             pending.append((rel, st, location_of(rel)))
     gone = [rel for rel in known if rel not in seen]
     if pending or gone:
