@@ -238,6 +238,23 @@ def test_a_rebuilt_index_finds_the_gotcha_an_error_became_instead_of_writing_ano
     assert meta["evidence_count"] == 6
 
 
+def test_a_removed_gotcha_stays_removed_after_the_index_is_rebuilt(proj, cli_in):
+    """ "A removed gotcha is not created again" lived in the index only: rebuilt,
+    three more occurrences wrote the gotcha someone had removed. The trash keeps
+    its file, which says its error."""
+    root = proj.project.root
+    taken = "".join(f"ValueError: port {8080 + n} is taken\n" for n in range(3))
+    assert cli_in(root, "capture", "--stdin", "--json", input=taken)["gotchas"] == 1
+    ((meta, _),) = gotchas(root)
+    cli_in(root, "rm", meta["id"][:8], raw=True)
+    proj.close()
+    for db in (root / ".lore").glob("index.db*"):
+        db.unlink()
+    again = "".join(f"ValueError: port {9090 + n} is taken\n" for n in range(3))
+    assert cli_in(root, "capture", "--stdin", "--json", input=again)["gotchas"] == 0
+    assert [p for p in memory_files(root, ".lore") if "/trash/" not in p.as_posix()] == []
+
+
 # -- <chati-memory> blocks ------------------------------------------------------------------------
 
 CHATI_OUTPUT = """\

@@ -321,8 +321,10 @@ def _words_of(signature: str) -> list[str]:
 
 
 def _gotchas_by_signature(lifecycle: Lifecycle) -> dict[str, str]:
-    """{error signature: id} of the auto-captured gotchas this agent can see (their files say it)."""
+    """{error signature: id} of the auto-captured gotchas this agent can see
+    (their files say it), and of those in the trash."""
     from lore.errors import LoreError
+    from lore.memory import sync, trash
 
     out: dict[str, str] = {}
     lifecycle.memories.sync()  # a new index: the files are read in first
@@ -333,6 +335,21 @@ def _gotchas_by_signature(lifecycle: Lifecycle) -> dict[str, str]:
             continue
         if isinstance(signature, str) and record.superseded_by is None:
             out.setdefault(signature, record.id)
+    # A gotcha someone removed stays removed: the trash keeps its file (the
+    # index's mark of it is gone with a rebuild), so its error is not a gotcha again.
+    memories = lifecycle.memories
+    for entry in trash.entries(memories.project):
+        if not memories.visible(entry.original):
+            continue
+        try:
+            raw = entry.file.read_bytes()
+            signature = sync.load_memory(raw, entry.original, sync.location_of(entry.original))[0].extra.get(
+                "error_signature"
+            )
+        except (LoreError, OSError, ValueError):
+            continue
+        if isinstance(signature, str):
+            out.setdefault(signature, entry.id)
     return out
 
 
