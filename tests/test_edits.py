@@ -242,6 +242,18 @@ def test_mv_renames_without_overwriting(mem):
     assert proc.returncode == 2 and "not a memory location" in proc.stderr
 
 
+def test_a_move_that_changes_who_sees_a_memory_or_whether_git_keeps_it_says_so(mem):
+    """`lore --agent A mv ID .lore/local/A/x.md` made a shared memory private, out
+    of git, without a word."""
+    cli, path = mem
+    key = "mem-2026-02-12-001"
+    private = cli("--agent", "alice", "mv", key, ".lore/local/alice/deploy.md")
+    assert "now private to alice" in private.stderr and "it leaves git (.lore/local/)" in private.stderr
+    shared = cli.json("--agent", "alice", "mv", key, ".lore/memory/deploy.md")
+    assert shared["notes"] == ["now shared with every agent", "git now tracks it (commit it)"]
+    assert cli.json("mv", key, "ops/deploy.md")["notes"] == []  # same place, other folder
+
+
 # -- duplicates and name collisions -------------------------------------------------------------------
 
 

@@ -840,6 +840,7 @@ class Memories:
             updated = self._follow(before, self.record(target), incoming)
         memory = self.load(target)
         notes = [] if written == full else [f"{full.name} was taken; wrote {written.name}"]
+        notes += _where_it_lives_now(rel, target)
         return EditResult(
             memory.id, target, memory.title, memory.type, ["move"], notes, rel, updated, dict(redacted)
         )
@@ -1084,6 +1085,21 @@ class Memories:
                 f"(got {str(days)[:40]}); give --days N or fix [memory] trash_retention_days"
             )
         return trash.purge(self.project, float(days), visible=self.visible)
+
+
+def _where_it_lives_now(old: str, new: str) -> list[str]:
+    """What a move changed of who sees a memory and whether git keeps it."""
+    (was_seen, was_tier, _), (seen, tier, agent) = sync.location_of(old), sync.location_of(new)
+    notes = []
+    if seen != was_seen:
+        notes.append(f"now private to {agent}" if seen == "private" else "now shared with every agent")
+    if sync.is_committed(old) != sync.is_committed(new):
+        notes.append(
+            "git now tracks it (commit it)" if sync.is_committed(new) else "it leaves git (.lore/local/)"
+        )
+    elif tier != was_tier:
+        notes.append(f"now in the {tier} tier")
+    return notes
 
 
 def _redacted_name(destination: str) -> tuple[str, Counter[str]]:
