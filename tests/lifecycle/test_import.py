@@ -199,6 +199,10 @@ def test_import_every_layout(proj, notes, cli_in):
     assert mysql not in [h["id"] for h in cli_in(root, "search", "MySQL relational database", "--json")]
     archived = cli_in(root, "search", "MySQL relational database", "--include-archived", "--json")
     assert mysql in [h["id"] for h in archived]
+    # An ADR is summed up by its decision, not by its "Date: ..." line.
+    adr = items["docs/adr/0001-record-architecture-decisions.md"]["id"]
+    [listed] = [m for m in cli_in(root, "list", "--json") if m["id"] == adr]
+    assert listed["summary"].startswith("We will use Architecture Decision Records")
 
 
 def test_a_second_import_changes_nothing(proj, notes, cli_in):

@@ -583,28 +583,45 @@ def normalized(memory: Memory) -> Memory:
 
 
 def summarize(body: str, limit: int = 400) -> str:
-    """The Summary section if there is one, else the first paragraph; at most `limit` chars."""
+    """The Summary section if there is one, else an ADR's Decision section, else
+    the first paragraph that is not only headings or an ADR's metadata lines
+    (``Date: 2022-01-15``, ``Status: Accepted``); at most `limit` chars."""
     lines = body.strip().splitlines()
+    for name in ("summary", "decision"):
+        text = _section(lines, name)
+        if text:
+            return clip(text, limit)
+    para: list[str] = []
+    first: list[str] = []  # when every paragraph is metadata, the first one still
+    for line in [*lines, ""]:
+        if line.strip().startswith("#") and not para:
+            continue
+        if not line.strip():
+            if para and not all(_ADR_META.match(p) for p in para):
+                break
+            first, para = first or para, []
+            continue
+        para.append(line.strip())
+    return clip(" ".join(para or first), limit)
+
+
+# A line of an ADR's metadata: not what the memory says.
+_ADR_META = re.compile(
+    r"(?:date|status|authors?|deciders|created|updated|supersedes|superseded by)\s*:", re.I
+)
+
+
+def _section(lines: list[str], name: str) -> str:
+    """The text of the first ``# name`` / ``## name`` section (one line), or ""."""
     for i, line in enumerate(lines):
-        if line.strip().lower() in ("## summary", "# summary"):
+        if re.fullmatch(rf"#{{1,3}}\s*{name}\s*", line.strip(), re.I):
             section = []
             for rest in lines[i + 1 :]:
                 if rest.startswith("#"):
                     break
                 section.append(rest)
-            text = " ".join(s.strip() for s in section if s.strip())
-            if text:
-                return clip(text, limit)
-    para: list[str] = []
-    for line in lines:
-        if line.strip().startswith("#") and not para:
-            continue
-        if not line.strip():
-            if para:
-                break
-            continue
-        para.append(line.strip())
-    return clip(" ".join(para), limit)
+            return " ".join(s.strip() for s in section if s.strip())
+    return ""
 
 
 def _quote(value: object, limit: int = 60) -> str:

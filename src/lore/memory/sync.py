@@ -29,8 +29,8 @@ from lore.storage import ChunkInput, FileState, MemoryRecord, Store
 
 KIND = "memory"
 # Bumped when what is indexed of a memory file changes (2: its text redacted, and
-# the error patterns capture counts).
-FORMAT = "2"
+# the error patterns capture counts; 3: an ADR's summary is its decision).
+FORMAT = "3"
 
 # Where a memory file lives: (visibility, storage tier, owner agent folder); see :func:`location_of`.
 Location: TypeAlias = tuple[str, str, str | None]
