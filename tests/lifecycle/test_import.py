@@ -368,6 +368,49 @@ def test_an_imported_adr_imported_again_from_another_projects_memory_keeps_its_l
     assert labels == ["adr", "accepted"]
 
 
+ADR_3 = """\
+# 3. Use Postgres
+
+Date: 2021-06-10
+
+## Status
+
+Accepted. Supersedes [2. Use MySQL](0002-use-mysql.md).
+
+## Decision
+
+We will use Postgres.
+
+```
+[a link in code](0002-use-mysql.md) stays as written
+```
+"""
+
+
+def test_links_between_imported_adrs_name_the_memories_they_became(proj, tmp_path, cli_in):
+    """Links between ADRs stayed relative to their folder: broken once the
+    memories lived in .lore/memory/ (doctor warned right after the import), and
+    `superseded_by` held the link's text, so nothing was superseded."""
+    root = proj.project.root
+    adr = tmp_path / "adr"
+    adr.mkdir()
+    (adr / "0002-use-mysql.md").write_text(ADR_2)
+    (adr / "0003-use-postgres.md").write_text(ADR_3)
+    items = by_source(cli_in(root, "import", str(adr), "--json"))
+    mysql, postgres = items["0002-use-mysql.md"], items["0003-use-postgres.md"]
+    old = (root / mysql["path"]).read_text()
+    assert f"superseded_by: {postgres['id']}" in old
+    assert f"Superseded by [[{postgres['id']}|3. Use Postgres]]" in old
+    new = (root / postgres["path"]).read_text()
+    assert f"Supersedes [[{mysql['id']}|2. Use MySQL]]." in new
+    assert "[a link in code](0002-use-mysql.md) stays as written" in new
+    assert not [p for p in cli_in(root, "doctor", "--json") if "link" in p["message"]]
+    again = cli_in(root, "import", str(adr), "--json")
+    assert {i["status"] for i in again["items"]} == {"exists"}
+    # The older decision gives way to the newer one.
+    assert mysql["id"] not in [h["id"] for h in cli_in(root, "search", "relational database", "--json")]
+
+
 def test_a_huge_file_in_an_adr_folder_is_skipped_without_being_read(proj, tmp_path):
     """Recognising an ADR reads a file's head only: a 1.5 GB (sparse) file is
     skipped by its size, in a process allowed 1 GB of memory."""

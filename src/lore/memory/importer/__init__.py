@@ -24,6 +24,7 @@ import os
 import re
 import subprocess
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -108,6 +109,7 @@ class _Planned:
     memory: Memory
     item: ImportItem
     private_agent: str | None = None
+    source: Source | None = None
 
 
 def import_path(
@@ -126,26 +128,27 @@ def import_path(
     report = ImportReport(str(named), dry_run)
     sources, report.problems = discover(path)
     with lifecycle.memories.batch():
+        plans: list[_Planned] = []
         for source in sources:
             try:
-                planned = _plan(source, tier, lifecycle)
+                plans += _plan(source, tier, lifecycle)
             except (ValueError, ValidationError, OSError) as err:
                 says_where = isinstance(err, ValidationError) and bool(err.path)  # "file:line: ..." itself
                 report.problems.append(f"skipped {'' if says_where else source.rel + ': '}{_one_line(err)}")
+        _link_between(plans)
+        for plan in plans:
+            try:
+                item = _write(lifecycle, plan, dry_run)
+            except (ValidationError, OSError) as err:
+                report.problems.append(f"skipped {plan.item.source}: {_one_line(err)}")
                 continue
-            for plan in planned:
-                try:
-                    item = _write(lifecycle, plan, dry_run)
-                except (ValidationError, OSError) as err:
-                    report.problems.append(f"skipped {plan.item.source}: {_one_line(err)}")
-                    continue
-                report.items.append(item)
-                if item.status == "changed":
-                    report.problems.append(
-                        f"{item.source} changed since it was imported; {item.path} keeps its text: "
-                        f"bring the change over (`lore edit {item.id[:8]}`), or `lore rm {item.id[:8]}` "
-                        "and import again"
-                    )
+            report.items.append(item)
+            if item.status == "changed":
+                report.problems.append(
+                    f"{item.source} changed since it was imported; {item.path} keeps its text: "
+                    f"bring the change over (`lore edit {item.id[:8]}`), or `lore rm {item.id[:8]}` "
+                    "and import again"
+                )
     if not dry_run:
         lifecycle.advance([item.id for item in report.items if item.status == "created"])
     return _shown(report)
@@ -261,7 +264,7 @@ def _planned(source: Source, memory: Memory, tier: str, private_agent: str | Non
     memory.check_project_paths()  # files / file: scope name the project's files, as `lore add` asks
     memory.validate()
     item = ImportItem(key, source.kind, "would-create", memory.id, memory.title, memory.type, tier)
-    return _Planned(memory, item, private_agent)
+    return _Planned(memory, item, private_agent, source)
 
 
 # -- writing --------------------------------------------------------------------------------------
@@ -305,6 +308,47 @@ def _refuse_another_memorys_id(lifecycle: Lifecycle, plan: _Planned, memory_id: 
     )
 
 
+_LINK = re.compile(r"(?<!!)\[(?P<text>[^\]\n]+)\]\((?P<target>[^)\s#]+\.md)(?:#[^)\s]*)?\)")
+
+
+def _link_between(plans: list[_Planned]) -> None:
+    """Links between the files of one import (an ADR's "Superseded by [3. Use
+    Postgres](0003-use-postgres.md)") name the memories those files become, by
+    id: relative to the folder imported, they named nothing once the memories
+    lived in `.lore/memory/`. An ADR's `superseded_by` becomes that id too."""
+    one_each: dict[Path, list[str]] = {}
+    for plan in plans:
+        if plan.source is not None:
+            one_each.setdefault(plan.source.path, []).append(plan.memory.id)
+    ids = {path: found[0] for path, found in one_each.items() if len(found) == 1}  # sections: a file is many
+    for plan in plans:
+        if plan.source is None:
+            continue
+        folder = plan.source.path.parent
+
+        def by_id(match: re.Match[str], folder: Path = folder, own: str = plan.memory.id) -> str:
+            target = ids.get(Path(os.path.normpath(folder / match.group("target"))))
+            if target is None or target == own:
+                return match.group(0)
+            return f"[[{target}|{match.group('text')}]]"
+
+        memory = plan.memory
+        body = _outside_code(memory.body, lambda text: _LINK.sub(by_id, text))
+        successor = memory.extra.get("superseded_by")
+        if isinstance(successor, str):
+            named = re.search(r"superseded by\s*\[\[([^|\]]+)\|", body, re.I)
+            if named:
+                memory.extra["superseded_by"] = named.group(1)
+        if body != memory.body:
+            memory.body = body
+
+
+def _outside_code(text: str, change: Callable[[str], str]) -> str:
+    """`text` with `change` applied to what is not inside a fenced code block."""
+    parts = re.split(r"(^```.*?^```[^\n]*$)", text, flags=re.M | re.S)
+    return "".join(part if i % 2 else change(part) for i, part in enumerate(parts))
+
+
 def _changed_at_source(lifecycle: Lifecycle, plan: _Planned, memory_id: str, path: str) -> bool:
     """Has the source changed since it was imported as the memory found (its
     text is neither what was imported nor what the memory holds now)? An
@@ -318,7 +362,7 @@ def _changed_at_source(lifecycle: Lifecycle, plan: _Planned, memory_id: str, pat
         return False
     if there.extra.get("imported_from") != plan.item.source:
         return False
-    now = plan.memory.content_hash
+    now = str(plan.memory.extra.get("imported_hash") or plan.memory.content_hash)
     # The text as it was imported (older imports did not say: the memory's own).
     imported = str(there.extra.get("imported_hash") or there.content_hash)
     return now not in (imported, there.content_hash)
