@@ -367,7 +367,11 @@ def graph(lore, key, depth, as_json):
 @json_option
 @with_lore
 def rm(lore, keys, as_json):
-    """Move memories to the trash (.lore/local/trash/); `lore restore` brings them back."""
+    """Move memories to the trash (.lore/local/trash/); `lore restore` brings them back.
+
+    KEYS: ids, id prefixes, file names or paths of memories. Every one is found
+    before any memory moves.
+    """
     # Every key is found before any memory moves: one that names nothing leaves all in place.
     paths = list(dict.fromkeys(lore.resolve(key) for key in keys))
     entries = [lore.remove(path) for path in paths]
