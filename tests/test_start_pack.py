@@ -153,6 +153,29 @@ def test_what_the_start_pack_shows_is_not_counted_as_read(shop):
         assert project.store.access_stats()[decision][0] == 1
 
 
+def test_both_sides_of_a_contradiction_waiting_for_review_are_flagged(shop):
+    """A held contradiction proposal ("TIMEOUT=5" against "TIMEOUT=30") left both
+    offered as facts, at full score, by the start pack and recall."""
+    old = add(
+        shop, "decision", "Progress timeout", "Set PROGRESS_TIMEOUT=5 seconds for the bar.", "-k", "progress"
+    )
+    new = shop.json(
+        "add", "--type", "decision", "--title", "Progress timeout raised", "-k", "progress",
+        "--body", "Set PROGRESS_TIMEOUT=30 seconds for the bar.", env={"LORE_NOW": days_ago(-1)},
+    )["id"]  # fmt: skip
+    plain = start(shop)["markdown"]
+    assert "disputed" not in plain
+    [proposal] = shop.json("consolidate")["proposals"]
+    assert proposal["kind"] == "contradiction"
+    flagged = [line for line in start(shop)["markdown"].splitlines() if "disputed" in line]
+    assert len(flagged) == 2 and all(f"`lore review --all`: {proposal['id'][:8]}" in line for line in flagged)
+    pack = shop.json("recall", "progress timeout", "--no-code")
+    assert {m["id"]: m.get("disputed_by_proposal") for m in pack["memories"]} == {
+        old: proposal["id"],
+        new: proposal["id"],
+    }
+
+
 def test_a_token_in_the_branch_name_is_not_shown(shop):
     root = shop.cwd
     token = "ghp_" + "Zq8Xw2Lm4Np6Rt1Vy3Bc5Df7Gh9Jk0Ls2Qa4"

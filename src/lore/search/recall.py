@@ -136,7 +136,9 @@ def recall(
         states = searcher.store.tier_states([h.id for h in [*hits, *hot]])
         tiers = {mid: state.tier for mid, state in states.items()}
         found = memory_items(hits, access, stale, request, searcher.half_life, hot, tiers, about)
-        items += follow_relations(found, searcher, memories, stale, request.limit_per_type)
+        items += flag_disputed(
+            searcher.store, follow_relations(found, searcher, memories, stale, request.limit_per_type)
+        )
         for hit in hits[: request.limit_per_type] if include_related_work else []:
             if hit.task_id and hit.task_id not in tasks:
                 tasks[hit.task_id] = task_item(hit.task_id, hit.title, hit.score)
@@ -306,6 +308,24 @@ def related_item(
     hit = hit_of_record(record, searcher.store.first_chunk(record.path), score, "relation")
     hit.body = memories.view(record.path).body
     return _memory_item(hit, score, stale.get(record.id))
+
+
+def flag_disputed(store: Store, items: list[Item]) -> list[Item]:
+    """`items` with the memories an open or held contradiction proposal names
+    flagged: both sides of "TIMEOUT=5" and "TIMEOUT=30" were offered as facts."""
+    disputed = {
+        mid: proposal
+        for proposal in store.proposals(["open", "held"])
+        if proposal.kind == "contradiction"
+        for mid in proposal.memory_ids
+    }
+    for item in items:
+        proposal = disputed.get(item.key) if item.kind == "memory" else None
+        if proposal is not None:
+            review = "lore review" + (" --all" if proposal.status == "held" else "")
+            annotate(item, f" ⚠ disputed (`{review}`: {proposal.id[:8]})")
+            item.data["disputed_by_proposal"] = proposal.id
+    return items
 
 
 def annotate(item: Item, note: str) -> None:

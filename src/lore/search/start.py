@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from lore.index.roles import file_role
 from lore.search import attention as att
 from lore.search.pack import Item, pack, render
-from lore.search.recall import FLOOR, RecallPack, file_item, follow_relations
+from lore.search.recall import FLOOR, RecallPack, file_item, flag_disputed, follow_relations
 from lore.storage import ChunkFilter
 
 if TYPE_CHECKING:
@@ -180,7 +180,7 @@ def start_memories(
         item = _memory_item(hit, score, stale.get(mid))  # no body: L1/L2 only
         item.value = base[mid] + task.get(mid, 0.0)
         items.append(item)
-    kept = follow_relations(items, searcher, memories, stale, limit=3)
+    kept = flag_disputed(store, follow_relations(items, searcher, memories, stale, limit=3))
     for item in kept:  # summaries, never whole bodies, at session start
         item.renders.pop("L3", None)
     return kept[:MAX_MEMORIES]
