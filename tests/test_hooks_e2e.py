@@ -217,3 +217,45 @@ def test_hooks_outside_a_git_repository_say_what_to_do(cli, tmp_path):
             assert proc.returncode == 2, proc.stderr
             assert f"{cli.cwd} is not in a git repository" in proc.stderr and "lore init" in proc.stderr
             assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_a_hook_whose_python_is_gone_says_so_in_the_log_and_never_fails_git(hooked, tmp_path):
+    """The venv the hooks were installed from was deleted or moved: the hook must
+    not block or fail git, and the index going stale must leave a line in the log
+    (before, nothing ran and nothing said why)."""
+    root = hooked.cwd
+    team_hook = root / ".git/hooks/post-checkout"
+    team_hook.write_text("#!/bin/sh -e\necho team-hook-ran >> .git/team-hook-ran.txt\n")
+    team_hook.chmod(0o755)
+    from lore.index import githooks
+
+    gone = tmp_path / "deleted-venv/bin/python3"
+    githooks.install(root, [str(gone), "-P", "-m", "lore", "hooks", "run"])
+    write(root, "app.py", "def feed_okapis():\n    return 'leaves'\n")
+    commit(root, "Feed the okapis")  # fails the test if git fails
+    git(root, "checkout", "-q", "-b", "other")
+    lines = log_lines(root)
+    assert [line.split(" ", 1)[1] for line in lines] == [
+        f"error {hook}: {gone} is not there, so the index was not refreshed; "
+        "run `lore hooks install` again with the Lore you use"
+        for hook in ("post-commit", "post-checkout")
+    ]
+    assert (root / ".git/team-hook-ran.txt").read_text() == "team-hook-ran\n"  # `sh -e` hook ran on
+
+
+def test_a_hook_run_that_cannot_open_the_project_says_why_in_the_log(hooked):
+    """A broken .lore/config.toml: the background updater's error went to
+    /dev/null; it must leave one line in the hook log instead."""
+    root = hooked.cwd
+    hooked.json("hooks", "install")
+    config = root / ".lore/config.toml"
+    config.write_text(config.read_text() + "\n[[[broken\n")
+    write(root, "app.py", "def feed_tapirs():\n    return 'fruit'\n")
+    commit(root, "Feed the tapirs")
+    line = wait_for(
+        lambda: [line for line in log_lines(root) if " error " in line], "an error line in hooks.log"
+    )
+    assert len(line) == 1 and line[0].split(" ", 1)[1].startswith(
+        f"error post-commit: {config}: invalid TOML"
+    ), line
+    assert line[0].endswith("; the index was not refreshed")

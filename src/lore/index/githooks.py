@@ -218,6 +218,13 @@ def _block(mode: str, name: str, command: list[str], project: str = "") -> bytes
     else:
         present = f"command -v {shlex.quote(program)} >/dev/null 2>&1"
     argv = " ".join(shlex.quote(part) for part in [*command, name]) + ' "$@"'
+    # git runs hooks at the top of the work tree: the project's log is there.
+    local = shlex.quote(os.path.join(project, ".lore", "local") if project else ".lore/local")
+    missing = shlex.quote(
+        f"error {name}: {program} {'is not there' if os.path.isabs(program) else 'is not on PATH'}, "
+        "so the index was not refreshed; "
+        "run `lore hooks install` again with the Lore you use"
+    )
     text = (
         f"{_BEGIN.decode()}\n"
         "# Refreshes Lore's index in the background; never delays or fails this hook.\n"
@@ -229,6 +236,8 @@ def _block(mode: str, name: str, command: list[str], project: str = "") -> bytes
         f"    if command -v setsid >/dev/null 2>&1; then exec setsid {argv}; fi\n"
         f"    exec nohup {argv}\n"
         "  ) </dev/null >/dev/null 2>&1 &\n"
+        "else\n"
+        f'  {{ [ -d {local} ] && echo "$(date +%Y-%m-%dT%H:%M:%S)" {missing} >>{local}/hooks.log; }} 2>/dev/null || :\n'
         "fi\n"
         f"{_END.decode()}\n"
     )

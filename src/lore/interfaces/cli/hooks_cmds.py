@@ -87,7 +87,16 @@ def run(ctx, hook, args):
     from lore.index.githooks import run_coalesced
     from lore.service import Lore
 
-    lore = Lore.open(ctx.obj.get("project") or ".")
+    start = ctx.obj.get("project") or "."
+    try:
+        lore = Lore.open(start)
+    except Exception as err:
+        # Nobody sees this process's output: say it where `lore hooks` failures
+        # go, when there is a project to say it in (a worktree without .lore/ has none).
+        log = _nearest_log(start)
+        if log is not None:
+            _log(log, f"error {hook}: {err}; the index was not refreshed")
+        raise
     log = lore.project.local_dir / "hooks.log"
     _renew_hooks(lore.project.root)
 
@@ -101,13 +110,32 @@ def run(ctx, hook, args):
             )
         except Exception as err:
             line = f"error {hook}: {err}"
-        with open(log, "a", encoding="utf-8") as handle:
-            handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line} ({time.time() - started:.2f} s)\n")
+        _log(log, f"{line} ({time.time() - started:.2f} s)")
 
     try:
         run_coalesced(lore.project.local_dir, job)
     finally:
         lore.close()
+
+
+def _log(log, line: str) -> None:
+    with open(log, "a", encoding="utf-8") as handle:
+        handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}\n")
+
+
+def _nearest_log(start: str):
+    """`.lore/local/hooks.log` of the project :meth:`Project.find` would find
+    from `start`, without reading its settings; None when there is none."""
+    from pathlib import Path
+
+    from lore.project import LORE_DIR
+
+    here = Path(start).resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / LORE_DIR).is_dir():
+            local = candidate / LORE_DIR / "local"
+            return local / "hooks.log" if local.is_dir() else None
+    return None
 
 
 def _renew_hooks(root) -> None:
