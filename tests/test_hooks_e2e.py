@@ -259,3 +259,22 @@ def test_a_hook_run_that_cannot_open_the_project_says_why_in_the_log(hooked):
         f"error post-commit: {config}: invalid TOML"
     ), line
     assert line[0].endswith("; the index was not refreshed")
+
+
+def test_hooks_status_says_which_hooks_hold_the_block_and_which_are_outdated(hooked, tmp_path):
+    """`lore hooks status`: missing before install, installed after, outdated when
+    the hooks run another Python (a venv since deleted), where git reads them."""
+    from lore.index import githooks
+
+    root = hooked.cwd
+    names = ["post-commit", "post-merge", "post-checkout", "post-rewrite"]
+    before = hooked.json("hooks", "status")
+    assert before == {"hooks_dir": str(root / ".git/hooks"), "hooks": dict.fromkeys(names, "missing")}
+    hooked.json("hooks", "install")
+    assert hooked.json("hooks", "status")["hooks"] == dict.fromkeys(names, "installed")
+    githooks.install(root, [str(tmp_path / "old-venv/bin/python3"), "-P", "-m", "lore", "hooks", "run"])
+    assert hooked.json("hooks", "status")["hooks"] == dict.fromkeys(names, "outdated")
+    text = hooked("hooks", "status").stdout
+    assert "post-commit    outdated" in text and "run `lore hooks install`" in text
+    hooked.json("hooks", "install")
+    assert hooked.json("hooks", "status")["hooks"] == dict.fromkeys(names, "installed")

@@ -42,7 +42,7 @@ from lore import atomic
 from lore.errors import LoreError, UsageError
 from lore.index import gitrepo
 
-__all__ = ["HOOKS", "install", "installed", "project_folder", "run_coalesced", "uninstall"]
+__all__ = ["HOOKS", "install", "installed", "project_folder", "run_coalesced", "states", "uninstall"]
 
 HOOKS = ("post-commit", "post-merge", "post-checkout", "post-rewrite")
 
@@ -118,6 +118,26 @@ def installed(root: Path) -> dict[str, bool]:
     project = project_folder(root)
     directory = gitrepo.hooks_dir(root)
     return {name: _find_block(_read(directory / name), project) is not None for name in HOOKS}
+
+
+def states(root: Path, command: list[str]) -> dict[str, str]:
+    """For each hook name in :data:`HOOKS`: "installed" when it holds this
+    project's block as :func:`install` would write it with `command` now,
+    "outdated" when it holds an older one (another Python, an older Lore:
+    installing again renews it), "missing" when it holds none."""
+    project = project_folder(root)
+    directory = gitrepo.hooks_dir(root)
+    found: dict[str, str] = {}
+    for name in HOOKS:
+        data = _read(directory / name)
+        block = _find_block(data, project)
+        if data is None or block is None:
+            found[name] = "missing"
+        elif data[block.start : block.end] == _block(block.mode or _INSERTED, name, command, project):
+            found[name] = "installed"
+        else:
+            found[name] = "outdated"
+    return found
 
 
 def project_folder(root: Path) -> str:

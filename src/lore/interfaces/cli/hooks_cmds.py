@@ -60,6 +60,29 @@ def uninstall(ctx, as_json):
         click.echo(f"removed: {', '.join(removed)}" if removed else "no Lore hooks installed")
 
 
+@hooks.command()
+@json_option
+@click.pass_context
+def status(ctx, as_json):
+    """Whether each hook holds this project's block, and where git reads hooks."""
+    from lore.index import githooks, gitrepo
+
+    root = _root(ctx)
+    states = githooks.states(root, hook_command(root))
+    directory = str(gitrepo.hooks_dir(root))
+    if as_json:
+        emit_json({"hooks_dir": directory, "hooks": states})
+        return
+    click.echo(f"hooks folder: {directory}")
+    width = max(map(len, states))
+    for name, state in states.items():
+        click.echo(f"{name:<{width}}  {state}")
+    if "outdated" in states.values():
+        click.echo("outdated: installed by another Python or an older Lore; run `lore hooks install`")
+    elif "missing" in states.values():
+        click.echo("missing: run `lore hooks install` to keep the index fresh")
+
+
 # -P: git runs hooks at the top of the work tree, where a lore.py or lore/ of the
 # repository would otherwise be imported instead of Lore.
 HOOK_COMMAND = [sys.executable, "-P", "-m", "lore", "hooks", "run"]
