@@ -278,3 +278,27 @@ def test_hooks_status_says_which_hooks_hold_the_block_and_which_are_outdated(hoo
     assert "post-commit    outdated" in text and "run `lore hooks install`" in text
     hooked.json("hooks", "install")
     assert hooked.json("hooks", "status")["hooks"] == dict.fromkeys(names, "installed")
+
+
+def test_a_worktree_nested_in_the_project_without_its_own_lore_does_not_refresh_it(hooked):
+    """Hooks are shared by all worktrees; one made inside the project's folder
+    (`git worktree add .worktrees/feat`) has no .lore/ of its own, and its
+    commits and checkouts must not re-index the project around it."""
+    root = hooked.cwd
+    (root / ".git/info/exclude").write_text(".worktrees/\n.lore/\n")
+    git(root, "rm", "-r", "-q", "--cached", ".lore")
+    commit(root, "Keep Lore's folder out of the repository")
+    hooked.json("index")
+    hooked.json("hooks", "install")
+    git(root, "worktree", "add", "-q", ".worktrees/feat", "-b", "feat")
+    nested = root / ".worktrees/feat"
+    write(nested, "app.py", "def feed_lemurs():\n    return 'fruit'\n")
+    commit(nested, "Feed the lemurs")
+    time.sleep(1)  # time for a wrongly started updater to start
+    wait_for(lambda: updater_idle(root), "any background updater to finish")
+    write(root, "app.py", "def feed_sloths():\n    return 'leaves'\n")
+    sha = commit(root, "Feed the sloths")
+    wait_for(lambda: hooked.json("status")["indexed_commit"] == sha, "the project's own commit to be indexed")
+    wait_for(lambda: updater_idle(root), "the background updater to finish")
+    assert [line.split(" ")[1:3] for line in log_lines(root)] == [["ok", "post-commit:"]]
+    assert not (nested / ".lore").exists()

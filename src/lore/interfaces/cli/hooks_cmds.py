@@ -107,18 +107,25 @@ def hook_command(root) -> list[str]:
 @click.pass_context
 def run(ctx, hook, args):
     """Run by the hooks in the background: one updater at a time, no trigger lost."""
+    from pathlib import Path
+
     from lore.index.githooks import run_coalesced
+    from lore.project import LORE_DIR
     from lore.service import Lore
 
     start = ctx.obj.get("project") or "."
+    if not (Path(start) / LORE_DIR).is_dir():
+        # git runs hooks at the top of the work tree, where the block's project
+        # is: a worktree or clone nested in a project's folder, without a
+        # .lore/ of its own, must not refresh the project around it.
+        return
     try:
         lore = Lore.open(start)
     except Exception as err:
-        # Nobody sees this process's output: say it where `lore hooks` failures
-        # go, when there is a project to say it in (a worktree without .lore/ has none).
-        log = _nearest_log(start)
-        if log is not None:
-            _log(log, f"error {hook}: {err}; the index was not refreshed")
+        # Nobody sees this process's output: say it where the hooks' lines go.
+        local = Path(start) / LORE_DIR / "local"
+        if local.is_dir():
+            _log(local / "hooks.log", f"error {hook}: {err}; the index was not refreshed")
         raise
     log = lore.project.local_dir / "hooks.log"
     _renew_hooks(lore.project.root)
@@ -144,21 +151,6 @@ def run(ctx, hook, args):
 def _log(log, line: str) -> None:
     with open(log, "a", encoding="utf-8") as handle:
         handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}\n")
-
-
-def _nearest_log(start: str):
-    """`.lore/local/hooks.log` of the project :meth:`Project.find` would find
-    from `start`, without reading its settings; None when there is none."""
-    from pathlib import Path
-
-    from lore.project import LORE_DIR
-
-    here = Path(start).resolve()
-    for candidate in (here, *here.parents):
-        if (candidate / LORE_DIR).is_dir():
-            local = candidate / LORE_DIR / "local"
-            return local / "hooks.log" if local.is_dir() else None
-    return None
 
 
 def _renew_hooks(root) -> None:
