@@ -7,6 +7,7 @@ read the index as it is, so what it finds is what the hooks indexed.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import stat
 import time
@@ -302,3 +303,23 @@ def test_a_worktree_nested_in_the_project_without_its_own_lore_does_not_refresh_
     wait_for(lambda: updater_idle(root), "the background updater to finish")
     assert [line.split(" ")[1:3] for line in log_lines(root)] == [["ok", "post-commit:"]]
     assert not (nested / ".lore").exists()
+
+
+def test_installing_into_hooks_shared_with_other_repositories_says_so(hooked, tmp_path):
+    """A global core.hooksPath (one folder of hooks for every repository): the
+    block runs for all of them and any one's uninstall removes it; say so."""
+    root = hooked.cwd
+    own = hooked("hooks", "install")
+    assert own.stderr == ""
+    hooked.json("hooks", "uninstall")
+    git(root, "config", "core.hooksPath", ".githooks")  # in the work tree: still its own
+    assert hooked("hooks", "install").stderr == ""
+    hooked.json("hooks", "uninstall")
+    shared = tmp_path / "shared-hooks"
+    git(root, "config", "core.hooksPath", str(shared))
+    proc = hooked("hooks", "install", "--json")
+    assert json.loads(proc.stdout)["installed"] and (shared / "post-commit").exists()
+    assert proc.stderr.splitlines() == [
+        f"lore: note: git reads hooks from {shared} (core.hooksPath), outside this repository: "
+        "every repository using that folder runs them, and `lore hooks uninstall` in any of them removes them"
+    ]

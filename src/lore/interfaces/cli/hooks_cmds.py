@@ -40,6 +40,15 @@ def install(ctx, as_json):
 
     root = _root(ctx)
     changed = githooks.install(root, hook_command(root))
+    shared = _shared_hooks_dir(root)
+    if shared is not None:
+        from lore.interfaces.cli.output import warn
+
+        warn(
+            f"note: git reads hooks from {shared} (core.hooksPath), outside this repository: "
+            "every repository using that folder runs them, and `lore hooks uninstall` in any "
+            "of them removes them"
+        )
     if as_json:
         emit_json({"installed": changed})
     else:
@@ -146,6 +155,23 @@ def run(ctx, hook, args):
         run_coalesced(lore.project.local_dir, job)
     finally:
         lore.close()
+
+
+def _shared_hooks_dir(root):
+    """The hooks folder when it is outside the repository (a global or shared
+    core.hooksPath, used by other repositories too); None when it is its own."""
+    import os
+
+    from lore.index import gitrepo
+
+    directory = os.path.realpath(gitrepo.hooks_dir(root))
+    common = gitrepo.run_git(root, "rev-parse", "--path-format=absolute", "--git-common-dir", check=False)
+    owned = [os.path.realpath(str(gitrepo.repo_root(root)))]
+    if common.returncode == 0:
+        owned.append(os.path.realpath(os.fsdecode(common.stdout.strip())))
+    if any(directory == place or directory.startswith(place + os.sep) for place in owned):
+        return None
+    return directory
 
 
 def _log(log, line: str) -> None:
