@@ -7,6 +7,7 @@ read the index as it is, so what it finds is what the hooks indexed.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import stat
 import time
@@ -217,3 +218,108 @@ def test_hooks_outside_a_git_repository_say_what_to_do(cli, tmp_path):
             assert proc.returncode == 2, proc.stderr
             assert f"{cli.cwd} is not in a git repository" in proc.stderr and "lore init" in proc.stderr
             assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_a_hook_whose_python_is_gone_says_so_in_the_log_and_never_fails_git(hooked, tmp_path):
+    """The venv the hooks were installed from was deleted or moved: the hook must
+    not block or fail git, and the index going stale must leave a line in the log
+    (before, nothing ran and nothing said why)."""
+    root = hooked.cwd
+    team_hook = root / ".git/hooks/post-checkout"
+    team_hook.write_text("#!/bin/sh -e\necho team-hook-ran >> .git/team-hook-ran.txt\n")
+    team_hook.chmod(0o755)
+    from lore.index import githooks
+
+    gone = tmp_path / "deleted-venv/bin/python3"
+    githooks.install(root, [str(gone), "-P", "-m", "lore", "hooks", "run"])
+    write(root, "app.py", "def feed_okapis():\n    return 'leaves'\n")
+    commit(root, "Feed the okapis")  # fails the test if git fails
+    git(root, "checkout", "-q", "-b", "other")
+    lines = log_lines(root)
+    assert [line.split(" ", 1)[1] for line in lines] == [
+        f"error {hook}: {gone} is not there, so the index was not refreshed; "
+        "run `lore hooks install` again with the Lore you use"
+        for hook in ("post-commit", "post-checkout")
+    ]
+    assert (root / ".git/team-hook-ran.txt").read_text() == "team-hook-ran\n"  # `sh -e` hook ran on
+
+
+def test_a_hook_run_that_cannot_open_the_project_says_why_in_the_log(hooked):
+    """A broken .lore/config.toml: the background updater's error went to
+    /dev/null; it must leave one line in the hook log instead."""
+    root = hooked.cwd
+    hooked.json("hooks", "install")
+    config = root / ".lore/config.toml"
+    config.write_text(config.read_text() + "\n[[[broken\n")
+    write(root, "app.py", "def feed_tapirs():\n    return 'fruit'\n")
+    commit(root, "Feed the tapirs")
+    line = wait_for(
+        lambda: [line for line in log_lines(root) if " error " in line], "an error line in hooks.log"
+    )
+    assert len(line) == 1 and line[0].split(" ", 1)[1].startswith(
+        f"error post-commit: {config}: invalid TOML"
+    ), line
+    assert line[0].endswith("; the index was not refreshed")
+
+
+def test_hooks_status_says_which_hooks_hold_the_block_and_which_are_outdated(hooked, tmp_path):
+    """`lore hooks status`: missing before install, installed after, outdated when
+    the hooks run another Python (a venv since deleted), where git reads them."""
+    from lore.index import githooks
+
+    root = hooked.cwd
+    names = ["post-commit", "post-merge", "post-checkout", "post-rewrite"]
+    before = hooked.json("hooks", "status")
+    assert before == {"hooks_dir": str(root / ".git/hooks"), "hooks": dict.fromkeys(names, "missing")}
+    hooked.json("hooks", "install")
+    assert hooked.json("hooks", "status")["hooks"] == dict.fromkeys(names, "installed")
+    githooks.install(root, [str(tmp_path / "old-venv/bin/python3"), "-P", "-m", "lore", "hooks", "run"])
+    assert hooked.json("hooks", "status")["hooks"] == dict.fromkeys(names, "outdated")
+    text = hooked("hooks", "status").stdout
+    assert "post-commit    outdated" in text and "run `lore hooks install`" in text
+    hooked.json("hooks", "install")
+    assert hooked.json("hooks", "status")["hooks"] == dict.fromkeys(names, "installed")
+
+
+def test_a_worktree_nested_in_the_project_without_its_own_lore_does_not_refresh_it(hooked):
+    """Hooks are shared by all worktrees; one made inside the project's folder
+    (`git worktree add .worktrees/feat`) has no .lore/ of its own, and its
+    commits and checkouts must not re-index the project around it."""
+    root = hooked.cwd
+    (root / ".git/info/exclude").write_text(".worktrees/\n.lore/\n")
+    git(root, "rm", "-r", "-q", "--cached", ".lore")
+    commit(root, "Keep Lore's folder out of the repository")
+    hooked.json("index")
+    hooked.json("hooks", "install")
+    git(root, "worktree", "add", "-q", ".worktrees/feat", "-b", "feat")
+    nested = root / ".worktrees/feat"
+    write(nested, "app.py", "def feed_lemurs():\n    return 'fruit'\n")
+    commit(nested, "Feed the lemurs")
+    time.sleep(1)  # time for a wrongly started updater to start
+    wait_for(lambda: updater_idle(root), "any background updater to finish")
+    write(root, "app.py", "def feed_sloths():\n    return 'leaves'\n")
+    sha = commit(root, "Feed the sloths")
+    wait_for(lambda: hooked.json("status")["indexed_commit"] == sha, "the project's own commit to be indexed")
+    wait_for(lambda: updater_idle(root), "the background updater to finish")
+    assert [line.split(" ")[1:3] for line in log_lines(root)] == [["ok", "post-commit:"]]
+    assert not (nested / ".lore").exists()
+
+
+def test_installing_into_hooks_shared_with_other_repositories_says_so(hooked, tmp_path):
+    """A global core.hooksPath (one folder of hooks for every repository): the
+    block runs for all of them and any one's uninstall removes it; say so."""
+    root = hooked.cwd
+    own = hooked("hooks", "install")
+    assert own.stderr == ""
+    hooked.json("hooks", "uninstall")
+    git(root, "config", "core.hooksPath", ".githooks")  # in the work tree: still its own
+    assert hooked("hooks", "install").stderr == ""
+    hooked.json("hooks", "uninstall")
+    shared = tmp_path / "shared-hooks"
+    git(root, "config", "core.hooksPath", str(shared))
+    proc = hooked("hooks", "install", "--json")
+    assert json.loads(proc.stdout)["installed"] and (shared / "post-commit").exists()
+    assert proc.stderr.splitlines() == [
+        f"lore: note: git reads hooks from {shared} (core.hooksPath), outside this repository: "
+        "every repository using that folder runs them, and `lore hooks uninstall` in any of them removes them"
+    ]

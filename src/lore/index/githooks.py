@@ -42,7 +42,7 @@ from lore import atomic
 from lore.errors import LoreError, UsageError
 from lore.index import gitrepo
 
-__all__ = ["HOOKS", "install", "installed", "project_folder", "run_coalesced", "uninstall"]
+__all__ = ["HOOKS", "install", "installed", "project_folder", "run_coalesced", "states", "uninstall"]
 
 HOOKS = ("post-commit", "post-merge", "post-checkout", "post-rewrite")
 
@@ -118,6 +118,26 @@ def installed(root: Path) -> dict[str, bool]:
     project = project_folder(root)
     directory = gitrepo.hooks_dir(root)
     return {name: _find_block(_read(directory / name), project) is not None for name in HOOKS}
+
+
+def states(root: Path, command: list[str]) -> dict[str, str]:
+    """For each hook name in :data:`HOOKS`: "installed" when it holds this
+    project's block as :func:`install` would write it with `command` now,
+    "outdated" when it holds an older one (another Python, an older Lore:
+    installing again renews it), "missing" when it holds none."""
+    project = project_folder(root)
+    directory = gitrepo.hooks_dir(root)
+    found: dict[str, str] = {}
+    for name in HOOKS:
+        data = _read(directory / name)
+        block = _find_block(data, project)
+        if data is None or block is None:
+            found[name] = "missing"
+        elif data[block.start : block.end] == _block(block.mode or _INSERTED, name, command, project):
+            found[name] = "installed"
+        else:
+            found[name] = "outdated"
+    return found
 
 
 def project_folder(root: Path) -> str:
@@ -218,6 +238,13 @@ def _block(mode: str, name: str, command: list[str], project: str = "") -> bytes
     else:
         present = f"command -v {shlex.quote(program)} >/dev/null 2>&1"
     argv = " ".join(shlex.quote(part) for part in [*command, name]) + ' "$@"'
+    # git runs hooks at the top of the work tree: the project's log is there.
+    local = shlex.quote(os.path.join(project, ".lore", "local") if project else ".lore/local")
+    missing = shlex.quote(
+        f"error {name}: {program} {'is not there' if os.path.isabs(program) else 'is not on PATH'}, "
+        "so the index was not refreshed; "
+        "run `lore hooks install` again with the Lore you use"
+    )
     text = (
         f"{_BEGIN.decode()}\n"
         "# Refreshes Lore's index in the background; never delays or fails this hook.\n"
@@ -229,6 +256,8 @@ def _block(mode: str, name: str, command: list[str], project: str = "") -> bytes
         f"    if command -v setsid >/dev/null 2>&1; then exec setsid {argv}; fi\n"
         f"    exec nohup {argv}\n"
         "  ) </dev/null >/dev/null 2>&1 &\n"
+        "else\n"
+        f'  {{ [ -d {local} ] && echo "$(date +%Y-%m-%dT%H:%M:%S)" {missing} >>{local}/hooks.log; }} 2>/dev/null || :\n'
         "fi\n"
         f"{_END.decode()}\n"
     )

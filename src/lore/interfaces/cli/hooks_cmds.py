@@ -40,6 +40,15 @@ def install(ctx, as_json):
 
     root = _root(ctx)
     changed = githooks.install(root, hook_command(root))
+    shared = _shared_hooks_dir(root)
+    if shared is not None:
+        from lore.interfaces.cli.output import warn
+
+        warn(
+            f"note: git reads hooks from {shared} (core.hooksPath), outside this repository: "
+            "every repository using that folder runs them, and `lore hooks uninstall` in any "
+            "of them removes them"
+        )
     if as_json:
         emit_json({"installed": changed})
     else:
@@ -58,6 +67,29 @@ def uninstall(ctx, as_json):
         emit_json({"removed": removed})
     else:
         click.echo(f"removed: {', '.join(removed)}" if removed else "no Lore hooks installed")
+
+
+@hooks.command()
+@json_option
+@click.pass_context
+def status(ctx, as_json):
+    """Whether each hook holds this project's block, and where git reads hooks."""
+    from lore.index import githooks, gitrepo
+
+    root = _root(ctx)
+    states = githooks.states(root, hook_command(root))
+    directory = str(gitrepo.hooks_dir(root))
+    if as_json:
+        emit_json({"hooks_dir": directory, "hooks": states})
+        return
+    click.echo(f"hooks folder: {directory}")
+    width = max(map(len, states))
+    for name, state in states.items():
+        click.echo(f"{name:<{width}}  {state}")
+    if "outdated" in states.values():
+        click.echo("outdated: installed by another Python or an older Lore; run `lore hooks install`")
+    elif "missing" in states.values():
+        click.echo("missing: run `lore hooks install` to keep the index fresh")
 
 
 # -P: git runs hooks at the top of the work tree, where a lore.py or lore/ of the
@@ -84,10 +116,26 @@ def hook_command(root) -> list[str]:
 @click.pass_context
 def run(ctx, hook, args):
     """Run by the hooks in the background: one updater at a time, no trigger lost."""
+    from pathlib import Path
+
     from lore.index.githooks import run_coalesced
+    from lore.project import LORE_DIR
     from lore.service import Lore
 
-    lore = Lore.open(ctx.obj.get("project") or ".")
+    start = ctx.obj.get("project") or "."
+    if not (Path(start) / LORE_DIR).is_dir():
+        # git runs hooks at the top of the work tree, where the block's project
+        # is: a worktree or clone nested in a project's folder, without a
+        # .lore/ of its own, must not refresh the project around it.
+        return
+    try:
+        lore = Lore.open(start)
+    except Exception as err:
+        # Nobody sees this process's output: say it where the hooks' lines go.
+        local = Path(start) / LORE_DIR / "local"
+        if local.is_dir():
+            _log(local / "hooks.log", f"error {hook}: {err}; the index was not refreshed")
+        raise
     log = lore.project.local_dir / "hooks.log"
     _renew_hooks(lore.project.root)
 
@@ -101,13 +149,34 @@ def run(ctx, hook, args):
             )
         except Exception as err:
             line = f"error {hook}: {err}"
-        with open(log, "a", encoding="utf-8") as handle:
-            handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line} ({time.time() - started:.2f} s)\n")
+        _log(log, f"{line} ({time.time() - started:.2f} s)")
 
     try:
         run_coalesced(lore.project.local_dir, job)
     finally:
         lore.close()
+
+
+def _shared_hooks_dir(root):
+    """The hooks folder when it is outside the repository (a global or shared
+    core.hooksPath, used by other repositories too); None when it is its own."""
+    import os
+
+    from lore.index import gitrepo
+
+    directory = os.path.realpath(gitrepo.hooks_dir(root))
+    common = gitrepo.run_git(root, "rev-parse", "--path-format=absolute", "--git-common-dir", check=False)
+    owned = [os.path.realpath(str(gitrepo.repo_root(root)))]
+    if common.returncode == 0:
+        owned.append(os.path.realpath(os.fsdecode(common.stdout.strip())))
+    if any(directory == place or directory.startswith(place + os.sep) for place in owned):
+        return None
+    return directory
+
+
+def _log(log, line: str) -> None:
+    with open(log, "a", encoding="utf-8") as handle:
+        handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}\n")
 
 
 def _renew_hooks(root) -> None:
