@@ -25,6 +25,7 @@ file is never served stale. The acting agent is fixed for the object's life.
 from __future__ import annotations
 
 import builtins
+import inspect
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -38,7 +39,15 @@ from lore.memory.repository import AddResult, EditResult, Memories, Page
 from lore.memory.sync import SyncReport
 from lore.memory.trash import TrashEntry
 from lore.project import Project
-from lore.search.filters import changed_within, clamp_limit, code_filter, memory_filter, token_budget
+from lore.search.filters import (
+    changed_within,
+    clamp_limit,
+    code_filter,
+    count_limit,
+    memory_filter,
+    strings,
+    token_budget,
+)
 from lore.storage import Store
 
 if TYPE_CHECKING:
@@ -80,7 +89,15 @@ _Part = TypeVar("_Part")
 
 
 class Lore:
-    """A project's memories and index, as one agent (or none) sees them."""
+    """A project's memories and index, as one agent (or none) sees them.
+
+    Close it when done (``close()``, or ``with lore.open(path) as project:``).
+    One call at a time: a Lore holds one database connection and its caches,
+    so threads sharing one serialise their calls (a lock, as the MCP and web
+    servers do) or each open their own. Errors are :class:`~lore.errors.LoreError`
+    subclasses with one-line messages; nothing is printed to stdout (one-line
+    notices for the user are in :attr:`notices`).
+    """
 
     def __init__(
         self,
@@ -124,11 +141,11 @@ class Lore:
     def open(
         cls, path: str | os.PathLike[str] = ".", *, agent: str | None = None, watch: bool = False
     ) -> Lore:
-        return cls(Project.find(path), agent=agent, watch=watch)
+        return cls(Project.find(_folder(path)), agent=agent, watch=watch)
 
     @classmethod
     def init(cls, path: str | os.PathLike[str] = ".", *, agent: str | None = None) -> Lore:
-        _refuse_git_folder(Path(path).resolve())
+        _refuse_git_folder(Path(_folder(path)).resolve())
         project, created = Project.init(path)
         lore = cls(project, agent=agent)
         lore.created = created
@@ -317,6 +334,11 @@ class Lore:
 
     def add(self, *, body: str, **fields: Any) -> AddResult:
         """Write a new memory (see :meth:`Memories.add`)."""
+        unknown = set(fields) - _ADD_FIELDS
+        if unknown:
+            raise UsageError(
+                f"unknown field {', '.join(sorted(unknown))}; use {', '.join(sorted(_ADD_FIELDS))}"
+            )
         return self.memories.add(body=body, **fields)
 
     def update(self, key: str, **fields: Any) -> AddResult:
@@ -326,6 +348,10 @@ class Lore:
     def edit(self, key: str, edits: Sequence[Edit], *, expected_sha256: str | None = None) -> EditResult:
         """Precise edits (append, prepend, replace_section, find_replace, set,
         relate), atomic and re-indexed at once (see :meth:`Memories.edit`)."""
+        if isinstance(edits, Edit) or not all(isinstance(e, Edit) for e in edits):
+            raise UsageError(
+                "edits must be a list of lore.memory.edits.Edit, e.g. [Edit('append', text='...')]"
+            )
         return self.memories.edit(key, edits, expected_sha256=expected_sha256)
 
     def move(self, key: str, destination: str) -> EditResult:
@@ -373,6 +399,7 @@ class Lore:
     def list(self, *, limit: int | None = None, **filters: Any) -> list[dict[str, Any]]:
         """Memories newest first, as dicts (id, path, title, type, tags, tier, evidence_count, ...)."""
         flt = memory_filter(filters, viewer=self.memories.viewer)
+        limit = count_limit(limit)
         self._fresh()
         return self.browser.rows(self.store.memories(flt, limit=limit))
 
@@ -482,11 +509,13 @@ class Lore:
         from lore.search import recall as rc
         from lore.search.pack import resolve_level
 
+        if not isinstance(title, str) or not isinstance(description or "", str):
+            raise UsageError("the task's title and description must be text; give the task in words")
         request = rc.RecallRequest(
             title=title,
             description=description or "",
             task=task,
-            files=[self.project.rel(self.project.inside(f, base=self.project.root)) for f in files],
+            files=[self.project.rel(self.project.inside(f, base=self.project.root)) for f in strings(files)],
             budget=token_budget(budget, self.project.setting("recall", "budget", 2000)),
             level=resolve_level(level, bracket),
             period=code_filter(since=since, until=until),
@@ -732,7 +761,7 @@ class Lore:
         self, *, status: str | None = None, limit: int | None = None
     ) -> builtins.list[SessionInfo]:
         """Recorded sessions, most recently updated first."""
-        return self.sessions.list(status=status, limit=limit)
+        return self.sessions.list(status=status, limit=count_limit(limit))
 
     def session_events(
         self, session_id: str, *, include_archived: bool = False
@@ -848,7 +877,7 @@ class Lore:
         """The git log of a memory's file (renames followed); [] when git does not track it."""
         from lore.memory.curation import file_log
 
-        return file_log(self.project.root, self.resolve(key), limit)
+        return file_log(self.project.root, self.resolve(key), count_limit(limit) or 20)
 
     def create(self, **fields: Any) -> AddResult:
         """:meth:`add`, then embed the new memory at once (found by meaning straight away)."""
@@ -997,6 +1026,16 @@ class Lore:
             changed = MemoryFilter(paths=report.added + report.updated, include_private=True)
             self.lifecycle.advance([r.id for r in self.store.memories(changed)])
         self.lifecycle.maybe_tick()
+
+
+_ADD_FIELDS = frozenset(inspect.signature(Memories.add).parameters) - {"self", "body"}
+
+
+def _folder(path: str | os.PathLike[str]) -> str | os.PathLike[str]:
+    """A project folder given by a caller of the Python API, checked for its type."""
+    if not isinstance(path, str | os.PathLike):
+        raise UsageError(f"a project folder is a path (str or os.PathLike), not {type(path).__name__}")
+    return path
 
 
 def _redacted(text: str | None) -> str | None:

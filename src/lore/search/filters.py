@@ -48,7 +48,7 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> MemoryFilte
         raise UsageError(
             f"unknown filter {', '.join(sorted(unknown))}; use {', '.join(sorted(_MEMORY_KEYS))}"
         )
-    types = _strings(given.get("types", ())) + _strings(given.get("type", ()))
+    types = strings(given.get("types", ())) + strings(given.get("type", ()))
     for kind in types:
         if kind not in MEMORY_TYPES:
             raise UsageError(f"unknown type '{kind}'; use one of: {', '.join(MEMORY_TYPES)}")
@@ -71,7 +71,7 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> MemoryFilte
     since, until = _period(given.get("since"), given.get("until"))
     return MemoryFilter(
         types=types,
-        tags=_strings(given.get("tags", ())) + _strings(given.get("tag", ())),
+        tags=strings(given.get("tags", ())) + strings(given.get("tag", ())),
         agent=given.get("agent"),
         task=given.get("task"),
         scope=scope,
@@ -99,7 +99,7 @@ def code_filter(
     until: str | None = None,
 ) -> ChunkFilter:
     dirs = []
-    for d in directories:
+    for d in strings(directories):
         d = d.strip().strip("/")
         if ".." in d.split("/"):
             raise UsageError(f"directory filter '{d}' leaves the project; give a path inside it")
@@ -107,11 +107,11 @@ def code_filter(
             dirs.append(d)
     start, stop = _period(since, until)
     return ChunkFilter(
-        languages=[stored for name in languages for stored in _languages(name)],
-        extensions=list(extensions),
+        languages=[stored for name in strings(languages) for stored in _languages(name)],
+        extensions=strings(extensions),
         directories=dirs,
         paths=paths,
-        roles=list(roles),
+        roles=strings(roles),
         since=start,
         until=stop,
     )
@@ -128,11 +128,25 @@ def _languages(given: str) -> list[str]:
 
 
 def clamp_limit(limit: int | None, default: int = 10) -> int:
+    """A result limit: `default` when none is given, at most 50."""
+    checked = count_limit(limit)
+    return default if checked is None else min(checked, MAX_LIMIT)
+
+
+def count_limit(limit: int | None) -> int | None:
+    """A limit of how many to return, checked (None: no limit).
+
+    Raises:
+        UsageError: not a whole number, or below 1 (``-1`` or ``0`` would
+            otherwise mean "all" to the database).
+    """
     if limit is None:
-        return default
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise UsageError(f"limit must be a whole number, at least 1 (got {limit!r})")
     if limit < 1:
         raise UsageError("limit must be at least 1")
-    return min(int(limit), MAX_LIMIT)
+    return limit
 
 
 def token_budget(budget: int | None, default: int) -> int:
@@ -162,7 +176,8 @@ def changed_within(days: float | None) -> float | None:
     return float(days)
 
 
-def _strings(value: Any) -> list[str]:
+def strings(value: Any) -> list[str]:
+    """A list of names given as a list, or as one name (``"go"`` is ``["go"]``, never its letters)."""
     if isinstance(value, str):
         return [value]
     return [str(v) for v in value or ()]
