@@ -1039,3 +1039,21 @@ def test_every_kind_of_lore_error_can_be_caught_from_the_lore_package():
     assert len(table) == 7
     for name in table:
         assert getattr(lore, name) is getattr(errors, name) and name in lore.__all__, name
+
+
+def test_every_public_method_of_the_python_api_says_what_it_does():
+    """help(lore.Lore) documents each method and property a library user may call
+    (before, open, init, close, stats, status, doctor, gc, restore... had none)."""
+    import inspect
+
+    from lore.service import Lore
+
+    undocumented = []
+    for name, member in inspect.getmembers(Lore):
+        if name.startswith("_"):
+            continue
+        target = member.fget if isinstance(member, property) else getattr(member, "__func__", member)
+        doc = inspect.getdoc(target)
+        if not doc or doc == inspect.getdoc(object):
+            undocumented.append(name)
+    assert undocumented == []

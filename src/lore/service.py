@@ -141,10 +141,14 @@ class Lore:
     def open(
         cls, path: str | os.PathLike[str] = ".", *, agent: str | None = None, watch: bool = False
     ) -> Lore:
+        """The project containing `path` (searching parents like git); :class:`~lore.errors.ProjectNotFound`
+        when there is none. `agent`, `watch`: see :meth:`__init__`."""
         return cls(Project.find(_folder(path)), agent=agent, watch=watch)
 
     @classmethod
     def init(cls, path: str | os.PathLike[str] = ".", *, agent: str | None = None) -> Lore:
+        """Create (idempotently) the `.lore/` layout in `path` and open it; :attr:`created`
+        lists what was made. A bare repository or a `.git/` folder is a :class:`UsageError`."""
         _refuse_git_folder(Path(_folder(path)).resolve())
         project, created = Project.init(path)
         lore = cls(project, agent=agent)
@@ -155,6 +159,7 @@ class Lore:
 
     @property
     def store(self) -> Store:
+        """The index database (SQLite or PostgreSQL), opened on first use."""
         if self._store is None:
             from lore.storage import open_store
 
@@ -176,6 +181,7 @@ class Lore:
 
     @property
     def memories(self) -> Memories:
+        """Memory files and their index, as the acting agent may see them (:mod:`lore.memory.repository`)."""
         return self._part(
             "memories",
             lambda: Memories(
@@ -196,6 +202,7 @@ class Lore:
 
     @property
     def embedding(self) -> EmbeddingRuntime:
+        """The configured embedding model, loaded on first use (:mod:`lore.embed.runtime`)."""
         from lore.embed.runtime import EmbeddingRuntime
 
         return self._part(
@@ -207,12 +214,14 @@ class Lore:
 
     @property
     def searcher(self) -> Searcher:
+        """Hybrid search over memories, code and history (:mod:`lore.search.engine`)."""
         from lore.search.engine import Searcher
 
         return self._part("searcher", lambda: Searcher(self.store, self.embedding, self.project.settings))
 
     @property
     def code_index(self) -> CodeIndex:
+        """The repository's files and git history in the index (:mod:`lore.index.freshness`)."""
         from lore.index.freshness import CodeIndex
 
         return self._part("code", lambda: CodeIndex(self.project, self.store, watching=self._watching))
@@ -236,9 +245,11 @@ class Lore:
 
     @property
     def last_sync(self) -> SyncReport | None:
+        """What the last sync of memory files found (added, updated, removed, errors), if any ran."""
         return self.memories.last_sync if "memories" in self._parts else None
 
     def close(self) -> None:
+        """Close the index connection and the file watcher (also at the end of a ``with`` block)."""
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -371,12 +382,15 @@ class Lore:
         return self.memories.remove(key)
 
     def restore(self, key: str) -> str:
+        """Bring a memory back from the trash (by id or trash file name); returns its path."""
         return self.memories.restore(key)
 
     def trash_entries(self) -> list[TrashEntry]:
+        """What is in the trash (this agent may see), oldest first."""
         return self.memories.trash_entries()
 
     def gc(self, *, retention_days: float | None = None) -> list[TrashEntry]:
+        """Purge trash entries older than `retention_days` (default ``[memory] trash_retention_days``)."""
         return self.memories.gc(retention_days=retention_days)
 
     # -- reading ---------------------------------------------------------------------------------
@@ -410,6 +424,7 @@ class Lore:
         return page
 
     def load(self, rel: str) -> Memory:
+        """The memory file at project path `rel`, parsed (:class:`~lore.memory.model.Memory`)."""
         return self.memories.load(rel)
 
     def resolve(self, key: str) -> str:
@@ -417,6 +432,7 @@ class Lore:
         return self.memories.resolve(key)
 
     def path_of(self, key: str) -> Path:
+        """The absolute path of a visible memory's file (see :meth:`resolve`)."""
         return self.project.root / self.resolve(key)
 
     def check(self, rel: str) -> None:
@@ -810,9 +826,11 @@ class Lore:
         return self.lifecycle.proposals(include_held=include_held, include_done=include_done)
 
     def apply_proposal(self, proposal_id: str) -> Proposal:
+        """Apply a proposal of :meth:`proposals` (`lore review --apply`)."""
         return self.lifecycle.apply(proposal_id)
 
     def reject_proposal(self, proposal_id: str) -> Proposal:
+        """Reject a proposal of :meth:`proposals` (`lore review --reject`)."""
         return self.lifecycle.reject(proposal_id)
 
     def import_notes(
@@ -827,28 +845,33 @@ class Lore:
     # -- health -------------------------------------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
+        """Counts and sizes: `lore stats --json`'s shape (docs/cli.md)."""
         from lore import health
 
         self._fresh()
         return health.stats(self.memories, self.embedding, self.lifecycle.tiers_of)
 
     def status(self) -> dict[str, Any]:
+        """How fresh the index is: `lore status --json`'s shape (docs/cli.md)."""
         from lore import health
 
         return health.status(self.memories, self.code_index, self.embedding)
 
     def doctor(self) -> builtins.list[Problem]:
+        """Every problem with the memory files and the index, each with what to do (`lore doctor`)."""
         from lore import health
 
         return health.doctor(self.memories)
 
     def embedding_status(self, *, load: bool = True) -> dict[str, Any]:
+        """The embedding model, its coverage and pending vectors (`load`: load the model to check it)."""
         return dict(self.embedding.status(self.store, load=load))
 
     # -- curation and background index runs (the web UI and HTTP API) ---------------------------
 
     @property
     def browser(self) -> Browser:
+        """Pages, details and selections of memories for the web UI (:mod:`lore.search.browse`)."""
         from lore.search.browse import Browser
 
         return self._part("browser", lambda: Browser(self.memories, self.searcher, self.lifecycle))
