@@ -100,7 +100,7 @@ def code_filter(
 ) -> ChunkFilter:
     dirs = []
     for d in strings(directories):
-        d = d.strip().strip("/")
+        d = "/".join(part for part in d.strip().split("/") if part not in ("", "."))  # ./src/ is src
         if ".." in d.split("/"):
             raise UsageError(f"directory filter '{d}' leaves the project; give a path inside it")
         if d:
@@ -108,7 +108,7 @@ def code_filter(
     start, stop = _period(since, until)
     return ChunkFilter(
         languages=[stored for name in strings(languages) for stored in _languages(name)],
-        extensions=strings(extensions),
+        extensions=[e for e in (e.strip().lstrip("*.") for e in strings(extensions)) if e],  # *.go is go
         directories=dirs,
         paths=paths,
         roles=strings(roles),
