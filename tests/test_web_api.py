@@ -1132,3 +1132,23 @@ async def test_search_code_history_recall_take_the_clis_filters_with_the_same_re
         assert r.json() == cli and r.json()["level"] == "L2"
         r = await c.get("/api/code", params={"q": "x", "role": "nonsense"})
         assert r.status_code == 422 and r.json()["error"]["field"] == "role"
+
+
+async def test_creating_a_memory_stored_already_is_a_200_not_a_201(root):
+    """`lore add` of the same content writes nothing and says which memory has it;
+    the API said 201 Created all the same."""
+    memory = {
+        "title": "Store times in UTC",
+        "body": "Every timestamp is stored in UTC.",
+        "type": "convention",
+    }
+    app = build_app(str(root))
+    async with client(app) as c:
+        first = await c.post("/api/memories", json=memory)
+        again = await c.post("/api/memories", json=memory)
+        doc = (await c.get("/openapi.json")).json()
+    assert first.status_code == 201 and first.json()["created"] is True
+    assert again.status_code == 200, again.text
+    assert again.json()["created"] is False and again.json()["id"] == first.json()["id"]
+    assert len(list((root / ".lore" / "memory").glob("*.md"))) == 1
+    assert set(doc["paths"]["/api/memories"]["post"]["responses"]) >= {"200", "201"}

@@ -517,6 +517,11 @@ def openapi(endpoints: tuple[Endpoint, ...] = ENDPOINTS) -> dict:
         media = "text/event-stream" if ep.stream else "application/json"
         operation["responses"] = {
             str(ep.status): {"description": "OK", "content": {media: {}}},
+            **(
+                {"200": {"description": "Stored already: nothing created", "content": {media: {}}}}
+                if ep.status == 201
+                else {}
+            ),
             "4XX": error,
             "5XX": error,
         }
