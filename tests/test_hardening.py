@@ -1005,6 +1005,9 @@ def test_python_api_refuses_wrong_arguments_with_a_usage_error(tmp_path):
             with pytest.raises(UsageError, match=expected.strip()):
                 call()
         assert [m["id"] for m in project.list(limit=1)] == [key]
+    with pytest.raises(ValidationError, match="an agent is named by text"):
+        with lore.open(tmp_path / "p", agent=5) as as_five:
+            as_five.list()
 
 
 def test_python_api_takes_one_name_where_it_takes_a_list(tmp_path):
