@@ -998,6 +998,9 @@ def test_python_api_refuses_wrong_arguments_with_a_usage_error(tmp_path):
             "title and description must be text": lambda: project.recall(None),
             "unknown field colour": lambda: project.add(body="The walrus eats fish.", colour="red"),
             "edits must be a list": lambda: project.edit(key, [object()]),
+            "tags must be a name or a list of names": lambda: project.search("walrus", tags=5),
+            "languages must be a name or a list of names": lambda: project.code_search("x", languages=3),
+            "files must be a name or a list of names": lambda: project.recall("walrus", files=7),
             "a project folder is a path": lambda: lore.open(None),
             "a project folder is a path ": lambda: lore.init(None),
         }

@@ -531,7 +531,10 @@ class Lore:
             title=title,
             description=description or "",
             task=task,
-            files=[self.project.rel(self.project.inside(f, base=self.project.root)) for f in strings(files)],
+            files=[
+                self.project.rel(self.project.inside(f, base=self.project.root))
+                for f in strings(files, "files")
+            ],
             budget=token_budget(budget, self.project.setting("recall", "budget", 2000)),
             level=resolve_level(level, bracket),
             period=code_filter(since=since, until=until),

@@ -48,7 +48,7 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> MemoryFilte
         raise UsageError(
             f"unknown filter {', '.join(sorted(unknown))}; use {', '.join(sorted(_MEMORY_KEYS))}"
         )
-    types = strings(given.get("types", ())) + strings(given.get("type", ()))
+    types = strings(given.get("types", ()), "types") + strings(given.get("type", ()), "type")
     for kind in types:
         if kind not in MEMORY_TYPES:
             raise UsageError(f"unknown type '{kind}'; use one of: {', '.join(MEMORY_TYPES)}")
@@ -71,7 +71,7 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> MemoryFilte
     since, until = _period(given.get("since"), given.get("until"))
     return MemoryFilter(
         types=types,
-        tags=strings(given.get("tags", ())) + strings(given.get("tag", ())),
+        tags=strings(given.get("tags", ()), "tags") + strings(given.get("tag", ()), "tag"),
         agent=given.get("agent"),
         task=given.get("task"),
         scope=scope,
@@ -99,7 +99,7 @@ def code_filter(
     until: str | None = None,
 ) -> ChunkFilter:
     dirs = []
-    for d in strings(directories):
+    for d in strings(directories, "directories"):
         d = "/".join(part for part in d.strip().split("/") if part not in ("", "."))  # ./src/ is src
         if ".." in d.split("/"):
             raise UsageError(f"directory filter '{d}' leaves the project; give a path inside it")
@@ -107,11 +107,13 @@ def code_filter(
             dirs.append(d)
     start, stop = _period(since, until)
     return ChunkFilter(
-        languages=[stored for name in strings(languages) for stored in _languages(name)],
-        extensions=[e for e in (e.strip().lstrip("*.") for e in strings(extensions)) if e],  # *.go is go
+        languages=[stored for name in strings(languages, "languages") for stored in _languages(name)],
+        extensions=[
+            e for e in (e.strip().lstrip("*.") for e in strings(extensions, "extensions")) if e
+        ],  # *.go is go
         directories=dirs,
         paths=paths,
-        roles=strings(roles),
+        roles=strings(roles, "roles"),
         since=start,
         until=stop,
     )
@@ -176,11 +178,19 @@ def changed_within(days: float | None) -> float | None:
     return float(days)
 
 
-def strings(value: Any) -> list[str]:
-    """A list of names given as a list, or as one name (``"go"`` is ``["go"]``, never its letters)."""
+def strings(value: Any, field: str = "value") -> list[str]:
+    """A list of names given as a list, or as one name (``"go"`` is ``["go"]``, never its letters).
+
+    Raises:
+        UsageError: `value` is neither (a number, bytes), named as `field`.
+    """
     if isinstance(value, str):
         return [value]
-    return [str(v) for v in value or ()]
+    if value is None:
+        return []
+    if not isinstance(value, Iterable) or isinstance(value, bytes | dict):
+        raise UsageError(f"{field} must be a name or a list of names (got {type(value).__name__})")
+    return [str(v) for v in value]
 
 
 def _period(since: str | None, until: str | None) -> tuple[str | None, str | None]:
