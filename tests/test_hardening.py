@@ -1001,6 +1001,9 @@ def test_python_api_refuses_wrong_arguments_with_a_usage_error(tmp_path):
             "tags must be a name or a list of names": lambda: project.search("walrus", tags=5),
             "languages must be a name or a list of names": lambda: project.code_search("x", languages=3),
             "files must be a name or a list of names": lambda: project.recall("walrus", files=7),
+            "--since: give a date or a phrase, not int": lambda: project.history("walrus", since=5),
+            "give a memory id": lambda: project.show(5),
+            "whole numbers": lambda: project.show(key, offset="3"),
             "a project folder is a path": lambda: lore.open(None),
             "a project folder is a path ": lambda: lore.init(None),
         }
@@ -1008,6 +1011,14 @@ def test_python_api_refuses_wrong_arguments_with_a_usage_error(tmp_path):
             with pytest.raises(UsageError, match=expected.strip()):
                 call()
         assert [m["id"] for m in project.list(limit=1)] == [key]
+        for field, call in {
+            "title": lambda: project.add(body="The walrus eats fish.", title=5),
+            "body": lambda: project.update(key, body=5),
+        }.items():
+            with pytest.raises(ValidationError, match=f"field '{field}': must be text, not int"):
+                call()
+        with pytest.raises(UsageError, match="tags must be a name or a list of names"):
+            project.add(body="The walrus eats fish.", tags=5)
     with pytest.raises(ValidationError, match="an agent is named by text"):
         with lore.open(tmp_path / "p", agent=5) as as_five:
             as_five.list()
@@ -1016,9 +1027,18 @@ def test_python_api_refuses_wrong_arguments_with_a_usage_error(tmp_path):
 def test_python_api_takes_one_name_where_it_takes_a_list(tmp_path):
     """`files="src/walrus.py"` is that file (as `tags="cache"` is that tag), not
     one file per letter: before, recall offered files named `s`, `r`, `c`..., and
-    `code_search(languages="python")` refused the language 'p'."""
+    `code_search(languages="python")` refused the language 'p', and
+    `update_index("src/walrus.py")` re-checked nothing."""
+    import datetime
+
     with _bm25_project(tmp_path / "p") as project:
         project.index_code()
+        (tmp_path / "p" / "src" / "walrus.py").write_text("def walrus_feed():\n    pass\n")
+        assert project.update_index("src/walrus.py") == {"updated": 1, "deleted": 0}
+        # A Python date or datetime is taken as the CLI takes 2024-01-01.
+        assert project.search("walrus", since=datetime.date(2000, 1, 1)) == project.search(
+            "walrus", since="2000-01-01"
+        )
         pack = project.recall("walrus cache", files="src/walrus.py").to_dict()
         assert [f["path"] for f in pack["files"]][:1] == ["src/walrus.py"]
         assert all(len(f["path"]) > 1 for f in pack["files"])

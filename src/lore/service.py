@@ -321,7 +321,7 @@ class Lore:
 
     def update_index(self, files: list[str], deleted: list[str] | None = None) -> dict[str, int]:
         """003's update_index: re-check these paths (for hooks and tools)."""
-        return self.code_index.update(files, deleted)
+        return self.code_index.update(strings(files, "files"), strings(deleted, "deleted"))
 
     def embed(self, *, progress: Progress = None, limit: int | None = None, kind: str | None = None) -> int:
         """Embed chunks that have no vector yet; returns how many."""
@@ -350,10 +350,12 @@ class Lore:
             raise UsageError(
                 f"unknown field {', '.join(sorted(unknown))}; use {', '.join(sorted(_ADD_FIELDS))}"
             )
+        _check_text_fields({"body": body, **fields})
         return self.memories.add(body=body, **fields)
 
     def update(self, key: str, **fields: Any) -> AddResult:
         """Rewrite an existing memory (see :meth:`Memories.update`)."""
+        _check_text_fields(fields)
         return self.memories.update(key, **fields)
 
     def edit(self, key: str, edits: Sequence[Edit], *, expected_sha256: str | None = None) -> EditResult:
@@ -1055,6 +1057,18 @@ class Lore:
 
 
 _ADD_FIELDS = frozenset(inspect.signature(Memories.add).parameters) - {"self", "body"}
+
+
+def _check_text_fields(fields: dict[str, Any]) -> None:
+    """A memory's text fields as a library caller gives them: text, or None (left out)."""
+    for name in ("body", "title", "type", "applies_to", "task", "project"):  # occurred_at: a datetime too
+        value = fields.get(name)
+        if value is not None and not isinstance(value, str):
+            raise ValidationError(f"must be text, not {type(value).__name__}", field=name)
+    for name in ("tags", "files", "labels"):
+        value = fields.get(name)
+        if value is not None and not isinstance(value, str):
+            strings(value, name)  # a list of names, or one name: anything else is refused here
 
 
 def _folder(path: str | os.PathLike[str]) -> str | os.PathLike[str]:

@@ -206,9 +206,16 @@ def _period(since: str | None, until: str | None) -> tuple[str | None, str | Non
 
 
 def _when(value: str | None, name: str, *, end: bool = False) -> str | None:
-    """An ISO time from a date, a time or a phrase ("last week", "2 months ago")."""
+    """An ISO time from a date, a time or a phrase ("last week", "2 months ago");
+    a :class:`datetime.date` or :class:`datetime.datetime` from Python as it is written."""
+    import datetime as dt
+
+    if isinstance(value, dt.date):
+        value = value.isoformat()
     if not value:
         return None
+    if not isinstance(value, str):
+        raise UsageError(f"--{name}: give a date or a phrase, not {type(value).__name__}")
     from lore.search.timephrase import parse_when
 
     try:
