@@ -1039,6 +1039,8 @@ def test_python_api_takes_one_name_where_it_takes_a_list(tmp_path):
         assert project.search("walrus", since=datetime.date(2000, 1, 1)) == project.search(
             "walrus", since="2000-01-01"
         )
+        a_while_ago = datetime.datetime(2000, 1, 1, tzinfo=datetime.UTC)
+        assert project.code_search("walrus", since=a_while_ago) == project.code_search("walrus", since="2000")
         pack = project.recall("walrus cache", files="src/walrus.py").to_dict()
         assert [f["path"] for f in pack["files"]][:1] == ["src/walrus.py"]
         assert all(len(f["path"]) > 1 for f in pack["files"])

@@ -40,6 +40,7 @@ from lore.memory.sync import SyncReport
 from lore.memory.trash import TrashEntry
 from lore.project import Project
 from lore.search.filters import (
+    When,
     changed_within,
     clamp_limit,
     code_filter,
@@ -451,8 +452,8 @@ class Lore:
         directories: Sequence[str] = (),
         roles: Sequence[str] = (),
         changed_within_days: float | None = None,
-        since: str | None = None,
-        until: str | None = None,
+        since: When = None,
+        until: When = None,
         files_only: bool = False,
         mode: str | None = None,
         fusion: str | None = None,
@@ -488,8 +489,8 @@ class Lore:
         limit: int | None = None,
         mode: str | None = None,
         fusion: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
+        since: When = None,
+        until: When = None,
         fresh: bool = True,
     ) -> builtins.list[CommitHit]:
         """Past commits (work items) matching `query`, with their files."""
@@ -512,8 +513,8 @@ class Lore:
         include_memories: bool = True,
         include_code: bool = True,
         include_related_work: bool = True,
-        since: str | None = None,
-        until: str | None = None,
+        since: When = None,
+        until: When = None,
         include_sessions: bool = False,
         fresh: bool = True,
     ) -> RecallPack:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable
 from typing import Any
 
@@ -14,6 +15,8 @@ ATTENTION_TIERS = ("hot", "warm", "cold")
 ARCHIVE = "archive"  # the archive tier: archived daily files, and memories faded by attention
 VISIBILITIES = ("shared", "private")
 MAX_LIMIT = 50
+When = str | datetime.date | None
+"""A time filter (since, until): a date, a time or a phrase ("last week"), or a Python date or datetime."""
 _MEMORY_KEYS = {
     "types",
     "type",
@@ -95,8 +98,8 @@ def code_filter(
     directories: Iterable[str] = (),
     paths: set[str] | None = None,
     roles: Iterable[str] = (),
-    since: str | None = None,
-    until: str | None = None,
+    since: When = None,
+    until: When = None,
 ) -> ChunkFilter:
     dirs = []
     for d in strings(directories, "directories"):
@@ -193,7 +196,7 @@ def strings(value: Any, field: str = "value") -> list[str]:
     return [str(v) for v in value]
 
 
-def _period(since: str | None, until: str | None) -> tuple[str | None, str | None]:
+def _period(since: When, until: When) -> tuple[str | None, str | None]:
     """``since``/``until`` as ISO times; a period that ends before it begins is
     refused (it would silently match nothing)."""
     start, stop = _when(since, "since"), _when(until, "until", end=True)
@@ -205,12 +208,10 @@ def _period(since: str | None, until: str | None) -> tuple[str | None, str | Non
     return start, stop
 
 
-def _when(value: str | None, name: str, *, end: bool = False) -> str | None:
+def _when(value: When, name: str, *, end: bool = False) -> str | None:
     """An ISO time from a date, a time or a phrase ("last week", "2 months ago");
     a :class:`datetime.date` or :class:`datetime.datetime` from Python as it is written."""
-    import datetime as dt
-
-    if isinstance(value, dt.date):
+    if isinstance(value, datetime.date):
         value = value.isoformat()
     if not value:
         return None
