@@ -44,3 +44,30 @@ def test_help_lists_every_visible_command_and_a_command_loads_only_its_module():
     )
     assert "Search memories" in loaded.stdout
     assert loaded.stderr.strip() == "['lore.interfaces.cli.search_cmds']"
+
+
+def test_the_json_shapes_docs_cli_md_gives_are_the_ones_printed(cli):
+    """Each `JSON:` shape of docs/cli.md names the keys `--json` prints (before,
+    `show` printed `redacted`, which the docs did not name)."""
+    import re
+    from pathlib import Path
+
+    config = cli.cwd / ".lore" / "config.toml"
+    config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
+    docs = (Path(__file__).parent.parent / "docs" / "cli.md").read_text()
+
+    def documented(command: str) -> set[str]:
+        section = docs.split(f"### `lore {command}`", 1)[1]
+        shape = re.search(r"JSON: (?:a list of )?`(\{.*?\})`", section, re.S)
+        assert shape, command
+        top = re.sub(r"\[[^\]]*\]|\{[^{}]*\}(?=[,}])", "", shape.group(1)[1:-1])  # values, not keys
+        return set(re.findall(r'"(\w+)"', top))
+
+    added = cli.json(
+        "add", "-t", "Store times in UTC", "-b", "Every timestamp is stored in UTC.", "--tag", "time"
+    )
+    assert set(added) == documented("add")
+    assert set(cli.json("show", added["id"])) == documented("show")
+    assert set(cli.json("list")[0]) == documented("list")
+    assert set(cli.json("search", "timestamp UTC")[0]) == documented("search")
+    assert set(cli.json("edit", added["id"], "--append", "- Also in logs.")) == documented("edit")

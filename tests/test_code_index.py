@@ -714,6 +714,10 @@ def test_code_filters_by_language_extension_and_directory(repo):
     }
     assert set(paths(code(repo, "wombat", "--dir", "src/*/api/*"))) == {"src/v1/api/routes.py"}
     assert paths(code(repo, "wombat", "--dir", "src", "--lang", "typescript")) == ["src/web/page.ts"]
+    # Written as a shell or an agent writes them, they mean the same (they found nothing before).
+    assert set(paths(code(repo, "wombat", "--dir", "./src/web"))) == {"src/web/view.py", "src/web/page.ts"}
+    assert set(paths(code(repo, "wombat", "--dir", "."))) == everything
+    assert paths(code(repo, "wombat", "--ext", "*.ts")) == ["src/web/page.ts"]
     proc = repo("code", "wombat", "--dir", "../elsewhere", ok=False)
     assert proc.returncode == 2 and "leaves the project" in proc.stderr
 

@@ -961,3 +961,127 @@ def test_half_a_surrogate_pair_in_a_python_query_is_searched_not_a_type_error(tm
         added = project.add(title="Walrus cache", body="Keep the walrus cache small.")
         assert [h.id for h in project.search("walrus \ud83d cache")] == [added.id]
         assert project.recall("walrus \udfff cache").to_dict()["memories"][0]["id"] == added.id
+
+
+def _bm25_project(root: Path):
+    """A Python API project with no model (BM25 only), a memory in it and a code file."""
+    import lore
+
+    lore.init(root).close()
+    config = root / ".lore" / "config.toml"
+    config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
+    (root / "src").mkdir()
+    (root / "src" / "walrus.py").write_text('def walrus_cache():\n    """Keep the walrus cache small."""\n')
+    project = lore.open(root)
+    project.add(title="Walrus cache", body="Keep the walrus cache small.", tags=["cache"])
+    return project
+
+
+def test_python_api_refuses_wrong_arguments_with_a_usage_error(tmp_path):
+    """A library caller's wrong type, None or negative limit is a UsageError that
+    says what to give, as the CLI's, never an internal error: before, `search(5)`
+    raised AttributeError, `limit="3"` and `recall(None)` TypeError, `add(colour=...)`
+    and `open(None)` TypeError, `edit(key, [object()])` AttributeError, and
+    `list(limit=0)` / `list(limit=-1)` listed everything."""
+    import lore
+    from lore.errors import UsageError
+
+    with _bm25_project(tmp_path / "p") as project:
+        key = project.list()[0]["id"]
+        cases = {
+            "the query must be text": lambda: project.search(5),
+            "limit must be a whole number": lambda: project.search("walrus", limit="3"),
+            "limit must be at least 1": lambda: project.list(limit=0),
+            "limit must be at least 1 ": lambda: project.list(limit=-1),
+            "limit must be at least 1  ": lambda: project.session_list(limit=-1),
+            "limit must be at least 1   ": lambda: project.memory_log(key, limit=0),
+            "title and description must be text": lambda: project.recall(None),
+            "unknown field colour": lambda: project.add(body="The walrus eats fish.", colour="red"),
+            "edits must be a list": lambda: project.edit(key, [object()]),
+            "tags must be a name or a list of names": lambda: project.search("walrus", tags=5),
+            "languages must be a name or a list of names": lambda: project.code_search("x", languages=3),
+            "files must be a name or a list of names": lambda: project.recall("walrus", files=7),
+            "--since: give a date or a phrase, not int": lambda: project.history("walrus", since=5),
+            "give a memory id": lambda: project.show(5),
+            "whole numbers": lambda: project.show(key, offset="3"),
+            "a project folder is a path": lambda: lore.open(None),
+            "a project folder is a path ": lambda: lore.init(None),
+        }
+        for expected, call in cases.items():
+            with pytest.raises(UsageError, match=expected.strip()):
+                call()
+        assert [m["id"] for m in project.list(limit=1)] == [key]
+        for field, call in {
+            "title": lambda: project.add(body="The walrus eats fish.", title=5),
+            "body": lambda: project.update(key, body=5),
+        }.items():
+            with pytest.raises(ValidationError, match=f"field '{field}': must be text, not int"):
+                call()
+        with pytest.raises(UsageError, match="tags must be a name or a list of names"):
+            project.add(body="The walrus eats fish.", tags=5)
+    with pytest.raises(ValidationError, match="an agent is named by text"):
+        with lore.open(tmp_path / "p", agent=5) as as_five:
+            as_five.list()
+
+
+def test_python_api_takes_one_name_where_it_takes_a_list(tmp_path):
+    """`files="src/walrus.py"` is that file (as `tags="cache"` is that tag), not
+    one file per letter: before, recall offered files named `s`, `r`, `c`..., and
+    `code_search(languages="python")` refused the language 'p', and
+    `update_index("src/walrus.py")` re-checked nothing."""
+    import datetime
+
+    with _bm25_project(tmp_path / "p") as project:
+        project.index_code()
+        (tmp_path / "p" / "src" / "walrus.py").write_text("def walrus_feed():\n    pass\n")
+        assert project.update_index("src/walrus.py") == {"updated": 1, "deleted": 0}
+        # A Python date or datetime is taken as the CLI takes 2024-01-01.
+        assert project.search("walrus", since=datetime.date(2000, 1, 1)) == project.search(
+            "walrus", since="2000-01-01"
+        )
+        a_while_ago = datetime.datetime(2000, 1, 1, tzinfo=datetime.UTC)
+        assert project.code_search("walrus", since=a_while_ago) == project.code_search("walrus", since="2000")
+        pack = project.recall("walrus cache", files="src/walrus.py").to_dict()
+        assert [f["path"] for f in pack["files"]][:1] == ["src/walrus.py"]
+        assert all(len(f["path"]) > 1 for f in pack["files"])
+        for one in (
+            {"languages": "python"},
+            {"directories": "src"},
+            {"extensions": "py"},
+            {"roles": "source"},
+        ):
+            hits = project.code_search("walrus cache", **one)
+            assert [h.file_path for h in hits][:1] == ["src/walrus.py"], one
+
+
+def test_every_kind_of_lore_error_can_be_caught_from_the_lore_package():
+    """A library user catches each kind of failure in lore.errors' table as
+    `lore.<Class>` (before, Conflict, PermissionDenied and StorageError were
+    only in lore.errors)."""
+    import re
+
+    import lore
+    from lore import errors
+
+    table = re.findall(r"^(\w+)\s+\w+\s+\d\s+\d{3}$", errors.__doc__ or "", re.M)
+    assert len(table) == 7
+    for name in table:
+        assert getattr(lore, name) is getattr(errors, name) and name in lore.__all__, name
+
+
+def test_every_public_method_of_the_python_api_says_what_it_does():
+    """help(lore.Lore) documents each method and property a library user may call
+    (before, open, init, close, stats, status, doctor, gc, restore... had none)."""
+    import inspect
+
+    from lore.service import Lore
+
+    undocumented = []
+    for name, member in inspect.getmembers(Lore):
+        if name.startswith("_"):
+            continue
+        target = member.fget if isinstance(member, property) else getattr(member, "__func__", member)
+        doc = inspect.getdoc(target)
+        if not doc or doc == inspect.getdoc(object):
+            undocumented.append(name)
+    assert undocumented == []

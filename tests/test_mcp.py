@@ -222,6 +222,27 @@ def test_tools_list_has_exactly_the_thirteen_tools(root):
     run_async(body)
 
 
+def test_docs_name_every_input_of_the_003_tools(root):
+    """docs/integrations.md's table lists each 003 tool's inputs: an agent's
+    author reads them there (before, since/until and include_archived were
+    taken but not listed)."""
+    from lore.interfaces.mcp import build_server
+
+    server, tools = build_server(str(root))
+    try:
+        schema = {t.name: t.parameters for t in server._tool_manager.list_tools()}
+    finally:
+        tools.own.close()
+    docs = (Path(__file__).parent.parent / "docs" / "integrations.md").read_text()
+    docs = docs.replace(
+        "include_code/memories/related_work", "include_code, include_memories, include_related_work"
+    )
+    for tool in ("search_codebase", "add_memory", "recall_context", "search_memories", "update_index"):
+        row = next(line for line in docs.splitlines() if line.startswith(f"| `{tool}` |"))
+        listed = {item.split()[0] for item in row.split("|")[3].split(",")}
+        assert set(schema[tool]["properties"]) <= listed, (tool, set(schema[tool]["properties"]) - listed)
+
+
 def test_tool_list_fits_its_token_budget_and_still_says_what_values_may_be(root):
     """Issue 6's budget (at most 1,500 cl100k tokens for the whole list, counted
     as bench/mcp_server.py does), with the values an agent must choose from

@@ -1058,3 +1058,97 @@ async def test_a_forwarded_for_header_does_not_reset_the_failure_count(root):
         assert [status for status, _ in answers[10:]] == [429, 429], answers[10:]
     finally:
         server.stop()
+
+
+async def test_search_code_history_recall_take_the_clis_filters_with_the_same_results(root):
+    """What `lore search/code/history/recall` filter by, the API filters by too
+    (`include_archived`; `role`, `since`, `until`; `bracket`, `include_sessions`),
+    with the same results: before, each of these was a 422 "unknown parameter"."""
+    (root / "docs").mkdir()
+    (root / "docs" / "auth.md").write_text("# Auth\n\nThe bearer token is parsed by parse_oauth_token.\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "Document how the bearer token is parsed")
+    archive = root / ".lore" / "local" / "archive"
+    archive.mkdir(parents=True)
+    add_memory(root, "Bearer tokens", "The bearer token is the header's second word.", tags=["auth"])
+    archived = root / ".lore" / "memory"
+    moved = next(archived.glob("*.md"))
+    moved.rename(archive / moved.name)
+    lore_json(root, "index", "--no-embed")
+    app = build_app(str(root))
+    cases = [
+        (
+            "/api/search",
+            {"q": "bearer token", "include_archived": "true"},
+            ["search", "bearer token", "--include-archived"],
+        ),
+        ("/api/code", {"q": "bearer token", "role": "docs"}, ["code", "bearer token", "--role", "docs"]),
+        (
+            "/api/code",
+            {"q": "bearer token", "since": "2000-01-01", "until": "2001-01-01"},
+            ["code", "bearer token", "--since", "2000-01-01", "--until", "2001-01-01"],
+        ),
+        (
+            "/api/history",
+            {"q": "bearer token", "since": "yesterday"},
+            ["history", "bearer token", "--since", "yesterday"],
+        ),
+        (
+            "/api/history",
+            {"q": "bearer token", "until": "2001-01-01"},
+            ["history", "bearer token", "--until", "2001-01-01"],
+        ),
+    ]
+    async with client(app) as c:
+        for path, params, argv in cases:
+            r = await c.get(path, params=params)
+            assert r.status_code == 200, (path, params, r.text)
+            assert r.json() == lore_json(root, *argv), (path, params)
+        assert [h["title"] for h in (await c.get("/api/search", params=cases[0][1])).json()] == [
+            "Bearer tokens"
+        ]
+        assert (await c.get("/api/search", params={"q": "bearer token"})).json() == []
+        assert {h["role"] for h in (await c.get("/api/code", params=cases[1][1])).json()} == {"docs"}
+        assert (await c.get("/api/code", params=cases[2][1])).json() == []
+        assert (await c.get("/api/history", params=cases[4][1])).json() == []
+        recall = {
+            "title": "parse the bearer token",
+            "bracket": "depleted",
+            "since": "yesterday",
+            "include_sessions": "true",
+        }
+        r = await c.get("/api/recall", params=recall)
+        assert r.status_code == 200, r.text
+        cli = lore_json(
+            root,
+            "recall",
+            "parse the bearer token",
+            "--bracket",
+            "depleted",
+            "--since",
+            "yesterday",
+            "--include-sessions",
+        )
+        assert r.json() == cli and r.json()["level"] == "L2"
+        r = await c.get("/api/code", params={"q": "x", "role": "nonsense"})
+        assert r.status_code == 422 and r.json()["error"]["field"] == "role"
+
+
+async def test_creating_a_memory_stored_already_is_a_200_not_a_201(root):
+    """`lore add` of the same content writes nothing and says which memory has it;
+    the API said 201 Created all the same."""
+    memory = {
+        "title": "Store times in UTC",
+        "body": "Every timestamp is stored in UTC.",
+        "type": "convention",
+    }
+    app = build_app(str(root))
+    async with client(app) as c:
+        first = await c.post("/api/memories", json=memory)
+        again = await c.post("/api/memories", json=memory)
+        doc = (await c.get("/openapi.json")).json()
+    assert first.status_code == 201 and first.json()["created"] is True
+    assert again.status_code == 200, again.text
+    assert again.json()["created"] is False and again.json()["id"] == first.json()["id"]
+    assert len(list((root / ".lore" / "memory").glob("*.md"))) == 1
+    assert set(doc["paths"]["/api/memories"]["post"]["responses"]) >= {"200", "201"}

@@ -7,6 +7,11 @@ Use :func:`open` to get a :class:`~lore.service.Lore` for a project::
     project.add(title="Use UTC everywhere", body="...", type="convention", tags=["time"])
     for hit in project.search("timezone"):
         print(hit.path, hit.score)
+
+Every error Lore raises on purpose is a :class:`LoreError` (one-line message
+saying what to do; ``code``: usage, not_found, invalid, conflict, permission,
+storage, provider): see :mod:`lore.errors`. A :class:`~lore.service.Lore` is
+closed with ``close()`` or a ``with`` block, and serves one thread at a time.
 """
 
 from __future__ import annotations
@@ -23,7 +28,17 @@ _os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 from typing import TYPE_CHECKING
 
-from lore.errors import LoreError, NotFound, ProjectNotFound, ProviderError, UsageError, ValidationError
+from lore.errors import (
+    Conflict,
+    LoreError,
+    NotFound,
+    PermissionDenied,
+    ProjectNotFound,
+    ProviderError,
+    StorageError,
+    UsageError,
+    ValidationError,
+)
 
 if TYPE_CHECKING:
     from lore.service import Lore  # imported on first use (`lore --help` stays fast)
@@ -34,11 +49,14 @@ __all__ = [
     "init",
     "Lore",
     "LoreError",
+    "UsageError",
     "NotFound",
     "ProjectNotFound",
-    "ProviderError",
-    "UsageError",
     "ValidationError",
+    "Conflict",
+    "PermissionDenied",
+    "StorageError",
+    "ProviderError",
     "__version__",
 ]
 

@@ -226,6 +226,8 @@ def agent_key(agent: str) -> str:
     import re
     import unicodedata
 
+    if not isinstance(agent, str):
+        raise ValidationError(f"an agent is named by text, not {type(agent).__name__}", field="agent")
     text = unicodedata.normalize("NFKD", agent).encode("ascii", "ignore").decode("ascii")
     key = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:64].strip("-")
     if not key or key in RESERVED_LOCAL:

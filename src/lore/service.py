@@ -25,6 +25,7 @@ file is never served stale. The acting agent is fixed for the object's life.
 from __future__ import annotations
 
 import builtins
+import inspect
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -38,7 +39,16 @@ from lore.memory.repository import AddResult, EditResult, Memories, Page
 from lore.memory.sync import SyncReport
 from lore.memory.trash import TrashEntry
 from lore.project import Project
-from lore.search.filters import changed_within, clamp_limit, code_filter, memory_filter, token_budget
+from lore.search.filters import (
+    When,
+    changed_within,
+    clamp_limit,
+    code_filter,
+    count_limit,
+    memory_filter,
+    strings,
+    token_budget,
+)
 from lore.storage import Store
 
 if TYPE_CHECKING:
@@ -80,7 +90,15 @@ _Part = TypeVar("_Part")
 
 
 class Lore:
-    """A project's memories and index, as one agent (or none) sees them."""
+    """A project's memories and index, as one agent (or none) sees them.
+
+    Close it when done (``close()``, or ``with lore.open(path) as project:``).
+    One call at a time: a Lore holds one database connection and its caches,
+    so threads sharing one serialise their calls (a lock, as the MCP and web
+    servers do) or each open their own. Errors are :class:`~lore.errors.LoreError`
+    subclasses with one-line messages; nothing is printed to stdout (one-line
+    notices for the user are in :attr:`notices`).
+    """
 
     def __init__(
         self,
@@ -124,11 +142,15 @@ class Lore:
     def open(
         cls, path: str | os.PathLike[str] = ".", *, agent: str | None = None, watch: bool = False
     ) -> Lore:
-        return cls(Project.find(path), agent=agent, watch=watch)
+        """The project containing `path` (searching parents like git); :class:`~lore.errors.ProjectNotFound`
+        when there is none. `agent`, `watch`: see :meth:`__init__`."""
+        return cls(Project.find(_folder(path)), agent=agent, watch=watch)
 
     @classmethod
     def init(cls, path: str | os.PathLike[str] = ".", *, agent: str | None = None) -> Lore:
-        _refuse_git_folder(Path(path).resolve())
+        """Create (idempotently) the `.lore/` layout in `path` and open it; :attr:`created`
+        lists what was made. A bare repository or a `.git/` folder is a :class:`UsageError`."""
+        _refuse_git_folder(Path(_folder(path)).resolve())
         project, created = Project.init(path)
         lore = cls(project, agent=agent)
         lore.created = created
@@ -138,6 +160,7 @@ class Lore:
 
     @property
     def store(self) -> Store:
+        """The index database (SQLite or PostgreSQL), opened on first use."""
         if self._store is None:
             from lore.storage import open_store
 
@@ -159,6 +182,7 @@ class Lore:
 
     @property
     def memories(self) -> Memories:
+        """Memory files and their index, as the acting agent may see them (:mod:`lore.memory.repository`)."""
         return self._part(
             "memories",
             lambda: Memories(
@@ -179,6 +203,7 @@ class Lore:
 
     @property
     def embedding(self) -> EmbeddingRuntime:
+        """The configured embedding model, loaded on first use (:mod:`lore.embed.runtime`)."""
         from lore.embed.runtime import EmbeddingRuntime
 
         return self._part(
@@ -190,12 +215,14 @@ class Lore:
 
     @property
     def searcher(self) -> Searcher:
+        """Hybrid search over memories, code and history (:mod:`lore.search.engine`)."""
         from lore.search.engine import Searcher
 
         return self._part("searcher", lambda: Searcher(self.store, self.embedding, self.project.settings))
 
     @property
     def code_index(self) -> CodeIndex:
+        """The repository's files and git history in the index (:mod:`lore.index.freshness`)."""
         from lore.index.freshness import CodeIndex
 
         return self._part("code", lambda: CodeIndex(self.project, self.store, watching=self._watching))
@@ -219,9 +246,11 @@ class Lore:
 
     @property
     def last_sync(self) -> SyncReport | None:
+        """What the last sync of memory files found (added, updated, removed, errors), if any ran."""
         return self.memories.last_sync if "memories" in self._parts else None
 
     def close(self) -> None:
+        """Close the index connection and the file watcher (also at the end of a ``with`` block)."""
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -293,7 +322,7 @@ class Lore:
 
     def update_index(self, files: list[str], deleted: list[str] | None = None) -> dict[str, int]:
         """003's update_index: re-check these paths (for hooks and tools)."""
-        return self.code_index.update(files, deleted)
+        return self.code_index.update(strings(files, "files"), strings(deleted, "deleted"))
 
     def embed(self, *, progress: Progress = None, limit: int | None = None, kind: str | None = None) -> int:
         """Embed chunks that have no vector yet; returns how many."""
@@ -317,15 +346,26 @@ class Lore:
 
     def add(self, *, body: str, **fields: Any) -> AddResult:
         """Write a new memory (see :meth:`Memories.add`)."""
+        unknown = set(fields) - _ADD_FIELDS
+        if unknown:
+            raise UsageError(
+                f"unknown field {', '.join(sorted(unknown))}; use {', '.join(sorted(_ADD_FIELDS))}"
+            )
+        _check_text_fields({"body": body, **fields})
         return self.memories.add(body=body, **fields)
 
     def update(self, key: str, **fields: Any) -> AddResult:
         """Rewrite an existing memory (see :meth:`Memories.update`)."""
+        _check_text_fields(fields)
         return self.memories.update(key, **fields)
 
     def edit(self, key: str, edits: Sequence[Edit], *, expected_sha256: str | None = None) -> EditResult:
         """Precise edits (append, prepend, replace_section, find_replace, set,
         relate), atomic and re-indexed at once (see :meth:`Memories.edit`)."""
+        if isinstance(edits, Edit) or not all(isinstance(e, Edit) for e in edits):
+            raise UsageError(
+                "edits must be a list of lore.memory.edits.Edit, e.g. [Edit('append', text='...')]"
+            )
         return self.memories.edit(key, edits, expected_sha256=expected_sha256)
 
     def move(self, key: str, destination: str) -> EditResult:
@@ -345,12 +385,15 @@ class Lore:
         return self.memories.remove(key)
 
     def restore(self, key: str) -> str:
+        """Bring a memory back from the trash (by id or trash file name); returns its path."""
         return self.memories.restore(key)
 
     def trash_entries(self) -> list[TrashEntry]:
+        """What is in the trash (this agent may see), oldest first."""
         return self.memories.trash_entries()
 
     def gc(self, *, retention_days: float | None = None) -> list[TrashEntry]:
+        """Purge trash entries older than `retention_days` (default ``[memory] trash_retention_days``)."""
         return self.memories.gc(retention_days=retention_days)
 
     # -- reading ---------------------------------------------------------------------------------
@@ -373,6 +416,7 @@ class Lore:
     def list(self, *, limit: int | None = None, **filters: Any) -> list[dict[str, Any]]:
         """Memories newest first, as dicts (id, path, title, type, tags, tier, evidence_count, ...)."""
         flt = memory_filter(filters, viewer=self.memories.viewer)
+        limit = count_limit(limit)
         self._fresh()
         return self.browser.rows(self.store.memories(flt, limit=limit))
 
@@ -383,6 +427,7 @@ class Lore:
         return page
 
     def load(self, rel: str) -> Memory:
+        """The memory file at project path `rel`, parsed (:class:`~lore.memory.model.Memory`)."""
         return self.memories.load(rel)
 
     def resolve(self, key: str) -> str:
@@ -390,6 +435,7 @@ class Lore:
         return self.memories.resolve(key)
 
     def path_of(self, key: str) -> Path:
+        """The absolute path of a visible memory's file (see :meth:`resolve`)."""
         return self.project.root / self.resolve(key)
 
     def check(self, rel: str) -> None:
@@ -406,8 +452,8 @@ class Lore:
         directories: Sequence[str] = (),
         roles: Sequence[str] = (),
         changed_within_days: float | None = None,
-        since: str | None = None,
-        until: str | None = None,
+        since: When = None,
+        until: When = None,
         files_only: bool = False,
         mode: str | None = None,
         fusion: str | None = None,
@@ -443,8 +489,8 @@ class Lore:
         limit: int | None = None,
         mode: str | None = None,
         fusion: str | None = None,
-        since: str | None = None,
-        until: str | None = None,
+        since: When = None,
+        until: When = None,
         fresh: bool = True,
     ) -> builtins.list[CommitHit]:
         """Past commits (work items) matching `query`, with their files."""
@@ -467,8 +513,8 @@ class Lore:
         include_memories: bool = True,
         include_code: bool = True,
         include_related_work: bool = True,
-        since: str | None = None,
-        until: str | None = None,
+        since: When = None,
+        until: When = None,
         include_sessions: bool = False,
         fresh: bool = True,
     ) -> RecallPack:
@@ -482,11 +528,16 @@ class Lore:
         from lore.search import recall as rc
         from lore.search.pack import resolve_level
 
+        if not isinstance(title, str) or not isinstance(description or "", str):
+            raise UsageError("the task's title and description must be text; give the task in words")
         request = rc.RecallRequest(
             title=title,
             description=description or "",
             task=task,
-            files=[self.project.rel(self.project.inside(f, base=self.project.root)) for f in files],
+            files=[
+                self.project.rel(self.project.inside(f, base=self.project.root))
+                for f in strings(files, "files")
+            ],
             budget=token_budget(budget, self.project.setting("recall", "budget", 2000)),
             level=resolve_level(level, bracket),
             period=code_filter(since=since, until=until),
@@ -732,7 +783,7 @@ class Lore:
         self, *, status: str | None = None, limit: int | None = None
     ) -> builtins.list[SessionInfo]:
         """Recorded sessions, most recently updated first."""
-        return self.sessions.list(status=status, limit=limit)
+        return self.sessions.list(status=status, limit=count_limit(limit))
 
     def session_events(
         self, session_id: str, *, include_archived: bool = False
@@ -781,9 +832,11 @@ class Lore:
         return self.lifecycle.proposals(include_held=include_held, include_done=include_done)
 
     def apply_proposal(self, proposal_id: str) -> Proposal:
+        """Apply a proposal of :meth:`proposals` (`lore review --apply`)."""
         return self.lifecycle.apply(proposal_id)
 
     def reject_proposal(self, proposal_id: str) -> Proposal:
+        """Reject a proposal of :meth:`proposals` (`lore review --reject`)."""
         return self.lifecycle.reject(proposal_id)
 
     def import_notes(
@@ -798,28 +851,33 @@ class Lore:
     # -- health -------------------------------------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
+        """Counts and sizes: `lore stats --json`'s shape (docs/cli.md)."""
         from lore import health
 
         self._fresh()
         return health.stats(self.memories, self.embedding, self.lifecycle.tiers_of)
 
     def status(self) -> dict[str, Any]:
+        """How fresh the index is: `lore status --json`'s shape (docs/cli.md)."""
         from lore import health
 
         return health.status(self.memories, self.code_index, self.embedding)
 
     def doctor(self) -> builtins.list[Problem]:
+        """Every problem with the memory files and the index, each with what to do (`lore doctor`)."""
         from lore import health
 
         return health.doctor(self.memories)
 
     def embedding_status(self, *, load: bool = True) -> dict[str, Any]:
+        """The embedding model, its coverage and pending vectors (`load`: load the model to check it)."""
         return dict(self.embedding.status(self.store, load=load))
 
     # -- curation and background index runs (the web UI and HTTP API) ---------------------------
 
     @property
     def browser(self) -> Browser:
+        """Pages, details and selections of memories for the web UI (:mod:`lore.search.browse`)."""
         from lore.search.browse import Browser
 
         return self._part("browser", lambda: Browser(self.memories, self.searcher, self.lifecycle))
@@ -848,7 +906,7 @@ class Lore:
         """The git log of a memory's file (renames followed); [] when git does not track it."""
         from lore.memory.curation import file_log
 
-        return file_log(self.project.root, self.resolve(key), limit)
+        return file_log(self.project.root, self.resolve(key), count_limit(limit) or 20)
 
     def create(self, **fields: Any) -> AddResult:
         """:meth:`add`, then embed the new memory at once (found by meaning straight away)."""
@@ -997,6 +1055,28 @@ class Lore:
             changed = MemoryFilter(paths=report.added + report.updated, include_private=True)
             self.lifecycle.advance([r.id for r in self.store.memories(changed)])
         self.lifecycle.maybe_tick()
+
+
+_ADD_FIELDS = frozenset(inspect.signature(Memories.add).parameters) - {"self", "body"}
+
+
+def _check_text_fields(fields: dict[str, Any]) -> None:
+    """A memory's text fields as a library caller gives them: text, or None (left out)."""
+    for name in ("body", "title", "type", "applies_to", "task", "project"):  # occurred_at: a datetime too
+        value = fields.get(name)
+        if value is not None and not isinstance(value, str):
+            raise ValidationError(f"must be text, not {type(value).__name__}", field=name)
+    for name in ("tags", "files", "labels"):
+        value = fields.get(name)
+        if value is not None and not isinstance(value, str):
+            strings(value, name)  # a list of names, or one name: anything else is refused here
+
+
+def _folder(path: str | os.PathLike[str]) -> str | os.PathLike[str]:
+    """A project folder given by a caller of the Python API, checked for its type."""
+    if not isinstance(path, str | os.PathLike):
+        raise UsageError(f"a project folder is a path (str or os.PathLike), not {type(path).__name__}")
+    return path
 
 
 def _redacted(text: str | None) -> str | None:

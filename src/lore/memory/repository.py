@@ -258,7 +258,7 @@ class Memories:
 
     def resolve(self, key: str) -> str:
         """A visible memory's path from its id, id prefix, file name or path."""
-        if not key or not key.strip():
+        if not isinstance(key, str) or not key.strip():
             raise UsageError("give a memory id, file name or path")
         self.sync()
         elsewhere: UsageError | None = None
@@ -357,8 +357,8 @@ class Memories:
     def show(self, key: str, *, offset: int = 0, limit: int | None = None) -> Page:
         """A memory's whole file (secrets redacted, as :meth:`view`), or a
         character slice of it (004's memory_read)."""
-        if offset < 0 or (limit is not None and limit < 1):
-            raise UsageError("offset must be ≥ 0 and limit ≥ 1")
+        if not _whole(offset) or offset < 0 or (limit is not None and (not _whole(limit) or limit < 1)):
+            raise UsageError("offset must be ≥ 0 and limit ≥ 1 (whole numbers of characters)")
         rel = self.resolve(key)
         from lore.memory.files import read_memory_file
         from lore.secrets import describe, redact
@@ -1154,3 +1154,8 @@ def _key_or_none(name: str) -> str | None:
         return agent_key(name)
     except ValidationError:
         return name
+
+
+def _whole(value: object) -> bool:
+    """A whole number (an int, not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool)

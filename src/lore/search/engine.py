@@ -61,6 +61,8 @@ class Searcher:
         """The prepared query and the mode that will run (hybrid falls back to bm25)."""
         if mode not in (None, *hybrid.MODES):
             raise UsageError(f"unknown search mode '{mode}'; use hybrid, bm25 or vector")
+        if text is not None and not isinstance(text, str):
+            raise UsageError(f"the query must be text, not {type(text).__name__}; give words to search for")
         if not text or not text.strip():
             raise UsageError("the query is empty; give words to search for")
         # Half a surrogate pair (a JavaScript client's cut string) is no text a

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable
 from typing import Any
 
@@ -14,6 +15,8 @@ ATTENTION_TIERS = ("hot", "warm", "cold")
 ARCHIVE = "archive"  # the archive tier: archived daily files, and memories faded by attention
 VISIBILITIES = ("shared", "private")
 MAX_LIMIT = 50
+When = str | datetime.date | None
+"""A time filter (since, until): a date, a time or a phrase ("last week"), or a Python date or datetime."""
 _MEMORY_KEYS = {
     "types",
     "type",
@@ -48,7 +51,7 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> MemoryFilte
         raise UsageError(
             f"unknown filter {', '.join(sorted(unknown))}; use {', '.join(sorted(_MEMORY_KEYS))}"
         )
-    types = _strings(given.get("types", ())) + _strings(given.get("type", ()))
+    types = strings(given.get("types", ()), "types") + strings(given.get("type", ()), "type")
     for kind in types:
         if kind not in MEMORY_TYPES:
             raise UsageError(f"unknown type '{kind}'; use one of: {', '.join(MEMORY_TYPES)}")
@@ -71,7 +74,7 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> MemoryFilte
     since, until = _period(given.get("since"), given.get("until"))
     return MemoryFilter(
         types=types,
-        tags=_strings(given.get("tags", ())) + _strings(given.get("tag", ())),
+        tags=strings(given.get("tags", ()), "tags") + strings(given.get("tag", ()), "tag"),
         agent=given.get("agent"),
         task=given.get("task"),
         scope=scope,
@@ -95,23 +98,25 @@ def code_filter(
     directories: Iterable[str] = (),
     paths: set[str] | None = None,
     roles: Iterable[str] = (),
-    since: str | None = None,
-    until: str | None = None,
+    since: When = None,
+    until: When = None,
 ) -> ChunkFilter:
     dirs = []
-    for d in directories:
-        d = d.strip().strip("/")
+    for d in strings(directories, "directories"):
+        d = "/".join(part for part in d.strip().split("/") if part not in ("", "."))  # ./src/ is src
         if ".." in d.split("/"):
             raise UsageError(f"directory filter '{d}' leaves the project; give a path inside it")
         if d:
             dirs.append(d)
     start, stop = _period(since, until)
     return ChunkFilter(
-        languages=[stored for name in languages for stored in _languages(name)],
-        extensions=list(extensions),
+        languages=[stored for name in strings(languages, "languages") for stored in _languages(name)],
+        extensions=[
+            e for e in (e.strip().lstrip("*.") for e in strings(extensions, "extensions")) if e
+        ],  # *.go is go
         directories=dirs,
         paths=paths,
-        roles=list(roles),
+        roles=strings(roles, "roles"),
         since=start,
         until=stop,
     )
@@ -128,11 +133,25 @@ def _languages(given: str) -> list[str]:
 
 
 def clamp_limit(limit: int | None, default: int = 10) -> int:
+    """A result limit: `default` when none is given, at most 50."""
+    checked = count_limit(limit)
+    return default if checked is None else min(checked, MAX_LIMIT)
+
+
+def count_limit(limit: int | None) -> int | None:
+    """A limit of how many to return, checked (None: no limit).
+
+    Raises:
+        UsageError: not a whole number, or below 1 (``-1`` or ``0`` would
+            otherwise mean "all" to the database).
+    """
     if limit is None:
-        return default
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise UsageError(f"limit must be a whole number, at least 1 (got {limit!r})")
     if limit < 1:
         raise UsageError("limit must be at least 1")
-    return min(int(limit), MAX_LIMIT)
+    return limit
 
 
 def token_budget(budget: int | None, default: int) -> int:
@@ -162,13 +181,22 @@ def changed_within(days: float | None) -> float | None:
     return float(days)
 
 
-def _strings(value: Any) -> list[str]:
+def strings(value: Any, field: str = "value") -> list[str]:
+    """A list of names given as a list, or as one name (``"go"`` is ``["go"]``, never its letters).
+
+    Raises:
+        UsageError: `value` is neither (a number, bytes), named as `field`.
+    """
     if isinstance(value, str):
         return [value]
-    return [str(v) for v in value or ()]
+    if value is None:
+        return []
+    if not isinstance(value, Iterable) or isinstance(value, bytes | dict):
+        raise UsageError(f"{field} must be a name or a list of names (got {type(value).__name__})")
+    return [str(v) for v in value]
 
 
-def _period(since: str | None, until: str | None) -> tuple[str | None, str | None]:
+def _period(since: When, until: When) -> tuple[str | None, str | None]:
     """``since``/``until`` as ISO times; a period that ends before it begins is
     refused (it would silently match nothing)."""
     start, stop = _when(since, "since"), _when(until, "until", end=True)
@@ -180,10 +208,15 @@ def _period(since: str | None, until: str | None) -> tuple[str | None, str | Non
     return start, stop
 
 
-def _when(value: str | None, name: str, *, end: bool = False) -> str | None:
-    """An ISO time from a date, a time or a phrase ("last week", "2 months ago")."""
+def _when(value: When, name: str, *, end: bool = False) -> str | None:
+    """An ISO time from a date, a time or a phrase ("last week", "2 months ago");
+    a :class:`datetime.date` or :class:`datetime.datetime` from Python as it is written."""
+    if isinstance(value, datetime.date):
+        value = value.isoformat()
     if not value:
         return None
+    if not isinstance(value, str):
+        raise UsageError(f"--{name}: give a date or a phrase, not {type(value).__name__}")
     from lore.search.timephrase import parse_when
 
     try:

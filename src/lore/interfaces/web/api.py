@@ -13,11 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from lore.index.roles import ROLES
 from lore.interfaces.web.inputs import MAX_BODY_TEXT, Param
 from lore.memory.curation import BULK_ACTIONS
 from lore.memory.model import MAX_KEYWORD_LEN, MAX_KEYWORDS, MAX_SUBJECT, MEMORY_TYPES
 from lore.memory.repository import MOVABLE_TIERS
 from lore.search.browse import MAX_PAGE, SORTS
+from lore.search.pack import BRACKETS
 
 MODES = ("hybrid", "bm25", "vector")
 TIERS = ("hot", "warm", "cold", "archive", "durable", "daily", "session", "session-summary")
@@ -85,14 +87,24 @@ FILTERS = (
         description="Attention tier (hot, warm, cold, archive) or storage (durable, daily, session, session-summary).",
         choices=TIERS,
     ),
-    Param("since", description="Occurred at or after (ISO 8601).", max_len=40),
-    Param("until", description="Occurred at or before (ISO 8601).", max_len=40),
+    Param(
+        "since", description="Occurred at or after (a date or a phrase: 2024-05-01, last week).", max_len=40
+    ),
+    Param("until", description="Occurred before (a date or a phrase).", max_len=40),
+)
+ARCHIVED = Param("include_archived", "bool", "Archived memories too (left out unless asked for).")
+# Commit dates, for code (files changed then), history and recall (the CLI's --since/--until).
+PERIOD = (
+    Param(
+        "since", description="Changed at or after (a date or a phrase: 2024-05-01, last month).", max_len=40
+    ),
+    Param("until", description="Changed before (a date or a phrase).", max_len=40),
 )
 SELECTION = (
     *FILTERS,
     Param("visibility", description="shared or private (this agent's own).", choices=("shared", "private")),
     Param("stale", "bool", "Only stale (true) or only fresh (false) memories."),
-    Param("include_archived", "bool", "Archived memories too (left out unless asked for)."),
+    ARCHIVED,
 )
 BROWSE = (
     *SELECTION,
@@ -104,7 +116,7 @@ BROWSE = (
 QUERY = Param("q", required=True, max_len=2000, description="What to look for.")
 MODE = Param("mode", description="hybrid (default when a model is available), bm25 or vector.", choices=MODES)
 LIMIT = Param("limit", "int", "At most this many (1-50).", minimum=1, maximum=50, default=10)
-SEARCH = (QUERY, MODE, LIMIT, *FILTERS)
+SEARCH = (QUERY, MODE, LIMIT, *FILTERS, ARCHIVED)
 RECALL = (
     Param("title", required=True, max_len=2000, description="The task's title."),
     Param("description", max_len=20_000, description="The task's description."),
@@ -112,16 +124,22 @@ RECALL = (
     Param("files", "list", "Files the task touches.", max_len=MAX_PATH, max_items=1000),
     Param("budget", "int", "Token budget.", minimum=100, maximum=32_000),
     Param("level", description="Detail level.", choices=LEVELS, default="auto"),
+    Param(
+        "bracket", description="How full the agent's context is (sets the level).", choices=tuple(BRACKETS)
+    ),
     Param("limit_per_type", "int", "Items per kind.", minimum=1, maximum=20, default=5),
+    *PERIOD,
     Param("include_memories", "bool", default=True),
     Param("include_code", "bool", default=True),
     Param("include_related_work", "bool", default=True),
+    Param("include_sessions", "bool", "Summaries of recorded sessions too."),
 )
 CODE = (
     QUERY,
     Param("lang", "list", "Languages.", dest="languages", max_len=40, max_items=20),
     Param("ext", "list", "File extensions.", dest="extensions", max_len=20, max_items=50),
     Param("dir", "list", "Directory prefixes or globs.", dest="directories", max_len=MAX_PATH, max_items=50),
+    Param("role", "list", "File roles.", dest="roles", choices=ROLES, max_items=len(ROLES)),
     Param(
         "changed_within",
         "float",
@@ -130,6 +148,7 @@ CODE = (
         minimum=0,
         maximum=100_000,
     ),
+    *PERIOD,
     Param("files_only", "bool", "Rank files (best chunk per file)."),
     MODE,
     LIMIT,
@@ -356,7 +375,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "/api/history",
         "Past work: commits (the CLI's `lore history`).",
         lambda lore, q, **a: lore.history(q, **a),
-        (QUERY, LIMIT, MODE),
+        (QUERY, LIMIT, MODE, *PERIOD),
         tag="search",
     ),
     Endpoint(
@@ -498,6 +517,11 @@ def openapi(endpoints: tuple[Endpoint, ...] = ENDPOINTS) -> dict:
         media = "text/event-stream" if ep.stream else "application/json"
         operation["responses"] = {
             str(ep.status): {"description": "OK", "content": {media: {}}},
+            **(
+                {"200": {"description": "Stored already: nothing created", "content": {media: {}}}}
+                if ep.status == 201
+                else {}
+            ),
             "4XX": error,
             "5XX": error,
         }

@@ -268,7 +268,9 @@ async def api_call(backend: Backend, ep: api.Endpoint, request):
         args = await arguments(request, ep)
         check_api_csrf(request, ep)
         result = await backend.call(ep.view, locked=ep.locked, **args)
-        return json_response(to_dict(result), ep.status)
+        # The same content stored already: nothing was created, the existing memory is answered.
+        status = 200 if ep.status == 201 and getattr(result, "created", True) is False else ep.status
+        return json_response(to_dict(result), status)
     except Exception as err:
         return error_response(err)
 
