@@ -1,0 +1,93 @@
+"""Issue 10 lab: how the evidence that ranks files is fused, on the time-split sets.
+
+    python bench/files_fusion_lab.py [--sets flask,gin,...] [--field text|subject] [--grid]
+
+Runs the product's own `search_files` on each set's indexed snapshot (built by
+`python bench/timesplit.py [--set NAME]` first) with the code chunks and the
+past commits fused four ways (adaptive or RRF for each) and prints R@1 / R@10
+/ MRR@10 per set and mean MRR@10. `--grid` instead tries RRF's k and the
+query length beyond which the vector list's weight falls (fusion.RRF_K,
+fusion.LONG_QUERY) for both. This is what chose `[search] files_fusion =
+"rrf"` (docs/benchmarks.md, stop 30); it reads the indexes, never writes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+from pathlib import Path
+
+from _common import BENCH_DATA, WORK, jsonl
+
+SETS = "flask,gin,hono,click,zod,gson,ripgrep,rack,jq,sqlalchemy"
+OUTSIDE = Path(tempfile.gettempdir()) / "lore-bench" / "timesplit"
+SPLITS = [("adaptive", "adaptive"), ("rrf", "rrf"), ("rrf", "adaptive"), ("adaptive", "rrf")]
+GRID = [(5, 12), (2, 12), (10, 12), (20, 12), (5, 6), (5, 24)]
+
+
+def data_dir(name: str) -> Path:
+    return BENCH_DATA / "timesplit-flask" if name == "flask" else WORK / "timesplit-sets" / name
+
+
+def score(project, queries: list[dict], qrels: dict[str, set[str]], field: str, code: str, commits: str):
+    """(R@1, R@10, MRR@10) of files ranked on code fused by `code` and commits by `commits`."""
+    from lore.search.code import search_files
+    from lore.storage import ChunkFilter
+
+    searcher = project.searcher
+    searcher._recent.clear()  # the commits of another fusion are not these
+    r1, r10, mrr = [], [], []
+    for q in queries:
+        query, run = searcher.query(q[field], "code", None)
+        found = searcher._commits(q[field], None, commits, None)
+        hits = search_files(
+            searcher.store,
+            query,
+            found,
+            ChunkFilter(),
+            limit=10,
+            mode=run,
+            fusion=code,
+            tests=searcher.tests_of,
+        )
+        ranked, relevant = [h.file_path for h in hits], qrels.get(q["qid"], set())
+        r1.append(float(bool(ranked[:1]) and ranked[0] in relevant))
+        r10.append(len(set(ranked[:10]) & relevant) / max(1, len(relevant)))
+        mrr.append(next((1 / (i + 1) for i, p in enumerate(ranked[:10]) if p in relevant), 0.0))
+    return statistics.fmean(r1), statistics.fmean(r10), statistics.fmean(mrr)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sets", default=SETS)
+    parser.add_argument("--field", default="text", choices=["text", "subject"])
+    parser.add_argument("--grid", action="store_true", help="RRF's k and long-query point instead")
+    args = parser.parse_args()
+    import lore
+    from lore.search import fusion
+
+    variants = GRID if args.grid else SPLITS
+    means: dict[tuple, list[float]] = {v: [] for v in variants}
+    for name in args.sets.split(","):
+        data = data_dir(name)
+        queries = jsonl(data / "queries.jsonl")
+        qrels = {q["qid"]: set(q["relevant"]) for q in jsonl(data / "qrels.jsonl")}
+        with lore.open(OUTSIDE / name) as project:
+            cells = []
+            for variant in variants:
+                if args.grid:
+                    fusion.RRF_K, fusion.LONG_QUERY = variant
+                    code = commits = "rrf"
+                else:
+                    code, commits = variant
+                r1, r10, mrr = score(project, queries, qrels, args.field, code, commits)
+                means[variant].append(mrr)
+                cells.append(f"{variant}: {r1:.3f} {r10:.3f} {mrr:.3f}")
+        print(f"{name:<11} " + " | ".join(cells), flush=True)
+    for variant, values in means.items():
+        print(f"{variant}: mean MRR@10 {statistics.fmean(values):.4f}")
+
+
+if __name__ == "__main__":
+    main()
