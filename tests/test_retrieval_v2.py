@@ -403,6 +403,16 @@ def test_files_are_ranked_on_evidence_fused_by_rank_unless_configured(repo):
 
     by_rank, by_weight = ranked(fusion="rrf"), ranked(fusion="adaptive")
     assert by_rank != by_weight  # the two fusions differ on this task
+    # One search fused both ways (recall: past work, and file evidence) gives what each alone gives.
+    with lore.open(repo) as project:
+        query, _ = project.searcher.query(task, "commit", None)
+        both = hybrid.search_each(project.store, "commit", query, limit=20, fusions=("adaptive", "rrf"))
+        for way in ("adaptive", "rrf"):
+            alone = hybrid.search(project.store, "commit", query, limit=20, fusion_mode=way)
+            assert [(h.chunk.chunk_id, h.score) for h in both[way]] == [
+                (h.chunk.chunk_id, h.score) for h in alone
+            ]
+        assert [h.score for h in both["adaptive"]] != [h.score for h in both["rrf"]]
     assert ranked() == by_rank
     config = repo / ".lore/config.toml"
     config.write_text(config.read_text().replace('files_fusion = "rrf"', 'files_fusion = "adaptive"'))

@@ -148,25 +148,32 @@ class Searcher:
         self, text: str, mode: str | None, fusion: str | None, flt: ChunkFilter | None = None
     ) -> list[hybrid.Scored]:
         """The past commits most similar to `text` (remembered briefly: recall asks
-        for them twice, once as evidence for files and once as related work)."""
+        for them twice, once as related work and once as evidence for files,
+        fused each way from one search)."""
         from lore.search.files import HISTORY_COMMITS
 
         period = (flt.since, flt.until) if flt is not None else (None, None)
-        key = (text, mode, fusion, period, self.store.vectors_version())
-        if key not in self._recent:
+        wanted = fusion or self.fusion
+
+        def key(fused: str) -> tuple[object, ...]:
+            return (text, mode, fused, period, self.store.vectors_version())
+
+        if key(wanted) not in self._recent:
             query, run = self.query(text, "commit", mode)
-            if len(self._recent) >= 8:
-                self._recent.pop(next(iter(self._recent)))
-            self._recent[key] = hybrid.search(
+            found = hybrid.search_each(
                 self.store,
                 "commit",
                 query,
                 limit=HISTORY_COMMITS,
                 mode=run,
                 flt=flt,
-                fusion_mode=fusion or self.fusion,
+                fusions=(wanted, self.fusion, self.files_fusion),
             )
-        return self._recent[key]
+            while len(self._recent) > 8:
+                self._recent.pop(next(iter(self._recent)))
+            for fused, results in found.items():
+                self._recent[key(fused)] = results
+        return self._recent[key(wanted)]
 
     def tests_of(self, path: str) -> list[str]:
         """The test files that belong to a source file (cached until code changes)."""

@@ -23,7 +23,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+import copy
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -125,21 +126,45 @@ def search(
         mode: hybrid, bm25 or vector (vector needs ``query.vector``).
         floor: in hybrid mode, results with a lower relevance are left out.
     """
+    found = search_each(
+        store, kind, query, limit=limit, flt=flt, mode=mode, fusions=(fusion_mode,), key=key, floor=floor
+    )
+    return found[fusion_mode]
+
+
+def search_each(
+    store: Store,
+    kind: str,
+    query: Query,
+    *,
+    limit: int,
+    fusions: Sequence[str],
+    flt: AnyFilter | None = None,
+    mode: str = "hybrid",
+    key: Callable[[ChunkRecord], Hashable] | None = None,
+    floor: float = RELEVANCE_FLOOR,
+) -> dict[str, list[Scored]]:
+    """:func:`search` fused each of `fusions` ways from one set of candidates
+    (the keyword and vector passes are most of a search's cost): recall ranks
+    past work one way and weighs it as file evidence another."""
     key = key or (lambda chunk: chunk.chunk_id)
     pool = max(limit, CANDIDATES)
     while True:
         lexical = _lexical(store, kind, query, flt, pool) if mode != "vector" else []
         vector = _vector(store, kind, query, flt, pool) if mode != "bm25" else []
-        results = _fuse(store, kind, query, lexical, vector, mode, fusion_mode, key)
-        if mode == "hybrid":  # an explicit vector search shows the nearest, however far
-            results = [r for r in results if _relevant(r, floor, query.levels)]
+        out = {}
+        for fusion_mode in dict.fromkeys(fusions):
+            results = _fuse(store, kind, query, lexical, vector, mode, fusion_mode, key)
+            if mode == "hybrid":  # an explicit vector search shows the nearest, however far
+                results = [r for r in results if _relevant(r, floor, query.levels)]
+            out[fusion_mode] = results
         # Widen only where more candidates could still count: every lexical
         # match does, a nearer-first vector list only while its last is above the floor.
         full = len(lexical) >= pool or (
             len(vector) >= pool and (mode != "hybrid" or _relevant(vector[-1], floor, query.levels))
         )
-        if len(results) >= limit or not full or pool >= MAX_POOL:
-            return results[:limit]
+        if all(len(results) >= limit for results in out.values()) or not full or pool >= MAX_POOL:
+            return {fusion_mode: results[:limit] for fusion_mode, results in out.items()}
         pool *= 4
 
 
@@ -212,7 +237,7 @@ def _fuse(
     )
     out = []
     for group, score, source in fused:
-        hit = lex.get(group) or vec[group]
+        hit = copy.copy(lex.get(group) or vec[group])  # each fusion scores its own
         if group in vec:
             hit.similarity = vec[group].similarity
         elif hit.chunk.chunk_id in meaning:
