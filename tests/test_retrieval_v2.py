@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lore
-from lore.search import hybrid
+from lore.search import fusion, hybrid
+from lore.search.text import lexical_terms, match_features
 from lore.storage import ChunkRecord
 
 AUTHOR = {
@@ -481,7 +482,7 @@ def test_a_keyword_hit_past_the_nearest_candidates_keeps_its_meaning(tmp_path):
     )
     assert store.vector_scores("memory", query.model, query.vector, []) == {}
     assert store.vector_scores("code", query.model, query.vector, [1, 2, 3]) == {}  # no code vectors at all
-    hits = hybrid.search(store, "memory", query, limit=hybrid.CANDIDATES)
+    hits = _fused(store, query)
     beyond = [h for h in hits if h.source == "bm25"]  # keyword hits the nearest candidates missed
     assert beyond, "the query should reach past the vector candidates"
     for hit in hits:
@@ -489,29 +490,94 @@ def test_a_keyword_hit_past_the_nearest_candidates_keeps_its_meaning(tmp_path):
     project.close()
 
 
-def _scored(i: int, source: str, exact: int, score: float) -> hybrid.Scored:
+def test_a_vector_hit_past_the_keyword_candidates_keeps_its_words(tmp_path):
+    """A vector candidate the keyword candidates did not reach is fused with
+    its own BM25, not 0: on both backends `lexical_scores` gives the scores
+    `lexical_search` gives, and such a hit is not demoted as meaning-only."""
+    project = lore.init(tmp_path / "p")
+    topics = ["invoices", "deploys", "office pets", "coffee", "holidays", "backups", "fonts", "parking"]
+    with project.memories.batch():
+        for i in range(2 * hybrid.CANDIDATES):  # every note matches the query's words alike
+            topic = topics[i % len(topics)]
+            project.add(
+                title=f"Note {i} on {topic}", body=f"The {topic} rule number {i} of the team handbook."
+            )
+    project.embed()
+    store, (query, _) = (
+        project.store,
+        project.searcher.query("where may cars be left overnight, says the team handbook", "memory", None),
+    )
+    terms = lexical_terms(query.terms)
+    everything = {c.chunk_id: score for c, score in store.lexical_search("memory", terms, None, 10_000)}
+    assert len(everything) == 2 * hybrid.CANDIDATES
+    assert store.lexical_scores("memory", terms, list(everything)) == pytest.approx(everything)
+    assert store.lexical_scores("memory", ["zyzzyva"], list(everything)) == {}
+    assert store.lexical_scores("memory", terms, []) == {}
+    hits = _fused(store, query)
+    beyond = [h for h in hits if h.source == "vector"]  # vector hits the keyword candidates missed
+    assert beyond, "the query should reach past the keyword candidates"
+    for hit in hits:  # every note holds two of the query's words
+        chunk = hit.chunk
+        covered, _ = match_features(
+            query.terms, query.exact, chunk.text, chunk.title, chunk.keywords, chunk.path
+        )
+        assert covered > 0
+        assert hit.lexical == pytest.approx(
+            hybrid.lexical_relevance(everything[chunk.chunk_id], len(query.terms), covered)
+        )
+    assert hybrid.search(store, "memory", query, limit=3)[0].chunk.title.endswith("parking")
+    project.close()
+
+
+def _fused(store, query: hybrid.Query) -> list[hybrid.Scored]:
+    """Every memory the two candidate lists of `query` hold, fused (not cut to a limit)."""
+    lexical = hybrid._lexical(store, "memory", query, None, hybrid.CANDIDATES)
+    vector = hybrid._vector(store, "memory", query, None, hybrid.CANDIDATES)
+    return hybrid._fuse(store, "memory", query, lexical, vector, "hybrid", "adaptive", lambda c: c.chunk_id)
+
+
+def test_a_clear_vector_winner_cuts_the_keyword_weight_only_when_it_is_near():
+    keyword = [0.9, *[0.5] * 19]  # a clear keyword winner
+    far = [0.55, *[0.2] * 19]  # a clear vector winner, but far in meaning
+    near = [0.98, *[0.6] * 19]  # as clear, and a close paraphrase
+    alone = fusion.keyword_weight(keyword)
+    assert fusion.keyword_weight(keyword, vector_scores=far) == pytest.approx(alone)
+    assert fusion.keyword_weight(keyword, vector_scores=near) < alone * 0.8
+
+
+def _scored(i: int, source: str, exact: int, score: float, lexical: float = 0.0) -> hybrid.Scored:
     chunk = ChunkRecord(i, "memory", f"m{i}.md", None, None, None, 1, 1, "", "", f"text {i}")
-    return hybrid.Scored(chunk, score, source, exact=exact)
+    return hybrid.Scored(chunk, score, source, lexical=lexical, exact=exact)
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(
     st.lists(
-        st.tuples(st.sampled_from(["bm25", "vector", "hybrid"]), st.integers(0, 2), st.floats(0, 1)),
+        st.tuples(
+            st.sampled_from(["bm25", "vector", "hybrid"]),
+            st.integers(0, 2),
+            st.floats(0, 1),
+            st.sampled_from([0.0, 0.4]),
+        ),
         min_size=1,
         max_size=25,
     )
 )
 def test_exact_first_property(items):
-    ranked = [_scored(i, src, exact, score) for i, (src, exact, score) in enumerate(items)]
+    ranked = [_scored(i, src, exact, score, lexical) for i, (src, exact, score, lexical) in enumerate(items)]
     ranked.sort(key=lambda h: -h.score)
     query = hybrid.Query.of("anything")
     out = hybrid.exact_first(list(ranked), query)
     assert sorted(h.chunk.chunk_id for h in out) == sorted(h.chunk.chunk_id for h in ranked)
     positions = {h.chunk.chunk_id: i for i, h in enumerate(out)}
     for exact_hit in (h for h in out if h.exact > 0):
-        for weak in (h for h in out if h.source == "vector" and h.exact == 0):
+        for weak in (h for h in out if h.source == "vector" and h.exact == 0 and h.lexical == 0):
             assert positions[exact_hit.chunk.chunk_id] < positions[weak.chunk.chunk_id]
+    # A vector candidate holding some of the words keeps its place among the others.
+    worded = [
+        h.chunk.chunk_id for h in ranked if not (h.source == "vector" and h.exact == 0 and h.lexical == 0)
+    ]
+    assert [h.chunk.chunk_id for h in out if h.chunk.chunk_id in set(worded)] == worded
     scores = [h.score for h in out]
     assert scores == sorted(scores, reverse=True)
 

@@ -10,11 +10,13 @@ Three modes (``[search] fusion`` in config.toml):
   whose words single out one document (names, identifiers, rare terms)
   trusts keywords up to 0.8; a query whose words are spread thinly (natural
   language against code) trusts meaning up to 0.8. The vector side's own
-  peak, measured the same way, takes up to 30% off the keyword weight: when
-  meaning clearly singles out one document, a keyword tie-break should not
-  bury it. Chosen on the dev sets
-  (LoCoMo, CoSQA dev; docs/benchmarks.md), where fixed weights helped one
-  set and hurt the other.
+  peak, measured the same way, takes up to 30% off the keyword weight when
+  its winner is also near in meaning (relevance above ``VECTOR_NEAR``, in
+  full at 1): when meaning clearly singles out a close paraphrase, a
+  keyword tie-break should not bury it, but a peak among distant
+  neighbours says little. Chosen on the dev sets (LoCoMo, CoSQA dev;
+  docs/benchmarks.md), where fixed weights helped one set and hurt the
+  other.
 - ``rrf`` — reciprocal rank fusion (seed 000): each list contributes
   w/(k + rank), k = 5, vector weight 1.5 (shrinking for long queries). The
   score is normalised by its maximum, so it says where a result ranked,
@@ -46,7 +48,8 @@ LONG_QUERY = 12  # terms; beyond this the RRF vector weight falls
 KEYWORD_WEIGHT_LOW, KEYWORD_WEIGHT_HIGH = 0.2, 0.8
 PEAK_LOW, PEAK_HIGH = 0.10, 0.25
 PEAK_DEPTH = 20
-VECTOR_PEAK_CUT = 0.3  # share of the keyword weight a clear vector winner takes away
+VECTOR_PEAK_CUT = 0.3  # share of the keyword weight a clear vector winner takes away...
+VECTOR_NEAR = 0.8  # ... in full when it is also this close in meaning (relevance 1: all of it)
 LONG_QUERY_TERMS = 8
 
 
@@ -87,7 +90,9 @@ def keyword_weight(
     """
     weight = KEYWORD_WEIGHT_LOW + (KEYWORD_WEIGHT_HIGH - KEYWORD_WEIGHT_LOW) * _peak(keyword_scores)
     if vector_scores:
-        weight *= 1 - VECTOR_PEAK_CUT * min(1.0, max(0.0, _gap(vector_scores)) / PEAK_HIGH)
+        clear = min(1.0, max(0.0, _gap(vector_scores)) / PEAK_HIGH)
+        near = min(1.0, max(0.0, (vector_scores[0] - VECTOR_NEAR) / (1 - VECTOR_NEAR)))
+        weight *= 1 - VECTOR_PEAK_CUT * clear * near
     if n_terms > LONG_QUERY_TERMS:
         weight = max(weight, 1 - (1 - weight) * LONG_QUERY_TERMS / n_terms)
     return weight
@@ -99,6 +104,7 @@ def fuse(
     mode: str = DEFAULT_FUSION,
     n_terms: int = 1,
     meaning: dict[Hashable, float] | None = None,
+    words: dict[Hashable, float] | None = None,
 ) -> list[tuple[Hashable, float, str]]:
     """Merge two ranked lists of (key, relevance 0-1) into (key, fused score, source), best first.
 
@@ -107,9 +113,10 @@ def fuse(
     vector relevance of keyword candidates the vector list did not reach
     (their exact cosines, looked up), so the score sums (adaptive, weighted)
     count both sides of every candidate rather than 0 for the side that
-    missed it; RRF ranks, and ignores it.
+    missed it; `words`, likewise, the keyword relevance of vector candidates
+    the keyword list did not reach. RRF ranks, and ignores both.
     """
-    meaning = meaning or {}
+    meaning, words = meaning or {}, words or {}
     if mode not in FUSIONS:
         raise ValueError(f"unknown fusion {mode!r}; use one of {FUSIONS}")
     kw = {key: (rank, score) for rank, (key, score) in enumerate(keyword)}
@@ -119,7 +126,7 @@ def fuse(
     fused = []
     for key in {**kw, **vec}:
         in_kw, in_vec = key in kw, key in vec
-        k_score = kw[key][1] if in_kw else 0.0
+        k_score = kw[key][1] if in_kw else words.get(key, 0.0)
         v_score = vec[key][1] if in_vec else meaning.get(key, 0.0)
         if mode == "adaptive":
             score = w_kw * k_score + (1 - w_kw) * v_score

@@ -224,6 +224,7 @@ def _fuse(
         return list(vec.values())
     complete = fusion_mode != "rrf" and kind in COMPLETED_KINDS
     meaning = _meaning_of(store, kind, query, [h for g, h in lex.items() if g not in vec] if complete else [])
+    words = _words_of(store, kind, query, [h for g, h in vec.items() if g not in lex] if complete else [])
     fused = fusion.fuse(
         [(k, s.score) for k, s in lex.items()],
         [(k, s.score) for k, s in vec.items()],
@@ -234,10 +235,11 @@ def _fuse(
             for g, h in lex.items()
             if h.chunk.chunk_id in meaning
         },
+        {g: words[h.chunk.chunk_id].lexical for g, h in vec.items() if h.chunk.chunk_id in words},
     )
     out = []
     for group, score, source in fused:
-        hit = copy.copy(lex.get(group) or vec[group])  # each fusion scores its own
+        hit = copy.copy(lex.get(group) or words.get(vec[group].chunk.chunk_id) or vec[group])
         if group in vec:
             hit.similarity = vec[group].similarity
         elif hit.chunk.chunk_id in meaning:
@@ -255,11 +257,35 @@ def _meaning_of(store: Store, kind: str, query: Query, hits: list[Scored]) -> di
     return store.vector_scores(kind, query.model, query.vector, [h.chunk.chunk_id for h in hits])
 
 
+def _words_of(store: Store, kind: str, query: Query, hits: list[Scored]) -> dict[int, Scored]:
+    """{chunk id: the vector hit with its keyword relevance} for vector hits
+    the keyword candidates did not reach but whose text holds a query term
+    (their words count in the fused score as the keyword hits' do)."""
+    if not hits:
+        return {}
+    raw = store.lexical_scores(kind, lexical_terms(query.terms), [h.chunk.chunk_id for h in hits])
+    out = {}
+    for hit in hits:
+        chunk = hit.chunk
+        if chunk.chunk_id in raw:
+            covered, exact = match_features(
+                query.terms, query.exact, chunk.text, chunk.title, chunk.keywords, chunk.path
+            )
+            relevance = lexical_relevance(raw[chunk.chunk_id], len(query.terms), covered)
+            out[chunk.chunk_id] = Scored(chunk, hit.score, hit.source, lexical=relevance, exact=exact)
+    return out
+
+
 def _best_per_group(hits: list[Scored], key: Callable[[ChunkRecord], Hashable]) -> dict[Hashable, Scored]:
     best: dict[Hashable, Scored] = {}
     for hit in hits:  # already best first
         best.setdefault(key(hit.chunk), hit)
     return best
+
+
+def _meaning_only(hit: Scored) -> bool:
+    """A vector candidate that holds none of the query's words (by BM25) and is no exact match."""
+    return hit.source == "vector" and hit.lexical == 0 and not hit.exact
 
 
 def exact_first(ranked: list[Scored], query: Query) -> list[Scored]:
@@ -276,10 +302,10 @@ def exact_first(ranked: list[Scored], query: Query) -> list[Scored]:
             hit.exact = exactness(
                 query.terms, query.exact, chunk.text, chunk.title, chunk.keywords, chunk.path
             )
-    weak = [h for h in head if h.source == "vector" and not h.exact]
+    weak = [h for h in head if _meaning_only(h)]
     if not weak:
         return ranked
-    kept = [h for h in head if not (h.source == "vector" and not h.exact)]
+    kept = [h for h in head if not _meaning_only(h)]
     demoted = weak
     for hit in demoted:  # keep scores monotone with rank
         hit.score = min(hit.score, kept[-1].score)

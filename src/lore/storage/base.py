@@ -539,6 +539,15 @@ class Store(Protocol):
     def lexical_search(
         self, kind: str, terms: Sequence[str], flt: AnyFilter | None, limit: int
     ) -> list[tuple[ChunkRecord, float]]: ...
+    def lexical_scores(
+        self, kind: str, terms: Sequence[str], chunk_ids: Sequence[int], flt: AnyFilter | None = None
+    ) -> dict[int, float]:
+        """{chunk id: the BM25 :meth:`lexical_search` gives it for `terms`} of
+        the given chunks that hold any term (the keyword side of vector hits
+        the keyword candidates did not reach; `flt` only says which scope's
+        statistics count, as in :meth:`lexical_search`)."""
+        ...
+
     def vector_search(
         self, kind: str, model: str, query: np.ndarray, flt: AnyFilter | None, limit: int
     ) -> list[tuple[int, float]]: ...

@@ -167,36 +167,8 @@ class ChunkRows(StoreCore):
         """Candidates holding a term of `plan.matching`, each scored by BM25
         over every query term, best `limit` first (one statement; a filter
         that rejects most of the best rows takes a second)."""
-        glob = sql.wants_global(flt)
-        avgdl = max(tokens / docs, 1.0)
         where, params = self._where(kind, flt)
-        n = len(queries)
-        counts: list[str] = []
-        count_params: list[Any] = []
-        for i, q in enumerate(queries):
-            if i in plan.estimated_df:
-                counts.append(f"{plan.estimated_df[i]}::bigint AS d{i}")
-            elif i in plan.frequent:  # not among the candidates: counted over the index
-                counts.append(
-                    f"(SELECT count(*) FROM chunks c WHERE c.kind = %s AND {sql.scope('c', glob)} "
-                    f"AND c.tsv @@ %s::tsquery) AS d{i}"
-                )
-                count_params += [kind, *self._scope, q]
-            else:
-                counts.append(f"count(*) FILTER (WHERE marks.m{i}) AS d{i}")
-        any_term = " | ".join(f"({queries[i]})" for i in plan.matching)
-        every_term = " | ".join(f"({q})" for q in queries)
-        scoring = (
-            "WITH hits AS (SELECT c.id, c.tsv, c.n_tokens FROM chunks c "
-            f"WHERE c.kind = %s AND {sql.scope('c', glob)} AND c.tsv @@ %s::tsquery), "
-            f"marks AS MATERIALIZED (SELECT hits.id, hits.n_tokens, hits.tsv, {sql.term_marks(kind, n)} "
-            "FROM hits), "
-            f"df AS (SELECT {', '.join(counts)} FROM marks), "
-            f"idf AS MATERIALIZED (SELECT {sql.idf(n, docs)} FROM df), "
-            f"tfs AS (SELECT marks.id, marks.n_tokens, {sql.term_frequencies(kind, n)} FROM marks), "
-            f"scored AS (SELECT tfs.id, {sql.bm25(n, avgdl)} AS score FROM tfs, idf)"
-        )
-        scoring_params = (kind, *self._scope, any_term, *queries, every_term, *count_params, *queries)
+        scoring, scoring_params = self._scoring(kind, queries, plan, sql.wants_global(flt), docs, tokens)
         # Rank first, then read the rows of the winners only (reading every
         # scored row's chunk, file and memory before sorting cost most of a
         # search at 300k chunks). A filter reads those rows, so it is checked
@@ -219,6 +191,72 @@ class ChunkRows(StoreCore):
             )
             rows = self._rows(query, (*scoring_params, *self._select_params(kind), *params, limit))
         return [(convert.chunk_record(kind, row), float(row[-1])) for row in rows]
+
+    def _scoring(
+        self,
+        kind: str,
+        queries: list[str],
+        plan: _LexicalPlan,
+        glob: bool,
+        docs: int,
+        tokens: int,
+        only: Sequence[int] | None = None,
+    ) -> tuple[str, tuple[Any, ...]]:
+        """The CTEs ending in ``scored(id, score)``: BM25 over every query term
+        of the chunks holding a term of `plan.matching` (of the chunks `only`
+        names, when given), and their parameters."""
+        avgdl = max(tokens / docs, 1.0)
+        n = len(queries)
+        counts: list[str] = []
+        count_params: list[Any] = []
+        for i, q in enumerate(queries):
+            if i in plan.estimated_df:
+                counts.append(f"{plan.estimated_df[i]}::bigint AS d{i}")
+            elif i in plan.frequent:  # not among the candidates: counted over the index
+                counts.append(
+                    f"(SELECT count(*) FROM chunks c WHERE c.kind = %s AND {sql.scope('c', glob)} "
+                    f"AND c.tsv @@ %s::tsquery) AS d{i}"
+                )
+                count_params += [kind, *self._scope, q]
+            else:
+                counts.append(f"count(*) FILTER (WHERE marks.m{i}) AS d{i}")
+        any_term = " | ".join(f"({queries[i]})" for i in plan.matching)
+        every_term = " | ".join(f"({q})" for q in queries)
+        restrict = " AND c.id = ANY(%s)" if only is not None else ""
+        scoring = (
+            "WITH hits AS (SELECT c.id, c.tsv, c.n_tokens FROM chunks c "
+            f"WHERE c.kind = %s AND {sql.scope('c', glob)} AND c.tsv @@ %s::tsquery{restrict}), "
+            f"marks AS MATERIALIZED (SELECT hits.id, hits.n_tokens, hits.tsv, {sql.term_marks(kind, n)} "
+            "FROM hits), "
+            f"df AS (SELECT {', '.join(counts)} FROM marks), "
+            f"idf AS MATERIALIZED (SELECT {sql.idf(n, docs)} FROM df), "
+            f"tfs AS (SELECT marks.id, marks.n_tokens, {sql.term_frequencies(kind, n)} FROM marks), "
+            f"scored AS (SELECT tfs.id, {sql.bm25(n, avgdl)} AS score FROM tfs, idf)"
+        )
+        chosen = (list(only),) if only is not None else ()
+        return scoring, (kind, *self._scope, any_term, *chosen, *queries, every_term, *count_params, *queries)
+
+    def lexical_scores(
+        self, kind: str, terms: Sequence[str], chunk_ids: Sequence[int], flt: AnyFilter | None = None
+    ) -> dict[int, float]:
+        """BM25 of the given chunks, as :meth:`lexical_search` scores them: every
+        term's document frequency counted over the index (or, beyond
+        ``EXACT_LEXICAL_DOCS`` chunks, the planner's estimate for a frequent
+        one, as there), the frequencies read for these rows only."""
+        if not terms or not chunk_ids:
+            return {}
+        queries = self._term_queries(terms)
+        if not queries:
+            return {}
+        glob = sql.wants_global(flt)
+        docs, tokens = self._chunk_stats(kind, glob)
+        docs = max(docs, 1)
+        estimated = self._candidate_terms(kind, queries, docs).estimated_df
+        everything = list(range(len(queries)))
+        plan = _LexicalPlan(everything, {i for i in everything if i not in estimated}, estimated)
+        scoring, params = self._scoring(kind, queries, plan, glob, docs, tokens, only=list(chunk_ids))
+        rows = self._rows(f"{scoring} SELECT id, score FROM scored", params)
+        return {int(r[0]): float(r[1]) for r in rows}
 
     def _best_count(self, scoring: str, params: tuple[Any, ...], want: int) -> int:
         """How many rows `scoring` scores, up to `want` (when a filter left none to say)."""

@@ -626,6 +626,28 @@ class SQLiteStore:
             self._merge_ranked(best, kind, plan.fallback, flt, limit)
         return sorted(best.values(), key=lambda hit: -hit[1])[:limit]
 
+    def lexical_scores(
+        self, kind: str, terms: Sequence[str], chunk_ids: Sequence[int], flt: AnyFilter | None = None
+    ) -> dict[int, float]:
+        """BM25 of the given chunks, as :meth:`lexical_search` scores them (the
+        same candidate expressions: a chunk holding frequent terms only is not
+        scored). One pass over the matching rows: FTS5 works out each term's
+        document frequency once per statement, so a lookup per row id, each
+        working it out again, cost ten times more."""
+        wanted = set(chunk_ids)
+        if not terms or not wanted:
+            return {}
+        table, weights = FTS_TABLES[kind], ", ".join(str(w) for w in _WEIGHTS[kind])
+        out: dict[int, float] = {}
+        for match in lexical_plan(self.db, table, terms).first:
+            rows = self.db.execute(
+                f"SELECT rowid, -bm25({table}, {weights}) FROM {table} WHERE {table} MATCH ?", (match,)
+            )
+            for rowid, score in rows:
+                if rowid in wanted and score > out.get(rowid, float("-inf")):
+                    out[rowid] = float(score)
+        return out
+
     def _merge_ranked(
         self,
         best: dict[int, tuple[ChunkRecord, float]],
@@ -1242,6 +1264,7 @@ for _name in (
     "chunks",
     "first_chunk",
     "lexical_search",
+    "lexical_scores",
     "vector_search",
     "vector_count",
     "vector_scores",
