@@ -239,10 +239,11 @@ class ChunkRows(StoreCore):
     def lexical_scores(
         self, kind: str, terms: Sequence[str], chunk_ids: Sequence[int], flt: AnyFilter | None = None
     ) -> dict[int, float]:
-        """BM25 of the given chunks, as :meth:`lexical_search` scores them: every
-        term's document frequency counted over the index (or, beyond
+        """BM25 of the given chunks, as :meth:`lexical_search` scores them (the
+        same candidates: a chunk holding frequent terms only is not scored):
+        every term's document frequency counted over the index (or, beyond
         ``EXACT_LEXICAL_DOCS`` chunks, the planner's estimate for a frequent
-        one, as there), the frequencies read for these rows only."""
+        one, as there), the term frequencies read for these rows only."""
         if not terms or not chunk_ids:
             return {}
         queries = self._term_queries(terms)
@@ -251,9 +252,9 @@ class ChunkRows(StoreCore):
         glob = sql.wants_global(flt)
         docs, tokens = self._chunk_stats(kind, glob)
         docs = max(docs, 1)
-        estimated = self._candidate_terms(kind, queries, docs).estimated_df
-        everything = list(range(len(queries)))
-        plan = _LexicalPlan(everything, {i for i in everything if i not in estimated}, estimated)
+        found = self._candidate_terms(kind, queries, docs)
+        counted = {i for i in range(len(queries)) if i not in found.estimated_df}
+        plan = _LexicalPlan(found.matching, counted, found.estimated_df)
         scoring, params = self._scoring(kind, queries, plan, glob, docs, tokens, only=list(chunk_ids))
         rows = self._rows(f"{scoring} SELECT id, score FROM scored", params)
         return {int(r[0]): float(r[1]) for r in rows}
