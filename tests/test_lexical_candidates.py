@@ -125,17 +125,24 @@ def test_a_filter_rejecting_half_still_fills_the_limit(store):
     assert {chunk.path for chunk, _ in hits} <= half
 
 
-def test_lexical_scores_of_given_chunks_are_the_candidates_scores(store):
+def test_chunks_asked_for_also_get_the_candidates_scores(store):
     """The keyword side of vector hits: a chunk a rarer term brings in is given
-    the score the full OR gives it; one holding frequent terms only is not
-    scored, as it is no keyword candidate either (unless the rarer terms'
-    candidates fall short of a search's limit)."""
+    the score the full OR gives it, after the best; one holding frequent terms
+    only is not scored, as it is no keyword candidate either (unless the rarer
+    terms' candidates fall short of a search's limit)."""
     terms = ["alpha", "beta", "zeta"]
     ranked = store.lexical_search("code", terms, None, 300)  # within the 'zeta' candidates
     by_id = {chunk.chunk_id: score for chunk, score in ranked}
     frequent_only = [c.chunk_id for c in store.chunks("code", range(1, 200)) if "zeta" not in c.text]
-    scores = store.lexical_scores("code", terms, [*by_id, *frequent_only])
-    assert scores == pytest.approx(by_id)
+    found = store.lexical_search("code", terms, None, 20, also=[*by_id, *frequent_only])
+    assert [c.chunk_id for c, _ in found[:20]] == [c.chunk_id for c, _ in ranked[:20]]
+    assert {c.chunk_id: s for c, s in found} == pytest.approx(by_id)
     full = dict(_full_or(store, terms, N))
-    special = {c.chunk_id: c.path for c, _ in ranked if c.path in {f"src/{name}.py" for name in SPECIAL}}
-    assert special and all(scores[i] == pytest.approx(full[path]) for i, path in special.items())
+    special = {c.chunk_id: c.path for c, _ in found if c.path in {f"src/{name}.py" for name in SPECIAL}}
+    assert special and all(
+        s == pytest.approx(full[special[c.chunk_id]]) for c, s in found if c.chunk_id in special
+    )
+    # a filter: the chunks asked for are read with it too
+    only = ChunkFilter(paths={"src/all_terms.py", "src/f1.py"})
+    found = store.lexical_search("code", terms, only, 1, also=list(by_id))
+    assert {c.path for c, _ in found} <= {"src/all_terms.py", "src/f1.py"}

@@ -492,8 +492,9 @@ def test_a_keyword_hit_past_the_nearest_candidates_keeps_its_meaning(tmp_path):
 
 def test_a_vector_hit_past_the_keyword_candidates_keeps_its_words(tmp_path):
     """A vector candidate the keyword candidates did not reach is fused with
-    its own BM25, not 0: on both backends `lexical_scores` gives the scores
-    `lexical_search` gives, and such a hit is not demoted as meaning-only."""
+    its own BM25, not 0: on both backends `lexical_search` scores the chunks
+    it is asked `also` for after its best ones, as it would rank them, and
+    such a hit is not demoted as meaning-only."""
     project = lore.init(tmp_path / "p")
     topics = ["invoices", "deploys", "office pets", "coffee", "holidays", "backups", "fonts", "parking"]
     with project.memories.batch():
@@ -510,9 +511,14 @@ def test_a_vector_hit_past_the_keyword_candidates_keeps_its_words(tmp_path):
     terms = lexical_terms(query.terms)
     everything = {c.chunk_id: score for c, score in store.lexical_search("memory", terms, None, 10_000)}
     assert len(everything) == 2 * hybrid.CANDIDATES
-    assert store.lexical_scores("memory", terms, list(everything)) == pytest.approx(everything)
-    assert store.lexical_scores("memory", ["zyzzyva"], list(everything)) == {}
-    assert store.lexical_scores("memory", terms, []) == {}
+    best = store.lexical_search("memory", terms, None, 10)
+    ranked = sorted(everything, key=lambda i: -everything[i])
+    also = ranked[150:] + ranked[:5] + [10**9]  # beyond the best 10, among them, and no chunk at all
+    found = store.lexical_search("memory", terms, None, 10, also=also)
+    assert [c.chunk_id for c, _ in found[:10]] == [c.chunk_id for c, _ in best]
+    assert {c.chunk_id: s for c, s in found[10:]} == pytest.approx({i: everything[i] for i in ranked[150:]})
+    assert [s for _, s in found[10:]] == sorted((s for _, s in found[10:]), reverse=True)
+    assert store.lexical_search("memory", ["zyzzyva"], None, 10, also=list(everything)) == []
     hits = _fused(store, query)
     beyond = [h for h in hits if h.source == "vector"]  # vector hits the keyword candidates missed
     assert beyond, "the query should reach past the keyword candidates"
@@ -531,9 +537,12 @@ def test_a_vector_hit_past_the_keyword_candidates_keeps_its_words(tmp_path):
 
 def _fused(store, query: hybrid.Query) -> list[hybrid.Scored]:
     """Every memory the two candidate lists of `query` hold, fused (not cut to a limit)."""
-    lexical = hybrid._lexical(store, "memory", query, None, hybrid.CANDIDATES)
     vector = hybrid._vector(store, "memory", query, None, hybrid.CANDIDATES)
-    return hybrid._fuse(store, "memory", query, lexical, vector, "hybrid", "adaptive", lambda c: c.chunk_id)
+    also = [h.chunk.chunk_id for h in vector]
+    lexical, beyond = hybrid._lexical(store, "memory", query, None, hybrid.CANDIDATES, also)
+    return hybrid._fuse(
+        store, "memory", query, lexical, vector, "hybrid", "adaptive", lambda c: c.chunk_id, beyond
+    )
 
 
 def test_a_clear_vector_winner_cuts_the_keyword_weight_only_when_it_is_near():

@@ -151,12 +151,16 @@ def search_each(
     past work one way and weighs it as file evidence another."""
     key = key or (lambda chunk: chunk.chunk_id)
     pool = max(limit, CANDIDATES)
+    # Memories count both sides of every candidate (COMPLETED_KINDS): the keyword
+    # pass also scores the vector candidates beyond its own.
+    complete = mode == "hybrid" and kind in COMPLETED_KINDS and any(f != "rrf" for f in fusions)
     while True:
-        lexical = _lexical(store, kind, query, flt, pool) if mode != "vector" else []
         vector = _vector(store, kind, query, flt, pool) if mode != "bm25" else []
+        also = [hit.chunk.chunk_id for hit in vector] if complete else []
+        lexical, words = _lexical(store, kind, query, flt, pool, also) if mode != "vector" else ([], [])
         out = {}
         for fusion_mode in dict.fromkeys(fusions):
-            results = _fuse(store, kind, query, lexical, vector, mode, fusion_mode, key)
+            results = _fuse(store, kind, query, lexical, vector, mode, fusion_mode, key, words)
             if mode == "hybrid":  # an explicit vector search shows the nearest, however far
                 results = [r for r in results if _relevant(r, floor, query.levels)]
             out[fusion_mode] = results
@@ -178,17 +182,22 @@ def _relevant(hit: Scored, floor: float, levels: tuple[float, float, float]) -> 
     return hit.similarity >= levels[2] and similarity_relevance(hit.similarity, levels) >= floor
 
 
-def _lexical(store: Store, kind: str, query: Query, flt: AnyFilter | None, pool: int) -> list[Scored]:
-    words = lexical_terms(query.terms)
+def _lexical(
+    store: Store, kind: str, query: Query, flt: AnyFilter | None, pool: int, also: list[int]
+) -> tuple[list[Scored], list[Scored]]:
+    """The keyword candidates, best first, and the chunks of `also` beyond
+    them that hold a query term (each with its keyword relevance)."""
+    found = store.lexical_search(kind, lexical_terms(query.terms), flt, pool, also)
     out = []
-    for chunk, raw in store.lexical_search(kind, words, flt, pool):
+    for chunk, raw in found:
         covered, exact = match_features(
             query.terms, query.exact, chunk.text, chunk.title, chunk.keywords, chunk.path
         )
         relevance = lexical_relevance(raw, len(query.terms), covered)
         out.append(Scored(chunk, relevance, "bm25", lexical=relevance, exact=exact))
-    out.sort(key=lambda s: -s.score)
-    return out
+    candidates, beyond = out[:pool], out[pool:]
+    candidates.sort(key=lambda s: -s.score)
+    return candidates, beyond
 
 
 def _vector(store: Store, kind: str, query: Query, flt: AnyFilter | None, pool: int) -> list[Scored]:
@@ -217,8 +226,13 @@ def _fuse(
     mode: str,
     fusion_mode: str,
     key: Callable[[ChunkRecord], Hashable],
+    beyond: list[Scored],
 ) -> list[Scored]:
-    """Best chunk per group from each list, the lists fused, exact matches first."""
+    """Best chunk per group from each list, the lists fused, exact matches first.
+
+    `beyond`: vector candidates past the keyword candidates, with the
+    keyword relevance of their words (memories: :data:`COMPLETED_KINDS`).
+    """
     lex, vec = _best_per_group(lexical, key), _best_per_group(vector, key)
     if mode == "bm25" or not vec:
         return list(lex.values())
@@ -226,7 +240,7 @@ def _fuse(
         return list(vec.values())
     complete = fusion_mode != "rrf" and kind in COMPLETED_KINDS
     meaning = _meaning_of(store, kind, query, [h for g, h in lex.items() if g not in vec] if complete else [])
-    words = _words_of(store, kind, query, [h for g, h in vec.items() if g not in lex] if complete else [])
+    words = {hit.chunk.chunk_id: hit for hit in beyond} if complete else {}
     fused = fusion.fuse(
         [(k, s.score) for k, s in lex.items()],
         [(k, s.score) for k, s in vec.items()],
@@ -241,7 +255,13 @@ def _fuse(
     )
     out = []
     for group, score, source in fused:
-        hit = copy.copy(lex.get(group) or words.get(vec[group].chunk.chunk_id) or vec[group])
+        if group in lex:
+            hit = copy.copy(lex[group])  # each fusion scores its own
+        else:
+            hit = copy.copy(vec[group])
+            worded = words.get(hit.chunk.chunk_id)
+            if worded is not None:
+                hit.lexical, hit.exact = worded.lexical, worded.exact
         if group in vec:
             hit.similarity = vec[group].similarity
         elif hit.chunk.chunk_id in meaning:
@@ -257,25 +277,6 @@ def _meaning_of(store: Store, kind: str, query: Query, hits: list[Scored]) -> di
     if not hits or query.vector is None or not query.model:
         return {}
     return store.vector_scores(kind, query.model, query.vector, [h.chunk.chunk_id for h in hits])
-
-
-def _words_of(store: Store, kind: str, query: Query, hits: list[Scored]) -> dict[int, Scored]:
-    """{chunk id: the vector hit with its keyword relevance} for vector hits
-    the keyword candidates did not reach but whose text holds a query term
-    (their words count in the fused score as the keyword hits' do)."""
-    if not hits:
-        return {}
-    raw = store.lexical_scores(kind, lexical_terms(query.terms), [h.chunk.chunk_id for h in hits])
-    out = {}
-    for hit in hits:
-        chunk = hit.chunk
-        if chunk.chunk_id in raw:
-            covered, exact = match_features(
-                query.terms, query.exact, chunk.text, chunk.title, chunk.keywords, chunk.path
-            )
-            relevance = lexical_relevance(raw[chunk.chunk_id], len(query.terms), covered)
-            out[chunk.chunk_id] = Scored(chunk, hit.score, hit.source, lexical=relevance, exact=exact)
-    return out
 
 
 def _best_per_group(hits: list[Scored], key: Callable[[ChunkRecord], Hashable]) -> dict[Hashable, Scored]:

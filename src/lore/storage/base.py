@@ -537,15 +537,17 @@ class Store(Protocol):
     def chunks(self, kind: str, ids: Sequence[int], flt: AnyFilter | None = None) -> list[ChunkRecord]: ...
     def first_chunk(self, path: str) -> ChunkRecord | None: ...
     def lexical_search(
-        self, kind: str, terms: Sequence[str], flt: AnyFilter | None, limit: int
-    ) -> list[tuple[ChunkRecord, float]]: ...
-    def lexical_scores(
-        self, kind: str, terms: Sequence[str], chunk_ids: Sequence[int], flt: AnyFilter | None = None
-    ) -> dict[int, float]:
-        """{chunk id: the BM25 :meth:`lexical_search` gives it for `terms`} of
-        the given chunks that hold any term (the keyword side of vector hits
-        the keyword candidates did not reach; `flt` only says which scope's
-        statistics count, as in :meth:`lexical_search`)."""
+        self,
+        kind: str,
+        terms: Sequence[str],
+        flt: AnyFilter | None,
+        limit: int,
+        also: Sequence[int] = (),
+    ) -> list[tuple[ChunkRecord, float]]:
+        """The best `limit` chunks of `kind` by BM25 over `terms`, best first;
+        then the chunks of `also` (ids: the vector candidates, whose words
+        count too) that the same candidate expressions match but that are not
+        among the best `limit`, best first, with the score they have there."""
         ...
 
     def vector_search(

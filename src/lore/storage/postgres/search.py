@@ -130,10 +130,16 @@ class ChunkRows(StoreCore):
         return (self.project_id, self.project_id) if kind == "memory" else ()
 
     def lexical_search(
-        self, kind: str, terms: Sequence[str], flt: AnyFilter | None, limit: int
+        self,
+        kind: str,
+        terms: Sequence[str],
+        flt: AnyFilter | None,
+        limit: int,
+        also: Sequence[int] = (),
     ) -> list[tuple[ChunkRecord, float]]:
         """BM25 (computed as SQLite's FTS5 does) over chunks of `kind` matching
-        any of `terms`; (chunk, score), best first.
+        any of `terms`; (chunk, score), best first, then the chunks of `also`
+        the candidates' terms match but that are not among them.
 
         As on SQLite (:mod:`lore.storage.sqlite.lexical`), frequent terms score
         the candidates the rarer terms find but bring in none of their own; if
@@ -152,7 +158,14 @@ class ChunkRows(StoreCore):
             found = self._bm25(
                 kind, queries, _LexicalPlan(list(range(len(queries)))), flt, limit, docs, tokens
             )
-        return found
+        shown = {chunk.chunk_id for chunk, _ in found}
+        rest = [i for i in dict.fromkeys(also) if i not in shown]
+        if len(found) < limit or not rest:  # short: every chunk the terms match is there already
+            return found
+        scores = self._scores_of(kind, queries, plan, glob, docs, tokens, rest)
+        chunks = {c.chunk_id: c for c in self.chunks(kind, list(scores), flt)} if scores else {}
+        extra = [(chunks[i], score) for i, score in scores.items() if i in chunks]
+        return found + sorted(extra, key=lambda hit: -hit[1])
 
     def _bm25(
         self,
@@ -236,26 +249,23 @@ class ChunkRows(StoreCore):
         chosen = (list(only),) if only is not None else ()
         return scoring, (kind, *self._scope, any_term, *chosen, *queries, every_term, *count_params, *queries)
 
-    def lexical_scores(
-        self, kind: str, terms: Sequence[str], chunk_ids: Sequence[int], flt: AnyFilter | None = None
+    def _scores_of(
+        self,
+        kind: str,
+        queries: list[str],
+        found: _LexicalPlan,
+        glob: bool,
+        docs: int,
+        tokens: int,
+        chunk_ids: list[int],
     ) -> dict[int, float]:
-        """BM25 of the given chunks, as :meth:`lexical_search` scores them (the
-        same candidates: a chunk holding frequent terms only is not scored):
-        every term's document frequency counted over the index (or, beyond
+        """BM25 of the given chunks among the candidates `found` brings in: every
+        term's document frequency counted over the index (or, beyond
         ``EXACT_LEXICAL_DOCS`` chunks, the planner's estimate for a frequent
         one, as there), the term frequencies read for these rows only."""
-        if not terms or not chunk_ids:
-            return {}
-        queries = self._term_queries(terms)
-        if not queries:
-            return {}
-        glob = sql.wants_global(flt)
-        docs, tokens = self._chunk_stats(kind, glob)
-        docs = max(docs, 1)
-        found = self._candidate_terms(kind, queries, docs)
         counted = {i for i in range(len(queries)) if i not in found.estimated_df}
         plan = _LexicalPlan(found.matching, counted, found.estimated_df)
-        scoring, params = self._scoring(kind, queries, plan, glob, docs, tokens, only=list(chunk_ids))
+        scoring, params = self._scoring(kind, queries, plan, glob, docs, tokens, only=chunk_ids)
         rows = self._rows(f"{scoring} SELECT id, score FROM scored", params)
         return {int(r[0]): float(r[1]) for r in rows}
 

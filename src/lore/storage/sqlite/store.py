@@ -608,80 +608,90 @@ class SQLiteStore:
         return _chunk("code", row) if row else None
 
     def lexical_search(
-        self, kind: str, terms: Sequence[str], flt: AnyFilter | None, limit: int
+        self,
+        kind: str,
+        terms: Sequence[str],
+        flt: AnyFilter | None,
+        limit: int,
+        also: Sequence[int] = (),
     ) -> list[tuple[ChunkRecord, float]]:
         """BM25 over chunks of `kind` matching `terms`; (chunk, score), best first.
 
         Terms found in a large share of the chunks bring in candidates on
         their own only when the rarer terms (and the chunks holding every
         term) do not fill the limit (see :mod:`lore.storage.sqlite.lexical`).
+        The chunks of `also` that the candidates' expressions match but that
+        are not among the best `limit` follow those, best first, scored in
+        the same pass of FTS5 (a pass of their own would cost as much again).
         """
         if not terms or limit <= 0:
             return []
         plan = lexical_plan(self.db, FTS_TABLES[kind], terms)
+        wanted = json.dumps(list(dict.fromkeys(also))) if also else None
         best: dict[int, tuple[ChunkRecord, float]] = {}
+        extra: dict[int, float] = {}
         for match in plan.first:
-            self._merge_ranked(best, kind, match, flt, limit)
+            self._merge_ranked(best, extra, kind, match, flt, limit, wanted)
         if len(best) < limit and plan.fallback:
-            self._merge_ranked(best, kind, plan.fallback, flt, limit)
-        return sorted(best.values(), key=lambda hit: -hit[1])[:limit]
-
-    def lexical_scores(
-        self, kind: str, terms: Sequence[str], chunk_ids: Sequence[int], flt: AnyFilter | None = None
-    ) -> dict[int, float]:
-        """BM25 of the given chunks, as :meth:`lexical_search` scores them (the
-        same candidate expressions: a chunk holding frequent terms only is not
-        scored). One pass over the matching rows: FTS5 works out each term's
-        document frequency once per statement, so a lookup per row id, each
-        working it out again, cost ten times more."""
-        wanted = set(chunk_ids)
-        if not terms or not wanted:
-            return {}
-        table, weights = FTS_TABLES[kind], ", ".join(str(w) for w in _WEIGHTS[kind])
-        out: dict[int, float] = {}
-        for match in lexical_plan(self.db, table, terms).first:
-            rows = self.db.execute(
-                f"SELECT rowid, -bm25({table}, {weights}) FROM {table} WHERE {table} MATCH ?", (match,)
-            )
-            for rowid, score in rows:
-                if rowid in wanted and score > out.get(rowid, float("-inf")):
-                    out[rowid] = float(score)
-        return out
+            self._merge_ranked(best, extra, kind, plan.fallback, flt, limit, None)
+        top = sorted(best.values(), key=lambda hit: -hit[1])[:limit]
+        shown = {chunk.chunk_id for chunk, _ in top}
+        rest = {i: score for i, score in extra.items() if i not in shown}
+        chunks = {c.chunk_id: c for c in self.chunks(kind, list(rest), flt)} if rest else {}
+        return top + sorted(((chunks[i], s) for i, s in rest.items() if i in chunks), key=lambda hit: -hit[1])
 
     def _merge_ranked(
         self,
         best: dict[int, tuple[ChunkRecord, float]],
+        extra: dict[int, float],
         kind: str,
         match: str,
         flt: AnyFilter | None,
         limit: int,
+        wanted: str | None,
     ) -> None:
-        """Add :meth:`_ranked` results to `best`, keeping each chunk's highest score."""
-        for chunk, score in self._ranked(kind, match, flt, limit):
+        """Add :meth:`_ranked` results to `best` (and the scores of the
+        `wanted` chunks to `extra`), keeping each chunk's highest score."""
+        hits, scores = self._ranked(kind, match, flt, limit, wanted)
+        for chunk, score in hits:
             if chunk.chunk_id not in best or score > best[chunk.chunk_id][1]:
                 best[chunk.chunk_id] = (chunk, score)
+        for chunk_id, score in scores.items():
+            extra[chunk_id] = max(score, extra.get(chunk_id, score))
 
     def _ranked(
-        self, kind: str, match: str, flt: AnyFilter | None, limit: int
-    ) -> list[tuple[ChunkRecord, float]]:
-        """The `limit` best chunks for the FTS5 expression `match` that pass `flt`.
+        self, kind: str, match: str, flt: AnyFilter | None, limit: int, wanted: str | None = None
+    ) -> tuple[list[tuple[ChunkRecord, float]], dict[int, float]]:
+        """The `limit` best chunks for the FTS5 expression `match` that pass
+        `flt`, and {chunk id: score} of the `wanted` ones (a JSON list) it matches.
 
         FTS5 ranks its own rows (no join per matching row); the winners' chunks
         are read with the filter, widening once when the filter rejects some,
         and a very selective filter goes straight to a filtered join.
         """
         table, weights = FTS_TABLES[kind], ", ".join(str(w) for w in _WEIGHTS[kind])
-        ranked_sql = (
-            f"SELECT rowid, -bm25({table}, {weights}) FROM {table} WHERE {table} MATCH ? "
-            f"ORDER BY bm25({table}, {weights}) LIMIT ?"
-        )
-        want = limit
+        scored = f"SELECT rowid AS id, -bm25({table}, {weights}) AS score FROM {table} WHERE {table} MATCH ?"
+        if wanted is None:
+            ranked_sql = f"{scored} ORDER BY score DESC LIMIT ?"
+        else:  # one pass: FTS5 works out each term's document frequency once per statement
+            ranked_sql = (
+                f"WITH s AS MATERIALIZED ({scored}) "
+                "SELECT * FROM (SELECT id, score, 0 FROM s ORDER BY score DESC LIMIT ?) "
+                "UNION ALL SELECT id, score, 1 FROM s WHERE id IN (SELECT value FROM json_each(?))"
+            )
+        want, scores = limit, {}
         for _ in range(2):
-            ranked = self.db.execute(ranked_sql, (match, want)).fetchall()
+            rows = self.db.execute(ranked_sql, (match, want) if wanted is None else (match, want, wanted))
+            ranked, scores = [], {}
+            for row in rows:
+                if len(row) > 2 and row[2]:
+                    scores[int(row[0])] = float(row[1])
+                else:
+                    ranked.append((int(row[0]), float(row[1])))
             found = {c.chunk_id: c for c in self.chunks(kind, [i for i, _ in ranked], flt)}
-            hits = [(found[i], float(score)) for i, score in ranked if i in found]
+            hits = [(found[i], score) for i, score in ranked if i in found]
             if len(hits) >= limit or len(ranked) < want:
-                return hits[:limit]
+                return hits[:limit], scores
             if len(hits) * 8 < len(ranked):
                 break
             want *= 8
@@ -693,7 +703,7 @@ class SQLiteStore:
             f"ORDER BY bm25({table}, {weights}) LIMIT ?"
         )
         rows = self.db.execute(sql, (match, *params, limit)).fetchall()
-        return [(_chunk(kind, row), float(row[-1])) for row in rows]
+        return [(_chunk(kind, row), float(row[-1])) for row in rows], scores
 
     def vector_search(
         self, kind: str, model: str, query: np.ndarray, flt: AnyFilter | None, limit: int
@@ -1264,7 +1274,6 @@ for _name in (
     "chunks",
     "first_chunk",
     "lexical_search",
-    "lexical_scores",
     "vector_search",
     "vector_count",
     "vector_scores",
