@@ -679,11 +679,12 @@ class SQLiteStore:
                 "SELECT * FROM (SELECT id, score, 0 FROM s ORDER BY score DESC LIMIT ?) "
                 "UNION ALL SELECT id, score, 1 FROM s WHERE id IN (SELECT value FROM json_each(?))"
             )
-        want, scores = limit, {}
+        want = limit
+        scores: dict[int, float] = {}
         for _ in range(2):
-            rows = self.db.execute(ranked_sql, (match, want) if wanted is None else (match, want, wanted))
+            params = (match, want) if wanted is None else (match, want, wanted)
             ranked, scores = [], {}
-            for row in rows:
+            for row in self.db.execute(ranked_sql, params):
                 if len(row) > 2 and row[2]:
                     scores[int(row[0])] = float(row[1])
                 else:
@@ -695,14 +696,14 @@ class SQLiteStore:
             if len(hits) * 8 < len(ranked):
                 break
             want *= 8
-        where, params = _filter_where(kind, flt)
+        where, filters = _filter_where(kind, flt)
         sql = (
             f"SELECT {_select(kind)}, -bm25({table}, {weights}) AS score FROM {table} "
             f"JOIN chunks c ON c.id = {table}.rowid {_joins(kind)} "
             f"WHERE {table} MATCH ? {'AND ' + where if where else ''} "
             f"ORDER BY bm25({table}, {weights}) LIMIT ?"
         )
-        rows = self.db.execute(sql, (match, *params, limit)).fetchall()
+        rows = self.db.execute(sql, (match, *filters, limit)).fetchall()
         return [(_chunk(kind, row), float(row[-1])) for row in rows], scores
 
     def vector_search(
