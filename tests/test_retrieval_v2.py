@@ -459,19 +459,25 @@ def test_exact_identifier_is_never_outranked_by_a_vector_only_hit(tmp_path):
     project.close()
 
 
-def test_a_keyword_hit_past_the_nearest_candidates_keeps_its_meaning(tmp_path):
-    """A keyword candidate the vector candidates did not reach is fused with
-    its own cosine, not 0: every hit's similarity is its true cosine, and on
-    both backends `vector_scores` gives the cosines `vector_search` gives."""
+def _handbook(tmp_path: Path) -> lore.Lore:
+    """A project of twice as many notes as a candidate list holds, each on one of eight topics."""
     project = lore.init(tmp_path / "p")
     topics = ["invoices", "deploys", "office pets", "coffee", "holidays", "backups", "fonts", "parking"]
     with project.memories.batch():
-        for i in range(2 * hybrid.CANDIDATES):  # twice what a candidate list holds
+        for i in range(2 * hybrid.CANDIDATES):
             topic = topics[i % len(topics)]
             project.add(
                 title=f"Note {i} on {topic}", body=f"The {topic} rule number {i} of the team handbook."
             )
     project.embed()
+    return project
+
+
+def test_a_keyword_hit_past_the_nearest_candidates_keeps_its_meaning(tmp_path):
+    """A keyword candidate the vector candidates did not reach is fused with
+    its own cosine, not 0: every hit's similarity is its true cosine, and on
+    both backends `vector_scores` gives the cosines `vector_search` gives."""
+    project = _handbook(tmp_path)
     store, (query, _) = (
         project.store,
         project.searcher.query("team handbook rule about parking", "memory", None),
@@ -495,15 +501,7 @@ def test_a_vector_hit_past_the_keyword_candidates_keeps_its_words(tmp_path):
     its own BM25, not 0: on both backends `lexical_search` scores the chunks
     it is asked `also` for after its best ones, as it would rank them, and
     such a hit is not demoted as meaning-only."""
-    project = lore.init(tmp_path / "p")
-    topics = ["invoices", "deploys", "office pets", "coffee", "holidays", "backups", "fonts", "parking"]
-    with project.memories.batch():
-        for i in range(2 * hybrid.CANDIDATES):  # every note matches the query's words alike
-            topic = topics[i % len(topics)]
-            project.add(
-                title=f"Note {i} on {topic}", body=f"The {topic} rule number {i} of the team handbook."
-            )
-    project.embed()
+    project = _handbook(tmp_path)  # every note matches the query's words alike
     store, (query, _) = (
         project.store,
         project.searcher.query("where may cars be left overnight, says the team handbook", "memory", None),
