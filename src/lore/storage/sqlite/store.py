@@ -672,7 +672,7 @@ class SQLiteStore:
         table, weights = FTS_TABLES[kind], ", ".join(str(w) for w in _WEIGHTS[kind])
         scored = f"SELECT rowid AS id, -bm25({table}, {weights}) AS score FROM {table} WHERE {table} MATCH ?"
         if wanted is None:
-            ranked_sql = f"{scored} ORDER BY score DESC LIMIT ?"
+            ranked_sql = f"{scored} ORDER BY bm25({table}, {weights}) LIMIT ?"
         else:  # one pass: FTS5 works out each term's document frequency once per statement
             ranked_sql = (
                 f"WITH s AS MATERIALIZED ({scored}) "
