@@ -240,7 +240,8 @@ def _fuse(
         return list(vec.values())
     complete = fusion_mode != "rrf" and kind in COMPLETED_KINDS
     meaning = _meaning_of(store, kind, query, [h for g, h in lex.items() if g not in vec] if complete else [])
-    words = {hit.chunk.chunk_id: hit for hit in beyond} if complete else {}
+    by_chunk = {hit.chunk.chunk_id: hit for hit in beyond} if complete else {}
+    words = {g: by_chunk[h.chunk.chunk_id] for g, h in vec.items() if h.chunk.chunk_id in by_chunk}
     fused = fusion.fuse(
         [(k, s.score) for k, s in lex.items()],
         [(k, s.score) for k, s in vec.items()],
@@ -251,7 +252,7 @@ def _fuse(
             for g, h in lex.items()
             if h.chunk.chunk_id in meaning
         },
-        {g: words[h.chunk.chunk_id].lexical for g, h in vec.items() if h.chunk.chunk_id in words},
+        {g: hit.lexical for g, hit in words.items()},
     )
     out = []
     for group, score, source in fused:
@@ -259,7 +260,7 @@ def _fuse(
             hit = copy.copy(lex[group])  # each fusion scores its own
         else:
             hit = copy.copy(vec[group])
-            worded = words.get(hit.chunk.chunk_id)
+            worded = words.get(group)
             if worded is not None:
                 hit.lexical, hit.exact = worded.lexical, worded.exact
         if group in vec:
