@@ -552,6 +552,82 @@ def test_a_clear_vector_winner_cuts_the_keyword_weight_only_when_it_is_near():
     assert fusion.keyword_weight(keyword, vector_scores=near) < alone * 0.8
 
 
+_KEYS = st.lists(st.integers(0, 40), unique=True, max_size=30)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(_KEYS, st.lists(st.permutations(range(41)), max_size=3), st.integers(0, 12))
+def test_hedge_keeps_every_key_and_the_head_and_takes_each_rankings_next_in_turn(ranked, others, start):
+    """The hedged order is `ranked` reordered past its first `start` keys: the
+    next key each other ranking would add lands within one round of picks."""
+    others = [[k for k in other if k in set(ranked)] for other in others]
+    out = fusion.hedge(ranked, others, start)
+    assert sorted(out) == sorted(ranked) and out[:start] == ranked[:start]
+    one_round = start + 1 + len(others)
+    for other in others:
+        after_head = [k for k in other if k not in set(ranked[:start])]
+        if after_head:
+            assert out.index(after_head[0]) < one_round
+    assert fusion.hedge(ranked, [list(ranked)], start) == ranked
+    assert fusion.hedge(ranked, others, 10**6) == ranked
+
+
+_ROTATION = [
+    "Secrets are renewed every ninety days by the vault job.",
+    "API tokens get replaced on a fixed schedule.",
+    "Passwords expire and must be changed each quarter.",
+    "The signing key is swapped out when someone leaves.",
+    "Service accounts receive fresh keys monthly.",
+    "Database logins are reissued after an incident.",
+    "Old SSH keys are revoked and new ones issued.",
+    "Cloud access keys are cycled by a cron task.",
+    "OAuth client secrets are regenerated yearly.",
+    "Deploy tokens are refreshed before they lapse.",
+    "TLS certificates are renewed automatically.",
+    "Leaked passwords are reset within the hour.",
+    # the query's words, other meanings
+    "Rotate the log files daily with logrotate.",
+    "Credentials in the test fixtures are fake.",
+    "The image editor can rotate pictures.",
+    "We rotate the on-call duty weekly.",
+    "Credentials screen uses the brand colours.",
+    "Rotate the dashboard widgets to fit the screen.",
+    *(f"Unrelated note {i} about lunch menus and office plants." for i in range(10)),
+]
+
+
+def test_a_page_of_memories_hedges_the_keyword_weight_past_its_first_results(tmp_path, monkeypatch):
+    """Past the first ``HEDGE_FROM`` memories, a page takes in turn from the
+    adaptive ranking and from a words-leaning and a meaning-leaning one: the
+    same memories as the plain ranking up to there, reordered after, with
+    scores still falling and a longer page starting with a shorter one."""
+    project = lore.init(tmp_path / "p")
+    with project.memories.batch():
+        for body in _ROTATION:
+            project.add(title=body[:40], body=body)
+    project.embed()
+    store, changed = project.store, 0
+    for text in (
+        "credential rotation policy",
+        "how do we rotate credentials",
+        "rotate keys",
+        "renew secrets",
+    ):
+        query, _ = project.searcher.query(text, "memory", None)
+        page = [h.chunk.chunk_id for h in hybrid.search(store, "memory", query, limit=10)]
+        longer = hybrid.search(store, "memory", query, limit=20)
+        assert [h.chunk.chunk_id for h in longer[:10]] == page
+        assert [h.score for h in longer] == sorted((h.score for h in longer), reverse=True)
+        with monkeypatch.context() as plain_ranking:
+            plain_ranking.setattr(fusion, "HEDGE_FROM", 10**6)
+            plain = [h.chunk.chunk_id for h in hybrid.search(store, "memory", query, limit=50)]
+        h = fusion.HEDGE_FROM
+        assert page[:h] == plain[:h] and set(page) <= set(plain)
+        changed += page != plain[:10]
+    assert changed, "some query's page should differ from the plain ranking's"
+    project.close()
+
+
 def _scored(i: int, source: str, exact: int, score: float, lexical: float = 0.0) -> hybrid.Scored:
     chunk = ChunkRecord(i, "memory", f"m{i}.md", None, None, None, 1, 1, "", "", f"text {i}")
     return hybrid.Scored(chunk, score, source, lexical=lexical, exact=exact)

@@ -51,6 +51,10 @@ PEAK_DEPTH = 20
 VECTOR_PEAK_CUT = 0.3  # share of the keyword weight a clear vector winner takes away...
 VECTOR_NEAR = 0.8  # ... in full when it is also this close in meaning (relevance 1: all of it)
 LONG_QUERY_TERMS = 8
+# adaptive mode: past the first HEDGE_FROM results, each next one is taken in
+# turn from the adaptive ranking and the rankings with these keyword weights.
+HEDGE_FROM = 7
+HEDGE_WEIGHTS = (0.7, 0.3)
 
 
 def vector_weight(n_terms: int) -> float:
@@ -105,6 +109,7 @@ def fuse(
     n_terms: int = 1,
     meaning: dict[Hashable, float] | None = None,
     words: dict[Hashable, float] | None = None,
+    weight: float | None = None,
 ) -> list[tuple[Hashable, float, str]]:
     """Merge two ranked lists of (key, relevance 0-1) into (key, fused score, source), best first.
 
@@ -114,14 +119,16 @@ def fuse(
     (their exact cosines, looked up), so the score sums (adaptive, weighted)
     count both sides of every candidate rather than 0 for the side that
     missed it; `words`, likewise, the keyword relevance of vector candidates
-    the keyword list did not reach. RRF ranks, and ignores both.
+    the keyword list did not reach. RRF ranks, and ignores both. `weight`:
+    adaptive mode's keyword weight, instead of :func:`keyword_weight`'s.
     """
     meaning, words = meaning or {}, words or {}
     if mode not in FUSIONS:
         raise ValueError(f"unknown fusion {mode!r}; use one of {FUSIONS}")
     kw = {key: (rank, score) for rank, (key, score) in enumerate(keyword)}
     vec = {key: (rank, score) for rank, (key, score) in enumerate(vector)}
-    w_kw = keyword_weight([score for _, score in keyword], n_terms, [score for _, score in vector])
+    if weight is None:
+        weight = keyword_weight([score for _, score in keyword], n_terms, [score for _, score in vector])
     rrf_weights = (RRF_WEIGHTS[0], vector_weight(n_terms))
     fused = []
     for key in {**kw, **vec}:
@@ -129,7 +136,7 @@ def fuse(
         k_score = kw[key][1] if in_kw else words.get(key, 0.0)
         v_score = vec[key][1] if in_vec else meaning.get(key, 0.0)
         if mode == "adaptive":
-            score = w_kw * k_score + (1 - w_kw) * v_score
+            score = weight * k_score + (1 - weight) * v_score
         elif mode == "rrf":
             total = sum(
                 weight / (RRF_K + 1 + lst[key][0])
@@ -143,3 +150,25 @@ def fuse(
         fused.append((key, min(1.0, score), source))
     fused.sort(key=lambda item: -item[1])
     return fused
+
+
+def hedge(ranked: list[Hashable], others: list[list[Hashable]], start: int = HEDGE_FROM) -> list[Hashable]:
+    """`ranked`'s first `start` keys, then one key in turn from `ranked` and
+    from each of `others` (the next one not yet taken), until all are taken.
+
+    The adaptive keyword weight is a guess for each query: its first results
+    are its best bets, and the rest of a page hedges the guess with what a
+    words-leaning and a meaning-leaning weight would have ranked next. Every
+    key of `ranked` is kept, once; a longer list starts with a shorter one.
+    """
+    out = dict.fromkeys(ranked[:start])
+    known = set(ranked)
+    lists = [iter(ranked), *(iter([k for k in other if k in known]) for other in others)]
+    while lists:
+        for source in list(lists):
+            key = next((k for k in source if k not in out), None)
+            if key is None:
+                lists.remove(source)
+            else:
+                out[key] = None
+    return list(out)

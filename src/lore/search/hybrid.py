@@ -58,6 +58,12 @@ DEFAULT_LEVELS = (SIMILARITY_FLOOR, SIMILARITY_FULL, SIMILARITY_FLOOR)
 # .695 → .684, ripgrep .627 → .608), where the model reads code poorly and
 # the files ranking weighs words and meaning its own way (docs/benchmarks.md).
 COMPLETED_KINDS = frozenset({"memory"})
+# Kinds whose adaptive ranking hedges its keyword weight past the first
+# results (:func:`fusion.hedge`; LoCoMo R@10 .662 → .679, CoSQA test .794 →
+# .816): memories. Code and commit lists are mostly evidence pools for
+# ranking files, which reads their scores; there it lowered CoSQA through
+# the code indexer (dev MRR@10 .463 → .444).
+HEDGED_KINDS = frozenset({"memory"})
 # Results below this relevance are "no good match" and left out.
 RELEVANCE_FLOOR = 0.01
 
@@ -242,7 +248,7 @@ def _fuse(
     meaning = _meaning_of(store, kind, query, [h for g, h in lex.items() if g not in vec] if complete else [])
     by_chunk = {hit.chunk.chunk_id: hit for hit in beyond} if complete else {}
     words = {g: by_chunk[h.chunk.chunk_id] for g, h in vec.items() if h.chunk.chunk_id in by_chunk}
-    fused = fusion.fuse(
+    lists = (
         [(k, s.score) for k, s in lex.items()],
         [(k, s.score) for k, s in vec.items()],
         fusion_mode,
@@ -254,6 +260,9 @@ def _fuse(
         },
         {g: hit.lexical for g, hit in words.items()},
     )
+    fused = fusion.fuse(*lists)
+    if fusion_mode == "adaptive" and kind in HEDGED_KINDS and len(fused) > fusion.HEDGE_FROM:
+        fused = _hedged(fused, [fusion.fuse(*lists, weight=w) for w in fusion.HEDGE_WEIGHTS])
     out = []
     for group, score, source in fused:
         if group in lex:
@@ -270,6 +279,21 @@ def _fuse(
         hit.score, hit.source = score, source
         out.append(hit)
     return exact_first(out, query)
+
+
+def _hedged(
+    fused: list[tuple[Hashable, float, str]], others: list[list[tuple[Hashable, float, str]]]
+) -> list[tuple[Hashable, float, str]]:
+    """`fused` in :func:`fusion.hedge`'s order, each score lowered to the one
+    before it where the order lifted it (shown scores fall with rank)."""
+    by_key = {key: (score, source) for key, score, source in fused}
+    order = fusion.hedge([key for key, _, _ in fused], [[key for key, _, _ in other] for other in others])
+    out, ceiling = [], 1.0
+    for key in order:
+        score, source = by_key[key]
+        ceiling = min(ceiling, score)
+        out.append((key, ceiling, source))
+    return out
 
 
 def _meaning_of(store: Store, kind: str, query: Query, hits: list[Scored]) -> dict[int, float]:
