@@ -50,7 +50,7 @@ def add_memories(n: int) -> None:
     for i in range(n):
         t = turns[i % len(turns)]
         body = f"{t['speaker']}: {t['text']}" + (f" [{i // len(turns)}]" if i >= len(turns) else "") + "\n"
-        title = f"{t['speaker']}: {t['text'][:80]}"
+        title = " ".join(f"{t['speaker']}: {t['text'][:80]}".split())  # a title is one line
         m = Memory(
             title=title,
             body=body,

@@ -16,7 +16,11 @@ Three modes (``[search] fusion`` in config.toml):
   keyword tie-break should not bury it, but a peak among distant
   neighbours says little. Chosen on the dev sets (LoCoMo, CoSQA dev;
   docs/benchmarks.md), where fixed weights helped one set and hurt the
-  other.
+  other. That weight is still a guess per query, so in memory search a
+  page hedges it (:func:`hedge`): its first ``HEDGE_FROM`` results are
+  the adaptive ranking's, and each next one is taken in turn from that
+  ranking and from the rankings a words-leaning (0.7) and a
+  meaning-leaning (0.3) keyword weight give.
 - ``rrf`` — reciprocal rank fusion (seed 000): each list contributes
   w/(k + rank), k = 5, vector weight 1.5 (shrinking for long queries). The
   score is normalised by its maximum, so it says where a result ranked,
