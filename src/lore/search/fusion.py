@@ -143,8 +143,8 @@ def fuse(
             score = weight * k_score + (1 - weight) * v_score
         elif mode == "rrf":
             total = sum(
-                weight / (RRF_K + 1 + lst[key][0])
-                for lst, weight in zip((kw, vec), rrf_weights)
+                list_weight / (RRF_K + 1 + lst[key][0])
+                for lst, list_weight in zip((kw, vec), rrf_weights)
                 if key in lst
             )
             score = total / (sum(rrf_weights) / (RRF_K + 1))

@@ -284,16 +284,18 @@ def _fuse(
 def _hedged(
     fused: list[tuple[Hashable, float, str]], others: list[list[tuple[Hashable, float, str]]]
 ) -> list[tuple[Hashable, float, str]]:
-    """`fused` in :func:`fusion.hedge`'s order, each score lowered to the one
-    before it where the order lifted it (shown scores fall with rank)."""
+    """`fused` in :func:`fusion.hedge`'s order. Shown scores follow the order:
+    a result the hedge lifted above better ones is raised to the best score
+    ranked after it. The others keep theirs (lowering them instead would
+    understate them to recall, which weighs memories by score)."""
     by_key = {key: (score, source) for key, score, source in fused}
     order = fusion.hedge([key for key, _, _ in fused], [[key for key, _, _ in other] for other in others])
-    out, ceiling = [], 1.0
-    for key in order:
+    out, floor = [], 0.0
+    for key in reversed(order):
         score, source = by_key[key]
-        ceiling = min(ceiling, score)
-        out.append((key, ceiling, source))
-    return out
+        floor = max(floor, score)
+        out.append((key, floor, source))
+    return out[::-1]
 
 
 def _meaning_of(store: Store, kind: str, query: Query, hits: list[Scored]) -> dict[int, float]:
