@@ -290,11 +290,11 @@ def _hedged(
     understate them to recall, which weighs memories by score)."""
     by_key = {key: (score, source) for key, score, source in fused}
     order = fusion.hedge([key for key, _, _ in fused], [[key for key, _, _ in other] for other in others])
-    out, floor = [], 0.0
+    out, best_after = [], 0.0
     for key in reversed(order):
         score, source = by_key[key]
-        floor = max(floor, score)
-        out.append((key, floor, source))
+        best_after = max(best_after, score)
+        out.append((key, best_after, source))
     return out[::-1]
 
 
