@@ -101,3 +101,39 @@ def test_an_add_the_busy_index_cannot_take_is_saved_and_said_so(tmp_path):
         assert result.note and "not searchable yet" in result.note and "try again" not in result.note
     with lore.open(root) as project:  # the next command indexes it
         assert [h.id for h in project.search("walrus cache")] == [result.id]
+
+
+def _open_index_at(path: str, start, results) -> None:
+    from pathlib import Path
+
+    from lore.storage.sqlite.store import SQLiteStore
+
+    start.wait()
+    try:
+        SQLiteStore(Path(path)).close()
+        results.put("ok")
+    except Exception as err:  # the test reports what the process hit
+        results.put(repr(err))
+
+
+@pytest.mark.skipif(ON_POSTGRES, reason="opens new SQLite index files")
+def test_processes_opening_a_new_index_together_all_open_it(tmp_path):
+    """Six processes opening a new index at the same moment race to switch it
+    to WAL; SQLite answers the losers "database is locked" at once instead of
+    waiting. One in a few rounds failed so (a task's completions run together
+    from agents' hooks); each must wait its turn instead."""
+    import multiprocessing
+
+    import lore.storage.sqlite.store  # noqa: F401 - imported once, before the forks
+
+    context = multiprocessing.get_context("fork")
+    for round_ in range(20):
+        path = str(tmp_path / f"index{round_}.db")
+        start, results = context.Barrier(6), context.Queue()
+        openers = [context.Process(target=_open_index_at, args=(path, start, results)) for _ in range(6)]
+        for opener in openers:
+            opener.start()
+        outcomes = [results.get(timeout=60) for _ in openers]
+        for opener in openers:
+            opener.join(timeout=60)
+        assert outcomes == ["ok"] * 6, (round_, outcomes)

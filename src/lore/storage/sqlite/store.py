@@ -11,6 +11,7 @@ import functools
 import json
 import os
 import sqlite3
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -1570,14 +1571,31 @@ def _connect(path: Path) -> sqlite3.Connection:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
     db = sqlite3.connect(path, timeout=_BUSY_MS / 1000, isolation_level=None, check_same_thread=False)
     db.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
-    if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-        db.execute("PRAGMA journal_mode = WAL")
+    _use_wal(db)
     db.execute("PRAGMA synchronous = NORMAL")
     db.execute("PRAGMA foreign_keys = ON")
     # Reads straight from the page cache instead of copying pages: random row
     # lookups (a search's candidates) are ~4x cheaper at 100k chunks.
     db.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
     return db
+
+
+def _use_wal(db: sqlite3.Connection) -> None:
+    """Put the index in WAL mode (a no-op when it is already).
+
+    Processes that open a new index together race to switch it, and SQLite
+    answers the losers "database is locked" at once, without waiting on
+    busy_timeout: so the switch is retried for as long as a statement would wait."""
+    deadline = time.monotonic() + _BUSY_MS / 1000
+    while True:
+        try:
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) and "busy" not in str(err) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 _NOT_DAMAGE = (
