@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+import forkserver
 import lore
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -157,7 +158,9 @@ def project(tmp_path) -> lore.Lore:
 
 
 class CLI:
-    """Runs `python -m lore` in a subprocess, in the project folder."""
+    """Runs `python -m lore` in a process of its own, in the project folder: a
+    fork of a server with Lore imported (tests/forkserver.py), or a fresh
+    interpreter where a fork could differ (and with LORE_TEST_EXEC=1)."""
 
     def __init__(self, cwd: Path):
         self.cwd = cwd
@@ -171,17 +174,21 @@ class CLI:
         env: dict | None = None,
     ) -> subprocess.CompletedProcess:
         full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
-        stdin = None if input is not None else subprocess.DEVNULL
-        proc = subprocess.run(
-            [sys.executable, "-P", "-m", "lore", *args],
-            cwd=cwd or self.cwd,
-            input=input,
-            stdin=stdin,
-            capture_output=True,
-            text=True,
-            env=full_env,
-            timeout=120,
-        )
+        if forkserver.needs_exec(full_env):
+            proc = subprocess.run(
+                [sys.executable, "-P", "-m", "lore", *args],
+                cwd=cwd or self.cwd,
+                input=input,
+                stdin=None if input is not None else subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                env=full_env,
+                timeout=120,
+            )
+        else:
+            proc = forkserver.Server.get().run(
+                list(args), cwd=cwd or self.cwd, env=full_env, input=input, timeout=120
+            )
         if ok and proc.returncode != 0:
             raise AssertionError(
                 f"lore {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"

@@ -1,0 +1,228 @@
+"""`lore` commands in processes forked from a server that has Lore imported.
+
+The suite runs the CLI some 1,600 times, and a fresh interpreter spends most
+of each run importing (Lore's commands, click, numpy, and psycopg on the
+PostgreSQL pass). Each test worker starts one server that imports all of it
+once and then, per command, forks a child that takes the caller's pipes as
+its stdin/stdout/stderr, its environment and working directory, runs
+``lore.interfaces.cli.main`` and exits as ``python -m lore`` would (atexit
+handlers, flushed streams, the command's exit status). The child is still a
+process of its own with real file descriptors, so what a command prints, the
+files it leaves, its exit code and its locks are those of a real run.
+
+What a fork cannot show, the caller gets from a real ``python -m lore`` (see
+``needs_exec``): an environment that changes how the interpreter starts
+(``PYTHON*``, locale variables), and ``LORE_TEST_EXEC=1`` runs every command
+so. Tests of start-up itself (which modules a command imports, warnings a
+library prints on import) run their own subprocesses.
+
+Run as a script, this file is the server: ``python forkserver.py FD``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import traceback
+from pathlib import Path
+
+# Variables read when an interpreter starts, not when a command runs.
+_STARTUP_PREFIXES = ("PYTHON", "LC_", "LANG")
+_MESSAGE = 1 << 20
+
+
+def needs_exec(env: dict[str, str]) -> bool:
+    """Must this command run in a fresh interpreter rather than a fork?"""
+    if os.environ.get("LORE_TEST_EXEC") == "1":
+        return True
+    keys = {k for k in (*env, *os.environ) if k.startswith(_STARTUP_PREFIXES)}
+    return any(env.get(k) != os.environ.get(k) for k in keys)
+
+
+class Server:
+    """One forking server per test worker process (started on first use)."""
+
+    _instance: Server | None = None
+
+    def __init__(self) -> None:
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        log = Path(os.environ.get("TMPDIR", "/tmp")) / f"lore-forkserver-{os.getpid()}.log"
+        with open(log, "ab") as err:
+            self.process = subprocess.Popen(
+                [sys.executable, "-P", __file__, str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
+        theirs.close()
+        self.sock = mine
+        self.lock = threading.Lock()
+
+    @classmethod
+    def get(cls) -> Server:
+        if cls._instance is None or cls._instance.process.poll() is not None:
+            cls._instance = cls()
+        return cls._instance
+
+    def run(
+        self, args: list[str], *, cwd: Path, env: dict[str, str], input: str | None, timeout: float
+    ) -> subprocess.CompletedProcess:
+        """Like ``subprocess.run([... "-m", "lore", *args], capture_output=True, text=True)``."""
+        if not self.lock.acquire(blocking=False):  # commands run side by side: a real process each
+            return subprocess.run(
+                [sys.executable, "-P", "-m", "lore", *args],
+                cwd=cwd,
+                input=input,
+                stdin=None if input is not None else subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=timeout,
+            )
+        try:
+            return self._run(args, cwd=cwd, env=env, input=input, timeout=timeout)
+        finally:
+            self.lock.release()
+
+    def _run(self, args, *, cwd, env, input, timeout):
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        if input is None:
+            in_r, in_w = os.open(os.devnull, os.O_RDONLY), None
+        else:
+            in_r, in_w = os.pipe()
+        request = json.dumps({"args": args, "cwd": str(cwd), "env": env}).encode()
+        try:
+            socket.send_fds(self.sock, [request], [in_r, out_w, err_w])
+        finally:
+            for fd in (in_r, out_w, err_w):
+                os.close(fd)
+        pid = json.loads(self.sock.recv(_MESSAGE))["pid"]
+        out: list[bytes] = []
+        err: list[bytes] = []
+        readers = [
+            threading.Thread(target=_drain, args=(fd, sink)) for fd, sink in ((out_r, out), (err_r, err))
+        ]
+        for reader in readers:
+            reader.start()
+        if in_w is not None:
+            threading.Thread(target=_feed, args=(in_w, input.encode()), daemon=True).start()
+        self.sock.settimeout(timeout)
+        try:
+            reply = self.sock.recv(_MESSAGE)
+        except TimeoutError:
+            os.kill(pid, signal.SIGKILL)
+            self.sock.settimeout(None)
+            self.sock.recv(_MESSAGE)
+            raise subprocess.TimeoutExpired(["lore", *args], timeout) from None
+        finally:
+            self.sock.settimeout(None)
+        for reader in readers:
+            reader.join()
+        status = json.loads(reply)["status"]
+        return subprocess.CompletedProcess(["lore", *args], status, _text(out), _text(err))
+
+
+def _drain(fd: int, sink: list[bytes]) -> None:
+    with open(fd, "rb", closefd=True) as stream:
+        sink.append(stream.read())
+
+
+def _feed(fd: int, data: bytes) -> None:
+    with open(fd, "wb", closefd=True) as stream:
+        try:
+            stream.write(data)
+        except BrokenPipeError:
+            pass
+
+
+def _text(chunks: list[bytes]) -> str:
+    """Decoded as `text=True` does: UTF-8, universal newlines."""
+    return b"".join(chunks).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+
+
+# -- the server ----------------------------------------------------------------------
+
+
+def _preload() -> None:
+    """What a command would import: Lore's commands and the libraries they use."""
+    import importlib
+
+    import lore.interfaces.cli as cli
+
+    for module in sorted(set(cli.COMMANDS.values())):
+        importlib.import_module(f"lore.interfaces.cli.{module}")
+    importlib.import_module("lore.service")
+    for library in ("numpy", "onnxruntime", "tokenizers", "psycopg"):
+        try:
+            importlib.import_module(library)
+        except ImportError:
+            pass
+
+
+def _serve(sock: socket.socket) -> None:
+    while True:
+        request, fds, _flags, _address = socket.recv_fds(sock, _MESSAGE, 3)
+        if not request:
+            return
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            sock.close()
+            _child(json.loads(request), fds)  # never returns
+        for fd in fds:
+            os.close(fd)
+        sock.send(json.dumps({"pid": pid}).encode())
+        _, status = os.waitpid(pid, 0)
+        sock.send(json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode())
+
+
+def _child(request: dict, fds: list[int]) -> None:
+    """Become `python -m lore ARGS` in the caller's directory, environment and pipes."""
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    import lore
+    from lore.interfaces.cli import main
+
+    sys.argv = [str(Path(lore.__file__).with_name("__main__.py")), *request["args"]]
+    try:
+        code = main(request["args"])
+    except SystemExit as done:
+        code = done.code
+    except BaseException:  # what the interpreter does with an exception nothing caught
+        traceback.print_exc()
+        code = 1
+    # An interpreter's exit, less the teardown of every module the server
+    # imported (slower than a whole short command): wait for the command's
+    # threads, run its atexit handlers, flush.
+    threading._shutdown()  # type: ignore[attr-defined]
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    _preload()
+    _serve(socket.socket(fileno=int(sys.argv[1])))

@@ -1,0 +1,103 @@
+"""The suite's forked `lore` runs (tests/forkserver.py) behave as `python -m lore` does."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import forkserver
+
+pytestmark = pytest.mark.storage_independent  # checks the test harness; the SQLite pass runs it
+
+
+def _both(cwd, *args: str, input: str | None = None, env: dict[str, str] | None = None):
+    full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
+    forked = forkserver.Server.get().run(list(args), cwd=cwd, env=full_env, input=input, timeout=60)
+    fresh = subprocess.run(
+        [sys.executable, "-P", "-m", "lore", *args],
+        cwd=cwd,
+        input=input,
+        stdin=None if input is not None else subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=60,
+    )
+    return forked, fresh
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("list", "--json"),  # output
+        ("show", "no-such-memory"),  # a one-line error and its exit status
+        ("search",),  # a usage error: exit 2
+        ("no-such-command",),
+    ],
+)
+def test_a_forked_run_prints_and_exits_as_a_fresh_interpreter_does(cli, args):
+    cli("add", "--title", "Walrus cache", "--body", "Keep the walrus cache small and cold.")
+    forked, fresh = _both(cli.cwd, *args)
+    assert (forked.returncode, forked.stdout, forked.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr)
+
+
+def test_a_forked_run_reads_stdin_and_takes_its_environment_and_folder(cli):
+    body = "A body from standard input, long enough to keep.\n"
+    forked, fresh = _both(cli.cwd, "add", "--title", "From stdin", "--body-file", "-", input=body)
+    assert forked.returncode == 0, forked.stderr
+    assert fresh.returncode == 0, fresh.stderr
+    shown = subprocess.run(
+        [sys.executable, "-P", "-m", "lore", "list", "--json"], cwd=cli.cwd, capture_output=True, text=True
+    )
+    # The forked run went first and stored the body it read; the fresh one found it stored.
+    assert json.loads(shown.stdout)[0]["summary"] == body.strip()
+    # An agent name from the environment, and the folder the command runs in.
+    sub = cli.cwd / "deep" / "er"
+    sub.mkdir(parents=True)
+    forked, fresh = _both(
+        sub,
+        "add",
+        "--title",
+        "Private note",
+        "--body",
+        "Only this agent sees it.",
+        "--private",
+        env={"LORE_AGENT": "ada"},
+    )
+    assert forked.returncode == fresh.returncode == 0, (forked.stderr, fresh.stderr)
+    forked, fresh = _both(sub, "list", "--json", env={"LORE_AGENT": "ada"})
+    assert forked.stdout == fresh.stdout and forked.stdout.count("Private note") == 1
+    forked, fresh = _both(sub, "list", "--json")  # another agent does not see it
+    assert forked.stdout == fresh.stdout and "Private note" not in forked.stdout
+
+
+def test_an_uncaught_error_under_lore_debug_is_a_traceback_and_exit_1(cli, tmp_path):
+    forked, fresh = _both(cli.cwd, "show", "x", env={"LORE_PROJECT": str(tmp_path / "nowhere")})
+    assert forked.returncode == fresh.returncode != 0
+    assert forked.stderr == fresh.stderr
+    forked, fresh = _both(
+        cli.cwd, "show", "x", env={"LORE_PROJECT": str(tmp_path / "nowhere"), "LORE_DEBUG": "1"}
+    )
+    assert forked.returncode == fresh.returncode == 1
+    assert forked.stderr.startswith("Traceback") and fresh.stderr.startswith("Traceback")
+    assert forked.stderr.splitlines()[-1] == fresh.stderr.splitlines()[-1]
+
+
+def test_an_environment_the_interpreter_reads_at_start_runs_a_fresh_interpreter():
+    assert forkserver.needs_exec({**os.environ, "PYTHONIOENCODING": "latin-1"})
+    assert forkserver.needs_exec(
+        {k: v for k, v in os.environ.items() if not k.startswith("LC_")} | {"LC_ALL": "C"}
+    )
+    assert not forkserver.needs_exec({**os.environ, "LORE_AGENT": "ada"})
+
+
+def test_a_command_past_its_timeout_is_killed(cli):
+    server = forkserver.Server.get()
+    env = {**os.environ, "NO_COLOR": "1"}
+    with pytest.raises(subprocess.TimeoutExpired):  # a server on a loopback port runs until it is stopped
+        server.run(["serve", "--port", "0"], cwd=cli.cwd, env=env, input=None, timeout=3)
+    assert server.run(["list", "--json"], cwd=cli.cwd, env=env, input=None, timeout=60).returncode == 0
