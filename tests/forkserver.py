@@ -160,7 +160,7 @@ def _preload() -> None:
     for module in sorted(set(cli.COMMANDS.values())):
         importlib.import_module(f"lore.interfaces.cli.{module}")
     importlib.import_module("lore.service")
-    for library in ("numpy", "onnxruntime", "tokenizers", "psycopg"):
+    for library in ("numpy", "onnxruntime", "tokenizers", "psycopg", "psycopg_pool"):
         try:
             importlib.import_module(library)
         except ImportError:
