@@ -174,21 +174,8 @@ class CLI:
         env: dict | None = None,
     ) -> subprocess.CompletedProcess:
         full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
-        if forkserver.needs_exec(full_env):
-            proc = subprocess.run(
-                [sys.executable, "-P", "-m", "lore", *args],
-                cwd=cwd or self.cwd,
-                input=input,
-                stdin=None if input is not None else subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                env=full_env,
-                timeout=120,
-            )
-        else:
-            proc = forkserver.Server.get().run(
-                list(args), cwd=cwd or self.cwd, env=full_env, input=input, timeout=120
-            )
+        run = forkserver.fresh_run if forkserver.needs_exec(full_env) else forkserver.Server.get().run
+        proc = run(list(args), cwd=cwd or self.cwd, env=full_env, input=input, timeout=120)
         if ok and proc.returncode != 0:
             raise AssertionError(
                 f"lore {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"

@@ -37,6 +37,22 @@ _STARTUP_PREFIXES = ("PYTHON", "LC_", "LANG")
 _MESSAGE = 1 << 20
 
 
+def fresh_run(
+    args: list[str], *, cwd: Path, env: dict[str, str], input: str | None, timeout: float
+) -> subprocess.CompletedProcess:
+    """`python -m lore ARGS` in a fresh interpreter, output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-P", "-m", "lore", *args],
+        cwd=cwd,
+        input=input,
+        stdin=None if input is not None else subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
+
+
 def needs_exec(env: dict[str, str]) -> bool:
     """Must this command run in a fresh interpreter rather than a fork?"""
     if os.environ.get("LORE_TEST_EXEC") == "1":
@@ -76,16 +92,7 @@ class Server:
     ) -> subprocess.CompletedProcess:
         """Like ``subprocess.run([... "-m", "lore", *args], capture_output=True, text=True)``."""
         if not self.lock.acquire(blocking=False):  # commands run side by side: a real process each
-            return subprocess.run(
-                [sys.executable, "-P", "-m", "lore", *args],
-                cwd=cwd,
-                input=input,
-                stdin=None if input is not None else subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                env=env,
-                timeout=timeout,
-            )
+            return fresh_run(args, cwd=cwd, env=env, input=input, timeout=timeout)
         try:
             return self._run(args, cwd=cwd, env=env, input=input, timeout=timeout)
         finally:

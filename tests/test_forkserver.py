@@ -17,16 +17,7 @@ pytestmark = pytest.mark.storage_independent  # checks the test harness; the SQL
 def _both(cwd, *args: str, input: str | None = None, env: dict[str, str] | None = None):
     full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
     forked = forkserver.Server.get().run(list(args), cwd=cwd, env=full_env, input=input, timeout=60)
-    fresh = subprocess.run(
-        [sys.executable, "-P", "-m", "lore", *args],
-        cwd=cwd,
-        input=input,
-        stdin=None if input is not None else subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=60,
-    )
+    fresh = forkserver.fresh_run(list(args), cwd=cwd, env=full_env, input=input, timeout=60)
     return forked, fresh
 
 
