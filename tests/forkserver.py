@@ -28,6 +28,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import traceback
 from pathlib import Path
@@ -68,8 +69,9 @@ class Server:
 
     def __init__(self) -> None:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        log = Path(os.environ.get("TMPDIR", "/tmp")) / f"lore-forkserver-{os.getpid()}.log"
-        with open(log, "ab") as err:
+        # The server's own errors (a command's go to its caller's pipes); kept only if any.
+        self.log = Path(tempfile.gettempdir()) / f"lore-forkserver-{os.getpid()}.log"
+        with open(self.log, "ab") as err:
             self.process = subprocess.Popen(
                 [sys.executable, "-P", __file__, str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
@@ -80,6 +82,17 @@ class Server:
         theirs.close()
         self.sock = mine
         self.lock = threading.Lock()
+        atexit.register(self.close)
+
+    def close(self) -> None:
+        """Stop the server (it ends when its socket closes) and drop an empty log."""
+        self.sock.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        if self.log.exists() and not self.log.stat().st_size:
+            self.log.unlink()
 
     @classmethod
     def get(cls) -> Server:
