@@ -162,8 +162,9 @@ class CLI:
     fork of a server with Lore imported (tests/forkserver.py), or a fresh
     interpreter where a fork could differ (and with LORE_TEST_EXEC=1)."""
 
-    def __init__(self, cwd: Path):
+    def __init__(self, cwd: Path, *, fresh: bool = False):
         self.cwd = cwd
+        self.fresh = fresh  # always a fresh interpreter (tests of what start-up prints or imports)
 
     def __call__(
         self,
@@ -174,7 +175,8 @@ class CLI:
         env: dict | None = None,
     ) -> subprocess.CompletedProcess:
         full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
-        run = forkserver.fresh_run if forkserver.needs_exec(full_env) else forkserver.Server.get().run
+        fresh = self.fresh or forkserver.needs_exec(full_env)
+        run = forkserver.fresh_run if fresh else forkserver.Server.get().run
         proc = run(list(args), cwd=cwd or self.cwd, env=full_env, input=input, timeout=120)
         if ok and proc.returncode != 0:
             raise AssertionError(

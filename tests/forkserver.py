@@ -14,7 +14,8 @@ What a fork cannot show, the caller gets from a real ``python -m lore`` (see
 ``needs_exec``): an environment that changes how the interpreter starts
 (``PYTHON*``, locale variables), and ``LORE_TEST_EXEC=1`` runs every command
 so. Tests of start-up itself (which modules a command imports, warnings a
-library prints on import) run their own subprocesses.
+library prints on import) run fresh interpreters: their own subprocesses, or
+the fixture's ``CLI(path, fresh=True)``.
 
 Run as a script, this file is the server: ``python forkserver.py FD``.
 """

@@ -155,10 +155,11 @@ def test_hooks_and_agents_uninstall_restore_every_file_byte_for_byte(repo, tmp_p
 
 
 def test_commands_print_no_library_warnings(repo):
-    """The default (local) embedding model: its libraries must stay quiet."""
+    """The default (local) embedding model: its libraries must stay quiet
+    (fresh interpreters: a forked run's libraries were imported by the server)."""
     write(repo, "src/app.py", "def retry_once(call):\n    return call()\n")
     commit(repo, "Add app")
-    cli = CLI(repo)
+    cli = CLI(repo, fresh=True)
     cli("init")
     mid = cli.json(
         "add", "--type", "gotcha", "--title", "Retry once", "--body", "The client retries once on 401."
