@@ -1299,3 +1299,21 @@ def test_an_agent_recalling_still_sees_shared_memories(private):
         assert shared in got, f"recall --agent {agent} lost the shared memory: {got}"
     both = [m["id"] for m in cli.json("recall", "Quokka deployment", "--agent", "alice")["memories"]]
     assert {alice, shared} <= set(both)
+
+
+def test_a_shown_body_is_the_redacted_view_and_follows_every_edit_of_the_file(project):
+    """Recall keeps the bodies it shows while their files are unchanged; an
+    edit (even one that keeps the size, seen by the file's change time), and
+    a secret written into the file by hand, are shown as `view` shows them."""
+    added = project.add(title="Deploy checklist", body="Run the smoke tests before every deploy.")
+    memories = project.memories
+    assert memories.shown_body(added.path) == memories.view(added.path).body
+    assert memories.shown_body(added.path).strip() == "Run the smoke tests before every deploy."
+    path = project.project.root / added.path
+    path.write_text(path.read_text().replace("smoke tests", "smoke suite"))  # the same size
+    assert memories.shown_body(added.path).strip() == "Run the smoke suite before every deploy."
+    token = "ghp_" + "Zq8Xw2Lm4Np6Rt1Vy3Bc5Df7Gh9Jk0Ls2Qa4"
+    path.write_text(path.read_text().replace("every deploy.", f"every deploy with {token}."))
+    shown = memories.shown_body(added.path)
+    assert token not in shown and "[REDACTED" in shown
+    assert shown == memories.view(added.path).body

@@ -46,6 +46,8 @@ from lore.project import Project, agent_key
 from lore.records import Record, internal
 from lore.storage import LinkRecord, MemoryFilter, MemoryRecord, Store
 
+_SHOWN_BODIES = 2048  # memory bodies kept by shown_body, per repository
+
 MOVABLE_TIERS = ("durable", "daily", "session")  # storage tiers a person may move a memory to
 # One file of a prepared change: {"path", "before_sha256" (None: a new file), "after" (None: to the trash)}.
 FileChange = dict[str, Any]
@@ -149,6 +151,7 @@ class Memories:
         self.last_sync: sync.SyncReport | None = None
         self._in_batch = False
         self.graph = LinkGraph(self)
+        self._bodies: dict[tuple[object, ...], str] = {}  # shown bodies by file state (see shown_body)
 
     # -- freshness -----------------------------------------------------------------------
 
@@ -353,6 +356,35 @@ class Memories:
         memory = self.load(rel)
         sync.redacted(memory)
         return memory
+
+    def shown_body(self, rel: str) -> str:
+        """The body :meth:`view` shows (secrets redacted), kept while the file is
+        unchanged (same inode, size, modification and change times).
+
+        Recall shows the same memories again and again (the hot ones on every
+        call of a long-running server), and reading, parsing and redacting
+        them was a fifth of a warm recall. A file that changed, was replaced
+        or can't be stat'ed is read again the safe way (:meth:`load`)."""
+        try:
+            st = os.stat(os.path.join(self.project.root, rel))
+            key: tuple[object, ...] | None = (
+                rel,
+                st.st_dev,
+                st.st_ino,
+                st.st_size,
+                st.st_mtime_ns,
+                st.st_ctime_ns,
+            )
+        except (OSError, ValueError):
+            key = None
+        if key is not None and (body := self._bodies.get(key)) is not None:
+            return body
+        body = secrets.redact(self.load(rel).body)[0]
+        if key is not None:
+            if len(self._bodies) >= _SHOWN_BODIES:
+                self._bodies.pop(next(iter(self._bodies)))  # the oldest
+            self._bodies[key] = body
+        return body
 
     def show(self, key: str, *, offset: int = 0, limit: int | None = None) -> Page:
         """A memory's whole file (secrets redacted, as :meth:`view`), or a

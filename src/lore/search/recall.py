@@ -132,7 +132,7 @@ def recall(
         about = anchored_to(searcher.store, request.files)
         hot += file_memories(searcher, memories, request, about - {h.id for h in [*hits, *hot]})
         for hit in [*hits[: request.limit_per_type * 2], *hot]:
-            hit.body = memories.view(hit.path).body
+            hit.body = memories.shown_body(hit.path)
         states = searcher.store.tier_states([h.id for h in [*hits, *hot]])
         tiers = {mid: state.tier for mid, state in states.items()}
         found = memory_items(hits, access, stale, request, searcher.half_life, hot, tiers, about)
@@ -306,7 +306,7 @@ def related_item(
     from lore.search.memories import hit_of_record
 
     hit = hit_of_record(record, searcher.store.first_chunk(record.path), score, "relation")
-    hit.body = memories.view(record.path).body
+    hit.body = memories.shown_body(record.path)
     return _memory_item(hit, score, stale.get(record.id))
 
 
