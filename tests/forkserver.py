@@ -55,12 +55,19 @@ def fresh_run(
     )
 
 
+def _startup_variables(env: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith(_STARTUP_PREFIXES)}
+
+
 def needs_exec(env: dict[str, str]) -> bool:
-    """Must this command run in a fresh interpreter rather than a fork?"""
+    """Must this command run in a fresh interpreter rather than a fork? Yes
+    when its start-up variables differ from those the server started with
+    (from this process's environment now, if no server has started yet)."""
     if os.environ.get("LORE_TEST_EXEC") == "1":
         return True
-    keys = {k for k in (*env, *os.environ) if k.startswith(_STARTUP_PREFIXES)}
-    return any(env.get(k) != os.environ.get(k) for k in keys)
+    server = Server._instance
+    started = server.startup if server is not None else _startup_variables(os.environ)
+    return _startup_variables(env) != started
 
 
 class Server:
@@ -70,6 +77,7 @@ class Server:
 
     def __init__(self) -> None:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.startup = _startup_variables(os.environ)  # the server's interpreter started with these
         # The server's own errors (a command's go to its caller's pipes); kept only if any.
         self.log = Path(tempfile.gettempdir()) / f"lore-forkserver-{os.getpid()}.log"
         with open(self.log, "ab") as err:

@@ -78,12 +78,16 @@ def test_an_uncaught_error_under_lore_debug_is_a_traceback_and_exit_1(cli, tmp_p
     assert forked.stderr.splitlines()[-1] == fresh.stderr.splitlines()[-1]
 
 
-def test_an_environment_the_interpreter_reads_at_start_runs_a_fresh_interpreter():
+def test_an_environment_the_interpreter_reads_at_start_runs_a_fresh_interpreter(monkeypatch):
+    forkserver.Server.get()
     assert forkserver.needs_exec({**os.environ, "PYTHONIOENCODING": "latin-1"})
     assert forkserver.needs_exec(
         {k: v for k, v in os.environ.items() if not k.startswith("LC_")} | {"LC_ALL": "C"}
     )
     assert not forkserver.needs_exec({**os.environ, "LORE_AGENT": "ada"})
+    # Set in this process after the server started: the server still runs without it.
+    monkeypatch.setenv("PYTHONWARNINGS", "error")
+    assert forkserver.needs_exec(dict(os.environ))
 
 
 def test_a_command_past_its_timeout_is_killed(cli):
