@@ -695,3 +695,24 @@ def test_since_until_phrases_on_search_history_code_and_recall(repo):
     with pytest.raises(lore.UsageError):
         project.search("orders", since="the day after never")
     project.close()
+
+
+def test_a_scored_hits_copy_has_every_field_and_is_its_own():
+    """Fusions score copies of their hits; a field added to Scored must be copied too."""
+    import dataclasses
+
+    fields = {f.name for f in dataclasses.fields(hybrid.Scored)}
+    values = {
+        "chunk": None,
+        "score": 0.25,
+        "source": "vector",
+        "lexical": 0.5,
+        "similarity": 0.75,
+        "exact": 2,
+    }
+    assert set(values) == fields, "a new Scored field: give it a value here and copy it in Scored.copy"
+    hit = hybrid.Scored(**values)
+    copied = hit.copy()
+    assert copied is not hit and dataclasses.asdict(copied) == dataclasses.asdict(hit)
+    copied.score = 0.9
+    assert hit.score == 0.25

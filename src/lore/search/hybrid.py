@@ -23,7 +23,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -94,6 +93,10 @@ class Scored:
     lexical: float = 0.0
     similarity: float = 0.0
     exact: int = 0  # 2 exact identifier/phrase, 1 every term, 0 neither; -1 not read yet
+
+    def copy(self) -> Scored:
+        """A copy for a fusion to score (every fusion copies its hits; copy.copy took 5x as long)."""
+        return Scored(self.chunk, self.score, self.source, self.lexical, self.similarity, self.exact)
 
 
 def lexical_relevance(score: float, n_terms: int, covered: float) -> float:
@@ -266,9 +269,9 @@ def _fuse(
     out = []
     for group, score, source in fused:
         if group in lex:
-            hit = copy.copy(lex[group])  # each fusion scores its own
+            hit = lex[group].copy()  # each fusion scores its own
         else:
-            hit = copy.copy(vec[group])
+            hit = vec[group].copy()
             worded = words.get(group)
             if worded is not None:
                 hit.lexical, hit.exact = worded.lexical, worded.exact
