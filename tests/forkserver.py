@@ -32,6 +32,7 @@ import sys
 import tempfile
 import threading
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
 
 # Variables read when an interpreter starts, not when a command runs.
@@ -55,7 +56,7 @@ def fresh_run(
     )
 
 
-def _startup_variables(env: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+def _startup_variables(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(_STARTUP_PREFIXES)}
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
@@ -41,8 +40,8 @@ def test_a_forked_run_reads_stdin_and_takes_its_environment_and_folder(cli):
     forked, fresh = _both(cli.cwd, "add", "--title", "From stdin", "--body-file", "-", input=body)
     assert forked.returncode == 0, forked.stderr
     assert fresh.returncode == 0, fresh.stderr
-    shown = subprocess.run(
-        [sys.executable, "-P", "-m", "lore", "list", "--json"], cwd=cli.cwd, capture_output=True, text=True
+    shown = forkserver.fresh_run(
+        ["list", "--json"], cwd=cli.cwd, env=dict(os.environ), input=None, timeout=60
     )
     # The forked run went first and stored the body it read; the fresh one found it stored.
     assert json.loads(shown.stdout)[0]["summary"] == body.strip()

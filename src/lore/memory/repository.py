@@ -352,7 +352,7 @@ class Memories:
         """The memory at `rel` as it may be shown: a secret written into the file
         by hand (an editor, a merge) is redacted, as the index keeps it. Edits
         work on :meth:`load`'s whole text; everything that shows a memory to a
-        person or an agent reads this."""
+        person or an agent reads this (or :meth:`shown_body`, for the body alone)."""
         memory = self.load(rel)
         sync.redacted(memory)
         return memory

@@ -1593,7 +1593,8 @@ def _use_wal(db: sqlite3.Connection) -> None:
                 db.execute("PRAGMA journal_mode = WAL")
             return
         except sqlite3.OperationalError as err:
-            if "locked" not in str(err) and "busy" not in str(err) or time.monotonic() > deadline:
+            busy = "locked" in str(err) or "busy" in str(err)
+            if not busy or time.monotonic() > deadline:
                 raise
             time.sleep(0.01)
 
