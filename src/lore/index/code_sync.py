@@ -211,10 +211,10 @@ def _is_prose(rel: str) -> bool:
 def _new_languages(known: dict[str, Any], indexed: frozenset[str]) -> set[str]:
     """Indexed files of languages the chunker knows now but not in the version
     that indexed them (which knew `indexed`)."""
+    if indexed == CHUNKER_LANGUAGES[CHUNKER_VERSION]:
+        return set()  # the usual case: a cold CLI need not import the chunker to know
     from lore.index.chunker import language_for
 
-    if indexed == CHUNKER_LANGUAGES[CHUNKER_VERSION]:
-        return set()
     return {rel for rel in known if (language := language_for(rel)) and language not in indexed}
 
 

@@ -411,9 +411,34 @@ def _write_translations(path: Path, found: list[tuple[bool, str]]) -> None:
 _IgnoreChain = tuple[tuple[str, _Patterns], ...]
 
 
+# pathspec's regex for a glob: "^", "(?:.+/)?" unless the glob is anchored, the
+# glob's own part, then what may follow it ("/" for a directory-only glob).
+_GLOB_REGEX = re.compile(
+    r"\^(?P<head>\(\?:\.\+/\)\?)?(?P<body>.*?)(?P<tail>\(\?:\(\?P<ps_d>/\)\|\$\)|\(\?P<ps_d>/\)|\$)?",
+    re.S,
+)
+
+
 def _alternation(patterns: list[tuple[bool, str]]) -> str:
-    """One regex matching where any of `patterns` matches."""
-    return "|".join(f"(?:{_anonymous(source)})" for _, source in patterns)
+    """One regex matching where any of `patterns` matches.
+
+    Patterns that share pathspec's head and tail are merged into one
+    alternative, ``^(?:.+/)?(?:py|js|...)(?:/|$)``: P(A|B)T matches
+    exactly where PAT or PBT does, and a cold process compiles the merged
+    regex in a third of the time (~130 default globs: 7 → 2 ms). A
+    source of another shape stays an alternative of its own.
+    """
+    merged: dict[tuple[str, str], list[str]] = {}
+    alone: list[str] = []
+    for _, source in patterns:
+        shape = _GLOB_REGEX.fullmatch(source)
+        if shape is None or "|" in shape["body"]:  # an alternation of its own binds looser than P·A·T
+            alone.append(_anonymous(source))
+        else:
+            ends = (shape["head"] or "", _anonymous(shape["tail"] or ""))
+            merged.setdefault(ends, []).append(_anonymous(shape["body"]))
+    alternatives = [f"^{head}(?:{'|'.join(bodies)}){tail}" for (head, tail), bodies in merged.items()]
+    return "|".join(f"(?:{alternative})" for alternative in [*alternatives, *alone])
 
 
 def _anonymous(regex: str) -> str:
