@@ -1085,3 +1085,30 @@ def test_every_public_method_of_the_python_api_says_what_it_does():
         if not doc or doc == inspect.getdoc(object):
             undocumented.append(name)
     assert undocumented == []
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n"])
+def test_names_and_ids_with_a_trailing_line_break_are_refused(tmp_path, ending):
+    """A pattern's `$` also matches before a final line break: a session id
+    "s2\\n" made a folder of that name, and user names, roles, memory ids and
+    scopes took the same path."""
+    from lore.errors import UsageError
+    from lore.interfaces.web.users import add_user
+    from lore.memory.model import ID_RE, SCOPE_RE, UUID4_RE
+    from lore.sessions.events import SESSION_ID_RE
+
+    for pattern, good in (
+        (SESSION_ID_RE, "s2"),
+        (ID_RE, "m1"),
+        (UUID4_RE, str(uuid.uuid4())),
+        (SCOPE_RE, "area:billing"),
+    ):
+        assert pattern.match(good) and not pattern.match(good + ending), pattern.pattern
+    users = tmp_path / "users.toml"
+    with pytest.raises(UsageError, match="user name"):
+        add_user(users, "ada" + ending)
+    with pytest.raises(UsageError, match="database role"):
+        add_user(users, "ada", role="lore_ada" + ending)
+    assert not users.exists()
+    with pytest.raises(ValidationError, match="applies_to"):
+        Memory(title="T", body="A body long enough.", applies_to="area:billing" + ending).validate()

@@ -14,6 +14,7 @@ import os
 import queue
 import re
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -651,6 +652,44 @@ def test_bad_inputs_are_tool_errors_and_the_server_keeps_working(root):
     run_async(body)
 
 
+def test_oversized_arguments_are_tool_errors_and_never_touch_the_index(root):
+    """A 60,000-character memory id or a thousand file types went past SQLite's
+    limits ("LIKE or GLOB pattern too complex", "Expression tree is too large");
+    the store took that for a damaged file, deleted the index and rebuilt it
+    empty of code. Such arguments are refused, whatever the interface."""
+    lore(root, "index")
+    index = root / ".lore/index.db"
+    if index.exists():  # SQLite: a table of our own shows the file was never replaced
+        with sqlite3.connect(index) as db:
+            db.execute("CREATE TABLE canary (x)")
+        db.close()
+    huge = "x" * 60_000
+
+    async def body():
+        async with stdio_session(root) as s:
+            before = await s.ok("search_codebase", query="parse oauth token")
+            assert before, "the project's code is indexed"
+            for tool, args in (
+                ("memory_read", {"id": huge}),
+                ("build_context", {"id": huge}),
+                ("edit_memory", {"id": huge, "operation": "append", "text": "More."}),
+                ("search_codebase", {"query": "x", "file_types": ["py"] * 1000}),
+                ("search_codebase", {"query": "x", "file_types": [huge]}),
+                ("search_codebase", {"query": "x", "directories": [huge]}),
+                ("search_codebase", {"query": "x", "directories": [f"d{i}" for i in range(3000)]}),
+            ):
+                message = await s.error(tool, **args)
+                assert len(message) < 300 and "\n" not in message, (tool, message[:300])
+                assert "index error" not in message and "rebuild" not in message, (tool, message)
+            assert await s.ok("search_codebase", query="parse oauth token") == before
+
+    run_async(body)
+    if index.exists():
+        with sqlite3.connect(index) as db:
+            assert db.execute("SELECT name FROM sqlite_master WHERE name = 'canary'").fetchone()
+        db.close()
+
+
 def test_a_nul_character_in_a_path_is_a_one_line_tool_error(root):
     """A path no file system can name is refused like any other bad path (it was an
     internal error: "Error executing tool update_index", a traceback on stderr)."""
@@ -1156,6 +1195,15 @@ def test_http_bearer_token_is_checked(root, http_server):
     assert len(names) == 13 and not result.is_error
     made = json.loads(result.content[0].text)
     assert made["created"] is True and (root / made["path"]).is_file()
+
+
+@pytest.mark.parametrize("port", ["99999", "-1", "65536"])
+def test_a_port_out_of_range_is_one_usage_line(root, port):
+    """It was "internal error: OverflowError: bind(): port must be 0-65535"."""
+    proc = lore(root, "mcp", "--http", "--port", port, check=False)
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--port" in lines[0] and "65535" in lines[0], proc.stderr
 
 
 def test_http_public_host_without_token_is_refused(root):

@@ -149,6 +149,11 @@ class ConfigError(LoreError):
         super().__init__(f"{path}: {message}" if path is not None else message)
 
 
+# Database errors that say a statement is past the engine's limits (SQLite's "LIKE or
+# GLOB pattern too complex", "Expression tree is too large", "too many SQL variables").
+PAST_LIMITS = ("too complex", "too large", "too big", "too many", "stack overflow")
+
+
 def as_lore_error(err: BaseException) -> LoreError | None:
     """The LoreError an unexpected library error means, or None if it is not one we know.
 
@@ -199,6 +204,11 @@ def as_lore_error(err: BaseException) -> LoreError | None:
         return PermissionDenied(
             f"PostgreSQL refused this database role ({reason}); connect as a member of lore_user "
             "(an administrator runs `GRANT lore_user TO <role>`; docs/postgres.md)"
+        )
+    if _from_database(err) and any(word in str(err).lower() for word in PAST_LIMITS):
+        # A statement past the database's limits: the request, not the index, is at fault.
+        return UsageError(
+            f"the request is too large for the index ({err}); narrow it (fewer or shorter values)"
         )
     if _from_database(err):
         return StorageError(f"index error ({err}); run `lore doctor`, or `lore index --force` to rebuild")

@@ -79,12 +79,14 @@ def test_events_round_trip_in_004_shapes(root, store):
 
 
 def test_bad_ids_events_and_missing_sessions_are_refused(root, store):
-    for bad in ("../escape", "a/b", ".hidden", "", "x" * 200, "spa ce"):
+    # "s2\n": a pattern's `$` matches before a final line break; it made a folder "s2\n/".
+    for bad in ("../escape", "a/b", ".hidden", "", "x" * 200, "spa ce", "s2\n", "s2\r\n"):
         with pytest.raises(UsageError):
             store.start(bad)
         with pytest.raises(UsageError):
             store.append(bad, message("user", "hi"), create=True)
     assert not (root / "escape").exists() and not (root / ".lore" / "escape").exists()
+    assert not list((root / ".lore").rglob("s2*"))
     with pytest.raises(NotFound):
         store.append("nope", message("user", "hi"))
     with pytest.raises(NotFound):

@@ -72,9 +72,9 @@ SECTOR_OF_TYPE = {
 }
 TYPE_OF_SECTOR = {"episodic": "summary", "semantic": "fact", "procedural": "pattern", "reflective": "lesson"}
 
-SCOPE_RE = re.compile(r"^(global|file:.+|area:.+)$")
-ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
-UUID4_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+SCOPE_RE = re.compile(r"^(global|file:.+|area:.+)\Z")
+ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}\Z")
+UUID4_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\Z")
 
 # Fields Lore.update may set besides body, title and type.
 UPDATABLE = frozenset(

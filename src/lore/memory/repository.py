@@ -47,6 +47,7 @@ from lore.records import Record, internal
 from lore.storage import LinkRecord, MemoryFilter, MemoryRecord, Store
 
 _SHOWN_BODIES = 2048  # memory bodies kept by shown_body, per repository
+MAX_KEY = 4096  # a memory key (id, id prefix, file name or path) is at most a path's length
 
 MOVABLE_TIERS = ("durable", "daily", "session")  # storage tiers a person may move a memory to
 # One file of a prepared change: {"path", "before_sha256" (None: a new file), "after" (None: to the trash)}.
@@ -263,6 +264,8 @@ class Memories:
         """A visible memory's path from its id, id prefix, file name or path."""
         if not isinstance(key, str) or not key.strip():
             raise UsageError("give a memory id, file name or path")
+        if len(key) > MAX_KEY:  # no id, name or path is this long; the index's LIKE refuses 50 kB
+            raise UsageError(f"a memory key of {len(key):,} characters; give its id, file name or path")
         self.sync()
         elsewhere: UsageError | None = None
         if key.endswith(".md") or os.sep in key or "/" in key:

@@ -15,6 +15,11 @@ ATTENTION_TIERS = ("hot", "warm", "cold")
 ARCHIVE = "archive"  # the archive tier: archived daily files, and memories faded by attention
 VISIBILITIES = ("shared", "private")
 MAX_LIMIT = 50
+# Bounds of a filter's values (every interface's): SQLite refuses a query of
+# ~1,000 OR-ed values ("expression tree is too large") or a 50 kB LIKE pattern.
+MAX_FILTER_VALUES = 50
+MAX_NAME = 200  # a language, extension, role, type or tag
+MAX_PATH = 4096
 When = str | datetime.date | None
 """A time filter (since, until): a date, a time or a phrase ("last week"), or a Python date or datetime."""
 _MEMORY_KEYS = {
@@ -51,7 +56,9 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> MemoryFilte
         raise UsageError(
             f"unknown filter {', '.join(sorted(unknown))}; use {', '.join(sorted(_MEMORY_KEYS))}"
         )
-    types = strings(given.get("types", ()), "types") + strings(given.get("type", ()), "type")
+    types = strings(given.get("types", ()), "types", most=MAX_FILTER_VALUES, longest=MAX_NAME) + strings(
+        given.get("type", ()), "type", most=MAX_FILTER_VALUES, longest=MAX_NAME
+    )
     for kind in types:
         if kind not in MEMORY_TYPES:
             raise UsageError(f"unknown type '{kind}'; use one of: {', '.join(MEMORY_TYPES)}")
@@ -67,14 +74,17 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> MemoryFilte
             f"unknown tier '{tier}'; use hot, warm, cold, durable, daily, session, session-summary or archive"
         )
     scope = given.get("scope")
-    if scope is not None and not (isinstance(scope, str) and SCOPE_RE.fullmatch(scope)):
+    if scope is not None and not (
+        isinstance(scope, str) and len(scope) <= MAX_PATH and SCOPE_RE.fullmatch(scope)
+    ):
         hint = f" (e.g. file:{scope.strip()})" if isinstance(scope, str) and scope.strip() else ""
         raise UsageError(f"scope '{scope}' must be global, file:<path> or area:<name>{hint}")
     archived = bool(given.get("include_archived")) or tier == ARCHIVE
     since, until = _period(given.get("since"), given.get("until"))
     return MemoryFilter(
         types=types,
-        tags=strings(given.get("tags", ()), "tags") + strings(given.get("tag", ()), "tag"),
+        tags=strings(given.get("tags", ()), "tags", most=MAX_FILTER_VALUES, longest=MAX_NAME)
+        + strings(given.get("tag", ()), "tag", most=MAX_FILTER_VALUES, longest=MAX_NAME),
         agent=given.get("agent"),
         task=given.get("task"),
         scope=scope,
@@ -102,7 +112,7 @@ def code_filter(
     until: When = None,
 ) -> ChunkFilter:
     dirs = []
-    for d in strings(directories, "directories"):
+    for d in strings(directories, "directories", most=MAX_FILTER_VALUES, longest=MAX_PATH):
         d = "/".join(part for part in d.strip().split("/") if part not in ("", "."))  # ./src/ is src
         if ".." in d.split("/"):
             raise UsageError(f"directory filter '{d}' leaves the project; give a path inside it")
@@ -110,13 +120,22 @@ def code_filter(
             dirs.append(d)
     start, stop = _period(since, until)
     return ChunkFilter(
-        languages=[stored for name in strings(languages, "languages") for stored in _languages(name)],
+        languages=[
+            stored
+            for name in strings(languages, "languages", most=MAX_FILTER_VALUES, longest=MAX_NAME)
+            for stored in _languages(name)
+        ],
         extensions=[
-            e for e in (e.strip().lstrip("*.") for e in strings(extensions, "extensions")) if e
+            e
+            for e in (
+                e.strip().lstrip("*.")
+                for e in strings(extensions, "extensions", most=MAX_FILTER_VALUES, longest=MAX_NAME)
+            )
+            if e
         ],  # *.go is go
         directories=dirs,
         paths=paths,
-        roles=strings(roles, "roles"),
+        roles=strings(roles, "roles", most=MAX_FILTER_VALUES, longest=MAX_NAME),
         since=start,
         until=stop,
     )
@@ -181,19 +200,31 @@ def changed_within(days: float | None) -> float | None:
     return float(days)
 
 
-def strings(value: Any, field: str = "value") -> list[str]:
+def strings(
+    value: Any, field: str = "value", *, most: int | None = None, longest: int | None = None
+) -> list[str]:
     """A list of names given as a list, or as one name (``"go"`` is ``["go"]``, never its letters).
 
+    `most` and `longest` bound how many names and how long each may be: a
+    filter of thousands of values, or of one huge one, is past what the
+    index's query limits allow (on every interface, not only the HTTP API's).
+
     Raises:
-        UsageError: `value` is neither (a number, bytes), named as `field`.
+        UsageError: `value` is neither (a number, bytes), or is over a bound, named as `field`.
     """
     if isinstance(value, str):
-        return [value]
-    if value is None:
+        names = [value]
+    elif value is None:
         return []
-    if not isinstance(value, Iterable) or isinstance(value, bytes | dict):
+    elif not isinstance(value, Iterable) or isinstance(value, bytes | dict):
         raise UsageError(f"{field} must be a name or a list of names (got {type(value).__name__})")
-    return [str(v) for v in value]
+    else:
+        names = [str(v) for v in value]
+    if most is not None and len(names) > most:
+        raise UsageError(f"{field}: {len(names)} values, at most {most} are taken; narrow the filter")
+    if longest is not None and any(len(name) > longest for name in names):
+        raise UsageError(f"{field}: a value of over {longest} characters; give a shorter one")
+    return names
 
 
 def _period(since: When, until: When) -> tuple[str | None, str | None]:

@@ -27,7 +27,7 @@ from lore.sessions.records import SessionEvent
 
 EVENT_TYPES = ("message", "tool_call", "tool_result")
 ROLES = ("user", "assistant", "system", "tool")
-SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\Z")
 
 #: An event as a line of ``session.jsonl`` holds it (004's camelCase keys). Lines
 #: may come from other tools, so readers check each key where they use it.

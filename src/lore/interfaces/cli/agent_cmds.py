@@ -15,7 +15,13 @@ from lore.interfaces.cli.output import emit_json, progress_bar, warn
 @click.command()
 @click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind with --http.")
-@click.option("--port", default=8765, show_default=True, type=int, help="Port to listen on with --http.")
+@click.option(
+    "--port",
+    default=8765,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to listen on with --http.",
+)
 @click.option(
     "--token", envvar="LORE_MCP_TOKEN", help="Bearer token clients must send (required off loopback)."
 )

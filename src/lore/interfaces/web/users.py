@@ -29,8 +29,8 @@ from pathlib import Path
 
 from lore.errors import Conflict, NotFound, UsageError, ValidationError
 
-USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
-ROLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}\Z")
+ROLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}\Z")
 MAX_AGENT = 100
 HEADER = "# lore serve --users: one table per user; tokens are stored as SHA-256 hashes, never in clear\n"
 

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lore.errors import PAST_LIMITS
 from lore.storage.base import (
     AnchorRecord,
     AnyFilter,
@@ -1609,16 +1610,26 @@ _NOT_DAMAGE = (
     "disk i/o",
     "out of memory",
     "full",
+    # A statement past SQLite's limits ("LIKE or GLOB pattern too complex",
+    # "Expression tree is too large", "too many SQL variables"): an oversized
+    # argument, not a damaged file. Rebuilding would not help, and must never
+    # be what a caller's argument can make Lore do to its index.
+    *PAST_LIMITS,
 )
+# ... unless the file's own pages are what SQLite complains of.
+_DAMAGE = ("malformed", "not a database")
 
 
 def is_damage(err: sqlite3.DatabaseError) -> bool:
     """Does this error mean the index file itself is damaged (so rebuilding helps)?
 
-    Locks, read-only files, a full disk and constraint violations are not damage."""
+    Locks, read-only files, a full disk, constraint violations and statements
+    past SQLite's limits are not damage."""
     if isinstance(err, sqlite3.IntegrityError | sqlite3.ProgrammingError | sqlite3.InterfaceError):
         return False
     message = str(err).lower()
+    if any(word in message for word in _DAMAGE):
+        return True
     return not any(word in message for word in _NOT_DAMAGE)
 
 
