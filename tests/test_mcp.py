@@ -677,6 +677,7 @@ def test_oversized_arguments_are_tool_errors_and_never_touch_the_index(root):
                 ("search_codebase", {"query": "x", "file_types": [huge]}),
                 ("search_codebase", {"query": "x", "directories": [huge]}),
                 ("search_codebase", {"query": "x", "directories": [f"d{i}" for i in range(3000)]}),
+                ("recall_context", {"title": "x", "files": [f"src/f{i}.py" for i in range(3000)]}),
             ):
                 message = await s.error(tool, **args)
                 assert len(message) < 300 and "\n" not in message, (tool, message[:300])

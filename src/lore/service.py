@@ -40,6 +40,8 @@ from lore.memory.sync import SyncReport
 from lore.memory.trash import TrashEntry
 from lore.project import Project
 from lore.search.filters import (
+    MAX_PATH,
+    MAX_TASK_FILES,
     When,
     changed_within,
     clamp_limit,
@@ -536,7 +538,7 @@ class Lore:
             task=task,
             files=[
                 self.project.rel(self.project.inside(f, base=self.project.root))
-                for f in strings(files, "files")
+                for f in strings(files, "files", most=MAX_TASK_FILES, longest=MAX_PATH)
             ],
             budget=token_budget(budget, self.project.setting("recall", "budget", 2000)),
             level=resolve_level(level, bracket),

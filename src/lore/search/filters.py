@@ -20,6 +20,7 @@ MAX_LIMIT = 50
 MAX_FILTER_VALUES = 50
 MAX_NAME = 200  # a language, extension, role, type or tag
 MAX_PATH = 4096
+MAX_TASK_FILES = 1000  # the files a task names (recall reads each one's anchors)
 When = str | datetime.date | None
 """A time filter (since, until): a date, a time or a phrase ("last week"), or a Python date or datetime."""
 _MEMORY_KEYS = {

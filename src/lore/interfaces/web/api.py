@@ -19,13 +19,13 @@ from lore.memory.curation import BULK_ACTIONS
 from lore.memory.model import MAX_KEYWORD_LEN, MAX_KEYWORDS, MAX_SUBJECT, MEMORY_TYPES
 from lore.memory.repository import MOVABLE_TIERS
 from lore.search.browse import MAX_PAGE, SORTS
+from lore.search.filters import MAX_FILTER_VALUES, MAX_PATH, MAX_TASK_FILES
 from lore.search.pack import BRACKETS
 
 MODES = ("hybrid", "bm25", "vector")
 TIERS = ("hot", "warm", "cold", "archive", "durable", "daily", "session", "session-summary")
 LEVELS = ("auto", "L1", "L2", "L3")
 MAX_PATHS = 10_000
-MAX_PATH = 4096
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ RECALL = (
     Param("title", required=True, max_len=2000, description="The task's title."),
     Param("description", max_len=20_000, description="The task's description."),
     Param("task", max_len=200, description="Task id."),
-    Param("files", "list", "Files the task touches.", max_len=MAX_PATH, max_items=1000),
+    Param("files", "list", "Files the task touches.", max_len=MAX_PATH, max_items=MAX_TASK_FILES),
     Param("budget", "int", "Token budget.", minimum=100, maximum=32_000),
     Param("level", description="Detail level.", choices=LEVELS, default="auto"),
     Param(
@@ -137,8 +137,15 @@ RECALL = (
 CODE = (
     QUERY,
     Param("lang", "list", "Languages.", dest="languages", max_len=40, max_items=20),
-    Param("ext", "list", "File extensions.", dest="extensions", max_len=20, max_items=50),
-    Param("dir", "list", "Directory prefixes or globs.", dest="directories", max_len=MAX_PATH, max_items=50),
+    Param("ext", "list", "File extensions.", dest="extensions", max_len=20, max_items=MAX_FILTER_VALUES),
+    Param(
+        "dir",
+        "list",
+        "Directory prefixes or globs.",
+        dest="directories",
+        max_len=MAX_PATH,
+        max_items=MAX_FILTER_VALUES,
+    ),
     Param("role", "list", "File roles.", dest="roles", choices=ROLES, max_items=len(ROLES)),
     Param(
         "changed_within",
