@@ -240,6 +240,12 @@ def test_mv_renames_without_overwriting(mem):
     assert cli.json("show", "mem-2026-02-12-001")["path"] == ".lore/memory/ops/deploy-checklist.md"
     proc = cli("mv", "mem-2026-02-12-001", "../../outside.md", ok=False)
     assert proc.returncode == 2 and "not a memory location" in proc.stderr
+    # A name a Windows checkout of the project could not hold (the file is shared through git).
+    for name in ("~/\\..\\..\\x.md", "a:b.md", "what?.md", "x|y"):
+        proc = cli("mv", "mem-2026-02-12-001", name, ok=False)
+        assert proc.returncode == 2 and "Windows" in proc.stderr, (name, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1
+    assert cli.json("show", "mem-2026-02-12-001")["path"] == ".lore/memory/ops/deploy-checklist.md"
 
 
 def test_a_move_that_changes_who_sees_a_memory_or_whether_git_keeps_it_says_so(mem):

@@ -1149,10 +1149,15 @@ def _redacted_name(destination: str) -> tuple[str, Counter[str]]:
     return clean, found
 
 
+# Characters no file name may hold on Windows; "/" separates folders.
+_NOT_IN_WINDOWS_NAMES = frozenset('\\:*?"<>|')
+
+
 def _check_destination(destination: str) -> None:
     """Refuse a `lore mv` destination that can't name a memory file: empty, a
-    file name of ``.`` or ``..``, or control characters (a file so named is
-    skipped by every reader: the memory would vanish from list, show and search)."""
+    file name of ``.`` or ``..``, control characters (a file so named is
+    skipped by every reader: the memory would vanish from list, show and
+    search), or characters a Windows checkout of the project can't name."""
     dest = destination.strip()
     if not dest:
         raise UsageError("give the new file name or folder")
@@ -1160,6 +1165,12 @@ def _check_destination(destination: str) -> None:
         check_line(destination, "destination")
     except ValidationError as err:
         raise UsageError(f"destination '{display_path(destination)}' {err.reason}") from None
+    unportable = sorted(set(dest) & _NOT_IN_WINDOWS_NAMES)
+    if unportable:
+        raise UsageError(
+            f"'{display_path(dest)}' holds {' '.join(unportable)}, which a Windows checkout can't put in a "
+            "file name (memory files are shared through git); use letters, digits, '-', '_' or '.'"
+        )
     name = dest.rsplit("/", 1)[-1]
     if name in (".", "..") or (not name and dest.strip("/") in ("", ".", "..")):
         raise UsageError(
