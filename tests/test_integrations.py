@@ -598,6 +598,35 @@ def test_uninstall_gives_back_a_lore_server_the_user_already_had(cli):
     assert not (cli.cwd / ".lore/local/install-originals.json").exists()
 
 
+@pytest.mark.parametrize("agent, path", [("claude-code", ".mcp.json"), ("cursor", ".cursor/mcp.json")])
+def test_a_server_of_the_users_own_named_lore_is_never_replaced_nor_removed(root, agent, path):
+    """A wrapper the user runs as their "lore" MCP server was replaced without a
+    word, and uninstalling after any other edit of the file deleted it."""
+    mcp = root / path
+    mcp.parent.mkdir(exist_ok=True)
+    mine = {"command": "/opt/my-lore-wrapper", "args": ["--profile", "work"]}
+    mcp.write_text(dump({"mcpServers": {"lore": mine, "other": {"command": "x"}}}))
+    before = snapshot(root)
+    with pytest.raises(ConfigError) as refused:
+        install(agent, root, command=PY)
+    message = str(refused.value)
+    assert (
+        "not Lore's" in message and "/opt/my-lore-wrapper --profile work" in message and "\n" not in message
+    )
+    assert snapshot(root) == before  # nothing written, not even the hooks
+    assert uninstall(agent, root) == [] and snapshot(root) == before
+
+
+def test_uninstall_says_it_restored_the_original(cli):
+    original = b'{"mcpServers":{"other":{"command":"x"}}}'
+    mcp = cli.cwd / ".mcp.json"
+    mcp.write_bytes(original)
+    cli("install", "claude-code")
+    lines = cli("uninstall", "claude-code").stdout
+    assert "restored .mcp.json as it was before Lore" in lines and "removed .mcp.json" not in lines
+    assert mcp.read_bytes() == original
+
+
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
 def test_a_config_that_is_no_regular_file_is_refused_without_hanging(cli, kind):
     """A repository can commit `.mcp.json -> /dev/zero`: `lore install` read it

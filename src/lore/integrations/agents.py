@@ -282,7 +282,7 @@ def _apply(changes: list[_Change], root: Path, *, installing: bool) -> list[str]
         before = _bytes(change.file.path)
         entry = originals.get(key)
         if not installing and entry is not None:
-            _restore_exactly(change, entry, before)
+            _restore_exactly(change, entry, before, root)
         try:
             if change.text is None and change.raw is None:
                 _delete(change.file.path, root)
@@ -329,7 +329,7 @@ def _check_inside(path: Path, root: Path) -> None:
         )
 
 
-def _restore_exactly(change: _Change, entry: _Original, current: bytes | None) -> None:
+def _restore_exactly(change: _Change, entry: _Original, current: bytes | None, root: Path) -> None:
     """Make `change` put the original bytes back when the file is as Lore last
     wrote it: nobody edited it since, so the original is exactly what it held
     before Lore's part went in — including a ``lore`` entry the user had
@@ -339,7 +339,9 @@ def _restore_exactly(change: _Change, entry: _Original, current: bytes | None) -
     original = _unb64(entry["original"])
     if original is None:
         return  # Lore created it; the planned change deletes it when it held only Lore's
+    assert change.file is not None
     change.text, change.raw = None, original
+    change.line = f"restored {_show(change.file.path, root)} as it was before Lore"
 
 
 def _holds_secrets(data: bytes | None) -> bool:
@@ -483,14 +485,34 @@ def _set_server(doc: JsonDoc, server: dict[str, Any]) -> JsonDoc:
     if not isinstance(servers, dict):
         raise _ShapeProblem("'mcpServers' must be an object")
     entry = servers.get(SERVER_NAME)
+    if entry is not None and not _runs_lore(entry):
+        # A server of the user's own under Lore's name (a wrapper script...):
+        # replacing it would lose it, and so would uninstalling later.
+        shown = " ".join(str(part) for part in [entry.get("command", ""), *(entry.get("args") or [])])
+        raise _ShapeProblem(
+            f"its MCP server '{SERVER_NAME}' is not Lore's (it runs {shown.strip()[:120] or 'something else'}); "
+            f"rename or remove that entry, or add Lore under '{SERVER_NAME}' by hand"
+        )
     # Keep keys the user added to Lore's entry (env, type, ...); set only ours.
     servers[SERVER_NAME] = {**entry, **server} if isinstance(entry, dict) else dict(server)
     return doc
 
 
+def _runs_lore(entry: object) -> bool:
+    """Is this MCP server entry Lore's, as any install wrote it (``lore mcp``,
+    ``<python> -m lore mcp``, another checkout's path)?"""
+    if not isinstance(entry, dict):
+        return False
+    command, args = entry.get("command"), entry.get("args") or []
+    if not isinstance(command, str) or not isinstance(args, list) or not args or args[-1] != "mcp":
+        return False
+    name = Path(command).name.lower()
+    return name.startswith("lore") or (name.startswith("python") and args[:2] == ["-m", "lore"])
+
+
 def _drop_server(doc: JsonDoc) -> JsonDoc:
     servers = doc.get("mcpServers")
-    if isinstance(servers, dict) and SERVER_NAME in servers:
+    if isinstance(servers, dict) and _runs_lore(servers.get(SERVER_NAME)):  # never a server of the user's own
         del servers[SERVER_NAME]
         if not servers:
             del doc["mcpServers"]
