@@ -253,6 +253,30 @@ def test_edit_runs_editor_and_reindexes(cli, tmp_path):
     assert cli.json("search", "changed")[0]["id"] == out["id"]
 
 
+def test_an_editor_giving_a_memory_another_memorys_id_keeps_its_own(cli, tmp_path):
+    """Two files of one id are both unreachable by it ("2 files have the id ...");
+    an edit in $EDITOR did that without a word. A fresh id is the person's to give."""
+    first = add(cli, "First one", "The first memory body here.")
+    second = add(cli, "Second one", "The second memory body here.")
+    editor = tmp_path / "ed.py"
+    editor.write_text(
+        "import re, sys\np = sys.argv[1]\n"
+        f"s = re.sub(r'(?m)^id: .*$', 'id: {first['id']}', open(p).read())\n"
+        "s = s.replace('second memory body', 'second memory body, edited')\nopen(p, 'w').write(s)\n"
+    )
+    proc = cli("edit", second["id"], env={"EDITOR": f"{sys.executable} {editor}"})
+    assert f"keeps its id {second['id']}" in proc.stderr and first["path"] in proc.stderr
+    assert cli.json("show", first["id"])["path"] == first["path"]
+    shown = cli.json("show", second["id"])
+    assert shown["path"] == second["path"] and "edited" in shown["content"]
+    editor.write_text(
+        "import re, sys\np = sys.argv[1]\n"
+        "s = re.sub(r'(?m)^id: .*$', 'id: my-own-id', open(p).read())\nopen(p, 'w').write(s)\n"
+    )
+    cli("edit", second["id"], env={"EDITOR": f"{sys.executable} {editor}"})
+    assert cli.json("show", "my-own-id")["path"] == second["path"]
+
+
 def test_tag_adds_and_removes_tags_and_changes_none_when_a_key_names_nothing(cli):
     first = cli.json("add", "-t", "Invoices", "-b", "Round once.", "-k", "billing,wip")["id"]
     second = cli.json("add", "-t", "Refunds", "-b", "Refund in cents.", "-k", "wip")["id"]

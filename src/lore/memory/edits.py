@@ -150,6 +150,18 @@ def refresh_hash(raw: str) -> str | None:
     ).replace("\n", parts.newline)
 
 
+def with_id(raw: str, memory_id: str) -> str | None:
+    """The text with its frontmatter's one-line ``id`` set to `memory_id` (None: it has none to set)."""
+    try:
+        parts = MemoryText.of(raw)
+    except UsageError:
+        return None
+    head = _set_scalar(parts.head, "id", memory_id, add=False)
+    if head == parts.head:
+        return None
+    return parts.bom + (head + parts.body).replace("\n", parts.newline)
+
+
 def _set_scalar(head: str, key: str, value: str, *, add: bool) -> str:
     """Set a top-level one-line `key: value` in the frontmatter part of `head`."""
     lines = head.split("\n")

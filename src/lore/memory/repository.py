@@ -886,12 +886,13 @@ class Memories:
         written, unless it holds a secret: then it is redacted like any write
         and rewritten in the canonical form), re-index, and follow a changed
         title in other memories' links."""
-        from lore.memory.edits import refresh_hash
+        from lore.memory.edits import refresh_hash, with_id
         from lore.memory.files import read_memory_file
         from lore.memory.links import relation_typos, typo_advice
 
         incoming = self.graph.linking_to(before) if before else []
         redacted: Counter[str] = Counter()
+        notes: list[str] = []
         with self.writing():
             raw = read_memory_file(self.project.root, rel).decode("utf-8", "replace")
             fixed = refresh_hash(raw)
@@ -899,6 +900,13 @@ class Memories:
                 markdown.write_atomic(self.project.root / rel, fixed)
             with contextlib.suppress(ValidationError, UsageError):  # a broken file: check() says why
                 typed = self.load(rel)
+                taken = self._id_elsewhere(typed.id, rel) if before and typed.id != before.id else None
+                kept = with_id(fixed or raw, before.id) if before and taken else None
+                if before and taken and kept is not None:
+                    # Two files of one id are both unreachable by it: the id Lore manages stays.
+                    markdown.write_atomic(self.project.root / rel, kept)
+                    notes.append(f"id {typed.id} is {taken}'s; this memory keeps its id {before.id}")
+                    typed = self.load(rel)
                 redacted = sync.redacted(typed)
                 if redacted:
                     markdown.write_atomic(self.project.root / rel, markdown.render_checked(typed))
@@ -908,10 +916,15 @@ class Memories:
             updated = self._follow(before, after, incoming)
         memory = self.load(rel)  # a typo written by hand is the person's to fix: said, not refused
         typos = relation_typos(memory.body, memory.extra.get("relations"), rel)
-        notes = [f"relation '{r}' looks like a typo: {typo_advice(r, known)}" for r, known in typos]
+        notes += [f"relation '{r}' looks like a typo: {typo_advice(r, known)}" for r, known in typos]
         return EditResult(
             memory.id, rel, memory.title, memory.type, ["edit"], notes, None, updated, dict(redacted)
         )
+
+    def _id_elsewhere(self, memory_id: str, rel: str) -> str | None:
+        """The path of another memory file that has the id `memory_id`, if one does."""
+        flt = MemoryFilter(ids=[memory_id], include_private=True)
+        return next((r.path for r in self.store.memories(flt) if r.path != rel), None)
 
     def _read_checked(self, rel: str, expected_sha256: str | None) -> str:
         import hashlib
