@@ -160,6 +160,10 @@ def test_set_changes_frontmatter_fields_and_refuses_bad_values(mem):
     assert proc.returncode == 1 and "unknown type 'nonsense'" in proc.stderr
     proc = cli("edit", "mem-2026-02-12-001", "--set", "id=x", ok=False)
     assert proc.returncode == 2 and "managed by Lore" in proc.stderr
+    # A nested list or mapping is refused as reading the file would refuse it (it was stored as Python text).
+    for value in ("tags=[a, [b, c]]", "files=[a.py, {x: y}]", "labels=[true, {k: v}]"):
+        proc = cli("edit", "mem-2026-02-12-001", "--set", value, ok=False)
+        assert proc.returncode == 2 and "must be a list of strings" in proc.stderr, (value, proc.stderr)
     assert path.read_bytes() == before
     cli("edit", "mem-2026-02-12-001", "--set", "owner=")
     assert "owner:" not in path.read_text()

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lore.errors import UsageError
-from lore.memory.model import MAX_SUBJECT, Memory, content_hash, parse_time
+from lore.errors import UsageError, ValidationError
+from lore.memory.model import MAX_SUBJECT, Memory, content_hash, parse_time, string_list
 
 OPERATIONS = ("append", "prepend", "replace_section", "find_replace", "set", "relate")
 BODY_OPERATIONS = ("append", "prepend", "replace_section", "find_replace")
@@ -300,8 +300,14 @@ def set_field(memory: Memory, name: str, value: str | None, *, clean: Callable[[
             memory.extra[key] = _clean_strings(parsed, clean)
         return
     if canonical in ("tags", "files", "labels"):
-        items = parsed if isinstance(parsed, list) else [] if parsed is None else str(parsed).split(",")
-        setattr(memory, canonical, [clean(str(i).strip()) for i in items if str(i).strip()])
+        if parsed is None:
+            items = []
+        else:  # what a file may hold, as reading one checks it (a nested list is refused, not stringified)
+            try:
+                items = string_list(parsed if isinstance(parsed, list) else str(parsed), key, None)
+            except ValidationError as err:
+                raise UsageError(f"{key} {err.reason}") from None
+        setattr(memory, canonical, [clean(i.strip()) for i in items if i.strip()])
         if canonical == "files":
             memory.check_project_paths()
     elif canonical == "title":

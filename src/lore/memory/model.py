@@ -415,7 +415,7 @@ def from_frontmatter(meta: Frontmatter, body: str, *, path: str | None = None) -
         key = str(key)
         canonical = _ALIASES.get(key, key)
         if canonical in ("keywords", "tags"):
-            tags.extend(_string_list(value, key, path))
+            tags.extend(string_list(value, key, path))
         elif canonical in CANONICAL_ORDER and canonical not in data:
             data[canonical] = value
             given_as[canonical] = key
@@ -464,8 +464,8 @@ def from_frontmatter(meta: Frontmatter, body: str, *, path: str | None = None) -
         agent=_opt_str(data.pop("agent", None), "agent", path),
         task=_opt_str(data.pop("task", None), "task", path),
         project=_opt_str(data.pop("project", None), "project", path),
-        files=_string_list(data.pop("files", None) or [], "files", path),
-        labels=_string_list(data.pop("labels", None) or [], "labels", path),
+        files=string_list(data.pop("files", None) or [], "files", path),
+        labels=string_list(data.pop("labels", None) or [], "labels", path),
         priority=_opt_int(data.pop("priority", None), "priority", path),
         risk=_opt_str(data.pop("risk", None), "risk", path),
         confidence=_confidence(data.pop("confidence", None), path),
@@ -643,7 +643,8 @@ def _unique(items: list[str]) -> list[str]:
     return list(seen)
 
 
-def _string_list(value: object, name: str, path: str | None) -> list[str]:
+def string_list(value: object, name: str, path: str | None) -> list[str]:
+    """A list of strings (numbers as written) from a field's value, or one comma-separated string."""
     if isinstance(value, str):
         items = [part.strip() for part in value.split(",") if part.strip()]
     elif isinstance(value, (list, tuple)) and all(
