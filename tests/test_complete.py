@@ -619,6 +619,24 @@ def test_end_to_end_from_repo_and_bundle_file(repo, tmp_path):
     assert body.index("## Lessons") < body.index("## Cross-Agent Intel")
 
 
+def test_key_files_of_a_bundle_are_the_projects_and_both_lists_count(repo, tmp_path):
+    """`files` and `key_files` both given: the second was dropped without a word;
+    a path outside the project went into the memory's Key Files."""
+    write(repo, "src/a.py", numbered(5))
+    commit(repo, "jat-k: add a")
+    both = tmp_path / "both.json"
+    both.write_text(json.dumps({"files": ["src/a.py"], "key_files": ["src/b.py - the b", "src/a.py"]}))
+    bundle = load_bundle(both)
+    assert bundle.files == ["src/a.py", "src/b.py - the b"]
+    body = render_body(bundle, task_changes(repo, "jat-k"))
+    assert "- `src/a.py" in body and "- `src/b.py` - the b" in body
+    for outside in ("/etc/passwd", "../../outside/secret.py", "C:\\Users\\x.py"):
+        bad = tmp_path / "bad.json"
+        bad.write_text(json.dumps({"files": [outside]}))
+        with pytest.raises(UsageError, match="not a path inside the project"):
+            render_body(load_bundle(bad), task_changes(repo, "jat-k"))
+
+
 def test_deletions_and_short_lived_files(repo):
     write(repo, "keep.txt", numbered(10))
     commit(repo, "Initial import")

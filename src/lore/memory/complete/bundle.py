@@ -119,6 +119,7 @@ def load_bundle(path: Path) -> CompletionBundle:
         )
 
     values: dict[str, tuple[str, object]] = {}  # attribute -> (key as written, value)
+    more: list[tuple[str, str, object]] = []  # (attribute, key, value) of other keys of a list's attribute
     for key, value in data.items():
         folded = str(key).lower()
         if folded in _INTEL_KEYS:
@@ -136,6 +137,8 @@ def load_bundle(path: Path) -> CompletionBundle:
                     values[attr] = (f"{key}.{inner}", item)
         elif folded in _BUNDLE_KEYS or _snake(str(key)) in _BUNDLE_KEYS:
             attr = _BUNDLE_KEYS.get(folded) or _BUNDLE_KEYS[_snake(str(key))]
+            if attr in values and attr in _LIST_FIELDS:  # files and key_files both: both lists count
+                more.append((attr, str(key), value))
             values.setdefault(attr, (str(key), value))  # crossAgentIntel wins over top level
 
     bundle = CompletionBundle()
@@ -147,7 +150,11 @@ def load_bundle(path: Path) -> CompletionBundle:
         elif attr == "approach":
             bundle.approach = _approach_text(value, path, key)
         elif attr in _LIST_FIELDS:
-            setattr(bundle, attr, _items_of(value, path, key))
+            items = _items_of(value, path, key)
+            for also, other, extra in more:
+                if also == attr and extra is not None:
+                    items += _items_of(extra, path, other)
+            setattr(bundle, attr, list(dict.fromkeys(items)))
         elif attr == "priority":
             bundle.priority = _priority(value, path, key)
         else:

@@ -10,6 +10,7 @@ from lore.memory.complete.bundle import CompletionBundle
 from lore.memory.complete.changes import TaskChanges
 from lore.memory.complete.decisions import strip_task_id
 from lore.memory.complete.text import BULLET, capitalize, item_key
+from lore.memory.model import project_relative
 
 __all__ = ["render_body"]
 
@@ -139,6 +140,11 @@ def _key_files(entries: list[str], changes: TaskChanges) -> list[str]:
             lines.append("- " + " ".join(entry.split()))
             continue
         path, line, note = parsed
+        if not project_relative(path):  # the memory is committed: a path of one machine means nothing
+            raise UsageError(
+                f"Key Files entry '{path[:200]}' is not a path inside the project; "
+                "give it relative to the project root (e.g. src/app.py)"
+            )
         if path in named:
             continue
         named.add(path)
