@@ -41,7 +41,7 @@ from lore.memory.edits import BODY_OPERATIONS, Edit, MemoryText
 from lore.memory.graph import LinkedMemory, LinkGraph
 from lore.memory.links import Rename, name_key, rewrite_body, rewrite_relations, stem_of
 from lore.memory.model import Memory, derive_keywords, now_iso, parse_time
-from lore.memory.values import check_line
+from lore.memory.values import check_line, clip
 from lore.project import Project, agent_key
 from lore.records import Record, internal
 from lore.storage import LinkRecord, MemoryFilter, MemoryRecord, Store
@@ -290,7 +290,7 @@ class Memories:
                 return broken[0]
             if elsewhere is not None:
                 raise elsewhere
-            raise NotFound(f"no memory '{key}'; see `lore list` or `lore search`")
+            raise NotFound(f"no memory '{clip(key, 120)}'; see `lore list` or `lore search`")
         if len(paths) > 1:
             ids = {r.id for r in self.store.memories(self.filter(paths=paths))}
             if len(ids) == 1:  # one id in several files: more of the id can't tell them apart
@@ -336,7 +336,7 @@ class Memories:
                 if not rel.startswith(".lore/") or rel.startswith(".lore/local/trash/"):
                     raise UsageError(f"{key} is not a memory file (not under .lore/)")
                 if not self.visible(rel):
-                    raise NotFound(f"no memory '{key}'; see `lore list` or `lore search`")
+                    raise NotFound(f"no memory '{clip(key, 120)}'; see `lore list` or `lore search`")
                 return rel
         if len(outside) == 2:
             raise outside[0]

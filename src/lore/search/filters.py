@@ -8,6 +8,7 @@ from typing import Any
 
 from lore.errors import UsageError, ValidationError
 from lore.memory.model import MEMORY_TYPES, SCOPE_RE
+from lore.memory.values import clip
 from lore.storage import ChunkFilter, MemoryFilter
 
 STORAGE_TIERS = ("durable", "session", "daily", "session-summary")
@@ -78,8 +79,9 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> MemoryFilte
     if scope is not None and not (
         isinstance(scope, str) and len(scope) <= MAX_PATH and SCOPE_RE.fullmatch(scope)
     ):
-        hint = f" (e.g. file:{scope.strip()})" if isinstance(scope, str) and scope.strip() else ""
-        raise UsageError(f"scope '{scope}' must be global, file:<path> or area:<name>{hint}")
+        shown = clip(str(scope), 80)
+        hint = f" (e.g. file:{shown.strip()})" if isinstance(scope, str) and scope.strip() else ""
+        raise UsageError(f"scope '{shown}' must be global, file:<path> or area:<name>{hint}")
     archived = bool(given.get("include_archived")) or tier == ARCHIVE
     since, until = _period(given.get("since"), given.get("until"))
     return MemoryFilter(
