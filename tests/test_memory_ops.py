@@ -648,3 +648,15 @@ def test_two_memories_given_one_file_name_on_two_branches_are_both_kept_by_the_a
     problem = next(line for line in proc.stdout.splitlines() if ours["path"] in line)
     assert "two memories written on two branches under one file name" in problem
     assert ours["id"] in problem and theirs["id"] in problem and "keep both" in problem
+
+
+def test_tag_and_complete_say_what_they_redacted(memory):
+    """Both redacted, as every write does, without saying so (add and edit did)."""
+    cli, key, path, _ = memory
+    proc = cli("tag", key[:8], "--add", "AKIAIOSFODNN7EXAMPLE")
+    assert "redacted before writing: 1 aws-access-key" in proc.stderr
+    assert "AKIAIOSFODNN7EXAMPLE" not in path.read_text() and "AKIAIOSFODNN7EXAMPLE" not in proc.stdout
+    proc = cli("complete", "T-1", "-t", "Rotate the key", "--summary", f"Rotated {TOKEN} for good")
+    assert "redacted before writing: 1 github-token" in proc.stderr and TOKEN not in proc.stderr
+    written = next(cli.cwd.glob(".lore/memory/*rotate-the-key*.md"))
+    assert TOKEN not in written.read_text()

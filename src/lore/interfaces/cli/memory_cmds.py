@@ -6,16 +6,14 @@ import os
 import shlex
 import subprocess
 import sys
-from collections import Counter
 
 import click
 
 from lore.errors import UsageError, ValidationError
 from lore.interfaces.cli.common import filter_options, json_option, with_lore
 from lore.interfaces.cli.decoding import read_stdin, read_text
-from lore.interfaces.cli.output import echo, emit_json, is_terminal, relative_time, table, warn
+from lore.interfaces.cli.output import echo, emit_json, is_terminal, relative_time, table, warn, warn_redacted
 from lore.memory.model import MEMORY_TYPES
-from lore.secrets import describe
 
 
 def _split(values: tuple[str, ...]) -> list[str]:
@@ -105,8 +103,7 @@ def add(
         session=session,
         is_global=is_global,
     )
-    if result.redacted:
-        warn(f"redacted before writing: {describe(Counter(result.redacted))}")
+    warn_redacted(result.redacted)
     if as_json:
         emit_json(result.to_dict())
         return
@@ -252,8 +249,7 @@ def edit(
             raise UsageError(f"--relate {relation}: write RELATION=MEMORY, e.g. --relate supersedes=7c1d0e22")
         edits.append(Edit("relate", relation=name.strip(), value=target.strip()))
     result = lore.edit(key, edits, expected_sha256=expect_sha256) if edits else _edit_by_hand(lore, key)
-    if result.redacted:
-        warn(f"redacted before writing: {describe(Counter(result.redacted))}")
+    warn_redacted(result.redacted)
     if as_json:
         emit_json(result.to_dict())
         return
@@ -318,8 +314,7 @@ def mv(lore, key, destination, as_json):
       lore mv 3f2a9c1e auth/
     """
     result = lore.move(key, destination)
-    if result.redacted:
-        warn(f"redacted before writing: {describe(Counter(result.redacted))}")
+    warn_redacted(result.redacted)
     if as_json:
         emit_json(result.to_dict())
         return
@@ -416,7 +411,9 @@ def tag(lore, keys, add_tags, remove_tags, as_json):
             wanted = [t for t in tags if t.lower() not in remove]
             wanted += [t for t in add if t.lower() not in {w.lower() for w in wanted}]
             if wanted != tags:
-                tags = list(lore.update(path, tags=wanted).memory.tags)
+                updated = lore.update(path, tags=wanted)
+                warn_redacted(updated.redacted)
+                tags = list(updated.memory.tags)
         rows.append({"id": lore.load(path).id, "path": path, "tags": tags})
     if as_json:
         emit_json(rows)

@@ -63,6 +63,16 @@ def warn(message: str) -> None:
     click.echo(printable(f"lore: {message}"), err=True)
 
 
+def warn_redacted(counts: dict[str, int] | None) -> None:
+    """Say which secrets a write redacted (`counts`: kind → how many), if any."""
+    if counts:
+        from collections import Counter
+
+        from lore.secrets import describe
+
+        warn(f"redacted before writing: {describe(Counter(counts))}")
+
+
 def table(columns: list[str], rows: list[list[str]], *, title: str | None = None) -> None:
     """Rows of plain text (a title's `[red]` is shown as written, never read as
     rich markup); columns all named "" print no header row."""

@@ -6,7 +6,7 @@ import click
 
 from lore.interfaces.cli.common import json_option, with_lore
 from lore.interfaces.cli.decoding import read_stdin
-from lore.interfaces.cli.output import echo, emit_json, is_terminal, table
+from lore.interfaces.cli.output import echo, emit_json, is_terminal, table, warn_redacted
 
 LEVELS = ["auto", "L1", "L2", "L3"]
 BRACKETS = ["fresh", "moderate", "depleted", "critical"]
@@ -279,6 +279,7 @@ def complete(
             tags=[t for v in tags for t in v.split(",") if t.strip()],
         )
     result = lore.complete(task, title=title, bundle=data)
+    warn_redacted(result.redacted)
     if as_json:
         emit_json({**result.to_dict(), "files": result.memory.files})
     else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from lore import secrets
@@ -27,7 +28,7 @@ def complete_task(
 
     bundle = bundle or CompletionBundle()
     changes = task_changes(memories.project.root, task)
-    body, _found = secrets.redact(render_body(bundle, changes))
+    body, found = secrets.redact(render_body(bundle, changes))
     fields: dict[str, Any] = dict(
         tags=bundle.tags or derive_keywords(title, body),
         files=changes.files,
@@ -47,5 +48,8 @@ def complete_task(
             if m.visibility == "shared"
         ]
         if not existing:
-            return memories.add(body=body, title=title, type="summary", task=task, **fields)
-        return memories.update(existing[0].path, body=body, title=title, **fields)
+            result = memories.add(body=body, title=title, type="summary", task=task, **fields)
+        else:
+            result = memories.update(existing[0].path, body=body, title=title, **fields)
+    result.redacted = dict(found + Counter(result.redacted))  # the body's secrets too, said like any write's
+    return result
