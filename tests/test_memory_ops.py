@@ -660,3 +660,22 @@ def test_tag_and_complete_say_what_they_redacted(memory):
     assert "redacted before writing: 1 github-token" in proc.stderr and TOKEN not in proc.stderr
     written = next(cli.cwd.glob(".lore/memory/*rotate-the-key*.md"))
     assert TOKEN not in written.read_text()
+
+
+def test_a_body_given_twice_is_a_usage_error(memory, tmp_path):
+    """`--body` won and `--body-file` was dropped without a word."""
+    cli = memory[0]
+    other = tmp_path / "body.md"
+    other.write_text("The body from the file, long enough.")
+    proc = cli(
+        "add",
+        "-t",
+        "Twice",
+        "-b",
+        "The body from the flag, long enough.",
+        "--body-file",
+        str(other),
+        ok=False,
+    )
+    assert proc.returncode == 2 and "not both" in proc.stderr
+    assert not list(cli.cwd.glob(".lore/memory/*twice*.md"))

@@ -218,8 +218,10 @@ def _iso_period(raw: str, phrase: str, zone: tzinfo | None) -> tuple[datetime, d
             step = timedelta(seconds=1) if value.count(":") >= 2 else timedelta(minutes=1)
             return instant, instant + step
     except ValueError as error:
+        # Python's words for an offset of a day or more name its own types: say it plainly.
+        reason = "a time zone offset must be under 24 hours" if "offset" in str(error) else str(error)
         raise UsageError(
-            f"cannot read the date '{raw}': {error}; e.g. 2024-05-01 or 2024-05-01T14:30"
+            f"cannot read the date '{raw}': {reason}; e.g. 2024-05-01 or 2024-05-01T14:30"
         ) from None
     return None
 

@@ -81,6 +81,8 @@ def add(
 
     The same content stored already is not written twice: its id is printed instead.
     """
+    if body is not None and body_file is not None:
+        raise UsageError("give the body once: --body or --body-file, not both")
     if body is None and body_file is not None:
         body = read_text(body_file, f"--body-file {getattr(body_file, 'name', '-')}")
     if body is None and not sys.stdin.isatty():
