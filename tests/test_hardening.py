@@ -1112,3 +1112,14 @@ def test_names_and_ids_with_a_trailing_line_break_are_refused(tmp_path, ending):
     assert not users.exists()
     with pytest.raises(ValidationError, match="applies_to"):
         Memory(title="T", body="A body long enough.", applies_to="area:billing" + ending).validate()
+
+
+@pytest.mark.parametrize("invisible", ["\u200b\u200b", "\ufeff", " \u200d ", "\u2060"])
+def test_a_title_or_body_of_invisible_characters_is_refused(invisible):
+    """A title of zero-width spaces was stored: a memory nobody can see in a list."""
+    body = "A body long enough to keep."
+    with pytest.raises(ValidationError, match="no visible character"):
+        Memory(title=invisible, body=body).validate()
+    with pytest.raises(ValidationError, match="at least 10 characters"):
+        Memory(title="Title", body=invisible * 12).validate()
+    Memory(title=f"Title{invisible}", body=f"{body}{invisible}").validate()  # beside text, kept

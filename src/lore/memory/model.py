@@ -133,6 +133,14 @@ RESERVED_FIELDS = frozenset({*CANONICAL_ORDER, *_ALIASES, "tags", "keywords"})
 _OPTIONAL_LINES = ("agent", "task", "project", "risk", "task_type", "source")
 
 
+def visible_length(text: str) -> int:
+    """The length of `text` without its format characters (zero-width spaces and
+    joiners, byte-order marks) and without the spaces at either end."""
+    import unicodedata
+
+    return len("".join(c for c in text if unicodedata.category(c) != "Cf").strip())
+
+
 def project_relative(path: str) -> bool:
     """Is `path` written relative to a project root and inside it (no leading
     ``/``, ``\\`` or drive, no ``..`` that climbs out)?"""
@@ -292,6 +300,12 @@ class Memory:
             raise ValidationError(
                 f"must be 1-{MAX_SUBJECT} characters (has {len(self.title)})", field="subject", path=path
             )
+        if not visible_length(self.title):
+            raise ValidationError(
+                "has no visible character (only spaces or zero-width ones); give a title",
+                field="subject",
+                path=path,
+            )
         if self.type not in MEMORY_TYPES:
             raise ValidationError(
                 f"unknown type {_quote(self.type)}; use one of: {', '.join(MEMORY_TYPES)}",
@@ -325,7 +339,7 @@ class Memory:
             self.check_project_paths()
         if not 0.0 <= self.confidence <= 1.0:
             raise ValidationError("must be between 0 and 1", field="confidence", path=path)
-        if len(self.body.strip()) < MIN_BODY:
+        if visible_length(self.body) < MIN_BODY:
             raise ValidationError(
                 f"body must be at least {MIN_BODY} characters; say what to remember in a sentence",
                 field="body",
