@@ -679,3 +679,16 @@ def test_a_body_given_twice_is_a_usage_error(memory, tmp_path):
     )
     assert proc.returncode == 2 and "not both" in proc.stderr
     assert not list(cli.cwd.glob(".lore/memory/*twice*.md"))
+
+
+def test_a_memory_folder_that_is_a_file_is_said_by_every_read_and_once_by_doctor(cli):
+    """`lore list` said "no memories" (exit 0) though every shared memory was missing."""
+    add = cli.cwd / ".lore/memory"
+    shutil.rmtree(add)
+    add.write_text("not a folder\n")
+    for args in (("list",), ("search", "anything"), ("recall", "anything at all")):
+        proc = cli(*args)
+        assert ".lore/memory: is a file, not a folder" in proc.stderr, (args, proc.stderr)
+    proc = cli("doctor", ok=False)
+    assert proc.returncode == 1 and proc.stdout.count("is a file, not a folder") == 1, proc.stdout
+    assert add.read_text() == "not a folder\n"

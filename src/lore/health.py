@@ -196,7 +196,10 @@ def doctor(memories: Memories) -> list[Problem]:
     problems += interrupted_writes(memories.project)
     problems += unread_markdown(memories.project)
     report = memories.sync(recheck_broken=True)  # what this Lore says of them now
+    laid_out = {p.where for p in problems}
     for path, error in report.errors:
+        if path in laid_out:
+            continue  # a folder that is a file: said once, above
         line, message = split_error(path, error)
         problems.append(Problem("error", path, f"line {line}: {message}" if line else message))
     seen_ids: dict[str, MemoryRecord] = {}

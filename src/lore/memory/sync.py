@@ -66,6 +66,11 @@ def memory_files(
     """
     root = str(project.root) + os.sep
     tops = [str(project.memory_dir)]
+    if problems is not None and project.memory_dir.exists() and not project.memory_dir.is_dir():
+        rel = project.rel(project.memory_dir)  # every shared memory is missing: said, not "no memories"
+        problems.append(
+            (rel, f"{rel}: is a file, not a folder; move it out of the way (Lore makes the folder again)")
+        )
     try:
         with os.scandir(project.local_dir) as listing:
             tops += sorted(
