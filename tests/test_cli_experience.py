@@ -64,6 +64,18 @@ def test_init_at_the_top_or_outside_git_says_nothing_about_git(tmp_path, repo):
     assert out.startswith(f"initialised {plain / '.lore'}") and "next:" in out
 
 
+def test_init_where_dot_lore_is_a_file_names_that_file(tmp_path):
+    """It said "file system error: .../.lore/memory: Not a directory"."""
+    plain = tmp_path / "p1"
+    plain.mkdir()
+    (plain / ".lore").write_text("mine\n")
+    proc = CLI(tmp_path)("init", "p1", ok=False)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and len(lines) == 1, proc.stderr
+    assert f"{plain / '.lore'} is a file where Lore needs a folder" in lines[0]
+    assert (plain / ".lore").read_text() == "mine\n"
+
+
 def test_init_refuses_a_bare_repository_and_the_git_folder(tmp_path, repo):
     """Neither holds the project's files: .lore/ made there would index git's
     own files and history without a work tree, and hooks that never run."""

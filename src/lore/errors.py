@@ -154,6 +154,23 @@ class ConfigError(LoreError):
 PAST_LIMITS = ("too complex", "too large", "too big", "too many", "stack overflow")
 
 
+def _file_in_the_way(err: OSError) -> str | None:
+    """The file that stands where a folder is needed: the path itself (a
+    folder could not be made there), or for "Not a directory" the nearest of
+    its parents that is a file (`.lore` a file, when `.lore/memory` is made)."""
+    if not isinstance(err.filename, str) or not err.filename:
+        return None
+    if isinstance(err, FileExistsError):
+        return err.filename if os.path.isfile(err.filename) else None
+    if isinstance(err, NotADirectoryError):
+        parent = os.path.dirname(err.filename)
+        while parent and parent != os.path.dirname(parent):
+            if os.path.isfile(parent):
+                return parent
+            parent = os.path.dirname(parent)
+    return None
+
+
 def as_lore_error(err: BaseException) -> LoreError | None:
     """The LoreError an unexpected library error means, or None if it is not one we know.
 
@@ -174,9 +191,10 @@ def as_lore_error(err: BaseException) -> LoreError | None:
             return DiskFull(f"the disk is full{where}; free some space and try again")
         if getattr(err, "errno", None) == 30:
             return PermissionDenied(f"read-only file system{where}; run where you can write")
-        if isinstance(err, FileExistsError) and err.filename and os.path.isfile(err.filename):
+        blocking = _file_in_the_way(err)
+        if blocking is not None:
             return StorageError(
-                f"{err.filename} is a file where Lore needs a folder; move it out of the way "
+                f"{blocking} is a file where Lore needs a folder; move it out of the way "
                 "(`lore doctor` lists such problems)"
             )
         return StorageError(f"file system error:{where} {reason}")
