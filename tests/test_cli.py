@@ -311,6 +311,29 @@ def test_rm_restore_gc(cli):
     assert [p["id"] for p in purged] == [out["id"]] and cli.json("restore", "--list") == []
 
 
+@pytest.mark.parametrize("damage", ["empty", "not json", "missing", "elsewhere"])
+def test_a_trashed_file_whose_note_is_damaged_is_said_not_hidden(cli, damage):
+    """`restore --list` said "trash is empty" and doctor nothing, while the file waited in the trash."""
+    out = add(cli, "Trash me", "This memory will be trashed soon.")
+    cli("rm", out["id"])
+    note = next((cli.cwd / ".lore/local/trash").glob("*.json"))
+    if damage == "missing":
+        note.unlink()
+    else:
+        note.write_text(
+            {
+                "empty": "",
+                "not json": "{",
+                "elsewhere": '{"id": "x", "original": "../x.md", "deleted_at": ""}',
+            }[damage]
+        )
+    proc = cli("restore", "--list")
+    assert "1 trashed file has a missing or damaged note" in proc.stderr and "trash is empty" in proc.stdout
+    problems = [p for p in cli.json("doctor", ok=False) if "trash note" in p["message"]]
+    assert len(problems) == 1 and problems[0]["where"] == f".lore/local/trash/{note.stem}.md"
+    assert note.with_suffix(".md").is_file()
+
+
 def test_hand_edits_new_files_and_deletes_are_picked_up(cli):
     out = add(cli, "Hand edited", "The cache is warmed at start-up.", "--tag", "cache")
     path = cli.cwd / out["path"]

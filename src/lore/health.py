@@ -194,6 +194,15 @@ def doctor(memories: Memories) -> list[Problem]:
     store = memories.store
     problems: list[Problem] = layout_problems(memories.project)
     problems += interrupted_writes(memories.project)
+    problems += [
+        Problem(
+            "warning",
+            path,
+            "its trash note is missing or damaged, so `lore restore` can't put it back; "
+            "move it back by hand (e.g. into .lore/memory/) or delete it",
+        )
+        for path in memories.unrestorable()
+    ]
     problems += unread_markdown(memories.project)
     report = memories.sync(recheck_broken=True)  # what this Lore says of them now
     laid_out = {p.where for p in problems}

@@ -394,6 +394,10 @@ class Lore:
         """What is in the trash (this agent may see), oldest first."""
         return self.memories.trash_entries()
 
+    def unrestorable_trash(self) -> builtins.list[str]:
+        """Trashed files whose note is missing or damaged: `restore` can't put them back."""
+        return self.memories.unrestorable()
+
     def gc(self, *, retention_days: float | None = None) -> list[TrashEntry]:
         """Purge trash entries older than `retention_days` (default ``[memory] trash_retention_days``)."""
         return self.memories.gc(retention_days=retention_days)

@@ -1064,6 +1064,10 @@ class Memories:
     def trash_entries(self) -> list[trash.TrashEntry]:
         return [e for e in trash.entries(self.project) if self.visible(e.original)]
 
+    def unrestorable(self) -> list[str]:
+        """Trashed files whose note is missing or damaged (whose they were is unknown: only counted)."""
+        return trash.unrestorable(self.project)
+
     def trashed(self, key: str) -> trash.TrashEntry:
         """The newest trash entry matching `key` that this agent may see."""
         return trash.find(self.project, key, visible=self.visible)

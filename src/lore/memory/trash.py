@@ -65,21 +65,37 @@ def entries(project: Project) -> list[TrashEntry]:
     if not project.trash_dir.is_dir():
         return out
     for note in sorted(project.trash_dir.glob("*.json")):
-        try:
-            data = json.loads(note.read_text("utf-8"))
-        except (OSError, ValueError):
-            continue
-        if not isinstance(data, dict):
-            continue
-        memory_id, original, deleted_at = (data.get(name, "") for name in ("id", "original", "deleted_at"))
-        if not all(isinstance(v, str) for v in (memory_id, original, deleted_at)) or not _memory_place(
-            original
-        ):
-            continue  # a note Lore did not write (edited, damaged): restoring it would put a file anywhere
-        if not note.with_suffix(".md").is_file():
-            continue  # its file is gone (a purge cut short, deleted by hand): nothing to restore
-        out.append(TrashEntry(memory_id, original, deleted_at, note.with_suffix(".md")))
+        entry = _entry(note)
+        if entry is not None and entry.file.is_file():  # no file: a purge cut short, deleted by hand
+            out.append(entry)
     return out
+
+
+def unrestorable(project: Project) -> list[str]:
+    """Trashed memory files (project paths) whose note is missing or damaged:
+    `lore restore` cannot know where they came from, so it does not list them."""
+    if not project.trash_dir.is_dir():
+        return []
+    return [
+        project.rel(file)
+        for file in sorted(project.trash_dir.glob("*.md"))
+        if file.is_file() and _entry(file.with_suffix(".json")) is None
+    ]
+
+
+def _entry(note: Path) -> TrashEntry | None:
+    """The entry a note describes; None for a note that is missing, unreadable or
+    not as Lore writes them (edited, damaged: restoring it would put a file anywhere)."""
+    try:
+        data = json.loads(note.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    memory_id, original, deleted_at = (data.get(name, "") for name in ("id", "original", "deleted_at"))
+    if not all(isinstance(v, str) for v in (memory_id, original, deleted_at)) or not _memory_place(original):
+        return None
+    return TrashEntry(memory_id, original, deleted_at, note.with_suffix(".md"))
 
 
 def _memory_place(rel: str) -> bool:

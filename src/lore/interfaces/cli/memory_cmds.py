@@ -433,6 +433,12 @@ def restore(lore, key, show_list, as_json):
     """Restore a trashed memory (by id or file name)."""
     if show_list or not key:
         entries = lore.trash_entries()
+        lost = len(lore.unrestorable_trash())
+        if lost:
+            warn(
+                f"{lost} trashed file{'s have' if lost > 1 else ' has'} a missing or damaged note and "
+                "can't be restored by `lore restore`; `lore doctor` lists them"
+            )
         if as_json:
             emit_json([e.to_dict() for e in entries])
         elif entries:
