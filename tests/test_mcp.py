@@ -760,6 +760,10 @@ class RawServer:
 
     def request(self, rid: int, method: str, params: dict | None = None, timeout: float = 60) -> dict:
         self.send({"jsonrpc": "2.0", "id": rid, "method": method, **({"params": params} if params else {})})
+        return self.reply(rid, timeout)
+
+    def reply(self, rid: int, timeout: float = 60) -> dict:
+        """The answer to request `rid` (queue.Empty after `timeout` seconds without one)."""
         deadline = time.monotonic() + timeout
         while True:
             line = self.queue.get(timeout=max(0.1, deadline - time.monotonic()))
@@ -877,6 +881,33 @@ def test_a_lone_surrogate_from_a_client_is_answered(root):
         )
         text = found["result"]["content"][0]["text"]
         assert "Deploy notes \ufffd" in text and "Tuesdays \U0001f680" in text, text
+    finally:
+        stderr = server.close()
+    assert "Traceback" not in stderr, stderr
+
+
+def test_a_request_the_sdk_cannot_read_is_answered_with_an_error(root):
+    """`params` that is no object, or arguments nested 300 deep: the SDK's parser
+    refused the line and answered nothing, so the client waited forever."""
+    server = RawServer(root)
+    try:
+        server.initialize()
+        server.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": "str"})
+        refused = server.reply(2, timeout=30)["error"]
+        assert refused["code"] == -32601 and "params must be a JSON object" in refused["data"], refused
+        deep: object = []
+        for _ in range(300):
+            deep = [deep]
+        server.send(
+            {
+                "jsonrpc": "2.0",
+                "id": "three",
+                "method": "tools/call",
+                "params": {"name": "search_memories", "arguments": {"query": "x", "deep": deep}},
+            }
+        )
+        assert "can't be read" in server.reply("three", timeout=30)["error"]["data"]
+        assert server.request(4, "ping", timeout=30)["result"] == {}  # and it goes on answering
     finally:
         stderr = server.close()
     assert "Traceback" not in stderr, stderr

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mcp_types import jsonrpc_message_adapter
 
-from lore.interfaces.stdio_repair import repair_lone_surrogates
+from lore.interfaces.stdio_repair import answerable, repair_lone_surrogates
 
 pytestmark = pytest.mark.storage_independent
 
@@ -53,3 +53,16 @@ def test_escaped_backslashes_pairs_and_raw_text_are_left_alone():
         assert repair_lone_surrogates(line) == line
     assert repair_lone_surrogates(rb'"\\\ud83d"') == rb'"\\\ufffd"'
     assert repair_lone_surrogates(rb'"\uDC00\uD800\uD800\uDC00"') == rb'"\ufffd\ufffd\uD800\uDC00"'
+
+
+def test_a_line_the_sdk_reads_passes_unchanged_and_a_request_it_cannot_gets_an_answerable_one():
+    good = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n'
+    assert answerable(good) == good
+    for line in (b"not json\n", b'{"jsonrpc": "2.0", "method": "notify", "params": 3}\n', b"[1, 2]\n"):
+        assert answerable(line) == line  # nothing to answer: no request id
+    for request_id in (7, "seven"):
+        bad = json.dumps(
+            {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": "str"}
+        ).encode()
+        fixed = jsonrpc_message_adapter.validate_json(answerable(bad), by_name=False)
+        assert fixed.id == request_id and fixed.method == "tools/call refused: params must be a JSON object"

@@ -1,4 +1,4 @@
-"""Stdin for the MCP stdio server, with lone UTF-16 surrogates repaired.
+"""Stdin for the MCP stdio server, repaired so that every request is answered.
 
 A client written in JavaScript can send a string that holds half of a
 surrogate pair (an emoji cut in two); JSON.stringify writes it as ``\\ud83d``.
@@ -6,11 +6,15 @@ Python's json accepts that, but the SDK's parser refuses the whole line, and
 the SDK then answers nothing: the client waits for a reply that never comes.
 Each line is therefore passed through a pipe that turns every unpaired
 surrogate escape into U+FFFD (as a decoder does with a broken byte), so the
-request is answered like any other.
+request is answered like any other. A request the SDK's parser would still
+refuse (``params`` that is not an object, arguments nested past what it
+reads) becomes a request for a method no server has, named for what was
+wrong: the SDK answers that with an error carrying the request's id.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -57,6 +61,34 @@ def repair_lone_surrogates(line: bytes) -> bytes:
     return b"".join(out)
 
 
+def answerable(line: bytes) -> bytes:
+    """`line` if the SDK's parser takes it; else, for a request (an id and a
+    method), a request it answers with an error for that id ("Method not
+    found", the data naming what was wrong); anything else as it was."""
+    from mcp_types import jsonrpc_message_adapter
+
+    try:
+        jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return line
+    except Exception:  # what the SDK would drop without an answer
+        pass
+    try:
+        request = json.loads(line)
+    except (ValueError, RecursionError):
+        return line  # no id to answer
+    if not isinstance(request, dict):
+        return line
+    request_id, method = request.get("id"), request.get("method")
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str) or not isinstance(method, str):
+        return line
+    params = request.get("params")
+    reason = (
+        "params must be a JSON object" if not isinstance(params, dict | None) else "its input can't be read"
+    )
+    refused = {"jsonrpc": "2.0", "id": request_id, "method": f"{method[:100]} refused: {reason}"}
+    return json.dumps(refused).encode() + b"\n"
+
+
 def repair_stdin() -> None:
     """Put a pipe in place of fd 0 that carries stdin's lines repaired.
 
@@ -74,7 +106,7 @@ def repair_stdin() -> None:
         try:
             with source, sink:
                 for line in source:
-                    sink.write(repair_lone_surrogates(line))
+                    sink.write(answerable(repair_lone_surrogates(line)))
                     sink.flush()
         except (OSError, ValueError):  # the server closed its end: nothing left to deliver
             pass
