@@ -183,9 +183,9 @@ def test_install_claude_code_merges_is_idempotent_and_uninstall_restores_bytes(c
     assert cli.json("install", "claude-code") == {"agent": "claude-code", "changes": []}
 
     out = cli("uninstall", "claude-code").stdout.splitlines()
-    assert out == [
-        "updated .mcp.json: removed MCP server 'lore'",
-        "updated .claude/settings.json: removed hooks SessionStart, UserPromptSubmit, PostToolUse, PreCompact, Stop",
+    assert out == [  # unedited since Lore wrote them: the original bytes come back, and it says so
+        "restored .mcp.json as it was before Lore",
+        "restored .claude/settings.json as it was before Lore",
     ]
     assert snapshot(root) == before  # the original bytes
     assert cli("uninstall", "claude-code").stdout.strip() == "Lore was not installed for claude-code"

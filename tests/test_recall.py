@@ -1317,3 +1317,79 @@ def test_a_shown_body_is_the_redacted_view_and_follows_every_edit_of_the_file(pr
     shown = memories.shown_body(added.path)
     assert token not in shown and "[REDACTED" in shown
     assert shown == memories.view(added.path).body
+
+
+# -- likely files and code: relevance, not rank ---------------------------------------------------
+
+
+def _runner_py() -> str:
+    """A module of three functions long enough to be chunks of their own."""
+    filler = "".join(f"    step_{i} = prepare(step_{i - 1} if {i} else None)\n" for i in range(40))
+    out = []
+    for name, doc in (
+        ("isolation", "Swap stdin, stdout and stderr for buffers so the runner can capture them."),
+        ("invoke", "Invoke a command in isolation; the result holds captured stdout and stderr."),
+        ("capture_streams", "The buffers that capture stdout and stderr while the runner is isolated."),
+    ):
+        out.append(f'def {name}(runner, value=None):\n    """{doc}"""\n{filler}    return value\n\n\n')
+    return "".join(out)
+
+
+@pytest.fixture
+def runner_project(tmp_path):
+    root = tmp_path / "proj"
+    p = lore.init(root)
+    p.close()
+    configure(root)  # BM25 only: relevances are the keyword side's, deterministic
+    write(root, "src/testing.py", _runner_py())
+    write(root, "src/colors.py", "def paint(text):\n    '''Colour text for a terminal.'''\n    return text\n")
+    write(
+        root,
+        "src/pager.py",
+        "def page(text):\n    '''Show text in a pager; stdout only.'''\n    return text\n",
+    )
+    p = lore.open(root)
+    p.index_code()
+    yield p
+    p.close()
+
+
+def test_a_files_shown_score_is_its_best_chunks_relevance_not_its_rank(runner_project):
+    """Files were ranked on rank-fused evidence and shown with that score: the
+    first file scored ~1 whatever the query ("kubernetes helm chart" asked of
+    click gave 0.60), and the same file had another score in `lore code`."""
+    p = runner_project
+    task = "runner isolation does not capture stderr"
+    chunks = p.code_search(task, limit=20, fresh=False)
+    for f in p.code_search(task, limit=10, files_only=True, fresh=False):
+        own = [c.similarity for c in chunks if c.file_path == f.file_path]
+        assert own and f.similarity == pytest.approx(max(own), abs=1e-4), f.file_path
+    foreign = (
+        "configure kubernetes deployment helm chart ingress secrets volumes replicas autoscaling "
+        "namespaces probes sidecars pager"
+    )
+    weak = p.code_search(foreign, limit=10, files_only=True, fresh=False)
+    assert weak and all(f.similarity < rc.FILE_FLOOR for f in weak)  # search shows them, marked weak
+    pack = p.recall(foreign, fresh=False)
+    assert not [it for it in pack.items if it.kind in ("file", "code")]  # recall leaves them out
+
+
+def test_recall_shows_the_best_chunks_of_the_file_that_holds_the_answer(runner_project):
+    """The Code section took one chunk per file, then other files' weaker ones."""
+    pack = runner_project.recall("runner isolation does not capture stderr", budget=4000, fresh=False)
+    code = [it.data for it in pack.items if it.kind == "code"]
+    assert [c["file_path"] for c in code[:3]] == ["src/testing.py"] * 3, code
+    scores = [c["similarity"] for c in code]
+    assert scores == sorted(scores, reverse=True) and min(scores) >= rc.FILE_FLOOR
+
+
+def test_a_code_block_in_a_pack_is_never_closed_by_the_chunks_own_fence():
+    """A README chunk holding a ```go block closed the block it was shown in."""
+    from lore.search.code import CodeHit
+
+    text = "# Usage\n\n```go\nr := gin.Default()\n```\n\nMore text.\n"
+    hit = CodeHit("README.md", None, "markdown", 1, 7, "", 0.5, "bm25", chunk_text=text)
+    item = rc.code_item(hit)
+    for level in ("L2", "L3"):
+        lines = item.renders[level].splitlines()
+        assert lines[1] == "````markdown" and lines[-1] == "````", item.renders[level]

@@ -35,6 +35,8 @@ class CodeHit(Record):
     commits: int = internal(default=0)
     is_file: bool = internal(default=False)
     chunk_text: str = internal(default="")
+    # Files-only results: the file's most relevant chunks, each scored by its own relevance.
+    chunks: list[CodeHit] = internal(default_factory=list)
 
     def to_dict(self, *, full: bool = False) -> dict[str, Any]:
         data = super().to_dict()
@@ -84,11 +86,14 @@ def search_files(
     mode: str = "hybrid",
     fusion: str = "adaptive",
     tests: TestFinder | None = None,
+    commit_relevance: dict[int, float] | None = None,
 ) -> list[CodeHit]:
     """Files likely to matter for `query` (:mod:`lore.search.files`), each as its best chunk."""
     from lore.search.files import likely_files
 
-    matches = likely_files(store, query, commits, flt, limit=limit, mode=mode, fusion=fusion)
+    matches = likely_files(
+        store, query, commits, flt, limit=limit, mode=mode, fusion=fusion, commit_relevance=commit_relevance
+    )
     out = []
     for m in matches:
         if m.best is not None:
@@ -96,6 +101,7 @@ def search_files(
         else:
             hit = CodeHit(m.path, None, None, 1, 1, "", m.score, "history", m.role)
         hit.commits, hit.is_file = m.commits, True
+        hit.chunks = [_code_hit(chunk, query, relevance) for chunk, relevance in m.chunks]
         if tests is not None and (m.role or "source") == "source":
             hit.tests = tests(m.path)
         out.append(hit)

@@ -126,8 +126,18 @@ class Searcher:
             return search_code(self.store, query, flt, limit=limit, mode=run, fusion=fusion or self.fusion)
         evidence = fusion or self.files_fusion
         commits = self._commits(text, mode, evidence, period) if history else []
+        # The same commits as calibrated relevances: what a file's shown score is.
+        calibrated = self._commits(text, mode, DEFAULT_FUSION, period) if history else []
         return search_files(
-            self.store, query, commits, flt, limit=limit, mode=run, fusion=evidence, tests=self.tests_of
+            self.store,
+            query,
+            commits,
+            flt,
+            limit=limit,
+            mode=run,
+            fusion=evidence,
+            tests=self.tests_of,
+            commit_relevance={hit.chunk.chunk_id: hit.score for hit in calibrated},
         )
 
     def history(
@@ -167,7 +177,7 @@ class Searcher:
                 limit=HISTORY_COMMITS,
                 mode=run,
                 flt=flt,
-                fusions=(wanted, self.fusion, self.files_fusion),
+                fusions=(wanted, self.fusion, self.files_fusion, DEFAULT_FUSION),
             )
             while len(self._recent) > 8:
                 self._recent.pop(next(iter(self._recent)))

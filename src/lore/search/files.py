@@ -63,6 +63,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from lore.search import hybrid
 from lore.storage import ChunkFilter, Store
@@ -114,11 +115,21 @@ class FileMatch:
     path: str
     score: float
     role: str | None
-    best: hybrid.Scored | None = None  # its best code chunk, when code matched
+    best: hybrid.Scored | None = None  # its most relevant code chunk, when code matched
     commits: int = 0  # similar past commits that touched it
     code_rank: int | None = None
     history_rank: int | None = None
     tests: list[str] = field(default_factory=list)
+    # Its most relevant chunks (at most CHUNKS_PER_FILE + 1), each with its calibrated relevance.
+    chunks: list[tuple[hybrid.Scored, float]] = field(default_factory=list)
+
+
+class _FileCode(NamedTuple):
+    """A file's code evidence."""
+
+    strength: float  # of its chunks' fused scores: what ranks it
+    relevance: float  # its most relevant chunk's calibrated relevance: what it is shown with
+    chunks: list[tuple[hybrid.Scored, float]]  # its most relevant chunks first, with their relevance
 
 
 def roles_asked(query: str) -> set[str]:
@@ -199,21 +210,26 @@ def likely_files(
     limit: int,
     mode: str = "hybrid",
     fusion: str = "adaptive",
+    commit_relevance: dict[int, float] | None = None,
 ) -> list[FileMatch]:
     """The `limit` files most likely to matter for the query, best first.
 
     Args:
         commits: past commits similar to the query, best first (the hybrid
             search over commits, ``HISTORY_COMMITS`` of them); [] for none.
+        commit_relevance: {commit chunk id: calibrated relevance} when
+            `commits` were fused by rank (their scores then say where each
+            ranked, not how relevant it is); a file's shown score is its
+            evidence's relevance.
     """
     code, words = _code_evidence(store, code_query, flt, limit, mode, fusion)
-    history = _history_evidence(commits)
+    history = _history_evidence(commits, commit_relevance or {})
     # Past work is evidence only for files that exist now and pass the filter.
     roles = store.code_files(list(history), flt) if history else {}
     history = {p: ev for p, ev in history.items() if p in roles}
     asked = roles_asked(code_query.text) | set(flt.roles)
     fused: dict[str, float] = defaultdict(float)
-    code_rank = _ranks({p: ev[0] for p, ev in code.items()})
+    code_rank = _ranks({p: ev.strength for p, ev in code.items()})
     history_rank = _ranks({p: ev[0] for p, ev in history.items()})
     # Hybrid: the code's fused evidence, what it says in words, what past work touched.
     lists = (code_rank, _ranks(words)) if mode == "hybrid" else (code_rank,)
@@ -227,13 +243,16 @@ def likely_files(
             fused[path] += 1.0 / (FILE_RRF_K + 1 + rank)
     matches = []
     for path, value in fused.items():
-        best = code[path][1] if path in code else None
+        chunks = code[path].chunks if path in code else []
+        best = chunks[0][0] if chunks else None
         role = best.chunk.role if best is not None else roles.get(path)
         weight = ROLE_WEIGHT.get(role or "source", 1.0)
         tier = weight
         if role in asked and role not in ("source", "test"):  # ranked with source, below it at equal evidence
             weight, tier, value = max(weight, ASKED_ROLE_WEIGHT), 1.0, value * ASKED_ROLE_WEIGHT
-        evidence = max(best.score if best is not None else 0.0, history[path][2] if path in history else 0.0)
+        evidence = max(
+            code[path].relevance if path in code else 0.0, history[path][2] if path in history else 0.0
+        )
         matches.append(
             (
                 (tier, value),
@@ -245,6 +264,7 @@ def likely_files(
                     history[path][1] if path in history else 0,
                     code_rank.get(path),
                     history_rank.get(path),
+                    chunks=chunks,
                 ),
             )
         )
@@ -262,21 +282,35 @@ def likely_files(
 
 def _code_evidence(
     store: Store, query: hybrid.Query, flt: ChunkFilter, limit: int, mode: str, fusion: str
-) -> tuple[dict[str, tuple[float, hybrid.Scored]], dict[str, float]]:
-    """Per file: (strength of its chunks' fused scores, best chunk); and the
-    strength of their keyword relevances, for the files with any."""
+) -> tuple[dict[str, _FileCode], dict[str, float]]:
+    """Per file: its code evidence (:class:`_FileCode`); and the strength of
+    its chunks' keyword relevances, for the files with any.
+
+    Files are ranked on `fusion`'s scores; a rank fusion's scores say where a
+    chunk ranked (the best is ~1 whatever the query), so the relevance shown
+    and held against recall's floor is the adaptive fusion's, from the same
+    candidates (:data:`~lore.search.fusion.DEFAULT_FUSION`)."""
+    from lore.search.fusion import DEFAULT_FUSION
+
     pool = max(CODE_CHUNKS, limit * 15)
     while True:
-        chunks = hybrid.search(store, "code", query, limit=pool, flt=flt, mode=mode, fusion_mode=fusion)
+        found = hybrid.search_each(
+            store, "code", query, limit=pool, flt=flt, mode=mode, fusions=(fusion, DEFAULT_FUSION)
+        )
+        chunks = found[fusion]
         per_file: dict[str, list[hybrid.Scored]] = {}
         for hit in chunks:
             per_file.setdefault(hit.chunk.path, []).append(hit)
         if len(per_file) >= limit * 2 or len(chunks) < pool or pool >= hybrid.MAX_POOL:
             break
         pool *= 4
+    relevance = {hit.chunk.chunk_id: hit.score for hit in found[DEFAULT_FUSION]}
     fused, words = {}, {}
     for path, hits in per_file.items():
-        fused[path] = (_strength([h.score for h in hits]), hits[0])
+        ranked = sorted(((h, relevance.get(h.chunk.chunk_id, 0.0)) for h in hits), key=lambda hr: -hr[1])
+        fused[path] = _FileCode(
+            _strength([h.score for h in hits]), ranked[0][1], ranked[: 1 + CHUNKS_PER_FILE]
+        )
         if any(h.lexical > 0 for h in hits):
             words[path] = _strength([h.lexical for h in hits])
     return fused, words
@@ -293,8 +327,11 @@ def _ranks(scores: dict[str, float]) -> dict[str, int]:
     return {p: r for r, p in enumerate(sorted(scores, key=lambda p: -scores[p]))}
 
 
-def _history_evidence(commits: list[hybrid.Scored]) -> dict[str, tuple[float, int, float]]:
-    """Per file (as named today): (summed evidence, commits, best commit's relevance)."""
+def _history_evidence(
+    commits: list[hybrid.Scored], relevance: dict[int, float]
+) -> dict[str, tuple[float, int, float]]:
+    """Per file (as named today): (summed evidence, commits, best commit's
+    relevance: from `relevance` by chunk id where given, else its score)."""
     evidence: dict[str, list[float]] = defaultdict(lambda: [0.0, 0, 0.0])
     for hit in commits:
         commit = hit.chunk.commit
@@ -306,5 +343,5 @@ def _history_evidence(commits: list[hybrid.Scored]) -> dict[str, tuple[float, in
             entry = evidence[path]
             entry[0] += weight
             entry[1] += 1
-            entry[2] = max(entry[2], hit.score)
+            entry[2] = max(entry[2], relevance.get(hit.chunk.chunk_id, hit.score))
     return {p: (e[0], int(e[1]), e[2]) for p, e in evidence.items()}
