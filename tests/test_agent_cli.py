@@ -513,6 +513,10 @@ def write_transcript(path: Path) -> list[str]:
     events, keep = transcript_events()
     lines = [json.dumps(e) for e in events]
     lines.insert(3, "this line is not JSON {")
+    # Nested past what the parser (or what walks the event) can take: skipped like the line above,
+    # where a RecursionError stopped the session's recording at this line for good.
+    lines.insert(4, json.dumps({"type": "user", "x": "["}).replace('"["', "[" * 5000 + "]" * 5000))
+    lines.insert(5, json.dumps({"type": "user", "x": "["}).replace('"["', "[" * 150 + "]" * 150))
     path.write_text("\n".join(lines) + "\n")
     return keep
 
@@ -624,6 +628,11 @@ def test_pre_compact_hook_captures_multiline_assistant_messages_once(repo, tmp_p
     ("payload", "logged"),
     [
         ("this is not JSON", "skipped pre-compact: the hook's input is not JSON (Expecting value: "),
+        (
+            "[" * 100_000 + "]" * 100_000,
+            "skipped pre-compact: the hook's input is not JSON (nested too deeply",
+        ),
+        ("[" * 150 + "]" * 150, "skipped pre-compact: the hook's input is not JSON (nested more than 100"),
         ("", "ok pre-compact: no transcript"),
         ("[1, 2, 3]", "skipped pre-compact: the hook's input is a JSON list, not an object; nothing done"),
         (
@@ -635,7 +644,8 @@ def test_pre_compact_hook_captures_multiline_assistant_messages_once(repo, tmp_p
         (json.dumps({"cwd": 5}), "skipped pre-compact: 'cwd' is int, not a folder's path; nothing done"),
     ],
     ids=[
-        *("not-json", "empty", "not-an-object", "missing-transcript", "no-transcript-path"),
+        *("not-json", "too-deep-to-parse", "too-deep", "empty", "not-an-object", "missing-transcript"),
+        "no-transcript-path",
         *("path-not-string", "cwd-not-string"),
     ],
 )

@@ -15,6 +15,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lore.errors import NotFound, ValidationError
 from lore.memory import markdown
@@ -1123,3 +1125,32 @@ def test_a_title_or_body_of_invisible_characters_is_refused(invisible):
     with pytest.raises(ValidationError, match="at least 10 characters"):
         Memory(title="Title", body=invisible * 12).validate()
     Memory(title=f"Title{invisible}", body=f"{body}{invisible}").validate()  # beside text, kept
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@given(_JSON)
+def test_json_lore_is_handed_reads_as_json_does_when_it_is_whole(value):
+    from lore.safe_read import json_loads
+
+    text = json.dumps(value)
+    assert json_loads(text) == json.loads(text)
+
+
+def test_json_lore_is_handed_is_refused_past_its_depth_and_freed_of_half_surrogates():
+    """A transcript line 1,000 deep raised RecursionError, which the reader did
+    not catch: the session's recording stopped at that line for good."""
+    from lore.safe_read import MAX_JSON_DEPTH, json_loads
+
+    assert json_loads("[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH)
+    for depth in (MAX_JSON_DEPTH + 1, 100_000):
+        with pytest.raises(ValueError, match="nested"):
+            json_loads("[" * depth + "]" * depth)
+    assert json_loads('{"a\\udc00": ["x \\ud83d", "\\ud83d\\ude00", {"b": "\\udfff"}]}') == {
+        "a\ufffd": ["x \ufffd", "\U0001f600", {"b": "\ufffd"}]
+    }

@@ -18,8 +18,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, AnyStr
+from typing import IO, Any, AnyStr
 
 from lore.errors import NotFound, UsageError, ValidationError
 
@@ -204,3 +205,57 @@ def _open_problem(err: OSError) -> str:
     if isinstance(err, PermissionError):
         return "cannot be read (permission denied); check the file's owner and permissions"
     return f"cannot be read ({err.strerror or err}); check the file"
+
+
+MAX_JSON_DEPTH = 100
+"""Deepest nesting of lists and objects Lore takes in JSON it is handed (a
+hook's payload, a transcript's line): no agent event comes near it, and the
+code that walks what it reads (secret redaction, finiteness checks) recurses."""
+
+
+def json_loads(text: str | bytes, *, depth: int = MAX_JSON_DEPTH) -> object:
+    """`json.loads` for JSON Lore is handed: nesting deeper than `depth` is
+    refused as ValueError like any other malformed JSON (the parser itself
+    raises RecursionError at ~1,000 levels, which callers that skip a bad line
+    did not catch), and half a surrogate pair (``"\\ud800"``, an emoji a
+    JavaScript client cut in two) becomes U+FFFD, as a broken byte does when
+    decoding: no file could store it."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply to read") from None
+    value = _whole_text(value)
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if level > depth:
+            raise ValueError(f"nested more than {depth} levels deep")
+        if isinstance(item, dict):
+            if any(_whole_text(key) != key for key in item):
+                fixed = {_whole_text(key): child for key, child in item.items()}
+                item.clear()
+                item.update(fixed)  # in place, in order
+            pairs: Iterable[tuple[Any, object]] = item.items()
+        elif isinstance(item, list):
+            pairs = enumerate(item)
+        else:
+            continue
+        for key, child in list(pairs):
+            if isinstance(child, dict | list):
+                stack.append((child, level + 1))
+            else:
+                item[key] = _whole_text(child)
+    return value
+
+
+def _whole_text(value: object) -> object:
+    """`value` with any lone surrogate in it (a str) replaced by U+FFFD."""
+    if not isinstance(value, str) or value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")

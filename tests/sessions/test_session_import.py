@@ -501,11 +501,14 @@ def test_hooks_record_the_session_as_it_happens(root, tmp_path):
     )
     hook(root, "post-tool-use", {**bare, "hook_event_name": "PostToolUse", **tool})
     hook(root, "post-tool-use", {**bare, "hook_event_name": "PostToolUse", **tool})  # sent twice
+    # Half an emoji (a JavaScript client's cut string): the prompt was lost ("can't encode '\ud800'").
+    hook(root, "user-prompt-submit", {**bare, "hook_event_name": "UserPromptSubmit", "prompt": "x \ud83d y"})
     recorded = open_store(root).events("bare-1")
     assert [(e.type, e.content or e.tool_name or e.result) for e in recorded] == [
         ("message", "Rename the CLI"),
         ("tool_call", "Bash"),
         ("tool_result", "x"),
+        ("message", "x \ufffd y"),
     ]
 
     # Never fail the agent: a broken payload or a broken store is a log line.

@@ -178,7 +178,7 @@ def _payload(stream: TextIO) -> tuple[Payload, str | None]:
     unreadable, not JSON or not a JSON object. No input at all (a terminal,
     an empty pipe: a hook run by hand) is an empty payload."""
     from lore.errors import UsageError
-    from lore.safe_read import MAX_INPUT_BYTES, read_stream
+    from lore.safe_read import MAX_INPUT_BYTES, json_loads, read_stream
 
     if stream.isatty():
         return {}, None
@@ -191,7 +191,7 @@ def _payload(stream: TextIO) -> tuple[Payload, str | None]:
     if not raw.strip():
         return {}, None
     try:
-        data = json.loads(raw)
+        data = json_loads(raw)
     except ValueError as err:
         return {}, f"the hook's input is not JSON ({err})"
     if not isinstance(data, dict):

@@ -25,13 +25,13 @@ lines are read: a transcript being written has its last line left for later.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lore.memory.capture.parse import json_line, text_of, time_of
+from lore.safe_read import json_loads
 from lore.sessions import events as ev
 from lore.sessions.events import RawEvent
 
@@ -249,6 +249,6 @@ def _json_or_raw(value: object) -> object:
     if not isinstance(value, str):
         return value
     try:
-        return json.loads(value)
+        return json_loads(value)
     except ValueError:
         return value

@@ -16,12 +16,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lore import atomic
+from lore.safe_read import json_loads
 from lore.sessions.events import RawEvent, is_event
 
 _TAIL_CHUNK = 1 << 13  # most events fit; longer ones widen the read
@@ -153,7 +153,7 @@ def _parse(raw: bytes) -> RawEvent | None:
     if not raw.strip():
         return None
     try:
-        event = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+        event = json_loads(raw)
+    except ValueError:  # UnicodeDecodeError is one
         return None
     return event if is_event(event) else None

@@ -35,7 +35,6 @@ and ``private`` (``true``: only the acting agent sees it, in its local folder).
 
 from __future__ import annotations
 
-import json
 import re
 import textwrap
 from collections import Counter
@@ -47,6 +46,7 @@ from typing import Any, TypedDict
 
 from lore.errors import ValidationError
 from lore.memory.model import MEMORY_TYPES, SCOPE_RE, TYPE_OF_SECTOR, Frontmatter, now_iso, parse_time
+from lore.safe_read import json_loads
 
 
 @dataclass
@@ -147,8 +147,8 @@ def json_line(line: str) -> dict[str, Any] | None:
     if not line:
         return None
     try:
-        event = json.loads(line)
-    except ValueError:
+        event = json_loads(line)
+    except ValueError:  # not JSON, or nested past what is read: a line skipped like any bad one
         return None
     return event if isinstance(event, dict) else None
 
