@@ -105,6 +105,17 @@ def test_bad_ids_events_and_missing_sessions_are_refused(root, store):
     assert store.get("s").event_count == 0
 
 
+def test_an_agent_name_that_looks_like_a_secret_owns_no_session(root, store):
+    """It was written in clear in the session's .owner and metadata.json."""
+    token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    with pytest.raises(UsageError, match="agent name looks like a secret"):
+        store.start("agsec", agent=token)
+    with pytest.raises(UsageError, match="agent name looks like a secret"):
+        store.append_many("hk", [message("user", "hi")], create=True, agent=token)
+    assert not (root / ".lore/sessions/agsec").exists() and not (root / ".lore/sessions/hk").exists()
+    store.start("fine", agent="claude-code")
+
+
 def test_torn_last_line_is_ignored_then_repaired_without_losing_lines(root, store):
     store.start("s")
     for n in range(3):

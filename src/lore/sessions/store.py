@@ -110,7 +110,7 @@ class SessionStore:
             Conflict: a session with that id exists.
         """
         session_id = _new_session_id() if session_id is None else ev.check_session_id(session_id)
-        folder = self._writable_folder(session_id)
+        folder = self._writable_folder(session_id, agent)
         with file_lock(folder / ".lock"):
             if _exists(folder):
                 if not self._visible(folder):
@@ -328,7 +328,7 @@ class SessionStore:
     ) -> tuple[builtins.list[RawEvent], builtins.list[CompactionResult], int]:
         """Append in batches that stop at the soft limit, compacting between them."""
         # Only `create` may make the folder: a refused append leaves nothing behind.
-        folder = self._writable_folder(session_id) if create else self._existing(session_id)
+        folder = self._writable_folder(session_id, agent) if create else self._existing(session_id)
         written: builtins.list[RawEvent] = []
         compactions: builtins.list[CompactionResult] = []
         position = 0
@@ -577,7 +577,7 @@ class SessionStore:
     def _folder(self, session_id: str) -> Path:
         return self.root / ev.check_session_id(session_id)
 
-    def _writable_folder(self, session_id: str) -> Path:
+    def _writable_folder(self, session_id: str, agent: str | None) -> Path:
         folder = self._folder(session_id)
         if not folder.exists():
             _, found = redact(session_id)
@@ -585,6 +585,12 @@ class SessionStore:
                 raise UsageError(
                     f"that session id looks like a secret ({', '.join(sorted(found))}); "
                     "a session id names a folder, so choose another id"
+                )
+            _, found = redact(agent or "")
+            if found:  # the owner is written in clear (.owner, channelId): never a secret's
+                raise UsageError(
+                    f"that agent name looks like a secret ({', '.join(sorted(found))}); "
+                    "an agent's name is written beside its sessions, so choose another name"
                 )
         self.project.check_folder(folder)
         self._ensure_root()
