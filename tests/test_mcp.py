@@ -453,6 +453,11 @@ def test_session_append_stores_a_tool_call_with_its_result_or_refuses_what_it_wo
             assert "is_error goes with result" in await s.error(
                 "session_append", session_id="s-tools", content="hi", is_error=True
             )
+            # An empty message, and a result that answers no call, were stored (as the CLI refuses).
+            assert "content is empty" in await s.error("session_append", session_id="s-tools", content=" ")
+            assert "tool_name or tool_call_id" in await s.error(
+                "session_append", session_id="s-tools", result="x"
+            )
             view = await s.ok("session_context", session_id="s-tools", events=True)
             assert [e["type"] for e in view["events"]] == ["tool_call", "tool_result"]
 

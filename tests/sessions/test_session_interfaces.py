@@ -48,6 +48,8 @@ def test_session_commands_end_to_end(cli, tmp_path):
 
     bad = cli("session", "append", sid, "--tool", "Bash", "--args", "{not json", ok=False)
     assert bad.returncode == 2 and "--args must be JSON" in bad.stderr and "Traceback" not in bad.stderr
+    orphan = cli("session", "append", sid, "--result", "x", ok=False)  # was stored as "tool result (None): x"
+    assert orphan.returncode == 2 and "--call-id" in orphan.stderr
     missing = cli("session", "append", "no-such", "--content", "x", ok=False)
     assert missing.returncode == 1 and "no session no-such" in missing.stderr
     assert not (cli.cwd / ".lore/sessions/no-such").exists()  # no lock file left behind

@@ -402,6 +402,8 @@ def register_session_tools(server, tools: LoreTools) -> None:
 
         def run():
             _check_session_fields(content, tool_name, args, result, is_error)
+            if result is not None and not tool_name and not tool_call_id:
+                raise UsageError("result answers a tool call: give tool_name or tool_call_id with it")
             events = []
             call_id = tool_call_id
             if tool_name:
@@ -450,6 +452,8 @@ def _check_session_fields(
         raise UsageError("args goes with tool_name (a tool call)")
     if is_error and result is None:
         raise UsageError("is_error goes with result (a tool result)")
+    if content is not None and not content.strip():
+        raise UsageError("content is empty; give the message's text")
 
 
 def _server_class():

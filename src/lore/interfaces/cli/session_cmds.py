@@ -86,6 +86,8 @@ def append(
     elif tool_args is not None:
         raise UsageError("--args goes with --tool NAME")
     if result is not None:
+        if not tool_name and not call_id:
+            raise UsageError("--result answers a tool call: give --tool NAME or --call-id ID with it")
         events.append(tool_result(call_id, result, is_error=is_error, timestamp=timestamp))
     if not events:
         if content is None and not sys.stdin.isatty():
