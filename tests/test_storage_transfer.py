@@ -195,6 +195,38 @@ def test_a_damaged_dump_is_one_line_and_leaves_the_index_as_it_was(cli, tmp_path
     assert cli.json("db", "status")["counts"] == before
 
 
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("confidence", float("nan")),
+        ("title", ["a", "list"]),
+        ("tags", [1, 2]),
+        ("body_line", "3"),
+        ("path", None),
+    ],
+)
+def test_a_memory_record_of_the_wrong_types_is_refused_naming_its_line(cli, tmp_path, field, value):
+    """A NaN confidence or a list for a title went to the database, which said
+    "index error (NOT NULL constraint failed ...); run lore doctor" of an index that was fine."""
+    cli("add", "--title", "Blue-green deploys", "--body", "Releases switch traffic between pools.")
+    good = tmp_path / "good.gz"
+    cli("db", "export", str(good))
+    lines = gzip.decompress(good.read_bytes()).decode().splitlines()
+    number = next(i for i, line in enumerate(lines, 1) if '"memory":{' in line)
+    record = json.loads(lines[number - 1])
+    record["file"]["memory"][field] = value
+    lines[number - 1] = json.dumps(record)
+    damaged = tmp_path / "damaged.gz"
+    damaged.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    before = cli.json("db", "status")["counts"]
+    proc = cli("db", "import", str(damaged), ok=False)
+    errors = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and len(errors) == 1, proc.stderr
+    assert f"line {number} is not a record of a Lore dump" in errors[0] and field in errors[0], errors[0]
+    assert cli.json("db", "status")["counts"] == before
+    assert cli.json("db", "import", str(good))["files"] >= 1  # the undamaged dump still imports
+
+
 def test_a_dump_line_too_long_to_hold_is_refused_without_reading_it_whole(cli, tmp_path):
     # A gzip bomb of one endless line: 128 MiB + 1 characters, compressed to ~130 kB.
     # Reading it whole would have held the line (and json's copy) in memory.

@@ -17,7 +17,8 @@ import os
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Any, TypeVar, Union
 
 from lore.errors import StorageError, UsageError, ValidationError
 from lore.storage.base import (
@@ -51,6 +52,9 @@ class TransferReport:
 
     def to_dict(self) -> dict[str, int]:
         return asdict(self)
+
+
+T = TypeVar("T")
 
 
 def records(store: Store) -> Iterator[dict[str, Any]]:
@@ -210,12 +214,56 @@ def _file(data: dict[str, Any]) -> FileDump:
     commit = data.pop("commit", None)
     chunks = data.pop("chunks", [])
     links = data.pop("links", [])  # dumps from before links have none
-    dump = FileDump(**data)
-    dump.memory = MemoryRecord(**memory) if memory else None
-    dump.commit = CommitRecord(**commit) if commit else None
-    dump.chunks = [ChunkInput(**c) for c in chunks]
-    dump.links = [LinkInput(**link) for link in links]
+    dump = _typed(FileDump, data)
+    dump.memory = _typed(MemoryRecord, memory) if memory else None
+    dump.commit = _typed(CommitRecord, commit) if commit else None
+    dump.chunks = [_typed(ChunkInput, c) for c in chunks]
+    dump.links = [_typed(LinkInput, link) for link in links]
     return dump
+
+
+def _typed(cls: type[T], data: Any) -> T:
+    """`cls(**data)`, each value checked against its field's type (str, int,
+    float, bool, a list of those, optional), so that a damaged dump is refused
+    naming its line rather than by the database ("NOT NULL constraint failed"
+    for a NaN, a list where a title goes)."""
+    import math
+    import typing
+
+    if not isinstance(data, dict):
+        raise TypeError(f"{cls.__name__} must be an object")
+    hints = _HINTS.get(cls) or _HINTS.setdefault(cls, typing.get_type_hints(cls))
+    for name, value in data.items():
+        hint = hints.get(name)
+        if hint is None:
+            continue  # an unknown field: cls() says so
+        allowed = typing.get_args(hint) if typing.get_origin(hint) in (Union, UnionType) else (hint,)
+        if value is None and type(None) in allowed:
+            continue
+        if not any(_is(value, kind) for kind in allowed if kind is not type(None)):
+            raise TypeError(f"{cls.__name__}.{name} is {type(value).__name__}, not {hint}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{cls.__name__}.{name} is {value}")
+    return cls(**data)
+
+
+def _is(value: object, kind: Any) -> bool:
+    """Does `value` (from JSON) fit the field type `kind`?"""
+    import typing
+
+    if typing.get_origin(kind) is list:
+        (item,) = typing.get_args(kind) or (Any,)
+        return isinstance(value, list) and all(_is(v, item) for v in value)
+    if kind is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind in (str, bool):
+        return isinstance(value, kind)
+    return True  # a type a dump's JSON can't be held against: cls() or the store decides
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
 
 
 # One line holds one file's record (its chunks and links) and a file is at
