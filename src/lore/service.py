@@ -757,7 +757,7 @@ class Lore:
         ``tool_result``) to a session (`create`: start it when missing, written by
         `agent`, default the acting one). Crossing the soft limit compacts."""
         done = self.sessions.append_many(session_id, events, create=create, agent=agent or self.agent)
-        self._captured([done.compaction] if done.compaction else [])
+        self._captured(session_id)
         return done
 
     def record_transcript(
@@ -766,7 +766,7 @@ class Lore:
         """Bring an agent transcript (Claude Code, Codex, 004) into a session:
         only what is new since the last time (idempotent); long ones compact as they go."""
         done = self.sessions.import_transcript(path, session_id=session_id, agent=agent or self.agent)
-        self._captured(done.compactions)
+        self._captured(done.session_id)
         return done
 
     def end_session(self, session_id: str) -> SessionInfo:
@@ -778,7 +778,7 @@ class Lore:
     ) -> CompactionResult:
         """Summarise and archive a session's old part (`force`: even below the soft limit)."""
         done = self.sessions.compact(session_id, force=force, reason=reason)
-        self._captured([done])
+        self._captured(session_id)
         return done
 
     def session_info(self, session_id: str) -> SessionInfo:
@@ -815,15 +815,19 @@ class Lore:
             flt.ids = [r.id for r in records if r.path.startswith(prefix)]
         return self.searcher.memories(query, flt, clamp_limit(limit))
 
-    def _captured(self, compactions: Sequence[CompactionResult]) -> None:
+    def _captured(self, session_id: str | None) -> None:
         """001's capture of what compactions archived: a session's old events, like
-        a PreCompact transcript, become the digest and counted errors (idempotent)."""
+        a PreCompact transcript, become the digest and counted errors (idempotent).
+        Every archived range not captured yet is, not only this call's: a process
+        killed between archiving and capturing left one for the next call."""
         from lore.memory.capture import capture_events
 
-        for done in compactions:
-            if done.compacted and done.first_event is not None and done.last_event is not None:
-                events = self.sessions.archived_events(done.session_id, done.first_event, done.last_event)
-                capture_events(self.lifecycle, events, session_id=done.session_id)
+        if session_id is None:
+            return
+        for first, last in self.sessions.uncaptured(session_id):
+            events = self.sessions.archived_events(session_id, first, last)
+            capture_events(self.lifecycle, events, session_id=session_id)
+            self.sessions.mark_captured(session_id, last)
 
     # -- lifecycle -----------------------------------------------------------------------------------
 

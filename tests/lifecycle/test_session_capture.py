@@ -72,6 +72,40 @@ def test_a_compaction_captures_what_it_archived_once(proj):
         assert patterns(p) == counted
 
 
+def test_a_range_archived_by_a_process_killed_before_it_captured_is_captured_by_the_next_call(proj):
+    """A compaction archives, then captures (another step): `lore session compact`
+    killed in between left the range archived and never captured, and the next
+    compaction had nothing to do. The session store archiving alone is that process."""
+    root = proj.project.root
+    small_limits(root)
+    with lore.open(root) as p:
+        p.start_session("s1")
+        p.record_events("s1", session_events())
+        assert p.sessions.compact("s1").compacted  # the store alone: archived, nothing captured
+        assert patterns(p) == {}
+        assert p.sessions.uncaptured("s1")
+        assert p.compact_session("s1").compacted is False  # nothing new to compact...
+        assert list(patterns(p).values()) == [3]  # ...but what was archived is captured now
+        assert [r["summary"] for r in daily(p) if r["type"] == "decision"] == [DECISION]
+        assert p.sessions.uncaptured("s1") == []
+        p.record_events("s1", [message("assistant", "One more.")])
+        assert list(patterns(p).values()) == [3]  # once
+
+
+def test_a_session_of_an_older_lore_is_not_captured_again(proj):
+    """An older Lore captured each range as it archived it, and kept no marker."""
+    root = proj.project.root
+    small_limits(root)
+    with lore.open(root) as p:
+        p.start_session("s1")
+        p.record_events("s1", session_events())
+        assert p.sessions.compact("s1").compacted
+        (root / ".lore/sessions/s1/.captured").unlink()
+        assert p.sessions.uncaptured("s1") == []
+        p.record_events("s1", [message("assistant", "One more.")])
+        assert patterns(p) == {}
+
+
 def test_a_transcript_captured_then_recorded_and_compacted_counts_once(proj, tmp_path):
     """The PreCompact hook does both: capture the transcript, record it, compact it."""
     root = proj.project.root

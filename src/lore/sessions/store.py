@@ -70,6 +70,10 @@ META = "metadata.json"
 # rewritten on every append, and a damaged one must not make a private session shared.
 OWNER = ".owner"
 ENDED = ".ended"
+# The last archived event whose range 001's capture has taken in: a compaction
+# archives first and captures after (another step, in the service), so a
+# process killed in between leaves a range the next call captures.
+CAPTURED = ".captured"
 _UNKNOWN = object()  # no readable metadata and no owner file (a session of an older Lore)
 STATUSES = ("active", "ended")
 
@@ -273,6 +277,32 @@ class SessionStore:
                 out += [ev.to_record(e) for e in archive.read_archive(archived.archive)]
         out += [ev.to_record(line.event) for line in live.lines if line.event["id"] > boundary]
         return out
+
+    def uncaptured(self, session_id: str) -> builtins.list[tuple[int, int]]:
+        """The archived ranges (first, last event) that 001's capture has not
+        taken in yet, oldest first. A session of an older Lore, which captured
+        each range as it archived it, has none: its marker starts at its last range."""
+        folder = self._existing(session_id)
+        ranges = archive.archived_ranges(folder)
+        try:
+            done = int((folder / CAPTURED).read_text(encoding="utf-8").strip() or 0)
+        except FileNotFoundError:
+            done = ranges[-1].last if ranges else 0
+            atomic.write_atomic(folder / CAPTURED, f"{done}\n", sync=False)
+        except (OSError, ValueError):
+            done = 0  # damaged: capture is idempotent, taking a range in twice counts nothing twice
+        return [(r.first, r.last) for r in ranges if r.last > done]
+
+    def mark_captured(self, session_id: str, last: int) -> None:
+        """Record that the archived events up to `last` have been captured."""
+        folder = self._existing(session_id)
+        with file_lock(folder / ".lock"):
+            try:
+                done = int((folder / CAPTURED).read_text(encoding="utf-8").strip() or 0)
+            except (OSError, ValueError):
+                done = 0
+            if last > done:
+                atomic.write_atomic(folder / CAPTURED, f"{last}\n", sync=False)
 
     def archived_events(self, session_id: str, first: int, last: int) -> builtins.list[RawEvent]:
         """The raw events (004's on-disk shapes) of the archived range `first`-`last`,
@@ -719,6 +749,8 @@ class SessionStore:
         atomic.write_atomic(folder / META, json.dumps(meta, indent=2, ensure_ascii=False) + "\n", sync=False)
         if not (folder / OWNER).exists():
             atomic.write_atomic(folder / OWNER, (meta.get("channelId") or "") + "\n", sync=False)
+        if not (folder / CAPTURED).exists() and not meta.get("archivedThrough"):
+            atomic.write_atomic(folder / CAPTURED, "0\n", sync=False)  # a new session: nothing archived yet
 
     def _ensure_root(self) -> None:
         """Create ``.lore/sessions/``, git-ignored even in projects whose
