@@ -162,6 +162,28 @@ def test_hard_limit_cuts_the_view_oldest_first_never_the_disk(root):
     assert len(tiny.events) == 1 and tiny.events[0].id == 200
 
 
+@pytest.mark.parametrize("event", ["message", "tool_call", "tool_result"])
+def test_one_event_over_the_limit_is_cut_to_fit_in_the_view_and_kept_whole_on_disk(root, event):
+    """The newest item always stays: a 3 MB tool call made a view of 750,005 tokens
+    against a limit of 100 (and of the 150,000 hard limit without one)."""
+    sessions_config(root, soft=1_000_000, hard=2_000_000, protected=300)
+    store = open_store(root)
+    big = "v" * 400_000
+    made = {
+        "message": message("user", big),
+        "tool_call": tool_call("Edit", {"k": big}),
+        "tool_result": tool_result("c1", big),
+    }[event]
+    store.append_many("s", [message("user", "hello"), made], create=True)
+    view = store.context("s", limit_tokens=100)
+    assert view.tokens <= 100 and view.tokens == sum(e.tokens for e in view.events)
+    (shown,) = view.events
+    text = {"message": shown.content, "tool_call": shown.args, "tool_result": shown.result}[event]
+    assert text.endswith("the whole event is kept on disk]") and len(text) < 1000
+    assert store.context("s", limit_tokens=10**7).events[-1] == store.events("s")[-1]  # whole when it fits
+    assert len(log_lines(root, "s")[-2]) > 400_000  # the disk keeps it whole (the last line ends the file)
+
+
 def test_interrupted_compaction_never_loses_or_doubles_events(root):
     """A compaction killed after writing its archive but before rewriting the log."""
     sessions_config(root, soft=100_000, hard=200_000, protected=300)

@@ -330,6 +330,9 @@ class SessionStore:
             total -= items[dropped].tokens
             dropped += 1
         kept = items[dropped:]
+        if total > limit:  # the newest alone is over: its text is cut to fit (the disk keeps it whole)
+            kept[-1] = _cut_to(kept[-1], limit)
+            total = kept[-1].tokens
         return SessionContext(
             session_id=session_id,
             events=kept,
@@ -801,6 +804,26 @@ _COUNTERS = (
     "archivedThrough",
     "compactions",
 )
+
+
+def _cut_to(item: SessionEvent, limit: int) -> SessionEvent:
+    """`item` with its text (a message's content, a call's arguments, a result)
+    cut so that it counts at most `limit` tokens, saying so at the cut."""
+    import dataclasses
+
+    field = "content" if item.type == "message" else "args" if item.type == "tool_call" else "result"
+    value = getattr(item, field)
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    note = f" … [cut to fit the view's {limit:,} tokens; the whole event is kept on disk]"
+    room = max(0, limit - count_tokens(note) - 8)  # what the label and the field around it take
+    keep = len(text)
+    while keep and count_tokens(text[:keep]) > room:
+        keep = min(keep - 1, keep * room // max(1, count_tokens(text[:keep])))
+    shown = text[:keep] + note
+    tokens = count_tokens(shown) + (count_tokens(item.tool_name or "") if item.type == "tool_call" else 0)
+    cut = dataclasses.replace(item, tokens=tokens)
+    setattr(cut, field, shown)
+    return cut
 
 
 def _new_meta(session_id: str, agent: str | None, user: str | None, *, created_at: str | None = None) -> Meta:
