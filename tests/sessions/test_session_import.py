@@ -560,3 +560,18 @@ def test_a_non_transcript_is_refused_and_a_bad_transcript_path_is_a_one_line_rea
     assert proc.returncode == 0 and proc.stderr == ""
     last = (root / ".lore/local/hooks.log").read_text().splitlines()[-1]
     assert "transcript_path is not a path (a int)" in last and "PathLike" not in last
+
+
+def test_a_transcript_named_with_accents_or_other_scripts_gets_a_session_id(root, tmp_path):
+    """`séance notes.jsonl` made the id 'séance-notes', which ids refuse: the
+    import failed though no id was given."""
+    store = open_store(root)
+    for name, expected in (
+        ("séance notes", "seance-notes"),
+        ("会议", None),
+        ("Ünïcode_Ok.v2", "Unicode_Ok.v2"),
+    ):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text('{"type": "message", "role": "user", "content": "hi"}\n', encoding="utf-8")
+        done = store.import_transcript(path)
+        assert done.session_id == expected or (expected is None and done.session_id), (name, done.session_id)

@@ -890,9 +890,13 @@ def _new_session_id() -> str:
 
 
 def _id_from_name(stem: str) -> str:
-    """A session id from a transcript's file name (characters a folder name can't take dropped)."""
-    cleaned = "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in stem).strip("._-")
-    return cleaned[:128] or _new_session_id()
+    """A session id from a transcript's file name: accents folded (``séance`` →
+    ``seance``), other characters an id can't hold turned to ``-``."""
+    import unicodedata
+
+    folded = unicodedata.normalize("NFKD", stem).encode("ascii", "ignore").decode("ascii")
+    cleaned = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "._-") else "-" for ch in folded)
+    return cleaned.strip("._-")[:128] or _new_session_id()
 
 
 def _cursor_path(source: Path) -> str:
