@@ -30,7 +30,11 @@ def recall_options(func):
             help="How full the agent's context is: fresh (nothing), moderate L1, depleted L2, critical L3.",
         ),
         click.option(
-            "--limit-per-type", type=int, default=5, show_default=True, help="At most N items of each kind."
+            "--limit-per-type",
+            type=int,
+            default=5,
+            show_default=True,
+            help="At most N memories, code snippets and past-work items; likely files: up to 2N (10 at least).",
         ),
         click.option("--since", help="Only memories and past work since (date or phrase: 'last month')."),
         click.option("--until", help="Only memories and past work before (date or phrase)."),
