@@ -117,6 +117,31 @@ def test_history_follows_renames_to_paths_of_today_and_drops_deleted_files(repo)
     project.close()
 
 
+def test_a_change_landed_twice_is_past_work_once_and_files_since_removed_are_counted(repo):
+    """A cherry-pick took two of recall's five past-work places; a commit whose
+    main file was since deleted listed its other files as if that was all."""
+    write(repo, "parser.py", "def parse(args):\n    return args\n")
+    write(repo, "zsh.py", "def complete():\n    pass\n")
+    commit(repo, "Start", "2023-01-01T12:00:00+00:00")
+    write(repo, "parser.py", "def parse(args):\n    return list(args)\n")
+    write(repo, "zsh.py", "def complete():\n    return []\n")
+    first = commit(repo, "Correct ZSH completion definitions", "2023-02-01T12:00:00+00:00")
+    git(repo, "checkout", "-q", "-b", "maint", first + "~1")
+    git(repo, "cherry-pick", first, date="2023-02-02T12:00:00+00:00")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--no-ff", "-m", "Merge maint", "maint", date="2023-02-03T12:00:00+00:00")
+    git(repo, "rm", "-q", "zsh.py")
+    commit(repo, "Drop the zsh module", "2023-03-01T12:00:00+00:00")
+    project = indexed(repo)
+    found = project.history("Correct ZSH completion definitions", limit=10, fresh=False)
+    assert [c.subject for c in found].count("Correct ZSH completion definitions") == 1
+    (fix,) = [c for c in found if c.subject == "Correct ZSH completion definitions"]
+    assert fix.files == ["parser.py"] and fix.gone_files == ["zsh.py"]
+    pack = project.recall("Correct ZSH completion definitions", fresh=False)
+    work = [it.renders["L1"] for it in pack.items if it.kind == "work" and "ZSH" in it.renders["L1"]]
+    assert len(work) == 1 and "parser.py (+1 since removed)" in work[0], work
+
+
 def test_incremental_history_after_new_commits_rebase_and_branch_switch(repo):
     write(repo, "a.py", "def alpha():\n    return 1\n")
     commit(repo, "Add alpha")

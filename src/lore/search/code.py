@@ -156,6 +156,23 @@ def fold_merges(found: list[hybrid.Scored]) -> list[hybrid.Scored]:
     return out
 
 
+def fold_copies(found: list[hybrid.Scored]) -> list[hybrid.Scored]:
+    """`found` without the later copies of a change: a commit with the subject
+    and the files of one ranked above it (a cherry-pick onto another branch,
+    a change landed twice) is the same piece of work, told twice."""
+    seen: set[tuple[str, frozenset[str]]] = set()
+    out = []
+    for s in found:
+        commit = s.chunk.commit
+        key = (commit.subject.strip().lower(), frozenset(commit.files)) if commit is not None else None
+        if key is not None and commit is not None and commit.files:
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(s)
+    return out
+
+
 def _when(found: hybrid.Scored) -> datetime:
     """A found commit's date (the epoch when it cannot be read)."""
     assert found.chunk.commit is not None

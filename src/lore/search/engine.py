@@ -150,9 +150,9 @@ class Searcher:
         fusion: str | None = None,
     ) -> list[CommitHit]:
         """Past commits matching `text`, best first, with their files as named today."""
-        from lore.search.code import commit_hits, fold_merges
+        from lore.search.code import commit_hits, fold_copies, fold_merges
 
-        return commit_hits(fold_merges(self._commits(text, mode, fusion, flt))[:limit])
+        return commit_hits(fold_copies(fold_merges(self._commits(text, mode, fusion, flt)))[:limit])
 
     def _commits(
         self, text: str, mode: str | None, fusion: str | None, flt: ChunkFilter | None = None

@@ -426,12 +426,14 @@ def _fence(text: str) -> str:
 def commit_files(commit: CommitHit, lead: str, most: int = 5) -> str:
     """`lead` and the commit's files as named today (at most `most`); those all
     gone, the files it changed that no longer exist; nothing when it changed none."""
-    files, note = commit.files, ""
+    files, note, gone = commit.files, "", ""
     if not files and commit.gone_files:
         files, note = commit.gone_files, "since removed: "
+    elif commit.gone_files:  # some of its files are gone: said, not silently left out
+        gone = f" (+{len(commit.gone_files)} since removed)"
     if not files:
         return ""
-    return lead + note + ", ".join(files[:most]) + (" …" if len(files) > most else "")
+    return lead + note + ", ".join(files[:most]) + (" …" if len(files) > most else "") + gone
 
 
 def work_item(commit: CommitHit) -> Item:
