@@ -484,6 +484,28 @@ def test_exact_identifier_is_never_outranked_by_a_vector_only_hit(tmp_path):
     project.close()
 
 
+def test_an_exact_identifier_scores_at_least_what_its_words_say(tmp_path):
+    """`lore code ZebraStripes` scored the one chunk defining it 0.22 in hybrid
+    mode and 0.92 in BM25 mode: its meaning, averaged over a chunk about other
+    things, pulled the fused score down. Relevance is comparable across modes."""
+    root = tmp_path / "p"
+    lore.init(root).close()
+    units = [
+        f"def unrelated_{i}(rows):\n    total = sum(len(r) for r in rows) * {i}\n    return total\n"
+        for i in range(6)
+    ]
+    units.insert(3, "def ZebraStripes(rows):\n    return [(i % 2, r) for i, r in enumerate(rows)]\n")
+    write(root, "table.py", "\n".join(units))
+    write(root, "other.py", 'def paint(colour):\n    """Paint the rows in stripes."""\n    return colour\n')
+    with lore.open(root) as project:
+        project.index_code()
+        project.embed()
+        hybrid_hit = project.code_search("ZebraStripes", fresh=False)[0]
+        words_hit = project.code_search("ZebraStripes", mode="bm25", fresh=False)[0]
+        assert hybrid_hit.file_path == words_hit.file_path == "table.py"
+        assert hybrid_hit.similarity >= words_hit.similarity >= 0.5
+
+
 def _handbook(tmp_path: Path) -> lore.Lore:
     """A project of twice as many notes as a candidate list holds, each on one of eight topics."""
     project = lore.init(tmp_path / "p")

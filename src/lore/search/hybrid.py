@@ -281,7 +281,21 @@ def _fuse(
             hit.similarity = meaning[hit.chunk.chunk_id]
         hit.score, hit.source = score, source
         out.append(hit)
+    if fusion_mode == "adaptive" and _exact_at_their_words(out):
+        out.sort(key=lambda h: -h.score)  # stable: the rest keeps its order
     return exact_first(out, query)
+
+
+def _exact_at_their_words(hits: list[Scored]) -> bool:
+    """Raise a hit holding the query's exact identifier or phrase to its keyword
+    relevance where the fusion scored it lower (``lore code ZebraStripes`` gave
+    the one chunk defining it 0.22, its words alone 0.92: its meaning, averaged
+    over a long chunk, pulled it down). Whether any was raised."""
+    raised = False
+    for hit in hits:
+        if hit.exact == 2 and hit.lexical > hit.score:
+            hit.score, raised = hit.lexical, True
+    return raised
 
 
 def _hedged(
