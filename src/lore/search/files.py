@@ -54,7 +54,11 @@ the MCP tools:
 
 The score shown for a file is the relevance of its evidence (its best
 chunk's, or its best similar commit's), weighted by its role, raised to
-the score of the best file ranked after it if that is higher.
+the score of the best file ranked after it if that is higher. Relevance is
+the adaptive fusion's calibrated score from the same candidates, even when
+the evidence is ranked by RRF (whose scores say where a chunk ranked: the
+first is ~1 whatever the task), so a task foreign to the repository shows
+weak files as weak, and recall's floor leaves them out.
 """
 
 from __future__ import annotations
