@@ -1393,3 +1393,14 @@ def test_a_code_block_in_a_pack_is_never_closed_by_the_chunks_own_fence():
     for level in ("L2", "L3"):
         lines = item.renders[level].splitlines()
         assert lines[1] == "````markdown" and lines[-1] == "````", item.renders[level]
+
+
+def test_a_code_match_without_a_name_says_where_it_is():
+    """A chunk with no symbol (module-level code, a window of lines) gave
+    "code match" with nothing after it and a blank where `lore code` shows a name."""
+    from lore.search.code import CodeHit
+
+    hit = CodeHit("src/app.py", None, "python", 17, 40, "x = 1", 0.5, "bm25")
+    assert rc._reasons(hit) == ["code match (lines 17-40)"]
+    named = CodeHit("src/app.py", "run", "python", 1, 9, "def run", 0.5, "bm25")
+    assert rc._reasons(named) == ["code match (run)"]

@@ -353,7 +353,8 @@ def _reasons(hit: CodeHit, query: str = "") -> list[str]:
         # The names the task mentions first: zod's util.ts chunk of 16 named toZod 10th.
         names.sort(key=lambda name: not any(t in name.lower() for t in wanted))
         shown = ", ".join(names[:_REASON_NAMES]) + (", …" if len(names) > _REASON_NAMES else "")
-        reasons.append(f"code match{f' ({shown})' if hit.symbol else ''}")
+        where = shown if hit.symbol else f"lines {hit.start_line}-{hit.end_line}"  # a unit with no name
+        reasons.append(f"code match ({where})")
     if hit.commits:
         reasons.append(f"{hit.commits} similar past commit{'s' if hit.commits > 1 else ''}")
     return reasons or ["code match"]

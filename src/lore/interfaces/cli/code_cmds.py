@@ -90,7 +90,7 @@ def code(
             return
         out.print(
             f"[green]{score_bar(h.similarity)}[/green]  {citation(root, h.file_path, h.start_line)}"
-            f"  [bold]{escape(h.symbol or '')}[/bold]  [dim]{h.language}[/dim]"
+            f"  [bold]{escape(h.symbol or f'lines {h.start_line}-{h.end_line}')}[/bold]  [dim]{h.language}[/dim]"
         )
         out.print(f"  {h.snippet}", markup=False)
 
