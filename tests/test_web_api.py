@@ -883,6 +883,25 @@ async def test_file_view_masks_secrets_as_code_search_does(tmp_path):
         assert text.count("\n") == config.count("\n")  # line anchors still point at the same lines
 
 
+async def test_file_view_masks_a_prose_files_secrets_as_its_chunks_are(tmp_path):
+    """README.md, notes.txt and a YAML file were shown with `mask_code`, which
+    leaves "the staging password is ..." alone; their chunks had the memory rules."""
+    prose = "The staging password is Zq8xL2pR9vT4mKw7\npassword: Zq8!xL2#pR9vT4mK\n"
+    files = {"README.md": prose, "notes.txt": prose, "conf.yaml": "password: Zq8!xL2#pR9vT4mK\n"}
+    root = make_project(tmp_path / "proj", files=files)
+    lore_json(root, "index", "--no-embed")
+    app = build_app(str(root))
+    async with client(app) as c:
+        found = (await c.get("/api/code", params={"q": "staging password"})).text
+        assert "Zq8" not in found
+        for path in files:
+            for shown in (
+                (await c.get(f"/api/files/{path}")).json()["text"],
+                (await c.get(f"/files/{path}")).text,
+            ):
+                assert "Zq8" not in shown and "[REDACTED:password]" in shown, (path, shown[:200])
+
+
 async def test_open_mode_delete_and_patch_need_csrf_like_post(root):
     key = add_memory(root, "CSRF delete test", "A memory a cross-site DELETE must not remove.")
     app = build_app(str(root))

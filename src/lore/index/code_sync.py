@@ -208,6 +208,15 @@ def _is_prose(rel: str) -> bool:
     return (language_for(rel) or "text") in _PROSE
 
 
+def shown_text(rel: str, text: str) -> str:
+    """A code file's text as Lore shows it whole (anchors link to it): secrets
+    masked by the rule its chunks were, or the file view would hand out in
+    clear what code search redacts (a README's "the staging password is …")."""
+    from lore.secrets import mask_code, redact
+
+    return redact(text)[0] if _is_prose(rel) else mask_code(text)[0]
+
+
 def _new_languages(known: dict[str, Any], indexed: frozenset[str]) -> set[str]:
     """Indexed files of languages the chunker knows now but not in the version
     that indexed them (which knew `indexed`)."""

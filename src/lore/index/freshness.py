@@ -124,14 +124,13 @@ class CodeIndex:
         values are masked as in the index's chunks, or the file view would hand
         out in clear what code search redacts."""
         from lore.errors import NotFound
-        from lore.secrets import mask_code
+        from lore.index.code_sync import shown_text
 
         rel = self.project.rel(self.project.inside(path, base=self.project.root))
         if rel not in self.paths():
             raise NotFound(f"{path} is not an indexed code file; see `lore status`")
         raw = (self.project.root / rel).read_bytes()
-        text, _count = mask_code(raw.decode("utf-8", "replace"))
-        return {"path": rel, "text": text}
+        return {"path": rel, "text": shown_text(rel, raw.decode("utf-8", "replace"))}
 
     def recent_paths(self, days: float) -> set[str]:
         """Files changed by commits in the last `days` days."""
