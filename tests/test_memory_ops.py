@@ -692,3 +692,22 @@ def test_a_memory_folder_that_is_a_file_is_said_by_every_read_and_once_by_doctor
     proc = cli("doctor", ok=False)
     assert proc.returncode == 1 and proc.stdout.count("is a file, not a folder") == 1, proc.stdout
     assert add.read_text() == "not a folder\n"
+
+
+def test_a_broken_memory_files_error_never_shows_a_secret_it_quotes(cli):
+    """ "unknown type 'ghp_...'" was stored as written, and shown by `lore index`,
+    `lore doctor`, /index and /api/doctor."""
+    memory = cli.cwd / ".lore/memory"
+    for name, line in (
+        ("bad-type.md", f"type: {TOKEN}"),
+        ("bad-alias.md", f"subject: *{TOKEN}"),
+        ("bad-tag.md", "subject: !AKIA4Q7ZP2LMX9RT3KVB x"),
+    ):
+        (memory / name).write_text(f"---\n{line}\noccurred_at: 2024-01-01\n---\n\nA body long enough.\n")
+    shown = (
+        cli("index", ok=False).stderr
+        + cli("doctor", ok=False).stdout
+        + json.dumps(cli.json("doctor", ok=False))
+    )
+    assert "bad-type.md" in shown and "bad-tag.md" in shown
+    assert TOKEN not in shown and "AKIA4Q7ZP2LMX9RT3KVB" not in shown

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeAlias
 
+from lore import secrets
 from lore.errors import NotFound, UsageError, ValidationError
 from lore.index.sections import chunk_body
 from lore.memory.files import read_memory_file, walk_memory_files
@@ -402,4 +403,6 @@ def _sync_one(
             # A value the parse-time guards let through: still this file's problem alone.
             reason = " ".join(str(err).split())[:120]
             error = f"{rel}: cannot be indexed ({err.__class__.__name__}: {reason}); fix the file"
+    if error is not None:  # it quotes the file ("unknown type 'ghp_...'"): shown on pages, in doctor
+        error = secrets.redact(error)[0]
     store.put_file(rel, KIND, sha if raw is not None else "", st.st_mtime_ns, st.st_size, error=error)
