@@ -1171,3 +1171,45 @@ async def test_creating_a_memory_stored_already_is_a_200_not_a_201(root):
     assert again.json()["created"] is False and again.json()["id"] == first.json()["id"]
     assert len(list((root / ".lore" / "memory").glob("*.md"))) == 1
     assert set(doc["paths"]["/api/memories"]["post"]["responses"]) >= {"200", "201"}
+
+
+async def test_a_memory_page_renders_its_markdown_off_the_event_loop(root, monkeypatch):
+    """A memory page rendered its Markdown in the request handler, on the event
+    loop: a 2.8 MB body kept every other request (even /static/app.css) waiting
+    22 s behind it. The loop runs in this thread; rendering must not."""
+    import threading
+
+    from lore.interfaces.web import render as web_render
+
+    key = add_memory(root, "A long list", "".join(f"- item {i} with *emphasis*\n" for i in range(2_000)))
+    threads: list[threading.Thread] = []
+    real = web_render.markdown_html
+
+    def recording(text: str) -> str:
+        threads.append(threading.current_thread())
+        return real(text)
+
+    monkeypatch.setattr(web_render, "markdown_html", recording)
+    app = build_app(str(root))
+    async with client(app) as c:
+        page = await c.get(f"/memories/{key}")
+        assert page.status_code == 200 and "item 1999" in page.text
+        listing = await c.get("/memories")
+        assert listing.status_code == 200
+    assert threads and threading.current_thread() not in threads
+
+
+async def test_a_code_anchor_links_to_its_file_whatever_the_name(tmp_path):
+    """`<a href="/files/src/a?b#c%20d.py">` asked for /files/src/a and got a 404."""
+    weird = "src/a?b#c%20d.py"
+    root = make_project(tmp_path / "proj", files={weird: "def odd():\n    return 1\n"})
+    lore_json(root, "index", "--no-embed")
+    import lore
+
+    with lore.open(root) as project:
+        key = project.add(title="Weird anchors", body="The odd helper returns one.", files=[weird]).memory.id
+    app = build_app(str(root))
+    async with client(app) as c:
+        page = (await c.get(f"/memories/{key}")).text
+        assert 'href="/files/src/a%3Fb%23c%2520d.py"' in page, page[page.find("/files/") - 40 :][:200]
+        assert (await c.get("/files/src/a%3Fb%23c%2520d.py")).status_code == 200

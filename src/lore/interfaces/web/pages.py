@@ -13,6 +13,8 @@ import functools
 from pathlib import Path
 from urllib.parse import urlencode
 
+import anyio
+
 from lore.errors import Conflict, LoreError, ValidationError
 from lore.interfaces.web import api, auth
 from lore.interfaces.web.inputs import Param, parse_form, parse_pairs, read_body
@@ -112,7 +114,9 @@ async def twin(backend, guard, ep: api.Endpoint, request):
             context["log"] = await backend.call(lambda lore: lore.memory_log(context["data"].id))
     except Exception as err:
         return error_page(request, guard, err)
-    return render(request, guard, str(ep.template), context)
+    # A page renders Markdown (a memory's body can be megabytes): in a worker
+    # thread, so that one long body never holds up other requests.
+    return await anyio.to_thread.run_sync(lambda: render(request, guard, str(ep.template), context))
 
 
 # -- forms ------------------------------------------------------------------------------------
