@@ -142,6 +142,19 @@ def test_create_with_preview(page, root):
     assert "type: convention" in text and "We deploy on **Tuesdays** only." in text
 
 
+def test_creating_what_is_stored_already_says_nothing_was_written(page):
+    """The form said "Saved, indexed and embedded." and showed the old memory,
+    its new title, scope and tags dropped without a word."""
+    page.goto("/memories/new")
+    page.fill("input[name=title]", "A second title for the cache lesson")
+    page.fill("textarea[name=body]", "Invalidate the user cache on profile writes.")
+    page.click("button:text('Save')")
+    page.wait_for_url(re.compile(r"/memories/[0-9a-f-]+\?existing=1"))
+    status = page.locator("p.alert[role=status]").inner_text()
+    assert "already stored" in status and "nothing was written" in status
+    assert page.locator("h1").inner_text() == "Cache invalidation lesson"
+
+
 def test_edit_changes_the_file_and_search_finds_it(page, root):
     page.goto("/search?q=timestamp+UTC")
     page.locator("ol.results a", has_text="Use UTC everywhere").click()

@@ -165,7 +165,8 @@ async def new_memory(backend, guard, request):
         values = dict(pairs)
         args = parse_pairs(pairs, api.CREATE)
         result = await backend.call(lambda lore: lore.create(**args))
-        return redirect(f"/memories/{result.memory.id}?saved=1")
+        # The same content stored already: nothing was written, and the page says so.
+        return redirect(f"/memories/{result.memory.id}?{'saved=1' if result.created else 'existing=1'}")
     except LoreError as err:
         return _form_error(request, guard, err, values, None)
     except Exception as err:
