@@ -17,7 +17,6 @@ Nothing may be printed to stdout in stdio mode: it is the protocol channel.
 from __future__ import annotations
 
 import json
-import secrets
 import threading
 from typing import Annotated, Any, Literal
 
@@ -397,27 +396,18 @@ def register_session_tools(server, tools: LoreTools) -> None:
         result: str | None = None,
         is_error: bool = False,
     ) -> str:
-        from lore.errors import UsageError
-        from lore.sessions import message, tool_call, tool_result
+        from lore.sessions import one_append
 
         def run():
-            _check_session_fields(content, tool_name, args, result, is_error)
-            if result is not None and not tool_name and not tool_call_id:
-                raise UsageError("result answers a tool call: give tool_name or tool_call_id with it")
-            events = []
-            call_id = tool_call_id
-            if tool_name:
-                if result is not None and not call_id:
-                    call_id = f"tc_{secrets.token_hex(4)}"  # links the result to the call
-                events.append(tool_call(tool_name, args, call_id=call_id))
-            if result is not None:
-                events.append(tool_result(call_id, result, is_error=is_error))
-            if content is not None:
-                events.append(message(role, content))
-            if not events:
-                raise UsageError(
-                    "give content (a message), tool_name (a tool call) or result (a tool result)"
-                )
+            events = one_append(
+                role=role,
+                content=content,
+                tool_name=tool_name,
+                args=args,
+                call_id=tool_call_id,
+                result=result,
+                is_error=is_error,
+            )
             seen = set(lore.notices)
             done = lore.record_events(session_id, events, create=True)
             return {**done.to_dict(), "notices": [n for n in lore.notices if n not in seen]}
@@ -439,21 +429,6 @@ def register_session_tools(server, tools: LoreTools) -> None:
             return data
 
         return tools.call(run)
-
-
-def _check_session_fields(
-    content: str | None, tool_name: str | None, args: Any, result: str | None, is_error: bool
-) -> None:
-    """One session_append is one message, or one tool call and/or its result:
-    a field that would be dropped is refused instead of being lost."""
-    if content is not None and (tool_name or result is not None):
-        raise UsageError("content is a message: give it alone, or tool_name/args and result without it")
-    if args is not None and not tool_name:
-        raise UsageError("args goes with tool_name (a tool call)")
-    if is_error and result is None:
-        raise UsageError("is_error goes with result (a tool result)")
-    if content is not None and not content.strip():
-        raise UsageError("content is empty; give the message's text")
 
 
 def _server_class():

@@ -15,7 +15,7 @@ tools and the Claude Code hooks go through it.
 
 from __future__ import annotations
 
-from lore.sessions.events import message, tool_call, tool_result
+from lore.sessions.events import message, one_append, tool_call, tool_result
 from lore.sessions.records import (
     AppendResult,
     CompactionResult,
@@ -35,6 +35,7 @@ __all__ = [
     "SessionInfo",
     "SessionStore",
     "message",
+    "one_append",
     "tool_call",
     "tool_result",
 ]

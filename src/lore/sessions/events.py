@@ -95,6 +95,53 @@ def tool_result(
     return _without_none(event)
 
 
+def one_append(
+    *,
+    role: str = "user",
+    content: str | None = None,
+    tool_name: str | None = None,
+    args: Any = None,
+    call_id: str | None = None,
+    result: Any = None,
+    is_error: bool = False,
+    timestamp: str | None = None,
+) -> list[RawEvent]:
+    """The events one append records (the CLI's `session append`, MCP's
+    session_append): a message, or a tool call and/or its result; a result
+    given with its call gets a fresh call id pairing them. A field that
+    would be dropped is refused, not lost.
+
+    Raises:
+        UsageError: fields that do not make one append, named.
+    """
+    import secrets
+
+    if content is not None and (tool_name or result is not None):
+        raise UsageError("content is a message: give it alone, or tool_name/args and result without it")
+    if args is not None and not tool_name:
+        raise UsageError("args goes with tool_name (a tool call)")
+    if is_error and result is None:
+        raise UsageError("is_error goes with result (a tool result)")
+    if result is not None and not tool_name and not call_id:
+        raise UsageError(
+            "a result answers a tool call: give tool_name or tool_call_id with it (--tool or --call-id)"
+        )
+    if content is not None and not content.strip():
+        raise UsageError("content is empty; give the message's text")
+    events = []
+    if tool_name:
+        if result is not None and not call_id:
+            call_id = f"tc_{secrets.token_hex(4)}"  # links the result to the call
+        events.append(tool_call(tool_name, args, call_id=call_id, timestamp=timestamp))
+    if result is not None:
+        events.append(tool_result(call_id, result, is_error=is_error, timestamp=timestamp))
+    if content is not None:
+        events.append(message(role, content, timestamp=timestamp))
+    if not events:
+        raise UsageError("nothing to append; give content (a message), tool_name (a tool call) or result")
+    return events
+
+
 def normalise(event: object, *, imported: bool = False) -> RawEvent:
     """Check an event to append and put it in its on-disk shape (without ``id``).
 

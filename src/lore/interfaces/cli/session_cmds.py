@@ -7,7 +7,6 @@ Each command is a few lines over :class:`lore.service.Lore`'s session methods
 from __future__ import annotations
 
 import json
-import secrets
 import sys
 
 import click
@@ -76,25 +75,20 @@ def append(
     as_json,
 ):
     """Append a message (--role, --content or stdin) or a tool call/result (--tool, --args, --result)."""
-    from lore.sessions import message, tool_call, tool_result
+    from lore.sessions import one_append
 
-    events = []
-    if tool_name:
-        if result is not None and not call_id:
-            call_id = f"tc_{secrets.token_hex(4)}"  # links the result to the call
-        events.append(tool_call(tool_name, _json_arg(tool_args), call_id=call_id, timestamp=timestamp))
-    elif tool_args is not None:
-        raise UsageError("--args goes with --tool NAME")
-    if result is not None:
-        if not tool_name and not call_id:
-            raise UsageError("--result answers a tool call: give --tool NAME or --call-id ID with it")
-        events.append(tool_result(call_id, result, is_error=is_error, timestamp=timestamp))
-    if not events:
-        if content is None and not sys.stdin.isatty():
-            content = read_stdin().rstrip("\n")  # the newline a pipe adds
-        if not content or not content.strip():
-            raise UsageError("nothing to append; give --content TEXT (or stdin), or --tool / --result")
-        events.append(message(role, content, timestamp=timestamp))
+    if content is None and not tool_name and result is None and not sys.stdin.isatty():
+        content = read_stdin().rstrip("\n")  # the newline a pipe adds
+    events = one_append(
+        role=role,
+        content=content,
+        tool_name=tool_name,
+        args=_json_arg(tool_args) if tool_args is not None else None,
+        call_id=call_id,
+        result=result,
+        is_error=is_error,
+        timestamp=timestamp,
+    )
     appended = lore.record_events(session_id, events, create=create)
     ids = ", ".join(str(e.id) for e in appended.events)
     line = f"appended {ids} to {session_id} ({appended.token_count} tokens in context)"
@@ -237,9 +231,7 @@ def _render_hit(out, hit) -> None:
     out.print(f"  {hit.snippet}", markup=False)
 
 
-def _json_arg(text: str | None):
-    if text is None:
-        return {}
+def _json_arg(text: str):
     try:
         return json.loads(text)
     except ValueError as err:
