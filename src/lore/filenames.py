@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+MAX_PATH = 4096  # the longest path (or memory key) Lore takes from a user, as file systems do
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lore.errors import NotFound, UsageError, ValidationError
+from lore.filenames import MAX_PATH
 from lore.health import Problem
 from lore.memory.edits import Edit
 from lore.memory.model import Memory
@@ -40,7 +41,6 @@ from lore.memory.sync import SyncReport
 from lore.memory.trash import TrashEntry
 from lore.project import Project
 from lore.search.filters import (
-    MAX_PATH,
     MAX_TASK_FILES,
     When,
     changed_within,

@@ -34,7 +34,7 @@ from lore.errors import (
     as_lore_error,
     unchanged,
 )
-from lore.filenames import display_path
+from lore.filenames import MAX_PATH, display_path
 from lore.locking import file_lock
 from lore.memory import markdown, sync, trash
 from lore.memory.edits import BODY_OPERATIONS, Edit, MemoryText
@@ -47,7 +47,6 @@ from lore.records import Record, internal
 from lore.storage import LinkRecord, MemoryFilter, MemoryRecord, Store
 
 _SHOWN_BODIES = 2048  # memory bodies kept by shown_body, per repository
-MAX_KEY = 4096  # a memory key (id, id prefix, file name or path) is at most a path's length
 
 MOVABLE_TIERS = ("durable", "daily", "session")  # storage tiers a person may move a memory to
 # One file of a prepared change: {"path", "before_sha256" (None: a new file), "after" (None: to the trash)}.
@@ -264,7 +263,7 @@ class Memories:
         """A visible memory's path from its id, id prefix, file name or path."""
         if not isinstance(key, str) or not key.strip():
             raise UsageError("give a memory id, file name or path")
-        if len(key) > MAX_KEY:  # no id, name or path is this long; the index's LIKE refuses 50 kB
+        if len(key) > MAX_PATH:  # no id, name or path is this long; the index's LIKE refuses 50 kB
             raise UsageError(f"a memory key of {len(key):,} characters; give its id, file name or path")
         self.sync()
         elsewhere: UsageError | None = None
@@ -900,12 +899,13 @@ class Memories:
                 markdown.write_atomic(self.project.root / rel, fixed)
             with contextlib.suppress(ValidationError, UsageError):  # a broken file: check() says why
                 typed = self.load(rel)
-                taken = self._id_elsewhere(typed.id, rel) if before and typed.id != before.id else None
-                kept = with_id(fixed or raw, before.id) if before and taken else None
-                if before and taken and kept is not None:
-                    # Two files of one id are both unreachable by it: the id Lore manages stays.
+                # Two files of one id are both unreachable by it: the id Lore manages stays.
+                old_id = before.id if before is not None else typed.id
+                taken = self._id_elsewhere(typed.id, rel) if typed.id != old_id else None
+                kept = with_id(fixed or raw, old_id) if taken else None
+                if kept is not None:
                     markdown.write_atomic(self.project.root / rel, kept)
-                    notes.append(f"id {typed.id} is {taken}'s; this memory keeps its id {before.id}")
+                    notes.append(f"id {typed.id} is {taken}'s; this memory keeps its id {old_id}")
                     typed = self.load(rel)
                 redacted = sync.redacted(typed)
                 if redacted:

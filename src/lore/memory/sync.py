@@ -158,14 +158,9 @@ def folder_of(project: Project, storage: str, *, agent: str | None = None, priva
 def _refuse_secret_agent(agent: str) -> None:
     """An agent's name becomes its private folder's name, lower-cased (where a
     token is no longer recognised): never a secret's."""
-    from lore.secrets import describe, redact
-
-    _, found = redact(agent)
-    if found:
-        raise UsageError(
-            f"that agent name looks like a secret ({describe(found)}); an agent's name names "
-            "its private folder, so choose another name"
-        )
+    secrets.refuse_as_name(
+        agent, "agent name", "an agent's name names its private folder, so choose another name"
+    )
 
 
 def committed_tiers(project: Project) -> set[str]:

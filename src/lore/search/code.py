@@ -164,8 +164,8 @@ def fold_copies(found: list[hybrid.Scored]) -> list[hybrid.Scored]:
     out = []
     for s in found:
         commit = s.chunk.commit
-        key = (commit.subject.strip().lower(), frozenset(commit.files)) if commit is not None else None
-        if key is not None and commit is not None and commit.files:
+        if commit is not None and commit.files:
+            key = (commit.subject.strip().lower(), frozenset(commit.files))
             if key in seen:
                 continue
             seen.add(key)

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from lore.errors import UsageError, ValidationError
+from lore.filenames import MAX_PATH
 from lore.memory.model import MEMORY_TYPES, SCOPE_RE
 from lore.memory.values import clip
 from lore.storage import ChunkFilter, MemoryFilter
@@ -20,7 +21,6 @@ MAX_LIMIT = 50
 # ~1,000 OR-ed values ("expression tree is too large") or a 50 kB LIKE pattern.
 MAX_FILTER_VALUES = 50
 MAX_NAME = 200  # a language, extension, role, type or tag
-MAX_PATH = 4096
 MAX_TASK_FILES = 1000  # the files a task names (recall reads each one's anchors)
 When = str | datetime.date | None
 """A time filter (since, until): a date, a time or a phrase ("last week"), or a Python date or datetime."""
@@ -58,9 +58,7 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> MemoryFilte
         raise UsageError(
             f"unknown filter {', '.join(sorted(unknown))}; use {', '.join(sorted(_MEMORY_KEYS))}"
         )
-    types = strings(given.get("types", ()), "types", most=MAX_FILTER_VALUES, longest=MAX_NAME) + strings(
-        given.get("type", ()), "type", most=MAX_FILTER_VALUES, longest=MAX_NAME
-    )
+    types = _names(given.get("types", ()), "types") + _names(given.get("type", ()), "type")
     for kind in types:
         if kind not in MEMORY_TYPES:
             raise UsageError(f"unknown type '{kind}'; use one of: {', '.join(MEMORY_TYPES)}")
@@ -86,8 +84,7 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> MemoryFilte
     since, until = _period(given.get("since"), given.get("until"))
     return MemoryFilter(
         types=types,
-        tags=strings(given.get("tags", ()), "tags", most=MAX_FILTER_VALUES, longest=MAX_NAME)
-        + strings(given.get("tag", ()), "tag", most=MAX_FILTER_VALUES, longest=MAX_NAME),
+        tags=_names(given.get("tags", ()), "tags") + _names(given.get("tag", ()), "tag"),
         agent=given.get("agent"),
         task=given.get("task"),
         scope=scope,
@@ -123,22 +120,13 @@ def code_filter(
             dirs.append(d)
     start, stop = _period(since, until)
     return ChunkFilter(
-        languages=[
-            stored
-            for name in strings(languages, "languages", most=MAX_FILTER_VALUES, longest=MAX_NAME)
-            for stored in _languages(name)
-        ],
+        languages=[stored for name in _names(languages, "languages") for stored in _languages(name)],
         extensions=[
-            e
-            for e in (
-                e.strip().lstrip("*.")
-                for e in strings(extensions, "extensions", most=MAX_FILTER_VALUES, longest=MAX_NAME)
-            )
-            if e
+            e for e in (e.strip().lstrip("*.") for e in _names(extensions, "extensions")) if e
         ],  # *.go is go
         directories=dirs,
         paths=paths,
-        roles=strings(roles, "roles", most=MAX_FILTER_VALUES, longest=MAX_NAME),
+        roles=_names(roles, "roles"),
         since=start,
         until=stop,
     )
@@ -201,6 +189,11 @@ def changed_within(days: float | None) -> float | None:
     if isinstance(days, bool) or not isinstance(days, int | float) or not 0 < days < float("inf"):
         raise UsageError(f"--changed-within must be a number of days above 0, e.g. 7 (got {days!r})")
     return float(days)
+
+
+def _names(value: Any, field: str) -> list[str]:
+    """A filter's names (:func:`strings`), within the bounds every interface keeps."""
+    return strings(value, field, most=MAX_FILTER_VALUES, longest=MAX_NAME)
 
 
 def strings(

@@ -24,7 +24,7 @@ from collections import Counter
 from types import ModuleType
 from typing import Any
 
-__all__ = ["describe", "mask_code", "redact", "redact_nested", "redact_values"]
+__all__ = ["describe", "mask_code", "redact", "redact_nested", "redact_values", "refuse_as_name"]
 
 _scan_module: ModuleType | None = None
 
@@ -99,3 +99,17 @@ def mask_code(text: str) -> tuple[str, int]:
 def describe(found: Counter[str]) -> str:
     """'2 openai-key, 1 private-key' for messages to the user."""
     return ", ".join(f"{count} {kind}" for kind, count in sorted(found.items()))
+
+
+def refuse_as_name(value: str, what: str, why: str) -> None:
+    """Refuse `value` as a name written in clear (a folder's, an owner file's)
+    when it looks like a secret: "that `what` looks like a secret (...); `why`".
+
+    Raises:
+        UsageError: one line, naming the kinds found, never the value.
+    """
+    _, found = redact(value)
+    if found:
+        from lore.errors import UsageError
+
+        raise UsageError(f"that {what} looks like a secret ({describe(found)}); {why}")

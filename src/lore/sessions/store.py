@@ -41,7 +41,7 @@ from lore.locking import file_lock
 from lore.memory.markdown import write_atomic
 from lore.memory.model import now_iso
 from lore.project import Project
-from lore.secrets import redact
+from lore.secrets import redact, refuse_as_name
 from lore.sessions import archive, log
 from lore.sessions import events as ev
 from lore.sessions.config import SessionLimits
@@ -284,24 +284,17 @@ class SessionStore:
         each range as it archived it, has none: its marker starts at its last range."""
         folder = self._existing(session_id)
         ranges = archive.archived_ranges(folder)
-        try:
-            done = int((folder / CAPTURED).read_text(encoding="utf-8").strip() or 0)
-        except FileNotFoundError:
+        done = _captured_through(folder)
+        if done is None:
             done = ranges[-1].last if ranges else 0
             atomic.write_atomic(folder / CAPTURED, f"{done}\n", sync=False)
-        except (OSError, ValueError):
-            done = 0  # damaged: capture is idempotent, taking a range in twice counts nothing twice
         return [(r.first, r.last) for r in ranges if r.last > done]
 
     def mark_captured(self, session_id: str, last: int) -> None:
         """Record that the archived events up to `last` have been captured."""
         folder = self._existing(session_id)
         with file_lock(folder / ".lock"):
-            try:
-                done = int((folder / CAPTURED).read_text(encoding="utf-8").strip() or 0)
-            except (OSError, ValueError):
-                done = 0
-            if last > done:
+            if last > (_captured_through(folder) or 0):
                 atomic.write_atomic(folder / CAPTURED, f"{last}\n", sync=False)
 
     def archived_events(self, session_id: str, first: int, last: int) -> builtins.list[RawEvent]:
@@ -612,19 +605,13 @@ class SessionStore:
 
     def _writable_folder(self, session_id: str, agent: str | None) -> Path:
         folder = self._folder(session_id)
-        if not folder.exists():
-            _, found = redact(session_id)
-            if found:  # the id becomes a folder's name, in clear: never a secret's
-                raise UsageError(
-                    f"that session id looks like a secret ({', '.join(sorted(found))}); "
-                    "a session id names a folder, so choose another id"
-                )
-            _, found = redact(agent or "")
-            if found:  # the owner is written in clear (.owner, channelId): never a secret's
-                raise UsageError(
-                    f"that agent name looks like a secret ({', '.join(sorted(found))}); "
-                    "an agent's name is written beside its sessions, so choose another name"
-                )
+        if not folder.exists():  # the id names a folder, the owner is written beside it: in clear
+            refuse_as_name(session_id, "session id", "a session id names a folder, so choose another id")
+            refuse_as_name(
+                agent or "",
+                "agent name",
+                "an agent's name is written beside its sessions, so choose another name",
+            )
         self.project.check_folder(folder)
         self._ensure_root()
         folder.mkdir(exist_ok=True)
@@ -804,6 +791,18 @@ _COUNTERS = (
     "archivedThrough",
     "compactions",
 )
+
+
+def _captured_through(folder: Path) -> int | None:
+    """The session's capture marker (:data:`CAPTURED`); None when it has none
+    (an older Lore's session), 0 when it is damaged (capture is idempotent:
+    taking a range in twice counts nothing twice)."""
+    try:
+        return int((folder / CAPTURED).read_text(encoding="utf-8").strip() or 0)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return 0
 
 
 def _cut_to(item: SessionEvent, limit: int) -> SessionEvent:

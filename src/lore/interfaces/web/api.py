@@ -13,13 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from lore.filenames import MAX_PATH
 from lore.index.roles import ROLES
 from lore.interfaces.web.inputs import MAX_BODY_TEXT, Param
 from lore.memory.curation import BULK_ACTIONS
 from lore.memory.model import MAX_KEYWORD_LEN, MAX_KEYWORDS, MAX_SUBJECT, MEMORY_TYPES
 from lore.memory.repository import MOVABLE_TIERS
 from lore.search.browse import MAX_PAGE, SORTS
-from lore.search.filters import MAX_FILTER_VALUES, MAX_PATH, MAX_TASK_FILES
+from lore.search.filters import MAX_FILTER_VALUES, MAX_TASK_FILES
 from lore.search.pack import BRACKETS
 
 MODES = ("hybrid", "bm25", "vector")
