@@ -153,6 +153,19 @@ def test_what_the_start_pack_shows_is_not_counted_as_read(shop):
         assert project.store.access_stats()[decision][0] == 1
 
 
+def test_access_statistics_of_some_memories_are_theirs_alone(shop):
+    """Recall reads the statistics of the memories it found, not every
+    memory's (a long-used project has one row per memory ever recalled)."""
+    read = [add(shop, "fact", f"Fact {n}", f"Fact number {n} about the invoices.") for n in range(3)]
+    for memory_id in read[:2]:
+        shop("show", memory_id[:8])
+    with lore.open(shop.cwd) as project:
+        every = project.store.access_stats()
+        some = project.store.access_stats([read[0], read[2], read[0], "no-such-memory"])
+        assert some == {read[0]: every[read[0]]} and every[read[0]][0] == 1
+        assert project.store.access_stats([]) == {}
+
+
 def test_both_sides_of_a_contradiction_waiting_for_review_are_flagged(shop):
     """A held contradiction proposal ("TIMEOUT=5" against "TIMEOUT=30") left both
     offered as facts, at full score, by the start pack and recall."""

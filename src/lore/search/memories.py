@@ -32,7 +32,6 @@ class MemoryHit(Record):
     summary: str = ""
     stale: list[str] | None = None
     confidence: float = internal(default=1.0)
-    body: str | None = internal(default=None)
 
 
 def search(

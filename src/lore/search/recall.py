@@ -133,15 +133,15 @@ def recall(
         )
         hits = [h for h in hits if h.score >= FLOOR]
         stale = searcher.store.stale_reasons()
-        access = searcher.store.access_stats()
         hot = hot_memories(searcher, memories, request, exclude={h.id for h in hits})
         about = anchored_to(searcher.store, request.files)
         hot += file_memories(searcher, memories, request, about - {h.id for h in [*hits, *hot]})
-        for hit in [*hits[: request.limit_per_type * 2], *hot]:
-            hit.body = memories.shown_body(hit.path)
-        states = searcher.store.tier_states([h.id for h in [*hits, *hot]])
-        tiers = {mid: state.tier for mid, state in states.items()}
+        shown = [h.id for h in [*hits, *hot]]
+        access = searcher.store.access_stats(shown)
+        tiers = {mid: state.tier for mid, state in searcher.store.tier_states(shown).items()}
         found = memory_items(hits, access, stale, request, searcher.half_life, hot, tiers, about)
+        for item in found:  # the whole body only for the memories kept (read, parsed, redacted)
+            with_body(item, memories.shown_body(item.data["path"]))
         items += flag_disputed(
             searcher.store, follow_relations(found, searcher, memories, stale, request.limit_per_type)
         )
@@ -312,8 +312,7 @@ def related_item(
     from lore.search.memories import hit_of_record
 
     hit = hit_of_record(record, searcher.store.first_chunk(record.path), score, "relation")
-    hit.body = memories.shown_body(record.path)
-    return _memory_item(hit, score, stale.get(record.id))
+    return with_body(_memory_item(hit, score, stale.get(record.id)), memories.shown_body(record.path))
 
 
 def flag_disputed(store: Store, items: list[Item]) -> list[Item]:
@@ -502,11 +501,7 @@ def _memory_item(hit: MemoryHit, score: float, stale: list[str] | None, tier: st
     )
     summary = hit.summary or hit.snippet
     l2 = f"{l1}\n  {summary}" + (f"\n  stale: {'; '.join(stale)}" if stale else "")
-    body = getattr(hit, "body", None)
     renders = {"L1": l1, "L2": l2}
-    if body:
-        # Quoted, so the memory's own headings stay inside its item.
-        renders["L3"] = f"{l1}\n" + "\n".join(("  > " + line).rstrip() for line in body.strip().splitlines())
     data = {
         "id": hit.id,
         "title": hit.title,
@@ -525,6 +520,15 @@ def _memory_item(hit: MemoryHit, score: float, stale: list[str] | None, tier: st
         "tier": tier,
     }
     return Item("memory", hit.id, score, renders, data)
+
+
+def with_body(item: Item, body: str) -> Item:
+    """`item` (a memory's) with an L3 rendering: its line, then its whole body
+    quoted, so the memory's own headings stay inside its item."""
+    if body.strip():
+        lines = body.strip().splitlines()
+        item.renders["L3"] = item.renders["L1"] + "\n" + "\n".join(("  > " + line).rstrip() for line in lines)
+    return item
 
 
 def _applies(scope: str, touched: set[str], text: str) -> bool:

@@ -155,10 +155,12 @@ class MemoryRows(StoreCore):
 
     # -- access statistics (the project's, shared by its clones) --------------------------
 
-    def access_stats(self) -> dict[str, tuple[int, str]]:
-        rows = self._rows(
-            "SELECT memory_id, count, last_accessed FROM access WHERE project_id = %s", (self.project_id,)
-        )
+    def access_stats(self, memory_ids: Sequence[str] | None = None) -> dict[str, tuple[int, str]]:
+        sql = "SELECT memory_id, count, last_accessed FROM access WHERE project_id = %s"
+        if memory_ids is None:
+            rows = self._rows(sql, (self.project_id,))
+        else:
+            rows = self._rows(sql + " AND memory_id = ANY(%s)", (self.project_id, list(memory_ids)))
         return {r[0]: (int(r[1]), r[2]) for r in rows}
 
     def record_access(self, memory_ids: Sequence[str], when: str) -> None:

@@ -980,10 +980,15 @@ class SQLiteStore:
 
     # -- access statistics ----------------------------------------------------------------------
 
-    def access_stats(self) -> dict[str, tuple[int, str]]:
-        return {
-            r[0]: (r[1], r[2]) for r in self.db.execute("SELECT memory_id, count, last_accessed FROM access")
-        }
+    def access_stats(self, memory_ids: Sequence[str] | None = None) -> dict[str, tuple[int, str]]:
+        sql = "SELECT memory_id, count, last_accessed FROM access"
+        if memory_ids is None:
+            return {r[0]: (r[1], r[2]) for r in self.db.execute(sql)}
+        out = {}
+        for part in batched(list(dict.fromkeys(memory_ids)), _MAX_IN):
+            rows = self.db.execute(f"{sql} WHERE memory_id IN ({','.join('?' * len(part))})", part)
+            out.update({r[0]: (r[1], r[2]) for r in rows})
+        return out
 
     def record_access(self, memory_ids: Sequence[str], when: str) -> None:
         self.db.executemany(
