@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lore.records import Record
+from lore.records import Record, datarecord
 
 if TYPE_CHECKING:
     from lore.embed.runtime import EmbeddingRuntime
@@ -16,7 +15,7 @@ if TYPE_CHECKING:
     from lore.project import Project
 
 
-@dataclass
+@datarecord
 class Problem(Record):
     level: str  # error | warning
     where: str  # path[:line]

@@ -16,13 +16,13 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lore.errors import LoreError, StorageError, as_lore_error, without_server_paths
 from lore.memory.model import now_iso
-from lore.records import Record, internal
+from lore.records import Record, datarecord, internal
 
 if TYPE_CHECKING:
     from lore.service import Lore
@@ -32,7 +32,7 @@ MAX_QUEUED = 20
 KEEP_FINISHED = 50
 
 
-@dataclass
+@datarecord
 class JobPhase(Record):
     """One step of a run: ``done`` of ``total`` units (files, chunks)."""
 
@@ -42,7 +42,7 @@ class JobPhase(Record):
     total: int | None = None
 
 
-@dataclass
+@datarecord
 class IndexJob(Record):
     """A background index run (003's update_index, or a full update / rebuild).
 

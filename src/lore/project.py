@@ -20,11 +20,12 @@ from __future__ import annotations
 import os
 import tomllib
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from lore.errors import NotFound, ProjectNotFound, UsageError, ValidationError
+from lore.records import datarecord
 from lore.safe_read import read_regular
 
 LORE_DIR = ".lore"
@@ -83,7 +84,7 @@ sessions/
 """
 
 
-@dataclass
+@datarecord
 class Project:
     """A project root with a `.lore/` folder."""
 

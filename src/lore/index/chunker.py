@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lore.index.tokens import count_tokens
+from lore.records import datarecord
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
@@ -138,7 +139,7 @@ _WORD = re.compile(r"\w")
 _BLANK_RUN = 16  # blank lines in a row that cost nothing; each further one costs a token
 
 
-@dataclass
+@datarecord
 class CodeChunk:
     """A slice of a file: whole lines `start_line..end_line` (1-based, inclusive).
 
@@ -204,7 +205,7 @@ def chunk_file(
     return sizes.windows(0, last, None, "lines")
 
 
-@dataclass
+@datarecord
 class _Unit:
     """A definition or section: rows `start..end` (0-based, inclusive)."""
 

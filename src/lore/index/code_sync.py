@@ -14,7 +14,7 @@ import os
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from lore.errors import NotFound, ValidationError
 from lore.filenames import display_path
 from lore.index import anchors
 from lore.index.roles import RULES_VERSION, file_role
-from lore.records import Record, internal
+from lore.records import Record, datarecord, internal
 from lore.safe_read import read_inside
 from lore.storage import ChunkInput, Store
 
@@ -50,7 +50,7 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _SPLIT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|_+")
 
 
-@dataclass
+@datarecord
 class IndexResult(Record):
     """003's IndexResult, plus what a person wants to know."""
 

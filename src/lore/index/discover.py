@@ -35,12 +35,13 @@ import re
 import stat
 import subprocess
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Protocol
 
 from lore.errors import UsageError
 from lore.filenames import display_path, unsafe_name
+from lore.records import datarecord
 
 DEFAULT_INCLUDE: list[str] = [
     # Code.
@@ -197,7 +198,7 @@ _SNIFF_BYTES = 8192
 _JSON_SHARE = 10
 
 
-@dataclass
+@datarecord
 class Discovery:
     """The outcome of :func:`discover`.
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import IO
 
 from lore.errors import GitError
+from lore.records import datarecord
 
 __all__ = [
     "DATE_FORMAT",
@@ -97,7 +98,7 @@ class Commit:
         return len(self.parents) > 1
 
 
-@dataclass
+@datarecord
 class FileChanges:
     """Paths that differ between two states of the tree.
 
@@ -379,7 +380,7 @@ def current_branch(root: Path) -> str | None:
 DEFAULT_BRANCHES = ("main", "master", "trunk", "develop")
 
 
-@dataclass
+@datarecord
 class BranchWork:
     """The work on the checked-out branch, as git tells it.
 

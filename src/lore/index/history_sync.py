@@ -18,12 +18,12 @@ dropped and commits whose HEAD paths changed are updated.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from lore.filenames import display_path
 from lore.index import gitrepo
 from lore.index.githistory import HistoryCommit, walk_history
+from lore.records import datarecord
 from lore.storage import ChunkInput, CommitRecord, FileState, Store
 
 KIND = "commit"
@@ -35,7 +35,7 @@ BATCH = 500
 FORMAT = "2"
 
 
-@dataclass
+@datarecord
 class HistoryResult:
     added: int = 0
     removed: int = 0

@@ -10,17 +10,17 @@ what the acting agent may see.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
-from lore.records import Record
+from lore.records import Record, datarecord
 from lore.storage import MemoryFilter, SourceCounts, Store
 
 SOURCE_NAMES = {"memory": "memories", "code": "code", "commit": "history", "session": "sessions"}
 MAX_FAILED = 200
 
 
-@dataclass
+@datarecord
 class SourceStats(Record):
     """One source of the index."""
 
@@ -33,14 +33,14 @@ class SourceStats(Record):
     last_indexed_at: str | None
 
 
-@dataclass
+@datarecord
 class FailedFile(Record):
     path: str
     kind: str
     error: str
 
 
-@dataclass
+@datarecord
 class IndexOverview(Record):
     """The dashboard's numbers (see :meth:`lore.service.Lore.index_overview`)."""
 

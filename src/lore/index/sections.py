@@ -7,9 +7,9 @@ frontmatter is not chunked (its fields go to the `memories` table).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from lore.index.tokens import count_tokens
+from lore.records import datarecord
 
 MAX_TOKENS = 500
 OVERLAP_TOKENS = 50
@@ -25,7 +25,7 @@ _KNOWN = {
 }
 
 
-@dataclass
+@datarecord
 class Section:
     section: str  # section id, e.g. "key_files"; "body" before any heading
     start: int  # 0-based line index in the body, inclusive

@@ -39,13 +39,13 @@ import shlex
 import stat
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias, TypedDict
 
 from lore import atomic
 from lore.errors import ConfigError, LoreError, NotFound, UsageError, ValidationError
 from lore.memory.capture.instructions import INSTRUCTIONS, MD_BEGIN, MD_END
+from lore.records import datarecord
 
 # Agent configs are small; the cap keeps a huge file (or a mistake) from being read whole.
 MAX_CONFIG_BYTES = 64 * 1024 * 1024
@@ -199,7 +199,7 @@ def _is_installed(agent: str, root: Path) -> bool:
 # ---------------------------------------------------------------- files
 
 
-@dataclass
+@datarecord
 class _TextFile:
     """A config file's text as read, with what's needed to write it back the same way."""
 
@@ -247,7 +247,7 @@ def _delete(path: Path, root: Path) -> None:
             pass  # not empty: other files live there
 
 
-@dataclass
+@datarecord
 class _Change:
     """One planned edit: new text for a file, its deletion (text None), or just a note (file None)."""
 

@@ -15,14 +15,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lore.errors import Conflict, UsageError, ValidationError, as_lore_error
 from lore.memory.model import MEMORY_TYPES
 from lore.memory.repository import MOVABLE_TIERS
-from lore.records import Record, internal
+from lore.records import Record, datarecord, internal
 
 if TYPE_CHECKING:
     from lore.memory.repository import Memories
@@ -34,7 +34,7 @@ STORAGE_TIERS = MOVABLE_TIERS
 MAX_BULK = 10_000
 
 
-@dataclass
+@datarecord
 class BulkItem(Record):
     """One memory a bulk action touches, and what happens to it."""
 
@@ -44,7 +44,7 @@ class BulkItem(Record):
     change: str
 
 
-@dataclass
+@datarecord
 class BulkResult(Record):
     """A bulk action's preview (``applied`` false) or outcome."""
 
@@ -56,7 +56,7 @@ class BulkResult(Record):
     errors: list[dict[str, str]] = field(default_factory=list)
 
 
-@dataclass
+@datarecord
 class BulkParams:
     """A bulk action and what it changes: tags to add/remove, a type, a storage tier."""
 
@@ -78,7 +78,7 @@ class BulkParams:
             raise UsageError(f"set_tier needs a tier: {', '.join(STORAGE_TIERS)}")
 
 
-@dataclass
+@datarecord
 class Selected:
     """One memory (or trash entry) of a selection; ``version`` changes whenever it does."""
 
@@ -237,7 +237,7 @@ def _action(memories: Memories, params: BulkParams) -> Callable[[Selected], Any]
     return actions[params.action]
 
 
-@dataclass
+@datarecord
 class FileCommit(Record):
     """One commit in a memory file's history."""
 

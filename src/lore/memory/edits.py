@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from lore.errors import UsageError, ValidationError
 from lore.memory.model import MAX_SUBJECT, Memory, content_hash, parse_time, string_list
+from lore.records import datarecord
 
 OPERATIONS = ("append", "prepend", "replace_section", "find_replace", "set", "relate")
 BODY_OPERATIONS = ("append", "prepend", "replace_section", "find_replace")
@@ -50,7 +50,7 @@ _FIELD_NAMES = {
 _FIXED = {"id", "content_hash", "updated_at", "sector", "agent", "visibility", "storage"}
 
 
-@dataclass
+@datarecord
 class Edit:
     """One edit operation and its arguments.
 
@@ -96,7 +96,7 @@ class Edit:
 # -- the file's two parts -----------------------------------------------------------------
 
 
-@dataclass
+@datarecord
 class MemoryText:
     """A memory file's text cut in two: everything up to the body, and the body."""
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from lore.memory.links import INVERSE, SUPERSEDES, keys_of, name_key, stem_of
-from lore.records import Record
+from lore.records import Record, datarecord
 from lore.storage import LinkRecord, MemoryFilter, MemoryRecord
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 MAX_DEPTH = 5
 
 
-@dataclass
+@datarecord
 class LinkedMemory(Record):
     """One link as seen from the memory shown: where it goes (or comes from) and why.
 
@@ -47,7 +47,7 @@ class LinkedMemory(Record):
     line: int | None
 
 
-@dataclass
+@datarecord
 class GraphNode(Record):
     id: str
     title: str
@@ -56,14 +56,14 @@ class GraphNode(Record):
     depth: int
 
 
-@dataclass
+@datarecord
 class GraphEdge(Record):
     source: str
     target: str
     relation: str
 
 
-@dataclass
+@datarecord
 class Graph(Record):
     """The memories within `depth` links of `root`, and the links between them."""
 

@@ -40,10 +40,10 @@ import functools
 import posixpath
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+from lore.records import datarecord
 from lore.storage import LinkInput, MemoryRecord
 
 SUPERSEDES = "supersedes"
@@ -71,7 +71,7 @@ _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*:", re.IGNORECASE)
 
 
-@dataclass
+@datarecord
 class Target:
     """A link's target as written, and the key it is looked up by."""
 
@@ -345,7 +345,7 @@ def _prose_lines(body: str) -> Iterable[tuple[int, str]]:
 # -- rewriting ------------------------------------------------------------------------------
 
 
-@dataclass
+@datarecord
 class Rename:
     """A memory's old and new names: its path, and its title or file name.
 

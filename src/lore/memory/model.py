@@ -28,12 +28,13 @@ import re
 import uuid
 from collections import Counter
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, date, datetime
 from typing import Any, TypeAlias
 
 from lore.errors import ValidationError
 from lore.memory.values import check_int, check_line, check_plain, check_text, clip, fold_line, safe_line
+from lore.records import datarecord
 
 __all__ = ["Memory", "derive_keywords", "derive_title", "from_frontmatter", "normalized", "safe_line"]
 
@@ -207,7 +208,7 @@ def parse_time(value: object, *, field_name: str = "occurred_at") -> str:
         ) from None
 
 
-@dataclass
+@datarecord
 class Memory:
     """One memory, in canonical form. ``path`` is relative to the project root."""
 

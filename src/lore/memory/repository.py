@@ -19,7 +19,7 @@ import os
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ from lore.memory.links import Rename, name_key, rewrite_body, rewrite_relations,
 from lore.memory.model import Memory, derive_keywords, now_iso, parse_time
 from lore.memory.values import check_line, clip
 from lore.project import Project, agent_key
-from lore.records import Record, internal
+from lore.records import Record, datarecord, internal
 from lore.storage import LinkRecord, MemoryFilter, MemoryRecord, Store
 
 _SHOWN_BODIES = 2048  # memory bodies kept by shown_body, per repository
@@ -53,7 +53,7 @@ MOVABLE_TIERS = ("durable", "daily", "session")  # storage tiers a person may mo
 FileChange = dict[str, Any]
 
 
-@dataclass
+@datarecord
 class AddResult(Record):
     """What a write did: the memory's id and path, whether it was created."""
 
@@ -85,7 +85,7 @@ class AddResult(Record):
         }
 
 
-@dataclass
+@datarecord
 class Page(Record):
     """A slice of a memory file (004's paginated read)."""
 
@@ -104,7 +104,7 @@ class Page(Record):
     memory: Memory = internal(default=None)
 
 
-@dataclass
+@datarecord
 class EditResult(Record):
     """What an edit or a move did to one memory, and to the memories linking to it."""
 

@@ -14,7 +14,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TypeAlias
 
@@ -26,6 +26,7 @@ from lore.memory.links import parse_links
 from lore.memory.markdown import parse
 from lore.memory.model import Memory
 from lore.project import Project
+from lore.records import datarecord
 from lore.storage import ChunkInput, FileState, MemoryRecord, Store
 
 KIND = "memory"
@@ -37,7 +38,7 @@ FORMAT = "3"
 Location: TypeAlias = tuple[str, str, str | None]
 
 
-@dataclass
+@datarecord
 class SyncReport:
     added: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)

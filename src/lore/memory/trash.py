@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,10 +17,10 @@ from lore.errors import NotFound, ValidationError, unchanged
 from lore.memory.markdown import move_new, write_atomic
 from lore.memory.model import format_time, parse_time
 from lore.project import Project
-from lore.records import Record, internal
+from lore.records import Record, datarecord, internal
 
 
-@dataclass
+@datarecord
 class TrashEntry(Record):
     id: str
     original: str  # path relative to the project root

@@ -13,11 +13,11 @@ like any other, and each row shows its memory's kept tier.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from lore.errors import UsageError
-from lore.records import Record
+from lore.records import Record, datarecord
 from lore.storage import MEMORY_SORTS, MemoryFilter, MemoryRecord
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ MAX_PAGE = 200
 SORTS = MEMORY_SORTS
 
 
-@dataclass
+@datarecord
 class MemoryRow(Record):
     """A memory as `lore list --json` prints it."""
 
@@ -73,7 +73,7 @@ class MemoryRow(Record):
         )
 
 
-@dataclass
+@datarecord
 class BrowseItem(MemoryRow):
     """A row of the curation table: the list row plus staleness (reasons or
     None) and attention score."""
@@ -82,7 +82,7 @@ class BrowseItem(MemoryRow):
     attention: float = 0.0
 
 
-@dataclass
+@datarecord
 class BrowsePage(Record):
     """One page of the listing and the number of memories that match in all."""
 
@@ -94,7 +94,7 @@ class BrowsePage(Record):
     items: list[BrowseItem] = field(default_factory=list)
 
 
-@dataclass
+@datarecord
 class MemoryDetail(Record):
     """Everything the memory page shows: the parsed memory, its file's version
     (``sha256``, for conflict-checked saves), code anchors, staleness,

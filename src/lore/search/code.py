@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lore.errors import ValidationError
 from lore.memory.model import parse_time
-from lore.records import Record, internal
+from lore.records import Record, datarecord, internal
 from lore.search import hybrid
 from lore.search.text import snippet
 from lore.storage import ChunkFilter, Store
@@ -17,7 +17,7 @@ from lore.storage import ChunkFilter, Store
 TestFinder = Callable[[str], list[str]]
 
 
-@dataclass
+@datarecord
 class CodeHit(Record):
     """003's CodeSearchResult, plus the symbol, the file's role and where the score came from."""
 
@@ -47,7 +47,7 @@ class CodeHit(Record):
         return data
 
 
-@dataclass
+@datarecord
 class CommitHit(Record):
     """A past commit (work item) and the files it changed, as named today."""
 

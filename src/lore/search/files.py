@@ -66,9 +66,10 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import NamedTuple
 
+from lore.records import datarecord
 from lore.search import hybrid
 from lore.storage import ChunkFilter, Store
 
@@ -112,7 +113,7 @@ _CHANGE_TYPES = frozenset(
 )
 
 
-@dataclass
+@datarecord
 class FileMatch:
     """A file likely to matter for a query, with its evidence."""
 

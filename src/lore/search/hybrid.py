@@ -24,9 +24,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from lore.records import datarecord
 from lore.search import fusion
 from lore.search.text import exact_tokens, exactness, lexical_terms, match_features, terms
 from lore.storage import ChunkRecord, Store
@@ -67,7 +67,7 @@ HEDGED_KINDS = frozenset({"memory"})
 RELEVANCE_FLOOR = 0.01
 
 
-@dataclass
+@datarecord
 class Query:
     """A search query, prepared once: its terms and what it names exactly."""
 
@@ -83,7 +83,7 @@ class Query:
         return cls(text, terms(text), exact_tokens(text), vector, model)
 
 
-@dataclass
+@datarecord
 class Scored:
     """One result: its chunk, 0-1 relevance and where it came from."""
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from lore.records import Record, internal
+from lore.records import Record, datarecord, internal
 from lore.search import hybrid
 from lore.search.text import snippet
 from lore.storage import ChunkRecord, MemoryFilter, MemoryRecord, Store
 
 
-@dataclass
+@datarecord
 class MemoryHit(Record):
     """One memory found by a search (seed 000's result fields, snake_case)."""
 

@@ -9,18 +9,19 @@ Seed 001's context brackets choose a fixed level instead.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from lore.errors import UsageError
 from lore.index.tokens import count_tokens
+from lore.records import datarecord
 
 LEVELS = ("L1", "L2", "L3")
 BRACKETS = {"fresh": None, "moderate": "L1", "depleted": "L2", "critical": "L3"}
 SECTIONS = {"memory": "Memories", "file": "Likely files", "code": "Code", "work": "Related past work"}
 
 
-@dataclass
+@datarecord
 class Item:
     kind: str  # memory | file | code | work
     key: str

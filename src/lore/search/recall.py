@@ -15,11 +15,11 @@ The query is the task's title and description reduced to key terms. From it:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from lore.memory.values import clip, fold_line
-from lore.records import Record
+from lore.records import Record, datarecord
 from lore.search import attention as att
 from lore.search.pack import Item, check_heading, pack, render
 from lore.search.text import terms
@@ -47,7 +47,7 @@ SUBJECT_CHARS = 200  # a commit subject shown in a pack or a listing is cut here
 HEADING_CHARS = 160  # the task and the query, as a pack's heading shows them
 
 
-@dataclass
+@datarecord
 class RecallRequest:
     title: str
     description: str = ""
@@ -74,7 +74,7 @@ class RecallRequest:
         return " ".join(words[:MAX_QUERY_TERMS])
 
 
-@dataclass
+@datarecord
 class RecallPack(Record):
     """003's ContextResult, plus the packing outcome."""
 

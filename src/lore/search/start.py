@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import posixpath
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from lore.index.roles import file_role
+from lore.records import datarecord
 from lore.search import attention as att
 from lore.search.pack import Item, pack, render
 from lore.search.recall import FLOOR, RecallPack, file_item, flag_disputed, follow_relations
@@ -75,7 +76,7 @@ KIND_WEIGHT = {
 SCOPE_APPLIES, SCOPE_ELSEWHERE = 1.5, 0.4
 
 
-@dataclass
+@datarecord
 class StartRequest:
     """The moment a session starts: the task, the branch's work, the budget.
 
@@ -95,7 +96,7 @@ class StartRequest:
     named: bool = False  # `title` was given in words (`lore start --title`), not made from the branch
 
 
-@dataclass
+@datarecord
 class StartPack(RecallPack):
     """The session-start pack: a recall pack with the task and the areas changed."""
 

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from lore.memory.capture.parse import json_line, text_of, time_of
+from lore.records import datarecord
 from lore.safe_read import json_loads
 from lore.sessions import events as ev
 from lore.sessions.events import RawEvent
@@ -51,7 +52,7 @@ _CODEX_ITEMS = (
 )
 
 
-@dataclass
+@datarecord
 class Transcript:
     """What one read of a transcript found."""
 

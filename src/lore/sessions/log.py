@@ -17,17 +17,18 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from lore import atomic
+from lore.records import datarecord
 from lore.safe_read import json_loads
 from lore.sessions.events import RawEvent, is_event
 
 _TAIL_CHUNK = 1 << 13  # most events fit; longer ones widen the read
 
 
-@dataclass
+@datarecord
 class LogLine:
     """One event and its exact bytes in the file (archives keep the bytes verbatim)."""
 
@@ -35,7 +36,7 @@ class LogLine:
     raw: bytes
 
 
-@dataclass
+@datarecord
 class LogRead:
     lines: list[LogLine] = field(default_factory=list)
     torn_tail: bool = False  # the file ends in an incomplete line (ignored)

@@ -7,13 +7,13 @@ Python API hand out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
-from lore.records import Record
+from lore.records import Record, datarecord
 
 
-@dataclass
+@datarecord
 class SessionEvent(Record):
     """One event: a message, a tool call or a tool result (004's shapes).
 
@@ -36,7 +36,7 @@ class SessionEvent(Record):
     summary_of: str | None = None  # "1-300": the archived range a summary stands for
 
 
-@dataclass
+@datarecord
 class SessionInfo(Record):
     """A session's metadata (``metadata.json``, in snake_case)."""
 
@@ -56,7 +56,7 @@ class SessionInfo(Record):
     path: str  # the session folder, relative to the project root
 
 
-@dataclass
+@datarecord
 class SessionContext(Record):
     """What an agent's context should hold now: summaries of the archived part,
     then the live events, oldest first, within the hard limit."""
@@ -75,7 +75,7 @@ class SessionContext(Record):
         return "\n\n".join(render_event(event) for event in self.events)
 
 
-@dataclass
+@datarecord
 class CompactionResult(Record):
     """What one compaction did (``compacted`` False: nothing old enough to compact)."""
 
@@ -94,7 +94,7 @@ class CompactionResult(Record):
     seconds: float = 0.0
 
 
-@dataclass
+@datarecord
 class AppendResult(Record):
     """The events appended (with their ids) and the compaction they triggered, if any."""
 
@@ -104,7 +104,7 @@ class AppendResult(Record):
     compaction: CompactionResult | None = None
 
 
-@dataclass
+@datarecord
 class ImportResult(Record):
     """A transcript brought into a session (idempotent: ``appended`` 0 the second time)."""
 

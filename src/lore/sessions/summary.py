@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from lore.errors import ProviderError
+from lore.records import datarecord
 from lore.search.text import STOPWORDS
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ _CHAT_WORDS = frozenset(
 )
 
 
-@dataclass
+@datarecord
 class Summary:
     """A summary's Markdown body and keywords, and which summariser wrote it."""
 

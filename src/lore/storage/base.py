@@ -28,6 +28,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
+from lore.records import datarecord
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -50,7 +52,7 @@ class FileState(NamedTuple):
     error: str | None
 
 
-@dataclass
+@datarecord
 class ChunkInput:
     """A chunk to store (section/symbol/language depend on the kind)."""
 
@@ -64,7 +66,7 @@ class ChunkInput:
     keywords: str = ""
 
 
-@dataclass
+@datarecord
 class MemoryRecord:
     """The indexed fields of one memory (the Markdown file stays the truth)."""
 
@@ -104,7 +106,7 @@ class MemoryStamp:
     confidence: float
 
 
-@dataclass
+@datarecord
 class CommitRecord:
     """One commit as past work.
 
@@ -125,7 +127,7 @@ class CommitRecord:
     is_merge: bool = False
 
 
-@dataclass
+@datarecord
 class ChunkRecord:
     """One stored chunk, with its memory's or commit's fields for those kinds."""
 
@@ -145,7 +147,7 @@ class ChunkRecord:
     commit: CommitRecord | None = None
 
 
-@dataclass
+@datarecord
 class AnchorRecord:
     """A memory anchored to a code unit (or a file, or a line range)."""
 
@@ -159,7 +161,7 @@ class AnchorRecord:
     stale_reason: str | None = None
 
 
-@dataclass
+@datarecord
 class LinkInput:
     """A link written in a memory file, to another memory (stored per file).
 
@@ -179,7 +181,7 @@ class LinkInput:
     origin: str = "body"
 
 
-@dataclass
+@datarecord
 class LinkRecord:
     """A stored link with the memory it is written in."""
 
@@ -194,7 +196,7 @@ class LinkRecord:
     origin: str = "body"
 
 
-@dataclass
+@datarecord
 class FileDump:
     """One indexed file with everything stored for it: what `lore db export`
     writes and `lore db import` reads, whichever backend it comes from."""
@@ -212,7 +214,7 @@ class FileDump:
     links: list[LinkInput] = field(default_factory=list)
 
 
-@dataclass
+@datarecord
 class TierState:
     """A memory's attention tier as last decided by seed 001's transitions.
 
@@ -228,7 +230,7 @@ class TierState:
     checked_at: str = ""  # the clock's time of the last decision
 
 
-@dataclass
+@datarecord
 class EvidenceRecord:
     """One more observation of a memory's fact: another capture, session or agent said it.
 
@@ -245,7 +247,7 @@ class EvidenceRecord:
     folded: bool = False
 
 
-@dataclass
+@datarecord
 class ErrorOccurrence:
     """One occurrence of a normalised error (seed 001's gotcha auto-capture).
 
@@ -262,7 +264,7 @@ class ErrorOccurrence:
     example: str
 
 
-@dataclass
+@datarecord
 class ErrorPattern:
     """A normalised error and how often it was seen, across captures, sessions and agents."""
 
@@ -275,7 +277,7 @@ class ErrorPattern:
     agents: list[str] = field(default_factory=list)
 
 
-@dataclass
+@datarecord
 class ProposalRecord:
     """A change to memory files that waits for a person's approval (``lore review``).
 
@@ -298,7 +300,7 @@ class ProposalRecord:
     updated_at: str = ""
 
 
-@dataclass
+@datarecord
 class SourceCounts:
     """What the index holds of one kind of file (a source of the dashboard).
 
@@ -314,7 +316,7 @@ class SourceCounts:
     last_indexed_at: str | None = None
 
 
-@dataclass
+@datarecord
 class IndexCounts:
     memories: int = 0
     memory_files_with_errors: int = 0
@@ -328,7 +330,7 @@ class IndexCounts:
 # -- filters ----------------------------------------------------------------------
 
 
-@dataclass
+@datarecord
 class MemoryFilter:
     """Which memories a read may return (all conditions must hold).
 
@@ -375,7 +377,7 @@ class MemoryFilter:
     include_global: bool = False
 
 
-@dataclass
+@datarecord
 class ChunkFilter:
     """Which code or commit chunks a search may return.
 

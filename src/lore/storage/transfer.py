@@ -15,12 +15,13 @@ import gzip
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from types import UnionType
 from typing import Any, TypeVar, Union
 
 from lore.errors import StorageError, UsageError, ValidationError
+from lore.records import datarecord
 from lore.storage.base import (
     KINDS,
     AnchorRecord,
@@ -39,7 +40,7 @@ PORTABLE_META = ("embed_model", "history_head", "indexed_commit")
 _BATCH = 256
 
 
-@dataclass
+@datarecord
 class TransferReport:
     files: int = 0
     chunks: int = 0

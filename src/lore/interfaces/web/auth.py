@@ -29,11 +29,12 @@ import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from lore.errors import LoreError
+from lore.records import datarecord
 
 if TYPE_CHECKING:
     from lore.interfaces.web.users import User, UserTable
@@ -88,7 +89,7 @@ def is_wildcard(host: str) -> bool:
     return host in ("0.0.0.0", "::", "")
 
 
-@dataclass
+@datarecord
 class Guard:
     """The server's security settings and state (sessions, failure counts).
 

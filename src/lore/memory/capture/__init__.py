@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,7 +44,7 @@ from lore.memory.capture.digest import (
     message_id,
 )
 from lore.memory.capture.parse import Candidate, from_stdout, from_transcript
-from lore.records import Record
+from lore.records import Record, datarecord
 from lore.secrets import redact
 from lore.storage import ErrorOccurrence, EvidenceRecord
 
@@ -64,7 +64,7 @@ __all__ = [
 GOTCHA_THRESHOLD = 3  # 001: "when an error pattern appears 3+ times ... a gotcha is auto-created"
 
 
-@dataclass
+@datarecord
 class CaptureResult(Record):
     """What a capture kept."""
 

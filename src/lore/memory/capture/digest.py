@@ -28,13 +28,13 @@ Codex's call ids — else the event's position).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, TypeAlias
 
 from lore.memory.capture import cues, errors
 from lore.memory.values import clip
-from lore.records import Record
+from lore.records import Record, datarecord
 from lore.secrets import redact
 
 CLASSES = ("decision", "error_pattern", "resolution", "correction", "validated_pattern")
@@ -55,7 +55,7 @@ Event: TypeAlias = dict[str, Any]
 _Message: TypeAlias = tuple[int, Event, str]
 
 
-@dataclass
+@datarecord
 class DigestItem(Record):
     """One thing the digest keeps, with the messages it comes from."""
 
@@ -66,7 +66,7 @@ class DigestItem(Record):
     signature: str | None = None  # error patterns: the normalised error
 
 
-@dataclass
+@datarecord
 class Digest(Record):
     """A session's digest, by class."""
 

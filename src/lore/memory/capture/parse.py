@@ -39,17 +39,18 @@ import re
 import textwrap
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC
 from pathlib import Path
 from typing import Any, TypedDict
 
 from lore.errors import ValidationError
 from lore.memory.model import MEMORY_TYPES, SCOPE_RE, TYPE_OF_SECTOR, Frontmatter, now_iso, parse_time
+from lore.records import datarecord
 from lore.safe_read import json_loads
 
 
-@dataclass
+@datarecord
 class Candidate:
     """Something an agent said or wrote that may become a memory."""
 
@@ -529,7 +530,7 @@ _NORMALISE = (
 MAX_PATTERN = 300
 
 
-@dataclass
+@datarecord
 class RepeatedError:
     """One distinct error seen again and again: its normalised text, how many
     times it occurred, and the index of the line where it last did."""

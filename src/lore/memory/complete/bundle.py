@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from lore.errors import UsageError
 from lore.memory.complete.text import BULLET
+from lore.records import datarecord
 from lore.safe_read import read_stream
 
 __all__ = ["CompletionBundle", "load_bundle"]
 
 
-@dataclass
+@datarecord
 class CompletionBundle:
     """What the agent says about its finished task (000's CompletionBundle).
 

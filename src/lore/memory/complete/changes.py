@@ -9,7 +9,7 @@ tree (staged, unstaged and untracked) is taken as the task's work.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from lore.errors import UsageError
@@ -17,11 +17,12 @@ from lore.index import gitrepo
 from lore.index.gitrepo import Commit
 from lore.memory.complete.decisions import mine_decisions
 from lore.memory.complete.diff import FileStat, by_churn, fold_diff, parse_patch, untracked_stat
+from lore.records import datarecord
 
 __all__ = ["TaskChanges", "task_changes"]
 
 
-@dataclass
+@datarecord
 class TaskChanges:
     """What git knows about a task's work.
 

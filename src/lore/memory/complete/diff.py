@@ -10,13 +10,15 @@ commits, oldest first, into one account per file as it is after them.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
+
+from lore.records import datarecord
 
 __all__ = ["FileDiff", "FileStat", "by_churn", "fold_diff", "parse_patch", "untracked_stat"]
 
 
-@dataclass
+@datarecord
 class FileStat:
     """One file's account over the diffs folded so far.
 
@@ -64,7 +66,7 @@ class FileStat:
         return text
 
 
-@dataclass
+@datarecord
 class FileDiff:
     """One file's diff in a patch: its paths, status and hunks
     (``(old_start, old_len, new_start, new_len, context)``)."""

@@ -25,7 +25,7 @@ import re
 import subprocess
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,7 +45,7 @@ from lore.memory.model import (
     from_frontmatter,
     parse_time,
 )
-from lore.records import Record
+from lore.records import Record, datarecord
 from lore.storage import MemoryFilter
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ _ADR_PREFIX = re.compile(r"^(?:adr[-\s]*)?\d{1,5}\s*[-.:)]?\s*", re.I)
 _DATE_KEYS = ("occurred_at", "created_at", "createdAt", "completed", "date")
 
 
-@dataclass
+@datarecord
 class ImportItem(Record):
     """One memory an import created, found already there, or (dry run) would create."""
 
@@ -74,7 +74,7 @@ class ImportItem(Record):
     path: str | None = None  # the memory file (None in a dry run)
 
 
-@dataclass
+@datarecord
 class ImportReport(Record):
     """What `lore import` did (or would do)."""
 
@@ -104,7 +104,7 @@ class ImportReport(Record):
         }
 
 
-@dataclass
+@datarecord
 class _Planned:
     memory: Memory
     item: ImportItem

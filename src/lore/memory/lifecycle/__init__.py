@@ -17,13 +17,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from lore.memory.lifecycle import evidence, similarity, tiers
 from lore.memory.lifecycle.clock import Clock, iso, parse, system_now
-from lore.records import Record
+from lore.records import Record, datarecord
 from lore.storage import EvidenceRecord, MemoryFilter, MemoryRecord
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ _TICKED = "lifecycle_ticked_at"
 _FACT_TIERS = ["session", "session-summary", "archive"]
 
 
-@dataclass
+@datarecord
 class Remembered(Record):
     """What :meth:`Lifecycle.remember` did: a new memory, or evidence for one that had the fact."""
 
@@ -52,7 +52,7 @@ class Remembered(Record):
     similarity: float | None = None  # to the memory that had the fact already
 
 
-@dataclass
+@datarecord
 class TierReport(Record):
     """Tier moves of one decision pass: {memory id: [from, to]}."""
 

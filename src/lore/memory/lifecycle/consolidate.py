@@ -27,7 +27,7 @@ Only local merges change files; everything else waits in ``lore review``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +35,7 @@ from lore.errors import LoreError
 from lore.memory import markdown, sync
 from lore.memory.lifecycle import evidence, proposals, similarity
 from lore.memory.lifecycle.clock import iso, parse
-from lore.records import Record
+from lore.records import Record, datarecord
 from lore.storage import EvidenceRecord, MemoryRecord
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ CANDIDATES = 8
 _SKIP_TIERS = ["session", "session-summary", "archive"]
 
 
-@dataclass
+@datarecord
 class ConsolidationReport(Record):
     """What one consolidation pass did and proposed."""
 

@@ -18,13 +18,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from lore.errors import UsageError
 from lore.memory import markdown, sync
 from lore.memory.lifecycle.clock import days, iso, parse
-from lore.records import Record
+from lore.records import Record, datarecord
 from lore.storage import MemoryFilter, MemoryRecord, TierState
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ DAILY_ARCHIVE_DAYS = 30
 RECENT_DAYS = 2  # what the cheap consolidation at session start looks at
 
 
-@dataclass
+@datarecord
 class SessionStartReport(Record):
     """What starting a session did to the memory tiers."""
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 import difflib
 import hashlib
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lore.errors import Conflict, NotFound, UsageError
@@ -37,7 +36,7 @@ from lore.locking import file_lock
 from lore.memory import markdown, sync
 from lore.memory.lifecycle.clock import iso
 from lore.memory.model import Memory
-from lore.records import Record
+from lore.records import Record, datarecord
 from lore.storage import MemoryRecord, ProposalRecord
 
 if TYPE_CHECKING:
@@ -48,7 +47,7 @@ MIN_EVIDENCE = 5
 KINDS = ("promote", "merge", "supersede", "contradiction")
 
 
-@dataclass
+@datarecord
 class ProposedChange(Record):
     """One file a proposal changes."""
 
@@ -56,7 +55,7 @@ class ProposedChange(Record):
     action: str  # create | rewrite | trash
 
 
-@dataclass
+@datarecord
 class Proposal(Record):
     """A change waiting for approval, with its diff against the files as they are now."""
 

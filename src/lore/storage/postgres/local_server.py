@@ -16,17 +16,17 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from lore.errors import StorageError
+from lore.records import datarecord
 
 START_DEADLINE = 180.0  # seconds; initdb + start take 1-4 s on an idle machine
 
 
-@dataclass
+@datarecord
 class LocalServer:
     """A running server; URLs connect as the superuser over its socket."""
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from lore.records import datarecord
 from lore.storage.base import AnyFilter, ChunkInput, ChunkRecord, embedding_text, filter_is_empty, text_hash
 from lore.storage.postgres import convert, sql
 from lore.storage.postgres.core import StoreCore
@@ -36,7 +37,7 @@ COMMON_TERM_ROWS = 20_000
 ESTIMATE_SECONDS = 30.0
 
 
-@dataclass
+@datarecord
 class _LexicalPlan:
     """matching: the terms whose chunks are the candidates; frequent: the terms
     that only score them; estimated_df: document frequencies taken from the

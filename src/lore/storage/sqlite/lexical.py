@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from lore.records import datarecord
 
 # A term in more than this share of a kind's chunks is "frequent".
 FREQUENT_SHARE = 0.05
@@ -42,7 +43,7 @@ def phrase(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-@dataclass
+@datarecord
 class LexicalPlan:
     """The FTS5 MATCH expressions for one query's candidates.
 

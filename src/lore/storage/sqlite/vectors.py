@@ -23,9 +23,11 @@ import functools
 import hashlib
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
+
+from lore.records import datarecord
 
 if TYPE_CHECKING:
     import numpy as np
@@ -46,7 +48,7 @@ def candidates(n: int, k: int) -> int:
     return min(n, max(2_000, 20 * k, n // 40))
 
 
-@dataclass
+@datarecord
 class VectorSet:
     version: int
     ids: np.ndarray  # chunk ids, int64
@@ -121,7 +123,7 @@ class VectorSet:
         return np.isin(self.ids, np.fromiter(chunk_ids, dtype=np.int64, count=len(chunk_ids)))
 
 
-@dataclass
+@datarecord
 class Codes:
     """Sign bits of each row around the set's mean, as uint64 words [words, n] (word-major)."""
 
