@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import lore
 from lore.search import fusion, hybrid
-from lore.search.text import lexical_terms, match_features
+from lore.search.text import exactness, lexical_terms, match_features
 from lore.storage import ChunkRecord
 
 AUTHOR = {
@@ -763,3 +763,183 @@ def test_a_scored_hits_copy_has_every_field_and_is_its_own():
     assert copied is not hit and dataclasses.asdict(copied) == dataclasses.asdict(hit)
     copied.score = 0.9
     assert hit.score == 0.25
+
+
+# -- what a result is shown with, and in which order ----------------------------------------------
+
+
+def test_a_files_score_is_its_own_relevance_whatever_is_asked_and_whoever_ranks_near(repo):
+    """A file was shown with the score of the best file ranked after it, within
+    the files asked for: `tox.ini --limit 4` showed a workflow file at 0.45,
+    `--limit 5` at 0.81, and a docs page was shown at 0.28 by `--files-only`
+    but 0.95 by `lore code`. A file's score is its own best evidence."""
+    write(repo, "src/shop/cart.py", "def add_to_cart(cart, item):\n    '''Add an item to the cart.'''\n")
+    write(repo, "src/shop/prices.py", "def cart_total(cart):\n    return sum(i.price for i in cart)\n")
+    write(repo, "tests/test_cart.py", "def test_add_to_cart():\n    add_to_cart([], 'apple')  # cart\n")
+    write(
+        repo, "docs/cart.rst", "The cart\n========\n\nAdding an item to the cart: add_to_cart(cart, item).\n"
+    )
+    commit(repo, "Shop")
+    project = indexed(repo)
+    query = "add an item to the cart"
+    ranked = project.code_search(query, files_only=True, limit=10)
+    own = {h.file_path: h.similarity for h in ranked}
+    assert len(own) >= 4
+    for limit in range(1, len(own) + 1):
+        assert {
+            h.file_path: h.similarity for h in project.code_search(query, files_only=True, limit=limit)
+        } == {h.file_path: own[h.file_path] for h in ranked[:limit]}
+    chunks = project.code_search(query, limit=50)
+    for path, score in own.items():
+        assert score == max(c.similarity for c in chunks if c.file_path == path), path
+    # Source first, though the docs page holds more of the task's words.
+    assert ranked[0].file_path == "src/shop/cart.py" and own["docs/cart.rst"] > own["src/shop/prices.py"]
+    # Recall keeps the ranking's order, and shows each file with its own score.
+    pack = project.recall(query, budget=4000)
+    files = [it for it in pack.items if it.kind == "file"]
+    assert [it.key for it in files] == [h.file_path for h in ranked][: len(files)]
+    assert {it.key: it.data["score"] for it in files} == {it.key: own[it.key] for it in files}
+    project.close()
+
+
+def test_every_term_means_words_that_start_with_the_terms():
+    """`lore code "click current"` ranked the changelog's ``.. currentmodule::
+    click`` (found by meaning alone) first: five letters of "current" inside
+    "currentmodule" counted as the word, so it was taken for a chunk holding
+    every term and kept above the chunks that do."""
+    terms = ["click", "current"]
+    assert exactness(terms, [], ".. currentmodule:: click") == 0
+    assert exactness(terms, [], "def get_current_context():\n    '''The click context.'''") == 1
+    assert exactness(terms, [], "ctx = getCurrentContext()  # click") == 1
+    assert exactness(terms, [], "Clicked: currently shown") == 1  # -ed, -ly
+    assert exactness(["pass"], [], "the password") == 0
+    assert exactness(["connect"], [], "open a connection") == 1
+    assert exactness(["connect"], [], "a reconnection") == 0
+    assert exactness(["click"], ["click.echo"], "see click.echo") == 2
+    assert exactness(["straße"], [], "İstanbul straße") == 1  # a lower case of another length
+
+
+def test_a_named_definition_or_file_comes_first_then_source(repo):
+    """`lore code CliRunner` put a conftest, a test and a docs page above the
+    class; `lore code src/click/testing.py` put a test module first."""
+    write(
+        repo,
+        "src/kit/testing.py",
+        "import os\n\n\nclass CliRunner:\n    '''Invoke a command in isolation.'''\n\n"
+        "    def invoke(self, cli):\n        return cli()\n",
+    )
+    for n in range(3):
+        write(
+            repo,
+            f"tests/test_runner_{n}.py",
+            "from kit.testing import CliRunner\n\n\ndef test_runner():\n"
+            "    runner = CliRunner()\n    assert CliRunner().invoke(lambda: 1) == 1  # CliRunner CliRunner\n",
+        )
+    write(repo, "docs/testing.rst", "Testing\n=======\n\nUse CliRunner. A CliRunner runs a CliRunner.\n")
+    write(repo, "src/kit/other.py", "from kit import testing\n\n\ndef helper():\n    return testing\n")
+    commit(repo, "Kit")
+    project = indexed(repo)
+    hits = project.code_search("CliRunner")
+    assert (hits[0].file_path, hits[0].symbol) == ("src/kit/testing.py", "CliRunner")
+    roles = [h.role for h in hits]
+    assert roles.index("test") > roles.index("source") and roles[-1] in ("docs", "test")
+    named = project.code_search("kit/testing.py")
+    assert named[0].file_path == "src/kit/testing.py"
+    # A role the query is about joins the source tier.
+    assert project.code_search("CliRunner docs")[1].file_path == "docs/testing.rst"
+    project.close()
+
+
+def test_a_task_foreign_to_the_project_packs_nothing_found_by_meaning_alone(repo):
+    """Tasks of words the project never uses ("tuba kumquat nebula") filled
+    click's pack with files, code and past commits found by meaning alone at
+    0.06-0.23; so did an unrelated real task. Recall leaves them out."""
+    topics = {
+        "invoices": "Compute invoice totals and round each line to cents",
+        "accounts": "Create user accounts and hash their passwords",
+        "mailer": "Send the weekly digest email to every subscriber",
+        "search": "Rank products by how well their names match the query",
+        "reports": "Render the monthly sales report as a PDF",
+    }
+    for name, summary in topics.items():
+        write(repo, f"app/{name}.py", f"def {name}_job(rows):\n    '''{summary}.'''\n    return rows\n")
+        commit(repo, summary)
+        write(repo, f"app/{name}.py", (repo / f"app/{name}.py").read_text() + "# reviewed\n")
+        commit(repo, f"Tidy the {name} module")
+    lore.init(repo).close()
+    with lore.open(repo) as project:
+        project.index_code()
+        for task in ("xylophone quasar marmalade", "tuba kumquat nebula", "walrus origami lagoon"):
+            pack = project.recall(task)
+            assert pack.items == [], (task, [(it.kind, it.key, it.value) for it in pack.items])
+        found = project.recall("Round invoice lines to cents")  # words it does use
+        assert "app/invoices.py" in [it.key for it in found.items if it.kind == "file"]
+
+
+def test_paths_given_at_the_shell_are_read_from_the_current_directory(repo):
+    """`--dir` was read from the project's root whatever the directory: from
+    inside net/, `--dir go` matched nothing and `--dir .` the whole project;
+    an absolute path inside the project matched nothing, silently."""
+    from conftest import CLI
+
+    write(repo, "py/retry.py", "def retry_backoff():\n    '''Retry with backoff.'''\n")
+    write(
+        repo,
+        "net/go/retry.go",
+        "package net\n\n// RetryBackoff retries with backoff.\nfunc RetryBackoff() {}\n",
+    )
+    commit(repo, "Retry in two languages")
+    lore.init(repo).close()
+    bm25_only(repo)
+    cli = CLI(repo)
+
+    def files(*args: str, cwd: Path = repo) -> set[str]:
+        return {h["file_path"] for h in cli.json("code", "retry backoff", *args, cwd=cwd)}
+
+    assert files("--dir", "net/go") == {"net/go/retry.go"}
+    assert files("--dir", "go", cwd=repo / "net") == {"net/go/retry.go"}
+    assert files("--dir", ".", cwd=repo / "net") == {"net/go/retry.go"}
+    assert files("--dir", str(repo / "py")) == {"py/retry.py"}
+    outside = cli("code", "retry", "--dir", str(repo.parent), ok=False)
+    assert outside.returncode == 2 and "outside the project" in outside.stderr
+    assert "Traceback" not in outside.stderr
+    # recall --files too; a file the index does not hold is said to be so.
+    pack = cli.json("recall", "retry", "--files", "go/retry.go", "--files", "go/gone.go", cwd=repo / "net")
+    reasons = {f["path"]: f["reasons"] for f in pack["files"]}
+    assert reasons["net/go/retry.go"] == ["named by the task"]
+    assert reasons["net/go/gone.go"] == ["named by the task, not in the index"]
+
+
+def test_a_lower_history_cap_applies_without_force_and_a_higher_one_walks_again(repo):
+    for n in range(7):
+        write(repo, "log.py", f"VERSION = {n}\n")
+        commit(repo, f"Release number {n}", f"2024-01-0{n + 1}T12:00:00+00:00")
+    project = indexed(repo)
+    assert project.store.counts().commits == 7
+    project.close()
+    config = repo / ".lore/config.toml"
+    config.write_text(config.read_text().replace("history_commits = 200000", "history_commits = 3"))
+    with lore.open(repo) as project:
+        project.index_code()
+        assert sorted(c.subject for c in project.store.commits()) == [
+            f"Release number {n}" for n in (4, 5, 6)
+        ]
+    config.write_text(config.read_text().replace("history_commits = 3", "history_commits = 5"))
+    with lore.open(repo) as project:
+        project.index_code()
+        assert project.store.counts().commits == 5
+
+
+def test_piped_results_are_one_line_each_whatever_the_width(repo):
+    """Piped, `lore history` wrapped at 80 columns: a commit's date landed on a
+    line of its own and broke grep."""
+    from conftest import CLI
+
+    subject = "Make the nightly export of every order to the accounting CSV file retry on timeouts"
+    write(repo, "export.py", "def export_orders():\n    return 'orders'\n")
+    commit(repo, subject)
+    lore.init(repo).close()
+    bm25_only(repo)
+    out = CLI(repo)("history", "nightly export orders", env={"COLUMNS": "80"}).stdout
+    line = next(line for line in out.splitlines() if "nightly export" in line)
+    assert subject in line and "Ada" in line and len(line) > 80

@@ -78,6 +78,15 @@ def until(text: str, now: datetime = NOW) -> str:
         ("friday", "2024-05-10T00:00:00Z", "2024-05-11T00:00:00Z"),
         ("on mon", "2024-05-13T00:00:00Z", "2024-05-14T00:00:00Z"),
         ("  since   2  weeks  ago ", "2024-05-01T14:30:00Z", "2024-05-01T14:30:00Z"),
+        # a day with its month's name, as people write it
+        ("April 1, 2024", "2024-04-01T00:00:00Z", "2024-04-02T00:00:00Z"),
+        ("apr 1st 2024", "2024-04-01T00:00:00Z", "2024-04-02T00:00:00Z"),
+        ("1 April 2024", "2024-04-01T00:00:00Z", "2024-04-02T00:00:00Z"),
+        ("3rd Jan, 2023", "2023-01-03T00:00:00Z", "2023-01-04T00:00:00Z"),
+        ("since May 15", "2024-05-15T00:00:00Z", "2024-05-16T00:00:00Z"),  # today counts
+        ("May 16", "2023-05-16T00:00:00Z", "2023-05-17T00:00:00Z"),  # not in the future
+        ("2024/04/01", "2024-04-01T00:00:00Z", "2024-04-02T00:00:00Z"),
+        ("2024/4/1", "2024-04-01T00:00:00Z", "2024-04-02T00:00:00Z"),
     ],
 )
 def test_phrases(text, start, end):
@@ -137,6 +146,7 @@ def test_local_midnight_across_daylight_saving():
     "text",
     [
         *("", "   ", "soonish", "3 fortnights ago", "2024-13", "2024-02-30", "last blursday", "12:30", "5m"),
+        *("April 31, 2024", "2024/02/30", "32 May", "Smarch 1"),
         # past the years datetime holds: OverflowError / ValueError inside, an internal error before
         *("99999999999 days ago", "99999999999999999999 weeks ago", "last 9999999 years", "10000 years ago"),
         "2024-05-01T14:30+99:00",  # said as "offset must be a timedelta strictly between -timedelta(..."

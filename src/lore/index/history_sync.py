@@ -64,7 +64,16 @@ def sync_history(root: Path, store: Store, limit: int, *, force: bool = False) -
     # commits that HEAD did not move for: walk all of history again.
     if shallow != (store.get_meta("history_shallow") or ""):
         last = ""
+    # `[index] history_commits` changed: lowered, the oldest commits go; raised,
+    # history is walked again for the older ones (those stored are kept).
+    capped = store.get_meta("history_limit") or ""
+    if capped.isdigit() and int(capped) < limit:
+        last = ""
     if head == last:
+        if capped != str(limit):
+            with store.transaction():
+                store.prune_commits(limit)
+                store.set_meta("history_limit", str(limit))
         return result
     known = store.file_states(KIND)
     stored = {c.sha: c.head_files for c in store.commits()} if known and not rewrite else {}
@@ -85,6 +94,7 @@ def sync_history(root: Path, store: Store, limit: int, *, force: bool = False) -
             else:
                 result.removed = store.delete_files(p for p in known if p not in seen)
             store.prune_commits(limit)
+            store.set_meta("history_limit", str(limit))
             store.set_meta("history_head", head)
             store.set_meta("history_format", FORMAT)
             store.set_meta("history_shallow", shallow)

@@ -12,7 +12,7 @@ from lore.memory.model import parse_time
 from lore.records import Record, datarecord, internal
 from lore.search import hybrid
 from lore.search.text import snippet
-from lore.storage import ChunkFilter, Store
+from lore.storage import ChunkFilter, ChunkRecord, Store
 
 TestFinder = Callable[[str], list[str]]
 
@@ -37,6 +37,10 @@ class CodeHit(Record):
     chunk_text: str = internal(default="")
     # Files-only results: the file's most relevant chunks, each scored by its own relevance.
     chunks: list[CodeHit] = internal(default_factory=list)
+    # Files-only results: a score that follows the ranking (FileMatch.order), what recall packs by.
+    order: float = internal(default=0.0)
+    # Files-only results: some of its evidence holds the query's words (FileMatch.worded).
+    worded: bool = internal(default=True)
 
     def to_dict(self, *, full: bool = False) -> dict[str, Any]:
         data = super().to_dict()
@@ -71,9 +75,48 @@ def search_code(
     mode: str = "hybrid",
     fusion: str = "adaptive",
 ) -> list[CodeHit]:
-    """Code chunks matching `query`, best first."""
-    found = hybrid.search(store, "code", query, limit=limit, flt=flt, mode=mode, fusion_mode=fusion)
-    return [_code_hit(s, query) for s in found]
+    """Code chunks matching `query`, best first: a chunk defining the
+    identifier the query names, or of the file it names by path, first; then
+    the chunks holding the query's exact identifier or phrase, then those
+    holding every term, then the rest; within each, source before tests,
+    examples, config, docs and changelogs (the files ranking's tiers,
+    :data:`~lore.search.files.ROLE_WEIGHT`; a role the query is about or the
+    filter asks for joins the source tier), each tier in order of relevance.
+    Scores are each chunk's own relevance."""
+    from lore.search.files import ROLE_WEIGHT, roles_asked
+
+    pool = max(limit, TIERED_POOL)
+    found = hybrid.search(store, "code", query, limit=pool, flt=flt, mode=mode, fusion_mode=fusion)
+    asked = (roles_asked(query.text) | set(flt.roles)) - {"test"}
+
+    def tier(hit: hybrid.Scored) -> float:
+        role = hit.chunk.role or "source"
+        return 1.0 if role in asked else ROLE_WEIGHT.get(role, 1.0)
+
+    named = [token for token in query.exact if " " not in token]
+    ranked = sorted(found, key=lambda hit: (not _names(hit.chunk, named), -max(hit.exact, 0), -tier(hit)))
+    return [_code_hit(s, query) for s in ranked[:limit]]
+
+
+# Chunk results are read this deep before they are put in role order.
+TIERED_POOL = 30
+
+
+def _names(chunk: ChunkRecord, tokens: list[str]) -> bool:
+    """Whether `chunk` defines an identifier the query names (``CliRunner``,
+    ``CliRunner.invoke``, ``get_user``) or is of a file it names by path
+    (``click/termui.py``)."""
+    if not tokens:
+        return False
+    path = chunk.path.lower()
+    if any(
+        ("/" in token or "." in token) and (path == token or path.endswith("/" + token)) for token in tokens
+    ):
+        return True
+    for symbol in (chunk.symbol or "").lower().split(", "):
+        if symbol and (symbol in tokens or symbol.rsplit(".", 1)[-1] in tokens):
+            return True
+    return False
 
 
 def search_files(
@@ -100,7 +143,7 @@ def search_files(
             hit = _code_hit(m.best, query, m.score)
         else:
             hit = CodeHit(m.path, None, None, 1, 1, "", m.score, "history", m.role)
-        hit.commits, hit.is_file = m.commits, True
+        hit.commits, hit.is_file, hit.order, hit.worded = m.commits, True, m.order, m.worded
         hit.chunks = [_code_hit(chunk, query, relevance) for chunk, relevance in m.chunks]
         if tests is not None and (m.role or "source") == "source":
             hit.tests = tests(m.path)

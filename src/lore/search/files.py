@@ -52,13 +52,18 @@ the MCP tools:
    target. On five time-split repositories this strict order beat role
    weights multiplied into the fused score.
 
-The score shown for a file is the relevance of its evidence (its best
-chunk's, or its best similar commit's), weighted by its role, raised to
-the score of the best file ranked after it if that is higher. Relevance is
-the adaptive fusion's calibrated score from the same candidates, even when
-the evidence is ranked by RRF (whose scores say where a chunk ranked: the
-first is ~1 whatever the task), so a task foreign to the repository shows
-weak files as weak, and recall's floor leaves them out.
+The score shown for a file is the relevance of its own evidence: its best
+chunk's (the score ``lore code`` shows that chunk with) or its best similar
+commit's, whichever is higher. Relevance is the adaptive fusion's calibrated
+score from the same candidates, even when the evidence is ranked by RRF
+(whose scores say where a chunk ranked: the first is ~1 whatever the task),
+so a task foreign to the repository shows weak files as weak, and recall's
+floor leaves them out. It is not the ranking: roles, words, history and
+names order the files, so a test or a doc may be shown more relevant than
+the source file ranked above it. What recall packs files by is
+:attr:`FileMatch.order`: the evidence weighted by role, raised to the best
+ranked after it over the whole ranking (never depending on how many files
+are asked for), so the pack keeps this order.
 """
 
 from __future__ import annotations
@@ -127,6 +132,10 @@ class FileMatch:
     tests: list[str] = field(default_factory=list)
     # Its most relevant chunks (at most CHUNKS_PER_FILE + 1), each with its calibrated relevance.
     chunks: list[tuple[hybrid.Scored, float]] = field(default_factory=list)
+    # The score that follows the ranking (role-weighted evidence, lifted): what recall packs by.
+    order: float = 0.0
+    # Some of its evidence holds the query's words (else it was found by meaning alone).
+    worded: bool = True
 
 
 class _FileCode(NamedTuple):
@@ -263,25 +272,29 @@ def likely_files(
                 (tier, value),
                 FileMatch(
                     path,
-                    evidence * weight,
+                    evidence,
                     role,
                     best,
                     history[path][1] if path in history else 0,
                     code_rank.get(path),
                     history_rank.get(path),
                     chunks=chunks,
+                    order=evidence * weight,
+                    worded=path in words or (path in history and history[path].worded),
                 ),
             )
         )
     matches.sort(key=lambda item: item[0], reverse=True)
-    out = [m for _, m in matches[:limit]]
-    # Shown scores follow the ranking: a file ranked above another is shown at
-    # least as relevant (lifting it, rather than lowering the files below a
-    # weak one, which would push them under recall's floor).
-    for before, after in zip(reversed(out[:-1]), reversed(out[1:])):
-        before.score = max(before.score, after.score)
+    ranked = [m for _, m in matches]
+    # The packing value follows the ranking: a file ranked above another is
+    # worth at least as much (lifting it, rather than lowering the files below
+    # a weak one), over the whole ranking, so it never depends on `limit`.
+    best_after = 0.0
+    for m in reversed(ranked):
+        best_after = m.order = max(best_after, m.order)
+    out = ranked[:limit]
     for m in out:
-        m.score = round(m.score, 4)
+        m.score, m.order = round(m.score, 4), round(m.order, 4)
     return out
 
 
@@ -332,21 +345,34 @@ def _ranks(scores: dict[str, float]) -> dict[str, int]:
     return {p: r for r, p in enumerate(sorted(scores, key=lambda p: -scores[p]))}
 
 
-def _history_evidence(
-    commits: list[hybrid.Scored], relevance: dict[int, float]
-) -> dict[str, tuple[float, int, float]]:
-    """Per file (as named today): (summed evidence, commits, best commit's
-    relevance: from `relevance` by chunk id where given, else its score)."""
-    evidence: dict[str, list[float]] = defaultdict(lambda: [0.0, 0, 0.0])
+def _history_evidence(commits: list[hybrid.Scored], relevance: dict[int, float]) -> dict[str, _History]:
+    """Per file (as named today): (summed evidence, commits, its relevance:
+    the best of its commits' relevances — from `relevance` by chunk id where
+    given, else their scores — each shared among the commit's files, divided
+    by the square root of their number: a commit matching the task says the
+    most of a file it changed alone, less of one among many)."""
+    evidence: dict[str, list[float]] = defaultdict(lambda: [0.0, 0, 0.0, 0])
     for hit in commits:
         commit = hit.chunk.commit
         if commit is None or commit.n_files > MAX_COMMIT_FILES:
             continue
         files = [p for p in dict.fromkeys(commit.head_files) if p]
-        weight = hit.score / max(1, commit.n_files) * (MERGE_WEIGHT if commit.is_merge else 1.0)
+        merge = MERGE_WEIGHT if commit.is_merge else 1.0
+        weight = hit.score / max(1, commit.n_files) * merge
+        shared = relevance.get(hit.chunk.chunk_id, hit.score) / max(1, commit.n_files) ** 0.5 * merge
         for path in files:
             entry = evidence[path]
             entry[0] += weight
             entry[1] += 1
-            entry[2] = max(entry[2], relevance.get(hit.chunk.chunk_id, hit.score))
-    return {p: (e[0], int(e[1]), e[2]) for p, e in evidence.items()}
+            entry[2] = max(entry[2], shared)
+            entry[3] = entry[3] or hit.lexical > 0
+    return {p: _History(e[0], int(e[1]), e[2], bool(e[3])) for p, e in evidence.items()}
+
+
+class _History(NamedTuple):
+    """A file's history evidence."""
+
+    strength: float  # summed over the similar commits that touched it: what ranks it
+    commits: int
+    relevance: float  # what it is shown with
+    worded: bool  # a commit holding some of the query's words touched it

@@ -34,11 +34,18 @@ if TYPE_CHECKING:
 
 MAX_QUERY_TERMS = 64
 FLOOR = 0.05  # items of less relevance are left out rather than padding the pack
-# Likely files and their code below this relevance are left out: on six
-# time-split sets no answer file ranked in a top 10 scores under it (R@10 the
-# same), and a task foreign to the repository ("configure kubernetes helm
-# charts" asked of click) scores every file under it (0.06-0.096).
+# Likely files whose ranking value (FileMatch.order: role-weighted evidence,
+# kept in rank order) is below this are left out, and so are code chunks of
+# less relevance: on six time-split sets no answer file ranked in a top 10
+# scores under it (R@10 the same), and a task foreign to the repository
+# ("configure kubernetes helm charts" asked of click) scores every file
+# under it (0.06-0.096).
 FILE_FLOOR = 0.10
+# Items found by meaning alone (no word of the task in them) need this much:
+# on click, the best such item for 30 nonsense tasks ("tuba kumquat nebula")
+# scored 0.06-0.23, mostly under 0.19; the past commits found that way for
+# 40 real tasks' top 10s scored 0.22-0.48 (median 0.27).
+MEANING_FLOOR = 0.2
 SCOPE_BOOST = 1.5
 # The relevance of a memory about a file the task names that its words did not
 # find: a fair match, below what a search finds by the task's own words.
@@ -131,7 +138,7 @@ def recall(
             clamp_limit(max(20, request.limit_per_type * 4)),
             flag_stale=False,
         )
-        hits = [h for h in hits if h.score >= FLOOR]
+        hits = [h for h in hits if h.score >= _floor(h.source)]
         stale = searcher.store.stale_reasons()
         hot = hot_memories(searcher, memories, request, exclude={h.id for h in hits})
         about = anchored_to(searcher.store, request.files)
@@ -150,18 +157,32 @@ def recall(
                 tasks[hit.task_id] = task_item(hit.task_id, hit.title, hit.score)
     commits = []
     if include_code or include_related_work:
-        commits = [c for c in searcher.history(query, limit=20, flt=request.period) if c.relevance >= FLOOR]
+        commits = [
+            c
+            for c in searcher.history(query, limit=20, flt=request.period)
+            if c.relevance >= _floor(c.source)
+        ]
     if include_code:
         files = searcher.code(
             query, ChunkFilter(), max(10, request.limit_per_type * 2), files_only=True, period=request.period
         )
+        indexed = searcher.store.code_files(list(request.files), ChunkFilter()) if request.files else {}
         items += [
-            file_item(path, 1.0, ["named by the task"], tests=searcher.tests_of(path))
+            file_item(
+                path,
+                1.0,
+                ["named by the task" if path in indexed else "named by the task, not in the index"],
+                indexed.get(path),
+                searcher.tests_of(path),
+            )
             for path in request.files
         ]
-        files = [h for h in files if h.similarity >= FILE_FLOOR]
+        # The floor holds against the ranking's value (what a task foreign to the
+        # project scores low on); a file found by meaning alone needs its own
+        # relevance to clear the meaning floor too.
+        files = [h for h in files if h.order >= FILE_FLOOR and (h.worded or h.similarity >= MEANING_FLOOR)]
         items += [
-            file_item(h.file_path, h.similarity, _reasons(h, query), h.role, h.tests)
+            file_item(h.file_path, h.similarity, _reasons(h, query), h.role, h.tests, value=h.order)
             for h in files
             if h.file_path not in request.files
         ]
@@ -170,6 +191,11 @@ def recall(
         work = [work_item(c) for c in commits] + list(tasks.values())
         items += sorted(work, key=lambda it: -it.value)[: request.limit_per_type]
     return build(request, items)
+
+
+def _floor(source: str, floor: float = FLOOR) -> float:
+    """The relevance an item found by `source` (vector: by meaning alone) needs to be packed."""
+    return max(floor, MEANING_FLOOR) if source == "vector" else floor
 
 
 def recallable(memories: Memories, request: RecallRequest, **conditions: Any) -> MemoryFilter:
@@ -360,8 +386,16 @@ def _reasons(hit: CodeHit, query: str = "") -> list[str]:
 
 
 def file_item(
-    path: str, score: float, reasons: list[str], role: str | None = None, tests: list[str] | None = None
+    path: str,
+    score: float,
+    reasons: list[str],
+    role: str | None = None,
+    tests: list[str] | None = None,
+    *,
+    value: float | None = None,
 ) -> Item:
+    """A likely file: shown with its relevance (`score`), packed by `value`
+    (the likely files' ranking, :attr:`~lore.search.files.FileMatch.order`)."""
     label = f" [{role}]" if role and role != "source" else ""
     line = f"- `{path}`{label} — {', '.join(reasons)}"
     if tests:
@@ -369,7 +403,7 @@ def file_item(
     return Item(
         "file",
         path,
-        0.9 * score,
+        0.9 * (score if value is None else value),
         {"L1": line},
         {
             "path": path,
@@ -387,10 +421,11 @@ _SHORT_LINES = 12  # of a code block at level L2
 def code_chunks(files: list[CodeHit], limit: int) -> list[CodeHit]:
     """The `limit` most relevant chunks of the top `limit` files (a file
     holding the answer shows its few best chunks, not one and then other
-    files' weaker ones), none under :data:`FILE_FLOOR`."""
+    files' weaker ones), none under :data:`FILE_FLOOR` (:data:`MEANING_FLOOR`
+    for a chunk found by meaning alone)."""
     chunks = [c for h in files[:limit] for c in (h.chunks or [h]) if c.symbol or c.snippet]
     chunks.sort(key=lambda c: -c.similarity)
-    return [c for c in chunks if c.similarity >= FILE_FLOOR][:limit]
+    return [c for c in chunks if c.similarity >= _floor(c.source, FILE_FLOOR)][:limit]
 
 
 def code_item(hit: CodeHit) -> Item:

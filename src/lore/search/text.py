@@ -89,13 +89,48 @@ def match_features(query_terms: list[str], exact: list[str], *texts: str) -> tup
 
 def exactness(query_terms: list[str], exact: list[str], *texts: str) -> int:
     """2: the text holds an exact identifier or the phrase of the query;
-    1: it holds every query term; 0: neither."""
-    haystack = " ".join(texts).lower()
+    1: it holds every query term as a word; 0: neither.
+
+    For hits the keyword index did not rank (so read more strictly than
+    :func:`match_features`' five letters anywhere, which found "current" in
+    ``.. currentmodule::``): each term must start a word (a camelCase or
+    snake_case part counts) that is no more than three letters longer
+    (``connect`` → ``connection``, not ``pass`` → ``password``)."""
+    text = " ".join(texts)
+    haystack = text.lower()
     if exact and any(token in haystack for token in exact):
         return 2
-    if query_terms and all(t[:5] in haystack for t in query_terms):
+    if query_terms and all(_starts_word(t, text, haystack) for t in query_terms):
         return 1
     return 0
+
+
+_MORE_LETTERS = 3  # a word may run this much past the term (plural, -ing, -ion)
+
+
+def _starts_word(term: str, text: str, low: str) -> bool:
+    """Whether `term` (its first five letters, then at most ``_MORE_LETTERS``
+    more than it has) starts a word of `text` (`low`: it lower-cased)."""
+    stem = term[:5]
+    if len(low) != len(text):  # a letter whose lower case is longer: positions differ
+        return stem in low
+    longest = max(len(term), len(stem)) + _MORE_LETTERS
+    at = low.find(stem)
+    while at >= 0:
+        before = text[at - 1] if at else " "
+        starts = not before.isalnum() or (before.islower() and text[at].isupper())
+        if starts:
+            end = at + len(stem)
+            while (
+                end < len(text)
+                and text[end].isalnum()
+                and not (text[end].isupper() and text[end - 1].islower())
+            ):
+                end += 1
+            if end - at <= longest:
+                return True
+        at = low.find(stem, at + 1)
+    return False
 
 
 def snippet(text: str, query_terms: list[str], width: int = 220) -> str:

@@ -23,6 +23,8 @@ written                                     means
                                             March that has begun
 ``friday``, ``last friday``                 that day: the most recent Friday (today
                                             counts) / the one before today
+``April 1, 2025``, ``1 April 2025``,        that day; without a year the most recent
+``Apr 1``, ``2025/04/01``                   April 1 that has begun
 ==========================================  ===========================================
 
 A leading "since", "from", "until", "till", "on" or "in" is ignored, so
@@ -74,6 +76,13 @@ _AMOUNT = re.compile(r"^(?:(?:last|past)\s+)?(?P<n>\d+|an?|one)\s*(?P<unit>[a-z]
 _MONTH_YEAR = re.compile(r"^(?P<month>[a-z]+)\.?(?:\s+(?P<year>\d{4}))?$")
 _YEAR = re.compile(r"^\d{4}$")
 _YEAR_MONTH = re.compile(r"^(?P<year>\d{4})-(?P<month>\d{1,2})$")
+# A day written with its month's name: "april 1, 2025", "apr 1st", "1 april 2025"; and 2025/04/01.
+_ORDINAL = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
+_NAMED_DAYS = (
+    re.compile(rf"^(?P<month>[a-z]+)\.?\s+{_ORDINAL}(?:,?\s+(?P<year>\d{{4}}))?$"),
+    re.compile(rf"^{_ORDINAL}\s+(?P<month>[a-z]+)\.?(?:,?\s+(?P<year>\d{{4}}))?$"),
+)
+_SLASHED = re.compile(r"^(?P<year>\d{4})/(?P<month>\d{1,2})/(?P<day>\d{1,2})$")
 
 
 def parse_when(text: str, *, now: datetime | None = None, end: bool = False) -> str:
@@ -182,6 +191,9 @@ def _period(text: str, given_now: datetime | None) -> tuple[datetime, datetime]:
         if phrase.startswith("last ") and back == 0:
             back = 7
         return _day(today - timedelta(days=back), zone)
+    named = _named_day(raw, phrase, today)
+    if named is not None:
+        return _day(named, zone)
     match = _MONTH_YEAR.match(phrase)
     if match and match.group("month") in _MONTHS:
         month = _MONTHS[match.group("month")]
@@ -194,6 +206,26 @@ def _period(text: str, given_now: datetime | None) -> tuple[datetime, datetime]:
         f"cannot read the time '{raw}'; use a date (2024-05-01, 2024-05, 2024), a time "
         f"(2024-05-01T14:30) or a phrase, e.g. {EXAMPLES}"
     )
+
+
+def _named_day(raw: str, phrase: str, today: date) -> date | None:
+    """The day "April 1, 2025", "1 Apr" or "2025/04/01" names (without a year,
+    the most recent one that has begun); None for other phrases."""
+    match = _SLASHED.match(phrase) or next(
+        (m for m in (rx.match(phrase) for rx in _NAMED_DAYS) if m and m.group("month") in _MONTHS), None
+    )
+    if match is None:
+        return None
+    month_text = match.group("month")
+    month = int(month_text) if month_text.isdigit() else _MONTHS[month_text]
+    year = int(match.group("year")) if match.group("year") else today.year
+    try:
+        day = date(year, month, int(match.group("day")))
+        if not match.group("year") and day > today:  # the most recent one that has begun
+            day = date(year - 1, month, day.day)
+    except ValueError as error:
+        raise UsageError(f"cannot read the date '{raw}': {error}; e.g. 2024-05-01 or 'May 1, 2024'") from None
+    return day
 
 
 def _iso_period(raw: str, phrase: str, zone: tzinfo | None) -> tuple[datetime, datetime] | None:

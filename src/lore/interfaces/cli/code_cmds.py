@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from lore.index.roles import ROLES
-from lore.interfaces.cli.common import json_option, with_lore
+from lore.interfaces.cli.common import from_cwd, json_option, with_lore
 from lore.interfaces.cli.output import emit_json, emit_results, table
 
 
@@ -13,7 +13,12 @@ from lore.interfaces.cli.output import emit_json, emit_results, table
 @click.argument("query", nargs=-1, required=True)
 @click.option("--lang", "languages", multiple=True, help="Language (python, typescript, go…; repeatable).")
 @click.option("--ext", "extensions", multiple=True, help="File extension (ts, py…; repeatable).")
-@click.option("--dir", "directories", multiple=True, help="Directory prefix or glob (repeatable).")
+@click.option(
+    "--dir",
+    "directories",
+    multiple=True,
+    help="Directory prefix or glob, from the current directory (repeatable).",
+)
 @click.option(
     "--role",
     "roles",
@@ -67,7 +72,7 @@ def code(
         limit=limit,
         languages=languages,
         extensions=extensions,
-        directories=directories,
+        directories=from_cwd(lore.project.root, directories, "--dir"),
         roles=roles,
         changed_within_days=days,
         since=since,

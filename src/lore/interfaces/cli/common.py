@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+from pathlib import Path
 
 import click
 
@@ -11,6 +12,35 @@ from lore.interfaces.cli.output import warn
 from lore.memory.model import MEMORY_TYPES
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON (see docs/cli.md).")
+
+
+def from_cwd(root: os.PathLike[str] | str, given: tuple[str, ...] | list[str], what: str) -> list[str]:
+    """Paths (or globs) as typed at a shell, as the project-relative ones the
+    core takes: relative to the current directory like git's (from the
+    project's root they are unchanged), or absolute inside the project.
+
+    Raises:
+        UsageError: a path outside the project, naming it.
+    """
+    from lore.errors import UsageError
+
+    top = os.path.realpath(root)
+    here = os.path.realpath(os.getcwd())
+    inside = here == top or here.startswith(top.rstrip(os.sep) + os.sep)
+    out = []
+    for value in given:
+        path = value.strip()
+        if not path or (not os.path.isabs(path) and (not inside or here == top)):
+            out.append(value)  # the core reads it from the root (and refuses `..`)
+            continue
+        rel = os.path.relpath(
+            os.path.normpath(os.path.join(here, path)), top
+        )  # an absolute path stays itself
+        if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+            shown = value if len(value) <= 200 else value[:199] + "…"
+            raise UsageError(f"{what} '{shown}' is outside the project ({top}); give a path inside it")
+        out.append(Path(rel).as_posix())
+    return out
 
 
 def filter_options(func=None, *, limit_help: str = "At most N results (default 10, max 50)."):

@@ -44,7 +44,8 @@ def console():
         def print(self, *objects: Any, **kwargs: Any) -> None:
             super().print(*(printable(o) if isinstance(o, str) else o for o in objects), **kwargs)
 
-    return Terminal(highlight=False, soft_wrap=False)
+    # Piped, a line is one record: never wrapped at the 80 columns rich assumes.
+    return Terminal(highlight=False, soft_wrap=not is_terminal())
 
 
 def emit_results(hits: list, as_json: bool, json_of: Callable, render: Callable) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from lore.interfaces.cli.common import json_option, with_lore
+from lore.interfaces.cli.common import from_cwd, json_option, with_lore
 from lore.interfaces.cli.decoding import read_stdin
 from lore.interfaces.cli.output import echo, emit_json, is_terminal, table, warn_redacted
 
@@ -82,7 +82,7 @@ def _recall(
         title,
         description=description,
         task=task,
-        files=files,
+        files=from_cwd(lore.project.root, files, "--files"),
         budget=budget,
         level=level,
         bracket=bracket,
