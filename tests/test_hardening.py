@@ -1154,3 +1154,33 @@ def test_json_lore_is_handed_is_refused_past_its_depth_and_freed_of_half_surroga
     assert json_loads('{"a\\udc00": ["x \\ud83d", "\\ud83d\\ude00", {"b": "\\udfff"}]}') == {
         "a\ufffd": ["x \ufffd", "\U0001f600", {"b": "\ufffd"}]
     }
+
+
+@pytest.mark.storage_independent
+def test_a_read_only_projects_temporary_index_is_never_in_a_folder_another_user_made(tmp_path, monkeypatch):
+    """The temporary index of a read-only project had a guessable path in the
+    temp folder, created with exist_ok and never checked: another user who
+    made the folder first read the code written into it, or served their own
+    index as search results. Only a private folder of this user's is used."""
+    import stat
+    import tempfile
+
+    from lore.storage import spare_index
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    root = Path("/projects/shop")
+    first = spare_index(root)
+    assert first.parent.parent == tmp_path / f"lore-{os.getuid()}"
+    assert stat.S_IMODE(first.parent.stat().st_mode) == 0o700 and spare_index(root) == first
+    first.write_bytes(b"an index of ours")
+    assert spare_index(root) == first and first.read_bytes() == b"an index of ours"
+    # A folder anyone may write (planted before us, with a ready index in it): not used.
+    os.chmod(first.parent, 0o777)
+    planted = spare_index(root)
+    assert planted.parent != first.parent and not str(planted).startswith(str(first.parent))
+    assert stat.S_IMODE(planted.parent.stat().st_mode) == 0o700 and not planted.exists()
+    os.chmod(first.parent, 0o700)
+    # A link where the folder should be: not followed.
+    os.rename(first.parent, tmp_path / "elsewhere")
+    os.symlink(tmp_path / "elsewhere", first.parent)
+    assert spare_index(root).parent != first.parent

@@ -9,6 +9,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import stat
 import time
 
@@ -323,3 +324,32 @@ def test_installing_into_hooks_shared_with_other_repositories_says_so(hooked, tm
         f"lore: note: git reads hooks from {shared} (core.hooksPath), outside this repository: "
         "every repository using that folder runs them, and `lore hooks uninstall` in any of them removes them"
     ]
+
+
+def test_nothing_is_written_through_links_out_of_the_project(hooked, tmp_path):
+    """A cloned repository can commit `.lore/local` as a link to a folder
+    elsewhere, or `hooks.log` as a link to a file of the user's: `lore index`
+    wrote its caches and lock there, and every hook run a line of log."""
+    root = hooked.cwd
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    victim = tmp_path / "victim_rc"
+    victim.write_text("precious\n")
+    hooked.json("hooks", "install")
+    local = root / ".lore/local"
+    (local / "hooks.log").unlink(missing_ok=True)
+    (local / "hooks.log").symlink_to(victim)
+    write(root, "app.py", "def start():\n    return 'started'\n")
+    commit(root, "Start differently")
+    wait_for(lambda: updater_idle(root), "the background updater to finish")
+    assert victim.read_text() == "precious\n"
+    for name in ("cache", "hooks.log", "update.lock"):
+        (local / name).unlink() if (local / name).is_symlink() or (local / name).is_file() else None
+    shutil.rmtree(local)
+    local.symlink_to(elsewhere)
+    write(root, "more.py", "def feed_zebras():\n    return 'grass'\n")
+    hooked.json("index")
+    commit(root, "More")
+    wait_for(lambda: updater_idle(root), "the background updater to finish")
+    assert list(elsewhere.iterdir()) == []
+    assert [h["file_path"] for h in hooked.json("code", "feed_zebras")][:1] == ["more.py"]

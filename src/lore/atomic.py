@@ -101,3 +101,28 @@ def link_free(source: Path, directory: Path, name: str) -> Path:
         except FileExistsError:
             continue
     raise FileExistsError(f"no free file name for {name} in {directory}")
+
+
+def contained(top: Path | str, path: Path | str) -> bool:
+    """Whether `path` (made or not yet) stays inside `top` once every symbolic
+    link on the way is followed: a cloned repository may hold links where
+    Lore writes (``.lore/local`` → a folder elsewhere), and nothing Lore
+    writes may land outside the project through one."""
+    real_top = os.path.realpath(top)
+    real = os.path.realpath(path)
+    return real == real_top or real.startswith(real_top.rstrip(os.sep) + os.sep)
+
+
+def append_line(top: Path | str, path: Path, line: str) -> bool:
+    """Append `line` to the log `path` (made if missing) when its folder stays
+    inside `top` and the log itself is no symbolic link (a link to a file of
+    the user's would grow it line by line); whether it was written."""
+    if not contained(top, path.parent):
+        return False
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError:  # a link (ELOOP), or no folder: a log line is not worth failing for
+        return False
+    with os.fdopen(descriptor, "a", encoding="utf-8") as handle:
+        handle.write(line.rstrip("\n") + "\n")
+    return True

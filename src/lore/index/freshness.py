@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from lore.atomic import contained
 from lore.errors import UsageError
 from lore.index import gitrepo
 from lore.index.code_sync import IndexResult, sync_code
@@ -68,7 +69,7 @@ class CodeIndex:
             only=only,
             deleted=deleted,
             progress=progress,
-            cache=self.project.local_dir / "cache",
+            cache=cache if contained(root, cache := self.project.local_dir / "cache") else None,
         )
         history = self.sync_history(force=force and only is None)
         head = history.head or (gitrepo.head(root) if self.is_git() else None)
@@ -150,7 +151,7 @@ class CodeIndex:
             include=settings.get("include") or None,
             exclude=settings.get("exclude") or None,
             max_bytes=int(settings.get("max_file_bytes", 1_000_000)),
-            cache=self.project.local_dir / "cache",
+            cache=cache if contained(root, cache := self.project.local_dir / "cache") else None,
         )
         known = self.store.file_states("code")
         changed, new = [], []

@@ -257,7 +257,8 @@ def _block(mode: str, name: str, command: list[str], project: str = "") -> bytes
         f"    exec nohup {argv}\n"
         "  ) </dev/null >/dev/null 2>&1 &\n"
         "else\n"
-        f'  {{ [ -d {local} ] && echo "$(date +%Y-%m-%dT%H:%M:%S)" {missing} >>{local}/hooks.log; }} 2>/dev/null || :\n'
+        f"  {{ [ -d {local} ] && [ ! -L {local} ] && [ ! -L {local}/hooks.log ] && "
+        f'echo "$(date +%Y-%m-%dT%H:%M:%S)" {missing} >>{local}/hooks.log; }} 2>/dev/null || :\n'
         "fi\n"
         f"{_END.decode()}\n"
     )

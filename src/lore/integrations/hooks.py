@@ -200,11 +200,12 @@ def _payload(stream: TextIO) -> tuple[Payload, str | None]:
 
 
 def _log(lore: Lore, line: str) -> None:
+    from lore.atomic import append_line
     from lore.secrets import redact
 
-    try:
-        with open(lore.project.local_dir / "hooks.log", "a", encoding="utf-8") as handle:
-            # redacted: an error may name a transcript's path or an id the payload gave
-            handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {redact(line)[0]}\n")
-    except OSError:
-        pass
+    # redacted: an error may name a transcript's path or an id the payload gave
+    append_line(
+        lore.project.root,
+        lore.project.local_dir / "hooks.log",
+        f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {redact(line)[0]}",
+    )

@@ -195,17 +195,13 @@ def _writable_index(project: Any) -> tuple[Path, str | None]:
     """Where the SQLite index can live: `.lore/index.db`, or, when `.lore/` or the
     index is read-only, a private copy in the temp folder (read-only commands
     keep working; nothing in `.lore/` is touched)."""
-    import hashlib
     import shutil
-    import tempfile
 
     path = Path(project.index_path)
     folder_ok = os.access(path.parent, os.W_OK)
     if folder_ok and (not path.exists() or os.access(path, os.W_OK)):
         return path, None
-    key = hashlib.sha256(str(project.root).encode()).hexdigest()[:16]
-    spare = Path(tempfile.gettempdir()) / f"lore-{os.getuid()}" / key / "index.db"
-    spare.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    spare = spare_index(project.root)
     if path.exists() and not spare.exists():
         try:
             shutil.copyfile(path, spare)
@@ -216,3 +212,46 @@ def _writable_index(project: Any) -> tuple[Path, str | None]:
         spare,
         f"{path.parent} is read-only: using a temporary index ({spare}); writes to memories will fail",
     )
+
+
+def spare_index(root: Path) -> Path:
+    """The temporary index of a read-only project: in a folder of this user's
+    that nobody else may enter (``$TMPDIR/lore-<uid>/<key>/``). The names are
+    guessable, so a folder or file someone else made or may write (another
+    user planting an index to read the code written into it, or to serve
+    their own text as search results) is never used: then a new private
+    folder of a random name is (made for this run only)."""
+    import hashlib
+    import stat
+    import tempfile
+
+    def private(folder: Path) -> bool:
+        try:
+            info = os.lstat(folder)
+        except OSError:
+            return False
+        return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
+
+    key = hashlib.sha256(str(root).encode()).hexdigest()[:16]
+    base = Path(tempfile.gettempdir()) / f"lore-{os.getuid()}"
+    folder = base / key
+    for step in (base, folder):
+        try:
+            step.mkdir(mode=0o700, exist_ok=True)
+        except OSError:
+            break
+        if not private(step):
+            break
+    else:
+        spare = folder / "index.db"
+        try:
+            info = os.lstat(spare)
+        except FileNotFoundError:
+            return spare
+        if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid():
+            return spare
+        spare.unlink()  # in a folder of ours, but not ours to trust: gone
+        for side in ("-wal", "-shm", "-journal"):
+            Path(f"{spare}{side}").unlink(missing_ok=True)
+        return spare
+    return Path(tempfile.mkdtemp(prefix=f"lore-{os.getuid()}-")) / "index.db"

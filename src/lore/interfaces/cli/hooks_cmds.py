@@ -132,9 +132,8 @@ def run(ctx, hook, args):
         lore = Lore.open(start)
     except Exception as err:
         # Nobody sees this process's output: say it where the hooks' lines go.
-        local = Path(start) / LORE_DIR / "local"
-        if local.is_dir():
-            _log(local / "hooks.log", f"error {hook}: {err}; the index was not refreshed")
+        log = Path(start) / LORE_DIR / "local" / "hooks.log"
+        _log(Path(start), log, f"error {hook}: {err}; the index was not refreshed")
         raise
     log = lore.project.local_dir / "hooks.log"
     _renew_hooks(lore.project.root)
@@ -149,9 +148,10 @@ def run(ctx, hook, args):
             )
         except Exception as err:
             line = f"error {hook}: {err}"
-        _log(log, f"{line} ({time.time() - started:.2f} s)")
+        _log(lore.project.root, log, f"{line} ({time.time() - started:.2f} s)")
 
     try:
+        lore.project.check_folder(lore.project.local_dir)  # its lock and log are written there
         run_coalesced(lore.project.local_dir, job)
     finally:
         lore.close()
@@ -174,9 +174,10 @@ def _shared_hooks_dir(root):
     return directory
 
 
-def _log(log, line: str) -> None:
-    with open(log, "a", encoding="utf-8") as handle:
-        handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}\n")
+def _log(root, log, line: str) -> None:
+    from lore.atomic import append_line
+
+    append_line(root, log, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}")
 
 
 def _renew_hooks(root) -> None:

@@ -27,6 +27,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
+from lore.atomic import contained
 from lore.records import datarecord
 
 if TYPE_CHECKING:
@@ -187,13 +188,17 @@ def vector_set(
     key = (str(db_path), kind, model)
     cached = _CACHE.get(key)
     if cached is None or cached.version != version or cached.matrix.shape[1] != dim:
-        cached = _load(db_path.parent / "local" / "cache", identity, kind, model, version, rows, dim)
+        folder = db_path.parent / "local" / "cache"
+        # No disk cache through a link out of the index's folder (a cloned repository's `.lore/local`).
+        cached = _load(
+            folder if contained(db_path.parent, folder) else None, identity, kind, model, version, rows, dim
+        )
         _CACHE[key] = cached
     return cached
 
 
 def _load(
-    folder: Path,
+    folder: Path | None,
     identity: str,
     kind: str,
     model: str,
@@ -205,10 +210,11 @@ def _load(
 
     prefix = f"vectors-{identity[:12]}-{kind}-{hashlib.sha1(model.encode()).hexdigest()[:10]}"
     # Files are per version and never rewritten; the .vec file is written last,
-    # so its presence means the pair is complete.
-    ids_file, vec_file = folder / f"{prefix}-v{version}.ids.npy", folder / f"{prefix}-v{version}.vec.npy"
-    codes_file = folder / f"{prefix}-v{version}.codes.npz"
-    if vec_file.exists():
+    # so its presence means the pair is complete. No folder: no disk cache.
+    place = folder or Path(os.devnull)
+    ids_file, vec_file = place / f"{prefix}-v{version}.ids.npy", place / f"{prefix}-v{version}.vec.npy"
+    codes_file = place / f"{prefix}-v{version}.codes.npz"
+    if folder is not None and vec_file.exists():
         try:
             ids, matrix = np.load(ids_file), np.load(vec_file, mmap_mode="r")
             if ids.ndim == 1 and matrix.ndim == 2 and matrix.shape == (len(ids), dim):
@@ -228,7 +234,7 @@ def _load(
             ids, matrix = ids[finite], matrix[finite]
     else:
         ids, matrix = np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
-    if len(ids) >= DISK_CACHE_MIN:
+    if folder is not None and len(ids) >= DISK_CACHE_MIN:
         _save(folder, prefix, identity, kind, (ids_file, ids), (vec_file, matrix), keep_also=codes_file)
     return VectorSet(
         version, ids, matrix, _codes(codes_file, matrix), skipped=len(found) - len(usable), damaged=damaged
