@@ -943,3 +943,46 @@ def test_piped_results_are_one_line_each_whatever_the_width(repo):
     out = CLI(repo)("history", "nightly export orders", env={"COLUMNS": "80"}).stdout
     line = next(line for line in out.splitlines() if "nightly export" in line)
     assert subject in line and "Ada" in line and len(line) > 80
+
+
+def test_secrets_in_commit_authors_and_file_names_stay_out_of_the_index(repo):
+    """Only a commit's message was redacted: an author or email holding a
+    token, or a file named after one, reached the index (and `lore history`)
+    in clear."""
+    aws, github = "AKIAQ3EGRTZL5XK7WN4P", "ghp_R8tXq2LmN5vB7cZ9wK3jH6fD1sA4gE0yU2iO"
+    write(repo, f"config_{aws}.py", "def load_config():\n    return {}\n")
+    write(repo, "app/settings_loader.py", "def load_settings():\n    return {}\n")
+    git(repo, "add", "-A")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(
+        AUTHOR, GIT_AUTHOR_NAME=aws, GIT_AUTHOR_EMAIL=f"{github}@example.com", GIT_CONFIG_GLOBAL=os.devnull
+    )
+    subprocess.run(["git", "commit", "-q", "-m", "Load the configuration"], cwd=repo, env=env, check=True)
+    project = indexed(repo)
+    found = project.history("Load the configuration")
+    assert found and aws not in found[0].author and github not in str(found[0].files)
+    assert "[REDACTED" in found[0].author and "app/settings_loader.py" in found[0].files
+    assert not [h for h in project.code_search("load config") if aws in h.file_path]
+    project.close()
+    stored = b"".join(p.read_bytes() for p in (repo / ".lore").rglob("*") if p.is_file())
+    assert aws.encode() not in stored and github.encode() not in stored
+
+
+def test_a_file_that_can_no_longer_be_read_safely_leaves_the_index(repo, tmp_path):
+    """A tracked file's folder replaced by a link out of the project: the file
+    was skipped with a clear reason, but its old code stayed searchable."""
+    write(repo, "lib/x.py", "def inside_only():\n    return 1\n")
+    commit(repo, "Lib")
+    project = indexed(repo)
+    assert [h.file_path for h in project.code_search("inside_only")] == ["lib/x.py"]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.py").write_text("def inside_only():\n    return 2\n")
+    for child in (repo / "lib").iterdir():
+        child.unlink()
+    (repo / "lib").rmdir()
+    (repo / "lib").symlink_to(outside)
+    result = project.index_code()
+    assert any("lib/x.py: skipped" in error for error in result.errors)
+    assert project.code_search("inside_only") == []
+    project.close()

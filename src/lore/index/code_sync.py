@@ -156,6 +156,8 @@ def sync_code(
             continue  # deleted since discovery: the next sync forgets it
         except ValidationError as err:
             result.errors.append(f"{display_path(rel)}: skipped: {err.reason}")
+            if rel in known:  # what it held is not what it holds: out of the index
+                gone.append(rel)
             continue
         sha = hashlib.sha256(raw).hexdigest()
         state = known.get(rel)

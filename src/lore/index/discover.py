@@ -42,6 +42,7 @@ from typing import Protocol
 from lore.errors import UsageError
 from lore.filenames import display_path, unsafe_name
 from lore.records import datarecord
+from lore.secrets import describe, redact_name
 
 DEFAULT_INCLUDE: list[str] = [
     # Code.
@@ -253,6 +254,12 @@ def discover(
     for rel in candidates:
         if unsafe_name(rel):
             result.skipped.append((rel, BAD_NAME))
+            continue
+        shown, secrets = redact_name(rel)
+        if secrets:  # stored, searched and shown, the name would carry it in clear
+            result.skipped.append(
+                (shown, f"the name holds what looks like a secret ({describe(secrets)}); rename it")
+            )
             continue
         path = os.path.join(root, rel)
         reason = (

@@ -123,20 +123,25 @@ def _store(
 
 
 def record_of(commit: HistoryCommit) -> CommitRecord:
-    """The commit as stored: its message redacted. Paths that are not UTF-8 are
-    kept in their printable form (``caf\\xe9.py``): no index can store them as
-    git gives them, and the commit itself must not be lost for one odd name."""
-    from lore.secrets import redact
+    """The commit as stored: its message, author, email and file names
+    redacted (a token pasted as a name or named in a file's name stays out of
+    the index). Paths that are not UTF-8 are kept in their printable form
+    (``caf\\xe9.py``): no index can store them as git gives them, and the
+    commit itself must not be lost for one odd name."""
+    from lore.secrets import redact, redact_name
+
+    def path(name: str) -> str:
+        return redact_name(display_path(name))[0]
 
     return CommitRecord(
         sha=commit.sha,
-        author=commit.author,
-        email=commit.email,
+        author=redact_name(commit.author)[0],
+        email=redact_name(commit.email)[0],
         date=commit.date,
         subject=redact(commit.subject)[0],
         body=redact(commit.body)[0] if commit.body else commit.body,
-        files=[display_path(p) for p in commit.files],
-        head_files=[display_path(p) if p is not None else None for p in commit.head_paths],
+        files=[path(p) for p in commit.files],
+        head_files=[path(p) if p is not None else None for p in commit.head_paths],
         n_files=commit.n_files or len(commit.files),
         is_merge=commit.is_merge,
     )

@@ -24,7 +24,15 @@ from collections import Counter
 from types import ModuleType
 from typing import Any
 
-__all__ = ["describe", "mask_code", "redact", "redact_nested", "redact_values", "refuse_as_name"]
+__all__ = [
+    "describe",
+    "mask_code",
+    "redact",
+    "redact_name",
+    "redact_nested",
+    "redact_values",
+    "refuse_as_name",
+]
 
 _scan_module: ModuleType | None = None
 
@@ -49,6 +57,25 @@ def redact(text: str) -> tuple[str, Counter[str]]:
     scan = _scan()
     findings = scan.find(text, strict=False)
     return scan.replace(text, findings), Counter(f.kind for f in findings)
+
+
+# Every token format Lore knows has a run of 16 letters and digits or more;
+# a name (a file's, a commit author's) without one is not scanned.
+_LONG_RUN: Any = None
+
+
+def redact_name(name: str) -> tuple[str, Counter[str]]:
+    """:func:`redact` for names (file paths, commit authors and emails), read
+    by the thousand while indexing: only a name holding a long run of
+    letters and digits is scanned (~40 µs), the others pass as they are."""
+    global _LONG_RUN
+    if _LONG_RUN is None:
+        import re
+
+        _LONG_RUN = re.compile(r"[A-Za-z0-9]{16}")
+    if _LONG_RUN.search(name) is None:
+        return name, Counter()
+    return redact(name)
 
 
 def redact_values(values: list[str]) -> tuple[list[str], Counter[str]]:
