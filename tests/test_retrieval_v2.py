@@ -986,3 +986,28 @@ def test_a_file_that_can_no_longer_be_read_safely_leaves_the_index(repo, tmp_pat
     assert any("lib/x.py: skipped" in error for error in result.errors)
     assert project.code_search("inside_only") == []
     project.close()
+
+
+def test_private_memories_and_the_index_stay_out_of_git_on_a_branch_from_before_lore(repo):
+    """`.lore/.gitignore` was the only protection: a checkout of a branch from
+    before Lore removed it, `git add -A` committed the index and a private
+    memory, and switching back deleted that memory from the work tree."""
+    write(repo, "app.py", "def app():\n    return 1\n")
+    commit(repo, "Before Lore")
+    git(repo, "branch", "release-1.0")
+    project = lore.init(repo, agent="claude")
+    git(repo, "add", ".lore")
+    git(repo, "commit", "-q", "-m", "Adopt Lore")
+    note = project.add(
+        title="Private note", body="My private lesson about the staging deploys.", private=True
+    )
+    project.index_code()
+    project.close()
+    git(repo, "checkout", "-q", "release-1.0")
+    assert not (repo / ".lore/.gitignore").exists()
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""  # nothing to commit
+    with lore.open(repo) as again:
+        problems = [p for p in again.doctor() if p.where == ".lore/.gitignore"]
+    assert problems and "lore init" in problems[0].message
+    git(repo, "checkout", "-q", "main")
+    assert note.path and (repo / note.path).exists()

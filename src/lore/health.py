@@ -102,6 +102,16 @@ def layout_problems(project: Project) -> list[Problem]:
         )
         for rel, real in project.outside_folders()
     ]
+    ignore = project.lore_dir / ".gitignore"
+    if not ignore.is_file() or "local/" not in ignore.read_text(encoding="utf-8", errors="replace"):
+        problems.append(
+            Problem(
+                "warning",
+                ".lore/.gitignore",
+                "is missing or no longer names local/ and index.db (a checkout of a branch from before "
+                "Lore?): private memories and the index could be committed; run `lore init` to restore it",
+            )
+        )
     for folder in (project.memory_dir, project.local_dir):
         rel = folder.relative_to(project.root).as_posix()
         if folder.is_symlink() and not folder.exists():

@@ -320,6 +320,8 @@ class Lore:
         deleted: list[str] | None = None,
     ) -> IndexResult:
         """Index the repository's files (incremental) and its git history (003's IndexResult)."""
+        if only is None:
+            self.project.keep_private()  # a project made by an older Lore gets the same protection
         return self.code_index.run(force=force, progress=progress, only=only, deleted=deleted)
 
     def update_index(self, files: list[str], deleted: list[str] | None = None) -> dict[str, int]:
