@@ -1011,3 +1011,49 @@ def test_private_memories_and_the_index_stay_out_of_git_on_a_branch_from_before_
     assert problems and "lore init" in problems[0].message
     git(repo, "checkout", "-q", "main")
     assert note.path and (repo / note.path).exists()
+
+
+def test_where_a_shallow_clone_stops_a_commit_changes_no_file_rather_than_all(repo, tmp_path):
+    """git compares the oldest commit of a shallow clone with nothing, so it was
+    stored as changing every file (333 in a depth-3 clone of Lore), and each
+    of them was its evidence."""
+    for n in range(6):
+        write(repo, f"mod{n}.py", f"def part_{n}():\n    return {n}\n")
+    commit(repo, "Six modules")
+    write(repo, "mod1.py", "def part_1():\n    return 'one'\n")
+    commit(repo, "Part one returns a word")
+    write(repo, "mod2.py", "def part_2():\n    return 'two'\n")
+    commit(repo, "Part two returns a word")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--depth", "2", f"file://{repo}", str(clone))
+    project = indexed(clone)
+    files = {c.subject: c.files for c in project.store.commits()}
+    assert files == {"Part one returns a word": [], "Part two returns a word": ["mod2.py"]}
+    git(clone, "fetch", "-q", "--unshallow")
+    project.index_code()
+    files = {c.subject: sorted(c.files) for c in project.store.commits()}
+    assert files["Part one returns a word"] == ["mod1.py"] and len(files["Six modules"]) == 6
+    project.close()
+
+
+def test_an_extension_filter_naming_no_extension_is_a_usage_error(repo):
+    write(repo, "a.py", "def alpha():\n    return 1\n")
+    commit(repo, "Alpha")
+    project = indexed(repo)
+    assert [h.file_path for h in project.code_search("alpha", extensions=["*.py"])] == ["a.py"]
+    for empty in ("", ".", "..", "*."):
+        with pytest.raises(lore.UsageError, match="names no extension"):
+            project.code_search("alpha", extensions=[empty])
+    project.close()
+
+
+def test_an_orphan_branch_is_indexed_and_up_to_date(repo):
+    """On a branch with no commit yet, `lore status` said stale after every `lore index`."""
+    write(repo, "a.py", "def alpha():\n    return 1\n")
+    commit(repo, "Alpha")
+    project = indexed(repo)
+    git(repo, "checkout", "-q", "--orphan", "fresh")
+    project.index_code()
+    status = project.code_index.changes()
+    assert status["head"] is None and status["indexed_commit"] is None and status["up_to_date"]
+    project.close()

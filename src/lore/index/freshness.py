@@ -86,9 +86,9 @@ class CodeIndex:
                     head,
                     added=result.added_paths,
                 )
-        if only is None and head:
-            with self.store.transaction():
-                self.store.set_meta("indexed_commit", head)
+        if only is None and (head or self.store.get_meta("indexed_commit")):
+            with self.store.transaction():  # no HEAD (an orphan branch): none indexed either
+                self.store.set_meta("indexed_commit", head or "")
         result.commits_added = history.added
         result.commits_updated = history.updated
         return result
@@ -170,7 +170,7 @@ class CodeIndex:
         deleted = [p for p in known if p not in wanted]
         is_git = self.is_git()
         head = gitrepo.head(root) if is_git else None
-        indexed = self.store.get_meta("indexed_commit")
+        indexed = self.store.get_meta("indexed_commit") or None
         return {
             "git": is_git,
             "head": head,

@@ -17,6 +17,7 @@ dropped and commits whose HEAD paths changed are updated.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -78,11 +79,16 @@ def sync_history(root: Path, store: Store, limit: int, *, force: bool = False) -
     known = store.file_states(KIND)
     stored = {c.sha: c.head_files for c in store.commits()} if known and not rewrite else {}
     seen: set[str] = set()
+    # Where a shallow clone stops, git compares a commit with nothing: it would
+    # be stored as changing every file of the tree (a CI checkout's only commit).
+    boundary = set(shallow.split())
     with walk_history(root, since=last or None, cap=limit) as walk:
         batch: list[CommitRecord] = []
         for commit in walk:
             seen.add(PREFIX + commit.sha)
             record = record_of(commit)
+            if commit.sha in boundary:  # its changes are unknown: no files, not all of them
+                record = dataclasses.replace(record, files=[], head_files=[], n_files=0)
             if PREFIX + commit.sha not in known or stored.get(commit.sha) != record.head_files:
                 batch.append(record)
             if len(batch) >= BATCH:

@@ -121,15 +121,22 @@ def code_filter(
     start, stop = _period(since, until)
     return ChunkFilter(
         languages=[stored for name in _names(languages, "languages") for stored in _languages(name)],
-        extensions=[
-            e for e in (e.strip().lstrip("*.") for e in _names(extensions, "extensions")) if e
-        ],  # *.go is go
+        extensions=[_extension(e) for e in _names(extensions, "extensions")],
         directories=dirs,
         paths=paths,
         roles=_names(roles, "roles"),
         since=start,
         until=stop,
     )
+
+
+def _extension(given: str) -> str:
+    """A `--ext` value as stored (``*.go`` and ``.go`` are ``go``); one naming
+    no extension (``""``, ``.``) is a usage error, not a filter that is ignored."""
+    extension = given.strip().lstrip("*.")
+    if not extension or "/" in extension:
+        raise UsageError(f"extension filter '{clip(given, 60)}' names no extension; give one like py or ts")
+    return extension
 
 
 def _languages(given: str) -> list[str]:
