@@ -538,6 +538,8 @@ def test_code_tools_index_search_recall_and_update(root):
             )
             assert py_only and py_only[0]["file_path"] == "src/billing.py"
             assert len({h["file_path"] for h in py_only}) == len(py_only)
+            by_role = await s.ok("search_codebase", query="invoice total", roles=["source"])
+            assert by_role and {h["role"] for h in by_role} == {"source"}
 
             await s.ok(
                 "add_memory",

@@ -148,7 +148,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
     )
 
     @server.tool(
-        description="Code search (meaning + keywords); files_only ranks files. since/until: dates or phrases."
+        description="Code search (meaning + words); files_only ranks files; since/until: dates, phrases."
     )
     def search_codebase(
         query: Query,
@@ -159,6 +159,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
         since: str | None = None,
         until: str | None = None,
         files_only: bool = False,
+        roles: list[str] | None = None,
     ) -> str:
         return tools.call(
             lambda: [
@@ -168,6 +169,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
                     limit=limit,
                     extensions=file_types or (),
                     directories=directories or (),
+                    roles=roles or (),
                     changed_within_days=changed_within_days,
                     since=since,
                     until=until,
@@ -176,7 +178,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
             ]
         )
 
-    @server.tool(description="Index code, history and memories.")
+    @server.tool(description="Index code, history, memories.")
     def index_project(incremental: bool = True) -> str:
         def run():
             lore.sync(force=not incremental)
@@ -209,7 +211,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
             ).as_memory()
         )
 
-    @server.tool(description="Context for a task: memories, likely files, code, past work, in budget tokens.")
+    @server.tool(description="A task's context: memories, likely files, code, past work, in budget tokens.")
     def recall_context(
         title: Title,
         description: Text = "",
@@ -241,9 +243,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
             ).to_dict()
         )
 
-    @server.tool(
-        description="Search memories (hits with id, title, snippet, score 0-1); types as add_memory's."
-    )
+    @server.tool(description="Search memories (hits scored 0-1); types as add_memory's.")
     def search_memories(
         query: Query,
         types: list[MemoryTypeName] | None = None,
@@ -270,7 +270,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
     def update_index(files: Paths, deleted_files: Paths | None = None) -> str:
         return tools.call(lambda: lore.update_index(files, deleted_files or []))
 
-    @server.tool(description="Step 1 of search→read: summaries and ids.")
+    @server.tool(description="Step 1 of search, then read: summaries and ids.")
     def memory_search(query: Query, limit: Limit = 5) -> str:
         return tools.call(
             lambda: [
@@ -285,13 +285,13 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
             ]
         )
 
-    @server.tool(description="Step 2: a memory's text (paginated), links and backlinks.")
+    @server.tool(description="Step 2: a memory's text (paged), links and backlinks.")
     def memory_read(
         id: str, offset: Annotated[int, Field(ge=0)] = 0, limit: Annotated[int, Field(ge=1, le=20000)] = 4000
     ) -> str:
         return tools.call(lambda: lore.show(id, offset=offset, limit=limit).to_dict())
 
-    @server.tool(description="Create a memory, or rewrite one by id. Lasting knowledge only.")
+    @server.tool(description="Create a memory, or rewrite one by id.")
     def memory_write(
         content: Text,
         type: MemoryTypeName | None = None,
@@ -322,7 +322,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
         return tools.call(run)
 
     @server.tool(
-        description="Edit a memory in place. append, prepend: text; replace_section: target=heading, text; "
+        description="Edit a memory. append, prepend: text; replace_section: target=heading, text; "
         "find_replace: target=old, text, all; set: target=field, value; relate: target=relation, "
         "value=memory; move: value=new name."
     )
@@ -354,7 +354,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
 
         return tools.call(run)
 
-    @server.tool(description="A memory and its linked memories (both ways, depth hops) in budget tokens.")
+    @server.tool(description="A memory and its links (both ways, depth hops) in budget tokens.")
     def build_context(
         id: str,
         depth: Annotated[int, Field(ge=0, le=5)] = 1,
@@ -383,8 +383,8 @@ def register_session_tools(server, tools: LoreTools) -> None:
     lore: Any = _ActingLore(tools)
 
     @server.tool(
-        description="Record a session event (session made on first use): role+content, tool_name+args, "
-        "or result+is_error; tool_call_id pairs a call with its result."
+        description="Record a session event (made on first use): role+content, tool_name+args, "
+        "or result+is_error; tool_call_id pairs call and result."
     )
     def session_append(
         session_id: str,
@@ -415,7 +415,7 @@ def register_session_tools(server, tools: LoreTools) -> None:
         return tools.call(run)
 
     @server.tool(
-        description="Session context: summaries of compacted parts, then recent events, in limit_tokens."
+        description="Session context: compacted parts' summaries, then recent events, in limit_tokens."
     )
     def session_context(
         session_id: str, limit_tokens: Annotated[int, Field(ge=100)] | None = None, events: bool = False
