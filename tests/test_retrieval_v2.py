@@ -466,6 +466,11 @@ def test_empty_query_is_a_usage_error_on_the_cli(cli):
     for args in (("search", " "), ("code", " "), ("history", " ")):
         proc = cli(*args, ok=False)
         assert proc.returncode == 2 and "empty" in proc.stderr and "Traceback" not in proc.stderr
+    # No word to search for: the same answer from every search, not a low-scored README from one.
+    for query in ("???", "*", "the", "; ,"):
+        for command in ("search", "code", "history", "recall"):
+            proc = cli(command, query, ok=False)
+            assert proc.returncode == 2 and "no words to search for" in proc.stderr, (command, query)
 
 
 def test_exact_identifier_is_never_outranked_by_a_vector_only_hit(tmp_path):

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from lore.errors import UsageError
+from lore.memory.values import clip
 from lore.search import hybrid
 from lore.search.attention import STALE_FACTOR, attention
 from lore.search.fusion import DEFAULT_FILES_FUSION, DEFAULT_FUSION
@@ -69,6 +70,12 @@ class Searcher:
         # tokenizer takes: it becomes U+FFFD, as a broken byte does when decoding.
         text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
         query = hybrid.Query.of(text)
+        # "???", "the", "*": nothing to match, by words or meaning (a phrase of such is none either)
+        if not query.terms and not [token for token in query.exact if " " not in token]:
+            raise UsageError(
+                f"the query '{clip(' '.join(text.split()), 60)}' has no words to search for "
+                "(only stop words or symbols); give some words"
+            )
         if mode == "bm25":
             return query, "bm25"
         query.vector, query.model = self.embedding.query_vector(self.store, text, kind)
