@@ -549,3 +549,13 @@ def test_syntax_soup_never_breaks_redaction(text):
 def test_adversarial_inputs_finish(text: str):
     redact(text)
     mask_code(text)
+
+
+def test_a_telegram_token_whose_secret_holds_no_digit_is_redacted():
+    """Only runs holding a digit were read by the rules for what follows a
+    character: a bot token's 35 characters after "<digits>:" hold none about
+    once in 250 tokens (found by the invisible-character property test)."""
+    token = "4261157241:AAdnZUkbTkDnHTEshODWtteflpODAouPSgW"
+    for clean in (redact(f"bot {token} here")[0], mask_code(f'TOKEN = "{token}"')[0]):
+        assert "AAdnZUkbTkDnHTEshODWtteflpODAouPSgW" not in clean and "[REDACTED:telegram-bot-token]" in clean
+    assert redact("ratio 1234567:abcdefghij")[0] == "ratio 1234567:abcdefghij"  # not 35 characters

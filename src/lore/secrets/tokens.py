@@ -74,13 +74,18 @@ def find(text: str, rules: RuleSet, strict: bool) -> Iterator[Finding]:
         run_start, run_end = run.start(), run.end()
         glued = _glued_starts(run_text, rules)
         inword = _inword_starts(text, run_start, run_end, rules) if has_digit else []
-        if simple and not has_digit and not glued:
+        # What follows a character (a Telegram bot token's secret, after "<digits>:")
+        # may hold no digit: 33 random characters have none once in ~250 tokens.
+        follows = bool(run_start) and text[run_start - 1] in rules.after
+        if simple and not has_digit and not glued and not follows:
             # The common case in code (identifiers, dotted names): only a prefix can make it a token.
             entry = prefix_index.get(run_text[0])
             if entry is None or not run_text.startswith(entry[0]):
                 continue
         covered = run_start
-        if has_digit and (hits := _shape_hits(text, run_start, run_end, run_text, rules, strict)):
+        if (has_digit or follows) and (
+            hits := _shape_hits(text, run_start, run_end, run_text, rules, strict, shapes=has_digit)
+        ):
             covered = hits[-1].end
             yield from hits
         starts = [0] if simple else _piece_starts(run_text)
@@ -130,11 +135,19 @@ def _last(run_text: str, needle: str, cache: dict[str, int]) -> int:
 
 
 def _shape_hits(
-    text: str, run_start: int, run_end: int, run_text: str, rules: RuleSet, strict: bool
+    text: str,
+    run_start: int,
+    run_end: int,
+    run_text: str,
+    rules: RuleSet,
+    strict: bool,
+    *,
+    shapes: bool = True,
 ) -> list[Finding]:
-    """Rules without a prefix: shapes anywhere in the run, and rules for what follows a character."""
+    """Rules without a prefix: shapes anywhere in the run (when `shapes`: they
+    need a digit), and rules for what follows a character."""
     hits: list[Finding] = []
-    for rule in rules.shapes:
+    for rule in rules.shapes if shapes else ():
         if rule.contains in run_text and (found := rule.regex.search(text, run_start, run_end)):
             hits.extend(_token_match(text, found.start(), [rule], strict))
     if run_start and (after := rules.after.get(text[run_start - 1])):
