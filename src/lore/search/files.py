@@ -264,9 +264,11 @@ def likely_files(
         tier = weight
         if role in asked and role not in ("source", "test"):  # ranked with source, below it at equal evidence
             weight, tier, value = max(weight, ASKED_ROLE_WEIGHT), 1.0, value * ASKED_ROLE_WEIGHT
-        evidence = max(
-            code[path].relevance if path in code else 0.0, history[path][2] if path in history else 0.0
-        )
+        matched = code[path].relevance if path in code else 0.0
+        evidence = max(matched, history[path].relevance if path in history else 0.0)
+        # What recall packs by (and holds its floor against) takes a similar
+        # commit's relevance whole, as the floor was chosen with.
+        worth = max(matched, history[path].best if path in history else 0.0)
         matches.append(
             (
                 (tier, value),
@@ -279,7 +281,7 @@ def likely_files(
                     code_rank.get(path),
                     history_rank.get(path),
                     chunks=chunks,
-                    order=evidence * weight,
+                    order=worth * weight,
                     worded=path in words or (path in history and history[path].worded),
                 ),
             )
@@ -351,7 +353,7 @@ def _history_evidence(commits: list[hybrid.Scored], relevance: dict[int, float])
     given, else their scores — each shared among the commit's files, divided
     by the square root of their number: a commit matching the task says the
     most of a file it changed alone, less of one among many)."""
-    evidence: dict[str, list[float]] = defaultdict(lambda: [0.0, 0, 0.0, 0])
+    evidence: dict[str, list[float]] = defaultdict(lambda: [0.0, 0, 0.0, 0, 0.0])
     for hit in commits:
         commit = hit.chunk.commit
         if commit is None or commit.n_files > MAX_COMMIT_FILES:
@@ -366,7 +368,8 @@ def _history_evidence(commits: list[hybrid.Scored], relevance: dict[int, float])
             entry[1] += 1
             entry[2] = max(entry[2], shared)
             entry[3] = entry[3] or hit.lexical > 0
-    return {p: _History(e[0], int(e[1]), e[2], bool(e[3])) for p, e in evidence.items()}
+            entry[4] = max(entry[4], relevance.get(hit.chunk.chunk_id, hit.score))
+    return {p: _History(e[0], int(e[1]), e[2], bool(e[3]), e[4]) for p, e in evidence.items()}
 
 
 class _History(NamedTuple):
@@ -376,3 +379,4 @@ class _History(NamedTuple):
     commits: int
     relevance: float  # what it is shown with
     worded: bool  # a commit holding some of the query's words touched it
+    best: float  # its best commit's relevance, not shared: what recall packs by

@@ -177,10 +177,10 @@ def recall(
             )
             for path in request.files
         ]
-        # The floor holds against the ranking's value (what a task foreign to the
-        # project scores low on); a file found by meaning alone needs its own
-        # relevance to clear the meaning floor too.
-        files = [h for h in files if h.order >= FILE_FLOOR and (h.worded or h.similarity >= MEANING_FLOOR)]
+        # The floors hold against the ranking's value (what a task foreign to
+        # the project scores low on): a file found by meaning alone needs to
+        # clear the meaning floor too.
+        files = [h for h in files if h.order >= FILE_FLOOR and (h.worded or h.order >= MEANING_FLOOR)]
         items += [
             file_item(h.file_path, h.similarity, _reasons(h, query), h.role, h.tests, value=h.order)
             for h in files
