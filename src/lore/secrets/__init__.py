@@ -59,20 +59,22 @@ def redact(text: str) -> tuple[str, Counter[str]]:
     return scan.replace(text, findings), Counter(f.kind for f in findings)
 
 
-# Every token format Lore knows has a run of 16 letters and digits or more;
-# a name (a file's, a commit author's) without one is not scanned.
+# A token in a name (a file's, a commit author's) is a run of 16 letters and
+# digits or more, digits among them; a name without one is not scanned (a long
+# word, "subdomaintestmodule", would load the scanner for nothing).
 _LONG_RUN: Any = None
 
 
 def redact_name(name: str) -> tuple[str, Counter[str]]:
     """:func:`redact` for names (file paths, commit authors and emails), read
     by the thousand while indexing: only a name holding a long run of
-    letters and digits is scanned (~40 µs), the others pass as they are."""
+    letters and digits with a digit in it is scanned (~40 µs, and the
+    scanner's rules are loaded once), the others pass as they are."""
     global _LONG_RUN
     if _LONG_RUN is None:
         import re
 
-        _LONG_RUN = re.compile(r"[A-Za-z0-9]{16}")
+        _LONG_RUN = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z]*[0-9])[A-Za-z0-9]{16}")
     if _LONG_RUN.search(name) is None:
         return name, Counter()
     return redact(name)
