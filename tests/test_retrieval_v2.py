@@ -1062,3 +1062,15 @@ def test_an_orphan_branch_is_indexed_and_up_to_date(repo):
     status = project.code_index.changes()
     assert status["head"] is None and status["indexed_commit"] is None and status["up_to_date"]
     project.close()
+
+
+def test_a_blank_since_or_until_is_a_usage_error_not_a_filter_left_out(cli):
+    for command in ("search", "code", "history", "recall", "list"):
+        for option in ("--since", "--until"):
+            args = (command, option, " ") if command == "list" else (command, "orders", option, "")
+            proc = cli(*args, ok=False)
+            assert proc.returncode == 2 and option in proc.stderr and "empty" in proc.stderr, (
+                args,
+                proc.stderr,
+            )
+            assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from lore.index.roles import ROLES
-from lore.interfaces.cli.common import from_cwd, json_option, with_lore
+from lore.interfaces.cli.common import from_cwd, json_option, nonblank, with_lore
 from lore.interfaces.cli.output import emit_json, emit_results, table
 
 
@@ -27,8 +27,12 @@ from lore.interfaces.cli.output import emit_json, emit_results, table
     help="Only files of this role (repeatable); default: all, source first.",
 )
 @click.option("--changed-within", "days", type=float, help="Only files changed in the last N days (git).")
-@click.option("--since", help="Only files changed since (date or phrase: 'last week', '2 months ago').")
-@click.option("--until", help="Only files changed before (date or phrase).")
+@click.option(
+    "--since",
+    callback=nonblank,
+    help="Only files changed since (date or phrase: 'last week', '2 months ago').",
+)
+@click.option("--until", callback=nonblank, help="Only files changed before (date or phrase).")
 @click.option(
     "--files-only", is_flag=True, help="Rank files, best first: code matches, similar past commits, roles."
 )
@@ -113,8 +117,12 @@ def code(
     default=None,
     help="Default: hybrid when an embedding model is available, else bm25 (keywords).",
 )
-@click.option("--since", help="Commits since (date or phrase: 'last week', '2 months ago', 'since March').")
-@click.option("--until", help="Commits before (date or phrase).")
+@click.option(
+    "--since",
+    callback=nonblank,
+    help="Commits since (date or phrase: 'last week', '2 months ago', 'since March').",
+)
+@click.option("--until", callback=nonblank, help="Commits before (date or phrase).")
 @json_option
 @with_lore
 def history(lore, query, limit, mode, since, until, as_json):

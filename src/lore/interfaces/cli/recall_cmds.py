@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from lore.interfaces.cli.common import from_cwd, json_option, with_lore
+from lore.interfaces.cli.common import from_cwd, json_option, nonblank, with_lore
 from lore.interfaces.cli.decoding import read_stdin
 from lore.interfaces.cli.output import echo, emit_json, is_terminal, table, warn_redacted
 
@@ -36,8 +36,14 @@ def recall_options(func):
             show_default=True,
             help="At most N memories, code snippets and past-work items; likely files: up to 2N (10 at least).",
         ),
-        click.option("--since", help="Only memories and past work since (date or phrase: 'last month')."),
-        click.option("--until", help="Only memories and past work before (date or phrase)."),
+        click.option(
+            "--since",
+            callback=nonblank,
+            help="Only memories and past work since (date or phrase: 'last month').",
+        ),
+        click.option(
+            "--until", callback=nonblank, help="Only memories and past work before (date or phrase)."
+        ),
         click.option("--no-code", is_flag=True, help="Leave out likely files and code."),
         click.option("--no-memories", is_flag=True, help="Leave out memories."),
         click.option("--no-related-work", is_flag=True, help="Leave out past commits and tasks."),
