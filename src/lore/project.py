@@ -288,19 +288,14 @@ def load_settings(path: Path) -> dict[str, Any]:
 
 def _exclude_in_git(root: Path, lore_dir: Path) -> None:
     """Name Lore's private files in the repository's `info/exclude` (once)."""
-    import subprocess
+    from lore.errors import GitError
+    from lore.index.gitrepo import run_git  # hook variables removed: a hook's GIT_DIR may name another
 
     try:
-        found = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel", "--git-path", "info/exclude"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.SubprocessError):
+        found = run_git(root, "rev-parse", "--show-toplevel", "--git-path", "info/exclude", check=False)
+    except GitError:
         return
-    lines = found.stdout.splitlines()
+    lines = os.fsdecode(found.stdout).splitlines()
     if found.returncode != 0 or len(lines) != 2:
         return  # not a git work tree
     top, exclude = Path(lines[0]), Path(lines[1])

@@ -30,24 +30,25 @@ def from_cwd(root: os.PathLike[str] | str, given: tuple[str, ...] | list[str], w
     Raises:
         UsageError: a path outside the project, naming it.
     """
+    from lore.atomic import contained
     from lore.errors import UsageError
+    from lore.memory.values import clip
 
     top = os.path.realpath(root)
     here = os.path.realpath(os.getcwd())
-    inside = here == top or here.startswith(top.rstrip(os.sep) + os.sep)
+    below = here != top and contained(top, here)  # in a folder of the project
     out = []
     for value in given:
         path = value.strip()
-        if not path or (not os.path.isabs(path) and (not inside or here == top)):
+        if not path or (not os.path.isabs(path) and not below):
             out.append(value)  # the core reads it from the root (and refuses `..`)
             continue
-        rel = os.path.relpath(
-            os.path.normpath(os.path.join(here, path)), top
-        )  # an absolute path stays itself
-        if rel == os.pardir or rel.startswith(os.pardir + os.sep):
-            shown = value if len(value) <= 200 else value[:199] + "…"
-            raise UsageError(f"{what} '{shown}' is outside the project ({top}); give a path inside it")
-        out.append(Path(rel).as_posix())
+        full = os.path.normpath(os.path.join(here, path))  # an absolute path stays itself
+        if not contained(top, full):
+            raise UsageError(
+                f"{what} '{clip(value, 200)}' is outside the project ({top}); give a path inside it"
+            )
+        out.append(Path(os.path.relpath(full, top)).as_posix())
     return out
 
 
