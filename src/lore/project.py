@@ -171,11 +171,11 @@ class Project:
 
     def keep_private(self) -> None:
         """Keep the private parts of `.lore/` out of git whatever branch is
-        checked out: `.lore/local/.gitignore` ignores everything beside it,
-        and the repository's own exclude file (never committed, never
-        switched) names the index and the private folders. `.lore/.gitignore`
-        alone went away with a checkout of a branch from before Lore, and the
-        next `git add -A` committed private memories and the index."""
+        checked out: `.lore/local/.gitignore` ignores everything beside it
+        (the service also names them in the repository's own exclude file,
+        :func:`lore.index.gitrepo.exclude_locally`). `.lore/.gitignore` alone
+        went away with a checkout of a branch from before Lore, and the next
+        `git add -A` committed private memories and the index."""
         local = self.local_dir
         marker = local / ".gitignore"
         if local.is_dir() and not local.is_symlink() and not marker.exists():
@@ -185,7 +185,6 @@ class Project:
                 write_atomic(marker, PRIVATE_GITIGNORE, sync=False)
             except OSError:
                 pass  # a read-only project: git is the user's to run there
-        _exclude_in_git(self.root, self.lore_dir)
 
     def is_shared_place(self, path: Path) -> bool:
         """Whether a file at `path` would be in `.lore/` but not `.lore/local/`:
@@ -284,32 +283,3 @@ def load_settings(path: Path) -> dict[str, Any]:
     from lore.settings import check
 
     return check(settings, str(path))
-
-
-def _exclude_in_git(root: Path, lore_dir: Path) -> None:
-    """Name Lore's private files in the repository's `info/exclude` (once)."""
-    from lore.errors import GitError
-    from lore.index.gitrepo import run_git  # hook variables removed: a hook's GIT_DIR may name another
-
-    try:
-        found = run_git(root, "rev-parse", "--show-toplevel", "--git-path", "info/exclude", check=False)
-    except GitError:
-        return
-    lines = os.fsdecode(found.stdout).splitlines()
-    if found.returncode != 0 or len(lines) != 2:
-        return  # not a git work tree
-    top, exclude = Path(lines[0]), Path(lines[1])
-    if not exclude.is_absolute():
-        exclude = root / exclude
-    try:
-        prefix = lore_dir.resolve().relative_to(top.resolve()).as_posix()
-        text = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
-        wanted = [f"/{prefix}/{name}" for name in EXCLUDED]
-        missing = [line for line in wanted if line not in text.splitlines()]
-        if missing:
-            exclude.parent.mkdir(parents=True, exist_ok=True)
-            with open(exclude, "a", encoding="utf-8") as handle:
-                head = "" if not text or text.endswith("\n") else "\n"
-                handle.write(head + "# Lore: the index and private memories\n" + "\n".join(missing) + "\n")
-    except (OSError, ValueError):
-        pass

@@ -154,6 +154,7 @@ class Lore:
         lists what was made. A bare repository or a `.git/` folder is a :class:`UsageError`."""
         _refuse_git_folder(Path(_folder(path)).resolve())
         project, created = Project.init(path)
+        _keep_out_of_git(project)
         lore = cls(project, agent=agent)
         lore.created = created
         return lore
@@ -321,7 +322,7 @@ class Lore:
     ) -> IndexResult:
         """Index the repository's files (incremental) and its git history (003's IndexResult)."""
         if only is None:
-            self.project.keep_private()  # a project made by an older Lore gets the same protection
+            _keep_out_of_git(self.project)  # a project made by an older Lore gets the same protection
         return self.code_index.run(force=force, progress=progress, only=only, deleted=deleted)
 
     def update_index(self, files: list[str], deleted: list[str] | None = None) -> dict[str, int]:
@@ -1119,3 +1120,13 @@ def _refuse_git_folder(target: Path) -> None:
     where = "is a git folder" if target == git_dir else f"is inside the git folder {git_dir}"
     work_tree = f" ({git_dir.parent})" if git_dir.name == ".git" else ""
     raise UsageError(f"{target} {where}; run `lore init` in the repository's work tree{work_tree}")
+
+
+def _keep_out_of_git(project: Project) -> None:
+    """The private parts of `.lore/` out of git on any branch (:meth:`Project.keep_private`,
+    and the repository's own exclude file)."""
+    from lore.index.gitrepo import exclude_locally
+    from lore.project import EXCLUDED
+
+    project.keep_private()
+    exclude_locally(project.root, project.lore_dir, EXCLUDED)

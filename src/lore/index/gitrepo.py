@@ -852,3 +852,30 @@ def hooks_dir(root: Path) -> Path:
     if not path.is_absolute():
         path = Path(root) / path
     return Path(os.path.normpath(path))
+
+
+def exclude_locally(root: Path, lore_dir: Path, names: tuple[str, ...]) -> None:
+    """Name `names` (of `lore_dir`) in the repository's `info/exclude`, once:
+    never committed, never switched with a branch."""
+    try:
+        found = run_git(root, "rev-parse", "--show-toplevel", "--git-path", "info/exclude", check=False)
+    except GitError:
+        return
+    lines = os.fsdecode(found.stdout).splitlines()
+    if found.returncode != 0 or len(lines) != 2:
+        return  # not a git work tree
+    top, exclude = Path(lines[0]), Path(lines[1])
+    if not exclude.is_absolute():
+        exclude = root / exclude
+    try:
+        prefix = lore_dir.resolve().relative_to(top.resolve()).as_posix()
+        text = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+        wanted = [f"/{prefix}/{name}" for name in names]
+        missing = [line for line in wanted if line not in text.splitlines()]
+        if missing:
+            exclude.parent.mkdir(parents=True, exist_ok=True)
+            with open(exclude, "a", encoding="utf-8") as handle:
+                head = "" if not text or text.endswith("\n") else "\n"
+                handle.write(head + "# Lore: the index and private memories\n" + "\n".join(missing) + "\n")
+    except (OSError, ValueError):
+        pass
