@@ -346,9 +346,6 @@ class MemoryFilter:
     ``private`` (what the memory's location says; the viewer rule still
     applies). ``stale``: only memories with a stale code anchor (True) or
     only those without (False).
-    is a file or area. ``visibility``: ``shared`` or ``private`` (what the
-    memory's location says; the viewer rule still applies). ``stale``: only
-    memories with a stale code anchor (True) or only those without (False).
     ``include_global`` adds the global memories (003's
     ``is_global``) of the *other* projects of a shared database; a store that
     holds one project has none.

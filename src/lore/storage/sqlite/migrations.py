@@ -26,6 +26,18 @@ def _fts_table(name: str, kind: str) -> list[str]:
     ]
 
 
+# What chunk records, and the filters applied to them, are read from (and
+# the writes that change it: a tier pass rewrites checked_at on every read).
+_WRITES = ("INSERT", "UPDATE", "DELETE")
+CONTENT_TABLES = {
+    "chunks": _WRITES,
+    "files": _WRITES,
+    "memories": _WRITES,
+    "commits": _WRITES,
+    "anchors": _WRITES,
+    "tier_state": ("INSERT", "UPDATE OF tier", "DELETE"),
+}
+
 MIGRATIONS: list[list[str]] = [
     # 1: files, memories, chunks, BM25 over memory chunks.
     [
@@ -230,6 +242,19 @@ MIGRATIONS: list[list[str]] = [
         "SELECT model, text_hash, vector FROM embeddings ORDER BY model, text_hash",
         "DROP TABLE embeddings",
         "ALTER TABLE embeddings_rowid RENAME TO embeddings",
+    ],
+    # 11: a token that changes with every write to what a chunk record or a
+    # search filter reads, so a process may keep the records it read until
+    # then (SQLiteStore.chunks). Random, not a counter: a rolled-back write
+    # must not bring back a value that later stands for other content.
+    [
+        "INSERT OR IGNORE INTO meta(key, value) VALUES ('content_token', '0')",
+        *(
+            f"CREATE TRIGGER content_token_{table}_{op.split()[0].lower()} AFTER {op} ON {table} BEGIN "
+            "UPDATE meta SET value = random() WHERE key = 'content_token'; END"
+            for table, ops in CONTENT_TABLES.items()
+            for op in ops
+        ),
     ],
 ]
 

@@ -48,6 +48,7 @@ from lore.storage.base import (
 )
 from lore.storage.sqlite.lexical import plan as lexical_plan
 from lore.storage.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
+from lore.storage.sqlite.recordcache import RecordCache
 
 if TYPE_CHECKING:
     import numpy as np
@@ -124,6 +125,7 @@ class SQLiteStore:
         self._in_transaction = 0
         self._healed = False
         self._noted_dimensions = False
+        self._records = RecordCache()
         self.db = self._open()
 
     def describe(self) -> str:
@@ -168,6 +170,7 @@ class SQLiteStore:
                 "rebuilt; make .lore/ writable, then run `lore index`"
             )
         self.notices.append(f"index {self.path.name} {why}; rebuilding it from the files")
+        self._records.clear()
         for suffix in ("", "-wal", "-shm"):
             try:
                 os.unlink(f"{self.path}{suffix}")
@@ -589,17 +592,30 @@ class SQLiteStore:
         )
 
     def chunks(self, kind: str, ids: Sequence[int], flt: AnyFilter | None = None) -> list[ChunkRecord]:
-        """The chunks with these ids that pass `flt` (order not kept)."""
-        out: list[ChunkRecord] = []
+        """The chunks with these ids that pass `flt` (order not kept).
+
+        Records read before, while the index has not changed, come from the
+        process's :class:`~lore.storage.sqlite.recordcache.RecordCache`."""
+        self._records.valid_for(self._content_token())
+        scope = (kind, repr(flt))
+        out, missing = self._records.split(scope, list(dict.fromkeys(ids)))
+        if not missing:
+            return out
+        read: list[ChunkRecord] = []
         where, params = _filter_where(kind, flt)
-        for part in batched(list(ids), _MAX_IN):
+        for part in batched(missing, _MAX_IN):
             marks = ",".join("?" * len(part))
             sql = (
                 f"SELECT {_select(kind)} {_from(kind)} WHERE c.id IN ({marks})"
                 f"{' AND ' + where if where else ''}"
             )
-            out += [_chunk(kind, row) for row in self.db.execute(sql, (*part, *params))]
-        return out
+            read += [_chunk(kind, row) for row in self.db.execute(sql, (*part, *params))]
+        self._records.keep(scope, missing, read)
+        return out + read
+
+    def _content_token(self) -> str:
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'content_token'").fetchone()
+        return row[0] if row else ""
 
     def first_chunk(self, path: str) -> ChunkRecord | None:
         row = self.db.execute(
