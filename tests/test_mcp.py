@@ -393,6 +393,12 @@ def test_an_error_never_echoes_a_secret_it_was_given(root):
             assert token not in said and "no memory '[REDACTED:github-token]'" in said
             said = await s.error("session_context", session_id=f"s-{token}", events=True)
             assert token not in said
+            # An argument the schema refuses is echoed back (and logged) redacted too.
+            key = "AKIA" + "Q7R3ZK5M2XWP9LTB"
+            said = await s.error("search_memories", query="auth", limit=key)
+            assert key not in said and "limit:" in said and "[REDACTED:aws-access-key]" in said
+            said = await s.error("search_memories", query="auth", types=[token])
+            assert token not in said and "types:" in said
 
     run_async(body)
     proc = subprocess.run(
@@ -624,6 +630,15 @@ def test_bad_inputs_are_tool_errors_and_the_server_keeps_working(root):
             assert "applies_to" in message and "everywhere" in message
             message = await s.error("memory_write", content="Long enough body.\nYes.", applies_to="file:")
             assert "applies_to" in message
+            # Code filters are checked as the CLI checks them, not answered with "no matches".
+            message = await s.error("search_codebase", query="x", roles=["bogus"])
+            assert "unknown role 'bogus'" in message and "source" in message, message
+            message = await s.error("search_codebase", query="x", directories=["/etc"])
+            assert "outside the project" in message, message
+            for bad in ({"directories": ["src\u0000"]}, {"file_types": ["py\u0000"]}):
+                assert "NUL" in await s.error("search_codebase", query="x", **bad)
+            inside = await s.ok("search_codebase", query="x", directories=[str(root)])
+            assert isinstance(inside, list)
 
             message = await s.error("add_memory", type="fact", title="Empty", content="")
             assert "body" in message.lower() or "content" in message.lower(), message

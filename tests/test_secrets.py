@@ -330,6 +330,8 @@ AWS_ID = "AKIA" + "2E0A8F3B244C9986"
         (f"id_{AWS_ID}", AWS_ID),
         (f"Key-{AWS_ID} rotated", AWS_ID),
         (f"prod.{GITHUB}", GITHUB),
+        (f"Ops <ops+{AWS_ID}@example.com>", AWS_ID),  # an email's plus address (a commit author)
+        (f"ops+{GITHUB}@example.com", GITHUB),
     ],
 )
 def test_a_token_glued_to_a_word_is_redacted(text: str, secret: str):

@@ -41,6 +41,7 @@ from lore.memory.sync import SyncReport
 from lore.memory.trash import TrashEntry
 from lore.project import Project
 from lore.search.filters import (
+    MAX_FILTER_VALUES,
     MAX_TASK_FILES,
     When,
     changed_within,
@@ -479,7 +480,11 @@ class Lore:
         """
         days = changed_within(changed_within_days)
         period = code_filter(since=since, until=until)
-        flt = code_filter(languages, extensions, directories, None, roles)  # bad input fails here, first
+        folders = [  # an absolute path inside the project is that folder (one outside fails)
+            self.project.rel(self.project.inside(d)) if os.path.isabs(d) else d
+            for d in strings(directories, "directories", most=MAX_FILTER_VALUES, longest=MAX_PATH)
+        ]
+        flt = code_filter(languages, extensions, folders, None, roles)  # bad input fails here, first
         if fresh:
             self.code_index.refresh()
         paths = self.code_index.recent_paths(days) if days is not None else None

@@ -443,7 +443,8 @@ def _server_class():
                 return await super().call_tool(name, arguments, *args, **kwargs)
             except ToolError as err:
                 if isinstance(err.__cause__, ValidationError):
-                    raise ToolError(f"{name}: {argument_problems(err.__cause__)}") from None
+                    # A value echoed back is shown (and logged) redacted: never a secret in clear.
+                    raise ToolError(redact(f"{name}: {argument_problems(err.__cause__)}")[0]) from None
                 raise
 
     return LoreMCPServer
@@ -476,7 +477,8 @@ def argument_problems(err) -> str:
             message = str(problem.get("msg", "is not valid")).lower()
         given = problem.get("input")
         if isinstance(given, (str, int, float)) and kind not in ("missing", "string_too_long"):
-            message += f" (got {str(given)[:40]!r})"
+            # Redacted before it is clipped: a clipped secret no longer looks like one.
+            message += f" (got {redact(str(given))[0][:40]!r})"
         parts.append(f"{field}: {message}")
     return "; ".join(parts)
 

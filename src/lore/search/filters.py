@@ -124,10 +124,22 @@ def code_filter(
         extensions=[_extension(e) for e in _names(extensions, "extensions")],
         directories=dirs,
         paths=paths,
-        roles=_names(roles, "roles"),
+        roles=_roles(roles),
         since=start,
         until=stop,
     )
+
+
+def _roles(given: Iterable[str]) -> list[str]:
+    """Role filter values, each one a role files are given (a usage error else:
+    a misspelt role would filter every file out and answer "no matches")."""
+    from lore.index.roles import ROLES
+
+    names = _names(given, "roles")
+    for name in names:
+        if name not in ROLES:
+            raise UsageError(f"unknown role '{clip(name, 60)}'; use one of {', '.join(ROLES)}")
+    return names
 
 
 def _extension(given: str) -> str:
@@ -227,6 +239,10 @@ def strings(
         raise UsageError(f"{field}: {len(names)} values, at most {most} are taken; narrow the filter")
     if longest is not None and any(len(name) > longest for name in names):
         raise UsageError(f"{field}: a value of over {longest} characters; give a shorter one")
+    for name in names:  # no name or path holds one (the OS can't name it; the index would drop it)
+        if "\x00" in name:
+            shown = clip(name.replace("\x00", "\\x00"), 120)
+            raise UsageError(f"{field}: '{shown}' contains a NUL character; remove it")
     return names
 
 

@@ -24,16 +24,21 @@ def terms(text: str) -> list[str]:
     """Distinct lower-case search terms of `text`, stop words removed.
 
     Identifiers are kept whole and also split (``refreshToken`` →
-    ``refreshtoken``, ``refresh``, ``token``) so both spellings match.
+    ``refreshtoken``, ``refresh``, ``token``) so both spellings match. A
+    query of nothing else keeps its stop words and single letters: ``AND``
+    (a C macro), ``x`` or ``a.b.c`` are what the user looks for.
     """
     out: dict[str, None] = {}
+    short: dict[str, None] = {}
     for word in _WORD.findall(text):
         parts = [p for p in re.split(r"_+", _SPLIT_CAMEL.sub("_", word)) if p]
         for candidate in (word, *parts) if len(parts) > 1 else (word,):
             low = candidate.lower()
             if low not in STOPWORDS and (len(low) > 1 or low.isdigit()):
                 out[low] = None
-    return list(out)
+            else:
+                short[low] = None
+    return list(out or short)
 
 
 MAX_FTS_TERMS = 16

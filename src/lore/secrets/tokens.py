@@ -30,10 +30,11 @@ def _piece_starts(run: str) -> list[int]:
 
 
 def _glued_starts(run: str, rules: RuleSet) -> list[int]:
-    """Where a distinctive token prefix follows ``-``, ``_`` or ``.`` in a run
-    (``fix-ghp_…``): a token pasted onto a word is still a token."""
+    """Where a distinctive token prefix follows ``-``, ``_``, ``.`` or ``+`` in
+    a run (``fix-ghp_…``, an email's ``ops+AKIA…@``): a token pasted onto a
+    word is still a token."""
     index, starts = rules.glued, []
-    for sep in "-_.":
+    for sep in "-_.+":
         at = run.find(sep)
         while at != -1:
             at += 1
