@@ -9,6 +9,7 @@ subprocess; the bundled embedding model where meaning matters.
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 from pathlib import Path
 
@@ -1091,3 +1092,91 @@ def test_a_blank_since_or_until_is_a_usage_error_not_a_filter_left_out(cli):
                 proc.stderr,
             )
             assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_task_of_many_words_finds_source_before_a_changelog_line_holding_them_all(tmp_path):
+    """Changelogs are written in task words: a changelog line holding every
+    word of "add a flag to limit the number of matches per file" came before
+    the source defining that flag. A short lookup still puts the chunk holding
+    all its words first, whatever its role."""
+    root = tmp_path / "p"
+    lore.init(root).close()
+    write(
+        root,
+        "CHANGELOG.md",
+        "# Changes\n\n- Added --max-count, a flag to limit the number of matches per file.\n",
+    )
+    write(
+        root,
+        "src/args.py",
+        "def flag_max_count(parser):\n"
+        '    """--max-count: stop reading a file after this many matching lines."""\n'
+        '    parser.add_argument("--max-count", type=int, help="matches per file")\n',
+    )
+    write(root, "src/walk.py", "def walk(root):\n    return sorted(root.iterdir())\n")
+    with lore.open(root) as project:
+        project.index_code()
+        project.embed()
+        hits = project.code_search("add a flag to limit the number of matches per file", fresh=False)
+        assert [h.file_path for h in hits][:2] == ["src/args.py", "CHANGELOG.md"]
+        assert project.code_search("limit matches", fresh=False)[0].file_path == "CHANGELOG.md"
+
+
+def test_a_lookup_puts_the_file_defining_the_identifier_first(tmp_path):
+    """`lore code HandleContext --files-only` ranked a file full of "context"
+    (never naming HandleContext) above the one defining it as a method."""
+    root = tmp_path / "p"
+    lore.init(root).close()
+    write(
+        root,
+        "context.py",
+        "\n\n".join(
+            f'class Context{i}:\n    """The request context: handle the context of a request."""\n'
+            f"    def handle(self, context):\n        self.context = context\n"
+            f"        return self.handle_context(context)\n"
+            for i in range(8)
+        ),
+    )
+    write(
+        root,
+        "engine.py",
+        "class Engine:\n    def __init__(self):\n        self.routes = []\n\n"
+        "    def HandleContext(self, c):\n        # re-enter the engine with a rewritten context\n"
+        "        old = c.index\n        self.serve(c)\n        c.index = old\n",
+    )
+    with lore.open(root) as project:
+        project.index_code()
+        project.embed()
+        assert project.code_search("HandleContext", files_only=True, fresh=False)[0].file_path == "engine.py"
+        assert project.code_search("HandleContext", fresh=False)[0].file_path == "engine.py"
+
+
+def test_the_first_ten_likely_files_do_not_depend_on_the_limit(tmp_path):
+    """A longer list read more code chunks, so `--limit 20` reordered the top five."""
+    root = tmp_path / "p"
+    lore.init(root).close()
+    rng = random.Random(4)
+    words = "client session socket buffer stream header payload chunk window backoff jitter deadline".split()
+    for i in range(120):
+        units = [
+            f"def retry_upload_{i}_{j}(client, attempt):\n"
+            f'    """Retry the upload after a timeout. {" ".join(rng.choice(words) for _ in range(40))}"""\n'
+            + "".join(f"    value_{k} = client.{rng.choice(words)}(attempt, {k})\n" for k in range(8))
+            + "    return value_0\n"
+            for j in range(1 + i % 3)
+        ]
+        write(root, f"pkg{i % 9}/upload_{i}.py", "\n\n".join(units))
+    with lore.open(root) as project:
+        project.index_code()
+        project.embed()
+
+        def top(limit: int) -> list[str]:
+            hits = project.code_search(
+                "retry the upload after a timeout", files_only=True, limit=limit, fresh=False
+            )
+            return [h.file_path for h in hits]
+
+        first = top(10)
+        assert len(first) == 10
+        for limit in (12, 30, 50):
+            assert top(limit)[:10] == first, limit

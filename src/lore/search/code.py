@@ -12,7 +12,7 @@ from lore.memory.model import parse_time
 from lore.records import Record, datarecord, internal
 from lore.search import hybrid
 from lore.search.text import snippet
-from lore.storage import ChunkFilter, ChunkRecord, Store
+from lore.storage import ChunkFilter, Store
 
 TestFinder = Callable[[str], list[str]]
 
@@ -78,12 +78,18 @@ def search_code(
     """Code chunks matching `query`, best first: a chunk defining the
     identifier the query names, or of the file it names by path, first; then
     the chunks holding the query's exact identifier or phrase, then those
-    holding every term, then the rest; within each, source before tests,
+    holding every term; then the rest; within each, source before tests,
     examples, config, docs and changelogs (the files ranking's tiers,
     :data:`~lore.search.files.ROLE_WEIGHT`; a role the query is about or the
     filter asks for joins the source tier), each tier in order of relevance.
-    Scores are each chunk's own relevance."""
-    from lore.search.files import ROLE_WEIGHT, roles_asked
+
+    Holding every term lifts a chunk above the tiers only for a lookup (a
+    query of a few words, :func:`~lore.search.files.is_lookup`: "staging
+    password"). A task of many words
+    is what changelogs are written in: for "add a flag to limit the number of
+    matches per file" a changelog line holding them all, at 0.17, came before
+    the source defining the flag, at 0.89. Scores are each chunk's own relevance."""
+    from lore.search.files import ROLE_WEIGHT, is_lookup, named_by, roles_asked
 
     pool = max(limit, TIERED_POOL)
     found = hybrid.search(store, "code", query, limit=pool, flt=flt, mode=mode, fusion_mode=fusion)
@@ -94,29 +100,21 @@ def search_code(
         return 1.0 if role in asked else ROLE_WEIGHT.get(role, 1.0)
 
     named = [token for token in query.exact if " " not in token]
-    ranked = sorted(found, key=lambda hit: (not _names(hit.chunk, named), -max(hit.exact, 0), -tier(hit)))
+    lifting = 1 if is_lookup(query) else 2  # the exactness that goes above the tiers
+    ranked = sorted(
+        found,
+        key=lambda hit: (
+            not named_by(hit.chunk, named),
+            -(hit.exact if hit.exact >= lifting else 0),
+            -tier(hit),
+            -max(hit.exact, 0),
+        ),
+    )
     return [_code_hit(s, query) for s in ranked[:limit]]
 
 
 # Chunk results are read this deep before they are put in role order.
 TIERED_POOL = 30
-
-
-def _names(chunk: ChunkRecord, tokens: list[str]) -> bool:
-    """Whether `chunk` defines an identifier the query names (``CliRunner``,
-    ``CliRunner.invoke``, ``get_user``) or is of a file it names by path
-    (``click/termui.py``)."""
-    if not tokens:
-        return False
-    path = chunk.path.lower()
-    if any(
-        ("/" in token or "." in token) and (path == token or path.endswith("/" + token)) for token in tokens
-    ):
-        return True
-    for symbol in (chunk.symbol or "").lower().split(", "):
-        if symbol and (symbol in tokens or symbol.rsplit(".", 1)[-1] in tokens):
-            return True
-    return False
 
 
 def search_files(

@@ -68,6 +68,7 @@ are asked for), so the pack keeps this order.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from collections.abc import Iterable
@@ -76,8 +77,10 @@ from typing import NamedTuple
 
 from lore.records import datarecord
 from lore.search import hybrid
-from lore.storage import ChunkFilter, Store
+from lore.storage import ChunkFilter, ChunkRecord, Store
 
+LOOKUP_WORDS = 3
+STABLE_FILES = 10  # the files ranked the same whatever the limit (recall and `lore code` show 10)
 FILE_RRF_K = 2  # five time-split repositories (bench/files_lab.py): flat from 1 to 3, worse from 10
 CODE_CHUNKS = 150  # code chunks read for file evidence (dev sets: flat from 150 to 300)
 HISTORY_COMMITS = 100
@@ -149,6 +152,52 @@ class _FileCode(NamedTuple):
 def roles_asked(query: str) -> set[str]:
     """The file roles a query is about, by its words ("update the docs" → docs)."""
     return {role for role, pattern in _ROLE_PATTERNS.items() if pattern.search(query)}
+
+
+def is_lookup(query: hybrid.Query) -> bool:
+    """A query of at most :data:`LOOKUP_WORDS` words looks something up (an
+    identifier, a path, "staging password"); a longer one describes a task."""
+    return len(query.text.split()) <= LOOKUP_WORDS
+
+
+def named_by(chunk: ChunkRecord, tokens: list[str]) -> bool:
+    """Whether `chunk` defines an identifier of `tokens` (what a query names
+    exactly, lower case: ``CliRunner``, ``CliRunner.invoke``, ``get_user``) or
+    is of a file it names by path (``click/termui.py``)."""
+    if not tokens:
+        return False
+    if path_named(chunk.path, tokens):
+        return True
+    for symbol in (chunk.symbol or "").lower().split(", "):
+        if symbol and (symbol in tokens or symbol.rsplit(".", 1)[-1] in tokens):
+            return True
+    # A definition inside the chunk's unit (a method in a class chunk): `def name`, `func (e *Engine) Name`...
+    names = [t.rsplit(".", 1)[-1] for t in tokens if "/" not in t]
+    return any(_defines(name).search(chunk.text) for name in names if name)
+
+
+# Words that introduce a definition, across the chunker's languages.
+_DEFINING = (
+    r"def|class|func|fn|function|struct|interface|type|trait|enum|impl|module|macro|"
+    r"const|let|var|val|static|public|private|protected|override|async|export|object"
+)
+
+
+@functools.lru_cache(maxsize=256)
+def _defines(name: str) -> re.Pattern[str]:
+    """`name` (lower case) defined: after a defining word, with a Go receiver
+    or up to two words of type between them (``public static Gson create``)."""
+    return re.compile(
+        rf"\b(?:{_DEFINING})\s+(?:\([^()\n]*\)\s*|[\w<>\[\]?,.*&]+\s+){{0,2}}{re.escape(name)}\b", re.I
+    )
+
+
+def path_named(path: str, tokens: list[str]) -> bool:
+    """Whether a query's exact tokens name `path` (whole, or its last parts)."""
+    low = path.lower()
+    return any(
+        ("/" in token or "." in token) and (low == token or low.endswith("/" + token)) for token in tokens
+    )
 
 
 def scope_words(query: str) -> list[str]:
@@ -228,6 +277,10 @@ def likely_files(
 ) -> list[FileMatch]:
     """The `limit` files most likely to matter for the query, best first.
 
+    The first :data:`STABLE_FILES` are the same whatever `limit` is: a longer
+    list ranks from more code chunks (widening its pool) and adds the files
+    it finds after them (before, `--limit 20` reordered the top five).
+
     Args:
         commits: past commits similar to the query, best first (the hybrid
             search over commits, ``HISTORY_COMMITS`` of them); [] for none.
@@ -236,8 +289,41 @@ def likely_files(
             ranked, not how relevant it is); a file's shown score is its
             evidence's relevance.
     """
-    code, words = _code_evidence(store, code_query, flt, limit, mode, fusion)
-    history = _history_evidence(commits, commit_relevance or {})
+
+    def rank(wanted: int) -> list[FileMatch]:
+        return _ranked_files(store, code_query, commits, flt, wanted, mode, fusion, commit_relevance or {})
+
+    ranked = rank(min(limit, STABLE_FILES))
+    if limit > STABLE_FILES and len(ranked) > STABLE_FILES:
+        top = ranked[:STABLE_FILES]
+        shown = {m.path for m in top}
+        ranked = top + [m for m in rank(limit) if m.path not in shown]
+    # The packing value follows the ranking: a file ranked above another is
+    # worth at least as much (lifting it, rather than lowering the files below
+    # a weak one), over the whole ranking, so it never depends on `limit`.
+    best_after = 0.0
+    for m in reversed(ranked):
+        best_after = m.order = max(best_after, m.order)
+    out = ranked[:limit]
+    for m in out:
+        m.score, m.order = round(m.score, 4), round(m.order, 4)
+    return out
+
+
+def _ranked_files(
+    store: Store,
+    code_query: hybrid.Query,
+    commits: list[hybrid.Scored],
+    flt: ChunkFilter,
+    wanted: int,
+    mode: str,
+    fusion: str,
+    commit_relevance: dict[int, float],
+) -> list[FileMatch]:
+    """Every file with evidence, best first (:func:`likely_files` without its
+    cut), code evidence read for at least `wanted` files."""
+    code, words = _code_evidence(store, code_query, flt, wanted, mode, fusion)
+    history = _history_evidence(commits, commit_relevance)
     # Past work is evidence only for files that exist now and pass the filter.
     roles = store.code_files(list(history), flt) if history else {}
     history = {p: ev for p, ev in history.items() if p in roles}
@@ -255,9 +341,14 @@ def likely_files(
     for named in (_in_scope(fused, scope) if scope else {}, _named(fused, code_query.text)):
         for rank, path in enumerate(sorted(named, key=lambda p: (-named[p], -fused[p]))):
             fused[path] += 1.0 / (FILE_RRF_K + 1 + rank)
+    # A lookup of an identifier or path puts the file defining it, or named, first (as `lore code` does).
+    tokens = [t for t in code_query.exact if " " not in t] if is_lookup(code_query) else []
     matches = []
     for path, value in fused.items():
         chunks = code[path].chunks if path in code else []
+        lookup = bool(tokens) and (
+            path_named(path, tokens) or any(named_by(hit.chunk, tokens) for hit, _ in chunks)
+        )
         best = chunks[0][0] if chunks else None
         role = best.chunk.role if best is not None else roles.get(path)
         weight = ROLE_WEIGHT.get(role or "source", 1.0)
@@ -271,7 +362,7 @@ def likely_files(
         worth = max(matched, history[path].best if path in history else 0.0)
         matches.append(
             (
-                (tier, value),
+                (lookup, tier, value),
                 FileMatch(
                     path,
                     evidence,
@@ -287,17 +378,7 @@ def likely_files(
             )
         )
     matches.sort(key=lambda item: item[0], reverse=True)
-    ranked = [m for _, m in matches]
-    # The packing value follows the ranking: a file ranked above another is
-    # worth at least as much (lifting it, rather than lowering the files below
-    # a weak one), over the whole ranking, so it never depends on `limit`.
-    best_after = 0.0
-    for m in reversed(ranked):
-        best_after = m.order = max(best_after, m.order)
-    out = ranked[:limit]
-    for m in out:
-        m.score, m.order = round(m.score, 4), round(m.order, 4)
-    return out
+    return [m for _, m in matches]
 
 
 def _code_evidence(
