@@ -116,3 +116,24 @@ def test_history_and_code_filter_commits_by_when_they_landed(landed_late):
     # The date shown is still the author's: when the work was written.
     rebased = next(h for h in cli.json("history", "helper") if h["subject"] == "Rebased helper")
     assert rebased["date"].startswith("2020-01-01")
+
+
+def test_an_index_dating_commits_by_author_walks_history_again(landed_late):
+    """History format 2 kept the author date as the commit's time: an index of
+    it is rewritten at the next sync, then filters by the committer date."""
+    import lore
+    from lore.index import history_sync
+
+    cli = landed_late
+    with lore.open(cli.cwd) as project:  # the commit as format 2 stored it: no committer date
+        store = project.store
+        (rebased,) = [c for c in store.commits() if c.subject == "Rebased helper"]
+        with store.transaction():
+            path = history_sync.PREFIX + rebased.sha
+            store.delete_files([path])
+            file_id = store.put_file(path, history_sync.KIND, rebased.sha, 0, 0)
+            store.put_commit(file_id, rebased)  # `committed` is not read back: dated by its author
+            store.put_chunks(file_id, history_sync.KIND, [history_sync.commit_chunk(rebased)])
+            store.set_meta("history_format", "2")
+    hits = cli.json("history", "helper", "--since", "2026-10-01")
+    assert [h["subject"] for h in hits] == ["Rebased helper"]
