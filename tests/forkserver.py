@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import traceback
 from collections.abc import Mapping
 from pathlib import Path
@@ -223,6 +224,7 @@ def _child(request: dict, fds: list[int]) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    time.tzset()  # the caller's TZ: the C library read the server's at start
     signal.signal(signal.SIGINT, signal.default_int_handler)
     import lore
     from lore.interfaces.cli import main

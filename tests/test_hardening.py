@@ -868,9 +868,32 @@ def test_every_command_survives_hostile_files_in_the_memory_folder(proj, tmp_pat
 
 @pytest.mark.timeout(240)
 def test_extreme_dates_and_a_5mb_body_work_through_every_command(proj, tmp_path):
-    for when, title in (("0001-01-01", "Oldest memory"), ("9999-12-31T23:59:59Z", "Newest memory")):
-        added = _lore(proj, "add", "--title", title, "--occurred-at", when, "--body", f"{title} body text.")
-        assert added.returncode == 0, added.stderr
+    added = _lore(
+        proj,
+        "add",
+        "--title",
+        "Oldest memory",
+        "--occurred-at",
+        "0001-01-01T00:00:00Z",
+        "--body",
+        "Oldest memory body text.",
+    )
+    assert added.returncode == 0, added.stderr
+    # A memory from the future is refused when added, but a file may still hold the calendar's last second.
+    args = (
+        "add",
+        "--title",
+        "Newest memory",
+        "--occurred-at",
+        "9999-12-31T23:59:59Z",
+        "--body",
+        "Newest memory body.",
+    )
+    assert _lore(proj, *args).returncode == 2
+    (proj / ".lore/memory/newest.md").write_text(
+        "---\nid: 7d0c1f3e-0b8e-4c55-9a57-0d5f3d0b1a2c\nsubject: Newest memory\n"
+        "occurred_at: 9999-12-31T23:59:59Z\n---\n\nNewest memory body text.\n"
+    )
     big_body = ("A large memory line of text. " * 20 + "\n") * 9_000  # > 5 MB
     assert len(big_body) > 5_000_000
     (tmp_path / "big.txt").write_text(big_body)
@@ -1003,7 +1026,7 @@ def test_python_api_refuses_wrong_arguments_with_a_usage_error(tmp_path):
             "tags must be a name or a list of names": lambda: project.search("walrus", tags=5),
             "languages must be a name or a list of names": lambda: project.code_search("x", languages=3),
             "files must be a name or a list of names": lambda: project.recall("walrus", files=7),
-            "--since: give a date or a phrase, not int": lambda: project.history("walrus", since=5),
+            "since: give a date or a phrase, not int": lambda: project.history("walrus", since=5),
             "give a memory id": lambda: project.show(5),
             "whole numbers": lambda: project.show(key, offset="3"),
             "a project folder is a path": lambda: lore.open(None),

@@ -653,11 +653,19 @@ def test_bad_inputs_are_tool_errors_and_the_server_keeps_working(root):
             message = await s.error("recall_context", title="x", budget=10)
             assert "budget" in message
             message = await s.error("search_codebase", query="x", changed_within_days=-1)
-            assert "--changed-within" in message and "above 0" in message, message
+            # Arguments are named as the tool calls them, not as the CLI's flags.
+            assert "changed_within_days must be" in message and "above 0" in message, message
             for tool in ("search_codebase", "recall_context", "search_memories"):
                 args = {"title": "x"} if tool == "recall_context" else {"query": "x"}
                 message = await s.error(tool, since="2026-11-20", until="2026-11-10", **args)
-                assert "is not before --until" in message, (tool, message)
+                assert "since '2026-11-20'" in message and "is not before until" in message, (tool, message)
+                assert "--" not in message, message
+                message = await s.error(tool, until="blah", **args)
+                assert "until: cannot read the time 'blah'" in message, (tool, message)
+                # A blank date is refused as the CLI's --since "" is, not taken as no filter.
+                for blank in ("", "  "):
+                    message = await s.error(tool, since=blank, **args)
+                    assert "since: it is empty" in message, (tool, message)
 
             # Nothing was written by the failed calls, and the server still answers.
             assert list((root / ".lore/memory").glob("*.md")) == []

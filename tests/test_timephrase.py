@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from lore.errors import UsageError
+from lore.errors import ArgumentError, UsageError
 from lore.search.timephrase import parse_when, time_range
 
 pytestmark = pytest.mark.storage_independent  # no index: CI's postgres pass may skip
@@ -198,7 +198,53 @@ def test_time_range():
     assert time_range("March", None, now=NOW) == ("2024-03-01T00:00:00Z", None)
     assert time_range(None, None, now=NOW) == (None, None)
     assert time_range("today", "today", now=NOW) == ("2024-05-15T00:00:00Z", "2024-05-16T00:00:00Z")
-    with pytest.raises(UsageError, match="is not before --until"):
+    with pytest.raises(UsageError, match="^since 'today' .* is not before until 'last week'"):
         time_range("today", "last week", now=NOW)
     with pytest.raises(UsageError, match="'whenever'"):
         time_range("whenever", None, now=NOW)
+
+
+def test_errors_name_the_argument_as_python_calls_it():
+    """The CLI names it --until (tests/test_cli_commands.py), MCP and Python ``until``."""
+    with pytest.raises(ArgumentError) as caught:
+        time_range(None, "blah", now=NOW)
+    assert str(caught.value).startswith("until: cannot read the time 'blah'")
+    assert caught.value.named(lambda name: f"--{name}").startswith("--until: cannot read")
+
+
+@pytest.mark.parametrize("text", ["in 2 days", "in an hour", "in 3w", "next week", "2 weeks from now"])
+def test_times_to_come_are_refused_not_read_as_past(text):
+    """'in 2 days' was read as '2 days' (ago): a window silently the other way."""
+    with pytest.raises(UsageError, match="is in the future; give a past time"):
+        since(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "end"),
+    [
+        ("2024-04-01T23:59Z", "2024-04-02T00:00:00Z"),
+        ("2024-04-01T23:59+00:00", "2024-04-02T00:00:00Z"),
+        ("2024-04-01T23:59+0000", "2024-04-02T00:00:00Z"),
+        ("2024-04-01T23:59-05:00", "2024-04-02T05:00:00Z"),
+        ("2024-04-01 23:59:30+02:00", "2024-04-01T21:59:31Z"),
+    ],
+)
+def test_until_a_minute_with_an_offset_includes_the_whole_minute(text, end):
+    """The colon of an offset (+00:00) was counted as a seconds field."""
+    assert until(text) == end
+
+
+def test_a_month_day_without_a_year_is_its_most_recent_past_occurrence():
+    """Feb 29 in a year without one was "day is out of range for month"."""
+    assert since("Feb 29", datetime(2026, 11, 29, tzinfo=UTC)) == "2024-02-29T00:00:00Z"
+    assert since("29 February", datetime(2024, 2, 28, tzinfo=UTC)) == "2020-02-29T00:00:00Z"
+    assert since("Feb 29", datetime(2024, 3, 1, tzinfo=UTC)) == "2024-02-29T00:00:00Z"
+    with pytest.raises(UsageError, match="day is out of range"):
+        since("Feb 30")
+
+
+@pytest.mark.parametrize("text", ["١٢٣٤", "٢٠٢٤-٠٥-٠١", "३ days ago", "Apr ١"])
+def test_only_ascii_digits_are_read(text):
+    """Python's \\d and int() read other scripts' digits: "١٢٣٤" was the year 1234."""
+    with pytest.raises(UsageError, match="digits as 0-9"):
+        since(text)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import ClassVar
 
@@ -43,6 +43,26 @@ class UsageError(LoreError):
     code = "usage"
     exit_code = 2
     http_status = 400
+
+
+class ArgumentError(UsageError):
+    """A usage error about arguments that each interface names its own way:
+    ``--since`` on the command line, ``since`` over MCP and in Python (what
+    ``str()`` gives). `template` is the message with ``{0}``, ``{1}``... where
+    `names` (as Python calls them) go; user text in it is escaped with :func:`literal`."""
+
+    def __init__(self, template: str, *names: str):
+        self.template, self.names = template, names
+        super().__init__(self.named(str))
+
+    def named(self, name: Callable[[str], str]) -> str:
+        """The message, each argument named by `name` (e.g. an argument -> its flag)."""
+        return self.template.format(*(name(n) for n in self.names))
+
+
+def literal(text: str) -> str:
+    """User text as it stands in an :class:`ArgumentError` template."""
+    return text.replace("{", "{{").replace("}", "}}")
 
 
 class NotFound(LoreError):

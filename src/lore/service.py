@@ -31,11 +31,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from lore.errors import NotFound, UsageError, ValidationError
+from lore.errors import ArgumentError, NotFound, UsageError, ValidationError, literal
 from lore.filenames import MAX_PATH
 from lore.health import Problem
 from lore.memory.edits import Edit
-from lore.memory.model import Memory
+from lore.memory.model import Memory, parse_given_time
 from lore.memory.repository import AddResult, EditResult, Memories, Page
 from lore.memory.sync import SyncReport
 from lore.memory.trash import TrashEntry
@@ -358,6 +358,11 @@ class Lore:
                 f"unknown field {', '.join(sorted(unknown))}; use {', '.join(sorted(_ADD_FIELDS))}"
             )
         _check_text_fields({"body": body, **fields})
+        if fields.get("occurred_at") is not None:  # "" too: an error, not "now"
+            try:
+                fields["occurred_at"] = parse_given_time(fields["occurred_at"])
+            except ValidationError as err:  # a bad argument (--occurred-at on the CLI), not a bad file
+                raise ArgumentError("{0}: " + literal(err.reason), "occurred_at") from None
         return self.memories.add(body=body, **fields)
 
     def update(self, key: str, **fields: Any) -> AddResult:

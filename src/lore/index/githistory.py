@@ -109,7 +109,8 @@ from lore.records import Record
 __all__ = ["FileChange", "HeadPathMap", "HistoryCommit", "HistoryWalk", "walk_history"]
 
 # Fields of one commit record; see `_read_log` for the layout.
-_FIELDS = ("%H", "%P", "%an", "%ae", "%ad", "%s", "%b")  # %ad: see gitrepo.DATE_FORMAT
+# %ad, %cd: author and committer dates (gitrepo.DATE_FORMAT)
+_FIELDS = ("%H", "%P", "%an", "%ae", "%ad", "%cd", "%s", "%b")
 _FORMAT = "%x00" + "%x00".join(_FIELDS)
 
 # Raw diff options shared by the log and the merge diffs: full blob names
@@ -151,6 +152,8 @@ class HistoryCommit(Commit, Record):
         status: one letter per file: ``A`` added, ``M`` modified, ``D``
             deleted, ``R`` renamed (from `old_paths`), ``T`` type changed
             (file <-> symlink), ``C`` copied (only with copy detection on).
+        committed: the committer date (when the commit landed; ``date`` is
+            the author's), ISO 8601 like it.
         old_paths: the path before the change for ``R`` and ``C``, else None.
         head_paths: the same file's path at HEAD (the walk's HEAD), or None
             when it no longer exists there (always None for ``D``).
@@ -160,6 +163,7 @@ class HistoryCommit(Commit, Record):
     """
 
     status: tuple[str, ...] = ()
+    committed: str = ""
     old_paths: tuple[str | None, ...] = ()
     head_paths: tuple[str | None, ...] = ()
     n_files: int = 0
@@ -364,7 +368,7 @@ class HistoryWalk(Iterator[HistoryCommit]):
                 self._merges = None
 
     def _step(self, fields: list[bytes], changes: list[FileChange]) -> HistoryCommit:
-        sha, parents_text, author, email, date, subject, body = (
+        sha, parents_text, author, email, date, committed, subject, body = (
             value.decode("utf-8", "replace") for value in fields
         )
         parents = tuple(parents_text.split())
@@ -388,6 +392,7 @@ class HistoryWalk(Iterator[HistoryCommit]):
             author=author,
             email=email,
             date=date,
+            committed=committed,
             subject=subject,
             body=body.rstrip(),
             files=tuple(c.path for c in changes),

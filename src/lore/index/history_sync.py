@@ -32,8 +32,9 @@ PREFIX = "git:"
 MAX_FILES_IN_TEXT = 50
 BATCH = 500
 # Bumped when what is stored of a commit changes: an index of another format
-# walks the whole history again (2: messages redacted).
-FORMAT = "2"
+# walks the whole history again (2: messages redacted; 3: commits dated by
+# when they landed, the committer date, for since/until and their order).
+FORMAT = "3"
 
 
 @datarecord
@@ -144,6 +145,7 @@ def record_of(commit: HistoryCommit) -> CommitRecord:
         author=redact_name(commit.author)[0],
         email=redact_name(commit.email)[0],
         date=commit.date,
+        committed=commit.committed,
         subject=redact(commit.subject)[0],
         body=redact(commit.body)[0] if commit.body else commit.body,
         files=[path(p) for p in commit.files],

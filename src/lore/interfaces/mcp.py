@@ -148,7 +148,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
     )
 
     @server.tool(
-        description="Code search (meaning + words); files_only ranks files; since/until: dates, phrases."
+        description="Code search (meaning + words); files_only ranks files; since/until (inclusive): dates, phrases."
     )
     def search_codebase(
         query: Query,

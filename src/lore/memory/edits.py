@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lore.errors import UsageError, ValidationError
-from lore.memory.model import MAX_SUBJECT, Memory, content_hash, parse_time, string_list
+from lore.memory.model import MAX_SUBJECT, Memory, content_hash, parse_given_time, string_list
 from lore.records import datarecord
 
 OPERATIONS = ("append", "prepend", "replace_section", "find_replace", "set", "relate")
@@ -332,7 +332,7 @@ def set_field(memory: Memory, name: str, value: str | None, *, clean: Callable[[
     elif canonical == "occurred_at":
         if parsed is None:
             raise UsageError("occurred_at cannot be removed; give an ISO 8601 time")
-        memory.occurred_at = parse_time(clean(text))
+        memory.occurred_at = parse_given_time(clean(text))
     elif canonical == "applies_to":
         memory.applies_to = "global" if parsed is None else clean(text)
         memory.check_project_paths()

@@ -29,7 +29,7 @@ import uuid
 from collections import Counter
 from collections.abc import Hashable
 from dataclasses import field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any, TypeAlias
 
 from lore.errors import ValidationError
@@ -206,6 +206,46 @@ def parse_time(value: object, *, field_name: str = "occurred_at") -> str:
             f"{_quote(value)} is outside years 0001-9999 once converted to UTC; give a time in that range",
             field=field_name,
         ) from None
+
+
+# How far ahead a time a person gives may be: clocks of machines (and their
+# zones) disagree a little; a memory from next year is a typing mistake.
+FUTURE_SLACK = timedelta(days=1)
+
+
+def parse_given_time(value: object, *, field_name: str = "occurred_at", now: datetime | None = None) -> str:
+    """A time a person gives (``lore add --occurred-at``, the Python and HTTP
+    APIs) as stored: UTC ``...Z``. Without an offset it is the user's local
+    time, and a bare date that local day's midnight: the rule ``--since`` and
+    ``--until`` follow too (docs/cli.md, "Dates and times"). Files keep UTC
+    (:func:`parse_time`), whoever reads them.
+
+    Raises:
+        ValidationError: blank, not ISO 8601, or more than a day in the future.
+    """
+    if isinstance(value, str) and not value.strip():
+        raise ValidationError(
+            "it is empty; give an ISO 8601 time (2026-02-10T15:30) or leave it out", field=field_name
+        )
+    if isinstance(value, str):
+        try:  # naive, it is read in the local zone below; anything else: parse_time's message
+            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError:
+            pass
+    if isinstance(value, date) and not isinstance(value, datetime):
+        value = datetime(value.year, value.month, value.day)
+    if isinstance(value, datetime) and value.tzinfo is None:
+        try:
+            value = value.astimezone()  # a naive datetime is local time
+        except (OverflowError, ValueError):
+            pass  # at the edge of the calendar: parse_time says so
+    stored = parse_time(value, field_name=field_name)
+    if datetime.fromisoformat(stored.replace("Z", "+00:00")) > (now or datetime.now(UTC)) + FUTURE_SLACK:
+        raise ValidationError(
+            f"{_quote(stored)} is in the future; give when it happened (at most a day ahead)",
+            field=field_name,
+        )
+    return stored
 
 
 @datarecord

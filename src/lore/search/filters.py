@@ -6,7 +6,7 @@ import datetime
 from collections.abc import Iterable
 from typing import Any
 
-from lore.errors import UsageError, ValidationError
+from lore.errors import ArgumentError, UsageError, literal
 from lore.filenames import MAX_PATH
 from lore.memory.model import MEMORY_TYPES, SCOPE_RE
 from lore.memory.values import clip
@@ -81,7 +81,7 @@ def memory_filter(filters: dict[str, Any], *, viewer: str | None) -> MemoryFilte
         hint = f" (e.g. file:{shown.strip()})" if isinstance(scope, str) and scope.strip() else ""
         raise UsageError(f"scope '{shown}' must be global, file:<path> or area:<name>{hint}")
     archived = bool(given.get("include_archived")) or tier == ARCHIVE
-    since, until = _period(given.get("since"), given.get("until"))
+    since, until = _period(filters.get("since"), filters.get("until"))  # "" too: refused
     return MemoryFilter(
         types=types,
         tags=_names(given.get("tags", ()), "tags") + _names(given.get("tag", ()), "tag"),
@@ -206,7 +206,10 @@ def changed_within(days: float | None) -> float | None:
     if days is None:
         return None
     if isinstance(days, bool) or not isinstance(days, int | float) or not 0 < days < float("inf"):
-        raise UsageError(f"--changed-within must be a number of days above 0, e.g. 7 (got {days!r})")
+        raise ArgumentError(
+            f"{{0}} must be a number of days above 0, e.g. 7 (got {literal(repr(days))})",
+            "changed_within_days",
+        )
     return float(days)
 
 
@@ -249,27 +252,28 @@ def strings(
 def _period(since: When, until: When) -> tuple[str | None, str | None]:
     """``since``/``until`` as ISO times; a period that ends before it begins is
     refused (it would silently match nothing)."""
+    from lore.search.timephrase import check_order
+
     start, stop = _when(since, "since"), _when(until, "until", end=True)
-    if start is not None and stop is not None and start >= stop:
-        raise UsageError(
-            f"--since {since!r} ({start}) is not before --until {until!r} ({stop}); "
-            "swap them or widen the range"
-        )
+    check_order(since, start, until, stop)
     return start, stop
 
 
 def _when(value: When, name: str, *, end: bool = False) -> str | None:
     """An ISO time from a date, a time or a phrase ("last week", "2 months ago");
-    a :class:`datetime.date` or :class:`datetime.datetime` from Python as it is written."""
+    a :class:`datetime.date` or :class:`datetime.datetime` from Python as it is written.
+    None is no filter; a blank value is an error (as the CLI's ``--since ""``),
+    not a filter silently left out."""
     if isinstance(value, datetime.date):
         value = value.isoformat()
-    if not value:
+    if value is None:
         return None
     if not isinstance(value, str):
-        raise UsageError(f"--{name}: give a date or a phrase, not {type(value).__name__}")
-    from lore.search.timephrase import parse_when
+        raise ArgumentError(f"{{0}}: give a date or a phrase, not {type(value).__name__}", name)
+    if not value.strip():
+        raise ArgumentError(
+            "{0}: it is empty; give a date or a phrase (2024-05-01, last week) or leave it out", name
+        )
+    from lore.search.timephrase import read_when
 
-    try:
-        return str(parse_when(value, end=end))
-    except ValidationError as err:
-        raise UsageError(f"--{name}: {err.reason}") from None
+    return read_when(value, name, end=end)

@@ -28,7 +28,8 @@ written                                     means
 ==========================================  ===========================================
 
 A leading "since", "from", "until", "till", "on" or "in" is ignored, so
-``--since "since March"`` reads naturally.
+``--since "since March"`` reads naturally. Times to come ("in 2 days",
+"next week", "2 weeks from now") and digits other than 0-9 are refused.
 
 A value names a period (a day, a month) or an instant ("3 days ago").
 `end=False` gives its first instant, for ``--since``; `end=True` gives the
@@ -43,9 +44,9 @@ import calendar
 import re
 from datetime import UTC, date, datetime, timedelta, tzinfo
 
-from lore.errors import UsageError
+from lore.errors import ArgumentError, UsageError, literal
 
-__all__ = ["parse_when", "time_range"]
+__all__ = ["check_order", "parse_when", "read_when", "time_range"]
 
 EXAMPLES = "2024-05-01, 2024-05, yesterday, last week, 3 days ago, 2w, since March, last friday"
 
@@ -72,6 +73,10 @@ for _words, _unit in (
         _UNITS[_word] = _unit
 
 _PREFIX = re.compile(r"^(?:since|from|until|till|til|on|in)\s+", re.IGNORECASE)
+# "in 2 days", "2 weeks from now", "next week": times to come, which no window of
+# past work can start or end at (without this, "in" is dropped and "in 2 days"
+# would read as "2 days" ago).
+_FUTURE = re.compile(r"^(?:in\s+(?:\d+|an?|one)\s*[a-z]+|.*\bfrom\s+now|next\s+.*)$")
 _AMOUNT = re.compile(r"^(?:(?:last|past)\s+)?(?P<n>\d+|an?|one)\s*(?P<unit>[a-z]+)(?:\s+ago)?$")
 _MONTH_YEAR = re.compile(r"^(?P<month>[a-z]+)\.?(?:\s+(?P<year>\d{4}))?$")
 _YEAR = re.compile(r"^\d{4}$")
@@ -118,17 +123,32 @@ def time_range(
     after its period: keep times ``t`` with ``since <= t < until``.
 
     Raises:
-        UsageError: a value cannot be read, or `since` is not before `until`.
+        ArgumentError: a value cannot be read (naming it), or `since` is not before `until`.
     """
     now = _now(now)
-    start = parse_when(since, now=now) if since else None
-    stop = parse_when(until, now=now, end=True) if until else None
-    if start is not None and stop is not None and start >= stop:
-        raise UsageError(
-            f"--since {since!r} ({start}) is not before --until {until!r} ({stop}); "
-            "swap them or widen the range"
-        )
+    start = read_when(since, "since", now=now) if since else None
+    stop = read_when(until, "until", now=now, end=True) if until else None
+    check_order(since, start, until, stop)
     return start, stop
+
+
+def read_when(text: str, name: str, *, now: datetime | None = None, end: bool = False) -> str:
+    """:func:`parse_when`, its error naming the argument `name` (since, until)."""
+    try:
+        return parse_when(text, now=now, end=end)
+    except UsageError as err:
+        raise ArgumentError("{0}: " + literal(str(err)), name) from None
+
+
+def check_order(since: object, start: str | None, until: object, stop: str | None) -> None:
+    """Refuse a period that ends before it begins (it would silently match nothing)."""
+    if start is not None and stop is not None and start >= stop:
+        raise ArgumentError(
+            f"{{0}} {literal(repr(since))} ({start}) is not before {{1}} {literal(repr(until))} ({stop}); "
+            "swap them or widen the range",
+            "since",
+            "until",
+        )
 
 
 # -- reading ---------------------------------------------------------------------------
@@ -144,6 +164,13 @@ def _period(text: str, given_now: datetime | None) -> tuple[datetime, datetime]:
     """The first instant of the period `text` names and the first instant after it."""
     now = _now(given_now)
     raw = " ".join((text or "").split())  # one line in any message that quotes it
+    if any(c.isdigit() and not c.isascii() for c in raw):
+        # Python's \d and int() read any script's digits: "١٢٣٤" would be the year 1234.
+        raise UsageError(f"cannot read the time '{raw}': write its digits as 0-9, e.g. {EXAMPLES}")
+    if _FUTURE.match(raw.lower()):
+        raise UsageError(
+            f"'{raw}' is in the future; give a past time or a date, e.g. '2 days ago' or 2024-05-01"
+        )
     phrase = _PREFIX.sub("", " ".join(raw.lower().split()))
     if not phrase:
         raise UsageError(f"no time given; use a date or a phrase, e.g. {EXAMPLES}")
@@ -218,14 +245,19 @@ def _named_day(raw: str, phrase: str, today: date) -> date | None:
         return None
     month_text = match.group("month")
     month = int(month_text) if month_text.isdigit() else _MONTHS[month_text]
-    year = int(match.group("year")) if match.group("year") else today.year
+    number = int(match.group("day"))
     try:
-        day = date(year, month, int(match.group("day")))
-        if not match.group("year") and day > today:  # the most recent one that has begun
-            day = date(year - 1, month, day.day)
+        if match.group("year"):
+            return date(int(match.group("year")), month, number)
+        date(2000, month, number)  # a day no year has (Feb 30) is an error; 2000 was a leap year
+        # The most recent one that has begun: this year's, or an earlier year's
+        # (Feb 29: the last leap year's).
+        year = today.year
+        while number > calendar.monthrange(year, month)[1] or date(year, month, number) > today:
+            year -= 1
+        return date(year, month, number)
     except ValueError as error:
         raise UsageError(f"cannot read the date '{raw}': {error}; e.g. 2024-05-01 or 'May 1, 2024'") from None
-    return day
 
 
 def _iso_period(raw: str, phrase: str, zone: tzinfo | None) -> tuple[datetime, datetime] | None:
@@ -246,8 +278,10 @@ def _iso_period(raw: str, phrase: str, zone: tzinfo | None) -> tuple[datetime, d
             instant = datetime.fromisoformat(value.replace(" ", "T", 1))
             if instant.tzinfo is None:
                 instant = _localize(instant, zone)
-            # the minute or second written, whole: until 14:30 includes 14:30:59
-            step = timedelta(seconds=1) if value.count(":") >= 2 else timedelta(minutes=1)
+            # the minute or second written, whole: until 14:30 includes 14:30:59. Seconds
+            # are the third field of the time itself, not a colon of an offset (+02:00).
+            seconds = re.match(r"^\d{4}-\d{2}-\d{2}[tT ]\d{1,2}:\d{2}:\d{2}", value)
+            step = timedelta(seconds=1) if seconds else timedelta(minutes=1)
             return instant, instant + step
     except ValueError as error:
         # Python's words for an offset of a day or more name its own types: say it plainly.

@@ -125,6 +125,10 @@ class CommitRecord:
     head_files: list[str | None] = field(default_factory=list)
     n_files: int = 0
     is_merge: bool = False
+    committed: str = ""
+    """When the commit landed (committer date, ISO 8601): what ``since``/``until``
+    and the commits' order go by, as ``git log --since`` does; `date` is the
+    author's date, shown. Not read back from the index (its ``ts`` column holds it)."""
 
 
 @datarecord

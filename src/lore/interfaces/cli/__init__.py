@@ -16,7 +16,7 @@ import sys
 import click
 
 from lore import __version__
-from lore.errors import as_lore_error
+from lore.errors import ArgumentError, as_lore_error
 from lore.interfaces.cli.decoding import require_utf8_text
 
 #: Every command, in the order `lore --help` lists them, and its module.
@@ -121,8 +121,18 @@ def main(argv: list[str] | None = None) -> int:
                 "(set LORE_DEBUG=1 for the traceback, and please report it)"
             )
             return 1
-        _error(f"lore: error: {known}")
+        message = known.named(_flag) if isinstance(known, ArgumentError) else str(known)
+        _error(f"lore: error: {message}")
         return known.exit_code
+
+
+# Service arguments whose flag is not the argument's own name in --kebab-case.
+_FLAGS = {"changed_within_days": "--changed-within"}
+
+
+def _flag(argument: str) -> str:
+    """The command-line flag of a service argument (since -> --since)."""
+    return _FLAGS.get(argument, "--" + argument.replace("_", "-"))
 
 
 def _error(message: str) -> None:

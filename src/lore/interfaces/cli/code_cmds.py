@@ -30,9 +30,13 @@ from lore.interfaces.cli.output import emit_json, emit_results, table
 @click.option(
     "--since",
     callback=nonblank,
-    help="Only files changed since (date or phrase: 'last week', '2 months ago').",
+    help="Only files changed (committed) from this date on (or a phrase: 'last week', '2 months ago').",
 )
-@click.option("--until", callback=nonblank, help="Only files changed before (date or phrase).")
+@click.option(
+    "--until",
+    callback=nonblank,
+    help="Only files changed up to and including this date or period (or a phrase).",
+)
 @click.option(
     "--files-only", is_flag=True, help="Rank files, best first: code matches, similar past commits, roles."
 )
@@ -120,9 +124,11 @@ def code(
 @click.option(
     "--since",
     callback=nonblank,
-    help="Commits since (date or phrase: 'last week', '2 months ago', 'since March').",
+    help="Commits landed from this date on (or a phrase: 'last week', '2 months ago', 'since March').",
 )
-@click.option("--until", callback=nonblank, help="Commits before (date or phrase).")
+@click.option(
+    "--until", callback=nonblank, help="Commits landed up to and including this date or period (or a phrase)."
+)
 @json_option
 @with_lore
 def history(lore, query, limit, mode, since, until, as_json):

@@ -79,9 +79,13 @@ def filter_options(func=None, *, limit_help: str = "At most N results (default 1
         click.option(
             "--since",
             callback=nonblank,
-            help="Occurred since: a date or a phrase ('last week', '2 months ago').",
+            help="Occurred from this date or time on: a date or a phrase ('last week', '2 months ago').",
         ),
-        click.option("--until", callback=nonblank, help="Occurred before: a date or a phrase."),
+        click.option(
+            "--until",
+            callback=nonblank,
+            help="Occurred up to and including this date, time or period ('2024-05-01': all of that day).",
+        ),
         click.option("--limit", type=click.IntRange(min=1), default=None, help=limit_help),
     ]
     for option in reversed(options):

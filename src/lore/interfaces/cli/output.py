@@ -94,18 +94,14 @@ def is_terminal() -> bool:
 
 
 def relative_time(when: str | None, now: datetime | None = None) -> str:
-    """'just now', '5 min ago', '3 h ago', 'yesterday', '12 days ago', '2025-03-01'."""
-    if not when:
-        return "-"
-    try:
-        then = datetime.fromisoformat(when.replace("Z", "+00:00"))
-    except ValueError:
-        return when[:10]
-    if then.tzinfo is None:
-        then = then.replace(tzinfo=UTC)
+    """'just now', '5 min ago', '3 h ago', 'yesterday', '12 days ago', '2025-03-01'
+    (older: the day in local time, as ``--since``/``--until`` read a date)."""
+    then = _instant(when)
+    if then is None:
+        return (when or "-")[:10]
     seconds = ((now or datetime.now(UTC)) - then).total_seconds()
     if seconds < 0:
-        return then.date().isoformat()
+        return local_time(when)
     if seconds < 60:
         return "just now"
     if seconds < 3600:
@@ -117,7 +113,29 @@ def relative_time(when: str | None, now: datetime | None = None) -> str:
         return "yesterday"
     if days < 60:
         return f"{days} days ago"
-    return then.date().isoformat()
+    return local_time(when)
+
+
+def local_time(when: str | None, *, minutes: bool = False) -> str:
+    """A stored UTC time as a person reads it: the local day (``2025-03-01``),
+    or with `minutes` the local ``2025-03-01 14:30``; unreadable text as it is."""
+    then = _instant(when)
+    if then is None:
+        return (when or "")[: 16 if minutes else 10]
+    try:
+        local = then.astimezone()
+    except (OverflowError, ValueError):  # the edge of the calendar: UTC it stays
+        local = then
+    return f"{local.year:04d}-{local:%m-%d}" + (f" {local:%H:%M}" if minutes else "")
+
+
+def _instant(when: str | None) -> datetime | None:
+    """An ISO 8601 time (naive: UTC, as stored) as an aware datetime; None if unreadable."""
+    try:
+        then = datetime.fromisoformat((when or "").replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return then if then.tzinfo is not None else then.replace(tzinfo=UTC)
 
 
 def citation(root: Path, path: str, line: int | None = None) -> str:

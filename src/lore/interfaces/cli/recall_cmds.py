@@ -39,10 +39,12 @@ def recall_options(func):
         click.option(
             "--since",
             callback=nonblank,
-            help="Only memories and past work since (date or phrase: 'last month').",
+            help="Only memories and past work from this date on (or a phrase: 'last month').",
         ),
         click.option(
-            "--until", callback=nonblank, help="Only memories and past work before (date or phrase)."
+            "--until",
+            callback=nonblank,
+            help="Only memories and past work up to and including this date or period (or a phrase).",
         ),
         click.option("--no-code", is_flag=True, help="Leave out likely files and code."),
         click.option("--no-memories", is_flag=True, help="Leave out memories."),

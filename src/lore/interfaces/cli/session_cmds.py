@@ -14,7 +14,7 @@ import click
 from lore.errors import UsageError
 from lore.interfaces.cli.common import json_option, with_lore
 from lore.interfaces.cli.decoding import read_stdin
-from lore.interfaces.cli.output import emit_json, progress_bar, table, warn
+from lore.interfaces.cli.output import emit_json, local_time, progress_bar, table, warn
 
 
 @click.group()
@@ -136,7 +136,7 @@ def list_(lore, status, limit, as_json):
                 str(s.event_count),
                 str(s.archived_event_count),
                 str(s.token_count),
-                s.updated_at[:16].replace("T", " "),
+                local_time(s.updated_at, minutes=True),
             ]
             for s in sessions
         ],
@@ -226,7 +226,9 @@ def search_(lore, query, session_id, limit, as_json):
 def _render_hit(out, hit) -> None:
     from rich.markup import escape
 
-    out.print(f"[bold]{escape(hit.title)}[/bold]  [dim]{hit.score:.2f} · {hit.occurred_at[:16]}[/dim]")
+    out.print(
+        f"[bold]{escape(hit.title)}[/bold]  [dim]{hit.score:.2f} · {local_time(hit.occurred_at, minutes=True)}[/dim]"
+    )
     out.print(f"  [cyan]{escape(hit.path)}:{hit.start_line}[/cyan]  [dim]{escape(hit.section or '')}[/dim]")
     out.print(f"  {hit.snippet}", markup=False)
 

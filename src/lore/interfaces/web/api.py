@@ -91,7 +91,7 @@ FILTERS = (
     Param(
         "since", description="Occurred at or after (a date or a phrase: 2024-05-01, last week).", max_len=40
     ),
-    Param("until", description="Occurred before (a date or a phrase).", max_len=40),
+    Param("until", description="Occurred up to and including this date or period (or a phrase).", max_len=40),
 )
 ARCHIVED = Param("include_archived", "bool", "Archived memories too (left out unless asked for).")
 # Commit dates, for code (files changed then), history and recall (the CLI's --since/--until).
@@ -99,7 +99,7 @@ PERIOD = (
     Param(
         "since", description="Changed at or after (a date or a phrase: 2024-05-01, last month).", max_len=40
     ),
-    Param("until", description="Changed before (a date or a phrase).", max_len=40),
+    Param("until", description="Changed up to and including this date or period (or a phrase).", max_len=40),
 )
 SELECTION = (
     *FILTERS,

@@ -29,7 +29,7 @@ class CommitRows(StoreCore):
                 json.dumps(commit.head_files),
                 commit.n_files or len(commit.files),
                 commit.is_merge,
-                sql.epoch(commit.date),
+                sql.epoch(commit.committed or commit.date),
             ),
         )
 

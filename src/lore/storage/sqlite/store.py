@@ -884,7 +884,7 @@ class SQLiteStore:
                 json.dumps(commit.head_files),
                 commit.n_files or len(commit.files),
                 int(commit.is_merge),
-                _epoch(commit.date),
+                _epoch(commit.committed or commit.date),
             ),
         )
 
