@@ -120,7 +120,8 @@ def test_history_and_code_filter_commits_by_when_they_landed(landed_late):
 
 def test_an_index_dating_commits_by_author_walks_history_again(landed_late):
     """History format 2 kept the author date as the commit's time: an index of
-    it is rewritten at the next sync, then filters by the committer date."""
+    it is dated again at the next sync (in place: one `git log`, not a walk of
+    the whole history), then filters by the committer date."""
     import lore
     from lore.index import history_sync
 
@@ -137,3 +138,6 @@ def test_an_index_dating_commits_by_author_walks_history_again(landed_late):
             store.set_meta("history_format", "2")
     hits = cli.json("history", "helper", "--since", "2026-10-01")
     assert [h["subject"] for h in hits] == ["Rebased helper"]
+    with lore.open(cli.cwd) as project:  # dated in place, not written again
+        assert project.store.file_states(history_sync.KIND)[path].id == file_id
+        assert project.store.get_meta("history_format") == history_sync.FORMAT

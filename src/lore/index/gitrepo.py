@@ -485,6 +485,18 @@ def commits(root: Path, *, limit: int = 1000, since: str | None = None) -> list[
     )
 
 
+def commit_times(root: Path) -> dict[str, int]:
+    """{sha: committer time, epoch seconds} of every commit reachable from HEAD
+    (one git process, no diffs: ~1 s per 100,000 commits)."""
+    out = run_git(root, "log", "--format=%H %ct", "HEAD", check=False)
+    times = {}
+    for line in _text(out.stdout).splitlines():
+        sha, _, when = line.partition(" ")
+        if when.isdigit():
+            times[sha] = int(when)
+    return times
+
+
 def commits_mentioning(root: Path, text: str) -> list[Commit]:
     """Commits reachable from HEAD whose message contains `text`, newest first.
 

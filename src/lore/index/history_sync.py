@@ -58,8 +58,16 @@ def sync_history(root: Path, store: Store, limit: int, *, force: bool = False) -
                 result.removed = store.delete_files(store.file_states(KIND))
                 store.set_meta("history_head", "")
         return result
+    stored_format = store.get_meta("history_format")
+    if stored_format == "2" and not force:
+        # Format 3 only dates commits by when they landed: set that in place
+        # (one `git log`) rather than walking a long history again.
+        with store.transaction():
+            store.redate_commits(gitrepo.commit_times(root))
+            store.set_meta("history_format", FORMAT)
+        stored_format = FORMAT
     # Stored by an older Lore, or asked for: rewrite every commit.
-    rewrite = force or store.get_meta("history_format") != FORMAT
+    rewrite = force or stored_format != FORMAT
     if rewrite:
         last = ""
     # A shallow clone deepened (`git fetch --deepen`, `--unshallow`) has older

@@ -49,6 +49,17 @@ class CommitRows(StoreCore):
                 self._changed("commit", False)
             return len(gone)
 
+    def redate_commits(self, times: dict[str, int]) -> int:
+        """Date this clone's stored commits by these times ({sha: epoch seconds}); how many changed."""
+        if not times:
+            return 0
+        with self._writing() as conn:
+            return conn.execute(
+                "UPDATE commits x SET ts = t.ts FROM unnest(%s::text[], %s::bigint[]) AS t(sha, ts), files f "
+                "WHERE x.sha = t.sha AND f.id = x.file_id AND f.clone_id = %s AND x.ts != t.ts",
+                (list(times), list(times.values()), self.clone_id),
+            ).rowcount
+
     def remap_commit_paths(self, mapping: dict[str, str | None]) -> int:
         """Point stored commits' HEAD paths at their new names (None: gone)."""
         if not mapping:

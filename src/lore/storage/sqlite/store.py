@@ -903,6 +903,13 @@ class SQLiteStore:
             self._vectors_changed()
         return pruned
 
+    def redate_commits(self, times: dict[str, int]) -> int:
+        """Date stored commits by these times ({sha: epoch seconds}); how many changed."""
+        done = self.db.executemany(
+            "UPDATE commits SET ts = ? WHERE sha = ? AND ts != ?", ((t, sha, t) for sha, t in times.items())
+        )
+        return max(done.rowcount, 0)
+
     def remap_commit_paths(self, mapping: dict[str, str | None]) -> int:
         """Point stored commits' HEAD paths at their new names (None: gone)."""
         if not mapping:
