@@ -310,6 +310,29 @@ def test_a_folder_ignored_by_an_enclosing_repo_is_walked(tmp_path):
 def test_defaults_cover_the_usual_suspects():
     for glob in ["*.py", "*.ts", "*.tsx", "*.go", "*.rs", "*.java", "*.md", "*.json"]:
         assert glob in DEFAULT_INCLUDE
+
+
+def test_grammars_build_files_and_documents_without_an_extension_are_found(tmp_path):
+    """jq's parser.y and lexer.l, its NEWS and ChangeLog, rack's Gemfile, gemspec,
+    config.ru and README.rdoc, gin's go.mod, gson's pom.xml and zod's
+    INTEGRATIONS.MD were never indexed, so no search or role could find them."""
+    names = [
+        "src/parser.y",
+        "src/lexer.l",
+        "NEWS",
+        "ChangeLog",
+        "Gemfile",
+        "rack.gemspec",
+        "config.ru",
+        "README.rdoc",
+        "go.mod",
+        "pom.xml",
+        "INTEGRATIONS.MD",
+    ]
+    for name in names:
+        _write(tmp_path, name)
+    _write(tmp_path, "build/output.bin")
+    assert sorted(discover(tmp_path).files) == sorted(names)
     for glob in [
         "node_modules/",
         ".venv/",
