@@ -1180,3 +1180,30 @@ def test_the_first_ten_likely_files_do_not_depend_on_the_limit(tmp_path):
         assert len(first) == 10
         for limit in (12, 30, 50):
             assert top(limit)[:10] == first, limit
+
+
+def test_a_long_pasted_description_is_read_for_its_first_terms(tmp_path):
+    """recall_context takes descriptions of up to 1,000,000 characters: a
+    124 KB paste of distinct words took 3 s, every term checked in every
+    candidate and snippet. Its first MAX_TERMS terms are read; what the task
+    says first still finds its file."""
+    from lore.search.text import MAX_TERMS, terms
+
+    rng = random.Random(3)
+    filler = " ".join(
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(5, 9)))
+        for _ in range(20_000)
+    )
+    assert len(terms(filler)) == MAX_TERMS
+    assert terms("zebra stripes " + filler)[:2] == ["zebra", "stripes"]
+    root = tmp_path / "p"
+    lore.init(root).close()
+    write(root, "table.py", "def zebra_stripes(rows):\n    return [(i % 2, r) for i, r in enumerate(rows)]\n")
+    write(root, "other.py", "def paint(colour):\n    return colour\n")
+    with lore.open(root) as project:
+        project.index_code()
+        found = project.code_search("zebra stripes " + filler, files_only=True, fresh=False)
+        assert found[0].file_path == "table.py"
+        assert project.recall(
+            "Fix zebra stripes", description="zebra stripes " + filler, fresh=False
+        ).markdown
