@@ -826,6 +826,14 @@ def test_code_directory_glob_matches_files_under_matching_directories(repo):
     index(repo)
     assert paths(code(repo, "wombat", "--dir", "src/**/api")) == ["src/v1/api/routes.py"]
     assert paths(code(repo, "wombat", "--dir", "src/*/api")) == ["src/v1/api/routes.py"]
+    # `**/` also stands for no folder, and a file named as the folder is that file.
+    write(root, "crates/api/lib.py", "def lib_wombat():\n    return 'wombat'\n")
+    commit(root, "a crate")
+    index(repo)
+    assert paths(code(repo, "wombat", "--dir", "crates/**/api")) == ["crates/api/lib.py"]
+    assert paths(code(repo, "wombat", "--dir", "src/web/page.py")) == ["src/web/page.py"]
+    proc = repo("code", "wombat", "--dir", "", ok=False)
+    assert proc.returncode == 2 and "directory filter is empty" in proc.stderr
 
 
 def test_changed_within_uses_commit_dates(repo):

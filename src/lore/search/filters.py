@@ -113,6 +113,8 @@ def code_filter(
 ) -> ChunkFilter:
     dirs = []
     for d in strings(directories, "directories", most=MAX_FILTER_VALUES, longest=MAX_PATH):
+        if not d.strip():  # not a filter that is silently ignored
+            raise UsageError("directory filter is empty; give a folder like src (or . for the whole project)")
         d = "/".join(part for part in d.strip().split("/") if part not in ("", "."))  # ./src/ is src
         if ".." in d.split("/"):
             raise UsageError(f"directory filter '{d}' leaves the project; give a path inside it")

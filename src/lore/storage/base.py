@@ -667,6 +667,21 @@ class Store(Protocol):
 # -- helpers shared by the backends ---------------------------------------------------
 
 
+def directory_globs(directories: Sequence[str]) -> list[str]:
+    """The path globs a directory filter matches: each value itself (a file
+    named as a folder, or a glob naming folders) and everything under it; a
+    ``**/`` also stands for no folder at all (``crates/**/searcher`` holds
+    ``crates/searcher``)."""
+    globs: list[str] = []
+    for d in directories:
+        forms = [d]
+        while "**/" in forms[-1]:
+            forms.append(forms[-1].replace("**/", "", 1))
+        for form in forms:
+            globs += [form, f"{form}/*"]
+    return list(dict.fromkeys(globs))
+
+
 def embedding_text(kind: str, title: str, text: str) -> str:
     """What gets embedded for a chunk: its title (a memory's title, a code
     unit's qualified symbol) then its text. Never the file path, so a renamed

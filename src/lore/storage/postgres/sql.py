@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from lore.storage.base import AnyFilter, ChunkFilter, MemoryFilter
+from lore.storage.base import AnyFilter, ChunkFilter, MemoryFilter, directory_globs
 
 MEMORY_COLUMNS = (
     "m.id, m.title, m.type, m.sector, m.tags, m.applies_to, m.agent, m.task, m.project, m.visibility, "
@@ -290,11 +290,7 @@ def chunk_where(kind: str, flt: ChunkFilter) -> tuple[str, list[Any]]:
         clauses.append("(" + " OR ".join("f.path LIKE %s" for _ in flt.extensions) + ")")
         params += ["%." + like_escape(ext.lstrip(".").lower()) for ext in flt.extensions]
     if flt.directories:
-        patterns: list[str] = []
-        for d in flt.directories:
-            # A glob names directories (src/*/api): match files under them too.
-            globs = [d, f"{d}/*"] if any(ch in d for ch in "*?[") else [f"{d}/*"]
-            patterns += [glob_regex(g) for g in globs]
+        patterns = [glob_regex(g) for g in directory_globs(flt.directories)]
         clauses.append("(" + " OR ".join("f.path ~ %s" for _ in patterns) + ")")
         params += patterns
     if flt.paths is not None:

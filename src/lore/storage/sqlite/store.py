@@ -42,6 +42,7 @@ from lore.storage.base import (
     SourceCounts,
     TierState,
     batched,
+    directory_globs,
     embedding_text,
     filter_is_empty,
     text_hash,
@@ -1472,10 +1473,7 @@ def _chunk_where(kind: str, flt: ChunkFilter) -> tuple[str, list[Any]]:
         clauses.append("(" + " OR ".join("f.path LIKE ?" for _ in flt.extensions) + ")")
         params += ["%." + ext.lstrip(".").lower() for ext in flt.extensions]
     if flt.directories:
-        globs: list[str] = []
-        for d in flt.directories:
-            # A glob names directories (src/*/api): match files under them too.
-            globs += [d, f"{d}/*"] if any(ch in d for ch in "*?[") else [f"{d}/*"]
+        globs = directory_globs(flt.directories)
         clauses.append("(" + " OR ".join("f.path GLOB ?" for _ in globs) + ")")
         params += globs
     if flt.paths is not None:
