@@ -1207,3 +1207,24 @@ def test_a_long_pasted_description_is_read_for_its_first_terms(tmp_path):
         assert project.recall(
             "Fix zebra stripes", description="zebra stripes " + filler, fresh=False
         ).markdown
+
+
+def test_results_found_by_meaning_alone_and_scored_low_are_marked_weak(cli):
+    """A query sharing no word with the code is answered by meaning alone; the
+    loose matches among those say so (JSON `weak`; a line before the text
+    results when all of them are), as recall leaves them out."""
+    for name in ("billing", "shipping", "users", "auth", "cart"):
+        (cli.cwd / f"{name}.py").write_text(
+            f'def {name}_total(items):\n    """Add up the {name} amounts for the report."""\n'
+            "    return sum(i.amount for i in items)\n"
+        )
+    cli("index")
+    hits = cli.json("code", "money owed by customers")
+    assert any(h["weak"] for h in hits)
+    for hit in hits:
+        assert hit["weak"] == (hit["source"] == "vector" and hit["similarity"] < 0.2), hit
+    assert not any(h["weak"] for h in cli.json("code", "billing amounts"))
+    weak = [h["file_path"] for h in hits if h["weak"]]
+    shown = cli("code", "money owed by customers", "--dir", weak[0]).stdout
+    assert shown.startswith("no close match") and weak[0] in shown
+    assert "no close match" not in cli("code", "billing amounts").stdout

@@ -41,6 +41,8 @@ class CodeHit(Record):
     order: float = internal(default=0.0)
     # Files-only results: some of its evidence holds the query's words (FileMatch.worded).
     worded: bool = internal(default=True)
+    # Found by meaning alone and scored under hybrid.MEANING_FLOOR: a loose match.
+    weak: bool = False
 
     def to_dict(self, *, full: bool = False) -> dict[str, Any]:
         data = super().to_dict()
@@ -64,6 +66,8 @@ class CommitHit(Record):
     source: str
     gone_files: list[str] = field(default_factory=list)
     n_files: int = internal(default=0)
+    # Found by meaning alone and scored under hybrid.MEANING_FLOOR: a loose match.
+    weak: bool = False
 
 
 def search_code(
@@ -142,6 +146,7 @@ def search_files(
         else:
             hit = CodeHit(m.path, None, None, 1, 1, "", m.score, "history", m.role)
         hit.commits, hit.is_file, hit.order, hit.worded = m.commits, True, m.order, m.worded
+        hit.weak = not m.worded and m.score < hybrid.MEANING_FLOOR
         hit.chunks = [_code_hit(chunk, query, relevance) for chunk, relevance in m.chunks]
         if tests is not None and (m.role or "source") == "source":
             hit.tests = tests(m.path)
@@ -169,6 +174,7 @@ def commit_hits(found: list[hybrid.Scored]) -> list[CommitHit]:
                 s.source,
                 gone,
                 commit.n_files,
+                weak=hybrid.weak(s.source, s.score),
             )
         )
     return out
@@ -245,4 +251,5 @@ def _code_hit(hit: hybrid.Scored, query: hybrid.Query, score: float | None = Non
         hit.source,
         chunk.role,
         chunk_text=chunk.text,
+        weak=hybrid.weak(hit.source, hit.score if score is None else score),
     )

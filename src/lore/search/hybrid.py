@@ -65,6 +65,16 @@ COMPLETED_KINDS = frozenset({"memory"})
 HEDGED_KINDS = frozenset({"memory"})
 # Results below this relevance are "no good match" and left out.
 RELEVANCE_FLOOR = 0.01
+# Found by meaning alone (no word of the query in it) and scored under this: a
+# weak result, shown marked as such; recall leaves it out (see
+# lore.search.recall, where it was chosen: nonsense tasks on click scored
+# 0.06-0.23, mostly under 0.19; meaning-only past commits of real tasks 0.22-0.48).
+MEANING_FLOOR = 0.2
+
+
+def weak(source: str, score: float) -> bool:
+    """Whether a result found by `source` ("vector": by meaning alone) is a weak one."""
+    return source == "vector" and score < MEANING_FLOOR
 
 
 @datarecord

@@ -30,6 +30,8 @@ class MemoryHit(Record):
     summary: str = ""
     stale: list[str] | None = None
     confidence: float = internal(default=1.0)
+    # Found by meaning alone and scored under hybrid.MEANING_FLOOR: a loose match.
+    weak: bool = False
 
 
 def search(
@@ -76,6 +78,7 @@ def hit_of(chunk: ChunkRecord, snip: str, score: float, source: str) -> MemoryHi
         occurred_at=memory.occurred_at,
         summary=memory.summary,
         confidence=memory.confidence,
+        weak=hybrid.weak(source, score),
     )
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from lore.memory.values import clip, fold_line
 from lore.records import Record, datarecord
 from lore.search import attention as att
+from lore.search import hybrid
 from lore.search.pack import Item, check_heading, pack, render
 from lore.search.text import terms
 from lore.storage import ChunkFilter, MemoryFilter, Store
@@ -45,7 +46,7 @@ FILE_FLOOR = 0.10
 # on click, the best such item for 30 nonsense tasks ("tuba kumquat nebula")
 # scored 0.06-0.23, mostly under 0.19; the past commits found that way for
 # 40 real tasks' top 10s scored 0.22-0.48 (median 0.27).
-MEANING_FLOOR = 0.2
+MEANING_FLOOR = hybrid.MEANING_FLOOR
 SCOPE_BOOST = 1.5
 # The relevance of a memory about a file the task names that its words did not
 # find: a fair match, below what a search finds by the task's own words.

@@ -55,6 +55,8 @@ def emit_results(hits: list, as_json: bool, json_of: Callable, render: Callable)
     elif not hits:
         click.echo("no matches")
     else:
+        if all(getattr(hit, "weak", False) for hit in hits):
+            click.echo("no close match: these share no word with the query, only some meaning (weak)")
         out = console()
         for hit in hits:
             render(out, hit)
