@@ -311,6 +311,11 @@ def test_tests_for_go_ts_rust_java_and_others():
     rust = list(RUST_CRATE)
     assert find_tests("src/parser/mod.rs", rust) == ["tests/parser.rs"]
     assert find_tests("src/parser/lexer.rs", rust) == []
+    # A crate's tests folder tests that crate (ripgrep: crates/matcher/tests/util.rs
+    # was listed as the tests of crates/regex/src/util.rs and crates/printer/src/util.rs).
+    workspace = ["crates/regex/src/util.rs", "crates/matcher/src/util.rs", "crates/matcher/tests/util.rs"]
+    assert find_tests("crates/regex/src/util.rs", workspace) == []
+    assert find_tests("crates/matcher/src/util.rs", workspace) == ["crates/matcher/tests/util.rs"]
 
     maven = list(MAVEN)
     assert find_tests("core/src/main/java/com/acme/core/Parser.java", maven) == [

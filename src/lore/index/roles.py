@@ -455,6 +455,8 @@ class SourceTestIndex:
                     continue
                 if family == "go" and test.split("/")[:-1] != parts[:-1]:
                     continue  # a Go package's tests are in its folder: render/json.go is not binding/json_test.go's
+                if not source_path.startswith(_package_of(test)):
+                    continue  # crates/matcher/tests/util.rs tests crates/matcher, not crates/regex/src/util.rs
                 score = _closeness(source_dirs, parts[:-1], test) * 2 - rank
                 found[test] = max(found.get(test, score), score)
         if not found:
@@ -464,6 +466,18 @@ class SourceTestIndex:
         # are left out once a test that mirrors the source's folders exists.
         keep = [t for t, s in found.items() if s >= best - 1 or best <= 0]
         return sorted(keep, key=lambda t: (-found[t], t))
+
+
+def _package_of(test: str) -> str:
+    """The folder a test's test folder sits in, with a slash (``crates/matcher/``
+    for ``crates/matcher/tests/util.rs``); "" for a test folder at the root or
+    a test beside its source (``pkg/x_test.go``): then any source may be its."""
+    parts = test.split("/")[:-1]
+    for i, folder in enumerate(parts):
+        lowered = folder.lower()
+        if lowered in _TEST_DIRS or _TEST_DIR_NAME.search(folder) or _TEST_DIR_CAMEL.search(folder):
+            return "/".join(parts[:i]) + "/" if i else ""
+    return ""
 
 
 def tests_for(source_path: str, all_paths: Iterable[str]) -> list[str]:
