@@ -628,9 +628,10 @@ def test_a_memory_too_large_for_one_tsvector_is_indexed_and_found(pg_database, t
 
 
 def test_a_lookup_with_a_nul_character_finds_nothing_rather_than_failing(pg_database, tmp_path):
-    """PostgreSQL text cannot hold NUL: an id, path or filter with one (MCP and
-    the HTTP API pass them through) finds nothing, as on SQLite, instead of an
-    'index error' that sends the user to rebuild the index."""
+    """PostgreSQL text cannot hold NUL: an id or path with one (MCP and the
+    HTTP API pass them through) finds nothing, as on SQLite, and a filter
+    value with one is a usage error on both (no name holds one), instead of
+    an 'index error' that sends the user to rebuild the index."""
     from lore.errors import NotFound
 
     project = lore.init(tmp_path / "nul")
@@ -639,8 +640,10 @@ def test_a_lookup_with_a_nul_character_finds_nothing_rather_than_failing(pg_data
         for key in ("\x00", added.id[:8] + "\x00"):
             with pytest.raises(NotFound):
                 project.show(key)
-        assert project.code_search("deploy", extensions=["py\x00"], directories=["src\x00"]) == []
-        assert project.list(tags=["a\x00"]) == []
+        with pytest.raises(lore.UsageError, match="NUL"):
+            project.code_search("deploy", extensions=["py\x00"], directories=["src\x00"])
+        with pytest.raises(lore.UsageError, match="NUL"):
+            project.list(tags=["a\x00"])
         assert [h.title for h in project.search("deploys tuesdays")] == ["Deploys"]
     finally:
         project.close()
