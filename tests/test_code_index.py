@@ -37,6 +37,7 @@ RESULT_KEYS = {
     "similarity",
     "source",
     "role",
+    "weak",
 }
 
 
