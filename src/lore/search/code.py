@@ -89,10 +89,10 @@ def search_code(
 
     Holding every term lifts a chunk above the tiers only for a lookup (a
     query of a few words, :func:`~lore.search.files.is_lookup`: "staging
-    password"). A task of many words
-    is what changelogs are written in: for "add a flag to limit the number of
-    matches per file" a changelog line holding them all, at 0.17, came before
-    the source defining the flag, at 0.89. Scores are each chunk's own relevance."""
+    password"). A task of many words is what changelogs are written in: for
+    "add a flag to limit the number of matches per file" a changelog line
+    holding them all, at 0.17, came before the source defining the flag, at
+    0.89. Scores are each chunk's own relevance."""
     from lore.search.files import ROLE_WEIGHT, is_lookup, named_by, roles_asked
 
     pool = max(limit, TIERED_POOL)
