@@ -200,6 +200,10 @@ async def test_a_time_past_the_years_a_date_holds_is_a_400_not_a_500(root):
                     )
             page = await c.get("/search", params={"q": "dated", "since": value})
             assert page.status_code == 400 and "0001-9999" in page.text
+        # An argument is named as the API's query names it, not as Python does.
+        r = await c.get("/api/code", params={"q": "dated", "changed_within": "0"})
+        message = r.json()["error"]["message"]
+        assert r.status_code == 400 and message.startswith("changed_within must be"), message
 
 
 async def test_size_limits_413_and_field_limit(root):

@@ -11,13 +11,22 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from lore.errors import LoreError, UsageError, ValidationError, as_lore_error, without_server_paths
+from lore.errors import (
+    ArgumentError,
+    LoreError,
+    UsageError,
+    ValidationError,
+    as_lore_error,
+    without_server_paths,
+)
 from lore.interfaces.units import file_size
 from lore.secrets import redact
 
 HERE = Path(__file__).parent
 # Core field names → the names the HTTP API uses for the same input.
 FIELD_NAMES = {"subject": "title", "keywords": "tags", "body": "body"}
+# Service arguments the API's query names differently (web/api.py's Param dest).
+QUERY_NAMES = {"changed_within_days": "changed_within"}
 # The projects this process serves (build_app adds its own): error messages show
 # paths inside them relative to the project, never the server's absolute layout.
 SERVED_ROOTS: set[Path] = set()
@@ -51,8 +60,12 @@ def as_error(err: BaseException) -> LoreError:
 
 
 def error_body(err: LoreError) -> dict:
-    """``{"error": {"code", "message", "field"?}}``"""
-    body: dict = {"code": err.code, "message": without_server_paths(str(err), SERVED_ROOTS)}
+    """``{"error": {"code", "message", "field"?}}``; arguments named as the
+    HTTP API's query names them (``changed_within``, not Python's name)."""
+    message = (
+        err.named(lambda name: QUERY_NAMES.get(name, name)) if isinstance(err, ArgumentError) else str(err)
+    )
+    body: dict = {"code": err.code, "message": without_server_paths(message, SERVED_ROOTS)}
     if isinstance(err, ValidationError) and err.field:
         body["field"] = FIELD_NAMES.get(err.field, err.field)
         body["message"] = f"{body['field']}: {without_server_paths(err.reason, SERVED_ROOTS)}"
