@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from lore.index.roles import ROLES
-from lore.interfaces.cli.common import from_cwd, json_option, nonblank, with_lore
+from lore.interfaces.cli.common import from_cwd, json_option, with_lore
 from lore.interfaces.cli.output import emit_json, emit_results, table
 
 
@@ -29,12 +29,10 @@ from lore.interfaces.cli.output import emit_json, emit_results, table
 @click.option("--changed-within", "days", type=float, help="Only files changed in the last N days (git).")
 @click.option(
     "--since",
-    callback=nonblank,
     help="Only files changed (committed) from this date on (or a phrase: 'last week', '2 months ago').",
 )
 @click.option(
     "--until",
-    callback=nonblank,
     help="Only files changed up to and including this date or period (or a phrase).",
 )
 @click.option(
@@ -123,12 +121,9 @@ def code(
 )
 @click.option(
     "--since",
-    callback=nonblank,
     help="Commits landed from this date on (or a phrase: 'last week', '2 months ago', 'since March').",
 )
-@click.option(
-    "--until", callback=nonblank, help="Commits landed up to and including this date or period (or a phrase)."
-)
+@click.option("--until", help="Commits landed up to and including this date or period (or a phrase).")
 @json_option
 @with_lore
 def history(lore, query, limit, mode, since, until, as_json):

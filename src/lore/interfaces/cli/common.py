@@ -14,14 +14,6 @@ from lore.memory.model import MEMORY_TYPES
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON (see docs/cli.md).")
 
 
-def nonblank(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    """A `--since`/`--until` given but blank (`--since ""`, an unset shell
-    variable) is a usage error, not a filter silently left out."""
-    if value is not None and not value.strip():
-        raise click.BadParameter("it is empty; give a date or a phrase, e.g. 2024-05-01 or 'last week'")
-    return value
-
-
 def from_cwd(root: os.PathLike[str] | str, given: tuple[str, ...] | list[str], what: str) -> list[str]:
     """Paths (or globs) as typed at a shell, as the project-relative ones the
     core takes: relative to the current directory like git's (from the
@@ -78,12 +70,10 @@ def filter_options(func=None, *, limit_help: str = "At most N results (default 1
         click.option("--include-archived", is_flag=True, help="Archived memories too (left out by default)."),
         click.option(
             "--since",
-            callback=nonblank,
             help="Occurred from this date or time on: a date or a phrase ('last week', '2 months ago').",
         ),
         click.option(
             "--until",
-            callback=nonblank,
             help="Occurred up to and including this date, time or period ('2024-05-01': all of that day).",
         ),
         click.option("--limit", type=click.IntRange(min=1), default=None, help=limit_help),

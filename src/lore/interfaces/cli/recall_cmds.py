@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from lore.interfaces.cli.common import from_cwd, json_option, nonblank, with_lore
+from lore.interfaces.cli.common import from_cwd, json_option, with_lore
 from lore.interfaces.cli.decoding import read_stdin
 from lore.interfaces.cli.output import echo, emit_json, is_terminal, table, warn_redacted
 
@@ -38,12 +38,10 @@ def recall_options(func):
         ),
         click.option(
             "--since",
-            callback=nonblank,
             help="Only memories and past work from this date on (or a phrase: 'last month').",
         ),
         click.option(
             "--until",
-            callback=nonblank,
             help="Only memories and past work up to and including this date or period (or a phrase).",
         ),
         click.option("--no-code", is_flag=True, help="Leave out likely files and code."),
