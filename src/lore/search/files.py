@@ -279,9 +279,10 @@ def likely_files(
 ) -> list[FileMatch]:
     """The `limit` files most likely to matter for the query, best first.
 
-    The first :data:`STABLE_FILES` are the same whatever `limit` is: a longer
-    list ranks from more code chunks (widening its pool) and adds the files
-    it finds after them (before, `--limit 20` reordered the top five).
+    The first :data:`STABLE_FILES` are the same whatever `limit` is: when
+    their ranking holds too few files for a longer list, it is ranked again
+    from more code chunks (a wider pool) and adds the files it finds after
+    them (before, `--limit 20` reordered the top five).
 
     Args:
         commits: past commits similar to the query, best first (the hybrid
@@ -296,7 +297,7 @@ def likely_files(
         return _ranked_files(store, code_query, commits, flt, wanted, mode, fusion, commit_relevance or {})
 
     ranked = rank(min(limit, STABLE_FILES))
-    if limit > STABLE_FILES and len(ranked) > STABLE_FILES:
+    if STABLE_FILES < len(ranked) < limit:  # (at most STABLE_FILES: no more files have evidence)
         top = ranked[:STABLE_FILES]
         shown = {m.path for m in top}
         ranked = top + [m for m in rank(limit) if m.path not in shown]
