@@ -374,7 +374,7 @@ def _folder_role(folders: list[str]) -> str | None:
     """The role of the outermost test, docs or example folder on the path, if any."""
     for folder in folders:
         lowered = folder.lower()
-        if lowered in _TEST_DIRS or _TEST_DIR_NAME.search(folder) or _TEST_DIR_CAMEL.search(folder):
+        if _is_test_dir(folder):
             return "test"
         if lowered in _DOC_DIRS:
             return "docs"
@@ -474,10 +474,16 @@ def _package_of(test: str) -> str:
     a test beside its source (``pkg/x_test.go``): then any source may be its."""
     parts = test.split("/")[:-1]
     for i, folder in enumerate(parts):
-        lowered = folder.lower()
-        if lowered in _TEST_DIRS or _TEST_DIR_NAME.search(folder) or _TEST_DIR_CAMEL.search(folder):
+        if _is_test_dir(folder):
             return "/".join(parts[:i]) + "/" if i else ""
     return ""
+
+
+def _is_test_dir(folder: str) -> bool:
+    """A folder of tests: ``tests/``, ``spec/``, ``__tests__/``, ``Foo.Tests/``..."""
+    return folder.lower() in _TEST_DIRS or bool(
+        _TEST_DIR_NAME.search(folder) or _TEST_DIR_CAMEL.search(folder)
+    )
 
 
 def tests_for(source_path: str, all_paths: Iterable[str]) -> list[str]:

@@ -135,9 +135,11 @@ def code_filter(
 def _roles(given: Iterable[str]) -> list[str]:
     """Role filter values, each one a role files are given (a usage error else:
     a misspelt role would filter every file out and answer "no matches")."""
+    names = _names(given, "roles")
+    if not names:
+        return names
     from lore.index.roles import ROLES
 
-    names = _names(given, "roles")
     for name in names:
         if name not in ROLES:
             raise UsageError(f"unknown role '{clip(name, 60)}'; use one of {', '.join(ROLES)}")
@@ -253,11 +255,13 @@ def strings(
 
 def _period(since: When, until: When) -> tuple[str | None, str | None]:
     """``since``/``until`` as ISO times; a period that ends before it begins is
-    refused (it would silently match nothing)."""
-    from lore.search.timephrase import check_order
-
+    refused (it would silently match nothing). The time phrases are imported
+    only for a period given: most commands have none."""
     start, stop = _when(since, "since"), _when(until, "until", end=True)
-    check_order(since, start, until, stop)
+    if start is not None and stop is not None:
+        from lore.search.timephrase import check_order
+
+        check_order(since, start, until, stop)
     return start, stop
 
 
