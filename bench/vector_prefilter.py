@@ -1,6 +1,6 @@
 """Issue 10 benchmark: the 1-bit prefilter of large SQLite vector sets, recall and cost.
 
-    python bench/vector_prefilter.py [--queries 400]
+    python bench/vector_prefilter.py [--queries 400] [--sizes 20000,38000]
 
 Above `APPROX_MIN` vectors the SQLite store ranks rows by sign-bit codes and
 computes exact cosines only for `candidates(n, k)` of them
@@ -10,7 +10,9 @@ other benches left behind (CoSQA functions and code, the stdlib's code and
 synthetic memories, LoCoMo turns, flask's code and commits), deduplicated,
 asked real questions (CoSQA test queries, LoCoMo questions, flask tasks).
 Then the cost, exact vs prefiltered, on that set and on the 100k matrix of
-bench/search_scale.py if it exists.
+bench/search_scale.py if it exists. `--sizes` also measures random subsets
+of those sizes (the threshold's neighbourhood: fewer rows, more of them
+candidates).
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ def timings(matrix, codes, queries, k: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--queries", type=int, default=400)
+    parser.add_argument("--sizes", default="", help="comma-separated subset sizes to measure too")
     args = parser.parse_args()
 
     import numpy as np
@@ -82,24 +85,30 @@ def main() -> None:
     encoder = load_local({})
     texts = questions(args.queries)
     queries = np.stack([encoder.embed_query(t) for t in texts]).astype(np.float32)
-    codes = Codes.of(matrix)
     print(f"{len(matrix):,} distinct real vectors from {files} caches; {len(queries)} real questions")
     print(f"(the store uses the prefilter from {APPROX_MIN:,} vectors on; here it is forced)")
-    for k in (10, 100):
-        count = candidates(len(matrix), k)
-        recall, worst = [], 1.0
-        for q in queries:
-            truth = set(np.argpartition(-(matrix @ q), k)[:k].tolist())
-            rows = codes.nearest(q, count)
-            got = set(rows[np.argpartition(-(matrix[rows] @ q), k)[:k]].tolist())
-            recall.append(len(truth & got) / k)
-            worst = min(worst, recall[-1])
-        print(
-            f"  top {k:>3}: {count:,} candidates  recall vs exact mean {np.mean(recall):.3f}  "
-            f"p5 {percentile(recall, 5):.2f}  worst {worst:.2f}"
-        )
-    exact, approx = timings(matrix, codes, queries[:200], 100)
-    print(f"  top-100 cost p50: exact {exact:.2f} ms, prefiltered {approx:.2f} ms")
+    sizes = [int(n) for n in args.sizes.split(",") if n.strip() and int(n) < len(matrix)]
+    for size in [len(matrix), *sizes]:
+        subset = matrix
+        if size < len(matrix):
+            subset = matrix[sorted(random.Random(size).sample(range(len(matrix)), size))]
+            print(f"a random {size:,} of them:")
+        codes = Codes.of(subset)
+        for k in (10, 100, 150):
+            count = candidates(len(subset), k)
+            recall, worst = [], 1.0
+            for q in queries:
+                truth = set(np.argpartition(-(subset @ q), k)[:k].tolist())
+                rows = codes.nearest(q, count)
+                got = set(rows[np.argpartition(-(subset[rows] @ q), k)[:k]].tolist())
+                recall.append(len(truth & got) / k)
+                worst = min(worst, recall[-1])
+            print(
+                f"  top {k:>3}: {count:,} candidates  recall vs exact mean {np.mean(recall):.3f}  "
+                f"p5 {percentile(recall, 5):.2f}  worst {worst:.2f}"
+            )
+        exact, approx = timings(subset, codes, queries[:200], 100)
+        print(f"  top-100 cost p50: exact {exact:.2f} ms, prefiltered {approx:.2f} ms")
 
     scale = sorted((WORK / "scale" / "local" / "cache").glob("*.vec.npy"))
     if scale:

@@ -613,3 +613,13 @@ def test_a_project_folder_that_does_not_exist_is_named_so(cli):
         assert proc.stdout == ""
     bare = cli("--project", str(cli.cwd.parent), "list", ok=False)  # a folder, but no project
     assert bare.returncode == 1 and "no .lore/ folder" in bare.stderr and "lore init" in bare.stderr
+
+
+def test_a_limit_above_the_most_returned_says_it_was_lowered(cli):
+    """`--limit 80` returns at most 50 (MCP refuses more): said on stderr, not silently."""
+    for i in range(3):
+        cli("add", "--title", f"Widget note {i}", "--body", "widgets are cached", "--type", "lesson")
+    for *command, flag in (["search", "widget", "--limit"], ["recall", "widget cache", "--limit-per-type"]):
+        proc = cli(*command, flag, "80")
+        assert "the limit 80 was lowered" in proc.stderr, command
+        assert "lowered" not in cli(*command, flag, "50").stderr

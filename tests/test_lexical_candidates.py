@@ -146,3 +146,31 @@ def test_chunks_asked_for_also_get_the_candidates_scores(store):
     only = ChunkFilter(paths={"src/all_terms.py", "src/f1.py"})
     found = store.lexical_search("code", terms, only, 1, also=list(by_id))
     assert {c.path for c, _ in found} <= {"src/all_terms.py", "src/f1.py"}
+
+
+def test_term_frequencies_are_kept_until_the_index_changes(tmp_path, monkeypatch):
+    """A store counts a term's frequency once while its index holds (tasks
+    repeat words), and counts again after any write: a term that became
+    frequent is demoted from then on."""
+    from lore.storage.sqlite import lexical
+
+    monkeypatch.setattr(lexical, "FREQUENT_MIN_DOCS", 5)  # threshold: 5% of the rows
+    store = SQLiteStore(tmp_path / "index.db")
+
+    def add(name: str, texts: list[str]) -> None:
+        with store.transaction():
+            file_id = store.put_file(f"src/{name}.py", "code", name, 0, 0, role="source")
+            store.put_chunks(file_id, "code", [ChunkInput(t, j, j) for j, t in enumerate(texts)])
+
+    add("a", [f"alpha w{i}" + (" zeta" if i < 2 else "") for i in range(200)])
+    memo = store._records.memo
+    store.lexical_search("code", ["alpha", "zeta"], None, 5)
+    assert (memo[("code_fts", "alpha")], memo[("code_fts", "zeta")]) == (True, False)
+    memo[("code_fts", "alpha")] = "kept"  # what is known is not counted again
+    store.lexical_search("code", ["alpha", "zeta"], None, 5)
+    assert memo[("code_fts", "alpha")] == "kept"
+    add("b", ["zeta"] * 40)
+    hits = store.lexical_search("code", ["alpha", "zeta"], None, 5)
+    assert memo[("code_fts", "zeta")] is True and memo[("code_fts", "alpha")] is True
+    assert all("zeta" in chunk.text for chunk, _ in hits)
+    store.close()

@@ -248,6 +248,14 @@ class Lore:
         if message not in self._messages:
             self._messages.append(message)
 
+    def _limit(self, limit: int | None, default: int = 10) -> int:
+        """A result limit (`default` when none is given); one above
+        :data:`~lore.search.filters.MAX_LIMIT` is lowered to it, with a notice."""
+        clamped = clamp_limit(limit, default)
+        if limit is not None and clamped < limit:
+            self._notice(f"at most {clamped} results are returned at once; the limit {limit} was lowered")
+        return clamped
+
     @property
     def last_sync(self) -> SyncReport | None:
         """What the last sync of memory files found (added, updated, removed, errors), if any ran."""
@@ -426,7 +434,7 @@ class Lore:
         archived memories only with ``include_archived``)."""
         flt = memory_filter(filters, viewer=self.memories.viewer)
         self._fresh()
-        return self.searcher.memories(query, flt, clamp_limit(limit), mode=mode, fusion=fusion)
+        return self.searcher.memories(query, flt, self._limit(limit), mode=mode, fusion=fusion)
 
     def list(self, *, limit: int | None = None, **filters: Any) -> list[dict[str, Any]]:
         """Memories newest first, as dicts (id, path, title, type, tags, tier, evidence_count, ...)."""
@@ -498,7 +506,7 @@ class Lore:
             paths = changed if paths is None else paths & changed
         flt.paths = paths
         return self.searcher.code(
-            query, flt, clamp_limit(limit), files_only=files_only, mode=mode, fusion=fusion
+            query, flt, self._limit(limit), files_only=files_only, mode=mode, fusion=fusion
         )
 
     def history(
@@ -516,7 +524,7 @@ class Lore:
         flt = code_filter(since=since, until=until)
         if fresh:
             self.code_index.sync_history()
-        return self.searcher.history(query, clamp_limit(limit), flt=flt, mode=mode, fusion=fusion)
+        return self.searcher.history(query, self._limit(limit), flt=flt, mode=mode, fusion=fusion)
 
     def recall(
         self,
@@ -560,7 +568,7 @@ class Lore:
             budget=token_budget(budget, self.project.setting("recall", "budget", 2000)),
             level=resolve_level(level, bracket),
             period=code_filter(since=since, until=until),
-            limit_per_type=clamp_limit(limit_per_type, 5),
+            limit_per_type=self._limit(limit_per_type, 5),
             agent=self.agent,
             include_sessions=include_sessions,
         )
@@ -826,7 +834,7 @@ class Lore:
             prefix = f"{self.project.rel(self.sessions.path_of(check_session_id(session)))}/summaries/"
             records = self.store.memories(flt)
             flt.ids = [r.id for r in records if r.path.startswith(prefix)]
-        return self.searcher.memories(query, flt, clamp_limit(limit))
+        return self.searcher.memories(query, flt, self._limit(limit))
 
     def _captured(self, session_id: str | None) -> None:
         """001's capture of what compactions archived: a session's old events, like

@@ -28,7 +28,8 @@ cost proportional to the rows that can win:
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Hashable, MutableMapping, Sequence
+from typing import Any
 
 from lore.records import datarecord
 
@@ -36,6 +37,8 @@ from lore.records import datarecord
 FREQUENT_SHARE = 0.05
 # ... and in more than this many chunks (fewer cost nothing to score).
 FREQUENT_MIN_DOCS = 1000
+# Terms whose frequency a store keeps at most (a term's entry is ~200 bytes).
+_KNOWN_MAX = 20_000
 
 
 def phrase(term: str) -> str:
@@ -56,11 +59,19 @@ class LexicalPlan:
     fallback: str | None = None
 
 
-def plan(db: sqlite3.Connection, table: str, terms: Sequence[str]) -> LexicalPlan:
+def plan(
+    db: sqlite3.Connection,
+    table: str,
+    terms: Sequence[str],
+    known: MutableMapping[Hashable, Any] | None = None,
+) -> LexicalPlan:
     """One OR of every term; or, when some terms are frequent and others are
-    not, the rarer terms' OR, alone and AND-ed with the frequent terms' OR."""
+    not, the rarer terms' OR, alone and AND-ed with the frequent terms' OR.
+
+    `known`: what earlier queries found of the table's size and their terms'
+    frequency, while the index has not changed (kept there as found)."""
     every = " OR ".join(phrase(t) for t in terms)
-    frequent = frequent_terms(db, table, terms)
+    frequent = frequent_terms(db, table, terms, known)
     if not frequent or len(frequent) == len(terms):
         return LexicalPlan([every])
     rare = " OR ".join(phrase(t) for t in terms if t not in frequent)
@@ -68,17 +79,31 @@ def plan(db: sqlite3.Connection, table: str, terms: Sequence[str]) -> LexicalPla
     return LexicalPlan([rare, f"({rare}) AND ({common})"], fallback=every)
 
 
-def frequent_terms(db: sqlite3.Connection, table: str, terms: Sequence[str]) -> set[str]:
+def frequent_terms(
+    db: sqlite3.Connection,
+    table: str,
+    terms: Sequence[str],
+    known: MutableMapping[Hashable, Any] | None = None,
+) -> set[str]:
     """The `terms` found in more than ``FREQUENT_SHARE`` (and ``FREQUENT_MIN_DOCS``) of the rows.
 
     Counting stops at the threshold, so a frequent term costs a bounded walk
-    of its posting list and a rare one a short walk.
+    of its posting list and a rare one a short walk; what is counted is kept
+    in `known` (a task's words come back in the next task's).
     """
     if len(terms) < 2:
         return set()
-    rows = int(db.execute(f"SELECT count(*) FROM {table}_docsize").fetchone()[0])
+    known = {} if known is None else known
+    if (table, None) not in known:
+        known[(table, None)] = int(db.execute(f"SELECT count(*) FROM {table}_docsize").fetchone()[0])
+    rows = known[(table, None)]
     threshold = max(int(rows * FREQUENT_SHARE), FREQUENT_MIN_DOCS)
     if rows <= threshold:
         return set()
     count = f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)"
-    return {t for t in terms if db.execute(count, (phrase(t), threshold + 1)).fetchone()[0] > threshold}
+    if len(known) > _KNOWN_MAX:
+        known.clear()
+    for term in terms:
+        if (table, term) not in known:
+            known[(table, term)] = db.execute(count, (phrase(term), threshold + 1)).fetchone()[0] > threshold
+    return {t for t in terms if known[(table, t)]}

@@ -12,6 +12,8 @@ give it a new random value on any write to the tables a record or a search
 filter reads (migration 11), in this process or another. Entries are keyed
 by the filter they passed, so a record left out by one filter is not shown
 to another. Records are shared, never copied: readers must not change them.
+The same token keeps :attr:`RecordCache.memo`, other facts read from the
+index (which query terms are frequent, see :mod:`lore.storage.sqlite.lexical`).
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class RecordCache:
         self.token: Any = None
         self.size = 0
         self._records: OrderedDict[Hashable, ChunkRecord | None] = OrderedDict()
+        # Small facts of the index, good as long as the records (bounded by their callers' keys).
+        self.memo: dict[Hashable, Any] = {}
 
     def valid_for(self, token: Any) -> None:
         """Drop everything when the index changed since the records were read."""
@@ -49,6 +53,7 @@ class RecordCache:
 
     def clear(self) -> None:
         self._records.clear()
+        self.memo.clear()
         self.size = 0
         self.token = None
 

@@ -645,7 +645,8 @@ class SQLiteStore:
         """
         if not terms or limit <= 0:
             return []
-        plan = lexical_plan(self.db, FTS_TABLES[kind], terms)
+        self._records.valid_for(self._content_token())
+        plan = lexical_plan(self.db, FTS_TABLES[kind], terms, self._records.memo)
         wanted = json.dumps(list(dict.fromkeys(also))) if also else None
         best: dict[int, tuple[ChunkRecord, float]] = {}
         extra: dict[int, float] = {}

@@ -41,7 +41,7 @@ _CACHE: dict[tuple[str, str, str], VectorSet] = {}
 DISK_CACHE_MIN = 256
 
 # From this many vectors on, a 1-bit prefilter picks the rows scored exactly.
-APPROX_MIN = 50_000
+APPROX_MIN = 25_000
 
 
 def candidates(n: int, k: int) -> int:
