@@ -278,6 +278,32 @@ def test_a_file_or_module_the_task_names_is_evidence(repo):
     project.close()
 
 
+def test_a_file_the_task_names_in_capitals_comes_first_whatever_its_role(repo):
+    """ "Update the README ..." means the project's README (not an example's),
+    ranked as source is though its role is docs; a capital that starts a
+    sentence names nothing, and a body's "see the README" leaves code first."""
+    write(repo, "README.rst", "Widgets\n=======\n\nInstall with pip install widgets.\n")
+    write(repo, "examples/demo/README", "Demo of the widgets: install the widgets, run the demo.\n")
+    write(
+        repo,
+        "src/widgets/install.py",
+        'def install_widgets(target):\n    """Install the widgets: installation steps."""\n    return target\n',
+    )
+    write(repo, "src/widgets/Update.py", "def refresh():\n    return 'widgets'\n")
+    commit(repo, "Widgets")
+    project = indexed(repo)
+
+    def files(task: str) -> list[str]:
+        return [h.file_path for h in project.code_search(task, files_only=True)]
+
+    assert files("install the widgets installation steps")[0] == "src/widgets/install.py"
+    assert files("update the README installation instructions for the widgets")[0] == "README.rst"
+    assert files("Update the widgets installation steps")[0] == "src/widgets/install.py"
+    # named in the body only ("see the README"), the task is about code first
+    assert files("fix the widgets installation steps\n\nSee the README.")[0] == "src/widgets/install.py"
+    project.close()
+
+
 @pytest.mark.timeout(15)  # ~1 s; the quadratic versions took 18 s and hours
 def test_a_task_holding_a_huge_word_is_searched_in_linear_time(repo):
     """A pasted blob (base64, minified code) in a task: finding the files it

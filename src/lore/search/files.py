@@ -253,6 +253,33 @@ def _named(paths: Iterable[str], query: str) -> dict[str, float]:
     return out
 
 
+def _named_in_capitals(paths: Iterable[str], query: str) -> dict[str, float]:
+    """{path: 1.0} for the files a task's first line names by a word in
+    capitals written as their name is (``README`` for ``README.md``,
+    ``CHANGES``; at least three letters), the shallowest of each name: "the
+    README" is the project's, not an example's. The first line says what the
+    task is about; a body that says "see the README" or "update the
+    CHANGELOG too" is about code first."""
+    title = query.lstrip().split("\n", 1)[0][:MAX_EXACT_SCAN]
+    words = {word for word in _WORD.findall(title) if word.isupper() and sum(c.isalpha() for c in word) >= 3}
+    if not words:
+        return {}
+    found: dict[str, list[str]] = defaultdict(list)
+    for path in paths:
+        stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
+        if stem in words:
+            found[stem].append(path)
+    out: dict[str, float] = {}
+    for same in found.values():
+        depth = min(p.count("/") for p in same)
+        out.update((p, 1.0) for p in same if p.count("/") == depth)
+    return out
+
+
+# A word on its own (not part of a dotted name: ``CHANGES.rst`` is named as a path is).
+_WORD = re.compile(r"(?<![\w.-])[A-Za-z][A-Za-z0-9_]*+(?![\w-]|\.\w)")
+
+
 def _in_scope(paths: Iterable[str], words: list[str]) -> dict[str, float]:
     """{path: share of the scope's words that name one of its folders, its
     name or its name without the extension}, for paths with any."""
@@ -341,7 +368,10 @@ def _ranked_files(
             fused[path] += 1.0 / (FILE_RRF_K + 1 + rank)
     # What the task names: an area ("printer: ..."), files or modules ("context.go").
     scope = scope_words(code_query.text)
-    for named in (_in_scope(fused, scope) if scope else {}, _named(fused, code_query.text)):
+    # A file named in capitals ("update the README") is ranked as source is, whatever its role.
+    capitals = _named_in_capitals(fused, code_query.text)
+    named_files = {**_named(fused, code_query.text), **capitals}
+    for named in (_in_scope(fused, scope) if scope else {}, named_files):
         for rank, path in enumerate(sorted(named, key=lambda p: (-named[p], -fused[p]))):
             fused[path] += 1.0 / (FILE_RRF_K + 1 + rank)
     # A lookup of an identifier or path puts the file defining it, or named, first (as `lore code` does).
@@ -356,7 +386,12 @@ def _ranked_files(
         role = best.chunk.role if best is not None else roles.get(path)
         weight = ROLE_WEIGHT.get(role or "source", 1.0)
         tier = weight
-        if role in asked and role not in ("source", "test"):  # ranked with source, below it at equal evidence
+        if path in capitals and role != "test":  # a test still comes beside its source
+            weight = tier = 1.0
+        elif role in asked and role not in (
+            "source",
+            "test",
+        ):  # ranked with source, below it at equal evidence
             weight, tier, value = max(weight, ASKED_ROLE_WEIGHT), 1.0, value * ASKED_ROLE_WEIGHT
         matched = code[path].relevance if path in code else 0.0
         evidence = max(matched, history[path].relevance if path in history else 0.0)
