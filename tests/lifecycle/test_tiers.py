@@ -196,3 +196,28 @@ def test_a_lore_now_no_date_arithmetic_can_use_is_refused_in_one_line(cli, when)
     assert not (cli.cwd / ".lore" / "sessions").exists() or not any(
         (cli.cwd / ".lore" / "sessions").iterdir()
     )
+
+
+def test_the_reads_of_a_few_memories_read_only_their_own_statistics(proj, clock):
+    """A recall records access for the memories it shows; the tier pass that
+    follows reads those memories' statistics, not every memory's (that grew
+    with the project's age), and decides the same tiers."""
+    for i in range(3):
+        proj.lifecycle.remember(
+            body=f"Body of note {i}.",
+            title=f"Note {i}",
+            type="lesson",
+            key=f"n{i}",
+            source="t",
+            occurred_at=at(i),
+        )
+    ids = [r["id"] for r in sorted(proj.list(), key=lambda r: r["title"])]
+    everything = proj.store.last_evidence()
+    assert set(everything) == set(ids)
+    assert proj.store.last_evidence([ids[0], ids[2]]) == {i: everything[i] for i in (ids[0], ids[2])}
+    assert proj.store.last_evidence([]) == {} and proj.store.access_stats([]) == {}
+    for day in (1, 2, 3):
+        clock.set(day)
+        proj.show(ids[0])
+    assert proj.store.access_stats([ids[0], ids[1]]) == {ids[0]: (3, at(3))}
+    assert proj.lifecycle.tiers_of(ids) == {ids[0]: "warm", ids[1]: "cold", ids[2]: "cold"}

@@ -622,8 +622,8 @@ class Store(Protocol):
         """Re-point evidence of a merged memory at the memory it was merged into."""
         ...
 
-    def last_evidence(self) -> dict[str, str]:
-        """{memory id: time of its latest evidence}."""
+    def last_evidence(self, memory_ids: Sequence[str] | None = None) -> dict[str, str]:
+        """{memory id: time of its latest evidence}, of these memories (None: all)."""
         ...
 
     def add_error_occurrences(self, rows: Sequence[ErrorOccurrence]) -> list[tuple[str, str]]:

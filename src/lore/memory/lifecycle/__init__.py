@@ -97,8 +97,10 @@ class Lifecycle:
         now = self.now()
         records = store.memories(MemoryFilter(ids=ids, include_private=True))
         states = store.tier_states(ids)
-        access = store.access_stats()
-        last_evidence = store.last_evidence()
+        # Only these memories' rows: a recall records access for the few it shows,
+        # and reading every memory's ever read made each recall slower as a project aged.
+        access = store.access_stats(ids)
+        last_evidence = store.last_evidence(ids)
         stale = store.stale_reasons(ids)
         changed = []
         report = TierReport(len(records))

@@ -106,11 +106,14 @@ class LifecycleRows(StoreCore):
                 (to_id, self.project_id, from_id),
             ).rowcount
 
-    def last_evidence(self) -> dict[str, str]:
-        rows = self._rows(
-            'SELECT memory_id, max(occurred_at COLLATE "C") FROM evidence WHERE project_id = %s GROUP BY 1',
-            (self.project_id,),
-        )
+    def last_evidence(self, memory_ids: Sequence[str] | None = None) -> dict[str, str]:
+        sql = 'SELECT memory_id, max(occurred_at COLLATE "C") FROM evidence WHERE project_id = %s'
+        if memory_ids is None:
+            rows = self._rows(f"{sql} GROUP BY 1", (self.project_id,))
+        else:
+            rows = self._rows(
+                f"{sql} AND memory_id = ANY(%s) GROUP BY 1", (self.project_id, list(memory_ids))
+            )
         return {r[0]: r[1] for r in rows}
 
     # -- error patterns --------------------------------------------------------------------

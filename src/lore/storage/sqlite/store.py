@@ -1164,9 +1164,16 @@ class SQLiteStore:
             "UPDATE evidence SET memory_id = ?, folded = 0 WHERE memory_id = ?", (to_id, from_id)
         ).rowcount
 
-    def last_evidence(self) -> dict[str, str]:
-        rows = self.db.execute("SELECT memory_id, max(occurred_at) FROM evidence GROUP BY memory_id")
-        return {r[0]: r[1] for r in rows}
+    def last_evidence(self, memory_ids: Sequence[str] | None = None) -> dict[str, str]:
+        sql = "SELECT memory_id, max(occurred_at) FROM evidence"
+        if memory_ids is None:
+            return {r[0]: r[1] for r in self.db.execute(f"{sql} GROUP BY memory_id")}
+        out: dict[str, str] = {}
+        for part in batched(list(dict.fromkeys(memory_ids)), _MAX_IN):
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(f"{sql} WHERE memory_id IN ({marks}) GROUP BY memory_id", part)
+            out.update({r[0]: r[1] for r in rows})
+        return out
 
     # -- error patterns --------------------------------------------------------------------
 
