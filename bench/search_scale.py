@@ -96,8 +96,10 @@ def main() -> None:
             start = time.perf_counter()
             index.vector_search("memory", embedder.model_id, qv, None, 100)
             mat.append((time.perf_counter() - start) * 1000)
+        from lore.storage.sqlite.vectors import APPROX_MIN
+
         row(
-            "vector top-100 via the store (exact; 1-bit prefilter from 50k)",
+            f"vector top-100 via the store (exact; 1-bit prefilter from {APPROX_MIN // 1000}k)",
             f"p50 {percentile(mat, 50):.1f} ms",
         )
 
