@@ -55,3 +55,30 @@ def test_the_open_store_has_the_protocols_attributes(project):
     for name in Store.__annotations__:
         assert hasattr(store, name), name
     assert store.on_rebuild is not None  # the service hands every store its refill
+
+
+def test_the_size_of_the_index_s_vectors_is_read_from_one_of_them(project, monkeypatch):
+    """An index without the size on record (made before it was kept, or moved
+    from another backend by `lore db import`) reads one vector for it: reading
+    every vector took PostgreSQL ~1 s a query on the flask clone."""
+    import numpy as np
+
+    from lore.errors import ProviderError
+    from lore.index.embedding import check_dim, indexed_dim
+
+    store = project.store
+    assert store.embedding_dim("test-model") is None and indexed_dim(store, "test-model") is None
+    project.add(title="Rollback", body="Roll the deploy back when the canary fails.")
+    hashes = [h for h, _text in store.pending_embeddings("test-model", 10)]
+    with store.transaction():
+        store.put_embeddings("test-model", hashes, np.full((len(hashes), 12), 0.5, dtype=np.float32))
+
+    def every_vector(*args, **kwargs):
+        raise AssertionError("every vector read to learn their size")
+
+    monkeypatch.setattr(type(store), "dump_embeddings", every_vector)
+    assert store.embedding_dim("test-model") == 12 and store.embedding_dim("other-model") is None
+    assert indexed_dim(store, "test-model") == 12
+    check_dim(store, "test-model", 12)
+    with pytest.raises(ProviderError, match="12-dimensional"):
+        check_dim(store, "test-model", 24)

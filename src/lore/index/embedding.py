@@ -58,9 +58,8 @@ def indexed_dim(store: Store, model: str) -> int | None:
     known = store.get_meta(dim_key(model))
     if known:
         return int(known)
-    if known is None:  # an index from before the key: its vectors tell
-        for _, vector in store.dump_embeddings(model):
-            return len(vector)
+    if known is None:  # an index from before the key (or moved from another backend): a vector tells
+        return store.embedding_dim(model)
     return None
 
 

@@ -104,6 +104,14 @@ class VectorRows(StoreCore):
         )
         return int(row[0]) if row else 0
 
+    def embedding_dim(self, model: str) -> int | None:
+        row = self._one(
+            "SELECT e.dim FROM embeddings e WHERE e.model = %s AND EXISTS "
+            f"(SELECT 1 FROM chunks c WHERE c.text_hash = e.text_hash AND {sql.scope('c')}) LIMIT 1",
+            (model, *self._scope),
+        )
+        return int(row[0]) if row and row[0] is not None else None
+
     def dump_embeddings(self, model: str) -> Iterator[tuple[str, np.ndarray]]:
         import numpy as np
 

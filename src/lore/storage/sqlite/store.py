@@ -868,6 +868,14 @@ class SQLiteStore:
     def count_embeddings(self, model: str) -> int:
         return int(self.db.execute("SELECT count(*) FROM embeddings WHERE model = ?", (model,)).fetchone()[0])
 
+    def embedding_dim(self, model: str) -> int | None:
+        row = self.db.execute(
+            "SELECT length(e.vector) FROM embeddings e WHERE e.model = ? AND EXISTS "
+            "(SELECT 1 FROM chunks c WHERE c.text_hash = e.text_hash) LIMIT 1",
+            (model,),
+        ).fetchone()
+        return int(row[0]) // 4 if row and row[0] is not None else None  # float32 bytes
+
     # -- commits ----------------------------------------------------------------------------
 
     def put_commit(self, file_id: int, commit: CommitRecord) -> None:
@@ -1324,6 +1332,7 @@ for _name in (
     "put_embeddings",
     "drop_embeddings",
     "count_embeddings",
+    "embedding_dim",
     "put_commit",
     "commits",
     "prune_commits",
