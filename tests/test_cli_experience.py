@@ -621,5 +621,5 @@ def test_a_limit_above_the_most_returned_says_it_was_lowered(cli):
         cli("add", "--title", f"Widget note {i}", "--body", "widgets are cached", "--type", "lesson")
     for *command, flag in (["search", "widget", "--limit"], ["recall", "widget cache", "--limit-per-type"]):
         proc = cli(*command, flag, "80")
-        assert "the limit 80 was lowered" in proc.stderr, command
+        assert "a limit is at most 50; 80 was lowered to 50" in proc.stderr, command
         assert "lowered" not in cli(*command, flag, "50").stderr

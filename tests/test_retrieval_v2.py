@@ -290,6 +290,11 @@ def test_a_file_the_task_names_in_capitals_comes_first_whatever_its_role(repo):
         'def install_widgets(target):\n    """Install the widgets: installation steps."""\n    return target\n',
     )
     write(repo, "src/widgets/Update.py", "def refresh():\n    return 'widgets'\n")
+    write(repo, "README.ja.md", "Widgets: install the widgets (installation instructions in Japanese).\n")
+    write(repo, "API.md", "The widgets API: JSON parsing of the widgets installation steps.\n")
+    write(
+        repo, "src/widgets/parse.py", "def parse_json(text):\n    return text  # JSON parsing for widgets\n"
+    )
     commit(repo, "Widgets")
     project = indexed(repo)
 
@@ -299,9 +304,30 @@ def test_a_file_the_task_names_in_capitals_comes_first_whatever_its_role(repo):
     assert files("install the widgets installation steps")[0] == "src/widgets/install.py"
     assert files("update the README installation instructions for the widgets")[0] == "README.rst"
     assert files("Update the widgets installation steps")[0] == "src/widgets/install.py"
-    # named in the body only ("see the README"), the task is about code first
+    # named in the body only ("see the README"), or after the first sentence, the task is about code first
     assert files("fix the widgets installation steps\n\nSee the README.")[0] == "src/widgets/install.py"
+    assert files("fix the widgets installation steps. See the README.")[0] == "src/widgets/install.py"
+    # an acronym names no document ("API" is no API.md)
+    assert files("Fix JSON parsing in the API for widgets")[0] == "src/widgets/parse.py"
     project.close()
+
+
+@pytest.mark.storage_independent
+def test_which_files_a_document_name_in_capitals_names():
+    from lore.search.files import _named_in_capitals
+
+    project = ["README.md", "README.ja.md", "docs/README.md", "examples/demo/README", "CHANGES.rst", "API.md"]
+
+    def named(found: list[str], task: str) -> set[str]:
+        return _named_in_capitals(found, task, lambda: project)
+
+    assert named(project, "Update the README and CHANGES") == {"README.md", "CHANGES.rst"}
+    # the shallowest of the project's, even when the search found only a deeper one
+    assert named(["examples/demo/README", "docs/README.md"], "update the README") == set()
+    assert named(project, "Fix the API client's JSON") == set()  # acronyms, not documents
+    assert named(project, "Fix login. See the README.") == set()  # the first sentence only
+    assert named(project, "fix login\n\nREADME: see it") == set()  # the first line only
+    assert named(project, "update the readme") == set()  # a word, not a name written so
 
 
 @pytest.mark.timeout(15)  # ~1 s; the quadratic versions took 18 s and hours

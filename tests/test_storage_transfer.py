@@ -106,6 +106,11 @@ def test_export_then_import_into_another_project_gives_the_same_results(cli, tmp
     for suffix in ("", "-wal", "-shm"):
         Path(f"{cli.cwd / '.lore/index.db'}{suffix}").unlink(missing_ok=True)
     assert cli.json("db", "import", str(dump))["vectors"] == report["vectors"]
+    import lore
+
+    with lore.open(cli.cwd) as imported:  # the vectors' size travels: searches check queries against it
+        model = imported.store.get_meta("embed_model")
+        assert imported.store.get_meta(f"embed_dim:{model}") == str(imported.store.embedding_dim(model))
     assert cli.json("show", linked)["backlinks"] == backlinks  # links travel: no file was read again
     assert cli.json("search", "switch release traffic") == before
     assert cli.json("index")["embedded"] == 0

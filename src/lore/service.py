@@ -253,7 +253,7 @@ class Lore:
         :data:`~lore.search.filters.MAX_LIMIT` is lowered to it, with a notice."""
         clamped = clamp_limit(limit, default)
         if limit is not None and clamped < limit:
-            self._notice(f"at most {clamped} results are returned at once; the limit {limit} was lowered")
+            self._notice(f"a limit is at most {clamped}; {limit} was lowered to {clamped}")
         return clamped
 
     @property

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from lore.errors import ProviderError
 from lore.storage import Store
+from lore.storage.base import embed_dim_key
 
 if TYPE_CHECKING:
     from lore.embed import Embedder
@@ -50,7 +51,7 @@ def refused(store: Store, model: str) -> set[str]:
 
 def dim_key(model: str) -> str:
     """The meta key holding the size of the index's vectors of `model` ("" after a re-embed)."""
-    return f"embed_dim:{model}"
+    return embed_dim_key(model)
 
 
 def indexed_dim(store: Store, model: str) -> int | None:

@@ -71,7 +71,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import field
 from typing import NamedTuple
 
@@ -253,27 +253,40 @@ def _named(paths: Iterable[str], query: str) -> dict[str, float]:
     return out
 
 
-def _named_in_capitals(paths: Iterable[str], query: str) -> dict[str, float]:
-    """{path: 1.0} for the files a task's first line names by a word in
-    capitals written as their name is (``README`` for ``README.md``,
-    ``CHANGES``; at least three letters), the shallowest of each name: "the
-    README" is the project's, not an example's. The first line says what the
-    task is about; a body that says "see the README" or "update the
-    CHANGELOG too" is about code first."""
+def _named_in_capitals(paths: Iterable[str], query: str, everything: Callable[[], Iterable[str]]) -> set[str]:
+    """The files among `paths` that the task names by one of a project's
+    conventional document names in capitals, written as the file's is
+    (``README`` for ``README.md``, ``CHANGES`` for ``CHANGES.rst``; not
+    ``README.ja.md``), if they are the shallowest of that name in the project
+    (`everything`: every indexed path): "the README" is the project's, not an
+    example's. Only the first sentence of the task's first line is read: it
+    says what the task is about, where "see the README" or "update the
+    CHANGELOG too" further on leaves it about code."""
     title = query.lstrip().split("\n", 1)[0][:MAX_EXACT_SCAN]
-    words = {word for word in _WORD.findall(title) if word.isupper() and sum(c.isalpha() for c in word) >= 3}
+    words = {word for word in _WORD.findall(_SENTENCE_END.split(title, 1)[0]) if word in _DOC_NAMES}
     if not words:
-        return {}
-    found: dict[str, list[str]] = defaultdict(list)
-    for path in paths:
-        stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
+        return set()
+    depth: dict[str, int] = {}
+    for path in everything():
+        stem = _stem(path)
         if stem in words:
-            found[stem].append(path)
-    out: dict[str, float] = {}
-    for same in found.values():
-        depth = min(p.count("/") for p in same)
-        out.update((p, 1.0) for p in same if p.count("/") == depth)
-    return out
+            depth[stem] = min(depth.get(stem, path.count("/")), path.count("/"))
+    return {p for p in paths if _stem(p) in words and p.count("/") == depth.get(_stem(p))}
+
+
+def _stem(path: str) -> str:
+    """A file's name without its last extension (``README.md`` → ``README``)."""
+    name = path.rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[0] if "." in name[1:] else name
+
+
+# Names a project's own documents have by convention, written in capitals. Not
+# any capitals: "Fix JSON parsing in the API client" names no API.md.
+_DOC_NAMES = frozenset(
+    "README CHANGES CHANGELOG HISTORY NEWS RELEASES LICENSE LICENCE COPYING NOTICE CONTRIBUTING "
+    "AUTHORS INSTALL SECURITY CODE_OF_CONDUCT UPGRADING MIGRATION FAQ".split()
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
 
 # A word on its own (not part of a dotted name: ``CHANGES.rst`` is named as a path is).
@@ -369,8 +382,8 @@ def _ranked_files(
     # What the task names: an area ("printer: ..."), files or modules ("context.go").
     scope = scope_words(code_query.text)
     # A file named in capitals ("update the README") is ranked as source is, whatever its role.
-    capitals = _named_in_capitals(fused, code_query.text)
-    named_files = {**_named(fused, code_query.text), **capitals}
+    capitals = _named_in_capitals(fused, code_query.text, lambda: store.paths("code"))
+    named_files = {**_named(fused, code_query.text), **dict.fromkeys(capitals, 1.0)}
     for named in (_in_scope(fused, scope) if scope else {}, named_files):
         for rank, path in enumerate(sorted(named, key=lambda p: (-named[p], -fused[p]))):
             fused[path] += 1.0 / (FILE_RRF_K + 1 + rank)

@@ -424,6 +424,11 @@ def filter_is_empty(flt: AnyFilter | None) -> bool:
 # -- the interface ------------------------------------------------------------------
 
 
+def embed_dim_key(model: str) -> str:
+    """The meta key holding the size of an index's vectors of `model` ("" when unknown)."""
+    return f"embed_dim:{model}"
+
+
 @runtime_checkable
 class Store(Protocol):
     """The index database. One instance per process and thread."""

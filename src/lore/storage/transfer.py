@@ -31,6 +31,7 @@ from lore.storage.base import (
     LinkInput,
     MemoryRecord,
     Store,
+    embed_dim_key,
 )
 
 FORMAT = "lore-index-dump"
@@ -169,6 +170,8 @@ def load(store: Store, lines: Iterator[dict[str, Any]], origin: str) -> Transfer
                     f"{str(err)[:80]}); the dump is damaged, the index was left as it was"
                 ) from None
         flush()
+        if model:  # the size the vectors have (searches check a query's against it)
+            store.set_meta(embed_dim_key(model), str(width) if width else "")
         for memory_id, found in anchors.items():
             store.replace_anchors(memory_id, found)
             for anchor in found:
