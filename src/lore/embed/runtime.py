@@ -141,11 +141,12 @@ class EmbeddingRuntime:
                 f"no embedding model available ({self.problem}); "
                 "set [embedding] provider in .lore/config.toml"
             )
-        from lore.index.embedding import dim_key, refused_key
+        from lore.index.embedding import refused_key
+        from lore.storage.base import embed_dim_key
 
         with store.transaction():
             store.set_meta("embed_model", embedder.model_id)
-            store.set_meta(dim_key(embedder.model_id), "")  # the new vectors' size is theirs
+            store.set_meta(embed_dim_key(embedder.model_id), "")  # the new vectors' size is theirs
             store.set_meta(refused_key(embedder.model_id), "")  # and so are its refusals
             store.drop_embeddings(None)
         return self.embed_pending(store, progress=progress)

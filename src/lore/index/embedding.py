@@ -49,14 +49,9 @@ def refused(store: Store, model: str) -> set[str]:
     return {h for h in found if isinstance(h, str)} if isinstance(found, list) else set()
 
 
-def dim_key(model: str) -> str:
-    """The meta key holding the size of the index's vectors of `model` ("" after a re-embed)."""
-    return embed_dim_key(model)
-
-
 def indexed_dim(store: Store, model: str) -> int | None:
     """The size of the index's vectors of `model`; None while it holds none."""
-    known = store.get_meta(dim_key(model))
+    known = store.get_meta(embed_dim_key(model))
     if known:
         return int(known)
     if known is None:  # an index from before the key (or moved from another backend): a vector tells
@@ -121,8 +116,8 @@ def embed_pending(
             check_dim(store, model, int(vectors.shape[1]))
             with store.transaction():
                 store.put_embeddings(model, taken, vectors)
-                if not store.get_meta(dim_key(model)):
-                    store.set_meta(dim_key(model), str(vectors.shape[1]))
+                if not store.get_meta(embed_dim_key(model)):
+                    store.set_meta(embed_dim_key(model), str(vectors.shape[1]))
         done += len(batch)
         if limit is None and done >= total:
             # Chunks written meanwhile (another process's `lore add`) come first in

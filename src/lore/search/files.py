@@ -271,7 +271,7 @@ def _named_in_capitals(paths: Iterable[str], query: str, everything: Callable[[]
         stem = _stem(path)
         if stem in words:
             depth[stem] = min(depth.get(stem, path.count("/")), path.count("/"))
-    return {p for p in paths if _stem(p) in words and p.count("/") == depth.get(_stem(p))}
+    return {p for p in paths if depth.get(_stem(p)) == p.count("/")}
 
 
 def _stem(path: str) -> str:
@@ -401,10 +401,8 @@ def _ranked_files(
         tier = weight
         if path in capitals and role != "test":  # a test still comes beside its source
             weight = tier = 1.0
-        elif role in asked and role not in (
-            "source",
-            "test",
-        ):  # ranked with source, below it at equal evidence
+        elif role in asked and role not in ("source", "test"):
+            # a role the task asks for is ranked with source, below it at equal evidence
             weight, tier, value = max(weight, ASKED_ROLE_WEIGHT), 1.0, value * ASKED_ROLE_WEIGHT
         matched = code[path].relevance if path in code else 0.0
         evidence = max(matched, history[path].relevance if path in history else 0.0)

@@ -73,6 +73,11 @@ def coverage(query_terms: list[str], *texts: str) -> float:
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w.$/-]*[A-Za-z0-9_]")
 
 
+# How much of a query is read for identifiers and as a phrase (a pasted log of
+# 100 KB is read for its terms, not for a 100 KB phrase held in every candidate).
+MAX_EXACT_SCAN = 20_000
+
+
 def exact_tokens(query: str) -> list[str]:
     """What a query names exactly: identifiers (``snake_case``, ``CamelCase``,
     ``dotted.name``, ``path/to/file.py``) and, for a query of several words,
@@ -87,11 +92,6 @@ def exact_tokens(query: str) -> list[str]:
     if len(words) >= 2 and len(query) <= MAX_EXACT_SCAN:
         found.append(" ".join(words).lower())
     return found
-
-
-# How much of a query is read for identifiers and as a phrase (a pasted log of
-# 100 KB is read for its terms, not for a 100 KB phrase held in every candidate).
-MAX_EXACT_SCAN = 20_000
 
 
 def match_features(query_terms: list[str], exact: list[str], *texts: str) -> tuple[float, int]:
