@@ -32,7 +32,7 @@ def collect(project, kind: str, queries: list[dict], key) -> list[dict]:
     store = project.store
     for q in queries:
         query, _ = project.searcher.query(q["text"], kind, None)
-        lex = hybrid._best_per_group(hybrid._lexical(store, kind, query, None, POOL), key)
+        lex = hybrid._best_per_group(hybrid._lexical(store, kind, query, None, POOL, [])[0], key)
         vec = hybrid._best_per_group(hybrid._vector(store, kind, query, None, POOL), key)
         out.append(
             {
