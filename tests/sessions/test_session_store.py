@@ -311,3 +311,39 @@ def test_event_builders_give_004_shapes():
         {"type": "tool_call", "toolName": "Bash", "args": {"command": "ls"}, "toolCallId": "c1"},
         {"type": "tool_result", "toolCallId": "c1", "result": "ok", "isError": True},
     ]
+
+
+@pytest.mark.parametrize("name", ["session.jsonl", "metadata.json", ".owner", "archive"])
+def test_a_link_in_a_session_folder_is_refused_and_nothing_outside_is_touched(tmp_path, root, store, name):
+    """A repository can commit `.lore/sessions/<id>/session.jsonl -> ~/.bashrc`:
+    appending must not cut that file's last line or write to it, and reading
+    must not show it."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = outside / "bashrc"
+    target.write_text('export IMPORTANT=1\nalias ll="ls -l"')  # no final newline: a "torn" tail
+    folder = root / ".lore/sessions/s-1"
+    folder.mkdir(parents=True)
+    (folder / ".owner").write_text("")
+    (folder / "session.jsonl").write_text("")
+    (folder / name).unlink(missing_ok=True)
+    (folder / name).symlink_to(outside if name == "archive" else target)
+
+    with pytest.raises(UsageError, match=rf"s-1/{name} is a symbolic link or not a file; remove it"):
+        store.append("s-1", message("user", "hello"))
+    with pytest.raises(UsageError, match="is a symbolic link"):
+        store.events("s-1")
+    assert store.list() == []  # left out (with a notice), not a failure of every listing
+    assert target.read_text() == 'export IMPORTANT=1\nalias ll="ls -l"'
+    assert not (folder / "session.jsonl.rejected").exists()
+
+
+def test_a_fifo_in_a_session_folder_is_refused_without_blocking(root, store):
+    import os
+
+    folder = root / ".lore/sessions/s-1"
+    folder.mkdir(parents=True)
+    (folder / ".owner").write_text("")
+    os.mkfifo(folder / "session.jsonl")
+    with pytest.raises(UsageError, match="session.jsonl is a symbolic link or not a file"):
+        store.events("s-1")

@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 _RANGE = re.compile(r"^(\d+)-(\d+)$")
 
 
+FOLDER = "archive"  # a session's compacted events, gzip
+SUMMARIES = "summaries"  # a session's summary memories, one per archived range
+
+
 @dataclass(frozen=True)
 class ArchivedRange:
     """One compaction's range and its files (absolute paths)."""
@@ -54,7 +58,7 @@ def range_name(first: int, last: int) -> str:
 
 def archived_ranges(session_dir: Path) -> list[ArchivedRange]:
     """The session's archived ranges, oldest first (from the archive file names)."""
-    folder = session_dir / "archive"
+    folder = session_dir / FOLDER
     try:
         names = os.listdir(folder)
     except FileNotFoundError:
@@ -67,13 +71,13 @@ def archived_ranges(session_dir: Path) -> list[ArchivedRange]:
         if found:
             first, last = int(found.group(1)), int(found.group(2))
             stem = range_name(first, last)
-            out.append(ArchivedRange(first, last, folder / name, session_dir / "summaries" / f"{stem}.md"))
+            out.append(ArchivedRange(first, last, folder / name, session_dir / SUMMARIES / f"{stem}.md"))
     return sorted(out, key=lambda r: r.first)
 
 
 def write_archive(session_dir: Path, first: int, last: int, raws: list[bytes]) -> Path:
     """Write the range's raw lines, gzip-compressed, atomically and durably."""
-    folder = session_dir / "archive"
+    folder = session_dir / FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{range_name(first, last)}.jsonl.gz"
     data = gzip.compress(b"".join(raw + b"\n" for raw in raws), compresslevel=6, mtime=0)
@@ -136,7 +140,7 @@ def summary_memory(
 
 def write_summary(session_dir: Path, first: int, last: int, memory: Memory) -> Path:
     """Write (or rewrite, for the same range) the summary's memory file atomically."""
-    path = session_dir / "summaries" / f"{range_name(first, last)}.md"
+    path = session_dir / SUMMARIES / f"{range_name(first, last)}.md"
     markdown.write_atomic(path, markdown.render_checked(memory, strict=True))
     return path
 

@@ -26,6 +26,9 @@ from lore.safe_read import json_loads
 from lore.sessions.events import RawEvent, is_event
 
 _TAIL_CHUNK = 1 << 13  # most events fit; longer ones widen the read
+# Never through a link: the session store refuses folders holding one, and a
+# link made since then fails here (ELOOP) rather than writing elsewhere.
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 @datarecord
@@ -97,7 +100,7 @@ def append(path: Path, lines: list[bytes]) -> str | None:
     """
     note = repair_tail(path)
     payload = b"".join(line + b"\n" for line in lines)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o644)
     try:
         view = memoryview(payload)
         while view:  # a regular file takes it whole; loop in case the kernel says otherwise
@@ -111,7 +114,7 @@ def append(path: Path, lines: list[bytes]) -> str | None:
 def repair_tail(path: Path) -> str | None:
     """Make the file end with a newline again (the caller holds the session lock)."""
     try:
-        fd = os.open(path, os.O_RDWR)
+        fd = os.open(path, os.O_RDWR | _NOFOLLOW)
     except FileNotFoundError:
         return None
     try:
@@ -146,7 +149,10 @@ def rewrite(path: Path, lines: list[bytes]) -> None:
 def save_rejected(path: Path, raws: list[bytes]) -> None:
     """Keep lines that are not events next to the log (never thrown away)."""
     if raws:
-        with open(path.with_name(path.name + ".rejected"), "ab") as saved:
+        fd = os.open(
+            path.with_name(path.name + ".rejected"), os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o644
+        )
+        with os.fdopen(fd, "ab") as saved:
             saved.write(b"".join(raw + b"\n" for raw in raws))
 
 

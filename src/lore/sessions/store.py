@@ -258,7 +258,14 @@ class SessionStore:
         out = []
         for name in names:
             folder = self.root / name
-            if ev.SESSION_ID_RE.match(name) and folder.is_dir() and _exists(folder) and self._visible(folder):
+            if not (ev.SESSION_ID_RE.match(name) and folder.is_dir() and _exists(folder)):
+                continue
+            try:
+                self._check_files(folder)
+            except UsageError as err:  # one unsound session is left out, not every one
+                self._notice(str(err))
+                continue
+            if self._visible(folder):
                 info = self.get(name)
                 if status is None or info.status == status:
                     out.append(info)
@@ -615,14 +622,42 @@ class SessionStore:
         self.project.check_folder(folder)
         self._ensure_root()
         folder.mkdir(exist_ok=True)
+        self._check_files(folder)
         return folder
 
     def _existing(self, session_id: str) -> Path:
         """The folder of a session this store may see (another agent's: as if missing)."""
         folder = self._folder(session_id)
-        if not _exists(folder) or not self._visible(folder):
+        if not _exists(folder):
+            raise _missing(session_id)
+        self._check_files(folder)
+        if not self._visible(folder):
             raise _missing(session_id)
         return folder
+
+    def _check_files(self, folder: Path) -> None:
+        """Refuse a session folder that leads out of the project, or that holds
+        a symbolic link or anything but files (and its archive and summaries
+        folders): Lore reads, cuts and appends to the files there, and a link
+        committed in a repository's ``.lore/`` would have it read or write a
+        file elsewhere (a FIFO would block it)."""
+        self.project.check_folder(folder)
+        for inner in (folder, folder / archive.FOLDER, folder / archive.SUMMARIES):
+            try:
+                entries = list(os.scandir(inner))
+            except FileNotFoundError:
+                continue
+            for entry in entries:
+                kept = entry.is_file(follow_symlinks=False) or (
+                    inner == folder
+                    and entry.name in (archive.FOLDER, archive.SUMMARIES)
+                    and entry.is_dir(follow_symlinks=False)
+                )
+                if entry.is_symlink() or not kept:
+                    raise UsageError(
+                        f"{self.project.rel(Path(entry.path))} is a symbolic link or not a file; "
+                        "remove it (a session folder holds only the files Lore writes there)"
+                    )
 
     def _visible(self, folder: Path) -> bool:
         """Is the session in `folder` this agent's, or nobody's (shared)? The same
