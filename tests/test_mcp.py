@@ -937,7 +937,13 @@ def test_a_request_the_sdk_cannot_read_is_answered_with_an_error(root):
             }
         )
         assert "can't be read" in server.reply("three", timeout=30)["error"]["data"]
-        assert server.request(4, "ping", timeout=30)["result"] == {}  # and it goes on answering
+        deeper = "[" * 5000 + "]" * 5000  # past what Python's json reads (it answered nothing)
+        server.proc.stdin.write(
+            f'{{"method":"tools/call","params":{{"name":"x","deep":{deeper}}},"jsonrpc":"2.0","id":4}}\n'
+        )
+        server.proc.stdin.flush()
+        assert "can't be read" in server.reply(4, timeout=30)["error"]["data"]
+        assert server.request(5, "ping", timeout=30)["result"] == {}  # and it goes on answering
     finally:
         stderr = server.close()
     assert "Traceback" not in stderr, stderr

@@ -9,7 +9,9 @@ surrogate escape into U+FFFD (as a decoder does with a broken byte), so the
 request is answered like any other. A request the SDK's parser would still
 refuse (``params`` that is not an object, arguments nested past what it
 reads) becomes a request for a method no server has, named for what was
-wrong: the SDK answers that with an error carrying the request's id.
+wrong: the SDK answers that with an error carrying the request's id. So is
+a line nested too deep for Python's json (its id read without recursion),
+and a line over 16 MiB, which is read past, never held whole.
 """
 
 from __future__ import annotations
@@ -18,6 +20,17 @@ import json
 import os
 import re
 import threading
+from collections.abc import Iterator
+from typing import IO
+
+from lore.safe_read import MAX_INPUT_BYTES
+
+MAX_LINE = MAX_INPUT_BYTES  # a longer request line is refused unread (a memory is at most 1 MB)
+_KEPT = 1 << 16  # of a longer line, the bytes kept from its start and its end
+# The id as the object's last member (or last but "jsonrpc"), at the end of a line.
+_LAST_ID = re.compile(
+    rb'"id"\s*:\s*(-?\d{1,30}|"(?:[^"\\]|\\.){0,1000}")\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*$'
+)
 
 # A run of backslashes, then u and a surrogate code unit (D800-DFFF). The
 # escape is real only when the run is odd: "\\\\ud800" is a backslash, then text.
@@ -72,21 +85,92 @@ def answerable(line: bytes) -> bytes:
         return line
     except Exception:  # what the SDK would drop without an answer
         pass
+    reason = "its input can't be read"
     try:
         request = json.loads(line)
-    except (ValueError, RecursionError):
+    except RecursionError:  # nested past what json reads: its top level, read without recursion
+        request = top_level_members(line)
+    except ValueError:
         return line  # no id to answer
     if not isinstance(request, dict):
         return line
+    if not isinstance(request.get("params"), dict | None):
+        reason = "params must be a JSON object"
+    return _refused(request, reason) or line
+
+
+def _refused(request: dict[str, object], reason: str) -> bytes | None:
+    """A request for a method no server has, named for `reason`, with the id of
+    `request` (None when it has no id or method to answer)."""
     request_id, method = request.get("id"), request.get("method")
     if isinstance(request_id, bool) or not isinstance(request_id, int | str) or not isinstance(method, str):
-        return line
-    params = request.get("params")
-    reason = (
-        "params must be a JSON object" if not isinstance(params, dict | None) else "its input can't be read"
-    )
+        return None
     refused = {"jsonrpc": "2.0", "id": request_id, "method": f"{method[:100]} refused: {reason}"}
     return json.dumps(refused).encode() + b"\n"
+
+
+# A JSON string, a structural character, or a run of anything else (a number, a literal).
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*+"|[{}\[\]:,]|[^\s{}\[\]:,"]++')
+_MEMBER_SIZE = 1000  # longer ids and method names are no request's
+
+
+def top_level_members(line: bytes) -> dict[str, object]:
+    """The members of the JSON object `line` whose values are strings, numbers
+    or literals, read at any depth without recursion (nested values are
+    skipped); {} when `line` is not an object."""
+    out: dict[str, object] = {}
+    depth, key, after_colon = 0, None, False
+    for match in _TOKEN.finditer(line):
+        token = match.group()
+        if token in (b"{", b"["):
+            depth += 1
+            if depth == 1 and token == b"[":
+                return {}
+        elif token in (b"}", b"]"):
+            depth -= 1
+        elif depth != 1:
+            continue
+        elif token == b":":
+            after_colon = True
+        elif token == b",":
+            key, after_colon = None, False
+        elif not after_colon:
+            key = _scalar(token) if token.startswith(b'"') else None
+        elif isinstance(key, str) and len(token) <= _MEMBER_SIZE:
+            value = _scalar(token)
+            if value is not _NOT_JSON:
+                out.setdefault(key, value)
+    return out
+
+
+_NOT_JSON = object()
+
+
+def _scalar(token: bytes) -> object:
+    try:
+        return json.loads(token)
+    except ValueError:
+        return _NOT_JSON
+
+
+def bounded_lines(source: IO[bytes], limit: int = MAX_LINE) -> Iterator[bytes]:
+    """The lines of `source`; a line over `limit` bytes is never held whole:
+    it is read past and stands as a request refused for its size (or as
+    nothing, when neither its start nor its end names its id and method)."""
+    while line := source.readline(limit + 1):
+        if len(line) <= limit or line.endswith(b"\n"):
+            yield line
+            continue
+        head, tail = line[:_KEPT], line[-_KEPT:]
+        while more := source.readline(limit):
+            tail = (tail + more)[-_KEPT:]
+            if more.endswith(b"\n"):
+                break
+        members = top_level_members(head)  # a client writes id and method first...
+        last = _LAST_ID.search(tail)  # ... or the id last (the TypeScript SDK)
+        if "id" not in members and last is not None:
+            members["id"] = _scalar(last.group(1))
+        yield _refused(members, f"the request is over {limit / (1 << 20):g} MiB") or b""
 
 
 def repair_stdin() -> None:
@@ -105,7 +189,7 @@ def repair_stdin() -> None:
     def copy() -> None:
         try:
             with source, sink:
-                for line in source:
+                for line in bounded_lines(source):
                     sink.write(answerable(repair_lone_surrogates(line)))
                     sink.flush()
         except (OSError, ValueError):  # the server closed its end: nothing left to deliver
