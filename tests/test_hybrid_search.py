@@ -496,9 +496,17 @@ def test_model_change_falls_back_until_reembed(cli, server):
     assert server.since(mark) == []  # model b was never asked for anything
     assert vector_models(root, "openai-compatible:a", "openai-compatible:b") == {"openai-compatible:a"}
 
+    # A provider that can't embed (a typo, a wrong key) leaves model a's vectors in place.
+    configure(root, {**server.settings("b"), "base_url": "http://127.0.0.1:1/v1"})
+    proc = cli("index", "--reembed", ok=False)
+    assert proc.returncode != 0 and "cannot reach" in proc.stderr and "Traceback" not in proc.stderr
+    assert vector_models(root, "openai-compatible:a", "openai-compatible:b") == {"openai-compatible:a"}
+    assert cli.json("stats")["indexed_model"] == "openai-compatible:a"
+    configure(root, server.settings("b"))
+
     result = cli.json("index", "--reembed")
     assert result["embedded"] == 3
-    assert sorted(server.answered("b")) == sorted(distinct_embedding_texts(root))
+    assert sorted(server.answered("b")) == sorted([*distinct_embedding_texts(root), "lore"])  # and its probe
     assert vector_models(root, "openai-compatible:a", "openai-compatible:b") == {"openai-compatible:b"}
     stats = cli.json("stats")
     assert stats["search"] == "hybrid" and stats["embedding_problem"] is None

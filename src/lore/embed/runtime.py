@@ -134,7 +134,8 @@ class EmbeddingRuntime:
     def reembed(self, store: Store, *, progress: Callable[[int, int], None] | None = None) -> int:
         """Embed every chunk again with the configured model (after a model
         change, or when its files changed under the same name): all vectors
-        are dropped first. Returns how many texts were embedded."""
+        are dropped first, once the model has embedded a first text. Returns
+        how many texts were embedded."""
         embedder = self.embedder
         if embedder is None:
             raise UsageError(
@@ -144,6 +145,10 @@ class EmbeddingRuntime:
         from lore.index.embedding import refused_key
         from lore.storage.base import embed_dim_key
 
+        # A provider that cannot embed (unreachable, a wrong key or model name)
+        # fails here, before a vector is dropped: trying one out must not cost
+        # the index its search by meaning.
+        embedder.embed_query("lore")
         with store.transaction():
             store.set_meta("embed_model", embedder.model_id)
             store.set_meta(embed_dim_key(embedder.model_id), "")  # the new vectors' size is theirs
