@@ -466,6 +466,22 @@ def test_session_append_stores_a_tool_call_with_its_result_or_refuses_what_it_wo
             )
             view = await s.ok("session_context", session_id="s-tools", events=True)
             assert [e["type"] for e in view["events"]] == ["tool_call", "tool_result"]
+            # Bounded: a megabyte-long tool name was stored, and a reply repeated 4 MB of args.
+            too_long = await s.error("session_append", session_id="s-tools", tool_name="T" * 100_000)
+            assert "toolName" in too_long and "at most 200" in too_long and len(too_long) < 300
+            assert "at most 1,000,000" in await s.error(
+                "session_append", session_id="s-tools", content="x" * 1_000_001
+            )
+            assert (
+                len(await s.error("session_append", session_id="s-tools", role="r" * 100_000, content="x"))
+                < 300
+            )
+            big = await s.ok(
+                "session_append", session_id="s-tools", tool_name="Read", args={"text": "y" * 50_000}
+            )
+            assert big["events"][0]["args"] == "<50,011 characters, stored in full>"
+            view = await s.ok("session_context", session_id="s-tools", events=True)
+            assert view["events"][-1]["args"] == {"text": "y" * 50_000}
 
     run_async(body)
 

@@ -248,3 +248,11 @@ def test_only_ascii_digits_are_read(text):
     """Python's \\d and int() read other scripts' digits: "١٢٣٤" was the year 1234."""
     with pytest.raises(UsageError, match="digits as 0-9"):
         since(text)
+
+
+def test_a_megabyte_of_time_is_refused_without_being_quoted_back():
+    """MCP's `since` reached the error whole: a one-line error a megabyte long."""
+    with pytest.raises(UsageError) as caught:
+        since("a" * 1_000_000)
+    message = str(caught.value)
+    assert len(message) < 250 and "1,000,000 characters" in message and message.count("a") < 60

@@ -63,6 +63,21 @@ def _dump(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+_ECHOED = 2000  # characters of an appended event's content, args or result a reply repeats
+
+
+def _brief(event: dict[str, Any]) -> dict[str, Any]:
+    """An appended event as a reply shows it: a long content, args or result
+    (up to a megabyte each) stands as its size, not repeated whole."""
+    out = dict(event)
+    for key in ("content", "args", "result"):
+        value = out.get(key)
+        size = len(value) if isinstance(value, str) else len(_dump(value))
+        if value is not None and size > _ECHOED:
+            out[key] = f"<{size:,} characters, stored in full>"
+    return out
+
+
 class LoreTools:
     """The service, shared by all tool calls, one call at a time per Lore (a Lore
     holds one SQLite connection and its caches).
@@ -409,8 +424,9 @@ def register_session_tools(server, tools: LoreTools) -> None:
                 is_error=is_error,
             )
             seen = set(lore.notices)
-            done = lore.record_events(session_id, events, create=True)
-            return {**done.to_dict(), "notices": [n for n in lore.notices if n not in seen]}
+            done = lore.record_events(session_id, events, create=True).to_dict()
+            done["events"] = [_brief(event) for event in done["events"]]
+            return {**done, "notices": [n for n in lore.notices if n not in seen]}
 
         return tools.call(run)
 

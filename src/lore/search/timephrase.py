@@ -45,9 +45,11 @@ import re
 from datetime import UTC, date, datetime, timedelta, tzinfo
 
 from lore.errors import ArgumentError, UsageError, literal
+from lore.memory.values import clip
 
 __all__ = ["check_order", "parse_when", "read_when", "time_range"]
 
+MAX_PHRASE = 100  # characters: the longest date or phrase ("the 1st of September 2024 at 14:30") is far shorter
 EXAMPLES = "2024-05-01, 2024-05, yesterday, last week, 3 days ago, 2w, since March, last friday"
 
 _MONTHS = {name.lower(): n for n, name in enumerate(calendar.month_name) if name}
@@ -164,6 +166,11 @@ def _period(text: str, given_now: datetime | None) -> tuple[datetime, datetime]:
     """The first instant of the period `text` names and the first instant after it."""
     now = _now(given_now)
     raw = " ".join((text or "").split())  # one line in any message that quotes it
+    if len(raw) > MAX_PHRASE:  # quoted back clipped: an argument can be a megabyte
+        raise UsageError(
+            f"cannot read the time '{clip(raw, 40)}' ({len(raw):,} characters); "
+            f"use a date or a short phrase, e.g. {EXAMPLES}"
+        )
     if any(c.isdigit() and not c.isascii() for c in raw):
         # Python's \d and int() read any script's digits: "١٢٣٤" would be the year 1234.
         raise UsageError(f"cannot read the time '{raw}': write its digits as 0-9, e.g. {EXAMPLES}")

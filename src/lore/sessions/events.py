@@ -22,12 +22,17 @@ from typing import Any, TypeGuard
 from lore.errors import UsageError, ValidationError
 from lore.index.tokens import count_tokens
 from lore.memory.model import now_iso, parse_time
+from lore.memory.values import clip
 from lore.secrets import redact_nested
 from lore.sessions.records import SessionEvent
 
 EVENT_TYPES = ("message", "tool_call", "tool_result")
 ROLES = ("user", "assistant", "system", "tool")
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\Z")
+MAX_NAME = 200  # characters of a tool's name, a call id, a source id
+# Characters of a message, or of a tool call's args or result as JSON, appended
+# live (a memory's body is at most as long; a transcript's are read as they are).
+MAX_PAYLOAD = 1_000_000
 
 #: An event as a line of ``session.jsonl`` holds it (004's camelCase keys). Lines
 #: may come from other tools, so readers check each key where they use it.
@@ -160,37 +165,42 @@ def normalise(event: object, *, imported: bool = False) -> RawEvent:
     kind = data.get("type")
     if kind not in EVENT_TYPES:
         raise ValidationError(
-            f"unknown event type {kind!r}; use one of: {', '.join(EVENT_TYPES)}", field="type"
+            f"unknown event type {clip(repr(kind), 40)}; use one of: {', '.join(EVENT_TYPES)}", field="type"
         )
     when = data.get("timestamp")
     out: dict[str, Any] = {"type": kind}
     if kind == "message":
         role, content = data.get("role"), data.get("content")
         if role not in ROLES:
-            raise ValidationError(f"unknown role {role!r}; use one of: {', '.join(ROLES)}", field="role")
+            raise ValidationError(
+                f"unknown role {clip(repr(role), 40)}; use one of: {', '.join(ROLES)}", field="role"
+            )
         if not isinstance(content, str):
             raise ValidationError("a message needs 'content' (a string)", field="content")
-        out.update(role=role, content=_clean(content))
+        out.update(role=role, content=_clean(_bounded(content, "content", imported)))
     elif kind == "tool_call":
         name = data.get("toolName")
         if not isinstance(name, str) or not name.strip():
             raise ValidationError("a tool_call needs 'toolName'", field="toolName")
-        out.update(toolName=_clean(name.strip()), args=_payload(data.get("args", {}), "args", imported))
+        out.update(
+            toolName=_clean(_name(name.strip(), "toolName")),
+            args=_payload(data.get("args", {}), "args", imported),
+        )
         if data.get("toolCallId") is not None:
-            out["toolCallId"] = _clean(str(data["toolCallId"]))
+            out["toolCallId"] = _clean(_name(str(data["toolCallId"]), "toolCallId"))
     else:
         if "result" not in data:
             raise ValidationError("a tool_result needs 'result'", field="result")
         call_id = data.get("toolCallId")
         out.update(
-            toolCallId=None if call_id is None else _clean(str(call_id)),
+            toolCallId=None if call_id is None else _clean(_name(str(call_id), "toolCallId")),
             result=_payload(data["result"], "result", imported),
         )
         if data.get("isError"):
             out["isError"] = True
     out["timestamp"] = parse_time(when, field_name="timestamp") if when is not None else now_iso()
     if data.get("sourceId") is not None:
-        out["sourceId"] = _clean(str(data["sourceId"]))
+        out["sourceId"] = _clean(_name(str(data["sourceId"]), "sourceId"))
     out["tokens"] = count_tokens(event_text(out))
     return out
 
@@ -277,7 +287,26 @@ def _as_text(value: Any) -> str:
 def _payload(value: Any, field: str, imported: bool) -> Any:
     """A tool call's args or result as stored: plain JSON (see :func:`normalise`
     for NaN), every string redacted."""
-    return _clean(_json_value(_finite(value) if imported else value, field))
+    value = _json_value(_finite(value) if imported else value, field)
+    if not imported and not isinstance(value, str):
+        _bounded(json.dumps(value, ensure_ascii=False), field, imported)
+    return _clean(_bounded(value, field, imported) if isinstance(value, str) else value)
+
+
+def _bounded(text: str, field: str, imported: bool) -> str:
+    """`text`, unless a live append's is over :data:`MAX_PAYLOAD` characters."""
+    if not imported and len(text) > MAX_PAYLOAD:
+        raise ValidationError(
+            f"is too long ({len(text):,} characters; at most {MAX_PAYLOAD:,}); record a summary of it",
+            field=field,
+        )
+    return text
+
+
+def _name(text: str, field: str) -> str:
+    if len(text) > MAX_NAME:
+        raise ValidationError(f"is too long ({len(text):,} characters; at most {MAX_NAME})", field=field)
+    return text
 
 
 def _json_value(value: Any, field: str) -> Any:
