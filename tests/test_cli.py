@@ -498,7 +498,7 @@ def test_a_secret_in_a_hand_written_memory_is_kept_out_of_the_index_and_reported
     hand = cli.cwd / ".lore/memory/hand.md"
     hand.write_text(
         "---\nid: 6f1c2d3e-4a5b-4c6d-8e7f-8a9b0c1d2e3f\n"
-        f"subject: Deploy with {token}\ntype: fact\nkeywords: [deploy]\n"
+        f"subject: Deploy with {token}\ntype: fact\nkeywords: [deploy, {token}]\n"
         "occurred_at: 2026-01-01T00:00:00Z\n---\n"
         f"Connect to postgres://deploy:{password}@db.internal/prod before the deploy.\n"
     )
@@ -517,8 +517,10 @@ def test_a_secret_in_a_hand_written_memory_is_kept_out_of_the_index_and_reported
     assert "postgres://deploy:" in pack and password not in pack
     shown = cli("show", "hand")
     assert "postgres://deploy:" in shown.stdout and token not in shown.stdout and password not in shown.stdout
-    assert "hand.md holds 1 github-token, 1 url-password in clear (shown redacted)" in shown.stderr
-    assert cli.json("show", "hand")["redacted"] == "1 github-token, 1 url-password"
+    assert "hand.md holds 2 github-token, 1 url-password in clear (shown redacted)" in shown.stderr
+    assert cli.json("show", "hand")["redacted"] == "2 github-token, 1 url-password"
+    tags = cli("tag", "hand").stdout + cli("tag", "hand", "--json").stdout  # tags were shown in clear
+    assert "deploy" in tags and "[REDACTED:github-token]" in tags and token not in tags
     with lore.open(cli.cwd) as project:
         detail = str(project.browser.detail("hand").to_dict())
     assert "postgres://deploy:" in detail and password not in detail and token not in detail

@@ -450,8 +450,9 @@ class Lore:
         return page
 
     def load(self, rel: str) -> Memory:
-        """The memory file at project path `rel`, parsed (:class:`~lore.memory.model.Memory`)."""
-        return self.memories.load(rel)
+        """The memory file at project path `rel`, parsed (:class:`~lore.memory.model.Memory`),
+        as every view shows it: a secret written into the file by hand is redacted."""
+        return self.memories.view(rel)
 
     def resolve(self, key: str) -> str:
         """A visible memory's path from its id, id prefix, file name or path."""
