@@ -107,6 +107,11 @@ def test_mv_redacts_a_secret_in_the_new_name_and_folder(memory):
     if not ON_POSTGRES:
         index = (cli.cwd / ".lore/index.db").read_bytes().decode("latin-1")
         assert TOKEN not in index and aws not in index
+    # A name the scanner took for a file name ("….md") went through whole.
+    password = "hunter2" + "hunter2"
+    proc = cli("mv", key[:8], f"password={password}.md")
+    assert "redacted before writing: 1 password" in proc.stderr and password not in proc.stdout + proc.stderr
+    assert cli.json("show", key[:8])["path"].endswith("/password=redacted-password.md")
 
 
 # -- a failed rm or mv changes nothing -------------------------------------------------------------------

@@ -1160,7 +1160,18 @@ def _redacted_name(destination: str) -> tuple[str, Counter[str]]:
     Lore gives new memories."""
     import re
 
-    clean, found = secrets.redact(destination)
+    # Each part without its extension: the scanner takes "password=hunter2.md"
+    # for a file name and lets it through, but not "password=hunter2".
+    found: Counter[str] = Counter()
+    parts = []
+    for part in destination.split("/"):
+        stem, dot, suffix = part.rpartition(".")
+        if not stem:
+            stem, dot, suffix = part, "", ""
+        clean, kinds = secrets.redact(stem)
+        found.update(kinds)
+        parts.append(clean + dot + suffix)
+    clean = "/".join(parts)
     if found:
         clean = re.sub(r"\[REDACTED:([a-z0-9\-]+)\]", r"redacted-\1", clean)
     return clean, found
