@@ -623,3 +623,30 @@ def test_a_limit_above_the_most_returned_says_it_was_lowered(cli):
         proc = cli(*command, flag, "80")
         assert "a limit is at most 50; 80 was lowered to 50" in proc.stderr, command
         assert "lowered" not in cli(*command, flag, "50").stderr
+
+
+def test_output_that_cannot_be_written_is_named_as_such(cli):
+    """`lore add >/dev/full` said "the disk is full" though the memory was
+    written (a retry then hit "exists"); `lore list >&-` was an internal error."""
+    lore_cmd = [sys.executable, "-m", "lore"]
+    with open(os.devnull if not os.path.exists("/dev/full") else "/dev/full", "w") as full:
+        proc = subprocess.run(
+            [*lore_cmd, "add", "--body", "Written while stdout is full"],
+            cwd=cli.cwd,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    if os.path.exists("/dev/full"):
+        assert proc.returncode == 1 and "could not write the output" in proc.stderr
+        assert "the command itself was done" in proc.stderr and "disk is full" not in proc.stderr
+    assert [m["title"] for m in cli.json("list")] == ["Written while stdout is full"]
+    closed = subprocess.run(
+        ["sh", "-c", 'exec "$0" -m lore list >&-', sys.executable],
+        cwd=cli.cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert closed.returncode == 0 and "internal error" not in closed.stderr, closed.stderr

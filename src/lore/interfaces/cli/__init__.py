@@ -114,6 +114,14 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:
         if os.environ.get("LORE_DEBUG"):
             raise
+        if isinstance(err, OSError) and _writing_output(err):
+            # Not "the disk is full": what the command did is done (a memory
+            # written stays written); only showing it failed.
+            _error(
+                f"lore: error: could not write the output ({err.strerror or err}); "
+                "the command itself was done: check where its output goes"
+            )
+            return 1
         known = as_lore_error(err)
         if known is None:
             _error(
@@ -124,6 +132,19 @@ def main(argv: list[str] | None = None) -> int:
         message = known.named(_flag) if isinstance(known, ArgumentError) else str(known)
         _error(f"lore: error: {message}")
         return known.exit_code
+
+
+def _writing_output(err: BaseException) -> bool:
+    """Was `err` raised while writing the command's output (click's echo, rich's console)?"""
+    tb = err.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if (code.co_name == "echo" and "click" in code.co_filename) or (
+            code.co_name in ("print", "_write_buffer") and "rich" in code.co_filename
+        ):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 # Service arguments whose flag is not the argument's own name in --kebab-case.

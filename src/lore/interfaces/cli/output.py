@@ -92,7 +92,7 @@ def table(columns: list[str], rows: list[list[str]], *, title: str | None = None
 
 def is_terminal() -> bool:
     """Is a person reading stdout? (Pipes and files get plain, stable text.)"""
-    return sys.stdout.isatty()
+    return sys.stdout is not None and sys.stdout.isatty()  # None: stdout was closed (`>&-`)
 
 
 def relative_time(when: str | None, now: datetime | None = None) -> str:
