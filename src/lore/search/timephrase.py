@@ -49,7 +49,7 @@ from lore.memory.values import clip
 
 __all__ = ["check_order", "parse_when", "read_when", "time_range"]
 
-MAX_PHRASE = 100  # characters: the longest date or phrase ("the 1st of September 2024 at 14:30") is far shorter
+MAX_PHRASE = 100  # characters; the longest date or phrase Lore reads is far shorter
 EXAMPLES = "2024-05-01, 2024-05, yesterday, last week, 3 days ago, 2w, since March, last friday"
 
 _MONTHS = {name.lower(): n for n, name in enumerate(calendar.month_name) if name}
