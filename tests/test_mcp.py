@@ -1306,6 +1306,7 @@ def test_http_public_host_without_token_is_refused(root):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert "0.0.0.0" in lines[0] and "token" in lines[0].lower()
+    assert "LORE_MCP_TOKEN" in lines[0]  # what `lore mcp` reads (it named `lore serve`'s LORE_TOKEN)
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     assert time.monotonic() - started < 30
     with socket.socket() as sock:  # nothing was listening: the port is still free

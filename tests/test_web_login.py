@@ -43,6 +43,7 @@ def test_exposed_server_refuses_to_start_without_a_token(root):
         timeout=60,
     )
     assert proc.returncode == 2 and "token" in proc.stderr and "Traceback" not in proc.stderr
+    assert "LORE_TOKEN" in proc.stderr and "'0.0.0.0'" in proc.stderr
 
 
 def test_login_then_csrf_protected_forms(server, root):

@@ -23,7 +23,10 @@ from lore.interfaces.cli.output import emit_json, progress_bar, warn
     help="Port to listen on with --http.",
 )
 @click.option(
-    "--token", envvar="LORE_MCP_TOKEN", help="Bearer token clients must send (required off loopback)."
+    "--token",
+    envvar="LORE_MCP_TOKEN",
+    help="Bearer token clients must send (required off loopback). Prefer LORE_MCP_TOKEN: "
+    "other users see a command line.",
 )
 @click.option(
     "--allow-host",

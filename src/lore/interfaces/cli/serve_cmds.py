@@ -32,7 +32,8 @@ users_option = click.option(
 @click.option(
     "--token",
     envvar="LORE_TOKEN",
-    help="Shared secret: bearer token for the API and MCP, login for the browser (or LORE_TOKEN).",
+    help="Shared secret: bearer token for the API and MCP, login for the browser. Prefer "
+    "LORE_TOKEN: other users see a command line.",
 )
 @click.option(
     "--allow-host",
@@ -70,7 +71,7 @@ def serve(
     \b
     Examples:
       lore serve                     # http://127.0.0.1:8766
-      lore serve --host 0.0.0.0 --token "$(openssl rand -hex 16)"
+      LORE_TOKEN=$(openssl rand -hex 16) lore serve --host 0.0.0.0
       lore serve --database postgresql://lore_server@db.example/lore --users ~/.config/lore/users.toml
     """
     from lore.interfaces.web.app import serve as run

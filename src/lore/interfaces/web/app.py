@@ -108,7 +108,8 @@ def build_app(
         from lore.interfaces.web.users import UserTable
 
         table = UserTable.load(users)
-    guard = auth.Guard.for_bind(host, token, list(allowed_hosts), table)
+    token_env = "LORE_TOKEN" if web else "LORE_MCP_TOKEN"  # what `lore serve` / `lore mcp` read
+    guard = auth.Guard.for_bind(host, token, list(allowed_hosts), table, token_env=token_env)
     tools = LoreTools(project, agent)
     render.SERVED_ROOTS.add(tools.own.project.root)
     if table is not None:

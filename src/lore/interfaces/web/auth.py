@@ -107,15 +107,23 @@ class Guard:
 
     @classmethod
     def for_bind(
-        cls, host: str, token: str | None, extra_hosts: Sequence[str] = (), users: UserTable | None = None
+        cls,
+        host: str,
+        token: str | None,
+        extra_hosts: Sequence[str] = (),
+        users: UserTable | None = None,
+        *,
+        token_env: str = "LORE_TOKEN",
     ) -> Guard:
-        """The guard for a server bound to `host`; refuses an exposed server without a token."""
+        """The guard for a server bound to `host`; refuses an exposed server without
+        a token (`token_env`: the variable the command reads it from, for the message)."""
         if not is_loopback(host) and not token and users is None:
             from lore.errors import UsageError
 
+            where = f"'{host}'" if host else "all addresses"  # quoted: "127.0.0.1 " is no loopback
             raise UsageError(
-                f"binding to {host or 'all addresses'} exposes your project; set a token with --token "
-                "or LORE_TOKEN (or bind to 127.0.0.1)"
+                f"binding to {where} exposes your project; set a token with --token "
+                f"or {token_env} (or bind to 127.0.0.1)"
             )
         if token and not (token.isascii() and token.isprintable() and " " not in token):
             from lore.errors import UsageError
@@ -139,7 +147,7 @@ class Guard:
             # "*" answers any Host: without a token nothing would stop a DNS-rebinding page.
             raise UsageError(
                 "--allow-host '*' would let any web site reach this server (DNS rebinding); "
-                "name the hosts clients use, or set a token with --token or LORE_TOKEN"
+                f"name the hosts clients use, or set a token with --token or {token_env}"
             )
         hosts = set(LOOPBACK_NAMES) | extra
         if is_wildcard(host) and (token or users is not None):
