@@ -1203,6 +1203,22 @@ def test_a_read_only_projects_temporary_index_is_never_in_a_folder_another_user_
     assert planted.parent != first.parent and not str(planted).startswith(str(first.parent))
     assert stat.S_IMODE(planted.parent.stat().st_mode) == 0o700 and not planted.exists()
     os.chmod(first.parent, 0o700)
+    # Ours and readable by others, never writable (a umask of 022): closed, and used.
+    # (Falling back made a new folder holding a copy of the code at every run, never removed.)
+    os.chmod(first.parent.parent, 0o755)
+    assert spare_index(root) == first and stat.S_IMODE(first.parent.parent.stat().st_mode) == 0o700
+    # A folder of its own for one run (ours is open to writers) is gone when the run ends.
+    os.chmod(first.parent.parent, 0o777)
+    script = (
+        "import sys, tempfile; from pathlib import Path; tempfile.tempdir = sys.argv[1]; "
+        "from lore.storage import spare_index; print(spare_index(Path('/projects/shop')).parent)"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, check=True
+    )
+    once = Path(ran.stdout.strip())
+    assert once.parent == tmp_path and once != first.parent and not once.exists()
+    os.chmod(first.parent.parent, 0o700)
     # A link where the folder should be: not followed.
     os.rename(first.parent, tmp_path / "elsewhere")
     os.symlink(tmp_path / "elsewhere", first.parent)

@@ -220,7 +220,8 @@ def spare_index(root: Path) -> Path:
     guessable, so a folder or file someone else made or may write (another
     user planting an index to read the code written into it, or to serve
     their own text as search results) is never used: then a new private
-    folder of a random name is (made for this run only)."""
+    folder of a random name is, removed when the process ends. A folder of
+    this user's that others may read but not write is closed (mode 0700) first."""
     import hashlib
     import stat
     import tempfile
@@ -228,6 +229,11 @@ def spare_index(root: Path) -> Path:
     def private(folder: Path) -> bool:
         try:
             info = os.lstat(folder)
+            mine = stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
+            if mine and info.st_mode & 0o077 and not info.st_mode & 0o022:
+                # Ours, others may read but never wrote in it (a umask of 022): closed again.
+                os.chmod(folder, 0o700)
+                info = os.lstat(folder)
         except OSError:
             return False
         return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
@@ -254,4 +260,9 @@ def spare_index(root: Path) -> Path:
         for side in ("-wal", "-shm", "-journal"):
             Path(f"{spare}{side}").unlink(missing_ok=True)
         return spare
-    return Path(tempfile.mkdtemp(prefix=f"lore-{os.getuid()}-")) / "index.db"
+    import atexit
+    import shutil
+
+    once = tempfile.mkdtemp(prefix=f"lore-{os.getuid()}-")
+    atexit.register(shutil.rmtree, once, ignore_errors=True)  # a copy of the code: not left behind
+    return Path(once) / "index.db"
