@@ -814,6 +814,12 @@ def test_capture_needs_a_source(repo, tmp_path):
     assert proc.returncode != 0 and "--transcript" in proc.stderr and "--from-stdout" in proc.stderr
     proc = repo("capture", "--transcript", str(tmp_path / "missing.jsonl"), ok=False)
     assert proc.returncode != 0 and "missing.jsonl" in proc.stderr
+    # Lines none of which is a transcript's: "captured 0 new", exit 0, looked like nothing to learn.
+    (tmp_path / "notes.jsonl").write_text("not json\n[1, 2]\n# README\n")
+    proc = repo("capture", "--transcript", str(tmp_path / "notes.jsonl"), ok=False)
+    assert proc.returncode == 2 and "notes.jsonl is not a transcript" in proc.stderr
+    (tmp_path / "empty.jsonl").write_text("")
+    assert repo.json("capture", "--transcript", str(tmp_path / "empty.jsonl"))["created"] == 0
 
 
 def test_complete_writes_the_task_memory_from_its_commits_and_is_idempotent(cli, git_env):

@@ -712,6 +712,10 @@ class Lore:
         if not source.is_file():
             raise NotFound(f"no transcript at {source}; give the path of a .jsonl transcript")
         transcript = read_transcript(source)
+        if transcript.format is None and transcript.end_offset > 0:  # as `lore session import` says
+            raise UsageError(
+                f"{source} is not a transcript: no Claude Code, Codex or Lore session line in it"
+            )
         session_id = transcript.session_id or source.stem
         return capture_transcript(self.lifecycle, source, transcript.events, session_id=session_id)
 
