@@ -161,7 +161,13 @@ def test_set_changes_frontmatter_fields_and_refuses_bad_values(mem):
     proc = cli("edit", "mem-2026-02-12-001", "--set", "id=x", ok=False)
     assert proc.returncode == 2 and "managed by Lore" in proc.stderr
     # A nested list or mapping is refused as reading the file would refuse it (it was stored as Python text).
-    for value in ("tags=[a, [b, c]]", "files=[a.py, {x: y}]", "labels=[true, {k: v}]"):
+    for value in (
+        "tags=[a, [b, c]]",
+        "files=[a.py, {x: y}]",
+        "labels=[true, {k: v}]",
+        "tags={a: 1}",
+        "files={a: 1}",
+    ):
         proc = cli("edit", "mem-2026-02-12-001", "--set", value, ok=False)
         assert proc.returncode == 2 and "must be a list of strings" in proc.stderr, (value, proc.stderr)
     assert path.read_bytes() == before

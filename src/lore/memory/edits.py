@@ -302,9 +302,9 @@ def set_field(memory: Memory, name: str, value: str | None, *, clean: Callable[[
     if canonical in ("tags", "files", "labels"):
         if parsed is None:
             items = []
-        else:  # what a file may hold, as reading one checks it (a nested list is refused, not stringified)
+        else:  # what a file may hold, as reading one checks it (a nested list or a mapping is refused, not stringified)
             try:
-                items = string_list(parsed if isinstance(parsed, list) else str(parsed), key, None)
+                items = string_list(parsed if isinstance(parsed, list | dict) else str(parsed), key, None)
             except ValidationError as err:
                 raise UsageError(f"{key} {err.reason}") from None
         setattr(memory, canonical, [clean(i.strip()) for i in items if i.strip()])
