@@ -413,6 +413,11 @@ def test_doctor_tells_a_copy_of_a_memory_from_two_memories_sharing_an_id(cli):
     [problem] = [p for p in cli.json("doctor", ok=False) if "also used" in p["message"]]
     assert f"id {mid} is also used by" in problem["message"]
     assert problem["message"].endswith("give one of them a new id (e.g. `uuidgen`)")
+    # `lore index` says so too, and fails (it exited 0 saying nothing).
+    proc = cli("index", "--no-embed", ok=False)
+    assert proc.returncode == 1 and f"moved.md: id {mid} is also used by" in proc.stderr
+    [error] = cli.json("index", "--no-embed", ok=False)["errors"]
+    assert error["path"] == ".lore/memory/moved.md" and "give one of them a new id" in error["error"]
 
 
 def test_doctor_names_a_hand_written_path_outside_the_project(cli):

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from lore.index.freshness import CodeIndex
     from lore.memory.repository import Memories
     from lore.project import Project
+    from lore.storage import MemoryRecord
 
 
 @datarecord
@@ -190,6 +191,26 @@ def unread_markdown(project: Project) -> list[Problem]:
     return problems
 
 
+def duplicate_ids(records: list[MemoryRecord]) -> list[Problem]:
+    """The memories (in path order) whose id an earlier one has already: two copies
+    of one memory (a copied file, a `lore mv` cut short), or two memories sharing
+    an id; each an error saying which to delete or renumber."""
+    problems: list[Problem] = []
+    seen: dict[str, MemoryRecord] = {}
+    for record in records:
+        first = seen.setdefault(record.id, record)
+        if first is not record:
+            fix = (
+                f"both hold the same memory: delete one (`rm {record.path}`)"
+                if first.content_hash == record.content_hash
+                else "give one of them a new id (e.g. `uuidgen`)"
+            )
+            problems.append(
+                Problem("error", record.path, f"id {record.id} is also used by {first.path}; {fix}")
+            )
+    return problems
+
+
 def doctor(memories: Memories) -> list[Problem]:
     """Every problem with the files and the index, each with what to do."""
     import copy
@@ -198,7 +219,7 @@ def doctor(memories: Memories) -> list[Problem]:
     from lore.memory.model import UUID4_RE
     from lore.memory.sync import redacted, split_error
     from lore.secrets import describe, redact
-    from lore.storage import MemoryFilter, MemoryRecord
+    from lore.storage import MemoryFilter
 
     store = memories.store
     problems: list[Problem] = layout_problems(memories.project)
@@ -220,18 +241,10 @@ def doctor(memories: Memories) -> list[Problem]:
             continue  # a folder that is a file: said once, above
         line, message = split_error(path, error)
         problems.append(Problem("error", path, f"line {line}: {message}" if line else message))
-    seen_ids: dict[str, MemoryRecord] = {}
-    for record in store.memories(MemoryFilter(include_private=True), order="path"):
+    records = store.memories(MemoryFilter(include_private=True), order="path")
+    problems += duplicate_ids(records)
+    for record in records:
         path, mid = record.path, record.id
-        first = seen_ids.setdefault(mid, record)
-        if first is not record:
-            # Two copies of one memory (a copied file, a `lore mv` cut short): one goes.
-            fix = (
-                f"both hold the same memory: delete one (`rm {path}`)"
-                if first.content_hash == record.content_hash
-                else "give one of them a new id (e.g. `uuidgen`)"
-            )
-            problems.append(Problem("error", path, f"id {mid} is also used by {first.path}; {fix}"))
         if not UUID4_RE.match(mid):
             problems.append(
                 Problem(

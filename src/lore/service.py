@@ -899,6 +899,13 @@ class Lore:
 
         return health.status(self.memories, self.code_index, self.embedding)
 
+    def duplicate_ids(self) -> builtins.list[Problem]:
+        """Memories whose id another file has too (what `lore index` reports; doctor too)."""
+        from lore import health
+        from lore.storage import MemoryFilter
+
+        return health.duplicate_ids(self.store.memories(MemoryFilter(include_private=True), order="path"))
+
     def doctor(self) -> builtins.list[Problem]:
         """Every problem with the memory files and the index, each with what to do (`lore doctor`)."""
         from lore import health
