@@ -542,6 +542,12 @@ def test_terminal_output_escapes_control_characters_and_json_stays_exact(cli):
     assert "\x1b" not in piped and "\\x1b[2J" in piped
     assert body in cli.json("show", out["id"][:8])["content"]
     assert cli.json("search", "escape body")[0]["id"] == out["id"]
+    # A right-to-left override reorders what follows it on screen: shown as its escape.
+    title = "Invoice \u202egnp.exe\u202c totals"
+    cli.json("add", "-t", title, "-b", "A title that a terminal would show reversed.")
+    listed = cli("list").stdout
+    assert "\u202e" not in listed and "Invoice \\u202egnp.exe\\u202c totals" in listed
+    assert title in [m["title"] for m in cli.json("list")]
 
 
 def test_an_edit_the_disk_refuses_names_the_memory_not_a_temporary_file(cli):

@@ -431,7 +431,7 @@ def tag(lore, keys, add_tags, remove_tags, as_json):
 @with_lore
 def restore(lore, key, show_list, as_json):
     """Restore a trashed memory (by id or file name)."""
-    if show_list or not key:
+    if show_list or key is None:  # "" names nothing: an error, as `lore rm ''` is
         entries = lore.trash_entries()
         lost = len(lore.unrestorable_trash())
         if lost:

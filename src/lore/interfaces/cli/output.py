@@ -15,7 +15,9 @@ import click
 
 # Control characters a terminal would act on (all but tab and line feed):
 # ESC starts colour, cursor and OSC sequences (OSC 52 writes the clipboard).
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# And the invisible bidirectional overrides and isolates, which reorder what
+# a terminal shows ("Trojan Source").
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def emit_json(data: Any) -> None:
@@ -26,8 +28,14 @@ def printable(text: str) -> str:
     """`text` safe to show a person: memory files, titles and paths are anyone's
     text (a file from git, a captured transcript), so every control character
     but tab and line break is shown as a ``\\xNN`` escape instead of reaching
-    the terminal raw (a CRLF line end is a line break). JSON stays exact."""
-    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}", text.replace("\r\n", "\n"))
+    the terminal raw (a CRLF line end is a line break), and a bidirectional
+    override as ``\\u202e``. JSON stays exact."""
+    return _UNPRINTABLE.sub(_escape, text.replace("\r\n", "\n"))
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def echo(text: str = "", *, nl: bool = True) -> None:
