@@ -960,9 +960,16 @@ def test_a_request_the_sdk_cannot_read_is_answered_with_an_error(root):
         server.proc.stdin.flush()
         assert "can't be read" in server.reply(4, timeout=30)["error"]["data"]
         assert server.request(5, "ping", timeout=30)["result"] == {}  # and it goes on answering
+        # A handler's failure was logged as a boxed, multi-line traceback.
+        assert (
+            "Unknown prompt"
+            in server.request(6, "prompts/get", {"name": "nope"}, timeout=30)["error"]["message"]
+        )
     finally:
         stderr = server.close()
     assert "Traceback" not in stderr, stderr
+    [logged] = [line for line in stderr.splitlines() if "Unknown prompt" in line]
+    assert logged == "lore mcp: error: handler for 'prompts/get' raised: ValueError: Unknown prompt: nope"
 
 
 def test_nan_in_session_args_is_refused_and_session_files_stay_json(root):

@@ -17,6 +17,7 @@ Nothing may be printed to stdout in stdio mode: it is the protocol channel.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from typing import Annotated, Any, Literal
 
@@ -151,6 +152,7 @@ class _ActingLore:
 def build_server(project: str | None = None, *, agent: str | None = None, tools: LoreTools | None = None):
     """The MCP server and its :class:`LoreTools`; pass `tools` to share an open
     Lore and its lock with another interface (`lore serve`)."""
+    _log_in_one_line()
     tools = tools or LoreTools(project, agent)
     lore: Any = _ActingLore(tools)
     server = _server_class()(
@@ -445,6 +447,41 @@ def register_session_tools(server, tools: LoreTools) -> None:
             return data
 
         return tools.call(run)
+
+
+class _OneLine(logging.Formatter):
+    """A log record as one line on stderr: an exception as its type and message
+    (the SDK logged a handler's failure as a multi-line traceback, drawn in boxes)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        parts = [record.getMessage()]
+        error = record.exc_info[1] if record.exc_info else None
+        while error is not None and len(parts) < 5:  # the exception, then what caused it
+            part = f"{type(error).__name__}: {error}"
+            if part != parts[-1]:
+                parts.append(part)
+            error = error.__cause__
+        return redact(f"lore mcp: {record.levelname.lower()}: {' '.join(': '.join(parts).split())}")[0]
+
+
+def _log_in_one_line() -> None:
+    """Warnings and errors only, one line each, on stderr; LORE_DEBUG=1 keeps
+    everything, tracebacks included. Installed before the SDK's own set-up,
+    which then leaves the root logger as it is; a program that set up logging
+    itself (a host embedding the server, a test) keeps its own."""
+    import os
+    import sys
+
+    root = logging.getLogger()
+    if root.handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    if os.environ.get("LORE_DEBUG"):
+        root.setLevel(logging.DEBUG)
+    else:
+        handler.setFormatter(_OneLine())
+        root.setLevel(logging.WARNING)
+    root.addHandler(handler)
 
 
 def _server_class():
