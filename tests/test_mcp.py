@@ -969,7 +969,7 @@ def test_a_request_the_sdk_cannot_read_is_answered_with_an_error(root):
         stderr = server.close()
     assert "Traceback" not in stderr, stderr
     [logged] = [line for line in stderr.splitlines() if "Unknown prompt" in line]
-    assert logged == "lore mcp: error: handler for 'prompts/get' raised: ValueError: Unknown prompt: nope"
+    assert logged == "lore: error: handler for 'prompts/get' raised: ValueError: Unknown prompt: nope"
 
 
 def test_nan_in_session_args_is_refused_and_session_files_stay_json(root):

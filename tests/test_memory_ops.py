@@ -112,6 +112,16 @@ def test_mv_redacts_a_secret_in_the_new_name_and_folder(memory):
     proc = cli("mv", key[:8], f"password={password}.md")
     assert "redacted before writing: 1 password" in proc.stderr and password not in proc.stdout + proc.stderr
     assert cli.json("show", key[:8])["path"].endswith("/password=redacted-password.md")
+    # A token with dots, a key with slashes, a name given without its extension.
+    jwt = (
+        "eyJhbGciOiJIUzI1NiJ9."
+        + "eyJzdWIiOiIxMjM0NTY3ODkwIn0."
+        + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+    )
+    for name, kind in ((jwt, "jwt"), (f"notes.password={password}", "password")):
+        proc = cli("mv", key[:8], name)
+        shown = cli.json("show", key[:8])["path"]
+        assert f"redacted-{kind}" in shown and name not in shown and password not in proc.stdout + proc.stderr
 
 
 # -- a failed rm or mv changes nothing -------------------------------------------------------------------

@@ -450,8 +450,12 @@ class Lore:
         return page
 
     def load(self, rel: str) -> Memory:
-        """The memory file at project path `rel`, parsed (:class:`~lore.memory.model.Memory`),
-        as every view shows it: a secret written into the file by hand is redacted."""
+        """The memory file at project path `rel`, parsed (:class:`~lore.memory.model.Memory`):
+        what the file holds, to edit. To show it, :meth:`view`."""
+        return self.memories.load(rel)
+
+    def view(self, rel: str) -> Memory:
+        """The memory at `rel` as it may be shown: a secret written into the file by hand is redacted."""
         return self.memories.view(rel)
 
     def resolve(self, key: str) -> str:

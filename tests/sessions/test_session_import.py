@@ -503,13 +503,23 @@ def test_hooks_record_the_session_as_it_happens(root, tmp_path):
     hook(root, "post-tool-use", {**bare, "hook_event_name": "PostToolUse", **tool})  # sent twice
     # Half an emoji (a JavaScript client's cut string): the prompt was lost ("can't encode '\ud800'").
     hook(root, "user-prompt-submit", {**bare, "hook_event_name": "UserPromptSubmit", "prompt": "x \ud83d y"})
-    recorded = open_store(root).events("bare-1")
-    assert [(e.type, e.content or e.tool_name or e.result) for e in recorded] == [
+    # A tool's output over a live event's limit: both the call and its result were lost.
+    big = {
+        "tool_name": "Read",
+        "tool_use_id": "toolu_big",
+        "tool_input": {"f": "a"},
+        "tool_response": "y" * 1_000_010,
+    }
+    hook(root, "post-tool-use", {**bare, "hook_event_name": "PostToolUse", **big})
+    recorded = open_store(root).events("bare-1", include_archived=True)  # it compacts the session
+    assert [(e.type, e.content or e.tool_name or e.result) for e in recorded[:4]] == [
         ("message", "Rename the CLI"),
         ("tool_call", "Bash"),
         ("tool_result", "x"),
         ("message", "x \ufffd y"),
     ]
+    assert [e.type for e in recorded[4:]] == ["tool_call", "tool_result"]
+    assert len(recorded[5].result) == 1_000_000 and recorded[5].result.endswith("[cut: 1,000,010 characters]")
 
     # Never fail the agent: a broken payload or a broken store is a log line.
     for payload in ("not json", json.dumps({"session_id": "../../etc", "prompt": "x"})):

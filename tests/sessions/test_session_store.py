@@ -329,7 +329,7 @@ def test_a_link_in_a_session_folder_is_refused_and_nothing_outside_is_touched(tm
     (folder / name).unlink(missing_ok=True)
     (folder / name).symlink_to(outside if name == "archive" else target)
 
-    with pytest.raises(UsageError, match=rf"s-1/{name} is a symbolic link or not a file; remove it"):
+    with pytest.raises(UsageError, match=rf"s-1/{name} is a symbolic link or not a (file|folder); remove it"):
         store.append("s-1", message("user", "hello"))
     with pytest.raises(UsageError, match="is a symbolic link"):
         store.events("s-1")
@@ -338,7 +338,7 @@ def test_a_link_in_a_session_folder_is_refused_and_nothing_outside_is_touched(tm
     assert not (folder / "session.jsonl.rejected").exists()
 
 
-def test_a_fifo_in_a_session_folder_is_refused_without_blocking(root, store):
+def test_a_fifo_in_a_session_folder_is_refused_without_blocking(tmp_path, root, store):
     import os
 
     folder = root / ".lore/sessions/s-1"
@@ -347,3 +347,39 @@ def test_a_fifo_in_a_session_folder_is_refused_without_blocking(root, store):
     os.mkfifo(folder / "session.jsonl")
     with pytest.raises(UsageError, match="session.jsonl is a symbolic link or not a file"):
         store.events("s-1")
+    # An import read the folder's metadata before checking it: a FIFO there blocked it.
+    os.unlink(folder / "session.jsonl")
+    os.mkfifo(folder / "metadata.json")
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(json.dumps({"type": "message", "role": "user", "content": "hi"}) + "\n")
+    with pytest.raises(UsageError, match="metadata.json is a symbolic link or not a file"):
+        store.import_transcript(transcript, session_id="s-1")
+
+
+def test_one_unsound_session_is_left_out_of_the_list_not_every_one(root, store):
+    store.start("s-good")
+    folder = root / ".lore/sessions/s-bad"
+    folder.mkdir(parents=True)
+    (folder / ".owner").write_text("")
+    (folder / "session.jsonl").write_text("")
+    (folder / "archive").write_text("a file where the archive folder goes")
+    assert [info.id for info in store.list()] == ["s-good"]  # it raised NotADirectoryError
+    with pytest.raises(UsageError, match="s-bad/archive is a symbolic link or not a folder"):
+        store.events("s-bad")
+
+
+def test_a_transcripts_long_id_is_shortened_and_a_typed_one_refused():
+    """The cap on ids refused a transcript line whose tool id ran to 200
+    characters (with its `tool:` prefix): every later import of that session failed."""
+    from lore.sessions.events import normalise
+
+    long_id = "toolu_" + "x" * 300
+    sources = []
+    for other in (long_id + "a", long_id + "b"):
+        event = {"type": "tool_call", "toolName": "Bash", "toolCallId": other, "sourceId": f"tool:{other}"}
+        kept = normalise(event, imported=True)
+        assert len(kept["toolCallId"]) == 200 and len(kept["sourceId"]) == 200
+        sources.append(kept["sourceId"])
+    assert sources[0] != sources[1]  # two events stay two (source ids are what dedupes imports)
+    with pytest.raises(ValidationError, match="at most 200"):
+        normalise({"type": "tool_call", "toolName": "Bash", "toolCallId": long_id})

@@ -110,14 +110,16 @@ def _pre_compact(lore: Lore, payload: Payload) -> str:
 
 def _user_prompt_submit(lore: Lore, payload: Payload) -> str:
     from lore.sessions import message
+    from lore.sessions.events import fitted
 
     prompt = payload.get("prompt")
-    fallback = [message("user", prompt)] if isinstance(prompt, str) and prompt.strip() else []
+    fallback = [message("user", fitted(prompt))] if isinstance(prompt, str) and prompt.strip() else []
     return _record(lore, payload, fallback)
 
 
 def _post_tool_use(lore: Lore, payload: Payload) -> str:
     from lore.sessions import tool_call, tool_result
+    from lore.sessions.events import fitted
 
     name, call_id = payload.get("tool_name"), payload.get("tool_use_id")
     if not isinstance(call_id, str):
@@ -127,12 +129,15 @@ def _post_tool_use(lore: Lore, payload: Payload) -> str:
         # The transcript importer gives these events the same source ids: no doubles.
         fallback.append(
             tool_call(
-                name, payload.get("tool_input"), call_id=call_id, source_id=call_id and f"tool:{call_id}"
+                name,
+                fitted(payload.get("tool_input")),
+                call_id=call_id,
+                source_id=call_id and f"tool:{call_id}",
             )
         )
         if "tool_response" in payload:
             result_id = call_id and f"result:{call_id}"
-            fallback.append(tool_result(call_id, payload["tool_response"], source_id=result_id))
+            fallback.append(tool_result(call_id, fitted(payload["tool_response"]), source_id=result_id))
     return _record(lore, payload, fallback)
 
 

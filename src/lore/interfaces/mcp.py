@@ -456,12 +456,15 @@ class _OneLine(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         parts = [record.getMessage()]
         error = record.exc_info[1] if record.exc_info else None
-        while error is not None and len(parts) < 5:  # the exception, then what caused it
+        while error is not None and len(parts) < 6:  # the exception, then what caused it
+            if isinstance(error, BaseExceptionGroup) and error.exceptions:
+                error = error.exceptions[0]  # a task group's: what went wrong inside
+                continue
             part = f"{type(error).__name__}: {error}"
             if part != parts[-1]:
                 parts.append(part)
-            error = error.__cause__
-        return redact(f"lore mcp: {record.levelname.lower()}: {' '.join(': '.join(parts).split())}")[0]
+            error = error.__cause__ or (None if error.__suppress_context__ else error.__context__)
+        return redact(f"lore: {record.levelname.lower()}: {' '.join(': '.join(parts).split())}")[0]
 
 
 def _log_in_one_line() -> None:

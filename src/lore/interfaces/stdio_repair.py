@@ -25,7 +25,7 @@ from typing import IO
 
 from lore.safe_read import MAX_INPUT_BYTES
 
-MAX_LINE = MAX_INPUT_BYTES  # a longer request line is refused unread (a memory is at most 1 MB)
+MAX_LINE = MAX_INPUT_BYTES  # a longer line is read past in pieces and refused (a memory is at most 1 MB)
 _KEPT = 1 << 16  # of a longer line, the bytes kept from its start and its end
 # The id as the object's last member (or last but "jsonrpc"), at the end of a line.
 _LAST_ID = re.compile(
@@ -139,7 +139,7 @@ def top_level_members(line: bytes) -> dict[str, object]:
         elif isinstance(key, str) and len(token) <= _MEMBER_SIZE:
             value = _scalar(token)
             if value is not _NOT_JSON:
-                out.setdefault(key, value)
+                out[key] = value  # the last of a repeated key, as json and the SDK read it
     return out
 
 

@@ -1160,17 +1160,18 @@ def _redacted_name(destination: str) -> tuple[str, Counter[str]]:
     Lore gives new memories."""
     import re
 
-    # Each part without its extension: the scanner takes "password=hunter2.md"
-    # for a file name and lets it through, but not "password=hunter2".
-    found: Counter[str] = Counter()
+    # The whole name (a token holding dots or slashes), then each part without
+    # its extension: the scanner takes "password=hunter2.md" for a file name
+    # and lets it through, but not "password=hunter2".
+    clean, found = secrets.redact(destination)
     parts = []
-    for part in destination.split("/"):
+    for part in clean.split("/"):
         stem, dot, suffix = part.rpartition(".")
         if not stem:
             stem, dot, suffix = part, "", ""
-        clean, kinds = secrets.redact(stem)
+        stem, kinds = secrets.redact(stem)
         found.update(kinds)
-        parts.append(clean + dot + suffix)
+        parts.append(stem + dot + suffix)
     clean = "/".join(parts)
     if found:
         clean = re.sub(r"\[REDACTED:([a-z0-9\-]+)\]", r"redacted-\1", clean)

@@ -31,7 +31,7 @@ ROLES = ("user", "assistant", "system", "tool")
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\Z")
 MAX_NAME = 200  # characters of a tool's name, a call id, a source id
 # Characters of a message, or of a tool call's args or result as JSON, appended
-# live (a memory's body is at most as long; a transcript's are read as they are).
+# live (a transcript's are read as they are; a hook's payload is cut to fit: fitted).
 MAX_PAYLOAD = 1_000_000
 
 #: An event as a line of ``session.jsonl`` holds it (004's camelCase keys). Lines
@@ -183,24 +183,24 @@ def normalise(event: object, *, imported: bool = False) -> RawEvent:
         if not isinstance(name, str) or not name.strip():
             raise ValidationError("a tool_call needs 'toolName'", field="toolName")
         out.update(
-            toolName=_clean(_name(name.strip(), "toolName")),
+            toolName=_clean(_name(name.strip(), "toolName", imported)),
             args=_payload(data.get("args", {}), "args", imported),
         )
         if data.get("toolCallId") is not None:
-            out["toolCallId"] = _clean(_name(str(data["toolCallId"]), "toolCallId"))
+            out["toolCallId"] = _clean(_name(str(data["toolCallId"]), "toolCallId", imported))
     else:
         if "result" not in data:
             raise ValidationError("a tool_result needs 'result'", field="result")
         call_id = data.get("toolCallId")
         out.update(
-            toolCallId=None if call_id is None else _clean(_name(str(call_id), "toolCallId")),
+            toolCallId=None if call_id is None else _clean(_name(str(call_id), "toolCallId", imported)),
             result=_payload(data["result"], "result", imported),
         )
         if data.get("isError"):
             out["isError"] = True
     out["timestamp"] = parse_time(when, field_name="timestamp") if when is not None else now_iso()
     if data.get("sourceId") is not None:
-        out["sourceId"] = _clean(_name(str(data["sourceId"]), "sourceId"))
+        out["sourceId"] = _clean(_name(str(data["sourceId"]), "sourceId", imported))
     out["tokens"] = count_tokens(event_text(out))
     return out
 
@@ -303,10 +303,27 @@ def _bounded(text: str, field: str, imported: bool) -> str:
     return text
 
 
-def _name(text: str, field: str) -> str:
-    if len(text) > MAX_NAME:
-        raise ValidationError(f"is too long ({len(text):,} characters; at most {MAX_NAME})", field=field)
-    return text
+def _name(text: str, field: str, imported: bool) -> str:
+    """A tool name or an id; a transcript's longer one is kept apart from others by a digest."""
+    if len(text) <= MAX_NAME:
+        return text
+    if imported:  # read, not typed: shortened, never refused (one line would stop every import)
+        import hashlib
+
+        return f"{text[: MAX_NAME - 17]}#{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+    raise ValidationError(f"is too long ({len(text):,} characters; at most {MAX_NAME})", field=field)
+
+
+def fitted(value: Any) -> Any:
+    """`value` (a message, a tool's args or result), or, when it is over
+    :data:`MAX_PAYLOAD` characters, its text cut there and marked: what a hook
+    records from its payload (a transcript's would be stored whole; refusing
+    it would lose the call and its result)."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if len(text) <= MAX_PAYLOAD:
+        return value
+    marker = f" … [cut: {len(text):,} characters]"
+    return text[: MAX_PAYLOAD - len(marker)] + marker
 
 
 def _json_value(value: Any, field: str) -> Any:

@@ -28,6 +28,7 @@ import builtins
 import json
 import os
 import secrets
+import stat
 import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -194,6 +195,8 @@ class SessionStore:
             session_id = importers.peek_session_id(source) or _id_from_name(source.stem)
         session_id = ev.check_session_id(session_id)
         folder = self._folder(session_id)
+        if folder.exists() or folder.is_symlink():
+            self._check_files(folder)  # before its metadata is read
         cursor = self._cursor_for(folder, source)
         transcript = importers.read_transcript(source, offset=cursor["offset"] if cursor else 0)
         if cursor is None and transcript.format is None and transcript.end_offset > 0:
@@ -642,21 +645,26 @@ class SessionStore:
         committed in a repository's ``.lore/`` would have it read or write a
         file elsewhere (a FIFO would block it)."""
         self.project.check_folder(folder)
-        for inner in (folder, folder / archive.FOLDER, folder / archive.SUMMARIES):
+        folders = (archive.FOLDER, archive.SUMMARIES)
+        for inner in (folder, *(folder / name for name in folders)):
             try:
                 entries = list(os.scandir(inner))
             except FileNotFoundError:
                 continue
+            except OSError as err:
+                raise UsageError(
+                    f"{self.project.rel(inner)} can't be read ({err.strerror}); check it"
+                ) from None
             for entry in entries:
-                kept = entry.is_file(follow_symlinks=False) or (
-                    inner == folder
-                    and entry.name in (archive.FOLDER, archive.SUMMARIES)
-                    and entry.is_dir(follow_symlinks=False)
-                )
+                if inner == folder and entry.name in folders:
+                    kept = entry.is_dir(follow_symlinks=False)
+                else:
+                    kept = entry.is_file(follow_symlinks=False)
                 if entry.is_symlink() or not kept:
                     raise UsageError(
-                        f"{self.project.rel(Path(entry.path))} is a symbolic link or not a file; "
-                        "remove it (a session folder holds only the files Lore writes there)"
+                        f"{self.project.rel(Path(entry.path))} is a symbolic link or not a "
+                        f"{'folder' if entry.name in folders and inner == folder else 'file'}; remove it "
+                        "(a session folder holds only what Lore writes there)"
                     )
 
     def _visible(self, folder: Path) -> bool:
@@ -676,7 +684,7 @@ class SessionStore:
         if meta:
             return meta.get("channelId")
         try:
-            recorded = (folder / OWNER).read_text(encoding="utf-8").strip()
+            recorded = _small_text(folder / OWNER).strip()
         except (OSError, UnicodeDecodeError):
             return _UNKNOWN
         return recorded or None
@@ -760,8 +768,8 @@ class SessionStore:
 
     def _read_meta(self, folder: Path) -> Meta:
         try:
-            meta = json.loads((folder / META).read_text(encoding="utf-8"))
-        except (FileNotFoundError, ValueError, UnicodeDecodeError):
+            meta = json.loads(_small_text(folder / META))
+        except (OSError, ValueError):  # missing, a link, a FIFO, not UTF-8 or JSON
             return {}
         if not isinstance(meta, dict) or not all(isinstance(meta.get(k), int) for k in _COUNTERS):
             return {}  # unreadable: recounted from the files
@@ -833,7 +841,7 @@ def _captured_through(folder: Path) -> int | None:
     (an older Lore's session), 0 when it is damaged (capture is idempotent:
     taking a range in twice counts nothing twice)."""
     try:
-        return int((folder / CAPTURED).read_text(encoding="utf-8").strip() or 0)
+        return int(_small_text(folder / CAPTURED).strip() or 0)
     except FileNotFoundError:
         return None
     except (OSError, ValueError):
@@ -877,10 +885,33 @@ def _new_meta(session_id: str, agent: str | None, user: str | None, *, created_a
     return meta
 
 
+_SMALL_FILE = 1 << 20  # metadata.json and the marker files are a few hundred bytes
+
+
+def _small_text(path: Path) -> str:
+    """A small file of a session folder as text: never through a link, never a
+    FIFO or device (opened without blocking), at most :data:`_SMALL_FILE` bytes.
+
+    Raises:
+        OSError: missing (FileNotFoundError), a link (ELOOP), not a regular file, too large.
+        UnicodeDecodeError: not UTF-8.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        data = os.read(fd, _SMALL_FILE + 1)
+    finally:
+        os.close(fd)
+    if len(data) > _SMALL_FILE:
+        raise OSError(f"{path.name} is over {_SMALL_FILE} bytes")
+    return data.decode("utf-8")
+
+
 def _ended_at(folder: Path) -> str | None:
     """When the session ended, from its `.ended` file (None: not ended, or unreadable)."""
     try:
-        text = (folder / ENDED).read_text(encoding="utf-8").strip()
+        text = _small_text(folder / ENDED).strip()
     except (OSError, UnicodeDecodeError):
         return None
     return text or None

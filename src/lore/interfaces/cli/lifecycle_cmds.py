@@ -8,7 +8,7 @@ import sys
 import click
 
 from lore.interfaces.cli.common import json_option, with_lore
-from lore.interfaces.cli.output import echo, emit_json, printable, warn
+from lore.interfaces.cli.output import echo, emit_json, is_terminal, printable, warn
 
 
 def _finite_days(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -72,7 +72,7 @@ def review(lore, apply_id, reject_id, show_all, as_json):
     if not found:
         click.echo("nothing to review" + ("" if show_all else " (held proposals: --all)"))
         return
-    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    interactive = sys.stdin is not None and sys.stdin.isatty() and is_terminal()
     for proposal in found:
         _show(proposal)
         if not interactive or proposal.status != "open" or proposal.outdated:
@@ -95,7 +95,7 @@ def review(lore, apply_id, reject_id, show_all, as_json):
 def _show(proposal) -> None:
     """One proposal for a person: its text escaped (memory text is anyone's),
     then coloured (the escapes are ours)."""
-    color = sys.stdout.isatty()
+    color = is_terminal()
     heading = printable(f"{proposal.id}  {proposal.kind}  [{proposal.status}]  {proposal.title}")
     click.echo(click.style(heading, bold=True) if color else heading)
     echo(f"  why: {proposal.reason}")

@@ -85,7 +85,7 @@ def add(
         raise UsageError("give the body once: --body or --body-file, not both")
     if body is None and body_file is not None:
         body = read_text(body_file, f"--body-file {getattr(body_file, 'name', '-')}")
-    if body is None and not sys.stdin.isatty():
+    if body is None and sys.stdin is not None and not sys.stdin.isatty():
         body = read_stdin()
     if not body or not body.strip():
         raise UsageError("no body given; use --body TEXT, --body-file PATH or pipe it on stdin")
@@ -413,10 +413,9 @@ def tag(lore, keys, add_tags, remove_tags, as_json):
             wanted = [t for t in tags if t.lower() not in remove]
             wanted += [t for t in add if t.lower() not in {w.lower() for w in wanted}]
             if wanted != tags:
-                updated = lore.update(path, tags=wanted)
-                warn_redacted(updated.redacted)
-                tags = list(updated.memory.tags)
-        rows.append({"id": lore.load(path).id, "path": path, "tags": tags})
+                warn_redacted(lore.update(path, tags=wanted).redacted)
+        shown = lore.view(path)  # a secret written into a tag by hand: shown redacted
+        rows.append({"id": shown.id, "path": path, "tags": list(shown.tags)})
     if as_json:
         emit_json(rows)
         return

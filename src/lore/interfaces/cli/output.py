@@ -15,9 +15,9 @@ import click
 
 # Control characters a terminal would act on (all but tab and line feed):
 # ESC starts colour, cursor and OSC sequences (OSC 52 writes the clipboard).
-# And the invisible bidirectional overrides and isolates, which reorder what
-# a terminal shows ("Trojan Source").
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# And the invisible bidirectional marks, overrides and isolates, which reorder
+# what a terminal shows ("Trojan Source").
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def emit_json(data: Any) -> None:

@@ -71,7 +71,8 @@ def serve(
     \b
     Examples:
       lore serve                     # http://127.0.0.1:8766
-      LORE_TOKEN=$(openssl rand -hex 16) lore serve --host 0.0.0.0
+      export LORE_TOKEN=$(openssl rand -hex 16); echo "$LORE_TOKEN"   # give it to clients
+      lore serve --host 0.0.0.0
       lore serve --database postgresql://lore_server@db.example/lore --users ~/.config/lore/users.toml
     """
     from lore.interfaces.web.app import serve as run

@@ -77,7 +77,13 @@ def append(
     """Append a message (--role, --content or stdin) or a tool call/result (--tool, --args, --result)."""
     from lore.sessions import one_append
 
-    if content is None and not tool_name and result is None and not sys.stdin.isatty():
+    if (
+        content is None
+        and not tool_name
+        and result is None
+        and sys.stdin is not None
+        and not sys.stdin.isatty()
+    ):
         content = read_stdin().rstrip("\n")  # the newline a pipe adds
     events = one_append(
         role=role,
