@@ -899,6 +899,56 @@ def test_stdout_carries_nothing_but_protocol(root):
     assert "Traceback" not in stderr, stderr
 
 
+def test_calls_piped_in_before_stdin_closes_are_all_answered(root):
+    """`printf '<requests>' | lore mcp`: the SDK stops at the end of input and
+    dropped the calls still running (only initialize and tools/list came back)."""
+    lines = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "p", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "recall_context", "arguments": {"title": "invoice totals"}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "tools/call",
+            "params": {"name": "search_codebase", "arguments": {"query": "invoice"}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "method": "tools/call",
+            "params": {"name": "no_such_tool", "arguments": {}},
+        },
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-m", "lore", "mcp"],
+        cwd=root,
+        env=env(),
+        input="".join(json.dumps(line) + "\n" for line in lines),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    replies = {reply["id"]: reply for reply in map(json.loads, proc.stdout.splitlines())}
+    assert sorted(replies) == [1, 2, 3, 4, 5], proc.stdout[-500:]
+    assert not replies[3]["result"].get("isError") and not replies[4]["result"].get("isError")
+    assert replies[5]["result"]["isError"] and proc.returncode == 0
+
+
 def test_a_lone_surrogate_from_a_client_is_answered(root):
     """A JavaScript client cutting an emoji in half sends "\\ud83d"; the SDK's
     parser refused the line and answered nothing, so the client waited forever."""

@@ -494,7 +494,10 @@ def _server_class():
     from pydantic import ValidationError
 
     class LoreMCPServer(MCPServer):
+        calls_started = calls_answered = 0  # tool calls begun, and returned or failed: see serve_stdio
+
         async def call_tool(self, name, arguments, *args, **kwargs):
+            self.calls_started += 1
             try:
                 return await super().call_tool(name, arguments, *args, **kwargs)
             except ToolError as err:
@@ -502,6 +505,8 @@ def _server_class():
                     # A value echoed back is shown (and logged) redacted: never a secret in clear.
                     raise ToolError(redact(f"{name}: {argument_problems(err.__cause__)}")[0]) from None
                 raise
+            finally:
+                self.calls_answered += 1
 
     return LoreMCPServer
 
@@ -574,7 +579,7 @@ def serve_stdio(project: str | None, *, agent: str | None = None) -> None:
 
     server, tools = build_server(project, agent=agent)
     tools.warm()
-    repair_stdin()
+    repair_stdin(calls=lambda: (server.calls_started, server.calls_answered))
     server.run("stdio")
 
 

@@ -20,7 +20,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO
 
 from lore.safe_read import MAX_INPUT_BYTES
@@ -153,6 +153,37 @@ def _scalar(token: bytes) -> object:
         return _NOT_JSON
 
 
+MAX_WAIT = 600.0  # seconds the end of input waits, at most, for the calls sent before it
+_REPLY_TIME = 0.3  # seconds for the server to write a reply after its call returned
+_NEVER_BEGUN = 1.0  # seconds idle after which a call not yet begun never will (sent before initialize)
+
+
+def _wait_for_answers(probe: int, sent: int, calls: Callable[[], tuple[int, int]]) -> None:
+    """Return once the server has read every line (`probe`: the pipe's read end)
+    and no call runs, and either all `sent` tool calls are answered or none has
+    begun for a while (the SDK refused the rest before calling a tool); then
+    leave it a moment to write the last reply."""
+    import fcntl
+    import termios
+    import time
+
+    deadline = time.monotonic() + MAX_WAIT
+    idle_since = None
+    while time.monotonic() < deadline:
+        unread = int.from_bytes(fcntl.ioctl(probe, termios.FIONREAD, b"\0\0\0\0"), "little")
+        started, answered = calls()
+        if unread or started > answered:
+            idle_since = None
+        elif answered >= sent:
+            break
+        elif idle_since is None:
+            idle_since = time.monotonic()
+        elif time.monotonic() - idle_since > _NEVER_BEGUN:
+            break
+        time.sleep(0.02)
+    time.sleep(_REPLY_TIME)
+
+
 def bounded_lines(source: IO[bytes], limit: int = MAX_LINE) -> Iterator[bytes]:
     """The lines of `source`; a line over `limit` bytes is never held whole:
     it is read past and stands as a request refused for its size (or as
@@ -173,26 +204,42 @@ def bounded_lines(source: IO[bytes], limit: int = MAX_LINE) -> Iterator[bytes]:
         yield _refused(members, f"the request is over {limit / (1 << 20):g} MiB") or b""
 
 
-def repair_stdin() -> None:
+def repair_stdin(calls: Callable[[], tuple[int, int]] | None = None) -> None:
     """Put a pipe in place of fd 0 that carries stdin's lines repaired.
 
     A daemon thread copies the lines; at the end of input it closes the pipe,
     so the server sees the end of input as before. ``sys.stdin`` keeps fd 0,
     so whatever reads it (the SDK) now reads the repaired lines.
+
+    Args:
+        calls: how many tool calls the server has begun and answered so far.
+            Given, the end of input is passed on only once every tool call
+            sent has been answered (see :func:`_wait_for_answers`): the SDK
+            stops at the end of input and drops what is still running, so
+            calls piped in before stdin closed (``printf '…' | lore mcp``)
+            went unanswered.
     """
     source = os.fdopen(os.dup(0), "rb")
     read_end, write_end = os.pipe()
     os.dup2(read_end, 0)
+    probe = os.dup(read_end)  # the SDK moves fd 0 away; this one says what it has not read
     os.close(read_end)
     sink = os.fdopen(write_end, "wb")
 
     def copy() -> None:
+        sent = 0
         try:
             with source, sink:
                 for line in bounded_lines(source):
-                    sink.write(answerable(repair_lone_surrogates(line)))
+                    line = answerable(repair_lone_surrogates(line))
+                    sent += top_level_members(line[:_KEPT]).get("method") == "tools/call"
+                    sink.write(line)
                     sink.flush()
+                if calls is not None:
+                    _wait_for_answers(probe, sent, calls)
         except (OSError, ValueError):  # the server closed its end: nothing left to deliver
             pass
+        finally:
+            os.close(probe)
 
     threading.Thread(target=copy, name="lore-stdin", daemon=True).start()
