@@ -213,6 +213,11 @@ def test_show_paginates_by_characters(cli):
     assert len(last["content"]) == 10 and last["next_offset"] is None
     whole = cli("show", out["path"]).stdout
     assert whole.startswith("---\nid: " + out["id"])
+    past = cli("show", out["id"][:8], "--offset", "999999999")  # printed an empty line, saying nothing
+    assert (
+        past.stdout.strip() == ""
+        and f"past the end: the file has {page['total_chars']} characters" in past.stderr
+    )
     proc = cli("show", "does-not-exist", ok=False)
     assert proc.returncode == 1 and "no memory" in proc.stderr
 

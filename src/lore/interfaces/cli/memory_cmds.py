@@ -159,6 +159,8 @@ def show(lore, key, offset, limit, as_json):
         )
     if page.next_offset is not None:
         warn(f"{page.total_chars - page.next_offset} more characters: --offset {page.next_offset}")
+    elif offset and offset >= page.total_chars:
+        warn(f"--offset {offset} is past the end: the file has {page.total_chars} characters")
     if is_terminal() and (page.links or page.backlinks):
         echo("")
         for link in page.links:
