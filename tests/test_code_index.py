@@ -1054,6 +1054,69 @@ def code_chunks_in_clear(rel: str, text: str) -> list[ChunkInput]:
     ]
 
 
+def _key_script() -> tuple[str, list[str]]:
+    """A shell script writing a private key from a heredoc, long enough to be
+    cut into several chunks; and the key's body lines."""
+    import base64
+    import random
+
+    rng = random.Random(7)
+    body = [base64.b64encode(rng.randbytes(48)).decode() for _ in range(26)]
+    lines = ["#!/bin/sh", "cat > /etc/ssl/key.pem <<EOF", "-----BEGIN RSA PRIVATE KEY-----", *body]
+    lines += ["-----END RSA PRIVATE KEY-----", "EOF"]
+    lines += [f"echo 'installer step {n}: configure the service and check it answers'" for n in range(1, 61)]
+    return "\n".join(lines) + "\n", body
+
+
+def test_a_private_key_over_several_chunks_is_masked_whole_and_lines_keep_their_numbers(repo):
+    """Masking was per chunk: only the chunk holding the BEGIN line was masked,
+    and the key's later lines reached the index, snippets and recall in clear."""
+    root = repo.cwd
+    text, body = _key_script()
+    write(root, "install_key.sh", text)
+    index(repo)
+    with lore.open(root) as project:
+        stored = [
+            c for c, _ in project.store.lexical_search("code", ["installer", "step", "redacted"], None, 50)
+        ]
+    assert len(stored) > 1 and any("[REDACTED:private-key]" in c.text for c in stored)
+    assert not [line for line in body if any(line in c.text for c in stored)]
+    assert not [line for line in body if line in (root / ".lore/index.db").read_bytes().decode("latin-1")]
+    # Lines after the key keep their numbers: the masked block keeps its line breaks.
+    line = "echo 'installer step 55: configure the service and check it answers'"
+    chunk = next(c for c in stored if line in c.text.splitlines())
+    wanted = text.splitlines().index(line) + 1
+    assert chunk.text.splitlines()[wanted - chunk.start_line] == line
+
+    # An index made chunk by chunk (before this) chunks the file again, once.
+    from lore.secrets import mask_code
+
+    with lore.open(root) as project:
+        store = project.store
+        state = store.file_states("code")["install_key.sh"]
+        old = [
+            ChunkInput(
+                text=mask_code(c.text)[0],
+                start_line=c.start_line,
+                end_line=c.end_line,
+                section=c.section,
+                language=c.language,
+            )
+            for c in code_chunks_in_clear("install_key.sh", text)
+        ]
+        with store.transaction():
+            store.put_chunks(state.id, "code", old)
+            store.set_meta("prose_redaction", "1")
+        held = "\n".join(c.text for c, _ in store.lexical_search("code", ["installer", "step"], None, 50))
+    assert any(line in held for line in body)
+    index(repo)
+    with lore.open(root) as project:
+        held = "\n".join(
+            c.text for c, _ in project.store.lexical_search("code", ["installer", "step"], None, 50)
+        )
+    assert "installer step" in held and not [line for line in body if line in held]
+
+
 def test_history_stored_in_clear_by_an_older_lore_is_rewritten(repo):
     """An index whose commits were stored before messages were redacted (an
     older history format) walks the whole history again at the next sync."""

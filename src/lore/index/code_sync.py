@@ -42,9 +42,11 @@ CHUNKER_LANGUAGES = {
 }
 KIND = "code"
 # Meta `prose_redaction`: prose and configuration chunks are redacted with the
-# memory rules (before, with code's machine-made-only masking). An index older
-# than that chunks those files again, once.
-PROSE_REDACTION = "1"
+# memory rules (before, with code's machine-made-only masking); "2": secrets are
+# masked in the whole file before it is cut into chunks (a private key's lines
+# after its first chunk were kept in clear). An index older than that chunks
+# those files again, once: prose, and every file holding a masked key.
+PROSE_REDACTION = "2"
 ROLE_HEAD = 2000  # characters of a file its role may look at (generated-code markers)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _SPLIT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|_+")
@@ -127,6 +129,7 @@ def sync_code(
     relabel = _new_languages(known, CHUNKER_LANGUAGES.get(version, frozenset())) if known else set()
     if known and store.get_meta("prose_redaction") != PROSE_REDACTION:
         relabel |= {rel for rel in known if _is_prose(rel)}
+        relabel |= _holding_keys(store)
     changed: list[tuple[str, os.stat_result]] = []
     unchanged: set[str] = set()  # files as the index last saw them
     for rel in candidates:
@@ -204,6 +207,13 @@ def sync_code(
     return result
 
 
+def _holding_keys(store: Store) -> set[str]:
+    """The indexed files with a masked private key in a chunk: their chunks
+    before the key block's whole-file masking may hold its later lines."""
+    found = store.lexical_search(KIND, ["redacted"], None, 10_000)
+    return {chunk.path for chunk, _ in found if "[REDACTED:private-key]" in chunk.text}
+
+
 def _is_prose(rel: str) -> bool:
     from lore.index.chunker import language_for
 
@@ -266,11 +276,13 @@ def code_chunks(rel: str, text: str) -> list[ChunkInput]:
     :func:`~lore.secrets.mask_code` (machine-made values only: a false positive
     in code hurts search); prose and configuration the memory rules."""
     from lore.index.chunker import chunk_file
-    from lore.secrets import mask_code, redact
+    from lore.secrets import mask_code, mask_lines, redact
 
     path_words = " ".join(p for p in re.split(r"[/._-]+", rel) if p)
     rows = []
-    for chunk in chunk_file(rel, text):
+    # The whole file first (a key block runs over several chunks), then each
+    # chunk (what a chunk's own edges make of a value, read alone).
+    for chunk in chunk_file(rel, mask_lines(text, code=not _is_prose(rel))):
         masked = redact(chunk.text)[0] if chunk.language in _PROSE else mask_code(chunk.text)[0]
         rows.append(
             ChunkInput(

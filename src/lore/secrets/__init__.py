@@ -125,6 +125,26 @@ def mask_code(text: str) -> tuple[str, int]:
     return scan.replace(text, findings), len(findings)
 
 
+def mask_lines(text: str, *, code: bool) -> str:
+    """`text` (a whole file) with its secrets masked as :func:`mask_code` (`code`)
+    or :func:`redact` mask them, each marker followed by the line breaks its
+    secret spanned, so every other line keeps its number. For a file about to
+    be cut into chunks: a private key block runs over several, and masking
+    chunk by chunk left its later lines, in the chunks after its BEGIN line, in clear."""
+    scan = _scan()
+    findings = scan.find(text, strict=code)
+    if not findings:
+        return text
+    parts: list[str] = []
+    pos = 0
+    for finding in findings:
+        parts += [text[pos : finding.start], f"[REDACTED:{finding.kind}]"]
+        parts.append("\n" * text.count("\n", finding.start, finding.end))
+        pos = finding.end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
 def describe(found: Counter[str]) -> str:
     """'2 openai-key, 1 private-key' for messages to the user."""
     return ", ".join(f"{count} {kind}" for kind, count in sorted(found.items()))
