@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lore.errors import UsageError
+from lore.errors import LoreError, UsageError
 from lore.index.discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, Discovery, discover
 
 pytestmark = pytest.mark.storage_independent  # no index: CI's postgres pass may skip
@@ -345,11 +345,16 @@ def test_grammars_build_files_and_documents_without_an_extension_are_found(tmp_p
         assert glob in DEFAULT_EXCLUDE
 
 
-def test_bad_input_is_a_usage_error(tmp_path):
+def test_bad_input_is_a_usage_error_and_a_bad_glob_a_config_error(tmp_path):
+    from lore.errors import ConfigError
+
     with pytest.raises(UsageError):
         discover(tmp_path / "missing")
-    with pytest.raises(UsageError, match="bad glob"):
+    with pytest.raises(ConfigError, match=r"^\.lore/config\.toml: \[index\] include: bad glob '!'"):
         discover(tmp_path, include=["!"])
+    # A glob pathspec takes whose regex is no regex: an internal error, naming neither file nor field.
+    with pytest.raises(ConfigError, match=r"\[index\] exclude: bad glob '\[z-a\]' \(bad character range"):
+        discover(tmp_path, exclude=["[z-a]"])
 
 
 def test_translated_globs_are_cached_on_disk_and_give_the_same_answer(repo, tmp_path):
@@ -391,7 +396,7 @@ def test_a_bad_glob_is_an_error_even_when_cached_leniently(tmp_path):
     _write(tmp_path / "p", "a.py")
     assert discover(tmp_path / "p", cache=cache).files == ["a.py"]
     module._TRANSLATED.clear()
-    with pytest.raises(UsageError, match="bad glob"):
+    with pytest.raises(LoreError, match="bad glob"):
         discover(tmp_path / "p", include=["!"], cache=cache)
 
 

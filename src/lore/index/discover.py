@@ -272,7 +272,7 @@ def discover(
             translating them; see :func:`_translations`).
 
     Raises:
-        UsageError: `root` is not a directory, or a glob is malformed.
+        UsageError: `root` is not a directory. ConfigError: a glob is malformed.
     """
     root = Path(root)
     if not root.is_dir():
@@ -348,8 +348,10 @@ class _Patterns:
     the ~130 default globs with pathspec costs a cold process ~30 ms).
     """
 
-    def __init__(self, lines: Iterable[str], *, strict: bool = False, cache: Path | None = None):
-        self._patterns = _translations(list(lines), strict, cache)  # (include, regex source)
+    def __init__(
+        self, lines: Iterable[str], *, strict: bool = False, cache: Path | None = None, what: str = "glob"
+    ):
+        self._patterns = _translations(list(lines), strict, cache, what)  # (include, regex source)
         self._compiled: list[re.Pattern[str]] | None = None
         self._negated = any(not include for include, _ in self._patterns)
         self._any = re.compile(_alternation(self._patterns)) if self._patterns else None
@@ -372,7 +374,9 @@ class _Patterns:
 _TRANSLATED: dict[str, list[tuple[bool, str]]] = {}
 
 
-def _translations(lines: list[str], strict: bool, cache: Path | None) -> list[tuple[bool, str]]:
+def _translations(
+    lines: list[str], strict: bool, cache: Path | None, what: str = "glob"
+) -> list[tuple[bool, str]]:
     """(include, regex source) of each pattern line that is not blank or a comment.
 
     Memoised per process and, with `cache` (a folder), on disk as
@@ -381,7 +385,7 @@ def _translations(lines: list[str], strict: bool, cache: Path | None) -> list[tu
     of importing pathspec and translating every default glob again.
 
     Raises:
-        UsageError: `strict` and a line is not a valid glob.
+        ConfigError: `strict` and a line is not a valid glob (`what` names where it was written).
     """
     key = _translation_key(lines, strict)
     if key in _TRANSLATED:
@@ -389,7 +393,7 @@ def _translations(lines: list[str], strict: bool, cache: Path | None) -> list[tu
     saved = cache / f"globs-{key}.json" if cache is not None else None
     found = _read_translations(saved) if saved is not None else None
     if found is None:
-        found = _translate(lines, strict)
+        found = _translate(lines, strict, what)
         if saved is not None:
             _write_translations(saved, found)
     _TRANSLATED[key] = found
@@ -414,15 +418,17 @@ def _pathspec_stamp() -> str:
         return "none"
 
 
-def _translate(lines: list[str], strict: bool) -> list[tuple[bool, str]]:
+def _translate(lines: list[str], strict: bool, what: str = "glob") -> list[tuple[bool, str]]:
     pattern_class = _pattern_class()
     out: list[tuple[bool, str]] = []
     for line in lines:
         try:
             pattern = pattern_class(line)
-        except ValueError as exc:  # GitWildMatchPatternError
+        except (ValueError, re.error) as exc:  # GitWildMatchPatternError; "[z-a]" fails as a regex
             if strict:
-                raise UsageError(f"bad glob {line!r}: {exc}") from None
+                from lore.errors import ConfigError
+
+                raise ConfigError(f"{what}: bad glob {line!r} ({exc}); fix it or remove it") from None
             continue
         if pattern.include is not None and pattern.regex is not None:  # None: blank line or comment
             out.append((pattern.include, pattern.regex.pattern))
@@ -495,8 +501,16 @@ class _Filters:
         self, root: Path, include: list[str] | None, exclude: list[str] | None, cache: Path | None = None
     ):
         self.root = root
-        self.include = _Patterns(DEFAULT_INCLUDE if include is None else include, strict=True, cache=cache)
-        self.exclude = _Patterns(DEFAULT_EXCLUDE + list(exclude or []), strict=True, cache=cache)
+        config = ".lore/config.toml: [index]"
+        self.include = _Patterns(
+            DEFAULT_INCLUDE if include is None else include,
+            strict=True,
+            cache=cache,
+            what=f"{config} include",
+        )
+        self.exclude = _Patterns(
+            DEFAULT_EXCLUDE + list(exclude or []), strict=True, cache=cache, what=f"{config} exclude"
+        )
         self.loreignore = _Patterns(_read_lines(root / ".loreignore"), cache=cache)
 
     def dir_reason(self, rel_dir: str) -> str | None:
