@@ -590,6 +590,13 @@ def test_update_index_reports_updated_and_deleted(repo):
     assert paths(code(repo, "alphakangaroo")) == ["a.py"]
     assert code(repo, "betawombat") == []
     assert repo("update-index", "--files", "a.py").stdout.strip() == "updated 0, deleted 0"
+    # An edit keeping the size and the time (`cp -p`, `rsync -t`): a named file is read again.
+    before = (root / "a.py").stat()
+    write(root, "a.py", "def alphakoalabea():\n    return 1\n")
+    os.utime(root / "a.py", ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (root / "a.py").stat().st_size == before.st_size
+    assert repo.json("update-index", "--files", "a.py") == {"updated": 1, "deleted": 0}
+    assert paths(code(repo, "alphakoalabea")) == ["a.py"]
 
 
 def test_update_index_takes_file_names_with_spaces(repo):

@@ -138,7 +138,10 @@ def sync_code(
         except OSError:
             continue
         state = known.get(rel)
-        if force or state is None or state.mtime_ns != st.st_mtime_ns or state.size != st.st_size:
+        # A file named to update is read again whatever its stat says: an edit
+        # that kept size and time (`cp -p`, `rsync -t`, a tar) is otherwise never seen.
+        named = only is not None
+        if force or named or state is None or state.mtime_ns != st.st_mtime_ns or state.size != st.st_size:
             changed.append((rel, st))
         else:
             unchanged.add(rel)
