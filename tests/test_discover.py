@@ -162,11 +162,17 @@ def test_virtualenvs_are_found_by_marker_not_by_name(repo):
 
 def test_binary_content_is_skipped_whatever_the_extension(repo):
     _write(repo, "blob.py", b"import os\n\x00\x01\x02")
-    _write(repo, "latin1.py", "x = 'café'\n".encode("latin-1"))
+    _write(repo, "cp1252.py", "x = '€ ¤ ¥ ¦ § ¨ © ª « ¬'\n".encode("cp1252"))  # mostly not UTF-8
+    # One Latin-1 byte in a file of text dropped the whole file from the index, as binary.
+    _write(
+        repo,
+        "latin1.py",
+        "# café au lait, a comment in an old file\ndef brew():\n    return 1\n".encode("latin-1"),
+    )
     _write(repo, "ok.py", "x = 'café'\n")
     found = discover(repo)
-    assert found.files == ["ok.py"]
-    assert _reasons(found) == {"blob.py": "binary", "latin1.py": "binary (not UTF-8)"}
+    assert found.files == ["latin1.py", "ok.py"]
+    assert _reasons(found) == {"blob.py": "binary", "cp1252.py": "binary (not UTF-8)"}
 
 
 def test_files_known_as_text_are_not_read_again_until_they_change(repo):

@@ -688,8 +688,14 @@ def _content_reason(path: str, rel: str, max_bytes: int, seen: tuple[int, int] |
     return _sniff(path)
 
 
+# Of a head that is not valid UTF-8, the share of bad bytes a text file may have:
+# a Latin-1 "café" in a comment (indexed, the byte shown as U+FFFD), not a blob.
+_BAD_BYTES = 0.02
+
+
 def _sniff(path: str) -> str | None:
-    """'binary' when the first 8 KB hold a NUL byte or invalid UTF-8."""
+    """'binary' when the first 8 KB hold a NUL byte, or more than a few bytes
+    of invalid UTF-8 (a file in another encoding mostly)."""
     try:
         with open(path, "rb") as f:
             head = f.read(_SNIFF_BYTES)
@@ -701,7 +707,9 @@ def _sniff(path: str) -> str | None:
     try:
         codecs.getincrementaldecoder("utf-8")().decode(head, final=len(head) < _SNIFF_BYTES)
     except UnicodeDecodeError:
-        return "binary (not UTF-8)"
+        bad = head.decode("utf-8", "replace").count("\ufffd")
+        if bad > _BAD_BYTES * len(head):
+            return "binary (not UTF-8)"
     return None
 
 
