@@ -1275,6 +1275,8 @@ def test_a_folder_without_git_is_indexed_and_searched(cli):
     assert cli.json("history", "anything") == []
     proc = cli("code", "Multiply", "--changed-within", "7", ok=False)
     assert proc.returncode == 2 and "git" in proc.stderr
+    proc = cli("code", "Multiply", "--since", "yesterday", ok=False)  # it found nothing, silently
+    assert proc.returncode == 2 and "--since needs a git repository" in proc.stderr
 
 
 # -- 10. Memories are not code ------------------------------------------------------------------

@@ -507,6 +507,11 @@ class Lore:
             self.code_index.refresh()
         paths = self.code_index.recent_paths(days) if days is not None else None
         if period.since or period.until:
+            if not self.code_index.is_git():  # no commits to date the files by: nothing would match
+                raise ArgumentError(
+                    "{0} needs a git repository (code is kept by the commits that changed it then)",
+                    "since" if period.since else "until",
+                )
             changed = self.store.paths_changed(period.since, period.until)
             paths = changed if paths is None else paths & changed
         flt.paths = paths
