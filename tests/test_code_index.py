@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import lore
+from conftest import ON_POSTGRES
 from lore.storage import ChunkInput
 
 # -- helpers ---------------------------------------------------------------------
@@ -597,6 +598,25 @@ def test_update_index_reports_updated_and_deleted(repo):
     assert (root / "a.py").stat().st_size == before.st_size
     assert repo.json("update-index", "--files", "a.py") == {"updated": 1, "deleted": 0}
     assert paths(code(repo, "alphakoalabea")) == ["a.py"]
+
+
+@pytest.mark.skipif(ON_POSTGRES, reason="the SQLite index file's size")
+def test_the_index_file_shrinks_when_a_large_file_is_removed(repo):
+    """A 60 MB file indexed, then deleted, left index.db at its size for ever."""
+    root = repo.cwd
+    configure(root, max_file_bytes=20_000_000)
+    write(root, "small.py", "def keep():\n    return 1\n")
+    lines = [
+        f"row {n}: the quick brown fox {n * 7919 % 104729} jumps over the lazy dog {n}" for n in range(80_000)
+    ]
+    write(root, "big.txt", "\n".join(lines) + "\n")
+    index(repo)
+    db = root / ".lore/index.db"
+    full = db.stat().st_size
+    assert full > 8_000_000
+    (root / "big.txt").unlink()
+    assert index(repo)["files_removed"] == 1
+    assert db.stat().st_size < full / 2 and paths(code(repo, "keep")) == ["small.py"]
 
 
 def test_update_index_takes_file_names_with_spaces(repo):

@@ -199,6 +199,7 @@ def sync_code(
         with store.transaction():
             result.files_removed = store.delete_files(gone)
         result.removed_paths = list(gone)
+        store.reclaim_space()
     if store.get_meta("roles_version") != str(RULES_VERSION):
         _reclassify(root, store, set(known) - classified - set(gone))
     if only is None or not known:  # every file seen by this chunker and these rules

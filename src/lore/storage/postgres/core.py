@@ -364,6 +364,9 @@ class StoreCore:
         row = self._one("SELECT id FROM instance LIMIT 1")
         return f"pg-{row[0] if row else 'unknown'}-{self.clone_id}"
 
+    def reclaim_space(self) -> None:
+        """Nothing to do: PostgreSQL's autovacuum reuses and returns free space."""
+
     def size_bytes(self) -> int:
         """The whole Lore schema (every project of the database)."""
         row = self._one(

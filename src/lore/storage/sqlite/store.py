@@ -268,6 +268,13 @@ class SQLiteStore:
             if os.path.exists(f"{self.path}{s}")
         )
 
+    def reclaim_space(self) -> None:
+        """Give free pages back to the disk when they are a quarter of the file
+        or more: after files were removed (a 60 MB file indexed, then deleted,
+        left the index at its size for ever). Best effort, outside a write."""
+        if not self._in_transaction:
+            _reclaim(self.db)
+
     # -- index state ---------------------------------------------------------------------
 
     def get_meta(self, key: str, default: str | None = None) -> str | None:
@@ -1729,9 +1736,9 @@ def _migrate(db: sqlite3.Connection) -> bool:
 
 
 def _reclaim(db: sqlite3.Connection) -> None:
-    """After a migration that rewrote a table, give the freed pages back to
-    the disk when they are a quarter of the file or more (once; best effort:
-    if another process holds the index, the free pages are reused instead)."""
+    """After a migration that rewrote a table, or files removed, give the freed
+    pages back to the disk when they are a quarter of the file or more (best
+    effort: if another process holds the index, the free pages are reused instead)."""
     free = db.execute("PRAGMA freelist_count").fetchone()[0]
     if free * 4 < db.execute("PRAGMA page_count").fetchone()[0]:
         return
