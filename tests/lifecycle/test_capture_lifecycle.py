@@ -489,6 +489,25 @@ def test_a_new_session_digests_and_cleans_the_previous_sessions_memories(proj, t
     assert len(memory_files(root, ".lore/local/daily")) == daily_before  # the digest was taken already
 
 
+def test_a_session_note_of_one_decision_reaches_the_daily_tier_and_a_fresh_one_waits(proj, clock, cli_in):
+    """A session memory whose whole body was one decision was taken for the
+    digest's own copy (same time, same text): nothing reached the daily tier
+    and the decision was left in the trash. And a note naming no session, made
+    minutes ago, was cleaned by a second window's session start, its session
+    still running."""
+    root = proj.project.root
+    said = "We decided to use Redis for the rate limiter cache."
+    cli_in(root, "add", "--session", "-t", "redis", "-b", said, "--occurred-at", clock.now, "--json")
+    assert cli_in(root, "session", "start", "--id", "window-2", raw=True).returncode == 0
+    assert len(memory_files(root, ".lore/local/session")) == 1  # its session may still run
+    clock.set(1)  # a day on: its session is over
+    proc = cli_in(root, "session", "start", "--id", "next-day", raw=True)
+    assert "1 session memories digested and cleaned" in proc.stderr
+    assert memory_files(root, ".lore/local/session") == []
+    daily = [frontmatter(p) for p in memory_files(root, ".lore/local/daily")]
+    assert [(meta["type"], body) for meta, body in daily] == [("decision", said)]
+
+
 def test_daily_memories_are_archived_after_30_days(proj, clock, tmp_path, cli_in):
     root = proj.project.root
     proj.capture_transcript(claude_transcript(tmp_path / "s1.jsonl", "s1"))

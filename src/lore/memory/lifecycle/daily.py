@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 
 DAILY_ARCHIVE_DAYS = 30
 RECENT_DAYS = 2  # what the cheap consolidation at session start looks at
+# A session memory that names no session (`lore add --session`) may belong to a
+# session still running beside the new one (another terminal, another window):
+# it is left to a later session start until it is this old.
+UNNAMED_SESSION_HOURS = 12
 
 
 @datarecord
@@ -80,6 +84,7 @@ def _digest_and_clean(lifecycle: Lifecycle, current: str | None, report: Session
 
     memories = lifecycle.memories
     memories.sync()
+    now = lifecycle.now()
     old: dict[str | None, list[tuple[MemoryRecord, dict[str, Any]]]] = {}
     for record in lifecycle.store.memories(memories.filter(storage=["session"]), order="oldest"):
         try:
@@ -88,6 +93,9 @@ def _digest_and_clean(lifecycle: Lifecycle, current: str | None, report: Session
             continue
         session = session_of(record, memory.source)
         if current is not None and session == current:
+            continue
+        written = parse(record.occurred_at)
+        if session is None and written is not None and days(now, written) * 24 < UNNAMED_SESSION_HOURS:
             continue
         event = {
             "type": "message",
@@ -101,16 +109,19 @@ def _digest_and_clean(lifecycle: Lifecycle, current: str | None, report: Session
         found = digest(
             [event for _, event in items], session_id=session or "unnamed", root=memories.project.root
         )
-        created, added = keep_digest(lifecycle, found)
-        report.daily_created += created
-        report.evidence += added
-        report.digested += len(items)
+        # Cleaned (to the trash) before the digest is kept: a memory whose whole
+        # body is one decision was taken for the digest's own copy (same time,
+        # same text), nothing was written, and the decision was left in the trash.
         for record, _ in items:
             try:
                 memories.remove(record.path)
                 report.cleaned += 1
             except LoreError:
                 continue
+        created, added = keep_digest(lifecycle, found)
+        report.daily_created += created
+        report.evidence += added
+        report.digested += len(items)
 
 
 def archive_old_daily(lifecycle: Lifecycle) -> list[str]:
