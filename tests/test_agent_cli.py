@@ -859,11 +859,27 @@ def test_complete_writes_the_task_memory_from_its_commits_and_is_idempotent(cli,
     for section in ("## Summary", "## Approach", "## Decisions", "## Key Files", "## Lessons"):
         assert section in text
     assert "rather than adding retries" in text and "`src/auth.py:2`" in text and "agent: FairBay" in text
+    first_text = text
 
-    again = cli.json("complete", "jat-abc", "--title", "Fix OAuth timeout", "--summary", "Raised it to 15s")
+    again = cli.json(
+        "complete",
+        "jat-abc",
+        "--title",
+        "Fix OAuth timeout",
+        "--summary",
+        "Raised it to 15s",
+        "--gotcha",
+        "Retries hide outages",
+    )
     assert not again["created"] and again["id"] == first["id"] and again["path"] == first["path"]
     assert len(list((root / ".lore/memory").glob("*.md"))) == 1
-    assert "Raised it to 15s" in (root / first["path"]).read_text()
+    text = (root / first["path"]).read_text()
+    assert "Raised it to 15s" in text and "Raised the timeout" not in text  # the summary is the latest
+    # What the first completion had learned stays (a rewrite dropped it, and nothing kept it).
+    assert "The provider is slow under load" in text and "Retries hide outages" in text
+    assert text.count("rather than adding retries") == first_text.count(
+        "rather than adding retries"
+    )  # once each
     assert cli.json("search", "timeout", "--mode", "bm25")[0]["id"] == first["id"]
 
 

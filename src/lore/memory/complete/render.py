@@ -57,6 +57,34 @@ def render_body(bundle: CompletionBundle, changes: TaskChanges) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+# A task memory's list sections, and the bundle field each one's items come from.
+_KEPT_SECTIONS = {
+    "## Decisions": "decisions",
+    "## Lessons": "lessons",
+    "### Patterns": "patterns",
+    "### Gotchas": "gotchas",
+}
+
+
+def kept_items(body: str) -> dict[str, list[str]]:
+    """The items of a task memory's Decisions, Lessons, Patterns and Gotchas
+    (by bundle field), as :func:`render_body` wrote them: what a later
+    completion of the task adds to rather than drops."""
+    out: dict[str, list[str]] = {}
+    field: str | None = None
+    items: list[str] = []
+    for line in [*body.splitlines(), "## end"]:
+        if line.startswith("#"):
+            if field is not None:
+                out[field] = [item.strip() for item in items]
+            field, items = _KEPT_SECTIONS.get(line.strip()), []
+        elif field is not None and line.startswith("- "):
+            items.append(line[2:])
+        elif field is not None and line.startswith("  ") and items:
+            items[-1] += "\n" + line.strip()
+    return out
+
+
 def _summary(bundle: CompletionBundle, changes: TaskChanges) -> list[str]:
     items = _merge(bundle.summary)
     if items:

@@ -22,22 +22,18 @@ def complete_task(
 
     Its body has 000's sections, its files come from the task's commits (or
     the work tree); commit text carried into it is redacted like any other
-    input. Idempotent per task: a second call rewrites the same memory.
+    input. Idempotent per task: a second call rewrites the same memory, its
+    summary and approach the new ones, its decisions, lessons, patterns and
+    gotchas the earlier ones and the new (a rewrite dropped what an earlier
+    completion had said).
     """
+    from dataclasses import replace
+
+    from lore.memory.complete.render import kept_items
     from lore.memory.model import derive_keywords
 
     bundle = bundle or CompletionBundle()
     changes = task_changes(memories.project.root, task)
-    body, found = secrets.redact(render_body(bundle, changes))
-    fields: dict[str, Any] = dict(
-        tags=bundle.tags or derive_keywords(title, body),
-        files=changes.files,
-        labels=bundle.labels,
-        project=memories.project.root.name,
-        priority=bundle.priority,
-        risk=bundle.risk,
-        task_type=bundle.task_type,
-    )
     # Looked up and written under one lock: two completions of a task at once
     # write one memory (the later rewrites it), as one after the other do.
     with file_lock(memories.project.local_dir / ".complete.lock"):
@@ -47,6 +43,20 @@ def complete_task(
             for m in memories.store.memories(memories.filter(task=task, types=["summary"]))
             if m.visibility == "shared"
         ]
+        if existing:
+            earlier = kept_items(memories.load(existing[0].path).body)
+            merged: dict[str, Any] = {f: [*earlier[f], *getattr(bundle, f)] for f in earlier}
+            bundle = replace(bundle, **merged)
+        body, found = secrets.redact(render_body(bundle, changes))
+        fields: dict[str, Any] = dict(
+            tags=bundle.tags or derive_keywords(title, body),
+            files=changes.files,
+            labels=bundle.labels,
+            project=memories.project.root.name,
+            priority=bundle.priority,
+            risk=bundle.risk,
+            task_type=bundle.task_type,
+        )
         if not existing:
             result = memories.add(body=body, title=title, type="summary", task=task, **fields)
         else:
