@@ -743,3 +743,22 @@ def test_help_and_version(cli):
     assert cli("--version").stdout.startswith("lore, version")
     proc = cli("frobnicate", ok=False)
     assert proc.returncode == 2
+
+
+def test_a_secret_in_a_rejected_value_is_redacted_before_the_message_cuts_it(cli):
+    """The value was cut to 60 characters, then redacted: the cut token no
+    longer looked like one and 32 of its 36 characters reached stderr."""
+    token = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789AB"[:36]
+    proc = cli(
+        "session",
+        "append",
+        "sec",
+        "--content",
+        "x",
+        "--timestamp",
+        f"2026-01-01T00:00:00Z {token}",
+        "--create",
+        ok=False,
+    )
+    assert proc.returncode != 0 and "[REDACTED:github-token]" in proc.stderr
+    assert token[:12] not in proc.stderr

@@ -680,8 +680,11 @@ def _section(lines: list[str], name: str) -> str:
 
 
 def _quote(value: object, limit: int = 60) -> str:
-    """A user's value quoted for a one-line error message."""
-    return "'" + clip(fold_line(str(value)), limit) + "'"
+    """A user's value quoted for a one-line error message: redacted, then cut
+    (cut first, a token lost its end and no longer looked like one)."""
+    from lore.secrets import redact
+
+    return "'" + clip(redact(fold_line(str(value)[: 4 * limit + 1000]))[0], limit) + "'"
 
 
 def _stem(path: str) -> str:

@@ -46,6 +46,7 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 
 from lore.errors import ArgumentError, UsageError, literal
 from lore.memory.values import clip
+from lore.secrets import redact
 
 __all__ = ["check_order", "parse_when", "read_when", "time_range"]
 
@@ -168,7 +169,7 @@ def _period(text: str, given_now: datetime | None) -> tuple[datetime, datetime]:
     raw = " ".join((text or "").split())  # one line in any message that quotes it
     if len(raw) > MAX_PHRASE:  # quoted back clipped: an argument can be a megabyte
         raise UsageError(
-            f"cannot read the time '{clip(raw, 40)}' ({len(raw):,} characters); "
+            f"cannot read the time '{clip(redact(raw[:1000])[0], 40)}' ({len(raw):,} characters); "
             f"use a date or a short phrase, e.g. {EXAMPLES}"
         )
     if any(c.isdigit() and not c.isascii() for c in raw):
