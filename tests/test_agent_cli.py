@@ -740,7 +740,8 @@ def test_capture_from_stdout_stores_blocks_reports_problems_and_dedups(repo):
     out_file = root.parent / "agent-output.txt"
     out_file.write_text(AGENT_OUTPUT)
 
-    proc = repo("capture", "--from-stdout", str(out_file))
+    proc = repo("capture", "--from-stdout", str(out_file), ok=False)
+    assert proc.returncode == 1  # a block left out: a pipeline notices (it exited 0)
     assert proc.stdout.strip() == "captured 2 new, 0 already known"
     problems = proc.stderr.strip().splitlines()
     assert len(problems) == 1, proc.stderr
@@ -759,7 +760,7 @@ def test_capture_from_stdout_stores_blocks_reports_problems_and_dedups(repo):
 
     before = all_memories(root)
     time.sleep(1.1)  # a later run, as in real use (times have 1 s resolution)
-    proc = repo("capture", "--from-stdout", str(out_file))
+    proc = repo("capture", "--from-stdout", str(out_file), ok=False)
     assert proc.stdout.strip() == "captured 0 new, 2 already known", (
         f"second capture of the same output was not deduplicated: {proc.stdout.strip()}"
     )

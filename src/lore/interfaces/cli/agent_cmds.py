@@ -168,7 +168,13 @@ def capture(lore, transcript, stdout_file, from_stdin, tier, private, as_json):
         )
     if as_json:
         emit_json(result.to_dict())
-        return
+    else:
+        _report_capture(result)
+    if result.problems:  # blocks left out: a pipeline (`agent | lore capture --stdin`) must notice
+        raise click.exceptions.Exit(1)
+
+
+def _report_capture(result) -> None:
     line = f"captured {result.created} new, {result.existing} already known"
     if result.evidence:
         line += f", {result.evidence} seen again"
