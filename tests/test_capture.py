@@ -308,6 +308,16 @@ def test_stdout_malformed_blocks_are_reported_and_the_rest_parse():
     assert all("\n" not in p for p in problems) and joined.count("line ") == len(problems)
 
 
+def test_stdout_block_dated_more_than_a_day_ahead_is_left_out():
+    """A block dated 2099 (a clock gone wrong) was kept, and never grew old enough to archive."""
+    text = '<lore-memory type="fact" occurred_at="2099-01-01T00:00:00Z">From the far future, long enough.</lore-memory>'
+    found, problems = from_stdout(text + '\n<lore-memory type="fact">Dated now, long enough.</lore-memory>')
+    assert [c.body for c in found] == ["Dated now, long enough."]
+    assert problems == [
+        "line 1: occurred_at '2099-01-01T00:00:00Z' is in the future; give when it happened (at most a day ahead); skipped"
+    ]
+
+
 def test_stdout_time_falls_back_to_now():
     (candidate,), _ = from_stdout("<lore-memory>Body of the memory.</lore-memory>")
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", candidate.occurred_at)

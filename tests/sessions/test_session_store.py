@@ -383,3 +383,11 @@ def test_a_transcripts_long_id_is_shortened_and_a_typed_one_refused():
     assert sources[0] != sources[1]  # two events stay two (source ids are what dedupes imports)
     with pytest.raises(ValidationError, match="at most 200"):
         normalise({"type": "tool_call", "toolName": "Bash", "toolCallId": long_id})
+
+
+def test_a_live_event_dated_more_than_a_day_ahead_is_refused(store):
+    """A clock gone wrong: the event would sort after everything to come (and a
+    capture's memory dated 2099 never grows old)."""
+    with pytest.raises(ValidationError, match="timestamp.*is in the future"):
+        store.append("s-1", message("user", "hello", timestamp="2099-01-01T00:00:00Z"), create=True)
+    assert store.append("s-1", message("user", "hello", timestamp="2026-01-01T00:00:00Z"), create=True).events

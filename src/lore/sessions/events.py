@@ -199,6 +199,8 @@ def normalise(event: object, *, imported: bool = False) -> RawEvent:
         if data.get("isError"):
             out["isError"] = True
     out["timestamp"] = parse_time(when, field_name="timestamp") if when is not None else now_iso()
+    if when is not None and not imported:
+        _not_ahead(out["timestamp"])
     if data.get("sourceId") is not None:
         out["sourceId"] = _clean(_name(str(data["sourceId"]), "sourceId", imported))
     out["tokens"] = count_tokens(event_text(out))
@@ -312,6 +314,20 @@ def _name(text: str, field: str, imported: bool) -> str:
 
         return f"{text[: MAX_NAME - 17]}#{hashlib.sha256(text.encode()).hexdigest()[:16]}"
     raise ValidationError(f"is too long ({len(text):,} characters; at most {MAX_NAME})", field=field)
+
+
+def _not_ahead(stored: str) -> None:
+    """Refuse a live event's time more than a day after now, as `lore add` does
+    (a clock gone wrong: the event would sort after everything to come)."""
+    from datetime import datetime
+
+    from lore.memory.lifecycle.clock import system_now
+    from lore.memory.model import FUTURE_SLACK
+
+    if datetime.fromisoformat(stored.replace("Z", "+00:00")) > system_now() + FUTURE_SLACK:
+        raise ValidationError(
+            f"'{stored}' is in the future; give when it happened (at most a day ahead)", field="timestamp"
+        )
 
 
 def fitted(value: Any) -> Any:

@@ -40,7 +40,7 @@ import textwrap
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import field
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -362,6 +362,10 @@ def _block(
             raise _BlockProblem(
                 f"occurred_at '{when}' is not an ISO 8601 time, e.g. 2026-02-10T15:30:00Z"
             ) from None
+        if _ahead(occurred):  # a clock gone wrong: it would never grow old (archived, expired)
+            raise _BlockProblem(
+                f"occurred_at '{when}' is in the future; give when it happened (at most a day ahead)"
+            )
     else:
         occurred = fallback or now_iso()
     private = _flag(fields.get("private", False), "private")
@@ -660,3 +664,11 @@ def normalise_error(line: str) -> str:
         line = pattern.sub(replacement, line)
     line = line.strip()
     return line if len(line) <= MAX_PATTERN else line[: MAX_PATTERN - 1] + "…"
+
+
+def _ahead(stored: str) -> bool:
+    """Is the UTC time `stored` more than a day after now (the lifecycle's clock: LORE_NOW)?"""
+    from lore.memory.lifecycle.clock import system_now
+    from lore.memory.model import FUTURE_SLACK
+
+    return datetime.fromisoformat(stored.replace("Z", "+00:00")) > system_now() + FUTURE_SLACK
