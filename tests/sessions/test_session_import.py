@@ -585,3 +585,15 @@ def test_a_transcript_named_with_accents_or_other_scripts_gets_a_session_id(root
         path.write_text('{"type": "message", "role": "user", "content": "hi"}\n', encoding="utf-8")
         done = store.import_transcript(path)
         assert done.session_id == expected or (expected is None and done.session_id), (name, done.session_id)
+
+
+def test_a_transcripts_own_unusable_id_names_the_file_and_the_way_out(root, tmp_path):
+    """It said only "invalid session id '../../escape'": not which file, nor that --session works."""
+    from lore.errors import UsageError
+
+    path = tmp_path / "t.jsonl"
+    line = {"type": "user", "sessionId": "../../escape", "uuid": "u1", "timestamp": "2026-01-01T00:00:00Z"}
+    path.write_text(json.dumps({**line, "message": {"role": "user", "content": "hi"}}) + "\n")
+    with pytest.raises(UsageError, match=r"t\.jsonl: invalid session id .*--session ID"):
+        open_store(root).import_transcript(path)
+    assert open_store(root).import_transcript(path, session_id="ok-1").appended == 1

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from lore import atomic
-from lore.errors import Conflict, NotFound, ProviderError, UsageError
+from lore.errors import Conflict, LoreError, NotFound, ProviderError, UsageError
 from lore.index.tokens import count_tokens
 from lore.locking import file_lock
 from lore.memory.markdown import write_atomic
@@ -192,7 +192,11 @@ class SessionStore:
         if not source.is_file():
             raise NotFound(f"no transcript at {source}; give the path of a .jsonl transcript")
         if session_id is None:
-            session_id = importers.peek_session_id(source) or _id_from_name(source.stem)
+            named = importers.peek_session_id(source) or _id_from_name(source.stem)
+            try:
+                session_id = ev.check_session_id(named)
+            except LoreError as err:  # the transcript's own id: say whose, and what to do
+                raise UsageError(f"{source}: {err}; give the session an id with --session ID") from None
         session_id = ev.check_session_id(session_id)
         folder = self._folder(session_id)
         if folder.exists() or folder.is_symlink():
