@@ -1108,7 +1108,8 @@ def test_a_private_key_over_several_chunks_is_masked_whole_and_lines_keep_their_
         ]
     assert len(stored) > 1 and any("[REDACTED:private-key]" in c.text for c in stored)
     assert not [line for line in body if any(line in c.text for c in stored)]
-    assert not [line for line in body if line in (root / ".lore/index.db").read_bytes().decode("latin-1")]
+    if not ON_POSTGRES:  # the SQLite file, every page of it
+        assert not [line for line in body if line in (root / ".lore/index.db").read_bytes().decode("latin-1")]
     # Lines after the key keep their numbers: the masked block keeps its line breaks.
     line = "echo 'installer step 55: configure the service and check it answers'"
     chunk = next(c for c in stored if line in c.text.splitlines())
