@@ -903,16 +903,7 @@ def test_calls_piped_in_before_stdin_closes_are_all_answered(root):
     """`printf '<requests>' | lore mcp`: the SDK stops at the end of input and
     dropped the calls still running (only initialize and tools/list came back)."""
     lines = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "p", "version": "1"},
-            },
-        },
+        MCP_INITIALIZE,
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
         {
