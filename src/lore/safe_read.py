@@ -73,18 +73,19 @@ def read_inside(root: Path | str, rel: str, *, max_bytes: int) -> bytes:
     return data
 
 
-def read_regular(path: Path | str, *, max_bytes: int) -> bytes:
+def read_regular(path: Path | str, *, max_bytes: int, follow_links: bool = True) -> bytes:
     """The bytes of the regular file at ``path``, a file of Lore's own that may
-    be a link (a config shared between projects): followed wherever it leads,
-    but a FIFO, device, socket or folder is refused without blocking, and at
-    most ``max_bytes + 1`` bytes are read.
+    be a link (a config shared between projects): followed wherever it leads
+    (unless `follow_links` is False: a session's files), but a FIFO, device,
+    socket or folder is refused without blocking, and at most ``max_bytes + 1``
+    bytes are read.
 
     Raises:
         NotFound: there is no file at ``path``.
         ValidationError: anything else; the message names the file and what to do.
     """
     try:
-        fd = os.open(path, _OPEN_FLAGS)
+        fd = os.open(path, _OPEN_FLAGS | (0 if follow_links else _NOFOLLOW))
     except FileNotFoundError:
         raise NotFound(f"{path}: no such file") from None
     except OSError as err:

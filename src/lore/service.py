@@ -319,7 +319,10 @@ class Lore:
         it if damaged, and re-read every file); embedding follows."""
         if force and self.store.repair():
             self._parts.clear()
-        return self.memories.sync(force=force, recheck_broken=True)
+        report = self.memories.sync(force=force, recheck_broken=True)
+        # Two files holding one memory's id: an error, as doctor says (every interface indexing reports it).
+        report.errors += [(p.where, f"{p.where}: {p.message}") for p in self._duplicate_ids()]
+        return report
 
     def index_code(
         self,
@@ -908,7 +911,7 @@ class Lore:
 
         return health.status(self.memories, self.code_index, self.embedding)
 
-    def duplicate_ids(self) -> builtins.list[Problem]:
+    def _duplicate_ids(self) -> builtins.list[Problem]:
         """Memories whose id another file has too (what `lore index` reports; doctor too)."""
         from lore import health
         from lore.storage import MemoryFilter

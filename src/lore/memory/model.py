@@ -33,7 +33,16 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, TypeAlias
 
 from lore.errors import ValidationError
-from lore.memory.values import check_int, check_line, check_plain, check_text, clip, fold_line, safe_line
+from lore.memory.values import (
+    check_int,
+    check_line,
+    check_plain,
+    check_text,
+    clip,
+    fold_line,
+    quoted,
+    safe_line,
+)
 from lore.records import datarecord
 
 __all__ = ["Memory", "derive_keywords", "derive_title", "from_frontmatter", "normalized", "safe_line"]
@@ -191,19 +200,19 @@ def parse_time(value: object, *, field_name: str = "occurred_at") -> str:
             dt = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
         except ValueError:
             raise ValidationError(
-                f"{_quote(value)} is not an ISO 8601 time; use e.g. 2026-02-10T15:30:00Z", field=field_name
+                f"{quoted(value)} is not an ISO 8601 time; use e.g. 2026-02-10T15:30:00Z", field=field_name
             ) from None
         if dt.tzinfo is None:
             dt = dt.replace(tzinfo=UTC)
     else:
         raise ValidationError(
-            f"{_quote(value)} is not an ISO 8601 time; use e.g. 2026-02-10T15:30:00Z", field=field_name
+            f"{quoted(value)} is not an ISO 8601 time; use e.g. 2026-02-10T15:30:00Z", field=field_name
         )
     try:
         return format_time(dt)
     except (OverflowError, ValueError):  # 0001-01-01T00:00+01:00 is before year 1 in UTC
         raise ValidationError(
-            f"{_quote(value)} is outside years 0001-9999 once converted to UTC; give a time in that range",
+            f"{quoted(value)} is outside years 0001-9999 once converted to UTC; give a time in that range",
             field=field_name,
         ) from None
 
@@ -211,6 +220,13 @@ def parse_time(value: object, *, field_name: str = "occurred_at") -> str:
 # How far ahead a time a person gives may be: clocks of machines (and their
 # zones) disagree a little; a memory from next year is a typing mistake.
 FUTURE_SLACK = timedelta(days=1)
+
+
+def ahead(stored: str, now: datetime) -> bool:
+    """Is `stored` (a UTC time as :func:`parse_time` gives it) more than
+    :data:`FUTURE_SLACK` after `now`? A clock gone wrong: what it dates would
+    never grow old, so `lore add`, captures and live session events refuse it."""
+    return datetime.fromisoformat(stored.replace("Z", "+00:00")) > now + FUTURE_SLACK
 
 
 def parse_given_time(value: object, *, field_name: str = "occurred_at", now: datetime | None = None) -> str:
@@ -240,9 +256,9 @@ def parse_given_time(value: object, *, field_name: str = "occurred_at", now: dat
         except (OverflowError, ValueError):
             pass  # at the edge of the calendar: parse_time says so
     stored = parse_time(value, field_name=field_name)
-    if datetime.fromisoformat(stored.replace("Z", "+00:00")) > (now or datetime.now(UTC)) + FUTURE_SLACK:
+    if ahead(stored, now or datetime.now(UTC)):
         raise ValidationError(
-            f"{_quote(stored)} is in the future; give when it happened (at most a day ahead)",
+            f"{quoted(stored)} is in the future; give when it happened (at most a day ahead)",
             field=field_name,
         )
     return stored
@@ -331,11 +347,11 @@ class Memory:
         self._check_values()
         if strict and not UUID4_RE.fullmatch(self.id):
             raise ValidationError(
-                f"{_quote(self.id)} is not a UUID v4; omit it to have one generated", field="id", path=path
+                f"{quoted(self.id)} is not a UUID v4; omit it to have one generated", field="id", path=path
             )
         if not ID_RE.fullmatch(self.id):
             raise ValidationError(
-                f"{_quote(self.id)} is not a valid id (letters, digits, . _ : -)", field="id", path=path
+                f"{quoted(self.id)} is not a valid id (letters, digits, . _ : -)", field="id", path=path
             )
         if not 1 <= len(self.title) <= MAX_SUBJECT:
             raise ValidationError(
@@ -349,13 +365,13 @@ class Memory:
             )
         if self.type not in MEMORY_TYPES:
             raise ValidationError(
-                f"unknown type {_quote(self.type)}; use one of: {', '.join(MEMORY_TYPES)}",
+                f"unknown type {quoted(self.type)}; use one of: {', '.join(MEMORY_TYPES)}",
                 field="type",
                 path=path,
             )
         if self.sector not in SECTORS:
             raise ValidationError(
-                f"unknown sector {_quote(self.sector)}; use one of: {', '.join(SECTORS)}",
+                f"unknown sector {quoted(self.sector)}; use one of: {', '.join(SECTORS)}",
                 field="sector",
                 path=path,
             )
@@ -366,13 +382,13 @@ class Memory:
         for tag in self.tags:
             if not 1 <= len(tag) <= MAX_KEYWORD_LEN:
                 raise ValidationError(
-                    f"keyword {_quote(tag)} must be 1-{MAX_KEYWORD_LEN} characters",
+                    f"keyword {quoted(tag)} must be 1-{MAX_KEYWORD_LEN} characters",
                     field="keywords",
                     path=path,
                 )
         if not SCOPE_RE.fullmatch(self.applies_to):
             raise ValidationError(
-                f"{_quote(self.applies_to)} must be global, file:<path> or area:<name>",
+                f"{quoted(self.applies_to)} must be global, file:<path> or area:<name>",
                 field="applies_to",
                 path=path,
             )
@@ -397,7 +413,7 @@ class Memory:
             for value in values:
                 if not project_relative(value):
                     raise ValidationError(
-                        f"{_quote(value)} is not a path inside the project; give it relative to the "
+                        f"{quoted(value)} is not a path inside the project; give it relative to the "
                         "project root (e.g. src/app.py)",
                         field=name,
                         path=self.path,
@@ -431,7 +447,7 @@ class Memory:
             value = getattr(self, name)
             if value is not None and parse_time(value, field_name=name) != value:
                 raise ValidationError(
-                    f"{_quote(value)} is not in canonical form (UTC, e.g. 2026-02-10T15:30:00Z)",
+                    f"{quoted(value)} is not in canonical form (UTC, e.g. 2026-02-10T15:30:00Z)",
                     field=name,
                     path=path,
                 )
@@ -445,11 +461,11 @@ class Memory:
             raise ValidationError("must be a mapping of field names to values", field="extra", path=path)
         for key, value in self.extra.items():
             if not isinstance(key, str):
-                raise ValidationError(f"field name {_quote(key)} must be text", field="extra", path=path)
+                raise ValidationError(f"field name {quoted(key)} must be text", field="extra", path=path)
             check_line(key, "extra", path=path)
             if key in RESERVED_FIELDS:
                 raise ValidationError(
-                    f"{_quote(key)} is one of Lore's own field names; set it directly or rename it",
+                    f"{quoted(key)} is one of Lore's own field names; set it directly or rename it",
                     field="extra",
                     path=path,
                 )
@@ -677,14 +693,6 @@ def _section(lines: list[str], name: str) -> str:
                 section.append(rest)
             return " ".join(s.strip() for s in section if s.strip())
     return ""
-
-
-def _quote(value: object, limit: int = 60) -> str:
-    """A user's value quoted for a one-line error message: redacted, then cut
-    (cut first, a token lost its end and no longer looked like one)."""
-    from lore.secrets import redact
-
-    return "'" + clip(redact(fold_line(str(value)[: 4 * limit + 1000]))[0], limit) + "'"
 
 
 def _stem(path: str) -> str:

@@ -81,6 +81,14 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def quoted(value: object, limit: int = 60) -> str:
+    """A user's value quoted for a one-line error message: redacted, then cut
+    (cut first, a token lost its end and no longer looked like one)."""
+    from lore.secrets import redact
+
+    return "'" + clip(redact(fold_line(str(value)[: 4 * limit + 1000]))[0], limit) + "'"
+
+
 def check_int(value: int, field: str, *, path: str | None = None) -> None:
     """A 64-bit signed integer, as SQLite stores them."""
     if not MIN_INT <= value <= MAX_INT:

@@ -45,8 +45,7 @@ import re
 from datetime import UTC, date, datetime, timedelta, tzinfo
 
 from lore.errors import ArgumentError, UsageError, literal
-from lore.memory.values import clip
-from lore.secrets import redact
+from lore.memory.values import quoted
 
 __all__ = ["check_order", "parse_when", "read_when", "time_range"]
 
@@ -169,7 +168,7 @@ def _period(text: str, given_now: datetime | None) -> tuple[datetime, datetime]:
     raw = " ".join((text or "").split())  # one line in any message that quotes it
     if len(raw) > MAX_PHRASE:  # quoted back clipped: an argument can be a megabyte
         raise UsageError(
-            f"cannot read the time '{clip(redact(raw[:1000])[0], 40)}' ({len(raw):,} characters); "
+            f"cannot read the time {quoted(raw, 40)} ({len(raw):,} characters); "
             f"use a date or a short phrase, e.g. {EXAMPLES}"
         )
     if any(c.isdigit() and not c.isascii() for c in raw):

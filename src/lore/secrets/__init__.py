@@ -132,17 +132,8 @@ def mask_lines(text: str, *, code: bool) -> str:
     be cut into chunks: a private key block runs over several, and masking
     chunk by chunk left its later lines, in the chunks after its BEGIN line, in clear."""
     scan = _scan()
-    findings = scan.find(text, strict=code)
-    if not findings:
-        return text
-    parts: list[str] = []
-    pos = 0
-    for finding in findings:
-        parts += [text[pos : finding.start], f"[REDACTED:{finding.kind}]"]
-        parts.append("\n" * text.count("\n", finding.start, finding.end))
-        pos = finding.end
-    parts.append(text[pos:])
-    return "".join(parts)
+    masked: str = scan.replace(text, scan.find(text, strict=code), keep_lines=True)
+    return masked
 
 
 def describe(found: Counter[str]) -> str:

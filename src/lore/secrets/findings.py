@@ -33,8 +33,9 @@ def merge(found: list[Finding]) -> list[Finding]:
     return merged
 
 
-def replace(text: str, findings: list[Finding]) -> str:
-    """`text` with each finding replaced by ``[REDACTED:<kind>]``."""
+def replace(text: str, findings: list[Finding], *, keep_lines: bool = False) -> str:
+    """`text` with each finding replaced by ``[REDACTED:<kind>]`` (`keep_lines`:
+    followed by the line breaks the finding spanned, so later lines keep their numbers)."""
     if not findings:
         return text
     parts: list[str] = []
@@ -42,6 +43,8 @@ def replace(text: str, findings: list[Finding]) -> str:
     for finding in findings:
         parts.append(text[pos : finding.start])
         parts.append(f"[REDACTED:{finding.kind}]")
+        if keep_lines:
+            parts.append("\n" * text.count("\n", finding.start, finding.end))
         pos = finding.end
     parts.append(text[pos:])
     return "".join(parts)

@@ -21,8 +21,9 @@ from typing import Any, TypeGuard
 
 from lore.errors import UsageError, ValidationError
 from lore.index.tokens import count_tokens
-from lore.memory.model import now_iso, parse_time
-from lore.memory.values import clip
+from lore.memory.lifecycle.clock import system_now
+from lore.memory.model import ahead, now_iso, parse_time
+from lore.memory.values import quoted
 from lore.secrets import redact_nested
 from lore.sessions.records import SessionEvent
 
@@ -165,7 +166,7 @@ def normalise(event: object, *, imported: bool = False) -> RawEvent:
     kind = data.get("type")
     if kind not in EVENT_TYPES:
         raise ValidationError(
-            f"unknown event type {clip(repr(kind), 40)}; use one of: {', '.join(EVENT_TYPES)}", field="type"
+            f"unknown event type {quoted(kind, 40)}; use one of: {', '.join(EVENT_TYPES)}", field="type"
         )
     when = data.get("timestamp")
     out: dict[str, Any] = {"type": kind}
@@ -173,7 +174,7 @@ def normalise(event: object, *, imported: bool = False) -> RawEvent:
         role, content = data.get("role"), data.get("content")
         if role not in ROLES:
             raise ValidationError(
-                f"unknown role {clip(repr(role), 40)}; use one of: {', '.join(ROLES)}", field="role"
+                f"unknown role {quoted(role, 40)}; use one of: {', '.join(ROLES)}", field="role"
             )
         if not isinstance(content, str):
             raise ValidationError("a message needs 'content' (a string)", field="content")
@@ -199,8 +200,11 @@ def normalise(event: object, *, imported: bool = False) -> RawEvent:
         if data.get("isError"):
             out["isError"] = True
     out["timestamp"] = parse_time(when, field_name="timestamp") if when is not None else now_iso()
-    if when is not None and not imported:
-        _not_ahead(out["timestamp"])
+    if when is not None and not imported and ahead(out["timestamp"], system_now()):
+        raise ValidationError(
+            f"'{out['timestamp']}' is in the future; give when it happened (at most a day ahead)",
+            field="timestamp",
+        )
     if data.get("sourceId") is not None:
         out["sourceId"] = _clean(_name(str(data["sourceId"]), "sourceId", imported))
     out["tokens"] = count_tokens(event_text(out))
@@ -314,20 +318,6 @@ def _name(text: str, field: str, imported: bool) -> str:
 
         return f"{text[: MAX_NAME - 17]}#{hashlib.sha256(text.encode()).hexdigest()[:16]}"
     raise ValidationError(f"is too long ({len(text):,} characters; at most {MAX_NAME})", field=field)
-
-
-def _not_ahead(stored: str) -> None:
-    """Refuse a live event's time more than a day after now, as `lore add` does
-    (a clock gone wrong: the event would sort after everything to come)."""
-    from datetime import datetime
-
-    from lore.memory.lifecycle.clock import system_now
-    from lore.memory.model import FUTURE_SLACK
-
-    if datetime.fromisoformat(stored.replace("Z", "+00:00")) > system_now() + FUTURE_SLACK:
-        raise ValidationError(
-            f"'{stored}' is in the future; give when it happened (at most a day ahead)", field="timestamp"
-        )
 
 
 def fitted(value: Any) -> Any:

@@ -28,7 +28,6 @@ import builtins
 import json
 import os
 import secrets
-import stat
 import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -36,12 +35,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from lore import atomic
-from lore.errors import Conflict, LoreError, NotFound, ProviderError, UsageError
+from lore.errors import Conflict, LoreError, NotFound, ProviderError, UsageError, ValidationError
 from lore.index.tokens import count_tokens
 from lore.locking import file_lock
 from lore.memory.markdown import write_atomic
 from lore.memory.model import now_iso
 from lore.project import Project
+from lore.safe_read import read_regular
 from lore.secrets import redact, refuse_as_name
 from lore.sessions import archive, log
 from lore.sessions import events as ev
@@ -249,7 +249,9 @@ class SessionStore:
 
     def get(self, session_id: str) -> SessionInfo:
         """A session's metadata (repaired first if a crash left it behind the files)."""
-        folder = self._existing(session_id)
+        return self._get(self._existing(session_id), session_id)
+
+    def _get(self, folder: Path, session_id: str) -> SessionInfo:
         with file_lock(folder / ".lock"):
             meta = self._state(folder, session_id)
         return self._info(folder, meta)
@@ -273,7 +275,7 @@ class SessionStore:
                 self._notice(str(err))
                 continue
             if self._visible(folder):
-                info = self.get(name)
+                info = self._get(folder, name)
                 if status is None or info.status == status:
                     out.append(info)
         out.sort(key=lambda info: (info.updated_at, info.id), reverse=True)
@@ -893,22 +895,19 @@ _SMALL_FILE = 1 << 20  # metadata.json and the marker files are a few hundred by
 
 
 def _small_text(path: Path) -> str:
-    """A small file of a session folder as text: never through a link, never a
-    FIFO or device (opened without blocking), at most :data:`_SMALL_FILE` bytes.
+    """A small file of a session folder as text (:func:`~lore.safe_read.read_regular`:
+    never through a link, never a FIFO or device, at most :data:`_SMALL_FILE` bytes).
 
     Raises:
-        OSError: missing (FileNotFoundError), a link (ELOOP), not a regular file, too large.
+        OSError: missing (FileNotFoundError), a link, not a regular file, too large.
         UnicodeDecodeError: not UTF-8.
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path.name} is not a regular file")
-        data = os.read(fd, _SMALL_FILE + 1)
-    finally:
-        os.close(fd)
-    if len(data) > _SMALL_FILE:
-        raise OSError(f"{path.name} is over {_SMALL_FILE} bytes")
+        data = read_regular(path, max_bytes=_SMALL_FILE, follow_links=False)
+    except NotFound:
+        raise FileNotFoundError(path) from None
+    except ValidationError as err:  # the callers treat it as unreadable
+        raise OSError(str(err)) from None
     return data.decode("utf-8")
 
 

@@ -99,7 +99,6 @@ def index(lore, force, reembed, no_embed, no_code, as_json):
         with progress_bar("re-embedding" if reembed else "embedding", enabled=not as_json) as advance:
             embedded = lore.reembed(progress=advance) if reembed else lore.embed(progress=advance)
         model = lore.embedding_status(load=False).get("embedding")
-    errors = [*report.errors, *((p.where, f"{p.where}: {p.message}") for p in lore.duplicate_ids())]
     if as_json:
         emit_json(
             {
@@ -110,7 +109,7 @@ def index(lore, force, reembed, no_embed, no_code, as_json):
                 "reembedded": bool(reembed),
                 "model": model,
                 "code": code.to_dict() if code else None,
-                "errors": [{"path": p, "error": e} for p, e in errors],
+                "errors": [{"path": p, "error": e} for p, e in report.errors],
             }
         )
     else:
@@ -132,11 +131,11 @@ def index(lore, force, reembed, no_embed, no_code, as_json):
             click.echo(f"embeddings: all {embedded} texts re-embedded with {model}")
         elif not no_embed:
             click.echo(f"embeddings: {embedded} new texts embedded" + (f" ({model})" if model else ""))
-        for _, error in errors:
+        for _, error in report.errors:
             warn(error)
         for error in code.errors if code else []:
             warn(error)
-    if errors:
+    if report.errors:
         raise click.exceptions.Exit(1)
 
 

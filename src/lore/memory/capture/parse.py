@@ -40,12 +40,13 @@ import textwrap
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import field
-from datetime import UTC, datetime
+from datetime import UTC
 from pathlib import Path
 from typing import Any, TypedDict
 
 from lore.errors import ValidationError
-from lore.memory.model import MEMORY_TYPES, SCOPE_RE, TYPE_OF_SECTOR, Frontmatter, now_iso, parse_time
+from lore.memory.lifecycle.clock import system_now
+from lore.memory.model import MEMORY_TYPES, SCOPE_RE, TYPE_OF_SECTOR, Frontmatter, ahead, now_iso, parse_time
 from lore.records import datarecord
 from lore.safe_read import json_loads
 
@@ -362,7 +363,7 @@ def _block(
             raise _BlockProblem(
                 f"occurred_at '{when}' is not an ISO 8601 time, e.g. 2026-02-10T15:30:00Z"
             ) from None
-        if _ahead(occurred):  # a clock gone wrong: it would never grow old (archived, expired)
+        if ahead(occurred, system_now()):
             raise _BlockProblem(
                 f"occurred_at '{when}' is in the future; give when it happened (at most a day ahead)"
             )
@@ -664,11 +665,3 @@ def normalise_error(line: str) -> str:
         line = pattern.sub(replacement, line)
     line = line.strip()
     return line if len(line) <= MAX_PATTERN else line[: MAX_PATTERN - 1] + "…"
-
-
-def _ahead(stored: str) -> bool:
-    """Is the UTC time `stored` more than a day after now (the lifecycle's clock: LORE_NOW)?"""
-    from lore.memory.lifecycle.clock import system_now
-    from lore.memory.model import FUTURE_SLACK
-
-    return datetime.fromisoformat(stored.replace("Z", "+00:00")) > system_now() + FUTURE_SLACK
