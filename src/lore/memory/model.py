@@ -148,7 +148,9 @@ def visible_length(text: str) -> int:
     joiners, byte-order marks) and without the spaces at either end."""
     import unicodedata
 
-    return len("".join(c for c in text if unicodedata.category(c) != "Cf").strip())
+    # Each distinct character is looked up once (a 5 MB body took 0.8 s char by char).
+    hidden = {ord(c): None for c in set(text) if not c.isascii() and unicodedata.category(c) == "Cf"}
+    return len((text.translate(hidden) if hidden else text).strip())
 
 
 def project_relative(path: str) -> bool:
