@@ -260,8 +260,11 @@ class CLI:
         ok: bool = True,
         cwd: Path | None = None,
         env: dict | None = None,
+        unset: tuple[str, ...] = (),
     ) -> subprocess.CompletedProcess:
         full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **(env or {})}
+        for name in unset:
+            full_env.pop(name, None)
         fresh = self.fresh or forkserver.needs_exec(full_env)
         run = forkserver.fresh_run if fresh else forkserver.Server.get().run
         proc = run(list(args), cwd=cwd or self.cwd, env=full_env, input=input, timeout=120)

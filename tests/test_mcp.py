@@ -29,6 +29,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from conftest import CLI
 from web_helpers import MCP_INITIALIZE
 
 TOOLS = {
@@ -98,7 +99,7 @@ def run(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
 
 
 def lore(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return run(root, sys.executable, "-m", "lore", *args, check=check)
+    return CLI(root)(*args, ok=check, env=env(), unset=_CLEAN_ENV)
 
 
 def git(root: Path, *args: str) -> str:

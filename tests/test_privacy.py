@@ -88,17 +88,12 @@ def test_stats_count_only_the_memories_the_agent_may_see(two_agents):
 def test_cli_hides_other_agents_memories(two_agents):
     import subprocess
 
+    from conftest import CLI
+
     root, secret, session, shared = two_agents
 
     def lore_cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "lore", *args],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            stdin=subprocess.DEVNULL,
-        )
+        return CLI(root)(*args, ok=False)
 
     for key in (secret.id, secret.path, session.id):
         proc = lore_cli("--agent", "codex", "show", key)

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import anyio
 import pytest
 
+from conftest import CLI
 from lore.interfaces.web.app import build_app
 from web_helpers import MCP_INITIALIZE, TOKEN, add_memory, client, git, make_project
 
@@ -43,10 +44,7 @@ def root(tmp_path):
 
 
 def lore_json(root, *args):
-    out = subprocess.run(
-        [sys.executable, "-m", "lore", *args, "--json"], cwd=root, capture_output=True, text=True, check=True
-    )
-    return json.loads(out.stdout)
+    return CLI(root).json(*args)
 
 
 # -- memories ----------------------------------------------------------------------------------

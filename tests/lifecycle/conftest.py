@@ -63,25 +63,11 @@ def memory_files(root: Path, folder: str) -> list[Path]:
 def cli_in():
     """Run the real CLI in a project folder (LORE_NOW passes through the environment); parsed JSON."""
     import json
-    import os
-    import subprocess
-    import sys
+
+    from conftest import CLI
 
     def run(root: Path, *args: str, input: str | None = None, ok: bool = True, raw: bool = False):
-        proc = subprocess.run(
-            [sys.executable, "-m", "lore", *args],
-            cwd=root,
-            input=input,
-            stdin=None if input is not None else subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"},
-            timeout=120,
-        )
-        if ok and proc.returncode != 0:
-            raise AssertionError(
-                f"lore {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
-            )
+        proc = CLI(root)(*args, input=input, ok=ok)
         if raw or not ok:
             return proc
         return json.loads(proc.stdout)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import CLI
 from sessions.session_helpers import metadata, open_store, sessions_config
 
 SESSION = "5f0c6a1e-8a7b-4c2d-9e3f-1a2b3c4d5e6f"
@@ -444,14 +445,7 @@ def test_a_session_file_an_older_lore_wrote_with_nan_still_imports(store, tmp_pa
 
 
 def hook(root: Path, event: str, payload: dict) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "lore", "hook", event],
-        cwd=root,
-        input=json.dumps(payload),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return CLI(root)("hook", event, input=json.dumps(payload), ok=False)
 
 
 def test_hooks_record_the_session_as_it_happens(root, tmp_path):
