@@ -17,7 +17,13 @@ so. Tests of start-up itself (which modules a command imports, warnings a
 library prints on import) run fresh interpreters: their own subprocesses, or
 the fixture's ``CLI(path, fresh=True)``.
 
-Run as a script, this file is the server: ``python forkserver.py FD``.
+A client that starts the process itself (an MCP client starts its server)
+gets ``lore_command(ARGS)``: a launcher (tests/forklaunch.py) that hands its
+own pipes, folder and environment to the worker's server, which forks the
+command in a thread of its own while the worker's commands go on; the
+launcher passes signals on and exits with the command's status.
+
+Run as a script, this file is the server: ``python forkserver.py FD [LISTEN_FD]``.
 """
 
 from __future__ import annotations
@@ -72,6 +78,21 @@ def needs_exec(env: dict[str, str]) -> bool:
     return _startup_variables(env) != started
 
 
+def lore_command(args: list[str], env: Mapping[str, str] | None = None) -> tuple[str, list[str]]:
+    """(command, arguments) that run `python -m lore ARGS` for a client that
+    starts the process itself (an MCP client's server): a small launcher that
+    has this worker's server fork the command with the launcher's own stdin,
+    stdout, stderr, folder and environment, and exits with its status; or the
+    real interpreter when `env` (what the client adds to its environment) sets
+    start-up variables, and with LORE_TEST_EXEC=1. The client's own environment
+    is otherwise taken as it is: an MCP client passes a few variables (HOME,
+    PATH…), not the worker's PYTHON* ones, and Lore reads none of those."""
+    if os.environ.get("LORE_TEST_EXEC") == "1" or _startup_variables(env or {}):
+        return sys.executable, ["-m", "lore", *args]
+    launcher = Path(__file__).with_name("forklaunch.py")
+    return sys.executable, ["-S", "-P", str(launcher), Server.get().address, *args]
+
+
 class Server:
     """One forking server per test worker process (started on first use)."""
 
@@ -80,17 +101,24 @@ class Server:
     def __init__(self) -> None:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.startup = _startup_variables(os.environ)  # the server's interpreter started with these
+        # Where a launcher (another process: an MCP client's server command) asks for a command.
+        self.folder = Path(tempfile.mkdtemp(prefix="lore-forkserver-"))
+        self.address = str(self.folder / "socket")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        listener.bind(self.address)
+        listener.listen(16)
         # The server's own errors (a command's go to its caller's pipes); kept only if any.
         self.log = Path(tempfile.gettempdir()) / f"lore-forkserver-{os.getpid()}.log"
         with open(self.log, "ab") as err:
             self.process = subprocess.Popen(
-                [sys.executable, "-P", __file__, str(theirs.fileno())],
-                pass_fds=(theirs.fileno(),),
+                [sys.executable, "-P", __file__, str(theirs.fileno()), str(listener.fileno())],
+                pass_fds=(theirs.fileno(), listener.fileno()),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=err,
             )
         theirs.close()
+        listener.close()
         self.sock = mine
         self.lock = threading.Lock()
         atexit.register(self.close)
@@ -104,6 +132,9 @@ class Server:
             self.process.kill()
         if self.log.exists() and not self.log.stat().st_size:
             self.log.unlink()
+        import shutil
+
+        shutil.rmtree(self.folder, ignore_errors=True)
 
     @classmethod
     def get(cls) -> Server:
@@ -211,6 +242,12 @@ def _preload() -> None:
         "rich._emoji_codes",
         "encodings.utf_8_sig",
         "importlib.resources.readers",
+        "mcp.server.mcpserver",
+        "mcp.server.mcpserver.exceptions",
+        "mcp.server.stdio",
+        "starlette.applications",
+        "uvicorn",
+        "jinja2",
     ):
         _try_import(library)
     importlib.invalidate_caches()
@@ -241,6 +278,31 @@ def _serve(sock: socket.socket) -> None:
         sock.send(json.dumps({"pid": pid}).encode())
         _, status = os.waitpid(pid, 0)
         sock.send(json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode())
+
+
+def _serve_launchers(listener: socket.socket) -> None:
+    """Each launcher's command in a thread of its own: they run for as long as
+    their client keeps them (an MCP server), beside the worker's commands."""
+    while True:
+        conn, _ = listener.accept()
+        threading.Thread(target=_serve_launcher, args=(conn, listener), daemon=True).start()
+
+
+def _serve_launcher(conn: socket.socket, listener: socket.socket) -> None:
+    with conn:
+        request, fds, _flags, _address = socket.recv_fds(conn, _MESSAGE, 3)
+        if not request:
+            return
+        pid = os.fork()
+        if pid == 0:
+            conn.close()
+            listener.close()
+            _child(json.loads(request), fds)  # never returns
+        for fd in fds:
+            os.close(fd)
+        conn.send(json.dumps({"pid": pid}).encode())
+        _, status = os.waitpid(pid, 0)
+        conn.send(json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode())
 
 
 def _child(request: dict, fds: list[int]) -> None:
@@ -284,4 +346,7 @@ def _child(request: dict, fds: list[int]) -> None:
 
 if __name__ == "__main__":
     _preload()
+    if len(sys.argv) > 2:
+        launchers = socket.socket(fileno=int(sys.argv[2]))
+        threading.Thread(target=_serve_launchers, args=(launchers,), daemon=True).start()
     _serve(socket.socket(fileno=int(sys.argv[1])))

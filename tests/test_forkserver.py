@@ -95,3 +95,50 @@ def test_a_command_past_its_timeout_is_killed(cli):
     with pytest.raises(subprocess.TimeoutExpired):  # a server on a loopback port runs until it is stopped
         server.run(["serve", "--port", "0"], cwd=cli.cwd, env=env, input=None, timeout=3)
     assert server.run(["list", "--json"], cwd=cli.cwd, env=env, input=None, timeout=60).returncode == 0
+
+
+def test_a_launched_command_takes_the_launchers_pipes_folder_and_environment_and_exit_status(cli):
+    """What an MCP client starts (forkserver.lore_command) is the command itself
+    to the client: its stdin, stdout, stderr, exit status; a signal reaches it."""
+    cli("add", "--title", "Walrus cache", "--body", "Keep the walrus cache small and cold.")
+    command, args = forkserver.lore_command(["list", "--json"])
+    assert args[:3] == ["-S", "-P", str(forkserver.Path(forkserver.__file__).with_name("forklaunch.py"))]
+    env = {**os.environ, "NO_COLOR": "1"}
+    launched = subprocess.run(
+        [command, *args], cwd=cli.cwd, env=env, capture_output=True, text=True, timeout=60
+    )
+    fresh = forkserver.fresh_run(["list", "--json"], cwd=cli.cwd, env=env, input=None, timeout=60)
+    assert (launched.returncode, launched.stdout, launched.stderr) == (
+        fresh.returncode,
+        fresh.stdout,
+        fresh.stderr,
+    )
+    missing = subprocess.run(
+        [command, *forkserver.lore_command(["show", "nothing-here"])[1]],
+        cwd=cli.cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert missing.returncode == 1 and "no memory" in missing.stderr
+    # A long-lived command (an MCP server reading stdin) ends on the launcher's SIGTERM.
+    server = subprocess.Popen(
+        [command, *forkserver.lore_command(["mcp"])[1]],
+        cwd=cli.cwd,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        server.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+        server.stdin.flush()
+        assert json.loads(server.stdout.readline())["id"] == 1
+        server.terminate()
+        assert server.wait(timeout=30) != 0
+    finally:
+        server.kill()
+        server.wait()
+    # With LORE_TEST_EXEC=1, or start-up variables to set, it is the real interpreter.
+    assert forkserver.lore_command(["mcp"], {"PYTHONPATH": "/x"})[1] == ["-m", "lore", "mcp"]

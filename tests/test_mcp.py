@@ -29,6 +29,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+import forkserver
 from conftest import CLI
 from web_helpers import MCP_INITIALIZE
 
@@ -166,9 +167,10 @@ async def stdio_session(
     # The SDK hands the server a minimal environment: pass the test backend's database
     # on, and PYTHONPATH (a checkout run without installing it tests its own code).
     backend = {name: os.environ[name] for name in ("LORE_DATABASE_URL", "PYTHONPATH") if os.environ.get(name)}
+    command, command_args = forkserver.lore_command([*args, "mcp"], backend)
     params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "lore", *args, "mcp"],
+        command=command,
+        args=command_args,
         cwd=str(cwd or root),
         env={**backend, **(extra_env or {})} or None,
     )

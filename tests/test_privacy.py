@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+import forkserver
 import lore
 from lore.errors import Conflict, NotFound
 
@@ -114,9 +115,8 @@ def test_mcp_identity_is_fixed_at_start_not_a_tool_argument(two_agents):
     root, secret, session, shared = two_agents
 
     async def run():
-        params = StdioServerParameters(
-            command=sys.executable, args=["-m", "lore", "mcp", "--agent", "codex"], cwd=str(root)
-        )
+        command, args = forkserver.lore_command(["mcp", "--agent", "codex"])
+        params = StdioServerParameters(command=command, args=args, cwd=str(root))
         with open(root.parent / "mcp.err", "w") as errlog:
             async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
                 await s.initialize()

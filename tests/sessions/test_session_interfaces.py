@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import anyio
 
+import forkserver
 from sessions.session_helpers import CLAUDE_JSONL, sessions_config
 
 
@@ -121,9 +121,8 @@ def test_mcp_session_tools(cli):
     config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"', 1))
 
     async def talk():
-        params = StdioServerParameters(
-            command=sys.executable, args=["-m", "lore", "--project", str(root), "mcp"], cwd=str(root)
-        )
+        command, args = forkserver.lore_command(["--project", str(root), "mcp"])
+        params = StdioServerParameters(command=command, args=args, cwd=str(root))
         with open(root.parent / "mcp.err", "w") as errlog:
             async with (
                 stdio_client(params, errlog=errlog) as (read, write),
