@@ -263,21 +263,8 @@ def _try_import(name: str) -> None:
 
 
 def _serve(sock: socket.socket) -> None:
-    while True:
-        request, fds, _flags, _address = socket.recv_fds(sock, _MESSAGE, 3)
-        if not request:
-            return
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            sock.close()
-            _child(json.loads(request), fds)  # never returns
-        for fd in fds:
-            os.close(fd)
-        sock.send(json.dumps({"pid": pid}).encode())
-        _, status = os.waitpid(pid, 0)
-        sock.send(json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode())
+    while _serve_one(sock, (sock,)):
+        pass
 
 
 def _serve_launchers(listener: socket.socket) -> None:
@@ -290,19 +277,28 @@ def _serve_launchers(listener: socket.socket) -> None:
 
 def _serve_launcher(conn: socket.socket, listener: socket.socket) -> None:
     with conn:
-        request, fds, _flags, _address = socket.recv_fds(conn, _MESSAGE, 3)
-        if not request:
-            return
-        pid = os.fork()
-        if pid == 0:
-            conn.close()
-            listener.close()
-            _child(json.loads(request), fds)  # never returns
-        for fd in fds:
-            os.close(fd)
-        conn.send(json.dumps({"pid": pid}).encode())
-        _, status = os.waitpid(pid, 0)
-        conn.send(json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode())
+        _serve_one(conn, (conn, listener))
+
+
+def _serve_one(sock: socket.socket, theirs: tuple[socket.socket, ...]) -> bool:
+    """One request read from `sock`: fork its command (the child closes `theirs`),
+    answer the child's pid, then its exit status. False at the end of requests."""
+    request, fds, _flags, _address = socket.recv_fds(sock, _MESSAGE, 3)
+    if not request:
+        return False
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        for each in theirs:
+            each.close()
+        _child(json.loads(request), fds)  # never returns
+    for fd in fds:
+        os.close(fd)
+    sock.send(json.dumps({"pid": pid}).encode())
+    _, status = os.waitpid(pid, 0)
+    sock.send(json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode())
+    return True
 
 
 def _child(request: dict, fds: list[int]) -> None:
