@@ -251,6 +251,13 @@ def _preload() -> None:
     ):
         _try_import(library)
     importlib.invalidate_caches()
+    try:  # the default model's tokenizer (its ONNX session can't be forked: it has threads)
+        from lore.embed.local import DEFAULT_MAX_TOKENS, TOKENIZER
+        from lore.embed.onnx_encoder import load_tokenizer
+
+        load_tokenizer(TOKENIZER, DEFAULT_MAX_TOKENS)
+    except Exception:
+        pass
 
 
 def _try_import(name: str) -> None:

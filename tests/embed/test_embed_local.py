@@ -231,3 +231,27 @@ def test_an_unwritable_cache_keeps_the_model_in_the_temp_folder(tmp_path, monkey
     assert spare.model_id == embedder.model_id
     assert spare.model_path.parent == tmp_path / "tmp" / f"lore-{os.getuid()}" / "models"
     np.testing.assert_array_equal(spare.embed_documents(TEXTS), embedder.embed_documents(TEXTS))
+
+
+def test_a_tokenizer_is_read_once_per_file_and_length_and_again_when_the_file_changes(tmp_path):
+    from lore.embed.onnx_encoder import load_tokenizer
+
+    text = " ".join(["walrus"] * 100)
+    short, longer = load_tokenizer(local.TOKENIZER, 8), load_tokenizer(local.TOKENIZER, 16)
+    assert len(short.encode(text).ids) == 8 and len(longer.encode(text).ids) == 16
+    assert load_tokenizer(local.TOKENIZER, 8) is short
+    copy = tmp_path / "tokenizer.json"
+    shutil.copy(local.TOKENIZER, copy)
+    first = load_tokenizer(copy, 8)
+    copy.write_text(copy.read_text(encoding="utf-8") + "\n", encoding="utf-8")  # another size: read again
+    assert load_tokenizer(copy, 8) is not first
+
+
+def test_a_broken_tokenizer_file_is_one_provider_error_naming_it(tmp_path):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    shutil.copy(local._bundled_model(), folder / "model.onnx")
+    (folder / "tokenizer.json").write_text("not a tokenizer", encoding="utf-8")
+    encoder = local.load_onnx_dir({"path": str(folder)})
+    with pytest.raises(ProviderError, match=r"cannot load tokenizer .*tokenizer\.json.*Hugging Face"):
+        encoder.embed_query("walrus")

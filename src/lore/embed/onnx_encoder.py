@@ -30,6 +30,26 @@ _QUERY_CHARS = 16_384  # far past 128 tokens of any text but runs of spaces
 # several threads once configured.
 _LOADED: dict[tuple[object, ...], tuple[Any, Any]] = {}
 _LOADING = threading.Lock()
+_TOKENIZERS: dict[tuple[object, ...], Any] = {}  # the same for tokenizers, whatever the model
+_TOKENIZING = threading.Lock()  # not _LOADING: a model is loaded holding that one
+
+
+def load_tokenizer(path: Path, max_tokens: int) -> Any:
+    """The Hugging Face tokenizer of `path` (as the file is now), cutting at
+    `max_tokens`, without padding; read once a process. Tokenizing nothing
+    here, a process may fork after loading it (the tests' fork server does)."""
+    from tokenizers import Tokenizer
+
+    st = path.stat()
+    key = (str(path), st.st_mtime_ns, st.st_size, max_tokens)
+    with _TOKENIZING:
+        found = _TOKENIZERS.get(key)
+        if found is None:
+            found = Tokenizer.from_file(str(path))
+            found.no_padding()
+            found.enable_truncation(max_length=max_tokens)
+            _TOKENIZERS[key] = found
+    return found
 
 
 def default_threads() -> int:
@@ -166,21 +186,19 @@ class OnnxEncoder:
         """Load the tokenizer and the ONNX session (ProviderError naming the file on failure)."""
         try:
             import onnxruntime as ort
-            from tokenizers import Tokenizer
+            import tokenizers  # noqa: F401  (load_tokenizer's; missing, it is named here)
         except ImportError as exc:
             raise ProviderError(
                 f"local embeddings need {exc.name}: pip install onnxruntime tokenizers numpy "
                 f'(or set provider = "none" in [embedding] of .lore/config.toml)'
             ) from exc
         try:
-            tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
+            tokenizer = load_tokenizer(self.tokenizer_path, self.max_tokens)
         except Exception as exc:
             raise ProviderError(
                 f"cannot load tokenizer {self.tokenizer_path}: {exc} — "
                 f"it must be a Hugging Face tokenizer.json"
             ) from exc
-        tokenizer.no_padding()
-        tokenizer.enable_truncation(max_length=self.max_tokens)
         options = ort.SessionOptions()
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
