@@ -6,11 +6,13 @@ import re
 import uuid
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conftest import FIXTURES
 from lore.errors import ValidationError
 from lore.memory import markdown
-from lore.memory.model import Memory, content_hash, from_frontmatter
+from lore.memory.model import Memory, content_hash, from_frontmatter, visible_length
 from lore.secrets import redact
 
 pytestmark = pytest.mark.storage_independent  # no index: CI's postgres pass may skip
@@ -256,3 +258,15 @@ def test_an_error_in_an_aliased_field_names_the_field_the_file_wrote(line, named
     message = str(caught.value)
     at_line = 5 if date else 4
     assert f"hand.md:{at_line}: field '{named}': {value or ''}" in message, message
+
+
+@given(
+    st.text(
+        alphabet=st.sampled_from(["a", " ", "\u200b", "\ufeff", "\u00ad", "\u2060", "界", "\n", "\u0301"])
+    )
+    | st.text()
+)
+def test_visible_length_leaves_out_format_characters_and_the_spaces_at_either_end(text):
+    import unicodedata
+
+    assert visible_length(text) == len("".join(c for c in text if unicodedata.category(c) != "Cf").strip())
