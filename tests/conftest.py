@@ -61,7 +61,7 @@ def database_backend():
             "ALTER SYSTEM SET full_page_writes = off",
             "SELECT pg_reload_conf()",
         )
-        server.create_database(TEMPLATE_DB, upgrade=True)
+        _TEMPLATE_SHAPE.append(_shape(server.create_database(TEMPLATE_DB, upgrade=True)))
         os.environ["LORE_DATABASE_URL"] = server.create_database("lore_session", template=TEMPLATE_DB)
         yield server
     finally:
@@ -74,7 +74,7 @@ def database_backend():
 
 _databases = iter(range(1, 1_000_000))
 _spare: list[str] = []  # this worker's emptied databases, checked equal to the template
-_TEMPLATE_SHAPE: list[tuple] = []  # the template's shape, read once
+_TEMPLATE_SHAPE: list[tuple] = []  # the template's shape, read when the session makes it
 
 # Everything a test could change in a database besides its rows: tables,
 # columns, indexes, grants, row security, functions, triggers, extensions,
@@ -114,7 +114,7 @@ def _shape(url: str) -> tuple:
         return tuple(conn.execute(_SHAPE).fetchone())
 
 
-def _recycle(server, name: str, url: str) -> bool:
+def _recycle(name: str, url: str) -> bool:
     """Empty a test's database for the next test: True if it is now as good
     as a fresh copy of the template (no connection left to it, same shape, no
     rows); False (and it must be dropped) otherwise."""
@@ -161,8 +161,6 @@ def _own_database(server):
     _recycle); anything else is dropped."""
     from lore.storage.postgres.connection import close
 
-    if not _TEMPLATE_SHAPE:
-        _TEMPLATE_SHAPE.append(_shape(server.url(TEMPLATE_DB)))
     if _spare:
         name = _spare.pop()
         url = server.url(name)
@@ -176,7 +174,7 @@ def _own_database(server):
     finally:
         os.environ["LORE_DATABASE_URL"] = previous or ""
         close(url)
-        if _recycle(server, name, url):
+        if _recycle(name, url):
             _spare.append(name)
         else:
             server.sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

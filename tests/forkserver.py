@@ -31,6 +31,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -132,8 +133,6 @@ class Server:
             self.process.kill()
         if self.log.exists() and not self.log.stat().st_size:
             self.log.unlink()
-        import shutil
-
         shutil.rmtree(self.folder, ignore_errors=True)
 
     @classmethod
@@ -216,7 +215,6 @@ def _text(chunks: list[bytes]) -> str:
 def _preload() -> None:
     """What a command would import: every module of Lore and the libraries its
     commands import (most of them lazily, inside the function that needs them)."""
-    import importlib
     import pkgutil
 
     import lore
@@ -250,7 +248,6 @@ def _preload() -> None:
         "jinja2",
     ):
         _try_import(library)
-    importlib.invalidate_caches()
     try:  # the default model's tokenizer (its ONNX session can't be forked: it has threads)
         from lore.embed.local import DEFAULT_MAX_TOKENS, TOKENIZER
         from lore.embed.onnx_encoder import load_tokenizer

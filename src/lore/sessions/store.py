@@ -197,7 +197,8 @@ class SessionStore:
                 session_id = ev.check_session_id(named)
             except LoreError as err:  # the transcript's own id: say whose, and what to do
                 raise UsageError(f"{source}: {err}; give the session an id with --session ID") from None
-        session_id = ev.check_session_id(session_id)
+        else:
+            session_id = ev.check_session_id(session_id)
         folder = self._folder(session_id)
         if folder.exists() or folder.is_symlink():
             self._check_files(folder)  # before its metadata is read
