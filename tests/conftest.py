@@ -230,6 +230,9 @@ def pg_database(database_backend, request):
 
 # Tests never touch the user's real cache (the re-quantised model lives here, shared by test runs).
 os.environ.setdefault("LORE_CACHE_DIR", str(Path(tempfile.gettempdir()) / f"lore-test-cache-{os.getuid()}"))
+# Commands run in their own process: a warm server (lore.interfaces.warm) per test
+# environment would outlive the test; tests/test_warm.py turns it on where it is tested.
+os.environ["LORE_WARM"] = "0"
 # `lore` on PATH, as after `pip install`: agent configs name the command, not a path.
 os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
 

@@ -26,22 +26,36 @@ _os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # telemetry events under ~/.cache/Microsoft (read when it is first imported).
 _os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
-from typing import TYPE_CHECKING
-
-from lore.errors import (
-    Conflict,
-    LoreError,
-    NotFound,
-    PermissionDenied,
-    ProjectNotFound,
-    ProviderError,
-    StorageError,
-    UsageError,
-    ValidationError,
-)
-
+# Not `from typing import TYPE_CHECKING`: the `lore` command's warm-start client
+# (lore.interfaces.warm) imports this package, and typing alone costs it ~20 ms.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from lore.errors import (
+        Conflict,
+        LoreError,
+        NotFound,
+        PermissionDenied,
+        ProjectNotFound,
+        ProviderError,
+        StorageError,
+        UsageError,
+        ValidationError,
+    )
     from lore.service import Lore  # imported on first use (`lore --help` stays fast)
+
+_ERRORS = frozenset(
+    {
+        "Conflict",
+        "LoreError",
+        "NotFound",
+        "PermissionDenied",
+        "ProjectNotFound",
+        "ProviderError",
+        "StorageError",
+        "UsageError",
+        "ValidationError",
+    }
+)
 
 __version__ = "0.1.0"
 __all__ = [
@@ -80,9 +94,14 @@ def init(path: str | _os.PathLike[str] = ".", *, agent: str | None = None) -> Lo
     return Lore.init(path, agent=agent)
 
 
-def __getattr__(name: str) -> type[Lore]:
+def __getattr__(name: str) -> type:
+    """`Lore` and the error classes, imported on first use."""
     if name == "Lore":
         from lore.service import Lore
 
         return Lore
+    if name in _ERRORS:
+        import lore.errors
+
+        return getattr(lore.errors, name)  # type: ignore[no-any-return]
     raise AttributeError(name)

@@ -1,5 +1,5 @@
 """`python -m lore` (used by git hooks, which may not have `lore` on PATH)."""
 
-from lore.interfaces.cli import run
+from lore.interfaces.warm import run
 
 run()

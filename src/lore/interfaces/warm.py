@@ -1,0 +1,481 @@
+"""Warm start: `lore` commands forked from a server that has Lore imported.
+
+Agents run ``lore`` from hooks, once per prompt or task, and a fresh
+interpreter spends most of a short command importing (numpy, onnxruntime,
+click and Lore: ~0.45 s of a 0.6 s ``lore recall`` on a 2-core machine).
+So the ``lore`` command is this small client first:
+
+- If a warm server for this interpreter and environment is listening, the
+  client hands it its argv, working directory, environment, umask and its
+  own stdin, stdout and stderr (file descriptors, over a Unix socket). The
+  server forks; the child becomes the command exactly as a fresh process
+  would run it (same pipes or terminal, so output, ``isatty`` and exit
+  status are a real run's), and the client passes signals on (Ctrl-C) and
+  exits with the child's status.
+- Otherwise the command runs in this process, as before, and afterwards a
+  server is started in the background (its own session, output to
+  ``<key>.log``) for the next command. The first command pays nothing for
+  it but a spawn.
+
+The server imports Lore's modules and the libraries its commands use, then
+listens; it stops after ``LORE_WARM_IDLE`` seconds without a command
+(default 600), and at once when any of its Lore source files changed (an
+upgrade, an edited checkout): the client then runs the command itself.
+
+A server is shared by every project of one user whose commands start the
+same way: the key hashes the interpreter, Lore's location and the variables
+read when an interpreter or module starts (``PYTHON*``, locale, ``LORE_*``,
+thread settings); another value gets another server. Sockets live in a
+folder only the user can enter (``$LORE_WARM_DIR``, else
+``$XDG_RUNTIME_DIR/lore``, else ``/tmp/lore-<uid>``); one that is not
+private is not used, and the server answers only its own user.
+
+``LORE_WARM=0`` runs every command in-process and starts no server.
+Long-running and interactive commands (``mcp``, ``serve``, ``edit``) always
+run in-process.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False  # not typing's: the client imports nothing it can do without
+if TYPE_CHECKING:
+    import socket
+    from typing import Any, BinaryIO
+
+IDLE_SECONDS = 600
+# Commands that stay in their own process: servers run for hours and
+# editors want the terminal as their controlling one.
+IN_PROCESS = frozenset({"mcp", "serve", "edit"})
+_VALUE_OPTIONS = frozenset({"--project", "--agent"})  # global options that take a value
+# Variables read when an interpreter or a module starts (not when a command runs).
+_KEY_PREFIXES = ("PYTHON", "LC_", "LANG", "LORE_", "OPENBLAS_", "OMP_", "ORT_", "MKL_", "TOKENIZERS_")
+_KEY_IGNORED = ("LORE_WARM", "LORE_WARM_IDLE")
+_OFF = ("0", "off", "false", "no")
+_LINE = 1 << 16
+# How long a client waits for the server to take its command (it forks at once
+# unless it is reading another client's request, which times out after 5 s).
+_FIRST_REPLY = 30.0
+_held: list[int] = []  # the server's descriptors a command's child closes
+
+
+def run() -> None:
+    """The ``lore`` entry point: the warm server's child if one answers, else in-process."""
+    argv = sys.argv[1:]
+    warm = enabled() and command_of(argv) not in IN_PROCESS
+    if warm:
+        status = through_server(argv)
+        if status is not None:
+            sys.exit(status)
+    from lore.interfaces.cli import main
+
+    code = main(argv)
+    if warm:
+        start_server()
+    sys.exit(code)
+
+
+def enabled() -> bool:
+    """Warm start is on unless ``LORE_WARM=0`` (and where processes fork and pass descriptors)."""
+    if not hasattr(os, "fork") or sys.platform == "win32":
+        return False
+    return os.environ.get("LORE_WARM", "1").strip().lower() not in _OFF
+
+
+def command_of(argv: list[str]) -> str | None:
+    """The subcommand's name in `argv` (after global options), or None."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in _VALUE_OPTIONS:
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def key(environ: dict[str, str] | None = None) -> str:
+    """Which server may run this process's commands: same interpreter, same
+    Lore, same start-up variables."""
+    import hashlib
+
+    environ = dict(os.environ) if environ is None else environ
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    startup = sorted(
+        (k, v) for k, v in environ.items() if k.startswith(_KEY_PREFIXES) and k not in _KEY_IGNORED
+    )
+    text = repr((sys.executable, here, sys.version, startup))
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:20]
+
+
+def folder() -> str | None:
+    """The private folder for the sockets (made if missing), or None if it is not private."""
+    base = os.environ.get("LORE_WARM_DIR")
+    if not base:
+        runtime = os.environ.get("XDG_RUNTIME_DIR")
+        base = os.path.join(runtime, "lore") if runtime else f"/tmp/lore-{os.getuid()}"
+    try:
+        os.makedirs(base, mode=0o700, exist_ok=True)
+        st = os.lstat(base)
+    except OSError:
+        return None
+    import stat
+
+    private = stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+    return base if private else None
+
+
+def through_server(argv: list[str]) -> int | None:
+    """Run `argv` as a child of the warm server; its exit status, or None when
+    no server took it (none listening, a stale one, a closed standard stream)."""
+    place = folder()
+    if place is None:
+        return None
+    import json
+    import socket
+
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(os.path.join(place, key() + ".sock"))
+        mask = os.umask(0)
+        os.umask(mask)
+        request = {"args": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": mask}
+        payload = json.dumps(request).encode() + b"\n"
+        conn.settimeout(_FIRST_REPLY)
+        sent = socket.send_fds(conn, [payload], [0, 1, 2])
+        conn.sendall(payload[sent:])
+        replies = conn.makefile("rb")
+        first = json.loads(replies.readline() or b"{}")
+        conn.settimeout(None)  # the command takes as long as it takes
+    except (OSError, ValueError):
+        conn.close()
+        return None
+    pid = first.get("pid")
+    if not isinstance(pid, int):  # a stale server (its code changed): it is stopping
+        conn.close()
+        return None
+    return _wait(replies, pid)
+
+
+def _wait(replies: BinaryIO, pid: int) -> int:
+    """The child's exit status, passing our signals on to it meanwhile."""
+    import json
+    import signal
+
+    def forward(signum: int, _frame: object) -> None:
+        try:
+            os.kill(pid, signum)
+        except OSError:
+            pass
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(signum, forward)
+    try:
+        line = replies.readline()
+    except OSError:
+        line = b""
+    try:
+        status = json.loads(line).get("status") if line else None
+    except ValueError:
+        status = None
+    if isinstance(status, int):
+        if status < 0:  # killed by a signal: end the same way, as a shell expects
+            try:
+                signal.signal(-status, signal.SIG_DFL)
+            except (OSError, ValueError):  # SIGKILL and SIGSTOP have no handler to reset
+                pass
+            os.kill(os.getpid(), -status)
+        return status
+    # The server stopped before the command did: wait for the command, then fail.
+    import time
+
+    while True:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            break
+        time.sleep(0.05)
+    print("lore: error: the warm server stopped during the command; run it again", file=sys.stderr)
+    return 1
+
+
+def start_server() -> None:
+    """Start a warm server in the background (if one is starting, it gives way)."""
+    place = folder()
+    if place is None:
+        return
+    import subprocess
+
+    try:
+        with open(os.path.join(place, key() + ".log"), "ab") as log:
+            subprocess.Popen(
+                [sys.executable, "-P", "-m", "lore.interfaces.warm", "serve"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                start_new_session=True,
+                close_fds=True,
+                cwd="/",  # each command runs in its client's folder; the server holds none
+            )
+    except OSError:
+        pass
+
+
+# -- the server -----------------------------------------------------------------------
+
+
+def serve() -> None:
+    """Run the warm server for this environment until it is idle (or its code changed)."""
+    import fcntl
+    import socket
+
+    place = folder()
+    if place is None:
+        return
+    base = os.path.join(place, key())
+    lock = open(base + ".lock", "a")  # noqa: SIM115  (held for the server's life)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return  # another server has it
+    _held.append(lock.fileno())
+    with open(base + ".log", "ab") as log:  # this server's: the last one's lines are old news
+        log.truncate(0)
+    _preload()
+    sources = _sources()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        os.unlink(base + ".sock")
+    except FileNotFoundError:
+        pass
+    listener.bind(base + ".sock")
+    os.chmod(base + ".sock", 0o600)
+    listener.listen(64)
+    _held.append(listener.fileno())
+    print(f"server {os.getpid()}", file=sys.stderr, flush=True)
+    try:
+        _loop(listener, sources)
+    finally:
+        try:
+            os.unlink(base + ".sock")
+        except FileNotFoundError:
+            pass
+        listener.close()
+
+
+def _loop(listener: socket.socket, sources: dict[str, int]) -> None:
+    """Accept commands and fork them; report each child's status to its client."""
+    import selectors
+    import signal
+    import time
+
+    idle = float(os.environ.get("LORE_WARM_IDLE") or IDLE_SECONDS)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    pending: dict[int, socket.socket] = {}
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ)
+    selector.register(wake_r, selectors.EVENT_READ)
+    _held.extend((wake_r, wake_w, selector.fileno()))
+    last = time.monotonic()
+    stopping = False
+    while pending or not stopping:
+        wait = None if pending else idle - (time.monotonic() - last)
+        if wait is not None and wait <= 0:
+            break
+        for ready, _ in selector.select(wait):
+            if ready.fileobj is listener and not stopping:
+                conn, _ = listener.accept()
+                last = time.monotonic()
+                if _sources() != sources:
+                    stopping = True  # the code changed: the client runs the command itself
+                    conn.close()
+                    continue
+                pid = _start(conn)
+                if pid is None:
+                    conn.close()
+                else:
+                    pending[pid] = conn
+            elif ready.fileobj == wake_r:
+                try:
+                    os.read(wake_r, 512)
+                except BlockingIOError:
+                    pass
+        _reap(pending)
+
+
+def _reap(pending: dict[int, socket.socket]) -> None:
+    import json
+
+    while pending:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        conn = pending.pop(pid, None)
+        if conn is not None:
+            try:
+                conn.sendall(json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
+            except OSError:
+                pass
+            conn.close()
+
+
+def _start(conn: socket.socket) -> int | None:
+    """Read one request from `conn` and fork its command; the child's pid."""
+    import json
+    import socket
+    import struct
+
+    conn.settimeout(5)
+    try:
+        peer = getattr(socket, "SO_PEERCRED", None)  # elsewhere the folder's mode keeps others out
+        if (
+            peer is not None
+            and struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, peer, 12))[1] != os.getuid()
+        ):
+            return None
+        data, fds, _flags, _addr = socket.recv_fds(conn, _LINE, 3)
+        while not data.endswith(b"\n") and len(data) < 64 * _LINE:
+            more = conn.recv(_LINE)
+            if not more:
+                break
+            data += more
+        request = json.loads(data)
+    except (OSError, ValueError):
+        return None
+    if len(fds) != 3:
+        for fd in fds:
+            os.close(fd)
+        return None
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        _child(request, fds, conn)  # never returns
+    for fd in fds:
+        os.close(fd)
+    # What ran, for `lore`'s maintainers and tests: the command's name, never its arguments (secrets).
+    print(f"{pid} {command_of(request.get('args') or []) or '-'}", file=sys.stderr, flush=True)
+    try:
+        conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+    except OSError:
+        pass
+    return pid
+
+
+def _child(request: dict[str, Any], fds: list[int], conn: socket.socket) -> None:
+    """Become ``lore ARGS`` in the client's folder, environment and streams."""
+    import signal
+    import time
+
+    code: object = 1
+    try:
+        conn.close()
+        for fd in _held:
+            os.close(fd)
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.umask(int(request["umask"]))
+        time.tzset()  # the client's TZ: the C library read the server's at start
+        sys.argv = ["lore", *request["args"]]
+        from lore.interfaces.cli import main
+
+        code = main(list(request["args"]))
+    except SystemExit as done:
+        code = done.code
+    except BaseException:  # what an interpreter does with an exception nothing caught
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    _exit(code)
+
+
+def _exit(code: object) -> None:
+    """An interpreter's exit, less tearing down the modules the server imported:
+    the command's threads joined, its atexit handlers run, its streams flushed."""
+    import atexit
+    import threading
+
+    try:
+        threading._shutdown()  # type: ignore[attr-defined]
+        atexit._run_exitfuncs()
+    except BaseException:
+        pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    os._exit(code)
+
+
+def _preload() -> None:
+    """What commands import (most of it lazily, inside the function that needs it)."""
+    import importlib
+    import pkgutil
+
+    import lore
+
+    skip = ("lore.__main__", "lore.interfaces.mcp", "lore.interfaces.web", "lore.interfaces.http")
+    names = [m.name for m in pkgutil.walk_packages(lore.__path__, "lore.") if not m.name.startswith(skip)]
+    libraries = (
+        "numpy",
+        "onnxruntime",
+        "tokenizers",
+        "sqlite3",
+        "yaml",
+        "psycopg",
+        "rich.console",
+        "rich.table",
+    )
+    for name in [*names, *libraries]:
+        try:
+            importlib.import_module(name)
+        except Exception:  # an optional dependency: the command that needs it says so
+            pass
+    try:  # the default model's tokenizer (its ONNX session has threads: a fork can't keep it)
+        from lore.embed.local import DEFAULT_MAX_TOKENS, TOKENIZER
+        from lore.embed.onnx_encoder import load_tokenizer
+
+        load_tokenizer(TOKENIZER, DEFAULT_MAX_TOKENS)
+    except Exception:
+        pass
+
+
+def _sources() -> dict[str, int]:
+    """{file: mtime} of the Lore modules loaded: a change means an upgrade or an edit."""
+    stamps = {}
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if path and (name == "lore" or name.startswith("lore.")):
+            try:
+                stamps[path] = os.stat(path).st_mtime_ns
+            except OSError:
+                stamps[path] = 0
+    return stamps
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["serve"]:
+    serve()

@@ -1,0 +1,218 @@
+"""The `lore` command's warm start (lore.interfaces.warm): commands forked from
+a server that has Lore imported print, read and exit as in their own process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+import lore
+from lore.interfaces import warm
+
+pytestmark = pytest.mark.storage_independent
+WAIT = 120  # seconds a server may take to start or stop on a loaded machine (never a figure)
+
+
+@pytest.fixture
+def place():
+    """A private socket folder of a short path (a socket's path is at most 107 bytes)."""
+    folder = Path(tempfile.mkdtemp(prefix="lw-"))
+    folder.chmod(0o700)
+    yield folder
+    for log in folder.glob("*.log"):
+        for line in log.read_text().splitlines():
+            if line.startswith("server "):
+                try:
+                    os.kill(int(line.split()[1]), signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def repo(tmp_path):
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    with lore.init(root) as project:
+        project.add(
+            title="Store times in UTC",
+            body="Every timestamp is stored in UTC and converted only in the UI.",
+            type="convention",
+        )
+    return root
+
+
+def lore_env(place: Path, **extra: str) -> dict[str, str]:
+    env = {**os.environ, "LORE_WARM": "1", "LORE_WARM_DIR": str(place), "NO_COLOR": "1", **extra}
+    return env
+
+
+def run(args, cwd, env, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-P", "-m", "lore", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        **kwargs,
+    )
+
+
+def served(place: Path) -> list[str]:
+    """The commands the folder's servers ran, in order."""
+    lines = [line for log in sorted(place.glob("*.log")) for line in log.read_text().splitlines()]
+    return [line.split()[1] for line in lines if not line.startswith("server ")]
+
+
+def until(condition, what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {WAIT} s for {what}"
+        time.sleep(0.1)
+
+
+def warm_up(repo: Path, place: Path, env: dict[str, str]) -> None:
+    """Run a first command (in its own process: no server yet) and wait for the server it starts."""
+    assert run(["stats", "--json"], repo, env).returncode == 0
+    until(lambda: any(place.glob("*.sock")), "the warm server to listen")
+
+
+def test_commands_through_the_warm_server_print_read_and_exit_as_in_their_own_process(repo, place):
+    env = lore_env(place)
+    cold = {**env, "LORE_WARM": "0"}
+    warm_up(repo, place, env)
+    assert served(place) == []
+
+    for args in (
+        ["search", "UTC timestamps", "--json"],
+        ["list"],
+        ["show", "no-such-memory"],
+        ["recall", "x", "--frobnicate"],
+    ):
+        alone, forked = run(args, repo, cold), run(args, repo, env)
+        assert (forked.returncode, forked.stdout, forked.stderr) == (
+            alone.returncode,
+            alone.stdout,
+            alone.stderr,
+        )
+    assert served(place) == ["search", "list", "show", "recall"]
+    assert run(["show", "no-such-memory"], repo, env).returncode != 0
+
+    # stdin is the client's; the folder is the client's (a subfolder finds the project)
+    added = run(
+        ["add", "--type", "lesson", "--title", "Read stdin"],
+        repo / "src",
+        env,
+        input="The warm server's child reads the client's own stdin.\n",
+    )
+    assert added.returncode == 0, added.stderr
+    listed = run(["list", "--json"], repo, cold)
+    assert "Read stdin" in listed.stdout
+    assert served(place)[-1] == "add"
+
+
+def test_interactive_and_long_running_commands_stay_in_their_own_process(repo, place):
+    env = lore_env(place)
+    warm_up(repo, place, env)
+    editor = repo / "editor.py"
+    editor.write_text("import sys\nprint('edited', file=sys.stderr)\n")
+    memory = next((repo / ".lore" / "memory").glob("*.md"))
+    run(["edit", memory.stem], repo, {**env, "EDITOR": f"{sys.executable} {editor}"})
+    run(["--project", str(repo), "list"], repo, env)
+    assert served(place) == ["list"]
+    assert [
+        warm.command_of(a) for a in (["--agent", "me", "edit", "x"], ["--version"], ["--project", "p", "mcp"])
+    ] == [
+        "edit",
+        None,
+        "mcp",
+    ]
+    assert {"edit", "mcp", "serve"} <= warm.IN_PROCESS
+
+
+def interrupted(repo: Path, env: dict[str, str], started) -> tuple[int, str]:
+    """(exit status, stderr) of a command waiting on stdin when Ctrl-C reaches it."""
+    client = subprocess.Popen(
+        [sys.executable, "-P", "-m", "lore", "add", "--type", "lesson", "--title", "Waits"],
+        cwd=repo,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    started(client)
+    client.send_signal(signal.SIGINT)
+    _out, err = client.communicate(timeout=WAIT)
+    return client.returncode, err
+
+
+def test_ctrl_c_reaches_the_command(repo, place):
+    env = lore_env(place)
+    alone = interrupted(repo, {**env, "LORE_WARM": "0"}, lambda _client: time.sleep(3))
+    warm_up(repo, place, env)
+    # the command waits for its body on stdin (3 s: well past its start, in either process)
+    forked = interrupted(
+        repo, env, lambda client: (until(lambda: served(place) == ["add"], "the command"), time.sleep(3))
+    )
+    assert forked == alone, forked[1]
+    assert alone[0] != 0 and "abort" in alone[1]
+    assert "Waits" not in run(["list"], repo, {**env, "LORE_WARM": "0"}).stdout
+
+
+def test_an_idle_server_stops_and_removes_its_socket(repo, place):
+    env = lore_env(place, LORE_WARM_IDLE="1")
+    warm_up(repo, place, env)
+    until(lambda: not any(place.glob("*.sock")), "the idle server to stop")
+    # the next command runs in its own process (and starts a server again)
+    assert "Store times in UTC" in run(["list"], repo, env).stdout
+
+
+def test_a_server_whose_code_changed_stops_and_the_command_runs_in_its_own_process(repo, place, tmp_path):
+    copy = tmp_path / "site"
+    shutil.copytree(Path(lore.__file__).parent, copy / "lore", ignore=shutil.ignore_patterns("__pycache__"))
+    env = lore_env(place, PYTHONPATH=str(copy))
+    warm_up(repo, place, env)
+    assert run(["list"], repo, env).returncode == 0
+    assert served(place) == ["list"]
+    (old,) = [
+        int(line.split()[1])
+        for line in next(place.glob("*.log")).read_text().splitlines()
+        if line.startswith("server ")
+    ]
+    later = time.time() + 10
+    os.utime(copy / "lore" / "settings.py", (later, later))  # an upgrade or an edited checkout
+    proc = run(["list"], repo, env)
+    assert proc.returncode == 0 and "Store times in UTC" in proc.stdout
+    until(lambda: not alive(old), "the stale server to stop")
+    # Not run by the stale server: its log shows the first `list` only, or a new
+    # server (started by the command that ran in its own process) emptied it.
+    assert served(place) in ([], ["list"])
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie until its parent (the session that started it is gone: init) reaps it
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z")
+
+
+def test_a_folder_others_may_enter_is_not_used(repo, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o755)
+    proc = run(["list"], repo, lore_env(shared))
+    assert proc.returncode == 0 and "Store times in UTC" in proc.stdout
+    assert list(shared.iterdir()) == []  # no socket, lock or log: no server was started
