@@ -27,13 +27,11 @@ def place():
     folder = Path(tempfile.mkdtemp(prefix="lw-"))
     folder.chmod(0o700)
     yield folder
-    for log in folder.glob("*.log"):
-        for line in log.read_text().splitlines():
-            if line.startswith("server "):
-                try:
-                    os.kill(int(line.split()[1]), signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
+    for pid in servers(folder):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
     shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -184,11 +182,7 @@ def test_a_server_whose_code_changed_stops_and_the_command_runs_in_its_own_proce
     warm_up(repo, place, env)
     assert run(["list"], repo, env).returncode == 0
     assert served(place) == ["list"]
-    (old,) = [
-        int(line.split()[1])
-        for line in next(place.glob("*.log")).read_text().splitlines()
-        if line.startswith("server ")
-    ]
+    (old,) = servers(place)
     later = time.time() + 10
     os.utime(copy / "lore" / "settings.py", (later, later))  # an upgrade or an edited checkout
     proc = run(["list"], repo, env)
@@ -197,6 +191,14 @@ def test_a_server_whose_code_changed_stops_and_the_command_runs_in_its_own_proce
     # Not run by the stale server: its log shows the first `list` only, or a new
     # server (started by the command that ran in its own process) emptied it.
     assert served(place) in ([], ["list"])
+    # that command started a server of the new code (stopped with the test)
+    until(lambda: servers(place) not in ([], [old]), "the new server")
+
+
+def servers(place: Path) -> list[int]:
+    """The pids of the servers whose logs are in `place`."""
+    lines = [line for log in place.glob("*.log") for line in log.read_text().splitlines()]
+    return [int(line.split()[1]) for line in lines if line.startswith("server ")]
 
 
 def alive(pid: int) -> bool:
