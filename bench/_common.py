@@ -30,7 +30,9 @@ def percentile(values: list[float], q: float) -> float:
 def timed_cli(
     args: list[str], cwd: Path, repeat: int = 1, env: dict | None = None
 ) -> tuple[list[float], subprocess.CompletedProcess]:
-    """Wall times (ms) of `python -m lore ARGS` in fresh processes."""
+    """Wall times (ms) of `python -m lore ARGS` in fresh processes, each in its own
+    process from start to end (``LORE_WARM=0``: no warm server, see
+    lore.interfaces.warm) unless `env` says otherwise."""
     times, proc = [], None
     for _ in range(repeat):
         start = time.perf_counter()
@@ -40,13 +42,26 @@ def timed_cli(
             cwd=cwd,
             capture_output=True,
             text=True,
-            env={**os.environ, **(env or {})},
+            env={**os.environ, "LORE_WARM": "0", **(env or {})},
             stdin=subprocess.DEVNULL,
         )
         times.append((time.perf_counter() - start) * 1000)
         if proc.returncode not in (0, 1):
             raise SystemExit(f"lore {' '.join(args)} failed:\n{proc.stderr}")
     return times, proc
+
+
+def stop_warm_servers(folder: Path) -> None:
+    """Stop the warm servers (lore.interfaces.warm) whose logs are in `folder`."""
+    import signal
+
+    for log in folder.glob("*.log"):
+        for line in log.read_text().splitlines():
+            if line.startswith("server "):
+                try:
+                    os.kill(int(line.split()[1]), signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
 
 
 def children_peak_rss_mb() -> float:

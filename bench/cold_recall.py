@@ -22,13 +22,14 @@ import argparse
 import compileall
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _common import stop_warm_servers
 
 HERE = Path(__file__).resolve().parents[1] / "src"
 
@@ -67,7 +68,7 @@ def main() -> None:
                         run(src, env, copies[name], f"make url rule handling robust {i} {name}")
                     )
         finally:
-            stop_servers(warm)
+            stop_warm_servers(warm)
     labels = {
         "this": "this code, in its own process (LORE_WARM=0)",
         "warm": "this code, through the warm server",
@@ -91,17 +92,6 @@ def run(src: Path, extra: dict[str, str], project: Path, task: str) -> float:
         check=False,
     )
     return (time.perf_counter() - started) * 1000
-
-
-def stop_servers(folder: Path) -> None:
-    """Stop the warm servers whose logs are in `folder`."""
-    for log in folder.glob("*.log"):
-        for line in log.read_text().splitlines():
-            if line.startswith("server "):
-                try:
-                    os.kill(int(line.split()[1]), signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
 
 
 if __name__ == "__main__":

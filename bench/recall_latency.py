@@ -16,9 +16,21 @@ from __future__ import annotations
 
 import argparse
 import random
+import tempfile
 import time
+from pathlib import Path
 
-from _common import BENCH_DATA, WORK, jsonl, latency_row, percentile, row, summary, timed_cli
+from _common import (
+    BENCH_DATA,
+    WORK,
+    jsonl,
+    latency_row,
+    percentile,
+    row,
+    stop_warm_servers,
+    summary,
+    timed_cli,
+)
 
 
 def main() -> None:
@@ -39,7 +51,19 @@ def main() -> None:
     random.seed(2)
     tasks = [q["subject"] for q in jsonl(BENCH_DATA / "gitlog-flask/queries.jsonl")]
     cold = [timed_cli(["recall", t, "--json"], project.project.root)[0][0] for t in random.sample(tasks, 10)]
-    row("cold `lore recall` (CLI, fresh process)", summary(cold))
+    row("cold `lore recall` (CLI, fresh process, LORE_WARM=0)", summary(cold))
+    with tempfile.TemporaryDirectory(prefix="lore-warm-") as sockets:
+        warm = {"LORE_WARM": "1", "LORE_WARM_DIR": sockets}
+        timed_cli(["stats"], project.project.root, env=warm)  # leaves the server
+        deadline = time.monotonic() + 120
+        while not list(Path(sockets).glob("*.sock")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        times = [
+            timed_cli(["recall", t, "--json"], project.project.root, env=warm)[0][0]
+            for t in random.sample(tasks, 10)
+        ]
+        row("`lore recall` through the warm server", summary(times))
+        stop_warm_servers(Path(sockets))
     project.recall("warm up the model and matrices", fresh=False)
     project.code_search("warm up", fresh=False)
     sample = random.sample(tasks * 2, 100)

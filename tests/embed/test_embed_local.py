@@ -255,3 +255,35 @@ def test_a_broken_tokenizer_file_is_one_provider_error_naming_it(tmp_path):
     encoder = local.load_onnx_dir({"path": str(folder)})
     with pytest.raises(ProviderError, match=r"cannot load tokenizer .*tokenizer\.json.*Hugging Face"):
         encoder.embed_query("walrus")
+
+
+def test_a_session_for_queries_opened_before_a_fork_serves_the_forked_process(embedder, monkeypatch):
+    """The warm server (lore.interfaces.warm) opens the model for queries once,
+    on one thread; each command it forks embeds its query with that session,
+    without opening the model, and gets the same vector bit for bit."""
+    import signal
+
+    from lore.embed import onnx_encoder
+
+    monkeypatch.setattr(onnx_encoder, "_FOR_QUERIES", {})
+    query = "how to reset a password"
+    expected = embedder.embed_documents([query])[0]
+    load_embedder({}).open_for_queries()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the forked command
+        try:
+            signal.alarm(60)  # a session whose threads stayed behind would hang here
+            encoder = load_embedder({})
+            vector = encoder.embed_query(query)
+            os.write(write, b"%d %d" % (encoder._session is None, vector.tobytes() == expected.tobytes()))
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as answer:
+        got = answer.read()
+    os.waitpid(pid, 0)
+    assert got == b"1 1"  # not loaded again; the same vector
+    fresh = load_embedder({"max_tokens": 64})
+    fresh.embed_query(query)
+    assert fresh._session is not None  # other settings: the model is opened as before

@@ -32,6 +32,8 @@ _LOADED: dict[tuple[object, ...], tuple[Any, Any]] = {}
 _LOADING = threading.Lock()
 _TOKENIZERS: dict[tuple[object, ...], Any] = {}  # the same for tokenizers, whatever the model
 _TOKENIZING = threading.Lock()  # not _LOADING: a model is loaded holding that one
+# Sessions on one thread for queries, opened before a fork (see open_for_queries).
+_FOR_QUERIES: dict[tuple[object, ...], Any] = {}
 
 
 def load_tokenizer(path: Path, max_tokens: int) -> Any:
@@ -115,8 +117,27 @@ class OnnxEncoder:
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query: float32 [dim], unit length. The model reads its
         first 128 tokens: a pasted 100 KB log is not tokenized whole (~0.5 s)."""
-        row: np.ndarray = self.embed_documents([text[:_QUERY_CHARS]])[0]
+        text = text[:_QUERY_CHARS]
+        session = _FOR_QUERIES.get(self._files_key()) if self._session is None else None
+        if session is not None:  # opened before this process forked: the model is not loaded again
+            self._set_loaded(session, load_tokenizer(self.tokenizer_path, self.max_tokens), keep=False)
+            row: np.ndarray = self._run([self._tokenizer.encode(text).ids], session)[0]
+        else:
+            row = self.embed_documents([text])[0]
         return row
+
+    def open_for_queries(self) -> None:
+        """Open this model on one thread for the queries of this process and of
+        the processes it forks. A session without a thread pool survives a
+        fork (one with a pool does not: its threads stay behind), and a query
+        runs on one thread about as fast (~1 ms more); the warm server
+        (lore.interfaces.warm) opens it once for every command it forks, so
+        each saves opening the model (~70 ms). Texts to index still load the
+        session of `threads` threads."""
+        key = self._files_key()
+        with _LOADING:
+            if key not in _FOR_QUERIES:
+                _FOR_QUERIES[key] = self._open(threads=1)[0]
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         """Embed texts: float32 [len(texts), dim], unit-length rows, input order."""
@@ -141,8 +162,8 @@ class OnnxEncoder:
                 rows[i] = row
         return np.stack(rows)
 
-    def _run(self, ids: list[list[int]]) -> np.ndarray:
-        """Run one padded batch; return its pooled, normalised vectors."""
+    def _run(self, ids: list[list[int]], session: Any = None) -> np.ndarray:
+        """Run one padded batch (on `session`, else the loaded one); return its pooled, normalised vectors."""
         import numpy as np
 
         width = max(len(row) for row in ids)
@@ -152,7 +173,9 @@ class OnnxEncoder:
             input_ids[r, : len(row)] = row
             mask[r, : len(row)] = 1
         feeds = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
-        out = self._session.run([self._output], {k: v for k, v in feeds.items() if k in self._inputs})[0]
+        out = (session or self._session).run(
+            [self._output], {k: v for k, v in feeds.items() if k in self._inputs}
+        )[0]
         if out.ndim == 3:  # token states [B, T, D] → one vector per text
             if self.pooling == "cls":
                 out = out[:, 0]
@@ -173,6 +196,10 @@ class OnnxEncoder:
 
     def _load_key(self) -> tuple[object, ...]:
         """What makes two loaded models the same: the files (as they are now) and the settings."""
+        return (*self._files_key(), self.threads)
+
+    def _files_key(self) -> tuple[object, ...]:
+        """:meth:`_load_key` but the threads: the same vectors whatever runs them."""
         stamps = []
         for path in (self.model_path, self.tokenizer_path):
             try:
@@ -180,10 +207,11 @@ class OnnxEncoder:
                 stamps.append((str(path), st.st_mtime_ns, st.st_size))
             except OSError:
                 stamps.append((str(path), 0, 0))
-        return (*stamps, self.max_tokens, self.threads, self.optimized)
+        return (*stamps, self.max_tokens, self.optimized)
 
-    def _open(self) -> tuple[Any, Any]:
-        """Load the tokenizer and the ONNX session (ProviderError naming the file on failure)."""
+    def _open(self, threads: int | None = None) -> tuple[Any, Any]:
+        """Load the tokenizer and the ONNX session on `threads` (else this
+        encoder's) intra-op threads; ProviderError naming the file on failure."""
         try:
             import onnxruntime as ort
             import tokenizers  # noqa: F401  (load_tokenizer's; missing, it is named here)
@@ -200,7 +228,7 @@ class OnnxEncoder:
                 f"it must be a Hugging Face tokenizer.json"
             ) from exc
         options = ort.SessionOptions()
-        options.intra_op_num_threads = self.threads
+        options.intra_op_num_threads = threads or self.threads
         options.inter_op_num_threads = 1
         # Idle intra-op threads sleep instead of spinning: a one-query run is
         # 2x faster when the cores are shared (agents, editors, other
@@ -226,11 +254,14 @@ class OnnxEncoder:
             )
         return session, tokenizer
 
-    def _set_loaded(self, session: Any, tokenizer: Any) -> None:
+    def _set_loaded(self, session: Any, tokenizer: Any, *, keep: bool = True) -> None:
+        """Read `session`'s inputs, output and size; `keep`: it is this encoder's session."""
         self._inputs = {i.name for i in session.get_inputs()}
         outputs = [o.name for o in session.get_outputs()]
         self._output = "last_hidden_state" if "last_hidden_state" in outputs else outputs[0]
-        self._session, self._tokenizer = session, tokenizer
+        self._tokenizer = tokenizer
+        if keep:
+            self._session = session
         if self._dim is None:
             shape = next(o.shape for o in session.get_outputs() if o.name == self._output)
             self._dim = shape[-1] if isinstance(shape[-1], int) else None

@@ -494,6 +494,14 @@ def _anonymous(regex: str) -> str:
     return re.sub(r"\(\?P<\w+>", "(?:", regex)
 
 
+def prepare() -> None:
+    """Translate and compile the default include and exclude globs in this
+    process, as a project's first freshness check would: the warm server
+    (lore.interfaces.warm) does it once for all the commands it forks."""
+    _Patterns(DEFAULT_INCLUDE, strict=True)
+    _Patterns(DEFAULT_EXCLUDE, strict=True)
+
+
 class _Filters:
     """Exclude globs, virtualenvs and .loreignore first, then include globs."""
 

@@ -455,11 +455,22 @@ def _preload() -> None:
             importlib.import_module(name)
         except Exception:  # an optional dependency: the command that needs it says so
             pass
-    try:  # the default model's tokenizer (its ONNX session has threads: a fork can't keep it)
-        from lore.embed.local import DEFAULT_MAX_TOKENS, TOKENIZER
+    # What a command would otherwise build on first use, once per process: the
+    # default model's tokenizer and its session for queries (on one thread: a
+    # session's thread pool does not survive a fork), the secret scanner's ~300 rules (read by any command
+    # that redacts, or indexes a file name with a long run of digits) and the
+    # default globs of code discovery (every freshness check reads them).
+    try:
+        from lore.embed.local import DEFAULT_MAX_TOKENS, TOKENIZER, load_local
         from lore.embed.onnx_encoder import load_tokenizer
+        from lore.index import discover
+        from lore.secrets import redact_name, rules
 
         load_tokenizer(TOKENIZER, DEFAULT_MAX_TOKENS)
+        load_local({}).open_for_queries()
+        rules.load()
+        redact_name("")
+        discover.prepare()
     except Exception:
         pass
 
