@@ -127,6 +127,16 @@ def test_interactive_and_long_running_commands_stay_in_their_own_process(repo, p
     run(["edit", memory.stem], repo, {**env, "EDITOR": f"{sys.executable} {editor}"})
     run(["--project", str(repo), "list"], repo, env)
     assert served(place) == ["list"]
+    # an interpreter option the server was not started with: not a command for it
+    dev = subprocess.run(
+        [sys.executable, "-X", "dev", "-P", "-m", "lore", "list"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert dev.returncode == 0 and "Store times in UTC" in dev.stdout
+    assert served(place) == ["list"]
     assert [
         warm.command_of(a) for a in (["--agent", "me", "edit", "x"], ["--version"], ["--project", "p", "mcp"])
     ] == [

@@ -23,14 +23,16 @@ listens; it stops after ``LORE_WARM_IDLE`` seconds without a command
 upgrade, an edited checkout): the client then runs the command itself.
 
 A server is shared by every project of one user whose commands start the
-same way: the key hashes the interpreter, Lore's location and the variables
-read when an interpreter or module starts (``PYTHON*``, locale, ``LORE_*``,
-thread settings); another value gets another server. Sockets live in a
+same way: the key hashes the interpreter and its options, Lore's location and
+the variables read when an interpreter or module starts (``PYTHON*``, locale,
+``LORE_*``, thread settings); another value gets another server. Sockets live in a
 folder only the user can enter (``$LORE_WARM_DIR``, else
 ``$XDG_RUNTIME_DIR/lore``, else ``/tmp/lore-<uid>``); one that is not
 private is not used, and the server answers only its own user.
 
-``LORE_WARM=0`` runs every command in-process and starts no server.
+``LORE_WARM=0`` runs every command in-process and starts no server; so does
+any system but Linux (numpy's and onnxruntime's libraries are not known to be
+safe to fork elsewhere).
 Long-running and interactive commands (``mcp``, ``serve``, ``edit``) always
 run in-process.
 """
@@ -78,10 +80,9 @@ def run() -> None:
 
 
 def enabled() -> bool:
-    """Warm start is on unless ``LORE_WARM=0`` (and where processes fork and pass descriptors)."""
-    if not hasattr(os, "fork") or sys.platform == "win32":
-        return False
-    return os.environ.get("LORE_WARM", "1").strip().lower() not in _OFF
+    """Warm start is on unless ``LORE_WARM=0``; on Linux only (elsewhere numpy's
+    and onnxruntime's libraries are not known to be safe to fork)."""
+    return sys.platform.startswith("linux") and os.environ.get("LORE_WARM", "1").strip().lower() not in _OFF
 
 
 def command_of(argv: list[str]) -> str | None:
@@ -107,7 +108,15 @@ def key(environ: dict[str, str] | None = None) -> str:
     startup = sorted(
         (k, v) for k, v in environ.items() if k.startswith(_KEY_PREFIXES) and k not in _KEY_IGNORED
     )
-    text = repr((sys.executable, here, sys.version, startup))
+    flags = sys.flags  # -O, -X dev, -X utf8 and -W from a command line give another key
+    options = (
+        flags.optimize,
+        flags.dev_mode,
+        flags.utf8_mode,
+        sys.warnoptions,
+        sorted(sys._xoptions.items()),
+    )
+    text = repr((sys.executable, here, sys.version, startup, options))
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:20]
 
 
