@@ -185,16 +185,26 @@ def test_an_idle_server_stops_and_removes_its_socket(repo, place):
     assert "Store times in UTC" in run(["list"], repo, env).stdout
 
 
-def test_a_server_whose_code_changed_stops_and_the_command_runs_in_its_own_process(repo, place, tmp_path):
+@pytest.mark.parametrize("change", ["lore", "library"])
+def test_a_server_whose_code_changed_stops_and_the_command_runs_in_its_own_process(
+    repo, place, tmp_path, change
+):
+    import yaml
+
     copy = tmp_path / "site"
     shutil.copytree(Path(lore.__file__).parent, copy / "lore", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(Path(yaml.__file__).parent, copy / "yaml", ignore=shutil.ignore_patterns("__pycache__"))
     env = lore_env(place, PYTHONPATH=str(copy))
     warm_up(repo, place, env)
     assert run(["list"], repo, env).returncode == 0
     assert served(place) == ["list"]
     (old,) = servers(place)
-    later = time.time() + 10
-    os.utime(copy / "lore" / "settings.py", (later, later))  # an upgrade or an edited checkout
+    if change == "lore":  # an edited checkout, or an upgrade of Lore
+        later = time.time() + 10
+        os.utime(copy / "lore" / "settings.py", (later, later))
+    else:  # pip upgrading a library: its folder's files replaced
+        time.sleep(0.05)  # a new folder mtime even on a coarse clock
+        (copy / "yaml" / "added_by_an_upgrade.py").write_text("")
     proc = run(["list"], repo, env)
     assert proc.returncode == 0 and "Store times in UTC" in proc.stdout
     until(lambda: not alive(old), "the stale server to stop")

@@ -19,8 +19,9 @@ So the ``lore`` command is this small client first:
 
 The server imports Lore's modules and the libraries its commands use, then
 listens; it stops after ``LORE_WARM_IDLE`` seconds without a command
-(default 600), and at once when any of its Lore source files changed (an
-upgrade, an edited checkout): the client then runs the command itself.
+(default 600), and at once when one of its Lore source files, or the folder
+of a library it loaded, changed (an upgrade, an edited checkout): the client
+then runs the command itself.
 
 A server is shared by every project of one user whose commands start the
 same way: the key hashes the interpreter and its options, Lore's location and
@@ -60,6 +61,7 @@ _LINE = 1 << 16
 # How long a client waits for the server to take its command (it forks at once
 # unless it is reading another client's request, which times out after 5 s).
 _FIRST_REPLY = 30.0
+_LOG_MAX = 1 << 20
 _held: list[int] = []  # the server's descriptors a command's child closes
 
 
@@ -375,6 +377,11 @@ def _start(conn: socket.socket) -> int | None:
     # What ran, for `lore`'s maintainers and tests: the command's name, never its arguments (secrets).
     print(f"{pid} {command_of(request.get('args') or []) or '-'}", file=sys.stderr, flush=True)
     try:
+        if os.fstat(2).st_size > _LOG_MAX:  # a server busy for weeks never idles out
+            os.ftruncate(2, 0)
+    except OSError:
+        pass
+    try:
         conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
     except OSError:
         pass
@@ -485,15 +492,28 @@ def _preload() -> None:
 
 
 def _sources() -> dict[str, int]:
-    """{file: mtime} of the Lore modules loaded: a change means an upgrade or an edit."""
+    """{path: mtime} of what the server's code is: every Lore module loaded, and
+    the folder of every other top-level package loaded from outside the
+    standard library (pip replaces a package's files when it upgrades it). A
+    change means an upgrade or an edit: the server stops."""
+    import sysconfig
+
+    stdlib = sysconfig.get_paths()["stdlib"]
     stamps = {}
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
-        if path and (name == "lore" or name.startswith("lore.")):
-            try:
-                stamps[path] = os.stat(path).st_mtime_ns
-            except OSError:
-                stamps[path] = 0
+        if not path:
+            continue
+        if name == "lore" or name.startswith("lore."):
+            watched = path
+        elif "." not in name and not path.startswith(stdlib):
+            watched = os.path.dirname(path) if os.path.basename(path).startswith("__init__.") else path
+        else:
+            continue
+        try:
+            stamps[watched] = os.stat(watched).st_mtime_ns
+        except OSError:
+            stamps[watched] = 0
     return stamps
 
 
