@@ -54,15 +54,39 @@ IDLE_SECONDS = 600
 IN_PROCESS = frozenset({"mcp", "serve", "edit"})
 _VALUE_OPTIONS = frozenset({"--project", "--agent"})  # global options that take a value
 # Variables read when an interpreter or a module starts (not when a command runs).
-_KEY_PREFIXES = ("PYTHON", "LC_", "LANG", "LORE_", "OPENBLAS_", "OMP_", "ORT_", "MKL_", "TOKENIZERS_")
+_KEY_PREFIXES = ("PYTHON", "LC_", "LANG", "LORE_", "OPENBLAS_", "OMP_", "ORT_", "MKL_", "TOKENIZERS_", "LD_")
 _KEY_IGNORED = ("LORE_WARM", "LORE_WARM_IDLE")
 _OFF = ("0", "off", "false", "no")
+# sys.flags that a command line sets (all but safe_path: -P changes nothing for Lore).
+_FLAGS = (
+    "debug",
+    "inspect",
+    "interactive",
+    "optimize",
+    "dont_write_bytecode",
+    "no_user_site",
+    "no_site",
+    "ignore_environment",
+    "verbose",
+    "bytes_warning",
+    "quiet",
+    "hash_randomization",
+    "isolated",
+    "dev_mode",
+    "utf8_mode",
+    "warn_default_encoding",
+    "int_max_str_digits",
+)
 _LINE = 1 << 16
 # How long a client waits for the server to take its command (it forks at once
 # unless it is reading another client's request, which times out after 5 s).
 _FIRST_REPLY = 30.0
 _LOG_MAX = 1 << 20
 _held: list[int] = []  # the server's descriptors a command's child closes
+_pending: dict[int, socket.socket] = {}
+_bound: list[
+    int
+] = []  # the inode of the server's socket  # the server's commands running: child pid -> its client
 
 
 def run() -> None:
@@ -110,26 +134,34 @@ def key(environ: dict[str, str] | None = None) -> str:
     startup = sorted(
         (k, v) for k, v in environ.items() if k.startswith(_KEY_PREFIXES) and k not in _KEY_IGNORED
     )
-    flags = sys.flags  # -O, -X dev, -X utf8 and -W from a command line give another key
-    options = (
-        flags.optimize,
-        flags.dev_mode,
-        flags.utf8_mode,
-        sys.warnoptions,
-        sorted(sys._xoptions.items()),
-    )
-    text = repr((sys.executable, here, sys.version, startup, options))
+    text = repr((sys.executable, here, sys.version, startup, _options()))
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:20]
 
 
-def folder() -> str | None:
-    """The private folder for the sockets (made if missing), or None if it is not private."""
+def _options() -> tuple[object, ...]:
+    """The interpreter's options (``-O``, ``-E``, ``-s``, ``-X …``, ``-W …``...)
+    but ``-P``, which the server is started with and changes nothing here."""
+    flags = tuple(getattr(sys.flags, name, None) for name in _FLAGS)
+    return flags, tuple(sys.warnoptions), tuple(sorted(sys._xoptions.items()))
+
+
+def _interpreter_args() -> list[str]:
+    """The command-line options that give a new interpreter this one's :func:`_options`."""
+    import subprocess
+
+    made = getattr(subprocess, "_args_from_interpreter_flags", None)  # what multiprocessing uses
+    return list(made()) if made is not None else []
+
+
+def folder(*, create: bool = True) -> str | None:
+    """The private folder for the sockets (made if missing, with `create`), or None if it is not private."""
     base = os.environ.get("LORE_WARM_DIR")
     if not base:
         runtime = os.environ.get("XDG_RUNTIME_DIR")
         base = os.path.join(runtime, "lore") if runtime else f"/tmp/lore-{os.getuid()}"
     try:
-        os.makedirs(base, mode=0o700, exist_ok=True)
+        if create:
+            os.makedirs(base, mode=0o700, exist_ok=True)
         st = os.lstat(base)
     except OSError:
         return None
@@ -141,7 +173,8 @@ def folder() -> str | None:
 
 def through_server(argv: list[str]) -> int | None:
     """Run `argv` as a child of the warm server; its exit status, or None when
-    no server took it (none listening, a stale one, a closed standard stream)."""
+    no server took it: none listening, a standard stream closed, or the server
+    refused it (its code changed; the client runs in another context)."""
     place = folder()
     if place is None:
         return None
@@ -153,22 +186,49 @@ def through_server(argv: list[str]) -> int | None:
         conn.connect(os.path.join(place, key() + ".sock"))
         mask = os.umask(0)
         os.umask(mask)
-        request = {"args": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": mask}
-        payload = json.dumps(request).encode() + b"\n"
+        request = {"args": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": mask, **_context()}
+        payload = json.dumps(request, ensure_ascii=False).encode("utf-8", "surrogateescape") + b"\n"
         conn.settimeout(_FIRST_REPLY)
         sent = socket.send_fds(conn, [payload], [0, 1, 2])
+    except (OSError, ValueError):
+        conn.close()
+        return None  # nothing was handed over: run it here
+    # From here on the server may have forked the command: it never runs twice.
+    try:
         conn.sendall(payload[sent:])
         replies = conn.makefile("rb")
         first = json.loads(replies.readline() or b"{}")
         conn.settimeout(None)  # the command takes as long as it takes
     except (OSError, ValueError):
+        first = {}
+    if first.get("refused"):
         conn.close()
         return None
     pid = first.get("pid")
-    if not isinstance(pid, int):  # a stale server (its code changed): it is stopping
-        conn.close()
-        return None
+    if not isinstance(pid, int):
+        print(
+            "lore: error: the warm server did not answer; run the command again "
+            "(LORE_WARM=0 runs commands without it)",
+            file=sys.stderr,
+        )
+        return 1
     return _wait(replies, pid)
+
+
+def _context() -> dict[str, object]:
+    """What a command inherits from its process besides argv, folder and
+    environment, which the server compares with its own: a limited client (CPU
+    mask, nice, resource limits) is refused and runs its command itself (a
+    sandboxed one, in other namespaces, a chroot or a cgroup, the server sees
+    by its pid)."""
+    import resource
+
+    limits = {
+        name: list(resource.getrlimit(getattr(resource, name)))
+        for name in dir(resource)
+        if name.startswith("RLIMIT_")
+    }
+    return {"cpus": sorted(os.sched_getaffinity(0)), "nice": os.nice(0), "limits": limits}
 
 
 def _wait(replies: BinaryIO, pid: int) -> int:
@@ -182,8 +242,14 @@ def _wait(replies: BinaryIO, pid: int) -> int:
         except OSError:
             pass
 
+    def suspend(_signum: int, _frame: object) -> None:  # Ctrl-Z: stop the command, then ourselves
+        forward(signal.SIGTSTP, None)
+        os.kill(os.getpid(), signal.SIGSTOP)
+        forward(signal.SIGCONT, None)  # resumed (fg, bg)
+
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(signum, forward)
+    signal.signal(signal.SIGTSTP, suspend)
     try:
         line = replies.readline()
     except OSError:
@@ -223,7 +289,7 @@ def start_server() -> None:
     try:
         with open(os.path.join(place, key() + ".log"), "ab") as log:
             subprocess.Popen(
-                [sys.executable, "-P", "-m", "lore.interfaces.warm", "serve"],
+                [sys.executable, *_interpreter_args(), "-P", "-m", "lore.interfaces.warm", "serve"],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=log,
@@ -243,7 +309,7 @@ def serve() -> None:
     import fcntl
     import socket
 
-    place = folder()
+    place = folder(create=False)  # gone (a test's, a cleaned /tmp): no server
     if place is None:
         return
     base = os.path.join(place, key())
@@ -258,27 +324,46 @@ def serve() -> None:
     _preload()
     sources = _sources()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    address = base + ".sock"
     try:
-        os.unlink(base + ".sock")
+        os.unlink(address)
     except FileNotFoundError:
         pass
-    listener.bind(base + ".sock")
-    os.chmod(base + ".sock", 0o600)
+    listener.bind(address)
+    os.chmod(address, 0o600)
+    _bound.append(os.stat(address).st_ino)
     listener.listen(64)
     _held.append(listener.fileno())
     print(f"server {os.getpid()}", file=sys.stderr, flush=True)
     try:
-        _loop(listener, sources)
+        _loop(listener, address, sources)
     finally:
-        try:
-            os.unlink(base + ".sock")
-        except FileNotFoundError:
-            pass
+        _unlink(address)
         listener.close()
 
 
-def _loop(listener: socket.socket, sources: dict[str, int]) -> None:
-    """Accept commands and fork them; report each child's status to its client."""
+def _release() -> None:
+    """Let another server start for this key (the lock is the first descriptor held)."""
+    import fcntl
+
+    try:
+        fcntl.flock(_held[0], fcntl.LOCK_UN)
+    except (OSError, IndexError):
+        pass
+
+
+def _unlink(path: str) -> None:
+    """Remove this server's socket, not one a newer server bound at the same path."""
+    try:
+        if _bound and os.stat(path).st_ino == _bound[0]:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _loop(listener: socket.socket, address: str, sources: dict[str, int]) -> None:
+    """Accept commands and fork them; report each child's status to its client,
+    and kill a child whose client is gone (killed: the command dies with it)."""
     import selectors
     import signal
     import time
@@ -289,7 +374,7 @@ def _loop(listener: socket.socket, sources: dict[str, int]) -> None:
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    pending: dict[int, socket.socket] = {}
+    pending = _pending
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
     selector.register(wake_r, selectors.EVENT_READ)
@@ -301,27 +386,37 @@ def _loop(listener: socket.socket, sources: dict[str, int]) -> None:
         if wait is not None and wait <= 0:
             break
         for ready, _ in selector.select(wait):
-            if ready.fileobj is listener and not stopping:
+            if ready.fileobj is listener:
                 conn, _ = listener.accept()
                 last = time.monotonic()
-                if _sources() != sources:
-                    stopping = True  # the code changed: the client runs the command itself
-                    conn.close()
+                if _sources() != sources:  # the code changed: stop taking commands
+                    stopping = True
+                    _refuse(conn, "stale")
+                    selector.unregister(listener)
+                    _unlink(address)  # the next client starts a server of the new code...
+                    listener.close()
+                    _release()  # ... which may take the lock while this one's commands end
                     continue
                 pid = _start(conn)
                 if pid is None:
                     conn.close()
                 else:
                     pending[pid] = conn
+                    selector.register(conn, selectors.EVENT_READ, pid)
             elif ready.fileobj == wake_r:
                 try:
                     os.read(wake_r, 512)
                 except BlockingIOError:
                     pass
-        _reap(pending)
+            elif ready.data in pending:  # a client sends nothing more: readable means gone
+                try:
+                    os.kill(ready.data, signal.SIGKILL)
+                except OSError:
+                    pass
+        _reap(pending, selector)
 
 
-def _reap(pending: dict[int, socket.socket]) -> None:
+def _reap(pending: dict[int, socket.socket], selector: Any) -> None:
     import json
 
     while pending:
@@ -333,6 +428,7 @@ def _reap(pending: dict[int, socket.socket]) -> None:
             return
         conn = pending.pop(pid, None)
         if conn is not None:
+            selector.unregister(conn)
             try:
                 conn.sendall(json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
             except OSError:
@@ -340,40 +436,54 @@ def _reap(pending: dict[int, socket.socket]) -> None:
             conn.close()
 
 
+def _refuse(conn: socket.socket, why: str) -> None:
+    """Tell a client to run its command itself."""
+    import json
+
+    try:
+        conn.sendall(json.dumps({"refused": why}).encode() + b"\n")
+    except OSError:
+        pass
+    conn.close()
+
+
 def _start(conn: socket.socket) -> int | None:
-    """Read one request from `conn` and fork its command; the child's pid."""
+    """Read one request from `conn` and fork its command; the child's pid, or
+    None when it was refused (and `conn` closed). The descriptors received are
+    closed here whatever happens: a client's pipe held open would hang its reader."""
     import json
     import socket
-    import struct
 
     conn.settimeout(5)
+    fds: list[int] = []
     try:
-        peer = getattr(socket, "SO_PEERCRED", None)  # elsewhere the folder's mode keeps others out
-        if (
-            peer is not None
-            and struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, peer, 12))[1] != os.getuid()
-        ):
+        peer = _peer(conn)
+        if peer is None or peer[1] != os.getuid():
+            conn.close()
             return None
         data, fds, _flags, _addr = socket.recv_fds(conn, _LINE, 3)
-        while not data.endswith(b"\n") and len(data) < 64 * _LINE:
+        while not data.endswith(b"\n") and len(data) < 256 * _LINE:
             more = conn.recv(_LINE)
             if not more:
                 break
             data += more
-        request = json.loads(data)
+        request = json.loads(data.decode("utf-8", "surrogateescape"))
+        if len(fds) != 3 or not isinstance(request, dict):
+            raise ValueError("not a request")
+        if not _same_context(peer[0], request):
+            _refuse(conn, "context")
+            return None
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _child(request, fds, conn)  # never returns
     except (OSError, ValueError):
+        _refuse(conn, "bad request")
         return None
-    if len(fds) != 3:
+    finally:
         for fd in fds:
             os.close(fd)
-        return None
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:
-        _child(request, fds, conn)  # never returns
-    for fd in fds:
-        os.close(fd)
     # What ran, for `lore`'s maintainers and tests: the command's name, never its arguments (secrets).
     print(f"{pid} {command_of(request.get('args') or []) or '-'}", file=sys.stderr, flush=True)
     try:
@@ -388,6 +498,40 @@ def _start(conn: socket.socket) -> int | None:
     return pid
 
 
+def _peer(conn: socket.socket) -> tuple[int, int] | None:
+    """(pid, uid) of the client (Linux's SO_PEERCRED)."""
+    import socket
+    import struct
+
+    try:
+        pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    except (OSError, AttributeError):
+        return None
+    return pid, uid
+
+
+def _same_context(pid: int, request: dict[str, Any]) -> bool:
+    """Whether the client runs where and as the server does: the same
+    namespaces (mounts, pids, network, users...), root, cgroup, CPUs, nice
+    value and resource limits. A sandboxed client (bubblewrap, `unshare`, a
+    chroot, `taskset`, `nice`, `prlimit`) would otherwise have its command
+    run outside its sandbox."""
+
+    def seen(path: str) -> str:
+        try:
+            if path.endswith("/cgroup") and "/ns/" not in path:  # the file; ns/cgroup is a link
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    return handle.read()
+            return os.readlink(path)
+        except OSError:
+            return "?"
+
+    places = ["root", "cgroup", *(f"ns/{n}" for n in ("mnt", "pid", "net", "user", "ipc", "uts", "cgroup"))]
+    if any(seen(f"/proc/{pid}/{place}") != seen(f"/proc/self/{place}") for place in places):
+        return False
+    return all(request.get(name) == value for name, value in _context().items())
+
+
 def _child(request: dict[str, Any], fds: list[int], conn: socket.socket) -> None:
     """Become ``lore ARGS`` in the client's folder, environment and streams."""
     import signal
@@ -398,6 +542,8 @@ def _child(request: dict[str, Any], fds: list[int], conn: socket.socket) -> None
         conn.close()
         for fd in _held:
             os.close(fd)
+        for other in list(_pending.values()):  # other commands' clients: not this one's to hold
+            other.close()
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
