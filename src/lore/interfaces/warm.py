@@ -550,6 +550,9 @@ def _child(request: dict[str, Any], fds: list[int], conn: socket.socket) -> None
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
+        # sys.stdout was made for the server's /dev/null: on a terminal, line by line as a fresh process's
+        if os.isatty(1):
+            sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
@@ -644,7 +647,10 @@ def _sources() -> dict[str, int]:
     change means an upgrade or an edit: the server stops."""
     import sysconfig
 
-    stdlib = sysconfig.get_paths()["stdlib"]
+    paths = sysconfig.get_paths()
+    stdlib = paths["stdlib"]
+    # A system Python keeps site-packages inside the standard library's folder.
+    installed = tuple({paths["purelib"], paths["platlib"], *(p for p in sys.path if "-packages" in p)})
     stamps = {}
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
@@ -652,7 +658,7 @@ def _sources() -> dict[str, int]:
             continue
         if name == "lore" or name.startswith("lore."):
             watched = path
-        elif "." not in name and not path.startswith(stdlib):
+        elif "." not in name and (path.startswith(installed) or not path.startswith(stdlib)):
             watched = os.path.dirname(path) if os.path.basename(path).startswith("__init__.") else path
         else:
             continue
