@@ -39,7 +39,6 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -316,32 +315,13 @@ def _child(request: dict, fds: list[int]) -> None:
     time.tzset()  # the caller's TZ: the C library read the server's at start
     signal.signal(signal.SIGINT, signal.default_int_handler)
     import lore
-    from lore.interfaces.cli import main
+    from lore.interfaces.warm import run_here
 
     sys.argv = [str(Path(lore.__file__).with_name("__main__.py")), *request["args"]]
-    try:
-        code = main(request["args"])
-    except SystemExit as done:
-        code = done.code
-    except BaseException:  # what the interpreter does with an exception nothing caught
-        traceback.print_exc()
-        code = 1
-    # An interpreter's exit, less the teardown of every module the server
-    # imported (slower than a whole short command): wait for the command's
-    # threads, run its atexit handlers, flush.
-    threading._shutdown()  # type: ignore[attr-defined]
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    if code is None:
-        code = 0
-    elif not isinstance(code, int):
-        print(code, file=sys.stderr)
-        code = 1
-    os._exit(code)
+    # main(), then an interpreter's exit less the teardown of every module the
+    # server imported (slower than a whole short command): the command's
+    # threads joined, its atexit handlers run, its streams flushed.
+    run_here(request["args"])
 
 
 if __name__ == "__main__":

@@ -153,26 +153,14 @@ def test_interactive_and_long_running_commands_stay_in_their_own_process(repo, p
     assert edited.returncode == 0 and "edited" in edited.stderr, edited.stderr
     run(["--project", str(repo), "list"], repo, env)
     assert served(place) == ["list"]
-    # an interpreter option the server was not started with: not a command for it
-    dev = subprocess.run(
-        [sys.executable, "-X", "dev", "-P", "-m", "lore", "list"],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert dev.returncode == 0 and "Store times in UTC" in dev.stdout
-    assert served(place) == ["list"]
-    # a client limited otherwise than the server (nice, taskset, prlimit, a sandbox): refused
-    nicer = subprocess.run(
-        ["nice", "-n", "5", sys.executable, "-P", "-m", "lore", "list"],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert nicer.returncode == 0 and "Store times in UTC" in nicer.stdout
-    assert served(place) == ["list"]
+    # an interpreter option the server was not started with, or a client limited
+    # otherwise (nice, taskset, prlimit, a sandbox): not commands for it
+    for prefix in ([sys.executable, "-X", "dev"], ["nice", "-n", "5", sys.executable]):
+        other = subprocess.run(
+            [*prefix, "-P", "-m", "lore", "list"], cwd=repo, env=env, capture_output=True, text=True
+        )
+        assert other.returncode == 0 and "Store times in UTC" in other.stdout, prefix
+        assert served(place) == ["list"], prefix
     assert [
         warm.command_of(a) for a in (["--agent", "me", "edit", "x"], ["--version"], ["--project", "p", "mcp"])
     ] == [
@@ -183,18 +171,21 @@ def test_interactive_and_long_running_commands_stay_in_their_own_process(repo, p
     assert {"edit", "mcp", "serve"} <= warm.IN_PROCESS
 
 
-def interrupted(repo: Path, env: dict[str, str], command) -> tuple[int, str]:
-    """(exit status, stderr) of a command waiting on stdin when Ctrl-C reaches
-    it; `command(client)`: the pid of the process running the command."""
-    client = subprocess.Popen(
-        [sys.executable, "-P", "-m", "lore", "add", "--type", "lesson", "--title", "Waits"],
+def waiting_add(repo: Path, env: dict[str, str], title: str, **streams) -> subprocess.Popen:
+    """`lore add --title TITLE` started with stdin a pipe left open: it waits for its body."""
+    return subprocess.Popen(
+        [sys.executable, "-P", "-m", "lore", "add", "--type", "lesson", "--title", title],
         cwd=repo,
         env=env,
         stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        **({"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True} | streams),
     )
+
+
+def interrupted(repo: Path, env: dict[str, str], command) -> tuple[int, str]:
+    """(exit status, stderr) of a command waiting on stdin when Ctrl-C reaches
+    it; `command(client)`: the pid of the process running the command."""
+    client = waiting_add(repo, env, "Waits")
     until(lambda: waiting_on_stdin(command(client)), "the command to wait for its body on stdin")
     client.send_signal(signal.SIGINT)
     _out, err = client.communicate(timeout=WAIT)
@@ -207,7 +198,16 @@ def forked_pid(place: Path, command: str) -> int:
     return next((int(pid) for pid, name in reversed(lines) if pid != "server" and name == command), 0)
 
 
-def test_ctrl_c_reaches_the_command(repo, place):
+@pytest.fixture
+def interruptible():
+    """Ctrl-C reaches the commands started here (this test may run as a script's
+    background job, whose SIGINT is ignored: a process started from it keeps that)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_reaches_the_command(repo, place, interruptible):
     env = lore_env(place)
     alone = interrupted(repo, {**env, "LORE_WARM": "0"}, lambda client: client.pid)
     warm_up(repo, place, env)
@@ -220,13 +220,8 @@ def test_ctrl_c_reaches_the_command(repo, place):
 def test_a_killed_client_takes_its_command_with_it(repo, place):
     env = lore_env(place)
     warm_up(repo, place, env)
-    client = subprocess.Popen(
-        [sys.executable, "-P", "-m", "lore", "add", "--type", "lesson", "--title", "Orphan"],
-        cwd=repo,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    client = waiting_add(
+        repo, env, "Orphan", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=False
     )
     until(lambda: waiting_on_stdin(forked_pid(place, "add")), "the command to wait on stdin")
     child = forked_pid(place, "add")
@@ -286,15 +281,7 @@ def test_a_server_whose_code_changed_stops_and_the_command_runs_in_its_own_proce
     assert served(place) == ["list"]
     (old,) = servers(place)
     # a command still running through it (waiting for its body)
-    running = subprocess.Popen(
-        [sys.executable, "-P", "-m", "lore", "add", "--type", "lesson", "--title", "Runs on"],
-        cwd=repo,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    running = waiting_add(repo, env, "Runs on")
     until(lambda: waiting_on_stdin(forked_pid(place, "add")), "the command to wait on stdin")
     if change == "lore":  # an edited checkout, or an upgrade of Lore
         later = time.time() + 10

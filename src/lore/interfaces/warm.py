@@ -186,7 +186,14 @@ def through_server(argv: list[str]) -> int | None:
         conn.connect(os.path.join(place, key() + ".sock"))
         mask = os.umask(0)
         os.umask(mask)
-        request = {"args": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": mask, **_context()}
+        request = {
+            "args": argv,
+            "cwd": os.getcwd(),
+            "env": dict(os.environ),
+            "umask": mask,
+            "interrupts": not _ignores_interrupts(),
+            **_context(),
+        }
         payload = json.dumps(request, ensure_ascii=False).encode("utf-8", "surrogateescape") + b"\n"
         conn.settimeout(_FIRST_REPLY)
         sent = socket.send_fds(conn, [payload], [0, 1, 2])
@@ -213,6 +220,14 @@ def through_server(argv: list[str]) -> int | None:
         )
         return 1
     return _wait(replies, pid)
+
+
+def _ignores_interrupts() -> bool:
+    """Whether this process was started with SIGINT ignored (a background job
+    of a script): Python then leaves it so, and so does the forked command."""
+    import signal
+
+    return signal.getsignal(signal.SIGINT) is signal.SIG_IGN
 
 
 def _context() -> dict[str, object]:
@@ -459,7 +474,7 @@ def _start(conn: socket.socket) -> int | None:
     try:
         peer = _peer(conn)
         if peer is None or peer[1] != os.getuid():
-            conn.close()
+            _refuse(conn, "peer")
             return None
         data, fds, _flags, _addr = socket.recv_fds(conn, _LINE, 3)
         while not data.endswith(b"\n") and len(data) < 256 * _LINE:
@@ -478,7 +493,11 @@ def _start(conn: socket.socket) -> int | None:
         pid = os.fork()
         if pid == 0:
             _child(request, fds, conn)  # never returns
-    except (OSError, ValueError):
+    except Exception as error:  # whatever it was, the client runs its command itself
+        if not isinstance(error, (OSError, ValueError)):
+            import traceback
+
+            traceback.print_exc()
         _refuse(conn, "bad request")
         return None
     finally:
@@ -537,7 +556,6 @@ def _child(request: dict[str, Any], fds: list[int], conn: socket.socket) -> None
     import signal
     import time
 
-    code: object = 1
     try:
         conn.close()
         for fd in _held:
@@ -546,7 +564,8 @@ def _child(request: dict[str, Any], fds: list[int], conn: socket.socket) -> None
             other.close()
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        interrupts = request.get("interrupts", True)
+        signal.signal(signal.SIGINT, signal.default_int_handler if interrupts else signal.SIG_IGN)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
@@ -559,9 +578,23 @@ def _child(request: dict[str, Any], fds: list[int], conn: socket.socket) -> None
         os.umask(int(request["umask"]))
         time.tzset()  # the client's TZ: the C library read the server's at start
         sys.argv = ["lore", *request["args"]]
+    except BaseException:  # what an interpreter does with an exception nothing caught
+        import traceback
+
+        traceback.print_exc()
+        _exit(1)
+    run_here(list(request["args"]))
+
+
+def run_here(args: list[str]) -> None:
+    """Run ``lore ARGS`` in this process, a fork of one that has Lore imported,
+    and end the process as ``python -m lore`` would (never returns). The test
+    suite's fork server (tests/forkserver.py) ends its commands so too."""
+    code: object = 1
+    try:
         from lore.interfaces.cli import main
 
-        code = main(list(request["args"]))
+        code = main(args)
     except SystemExit as done:
         code = done.code
     except BaseException:  # what an interpreter does with an exception nothing caught
