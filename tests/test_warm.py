@@ -188,6 +188,9 @@ def interrupted(repo: Path, env: dict[str, str], command) -> tuple[int, str]:
     client = waiting_add(repo, env, "Waits")
     until(lambda: waiting_on_stdin(command(client)), "the command to wait for its body on stdin")
     client.send_signal(signal.SIGINT)
+    # stdin stays open until the command ends: it is the signal, not end of file, that stops it
+    # (the client passes the signal on, so the command gets it a moment later)
+    client.wait(timeout=WAIT)
     _out, err = client.communicate(timeout=WAIT)
     return client.returncode, err
 
