@@ -247,11 +247,12 @@ def _preload() -> None:
         "jinja2",
     ):
         _try_import(library)
-    try:  # the default model's tokenizer (its ONNX session can't be forked: it has threads)
-        from lore.embed.local import DEFAULT_MAX_TOKENS, TOKENIZER
+    try:  # the default model's tokenizer, and its session for queries (one thread: it survives a fork)
+        from lore.embed.local import DEFAULT_MAX_TOKENS, TOKENIZER, load_local
         from lore.embed.onnx_encoder import load_tokenizer
 
         load_tokenizer(TOKENIZER, DEFAULT_MAX_TOKENS)
+        load_local({}).open_for_queries()
     except Exception:
         pass
 
