@@ -66,10 +66,17 @@ def of_folder(place: Path) -> list[int]:
 
 
 def waiting_on_stdin(pid: int) -> bool:
-    """Whether `pid` sleeps reading a pipe (its stdin, for the commands here)."""
+    """Whether `pid` sleeps reading a pipe (its stdin, for the commands here).
+    Where the kernel hides wait channels ("0"): asleep, and started 3 s ago or more."""
     try:
-        return "pipe" in Path(f"/proc/{pid}/wchan").read_text()
-    except OSError:
+        channel = Path(f"/proc/{pid}/wchan").read_text()
+        if channel not in ("", "0"):
+            return "pipe" in channel
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: start time, in ticks since boot
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return fields[0] == "S" and uptime - started >= 3
+    except (OSError, ValueError, IndexError):
         return False
 
 

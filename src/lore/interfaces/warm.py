@@ -184,26 +184,25 @@ def through_server(argv: list[str]) -> int | None:
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(os.path.join(place, key() + ".sock"))
+        conn.settimeout(_FIRST_REPLY)
+        replies = conn.makefile("rb")
+        # First what the server checks (nothing handed over yet: any failure here runs the command here)...
+        conn.sendall(json.dumps({"interrupts": not _ignores_interrupts(), **_context()}).encode() + b"\n")
+        if not json.loads(replies.readline() or b"{}").get("ok"):
+            conn.close()
+            return None
+        # ... then the command and the streams.
         mask = os.umask(0)
         os.umask(mask)
-        request = {
-            "args": argv,
-            "cwd": os.getcwd(),
-            "env": dict(os.environ),
-            "umask": mask,
-            "interrupts": not _ignores_interrupts(),
-            **_context(),
-        }
+        request = {"args": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": mask}
         payload = json.dumps(request, ensure_ascii=False).encode("utf-8", "surrogateescape") + b"\n"
-        conn.settimeout(_FIRST_REPLY)
         sent = socket.send_fds(conn, [payload], [0, 1, 2])
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         conn.close()
         return None  # nothing was handed over: run it here
     # From here on the server may have forked the command: it never runs twice.
     try:
         conn.sendall(payload[sent:])
-        replies = conn.makefile("rb")
         first = json.loads(replies.readline() or b"{}")
         conn.settimeout(None)  # the command takes as long as it takes
     except (OSError, ValueError):
@@ -476,6 +475,11 @@ def _start(conn: socket.socket) -> int | None:
         if peer is None or peer[1] != os.getuid():
             _refuse(conn, "peer")
             return None
+        hello = json.loads(_line(conn))
+        if not isinstance(hello, dict) or not _same_context(peer[0], hello):
+            _refuse(conn, "context")
+            return None
+        conn.sendall(b'{"ok": true}\n')
         data, fds, _flags, _addr = socket.recv_fds(conn, _LINE, 3)
         while not data.endswith(b"\n") and len(data) < 256 * _LINE:
             more = conn.recv(_LINE)
@@ -485,9 +489,7 @@ def _start(conn: socket.socket) -> int | None:
         request = json.loads(data.decode("utf-8", "surrogateescape"))
         if len(fds) != 3 or not isinstance(request, dict):
             raise ValueError("not a request")
-        if not _same_context(peer[0], request):
-            _refuse(conn, "context")
-            return None
+        request["interrupts"] = hello.get("interrupts", True)
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -515,6 +517,17 @@ def _start(conn: socket.socket) -> int | None:
     except OSError:
         pass
     return pid
+
+
+def _line(conn: socket.socket) -> bytes:
+    """One line from `conn`, read a byte at a time (what follows it is not ours to read)."""
+    data = bytearray()
+    while not data.endswith(b"\n") and len(data) < _LINE:
+        byte = conn.recv(1)
+        if not byte:
+            break
+        data += byte
+    return bytes(data)
 
 
 def _peer(conn: socket.socket) -> tuple[int, int] | None:
