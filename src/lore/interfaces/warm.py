@@ -83,10 +83,8 @@ _LINE = 1 << 16
 _FIRST_REPLY = 30.0
 _LOG_MAX = 1 << 20
 _held: list[int] = []  # the server's descriptors a command's child closes
-_pending: dict[int, socket.socket] = {}
-_bound: list[
-    int
-] = []  # the inode of the server's socket  # the server's commands running: child pid -> its client
+_pending: dict[int, socket.socket] = {}  # the server's commands running: child pid -> its client
+_bound: list[int] = []  # the inode of the server's socket
 
 
 def run() -> None:
@@ -124,15 +122,14 @@ def command_of(argv: list[str]) -> str | None:
     return None
 
 
-def key(environ: dict[str, str] | None = None) -> str:
+def key() -> str:
     """Which server may run this process's commands: same interpreter, same
     Lore, same start-up variables."""
     import hashlib
 
-    environ = dict(os.environ) if environ is None else environ
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     startup = sorted(
-        (k, v) for k, v in environ.items() if k.startswith(_KEY_PREFIXES) and k not in _KEY_IGNORED
+        (k, v) for k, v in os.environ.items() if k.startswith(_KEY_PREFIXES) and k not in _KEY_IGNORED
     )
     text = repr((sys.executable, here, sys.version, startup, _options()))
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:20]
@@ -335,7 +332,7 @@ def serve() -> None:
     _held.append(lock.fileno())
     with open(base + ".log", "ab") as log:  # this server's: the last one's lines are old news
         log.truncate(0)
-    _preload()
+    preload()
     sources = _sources()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     address = base + ".sock"
@@ -642,35 +639,32 @@ def _exit(code: object) -> None:
     os._exit(code)
 
 
-def _preload() -> None:
-    """What commands import (most of it lazily, inside the function that needs it)."""
+# What the warm server imports: every Lore module but servers' (their commands
+# run in-process), and the libraries commands import lazily.
+SKIPPED_MODULES = ("lore.__main__", "lore.interfaces.mcp", "lore.interfaces.web")
+LIBRARIES = ("numpy", "onnxruntime", "tokenizers", "sqlite3", "yaml", "psycopg", "rich.console", "rich.table")
+
+
+def preload(skip: tuple[str, ...] = SKIPPED_MODULES, libraries: tuple[str, ...] = LIBRARIES) -> None:
+    """Import what commands import (most of it lazily, inside the function that
+    needs it) and build what they would build on first use, once per process,
+    before forking them: the default model's tokenizer and its session for
+    queries (on one thread: a session's thread pool does not survive a fork),
+    the secret scanner's ~300 rules (read by any command that redacts, or
+    indexes a file name with a long run of digits) and the default globs of
+    code discovery (every freshness check reads them). The test suite's fork
+    server (tests/forkserver.py) prepares so too, with every module."""
     import importlib
     import pkgutil
 
     import lore
 
-    skip = ("lore.__main__", "lore.interfaces.mcp", "lore.interfaces.web", "lore.interfaces.http")
     names = [m.name for m in pkgutil.walk_packages(lore.__path__, "lore.") if not m.name.startswith(skip)]
-    libraries = (
-        "numpy",
-        "onnxruntime",
-        "tokenizers",
-        "sqlite3",
-        "yaml",
-        "psycopg",
-        "rich.console",
-        "rich.table",
-    )
     for name in [*names, *libraries]:
         try:
             importlib.import_module(name)
         except Exception:  # an optional dependency: the command that needs it says so
             pass
-    # What a command would otherwise build on first use, once per process: the
-    # default model's tokenizer and its session for queries (on one thread: a
-    # session's thread pool does not survive a fork), the secret scanner's ~300 rules (read by any command
-    # that redacts, or indexes a file name with a long run of digits) and the
-    # default globs of code discovery (every freshness check reads them).
     try:
         from lore.embed.local import DEFAULT_MAX_TOKENS, TOKENIZER, load_local
         from lore.embed.onnx_encoder import load_tokenizer
