@@ -596,9 +596,10 @@ def derive_keywords(title: str, body: str, limit: int = 5) -> list[str]:
 
     words = [w for w in terms(fold_line(title)) if usable(w)]
     if len(words) < limit:
-        counts = Counter(
-            w for w in _BODY_WORD.findall(body.lower()) if len(w) > 3 and w not in STOPWORDS and usable(w)
-        )
+        # Counted in C, then the distinct words checked (a 5 MB body holds ~700k words, a few distinct).
+        counts = Counter(_BODY_WORD.findall(body.lower()))
+        for word in [w for w in counts if len(w) <= 3 or w in STOPWORDS or not usable(w)]:
+            del counts[word]
         words += [w for w, _ in counts.most_common(limit * 2) if w not in words]
     return _unique(words)[:limit] or ["note"]
 
