@@ -43,6 +43,11 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "storage_independent: touches no index; CI's PostgreSQL pass may leave it out"
     )
+    config.addinivalue_line(
+        "markers",
+        "surface: checks an interface (a terminal, a port, input limits, the browser) over an index that "
+        "plays no part in what is checked; CI's PostgreSQL pass leaves it out",
+    )
 
 
 def pytest_collection_modifyitems(config, items):

@@ -202,6 +202,7 @@ def test_install_claude_code_into_a_bare_project_and_uninstall_leaves_nothing(cl
     assert snapshot(root) == {} and not (root / ".claude").exists()
 
 
+@pytest.mark.surface
 def test_installed_claude_code_entries_actually_run(repo):
     """What `lore install claude-code` wrote works: the MCP server entry starts a
     server that answers, and each hook command runs and exits 0."""

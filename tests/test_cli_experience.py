@@ -464,6 +464,7 @@ def in_terminal(cwd: Path, *args: str) -> str:
     return b"".join(chunks).decode().replace("\r\n", "\n")
 
 
+@pytest.mark.surface
 def test_search_recall_and_show_in_a_terminal(code_repo):
     root = code_repo.cwd
     a = code_repo.json(
@@ -540,6 +541,7 @@ def stderr_in_terminal(cwd: Path, *args: str) -> tuple[str, str]:
     return out, b"".join(chunks).decode(errors="replace")
 
 
+@pytest.mark.surface
 def test_progress_shows_on_a_terminal_only(code_repo, tmp_path):
     root = code_repo.cwd
     transcript = tmp_path / "session.jsonl"

@@ -751,6 +751,7 @@ def test_non_utf8_stdin_and_files_are_one_line_errors(proj, tmp_path):
 
 
 @pytest.mark.timeout(240)
+@pytest.mark.surface
 def test_endless_stdin_and_files_stop_at_the_input_limit(proj):
     def endless(*args: str, stdin: str = os.devnull) -> subprocess.CompletedProcess:
         with open(stdin, "rb") as source:  # a read to the end would never return
@@ -789,6 +790,7 @@ def test_utf8_input_with_a_bom_and_a_project_path_that_is_not_utf8_work(tmp_path
     assert shown.returncode == 0 and "Ünïcode".encode() in shown.stdout
 
 
+@pytest.mark.surface
 def test_trash_retention_out_of_range_is_one_line_error(proj):
     for days in ("nan", "inf", "1e308", "-1"):
         _one_line_error(_lore(proj, "gc", "--days", days), "trash retention must be a number of days")

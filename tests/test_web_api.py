@@ -972,6 +972,7 @@ async def test_client_disconnect_is_not_logged_as_an_internal_error(root, capfd)
 # -- starting the server ------------------------------------------------------------------------
 
 
+@pytest.mark.surface
 async def test_port_in_use_is_one_line_error_before_any_banner(root):
     import socket
 
@@ -1006,6 +1007,7 @@ def _answer(url: str, data: bytes | None = None, headers: dict | None = None) ->
         return err.code, err.read().decode()
 
 
+@pytest.mark.surface
 async def test_port_zero_shows_the_real_port_and_mcp_http_serves_only_mcp(root):
     import re
 

@@ -13,9 +13,13 @@ import pytest
 
 from web_helpers import CHROMIUM, Server, add_memory, launch_browser, make_project, screenshot
 
-pytestmark = pytest.mark.skipif(
-    not os.path.exists(CHROMIUM), reason="needs Debian's chromium: apt-get install chromium (.ci/run does)"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not os.path.exists(CHROMIUM),
+        reason="needs Debian's chromium: apt-get install chromium (.ci/run does)",
+    ),
+    pytest.mark.surface,  # the pages; the API under them runs on PostgreSQL in test_web_api.py
+]
 N_CODE_FILES = 1500
 
 
