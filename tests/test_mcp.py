@@ -853,6 +853,7 @@ class RawServer:
         return stderr
 
 
+@pytest.mark.surface
 def test_stdout_carries_nothing_but_protocol(root):
     server = RawServer(root)
     try:
@@ -902,6 +903,7 @@ def test_stdout_carries_nothing_but_protocol(root):
     assert "Traceback" not in stderr, stderr
 
 
+@pytest.mark.surface
 def test_calls_piped_in_before_stdin_closes_are_all_answered(root):
     """`printf '<requests>' | lore mcp`: the SDK stops at the end of input and
     dropped the calls still running (only initialize and tools/list came back)."""
@@ -976,6 +978,7 @@ def test_a_lone_surrogate_from_a_client_is_answered(root):
     assert "Traceback" not in stderr, stderr
 
 
+@pytest.mark.surface
 def test_a_request_the_sdk_cannot_read_is_answered_with_an_error(root):
     """`params` that is no object, or arguments nested 300 deep: the SDK's parser
     refused the line and answered nothing, so the client waited forever."""
@@ -1299,6 +1302,7 @@ Bump it when the schema changes.
     assert server.proc.poll() is None
 
 
+@pytest.mark.surface
 def test_http_bearer_token_is_checked(root, http_server):
     server = http_server("--token", "s3cret")
     status, text = post_without_sdk(server.url)

@@ -541,6 +541,7 @@ def test_custom_fields_a_caller_adds_are_redacted(project):
 # -- what a terminal shows --------------------------------------------------------------------------------
 
 
+@pytest.mark.surface
 def test_terminal_output_escapes_control_characters_and_json_stays_exact(cli):
     body = "body \x1b[2J and \x1b]52;c;aGVsbG8=\x07 osc"
     out = cli.json("add", "-t", "escape body", "-b", body)
