@@ -45,8 +45,8 @@ def pytest_configure(config):
     )
     config.addinivalue_line(
         "markers",
-        "surface: checks an interface (a terminal, a port, input limits, the browser) over an index that "
-        "plays no part in what is checked; CI's PostgreSQL pass leaves it out",
+        "surface: checks an interface (a terminal, a port, a transport, input limits, the browser) over "
+        "an index that plays no part in what is checked; CI's PostgreSQL pass leaves it out",
     )
 
 
@@ -57,7 +57,7 @@ def pytest_collection_modifyitems(config, items):
     size: dict[Path, int] = {}
 
     def length(item) -> int:
-        path = Path(item.fspath)
+        path = item.path
         if path not in size:
             size[path] = path.stat().st_size
         return size[path]

@@ -185,7 +185,8 @@ def through_server(argv: list[str]) -> int | None:
         replies = conn.makefile("rb")
         # First what the server checks (nothing handed over yet: any failure here runs the command here)...
         conn.sendall(json.dumps({"interrupts": not _ignores_interrupts(), **_context()}).encode() + b"\n")
-        if not json.loads(replies.readline() or b"{}").get("ok"):
+        answer = json.loads(replies.readline() or b"{}")
+        if not isinstance(answer, dict) or not answer.get("ok"):
             conn.close()
             return None
         # ... then the command and the streams.
@@ -194,7 +195,7 @@ def through_server(argv: list[str]) -> int | None:
         request = {"args": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": mask}
         payload = json.dumps(request, ensure_ascii=False).encode("utf-8", "surrogateescape") + b"\n"
         sent = socket.send_fds(conn, [payload], [0, 1, 2])
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError):
         conn.close()
         return None  # nothing was handed over: run it here
     # From here on the server may have forked the command: it never runs twice.
