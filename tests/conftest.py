@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -96,12 +97,15 @@ def database_backend():
             os.environ.pop("LORE_DATABASE_URL", None)
         else:
             os.environ["LORE_DATABASE_URL"] = previous
+        for conn in _recyclers.values():
+            conn.close()
         server.stop()
 
 
 _databases = iter(range(1, 1_000_000))
 _spare: list[str] = []  # this worker's emptied databases, checked equal to the template
 _TEMPLATE_SHAPE: list[tuple] = []  # the template's shape, read when the session makes it
+_recyclers: dict[str, Any] = {}  # {spare database: the connection that emptied it}
 
 # Everything a test could change in a database besides its rows: tables,
 # columns, indexes, grants, row security, functions, triggers, extensions,
@@ -144,36 +148,50 @@ def _shape(url: str) -> tuple:
 def _recycle(name: str, url: str) -> bool:
     """Empty a test's database for the next test: True if it is now as good
     as a fresh copy of the template (no connection left to it, same shape, no
-    rows); False (and it must be dropped) otherwise."""
+    rows); False (and it must be dropped) otherwise.
+
+    The connection that empties a database is kept for its next recycling
+    (a new one, and its cold catalog cache, were half the cost); it holds no
+    transaction between tests, so it takes no lock a test could wait on."""
     import psycopg
 
+    conn = _recyclers.pop(name, None)
     try:
-        with psycopg.connect(url) as conn:
-            left = conn.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-                (name,),
-            ).fetchone()[0]
-            if left:  # something of the test still runs: it must not write into the next test's data
-                return False
-            # DELETE, not TRUNCATE: a test leaves a few rows, and TRUNCATE makes
-            # new files for every table and index (as slow as a new copy).
-            conn.execute("SET LOCAL session_replication_role = replica")  # no foreign-key order
-            tables = conn.execute(
-                "SELECT format('%%I.%%I', schemaname, tablename) FROM pg_tables "
-                "WHERE schemaname NOT IN ('pg_catalog', 'information_schema') AND NOT tablename = ANY(%s)",
-                (list(_KEEP_ROWS),),
-            ).fetchall()
-            for (table,) in tables:
-                conn.execute(f"DELETE FROM {table}")
-            conn.execute(
-                "SELECT setval(format('%I.%I', schemaname, sequencename), start_value, false) FROM pg_sequences"
-                " WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
-            )
-            conn.commit()
-            shape = tuple(conn.execute(_SHAPE).fetchone())
-        return shape == _TEMPLATE_SHAPE[0]
+        if conn is None or conn.closed:
+            conn = psycopg.connect(url)
+        left = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (name,),
+        ).fetchone()[0]
+        if left:  # something of the test still runs: it must not write into the next test's data
+            conn.close()
+            return False
+        # DELETE, not TRUNCATE: a test leaves a few rows, and TRUNCATE makes
+        # new files for every table and index (as slow as a new copy).
+        conn.execute("SET LOCAL session_replication_role = replica")  # no foreign-key order
+        tables = conn.execute(
+            "SELECT format('%%I.%%I', schemaname, tablename) FROM pg_tables "
+            "WHERE schemaname NOT IN ('pg_catalog', 'information_schema') AND NOT tablename = ANY(%s)",
+            (list(_KEEP_ROWS),),
+        ).fetchall()
+        for (table,) in tables:
+            conn.execute(f"DELETE FROM {table}")
+        conn.execute(
+            "SELECT setval(format('%I.%I', schemaname, sequencename), start_value, false) FROM pg_sequences"
+            " WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
+        )
+        conn.commit()
+        shape = tuple(conn.execute(_SHAPE).fetchone())
+        conn.rollback()  # no transaction (and no lock) held while the next test runs
     except psycopg.Error:
+        if conn is not None:
+            conn.close()
         return False
+    if shape != _TEMPLATE_SHAPE[0]:
+        conn.close()
+        return False
+    _recyclers[name] = conn
+    return True
 
 
 @contextlib.contextmanager

@@ -320,6 +320,7 @@ def test_yaml_nested_100000_deep_is_refused_and_the_process_survives(tmp_path):
     assert all("nested" in line or "KiB" in line for line in lines[1:]), lines
 
 
+@pytest.mark.storage_independent
 @pytest.mark.parametrize(
     ("extra", "fragments", "line"),
     [
@@ -356,6 +357,7 @@ def test_hostile_frontmatter_is_one_clear_error(extra, fragments, line):
     refused(head(extra) + "---\n\nThe body is long enough.\n", *fragments, line=line)
 
 
+@pytest.mark.storage_independent
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
@@ -445,6 +447,7 @@ def test_derived_titles_fold_line_breaks_and_drop_control_characters():
     assert len(derive_title("word " * 500)) <= 200
 
 
+@pytest.mark.storage_independent
 @pytest.mark.parametrize(
     ("title", "task"),
     [
@@ -518,6 +521,7 @@ LOOKALIKES = [
 ]
 
 
+@pytest.mark.storage_independent
 @pytest.mark.parametrize("value", LOOKALIKES)
 def test_values_yaml_would_misread_come_back_as_written(value):
     memory = Memory(
@@ -543,6 +547,7 @@ def test_values_yaml_would_misread_come_back_as_written(value):
         assert getattr(again, field) == expected, field
 
 
+@pytest.mark.storage_independent
 @pytest.mark.parametrize(
     "value", ["\n'quoted'\u200b\u2028", "a\u2028", "x\x85", "\u2029", "two\nlines\u2028"]
 )
@@ -578,6 +583,7 @@ def test_a_5mb_body_and_unicode_forms_round_trip_exactly():
     assert len(again.body) > 5_000_000
 
 
+@pytest.mark.storage_independent
 @pytest.mark.parametrize(
     ("changes", "field", "fragment"),
     [
@@ -1143,6 +1149,7 @@ def test_names_and_ids_with_a_trailing_line_break_are_refused(tmp_path, ending):
         Memory(title="T", body="A body long enough.", applies_to="area:billing" + ending).validate()
 
 
+@pytest.mark.storage_independent
 @pytest.mark.parametrize("invisible", ["\u200b\u200b", "\ufeff", " \u200d ", "\u2060"])
 def test_a_title_or_body_of_invisible_characters_is_refused(invisible):
     """A title of zero-width spaces was stored: a memory nobody can see in a list."""

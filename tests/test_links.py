@@ -374,6 +374,7 @@ def test_recall_shows_the_superseding_memory_instead_of_the_superseded_one(proj)
 # -- relation typos ------------------------------------------------------------------------------------
 
 
+@pytest.mark.storage_independent
 @pytest.mark.parametrize(
     ("written", "known"),
     [
@@ -396,6 +397,7 @@ def test_a_near_miss_of_a_known_relation_is_a_typo(written, known):
     assert near_miss(relation_name(written)) == known
 
 
+@pytest.mark.storage_independent
 @pytest.mark.parametrize("written", ["superseded", "Superseded", "superceded_by", "implemented"])
 def test_a_typo_that_reads_from_the_other_side_is_not_advised_as_is(written):
     """`superseded: X` means "X supersedes this one": following "did you mean
@@ -405,6 +407,7 @@ def test_a_typo_that_reads_from_the_other_side_is_not_advised_as_is(written):
     assert "did you mean" not in message and "on the other memory, pointing to this one" in message
 
 
+@pytest.mark.storage_independent
 @pytest.mark.parametrize(
     "written",
     [
