@@ -48,16 +48,22 @@ _MESSAGE = 1 << 20
 
 
 def fresh_run(
-    args: list[str], *, cwd: Path, env: dict[str, str], input: str | None, timeout: float
+    args: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    input: str | bytes | None,
+    timeout: float,
+    text: bool = True,
 ) -> subprocess.CompletedProcess:
-    """`python -m lore ARGS` in a fresh interpreter, output captured as text."""
+    """`python -m lore ARGS` in a fresh interpreter, output captured as text (or bytes)."""
     return subprocess.run(
         [sys.executable, "-P", "-m", "lore", *args],
         cwd=cwd,
         input=input,
         stdin=None if input is not None else subprocess.DEVNULL,
         capture_output=True,
-        text=True,
+        text=text,
         env=env,
         timeout=timeout,
     )
@@ -141,17 +147,24 @@ class Server:
         return cls._instance
 
     def run(
-        self, args: list[str], *, cwd: Path, env: dict[str, str], input: str | None, timeout: float
+        self,
+        args: list[str],
+        *,
+        cwd: Path,
+        env: dict[str, str],
+        input: str | bytes | None,
+        timeout: float,
+        text: bool = True,
     ) -> subprocess.CompletedProcess:
-        """Like ``subprocess.run([... "-m", "lore", *args], capture_output=True, text=True)``."""
+        """Like ``subprocess.run([... "-m", "lore", *args], capture_output=True, text=text)``."""
         if not self.lock.acquire(blocking=False):  # commands run side by side: a real process each
-            return fresh_run(args, cwd=cwd, env=env, input=input, timeout=timeout)
+            return fresh_run(args, cwd=cwd, env=env, input=input, timeout=timeout, text=text)
         try:
-            return self._run(args, cwd=cwd, env=env, input=input, timeout=timeout)
+            return self._run(args, cwd=cwd, env=env, input=input, timeout=timeout, text=text)
         finally:
             self.lock.release()
 
-    def _run(self, args, *, cwd, env, input, timeout):
+    def _run(self, args, *, cwd, env, input, timeout, text):
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         if input is None:
@@ -173,7 +186,8 @@ class Server:
         for reader in readers:
             reader.start()
         if in_w is not None:
-            threading.Thread(target=_feed, args=(in_w, input.encode()), daemon=True).start()
+            data = input.encode() if isinstance(input, str) else input
+            threading.Thread(target=_feed, args=(in_w, data), daemon=True).start()
         self.sock.settimeout(timeout)
         try:
             reply = self.sock.recv(_MESSAGE)
@@ -187,6 +201,8 @@ class Server:
         for reader in readers:
             reader.join()
         status = json.loads(reply)["status"]
+        if not text:
+            return subprocess.CompletedProcess(["lore", *args], status, b"".join(out), b"".join(err))
         return subprocess.CompletedProcess(["lore", *args], status, _text(out), _text(err))
 
 
