@@ -138,9 +138,13 @@ def pool(url: str, role: str | None = None) -> ConnectionPool:
             raise StorageError(
                 "the PostgreSQL backend needs psycopg; install it with `pip install 'lore-memory[postgres]'`"
             ) from None
-        connect(url, role).close()  # fails fast, with the server's own reason
+        # Fails fast, with the server's own reason; then it is the pool's first
+        # connection (a second one would cost a command another round of
+        # connecting: a server process, authentication, the settings).
+        first = connect(url, role)
         created = ConnectionPool(
             url,
+            connection_class=_handing_over(first),
             min_size=1,
             max_size=POOL_SIZE,
             kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT},
@@ -154,12 +158,30 @@ def pool(url: str, role: str | None = None) -> ConnectionPool:
             created.open(wait=True, timeout=CONNECT_TIMEOUT)
         except Exception as err:
             created.close()
+            first.close()
             raise StorageError(
                 f"cannot connect to PostgreSQL at {redact(url)} ({reason(err)}); check LORE_DATABASE_URL "
                 "or [index] database_url, and that the server is running"
             ) from None
         _POOLS[key] = created
         return created
+
+
+def _handing_over(first: psycopg.Connection[Any]) -> type[psycopg.Connection[Any]]:
+    """A connection class for a pool whose first new connection is `first`
+    (already open and configured); the pool opens the others itself."""
+    import psycopg
+
+    waiting = [first]
+
+    class Handing(psycopg.Connection):
+        @classmethod
+        def connect(cls, conninfo: str = "", **kwargs: Any) -> Any:
+            if waiting:
+                return waiting.pop()
+            return psycopg.Connection.connect(conninfo, **kwargs)
+
+    return Handing
 
 
 def _alive(conn: psycopg.Connection[Any]) -> None:
