@@ -76,8 +76,9 @@ _VECTOR_TYPES: dict[str, Any] = {}  # database URL -> pgvector's type info, fetc
 
 def _configure(conn: psycopg.Connection, role: str | None = None, url: str | None = None) -> None:
     """Session settings every Lore connection needs (acting as `role` when given),
-    sent in one round trip: a command-line process opens two connections, and
-    each statement is a wait on the server."""
+    sent in one round trip: each statement is a wait on the server. (A
+    process's first connection gets them twice: when it is checked, and when
+    the pool takes it; one round trip, against a second connection.)"""
     from psycopg import sql
 
     settings = [
