@@ -692,12 +692,17 @@ def test_a_write_that_cannot_be_encoded_leaves_nothing_behind(tmp_path):
 def _lore(
     cwd: Path, *args: str, stdin: bytes | None = None, timeout: float = 120, max_memory: int | None = None
 ) -> subprocess.CompletedProcess:
-    """`python -m lore ARGS` under a UTF-8 locale, output as bytes: forked from
-    the worker's server when this process already runs under one (the
-    commands are the same; a fresh interpreter spends ~0.6 s importing), in a
-    fresh one under C.UTF-8 otherwise, or with `max_memory` (its own limit)."""
+    """`python -m lore ARGS` under the C.UTF-8 locale, output as bytes: forked
+    from the worker's server when this process already runs under it or in
+    UTF-8 mode (its streams then pass undecodable bytes through, as the fresh
+    interpreter's do; under en_US.UTF-8 they would refuse them), in a fresh
+    interpreter otherwise, or with `max_memory` (its own limit). A fresh one
+    spends ~0.6 s importing."""
+    import locale
+
     env = {**os.environ, "NO_COLOR": "1"}
-    if not max_memory and sys.getfilesystemencoding() == "utf-8" and not forkserver.needs_exec(env):
+    c_utf8 = sys.flags.utf8_mode or locale.setlocale(locale.LC_CTYPE) in ("C.UTF-8", "C.utf8", "UTF-8")
+    if not max_memory and c_utf8 and not forkserver.needs_exec(env):
         return forkserver.Server.get().run(
             list(args), cwd=cwd, env=env, input=stdin, timeout=timeout, text=False
         )

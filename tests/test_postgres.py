@@ -760,6 +760,35 @@ def test_a_statement_waits_for_a_lock_30_s_unless_a_limit_was_set(pg_database, m
     connection.close(url)
 
 
+def test_a_process_connects_once_to_open_its_pool(pg_database):
+    """Lore connected to fail fast with the server's own reason, closed that
+    connection and let the pool open another: two server processes,
+    authentications and rounds of settings per command. The checked
+    connection is now the pool's first."""
+    import time
+
+    from lore.storage.postgres import connection
+
+    server, url = pg_database
+    name = urlsplit(url).path.lstrip("/")
+
+    def sessions() -> int:  # counted by the server when a session ends; read from another database
+        return sql(
+            server.url("postgres"), "SELECT sessions FROM pg_stat_database WHERE datname = %s", (name,)
+        )[0][0]
+
+    before = sessions()
+    with connection.pool(url).connection() as conn:
+        assert conn.execute("SELECT current_setting('search_path')").fetchone()[0].startswith("lore")
+    connection.close(url)
+    deadline = time.monotonic() + 10
+    while sessions() == before:
+        assert time.monotonic() < deadline, "the closed session was never counted"
+        time.sleep(0.05)
+    time.sleep(0.5)  # a second session, had there been one, is counted by now
+    assert sessions() - before == 1
+
+
 def test_connections_the_server_closed_while_idle_are_replaced_not_lent(pg_database, tmp_path, monkeypatch):
     """After a server restart (here: every backend terminated) a long-running
     process (a team server) answers its next request: the pool's dead

@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -143,9 +144,10 @@ def pool(url: str, role: str | None = None) -> ConnectionPool:
         # connection (a second one would cost a command another round of
         # connecting: a server process, authentication, the settings).
         first = connect(url, role)
+        handing, untaken = _handing_over(first)
         created = ConnectionPool(
             url,
-            connection_class=_handing_over(first),
+            connection_class=handing,
             min_size=1,
             max_size=POOL_SIZE,
             kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT},
@@ -164,13 +166,18 @@ def pool(url: str, role: str | None = None) -> ConnectionPool:
                 f"cannot connect to PostgreSQL at {redact(url)} ({reason(err)}); check LORE_DATABASE_URL "
                 "or [index] database_url, and that the server is running"
             ) from None
+        for unused in untaken():  # a pool that opened its first connection another way
+            unused.close()
         _POOLS[key] = created
         return created
 
 
-def _handing_over(first: psycopg.Connection[Any]) -> type[psycopg.Connection[Any]]:
+def _handing_over(
+    first: psycopg.Connection[Any],
+) -> tuple[type[psycopg.Connection[Any]], Callable[[], list[psycopg.Connection[Any]]]]:
     """A connection class for a pool whose first new connection is `first`
-    (already open and configured); the pool opens the others itself."""
+    (already open and configured; the pool opens the others itself), and what
+    returns `first` if the pool has not taken it."""
     import psycopg
 
     waiting = [first]
@@ -178,11 +185,15 @@ def _handing_over(first: psycopg.Connection[Any]) -> type[psycopg.Connection[Any
     class Handing(psycopg.Connection):
         @classmethod
         def connect(cls, conninfo: str = "", **kwargs: Any) -> Any:
-            if waiting:
+            try:
                 return waiting.pop()
-            return psycopg.Connection.connect(conninfo, **kwargs)
+            except IndexError:
+                return psycopg.Connection.connect(conninfo, **kwargs)
 
-    return Handing
+    def untaken() -> list[psycopg.Connection[Any]]:
+        return [waiting.pop()] if waiting else []
+
+    return Handing, untaken
 
 
 def _alive(conn: psycopg.Connection[Any]) -> None:
