@@ -159,39 +159,42 @@ def _recycle(name: str, url: str) -> bool:
     try:
         if conn is None or conn.closed:
             conn = psycopg.connect(url)
-        left = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-            (name,),
-        ).fetchone()[0]
-        if left:  # something of the test still runs: it must not write into the next test's data
-            conn.close()
-            return False
-        # DELETE, not TRUNCATE: a test leaves a few rows, and TRUNCATE makes
-        # new files for every table and index (as slow as a new copy).
-        conn.execute("SET LOCAL session_replication_role = replica")  # no foreign-key order
-        tables = conn.execute(
-            "SELECT format('%%I.%%I', schemaname, tablename) FROM pg_tables "
-            "WHERE schemaname NOT IN ('pg_catalog', 'information_schema') AND NOT tablename = ANY(%s)",
-            (list(_KEEP_ROWS),),
-        ).fetchall()
-        for (table,) in tables:
-            conn.execute(f"DELETE FROM {table}")
-        conn.execute(
-            "SELECT setval(format('%I.%I', schemaname, sequencename), start_value, false) FROM pg_sequences"
-            " WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
-        )
-        conn.commit()
-        shape = tuple(conn.execute(_SHAPE).fetchone())
-        conn.rollback()  # no transaction (and no lock) held while the next test runs
+        clean = _emptied(conn, name)
     except psycopg.Error:
-        if conn is not None:
-            conn.close()
-        return False
-    if shape != _TEMPLATE_SHAPE[0]:
+        clean = False
+    if clean:
+        _recyclers[name] = conn
+    elif conn is not None:
         conn.close()
+    return clean
+
+
+def _emptied(conn: Any, name: str) -> bool:
+    """Delete the rows of database `name` on `conn`: whether it now has the template's shape."""
+    left = conn.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+        (name,),
+    ).fetchone()[0]
+    if left:  # something of the test still runs: it must not write into the next test's data
         return False
-    _recyclers[name] = conn
-    return True
+    # DELETE, not TRUNCATE: a test leaves a few rows, and TRUNCATE makes
+    # new files for every table and index (as slow as a new copy).
+    conn.execute("SET LOCAL session_replication_role = replica")  # no foreign-key order
+    tables = conn.execute(
+        "SELECT format('%%I.%%I', schemaname, tablename) FROM pg_tables "
+        "WHERE schemaname NOT IN ('pg_catalog', 'information_schema') AND NOT tablename = ANY(%s)",
+        (list(_KEEP_ROWS),),
+    ).fetchall()
+    for (table,) in tables:
+        conn.execute(f"DELETE FROM {table}")
+    conn.execute(
+        "SELECT setval(format('%I.%I', schemaname, sequencename), start_value, false) FROM pg_sequences"
+        " WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
+    )
+    conn.commit()
+    shape = tuple(conn.execute(_SHAPE).fetchone())
+    conn.rollback()  # no transaction (and no lock) held while the next test runs
+    return shape == _TEMPLATE_SHAPE[0]
 
 
 @contextlib.contextmanager

@@ -17,7 +17,6 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -25,6 +24,8 @@ from lore.errors import StorageError
 from lore.errors import driver_reason as reason
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import psycopg
     from psycopg_pool import ConnectionPool
 
@@ -143,8 +144,7 @@ def pool(url: str, role: str | None = None) -> ConnectionPool:
         # Fails fast, with the server's own reason; then it is the pool's first
         # connection (a second one would cost a command another round of
         # connecting: a server process, authentication, the settings).
-        first = connect(url, role)
-        handing, untaken = _handing_over(first)
+        handing, close_untaken = _handing_over(connect(url, role))
         created = ConnectionPool(
             url,
             connection_class=handing,
@@ -161,23 +161,22 @@ def pool(url: str, role: str | None = None) -> ConnectionPool:
             created.open(wait=True, timeout=CONNECT_TIMEOUT)
         except Exception as err:
             created.close()
-            first.close()
             raise StorageError(
                 f"cannot connect to PostgreSQL at {redact(url)} ({reason(err)}); check LORE_DATABASE_URL "
                 "or [index] database_url, and that the server is running"
             ) from None
-        for unused in untaken():  # a pool that opened its first connection another way
-            unused.close()
+        finally:
+            close_untaken()  # a pool that failed, or opened its first connection another way
         _POOLS[key] = created
         return created
 
 
 def _handing_over(
     first: psycopg.Connection[Any],
-) -> tuple[type[psycopg.Connection[Any]], Callable[[], list[psycopg.Connection[Any]]]]:
+) -> tuple[type[psycopg.Connection[Any]], Callable[[], None]]:
     """A connection class for a pool whose first new connection is `first`
     (already open and configured; the pool opens the others itself), and what
-    returns `first` if the pool has not taken it."""
+    closes `first` if the pool has not taken it."""
     import psycopg
 
     waiting = [first]
@@ -190,10 +189,11 @@ def _handing_over(
             except IndexError:
                 return psycopg.Connection.connect(conninfo, **kwargs)
 
-    def untaken() -> list[psycopg.Connection[Any]]:
-        return [waiting.pop()] if waiting else []
+    def close_untaken() -> None:
+        while waiting:
+            waiting.pop().close()
 
-    return Handing, untaken
+    return Handing, close_untaken
 
 
 def _alive(conn: psycopg.Connection[Any]) -> None:
