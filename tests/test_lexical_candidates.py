@@ -174,3 +174,89 @@ def test_term_frequencies_are_kept_until_the_index_changes(tmp_path, monkeypatch
     assert memo[("code_fts", "zeta")] is True and memo[("code_fts", "alpha")] is True
     assert all("zeta" in chunk.text for chunk, _ in hits)
     store.close()
+
+
+def _ranked_alike(got: list, want: list) -> None:
+    """The same scores in the same order, the same chunks but for ties at the cut."""
+    assert [round(s, 6) for _, s in got] == [round(s, 6) for _, s in want]
+    if got:
+        cut = round(got[-1][1], 6)
+        assert {c.chunk_id for c, s in got if round(s, 6) > cut} == {
+            c.chunk_id for c, s in want if round(s, 6) > cut
+        }
+
+
+QUERIES = [
+    ["alpha", "beta", "zeta"],
+    ["alpha", "zeta"],
+    ["beta", "zeta", "w17"],
+    ["alpha", "beta"],
+    ["get", "user", "name"],
+    ["get_user_name", "get", "alpha"],
+    ["nowhere", "alpha"],
+    ["zeta"],
+    ["alpha", "alpha", "zeta"],  # a term given twice counts twice, in FTS5 and in the lists
+]
+
+
+@pytest.mark.parametrize("terms", QUERIES, ids=" ".join)
+@pytest.mark.parametrize("limit", [5, 100, 400])
+def test_a_process_searching_again_ranks_as_one_that_searches_once(store, tmp_path, terms, limit):
+    """The second time a process meets a frequent term it keeps the term's
+    BM25 list and ranks from the lists; results are FTS5's, filters and the
+    chunks asked for included."""
+    again = SQLiteStore(store.path)  # its own process's caches
+    try:
+        filters = [
+            None,
+            ChunkFilter(paths={f"src/f{f}.py" for f in range(0, FILES, 3)}),
+            ChunkFilter(paths={"src/f7.py"}),
+        ]
+        for flt in filters:
+            store._records.clear()  # a one-shot command: FTS5 ranks
+            once = store.lexical_search("code", terms, flt, limit, also=list(range(1, 60)))
+            for _ in range(2):
+                twice = again.lexical_search("code", terms, flt, limit, also=list(range(1, 60)))
+                _ranked_alike(twice[:limit], once[:limit])
+                assert {c.chunk_id: round(s, 6) for c, s in twice[limit:]} == {
+                    c.chunk_id: round(s, 6) for c, s in once[limit:]
+                }
+        frequent = [t for t in terms if t in {"alpha", "beta", "get", "user", "name"}]
+        assert all(again._records.terms.holds("code_fts", t) for t in frequent)
+    finally:
+        again.close()
+
+
+def test_a_one_shot_search_reads_no_term_list(store):
+    """A process's first search ranks inside FTS5, as before; later ones read a
+    rarer term's list at once and a frequent term's the second time they meet it."""
+    store._records.clear()
+    lists = store._records.terms
+    store.lexical_search("code", ["zeta", "w17"], None, 10)
+    store.lexical_search("code", ["alpha", "beta", "zeta"], None, 10)
+    assert not any(lists.holds("code_fts", t) for t in ("alpha", "beta", "zeta", "w17"))
+    store.lexical_search("code", ["beta", "zeta", "w17"], None, 10)  # 'beta' met again
+    assert all(lists.holds("code_fts", t) for t in ("beta", "zeta", "w17"))
+    assert not lists.holds("code_fts", "alpha")
+    store.lexical_search("code", ["zeta", "w4000"], None, 10)  # rarer terms: read when first met
+    assert lists.holds("code_fts", "w4000")
+
+
+def test_term_lists_are_dropped_when_the_index_changes(tmp_path):
+    store = SQLiteStore(tmp_path / "index.db")
+
+    def add(name: str, texts: list[str]) -> None:
+        with store.transaction():
+            file_id = store.put_file(f"src/{name}.py", "code", name, 0, 0, role="source")
+            store.put_chunks(file_id, "code", [ChunkInput(t, j, j) for j, t in enumerate(texts)])
+
+    add("a", [f"alpha w{i}" + (" zeta" if i % 7 == 0 else "") for i in range(3000)])
+    for _ in range(3):
+        store.lexical_search("code", ["alpha", "zeta"], None, 5)
+    assert store._records.terms.holds("code_fts", "alpha")
+    add("b", ["zeta zeta zeta"] * 50)  # zeta's document frequency, and so every score, changes
+    hits = store.lexical_search("code", ["alpha", "zeta"], None, 5)
+    want = _full_or(store, ["alpha", "zeta"], 5)
+    assert [round(s, 6) for _, s in hits] == [round(s, 6) for _, s in want]
+    assert {c.path for c, _ in hits} == {"src/b.py"}
+    store.close()

@@ -13,7 +13,9 @@ filter reads (migration 11), in this process or another. Entries are keyed
 by the filter they passed, so a record left out by one filter is not shown
 to another. Records are shared, never copied: readers must not change them.
 The same token keeps :attr:`RecordCache.memo`, other facts read from the
-index (which query terms are frequent, see :mod:`lore.storage.sqlite.lexical`).
+index (which query terms are frequent, see :mod:`lore.storage.sqlite.lexical`),
+and :attr:`RecordCache.terms`, each query term's BM25 over the rows holding
+it (:mod:`lore.storage.sqlite.termlists`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Hashable
 from typing import Any
 
 from lore.storage.base import ChunkRecord
+from lore.storage.sqlite.termlists import TermLists
 
 # What the records may take: their text plus ~600 bytes of object each
 # (~12k records of the stdlib index, whose chunks average 1 KB of text).
@@ -44,6 +47,7 @@ class RecordCache:
         self._records: OrderedDict[Hashable, ChunkRecord | None] = OrderedDict()
         # Small facts of the index, good as long as the records (bounded by their callers' keys).
         self.memo: dict[Hashable, Any] = {}
+        self.terms = TermLists()  # each query term's BM25 over its rows (lore.storage.sqlite.termlists)
 
     def valid_for(self, token: Any) -> None:
         """Drop everything when the index changed since the records were read."""
@@ -54,6 +58,7 @@ class RecordCache:
     def clear(self) -> None:
         self._records.clear()
         self.memo.clear()
+        self.terms.clear()
         self.size = 0
         self.token = None
 

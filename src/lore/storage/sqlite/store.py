@@ -47,6 +47,7 @@ from lore.storage.base import (
     filter_is_empty,
     text_hash,
 )
+from lore.storage.sqlite.lexical import frequent_terms
 from lore.storage.sqlite.lexical import plan as lexical_plan
 from lore.storage.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 from lore.storage.sqlite.recordcache import RecordCache
@@ -54,11 +55,18 @@ from lore.storage.sqlite.recordcache import RecordCache
 if TYPE_CHECKING:
     import numpy as np
 
+    from lore.storage.sqlite.termlists import TermRanking
     from lore.storage.sqlite.vectors import VectorSet
 
 FTS_TABLES = {"memory": "chunks_fts", "code": "code_fts", "commit": "commit_fts"}
 # BM25 column weights (title, keywords, text) per kind.
 _WEIGHTS = {"memory": (4.0, 2.0, 1.0), "code": (4.0, 1.0, 1.0), "commit": (4.0, 1.0, 1.0)}
+
+
+def _weights_sql(kind: str) -> str:
+    return ", ".join(str(w) for w in _WEIGHTS[kind])
+
+
 _PROPOSAL_COLUMNS = (
     "id, kind, status, title, reason, confidence, evidence, memory_ids, changes, created_at, updated_at"
 )
@@ -653,7 +661,15 @@ class SQLiteStore:
         if not terms or limit <= 0:
             return []
         self._records.valid_for(self._content_token())
-        plan = lexical_plan(self.db, FTS_TABLES[kind], terms, self._records.memo)
+        table = FTS_TABLES[kind]
+        frequent = frequent_terms(self.db, table, terms, self._records.memo)
+        ranking = self._records.terms.rank(self.db, table, _weights_sql(kind), terms, frequent)
+        if (
+            ranking is not None
+            and (found := self._from_term_lists(kind, ranking, flt, limit, also)) is not None
+        ):
+            return found
+        plan = lexical_plan(self.db, table, terms, self._records.memo)
         wanted = json.dumps(list(dict.fromkeys(also))) if also else None
         best: dict[int, tuple[ChunkRecord, float]] = {}
         extra: dict[int, float] = {}
@@ -666,6 +682,38 @@ class SQLiteStore:
         rest = {i: score for i, score in extra.items() if i not in shown}
         chunks = {c.chunk_id: c for c in self.chunks(kind, list(rest), flt)} if rest else {}
         return top + sorted(((chunks[i], s) for i, s in rest.items() if i in chunks), key=lambda hit: -hit[1])
+
+    def _from_term_lists(
+        self, kind: str, ranking: TermRanking, flt: AnyFilter | None, limit: int, also: Sequence[int]
+    ) -> list[tuple[ChunkRecord, float]] | None:
+        """What :meth:`lexical_search` returns, from the process's term lists;
+        None when a selective filter leaves the candidates short (FTS5's
+        filtered join finds the rest faster than reading them all)."""
+        top = self._best_passing(kind, *ranking.first(), flt, limit)
+        if top is not None and len(top) < limit and ranking.split:
+            top = self._best_passing(kind, *ranking.every(), flt, limit)
+        if top is None:
+            return None
+        shown = {chunk.chunk_id for chunk, _ in top}
+        rest = {i: s for i, s in ranking.scores_of(also).items() if i not in shown} if also else {}
+        chunks = {c.chunk_id: c for c in self.chunks(kind, list(rest), flt)} if rest else {}
+        return top + sorted(((chunks[i], s) for i, s in rest.items() if i in chunks), key=lambda hit: -hit[1])
+
+    def _best_passing(
+        self, kind: str, ids: np.ndarray, scores: np.ndarray, flt: AnyFilter | None, limit: int
+    ) -> list[tuple[ChunkRecord, float]] | None:
+        """The best `limit` of `ids` (best first) that pass `flt`: read `limit`,
+        then 8 × `limit` more; None when the candidates go on beyond that."""
+        out: list[tuple[ChunkRecord, float]] = []
+        start = 0
+        for size in (limit, 8 * limit):
+            part, part_scores = ids[start : start + size].tolist(), scores[start : start + size].tolist()
+            found = {c.chunk_id: c for c in self.chunks(kind, part, flt)}
+            out += [(found[i], s) for i, s in zip(part, part_scores, strict=True) if i in found]
+            start += size
+            if len(out) >= limit or start >= len(ids):
+                return out[:limit]
+        return None
 
     def _merge_ranked(
         self,
@@ -696,7 +744,7 @@ class SQLiteStore:
         are read with the filter, widening once when the filter rejects some,
         and a very selective filter goes straight to a filtered join.
         """
-        table, weights = FTS_TABLES[kind], ", ".join(str(w) for w in _WEIGHTS[kind])
+        table, weights = FTS_TABLES[kind], _weights_sql(kind)
         scored = f"SELECT rowid AS id, -bm25({table}, {weights}) AS score FROM {table} WHERE {table} MATCH ?"
         if wanted is None:
             ranked_sql = f"{scored} ORDER BY bm25({table}, {weights}) LIMIT ?"

@@ -1,0 +1,172 @@
+"""BM25 by term, kept between the searches of one process.
+
+FTS5's BM25 is a sum over a query's phrases, each phrase's part depending
+only on that phrase and the row (its document frequency, its count in each
+column, the row's length). So a term's part can be worked out once, for
+every row holding it, and kept: the next query that uses the term adds the
+kept list instead of having FTS5 score those rows again. A process that
+searches again and again — an MCP server, the web UI, a bench loop — meets
+the same words in query after query (``request``, ``config``, ``test``, a
+speaker's name), and scoring rows is most of what a keyword search costs
+(~2.3 µs a row inside FTS5; a sorted lookup here costs a fraction of that).
+
+:meth:`TermLists.rank` gives the same candidates and scores as the FTS5
+expressions of :func:`lore.storage.sqlite.lexical.plan`: the rows holding a
+rarer term, each scored over every term; or, when the query has no such
+split, the rows holding any term. Reading a list costs about what FTS5's
+scoring of its rows does, so only a process that searches again reads
+them: its first search of a table ranks inside FTS5 (a one-shot command
+pays nothing more than before), later ones read a rarer term's list when
+they first meet it and a *frequent* term's (see that module: a long list)
+the second time.
+
+The lists are good while the index's content token holds (they live in the
+process's :class:`~lore.storage.sqlite.recordcache.RecordCache`, cleared
+with it), and take at most :data:`MAX_BYTES`, the least recently used
+dropped first.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from lore.storage.sqlite.lexical import phrase
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# What the lists may take: 16 bytes a row (its id and its score), ~1.5M rows.
+MAX_BYTES = 24 << 20
+# Frequent terms remembered as met once (their names only), at most.
+_MET_MAX = 20_000
+
+
+class TermRanking:
+    """One query's candidates from the term lists: :meth:`first`, and :meth:`every` when it has a split."""
+
+    def __init__(self, rare: list[np.ndarray], lists: list[tuple[np.ndarray, np.ndarray]], split: bool):
+        self._rare, self._lists, self.split = rare, lists, split
+
+    def first(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, scores) best first of the rows holding a rarer term (any term,
+        without a split), each scored over every term (FTS5's BM25, negated)."""
+        return _scored(_union(self._rare), self._lists)
+
+    def every(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, scores) best first of the rows holding any term."""
+        return _scored(_union([ids for ids, _ in self._lists]), self._lists)
+
+    def scores_of(self, wanted: Sequence[int]) -> dict[int, float]:
+        """{id: score} of the `wanted` rows that are among :meth:`first`'s."""
+        import numpy as np
+
+        rows = np.unique(np.asarray(wanted, dtype=np.int64))
+        inside = np.zeros(len(rows), dtype=bool)
+        for ids in self._rare:
+            if len(ids):
+                at = np.minimum(np.searchsorted(ids, rows), len(ids) - 1)
+                inside |= ids[at] == rows
+        ids, scores = _scored(rows[inside], self._lists)
+        return dict(zip(ids.tolist(), scores.tolist(), strict=True))
+
+
+class TermLists:
+    def __init__(self, max_bytes: int = MAX_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self.size = 0
+        self._lists: OrderedDict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._met: set[tuple[str, str]] = set()  # frequent terms met once, not read yet
+        self._searched: set[str] = set()  # the tables searched before
+
+    def holds(self, table: str, term: str) -> bool:
+        """Whether `term`'s list for `table` has been read (and is kept)."""
+        return (table, term) in self._lists
+
+    def clear(self) -> None:
+        self._lists.clear()
+        self._met.clear()
+        self._searched.clear()
+        self.size = 0
+
+    def rank(
+        self,
+        db: sqlite3.Connection,
+        table: str,
+        weights: str,
+        terms: Sequence[str],
+        frequent: set[str],
+    ) -> TermRanking | None:
+        """The query's candidates from the term lists; None (rank inside FTS5)
+        at the process's first search of `table`, and when a frequent term is
+        met for the first time.
+
+        `frequent`: the terms :func:`~lore.storage.sqlite.lexical.frequent_terms`
+        found frequent; `weights`: the table's BM25 column weights, as SQL.
+        """
+
+        unread = [t for t in dict.fromkeys(terms) if t in frequent and (table, t) not in self._lists]
+        first_search = table not in self._searched
+        self._searched.add(table)
+        if first_search or (unread and not all((table, t) in self._met for t in unread)):
+            if len(self._met) > _MET_MAX:
+                self._met.clear()
+            self._met.update((table, t) for t in unread)
+            return None
+        lists = {t: self._list(db, table, weights, t) for t in dict.fromkeys(terms)}
+        split = bool(frequent) and len(frequent & set(lists)) < len(lists)
+        rare = [t for t in lists if t not in frequent] if split else list(lists)
+        return TermRanking([lists[t][0] for t in rare], [lists[t] for t in terms], split)
+
+    def _list(
+        self, db: sqlite3.Connection, table: str, weights: str, term: str
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(row ids ascending, each row's BM25 part for `term`), read once."""
+        import numpy as np
+
+        key = (table, term)
+        if key in self._lists:
+            self._lists.move_to_end(key)
+            return self._lists[key]
+        rows = db.execute(
+            f"SELECT rowid, -bm25({table}, {weights}) FROM {table} WHERE {table} MATCH ?", (phrase(term),)
+        ).fetchall()
+        pairs = np.array(rows, dtype=np.float64).reshape(-1, 2)
+        ids, scores = pairs[:, 0].astype(np.int64), np.ascontiguousarray(pairs[:, 1])
+        if len(ids) > 1 and bool((ids[1:] < ids[:-1]).any()):
+            order = np.argsort(ids, kind="stable")
+            ids, scores = ids[order], scores[order]
+        self._met.discard(key)
+        self._lists[key] = (ids, scores)
+        self.size += ids.nbytes + scores.nbytes
+        while self.size > self.max_bytes and len(self._lists) > 1:
+            old_ids, old_scores = self._lists.popitem(last=False)[1]
+            self.size -= old_ids.nbytes + old_scores.nbytes
+        return ids, scores
+
+
+def _union(parts: list[np.ndarray]) -> np.ndarray:
+    import numpy as np
+
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return np.zeros(0, dtype=np.int64)
+    return parts[0] if len(parts) == 1 else np.unique(np.concatenate(parts))
+
+
+def _scored(ids: np.ndarray, lists: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """`ids` best first, with their scores summed over `lists` (a term given
+    twice counts twice, as FTS5 counts a phrase each time it is given)."""
+    import numpy as np
+
+    total = np.zeros(len(ids), dtype=np.float64)
+    for term_ids, term_scores in lists:
+        if not len(term_ids) or not len(ids):
+            continue
+        at = np.minimum(np.searchsorted(term_ids, ids), len(term_ids) - 1)
+        held = term_ids[at] == ids
+        total[held] += term_scores[at[held]]
+    order = np.argsort(-total, kind="stable")
+    return ids[order], total[order]
