@@ -221,6 +221,8 @@ def in_prose(text: str, lowered: str, rules: RuleSet) -> Iterator[Finding]:
             key_start -= 1
         tail = _KEY_TAIL.match(text, hit)
         key_end = tail.end() if tail else hit + 1
+        if _ASSIGN.match(text, key_end) is None:
+            continue  # no separator after it: nothing assigned (judge would say so, after more work)
         if text.startswith("${", key_start - 2) and text.startswith((":?", "?"), key_end):
             continue  # ${PASSWORD:?must be set}: the shell's message when it is unset
         key = text[key_start:key_end]
