@@ -127,3 +127,25 @@ def test_codes_are_cached_beside_the_matrix_and_follow_its_version(store, tmp_pa
     assert grown.codes is not None and grown.codes.words.shape[1] == N + 1
     assert [p.name for p in cache.glob("*.codes.npz")] != [p.name for p in saved]
     assert len(list(cache.glob("*.codes.npz"))) == 1
+
+
+def test_a_filter_met_again_gives_the_same_hits_and_follows_the_index(store):
+    """A process that searches with the same filter again (recall's, a server's)
+    keeps the rows passing it: the same hits as checking the nearest chunks,
+    and a write to the index (a memory archived) counts at the next search."""
+    from lore.storage.base import TierState
+
+    flt = MemoryFilter(exclude_tiers=["archive"])
+    asked = queries(6)
+    first = [store.vector_search("memory", MODEL, q, flt, 30) for q in asked]
+    for _ in range(2):  # met again: the rows passing are read once, then reused
+        assert [store.vector_search("memory", MODEL, q, flt, 30) for q in asked] == first
+    top_chunk = first[0][0][0]
+    memory_id = store.db.execute(
+        "SELECT m.id FROM chunks c JOIN memories m ON m.file_id = c.file_id WHERE c.id = ?", (top_chunk,)
+    ).fetchone()[0]
+    with store.transaction():
+        store.put_tier_states([TierState(memory_id, "archive", "2026-01-01T00:00:00Z")])
+    after = store.vector_search("memory", MODEL, asked[0], flt, 30)
+    assert top_chunk not in {i for i, _ in after}
+    assert after[:5] == [hit for hit in first[0] if hit[0] != top_chunk][:5]

@@ -795,8 +795,14 @@ class SQLiteStore:
         if not len(vectors) or limit <= 0:
             return []
         sims = vectors.similarities(query, limit)  # once: widening only re-ranks
-        if filter_is_empty(flt):
+        if flt is None or filter_is_empty(flt):
             return vectors.best(sims, limit)
+        rows = self._allowed_rows(kind, vectors, flt)
+        if rows is not None:
+            hits = vectors.best(sims, limit, rows)
+            if len(hits) >= limit or len(hits) >= int(rows.sum()):
+                return hits
+            return vectors.best_exact(query, limit, rows)  # the prefilter's rows fell short
         want = limit * 3 // 2 + 16  # most chunks pass the usual filters (privacy, tiers)
         for _ in range(2):
             top = vectors.best(sims, want)
@@ -856,6 +862,24 @@ class SQLiteStore:
             "WHERE c.kind = ?",
             (model, kind),
         ).fetchall()
+
+    def _allowed_rows(self, kind: str, vectors: VectorSet, flt: AnyFilter) -> np.ndarray | None:
+        """The rows of `vectors` that pass `flt`, as a mask, when this process
+        searched with the same filter before (recall's, a server's visibility):
+        read once while the index holds, then each search needs no SQL for it.
+        None the first time (the nearest chunks are checked instead)."""
+        self._records.valid_for(self._content_token())
+        key = ("allowed rows", kind, repr(flt))
+        known = self._records.memo.get(key)
+        if known is None:
+            self._records.memo[key] = (None, None)  # met once
+            return None
+        vectors_of, mask = known
+        if vectors_of is not vectors:
+            mask = vectors.mask(self._all_passing(kind, flt))
+            self._records.memo[key] = (vectors, mask)
+        rows: np.ndarray = mask
+        return rows
 
     def _passing(self, kind: str, ids: list[int], flt: AnyFilter | None) -> set[int]:
         where, params = _filter_where(kind, flt)
