@@ -225,6 +225,7 @@ def test_a_process_searching_again_ranks_as_one_that_searches_once(store, monkey
                 }
         frequent = [t for t in terms if t in {"alpha", "beta", "get", "user", "name"}]
         assert all(again._records.terms.holds("code_fts", t) for t in frequent)
+        assert again._records.terms.answered >= 2  # the lists ranked (at least) the unfiltered repeats
     finally:
         again.close()
 
@@ -274,3 +275,29 @@ def test_term_lists_are_dropped_when_the_index_changes(tmp_path):
     assert [round(s, 6) for _, s in hits] == [round(s, 6) for _, s in want]
     assert {c.path for c, _ in hits} == {"src/b.py"}
     store.close()
+
+
+def test_a_term_given_twice_is_one_term_and_never_damages_the_index(store):
+    """Every distinct term frequent, one given twice: one OR of them (an empty
+    OR of the rarer ones was an FTS5 syntax error, taken for damage: the index
+    was deleted and rebuilt empty)."""
+    fresh = SQLiteStore(store.path)  # a new process: FTS5 ranks its first searches
+    try:
+        before = fresh.counts().chunks
+        for _ in range(3):
+            hits = fresh.lexical_search("code", ["alpha", "alpha"], None, 5)
+            assert len(hits) == 5
+        assert fresh.counts().chunks == before and not fresh.notices
+    finally:
+        fresh.close()
+
+
+def test_a_statement_fts5_cannot_parse_is_not_damage(store):
+    import sqlite3
+
+    from lore.storage.sqlite.store import is_damage
+
+    with pytest.raises(sqlite3.OperationalError) as caught:
+        store.db.execute("SELECT rowid FROM code_fts WHERE code_fts MATCH ?", ("() OR alpha",)).fetchall()
+    assert "syntax error" in str(caught.value)
+    assert not is_damage(caught.value)

@@ -11,6 +11,7 @@ import lore
 from conftest import ON_POSTGRES
 from lore.storage import MemoryFilter
 from lore.storage.base import ChunkRecord
+from lore.storage.sqlite import SQLiteStore
 from lore.storage.sqlite.migrations import CONTENT_TABLES
 from lore.storage.sqlite.recordcache import RecordCache
 
@@ -142,3 +143,20 @@ def test_the_least_recently_used_records_go_beyond_the_budget():
     assert sorted(r.chunk_id for r in found) == [1, 3, 4] and missing == [2]
     cache.valid_for("changed")
     assert cache.split("s", [1]) == ([], [1]) and cache.size == 0
+
+
+def test_open_stores_share_the_cache_budget(tmp_path):
+    """A team server on SQLite opens a store per user: the process's record and
+    term-list budgets are shared among the open stores, not multiplied."""
+    from lore.storage.sqlite import recordcache
+
+    stores = [SQLiteStore(tmp_path / f"{i}.db") for i in range(4)]
+    try:
+        share = stores[0]._records.max_bytes
+        assert share == recordcache.MAX_BYTES // len(recordcache._OPEN) <= recordcache.MAX_BYTES // 4
+        assert stores[0]._records.terms.budget() <= recordcache.TERM_LISTS_MAX_BYTES // 4
+        stores.pop().close()  # a closed store leaves its share to the others
+        assert stores[0]._records.max_bytes > share
+    finally:
+        for store in stores:
+            store.close()

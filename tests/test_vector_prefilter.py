@@ -137,9 +137,13 @@ def test_a_filter_met_again_gives_the_same_hits_and_follows_the_index(store):
 
     flt = MemoryFilter(exclude_tiers=["archive"])
     asked = queries(6)
-    first = [store.vector_search("memory", MODEL, q, flt, 30) for q in asked]
+    first = [store.vector_search("memory", MODEL, asked[0], flt, 30)]
+    masks = store._records.memo["allowed rows"]
+    assert all(isinstance(kept, int) for kept in masks.values())  # counted, not read yet
+    first += [store.vector_search("memory", MODEL, q, flt, 30) for q in asked[1:]]
     for _ in range(2):  # met again: the rows passing are read once, then reused
         assert [store.vector_search("memory", MODEL, q, flt, 30) for q in asked] == first
+    assert any(isinstance(kept, tuple) for kept in masks.values())  # the mask answered
     top_chunk = first[0][0][0]
     memory_id = store.db.execute(
         "SELECT m.id FROM chunks c JOIN memories m ON m.file_id = c.file_id WHERE c.id = ?", (top_chunk,)
@@ -149,3 +153,28 @@ def test_a_filter_met_again_gives_the_same_hits_and_follows_the_index(store):
     after = store.vector_search("memory", MODEL, asked[0], flt, 30)
     assert top_chunk not in {i for i, _ in after}
     assert after[:5] == [hit for hit in first[0] if hit[0] != top_chunk][:5]
+
+
+def test_a_kept_mask_does_not_keep_an_old_matrix_in_memory(store):
+    """Vectors written later (the embedder catching up) make a new matrix
+    without any other change to the index; a filter's mask must not hold
+    the old matrix."""
+    import gc
+    import weakref
+
+    with store.transaction():  # a memory still waiting for its vector
+        memory = Memory(title="late", body="late", tags=["common"])
+        file_id = store.put_file(".lore/memory/late.md", "memory", "late", 0, 0)
+        store.put_memory(file_id, record_of(memory, ".lore/memory/late.md", 1))
+        store.put_chunks(file_id, "memory", [ChunkInput("late", 1, 1, section="body", title="late")])
+    flt = MemoryFilter(exclude_tiers=["archive"])
+    for query in queries(12):
+        store.vector_search("memory", MODEL, query, flt, 10)
+    old = weakref.ref(store._vector_set("memory", MODEL, DIM))
+    [(text_hash, _)] = store.pending_embeddings(MODEL, 10)
+    with store.transaction():
+        store.put_embeddings(MODEL, [text_hash], queries(1))
+    store.vector_search("memory", MODEL, queries(1)[0], None, 10)  # the new matrix, no filter
+    assert len(store._vector_set("memory", MODEL, DIM)) == N + 1
+    gc.collect()
+    assert old() is None  # the filter, not searched since, holds no matrix

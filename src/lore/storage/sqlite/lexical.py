@@ -72,7 +72,7 @@ def plan(
     frequency, while the index has not changed (kept there as found)."""
     every = " OR ".join(phrase(t) for t in terms)
     frequent = frequent_terms(db, table, terms, known)
-    if not frequent or len(frequent) == len(terms):
+    if not frequent or frequent >= set(terms):  # a term given twice is one term: no empty "rare" OR
         return LexicalPlan([every])
     rare = " OR ".join(phrase(t) for t in terms if t not in frequent)
     common = " OR ".join(phrase(t) for t in terms if t in frequent)

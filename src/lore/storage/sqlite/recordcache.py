@@ -20,11 +20,13 @@ it (:mod:`lore.storage.sqlite.termlists`).
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any
 
 from lore.storage.base import ChunkRecord
+from lore.storage.sqlite.termlists import MAX_BYTES as TERM_LISTS_MAX_BYTES
 from lore.storage.sqlite.termlists import TermLists
 
 # What the records may take: their text plus ~600 bytes of object each
@@ -42,15 +44,36 @@ def _size(record: ChunkRecord | None) -> int:
     return _RECORD_BYTES + (len(record.text) if record is not None else 0)
 
 
+# The caches of the process's open stores: the budgets above are shared among
+# them (a team server on SQLite opens a store per user).
+_OPEN: weakref.WeakSet[RecordCache] = weakref.WeakSet()
+
+
+def _share(total: int) -> int:
+    return total // max(1, len(_OPEN))
+
+
 class RecordCache:
-    def __init__(self, max_bytes: int = MAX_BYTES) -> None:
-        self.max_bytes = max_bytes
+    def __init__(self, max_bytes: int | None = None) -> None:
+        self._fixed = max_bytes
         self.token: Any = None
         self.size = 0
         self._records: OrderedDict[Hashable, ChunkRecord | None] = OrderedDict()
         # Small facts of the index, good as long as the records (bounded by their callers' keys).
         self.memo: dict[Hashable, Any] = {}
-        self.terms = TermLists()  # each query term's BM25 over its rows (lore.storage.sqlite.termlists)
+        # Each query term's BM25 over its rows (lore.storage.sqlite.termlists).
+        self.terms = TermLists(budget=lambda: _share(TERM_LISTS_MAX_BYTES))
+        _OPEN.add(self)
+
+    @property
+    def max_bytes(self) -> int:
+        """What the records may take: :data:`MAX_BYTES`, shared among the open stores."""
+        return self._fixed if self._fixed is not None else _share(MAX_BYTES)
+
+    def release(self) -> None:
+        """Drop everything, and leave the budgets to the other stores (the store closed)."""
+        self.clear()
+        _OPEN.discard(self)
 
     def valid_for(self, token: Any) -> None:
         """Drop everything when the index changed since the records were read."""

@@ -13,6 +13,7 @@ import os
 import sqlite3
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -66,6 +67,8 @@ _WEIGHTS = {"memory": (4.0, 2.0, 1.0), "code": (4.0, 1.0, 1.0), "commit": (4.0, 
 # A filtered vector search checks its nearest chunks against the filter in
 # about the time reading this many rows' filter outcome takes (see _allowed_rows).
 _ROWS_PER_CHECK = 500
+# Filters whose masks (or counts) a store keeps at most.
+_MASKS = 32
 
 
 def _weights_sql(kind: str) -> str:
@@ -219,6 +222,7 @@ class SQLiteStore:
             self.on_rebuild()
 
     def close(self) -> None:
+        self._records.release()
         self.db.close()
 
     @contextmanager
@@ -673,6 +677,7 @@ class SQLiteStore:
             ranking is not None
             and (found := self._from_term_lists(kind, ranking, flt, limit, also)) is not None
         ):
+            self._records.terms.answered += 1
             return found
         plan = lexical_plan(self.db, table, terms, self._records.memo)
         wanted = json.dumps(list(dict.fromkeys(also))) if also else None
@@ -802,7 +807,7 @@ class SQLiteStore:
         sims = vectors.similarities(query, limit)  # once: widening only re-ranks
         if flt is None or filter_is_empty(flt):
             return vectors.best(sims, limit)
-        rows = self._allowed_rows(kind, vectors, flt)
+        rows = self._allowed_rows(kind, model, vectors, flt)
         if rows is not None:
             hits = vectors.best(sims, limit, rows)
             if len(hits) >= limit or len(hits) >= int(rows.sum()):
@@ -868,7 +873,7 @@ class SQLiteStore:
             (model, kind),
         ).fetchall()
 
-    def _allowed_rows(self, kind: str, vectors: VectorSet, flt: AnyFilter) -> np.ndarray | None:
+    def _allowed_rows(self, kind: str, model: str, vectors: VectorSet, flt: AnyFilter) -> np.ndarray | None:
         """The rows of `vectors` that pass `flt`, as a mask, once this process
         has searched with the same filter often enough since the index last
         changed (recall's filter, a server's visibility); None before (the
@@ -880,17 +885,20 @@ class SQLiteStore:
         most twice what the best choice in hindsight would have cost.
         """
         self._records.valid_for(self._content_token())
-        key = ("allowed rows", kind, repr(flt))
-        known = self._records.memo.get(key, 0)
+        masks = self._records.memo.setdefault("allowed rows", OrderedDict())
+        key = (kind, model, repr(flt))
+        known = masks.pop(key, 0)
+        while len(masks) >= _MASKS:  # the least recently used filters go
+            masks.popitem(last=False)
         if isinstance(known, int):
             if known + 1 < max(2, len(vectors) // _ROWS_PER_CHECK):
-                self._records.memo[key] = known + 1
+                masks[key] = known + 1
                 return None
             known = (None, None)
-        vectors_of, mask = known
-        if vectors_of is not vectors:
+        made_for, mask = known
+        if made_for != (vectors.version, len(vectors)):  # not the VectorSet itself: it would stay in memory
             mask = vectors.mask(self._all_passing(kind, flt))
-            self._records.memo[key] = (vectors, mask)
+        masks[key] = ((vectors.version, len(vectors)), mask)
         rows: np.ndarray = mask
         return rows
 
@@ -1750,6 +1758,9 @@ _NOT_DAMAGE = (
     # argument, not a damaged file. Rebuilding would not help, and must never
     # be what a caller's argument can make Lore do to its index.
     *PAST_LIMITS,
+    # A statement SQLite or FTS5 cannot parse ("fts5: syntax error near ..."):
+    # the statement is wrong, not the file; rebuilding would lose the index for it.
+    "syntax error",
 )
 # ... unless the file's own pages are what SQLite complains of.
 _DAMAGE = ("malformed", "not a database")

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from lore.storage.sqlite.lexical import phrase
@@ -80,8 +80,9 @@ class TermRanking:
 
 
 class TermLists:
-    def __init__(self, max_bytes: int = MAX_BYTES) -> None:
-        self.max_bytes = max_bytes
+    def __init__(self, budget: Callable[[], int] | None = None) -> None:
+        self.budget = budget or (lambda: MAX_BYTES)  # bytes the lists may take, asked at each read
+        self.answered = 0  # searches the lists answered (the store counts them)
         self.size = 0
         self._lists: OrderedDict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._met: dict[tuple[str, str], int] = {}  # frequent terms not read yet: times met
@@ -165,10 +166,11 @@ class TermLists:
         if len(ids) > 1 and bool((ids[1:] < ids[:-1]).any()):
             order = np.argsort(ids, kind="stable")
             ids, scores = ids[order], scores[order]
-        self._met.pop(key, None)
+        self._met.pop(key, None)  # an evicted frequent list is paid for again before it is read again
         self._lists[key] = (ids, scores)
         self.size += ids.nbytes + scores.nbytes
-        while self.size > self.max_bytes and len(self._lists) > 1:
+        budget = self.budget()
+        while self.size > budget and len(self._lists) > 1:
             old_ids, old_scores = self._lists.popitem(last=False)[1]
             self.size -= old_ids.nbytes + old_scores.nbytes
         return ids, scores
@@ -185,7 +187,9 @@ def _union(parts: list[np.ndarray]) -> np.ndarray:
 
 def _scored(ids: np.ndarray, lists: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
     """`ids` best first, with their scores summed over `lists` (a term given
-    twice counts twice, as FTS5 counts a phrase each time it is given)."""
+    twice counts twice, as FTS5 counts a phrase each time it is given). The
+    sums are added in the query's order, FTS5's AND-ed expression adds the
+    rarer terms first: the last bit may differ, which can only reorder ties."""
     import numpy as np
 
     total = np.zeros(len(ids), dtype=np.float64)
