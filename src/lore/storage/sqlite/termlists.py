@@ -25,8 +25,8 @@ hindsight, and no query stalls on several long lists at once).
 
 The lists are good while the index's content token holds (they live in the
 process's :class:`~lore.storage.sqlite.recordcache.RecordCache`, cleared
-with it), and take at most :data:`MAX_BYTES`, the least recently used
-dropped first.
+with it), and take at most :data:`MAX_BYTES` (shared among the process's
+open stores), the least recently used dropped first.
 """
 
 from __future__ import annotations
