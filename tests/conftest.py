@@ -42,7 +42,9 @@ settings.load_profile("lore")
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "storage_independent: touches no index; CI's PostgreSQL pass may leave it out"
+        "markers",
+        "storage_independent: touches no index of the backend under test (none, or a SQLite one "
+        "it makes itself); CI's PostgreSQL pass may leave it out",
     )
     config.addinivalue_line(
         "markers",

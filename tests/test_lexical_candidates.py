@@ -18,6 +18,9 @@ from lore.storage import ChunkFilter, ChunkInput
 from lore.storage.sqlite import SQLiteStore, termlists
 from lore.storage.sqlite.lexical import FREQUENT_MIN_DOCS, FREQUENT_SHARE, LexicalPlan, frequent_terms, plan
 
+# The store here is SQLite's, made by the tests, whatever backend the suite runs on.
+pytestmark = pytest.mark.storage_independent
+
 FILES, PER_FILE = 250, 100
 N = FILES * PER_FILE
 
