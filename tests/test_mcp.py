@@ -590,6 +590,11 @@ def test_code_tools_index_search_recall_and_update(root):
                 "recall_context", title="oauth", include_code=False, include_related_work=False
             )
             assert no_code["files"] == [] and no_code["code_snippets"] == []
+            # a task's title as long as a commit's subject can be (`lore recall` takes it too)
+            long_title = "Fix oauth token parsing when the bearer header " + "and its scheme vary " * 10
+            assert len(long_title) > 200
+            pack = await s.ok("recall_context", title=long_title, budget=1500)
+            assert "OAuth tokens need the bearer scheme" in pack["markdown"]
 
             write(
                 root,

@@ -36,6 +36,8 @@ Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT)]
 Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY)]
 Text = Annotated[str, Field(max_length=MAX_TEXT)]
 Title = Annotated[str, Field(max_length=MAX_SUBJECT)]
+# A task's title, as a tracker or a commit gives it: any length a query may have (as `lore recall`'s).
+TaskTitle = Annotated[str, Field(max_length=MAX_QUERY)]
 
 
 def _tag_list(value: object) -> object:
@@ -230,7 +232,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
 
     @server.tool(description="A task's context: memories, likely files, code, past work, in budget tokens.")
     def recall_context(
-        title: Title,
+        title: TaskTitle,
         description: Text = "",
         work_item_id: str | None = None,
         files: Paths | None = None,
