@@ -100,10 +100,16 @@ def frequent_terms(
     threshold = max(int(rows * FREQUENT_SHARE), FREQUENT_MIN_DOCS)
     if rows <= threshold:
         return set()
-    count = f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)"
     if len(known) > _KNOWN_MAX:
         known.clear()
     for term in terms:
         if (table, term) not in known:
-            known[(table, term)] = db.execute(count, (phrase(term), threshold + 1)).fetchone()[0] > threshold
+            known[(table, term)] = rows_holding(db, table, term, threshold + 1) > threshold
     return {t for t in terms if known[(table, t)]}
+
+
+def rows_holding(db: sqlite3.Connection, table: str, term: str, at_most: int = -1) -> int:
+    """How many rows of `table` hold `term`, counting no further than `at_most`
+    (-1: all). Counting walks the posting list without scoring it."""
+    count = f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)"
+    return int(db.execute(count, (phrase(term), at_most)).fetchone()[0])

@@ -687,9 +687,18 @@ class SQLiteStore:
             self._merge_ranked(best, extra, kind, match, flt, limit, wanted)
         if len(best) < limit and plan.fallback:
             self._merge_ranked(best, extra, kind, plan.fallback, flt, limit, None)
-        top = sorted(best.values(), key=lambda hit: -hit[1])[:limit]
+        return self._then_also(kind, sorted(best.values(), key=lambda hit: -hit[1])[:limit], extra, flt)
+
+    def _then_also(
+        self,
+        kind: str,
+        top: list[tuple[ChunkRecord, float]],
+        also: dict[int, float],
+        flt: AnyFilter | None,
+    ) -> list[tuple[ChunkRecord, float]]:
+        """`top`, then the chunks of `also` ({id: score}) not in it that pass `flt`, best first."""
         shown = {chunk.chunk_id for chunk, _ in top}
-        rest = {i: score for i, score in extra.items() if i not in shown}
+        rest = {i: score for i, score in also.items() if i not in shown}
         chunks = {c.chunk_id: c for c in self.chunks(kind, list(rest), flt)} if rest else {}
         return top + sorted(((chunks[i], s) for i, s in rest.items() if i in chunks), key=lambda hit: -hit[1])
 
@@ -704,10 +713,7 @@ class SQLiteStore:
             top = self._best_passing(kind, *ranking.every(), flt, limit)
         if top is None:
             return None
-        shown = {chunk.chunk_id for chunk, _ in top}
-        rest = {i: s for i, s in ranking.scores_of(also).items() if i not in shown} if also else {}
-        chunks = {c.chunk_id: c for c in self.chunks(kind, list(rest), flt)} if rest else {}
-        return top + sorted(((chunks[i], s) for i, s in rest.items() if i in chunks), key=lambda hit: -hit[1])
+        return self._then_also(kind, top, ranking.scores_of(also) if also else {}, flt)
 
     def _best_passing(
         self, kind: str, ids: np.ndarray, scores: np.ndarray, flt: AnyFilter | None, limit: int

@@ -36,7 +36,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from lore.storage.sqlite.lexical import phrase
+from lore.storage.sqlite.lexical import phrase, rows_holding
 
 if TYPE_CHECKING:
     import numpy as np
@@ -141,11 +141,7 @@ class TermLists:
             return False
         rows = self._rows.get(key)
         if rows is None:  # counting a posting list is ~30x cheaper than scoring it
-            rows = self._rows[key] = int(
-                db.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (phrase(term),)).fetchone()[
-                    0
-                ]
-            )
+            rows = self._rows[key] = rows_holding(db, table, term)
         return met * RENT_ROWS >= rows
 
     def _list(
