@@ -304,3 +304,71 @@ def test_a_statement_fts5_cannot_parse_is_not_damage(store):
         store.db.execute("SELECT rowid FROM code_fts WHERE code_fts MATCH ?", ("() OR alpha",)).fetchall()
     assert "syntax error" in str(caught.value)
     assert not is_damage(caught.value)
+
+
+def test_a_warmed_process_ranks_from_the_lists_from_its_first_search(store):
+    """A long-running process reads its frequent terms' lists before its
+    first query (an MCP server does): that query ranks from the lists, as
+    FTS5 would, and warming again reads nothing more."""
+    warmed = SQLiteStore(store.path)
+    try:
+        assert warmed.warm_search(most=1) == 1  # the most frequent first: 'alpha', in every chunk
+        assert warmed._records.terms.holds("code_fts", "alpha")
+        assert not warmed._records.terms.holds("code_fts", "beta")
+        assert warmed.warm_search() >= 4  # 'beta', 'name', 'get', 'user'
+        lists = warmed._records.terms
+        assert all(lists.holds("code_fts", t) for t in ("beta", "name", "get", "user"))
+        assert not lists.holds("code_fts", "zeta")  # a rarer term: read when a query meets it
+        assert warmed.warm_search() == 0
+        for terms in (["alpha", "beta", "zeta"], ["get", "user", "name"]):
+            before = lists.answered
+            hits = warmed.lexical_search("code", terms, None, 50)
+            assert lists.answered == before + 1  # the lists ranked it, at the first search
+            assert [round(s, 6) for _, s in hits] == [round(s, 6) for _, s in _full_or(store, terms, 50)]
+    finally:
+        warmed.close()
+
+
+def test_terms_spelled_otherwise_share_their_list(store):
+    """FTS5 folds case and stems ('Betas' is 'beta'): a query spelling a warmed
+    term otherwise ranks from its list, with FTS5's scores for that spelling."""
+    warmed = SQLiteStore(store.path)
+    try:
+        warmed.warm_search()
+        lists = warmed._records.terms
+        assert termlists.fts_key("Betas") == termlists.fts_key("beta") == "beta"
+        assert lists.holds("code_fts", "Betas") and lists.holds("code_fts", "ALPHA")
+        size = lists.size
+        before = lists.answered
+        hits = warmed.lexical_search("code", ["ALPHA", "Betas", "zeta"], None, 20)
+        assert lists.answered == before + 1
+        assert [round(s, 6) for _, s in hits] == [
+            round(s, 6) for _, s in _full_or(store, ["ALPHA", "Betas", "zeta"], 20)
+        ]
+        zeta_rows = sum(1 for i in range(N) if "zeta" in _text(i)) + 1
+        assert lists.size == size + 16 * zeta_rows  # only zeta's list was read
+    finally:
+        warmed.close()
+
+
+def test_warming_keeps_to_its_share_of_the_budget_and_its_lists_go_last(store, monkeypatch):
+    """Warming stops at its share of the lists' budget, the most frequent
+    first; lists read later push out each other before a warmed one."""
+    monkeypatch.setattr(termlists, "RENT_ROWS", N)  # a list is paid for at its second sighting
+    alpha = 16 * (N + len(SPECIAL))  # alpha is in every chunk; name, get and user in half of them
+    warmed = SQLiteStore(store.path)
+    try:
+        lists = warmed._records.terms
+        lists.budget = lambda: int(2.4 * alpha)  # warming may take 1.2 alpha: alpha, not name as well
+        warmed.warm_search()
+        assert lists.holds("code_fts", "alpha")
+        assert not any(lists.holds("code_fts", t) for t in ("beta", "name", "get", "user"))
+        for term in ("get", "name", "user"):  # read at their second sighting: 1.5 alpha more
+            for _ in range(2):
+                warmed.lexical_search("code", [term, "zeta"], None, 5)
+        assert lists.holds("code_fts", "alpha")  # the oldest, but warmed
+        assert not lists.holds("code_fts", "get")  # the least recently used of the others
+        assert lists.holds("code_fts", "name") and lists.holds("code_fts", "user")
+        assert lists.size <= lists.budget()
+    finally:
+        warmed.close()

@@ -1371,3 +1371,41 @@ def test_http_public_host_without_token_is_refused(root):
     assert time.monotonic() - started < 30
     with socket.socket() as sock:  # nothing was listening: the port is still free
         sock.bind(("127.0.0.1", port))
+
+
+def test_the_server_reads_frequent_terms_keyword_lists_ahead(tmp_path):
+    """After loading the model, the server reads the keyword lists of terms
+    found in many chunks, in the background and one at a time under the
+    calls' lock: its first queries rank from them instead of scoring those
+    rows inside FTS5 (SQLite; PostgreSQL keeps its own caches)."""
+    import lore
+    from lore.interfaces.mcp import build_server
+    from lore.storage import ChunkInput
+
+    root = tmp_path / "p"
+    project = lore.init(root)
+    if type(project.store).__name__ != "SQLiteStore":
+        project.close()
+        pytest.skip("a SQLite index's keyword lists")
+    with project.store.transaction():
+        file_id = project.store.put_file("src/big.py", "code", "h", 0, 0, role="source")
+        project.store.put_chunks(
+            file_id,
+            "code",
+            [ChunkInput(f"def handler_{i}(request): return request", i, i) for i in range(1500)],
+        )
+    project.close()
+    server, tools = build_server(str(root))
+    try:
+        lists = tools.own.store._records.terms
+        assert not lists.holds("code_fts", "request")
+        tools.warm()
+        deadline = time.monotonic() + 60
+        while not lists.holds("code_fts", "request") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert lists.holds("code_fts", "request")
+        with tools.lock_of(tools.own):
+            hits = tools.own.code_search("request handler", limit=3, fresh=False)
+        assert hits and lists.answered >= 1
+    finally:
+        tools.own.close()

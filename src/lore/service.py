@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from lore.errors import ArgumentError, NotFound, UsageError, ValidationError, literal
+from lore.errors import ArgumentError, LoreError, NotFound, UsageError, ValidationError, literal
 from lore.filenames import MAX_PATH
 from lore.health import Problem
 from lore.memory.edits import Edit
@@ -139,6 +139,7 @@ class Lore:
         self._parts: dict[str, Any] = {}
         self._messages: list[str] = []
         self._seen_sync: SyncReport | None = None
+        self._warmed = False  # warm_up loaded the model and vectors
         self.created: list[str] = []
 
     @classmethod
@@ -281,6 +282,22 @@ class Lore:
     def sync(self, *, force: bool = False) -> SyncReport:
         """Bring the index up to date with the memory files (cheap when nothing changed)."""
         return self.memories.sync(force=force)
+
+    def warm_up(self, *, lists: int | None = None) -> int:
+        """Ready a long-running process (an MCP server, the web UI) for its
+        first queries: memories synced, the embedding model and memory vectors
+        loaded, then at most `lists` of the keyword lists of frequent terms
+        read (:meth:`Store.warm_search`; None: as many as their budget holds).
+        Answers are the same without it; the first queries are slower.
+        Returns the lists read (0: none left to read)."""
+        if lists is None or not self._warmed:
+            self.sync()
+            try:
+                self.search("warm up", limit=1)
+            except LoreError:  # no model, nothing indexed: nothing to load
+                pass
+            self._warmed = True
+        return self.store.warm_search(lists) if lists != 0 else 0
 
     def export_index(self, target: str | os.PathLike[str], *, force: bool = False) -> TransferReport:
         """Write this project's index (memories, code, history, vectors, anchors,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, WithJsonSchema
@@ -132,13 +133,27 @@ class LoreTools:
                 raise ToolError(redact(shown)[0]) from None  # a key echoed back: never a secret in clear
 
     def warm(self) -> None:
-        """Load the model and matrices before the first call."""
+        """Load the model and matrices before the first call; then, in the
+        background, the keyword lists of frequent terms (:meth:`Lore.warm_up`),
+        one at a time: a call waits for one list at most."""
         with self.lock_of(self.own):
             try:
-                self.own.sync()
-                self.own.search("warm up", limit=1)
+                self.own.warm_up(lists=0)
             except LoreError:
-                pass
+                return
+        threading.Thread(target=self._warm_lists, name="lore-warm-lists", daemon=True).start()
+
+    def _warm_lists(self) -> None:
+        lock = self.lock_of(self.own)
+        while True:
+            with lock:
+                try:
+                    if not self.own.warm_up(lists=1):
+                        return
+                except Exception as err:  # closed under it, or damage the next call reports
+                    logging.getLogger("lore.mcp").debug("stopped reading keyword lists ahead: %s", err)
+                    return
+            time.sleep(0.002)  # a waiting call takes the lock here
 
 
 class _ActingLore:

@@ -560,6 +560,13 @@ class Store(Protocol):
         among the best `limit`, best first, with the score they have there."""
         ...
 
+    def warm_search(self, most: int | None = None) -> int:
+        """Read ahead (at most `most` of) what this process's keyword searches
+        would read as they go (a long-running process does it before its
+        first query); how many were read, 0 when nothing is left to read.
+        Results are the same either way."""
+        ...
+
     def vector_search(
         self, kind: str, model: str, query: np.ndarray, flt: AnyFilter | None, limit: int
     ) -> list[tuple[int, float]]: ...

@@ -130,6 +130,10 @@ class ChunkRows(StoreCore):
     def _select_params(self, kind: str) -> tuple[str, ...]:
         return (self.project_id, self.project_id) if kind == "memory" else ()
 
+    def warm_search(self, most: int | None = None) -> int:
+        """Nothing to read ahead: PostgreSQL keeps its own caches (shared buffers)."""
+        return 0
+
     def lexical_search(
         self,
         kind: str,

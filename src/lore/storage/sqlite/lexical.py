@@ -94,10 +94,7 @@ def frequent_terms(
     if len(terms) < 2:
         return set()
     known = {} if known is None else known
-    if (table, None) not in known:
-        known[(table, None)] = int(db.execute(f"SELECT count(*) FROM {table}_docsize").fetchone()[0])
-    rows = known[(table, None)]
-    threshold = max(int(rows * FREQUENT_SHARE), FREQUENT_MIN_DOCS)
+    rows, threshold = frequent_threshold(db, table, known)
     if rows <= threshold:
         return set()
     if len(known) > _KNOWN_MAX:
@@ -106,6 +103,17 @@ def frequent_terms(
         if (table, term) not in known:
             known[(table, term)] = rows_holding(db, table, term, threshold + 1) > threshold
     return {t for t in terms if known[(table, t)]}
+
+
+def frequent_threshold(
+    db: sqlite3.Connection, table: str, known: MutableMapping[Hashable, Any]
+) -> tuple[int, int]:
+    """(rows of `table`, the number of rows a term must be in to be frequent
+    there); the rows are counted once while `known` holds."""
+    if (table, None) not in known:
+        known[(table, None)] = int(db.execute(f"SELECT count(*) FROM {table}_docsize").fetchone()[0])
+    rows = known[(table, None)]
+    return rows, max(int(rows * FREQUENT_SHARE), FREQUENT_MIN_DOCS)
 
 
 def rows_holding(db: sqlite3.Connection, table: str, term: str, at_most: int = -1) -> int:

@@ -8,7 +8,9 @@ files instead (see :mod:`lore.storage.sqlite.store`).
 
 from __future__ import annotations
 
-_FTS = "tokenize = 'porter unicode61 remove_diacritics 2'"
+# How FTS5 splits text into terms (lore.storage.sqlite.termlists splits query terms alike).
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+_FTS = f"tokenize = '{FTS_TOKENIZER}'"
 
 
 def _fts_table(name: str, kind: str) -> list[str]:

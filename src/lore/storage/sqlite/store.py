@@ -48,7 +48,7 @@ from lore.storage.base import (
     filter_is_empty,
     text_hash,
 )
-from lore.storage.sqlite.lexical import frequent_terms
+from lore.storage.sqlite.lexical import frequent_terms, frequent_threshold
 from lore.storage.sqlite.lexical import plan as lexical_plan
 from lore.storage.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 from lore.storage.sqlite.recordcache import RecordCache
@@ -688,6 +688,33 @@ class SQLiteStore:
         if len(best) < limit and plan.fallback:
             self._merge_ranked(best, extra, kind, plan.fallback, flt, limit, None)
         return self._then_also(kind, sorted(best.values(), key=lambda hit: -hit[1])[:limit], extra, flt)
+
+    def warm_search(self, most: int | None = None) -> int:
+        """Read the keyword lists of each kind's frequent terms (the lists a
+        process reads only once FTS5 has scored their rows a few times, see
+        :mod:`lore.storage.sqlite.termlists`), at most `most` of them: then
+        the first searches rank as later ones do. Returns how many were read
+        (0: all are held, or as many as the lists' budget allows)."""
+        self._records.valid_for(self._content_token())
+        memo, read = self._records.memo, 0
+        for kind, table in FTS_TABLES.items():
+            rows, threshold = frequent_threshold(self.db, table, memo)
+            if rows <= threshold:
+                continue
+            if ("frequent", table) not in memo:  # one read of the table's terms while the index holds
+                self.db.execute(
+                    f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_terms USING fts5vocab(main, {table}, 'row')"
+                )
+                memo[("frequent", table)] = self.db.execute(
+                    f"SELECT term, doc FROM temp.{table}_terms WHERE doc > ? ORDER BY doc DESC", (threshold,)
+                ).fetchall()
+            left = (1 << 30) if most is None else most - read
+            read += self._records.terms.warm(
+                self.db, table, _weights_sql(kind), memo[("frequent", table)], left
+            )
+            if most is not None and read >= most:
+                break
+        return read
 
     def _then_also(
         self,

@@ -23,31 +23,44 @@ the queries that met the term have paid as much ranking inside FTS5 as the
 list costs (ski rental: at most twice the cost of the best choice in
 hindsight, and no query stalls on several long lists at once).
 
+A list belongs to the term's FTS5 tokens, not its spelling: ``tests``,
+``Test`` and ``test`` are one porter-stemmed term to FTS5, and share one list.
+A long-running process (the MCP server, the web UI) can read the longest lists
+before its first query (:meth:`TermLists.warm`): its first queries then rank
+from the lists as later ones do, instead of paying FTS5 for those rows again.
+
 The lists are good while the index's content token holds (they live in the
 process's :class:`~lore.storage.sqlite.recordcache.RecordCache`, cleared
 with it), and take at most :data:`MAX_BYTES` (shared among the process's
-open stores), the least recently used dropped first.
+open stores), the least recently used dropped first; lists read by
+:meth:`TermLists.warm` go last.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from lore.storage.sqlite.lexical import phrase, rows_holding
+from lore.storage.sqlite.migrations import FTS_TOKENIZER
 
 if TYPE_CHECKING:
     import numpy as np
 
-# What the lists may take: 16 bytes a row (its id and its score), ~1.5M rows.
-MAX_BYTES = 24 << 20
+# What the lists may take: 16 bytes a row (its id and its score), ~3M rows. The
+# frequent terms' lists of the 52,973-chunk bench index take ~17 MB.
+MAX_BYTES = 48 << 20
 # Frequent terms remembered as met (their names only), at most.
 _MET_MAX = 20_000
 # About how many of a frequent term's rows FTS5 scores when a query holding it
 # ranks inside FTS5 (the rows holding the query's rarer terms).
 RENT_ROWS = 2000
+# Warming reads lists until they take this share of the budget (the rest is for
+# the lists met later).
+WARM_SHARE = 0.5
 
 
 class TermRanking:
@@ -84,21 +97,50 @@ class TermLists:
         self.budget = budget or (lambda: MAX_BYTES)  # bytes the lists may take, asked at each read
         self.answered = 0  # searches the lists answered (the store counts them)
         self.size = 0
+        # Keyed by (table, the term's FTS5 tokens: fts_key), as are _met and _rows.
         self._lists: OrderedDict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._warm: set[tuple[str, str]] = set()  # lists read by warm(): dropped last
         self._met: dict[tuple[str, str], int] = {}  # frequent terms not read yet: times met
         self._rows: dict[tuple[str, str], int] = {}  # and their rows, counted once
         self._searched: set[str] = set()  # the tables searched before
 
     def holds(self, table: str, term: str) -> bool:
         """Whether `term`'s list for `table` has been read (and is kept)."""
-        return (table, term) in self._lists
+        return (table, fts_key(term)) in self._lists
 
     def clear(self) -> None:
         self._lists.clear()
+        self._warm.clear()
         self._met.clear()
         self._rows.clear()
         self._searched.clear()
         self.size = 0
+
+    def warm(
+        self, db: sqlite3.Connection, table: str, weights: str, terms: list[tuple[str, int]], most: int
+    ) -> int:
+        """Read the lists of `terms` ((term, rows), the most frequent first)
+        not read yet, at most `most` of them, while the lists read so take at
+        most :data:`WARM_SHARE` of the budget. The table then ranks from the
+        lists from its first search on. Returns how many lists were read (0:
+        nothing left to read)."""
+        self._searched.add(table)
+        read = 0
+        for term, rows in terms:
+            key = (table, fts_key(term))
+            if key in self._warm:
+                continue
+            if read >= most or self._warm_bytes() + 16 * rows > self.budget() * WARM_SHARE:
+                break
+            self._list(db, table, weights, term)
+            self._warm.add(key)
+            read += 1
+        return read
+
+    def _warm_bytes(self) -> int:
+        return sum(
+            ids.nbytes + scores.nbytes for key, (ids, scores) in self._lists.items() if key in self._warm
+        )
 
     def rank(
         self,
@@ -116,13 +158,14 @@ class TermLists:
         found frequent; `weights`: the table's BM25 column weights, as SQL.
         """
 
-        unread = [t for t in dict.fromkeys(terms) if t in frequent and (table, t) not in self._lists]
-        first_search = table not in self._searched
+        unread = [t for t in dict.fromkeys(terms) if t in frequent and (table, fts_key(t)) not in self._lists]
+        first_search = table not in self._searched  # (warm() counts as one)
         self._searched.add(table)
         if len(self._met) > _MET_MAX:
             self._met.clear()
         for term in unread:
-            self._met[(table, term)] = self._met.get((table, term), 0) + 1
+            key = (table, fts_key(term))
+            self._met[key] = self._met.get(key, 0) + 1
         if first_search or not all(self._paid_for(db, table, t) for t in unread):
             return None
         lists = {t: self._list(db, table, weights, t) for t in dict.fromkeys(terms)}
@@ -135,7 +178,7 @@ class TermLists:
         FTS5 (~:data:`RENT_ROWS` rows scored each time) has cost what its list
         (a row each) costs to read: then at most twice what the best choice in
         hindsight would have cost, and no single query stalls on a long list."""
-        key = (table, term)
+        key = (table, fts_key(term))
         met = self._met.get(key, 0)
         if met < 2:
             return False
@@ -150,7 +193,7 @@ class TermLists:
         """(row ids ascending, each row's BM25 part for `term`), read once."""
         import numpy as np
 
-        key = (table, term)
+        key = (table, fts_key(term))
         if key in self._lists:
             self._lists.move_to_end(key)
             return self._lists[key]
@@ -167,9 +210,46 @@ class TermLists:
         self.size += ids.nbytes + scores.nbytes
         budget = self.budget()
         while self.size > budget and len(self._lists) > 1:
-            old_ids, old_scores = self._lists.popitem(last=False)[1]
+            # The least recently used, warmed lists last (they are the longest to read again).
+            old = next((k for k in self._lists if k not in self._warm and k != key), None)
+            if old is None:
+                old = next(iter(self._lists))
+                if old == key:
+                    break
+            old_ids, old_scores = self._lists.pop(old)
+            self._warm.discard(old)
             self.size -= old_ids.nbytes + old_scores.nbytes
         return ids, scores
+
+
+_TOKENIZER: sqlite3.Connection | None = None
+_TOKENIZING = threading.Lock()
+_KEYS: dict[str, str] = {}  # term -> fts_key(term), bounded by _KEYS_MAX
+_KEYS_MAX = 50_000
+
+
+def fts_key(term: str) -> str:
+    """The tokens FTS5 makes of `term` (case-folded, porter-stemmed), space-separated:
+    the terms a query may spell differently ("tests", "Test") whose rows and
+    BM25 parts are one term's. Split by FTS5 itself, on a table of its own in memory."""
+    key = _KEYS.get(term)
+    if key is not None:
+        return key
+    global _TOKENIZER
+    with _TOKENIZING:
+        if _TOKENIZER is None:
+            db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+            db.execute(f"CREATE VIRTUAL TABLE split USING fts5(x, tokenize = '{FTS_TOKENIZER}')")
+            db.execute("CREATE VIRTUAL TABLE split_terms USING fts5vocab(split, 'instance')")
+            _TOKENIZER = db
+        _TOKENIZER.execute("INSERT INTO split(rowid, x) VALUES (1, ?)", (term,))
+        tokens = [row[0] for row in _TOKENIZER.execute("SELECT term FROM split_terms ORDER BY offset")]
+        _TOKENIZER.execute("DELETE FROM split")
+    key = " ".join(tokens) if tokens else term
+    if len(_KEYS) >= _KEYS_MAX:
+        _KEYS.clear()
+    _KEYS[term] = key
+    return key
 
 
 def _union(parts: list[np.ndarray]) -> np.ndarray:
