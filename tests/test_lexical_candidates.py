@@ -280,6 +280,34 @@ def test_term_lists_are_dropped_when_the_index_changes(tmp_path):
     store.close()
 
 
+def test_a_write_to_another_kind_leaves_a_tables_lists_standing(tmp_path):
+    """A memory added (an agent's session does it between searches) changes
+    no code chunk: the code's lists stay, and still rank as FTS5 does."""
+    store = SQLiteStore(tmp_path / "index.db")
+    with store.transaction():
+        file_id = store.put_file("src/a.py", "code", "a", 0, 0, role="source")
+        texts = [f"alpha w{i}" + (" zeta" if i % 7 == 0 else "") for i in range(3000)]
+        store.put_chunks(file_id, "code", [ChunkInput(t, j, j) for j, t in enumerate(texts)])
+    for _ in range(3):
+        store.lexical_search("code", ["alpha", "zeta"], None, 5)
+    lists = store._records.terms
+    assert lists.holds("code_fts", "alpha")
+    with store.transaction():
+        note = store.put_file("notes/n.md", "memory", "n", 0, 0)
+        store.put_chunks(note, "memory", [ChunkInput("alpha zeta in a note", 1, 1)])
+    size, answered = lists.size, lists.answered
+    hits = store.lexical_search("code", ["alpha", "zeta"], None, 5)
+    assert lists.answered == answered + 1 and lists.size == size  # the kept lists ranked it
+    assert [round(s, 6) for _, s in hits] == [round(s, 6) for _, s in _full_or(store, ["alpha", "zeta"], 5)]
+    with store.transaction():  # a code chunk: the code's lists go
+        store.put_chunks(
+            store.put_file("src/b.py", "code", "b", 0, 0, role="source"), "code", [ChunkInput("zeta", 1, 1)]
+        )
+    store.lexical_search("code", ["alpha", "zeta"], None, 5)
+    assert not lists.holds("code_fts", "alpha")
+    store.close()
+
+
 def test_a_term_given_twice_is_one_term_and_never_damages_the_index(store):
     """Every distinct term frequent, one given twice: one OR of them (an empty
     OR of the rarer ones was an FTS5 syntax error, taken for damage: the index

@@ -28,6 +28,9 @@ def _fts_table(name: str, kind: str) -> list[str]:
     ]
 
 
+# The keyword (FTS5) table of each kind of chunk.
+FTS_KINDS = {"chunks_fts": "memory", "code_fts": "code", "commit_fts": "commit"}
+
 # What chunk records, and the filters applied to them, are read from (and
 # the writes that change it: a tier pass rewrites checked_at on every read).
 _WRITES = ("INSERT", "UPDATE", "DELETE")
@@ -257,6 +260,26 @@ MIGRATIONS: list[list[str]] = [
             for table, ops in CONTENT_TABLES.items()
             for op in ops
         ),
+    ],
+    # 12: a token per keyword table, changed by every write to its rows, so a
+    # process keeps a table's BM25 lists (SQLiteStore.lexical_search) while
+    # only chunks of another kind change: a memory added during an agent's
+    # session leaves the code's lists standing.
+    [
+        statement
+        for table, kind in FTS_KINDS.items()
+        for statement in (
+            f"INSERT OR IGNORE INTO meta(key, value) VALUES ('terms_token:{table}', '0')",
+            *(
+                f"CREATE TRIGGER terms_token_{table}_{op.split()[0].lower()} AFTER {op} ON chunks "
+                f"WHEN {when} BEGIN UPDATE meta SET value = random() WHERE key = 'terms_token:{table}'; END"
+                for op, when in (
+                    ("INSERT", f"new.kind = '{kind}'"),
+                    ("DELETE", f"old.kind = '{kind}'"),
+                    ("UPDATE OF kind, title, keywords, text", f"old.kind = '{kind}' OR new.kind = '{kind}'"),
+                )
+            ),
+        )
     ],
 ]
 

@@ -13,9 +13,9 @@ filter reads (migration 11), in this process or another. Entries are keyed
 by the filter they passed, so a record left out by one filter is not shown
 to another. Records are shared, never copied: readers must not change them.
 The same token keeps :attr:`RecordCache.memo`, other facts read from the
-index (which query terms are frequent, see :mod:`lore.storage.sqlite.lexical`),
-and :attr:`RecordCache.terms`, each query term's BM25 over the rows holding
-it (:mod:`lore.storage.sqlite.termlists`).
+index (which query terms are frequent, see :mod:`lore.storage.sqlite.lexical`).
+:attr:`RecordCache.terms`, each query term's BM25 over the rows holding it
+(:mod:`lore.storage.sqlite.termlists`), holds while its own table's rows do.
 """
 
 from __future__ import annotations
@@ -76,17 +76,17 @@ class RecordCache:
         _OPEN.discard(self)
 
     def valid_for(self, token: Any) -> None:
-        """Drop everything when the index changed since the records were read."""
+        """Drop the records and facts when the index changed since they were
+        read (the term lists hold per table: :meth:`TermLists.valid_for`)."""
         if token != self.token:
-            self.clear()
+            self._records.clear()
+            self.memo.clear()
+            self.size = 0
             self.token = token
 
     def clear(self) -> None:
-        self._records.clear()
-        self.memo.clear()
+        self.valid_for(None)
         self.terms.clear()
-        self.size = 0
-        self.token = None
 
     def split(self, scope: Hashable, ids: list[int]) -> tuple[list[ChunkRecord], list[int]]:
         """(the records of `ids` held for `scope`, the ids not held)."""

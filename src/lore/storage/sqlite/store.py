@@ -50,7 +50,7 @@ from lore.storage.base import (
 )
 from lore.storage.sqlite.lexical import frequent_terms, frequent_threshold
 from lore.storage.sqlite.lexical import plan as lexical_plan
-from lore.storage.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
+from lore.storage.sqlite.migrations import FTS_KINDS, MIGRATIONS, SCHEMA_VERSION
 from lore.storage.sqlite.recordcache import RecordCache
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from lore.storage.sqlite.termlists import TermRanking
     from lore.storage.sqlite.vectors import VectorSet
 
-FTS_TABLES = {"memory": "chunks_fts", "code": "code_fts", "commit": "commit_fts"}
+FTS_TABLES = {kind: table for table, kind in FTS_KINDS.items()}
 # BM25 column weights (title, keywords, text) per kind.
 _WEIGHTS = {"memory": (4.0, 2.0, 1.0), "code": (4.0, 1.0, 1.0), "commit": (4.0, 1.0, 1.0)}
 
@@ -642,6 +642,11 @@ class SQLiteStore:
         row = self.db.execute("SELECT value FROM meta WHERE key = 'content_token'").fetchone()
         return row[0] if row else ""
 
+    def _terms_token(self, table: str) -> str:
+        """What changes with every write to `table`'s rows (migration 12)."""
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (f"terms_token:{table}",)).fetchone()
+        return row[0] if row else self._content_token()
+
     def first_chunk(self, path: str) -> ChunkRecord | None:
         row = self.db.execute(
             f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ? "
@@ -671,6 +676,7 @@ class SQLiteStore:
             return []
         self._records.valid_for(self._content_token())
         table = FTS_TABLES[kind]
+        self._records.terms.valid_for(table, self._terms_token(table))
         frequent = frequent_terms(self.db, table, terms, self._records.memo)
         ranking = self._records.terms.rank(self.db, table, _weights_sql(kind), terms, frequent)
         if (
@@ -701,6 +707,7 @@ class SQLiteStore:
             rows, threshold = frequent_threshold(self.db, table, memo)
             if rows <= threshold:
                 continue
+            self._records.terms.valid_for(table, self._terms_token(table))
             if ("frequent", table) not in memo:  # one read of the table's terms while the index holds
                 self.db.execute(
                     f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_terms USING fts5vocab(main, {table}, 'row')"

@@ -29,9 +29,9 @@ A long-running process (the MCP server, the web UI) can read the longest lists
 before its first query (:meth:`TermLists.warm`): its first queries then rank
 from the lists as later ones do, instead of paying FTS5 for those rows again.
 
-The lists are good while the index's content token holds (they live in the
-process's :class:`~lore.storage.sqlite.recordcache.RecordCache`, cleared
-with it), and take at most :data:`MAX_BYTES` (shared among the process's
+A table's lists are good while its rows are unchanged (its ``terms_token``,
+new at every write to them: a memory added leaves the code's lists standing),
+and take at most :data:`MAX_BYTES` (shared among the process's
 open stores), the least recently used dropped first; lists read by
 :meth:`TermLists.warm` go last.
 """
@@ -103,6 +103,7 @@ class TermLists:
         self._met: dict[tuple[str, str], int] = {}  # frequent terms not read yet: times met
         self._rows: dict[tuple[str, str], int] = {}  # and their rows, counted once
         self._searched: set[str] = set()  # the tables searched before
+        self._tokens: dict[str, object] = {}  # the table's terms_token the lists were read at
 
     def holds(self, table: str, term: str) -> bool:
         """Whether `term`'s list for `table` has been read (and is kept)."""
@@ -114,7 +115,21 @@ class TermLists:
         self._met.clear()
         self._rows.clear()
         self._searched.clear()
+        self._tokens.clear()
         self.size = 0
+
+    def valid_for(self, table: str, token: object) -> None:
+        """Drop `table`'s lists (and what was counted of its terms) when its
+        rows changed since they were read: `token` is the table's
+        ``terms_token``, new at every write to its rows (migration 12)."""
+        if table in self._tokens and self._tokens[table] != token:
+            for key in [k for k in self._lists if k[0] == table]:
+                ids, scores = self._lists.pop(key)
+                self.size -= ids.nbytes + scores.nbytes
+            self._warm = {k for k in self._warm if k[0] != table}
+            self._met = {k: v for k, v in self._met.items() if k[0] != table}
+            self._rows = {k: v for k, v in self._rows.items() if k[0] != table}
+        self._tokens[table] = token
 
     def warm(
         self, db: sqlite3.Connection, table: str, weights: str, terms: list[tuple[str, int]], most: int
