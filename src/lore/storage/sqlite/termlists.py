@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 # What the lists may take: 16 bytes a row (its id and its score), ~3M rows. The
-# frequent terms' lists of the 52,973-chunk bench index take ~17 MB.
+# frequent terms' lists of the 52,973-chunk bench index take ~15 MB.
 MAX_BYTES = 48 << 20
 # Frequent terms remembered as met (their names only), at most.
 _MET_MAX = 20_000
@@ -131,17 +131,15 @@ class TermLists:
             self._rows = {k: v for k, v in self._rows.items() if k[0] != table}
         self._tokens[table] = token
 
-    def warm(
-        self, db: sqlite3.Connection, table: str, weights: str, terms: list[tuple[str, int]], most: int
-    ) -> int:
-        """Read the lists of `terms` ((term, rows), the most frequent first)
-        not read yet, at most `most` of them, while the lists read so take at
-        most :data:`WARM_SHARE` of the budget. The table then ranks from the
-        lists from its first search on. Returns how many lists were read (0:
-        nothing left to read)."""
-        self._searched.add(table)
+    def warm(self, db: sqlite3.Connection, terms: list[tuple[str, str, str, int]], most: int) -> int:
+        """Read the lists of `terms` ((table, its BM25 column weights as SQL,
+        term, rows holding it), the longest first) not read yet, at most
+        `most` of them, while the lists read so take at most
+        :data:`WARM_SHARE` of the budget. Each table then ranks from the lists
+        from its first search on. Returns how many were read (0: nothing left)."""
         read = 0
-        for term, rows in terms:
+        for table, weights, term, rows in terms:
+            self._searched.add(table)
             key = (table, fts_key(term))
             if key in self._warm:
                 continue
