@@ -6,7 +6,9 @@
 Starts `lore mcp` as a real subprocess with the SDK's stdio client, measures
 the tokens of the tool list as an agent receives it (names, descriptions,
 input schemas; cl100k if `bpe-openai` is installed, else Lore's estimate) and
-p50/p95 of search_memories and recall_context calls on the given project.
+p50/p95 of search_memories and recall_context calls on the given project,
+after `--think` seconds of an idle server (an agent's first turn; the server
+reads its frequent terms' keyword lists while idle; 0: the calls come at once).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ def tokens(text: str) -> tuple[int, str]:
         return count_tokens(text), "estimate"
 
 
-async def run(project: str, tools_only: bool = False) -> None:
+async def run(project: str, tools_only: bool = False, think: float = 0.0) -> None:
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -63,6 +65,9 @@ async def run(project: str, tools_only: bool = False) -> None:
             row(f"  {tool.name}", f"{one} tokens")
         if tools_only:
             return
+        # An agent's first turn: the server is idle, and reads its keyword lists meanwhile.
+        await asyncio.sleep(think)
+        row("pause before the calls (an agent's first turn)", f"{think:.0f} s")
         random.seed(3)
         tasks = [q["subject"] for q in jsonl(BENCH_DATA / "gitlog-flask/queries.jsonl")]
         questions = [q["text"] for q in jsonl(BENCH_DATA / "locomo/queries.jsonl")]
@@ -88,6 +93,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--project", default=str(WORK / "stdlib"))
     parser.add_argument("--tools-only", action="store_true", help="Only the tool list, on a temp project.")
+    parser.add_argument(
+        "--think",
+        type=float,
+        default=5.0,
+        help="Seconds between start and the first call (an agent's first turn); 0: calls right away.",
+    )
     args = parser.parse_args()
     import lore
 
@@ -102,7 +113,7 @@ def main() -> None:
     with lore.open(args.project) as project:
         counts = project.store.counts()
     print(f"MCP benchmark on {args.project}: {counts.chunks:,} chunks")
-    asyncio.run(run(args.project))
+    asyncio.run(run(args.project, think=args.think))
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@ from lore.memory.model import MAX_KEYWORD_LEN, MAX_KEYWORDS, MAX_SUBJECT, MEMORY
 from lore.secrets import redact
 
 MAX_LIMIT = 50
+# The server reads keyword lists ahead once no call has come for this long (seconds).
+WARM_AFTER_IDLE = 0.1
 MAX_QUERY = 4_000  # characters
 MAX_TEXT = 1_000_000  # characters of a memory body or task description
 
@@ -98,6 +100,8 @@ class LoreTools:
         self.team = team
         self._locks: dict[int, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        self._calls = 0  # calls started and not answered (any user's)
+        self._last_call = 0.0  # time.monotonic() when the last call started or ended
 
     def lock_of(self, lore: Any) -> threading.Lock:
         """The lock that keeps calls on `lore` one at a time."""
@@ -122,20 +126,26 @@ class LoreTools:
         """Run a service call; LoreErrors become tool errors with their one-line message."""
         from mcp.server.mcpserver.exceptions import ToolError
 
-        with self.lock_of(self.lore):
-            try:
-                return _dump(fn(*args, **kwargs))
-            except Exception as err:
-                known = as_lore_error(err)
-                if known is None:
-                    raise
-                shown = without_server_paths(str(known), [self.own.project.root])
-                raise ToolError(redact(shown)[0]) from None  # a key echoed back: never a secret in clear
+        self._calls += 1  # (+= under the GIL: the warm thread only reads it)
+        self._last_call = time.monotonic()
+        try:
+            with self.lock_of(self.lore):
+                try:
+                    return _dump(fn(*args, **kwargs))
+                except Exception as err:
+                    known = as_lore_error(err)
+                    if known is None:
+                        raise
+                    shown = without_server_paths(str(known), [self.own.project.root])
+                    raise ToolError(redact(shown)[0]) from None  # a key echoed back: never a secret in clear
+        finally:
+            self._calls -= 1
+            self._last_call = time.monotonic()
 
     def warm(self) -> None:
         """Load the model and matrices before the first call; then, in the
-        background, the keyword lists of frequent terms (:meth:`Lore.warm_up`),
-        one at a time: a call waits for one list at most."""
+        background while no call comes, the keyword lists of frequent terms
+        (:meth:`Lore.warm_up`), one at a time."""
         with self.lock_of(self.own):
             try:
                 self.own.warm_up(lists=0)
@@ -144,8 +154,15 @@ class LoreTools:
         threading.Thread(target=self._warm_lists, name="lore-warm-lists", daemon=True).start()
 
     def _warm_lists(self) -> None:
+        """Read a list whenever the server has been idle for :data:`WARM_AFTER_IDLE`
+        seconds: an agent thinks for seconds between its calls, and a call that
+        comes meanwhile waits for one list at most (tens of milliseconds)."""
         lock = self.lock_of(self.own)
         while True:
+            idle = time.monotonic() - self._last_call
+            if self._calls or idle < WARM_AFTER_IDLE:
+                time.sleep(WARM_AFTER_IDLE)
+                continue
             with lock:
                 try:
                     if not self.own.warm_up(lists=1):
@@ -153,7 +170,6 @@ class LoreTools:
                 except Exception as err:  # closed under it, or damage the next call reports
                     logging.getLogger("lore.mcp").debug("stopped reading keyword lists ahead: %s", err)
                     return
-            time.sleep(0.002)  # a waiting call takes the lock here
 
 
 class _ActingLore:
