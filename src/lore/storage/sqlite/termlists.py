@@ -171,15 +171,16 @@ class TermLists:
         found frequent; `weights`: the table's BM25 column weights, as SQL.
         """
 
-        unread = [t for t in dict.fromkeys(terms) if t in frequent and (table, fts_key(t)) not in self._lists]
-        first_search = table not in self._searched  # (warm() counts as one)
-        self._searched.add(table)
+        if table not in self._searched:  # (warm() counts as a search)
+            self._searched.add(table)
+            return None  # a one-shot command: FTS5 ranks, no term split or read
+        keys = dict(zip(terms, fts_keys(terms), strict=True))
+        unread = [t for t in keys if t in frequent and (table, keys[t]) not in self._lists]
         if len(self._met) > _MET_MAX:
             self._met.clear()
         for term in unread:
-            key = (table, fts_key(term))
-            self._met[key] = self._met.get(key, 0) + 1
-        if first_search or not all(self._paid_for(db, table, t) for t in unread):
+            self._met[(table, keys[term])] = self._met.get((table, keys[term]), 0) + 1
+        if not all(self._paid_for(db, table, t) for t in unread):
             return None
         lists = {t: self._list(db, table, weights, t) for t in dict.fromkeys(terms)}
         split = bool(frequent) and len(frequent & set(lists)) < len(lists)
@@ -246,23 +247,31 @@ def fts_key(term: str) -> str:
     the terms a query may spell differently ("tests", "Test") whose rows and
     BM25 parts are one term's. Split by FTS5 itself, on a table of its own in memory."""
     key = _KEYS.get(term)
-    if key is not None:
-        return key
-    global _TOKENIZER
-    with _TOKENIZING:
-        if _TOKENIZER is None:
-            db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-            db.execute(f"CREATE VIRTUAL TABLE split USING fts5(x, tokenize = '{FTS_TOKENIZER}')")
-            db.execute("CREATE VIRTUAL TABLE split_terms USING fts5vocab(split, 'instance')")
-            _TOKENIZER = db
-        _TOKENIZER.execute("INSERT INTO split(rowid, x) VALUES (1, ?)", (term,))
-        tokens = [row[0] for row in _TOKENIZER.execute("SELECT term FROM split_terms ORDER BY offset")]
-        _TOKENIZER.execute("DELETE FROM split")
-    key = " ".join(tokens) if tokens else term
-    if len(_KEYS) >= _KEYS_MAX:
-        _KEYS.clear()
-    _KEYS[term] = key
-    return key
+    return key if key is not None else fts_keys([term])[0]
+
+
+def fts_keys(terms: Sequence[str]) -> list[str]:
+    """:func:`fts_key` of each of `terms`; those not split before in one pass."""
+    known = {term: key for term in terms if (key := _KEYS.get(term)) is not None}
+    new = [term for term in dict.fromkeys(terms) if term not in known]
+    if new:
+        global _TOKENIZER
+        with _TOKENIZING:
+            if _TOKENIZER is None:
+                db = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+                db.execute(f"CREATE VIRTUAL TABLE split USING fts5(x, tokenize = '{FTS_TOKENIZER}')")
+                db.execute("CREATE VIRTUAL TABLE split_terms USING fts5vocab(split, 'instance')")
+                _TOKENIZER = db
+            _TOKENIZER.executemany("INSERT INTO split(rowid, x) VALUES (?, ?)", list(enumerate(new, 1)))
+            tokens: dict[int, list[str]] = {}
+            for doc, token in _TOKENIZER.execute("SELECT doc, term FROM split_terms ORDER BY doc, offset"):
+                tokens.setdefault(doc, []).append(token)
+            _TOKENIZER.execute("DELETE FROM split")
+            if len(_KEYS) + len(new) > _KEYS_MAX:
+                _KEYS.clear()
+            for doc, term in enumerate(new, 1):
+                known[term] = _KEYS[term] = " ".join(tokens[doc]) if doc in tokens else term
+    return [known[term] for term in terms]
 
 
 def _union(parts: list[np.ndarray]) -> np.ndarray:
