@@ -40,3 +40,50 @@ def test_watching_lore_sees_hand_edits_made_between_calls(tmp_path):
     path.unlink()
     assert watched.search("nightly") == []
     watched.close()
+
+
+def _git(repo, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+def test_a_watching_lore_scans_the_code_only_after_a_change(repo, monkeypatch):
+    """A server re-checks the work tree before reading code; with inotify it
+    scans only when something under the tree or the git directory changed:
+    an edit, a new file and a commit are found at the next call, and calls
+    with nothing changed scan nothing (a scan of a 2,000-file tree is ~0.3 s)."""
+    from lore.index import freshness
+
+    monkeypatch.setattr(freshness, "CHECK_SECONDS", 0.0)  # every call may check
+    (repo / "src").mkdir()
+    (repo / "src" / "shapes.py").write_text("def circle_area(radius):\n    return 3.14159 * radius**2\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "Add circle area")
+    project = lore.init(repo)
+    config = project.project.lore_dir / "config.toml"
+    config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
+    project.close()
+    watched = lore.open(repo, watch=True)
+    try:
+        code = watched.code_index
+        assert [h.file_path for h in watched.code_search("circle area")] == ["src/shapes.py"]
+        if watched._watcher is None or not watched._watcher.active:  # no inotify here: every check scans
+            return
+        assert code._watcher is not None and code._watcher.active
+        scanned = code._scanned
+        for _ in range(3):
+            watched.code_search("circle area")
+        assert code._scanned == scanned  # nothing changed: no scan
+
+        (repo / "src" / "ledger.py").write_text("def reconcile_ledger_entries(book):\n    return sorted(book)\n")
+        assert [h.file_path for h in watched.code_search("reconcile ledger entries")][:1] == ["src/ledger.py"]
+        assert code._scanned > scanned
+
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-qm", "Reconcile the ledger's entries in order")
+        assert [c.subject for c in watched.history("reconcile ledger entries order")][:1] == [
+            "Reconcile the ledger's entries in order"
+        ]
+    finally:
+        watched.close()

@@ -265,6 +265,8 @@ class Lore:
     def close(self) -> None:
         """Close the index connection and the file watcher (also at the end of a ``with`` block)."""
         if self._store is not None:
+            if "code" in self._parts:
+                self._parts["code"].close()
             self._store.close()
             self._store = None
             self._parts.clear()

@@ -4,7 +4,11 @@
 follows anchored memories when code changes), answers 003's update_index for
 hooks, and tells what changed in the work tree since the last run (status).
 A watching, long-running process re-checks the work tree at most every
-``CHECK_SECONDS``: the scan costs tens of ms on a large repository.
+``CHECK_SECONDS``, and only when inotify saw a change under the work tree or
+the git directory since the last check (or ``FULL_CHECK_SECONDS`` have
+passed, in case an event was missed): the scan costs ~0.2-0.3 s on a tree of
+2,000 indexed files, and a server answering a call every few seconds paid it
+on every other call.
 """
 
 from __future__ import annotations
@@ -12,18 +16,28 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lore.atomic import contained
-from lore.errors import UsageError
+from lore.errors import GitError, UsageError
 from lore.index import gitrepo
 from lore.index.code_sync import IndexResult, sync_code
 from lore.index.history_sync import HistoryResult, sync_history
 from lore.project import Project
 from lore.storage import Store
 
+if TYPE_CHECKING:
+    from lore.index.watch import Watcher
+
 CHECK_SECONDS = 2.0
+# Scanned at least this often even when no change was seen (a watch missed, a
+# change on a network file system).
+FULL_CHECK_SECONDS = 60.0
 DEFAULT_HISTORY_COMMITS = 200_000
+
+
+def _unwatched(name: str) -> bool:
+    return name.startswith(".") or name in ("node_modules", "__pycache__")
 
 
 class CodeIndex:
@@ -34,7 +48,9 @@ class CodeIndex:
         self.store = store
         self.watching = watching
         self._checked = float("-inf")
+        self._scanned = float("-inf")
         self._paths: tuple[int, set[str]] | None = None
+        self._watcher: Watcher | None = None
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -100,10 +116,37 @@ class CodeIndex:
         """Pick up changed files before reading code (unless `[index] auto_sync = false`)."""
         if not self.settings.get("auto_sync", True):
             return
-        if self.watching and time.monotonic() - self._checked < CHECK_SECONDS:
-            return
+        if self.watching:
+            now = time.monotonic()
+            if now - self._checked < CHECK_SECONDS:
+                return
+            self._checked = now
+            if self._watcher is None:  # watching before the first scan: nothing falls between
+                self._watcher = self._watch()
+            elif not self._watcher.changed() and now - self._scanned < FULL_CHECK_SECONDS:
+                return
         self.run()
-        self._checked = time.monotonic()
+        self._checked = self._scanned = time.monotonic()
+
+    def _watch(self) -> Watcher:
+        """inotify over the work tree and the git directory (a commit, a
+        checkout); inactive where inotify is not available or the watch limit
+        is reached (then every check scans). Hidden folders (the index's own,
+        `.git` itself, `.github`), node_modules and __pycache__ are not
+        watched: a change there waits for the next full scan."""
+        from lore.index.watch import Watcher
+
+        roots = [self.project.root]
+        if self.is_git():
+            try:
+                roots.append(gitrepo.git_dir(self.project.root))
+            except GitError:
+                pass
+        return Watcher(roots, skip=_unwatched)
+
+    def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.close()
 
     def update(self, files: list[str], deleted: list[str] | None = None) -> dict[str, int]:
         """003's update_index: re-check these paths (for hooks and tools)."""

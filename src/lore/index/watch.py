@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 # <sys/inotify.h>
@@ -34,11 +35,17 @@ _MASK = (
 )
 
 
-class Watcher:
-    """Watches folders (recursively) for any change."""
+def _hidden(name: str) -> bool:
+    return name.startswith(".")
 
-    def __init__(self, roots: list[Path]):
+
+class Watcher:
+    """Watches folders (recursively) for any change; subfolders for which
+    `skip` (given the folder's name) is true are left out (default: hidden ones)."""
+
+    def __init__(self, roots: list[Path], skip: Callable[[str], bool] = _hidden):
         self.roots = roots
+        self._skip = skip
         self._fd = -1
         self._libc = None
         try:
@@ -88,7 +95,7 @@ class Watcher:
             root.mkdir(parents=True, exist_ok=True)
             assert self._libc is not None
             for folder, dirs, _ in os.walk(root):
-                dirs[:] = [d for d in dirs if not d.startswith(".")]
+                dirs[:] = [d for d in dirs if not self._skip(d)]
                 if self._libc.inotify_add_watch(self._fd, os.fsencode(folder), _MASK) < 0:
                     return False  # e.g. the per-user watch limit: fall back to scanning
         return True

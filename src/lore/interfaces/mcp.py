@@ -9,7 +9,7 @@ update_index) and sessions. The whole list costs agents ≤ 1,500 tokens
 which stays open for the server's life: the embedding model and vector
 matrices load once. Before answering, memory files are re-checked (an
 inotify read; a stat scan only when something changed); code at most every
-2 s (the service's ``CODE_CHECK_SECONDS`` for watching processes).
+2 s, and only after inotify saw a change (:mod:`lore.index.freshness`).
 
 Nothing may be printed to stdout in stdio mode: it is the protocol channel.
 """
