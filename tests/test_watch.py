@@ -76,7 +76,9 @@ def test_a_watching_lore_scans_the_code_only_after_a_change(repo, monkeypatch):
             watched.code_search("circle area")
         assert code._scanned == scanned  # nothing changed: no scan
 
-        (repo / "src" / "ledger.py").write_text("def reconcile_ledger_entries(book):\n    return sorted(book)\n")
+        (repo / "src" / "ledger.py").write_text(
+            "def reconcile_ledger_entries(book):\n    return sorted(book)\n"
+        )
         assert [h.file_path for h in watched.code_search("reconcile ledger entries")][:1] == ["src/ledger.py"]
         assert code._scanned > scanned
 
