@@ -400,3 +400,29 @@ def test_warming_keeps_to_its_share_of_the_budget_and_its_lists_go_last(store, m
         assert lists.size <= lists.budget()
     finally:
         warmed.close()
+
+
+def test_warming_reads_the_terms_the_stemmer_would_stem_again(tmp_path):
+    """FTS5 holds 'else' as 'els', which the porter stemmer stems again to
+    'el': read ahead by that name, the list would be another term's (none).
+    It is read by a word that stems to it, and a query's 'else' ranks from it."""
+    store = SQLiteStore(tmp_path / "index.db")
+    try:
+        with store.transaction():
+            file_id = store.put_file("src/a.py", "code", "a", 0, 0, role="source")
+            texts = [
+                ("else " if i % 2 else "") + f"raise w{i}" + (" zeta" if i % 9 == 0 else "")
+                for i in range(3000)
+            ]
+            store.put_chunks(file_id, "code", [ChunkInput(t, j, j) for j, t in enumerate(texts)])
+        assert termlists.fts_key("else") == "els" and termlists.fts_key("els") == "el"
+        assert store.warm_search() == 2  # 'raise' (every chunk) and 'else' (half)
+        lists = store._records.terms
+        assert lists.holds("code_fts", "else") and lists.holds("code_fts", "raise")
+        hits = store.lexical_search("code", ["else", "zeta"], None, 20)
+        assert lists.answered == 1  # ranked from the lists at the first search
+        assert [round(s, 6) for _, s in hits] == [
+            round(s, 6) for _, s in _full_or(store, ["else", "zeta"], 20)
+        ]
+    finally:
+        store.close()

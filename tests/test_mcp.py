@@ -1408,4 +1408,31 @@ def test_the_server_reads_frequent_terms_keyword_lists_ahead(tmp_path):
             hits = tools.own.code_search("request handler", limit=3, fresh=False)
         assert hits and lists.answered >= 1
     finally:
+        with tools.lock_of(tools.own):
+            tools.own.close()
+
+
+def test_web_requests_count_as_calls_and_a_closed_lore_reads_nothing_ahead(tmp_path):
+    """`lore serve` shares the tools: a web request counts as a call (the
+    server reads ahead only while none comes), and a Lore closed under a
+    server's reading ahead is not opened again by it."""
+    import anyio
+
+    import lore
+    from lore.interfaces.mcp import LoreTools
+    from lore.interfaces.web.app import Backend
+
+    root = tmp_path / "p"
+    lore.init(root).close()
+    tools = LoreTools(str(root))
+    try:
+        backend = Backend(tools)
+
+        async def request() -> int:
+            return await backend.call(lambda _lore: tools._calls)
+
+        assert anyio.run(request) == 1 and tools._calls == 0
+    finally:
         tools.own.close()
+    assert tools.own.warm_up(lists=1) == 0
+    assert tools.own._store is None

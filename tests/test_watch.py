@@ -89,3 +89,61 @@ def test_a_watching_lore_scans_the_code_only_after_a_change(repo, monkeypatch):
         ]
     finally:
         watched.close()
+
+
+def test_a_change_seen_while_the_index_is_busy_is_picked_up_at_the_next_call(repo, monkeypatch):
+    """The scan after a change fails (another process holds the index): the
+    change is not forgotten, the next call scans again."""
+    import sqlite3
+
+    import pytest
+
+    from lore.errors import LoreError
+    from lore.index import freshness
+
+    monkeypatch.setattr(freshness, "CHECK_SECONDS", 0.0)
+    (repo / "src").mkdir()
+    (repo / "src" / "shapes.py").write_text("def circle_area(radius):\n    return 3.14159 * radius**2\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "Add circle area")
+    project = lore.init(repo)
+    config = project.project.lore_dir / "config.toml"
+    config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
+    project.close()
+    watched = lore.open(repo, watch=True)
+    if type(watched.store).__name__ != "SQLiteStore":
+        watched.close()
+        pytest.skip("another process's lock on a SQLite index")
+    try:
+        assert watched.code_search("circle area")
+        watched.store.db.execute("PRAGMA busy_timeout = 200")  # not the default 30 s, for the test's sake
+        (repo / "src" / "ledger.py").write_text(
+            "def reconcile_ledger_entries(book):\n    return sorted(book)\n"
+        )
+        other = sqlite3.connect(watched.project.lore_dir / "index.db")
+        other.execute("BEGIN IMMEDIATE")  # another process writing
+        with pytest.raises((LoreError, sqlite3.OperationalError)):  # (as the index's write lock is refused)
+            watched.code_search("reconcile ledger entries")
+        other.rollback()
+        other.close()
+        assert [h.file_path for h in watched.code_search("reconcile ledger entries")][:1] == ["src/ledger.py"]
+    finally:
+        watched.close()
+
+
+def test_watching_a_work_tree_never_makes_the_folders_it_watched(repo, monkeypatch):
+    """A folder removed while watched (a linked worktree removed, a project
+    deleted under a running server) stays removed."""
+    from lore.index.watch import Watcher
+
+    gone = repo / "wt"
+    (gone / "sub").mkdir(parents=True)
+    watcher = Watcher([repo, gone], create=False)
+    if not watcher.active:
+        return
+    import shutil
+
+    shutil.rmtree(gone)
+    assert watcher.changed()
+    assert not gone.exists()
+    watcher.close()

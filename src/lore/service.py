@@ -140,6 +140,7 @@ class Lore:
         self._messages: list[str] = []
         self._seen_sync: SyncReport | None = None
         self._warmed = False  # warm_up loaded the model and vectors
+        self._closed = False  # close() was called
         self.created: list[str] = []
 
     @classmethod
@@ -264,6 +265,7 @@ class Lore:
 
     def close(self) -> None:
         """Close the index connection and the file watcher (also at the end of a ``with`` block)."""
+        self._closed = True
         if self._store is not None:
             if "code" in self._parts:
                 self._parts["code"].close()
@@ -292,6 +294,8 @@ class Lore:
         read (:meth:`Store.warm_search`; None: as many as their budget holds).
         Answers are the same without it; the first queries are slower.
         Returns the lists read (0: none left to read)."""
+        if self._closed:  # (a server's reading ahead outlived it)
+            return 0
         if lists is None or not self._warmed:
             self.sync()
             try:

@@ -36,8 +36,12 @@ FULL_CHECK_SECONDS = 60.0
 DEFAULT_HISTORY_COMMITS = 200_000
 
 
+# Folders of dependencies and build output: many folders, much churn, no sources of the project's own.
+UNWATCHED = frozenset({"node_modules", "__pycache__", "target", "dist", "venv", "site-packages"})
+
+
 def _unwatched(name: str) -> bool:
-    return name.startswith(".") or name in ("node_modules", "__pycache__")
+    return name.startswith(".") or name in UNWATCHED
 
 
 class CodeIndex:
@@ -125,15 +129,20 @@ class CodeIndex:
                 self._watcher = self._watch()
             elif not self._watcher.changed() and now - self._scanned < FULL_CHECK_SECONDS:
                 return
-        self.run()
+        try:
+            self.run()
+        except BaseException:
+            self._scanned = float("-inf")  # the change seen is not picked up yet: scan at the next check
+            raise
         self._checked = self._scanned = time.monotonic()
 
     def _watch(self) -> Watcher:
         """inotify over the work tree and the git directory (a commit, a
         checkout); inactive where inotify is not available or the watch limit
         is reached (then every check scans). Hidden folders (the index's own,
-        `.git` itself, `.github`), node_modules and __pycache__ are not
-        watched: a change there waits for the next full scan."""
+        `.git` itself, `.github`) and those of dependencies and builds
+        (:data:`UNWATCHED`) are not watched: a change there waits for the next
+        full scan, as does one to `.lore/config.toml`'s include rules."""
         from lore.index.watch import Watcher
 
         roots = [self.project.root]
@@ -142,7 +151,7 @@ class CodeIndex:
                 roots.append(gitrepo.git_dir(self.project.root))
             except GitError:
                 pass
-        return Watcher(roots, skip=_unwatched)
+        return Watcher(roots, skip=_unwatched, create=False)
 
     def close(self) -> None:
         if self._watcher is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import errno
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -43,9 +44,11 @@ class Watcher:
     """Watches folders (recursively) for any change; subfolders for which
     `skip` (given the folder's name) is true are left out (default: hidden ones)."""
 
-    def __init__(self, roots: list[Path], skip: Callable[[str], bool] = _hidden):
+    def __init__(self, roots: list[Path], skip: Callable[[str], bool] = _hidden, *, create: bool = True):
+        """`create`: make missing roots (a memory folder to be); else a missing root is not watched."""
         self.roots = roots
         self._skip = skip
+        self._create = create
         self._fd = -1
         self._libc = None
         try:
@@ -91,13 +94,18 @@ class Watcher:
         self._fd = -1
 
     def _watch_all(self) -> bool:
+        """Watch every folder under the roots; False when the watch limit is
+        reached (the caller then scans). A folder that vanished or cannot be
+        read meanwhile is passed over."""
+        assert self._libc is not None
         for root in self.roots:
-            root.mkdir(parents=True, exist_ok=True)
-            assert self._libc is not None
+            if self._create:
+                root.mkdir(parents=True, exist_ok=True)
             for folder, dirs, _ in os.walk(root):
                 dirs[:] = [d for d in dirs if not self._skip(d)]
                 if self._libc.inotify_add_watch(self._fd, os.fsencode(folder), _MASK) < 0:
-                    return False  # e.g. the per-user watch limit: fall back to scanning
+                    if ctypes.get_errno() in (errno.ENOSPC, errno.ENOMEM):
+                        return False  # the per-user watch limit: fall back to scanning
         return True
 
     def __del__(self) -> None:

@@ -16,10 +16,12 @@ Nothing may be printed to stdout in stdio mode: it is the protocol channel.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, WithJsonSchema
@@ -100,8 +102,9 @@ class LoreTools:
         self.team = team
         self._locks: dict[int, threading.Lock] = {}
         self._locks_guard = threading.Lock()
-        self._calls = 0  # calls started and not answered (any user's)
+        self._calls = 0  # calls started and not answered (any user's, any interface)
         self._last_call = 0.0  # time.monotonic() when the last call started or ended
+        self._counting = threading.Lock()
 
     def lock_of(self, lore: Any) -> threading.Lock:
         """The lock that keeps calls on `lore` one at a time."""
@@ -126,20 +129,30 @@ class LoreTools:
         """Run a service call; LoreErrors become tool errors with their one-line message."""
         from mcp.server.mcpserver.exceptions import ToolError
 
-        self._calls += 1  # (+= under the GIL: the warm thread only reads it)
-        self._last_call = time.monotonic()
+        with self.serving(self.lore):
+            try:
+                return _dump(fn(*args, **kwargs))
+            except Exception as err:
+                known = as_lore_error(err)
+                if known is None:
+                    raise
+                shown = without_server_paths(str(known), [self.own.project.root])
+                raise ToolError(redact(shown)[0]) from None  # a key echoed back: never a secret in clear
+
+    @contextlib.contextmanager
+    def serving(self, lore: Any) -> Iterator[None]:
+        """Hold `lore`'s lock for one call (a tool's, a web request's), counted:
+        the server reads ahead only while no call comes."""
+        self._count(+1)
         try:
-            with self.lock_of(self.lore):
-                try:
-                    return _dump(fn(*args, **kwargs))
-                except Exception as err:
-                    known = as_lore_error(err)
-                    if known is None:
-                        raise
-                    shown = without_server_paths(str(known), [self.own.project.root])
-                    raise ToolError(redact(shown)[0]) from None  # a key echoed back: never a secret in clear
+            with self.lock_of(lore):
+                yield
         finally:
-            self._calls -= 1
+            self._count(-1)
+
+    def _count(self, step: int) -> None:
+        with self._counting:
+            self._calls += step
             self._last_call = time.monotonic()
 
     def warm(self) -> None:
@@ -159,15 +172,16 @@ class LoreTools:
         comes meanwhile waits for one list at most (tens of milliseconds)."""
         lock = self.lock_of(self.own)
         while True:
-            idle = time.monotonic() - self._last_call
-            if self._calls or idle < WARM_AFTER_IDLE:
+            with self._counting:
+                busy = self._calls or time.monotonic() - self._last_call < WARM_AFTER_IDLE
+            if busy:
                 time.sleep(WARM_AFTER_IDLE)
                 continue
             with lock:
                 try:
-                    if not self.own.warm_up(lists=1):
+                    if not self.own.warm_up(lists=1):  # (0 too once the Lore is closed)
                         return
-                except Exception as err:  # closed under it, or damage the next call reports
+                except Exception as err:  # damage the next call reports, or closed under it
                     logging.getLogger("lore.mcp").debug("stopped reading keyword lists ahead: %s", err)
                     return
 

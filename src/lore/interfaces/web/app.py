@@ -69,7 +69,7 @@ class Backend:
         def run():
             if not locked:
                 return fn(lore, *args, **kwargs)
-            with self.tools.lock_of(lore):
+            with self.tools.serving(lore):
                 return fn(lore, *args, **kwargs)
 
         return await anyio.to_thread.run_sync(run)

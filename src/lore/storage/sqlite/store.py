@@ -52,6 +52,7 @@ from lore.storage.sqlite.lexical import frequent_terms, frequent_threshold
 from lore.storage.sqlite.lexical import plan as lexical_plan
 from lore.storage.sqlite.migrations import FTS_KINDS, MIGRATIONS, SCHEMA_VERSION
 from lore.storage.sqlite.recordcache import RecordCache
+from lore.storage.sqlite.termlists import spelled
 
 if TYPE_CHECKING:
     import numpy as np
@@ -718,7 +719,8 @@ class SQLiteStore:
                 found = self.db.execute(
                     f"SELECT term, doc FROM temp.{table}_terms WHERE doc > ?", (threshold,)
                 )
-                terms += [(table, _weights_sql(kind), term, doc) for term, doc in found]
+                # fts5vocab gives FTS5's terms, stems: each is read by a word that stems to it
+                terms += [(table, _weights_sql(kind), word, doc) for word, doc in spelled(dict(found))]
             memo["warm terms"] = sorted(terms, key=lambda t: -t[3])
         for table in {t[0] for t in memo["warm terms"]}:
             self._records.terms.valid_for(table, self._terms_token(table))

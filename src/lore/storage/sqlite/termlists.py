@@ -262,16 +262,43 @@ def fts_keys(terms: Sequence[str]) -> list[str]:
                 db.execute(f"CREATE VIRTUAL TABLE split USING fts5(x, tokenize = '{FTS_TOKENIZER}')")
                 db.execute("CREATE VIRTUAL TABLE split_terms USING fts5vocab(split, 'instance')")
                 _TOKENIZER = db
-            _TOKENIZER.executemany("INSERT INTO split(rowid, x) VALUES (?, ?)", list(enumerate(new, 1)))
             tokens: dict[int, list[str]] = {}
-            for doc, token in _TOKENIZER.execute("SELECT doc, term FROM split_terms ORDER BY doc, offset"):
-                tokens.setdefault(doc, []).append(token)
-            _TOKENIZER.execute("DELETE FROM split")
+            try:
+                _TOKENIZER.executemany("INSERT INTO split(rowid, x) VALUES (?, ?)", list(enumerate(new, 1)))
+                for doc, token in _TOKENIZER.execute(
+                    "SELECT doc, term FROM split_terms ORDER BY doc, offset"
+                ):
+                    tokens.setdefault(doc, []).append(token)
+            finally:
+                _TOKENIZER.execute("DELETE FROM split")
             if len(_KEYS) + len(new) > _KEYS_MAX:
                 _KEYS.clear()
             for doc, term in enumerate(new, 1):
                 known[term] = _KEYS[term] = " ".join(tokens[doc]) if doc in tokens else term
     return [known[term] for term in terms]
+
+
+# Endings tried on an FTS5 term (a stem) to find a word that stems to it.
+_ENDINGS = ("", "e", "s", "es", "ed", "ing", "y", "al", "er", "ion", "ation", "ment", "ive", "ity", "ness")
+
+
+def spelled(stems: dict[str, int]) -> list[tuple[str, int]]:
+    """A query word for each of `stems` (FTS5's terms, e.g. read from
+    fts5vocab: {term: rows}), with its rows, the most frequent first. FTS5
+    stems a query's words, and the porter stemmer may stem a stem again
+    (``els``, from ``else``, becomes ``el``): a term is asked for by a word
+    that stems to it, found by trying common endings; a term no such word
+    reaches is left out."""
+    found: dict[str, str] = {}
+    for ending in _ENDINGS:
+        left = [stem for stem in stems if stem not in found]
+        if not left:
+            break
+        words = [stem + ending for stem in left]
+        for stem, word, key in zip(left, words, fts_keys(words), strict=True):
+            if key == stem:
+                found[stem] = word
+    return sorted(((found[stem], rows) for stem, rows in stems.items() if stem in found), key=lambda t: -t[1])
 
 
 def _union(parts: list[np.ndarray]) -> np.ndarray:
