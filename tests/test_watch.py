@@ -48,14 +48,12 @@ def _git(repo, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
 
 
-def test_a_watching_lore_scans_the_code_only_after_a_change(repo, monkeypatch):
-    """A server re-checks the work tree before reading code; with inotify it
-    scans only when something under the tree or the git directory changed:
-    an edit, a new file and a commit are found at the next call, and calls
-    with nothing changed scan nothing (a scan of a 2,000-file tree is ~0.3 s)."""
+def _watched_repo(repo, monkeypatch) -> lore.Lore:
+    """A git repository with one committed source file, open as a server
+    opens it (watching; BM25 only), re-checking code at every call."""
     from lore.index import freshness
 
-    monkeypatch.setattr(freshness, "CHECK_SECONDS", 0.0)  # every call may check
+    monkeypatch.setattr(freshness, "CHECK_SECONDS", 0.0)
     (repo / "src").mkdir()
     (repo / "src" / "shapes.py").write_text("def circle_area(radius):\n    return 3.14159 * radius**2\n")
     _git(repo, "add", "-A")
@@ -64,7 +62,16 @@ def test_a_watching_lore_scans_the_code_only_after_a_change(repo, monkeypatch):
     config = project.project.lore_dir / "config.toml"
     config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
     project.close()
-    watched = lore.open(repo, watch=True)
+    return lore.open(repo, watch=True)
+
+
+def test_a_watching_lore_scans_the_code_only_after_a_change(repo, monkeypatch):
+    """A server re-checks the work tree before reading code; with inotify it
+    scans only when something under the tree or the git directory changed:
+    an edit, a new file and a commit are found at the next call, and calls
+    with nothing changed scan nothing (a scan of a 2,000-file tree is ~0.3 s)."""
+
+    watched = _watched_repo(repo, monkeypatch)
     try:
         code = watched.code_index
         assert [h.file_path for h in watched.code_search("circle area")] == ["src/shapes.py"]
@@ -99,18 +106,8 @@ def test_a_change_seen_while_the_index_is_busy_is_picked_up_at_the_next_call(rep
     import pytest
 
     from lore.errors import LoreError
-    from lore.index import freshness
 
-    monkeypatch.setattr(freshness, "CHECK_SECONDS", 0.0)
-    (repo / "src").mkdir()
-    (repo / "src" / "shapes.py").write_text("def circle_area(radius):\n    return 3.14159 * radius**2\n")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "Add circle area")
-    project = lore.init(repo)
-    config = project.project.lore_dir / "config.toml"
-    config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
-    project.close()
-    watched = lore.open(repo, watch=True)
+    watched = _watched_repo(repo, monkeypatch)
     if type(watched.store).__name__ != "SQLiteStore":
         watched.close()
         pytest.skip("another process's lock on a SQLite index")
