@@ -79,14 +79,18 @@ class RecordCache:
         """Drop the records and facts when the index changed since they were
         read (the term lists hold per table: :meth:`TermLists.valid_for`)."""
         if token != self.token:
-            self._records.clear()
-            self.memo.clear()
-            self.size = 0
+            self._drop()
             self.token = token
 
     def clear(self) -> None:
-        self.valid_for(None)
+        self._drop()
+        self.token = None
         self.terms.clear()
+
+    def _drop(self) -> None:
+        self._records.clear()
+        self.memo.clear()
+        self.size = 0
 
     def split(self, scope: Hashable, ids: list[int]) -> tuple[list[ChunkRecord], list[int]]:
         """(the records of `ids` held for `scope`, the ids not held)."""
