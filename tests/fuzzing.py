@@ -33,6 +33,7 @@ from lore.memory.model import (
     normalize_body,
     normalized,
     parse_time,
+    visible_length,
 )
 
 # -- text ------------------------------------------------------------------------------
@@ -133,8 +134,16 @@ def _valid_time(text: str) -> bool:
 
 
 def _long_enough(body: str) -> str:
-    """At least 10 characters once normalised (``\\r\\n`` counts as one)."""
-    return body if len(normalize_body(body).strip()) >= 10 else body + "\na body that is long enough"
+    """At least 10 visible characters once normalised (``\\r\\n`` counts as
+    one; zero-width ones count as none)."""
+    return body if visible_length(normalize_body(body)) >= 10 else body + "\na body that is long enough"
+
+
+def _legal_title(text: str) -> str:
+    """A title with at least one visible character (a lone byte-order mark or
+    zero-width space is refused, rightly)."""
+    title = text.strip()[:200]
+    return title if visible_length(title) else "title"
 
 
 def _optional(strategy):
@@ -144,7 +153,7 @@ def _optional(strategy):
 canonical_times = times.filter(_valid_time).map(parse_time)
 legal_memories = st.builds(
     Memory,
-    title=one_line_text.map(lambda s: s.strip()[:200] or "title"),
+    title=one_line_text.map(_legal_title),
     body=multi_line_text.map(_long_enough),
     type=st.sampled_from(MEMORY_TYPES),
     sector=_optional(st.sampled_from(SECTORS)),
