@@ -127,7 +127,7 @@ def test_processes_opening_a_new_index_together_all_open_it(tmp_path):
     import lore.storage.sqlite.store  # noqa: F401 - imported once, before the forks
 
     context = multiprocessing.get_context("fork")
-    for round_ in range(20):
+    for round_ in range(10):
         path = str(tmp_path / f"index{round_}.db")
         start, results = context.Barrier(6), context.Queue()
         openers = [context.Process(target=_open_index_at, args=(path, start, results)) for _ in range(6)]

@@ -31,28 +31,28 @@ BOUNDED = settings(
 
 
 @pytest.mark.storage_independent  # the file format alone: no index
-@settings(BOUNDED, max_examples=300)
+@settings(BOUNDED, max_examples=150)
 @given(st.binary(max_size=2000))
 def test_any_bytes_are_a_memory_or_one_validation_error(raw):
     assert check_parse(raw) is None
 
 
 @pytest.mark.storage_independent  # the file format alone: no index
-@settings(BOUNDED, max_examples=300)
+@settings(BOUNDED, max_examples=150)
 @given(memory_file_bytes())
 def test_hostile_memory_files_are_a_memory_or_one_validation_error(raw):
     assert check_parse(raw) is None
 
 
 @pytest.mark.storage_independent  # the file format alone: no index
-@settings(BOUNDED, max_examples=200)
+@settings(BOUNDED, max_examples=100)
 @given(legal_memories)
 def test_legal_memories_are_written_and_read_back_exactly(memory):
     assert check_round_trip(memory, strict=True) is None
 
 
 @pytest.mark.storage_independent  # the file format alone: no index
-@settings(BOUNDED, max_examples=200)
+@settings(BOUNDED, max_examples=100)
 @given(any_memories())
 def test_any_memory_is_written_exactly_or_refused_with_one_error(memory):
     assert check_round_trip(memory, strict=False) is None

@@ -1209,10 +1209,10 @@ def test_the_first_ten_likely_files_do_not_depend_on_the_limit(tmp_path):
     lore.init(root).close()
     rng = random.Random(4)
     words = "client session socket buffer stream header payload chunk window backoff jitter deadline".split()
-    for i in range(120):
+    for i in range(80):
         units = [
             f"def retry_upload_{i}_{j}(client, attempt):\n"
-            f'    """Retry the upload after a timeout. {" ".join(rng.choice(words) for _ in range(40))}"""\n'
+            f'    """Retry the upload after a timeout. {" ".join(rng.choice(words) for _ in range(16))}"""\n'
             + "".join(f"    value_{k} = client.{rng.choice(words)}(attempt, {k})\n" for k in range(8))
             + "    return value_0\n"
             for j in range(1 + i % 3)
