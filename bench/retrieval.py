@@ -4,7 +4,9 @@
                               [--embedding local|e5]
 
 - locomo: every turn is a memory, one project per conversation (the
-  protocol's per-conversation setting); questions of categories 1-4 are the
+  protocol's per-conversation setting), recorded as an agent's session
+  memories are: source ``session:<its session>``, dated by the session (a
+  second per turn keeps their order); questions of categories 1-4 are the
   headline, category 5 is reported separately.
 - cosqa: every function is a memory; dev split for tuning, test for reporting.
 - cosqa-code: the same functions as .py files through the code indexer.
@@ -39,8 +41,10 @@ MODES = {
 }
 
 
-def build(name: str, docs: list[tuple[str, str, str]]):
-    """A project whose memories are `docs` = (id, title, body); indexed and embedded."""
+def build(name: str, docs: list[tuple[str, str, str]], recorded: dict[str, tuple[str, str]] | None = None):
+    """A project whose memories are `docs` = (id, title, body); indexed and
+    embedded. `recorded`: {id: (source, occurred_at)} for memories recorded in
+    a session (the rest are dated 2024-01-01)."""
     import lore
     from lore.memory import markdown
     from lore.memory.model import Memory
@@ -57,12 +61,14 @@ def build(name: str, docs: list[tuple[str, str, str]]):
         project.close()
         project = lore.open(root)
     for doc_id, title, body in docs:
+        source, occurred_at = (recorded or {}).get(doc_id, (None, "2024-01-01T00:00:00Z"))
         memory = Memory(
             id=doc_id,
             title=title[:200] or doc_id,
             body=body,
             tags=["bench"],
-            occurred_at="2024-01-01T00:00:00Z",
+            occurred_at=occurred_at,
+            source=source,
         )
         markdown.write_new(project.project.memory_dir, markdown.file_name(memory), markdown.render(memory))
     project.reindex()
@@ -121,17 +127,29 @@ def overall(report: dict) -> dict:
     return report["metrics"]["ALL"]
 
 
+def turn_time(turn: dict) -> str:
+    """When a LoCoMo turn was said: its session's start ("1:56 pm on 8 May,
+    2023"), plus a second per turn (the set gives their order, not their times)."""
+    from datetime import datetime, timedelta
+
+    start = datetime.strptime(turn["date_time"], "%I:%M %p on %d %B, %Y")
+    said = start + timedelta(seconds=int(turn["id"].rsplit(":", 1)[1]))
+    return said.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def locomo(modes: list[str]) -> None:
     data = BENCH_DATA / "locomo"
     turns = jsonl(data / "corpus_turns.jsonl")
     queries = jsonl(data / "queries.jsonl")
     by_conv = defaultdict(list)
+    recorded = {}
     for t in turns:
         text = t["text"] + (f" and shared {t['image_caption']}" if t.get("image_caption") else "")
         by_conv[t["conv"]].append((t["id"], f"{t['speaker']}: {text[:120]}", f"{t['speaker']}: {text}\n"))
+        recorded[t["id"]] = (f"session:{t['session']}", turn_time(t))
     runs = {m: [] for m in modes}
     for conv, docs in sorted(by_conv.items()):
-        project = build(f"locomo-{conv}", docs)
+        project = build(f"locomo-sessions-{conv}", docs, recorded)
         conv_queries = [q for q in queries if q["conv"] == conv]
         for mode in modes:
             runs[mode] += run_queries(project, conv_queries, mode)

@@ -31,8 +31,9 @@ from lore.storage import ChunkInput, FileState, MemoryRecord, Store
 
 KIND = "memory"
 # Bumped when what is indexed of a memory file changes (2: its text redacted, and
-# the error patterns capture counts; 3: an ADR's summary is its decision).
-FORMAT = "3"
+# the error patterns capture counts; 3: an ADR's summary is its decision; 4: its
+# source, so memories of one session are known as such).
+FORMAT = "4"
 
 # Where a memory file lives: (visibility, storage tier, owner agent folder); see :func:`location_of`.
 Location: TypeAlias = tuple[str, str, str | None]
@@ -305,6 +306,7 @@ def record_of(memory: Memory, rel: str, body_line: int) -> MemoryRecord:
         evidence_count=evidence_count_of(memory.extra.get("evidence_count")),
         superseded_by=str(memory.extra["superseded_by"]) if memory.extra.get("superseded_by") else None,
         is_global=memory.extra.get("is_global") is True,  # 003: shared with every project
+        source=memory.source,
     )
 
 

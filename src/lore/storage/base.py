@@ -94,6 +94,7 @@ class MemoryRecord:
     owner: str | None = None  # the agent key that may see it; None: everyone
     superseded_by: str | None = None  # a newer memory replaced it (frontmatter superseded_by)
     is_global: bool = False  # shared with every project of a team database (003)
+    source: str | None = None  # where it came from, e.g. ``session:<id>`` (frontmatter source)
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,7 @@ class MemoryStamp:
     path: str
     occurred_at: str
     confidence: float
+    source: str | None = None
 
 
 @datarecord
@@ -376,6 +378,7 @@ class MemoryFilter:
     visibility: str | None = None
     stale: bool | None = None
     include_global: bool = False
+    sources: list[str] | None = None
 
 
 @datarecord

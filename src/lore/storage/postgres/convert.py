@@ -56,6 +56,7 @@ def memory_record(row: Sequence[Any]) -> MemoryRecord:
         path=row[19],
         is_global=bool(row[20]),
         superseded_by=row[21],
+        source=row[22],
     )
 
 

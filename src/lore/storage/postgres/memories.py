@@ -26,9 +26,10 @@ class MemoryRows(StoreCore):
             conn.execute(
                 "INSERT INTO memories(file_id, project_id, clone_id, owner_role, is_global, id, title, type, "
                 "sector, tags, applies_to, agent, task, project, visibility, storage, occurred_at, "
-                "content_hash, confidence, files, summary, body_line, evidence_count, owner, superseded_by) "
+                "content_hash, confidence, files, summary, body_line, evidence_count, owner, superseded_by, "
+                "source) "
                 "SELECT f.id, f.project_id, f.clone_id, f.owner_role, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
-                "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s FROM files f WHERE f.id = %s",
+                "%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s FROM files f WHERE f.id = %s",
                 (
                     global_,
                     memory.id,
@@ -51,6 +52,7 @@ class MemoryRows(StoreCore):
                     memory.evidence_count,
                     memory.owner,
                     memory.superseded_by,
+                    memory.source,
                     file_id,
                 ),
             )
@@ -106,9 +108,10 @@ class MemoryRows(StoreCore):
         order = sql.page_order(sort, descending)
         path, head, source, params = self._memory_source(flt)
         rows = self._rows(
-            f"SELECT m.id, {path}, m.occurred_at, m.confidence {source} ORDER BY {order}", (*head, *params)
+            f"SELECT m.id, {path}, m.occurred_at, m.confidence, m.source {source} ORDER BY {order}",
+            (*head, *params),
         )
-        return [MemoryStamp(r[0], r[1], r[2], float(r[3])) for r in rows]
+        return [MemoryStamp(r[0], r[1], r[2], float(r[3]), r[4]) for r in rows]
 
     def _memory_source(self, flt: MemoryFilter | None) -> tuple[str, list[Any], str, list[Any]]:
         """The memories `flt` passes in this clone's scope: (path expression, its

@@ -376,6 +376,12 @@ MIGRATIONS: list[list[str]] = [
         *(f"DROP INDEX IF EXISTS embeddings_hnsw_{dim}" for dim in HNSW_DIMENSIONS),
         *(hnsw_index(dim) for dim in HNSW_DIMENSIONS),
     ],
+    # 6: a memory's source (SQLite's migration 13), e.g. ``session:<id>``:
+    # memories of one session lend each other context in search.
+    [
+        "ALTER TABLE memories ADD COLUMN source text",
+        "CREATE INDEX memories_source ON memories (project_id, source, occurred_at) WHERE source IS NOT NULL",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

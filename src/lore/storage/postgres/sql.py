@@ -20,7 +20,7 @@ MEMORY_COLUMNS = (
     "m.storage, m.occurred_at, m.content_hash, m.confidence, m.files, m.summary, m.body_line, "
     # The file's own evidence count plus evidence not written into the file yet.
     "m.evidence_count + (SELECT count(*) FROM evidence e WHERE e.project_id = m.project_id "
-    "AND e.memory_id = m.id AND NOT e.folded), m.owner, {path}, m.is_global, m.superseded_by"
+    "AND e.memory_id = m.id AND NOT e.folded), m.owner, {path}, m.is_global, m.superseded_by, m.source"
 )
 COMMIT_COLUMNS = (
     "m.sha, m.author, m.email, m.date, m.subject, m.body, m.files, m.head_files, m.n_files, m.is_merge"
@@ -261,6 +261,8 @@ def memory_where(flt: MemoryFilter | None, clone_id: int) -> tuple[str, list[Any
         among("m.id", flt.ids)
     if flt.paths is not None:
         among("f.path", flt.paths)
+    if flt.sources is not None:
+        among("m.source", flt.sources)
     if flt.visibility is not None:
         clauses.append("m.visibility = %s")
         params.append(flt.visibility)

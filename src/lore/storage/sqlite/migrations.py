@@ -281,6 +281,14 @@ MIGRATIONS: list[list[str]] = [
             ),
         )
     ],
+    # 13: a memory's source (frontmatter `source`, e.g. ``session:<id>``):
+    # memories of one session lend each other context in search
+    # (lore.search.memories.session_context). Filled when the memory files are
+    # read again (lore.memory.sync.FORMAT 4).
+    [
+        "ALTER TABLE memories ADD COLUMN source TEXT",
+        "CREATE INDEX memories_source ON memories(source, occurred_at) WHERE source IS NOT NULL",
+    ],
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

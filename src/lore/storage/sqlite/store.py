@@ -84,7 +84,7 @@ _MEMORY_COLUMNS = (
     "m.storage, m.occurred_at, m.content_hash, m.confidence, m.files, m.summary, m.body_line, "
     # The file's own count plus evidence not written into the file yet.
     "m.evidence_count + (SELECT count(*) FROM evidence e WHERE e.memory_id = m.id AND e.folded = 0), "
-    "m.owner, m.superseded_by, f.path, m.is_global"
+    "m.owner, m.superseded_by, f.path, m.is_global, m.source"
 )
 _COMMIT_COLUMNS = (
     "m.sha, m.author, m.email, m.date, m.subject, m.body, m.files, m.head_files, m.n_files, m.is_merge"
@@ -450,8 +450,8 @@ class SQLiteStore:
         self.db.execute(
             "INSERT INTO memories(file_id, id, title, type, sector, tags, applies_to, agent, task, project, "
             "visibility, storage, occurred_at, content_hash, confidence, files, summary, body_line, "
-            "evidence_count, owner, superseded_by, is_global) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "evidence_count, owner, superseded_by, is_global, source) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 file_id,
                 memory.id,
@@ -475,6 +475,7 @@ class SQLiteStore:
                 memory.owner,
                 memory.superseded_by,
                 int(memory.is_global),
+                memory.source,
             ),
         )
 
@@ -526,7 +527,8 @@ class SQLiteStore:
     ) -> list[MemoryStamp]:
         where, params = _memory_where(flt)
         rows = self.db.execute(
-            "SELECT m.id, f.path, m.occurred_at, m.confidence FROM memories m JOIN files f ON f.id = m.file_id "
+            "SELECT m.id, f.path, m.occurred_at, m.confidence, m.source FROM memories m "
+            "JOIN files f ON f.id = m.file_id "
             f"{'WHERE ' + where if where else ''} ORDER BY {_page_order(sort, descending)}",
             params,
         )
@@ -1600,6 +1602,8 @@ def _memory_where(flt: MemoryFilter | None) -> tuple[str, list[Any]]:
         among("m.id", flt.ids)
     if flt.paths is not None:
         among("f.path", flt.paths)
+    if flt.sources is not None:
+        among("m.source", flt.sources)
     if flt.visibility is not None:
         clauses.append("m.visibility = ?")
         params.append(flt.visibility)
@@ -1709,6 +1713,7 @@ def _memory(row: Sequence[Any]) -> MemoryRecord:
         superseded_by=row[19],
         path=row[20],
         is_global=bool(row[21]) if len(row) > 21 else False,
+        source=row[22] if len(row) > 22 else None,
     )
 
 
