@@ -227,6 +227,35 @@ def test_ctrl_c_reaches_the_command(repo, place, interruptible):
     assert "Waits" not in run(["list"], repo, {**env, "LORE_WARM": "0"}).stdout
 
 
+def test_ctrl_c_while_the_command_is_handed_over_reaches_it(repo, place, interruptible):
+    """Ctrl-C before the server has said which child runs the command (here the
+    server is still reading another client's request) raised KeyboardInterrupt
+    in the client: a traceback, and the command ran on without its signal. The
+    client now holds the signal and passes it on."""
+    import socket
+
+    env = lore_env(place)
+    warm_up(repo, place, env)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as silent:
+        silent.connect(str(next(place.glob("*.sock"))))  # the server waits (5 s) for its request
+        client = waiting_add(repo, env, "Handed over")
+        until(lambda: _connected(client.pid), "the client to reach the server")
+        client.send_signal(signal.SIGINT)
+        client.wait(timeout=WAIT)
+    _out, err = client.communicate(timeout=WAIT)
+    assert "Traceback" not in err, err
+    assert client.returncode in (1, 130) and ("abort" in err or "interrupt" in err), (client.returncode, err)
+    assert "Handed over" not in run(["list"], repo, {**env, "LORE_WARM": "0"}).stdout
+
+
+def _connected(pid: int) -> bool:
+    """Whether process `pid` has a Unix socket open (the warm client, connected)."""
+    try:
+        return any(os.readlink(fd).startswith("socket:") for fd in Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return False
+
+
 def test_a_killed_client_takes_its_command_with_it(repo, place):
     env = lore_env(place)
     warm_up(repo, place, env)

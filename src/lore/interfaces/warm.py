@@ -85,6 +85,9 @@ _LOG_MAX = 1 << 20
 _held: list[int] = []  # the server's descriptors a command's child closes
 _pending: dict[int, socket.socket] = {}  # the server's commands running: child pid -> its client
 _bound: list[int] = []  # the inode of the server's socket
+# The signals a client passes on to its command (SIGINT, SIGTERM, SIGHUP, SIGQUIT:
+# numbers, so the client imports nothing to name them).
+_RELAYED = (2, 15, 1, 3)
 
 
 def run() -> None:
@@ -175,6 +178,43 @@ def through_server(argv: list[str]) -> int | None:
     place = folder()
     if place is None:
         return None
+    import signal
+
+    # A signal that comes while the command is handed over (Ctrl-C before the
+    # server has said which child runs it) is held, then passed on to the
+    # child, or ends this process as it would have ended the command here.
+    pending: list[int] = []
+    saved = {
+        signum: signal.signal(signum, lambda got, _frame: pending.append(got))
+        for signum in _RELAYED
+        if signal.getsignal(signum) is not signal.SIG_IGN
+    }
+    handed = _hand_over(argv, place)
+    if isinstance(handed, tuple):
+        return _wait(*handed, pending)
+    for signum, handler in saved.items():
+        signal.signal(signum, handler)
+    return _ended_by(pending[0]) if pending else handed
+
+
+def _ended_by(signum: int) -> int:
+    """End as a command run here ends on `signum` before it began: Ctrl-C
+    interrupts (status 130, as the CLI says), another signal kills this
+    process with its default action."""
+    import signal
+
+    if signum == signal.SIGINT:
+        print("lore: interrupted", file=sys.stderr)
+        return 130
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    return 128 + signum
+
+
+def _hand_over(argv: list[str], place: str) -> tuple[BinaryIO, int] | int | None:
+    """Hand `argv` to the server: (its replies, the child's pid), an exit
+    status (the server took the command but did not say which child runs it),
+    or None (no server took it: run it here)."""
     import json
     import socket
 
@@ -216,7 +256,7 @@ def through_server(argv: list[str]) -> int | None:
             file=sys.stderr,
         )
         return 1
-    return _wait(replies, pid)
+    return replies, pid
 
 
 def _ignores_interrupts() -> bool:
@@ -243,8 +283,9 @@ def _context() -> dict[str, object]:
     return {"cpus": sorted(os.sched_getaffinity(0)), "nice": os.nice(0), "limits": limits}
 
 
-def _wait(replies: BinaryIO, pid: int) -> int:
-    """The child's exit status, passing our signals on to it meanwhile."""
+def _wait(replies: BinaryIO, pid: int, pending: list[int]) -> int:
+    """The child's exit status, passing our signals on to it meanwhile (first
+    `pending`, those that came while it was handed over)."""
     import json
     import signal
 
@@ -259,9 +300,11 @@ def _wait(replies: BinaryIO, pid: int) -> int:
         os.kill(os.getpid(), signal.SIGSTOP)
         forward(signal.SIGCONT, None)  # resumed (fg, bg)
 
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+    for signum in _RELAYED:
         signal.signal(signum, forward)
     signal.signal(signal.SIGTSTP, suspend)
+    for signum in pending:
+        forward(signum, None)
     try:
         line = replies.readline()
     except OSError:
@@ -464,6 +507,7 @@ def _start(conn: socket.socket) -> int | None:
     None when it was refused (and `conn` closed). The descriptors received are
     closed here whatever happens: a client's pipe held open would hang its reader."""
     import json
+    import signal
     import socket
 
     conn.settimeout(5)
@@ -490,9 +534,16 @@ def _start(conn: socket.socket) -> int | None:
         request["interrupts"] = hello.get("interrupts", True)
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            _child(request, fds, conn)  # never returns
+        # The child starts with Ctrl-C held back until it has its own handler: a
+        # client passes it on as soon as it knows the pid, and the server's
+        # disposition (ignore) would lose it.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            pid = os.fork()
+            if pid == 0:
+                _child(request, fds, conn)  # never returns
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     except Exception as error:  # whatever it was, the client runs its command itself
         if not isinstance(error, (OSError, ValueError)):
             import traceback
@@ -594,6 +645,11 @@ def _child(request: dict[str, Any], fds: list[int], conn: socket.socket) -> None
 
         traceback.print_exc()
         _exit(1)
+    try:  # the Ctrl-C held back since the fork, if one came
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    except KeyboardInterrupt:
+        print("lore: interrupted", file=sys.stderr, flush=True)
+        _exit(130)
     run_here(list(request["args"]))
 
 
