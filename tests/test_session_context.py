@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import lore
+from conftest import ON_POSTGRES
 from lore.search import memories as memory_search
 from lore.storage import MemoryFilter
 
@@ -128,3 +129,24 @@ def test_only_a_whole_session_source_groups_memories(source):
     )  # fmt: skip
     chunk = ChunkRecord(1, "memory", "a.md", None, None, None, 1, 1, "t", "", "x", memory=memory)
     assert memory_search._session_of(chunk) is None
+
+
+@pytest.mark.skipif(ON_POSTGRES, reason="writes an older format's index straight into the SQLite file")
+def test_an_index_of_the_older_format_reads_again_only_the_files_naming_a_source(tmp_path):
+    import sqlite3
+
+    root = tmp_path / "p"
+    with _project(root) as project:
+        ids = _conversation(project)
+    db = sqlite3.connect(root / ".lore/index.db")
+    with db:  # as format 3 left it: no sources
+        db.execute("UPDATE memories SET source = NULL")
+        db.execute("UPDATE meta SET value = '3' WHERE key = 'memory_format'")
+    db.close()
+    with lore.open(root) as project:
+        report = project.sync()
+        assert len(report.updated) == 2  # the question and the answer; not the distractor
+        sources = {m.id: m.source for m in project.store.memories()}
+        assert sources == {ids["question"]: SESSION, ids["answer"]: SESSION, ids["distractor"]: None}
+        assert project.store.get_meta("memory_format") == "4"
+        assert not project.sync().changed

@@ -196,11 +196,14 @@ def sync_memories(
     accept them."""
     report = SyncReport()
     known = store.file_states(KIND)
-    # An index written before memory text was redacted on the way in is read again, once.
-    upgrade = store.get_meta("memory_format") != FORMAT
-    force = force or (upgrade and bool(known))
+    # An index written by an older format is read again, once: every file, or
+    # (from format 3, which lacked only the source) the files that name a source.
+    was = store.get_meta("memory_format")
+    upgrade = was != FORMAT
+    sources_only = upgrade and was == "3"
+    force = force or (upgrade and not sources_only and bool(known))
     seen: set[str] = set()
-    pending: list[tuple[str, os.stat_result, Location]] = []
+    pending: list[tuple[str, os.stat_result, Location, bool]] = []
     unnamed: list[tuple[str, str]] = []
     for rel, st in memory_files(project, unnamed, private_agents=private_agents):
         seen.add(rel)
@@ -212,12 +215,14 @@ def sync_memories(
             or state.size != st.st_size
             or (recheck_broken and state.error is not None)
         ):
-            pending.append((rel, st, location_of(rel)))
+            pending.append((rel, st, location_of(rel), force))
+        elif sources_only and _names_a_source(project.root, rel):
+            pending.append((rel, st, location_of(rel), True))
     gone = [rel for rel in known if rel not in seen]
     if pending or gone:
         with store.transaction():
-            for rel, st, where in pending:
-                _sync_one(project, store, rel, st, where, known.get(rel), force, report)
+            for rel, st, where, again in pending:
+                _sync_one(project, store, rel, st, where, known.get(rel), again, report)
             store.delete_files(gone)
             report.removed.extend(gone)
     if upgrade:
@@ -229,6 +234,15 @@ def sync_memories(
             store.set_meta("memory_format", FORMAT)
     report.errors = sorted(store.file_errors(KIND) + unnamed)
     return report
+
+
+def _names_a_source(root: Path, rel: str) -> bool:
+    """Whether a memory file may hold a source (``source:``, or 003's
+    ``source_work_item_id:``); an unreadable one is read again, to say why."""
+    try:
+        return b"source" in read_memory_file(root, rel)
+    except (NotFound, ValidationError):
+        return True
 
 
 def index_memory(
