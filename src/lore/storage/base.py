@@ -354,7 +354,8 @@ class MemoryFilter:
     only those without (False).
     ``include_global`` adds the global memories (003's
     ``is_global``) of the *other* projects of a shared database; a store that
-    holds one project has none.
+    holds one project has none. ``sources``: memories whose frontmatter
+    ``source`` is one of these (e.g. ``session:<id>``).
     """
 
     types: list[str] = field(default_factory=list)
