@@ -129,11 +129,16 @@ def overall(report: dict) -> dict:
 
 def turn_time(turn: dict) -> str:
     """When a LoCoMo turn was said: its session's start ("1:56 pm on 8 May,
-    2023"), plus a second per turn (the set gives their order, not their times)."""
+    2023"), plus a second per turn (the set gives their order, not their
+    times). A set of the same shape with other dates: 2024-01-01, in order."""
     from datetime import datetime, timedelta
 
-    start = datetime.strptime(turn["date_time"], "%I:%M %p on %d %B, %Y")
-    said = start + timedelta(seconds=int(turn["id"].rsplit(":", 1)[1]))
+    try:
+        start = datetime.strptime(turn["date_time"], "%I:%M %p on %d %B, %Y")
+    except (KeyError, TypeError, ValueError):
+        start = datetime(2024, 1, 1)
+    number = str(turn["id"]).rsplit(":", 1)[-1]
+    said = start + timedelta(seconds=int(number) if number.isdigit() else 0)
     return said.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -146,7 +151,8 @@ def locomo(modes: list[str]) -> None:
     for t in turns:
         text = t["text"] + (f" and shared {t['image_caption']}" if t.get("image_caption") else "")
         by_conv[t["conv"]].append((t["id"], f"{t['speaker']}: {text[:120]}", f"{t['speaker']}: {text}\n"))
-        recorded[t["id"]] = (f"session:{t['session']}", turn_time(t))
+        if t.get("session"):  # recorded as a session's memories are
+            recorded[t["id"]] = (f"session:{t['session']}", turn_time(t))
     runs = {m: [] for m in modes}
     for conv, docs in sorted(by_conv.items()):
         project = build(f"locomo-sessions-{conv}", docs, recorded)
