@@ -664,6 +664,9 @@ def run_here(args: list[str]) -> None:
         code = main(args)
     except SystemExit as done:
         code = done.code
+    except KeyboardInterrupt:  # Ctrl-C before the CLI's own handling began (a forked child's first instants)
+        print("lore: interrupted", file=sys.stderr, flush=True)
+        code = 130
     except BaseException:  # what an interpreter does with an exception nothing caught
         import traceback
 
