@@ -204,11 +204,17 @@ def _ended_by(signum: int) -> int:
     import signal
 
     if signum == signal.SIGINT:
-        print("lore: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted()
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
     return 128 + signum
+
+
+def _interrupted() -> int:
+    """Say what the CLI says of a command Ctrl-C stopped; its exit status. For a
+    Ctrl-C that comes before the CLI's own handling began."""
+    print("lore: interrupted", file=sys.stderr, flush=True)
+    return 130
 
 
 def _hand_over(argv: list[str], place: str) -> tuple[BinaryIO, int] | int | None:
@@ -648,8 +654,7 @@ def _child(request: dict[str, Any], fds: list[int], conn: socket.socket) -> None
     try:  # the Ctrl-C held back since the fork, if one came
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     except KeyboardInterrupt:
-        print("lore: interrupted", file=sys.stderr, flush=True)
-        _exit(130)
+        _exit(_interrupted())
     run_here(list(request["args"]))
 
 
@@ -665,8 +670,7 @@ def run_here(args: list[str]) -> None:
     except SystemExit as done:
         code = done.code
     except KeyboardInterrupt:  # Ctrl-C before the CLI's own handling began (a forked child's first instants)
-        print("lore: interrupted", file=sys.stderr, flush=True)
-        code = 130
+        code = _interrupted()
     except BaseException:  # what an interpreter does with an exception nothing caught
         import traceback
 
