@@ -68,6 +68,19 @@ def test_a_record_one_filter_left_out_is_not_shown_to_another(project):
     ]
 
 
+def test_an_empty_filter_shares_the_unfiltered_records(project):
+    """Records are held by what a filter asks of the rows: a search's empty
+    ChunkFilter() reads none that an unfiltered read (the vector side) holds."""
+    from lore.storage import ChunkFilter
+
+    project.add(title="Deploys", body="Releases go to the staging cluster first.")
+    ids = _memory_chunk_ids(project)
+    first = project.store.chunks("memory", ids)
+    assert all(a is b for a, b in zip(first, project.store.chunks("memory", ids, ChunkFilter()), strict=True))
+    # A filter that asks something of the rows is held apart.
+    assert project.store.chunks("memory", ids, MemoryFilter(types=["lesson"])) == []
+
+
 def test_records_read_inside_a_rolled_back_write_are_dropped(project):
     project.add(title="Deploys", body="Releases go to the staging cluster first.")
     store = project.store

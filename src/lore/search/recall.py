@@ -523,8 +523,13 @@ def build(request: RecallRequest, items: list[Item]) -> RecallPack:
             break
         used = total
     markdown = render(title, shown, chosen, request.budget, used=used)
-    exact = count_tokens(markdown)
-    if exact != used:  # a piece straddled the seam: say the exact figure
+    # The count is exact when no piece can straddle the seam: the heading ends
+    # in a word ("tokens") and the rest starts a line (no word runs on over a
+    # newline). Else count the whole pack again, and say that figure.
+    seam = len(render(title, shown, [], request.budget, used=used).rstrip("\n"))
+    clean = markdown[seam - 1 : seam].isalpha() and markdown[seam : seam + 1] == "\n"
+    exact = used if clean else count_tokens(markdown)
+    if exact != used:
         markdown = render(title, shown, chosen, request.budget, used=exact)
     return RecallPack(query, request.title, request.budget, request.level, chosen, markdown, exact)
 

@@ -625,12 +625,14 @@ class SQLiteStore:
         Records read before, while the index has not changed, come from the
         process's :class:`~lore.storage.sqlite.recordcache.RecordCache`."""
         self._records.valid_for(self._content_token())
-        scope = (kind, repr(flt))
+        # Held by what the filter asks of the rows, not how it is spelled: an
+        # empty filter (a search's ChunkFilter()) shares the unfiltered records.
+        where, params = _filter_where(kind, flt)
+        scope = (kind, where, *params)
         out, missing = self._records.split(scope, list(dict.fromkeys(ids)))
         if not missing:
             return out
         read: list[ChunkRecord] = []
-        where, params = _filter_where(kind, flt)
         for part in batched(missing, _MAX_IN):
             marks = ",".join("?" * len(part))
             sql = (
