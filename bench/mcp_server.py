@@ -42,7 +42,7 @@ async def run(project: str, tools_only: bool = False, think: float = 0.0) -> Non
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "lore", "mcp"], cwd=project)
+    params = StdioServerParameters(command=sys.executable, args=["-P", "-m", "lore", "mcp"], cwd=project)
     start = time.perf_counter()
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()

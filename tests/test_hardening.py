@@ -1249,3 +1249,39 @@ def test_a_read_only_projects_temporary_index_is_never_in_a_folder_another_user_
     os.rename(first.parent, tmp_path / "elsewhere")
     os.symlink(tmp_path / "elsewhere", first.parent)
     assert spare_index(root).parent != first.parent
+
+
+def test_a_busy_index_is_a_lore_error_and_never_rebuilt(project):
+    """Another process writing the index: `reindex(force=True)` (`lore index
+    --force`) raises StorageError naming the index busy, sqlite3's error kept as
+    its cause (the README promises the Python API raises LoreError subclasses),
+    and does not take the lock for damage: the file is not rebuilt under its
+    writer. doctor says the index was not checked; nothing is lost."""
+    import sqlite3
+
+    from lore.errors import StorageError
+
+    if type(project.store).__name__ != "SQLiteStore":
+        pytest.skip("another process's write lock on a SQLite index")
+    project.add(title="Deploys", body="Releases go to the staging cluster first.")
+    identity = project.store.identity()
+    project.store.db.execute("PRAGMA busy_timeout = 200")  # not the default 30 s, for the test's sake
+    other = sqlite3.connect(project.project.lore_dir / "index.db")
+    other.execute("BEGIN IMMEDIATE")  # another process writing
+    try:
+        with pytest.raises(StorageError, match="busy") as caught:
+            project.reindex(force=True)
+        assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
+        assert [p.message for p in project.doctor() if "index" in p.message and "check" in p.message] == [
+            "index not checked: the index is busy (database is locked); another Lore process holds it, "
+            "try again"
+        ]
+        project.add(title="Pets", body="Dogs are welcome on Fridays.")  # the file now, the index later
+        other.execute("INSERT INTO meta(key, value) VALUES ('written by', 'the other process')")
+        other.commit()
+    finally:
+        other.close()
+    assert project.store.identity() == identity and not project.notices  # not rebuilt
+    assert project.store.get_meta("written by") == "the other process"
+    assert [hit.title for hit in project.search("staging cluster")] == ["Deploys"]
+    assert [hit.title for hit in project.search("dogs fridays")] == ["Pets"]

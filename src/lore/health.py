@@ -215,7 +215,7 @@ def doctor(memories: Memories) -> list[Problem]:
     """Every problem with the files and the index, each with what to do."""
     import copy
 
-    from lore.errors import ValidationError
+    from lore.errors import ValidationError, as_lore_error
     from lore.memory.model import UUID4_RE
     from lore.memory.sync import redacted, split_error
     from lore.secrets import describe, redact
@@ -321,11 +321,18 @@ def doctor(memories: Memories) -> list[Problem]:
                 f"stale: {'; '.join(reasons)}; check it, then `lore verify {memory_id[:8]}`",
             )
         )
-    ok = store.check()
-    if ok != "ok":
-        problems.append(
-            Problem("error", store.describe(), f"index check failed ({ok}); run `lore index --force`")
-        )
+    try:
+        ok = store.check()
+    except Exception as err:  # busy or read-only: not checked, and no damage found
+        known = as_lore_error(err)
+        if known is None:
+            raise
+        problems.append(Problem("warning", store.describe(), f"index not checked: {known}"))
+    else:
+        if ok != "ok":
+            problems.append(
+                Problem("error", store.describe(), f"index check failed ({ok}); run `lore index --force`")
+            )
     # A file named by hand may hold a secret: every line names it redacted.
     return [Problem(p.level, redact(p.where)[0], p.message) for p in problems]
 

@@ -25,13 +25,22 @@ file is never served stale. The acting agent is fixed for the object's life.
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from lore.errors import ArgumentError, LoreError, NotFound, UsageError, ValidationError, literal
+from lore.errors import (
+    ArgumentError,
+    LoreError,
+    NotFound,
+    UsageError,
+    ValidationError,
+    as_lore_error,
+    literal,
+)
 from lore.filenames import MAX_PATH
 from lore.health import Problem
 from lore.memory.edits import Edit
@@ -90,8 +99,48 @@ if TYPE_CHECKING:
 
 Progress = Callable[[int, int], None] | None
 _Part = TypeVar("_Part")
+_Class = TypeVar("_Class", bound=type)
 
 
+def _raising_lore_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn`, with the library errors that mean a known failure (a busy or
+    damaged index, a read-only folder, a full disk, a lost database
+    connection: :func:`~lore.errors.as_lore_error`) raised as that LoreError,
+    the library's error kept as its ``__cause__``. Others pass unchanged."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except LoreError:
+            raise
+        except Exception as err:
+            known = as_lore_error(err)
+            if known is None:
+                raise
+            raise known from err
+
+    return call
+
+
+def _lore_errors(cls: _Class) -> _Class:
+    """Every public method and property of `cls` raises LoreError subclasses
+    for known failures, as the README promises the Python API does (the
+    interfaces map errors themselves; a library caller had ``sqlite3.OperationalError``)."""
+    for name, member in list(vars(cls).items()):
+        if name.startswith("_"):
+            continue
+        if isinstance(member, property) and member.fget is not None:
+            wrapped = property(_raising_lore_errors(member.fget), member.fset, member.fdel, member.__doc__)
+            setattr(cls, name, wrapped)
+        elif isinstance(member, classmethod):
+            setattr(cls, name, classmethod(_raising_lore_errors(member.__func__)))
+        elif inspect.isfunction(member):
+            setattr(cls, name, _raising_lore_errors(member))
+    return cls
+
+
+@_lore_errors
 class Lore:
     """A project's memories and index, as one agent (or none) sees them.
 
@@ -1113,7 +1162,7 @@ class Lore:
     def _fresh(self) -> None:
         """Before reading memories: the index in step with the files, tiers decided
         (at once for files that changed, e.g. a hand edit marking one superseded)."""
-        from lore.errors import DiskFull, as_lore_error
+        from lore.errors import DiskFull
         from lore.storage import MemoryFilter
 
         try:

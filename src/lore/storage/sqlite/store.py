@@ -247,13 +247,19 @@ class SQLiteStore:
         self.db.execute("COMMIT")
 
     def check(self) -> str:
-        """'ok', or what is wrong with the database and its full-text indexes."""
+        """'ok', or what is wrong with the database and its full-text indexes.
+
+        Raises the database's error when the index cannot be checked now (another
+        process writing it, a read-only file): that is no damage, and rebuilding
+        the file under its writer would lose the writer's work."""
         try:
             result = self.db.execute("PRAGMA quick_check").fetchone()[0]
             for table in FTS_TABLES.values():
                 self.db.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
             return str(result)
         except sqlite3.DatabaseError as err:
+            if not is_damage(err):
+                raise
             return str(err)
 
     def repair(self) -> bool:
