@@ -137,3 +137,47 @@ def test_processes_opening_a_new_index_together_all_open_it(tmp_path):
         for opener in openers:
             opener.join(timeout=60)
         assert outcomes == ["ok"] * 6, (round_, outcomes)
+
+
+def _together(cwd, commands: list[list[str]]) -> list[tuple[str, str, int]]:
+    """Run `lore` with each of `commands` at once: (stdout, stderr, exit status) of each."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "lore", *args],
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+        for args in commands
+    ]
+    return [p.communicate(timeout=120) + (p.returncode,) for p in procs]
+
+
+def test_tags_and_edits_of_one_memory_at_once_are_all_kept(cli):
+    """`lore tag` read the memory before taking the write lock and wrote its
+    copy back: the appends and tags written meanwhile were lost (0 of 4 kept)."""
+    memory_id = cli.json("add", "--title", "Race target", "--body", "A memory many agents change at once.")[
+        "id"
+    ]
+    commands = [["tag", memory_id, "--add", f"tag{i}"] for i in range(4)]
+    commands += [["edit", memory_id, "--append", f"Appended line {i}."] for i in range(4)]
+    results = _together(cli.cwd, commands)
+    assert all(code == 0 for _, _, code in results), results
+    shown = cli.json("show", memory_id)
+    text = (cli.cwd / shown["path"]).read_text()
+    assert [f"Appended line {i}." in text for i in range(4)] == [True] * 4
+    assert {f"tag{i}" for i in range(4)} <= set(cli.json("tag", memory_id)[0]["tags"])
+
+
+def test_a_memory_removed_while_it_is_tagged_stays_removed(cli):
+    """The tag's copy, read before the removal, was written back: the trashed
+    memory came back (and could no longer be restored)."""
+    for round_ in range(3):
+        memory_id = cli.json(
+            "add", "--title", f"Doomed {round_}", "--body", f"Soon removed, round {round_}."
+        )["id"]
+        removed, _tagged = _together(cli.cwd, [["rm", memory_id], ["tag", memory_id, "--add", "late"]])
+        assert removed[2] == 0, removed
+        assert not [p for p in (cli.cwd / ".lore/memory").glob("*.md") if f"Doomed {round_}" in p.read_text()]

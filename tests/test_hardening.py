@@ -1285,3 +1285,26 @@ def test_a_busy_index_is_a_lore_error_and_never_rebuilt(project):
     assert project.store.get_meta("written by") == "the other process"
     assert [hit.title for hit in project.search("staging cluster")] == ["Deploys"]
     assert [hit.title for hit in project.search("dogs fridays")] == ["Pets"]
+
+
+def test_lores_own_files_are_no_memories_to_remove_or_show(project):
+    """`remove('.lore/config.toml')` trashed the configuration (and index.db,
+    .gitignore, a session's metadata), which `restore` could not bring back:
+    any file under .lore/ was taken for a memory."""
+    from lore.errors import UsageError
+
+    kept = project.add(title="Keep", body="A memory worth keeping.")
+    project.start_session("s1")
+    own = [".lore/config.toml", ".lore/.gitignore", ".lore/index.db", ".lore/sessions/s1/metadata.json"]
+    own = [rel for rel in own if (project.project.root / rel).exists()]
+    assert ".lore/config.toml" in own
+    for rel in own:
+        before = (project.project.root / rel).read_bytes()
+        for call in (project.remove, project.show):
+            with pytest.raises(UsageError, match="not a memory file"):
+                call(rel)
+        assert (project.project.root / rel).read_bytes() == before
+    # A broken memory file is still one (to fix or remove), and so is a good one.
+    (project.project.memory_dir / "broken.md").write_text("---\nid: [\n---\nbody\n")
+    assert project.remove(".lore/memory/broken.md").original == ".lore/memory/broken.md"
+    assert project.remove(kept.path).original == kept.path

@@ -453,6 +453,12 @@ class Lore:
         _check_text_fields(fields)
         return self.memories.update(key, **fields)
 
+    def tag(self, key: str, *, add: Sequence[str] = (), remove: Sequence[str] = ()) -> AddResult | None:
+        """Add and remove a memory's tags, compared without case (see
+        :meth:`Memories.retag`: another process's change meanwhile is kept).
+        None when the tags already are so."""
+        return self.memories.retag(key, strings(add, "add"), strings(remove, "remove"))
+
     def edit(self, key: str, edits: Sequence[Edit], *, expected_sha256: str | None = None) -> EditResult:
         """Precise edits (append, prepend, replace_section, find_replace, set,
         relate), atomic and re-indexed at once (see :meth:`Memories.edit`)."""

@@ -41,7 +41,7 @@ from lore.memory.edits import BODY_OPERATIONS, Edit, MemoryText
 from lore.memory.graph import LinkedMemory, LinkGraph
 from lore.memory.links import Rename, name_key, rewrite_body, rewrite_relations, stem_of
 from lore.memory.model import Memory, derive_keywords, now_iso, parse_time
-from lore.memory.values import check_line, clip
+from lore.memory.values import check_line, clip, quoted
 from lore.project import Project, agent_key
 from lore.records import Record, datarecord, internal
 from lore.storage import LinkRecord, MemoryFilter, MemoryRecord, Store
@@ -333,13 +333,24 @@ class Memories:
             if full.is_file():
                 rel = self.project.rel(full)
                 if not rel.startswith(".lore/") or rel.startswith(".lore/local/trash/"):
-                    raise UsageError(f"{key} is not a memory file (not under .lore/)")
+                    raise UsageError(f"{quoted(key)} is not a memory file (not under .lore/)")
+                if not self._indexed_memory_file(rel):  # .lore/config.toml, index.db, a session's files
+                    raise UsageError(
+                        f"{quoted(key)} is not a memory file (one of Lore's own files); "
+                        "give a memory's id, file name or path (`lore list`)"
+                    )
                 if not self.visible(rel):
                     raise NotFound(f"no memory '{clip(key, 120)}'; see `lore list` or `lore search`")
                 return rel
         if len(outside) == 2:
             raise outside[0]
         return None
+
+    def _indexed_memory_file(self, rel: str) -> bool:
+        """Whether `rel` is a memory file the index knows (read, or refused as broken)."""
+        if not rel.endswith(".md"):
+            return False
+        return self.record(rel) is not None or rel in {p for p, _ in self.store.file_errors("memory")}
 
     def load(self, rel: str) -> Memory:
         """Parse the memory file at `rel` (relative to the project root)."""
@@ -712,45 +723,65 @@ class Memories:
                 f"updatable fields: {', '.join(sorted(UPDATABLE))}"
             )
         rel = self.resolve(key)
-        memory = self.load(rel)
-        before = self.record(rel)
-        was = copy.copy(memory)
         redacted: Counter[str] = Counter()
-        if body is not None:
-            memory.body, found = secrets.redact(body.strip() + "\n")
-            redacted += found
-        if title is not None:
-            memory.title, found = secrets.redact(title.strip())
-            redacted += found
-        if type is not None:
-            memory.type, memory.sector = type, SECTOR_OF_TYPE.get(type, memory.sector)
-        for name, value in fields.items():
-            if value is None:
-                continue
-            if isinstance(value, (list, tuple)):
-                value, found = secrets.redact_values([str(v) for v in value])
-                redacted += found
-            elif isinstance(value, str):
-                value, found = secrets.redact(value)
-                redacted += found
-            setattr(memory, name, value)
-        if fields.get("files") is not None or fields.get("applies_to") is not None:
-            memory.check_project_paths()  # the project's own paths, as `add` and `edit --set` ask
-        self._check_relations(memory, was)
-        memory.updated_at = now_iso()
-        text = markdown.render_checked(memory)
+        # Read, change and write under the lock every memory write takes: a
+        # change another process made meanwhile (`lore tag` beside `lore edit
+        # --append`, a `lore rm`) is built on, or refused, never overwritten.
         with self.writing():
-            if expected_sha256 is not None:
-                if self.version(rel) != expected_sha256:
-                    raise Conflict(
-                        f"{rel} changed on disk since it was read; reload it and apply your edit again"
-                    )
+            memory = self._parse(self._read_checked(rel, expected_sha256), rel)
+            before = self.record(rel)
+            was = copy.copy(memory)
+            if body is not None:
+                memory.body, found = secrets.redact(body.strip() + "\n")
+                redacted += found
+            if title is not None:
+                memory.title, found = secrets.redact(title.strip())
+                redacted += found
+            if type is not None:
+                memory.type, memory.sector = type, SECTOR_OF_TYPE.get(type, memory.sector)
+            for name, value in fields.items():
+                if value is None:
+                    continue
+                if isinstance(value, (list, tuple)):
+                    value, found = secrets.redact_values([str(v) for v in value])
+                    redacted += found
+                elif isinstance(value, str):
+                    value, found = secrets.redact(value)
+                    redacted += found
+                setattr(memory, name, value)
+            if fields.get("files") is not None or fields.get("applies_to") is not None:
+                memory.check_project_paths()  # the project's own paths, as `add` and `edit --set` ask
+            self._check_relations(memory, was)
+            memory.updated_at = now_iso()
+            text = markdown.render_checked(memory)
             incoming = self.graph.linking_to(before) if before and title is not None else []
             markdown.write_atomic(self.project.root / rel, text)
             self._reindex()
             self._follow(before, self.record(rel), incoming)
         saved = self.load(rel)
         return AddResult(saved.id, rel, False, saved.title, saved.type, dict(redacted), None, saved)
+
+    def retag(self, key: str, add: Sequence[str] = (), remove: Sequence[str] = ()) -> AddResult | None:
+        """Add `add` and take out `remove` (compared without case) from a memory's
+        tags, on the tags the file holds when it is written: two processes
+        tagging one memory at once keep both changes (a change written between
+        this one's read and write makes it read again). None: nothing to change."""
+        import hashlib
+
+        rel = self.resolve(key)
+        gone = {t.lower() for t in remove}
+        for _ in range(20):
+            raw = self._read_checked(rel, None)
+            tags = list(self._parse(raw, rel).tags)
+            wanted = [t for t in tags if t.lower() not in gone]
+            wanted += [t for t in add if t.lower() not in {w.lower() for w in wanted}]
+            if wanted == tags:
+                return None
+            try:
+                return self.update(rel, tags=wanted, expected_sha256=hashlib.sha256(raw.encode()).hexdigest())
+            except Conflict:
+                continue  # changed meanwhile: build on what it is now
+        raise Conflict(f"{rel} kept changing while its tags were written; try again")
 
     def edit(self, key: str, edits: Sequence[Edit], *, expected_sha256: str | None = None) -> EditResult:
         """Apply precise edits to one memory, atomically, and re-index it at once.
@@ -1033,7 +1064,10 @@ class Memories:
     def remove(self, key: str) -> trash.TrashEntry:
         """Soft delete into `.lore/local/trash/` (see `restore`, `gc`)."""
         rel = self.resolve(key)
-        entry = trash.trash(self.project, rel, self.id_of(rel))
+        with self.writing():  # not under a write of the same memory that would bring it back
+            if not os.path.lexists(self.project.root / rel):
+                raise NotFound(f"{rel}: no such memory file (removed meanwhile); run `lore list`")
+            entry = trash.trash(self.project, rel, self.id_of(rel))
         self.sync()
         return entry
 

@@ -410,12 +410,10 @@ def tag(lore, keys, add_tags, remove_tags, as_json):
     paths = list(dict.fromkeys(lore.resolve(key) for key in keys))
     rows = []
     for path in paths:
-        tags = list(lore.load(path).tags)
         if add or remove:
-            wanted = [t for t in tags if t.lower() not in remove]
-            wanted += [t for t in add if t.lower() not in {w.lower() for w in wanted}]
-            if wanted != tags:
-                warn_redacted(lore.update(path, tags=wanted).redacted)
+            changed = lore.tag(path, add=add, remove=sorted(remove))
+            if changed is not None:
+                warn_redacted(changed.redacted)
         shown = lore.view(path)  # a secret written into a tag by hand: shown redacted
         rows.append({"id": shown.id, "path": path, "tags": list(shown.tags)})
     if as_json:
