@@ -1263,12 +1263,19 @@ def test_a_busy_index_is_a_lore_error_and_never_rebuilt(project):
 
     if type(project.store).__name__ != "SQLiteStore":
         pytest.skip("another process's write lock on a SQLite index")
-    project.add(title="Deploys", body="Releases go to the staging cluster first.")
+    deploys = project.add(title="Deploys", body="Releases go to the staging cluster first.")
+    project.recall("staging cluster")  # the index is fresh: reads below need no write
+    project.lifecycle.maybe_tick()
     identity = project.store.identity()
     project.store.db.execute("PRAGMA busy_timeout = 200")  # not the default 30 s, for the test's sake
     other = sqlite3.connect(project.project.lore_dir / "index.db")
     other.execute("BEGIN IMMEDIATE")  # another process writing
     try:
+        # Reads are answered: their bookkeeping (access counts) waits for a free index.
+        assert project.show(deploys.id).title == "Deploys"
+        assert [item.key for item in project.recall("staging cluster").items if item.kind == "memory"] == [
+            deploys.id
+        ]
         with pytest.raises(StorageError, match="busy") as caught:
             project.reindex(force=True)
         assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
@@ -1308,3 +1315,45 @@ def test_lores_own_files_are_no_memories_to_remove_or_show(project):
     (project.project.memory_dir / "broken.md").write_text("---\nid: [\n---\nbody\n")
     assert project.remove(".lore/memory/broken.md").original == ".lore/memory/broken.md"
     assert project.remove(kept.path).original == kept.path
+
+
+def test_the_python_api_raises_one_line_lore_errors_for_hostile_arguments(project):
+    """The README's contract: a library caller's wrong type or value is a
+    LoreError (most a UsageError naming the call) with a one-line message,
+    cut, its secrets redacted; never TypeError, OverflowError, IndexError..."""
+    from lore.errors import LoreError, UsageError
+    from lore.memory.edits import Edit
+
+    memory = project.add(title="Keep", body="A memory worth keeping.")
+    session = project.start_session().id
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    calls = {
+        "graph depth None": lambda: project.graph(memory.id, depth=None),
+        "context depth text": lambda: project.context(memory.id, depth="two"),
+        "recall budget inf": lambda: project.recall("retry", budget=float("inf")),
+        "consolidate days text": lambda: project.consolidate(recent_days="7"),
+        "browse offset None": lambda: project.browse(offset=None),
+        "session limit -1": lambda: project.session_context(session, limit_tokens=-1),
+        "history list": lambda: project.history(["a"]),
+        "search fusion list": lambda: project.search("a", fusion=["x"]),
+        "list task huge": lambda: project.list(task=10**30),
+        "search agent dict": lambda: project.search("x", agent={}),
+        "edit None": lambda: project.edit(memory.id, None),
+        "edit text int": lambda: project.edit(memory.id, [Edit("append", text=5)]),
+        "move None": lambda: project.move(memory.id, None),
+        "export None": lambda: project.export_index(None),
+        "job kind None": lambda: project.start_index_job(None),
+        "key with a line break": lambda: project.show("line1\nline2"),
+        "limit of 2 MB": lambda: project.search("x", limit="x" * 2_000_000),
+        "a token as a key": lambda: project.show(token),
+    }
+    for what, call in calls.items():
+        with pytest.raises(LoreError) as caught:
+            call()
+        message = str(caught.value)
+        assert "\n" not in message and len(message) <= 1000 and token not in message, (what, message)
+    with pytest.raises(UsageError, match=r"^graph\(\): "):
+        project.graph(memory.id, depth=None)
+    # One name where a list is expected is that name, not its letters.
+    tagged = project.add(title="One tag", body="Tagged with one name.", tags="urgent", labels="abc")
+    assert project.load(tagged.path).tags == ["urgent"] and project.load(tagged.path).labels == ["abc"]

@@ -218,6 +218,9 @@ def as_lore_error(err: BaseException) -> LoreError | None:
                 "(`lore doctor` lists such problems)"
             )
         return StorageError(f"file system error:{where} {reason}")
+    if _from_database(err) and "binding parameter" in str(err):
+        # A value of a type the database cannot hold (a dict as an agent's name): the request's fault.
+        return UsageError(f"a value the index cannot take ({err}); give text or a number")
     if _from_database(err) and "locked" in str(err):
         return StorageError(f"the index is busy ({err}); another Lore process holds it, try again")
     if _from_database(err) and "full" in str(err):
@@ -326,6 +329,11 @@ def _postgres_operational(err: BaseException) -> bool:
         cls.__name__ == "OperationalError" and cls.__module__.split(".")[0] == "psycopg"
         for cls in type(err).__mro__
     )
+
+
+def is_busy(err: BaseException) -> bool:
+    """Whether `err` is the database saying another process holds its write lock."""
+    return _from_database(err) and "locked" in str(err)
 
 
 def _from_database(err: BaseException) -> bool:

@@ -20,8 +20,9 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lore.errors import LoreError, StorageError, as_lore_error, without_server_paths
+from lore.errors import StorageError, UsageError, as_lore_error, without_server_paths
 from lore.memory.model import now_iso
+from lore.memory.values import quoted
 from lore.records import Record, datarecord, internal
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ class JobRunner:
     def submit(self, kind: str, files: Sequence[str] = (), deleted_files: Sequence[str] = ()) -> IndexJob:
         """Queue a run (or merge into a queued one of the same kind); returns its job."""
         if kind not in JOB_KINDS:
-            raise LoreError(f"unknown index job kind '{kind}'")
+            raise UsageError(f"unknown index job kind {quoted(kind)}; use one of {', '.join(JOB_KINDS)}")
         with self._lock:
             if self._closing:
                 raise StorageError("the server is shutting down; try again when it is back")

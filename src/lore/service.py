@@ -48,6 +48,7 @@ from lore.memory.model import Memory, parse_given_time
 from lore.memory.repository import AddResult, EditResult, Memories, Page
 from lore.memory.sync import SyncReport
 from lore.memory.trash import TrashEntry
+from lore.memory.values import quoted
 from lore.project import Project
 from lore.search.filters import (
     MAX_FILTER_VALUES,
@@ -102,25 +103,55 @@ _Part = TypeVar("_Part")
 _Class = TypeVar("_Class", bound=type)
 
 
+# Python's errors of an argument of the wrong type or value, as a library caller
+# makes them (`graph(key, depth="two")`, `move(key, None)`): a UsageError naming the call.
+_MISUSE = (TypeError, ValueError, OverflowError, AttributeError)
+MESSAGE_CHARS = 1000  # an error's message is cut here (a 2 MB value echoed back is no message)
+
+
 def _raising_lore_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn`, with the library errors that mean a known failure (a busy or
-    damaged index, a read-only folder, a full disk, a lost database
-    connection: :func:`~lore.errors.as_lore_error`) raised as that LoreError,
-    the library's error kept as its ``__cause__``. Others pass unchanged."""
+    """`fn`, raising LoreErrors only, each with a one-line message.
+
+    A library error that means a known failure (a busy or damaged index, a
+    read-only folder, a full disk, a lost database connection:
+    :func:`~lore.errors.as_lore_error`) is raised as that LoreError; an
+    argument of the wrong type or value, as a UsageError naming the call; the
+    library's error is kept as ``__cause__``. Messages are made one line,
+    redacted and cut (:func:`_one_line`). Other errors pass unchanged."""
+    name = fn.__name__
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except LoreError:
+        except LoreError as err:
+            _one_line(err)
             raise
         except Exception as err:
             known = as_lore_error(err)
+            if known is None and isinstance(err, _MISUSE):
+                known = UsageError(f"{name}(): {err}; check its arguments (help(lore.Lore.{name}))")
             if known is None:
                 raise
-            raise known from err
+            raise _one_line(known) from err
 
     return call
+
+
+def _one_line(err: LoreError) -> LoreError:
+    """`err` with its message on one line, secrets redacted and at most
+    :data:`MESSAGE_CHARS` long: a user's value echoed back (a key with a line
+    break, a token given as an id, a 2 MB limit) makes it none of these."""
+    from lore.memory.values import clip, fold_line
+    from lore.secrets import redact
+
+    message = str(err)
+    clean = clip(redact(fold_line(message[: 4 * MESSAGE_CHARS]))[0], MESSAGE_CHARS)
+    if clean != message:
+        err.args = (clean,)
+        if isinstance(err, ArgumentError):  # its names as each interface calls them are lost
+            err.template, err.names = literal(clean), ()
+    return err
 
 
 def _lore_errors(cls: _Class) -> _Class:
@@ -440,7 +471,8 @@ class Lore:
             raise UsageError(
                 f"unknown field {', '.join(sorted(unknown))}; use {', '.join(sorted(_ADD_FIELDS))}"
             )
-        _check_text_fields({"body": body, **fields})
+        _check_text_fields({"body": body})
+        _check_text_fields(fields)  # (tags given as one name become a list of it)
         if fields.get("occurred_at") is not None:  # "" too: an error, not "now"
             try:
                 fields["occurred_at"] = parse_given_time(fields["occurred_at"])
@@ -915,6 +947,12 @@ class Lore:
 
     def session_context(self, session_id: str, *, limit_tokens: int | None = None) -> SessionContext:
         """The live context view: summaries of compacted parts, then recent events."""
+        if limit_tokens is not None and (
+            isinstance(limit_tokens, bool) or not isinstance(limit_tokens, int) or limit_tokens < 1
+        ):
+            raise UsageError(
+                f"limit_tokens must be a whole number of tokens above 0 (got {quoted(limit_tokens)})"
+            )
         return self.sessions.context(session_id, limit_tokens=limit_tokens)
 
     def session_search(
@@ -1162,13 +1200,21 @@ class Lore:
     # -- helpers ---------------------------------------------------------------------------------------
 
     def _record_access(self, memory_ids: builtins.list[str]) -> None:
-        """Count a read; kept in the index so reading never dirties committed files."""
-        self.lifecycle.record_access(memory_ids)
+        """Count a read; kept in the index so reading never dirties committed files.
+        Bookkeeping: left out when another process holds the index's write lock
+        (the read itself needs no write, and is answered)."""
+        from lore.errors import is_busy
+
+        try:
+            self.lifecycle.record_access(memory_ids)
+        except Exception as err:
+            if not is_busy(err):
+                raise
 
     def _fresh(self) -> None:
         """Before reading memories: the index in step with the files, tiers decided
         (at once for files that changed, e.g. a hand edit marking one superseded)."""
-        from lore.errors import DiskFull
+        from lore.errors import DiskFull, is_busy
         from lore.storage import MemoryFilter
 
         try:
@@ -1187,7 +1233,11 @@ class Lore:
         if report is not seen and (report.added or report.updated):
             changed = MemoryFilter(paths=report.added + report.updated, include_private=True)
             self.lifecycle.advance([r.id for r in self.store.memories(changed)])
-        self.lifecycle.maybe_tick()
+        try:
+            self.lifecycle.maybe_tick()
+        except Exception as err:  # the hourly pass waits for a free index: the read goes on
+            if not is_busy(err):
+                raise
 
 
 _ADD_FIELDS = frozenset(inspect.signature(Memories.add).parameters) - {"self", "body"}
@@ -1201,8 +1251,8 @@ def _check_text_fields(fields: dict[str, Any]) -> None:
             raise ValidationError(f"must be text, not {type(value).__name__}", field=name)
     for name in ("tags", "files", "labels"):
         value = fields.get(name)
-        if value is not None and not isinstance(value, str):
-            strings(value, name)  # a list of names, or one name: anything else is refused here
+        if value is not None:  # a list of names, or one name ("urgent", not its letters)
+            fields[name] = strings(value, name)
 
 
 def _folder(path: str | os.PathLike[str]) -> str | os.PathLike[str]:

@@ -106,7 +106,9 @@ class CodeIndex:
                     head,
                     added=result.added_paths,
                 )
-        if only is None and (head or self.store.get_meta("indexed_commit")):
+        # Written only when it changes: a read's freshness check takes no write
+        # lock when nothing changed (another process may be writing the index).
+        if only is None and (head or "") != (self.store.get_meta("indexed_commit") or ""):
             with self.store.transaction():  # no HEAD (an orphan branch): none indexed either
                 self.store.set_meta("indexed_commit", head or "")
         result.commits_added = history.added

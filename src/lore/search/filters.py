@@ -9,7 +9,7 @@ from typing import Any
 from lore.errors import ArgumentError, UsageError, literal
 from lore.filenames import MAX_PATH
 from lore.memory.model import MEMORY_TYPES, SCOPE_RE
-from lore.memory.values import clip
+from lore.memory.values import clip, quoted
 from lore.storage import ChunkFilter, MemoryFilter
 
 STORAGE_TIERS = ("durable", "session", "daily", "session-summary")
@@ -195,8 +195,8 @@ def token_budget(budget: int | None, default: int) -> int:
             one would pack nothing and print ``16/-5 tokens``).
     """
     value = default if budget is None else budget
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 1:
-        raise UsageError(f"budget must be a positive number of tokens, e.g. 2000 (got {value!r})")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 1 <= value < float("inf"):
+        raise UsageError(f"budget must be a positive number of tokens, e.g. 2000 (got {quoted(value)})")
     return int(value)
 
 
