@@ -1284,6 +1284,8 @@ def test_a_busy_index_is_a_lore_error_and_never_rebuilt(project):
             "try again"
         ]
         project.add(title="Pets", body="Dogs are welcome on Fridays.")  # the file now, the index later
+        # doctor, with a file the index has not read yet: says so, and goes on.
+        assert any("memory files not read again" in p.message for p in project.doctor())
         other.execute("INSERT INTO meta(key, value) VALUES ('written by', 'the other process')")
         other.commit()
     finally:

@@ -215,9 +215,9 @@ def doctor(memories: Memories) -> list[Problem]:
     """Every problem with the files and the index, each with what to do."""
     import copy
 
-    from lore.errors import ValidationError, as_lore_error
+    from lore.errors import ValidationError, as_lore_error, is_busy
     from lore.memory.model import UUID4_RE
-    from lore.memory.sync import redacted, split_error
+    from lore.memory.sync import SyncReport, redacted, split_error
     from lore.secrets import describe, redact
     from lore.storage import MemoryFilter
 
@@ -234,7 +234,14 @@ def doctor(memories: Memories) -> list[Problem]:
         for path in memories.unrestorable()
     ]
     problems += unread_markdown(memories.project)
-    report = memories.sync(recheck_broken=True)  # what this Lore says of them now
+    try:
+        report = memories.sync(recheck_broken=True)  # what this Lore says of them now
+    except Exception as err:  # busy: the files' latest changes are not read; say so, go on
+        known = as_lore_error(err)
+        if known is None or not is_busy(err):
+            raise
+        problems.append(Problem("warning", store.describe(), f"memory files not read again: {known}"))
+        report = SyncReport(errors=store.file_errors("memory"))
     laid_out = {p.where for p in problems}
     for path, error in report.errors:
         if path in laid_out:
