@@ -1359,3 +1359,7 @@ def test_the_python_api_raises_one_line_lore_errors_for_hostile_arguments(projec
     # One name where a list is expected is that name, not its letters.
     tagged = project.add(title="One tag", body="Tagged with one name.", tags="urgent", labels="abc")
     assert project.load(tagged.path).tags == ["urgent"] and project.load(tagged.path).labels == ["abc"]
+    preview = project.bulk("retag", ids=tagged.id, add_tags="later")  # one id, one tag: not their letters
+    assert [row.id for row in preview.items] == [tagged.id]
+    with pytest.raises(UsageError, match="at most 20000"):
+        project.update_index(["a.py"] * 20_001)

@@ -106,6 +106,7 @@ _Class = TypeVar("_Class", bound=type)
 # Python's errors of an argument of the wrong type or value, as a library caller
 # makes them (`graph(key, depth="two")`, `move(key, None)`): a UsageError naming the call.
 _MISUSE = (TypeError, ValueError, OverflowError, AttributeError)
+MAX_UPDATE_PATHS = 20_000  # paths one update_index call re-checks; more: a full scan (`lore index`)
 MESSAGE_CHARS = 1000  # an error's message is cut here (a 2 MB value echoed back is no message)
 
 
@@ -441,8 +442,12 @@ class Lore:
         return self.code_index.run(force=force, progress=progress, only=only, deleted=deleted)
 
     def update_index(self, files: list[str], deleted: list[str] | None = None) -> dict[str, int]:
-        """003's update_index: re-check these paths (for hooks and tools)."""
-        return self.code_index.update(strings(files, "files"), strings(deleted, "deleted"))
+        """003's update_index: re-check these paths (for hooks and tools); past
+        :data:`MAX_UPDATE_PATHS` of them, `index_code` (a full scan) is the faster way."""
+        return self.code_index.update(
+            strings(files, "files", most=MAX_UPDATE_PATHS, longest=MAX_PATH),
+            strings(deleted, "deleted", most=MAX_UPDATE_PATHS, longest=MAX_PATH),
+        )
 
     def embed(self, *, progress: Progress = None, limit: int | None = None, kind: str | None = None) -> int:
         """Embed chunks that have no vector yet; returns how many."""
@@ -1117,10 +1122,12 @@ class Lore:
         from lore.secrets import redact_values
 
         # Tags as they are written (and shown in the preview): a token given is a marker.
-        add, remove = redact_values(list(add_tags))[0], redact_values(list(remove_tags))[0]
+        add_tags = strings(add_tags, "add_tags", most=MAX_FILTER_VALUES, longest=MAX_PATH)
+        remove_tags = strings(remove_tags, "remove_tags", most=MAX_FILTER_VALUES, longest=MAX_PATH)
+        add, remove = redact_values(add_tags)[0], redact_values(remove_tags)[0]
         params = curation.BulkParams(action, add, remove, new_type, new_tier)
         flt = memory_filter(filters, viewer=self.memories.viewer)
-        flt.ids = list(ids) if ids else None
+        flt.ids = strings(ids, "ids") or None
         self._fresh()
         if action == "restore":
             rows = curation.trash_selection(self.memories, flt)
@@ -1172,6 +1179,8 @@ class Lore:
         """Queue a background index run and return its job at once. `kind`: files
         (003's update_index with `files`/`deleted_files`), update (everything,
         incremental) or rebuild (re-read every file)."""
+        files = strings(files, "files", most=MAX_UPDATE_PATHS, longest=MAX_PATH)
+        deleted_files = strings(deleted_files, "deleted_files", most=MAX_UPDATE_PATHS, longest=MAX_PATH)
         for name, paths in (("files", files), ("deleted_files", deleted_files)):
             for path in paths:
                 try:

@@ -23,6 +23,9 @@ would you your yours yourself yourselves
 # Distinct terms read from a query: past a few pages of text, more say little
 # and cost a check in every candidate (a 750 KB task took 11.8 s to recall).
 MAX_TERMS = 1000
+# And how much of it is read for them: a 1 MB description of one word
+# repeated holds one term, and was read five times over (28 s to recall).
+MAX_TERM_SCAN = 100_000
 
 
 def terms(text: str) -> list[str]:
@@ -35,7 +38,7 @@ def terms(text: str) -> list[str]:
     """
     out: dict[str, None] = {}
     short: dict[str, None] = {}
-    for found in _WORD.finditer(text):
+    for found in _WORD.finditer(text, 0, MAX_TERM_SCAN):
         if len(out) >= MAX_TERMS:  # a pasted log of 100 KB: its first terms say what it is about
             break
         word = found.group()
