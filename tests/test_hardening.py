@@ -1348,6 +1348,7 @@ def test_the_python_api_raises_one_line_lore_errors_for_hostile_arguments(projec
         "key with a line break": lambda: project.show("line1\nline2"),
         "limit of 2 MB": lambda: project.search("x", limit="x" * 2_000_000),
         "a token as a key": lambda: project.show(token),
+        "import from nowhere": lambda: project.import_notes(""),
     }
     for what, call in calls.items():
         with pytest.raises(LoreError) as caught:

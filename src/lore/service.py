@@ -1015,6 +1015,8 @@ class Lore:
         as memories (idempotent; `dry_run` writes nothing)."""
         from lore.memory.importer import import_path
 
+        if not str(path).strip():  # Path("") is the working folder: not what anyone asked for
+            raise UsageError("give the file or folder of notes to import, e.g. docs/adr")
         return import_path(self.lifecycle, Path(path), dry_run=dry_run, tier=tier)
 
     # -- health -------------------------------------------------------------------------------------
