@@ -524,3 +524,18 @@ def test_daily_memories_are_archived_after_30_days(proj, clock, tmp_path, cli_in
     assert plain and not any(h["path"].startswith(".lore/local/archive/") for h in plain)  # the session note
     found = cli_in(root, "search", "Postgres storage", "--include-archived", "--json")
     assert any(h["path"].startswith(".lore/local/archive/") for h in found)
+
+
+def test_a_removed_digest_memory_stays_removed_when_the_transcript_is_captured_again(proj, tmp_path):
+    """Claude Code's PreCompact hands over the whole transcript every time: a
+    memory the user removed came back, with a new id, at the next capture."""
+    root = proj.project.root
+    transcript = claude_transcript(tmp_path / "s1.jsonl", "s1")
+    proj.capture_transcript(transcript)
+    daily = memory_files(root, ".lore/local/daily")
+    correction = next(p for p in daily if frontmatter(p)[0]["digest_class"] == "correction")
+    proj.remove(str(correction.relative_to(root)))
+    again = proj.capture_transcript(transcript)
+    assert again.created == 0
+    assert sorted(memory_files(root, ".lore/local/daily")) == sorted(set(daily) - {correction})
+    assert not [hit for hit in proj.search("pnpm") if "pnpm" in hit.title.lower()]

@@ -334,13 +334,13 @@ class Memories:
                 rel = self.project.rel(full)
                 if not rel.startswith(".lore/") or rel.startswith(".lore/local/trash/"):
                     raise UsageError(f"{quoted(key)} is not a memory file (not under .lore/)")
+                if not self.visible(rel):
+                    raise NotFound(f"no memory '{clip(key, 120)}'; see `lore list` or `lore search`")
                 if not self._indexed_memory_file(rel):  # .lore/config.toml, index.db, a session's files
                     raise UsageError(
                         f"{quoted(key)} is not a memory file (one of Lore's own files); "
                         "give a memory's id, file name or path (`lore list`)"
                     )
-                if not self.visible(rel):
-                    raise NotFound(f"no memory '{clip(key, 120)}'; see `lore list` or `lore search`")
                 return rel
         if len(outside) == 2:
             raise outside[0]

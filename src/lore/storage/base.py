@@ -635,6 +635,10 @@ class Store(Protocol):
         """Evidence rows, oldest first (of one memory, or all)."""
         ...
 
+    def known_evidence(self, keys: Sequence[str]) -> dict[str, str]:
+        """{key: memory id} of the evidence rows these keys name (observations kept before)."""
+        ...
+
     def fold_evidence(self, memory_id: str, keys: Sequence[str] | None = None) -> int:
         """Mark a memory's pending evidence (or these keys) as counted in its file."""
         ...

@@ -175,8 +175,14 @@ class Lifecycle:
 
         clean_body = secrets.redact(body)[0]
         when = occurred_at or iso(self.now())
-        found = self.near_duplicate(title or "", clean_body)
         agent = self.memories.agent
+        earlier = self.store.known_evidence([key]).get(key)
+        if earlier is not None:
+            # This very observation was kept before (a whole transcript is handed
+            # over again at every compaction): nothing new, and a memory removed
+            # or archived since stays so.
+            return Remembered(earlier, "", title or "", type, False, False, None)
+        found = self.near_duplicate(title or "", clean_body)
         if found is not None:
             record, score = found
             added = evidence.record(

@@ -85,6 +85,15 @@ class LifecycleRows(StoreCore):
         rows = self._rows(query + ' ORDER BY occurred_at COLLATE "C", key COLLATE "C"', params)
         return [EvidenceRecord(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in rows]
 
+    def known_evidence(self, keys: Sequence[str]) -> dict[str, str]:
+        if not keys:
+            return {}
+        rows = self._rows(
+            "SELECT key, memory_id FROM evidence WHERE project_id = %s AND key = ANY(%s)",
+            [self.project_id, list(keys)],
+        )
+        return {str(r[0]): str(r[1]) for r in rows}
+
     def fold_evidence(self, memory_id: str, keys: Sequence[str] | None = None) -> int:
         with self._writing() as conn:
             self._lock_project(conn)

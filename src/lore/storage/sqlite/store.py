@@ -1307,6 +1307,15 @@ class SQLiteStore:
         )
         return [EvidenceRecord(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in rows]
 
+    def known_evidence(self, keys: Sequence[str]) -> dict[str, str]:
+        if not keys:
+            return {}
+        rows = self.db.execute(
+            "SELECT key, memory_id FROM evidence WHERE key IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(keys)),),
+        )
+        return {str(key): str(memory_id) for key, memory_id in rows}
+
     def fold_evidence(self, memory_id: str, keys: Sequence[str] | None = None) -> int:
         if keys is None:
             return self.db.execute(
