@@ -181,3 +181,16 @@ def test_a_memory_removed_while_it_is_tagged_stays_removed(cli):
         removed, _tagged = _together(cli.cwd, [["rm", memory_id], ["tag", memory_id, "--add", "late"]])
         assert removed[2] == 0, removed
         assert not [p for p in (cli.cwd / ".lore/memory").glob("*.md") if f"Doomed {round_}" in p.read_text()]
+
+
+def test_a_memory_moved_while_it_is_removed_is_removed_where_it_went(cli):
+    """`lore rm` found the file gone (moved by `lore mv`, or a promotion, at the
+    same moment) and failed with "removed meanwhile", leaving the memory live."""
+    for round_ in range(3):
+        memory_id = cli.json(
+            "add", "--title", f"Wanderer {round_}", "--body", f"Moved and removed, {round_}."
+        )["id"]
+        removed, _moved = _together(cli.cwd, [["rm", memory_id], ["mv", memory_id, f"place{round_}/"]])
+        assert removed[2] == 0, removed
+        live = [p for p in (cli.cwd / ".lore/memory").rglob("*.md") if f"Wanderer {round_}" in p.read_text()]
+        assert not live, live

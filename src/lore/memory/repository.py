@@ -1064,10 +1064,16 @@ class Memories:
     def remove(self, key: str) -> trash.TrashEntry:
         """Soft delete into `.lore/local/trash/` (see `restore`, `gc`)."""
         rel = self.resolve(key)
+        memory_id = self.id_of(rel)
         with self.writing():  # not under a write of the same memory that would bring it back
             if not os.path.lexists(self.project.root / rel):
-                raise NotFound(f"{rel}: no such memory file (removed meanwhile); run `lore list`")
-            entry = trash.trash(self.project, rel, self.id_of(rel))
+                # Moved meanwhile (a promotion, `lore mv`): the same memory, where it is now.
+                self.sync()
+                moved = self.store.memories(self.filter(ids=[memory_id]), limit=1)
+                if not moved:
+                    raise NotFound(f"{rel}: no such memory file (removed meanwhile); run `lore list`")
+                rel = moved[0].path
+            entry = trash.trash(self.project, rel, memory_id)
         self.sync()
         return entry
 
