@@ -477,6 +477,9 @@ def test_doctor_names_temporary_files_of_interrupted_writes(cli):
     left = [
         atomic.temporary(cli.cwd / ".lore/memory", text),
         atomic.temporary(cli.cwd / ".lore/local/daily", text, prefix=".2026-01-01-note.md."),
+        # a session's compaction killed mid-write (its log, its metadata, an archive part)
+        atomic.temporary(cli.cwd / ".lore/sessions/s1", "{}", prefix=".metadata.json."),
+        atomic.temporary(cli.cwd / ".lore/sessions/s1/archive", "x", prefix=".000249-000263.jsonl.gz."),
     ]
     fresh = atomic.temporary(cli.cwd / ".lore/memory", text)  # a write that may still be going on
     for path in left:

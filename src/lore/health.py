@@ -142,7 +142,7 @@ def interrupted_writes(project: Project) -> list[Problem]:
 
     problems = []
     now = time.time()
-    for folder in (project.memory_dir, project.local_dir):
+    for folder in (project.memory_dir, project.local_dir, project.sessions_dir):
         if not folder.is_dir() or folder.is_symlink():
             continue
         for path in sorted(folder.rglob(".*.tmp")):
@@ -171,7 +171,7 @@ def unread_markdown(project: Project) -> list[Problem]:
     (`NOTES.MD`, `auth.markdown`): Lore reads only `*.md`, so such a memory was
     neither indexed nor reported anywhere."""
     problems = []
-    for folder in (project.memory_dir, project.local_dir):
+    for folder in (project.memory_dir, project.local_dir, project.sessions_dir):
         if not folder.is_dir() or folder.is_symlink():
             continue
         for path in sorted(folder.rglob("*")):
