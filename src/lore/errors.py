@@ -22,9 +22,10 @@ ProviderError      provider        1          502
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import ClassVar
 
@@ -221,7 +222,7 @@ def as_lore_error(err: BaseException) -> LoreError | None:
     if _from_database(err) and "binding parameter" in str(err):
         # A value of a type the database cannot hold (a dict as an agent's name): the request's fault.
         return UsageError(f"a value the index cannot take ({err}); give text or a number")
-    if _from_database(err) and "locked" in str(err):
+    if is_busy(err):
         return StorageError(f"the index is busy ({err}); another Lore process holds it, try again")
     if _from_database(err) and "full" in str(err):
         return DiskFull(f"the disk is full ({err}); free some space and try again")
@@ -334,6 +335,17 @@ def _postgres_operational(err: BaseException) -> bool:
 def is_busy(err: BaseException) -> bool:
     """Whether `err` is the database saying another process holds its write lock."""
     return _from_database(err) and "locked" in str(err)
+
+
+@contextlib.contextmanager
+def unless_busy() -> Iterator[None]:
+    """Run bookkeeping a read does (access counts, the hourly tier pass) unless
+    another process holds the index's write lock: then it is left for later."""
+    try:
+        yield
+    except Exception as err:
+        if not is_busy(err):
+            raise
 
 
 def _from_database(err: BaseException) -> bool:

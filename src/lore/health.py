@@ -171,7 +171,7 @@ def unread_markdown(project: Project) -> list[Problem]:
     (`NOTES.MD`, `auth.markdown`): Lore reads only `*.md`, so such a memory was
     neither indexed nor reported anywhere."""
     problems = []
-    for folder in (project.memory_dir, project.local_dir, project.sessions_dir):
+    for folder in (project.memory_dir, project.local_dir):
         if not folder.is_dir() or folder.is_symlink():
             continue
         for path in sorted(folder.rglob("*")):
@@ -237,10 +237,11 @@ def doctor(memories: Memories) -> list[Problem]:
     try:
         report = memories.sync(recheck_broken=True)  # what this Lore says of them now
     except Exception as err:  # busy: the files' latest changes are not read; say so, go on
-        known = as_lore_error(err)
-        if known is None or not is_busy(err):
+        if not is_busy(err):
             raise
-        problems.append(Problem("warning", store.describe(), f"memory files not read again: {known}"))
+        problems.append(
+            Problem("warning", store.describe(), f"memory files not read again: {as_lore_error(err)}")
+        )
         report = SyncReport(errors=store.file_errors("memory"))
     laid_out = {p.where for p in problems}
     for path, error in report.errors:

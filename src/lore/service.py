@@ -48,7 +48,6 @@ from lore.memory.model import Memory, parse_given_time
 from lore.memory.repository import AddResult, EditResult, Memories, Page
 from lore.memory.sync import SyncReport
 from lore.memory.trash import TrashEntry
-from lore.memory.values import quoted
 from lore.project import Project
 from lore.search.filters import (
     MAX_FILTER_VALUES,
@@ -952,12 +951,8 @@ class Lore:
 
     def session_context(self, session_id: str, *, limit_tokens: int | None = None) -> SessionContext:
         """The live context view: summaries of compacted parts, then recent events."""
-        if limit_tokens is not None and (
-            isinstance(limit_tokens, bool) or not isinstance(limit_tokens, int) or limit_tokens < 1
-        ):
-            raise UsageError(
-                f"limit_tokens must be a whole number of tokens above 0 (got {quoted(limit_tokens)})"
-            )
+        if limit_tokens is not None:
+            limit_tokens = token_budget(limit_tokens, 0, field="limit_tokens")
         return self.sessions.context(session_id, limit_tokens=limit_tokens)
 
     def session_search(
@@ -1214,18 +1209,15 @@ class Lore:
         """Count a read; kept in the index so reading never dirties committed files.
         Bookkeeping: left out when another process holds the index's write lock
         (the read itself needs no write, and is answered)."""
-        from lore.errors import is_busy
+        from lore.errors import unless_busy
 
-        try:
+        with unless_busy():
             self.lifecycle.record_access(memory_ids)
-        except Exception as err:
-            if not is_busy(err):
-                raise
 
     def _fresh(self) -> None:
         """Before reading memories: the index in step with the files, tiers decided
         (at once for files that changed, e.g. a hand edit marking one superseded)."""
-        from lore.errors import DiskFull, is_busy
+        from lore.errors import DiskFull, unless_busy
         from lore.storage import MemoryFilter
 
         try:
@@ -1244,11 +1236,8 @@ class Lore:
         if report is not seen and (report.added or report.updated):
             changed = MemoryFilter(paths=report.added + report.updated, include_private=True)
             self.lifecycle.advance([r.id for r in self.store.memories(changed)])
-        try:
+        with unless_busy():  # the hourly pass waits for a free index: the read goes on
             self.lifecycle.maybe_tick()
-        except Exception as err:  # the hourly pass waits for a free index: the read goes on
-            if not is_busy(err):
-                raise
 
 
 _ADD_FIELDS = frozenset(inspect.signature(Memories.add).parameters) - {"self", "body"}

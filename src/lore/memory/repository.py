@@ -766,8 +766,6 @@ class Memories:
         tags, on the tags the file holds when it is written: two processes
         tagging one memory at once keep both changes (a change written between
         this one's read and write makes it read again). None: nothing to change."""
-        import hashlib
-
         rel = self.resolve(key)
         gone = {t.lower() for t in remove}
         for _ in range(20):

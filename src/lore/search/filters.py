@@ -187,7 +187,7 @@ def count_limit(limit: int | None) -> int | None:
     return limit
 
 
-def token_budget(budget: int | None, default: int) -> int:
+def token_budget(budget: int | None, default: int, *, field: str = "budget") -> int:
     """A token budget (recall, start, context): `default` when none is given.
 
     Raises:
@@ -196,7 +196,7 @@ def token_budget(budget: int | None, default: int) -> int:
     """
     value = default if budget is None else budget
     if isinstance(value, bool) or not isinstance(value, int | float) or not 1 <= value < float("inf"):
-        raise UsageError(f"budget must be a positive number of tokens, e.g. 2000 (got {quoted(value)})")
+        raise UsageError(f"{field} must be a positive number of tokens, e.g. 2000 (got {quoted(value)})")
     return int(value)
 
 

@@ -405,13 +405,13 @@ def tag(lore, keys, add_tags, remove_tags, as_json):
       lore tag 3f2a9c1e --add billing,rounding
       lore tag 3f2a9c1e 7c1d0e22 --remove wip
     """
-    add, remove = _split(add_tags), {t.lower() for t in _split(remove_tags)}
+    add, remove = _split(add_tags), _split(remove_tags)
     # Every key is found before any memory changes: one that names nothing changes none.
     paths = list(dict.fromkeys(lore.resolve(key) for key in keys))
     rows = []
     for path in paths:
         if add or remove:
-            changed = lore.tag(path, add=add, remove=sorted(remove))
+            changed = lore.tag(path, add=add, remove=remove)
             if changed is not None:
                 warn_redacted(changed.redacted)
         shown = lore.view(path)  # a secret written into a tag by hand: shown redacted
