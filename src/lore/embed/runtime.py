@@ -4,12 +4,15 @@
 loading it on first use (a failure means BM25-only search and one notice),
 checking that the index's vectors were made by the same model, embedding
 pending chunks, and caching query vectors (recall embeds one query for
-several searches).
+several searches). A query can be embedded ahead, on a worker thread
+(:meth:`EmbeddingRuntime.prefetch`), while the keyword passes run.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +28,18 @@ if TYPE_CHECKING:
 # Pending chunks of one kind embedded inline before a search (more: `lore index`).
 INLINE_EMBED_LIMIT = 256
 _QUERY_CACHE = 64
+_PREFETCHED = 4  # queries embedded ahead and not asked for yet, kept at most
+_WORKER: ThreadPoolExecutor | None = None
+_WORKER_LOCK = threading.Lock()
+
+
+def _worker() -> ThreadPoolExecutor:
+    """The process's one thread for queries embedded ahead (made on first use)."""
+    global _WORKER
+    with _WORKER_LOCK:
+        if _WORKER is None:
+            _WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lore-query")
+        return _WORKER
 
 
 class EmbeddingRuntime:
@@ -44,6 +59,7 @@ class EmbeddingRuntime:
         self._embedder: Embedder | None = None
         self.problem: str | None = None
         self._queries: dict[str, np.ndarray] = {}
+        self._ahead: dict[str, Future[np.ndarray]] = {}
 
     def _notice(self, message: str) -> None:
         self.last_notice = message
@@ -186,13 +202,34 @@ class EmbeddingRuntime:
                 assert self._embedder is not None
                 from lore.index.embedding import check_dim
 
-                vector = self._embedder.embed_query(text)
+                ahead = self._ahead.pop(text, None)
+                vector = ahead.result() if ahead is not None else self._embedder.embed_query(text)
                 check_dim(store, model, len(vector))
                 self._queries[text] = vector
             return self._queries[text], model
         except ProviderError as err:
             self._notice(f"vector search off, BM25 only: {err}")
             return None, None
+
+    def prefetch(self, store: Store, text: str) -> bool:
+        """Start embedding `text` as a query on the worker thread, so that it is
+        ready when a search asks :meth:`query_vector` for it; meanwhile this
+        thread runs the keyword passes (the model and SQLite both let go of the
+        interpreter while they work). Only for a model already loaded that
+        takes queries from any thread; whether it started (or was ready)."""
+        embedder = self._embedder
+        if text in self._queries or text in self._ahead:
+            return True
+        if embedder is None or not getattr(embedder, "concurrent_queries", False):
+            return False
+        if self.model(store, load=False) is None:
+            return False
+        while len(self._ahead) >= _PREFETCHED:  # never asked for: dropped, oldest first
+            self._ahead.pop(next(iter(self._ahead))).cancel()
+        # A model with a one-thread session embeds on it: two threads would take both cores.
+        embed = getattr(embedder, "embed_query_beside", embedder.embed_query)
+        self._ahead[text] = _worker().submit(embed, text)
+        return True
 
     def status(self, store: Store, *, load: bool = True) -> dict[str, Any]:
         """Search mode, model, vectors and pending embeddings (for stats/status)."""

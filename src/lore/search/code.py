@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lore.errors import ValidationError
 from lore.memory.model import parse_time
@@ -13,6 +13,9 @@ from lore.records import Record, datarecord, internal
 from lore.search import hybrid
 from lore.search.text import snippet
 from lore.storage import ChunkFilter, Store
+
+if TYPE_CHECKING:
+    from lore.search.files import PastWork
 
 TestFinder = Callable[[str], list[str]]
 
@@ -124,7 +127,7 @@ TIERED_POOL = 30
 def search_files(
     store: Store,
     query: hybrid.Query,
-    commits: list[hybrid.Scored],
+    commits: list[hybrid.Scored] | PastWork,
     flt: ChunkFilter,
     *,
     limit: int,

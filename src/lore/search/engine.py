@@ -58,8 +58,15 @@ class Searcher:
     def half_life(self) -> float:
         return float(self.settings.get("recall", {}).get("half_life_days", 90))
 
-    def query(self, text: str, kind: str, mode: str | None) -> tuple[hybrid.Query, str]:
-        """The prepared query and the mode that will run (hybrid falls back to bm25)."""
+    def query(
+        self, text: str, kind: str, mode: str | None, *, ahead: bool = False
+    ) -> tuple[hybrid.Query, str]:
+        """The prepared query and the mode that will run (hybrid falls back to bm25).
+
+        `ahead`: when the model is loaded, the query's vector is made on the
+        worker thread and taken when a vector pass first needs it
+        (:meth:`hybrid.Query.embedded`); the searches here run their keyword
+        pass first meanwhile, where they can."""
         if mode not in (None, *hybrid.MODES):
             raise UsageError(f"unknown search mode '{mode}'; use hybrid, bm25 or vector")
         if text is not None and not isinstance(text, str):
@@ -78,6 +85,11 @@ class Searcher:
             )
         if mode == "bm25":
             return query, "bm25"
+        if ahead and mode != "vector" and self.embedding.prefetch(self.store, text):
+            # Embedded on the worker thread meanwhile: taken when the vector pass needs it.
+            query.later = lambda: self.embedding.query_vector(self.store, text, kind)
+            query.levels = self.embedding.similarity_levels or query.levels
+            return query, mode or "hybrid"
         query.vector, query.model = self.embedding.query_vector(self.store, text, kind)
         query.levels = self.embedding.similarity_levels or query.levels
         if query.vector is None:
@@ -99,7 +111,7 @@ class Searcher:
         """Memories matching `text`, best first; stale ones flagged at half their score."""
         from lore.search import memories
 
-        query, run = self.query(text, "memory", mode)
+        query, run = self.query(text, "memory", mode, ahead=True)
         hits = memories.search(self.store, query, flt, limit, mode=run, fusion=fusion or self.fusion)
         return self.flag_stale(hits) if flag_stale else hits
 
@@ -128,23 +140,23 @@ class Searcher:
         and roles; `period` limits the commits taken as evidence)."""
         from lore.search.code import search_code, search_files
 
-        query, run = self.query(text, "code", mode)
+        query, run = self.query(text, "code", mode, ahead=True)
         if not files_only:
             return search_code(self.store, query, flt, limit=limit, mode=run, fusion=fusion or self.fusion)
         evidence = fusion or self.files_fusion
-        commits = self._commits(text, mode, evidence, period) if history else []
-        # The same commits as calibrated relevances: what a file's shown score is.
-        calibrated = self._commits(text, mode, DEFAULT_FUSION, period) if history else []
+
+        def past_work() -> tuple[list[hybrid.Scored], dict[int, float]]:
+            if not history:
+                return [], {}
+            commits = self._commits(text, mode, evidence, period)
+            # The same commits as calibrated relevances: what a file's shown score is.
+            calibrated = self._commits(text, mode, DEFAULT_FUSION, period)
+            return commits, {hit.chunk.chunk_id: hit.score for hit in calibrated}
+
+        # Past work is searched once the code's evidence is in (its keyword
+        # pass runs while the query's embedding is made).
         return search_files(
-            self.store,
-            query,
-            commits,
-            flt,
-            limit=limit,
-            mode=run,
-            fusion=evidence,
-            tests=self.tests_of,
-            commit_relevance={hit.chunk.chunk_id: hit.score for hit in calibrated},
+            self.store, query, past_work, flt, limit=limit, mode=run, fusion=evidence, tests=self.tests_of
         )
 
     def history(
@@ -176,7 +188,7 @@ class Searcher:
             return (text, mode, fused, period, self.store.vectors_version())
 
         if key(wanted) not in self._recent:
-            query, run = self.query(text, "commit", mode)
+            query, run = self.query(text, "commit", mode, ahead=True)
             found = hybrid.search_each(
                 self.store,
                 "commit",

@@ -306,10 +306,15 @@ def _in_scope(paths: Iterable[str], words: list[str]) -> dict[str, float]:
     return out
 
 
+# Past commits similar to the query and {commit chunk id: calibrated relevance},
+# asked for once the code's evidence is in (see likely_files).
+PastWork = Callable[[], tuple[list[hybrid.Scored], dict[int, float]]]
+
+
 def likely_files(
     store: Store,
     code_query: hybrid.Query,
-    commits: list[hybrid.Scored],
+    commits: list[hybrid.Scored] | PastWork,
     flt: ChunkFilter,
     *,
     limit: int,
@@ -327,14 +332,24 @@ def likely_files(
     Args:
         commits: past commits similar to the query, best first (the hybrid
             search over commits, ``HISTORY_COMMITS`` of them); [] for none.
+            Or a :data:`PastWork`, called once the code's evidence is in:
+            the code's keyword pass then runs while the query's embedding
+            is made on the worker thread (which the commits' vector pass
+            would wait for).
         commit_relevance: {commit chunk id: calibrated relevance} when
             `commits` were fused by rank (their scores then say where each
             ranked, not how relevant it is); a file's shown score is its
             evidence's relevance.
     """
+    past: PastWork
+    if callable(commits):
+        past = functools.cache(commits)
+    else:
+        given = (commits, commit_relevance or {})
+        past = lambda: given  # noqa: E731
 
     def rank(wanted: int) -> list[FileMatch]:
-        return _ranked_files(store, code_query, commits, flt, wanted, mode, fusion, commit_relevance or {})
+        return _ranked_files(store, code_query, past, flt, wanted, mode, fusion)
 
     ranked = rank(min(limit, STABLE_FILES))
     if STABLE_FILES < len(ranked) < limit:  # (at most STABLE_FILES: no more files have evidence)
@@ -356,17 +371,16 @@ def likely_files(
 def _ranked_files(
     store: Store,
     code_query: hybrid.Query,
-    commits: list[hybrid.Scored],
+    past: PastWork,
     flt: ChunkFilter,
     wanted: int,
     mode: str,
     fusion: str,
-    commit_relevance: dict[int, float],
 ) -> list[FileMatch]:
     """Every file with evidence, best first (:func:`likely_files` without its
     cut), code evidence read for at least `wanted` files."""
     code, words = _code_evidence(store, code_query, flt, wanted, mode, fusion)
-    history = _history_evidence(commits, commit_relevance)
+    history = _history_evidence(*past())
     # Past work is evidence only for files that exist now and pass the filter.
     roles = store.code_files(list(history), flt) if history else {}
     history = {p: ev for p, ev in history.items() if p in roles}

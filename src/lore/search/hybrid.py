@@ -87,10 +87,20 @@ class Query:
     vector: np.ndarray | None = None
     model: str | None = None
     levels: tuple[float, float, float] = DEFAULT_LEVELS  # the model's cosine levels (DEFAULT_LEVELS)
+    # (vector, model) when first needed: the embedding is being made on another
+    # thread (EmbeddingRuntime.prefetch) while the keyword pass runs.
+    later: Callable[[], tuple[np.ndarray | None, str | None]] | None = None
 
     @classmethod
     def of(cls, text: str, vector: np.ndarray | None = None, model: str | None = None) -> Query:
         return cls(text, terms(text), exact_tokens(text), vector, model)
+
+    def embedded(self) -> Query:
+        """This query with its vector (None when the model failed meanwhile: keywords only)."""
+        if self.later is not None:
+            later, self.later = self.later, None
+            self.vector, self.model = later()
+        return self
 
 
 @datarecord
@@ -174,9 +184,12 @@ def search_each(
     # pass also scores the vector candidates beyond its own.
     complete = mode == "hybrid" and kind in COMPLETED_KINDS and any(f != "rrf" for f in fusions)
     while True:
-        vector = _vector(store, kind, query, flt, pool) if mode != "bm25" else []
-        also = [hit.chunk.chunk_id for hit in vector] if complete else []
-        lexical, words = _lexical(store, kind, query, flt, pool, also) if mode != "vector" else ([], [])
+        if complete:  # the keyword pass scores the vector candidates too: vectors first
+            vector = _vector(store, kind, query, flt, pool)
+            lexical, words = _lexical(store, kind, query, flt, pool, [h.chunk.chunk_id for h in vector])
+        else:  # keywords first: the query's embedding may still be on its way
+            lexical, words = _lexical(store, kind, query, flt, pool, []) if mode != "vector" else ([], [])
+            vector = _vector(store, kind, query, flt, pool) if mode != "bm25" else []
         out = {}
         for fusion_mode in dict.fromkeys(fusions):
             results = _fuse(store, kind, query, lexical, vector, mode, fusion_mode, key, words)
@@ -220,9 +233,10 @@ def _lexical(
 
 
 def _vector(store: Store, kind: str, query: Query, flt: AnyFilter | None, pool: int) -> list[Scored]:
-    if query.vector is None or not query.model:
+    vector = query.embedded().vector
+    if vector is None or not query.model:
         return []
-    nearest = store.vector_search(kind, query.model, query.vector, flt, pool)
+    nearest = store.vector_search(kind, query.model, vector, flt, pool)
     by_id = {c.chunk_id: c for c in store.chunks(kind, [i for i, _ in nearest])}
     out = []
     for chunk_id, cosine in nearest:

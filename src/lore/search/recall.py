@@ -124,74 +124,95 @@ def recall(
 
     Items below :data:`FLOOR` relevance are left out rather than padding the pack.
     """
-    from lore.search.filters import clamp_limit
-    from lore.storage import ChunkFilter
-
-    query = request.text
-    items: list[Item] = []
-    tasks: dict[str, Item] = {}
-    if include_memories:
-        # Unflagged hits: attention applies the stale penalty itself.
-        period = request.period or ChunkFilter()
-        hits = searcher.memories(
-            query,
-            recallable(memories, request, since=period.since, until=period.until),
-            clamp_limit(max(20, request.limit_per_type * 4)),
-            flag_stale=False,
-        )
-        hits = [h for h in hits if h.score >= _floor(h.source)]
-        stale = searcher.store.stale_reasons()
-        hot = hot_memories(searcher, memories, request, exclude={h.id for h in hits})
-        about = anchored_to(searcher.store, request.files)
-        hot += file_memories(searcher, memories, request, about - {h.id for h in [*hits, *hot]})
-        shown = [h.id for h in [*hits, *hot]]
-        access = searcher.store.access_stats(shown)
-        tiers = {mid: state.tier for mid, state in searcher.store.tier_states(shown).items()}
-        found = memory_items(hits, access, stale, request, searcher.half_life, hot, tiers, about)
-        for item in found:  # the whole body only for the memories kept (read, parsed, redacted)
-            with_body(item, memories.shown_body(item.data["path"]))
-        items += flag_disputed(
-            searcher.store, follow_relations(found, searcher, memories, stale, request.limit_per_type)
-        )
-        for hit in hits[: request.limit_per_type] if include_related_work else []:
-            if hit.task_id and hit.task_id not in tasks:
-                tasks[hit.task_id] = task_item(hit.task_id, hit.title, hit.score)
+    # Files first: their keyword passes run while the task's embedding is made
+    # on the worker thread (a memory search needs it before its keyword pass).
+    files = file_items(searcher, request) if include_code else []
     commits = []
     if include_code or include_related_work:
         commits = [
             c
-            for c in searcher.history(query, limit=20, flt=request.period)
+            for c in searcher.history(request.text, limit=20, flt=request.period)
             if c.relevance >= _floor(c.source)
         ]
-    if include_code:
-        files = searcher.code(
-            query, ChunkFilter(), max(10, request.limit_per_type * 2), files_only=True, period=request.period
-        )
-        indexed = searcher.store.code_files(list(request.files), ChunkFilter()) if request.files else {}
-        items += [
-            file_item(
-                path,
-                1.0,
-                ["named by the task" if path in indexed else "named by the task, not in the index"],
-                indexed.get(path),
-                searcher.tests_of(path),
-            )
-            for path in request.files
-        ]
-        # The floors hold against the ranking's value (what a task foreign to
-        # the project scores low on): a file found by meaning alone needs to
-        # clear the meaning floor too.
-        files = [h for h in files if h.order >= FILE_FLOOR and (h.worded or h.order >= MEANING_FLOOR)]
-        items += [
-            file_item(h.file_path, h.similarity, _reasons(h, query), h.role, h.tests, value=h.order)
-            for h in files
-            if h.file_path not in request.files
-        ]
-        items += [code_item(h) for h in code_chunks(files, request.limit_per_type)]
+    items: list[Item] = []
+    tasks: dict[str, Item] = {}
+    if include_memories:
+        hits, found = memory_part(searcher, memories, request)
+        items += found
+        for hit in hits[: request.limit_per_type] if include_related_work else []:
+            if hit.task_id and hit.task_id not in tasks:
+                tasks[hit.task_id] = task_item(hit.task_id, hit.title, hit.score)
+    items += files
     if include_related_work:
         work = [work_item(c) for c in commits] + list(tasks.values())
         items += sorted(work, key=lambda it: -it.value)[: request.limit_per_type]
     return build(request, items)
+
+
+def memory_part(
+    searcher: Searcher, memories: Memories, request: RecallRequest
+) -> tuple[list[MemoryHit], list[Item]]:
+    """The memories found by the task's words and meaning, and the items recall
+    offers: those, the HOT memories that apply and the memories about a file it
+    names, with the memories their strong links lead to."""
+    from lore.search.filters import clamp_limit
+    from lore.storage import ChunkFilter
+
+    # Unflagged hits: attention applies the stale penalty itself.
+    period = request.period or ChunkFilter()
+    hits = searcher.memories(
+        request.text,
+        recallable(memories, request, since=period.since, until=period.until),
+        clamp_limit(max(20, request.limit_per_type * 4)),
+        flag_stale=False,
+    )
+    hits = [h for h in hits if h.score >= _floor(h.source)]
+    stale = searcher.store.stale_reasons()
+    hot = hot_memories(searcher, memories, request, exclude={h.id for h in hits})
+    about = anchored_to(searcher.store, request.files)
+    hot += file_memories(searcher, memories, request, about - {h.id for h in [*hits, *hot]})
+    shown = [h.id for h in [*hits, *hot]]
+    access = searcher.store.access_stats(shown)
+    tiers = {mid: state.tier for mid, state in searcher.store.tier_states(shown).items()}
+    found = memory_items(hits, access, stale, request, searcher.half_life, hot, tiers, about)
+    for item in found:  # the whole body only for the memories kept (read, parsed, redacted)
+        with_body(item, memories.shown_body(item.data["path"]))
+    linked = follow_relations(found, searcher, memories, stale, request.limit_per_type)
+    return hits, flag_disputed(searcher.store, linked)
+
+
+def file_items(searcher: Searcher, request: RecallRequest) -> list[Item]:
+    """The files the task names, the likely files (over the floors) and their best code."""
+    from lore.storage import ChunkFilter
+
+    files = searcher.code(
+        request.text,
+        ChunkFilter(),
+        max(10, request.limit_per_type * 2),
+        files_only=True,
+        period=request.period,
+    )
+    indexed = searcher.store.code_files(list(request.files), ChunkFilter()) if request.files else {}
+    items = [
+        file_item(
+            path,
+            1.0,
+            ["named by the task" if path in indexed else "named by the task, not in the index"],
+            indexed.get(path),
+            searcher.tests_of(path),
+        )
+        for path in request.files
+    ]
+    # The floors hold against the ranking's value (what a task foreign to
+    # the project scores low on): a file found by meaning alone needs to
+    # clear the meaning floor too.
+    files = [h for h in files if h.order >= FILE_FLOOR and (h.worded or h.order >= MEANING_FLOOR)]
+    items += [
+        file_item(h.file_path, h.similarity, _reasons(h, request.text), h.role, h.tests, value=h.order)
+        for h in files
+        if h.file_path not in request.files
+    ]
+    return items + [code_item(h) for h in code_chunks(files, request.limit_per_type)]
 
 
 def _floor(source: str, floor: float = FLOOR) -> float:
