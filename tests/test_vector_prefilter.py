@@ -178,3 +178,35 @@ def test_a_kept_mask_does_not_keep_an_old_matrix_in_memory(store):
     assert len(store._vector_set("memory", MODEL, DIM)) == N + 1
     gc.collect()
     assert old() is None  # the filter, not searched since, holds no matrix
+
+
+def test_a_product_worked_out_ahead_gives_the_same_hits(store, monkeypatch):
+    """The worker thread works a query's product out ahead, for up to
+    AHEAD_RESULTS results (vectors_ahead); a search then takes it, and gets
+    what it would have worked out itself, for any number of results."""
+    import threading
+
+    monkeypatch.setattr(vectors, "candidates", lambda n, k: min(n, 4 * k))  # counts that differ by k
+    for query in queries(8):
+        wanted = {k: store.vector_search("memory", MODEL, query, None, k) for k in (5, 40, 200)}
+        vectors.clear_process_cache()
+        store._vector_set("memory", MODEL, DIM)  # held: work ahead uses only what the process holds
+        worker = threading.Thread(target=store.vectors_ahead("memory", MODEL), args=(query,))
+        worker.start()
+        worker.join()
+        held = store._vector_set("memory", MODEL, DIM)
+        assert held._product is not None and held._product.count == 4 * vectors.AHEAD_RESULTS
+        for k in (5, 40):  # fewer results than worked out ahead: its nearest rows
+            assert store.vector_search("memory", MODEL, query, None, k) == wanted[k]
+        assert held._product.count == 4 * vectors.AHEAD_RESULTS  # taken, not worked out again
+        assert store.vector_search("memory", MODEL, query, None, 200) == wanted[200]
+        assert held._product.count == 4 * 200  # more than it had: worked out again
+
+
+def test_a_product_a_search_claimed_is_not_worked_out_again_ahead(store):
+    query = queries(1)[0]
+    held = store._vector_set("memory", MODEL, DIM)
+    store.vector_search("memory", MODEL, query, None, 10)
+    claimed = held._product
+    store.vectors_ahead("memory", MODEL)(query)
+    assert held._product is claimed

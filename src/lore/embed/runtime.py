@@ -11,7 +11,7 @@ several searches). A query can be embedded ahead, on a worker thread
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -211,24 +211,31 @@ class EmbeddingRuntime:
             self._notice(f"vector search off, BM25 only: {err}")
             return None, None
 
-    def prefetch(self, store: Store, text: str) -> bool:
+    def prefetch(self, store: Store, text: str, kinds: Sequence[str] = ()) -> bool:
         """Start embedding `text` as a query on the worker thread, so that it is
         ready when a search asks :meth:`query_vector` for it; meanwhile this
-        thread runs the keyword passes (the model and SQLite both let go of the
-        interpreter while they work). Only for a model already loaded that
-        takes queries from any thread; whether it started (or was ready)."""
+        thread runs the keyword passes (the model, numpy and SQLite all let go
+        of the interpreter while they work). The worker then does what the
+        store can do ahead of the vector passes of `kinds`
+        (:meth:`~lore.storage.Store.vectors_ahead`). Only for a model already
+        loaded that takes queries from any thread; whether it started (or
+        was ready)."""
         embedder = self._embedder
         if text in self._queries or text in self._ahead:
             return True
         if embedder is None or not getattr(embedder, "concurrent_queries", False):
             return False
-        if self.model(store, load=False) is None:
+        model = self.model(store, load=False)
+        if model is None:
             return False
         while len(self._ahead) >= _PREFETCHED:  # never asked for: dropped, oldest first
             self._ahead.pop(next(iter(self._ahead))).cancel()
         # A model with a one-thread session embeds on it: two threads would take both cores.
         embed = getattr(embedder, "embed_query_beside", embedder.embed_query)
-        self._ahead[text] = _worker().submit(embed, text)
+        then = [ahead for kind in kinds if (ahead := store.vectors_ahead(kind, model)) is not None]
+        vector: Future[np.ndarray] = Future()
+        self._ahead[text] = vector
+        _worker().submit(_embed_then, embed, text, vector, then)
         return True
 
     def status(self, store: Store, *, load: bool = True) -> dict[str, Any]:
@@ -243,6 +250,30 @@ class EmbeddingRuntime:
             "vectors": store.count_embeddings(indexed) if indexed else 0,
             "pending_embeddings": store.count_pending(model) if model else None,
         }
+
+
+def _embed_then(
+    embed: Callable[[str], np.ndarray],
+    text: str,
+    out: Future[np.ndarray],
+    then: Sequence[Callable[[np.ndarray], None]],
+) -> None:
+    """Give `out` `text`'s query vector (or the embedder's failure), then each of
+    `then` the vector: the search takes the vector as soon as it is made. Work
+    done ahead that fails is left for the search, which meets the failure itself."""
+    if not out.set_running_or_notify_cancel():
+        return
+    try:
+        vector = embed(text)
+    except BaseException as err:
+        out.set_exception(err)
+        return
+    out.set_result(vector)
+    for work in then:
+        try:
+            work(vector)
+        except Exception:  # only work done ahead is lost
+            continue
 
 
 def _interactive(embedder: object) -> AbstractContextManager[object]:

@@ -85,7 +85,7 @@ class Searcher:
             )
         if mode == "bm25":
             return query, "bm25"
-        if ahead and mode != "vector" and self.embedding.prefetch(self.store, text):
+        if ahead and mode != "vector" and self.prefetch(text, [kind]):
             # Embedded on the worker thread meanwhile: taken when the vector pass needs it.
             query.later = lambda: self.embedding.query_vector(self.store, text, kind)
             query.levels = self.embedding.similarity_levels or query.levels
@@ -97,6 +97,12 @@ class Searcher:
                 raise UsageError(f"vector search is unavailable ({self.embedding.problem or 'see above'})")
             return query, "bm25"
         return query, mode or "hybrid"
+
+    def prefetch(self, text: str, kinds: Sequence[str]) -> bool:
+        """Start embedding `text` on the worker thread, and the vector passes of
+        `kinds` (in that order) after it, for searches about to run (recall:
+        code, past work, memories); whether it started (or was done)."""
+        return self.embedding.prefetch(self.store, text, kinds)
 
     def memories(
         self,

@@ -124,8 +124,10 @@ def recall(
 
     Items below :data:`FLOOR` relevance are left out rather than padding the pack.
     """
-    # Files first: their keyword passes run while the task's embedding is made
-    # on the worker thread (a memory search needs it before its keyword pass).
+    # Files first: their keyword passes run while the task's embedding (and
+    # then the vector passes that can be done ahead) is made on the worker
+    # thread; a memory search needs its vectors before its keyword pass.
+    searcher.prefetch(request.text, ["code", "commit", "memory"])
     files = file_items(searcher, request) if include_code else []
     commits = []
     if include_code or include_related_work:

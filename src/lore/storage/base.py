@@ -575,6 +575,13 @@ class Store(Protocol):
         self, kind: str, model: str, query: np.ndarray, flt: AnyFilter | None, limit: int
     ) -> list[tuple[int, float]]: ...
     def vector_count(self, kind: str, model: str) -> int: ...
+    def vectors_ahead(self, kind: str, model: str) -> Callable[[np.ndarray], None] | None:
+        """A function that works out `kind`'s vector pass for a query ahead,
+        callable from another thread (it must touch no connection), so that
+        the next :meth:`vector_search` with that query is quicker; None when
+        there is nothing to do ahead (a database server does the pass)."""
+        ...
+
     def vector_scores(
         self, kind: str, model: str, query: np.ndarray, chunk_ids: Sequence[int]
     ) -> dict[int, float]: ...

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
@@ -393,6 +393,10 @@ class ChunkRows(StoreCore):
             (vector, model, int(vector.shape[0]), kind, list(chunk_ids), *self._scope),
         )
         return {int(r[0]): float(r[1]) for r in rows}
+
+    def vectors_ahead(self, kind: str, model: str) -> Callable[[np.ndarray], None] | None:
+        """None: the server does the vector pass (pgvector), nothing to do ahead."""
+        return None
 
     def vector_count(self, kind: str, model: str) -> int:
         row = self._one(

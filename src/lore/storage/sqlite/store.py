@@ -876,6 +876,21 @@ class SQLiteStore:
             want *= 8
         return vectors.best_exact(query, limit, vectors.mask(self._all_passing(kind, flt)))
 
+    def vectors_ahead(self, kind: str, model: str) -> Callable[[np.ndarray], None] | None:
+        """What works out `kind`'s vector pass for a query ahead, on another
+        thread: it touches no connection, only a matrix this process holds
+        already (reading one is the searching thread's to do)."""
+        from lore.storage.sqlite.vectors import held_vector_set
+
+        path, version = self.path, self.vectors_version()
+
+        def ahead(query: np.ndarray) -> None:
+            vectors = held_vector_set(path, kind, model, version, len(query))
+            if vectors is not None:
+                vectors.ahead(query)
+
+        return ahead
+
     def vector_count(self, kind: str, model: str) -> int:
         return int(
             self.db.execute(

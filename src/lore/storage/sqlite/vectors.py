@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import field
 from pathlib import Path
@@ -44,6 +45,21 @@ DISK_CACHE_MIN = 256
 APPROX_MIN = 25_000
 
 
+# Searches usually want at most this many results (a files ranking's code
+# pool, lore.search.files.CODE_CHUNKS): a product worked out ahead is for these.
+AHEAD_RESULTS = 150
+
+
+class _Product:
+    """One query's cosines over a set, worked out by the first thread to claim it."""
+
+    def __init__(self, key: bytes, count: int) -> None:
+        self.key, self.count = key, count  # the query's bytes; rows scored (every row: an exact set)
+        self.done = threading.Event()
+        self.rows: np.ndarray | None = None  # the prefilter's rows, nearest first (None: every row)
+        self.cosines: np.ndarray | None = None  # theirs, in that order (or every row's); None: failed
+
+
 def candidates(n: int, k: int) -> int:
     """How many prefiltered rows get an exact cosine when `k` are wanted of `n`."""
     return min(n, max(2_000, 20 * k, n // 40))
@@ -60,24 +76,72 @@ class VectorSet:
     skipped: int = 0
     damaged: int = 0  # vectors holding NaN or infinity (damage): left out too
     _order: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    _product: _Product | None = field(default=None, repr=False)  # the last query's (see similarities)
+    _claiming: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __len__(self) -> int:
         return len(self.ids)
 
+    def ahead(self, query: np.ndarray) -> None:
+        """Work out :meth:`similarities` for `query` now, for up to
+        :data:`AHEAD_RESULTS` results (on the thread that embedded it, while
+        the searching thread runs its keyword pass), unless a search has
+        claimed that work already."""
+        key, count = query.tobytes(), self._count(AHEAD_RESULTS)
+        with self._claiming:
+            if self._product is not None and self._product.key == key:
+                return
+            product = self._product = _Product(key, count)
+        self._work_out(product, query)
+
     def similarities(self, query: np.ndarray, k: int) -> np.ndarray:
         """Cosine of every row with `query`, or of the prefilter's best rows for `k` (others -inf).
 
-        The one matrix product of a search: widening only re-ranks it.
+        The one matrix product of a search: widening only re-ranks it. A
+        product worked out for this query ahead (:meth:`ahead`) serves it, once
+        done, when it scored as many rows; the same cosines either way.
         """
         import numpy as np
 
-        if self.codes is None:
-            sims: np.ndarray = self.matrix @ query
-            return sims
-        rows = self.codes.nearest(query, candidates(len(self), k))
+        key, count = query.tobytes(), self._count(k)
+        with self._claiming:
+            product = self._product
+            mine = product is None or product.key != key or product.count < count
+            if mine:
+                product = self._product = _Product(key, count)
+        assert product is not None
+        if mine:
+            self._work_out(product, query)
+        else:
+            product.done.wait()
+        if product.cosines is None:  # it failed where it ran: meet the failure here
+            product = _Product(key, count)
+            self._work_out(product, query)
+        assert product.cosines is not None
+        if product.rows is None:
+            return product.cosines
         sims = np.full(len(self), -np.inf, dtype=np.float32)
-        sims[rows] = self.matrix[rows] @ query
+        sims[product.rows[:count]] = product.cosines[:count]
         return sims
+
+    def _count(self, k: int) -> int:
+        """How many rows a search for `k` results scores exactly."""
+        return len(self) if self.codes is None else candidates(len(self), k)
+
+    def _work_out(self, product: _Product, query: np.ndarray) -> None:
+        """Fill `product`: every row's cosine, or the prefilter's `count` nearest rows' (nearest first)."""
+        import numpy as np
+
+        try:
+            if self.codes is None:
+                product.cosines = self.matrix @ query
+            else:
+                rows = self.codes.nearest(query, product.count)
+                ascending = np.sort(rows)  # matrix rows read in order
+                cosines = self.matrix[ascending] @ query
+                product.rows, product.cosines = rows, cosines[np.searchsorted(ascending, rows)]
+        finally:
+            product.done.set()
 
     def best_exact(self, query: np.ndarray, k: int, allowed: np.ndarray) -> list[tuple[int, float]]:
         """The k best rows among `allowed` by exact cosine (a selective filter's last resort)."""
@@ -143,18 +207,21 @@ class Codes:
         return cls(center, words)
 
     def nearest(self, query: np.ndarray, count: int) -> np.ndarray:
-        """Row indices of the `count` rows whose codes are nearest the query's, ascending."""
+        """Row indices of the `count` rows whose codes are nearest the query's,
+        nearest first, ties by row: so the nearest `c` of them are the
+        nearest `c` (a product worked out for more rows serves fewer)."""
         import numpy as np
 
         code = _pack((query > self.center)[None, :])[0]
-        distance = np.bitwise_count(self.words[0] ^ code[0])
+        distance = np.bitwise_count(self.words[0] ^ code[0]).astype(np.int64)
         for word in range(1, len(code)):
             distance += np.bitwise_count(self.words[word] ^ code[word])
-        if count >= len(distance):
-            return np.arange(len(distance))
-        rows = np.argpartition(distance, count - 1)[:count]
-        rows.sort()  # matrix rows read in order
-        return rows
+        n = len(distance)
+        order = distance * n + np.arange(n)  # one value per row: no ties
+        if count >= n:
+            return np.argsort(order)
+        rows = np.argpartition(order, count - 1)[:count]
+        return rows[np.argsort(order[rows])]
 
 
 def _pack(signs: np.ndarray) -> np.ndarray:
@@ -194,6 +261,14 @@ def vector_set(
             folder if contained(db_path.parent, folder) else None, identity, kind, model, version, rows, dim
         )
         _CACHE[key] = cached
+    return cached
+
+
+def held_vector_set(db_path: Path, kind: str, model: str, version: int, dim: int) -> VectorSet | None:
+    """The matrix :func:`vector_set` would give, if this process holds it already (else None)."""
+    cached = _CACHE.get((str(db_path), kind, model))
+    if cached is None or cached.version != version or cached.matrix.shape[1] != dim:
+        return None
     return cached
 
 
