@@ -194,3 +194,56 @@ def test_a_memory_moved_while_it_is_removed_is_removed_where_it_went(cli):
         assert removed[2] == 0, removed
         live = [p for p in (cli.cwd / ".lore/memory").rglob("*.md") if f"Wanderer {round_}" in p.read_text()]
         assert not live, live
+
+
+def _held_by_another_process(project):
+    """Another connection holding the index's write lock (SQLite's, or the
+    clone's writer lock on PostgreSQL), as a long `lore index` does; a function
+    that lets it go."""
+    store = project.store
+    if type(store).__name__ == "SQLiteStore":
+        import sqlite3
+
+        other = sqlite3.connect(project.project.lore_dir / "index.db", isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+
+        def release() -> None:
+            other.execute("ROLLBACK")
+            other.close()
+
+        return release
+    import psycopg
+
+    conn = psycopg.connect(store.url, autocommit=True)
+    conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (store._clone_key,))
+    return conn.close
+
+
+def test_a_read_behind_a_long_write_is_answered_without_its_bookkeeping(project):
+    """A recall while another process wrote the index (a long `lore index`)
+    waited the write timeout, 30 s, for its access counts before answering
+    without them. The read is answered at once; the counts wait for a free index."""
+    import threading
+
+    deploys = project.add(title="Deploys", body="Releases go to the staging cluster first.")
+    project.recall("staging cluster")  # fresh index; one access counted
+    counted = project.store.access_stats([deploys.id])[deploys.id][0]
+    release = _held_by_another_process(project)
+    answers: list[object] = []
+    reader = threading.Thread(
+        target=lambda: answers.extend([project.recall("staging cluster"), project.search("staging")])
+    )
+    reader.start()
+    try:
+        reader.join(timeout=20)  # under the 30 s a write waits
+        waited = reader.is_alive()
+    finally:
+        release()
+        reader.join()  # (never close the store under a reading thread)
+    assert not waited, "the read waited for its bookkeeping's write"
+    pack, hits = answers
+    assert [it.key for it in pack.items if it.kind == "memory"] == [deploys.id]
+    assert [h.id for h in hits] == [deploys.id]
+    assert project.store.access_stats([deploys.id])[deploys.id][0] == counted  # left for later
+    project.recall("staging cluster")
+    assert project.store.access_stats([deploys.id])[deploys.id][0] == counted + 1

@@ -333,8 +333,10 @@ def _postgres_operational(err: BaseException) -> bool:
 
 
 def is_busy(err: BaseException) -> bool:
-    """Whether `err` is the database saying another process holds its write lock."""
-    return _from_database(err) and "locked" in str(err)
+    """Whether `err` is the database saying another process holds its write lock
+    (SQLite: "database is locked"; PostgreSQL: a lock waited for past
+    ``lock_timeout``, SQLSTATE 55P03)."""
+    return _from_database(err) and ("locked" in str(err) or getattr(err, "sqlstate", None) == "55P03")
 
 
 @contextlib.contextmanager

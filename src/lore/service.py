@@ -107,6 +107,10 @@ _Class = TypeVar("_Class", bound=type)
 _MISUSE = (TypeError, ValueError, OverflowError, AttributeError)
 MAX_UPDATE_PATHS = 20_000  # paths one update_index call re-checks; more: a full scan (`lore index`)
 MESSAGE_CHARS = 1000  # an error's message is cut here (a 2 MB value echoed back is no message)
+# How long a read's bookkeeping (access counts, the hourly tier pass) waits for
+# another process's write lock before leaving it for a later read: not the 30 s
+# a write waits, which a recall behind a long `lore index` spent idle.
+BOOKKEEPING_WAIT = 0.25
 
 
 def _raising_lore_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -1211,7 +1215,7 @@ class Lore:
         (the read itself needs no write, and is answered)."""
         from lore.errors import unless_busy
 
-        with unless_busy():
+        with unless_busy(), self.store.waiting_at_most(BOOKKEEPING_WAIT):
             self.lifecycle.record_access(memory_ids)
 
     def _fresh(self) -> None:
@@ -1236,7 +1240,7 @@ class Lore:
         if report is not seen and (report.added or report.updated):
             changed = MemoryFilter(paths=report.added + report.updated, include_private=True)
             self.lifecycle.advance([r.id for r in self.store.memories(changed)])
-        with unless_busy():  # the hourly pass waits for a free index: the read goes on
+        with unless_busy(), self.store.waiting_at_most(BOOKKEEPING_WAIT):  # the read goes on
             self.lifecycle.maybe_tick()
 
 

@@ -103,6 +103,7 @@ class StoreCore:
         self.on_rebuild: Callable[[], None] | None = None
         self._tx: psycopg.Connection[Any] | None = None
         self._depth = 0
+        self._lock_wait: str | None = None  # lock_timeout of the transactions begun now (waiting_at_most)
         self._dirty: set[str] = set()
         self._kinds: set[str] = set()
         self._project_locked = False
@@ -181,6 +182,8 @@ class StoreCore:
         try:
             with self._pool.connection() as conn, conn.transaction():
                 self._tx = conn
+                if self._lock_wait is not None:  # this transaction's own (is_local): the pool's stays
+                    conn.execute("SELECT set_config('lock_timeout', %s, true)", (self._lock_wait,))
                 conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (self._clone_key,))
                 yield
                 self._stamp(conn)
@@ -191,6 +194,17 @@ class StoreCore:
             raise
         finally:
             self._tx = None
+
+    @contextmanager
+    def waiting_at_most(self, seconds: float) -> Iterator[None]:
+        """Transactions begun in the block wait at most `seconds` for a lock
+        (another writer of this clone, a row another transaction holds), then
+        fail as busy (``lock_timeout``, 55P03) instead of after 30 s."""
+        before, self._lock_wait = self._lock_wait, f"{max(1, round(seconds * 1000))}ms"
+        try:
+            yield
+        finally:
+            self._lock_wait = before
 
     @contextmanager
     def _writing(self) -> Iterator[psycopg.Connection[Any]]:

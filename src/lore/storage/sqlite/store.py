@@ -246,6 +246,17 @@ class SQLiteStore:
         self._in_transaction -= 1
         self.db.execute("COMMIT")
 
+    @contextmanager
+    def waiting_at_most(self, seconds: float) -> Iterator[None]:
+        """Statements in the block wait at most `seconds` for another process's
+        write lock, then fail as busy ("database is locked"), instead of after 30 s."""
+        before = int(self.db.execute("PRAGMA busy_timeout").fetchone()[0])
+        self.db.execute(f"PRAGMA busy_timeout = {min(before, max(0, round(seconds * 1000)))}")
+        try:
+            yield
+        finally:
+            self.db.execute(f"PRAGMA busy_timeout = {before}")
+
     def check(self) -> str:
         """'ok', or what is wrong with the database and its full-text indexes.
 
