@@ -103,3 +103,31 @@ def test_no_prefetch_without_a_loaded_model_or_with_vectors_off(repo):
             fresh.close()
         project.store.set_meta("embed_model", "another-model")  # the index's vectors are another model's
         assert not project.embedding.prefetch(project.store, "anything else")
+
+
+def _search_in_child(project, queue) -> None:
+    queue.put([h.id for h in project.search("invoice totals in cents")])
+
+
+def test_a_process_forked_while_a_query_was_embedded_ahead_embeds_its_own(repo):
+    """A fork has none of its parent's threads: a query handed to the parent's
+    worker is never embedded there, and the child's search must not wait for it."""
+    import multiprocessing
+
+    with _project(repo) as project:
+        project.search("load the model")
+        assert project.embedding.prefetch(project.store, "invoice totals in cents")
+        expected = [h.id for h in project.search("invoice totals in cents")]
+        assert project.embedding.prefetch(project.store, "invoice totals in cents")  # (cached: at once)
+        project.embedding._queries.clear()
+        assert project.embedding.prefetch(project.store, "invoice totals in cents")
+        context = multiprocessing.get_context("fork")
+        queue = context.Queue()
+        child = context.Process(target=_search_in_child, args=(project, queue))
+        child.start()
+        child.join(timeout=60)
+        alive = child.is_alive()
+        if alive:
+            child.kill()
+        assert not alive and child.exitcode == 0
+        assert queue.get(timeout=5) == expected

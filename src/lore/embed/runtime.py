@@ -10,6 +10,7 @@ several searches). A query can be embedded ahead, on a worker thread
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -42,6 +43,16 @@ def _worker() -> ThreadPoolExecutor:
         return _WORKER
 
 
+def _no_worker_in_a_fork() -> None:
+    """A forked child has no thread of its parent's: work handed to the parent's
+    executor would never run (and a search wait for it). The child makes its own."""
+    global _WORKER, _WORKER_LOCK
+    _WORKER, _WORKER_LOCK = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_no_worker_in_a_fork)
+
+
 class EmbeddingRuntime:
     """The configured embedder for one project, and the vectors it may use.
 
@@ -60,6 +71,7 @@ class EmbeddingRuntime:
         self.problem: str | None = None
         self._queries: dict[str, np.ndarray] = {}
         self._ahead: dict[str, Future[np.ndarray]] = {}
+        self._ahead_in = os.getpid()  # the process whose worker makes them (a fork's are never made)
 
     def _notice(self, message: str) -> None:
         self.last_notice = message
@@ -202,6 +214,8 @@ class EmbeddingRuntime:
                 assert self._embedder is not None
                 from lore.index.embedding import check_dim
 
+                if self._ahead_in != os.getpid():
+                    self._ahead, self._ahead_in = {}, os.getpid()
                 ahead = self._ahead.pop(text, None)
                 vector = ahead.result() if ahead is not None else self._embedder.embed_query(text)
                 check_dim(store, model, len(vector))
@@ -221,6 +235,8 @@ class EmbeddingRuntime:
         loaded that takes queries from any thread; whether it started (or
         was ready)."""
         embedder = self._embedder
+        if self._ahead_in != os.getpid():
+            self._ahead, self._ahead_in = {}, os.getpid()
         if text in self._queries or text in self._ahead:
             return True
         if embedder is None or not getattr(embedder, "concurrent_queries", False):
