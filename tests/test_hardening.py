@@ -1054,11 +1054,18 @@ def test_python_api_refuses_wrong_arguments_with_a_usage_error(tmp_path):
             "whole numbers": lambda: project.show(key, offset="3"),
             "a project folder is a path": lambda: lore.open(None),
             "a project folder is a path ": lambda: lore.init(None),
+            # A switch is True or False: "no" was taken as yes, 0 as no.
+            "include_code must be True or False, not 'no'": lambda: project.recall(
+                "walrus", include_code="no"
+            ),
+            "files_only must be True or False, not 1": lambda: project.code_search("walrus", files_only=1),
+            "fresh must be True or False, not 'false'": lambda: project.history("walrus", fresh="false"),
         }
         for expected, call in cases.items():
             with pytest.raises(UsageError, match=expected.strip()):
                 call()
         assert [m["id"] for m in project.list(limit=1)] == [key]
+        assert project.recall("walrus", include_code=False, include_related_work=False).items
         for field, call in {
             "title": lambda: project.add(body="The walrus eats fish.", title=5),
             "body": lambda: project.update(key, body=5),

@@ -121,11 +121,22 @@ def _raising_lore_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     :func:`~lore.errors.as_lore_error`) is raised as that LoreError; an
     argument of the wrong type or value, as a UsageError naming the call; the
     library's error is kept as ``__cause__``. Messages are made one line,
-    redacted and cut (:func:`_one_line`). Other errors pass unchanged."""
+    redacted and cut (:func:`_one_line`). Other errors pass unchanged.
+    A switch (a parameter annotated ``bool``) given by keyword must be True or
+    False: ``include_code="no"`` was taken as yes."""
     name = fn.__name__
+    switches = {
+        param: kind == "bool | None"
+        for param, kind in getattr(fn, "__annotations__", {}).items()
+        if kind in ("bool", "bool | None")
+    }
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
+        for param in switches.keys() & kwargs.keys() if switches and kwargs else ():
+            value = kwargs[param]
+            if not isinstance(value, bool) and not (value is None and switches[param]):
+                raise _one_line(UsageError(f"{name}(): {param} must be True or False, not {value!r}"))
         try:
             return fn(*args, **kwargs)
         except LoreError as err:

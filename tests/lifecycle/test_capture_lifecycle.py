@@ -539,3 +539,21 @@ def test_a_removed_digest_memory_stays_removed_when_the_transcript_is_captured_a
     assert again.created == 0
     assert sorted(memory_files(root, ".lore/local/daily")) == sorted(set(daily) - {correction})
     assert not [hit for hit in proj.search("pnpm") if "pnpm" in hit.title.lower()]
+
+
+def test_a_removed_session_turn_stays_removed_when_the_transcript_is_captured_again(proj, tmp_path):
+    """The transcript's own turns (its multi-line assistant messages, kept in the
+    session tier) were deduplicated against the memories that exist: one the
+    user removed came back at the next capture, with a new id."""
+    root = proj.project.root
+    transcript = claude_transcript(tmp_path / "s1.jsonl", "s1")
+    proj.capture_transcript(transcript)
+    turns = memory_files(root, ".lore/local/session")
+    postgres = next(p for p in turns if "Postgres" in p.read_text())
+    kept = set(turns) - {postgres}
+    proj.remove(str(postgres.relative_to(root)))
+    again = proj.capture_transcript(transcript)
+    assert again.created == 0
+    assert set(memory_files(root, ".lore/local/session")) == kept
+    proj.capture_transcript(transcript)  # and at every capture after
+    assert set(memory_files(root, ".lore/local/session")) == kept

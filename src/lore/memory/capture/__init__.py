@@ -196,9 +196,24 @@ def store_candidates(
     """Keep candidates: session-tier ones as they are (002's transcript rules,
     deduplicated by time and content); others through :meth:`Lifecycle.remember`
     (`key_prefix` + the block's position names each observation)."""
+    from lore.memory.lifecycle.clock import iso
+
     result = CaptureResult(0, 0)
+    candidates = list(candidates)
+    # A transcript's turns are known by their place in it and their text: a turn
+    # removed since it was kept is not kept again when the transcript comes back.
+    turns = {
+        index: f"turn:{c.source}:{_hash(c.body)}"
+        for index, c in enumerate(candidates)
+        if tier == "session" and key_prefix is None and c.source
+    }
+    known = lifecycle.store.known_evidence(list(turns.values())) if turns else {}
+    seen: list[tuple[str, str, str, str]] = []
     for index, c in enumerate(candidates):
         try:
+            if turns.get(index) in known:
+                result.existing += 1
+                continue
             if tier == "session" and key_prefix is None:
                 added = lifecycle.memories.add(
                     body=c.body,
@@ -211,6 +226,9 @@ def store_candidates(
                     tier="session",
                 )
                 created, evidence_added = added.created, False
+                if index in turns and added.id:
+                    when = c.occurred_at or iso(lifecycle.now())
+                    seen.append((turns[index], added.id, c.source or "transcript", when))
             else:
                 done = lifecycle.remember(
                     body=c.body,
@@ -232,6 +250,7 @@ def store_candidates(
         result.created += created
         result.existing += not created
         result.evidence += evidence_added
+    lifecycle.seen(list({observation[0]: observation for observation in seen}.values()))  # a key once
     return result
 
 

@@ -205,12 +205,25 @@ class Lifecycle:
             extra=dict(extra or {}),
         )
         if result.created:
-            # Its first observation: kept so the same capture, run again, is known.
-            row = EvidenceRecord(key, result.id, source, agent, when, folded=True)
-            with self.store.transaction():
-                new = self.store.add_evidence([row])
-            evidence.append_ledger(self.memories, [evidence.ledger_row(row, result.id), {"folded": new}])
+            self.seen([(key, result.id, source, when)])
         return Remembered(result.id, result.path, result.title, result.type, result.created, False, None)
+
+    def seen(self, observations: Sequence[tuple[str, str, str, str]]) -> None:
+        """Keep each (key, memory id, source, when) as an observation made and
+        kept (a memory's first): the same capture, run again, is known by its
+        key (:meth:`Store.known_evidence`), and a memory removed since stays
+        removed. No evidence: counted already (folded)."""
+        if not observations:
+            return
+        agent = self.memories.agent
+        rows = [
+            EvidenceRecord(key, mid, source, agent, when, folded=True)
+            for key, mid, source, when in observations
+        ]
+        with self.store.transaction():
+            new = self.store.add_evidence(rows)
+        lines = [evidence.ledger_row(row, row.memory_id) for row in rows]
+        evidence.append_ledger(self.memories, [*lines, {"folded": new}])
 
     def near_duplicate(
         self, title: str, body: str, *, exclude: Sequence[str] = (), vectors: bool = False
