@@ -1371,3 +1371,28 @@ def test_the_python_api_raises_one_line_lore_errors_for_hostile_arguments(projec
     assert [row.id for row in preview.items] == [tagged.id]
     with pytest.raises(UsageError, match="at most 20000"):
         project.update_index(["a.py"] * 20_001)
+
+
+def test_a_closed_lore_says_so_and_writes_nothing(tmp_path):
+    """A Lore used after `close()` (or after its `with` block) opened its index
+    again, silently, and held that connection open for good."""
+    import lore
+    from lore.errors import UsageError
+
+    root = tmp_path / "p"
+    lore.init(root).close()
+    with lore.open(root) as project:
+        project.add(title="Deploys", body="Releases go to the staging cluster first.")
+    before = sorted(p.relative_to(root) for p in (root / ".lore").rglob("*.md"))
+    for call in (
+        lambda: project.add(title="Pets", body="Dogs are welcome on Fridays."),
+        lambda: project.search("staging"),
+        lambda: project.recall("staging cluster"),
+        project.list,
+    ):
+        with pytest.raises(UsageError, match="is closed; open the project again"):
+            call()
+    assert sorted(p.relative_to(root) for p in (root / ".lore").rglob("*.md")) == before
+    assert project._store is None
+    with lore.open(root) as again:
+        assert [h.title for h in again.search("staging")] == ["Deploys"]

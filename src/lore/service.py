@@ -263,6 +263,10 @@ class Lore:
     def store(self) -> Store:
         """The index database (SQLite or PostgreSQL), opened on first use."""
         if self._store is None:
+            if self._closed:  # (a connection opened again here would stay open)
+                raise UsageError(
+                    f"this Lore of {self.project.root} is closed; open the project again (lore.open)"
+                )
             from lore.storage import open_store
 
             self._store = open_store(self.project, database_url=self.database_url, role=self.database_role)
