@@ -557,3 +557,68 @@ def test_a_removed_session_turn_stays_removed_when_the_transcript_is_captured_ag
     assert set(memory_files(root, ".lore/local/session")) == kept
     proj.capture_transcript(transcript)  # and at every capture after
     assert set(memory_files(root, ".lore/local/session")) == kept
+
+
+def _half_folded(proj, written: bool = True):
+    """A daily memory with one piece of evidence pending, and the state a process
+    killed in the middle of folding it leaves: the fold's intent recorded (index
+    and ledger), the file's count raised, the index's rows not marked folded."""
+    import json
+
+    from lore.memory.lifecycle import evidence
+    from lore.storage import EvidenceRecord
+
+    lc = proj.lifecycle
+    kept = lc.remember(
+        body="Run the migrations before the seed script.", title=None, type="lesson", key="k0", source="test"
+    )
+    store, memories = proj.store, proj.memories
+    record = next(r for r in store.memories(memories.filter()) if r.id == kept.id)
+    with store.transaction():
+        store.add_evidence([EvidenceRecord("k1", kept.id, "test", None, at(1))])
+    evidence.append_ledger(
+        memories, [evidence.ledger_row(EvidenceRecord("k1", kept.id, "test", None, at(1)), kept.id)]
+    )
+    count = evidence.file_count(memories.load(record.path).extra) + 1
+    intent = {"folding": ["k1"], "memory_id": kept.id, "count": count}
+    evidence.append_ledger(memories, [intent])
+    with store.transaction():
+        store.set_meta("evidence_folding:" + kept.id, json.dumps(intent))
+    if written:  # (else killed before writing the file)
+        memory = memories.load(record.path)
+        memory.extra["evidence_count"] = count
+        memories.rewrite(record.path, memory)  # ... and killed here
+    return kept, record.path, count
+
+
+@pytest.mark.parametrize("written", [True, False])
+def test_a_fold_a_killed_process_left_half_done_counts_once(proj, written):
+    """A process killed between writing a memory's evidence count into its file
+    and marking that evidence folded in the index: the next fold counted it
+    again. (Killed before writing the file: the evidence is still to count.)"""
+    from lore.memory.lifecycle import evidence
+    from lore.storage import EvidenceRecord
+
+    kept, path, count = _half_folded(proj, written)
+    record = next(r for r in proj.store.memories(proj.memories.filter()) if r.id == kept.id)
+    added = evidence.record(proj.memories, record, [EvidenceRecord("k2", kept.id, "test", None, at(2))])
+    assert added == 1
+    assert evidence.file_count(proj.memories.load(path).extra) == count + 1  # k1 once, and k2
+
+
+def test_a_fold_half_done_before_the_index_was_rebuilt_counts_once(proj):
+    """The same, when the index is rebuilt from the files and the ledger before the next fold."""
+    import lore
+    from lore.memory.lifecycle import evidence
+    from lore.storage import EvidenceRecord
+
+    kept, path, count = _half_folded(proj)
+    root = proj.project.root
+    proj.close()
+    for name in ("index.db", "index.db-wal", "index.db-shm"):
+        (root / ".lore" / name).unlink(missing_ok=True)
+    with lore.open(root) as again:
+        again.sync()  # the index rebuilt from the files (the ledger is read at the next evidence)
+        record = next(r for r in again.store.memories(again.memories.filter()) if r.id == kept.id)
+        evidence.record(again.memories, record, [EvidenceRecord("k2", kept.id, "test", None, at(2))])
+        assert evidence.file_count(again.memories.load(path).extra) == count + 1

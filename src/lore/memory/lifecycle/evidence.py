@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 LEDGER = "evidence.jsonl"
 _REPLAYED = "evidence_ledger_replayed"
+_FOLDING = "evidence_folding:"  # + memory id: a fold begun and not finished (see fold, settle)
 
 
 def record(memories: Memories, target: MemoryRecord, rows: Sequence[EvidenceRecord]) -> int:
@@ -61,19 +62,52 @@ def fold(memories: Memories, memory_id: str, rel: str, *, confidence: float | No
     Returns the count now in the file.
     """
     store = memories.store
+    settle(memories, memory_id, rel)
     pending = [row for row in store.evidence(memory_id) if not row.folded]
     memory = memories.load(rel)
     count = file_count(memory.extra) + len(pending)
     if not pending and confidence is None:
         return count
+    keys = [row.key for row in pending]
+    if keys:
+        # What is about to be written, first: a process killed between the file
+        # and the index's mark left the rows pending, and they were counted again.
+        intent = {"folding": keys, "memory_id": memory_id, "count": count}
+        append_ledger(memories, [intent])
+        with store.transaction():
+            store.set_meta(_FOLDING + memory_id, json.dumps(intent))
     memory.extra["evidence_count"] = count
     if confidence is not None:
         memory.confidence = confidence
     memories.rewrite(rel, memory)
     with store.transaction():
-        store.fold_evidence(memory_id, [row.key for row in pending])
-    append_ledger(memories, [{"folded": [row.key for row in pending]}])
+        store.fold_evidence(memory_id, keys)
+        if keys:
+            store.set_meta(_FOLDING + memory_id, "")
+    append_ledger(memories, [{"folded": keys}])
     return count
+
+
+def settle(memories: Memories, memory_id: str, rel: str) -> None:
+    """Finish a fold of `memory_id` that a killed process left half done: if
+    its file states the count the fold was writing, the file was written and
+    its rows are marked folded; otherwise they stay pending (and count once)."""
+    store = memories.store
+    recorded = store.get_meta(_FOLDING + memory_id)
+    if not recorded:
+        return
+    try:
+        intent = json.loads(recorded)
+        keys, count = [str(k) for k in intent["folding"]], int(intent["count"])
+    except (ValueError, KeyError, TypeError):
+        keys, count = [], 0
+    written = bool(keys) and file_count(memories.load(rel).extra) >= count
+    with store.transaction():
+        if written:
+            store.fold_evidence(memory_id, keys)
+        store.set_meta(_FOLDING + memory_id, "")
+    if written:
+        append_ledger(memories, [{"folded": keys}])
 
 
 def mark_folded(memories: Memories, memory_id: str) -> None:
@@ -108,10 +142,15 @@ def replay(memories: Memories) -> int:
         store.set_meta(_REPLAYED, "1")  # nothing to load (no transaction: a read path may heal)
         return 0
     owner: dict[str, str] = {}  # evidence key -> memory id, as the ledger goes
+    folding: dict[str, dict[str, Any]] = {}  # memory id -> a fold begun and not (yet) finished
     loaded = 0
     with store.transaction():
         for data in _ledger_lines(memories):
-            if isinstance(data.get("folded"), list):
+            if isinstance(data.get("folding"), list) and "memory_id" in data:
+                folding[str(data["memory_id"])] = data
+            elif isinstance(data.get("folded"), list):
+                done = set(map(str, data["folded"]))
+                folding = {m: d for m, d in folding.items() if not done & set(map(str, d["folding"]))}
                 for key in map(str, data["folded"]):
                     if key in owner:
                         store.fold_evidence(owner[key], [key])
@@ -129,6 +168,8 @@ def replay(memories: Memories) -> int:
                 )
                 loaded += len(store.add_evidence([row]))
                 owner[row.key] = row.memory_id
+        for memory_id, data in folding.items():  # settled at the memory's next fold
+            store.set_meta(_FOLDING + memory_id, json.dumps(data))
         store.set_meta(_REPLAYED, "1")
     return loaded
 
