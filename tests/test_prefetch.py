@@ -43,11 +43,13 @@ def _project(repo) -> lore.Lore:
 
 
 def _results(project: lore.Lore, task: str) -> tuple[object, ...]:
-    memories = [(h.id, h.score) for h in project.search(task)]
+    """Every kind of search for `task`, code first (a memory search embeds on the
+    spot: its vector pass comes first; it takes a vector embedded ahead, though)."""
     files = [(h.file_path, h.similarity) for h in project.code_search(task, files_only=True, fresh=False)]
     chunks = [(h.file_path, h.start_line, h.similarity) for h in project.code_search(task, fresh=False)]
     work = [(c.sha, c.relevance) for c in project.history(task, fresh=False)]
     pack = project.recall(task, fresh=False)  # (its order moves with each recall's access to a memory)
+    memories = [(h.id, h.score) for h in project.search(task)]
     return memories, files, chunks, work, sorted((it.kind, it.key) for it in pack.items)
 
 
@@ -131,3 +133,61 @@ def test_a_process_forked_while_a_query_was_embedded_ahead_embeds_its_own(repo):
             child.kill()
         assert not alive and child.exitcode == 0
         assert queue.get(timeout=5) == expected
+
+
+def test_a_query_the_worker_failed_to_embed_is_embedded_on_the_spot(repo):
+    """The worker's one-thread session failing (it did not open, say) must not
+    cost the search its vectors, nor hang it."""
+    with _project(repo) as project:
+        project.search("load the model")
+        embedder = project.embedding.embedder
+        expected = _results(project, TASKS[0])
+        project.embedding._queries.clear()
+
+        def broken(text: str) -> np.ndarray:
+            raise RuntimeError("the one-thread session did not open")
+
+        embedder.embed_query_beside = broken
+        assert _results(project, TASKS[0])[1:4] == expected[1:4]  # files, chunks, past work
+        assert project.embedding._queries  # embedded, on this thread
+
+
+def test_no_prefetch_once_the_worker_is_shut_down(repo):
+    """At interpreter shutdown no new work can start: a search then embeds its
+    query itself, and leaves no promise of a vector behind it."""
+    with _project(repo) as project:
+        project.search("load the model")
+        worker = runtime._worker()
+        worker.shutdown()
+        try:
+            assert not project.embedding.prefetch(project.store, "invoice totals")
+            assert "invoice totals" not in project.embedding._ahead
+            assert [h.file_path for h in project.code_search("invoice totals", fresh=False)]
+        finally:
+            runtime._WORKER = None
+
+
+def _product_in_child(vectors, query, queue) -> None:
+    queue.put(vectors.similarities(query, 2).tolist())
+
+
+def test_a_fork_does_not_wait_for_a_product_its_parent_was_working_out():
+    """A VectorSet forked while the worker worked a product out: the child's
+    search waited for it forever (its thread is not in the child)."""
+    import multiprocessing
+
+    from lore.storage.sqlite.vectors import VectorSet, _Product
+
+    matrix = np.eye(4, dtype=np.float32)
+    vectors = VectorSet(1, np.arange(4), matrix, None)
+    query = np.array([1, 0, 0, 0], dtype=np.float32)
+    vectors._product = _Product(query.tobytes(), 4)  # claimed by the parent's worker, not done
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_product_in_child, args=(vectors, query, queue))
+    child.start()
+    child.join(timeout=30)
+    alive = child.is_alive()
+    if alive:
+        child.kill()
+    assert not alive and queue.get(timeout=5) == [1.0, 0.0, 0.0, 0.0]

@@ -15,6 +15,7 @@ e5's ``query: `` / ``passage: `` prefixes (the engine adds them).
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +50,16 @@ _OPTIONS = {
 _ENGINE: Any = None
 _ENGINE_LOCK = threading.Lock()
 _CALL_LOCK = threading.Lock()
+
+
+def _locks_of_a_fork() -> None:
+    """A forked child has none of its parent's threads: a lock one of them held
+    (a query's worker in the engine) would never be let go there."""
+    global _ENGINE_LOCK, _CALL_LOCK
+    _ENGINE_LOCK, _CALL_LOCK = threading.Lock(), threading.Lock()
+
+
+os.register_at_fork(after_in_child=_locks_of_a_fork)
 
 
 class E5Encoder:

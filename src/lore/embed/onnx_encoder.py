@@ -36,6 +36,16 @@ _TOKENIZING = threading.Lock()  # not _LOADING: a model is loaded holding that o
 _FOR_QUERIES: dict[tuple[object, ...], Any] = {}
 
 
+def _locks_of_a_fork() -> None:
+    """A forked child has none of its parent's threads: a lock one of them held
+    (a query's worker loading the model) would never be let go there."""
+    global _LOADING, _TOKENIZING
+    _LOADING, _TOKENIZING = threading.Lock(), threading.Lock()
+
+
+os.register_at_fork(after_in_child=_locks_of_a_fork)
+
+
 def load_tokenizer(path: Path, max_tokens: int) -> Any:
     """The Hugging Face tokenizer of `path` (as the file is now), cutting at
     `max_tokens`, without padding; read once a process. Tokenizing nothing

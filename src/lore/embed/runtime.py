@@ -216,8 +216,9 @@ class EmbeddingRuntime:
 
                 if self._ahead_in != os.getpid():
                     self._ahead, self._ahead_in = {}, os.getpid()
-                ahead = self._ahead.pop(text, None)
-                vector = ahead.result() if ahead is not None else self._embedder.embed_query(text)
+                vector = self._taken(self._ahead.pop(text, None)) if text in self._ahead else None
+                if vector is None:
+                    vector = self._embedder.embed_query(text)
                 check_dim(store, model, len(vector))
                 self._queries[text] = vector
             return self._queries[text], model
@@ -250,9 +251,23 @@ class EmbeddingRuntime:
         embed = getattr(embedder, "embed_query_beside", embedder.embed_query)
         then = [ahead for kind in kinds if (ahead := store.vectors_ahead(kind, model)) is not None]
         vector: Future[np.ndarray] = Future()
+        try:
+            _worker().submit(_embed_then, embed, text, vector, then)
+        except RuntimeError:  # the interpreter is shutting down: no new threads
+            return False
         self._ahead[text] = vector
-        _worker().submit(_embed_then, embed, text, vector, then)
         return True
+
+    def _taken(self, ahead: Future[np.ndarray] | None) -> np.ndarray | None:
+        """The vector embedded ahead, or None when that failed (the one-thread
+        session did not open, say): the query is then embedded here, where a
+        failure of the model itself is met and told as before."""
+        if ahead is None:
+            return None
+        try:
+            return ahead.result()
+        except Exception:  # embedded again on this thread
+            return None
 
     def status(self, store: Store, *, load: bool = True) -> dict[str, Any]:
         """Search mode, model, vectors and pending embeddings (for stats/status)."""

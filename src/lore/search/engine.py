@@ -117,7 +117,7 @@ class Searcher:
         """Memories matching `text`, best first; stale ones flagged at half their score."""
         from lore.search import memories
 
-        query, run = self.query(text, "memory", mode, ahead=True)
+        query, run = self.query(text, "memory", mode)
         hits = memories.search(self.store, query, flt, limit, mode=run, fusion=fusion or self.fusion)
         return self.flag_stale(hits) if flag_stale else hits
 

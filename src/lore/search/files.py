@@ -389,7 +389,9 @@ def _ranked_files(
     code_rank = _ranks({p: ev.strength for p, ev in code.items()})
     history_rank = _ranks({p: ev[0] for p, ev in history.items()})
     # Hybrid: the code's fused evidence, what it says in words, what past work touched.
-    lists = (code_rank, _ranks(words)) if mode == "hybrid" else (code_rank,)
+    # (A query whose vector did not come, the model failing meanwhile, ranks as BM25 mode does.)
+    hybrid_ranking = mode == "hybrid" and code_query.vector is not None
+    lists = (code_rank, _ranks(words)) if hybrid_ranking else (code_rank,)
     for ranks in (*lists, history_rank):
         for path, rank in ranks.items():
             fused[path] += 1.0 / (FILE_RRF_K + 1 + rank)

@@ -127,7 +127,12 @@ def recall(
     # Files first: their keyword passes run while the task's embedding (and
     # then the vector passes that can be done ahead) is made on the worker
     # thread; a memory search needs its vectors before its keyword pass.
-    searcher.prefetch(request.text, ["code", "commit", "memory"])
+    searched = {
+        "code": include_code,
+        "commit": include_code or include_related_work,
+        "memory": include_memories,
+    }
+    searcher.prefetch(request.text, [kind for kind, wanted in searched.items() if wanted])
     files = file_items(searcher, request) if include_code else []
     commits = []
     if include_code or include_related_work:

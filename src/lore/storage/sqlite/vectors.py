@@ -55,6 +55,7 @@ class _Product:
 
     def __init__(self, key: bytes, count: int) -> None:
         self.key, self.count = key, count  # the query's bytes; rows scored (every row: an exact set)
+        self.pid = os.getpid()  # a fork's child finds its parent's products, never done there
         self.done = threading.Event()
         self.rows: np.ndarray | None = None  # the prefilter's rows, nearest first (None: every row)
         self.cosines: np.ndarray | None = None  # theirs, in that order (or every row's); None: failed
@@ -89,7 +90,7 @@ class VectorSet:
         claimed that work already."""
         key, count = query.tobytes(), self._count(AHEAD_RESULTS)
         with self._claiming:
-            if self._product is not None and self._product.key == key:
+            if self._product is not None and self._product.key == key and self._product.pid == os.getpid():
                 return
             product = self._product = _Product(key, count)
         self._work_out(product, query)
@@ -106,7 +107,9 @@ class VectorSet:
         key, count = query.tobytes(), self._count(k)
         with self._claiming:
             product = self._product
-            mine = product is None or product.key != key or product.count < count
+            mine = (
+                product is None or product.key != key or product.count < count or product.pid != os.getpid()
+            )
             if mine:
                 product = self._product = _Product(key, count)
         assert product is not None
@@ -262,6 +265,17 @@ def vector_set(
         )
         _CACHE[key] = cached
     return cached
+
+
+def _no_products_in_a_fork() -> None:
+    """A forked child has none of its parent's threads: a product one of them was
+    working out is never done there (a search would wait for it), and a claim it
+    held is never let go. The child works out its own."""
+    for vectors in _CACHE.values():
+        vectors._product, vectors._claiming = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_no_products_in_a_fork)
 
 
 def held_vector_set(db_path: Path, kind: str, model: str, version: int, dim: int) -> VectorSet | None:
