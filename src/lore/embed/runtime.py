@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 from lore.errors import ProviderError, UsageError
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     import numpy as np
 
     from lore.embed import Embedder
@@ -39,6 +40,8 @@ def _worker() -> ThreadPoolExecutor:
     global _WORKER
     with _WORKER_LOCK:
         if _WORKER is None:
+            from concurrent.futures import ThreadPoolExecutor  # (~4 ms: not for a one-shot command)
+
             _WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lore-query")
         return _WORKER
 
@@ -250,6 +253,8 @@ class EmbeddingRuntime:
         # A model with a one-thread session embeds on it: two threads would take both cores.
         embed = getattr(embedder, "embed_query_beside", embedder.embed_query)
         then = [ahead for kind in kinds if (ahead := store.vectors_ahead(kind, model)) is not None]
+        from concurrent.futures import Future
+
         vector: Future[np.ndarray] = Future()
         try:
             _worker().submit(_embed_then, embed, text, vector, then)
