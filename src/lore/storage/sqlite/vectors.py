@@ -138,6 +138,7 @@ class VectorSet:
         try:
             if self.codes is None:
                 product.cosines = self.matrix @ query
+                product.cosines.setflags(write=False)  # handed to every search with this query
             else:
                 rows = self.codes.nearest(query, product.count)
                 ascending = np.sort(rows)  # matrix rows read in order
