@@ -372,8 +372,12 @@ def rm(lore, keys, as_json):
     before any memory moves.
     """
     # Every key is found before any memory moves: one that names nothing leaves all in place.
-    paths = list(dict.fromkeys(lore.resolve(key) for key in keys))
-    entries = [lore.remove(path) for path in paths]
+    # Each is then removed by the key given (a memory moved meanwhile, `lore mv` or a
+    # promotion, is still found by its id), once for keys that name the same memory.
+    found: dict[str, str] = {}
+    for key in keys:
+        found.setdefault(lore.resolve(key), key)
+    entries = [lore.remove(key) for key in found.values()]
     if as_json:
         emit_json([e.to_dict() for e in entries])
         return
