@@ -25,10 +25,11 @@ file is never served stale. The acting agent is fixed for the object's life.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
 import inspect
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -1228,15 +1229,22 @@ class Lore:
         """Count a read; kept in the index so reading never dirties committed files.
         Bookkeeping: left out when another process holds the index's write lock
         (the read itself needs no write, and is answered)."""
+        with self._bookkeeping():
+            self.lifecycle.record_access(memory_ids)
+
+    @contextlib.contextmanager
+    def _bookkeeping(self) -> Iterator[None]:
+        """A read's own writes: waiting at most BOOKKEEPING_WAIT for another
+        process's write lock, and left for a later read when it is held."""
         from lore.errors import unless_busy
 
         with unless_busy(), self.store.waiting_at_most(BOOKKEEPING_WAIT):
-            self.lifecycle.record_access(memory_ids)
+            yield
 
     def _fresh(self) -> None:
         """Before reading memories: the index in step with the files, tiers decided
         (at once for files that changed, e.g. a hand edit marking one superseded)."""
-        from lore.errors import DiskFull, unless_busy
+        from lore.errors import DiskFull
         from lore.storage import MemoryFilter
 
         try:
@@ -1255,7 +1263,7 @@ class Lore:
         if report is not seen and (report.added or report.updated):
             changed = MemoryFilter(paths=report.added + report.updated, include_private=True)
             self.lifecycle.advance([r.id for r in self.store.memories(changed)])
-        with unless_busy(), self.store.waiting_at_most(BOOKKEEPING_WAIT):  # the read goes on
+        with self._bookkeeping():  # the read goes on
             self.lifecycle.maybe_tick()
 
 

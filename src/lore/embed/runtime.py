@@ -217,9 +217,7 @@ class EmbeddingRuntime:
                 assert self._embedder is not None
                 from lore.index.embedding import check_dim
 
-                if self._ahead_in != os.getpid():
-                    self._ahead, self._ahead_in = {}, os.getpid()
-                vector = self._taken(self._ahead.pop(text, None)) if text in self._ahead else None
+                vector = self._taken(self._handed_over().pop(text, None))
                 if vector is None:
                     vector = self._embedder.embed_query(text)
                 check_dim(store, model, len(vector))
@@ -239,9 +237,7 @@ class EmbeddingRuntime:
         loaded that takes queries from any thread; whether it started (or
         was ready)."""
         embedder = self._embedder
-        if self._ahead_in != os.getpid():
-            self._ahead, self._ahead_in = {}, os.getpid()
-        if text in self._queries or text in self._ahead:
+        if text in self._queries or text in self._handed_over():
             return True
         if embedder is None or not getattr(embedder, "concurrent_queries", False):
             return False
@@ -262,6 +258,12 @@ class EmbeddingRuntime:
             return False
         self._ahead[text] = vector
         return True
+
+    def _handed_over(self) -> dict[str, Future[np.ndarray]]:
+        """The queries handed to this process's worker (a fork's parent's never come)."""
+        if self._ahead_in != os.getpid():
+            self._ahead, self._ahead_in = {}, os.getpid()
+        return self._ahead
 
     def _taken(self, ahead: Future[np.ndarray] | None) -> np.ndarray | None:
         """The vector embedded ahead, or None when that failed (the one-thread

@@ -202,10 +202,11 @@ def store_candidates(
     candidates = list(candidates)
     # A transcript's turns are known by their place in it and their text: a turn
     # removed since it was kept is not kept again when the transcript comes back.
+    as_they_are = tier == "session" and key_prefix is None
     turns = {
         index: f"turn:{c.source}:{_hash(c.body)}"
         for index, c in enumerate(candidates)
-        if tier == "session" and key_prefix is None and c.source
+        if as_they_are and c.source
     }
     known = lifecycle.store.known_evidence(list(turns.values())) if turns else {}
     seen: list[tuple[str, str, str, str]] = []
@@ -214,7 +215,7 @@ def store_candidates(
             if turns.get(index) in known:
                 result.existing += 1
                 continue
-            if tier == "session" and key_prefix is None:
+            if as_they_are:
                 added = lifecycle.memories.add(
                     body=c.body,
                     title=c.title,
@@ -228,7 +229,7 @@ def store_candidates(
                 created, evidence_added = added.created, False
                 if index in turns and added.id:
                     when = c.occurred_at or iso(lifecycle.now())
-                    seen.append((turns[index], added.id, c.source or "transcript", when))
+                    seen.append((turns[index], added.id, str(c.source), when))
             else:
                 done = lifecycle.remember(
                     body=c.body,
