@@ -21,6 +21,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import lore
 from lore.errors import UsageError
@@ -759,6 +761,32 @@ def test_token_count_is_within_10_percent_of_cl100k(bpe, name):
 
         text = inspect.getsource(module)
     assert_close(count_tokens(text), bpe(text), name)
+
+
+def _counted_whole(text: str) -> int:
+    """The count of `text` as one piece list, with no cut and no cache."""
+    from lore.index import tokens
+
+    return sum(map(tokens._piece_cost, tokens._PIECES.findall(text)))
+
+
+_AWKWARD = ["\n", "\r\n", "\r", " ", "  ", "\t", "\u00a0", "a", "Zz", "é", "_", "7", "1234"] + list(".`#>")
+
+
+@given(st.lists(st.sampled_from(_AWKWARD), max_size=40).map("".join) | st.text(max_size=80))
+@settings(max_examples=400, deadline=None)
+def test_a_text_counted_line_by_line_counts_as_it_would_whole(text):
+    """count_tokens sums a text's lines (cut where no piece straddles the
+    cut): the sum is the whole text's count, whatever the line ends, blank
+    lines, indentation and trailing punctuation."""
+    assert count_tokens(text) == _counted_whole(text)
+
+
+def test_real_files_count_line_by_line_as_whole():
+    root = Path(lore.__file__).parent
+    for path in [*sorted(root.rglob("*.py"))[:60], *sorted((root.parents[1] / "docs").glob("*.md"))]:
+        text = path.read_text(encoding="utf-8")
+        assert count_tokens(text) == _counted_whole(text), path
 
 
 def test_rendered_packs_count_within_10_percent_of_cl100k(bpe, rich):

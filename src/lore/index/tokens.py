@@ -54,13 +54,45 @@ class _PieceCosts(dict[str, int]):
 _PIECE_COSTS = _PieceCosts()
 
 
+# Where a text can be cut with no piece straddling the cut: after a newline
+# whose line goes on to something other than whitespace. Every piece there
+# ends at the newline (the whitespace run, or the punctuation run that takes
+# it, ends at its last newline) and the next piece starts on the new line
+# whatever came before it, so a text's count is the sum of its segments'
+# (checked on the standard library and by tests/test_recall.py's property).
+_CUT = re.compile(r"(?<=\n)(?=[ \t]*[^\s])")
+
+
+class _SegmentCosts(dict[str, int]):
+    """Tokens of each segment (a line, or lines) counted before: a pack
+    renders an item at several levels, which share their lines, and is then
+    counted whole. Bounded: emptied when it holds :data:`_SEGMENTS_MAX` characters."""
+
+    chars = 0
+
+    def __missing__(self, segment: str) -> int:
+        cost = sum(map(_PIECE_COSTS.__getitem__, _PIECES.findall(segment)))
+        self.chars += len(segment)
+        if self.chars > _SEGMENTS_MAX:
+            self.clear()
+            self.chars = len(segment)
+        self[segment] = cost
+        return cost
+
+
+_SEGMENTS_MAX = 4_000_000
+_SEGMENTS = _SegmentCosts()
+
+
 @lru_cache(maxsize=8192)
 def count_tokens(text: str) -> int:
     """Estimate the BPE token count of `text` (within ~10% of cl100k).
 
-    Cached: recall counts the same snippets and memories at several detail
-    levels, call after call."""
-    return sum(map(_PIECE_COSTS.__getitem__, _PIECES.findall(text)))
+    Cached, and by line: recall counts the same snippets and memories at
+    several detail levels, and the pack they make, call after call."""
+    if "\n" not in text:
+        return sum(map(_PIECE_COSTS.__getitem__, _PIECES.findall(text)))
+    return sum(map(_SEGMENTS.__getitem__, _CUT.split(text)))
 
 
 def _piece_cost(piece: str) -> int:
