@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+import lore
 from conftest import ON_POSTGRES
 from lore.memory import markdown
 
@@ -247,3 +248,36 @@ def test_a_read_behind_a_long_write_is_answered_without_its_bookkeeping(project)
     assert project.store.access_stats([deploys.id])[deploys.id][0] == counted  # left for later
     project.recall("staging cluster")
     assert project.store.access_stats([deploys.id])[deploys.id][0] == counted + 1
+
+
+def test_past_work_found_while_another_process_writes_the_index(project, monkeypatch):
+    """Another process (a git hook's `lore index`, an agent's `lore add`)
+    changed the index while a search of past work ran: the search looked its
+    own results up again under the index's newer version, and raised KeyError.
+    Here another connection writes each time the version is read once the
+    search is done."""
+    from lore.search import hybrid
+
+    other = lore.open(project.project.root)
+    search_each, version = hybrid.search_each, project.store.vectors_version
+    writes: list[str] = []
+    searched: list[bool] = []
+
+    def searched_then(*args, **kwargs):
+        found = search_each(*args, **kwargs)
+        searched.append(True)
+        return found
+
+    def read_after_a_write():
+        if searched:  # a real write, through a connection of its own
+            topic = ("deploys", "caching", "logging", "billing", "search", "backups")[len(writes) % 6]
+            writes.append(other.add(title=f"About {topic}", body=f"Another process wrote of {topic}.").id)
+        return version()
+
+    monkeypatch.setattr(hybrid, "search_each", searched_then)
+    monkeypatch.setattr(project.store, "vectors_version", read_after_a_write)
+    try:
+        assert project.history("release notes", fresh=False) == []
+    finally:
+        other.close()
+    assert searched

@@ -189,26 +189,27 @@ class Searcher:
 
         period = (flt.since, flt.until) if flt is not None else (None, None)
         wanted = fusion or self.fusion
-
-        def key(fused: str) -> tuple[object, ...]:
-            return (text, mode, fused, period, self.store.vectors_version())
-
-        if key(wanted) not in self._recent:
-            query, run = self.query(text, "commit", mode, ahead=True)
-            found = hybrid.search_each(
-                self.store,
-                "commit",
-                query,
-                limit=HISTORY_COMMITS,
-                mode=run,
-                flt=flt,
-                fusions=(wanted, self.fusion, self.files_fusion, DEFAULT_FUSION),
-            )
-            while len(self._recent) > 8:
-                self._recent.pop(next(iter(self._recent)))
-            for fused, results in found.items():
-                self._recent[key(fused)] = results
-        return self._recent[key(wanted)]
+        # Read once: another process indexing meanwhile must not make this
+        # search's own results unfindable under a newer version.
+        version = self.store.vectors_version()
+        recent = self._recent.get((text, mode, wanted, period, version))
+        if recent is not None:
+            return recent
+        query, run = self.query(text, "commit", mode, ahead=True)
+        found = hybrid.search_each(
+            self.store,
+            "commit",
+            query,
+            limit=HISTORY_COMMITS,
+            mode=run,
+            flt=flt,
+            fusions=(wanted, self.fusion, self.files_fusion, DEFAULT_FUSION),
+        )
+        while len(self._recent) > 8:
+            self._recent.pop(next(iter(self._recent)), None)
+        for fused, results in found.items():
+            self._recent[(text, mode, fused, period, version)] = results
+        return found[wanted]
 
     def tests_of(self, path: str) -> list[str]:
         """The test files that belong to a source file (cached until code changes)."""
