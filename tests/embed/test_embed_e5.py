@@ -90,43 +90,18 @@ def test_threads_sharing_the_engine_get_the_vectors_a_single_caller_gets(e5):
         assert float(a @ b) > 0.9999
 
 
-_FORK_AFTER_A_QUERY = """
-import os, sys, time
-from lore.embed import load_embedder
-encoder = load_embedder({"provider": "e5"})
-parent = encoder.embed_query("a query the parent's main thread asked")
-pid = os.fork()
-if pid == 0:
-    child = encoder.embed_query("a query the parent's main thread asked")
-    sys.exit(0 if child.tobytes() == parent.tobytes() else 3)
-deadline = time.monotonic() + 30
-while time.monotonic() < deadline:
-    done, status = os.waitpid(pid, os.WNOHANG)
-    if done:
-        print("exit", os.waitstatus_to_exitcode(status))
-        break
-    time.sleep(0.05)
-else:
-    os.kill(pid, 9)
-    print("hung")
-"""
-
-
 @pytest.mark.storage_independent
 def test_a_process_forked_after_a_query_embeds_in_the_child():
     """A program embeds with e5, then forks (gunicorn's preloaded app, a
     script's os.fork()): the child's first query hung in OpenMP, whose thread
     pool the parent's main thread held and the fork did not copy. The engine
     runs on a thread of its own; the child gets the parent's vector."""
-    import os
-    import subprocess
-    import sys
+    from forking import forked_child_outcome
 
-    run = subprocess.run(
-        [sys.executable, "-c", _FORK_AFTER_A_QUERY],
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert run.stdout.strip() == "exit 0", run.stdout + run.stderr
+    prepare = """
+        from lore.embed import load_embedder
+        encoder = load_embedder({"provider": "e5"})
+        def embed():
+            return encoder.embed_query("a query the parent's main thread asked")
+    """
+    assert forked_child_outcome(prepare) == "exit 0"

@@ -289,38 +289,17 @@ def test_a_session_for_queries_opened_before_a_fork_serves_the_forked_process(em
     assert fresh._session is not None  # other settings: the model is opened as before
 
 
-_FORK_THEN_EXIT = """
-import os, sys, time
-from lore.embed import load_embedder
-encoder = load_embedder({})
-parent = encoder.embed_documents(["a text embedded by the parent", "on the session's thread pool"])
-pid = os.fork()
-if pid == 0:  # the child ends normally: its interpreter frees what it holds
-    child = encoder.embed_documents(["a text embedded by the parent", "on the session's thread pool"])
-    sys.exit(0 if child.tobytes() == parent.tobytes() else 3)
-deadline = time.monotonic() + 30
-while time.monotonic() < deadline:
-    done, status = os.waitpid(pid, os.WNOHANG)
-    if done:
-        print("exit", os.waitstatus_to_exitcode(status))
-        break
-    time.sleep(0.05)
-else:
-    os.kill(pid, 9)
-    print("hung")
-"""
-
-
 def test_a_forked_child_that_ends_normally_does_not_hang_on_the_parents_model(cache):
     """A process that loaded the model (a session with a thread pool) forks —
     gunicorn's preloaded app, a script's os.fork(). The child embeds the same
     vectors and exits normally; freeing the inherited session had waited for
     its pool's threads, which the fork did not copy, for ever."""
-    import subprocess
-    import sys
+    from forking import forked_child_outcome
 
-    env = {**os.environ, "LORE_CACHE_DIR": str(cache)}
-    run = subprocess.run(
-        [sys.executable, "-c", _FORK_THEN_EXIT], env=env, capture_output=True, text=True, timeout=120
-    )
-    assert run.stdout.strip() == "exit 0", run.stdout + run.stderr
+    prepare = """
+        from lore.embed import load_embedder
+        encoder = load_embedder({})
+        def embed():
+            return encoder.embed_documents(["a text embedded by the parent", "on the session's thread pool"])
+    """
+    assert forked_child_outcome(prepare, {"LORE_CACHE_DIR": str(cache)}) == "exit 0"
