@@ -66,21 +66,24 @@ _CUT = re.compile(r"(?<=\n)(?=[ \t]*[^\s])")
 class _SegmentCosts(dict[str, int]):
     """Tokens of each segment (a line, or lines) counted before: a pack
     renders an item at several levels, which share their lines, and is then
-    counted whole. Bounded: emptied when it holds :data:`_SEGMENTS_MAX` characters."""
+    counted whole. Bounded: emptied when its segments take about
+    :data:`_SEGMENTS_MAX` bytes (their characters and what an entry costs:
+    a million one-character lines are no small cache)."""
 
-    chars = 0
+    size = 0
 
     def __missing__(self, segment: str) -> int:
         cost = sum(map(_PIECE_COSTS.__getitem__, _PIECES.findall(segment)))
-        self.chars += len(segment)
-        if self.chars > _SEGMENTS_MAX:
+        self.size += len(segment) + _ENTRY_BYTES
+        if self.size > _SEGMENTS_MAX:
             self.clear()
-            self.chars = len(segment)
+            self.size = len(segment) + _ENTRY_BYTES
         self[segment] = cost
         return cost
 
 
-_SEGMENTS_MAX = 4_000_000
+_SEGMENTS_MAX = 8_000_000
+_ENTRY_BYTES = 120  # a str's header, an int and the dict's slot, about
 _SEGMENTS = _SegmentCosts()
 
 
