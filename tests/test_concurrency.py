@@ -281,3 +281,47 @@ def test_past_work_found_while_another_process_writes_the_index(project, monkeyp
     finally:
         other.close()
     assert searched
+
+
+def test_threads_sharing_one_lore_take_turns(project):
+    """Threads of one program share one Lore (a web app's request threads):
+    searches, recalls, adds and history calls at once. Its one connection and
+    its caches had two callers at a time (a KeyError in its recent past work,
+    a transaction of one thread's holding another's statements): each call
+    now holds the Lore's lock. Every add is kept, every answer is the one a
+    lone caller gets."""
+    import threading
+
+    seed = [project.add(title=f"Seed {topic}", body=f"How we handle {topic} here.").id for topic in TOPICS]
+    alone = {topic: [h.id for h in project.search(topic)] for topic in TOPICS}
+    errors: list[BaseException] = []
+    added: list[str] = []
+    answers: list[tuple[str, list[str]]] = []
+
+    def work(n: int) -> None:
+        try:
+            for round_ in range(3):
+                topic = TOPICS[(n + round_) % len(TOPICS)]
+                answers.append((topic, [h.id for h in project.search(topic)]))
+                project.recall(f"change the {topic}", fresh=False)
+                project.history(topic, fresh=False)
+                added.append(
+                    project.add(title=f"Note {n}.{round_}", body=f"Thread {n} noted round {round_}.").id
+                )
+        except BaseException as err:  # every failure is the test's finding
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors[:3]
+    assert len(added) == len(set(added)) == 24
+    stored = {m["id"] for m in project.list(limit=100)}
+    assert set(added) | set(seed) <= stored
+    for topic, ids in answers:  # each topic's own memory first, as for a lone caller
+        assert ids[:1] == alone[topic][:1] == [seed[TOPICS.index(topic)]], topic
+
+
+TOPICS = ("deploys", "caching", "logging", "billing")

@@ -29,6 +29,7 @@ import contextlib
 import functools
 import inspect
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -138,8 +139,14 @@ def _raising_lore_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             value = kwargs[param]
             if not isinstance(value, bool) and not (value is None and switches[param]):
                 raise _one_line(UsageError(f"{name}(): {param} must be True or False, not {value!r}"))
+        # One call at a time per Lore: threads sharing one take turns (its one
+        # connection and its caches are not for two callers at once).
+        serial = getattr(args[0], "_serial", None) if args else None
         try:
-            return fn(*args, **kwargs)
+            if serial is None:
+                return fn(*args, **kwargs)
+            with serial:
+                return fn(*args, **kwargs)
         except LoreError as err:
             _one_line(err)
             raise
@@ -193,8 +200,8 @@ class Lore:
 
     Close it when done (``close()``, or ``with lore.open(path) as project:``).
     One call at a time: a Lore holds one database connection and its caches,
-    so threads sharing one serialise their calls (a lock, as the MCP and web
-    servers do) or each open their own. Errors are :class:`~lore.errors.LoreError`
+    so threads sharing one take turns (each public call holds the Lore's own
+    lock); threads that should search side by side each open their own. Errors are :class:`~lore.errors.LoreError`
     subclasses with one-line messages; nothing is printed to stdout (one-line
     notices for the user are in :attr:`notices`).
     """
@@ -218,6 +225,7 @@ class Lore:
             row-level security applies to it; then only `agent`'s private memories
             are indexed (a team server's Lore for one of its users, `lore serve --users`).
         """
+        self._serial = threading.RLock()  # see _raising_lore_errors: one call at a time
         self.project = project
         self.database_url = database_url
         self.database_role = database_role
