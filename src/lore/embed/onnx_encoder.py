@@ -52,13 +52,11 @@ def _after_a_fork() -> None:
     if _LOADED:
         import ctypes
 
-        for session, _tokenizer in _LOADED.values():
+        for session, _tokenizer in _LOADED.values():  # a reference no one lets go
             ctypes.pythonapi.Py_IncRef(ctypes.py_object(session))
-        _INHERITED.extend(_LOADED.values())
         _LOADED.clear()
 
 
-_INHERITED: list[tuple[Any, Any]] = []  # sessions a fork inherited (see _after_a_fork)
 os.register_at_fork(after_in_child=_after_a_fork)
 
 

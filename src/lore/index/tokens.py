@@ -73,7 +73,7 @@ class _SegmentCosts(dict[str, int]):
     size = 0
 
     def __missing__(self, segment: str) -> int:
-        cost = sum(map(_PIECE_COSTS.__getitem__, _PIECES.findall(segment)))
+        cost = _counted(segment)
         self.size += len(segment) + _ENTRY_BYTES
         if self.size > _SEGMENTS_MAX:
             self.clear()
@@ -94,8 +94,13 @@ def count_tokens(text: str) -> int:
     Cached, and by line: recall counts the same snippets and memories at
     several detail levels, and the pack they make, call after call."""
     if "\n" not in text:
-        return sum(map(_PIECE_COSTS.__getitem__, _PIECES.findall(text)))
+        return _counted(text)
     return sum(map(_SEGMENTS.__getitem__, _CUT.split(text)))
+
+
+def _counted(text: str) -> int:
+    """Tokens of `text`, piece by piece (no cut, no cache of its own)."""
+    return sum(map(_PIECE_COSTS.__getitem__, _PIECES.findall(text)))
 
 
 def _piece_cost(piece: str) -> int:
