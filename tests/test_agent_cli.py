@@ -885,6 +885,35 @@ def test_complete_writes_the_task_memory_from_its_commits_and_is_idempotent(cli,
     assert cli.json("search", "timeout", "--mode", "bm25")[0]["id"] == first["id"]
 
 
+def test_completing_again_keeps_what_a_person_wrote_into_the_task_memory(cli, git_env):
+    """A second `lore complete` rewrote the body whole: a note someone had added
+    (here with `lore edit --append`) was gone, with no copy anywhere. An edited
+    body is now kept as it is, and the new completion's items are added to it."""
+    first = cli.json(
+        "complete", "T-7", "--title", "Fix it", "--summary", "Did the thing", "--lesson", "Old lesson"
+    )
+    path = cli.cwd / first["path"]
+    cli("edit", first["id"][:8], "--append", "USER NOTE: keep the retry budget at 3.")
+    again = cli.json(
+        "complete", "T-7", "--title", "Fix it", "--summary", "Did more", "--lesson", "New lesson"
+    )
+    assert again["path"] == first["path"]
+    text = path.read_text()
+    assert "USER NOTE: keep the retry budget at 3." in text
+    for item in ("- Did the thing", "- Did more", "- Old lesson", "- New lesson"):
+        assert text.count(item + "\n") == 1, item
+    assert text.index("- Old lesson") < text.index("- New lesson")  # added after the section's items
+    # And on the next completion too (the edit still differs from what complete wrote).
+    cli.json("complete", "T-7", "--title", "Fix it", "--summary", "Third")
+    text = path.read_text()
+    assert "USER NOTE: keep the retry budget at 3." in text and "- Third" in text
+    # A body nobody edited is rewritten as before: its summary is the latest.
+    fresh = cli.json("complete", "T-8", "--title", "Other", "--summary", "First try")
+    cli.json("complete", "T-8", "--title", "Other", "--summary", "Second try")
+    text = (cli.cwd / fresh["path"]).read_text()
+    assert "Second try" in text and "First try" not in text
+
+
 def test_two_tasks_with_the_same_summary_get_a_memory_each(cli, git_env):
     """`add` returns a memory of the same text instead of writing it again;
     another task's memory is not the same memory, whatever its text."""

@@ -76,6 +76,38 @@ def test_concurrent_identical_adds_write_one_file(cli):
     assert len(list((cli.cwd / ".lore/memory").glob("*.md"))) == 1
 
 
+def test_captures_of_one_error_at_once_make_one_gotcha_counting_each_occurrence_once(cli):
+    """Eight captures at once, each seeing the error once: without one hold of the
+    write lock over counting and deciding, two to four gotchas were written for
+    it, and occurrences already in a gotcha's count were added again as evidence."""
+    outputs = []
+    for i in range(8):
+        outputs.append(cli.cwd.parent / f"output-{i}.txt")
+        outputs[-1].write_text(f"running\nOSError: disk quota exceeded on volume {i}\n")
+    procs = []
+    for output in outputs:
+        with output.open() as stdin:
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "lore", "capture", "--stdin", "--json"],
+                    cwd=cli.cwd,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    stdin=stdin,
+                    text=True,
+                )
+            )
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    found = [
+        markdown.parse(path.read_bytes(), path.name)[0]
+        for path in sorted((cli.cwd / ".lore/local/daily").glob("*.md"))
+    ]
+    assert [m.type for m in found] == ["gotcha"]
+    assert found[0].extra["evidence_count"] == 8
+
+
 @pytest.mark.skipif(ON_POSTGRES, reason="holds the SQLite index's write lock from another connection")
 def test_an_add_the_busy_index_cannot_take_is_saved_and_said_so(tmp_path):
     """Another process holding the index: the file was written, then the add

@@ -16,9 +16,9 @@ import contextlib
 import copy
 import hashlib
 import os
+import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import field
 from pathlib import Path
 from typing import Any
@@ -152,6 +152,7 @@ class Memories:
         self._in_batch = False
         self.graph = LinkGraph(self)
         self._bodies: dict[tuple[object, ...], str] = {}  # shown bodies by file state (see shown_body)
+        self._writer: int | None = None  # the thread holding the write lock (it may take it again)
 
     # -- freshness -----------------------------------------------------------------------
 
@@ -214,11 +215,19 @@ class Memories:
                 return Path(path).relative_to(root).as_posix() or "."
         return path
 
-    def writing(self) -> AbstractContextManager[bool]:
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[bool]:
         """The lock every memory write takes, once Lore's folders are known to
         be inside the project: a `.lore/memory` that links elsewhere (a
         cloned repository may carry such a link) must not make `add` write
-        files there, and reads skip what lies outside anyway."""
+        files there, and reads skip what lies outside anyway.
+
+        The thread holding it may take it again: a decision and the writes it
+        leads to are made under one hold (a gotcha created by one capture of
+        several at once: :func:`lore.memory.capture.count_errors`)."""
+        if self._writer == threading.get_ident():
+            yield True
+            return
         outside = self.project.outside_folders()
         if outside:
             rel, real = outside[0]
@@ -226,7 +235,12 @@ class Memories:
                 f"{rel} links to {real}, outside the project; Lore writes memories only inside "
                 f"the project: make {rel} a folder"
             )
-        return file_lock(self.project.local_dir / ".write.lock")
+        with file_lock(self.project.local_dir / ".write.lock") as held:
+            self._writer = threading.get_ident()
+            try:
+                yield held
+            finally:
+                self._writer = None
 
     def _other(self, memory: Memory, target: str, relation: str) -> str:
         """The memory a relation (or superseded_by) names, as its full id when
@@ -703,6 +717,7 @@ class Memories:
         title: str | None = None,
         type: str | None = None,
         expected_sha256: str | None = None,
+        extra: dict[str, Any] | None = None,
         **fields: Any,
     ) -> AddResult:
         """Rewrite an existing memory in canonical form (unknown fields kept).
@@ -711,6 +726,8 @@ class Memories:
             fields: other Memory fields to set (tags, applies_to, confidence,
                 files, labels, project, priority, risk, task_type); None
                 leaves a field as it is.
+            extra: fields of Lore's own outside the memory schema to set
+                (``lore complete``'s record of the body it wrote).
             expected_sha256: the file's hash when the caller read it; if the
                 file changed since, nothing is written (Conflict).
         """
@@ -749,6 +766,8 @@ class Memories:
                     value, found = secrets.redact(value)
                     redacted += found
                 setattr(memory, name, value)
+            if extra:
+                memory.extra.update(extra)
             if fields.get("files") is not None or fields.get("applies_to") is not None:
                 memory.check_project_paths()  # the project's own paths, as `add` and `edit --set` ask
             self._check_relations(memory, was)

@@ -265,11 +265,21 @@ def count_errors(
     later occurrences add evidence to it. A gotcha that was removed is not
     created again.
     """
+    if not found:
+        return 0, 0
+    # Counted and decided under one hold of the write lock: two captures at once
+    # each created a gotcha for one error, and an occurrence already in a new
+    # gotcha's count was counted again as its evidence.
+    with lifecycle.memories.writing():
+        return _count_errors(lifecycle, found, where, private)
+
+
+def _count_errors(
+    lifecycle: Lifecycle, found: list[ErrorOccurrence], where: str, private: bool
+) -> tuple[int, int]:
     from lore.memory.lifecycle import daily, evidence
 
     store = lifecycle.store
-    if not found:
-        return 0, 0
     with store.transaction():
         new = set(store.add_error_occurrences(found))
     if not new:

@@ -85,6 +85,72 @@ def kept_items(body: str) -> dict[str, list[str]]:
     return out
 
 
+def merged_into(edited: str, rendered: str) -> str:
+    """A task memory someone edited since ``lore complete`` wrote it, with what
+    a new completion (`rendered`) adds: each list item not in it yet goes at
+    the end of its section, and a section it lacks goes at the end. Nothing
+    of the edited text is changed or dropped (a rewrite lost a person's notes)."""
+    sections = _sections(edited)
+    present = {line.strip() for line in edited.splitlines()}
+    for heading, lines in _sections(rendered):
+        mine = next(
+            (s for s in sections if s[0] is not None and s[0].strip() == (heading or "").strip()), None
+        )
+        if mine is None:
+            if heading is not None:
+                sections.append((heading, lines))
+            continue
+        new = [line for item in _items(lines) if item[0].strip() not in present for line in item]
+        if new:  # after the section's last item, or at its end
+            body = mine[1]
+            at = next((i + 1 for i in range(len(body) - 1, -1, -1) if _in_item(body, i)), None)
+            if at is None:
+                while body and not body[-1].strip():
+                    body.pop()
+                at = len(body)
+            body[at:at] = new
+    out: list[str] = []
+    for heading, lines in sections:
+        if heading is not None:
+            if out and out[-1].strip():
+                out.append("")
+            out.append(heading)
+        out.extend(lines)
+    return "\n".join(out).strip() + "\n"
+
+
+def _sections(text: str) -> list[tuple[str | None, list[str]]]:
+    """(heading line, or None before the first; its lines) of a Markdown body, fences respected."""
+    sections: list[tuple[str | None, list[str]]] = [(None, [])]
+    fenced = False
+    for line in text.splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        if not fenced and line.startswith("#"):
+            sections.append((line, []))
+        else:
+            sections[-1][1].append(line)
+    return sections
+
+
+def _in_item(lines: list[str], i: int) -> bool:
+    """Whether line `i` is a list item's (its ``- `` line or an indented line after one)."""
+    while i >= 0 and lines[i].startswith("  ") and lines[i].strip():
+        i -= 1
+    return i >= 0 and lines[i].startswith("- ")
+
+
+def _items(lines: list[str]) -> list[list[str]]:
+    """The list items of a section's lines: a ``- `` line and the indented lines after it."""
+    items: list[list[str]] = []
+    for line in lines:
+        if line.startswith("- "):
+            items.append([line])
+        elif line.startswith("  ") and line.strip() and items:
+            items[-1].append(line)
+    return items
+
+
 def _summary(bundle: CompletionBundle, changes: TaskChanges) -> list[str]:
     items = _merge(bundle.summary)
     if items:
