@@ -719,6 +719,27 @@ def test_a_role_without_rights_is_told_which_grant_it_needs(pg_database, tmp_pat
     assert "Alice hunch" in titles(runner.json("--agent", "alice", "search", "flaky", env=alice_env))
 
 
+def test_a_password_given_as_a_url_parameter_is_never_shown(pg_database, tmp_path):
+    """libpq also reads a password from ``?password=``: `lore db status` printed it,
+    a team server's /api/stats showed it to every user, and config.toml holding
+    it drew no warning (the ``user:pw@`` form was masked and warned of)."""
+    _, url = pg_database
+    secret = "Sup3rS3cretPw"  # the socket's trust login ignores it
+    with_password = f"{url}{'&' if '?' in url else '?'}password={secret}"
+    runner = make_project(tmp_path / "proj", url)
+    shown = runner("db", "status", "--database", with_password)
+    assert secret not in shown.stdout + shown.stderr and "password=***" in shown.stdout
+    assert secret not in json.dumps(runner.json("stats", env=url_env(with_password)))
+    config = runner.cwd / ".lore/config.toml"
+    config.write_text(
+        config.read_text().replace(
+            "[index]\n", f'[index]\nbackend = "postgres"\ndatabase_url = "{with_password}"\n', 1
+        )
+    )
+    listed = runner("list", env={"LORE_DATABASE_URL": ""})
+    assert "holds a password in clear" in listed.stderr and secret not in listed.stderr
+
+
 def test_a_statement_the_server_cancels_is_one_line_to_try_again(pg_database, tmp_path):
     """A statement cancelled by the server (a lock held too long, a statement
     timeout) is said as such, in one line, not as a lost connection nor an

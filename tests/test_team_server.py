@@ -67,6 +67,16 @@ def test_users_add_prints_a_token_once_and_stores_only_its_hash_owner_only(cli, 
     clash = cli("users", "add", "eve", "--agent", "alice", "--role", "eve_db", "--users", str(path), ok=False)
     assert clash.returncode != 0 and "two database roles" in clash.stderr
 
+    # Two users with one token: the token acted as whichever came last (alice's
+    # private writes went to zed's folder). Refused when the file is read.
+    digest = hashlib.sha256(token.encode()).hexdigest()
+    with path.open("a") as handle:
+        handle.write(f'\n[users.zed]\ntoken_sha256 = "{digest}"\n')
+    shared = cli("users", "list", "--users", str(path), ok=False)
+    assert shared.returncode != 0 and len(shared.stderr.strip().splitlines()) == 1
+    assert "'alice' and 'zed' have the same token_sha256" in shared.stderr
+    path.write_text(text)
+
     os.chmod(path, 0o644)  # readable by others: refused, as ssh refuses an open key
     served = cli("serve", "--users", str(path), "--port", "0", ok=False)
     assert served.returncode != 0

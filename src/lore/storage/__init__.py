@@ -115,10 +115,11 @@ def open_store(project: Any, *, database_url: str | None = None, role: str | Non
             store.notices.insert(0, notice)
         return store
     from lore.storage.postgres import open_postgres
+    from lore.storage.postgres.connection import holds_password
 
     store = open_postgres(project, url, role=role)
     configured = project.setting("index", "database_url")
-    if configured and ":" in str(configured).split("@", 1)[0].split("://", 1)[-1]:
+    if configured and holds_password(str(configured)):
         store.notices.append(
             "[index] database_url in .lore/config.toml holds a password in clear; "
             "use ~/.pgpass or PGPASSWORD instead"

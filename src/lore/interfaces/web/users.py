@@ -165,6 +165,12 @@ def _parse(file: Path, raw: bytes) -> list[User]:
             _check_name(name, role, agent)
         except UsageError as err:
             raise ValidationError(f"{file}: {err}") from None
+        same = next((u for u in users if u.token_sha256 == digest), None)
+        if same is not None:  # one token would act as whichever came last
+            raise ValidationError(
+                f"{file}: users '{same.name}' and '{name}' have the same token_sha256; "
+                f"give one a new token (`lore users remove {name}`, then `lore users add {name}`)"
+            )
         users.append(User(name, digest, agent, role))
     _check_agents(file, users)
     return users

@@ -18,7 +18,7 @@ import atexit
 import logging
 import threading
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from lore.errors import StorageError
 from lore.errors import driver_reason as reason
@@ -60,17 +60,33 @@ _POOLS: dict[tuple[str, str | None], ConnectionPool] = {}
 _LOCK = threading.Lock()
 
 
+# Query parameters of a connection URL that hold a secret (libpq's names).
+SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
+
+
 def redact(url: str) -> str:
-    """The URL without its password, for messages and `describe()`."""
+    """The URL without its passwords (``user:pw@`` or ``?password=``), for messages and `describe()`."""
     try:
         parts = urlsplit(url)
+        password = parts.password
     except ValueError:
         return "postgresql://…"
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = (parts.username or "") + ":***"
-    return urlunsplit(parts._replace(netloc=f"{user}@{netloc[-1]}"))
+    if password is not None:
+        netloc = parts.netloc.rsplit("@", 1)
+        parts = parts._replace(netloc=f"{parts.username or ''}:***@{netloc[-1]}")
+    if parts.query:
+        query = "&".join(
+            f"{name}=***" if unquote(name).strip().lower() in SECRET_PARAMETERS else pair
+            for pair in parts.query.split("&")
+            for name in [pair.split("=", 1)[0]]
+        )
+        parts = parts._replace(query=query)
+    return urlunsplit(parts)
+
+
+def holds_password(url: str) -> bool:
+    """Whether `url` carries a password itself (``user:pw@`` or ``?password=``)."""
+    return redact(url) != url
 
 
 _VECTOR_TYPES: dict[str, Any] = {}  # database URL -> pgvector's type info, fetched once a process
