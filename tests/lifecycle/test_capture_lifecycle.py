@@ -400,6 +400,25 @@ def test_pre_compact_digest_classifies_with_message_ids(proj, tmp_path):
     assert frontmatter(decision)[0]["evidence_count"] == 2
 
 
+def test_a_session_id_shaped_like_a_token_never_reaches_lore_files_in_clear(proj, tmp_path):
+    """`lore session import` refused such an id, but capture wrote it into
+    evidence sources (.lore/local/evidence.jsonl and the index) in clear."""
+    token = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"
+    proj.capture_transcript(claude_transcript(tmp_path / "t.jsonl", token))
+    written = [p for p in (proj.project.root / ".lore").rglob("*") if p.is_file()]
+    assert any(p.name == "evidence.jsonl" for p in written)
+    assert [p for p in written if token.encode() in p.read_bytes()] == []
+
+
+def test_a_transcript_whose_last_line_has_no_newline_is_captured_whole(proj, tmp_path):
+    """The last line was read as still being written: its decision (and any
+    error on it) was silently left out of a capture, which reads a file once."""
+    path = claude_transcript(tmp_path / "t.jsonl", "s1")
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:2]))  # the decision is the last line, without "\n"
+    assert proj.capture_transcript(path).digest["decision"] == 1
+
+
 def test_a_fix_long_after_an_error_first_showed_resolves_its_latest_occurrence(proj, tmp_path):
     """The fix window counts from the error's latest occurrence before the fix: an
     error seen early, then again just before "Fixed: ...", is resolved (and its

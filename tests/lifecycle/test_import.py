@@ -267,11 +267,14 @@ def test_broken_files_are_reported_in_one_line_and_skipped(proj, tmp_path, cli_i
     secret = tmp_path / "secret.md"
     secret.write_text("The production password is hunter2, keep it safe.\n")
     (folder / "link.md").symlink_to(secret)
+    # Dated in 2099: `lore add` and captures refuse it (it would never grow old); import took it.
+    (folder / "future.md").write_text("---\noccurred_at: 2099-01-01\n---\nA note from the far future.\n")
     proc = cli_in(root, "import", str(folder), raw=True)
     problems = [line for line in proc.stderr.splitlines() if line.startswith("lore: skipped")]
-    assert len(problems) == 5, proc.stderr
+    assert len(problems) == 6, proc.stderr
     assert all("\n" not in p for p in problems) and "Traceback" not in proc.stderr
     assert any("link.md" in p and "outside" in p for p in problems)
+    assert any("future.md" in p and "occurred_at" in p and "in the future" in p for p in problems)
     assert "created 1," in proc.stdout
     assert not any("hunter2" in p.read_text() for p in memory_files(root, ".lore"))
 

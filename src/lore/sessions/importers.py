@@ -70,13 +70,19 @@ def head_digest(path: Path) -> str:
         return hashlib.sha256(handle.read(HEAD_BYTES)).hexdigest()[:16]
 
 
-def read_transcript(path: Path, *, offset: int = 0) -> Transcript:
-    """The events of `path` from byte `offset` on (complete lines only)."""
+def read_transcript(path: Path, *, offset: int = 0, whole: bool = False) -> Transcript:
+    """The events of `path` from byte `offset` on: complete lines only (a last
+    line without its newline is still being written, and read next time), or
+    with `whole` every line, the last one too if it reads as JSON (a capture
+    reads a transcript once: its last message was lost)."""
     out = Transcript(head=head_digest(path))
     with open(path, "rb") as handle:
         handle.seek(offset)
         data = handle.read()
-    end = data.rfind(b"\n") + 1  # a last line without its newline is still being written
+    size = len(data)
+    if whole and data and not data.endswith(b"\n"):
+        data += b"\n"  # (a torn line is no JSON: skipped as any malformed line is)
+    end = data.rfind(b"\n") + 1
     position = offset
     last_time: str | None = None
     for raw in data[:end].split(b"\n")[:-1]:
@@ -97,7 +103,7 @@ def read_transcript(path: Path, *, offset: int = 0) -> Transcript:
                 event["timestamp"] = when
             out.events.append(event)
             out.offsets.append(position)
-    out.end_offset = offset + end
+    out.end_offset = offset + min(end, size)
     return out
 
 

@@ -44,6 +44,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any, TypedDict
 
+from lore import secrets
 from lore.errors import ValidationError
 from lore.memory.lifecycle.clock import system_now
 from lore.memory.model import MEMORY_TYPES, SCOPE_RE, TYPE_OF_SECTOR, Frontmatter, ahead, now_iso, parse_time
@@ -125,7 +126,8 @@ def from_transcript(path: Path) -> list[Candidate]:
             entry = messages.get(key)
             if entry is None:
                 session = event.get("sessionId") or event.get("session_id") or fallback_session
-                source = f"transcript:{session}:{uuid or f'line{number}'}"
+                # The transcript's own ids are its text: one shaped like a token is redacted as any is.
+                source = secrets.redact(f"transcript:{session}:{uuid or f'line{number}'}")[0]
                 entry = messages[key] = {"parts": [], "time": None, "source": source}
             if text:
                 entry["parts"].append(text)

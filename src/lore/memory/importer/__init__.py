@@ -40,11 +40,13 @@ from lore.memory.model import (
     TASK_TYPES,
     Frontmatter,
     Memory,
+    ahead,
     derive_keywords,
     derive_title,
     from_frontmatter,
     parse_time,
 )
+from lore.memory.values import quoted
 from lore.records import Record, datarecord
 from lore.storage import MemoryFilter
 
@@ -236,6 +238,11 @@ def _memory(source: Source, meta: Frontmatter, body: str, lifecycle: Lifecycle) 
     if not body.strip():
         raise ValueError("no text to remember")
     memory = from_frontmatter(meta, body.strip() + "\n", path=source.rel)
+    if ahead(memory.occurred_at, datetime.now(UTC)):  # as `lore add` refuses it
+        raise ValidationError(
+            f"{quoted(memory.occurred_at)} is in the future; give when it happened (at most a day ahead)",
+            field="occurred_at",
+        )
     memory.title = memory.title or source.path.stem
     if "id" not in meta or not isinstance(meta.get("id"), str) or not ID_RE.match(str(meta["id"])):
         memory.id = _derived_id(source.rel)
