@@ -243,6 +243,29 @@ def test_a_section_changed_at_its_source_is_reported_not_said_to_be_there(proj, 
     assert "1 already there, 1 changed at the source, 0 skipped" in text
 
 
+def test_same_named_notes_of_two_folders_of_the_project_are_two_sources(proj, cli_in):
+    """A monorepo's services/api/AGENTS.md and services/web/AGENTS.md, imported
+    one at a time: both were known as "AGENTS.md", so the second was reported
+    as a changed version of the first (with advice to remove the first)."""
+    root = proj.project.root
+    for name, words in (
+        ("api", "make test-api and a local postgres"),
+        ("web", "npm test in headless chrome"),
+    ):
+        (root / "services" / name).mkdir(parents=True)
+        (root / "services" / name / "AGENTS.md").write_text(
+            f"# {name}\n\n## Testing\nRun the tests with {words}.\n"
+        )
+    first = cli_in(root, "import", "services/api/AGENTS.md", "--json")
+    second = cli_in(root, "import", str(root / "services/web/AGENTS.md"), "--json")
+    assert [i["status"] for i in first["items"] + second["items"]] == ["created", "created"]
+    assert [i["source"] for i in first["items"] + second["items"]] == [
+        "services/api/AGENTS.md#testing",
+        "services/web/AGENTS.md#testing",
+    ]
+    assert cli_in(root, "import", "services", "--json")["created"] == 0  # the same sources, by folder
+
+
 def test_dry_run_lists_and_writes_nothing(proj, notes, cli_in):
     root = proj.project.root
     before = snapshot(root)

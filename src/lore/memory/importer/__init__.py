@@ -9,8 +9,9 @@ turns each into memories and writes them through
 - titles: the frontmatter's, the section heading, the first ``# H1``, else the
   file name; keywords: the frontmatter's, else derived from the text;
 - ids: the file's own when it has a valid one, else one derived from the
-  file's path (relative to PATH) and section, so importing again finds the
-  same memories: **a second import changes nothing**;
+  file's path (in the project when it lies inside, else relative to PATH)
+  and section, so importing again finds the same memories: **a second
+  import changes nothing**;
 - ``--dry-run`` lists what would be created and writes nothing;
 - a file that can't be read or parsed is reported in one line and skipped.
 
@@ -128,7 +129,7 @@ def import_path(
     if real == project.lore_dir.resolve() or project.lore_dir.resolve() in real.parents:
         raise UsageError(f"{named} is Lore's own folder; import notes from elsewhere")
     report = ImportReport(str(named), dry_run)
-    sources, report.problems = discover(path)
+    sources, report.problems = discover(path, project.root)
     with lifecycle.memories.batch():
         plans: list[_Planned] = []
         for source in sources:

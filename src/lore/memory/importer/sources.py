@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 INSTRUCTION_FILES = {
@@ -77,12 +77,20 @@ class Source:
     tier: str | None = None  # chati: durable | daily | session
 
 
-def discover(named: Path) -> tuple[list[Source], list[str]]:
-    """The files under `named` (a file or a folder), recognised; and one line per file skipped."""
+def discover(named: Path, root: Path | None = None) -> tuple[list[Source], list[str]]:
+    """The files under `named` (a file or a folder), recognised; and one line per file skipped.
+
+    Each source is known (:attr:`Source.rel`) by its path in the project
+    `root` when `named` lies inside it (``services/api/AGENTS.md`` and
+    ``services/web/AGENTS.md`` imported one at a time were both ``AGENTS.md``,
+    and the second was taken for a changed version of the first), else by its
+    path under `named` (notes from elsewhere keep their ids wherever they are)."""
     base = named.resolve()
     problems: list[str] = []
     if base.is_file():
-        return ([_recognise(base, base.parent, base.name)] if _utf8(base.name, problems) else []), problems
+        if not _utf8(base.name, problems):
+            return [], problems
+        return [_known_as(_recognise(base, base.parent, base.name), base.parent, root)], problems
     found = []
     for folder, dirs, files in os.walk(base, followlinks=False):
         dirs[:] = sorted(
@@ -102,8 +110,17 @@ def discover(named: Path) -> tuple[list[Source], list[str]]:
             if not real.is_file():
                 problems.append(f"skipped {rel}: not a regular file")
                 continue
-            found.append(_recognise(real, base, rel))
+            found.append(_known_as(_recognise(real, base, rel), base, root))
     return found, problems
+
+
+def _known_as(source: Source, folder: Path, root: Path | None) -> Source:
+    """`source` (found under `folder`) known by its path in the project `root`
+    when `folder` lies inside it."""
+    top = root.resolve() if root is not None else None
+    if top is None or top not in folder.parents:
+        return source
+    return replace(source, rel=f"{folder.relative_to(top).as_posix()}/{source.rel}")
 
 
 def _utf8(rel: str, problems: list[str]) -> bool:
