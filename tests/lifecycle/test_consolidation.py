@@ -149,6 +149,35 @@ def test_proposals_never_touch_files_without_approval(proj, cli_in):
     assert snapshot(root) == before
 
 
+def test_a_memory_is_not_superseded_by_one_removed_or_changed_since_it_was_proposed(proj, cli_in):
+    """Applying "superseded by B" after B was removed archived the older memory
+    pointing at a memory in the trash: both went out of every list. B is now
+    checked as the files the proposal changes are."""
+    root = proj.project.root
+    older = write_durable(
+        proj, "timeout-5.md", "OAuth timeout", "Set OAUTH_TIMEOUT=5 for the login call.", day=0
+    )
+    newer = write_durable(
+        proj,
+        "timeout-30.md",
+        "OAuth timeout raised",
+        "Set OAUTH_TIMEOUT=30 for the login call; 5 was too short behind the proxy.",
+        day=10,
+        evidence=6,
+    )
+    (proposal,) = cli_in(root, "consolidate", "--json")["proposals"]
+    (listed,) = cli_in(root, "review", "--json")
+    assert [c["path"] for c in listed["changes"]] == [".lore/memory/timeout-5.md"]  # B is not changed
+    cli_in(root, "rm", newer[:8], raw=True)
+    (shown,) = cli_in(root, "review", "--json")
+    assert shown["outdated"]
+    before = snapshot(root)
+    proc = cli_in(root, "review", "--apply", proposal["id"], ok=False)
+    assert proc.returncode != 0 and "timeout-30.md changed since proposal" in proc.stderr
+    assert snapshot(root) == before
+    assert older in [h["id"] for h in cli_in(root, "search", "OAUTH_TIMEOUT", "--json")]
+
+
 def test_two_memories_of_the_same_second_are_ordered_by_when_they_were_written(proj, cli_in):
     """Times have whole seconds: of two memories written in the same one (an agent
     correcting itself), the one written last is the newer, whatever their names."""

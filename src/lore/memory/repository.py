@@ -682,7 +682,7 @@ class Memories:
         """Write a set of prepared file changes, all checked first: each file must
         still be what it was (``before_sha256``; None: it must not exist yet), and
         visible to this agent. A change with ``after`` None moves the file to the
-        trash. For approved proposals (``lore review``); `what` names the change
+        trash; one with ``keep`` is only checked. For approved proposals (``lore review``); `what` names the change
         in the one-line Conflict.
         """
         root = self.project.root
@@ -700,6 +700,8 @@ class Memories:
                     raise NotFound(f"no memory at {path}")
             for change in changes:
                 path, after = change["path"], change["after"]
+                if change.get("keep"):  # checked above, not changed
+                    continue
                 if after is None:
                     trash.trash(self.project, path, self.id_of(path))
                 elif change["before_sha256"] is None:

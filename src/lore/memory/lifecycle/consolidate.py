@@ -219,7 +219,7 @@ class _Pass:
             confidence,
             newer.evidence_count,
             [older.id, newer.id],
-            [proposals.rewrite_change(self.lc, older, memory)],
+            [proposals.rewrite_change(self.lc, older, memory), proposals.kept_change(self.lc, newer)],
         )
 
     def maybe_promote(self, record: MemoryRecord) -> None:

@@ -77,7 +77,7 @@ class Proposal(Record):
 
 def governed(changes: list[dict[str, Any]]) -> bool:
     """Whether the change touches a committed memory (001's governance applies)."""
-    return any(sync.is_committed(change["path"]) for change in changes)
+    return any(sync.is_committed(change["path"]) for change in changes if not change.get("keep"))
 
 
 def held_reason(confidence: float, evidence: int, changes: list[dict[str, Any]]) -> str | None:
@@ -152,6 +152,19 @@ def trash_change(lifecycle: Lifecycle, record: MemoryRecord) -> dict[str, Any]:
     return {"path": record.path, "before_sha256": file_sha(lifecycle, record.path), "after": None}
 
 
+def kept_change(lifecycle: Lifecycle, record: MemoryRecord) -> dict[str, Any]:
+    """A memory the proposal rests on but does not change (the newer one a
+    memory is superseded by): the proposal is applied only while it is as it
+    was, like the files it changes (an older memory pointed at a removed one
+    went out of every list with it)."""
+    return {
+        "path": record.path,
+        "before_sha256": file_sha(lifecycle, record.path),
+        "after": None,
+        "keep": True,
+    }
+
+
 def file_sha(lifecycle: Lifecycle, rel: str) -> str | None:
     try:
         return hashlib.sha256((lifecycle.project.root / rel).read_bytes()).hexdigest()
@@ -196,7 +209,7 @@ def public(lifecycle: Lifecycle, record: ProposalRecord) -> Proposal:
         confidence=record.confidence,
         evidence=record.evidence,
         memory_ids=list(record.memory_ids),
-        changes=[ProposedChange(c["path"], _action(c)) for c in record.changes],
+        changes=[ProposedChange(c["path"], _action(c)) for c in record.changes if not c.get("keep")],
         created_at=record.created_at,
         updated_at=record.updated_at,
         diff=diff(lifecycle, record),
@@ -212,6 +225,8 @@ def diff(lifecycle: Lifecycle, record: ProposalRecord) -> str:
     parts = []
     for change in record.changes:
         path = change["path"]
+        if change.get("keep"):
+            continue
         try:
             before = (lifecycle.project.root / path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
