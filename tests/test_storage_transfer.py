@@ -131,6 +131,31 @@ def test_export_then_import_into_another_project_gives_the_same_results(cli, tmp
     assert proc.returncode == 1 and "not a Lore index dump" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_a_dump_without_history_leaves_the_history_to_be_indexed_again(cli, tmp_path, git_env):
+    """Imported over an index with history, a dump of an index never indexed
+    replaced the commits but kept the old markers: `lore index` added nothing,
+    `lore history` found nothing and `lore status` said up to date."""
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=cli.cwd, check=True)
+    (cli.cwd / "retry.py").write_text("def kiwi_retry():\n    return 1\n")
+    subprocess.run(["git", "add", "retry.py"], cwd=cli.cwd, check=True)
+    subprocess.run(["git", "commit", "-qm", "Add the kiwi retry helper"], cwd=cli.cwd, check=True)
+    cli("index", "--no-embed")
+    assert cli.json("history", "kiwi")
+    dump = tmp_path / "dump.jsonl.gz"
+    cli("db", "export", str(dump))
+    with gzip.open(dump, "rt") as handle:
+        lines = [json.loads(line) for line in handle]
+    lines[0]["meta"] = {
+        k: v for k, v in lines[0]["meta"].items() if k not in ("history_head", "indexed_commit")
+    }
+    kept = [line for line in lines if line.get("file", {}).get("kind") not in ("commit", "code")]
+    with gzip.open(dump, "wt") as handle:
+        handle.writelines(json.dumps(line) + "\n" for line in kept)
+    cli("db", "import", str(dump))
+    cli("index", "--no-embed")
+    assert cli.json("history", "kiwi") and cli.json("code", "kiwi_retry", "--mode", "bm25")
+
+
 def test_db_status_and_upgrade_on_the_default_backend(cli):
     status = cli.json("db", "status")
     assert status["backend"] in ("sqlite", "postgres") and status["counts"]["memories"] == 0

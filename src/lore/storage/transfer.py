@@ -38,6 +38,9 @@ FORMAT = "lore-index-dump"
 VERSION = 1
 # Index state worth carrying over; counters and versions belong to the store.
 PORTABLE_META = ("embed_model", "history_head", "indexed_commit")
+# The commits the code and the history were indexed at: a dump without them
+# replaced the target's rows, and the target's markers said they were up to date.
+_INDEXED_AT = ("history_head", "indexed_commit")
 _BATCH = 256
 
 
@@ -182,6 +185,9 @@ def load(store: Store, lines: Iterator[dict[str, Any]], origin: str) -> Transfer
         for key, value in meta.items():
             if key in PORTABLE_META:
                 store.set_meta(key, value)
+        for key in _INDEXED_AT:
+            if key not in meta:  # the dump's index has none: the next `lore index` builds it
+                store.set_meta(key, "")
     return report
 
 
