@@ -209,7 +209,16 @@ def test_team_server_acts_as_each_users_database_role(pg_database, tmp_path):
     root = make_project(tmp_path / "proj")
     users, tokens = add_users(tmp_path, ("alice", alice), ("bob", bob))
 
-    team = Server(root, "--database", server_url, "--users", str(users), env={"LORE_DATABASE_URL": ""})
+    # The shared token acts as the server's login role, beside the users' tokens.
+    shared = "shared-" + uuid.uuid4().hex
+    team = Server(
+        root,
+        "--database",
+        server_url,
+        "--users",
+        str(users),
+        env={"LORE_DATABASE_URL": "", "LORE_TOKEN": shared},
+    )
     try:
         api = f"{team.url}/api"
         status, _ = http(
@@ -224,6 +233,11 @@ def test_team_server_acts_as_each_users_database_role(pg_database, tmp_path):
                 {"title": f"{name} private note", "body": private_body(name), "private": True},
             )
             assert status == 201, body
+        # The server's own Lore indexed every agent's private folder under the login
+        # role: the shared token got 403 once a user had a private memory, and so did
+        # that user once the login role's row for their file came first.
+        status, listed = http("GET", f"{api}/memories", shared)
+        assert status == 200 and [m["title"] for m in listed["items"]] == [SHARED_TITLE], listed
 
         for name in ("alice", "bob"):
             status, hits = http("GET", f"{api}/search?q=staging+password+rotation", tokens[name])

@@ -229,6 +229,8 @@ class Lore:
         self.project = project
         self.database_url = database_url
         self.database_role = database_role
+        # Index only the acting agent's private memories (see keep_to_own_private).
+        self._own_private_only = database_role is not None
         self.agent = agent or os.environ.get("LORE_AGENT") or None
         self._watcher: Watcher | None = None
         if watch:
@@ -304,7 +306,7 @@ class Lore:
                 self.store,
                 agent=self.agent,
                 watcher=self._watcher,
-                own_private_only=self.database_role is not None,
+                own_private_only=self._own_private_only,
             ),
         )
 
@@ -370,6 +372,16 @@ class Lore:
     def last_sync(self) -> SyncReport | None:
         """What the last sync of memory files found (added, updated, removed, errors), if any ran."""
         return self.memories.last_sync if "memories" in self._parts else None
+
+    def keep_to_own_private(self) -> None:
+        """Index only the acting agent's private memories, not every agent's: a
+        team server's own Lore on PostgreSQL, whose users' Lores index theirs
+        under their own database roles. (Indexed under the server's login role,
+        a user's private memory was a row that user's role could neither see
+        nor replace: every request of theirs was refused.) Rows it indexed
+        before for other agents leave the index at its next read."""
+        self._own_private_only = True
+        self._parts.clear()  # made again, knowing it
 
     def close(self) -> None:
         """Close the index connection and the file watcher (also at the end of a ``with`` block)."""

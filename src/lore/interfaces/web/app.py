@@ -118,6 +118,8 @@ def build_app(
 
         project_ = tools.own.project
         tools.team = TeamLores(project_, table, resolve_database_url(project_))
+        if tools.team.database_url is not None:  # each user's private memories are their role's rows
+            tools.own.keep_to_own_private()
         tools.team.check()
     backend = Backend(tools)
     mcp_app, session_manager = _mcp_app(project, agent, tools) if mcp else (None, None)
