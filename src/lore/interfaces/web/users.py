@@ -152,7 +152,7 @@ def _parse(file: Path, raw: bytes) -> list[User]:
     table = data.get("users", {})
     if not isinstance(table, dict) or set(data) - {"users"}:
         raise ValidationError(f"{file} must hold only [users.NAME] tables")
-    users = []
+    users: list[User] = []
     for name, entry in table.items():
         if not isinstance(entry, dict) or set(entry) - {"token_sha256", "agent", "role"}:
             raise ValidationError(f"{file}: [users.{name}] may hold token_sha256, agent and role only")
