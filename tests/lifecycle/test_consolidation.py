@@ -316,6 +316,22 @@ def test_promotion_to_durable_needs_evidence_and_approval(proj, cli_in):
     assert {r["id"]: r["evidence_count"] for r in proj.list()}[gotcha["id"]] == 5  # counted once
 
 
+def test_a_promotion_whose_file_name_was_taken_meanwhile_takes_a_free_one(proj, cli_in):
+    """A memory written under the promoted one's name after the proposal: every
+    apply was refused ("changed since"), and consolidating proposed the same name again."""
+    root = proj.project.root
+    for n in range(5):
+        proj.capture_stdout(f"fatal: remote origin already exists (attempt {n})\n", source=f"run-{n}")
+    (proposal,) = cli_in(root, "consolidate", "--json")["proposals"]
+    (listed,) = cli_in(root, "review", "--json")
+    (created,) = [c["path"] for c in listed["changes"] if c["action"] == "create"]
+    mine = root / created
+    mine.write_text("---\nsubject: My own note\n---\nThe remote is added by the setup script already.\n")
+    cli_in(root, "review", "--apply", proposal["id"], "--json")
+    assert "The remote is added by the setup script" in mine.read_text()  # untouched
+    assert len(memory_files(root, ".lore/memory")) == 2 and memory_files(root, ".lore/local/daily") == []
+
+
 def test_apply_refuses_when_a_file_changed_since_the_proposal(proj):
     root = proj.project.root
     write_durable(proj, "a.md", "Timeout", "Set API_TIMEOUT=5 for the client.", day=0)

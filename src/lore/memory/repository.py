@@ -680,8 +680,8 @@ class Memories:
 
     def apply_changes(self, changes: Sequence[FileChange], *, what: str) -> None:
         """Write a set of prepared file changes, all checked first: each file must
-        still be what it was (``before_sha256``; None: it must not exist yet), and
-        visible to this agent. A change with ``after`` None moves the file to the
+        still be what it was (``before_sha256``; None: a new file, written under a
+        free name near `path`), and visible to this agent. A change with ``after`` None moves the file to the
         trash; one with ``keep`` is only checked. For approved proposals (``lore review``); `what` names the change
         in the one-line Conflict.
         """
@@ -689,10 +689,9 @@ class Memories:
         with self.writing():
             for change in changes:
                 path, before = change["path"], change["before_sha256"]
-                exists = (root / path).exists()
-                if (before is None and exists) or (
-                    before is not None and (not exists or self.version(path) != before)
-                ):
+                # A file to create takes a free name if its own was taken meanwhile (a
+                # promotion whose name another memory took was refused, then proposed again).
+                if before is not None and (not (root / path).exists() or self.version(path) != before):
                     raise Conflict(
                         f"{path} changed since {what} was made; run `lore consolidate` to propose again"
                     )
