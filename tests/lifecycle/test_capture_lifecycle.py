@@ -255,6 +255,25 @@ def test_a_removed_gotcha_stays_removed_after_the_index_is_rebuilt(proj, cli_in)
     assert [p for p in memory_files(root, ".lore") if "/trash/" not in p.as_posix()] == []
 
 
+def test_a_removed_gotcha_stays_removed_after_the_trash_is_purged_and_the_index_rebuilt(proj, cli_in):
+    """With the trash purged (`lore gc`), nothing said the error had a gotcha:
+    rebuilt, the index let three more occurrences write it again. The evidence
+    ledger (.lore/local/evidence.jsonl) now records each gotcha made."""
+    root = proj.project.root
+    taken = "".join(f"ValueError: port {8080 + n} is taken\n" for n in range(3))
+    assert cli_in(root, "capture", "--stdin", "--json", input=taken)["gotchas"] == 1
+    ((meta, _),) = gotchas(root)
+    cli_in(root, "rm", meta["id"][:8], raw=True)
+    cli_in(root, "gc", "--days", "0", raw=True)
+    assert not list((root / ".lore/local/trash").glob("*.md"))
+    proj.close()
+    for db in (root / ".lore").glob("index.db*"):
+        db.unlink()
+    again = "".join(f"ValueError: port {9090 + n} is taken\n" for n in range(3))
+    assert cli_in(root, "capture", "--stdin", "--json", input=again)["gotchas"] == 0
+    assert memory_files(root, ".lore") == []
+
+
 # -- <chati-memory> blocks ------------------------------------------------------------------------
 
 CHATI_OUTPUT = """\

@@ -336,6 +336,19 @@ def _count_errors(
         )
         with store.transaction():
             store.set_error_memory(pattern.signature, memory.id)
+        # Written down beside the evidence: once the gotcha is removed and the trash
+        # purged, an index rebuilt from the files still knows this error had one.
+        written = memory.memory.extra.get("error_signature") if memory.memory else None  # as redacted
+        evidence.append_ledger(
+            lifecycle.memories,
+            [
+                {
+                    "gotcha": written if isinstance(written, str) else pattern.signature,
+                    "memory_id": memory.id,
+                    "agent": lifecycle.memories.viewer if private else None,
+                }
+            ],
+        )
         lifecycle.advance([memory.id])
         created += 1
     return created, added
@@ -355,6 +368,7 @@ def _gotchas_by_signature(lifecycle: Lifecycle) -> dict[str, str]:
     (their files say it), and of those in the trash."""
     from lore.errors import LoreError
     from lore.memory import sync, trash
+    from lore.memory.lifecycle import evidence
 
     out: dict[str, str] = {}
     lifecycle.memories.sync()  # a new index: the files are read in first
@@ -380,6 +394,11 @@ def _gotchas_by_signature(lifecycle: Lifecycle) -> dict[str, str]:
             continue
         if isinstance(signature, str):
             out.setdefault(signature, entry.id)
+    # And a gotcha removed for good (`lore gc` purged the trash): the ledger says it was made.
+    for data in evidence.ledger_lines(memories):
+        signature, agent = data.get("gotcha"), data.get("agent")
+        if isinstance(signature, str) and "memory_id" in data and agent in (None, memories.viewer):
+            out.setdefault(signature, str(data["memory_id"]))
     return out
 
 

@@ -145,7 +145,7 @@ def replay(memories: Memories) -> int:
     folding: dict[str, dict[str, Any]] = {}  # memory id -> a fold begun and not (yet) finished
     loaded = 0
     with store.transaction():
-        for data in _ledger_lines(memories):
+        for data in ledger_lines(memories):
             if isinstance(data.get("folding"), list) and "memory_id" in data:
                 folding[str(data["memory_id"])] = data
             elif isinstance(data.get("folded"), list):
@@ -174,7 +174,7 @@ def replay(memories: Memories) -> int:
     return loaded
 
 
-def _ledger_lines(memories: Memories) -> Iterator[dict[str, Any]]:
+def ledger_lines(memories: Memories) -> Iterator[dict[str, Any]]:
     try:
         with open(memories.project.local_dir / LEDGER, "rb") as handle:
             for line in handle:
