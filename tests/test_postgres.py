@@ -83,6 +83,8 @@ def test_rls_hides_private_rows_from_another_role_even_in_direct_sql(pg_database
     project(
         "add", "--title", "Shared rollout rule", "--body", "Roll out behind a feature flag first.", env=env
     )
+    (project.cwd / "src").mkdir()
+    (project.cwd / "src/tmpdirs.py").write_text("def shared_tmp():\n    return '/tmp/shared'\n")
     project(
         "add",
         "--private",
@@ -92,6 +94,8 @@ def test_rls_hides_private_rows_from_another_role_even_in_direct_sql(pg_database
         "Alice private hunch",
         "--body",
         "The flaky test is caused by the shared tmp folder. See [[Shared rollout rule]].",
+        "--file",
+        "src/tmpdirs.py",
         env=env,
     )
     # Alice's own connection reads both; the application shows her private one to her agent.
@@ -110,6 +114,9 @@ def test_rls_hides_private_rows_from_another_role_even_in_direct_sql(pg_database
     assert not sql(bob_url, "SELECT 1 FROM lore.clone_files WHERE path LIKE '.lore/local/%'")
     assert sql(alice_url, "SELECT count(*) FROM lore.links") == [(1,)]  # her private memory's link
     assert sql(bob_url, "SELECT count(*) FROM lore.links") == [(0,)]
+    # Her private memory's code anchor (the file it names) too: the anchors table had no policy.
+    assert sql(alice_url, "SELECT path FROM lore.anchors") == [("src/tmpdirs.py",)]
+    assert sql(bob_url, "SELECT count(*) FROM lore.anchors") == [(0,)]
     # …and cannot change or delete it either.
     assert sql(
         bob_url,

@@ -25,7 +25,7 @@ The layout (003's tables, adapted to Lore; everything lives in schema ``lore``):
   per common dimension.
 - Row-level security on everything holding memory text: a row whose
   ``owner_role`` is set (a clone's local, private or session, memories) is
-  visible to that database role only.
+  visible to that database role only; a code anchor shows where its memory does.
 """
 
 from __future__ import annotations
@@ -381,6 +381,16 @@ MIGRATIONS: list[list[str]] = [
     [
         "ALTER TABLE memories ADD COLUMN source text",
         "CREATE INDEX memories_source ON memories (project_id, source, occurred_at) WHERE source IS NOT NULL",
+    ],
+    # 7: a private memory's code anchors (the files it names, a symbol, a named
+    # path) are as private as the memory: a row shows only where its memory's
+    # row does (that table's own policy decides, for the role reading). Direct
+    # SQL by another member of lore_user read them.
+    [
+        "CREATE INDEX memories_by_id ON memories (id)",
+        "ALTER TABLE anchors ENABLE ROW LEVEL SECURITY",
+        "CREATE POLICY anchors_of_visible_memories ON anchors "
+        "USING (EXISTS (SELECT 1 FROM memories m WHERE m.id = anchors.memory_id)) WITH CHECK (true)",
     ],
 ]
 
