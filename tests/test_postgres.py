@@ -500,6 +500,19 @@ def test_db_upgrade_runs_concurrently_and_status_reports_each_source(database_ba
     server.sql(f'CREATE DATABASE "{name}"')
     url = server.url(name)
     try:
+        # A role that may connect but not create: told what it lacks (it was told to join
+        # lore_user, which it may already be in, and which does not give CREATE).
+        outsider = f"nocreate_{uuid.uuid4().hex[:8]}"
+        server.sql(f"CREATE ROLE {outsider} LOGIN", f'GRANT CONNECT ON DATABASE "{name}" TO {outsider}')
+        refused = subprocess.run(
+            [sys.executable, "-m", "lore", "db", "upgrade", "--database", server.url(name, user=outsider)],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert refused.returncode != 0 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+        assert "needs CREATE on the database" in refused.stderr and "lore_user" not in refused.stderr
         procs = [
             subprocess.Popen(
                 [sys.executable, "-m", "lore", "db", "upgrade", "--database", url, "--json"],

@@ -243,6 +243,12 @@ def as_lore_error(err: BaseException) -> LoreError | None:
                 "role's private memories (a team server's clone); run Lore here as that role, or from "
                 "a clone of your own (docs/postgres.md)"
             )
+        if "permission denied for database" in reason and "connect" not in str(err).lower():  # CREATE on it
+            return PermissionDenied(
+                f"PostgreSQL refused this database role ({reason}): setting up Lore's schema needs "
+                "CREATE on the database; run `lore db upgrade` as the database's owner (or an "
+                "administrator runs `GRANT CREATE ON DATABASE <db> TO <role>`; docs/postgres.md)"
+            )
         return PermissionDenied(
             f"PostgreSQL refused this database role ({reason}); connect as a member of lore_user "
             "(an administrator runs `GRANT lore_user TO <role>`; docs/postgres.md)"
