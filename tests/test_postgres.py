@@ -760,6 +760,39 @@ def test_a_password_given_as_a_url_parameter_is_never_shown(pg_database, tmp_pat
     assert "holds a password in clear" in listed.stderr and secret not in listed.stderr
 
 
+def test_a_role_revoked_while_its_pool_is_open_is_named_as_the_cause(pg_database):
+    """A team server's user whose role was revoked meanwhile: their requests
+    waited for a connection, then said "lost the connection to PostgreSQL";
+    only the server's log said why."""
+    from lore.errors import StorageError
+    from lore.storage.postgres.connection import close, pool
+
+    server, url = pg_database
+    database = urlsplit(url).path.lstrip("/")
+    suffix = uuid.uuid4().hex[:8]
+    login, alice = f"login_{suffix}", f"alice_{suffix}"
+    server.sql(
+        f"CREATE ROLE {login} LOGIN",
+        f'GRANT CONNECT ON DATABASE "{database}" TO {login}',
+        f"CREATE ROLE {alice} IN ROLE lore_user",
+        f"GRANT {alice} TO {login}",
+    )
+    login_url = server.url(database, user=login)
+    try:
+        lending = pool(login_url, alice)
+        with lending.connection() as conn:
+            assert conn.execute("SELECT current_user").fetchone() == (alice,)
+        server.sql(
+            f"REVOKE {alice} FROM {login}",
+            f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{login}'",
+        )
+        with pytest.raises(StorageError, match=f'permission denied to set role "{alice}"'):
+            with lending.connection(timeout=1):
+                pass
+    finally:
+        close(login_url)
+
+
 def test_a_statement_the_server_cancels_is_one_line_to_try_again(pg_database, tmp_path):
     """A statement cancelled by the server (a lock held too long, a statement
     timeout) is said as such, in one line, not as a lost connection nor an

@@ -161,7 +161,7 @@ def pool(url: str, role: str | None = None) -> ConnectionPool:
         # connection (a second one would cost a command another round of
         # connecting: a server process, authentication, the settings).
         handing, close_untaken = _handing_over(connect(url, role))
-        created = ConnectionPool(
+        created = _pool_class(ConnectionPool, role)(
             url,
             connection_class=handing,
             min_size=1,
@@ -185,6 +185,25 @@ def pool(url: str, role: str | None = None) -> ConnectionPool:
             close_untaken()  # a pool that failed, or opened its first connection another way
         _POOLS[key] = created
         return created
+
+
+def _pool_class(base: type[ConnectionPool], role: str | None) -> type[ConnectionPool]:
+    """`base` that says why it could not lend a connection where the cause is the
+    role it acts as (a role revoked while a server runs: each request waited,
+    then read "lost the connection"; the server's log alone said "permission
+    denied to set role")."""
+    from psycopg_pool import PoolTimeout
+
+    class Diagnosing(base):  # type: ignore[valid-type,misc]
+        def getconn(self, timeout: float | None = None) -> Any:
+            try:
+                return super().getconn(timeout)
+            except PoolTimeout:
+                if role:
+                    connect(self.conninfo, role).close()  # raises, saying what the role lacks
+                raise
+
+    return Diagnosing
 
 
 def _handing_over(
