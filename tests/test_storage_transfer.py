@@ -156,6 +156,22 @@ def test_a_dump_without_history_leaves_the_history_to_be_indexed_again(cli, tmp_
     assert cli.json("history", "kiwi") and cli.json("code", "kiwi_retry", "--mode", "bm25")
 
 
+def test_an_import_replaces_access_counts_the_dump_does_not_hold(cli, tmp_path):
+    """ "Replace this project's index" kept the target's counts of memories the
+    dump counted none for."""
+    import lore
+
+    added = cli.json("add", "--title", "Walrus cache", "--body", "Keep the walrus cache small.")
+    dump = tmp_path / "dump.jsonl.gz"
+    cli("db", "export", str(dump))  # no access counted yet
+    with lore.open(cli.cwd) as project:
+        project.store.record_access([added["id"]], "2026-01-02T03:04:05Z")
+        assert project.store.access_stats()
+    cli("db", "import", str(dump))
+    with lore.open(cli.cwd) as project:
+        assert project.store.access_stats() == {}
+
+
 def test_db_status_and_upgrade_on_the_default_backend(cli):
     status = cli.json("db", "status")
     assert status["backend"] in ("sqlite", "postgres") and status["counts"]["memories"] == 0

@@ -180,8 +180,7 @@ def load(store: Store, lines: Iterator[dict[str, Any]], origin: str) -> Transfer
             for anchor in found:
                 if anchor.stale_reason:
                     store.mark_stale(anchor, anchor.stale_reason, None)
-        if access:
-            store.set_access(access)
+        store.set_access(access)  # the dump's counts, and none for what it does not count
         for key, value in meta.items():
             if key in PORTABLE_META:
                 store.set_meta(key, value)

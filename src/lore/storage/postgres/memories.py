@@ -177,6 +177,7 @@ class MemoryRows(StoreCore):
 
     def set_access(self, stats: dict[str, tuple[int, str]]) -> None:
         with self._writing() as conn, conn.cursor() as cur:
+            cur.execute("DELETE FROM access WHERE project_id = %s", (self.project_id,))
             cur.executemany(
                 "INSERT INTO access(project_id, memory_id, count, last_accessed) VALUES (%s, %s, %s, %s) "
                 "ON CONFLICT (project_id, memory_id) DO UPDATE SET count = excluded.count, "

@@ -1210,6 +1210,7 @@ class SQLiteStore:
         )
 
     def set_access(self, stats: dict[str, tuple[int, str]]) -> None:
+        self.db.execute("DELETE FROM access")
         self.db.executemany(
             "INSERT OR REPLACE INTO access(memory_id, count, last_accessed) VALUES (?, ?, ?)",
             [(mid, count, when) for mid, (count, when) in stats.items()],
