@@ -687,9 +687,10 @@ def test_private_and_session_blocks_go_to_the_local_tiers(tmp_path):
         assert "local/" in (root / ".lore/.gitignore").read_text().splitlines()  # not committed
     with lore.open(tmp_path / "shop") as anonymous:
         problems = anonymous.capture_stdout(
-            '<lore-memory type="fact" private="true">\nMine only.\n</lore-memory>\n'
+            'chatter\n<lore-memory type="fact" private="true">\nMine only.\n</lore-memory>\n'
         ).problems
-        assert len(problems) == 1 and "agent" in problems[0]
+        # Named by the line the block opens on, as the parser names a block's problems.
+        assert len(problems) == 1 and "agent" in problems[0] and problems[0].startswith("line 2: ")
 
 
 def test_a_transcripts_own_ids_reach_no_file_or_index_row_in_clear(tmp_path):

@@ -246,7 +246,8 @@ def store_candidates(
                 )
                 created, evidence_added = done.created, done.evidence_added
         except (ValidationError, UsageError) as err:  # e.g. a private block and no agent
-            result.problems.append(f"{c.source or 'block'}: {err}")
+            # Said as the parser says a block's problems: by the line it opens on.
+            result.problems.append(f"line {c.line}: {err}" if c.line else f"{c.source or 'block'}: {err}")
             continue
         result.created += created
         result.existing += not created

@@ -66,6 +66,7 @@ class Candidate:
     tier: str | None = None  # storage tier the block asked for (None: the caller's default)
     private: bool = False  # the acting agent's private folder (.lore/local/<agent>/)
     confidence: float | None = None
+    line: int | None = field(default=None, compare=False)  # where a block opens (problems name it)
 
     @property
     def session(self) -> bool | None:
@@ -298,6 +299,7 @@ def from_stdout(
             continue
         problems.extend(f"line {line}: {note}" for note in notes)
         if candidate is not None:
+            candidate.line = line
             candidates.append(candidate)
         else:
             problems.append(f"line {line}: the example block from Lore's instructions; skipped")
