@@ -554,6 +554,14 @@ def test_daily_memories_are_archived_after_30_days(proj, clock, tmp_path, cli_in
     clock.set(30)
     assert cli_in(root, "consolidate", "--json")["archived"] == []
     clock.set(31)
+    # An archive folder linking out of the project: nothing moved, and said (it was silent).
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / ".lore/local/archive").symlink_to(elsewhere)
+    linked = cli_in(root, "consolidate", raw=True)
+    assert "archive/ leads outside the project" in linked.stderr and "not archived" in linked.stderr
+    assert len(memory_files(root, ".lore/local/daily")) == len(daily) and not list(elsewhere.iterdir())
+    (root / ".lore/local/archive").unlink()
     report = cli_in(root, "consolidate", "--json")
     assert len(report["archived"]) == len(daily)
     assert memory_files(root, ".lore/local/daily") == []

@@ -151,7 +151,12 @@ def archive_old_daily(lifecycle: Lifecycle) -> list[str]:
                 written = markdown.move_new(
                     project.root / record.path, project.root / _archive_folder(record.path)
                 )
-            except (OSError, UsageError):  # UsageError: an archive folder linked out of the project
+            except UsageError as err:  # an archive folder linked out of the project: said once, kept
+                said = f"{err}; daily memories are not archived until then"
+                if said not in lifecycle.store.notices:
+                    lifecycle.store.notices.append(said)
+                continue
+            except OSError:
                 continue
             moved.append(project.rel(written))
             archived.append(TierState(record.id, "archive", iso(now), None, iso(now)))
