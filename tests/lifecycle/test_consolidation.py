@@ -49,6 +49,8 @@ def test_local_near_duplicates_merge_with_their_evidence(proj, clock):
     assert report.merged == [{"kept": kept.id, "merged": dup.id, "similarity": pytest.approx(0.9, abs=0.1)}]
     (left,) = memory_files(root, ".lore/local/daily")
     assert meta_of(left)["id"] == kept.id and meta_of(left)["evidence_count"] == 2
+    # What only the newer said is kept (it went to the trash with it, then `lore gc`).
+    assert left.read_text().rstrip().endswith("missing tables. Always.")
     assert [e.id for e in proj.trash_entries()] == [dup.id]
     assert proj.list(tier="warm")[0]["id"] == kept.id  # evidence 2: COLD → WARM
 

@@ -27,6 +27,8 @@ Only local merges change files; everything else waits in ``lore review``.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -183,6 +185,11 @@ class _Pass:
         if sync.is_committed(newer.path) and not sync.is_committed(older.path):
             keep, drop = newer, older
         if not sync.is_committed(drop.path):
+            added = _sentences_beyond(self.body(drop), self.body(keep))
+            if added and not sync.is_committed(keep.path):  # what only the other says is kept too
+                fuller = f"{self.body(keep).rstrip()} {' '.join(added)}"
+                self.lc.memories.update(keep.path, body=fuller)
+                self.bodies[keep.id] = fuller
             absorb(self.lc, keep, drop)
             self.gone.add(drop.id)
             self.report.merged.append({"kept": keep.id, "merged": drop.id, "similarity": round(score, 3)})
@@ -296,6 +303,21 @@ def absorb(lifecycle: Lifecycle, keep: MemoryRecord, drop: MemoryRecord) -> None
     elif not sync.is_committed(keep.path):
         evidence.fold(memories, keep.id, keep.path)
     memories.remove(drop.path)
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def _sentences_beyond(text: str, kept: str) -> list[str]:
+    """The sentences of `text` that `kept` does not hold (compared by their words):
+    a near-duplicate merged away may still say one thing more ("Never on Fridays.")."""
+    have = " ".join(kept.lower().split())
+    out = []
+    for sentence in _SENTENCE.split(text.strip()):
+        words = " ".join(sentence.lower().split())
+        if words and words not in have:
+            out.append(" ".join(sentence.split()))
+    return out
 
 
 def _union(a: list[str], b: list[str]) -> list[str]:
