@@ -28,7 +28,6 @@ Only local merges change files; everything else waits in ``lore review``.
 from __future__ import annotations
 
 import re
-
 from dataclasses import field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
