@@ -151,11 +151,8 @@ def test_proposals_never_touch_files_without_approval(proj, cli_in):
     assert snapshot(root) == before
 
 
-def test_a_memory_is_not_superseded_by_one_removed_or_changed_since_it_was_proposed(proj, cli_in):
-    """Applying "superseded by B" after B was removed archived the older memory
-    pointing at a memory in the trash: both went out of every list. B is now
-    checked as the files the proposal changes are."""
-    root = proj.project.root
+def two_timeouts(proj) -> tuple[str, str]:
+    """Two committed memories, the newer raising the older's value, with evidence enough to apply."""
     older = write_durable(
         proj, "timeout-5.md", "OAuth timeout", "Set OAUTH_TIMEOUT=5 for the login call.", day=0
     )
@@ -167,6 +164,15 @@ def test_a_memory_is_not_superseded_by_one_removed_or_changed_since_it_was_propo
         day=10,
         evidence=6,
     )
+    return older, newer
+
+
+def test_a_memory_is_not_superseded_by_one_removed_or_changed_since_it_was_proposed(proj, cli_in):
+    """Applying "superseded by B" after B was removed archived the older memory
+    pointing at a memory in the trash: both went out of every list. B is now
+    checked as the files the proposal changes are."""
+    root = proj.project.root
+    older, newer = two_timeouts(proj)
     (proposal,) = cli_in(root, "consolidate", "--json")["proposals"]
     (listed,) = cli_in(root, "review", "--json")
     assert [c["path"] for c in listed["changes"]] == [".lore/memory/timeout-5.md"]  # B is not changed
@@ -197,17 +203,7 @@ def test_two_memories_of_the_same_second_are_ordered_by_when_they_were_written(p
 
 def test_review_applies_an_open_proposal_and_its_effect(proj, cli_in):
     root = proj.project.root
-    older = write_durable(
-        proj, "timeout-5.md", "OAuth timeout", "Set OAUTH_TIMEOUT=5 for the login call.", day=0
-    )
-    newer = write_durable(
-        proj,
-        "timeout-30.md",
-        "OAuth timeout raised",
-        "Set OAUTH_TIMEOUT=30 for the login call; 5 was too short behind the proxy.",
-        day=10,
-        evidence=6,
-    )
+    older, newer = two_timeouts(proj)
     before = snapshot(root)
     (proposal,) = cli_in(root, "consolidate", "--json")["proposals"]
     assert (proposal["kind"], proposal["status"]) == ("contradiction", "open")
