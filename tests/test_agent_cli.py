@@ -288,6 +288,32 @@ def test_installed_claude_code_entries_actually_run(repo):
     ]
 
 
+def test_a_hooks_payload_never_moves_it_to_another_project(cli, tmp_path):
+    """The payload's "cwd" won over --project and CLAUDE_PROJECT_DIR: a prompt
+    was recorded in whatever Lore project the payload named."""
+    other = tmp_path / "other"
+    other.mkdir()
+    type(cli)(other)("init", "--here")
+    payload = {"session_id": "s9", "cwd": str(other), "hook_event_name": "UserPromptSubmit"}
+    for args, env in (
+        (["--project", str(cli.cwd)], {}),
+        ([], {"CLAUDE_PROJECT_DIR": str(cli.cwd)}),
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "lore", *args, "hook", "user-prompt-submit"],
+            cwd=tmp_path,
+            env={**os.environ, "LORE_AGENT": "claude-code", **env},
+            input=json.dumps({**payload, "prompt": f"Rotate the keys {len(args)}"}),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr
+    assert not (other / ".lore/sessions").exists()
+    shown = cli.json("session", "show", "s9", "--all", env={"LORE_AGENT": "claude-code"})
+    assert [e["content"] for e in shown] == ["Rotate the keys 2", "Rotate the keys 0"]
+
+
 # ---------------------------------------------------------------- install: cursor, codex, instructions
 
 

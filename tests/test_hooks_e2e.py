@@ -171,10 +171,13 @@ def test_hooks_installed_by_an_older_lore_are_renewed_when_they_run(hooked):
     githooks.install(root, [sys.executable, "-m", "lore", "hooks", "run"])  # what an older Lore wrote
     hook = root / ".git/hooks/post-commit"
     assert " -P " not in hook.read_text()
+    (root / ".git/hooks/post-merge").unlink()  # taken out by hand (or by a hook manager)
     write(root, "app.py", "def feed_wombats():\n    return 'grass'\n")
     sha = commit(root, "Feed the wombats")
     wait_for(lambda: hooked.json("status")["indexed_commit"] == sha, "the hook to index the commit")
     wait_for(lambda: " -P -m lore hooks run" in hook.read_text(), "the hook block to be renewed")
+    # Only the blocks there are renewed: a hook someone took Lore out of was put back.
+    assert not (root / ".git/hooks/post-merge").exists()
 
 
 def test_hooks_keep_projects_in_folders_of_the_repository_fresh(cli, tmp_path):

@@ -642,3 +642,85 @@ def test_a_config_that_is_no_regular_file_is_refused_without_hanging(cli, kind):
     assert len(errors) == 1 and ".mcp.json" in errors[0] and "not a regular file" in errors[0], errors
     assert not (cli.cwd / ".claude").exists()
     assert mcp.is_fifo() if kind == "fifo" else os.readlink(mcp) == "/dev/zero"
+
+
+# ---------------------------------------------------------------- found by an audit (stop 47)
+
+
+@pytest.fixture
+def project(root) -> Path:
+    """A Lore project: install remembers the files' original bytes in it."""
+    (root / ".lore" / "local").mkdir(parents=True)
+    return root
+
+
+def test_a_file_edited_after_a_merged_uninstall_is_never_rolled_back(project):
+    """Uninstall merged Lore out of an edited file but kept its first original;
+    install and uninstall again then "restored" that copy: the server the user
+    had added in between was gone."""
+    config = project / ".cursor" / "mcp.json"
+    config.parent.mkdir()
+    config.write_text(dump({"mcpServers": {"other": {"command": "other"}}}))
+    install("cursor", project, command=["lore"])
+    doc = json.loads(config.read_text())
+    doc["mcpServers"]["userX"] = {"command": "x"}
+    config.write_text(dump(doc))
+    uninstall("cursor", project)
+    install("cursor", project, command=["lore"])
+    uninstall("cursor", project)
+    assert set(json.loads(config.read_text())["mcpServers"]) == {"other", "userX"}
+
+
+def test_codex_taken_out_of_two_projects_is_gone(tmp_path, codex_home):
+    """The second project's original of Codex's one config held the first's block:
+    restored, it left Lore registered for a project it had been taken out of."""
+    first, second = tmp_path / "a", tmp_path / "b"
+    for folder in (first, second):
+        (folder / ".lore" / "local").mkdir(parents=True)
+    (codex_home / "config.toml").write_text('model = "o3"\n')
+    install("codex", first, command=["lore"])
+    install("codex", second, command=["lore"])
+    uninstall("codex", first)
+    uninstall("codex", second)
+    assert (codex_home / "config.toml").read_text() == 'model = "o3"\n'
+
+
+def test_the_claude_md_linked_to_agents_md_keeps_its_block_while_claude_code_is_installed(project):
+    (project / "AGENTS.md").write_text("# Shared rules\n")
+    (project / "CLAUDE.md").symlink_to("AGENTS.md")
+    install("claude-code", project, command=["lore"], instructions=True)
+    install("cursor", project, command=["lore"], instructions=True)
+    assert "kept the Lore block in AGENTS.md: claude-code still uses it" in uninstall("cursor", project)
+    assert MD_BEGIN in (project / "CLAUDE.md").read_text()
+
+
+def test_the_originals_file_is_never_written_through_a_link(project, tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (project / ".lore/local/install-originals.json").symlink_to(victim)
+    with pytest.raises(ConfigError, match="install-originals.json.*link"):
+        install("cursor", project, command=["lore"])
+    assert victim.read_text() == "precious\n"
+
+
+def test_options_given_to_lore_in_its_entry_are_kept(root):
+    (root / ".mcp.json").write_text(
+        dump({"mcpServers": {"lore": {"command": "lore", "args": ["--agent", "reviewer", "mcp"]}}})
+    )
+    install("claude-code", root, command=PY)
+    server = json.loads((root / ".mcp.json").read_text())["mcpServers"]["lore"]
+    assert server == {"command": PY[0], "args": ["-m", "lore", "--agent", "reviewer", "mcp"]}
+    install("claude-code", root, command=["lore"])  # and again, another way of running lore
+    assert json.loads((root / ".mcp.json").read_text())["mcpServers"]["lore"]["args"] == [
+        "--agent",
+        "reviewer",
+        "mcp",
+    ]
+
+
+@pytest.mark.parametrize("entry", ["x", 5, ["lore", "mcp"], {"command": "x", "args": "str"}])
+def test_a_lore_entry_of_another_shape_is_one_line_naming_the_file(root, entry):
+    (root / ".mcp.json").write_text(dump({"mcpServers": {"lore": entry}}))
+    with pytest.raises(ConfigError, match=r"\.mcp\.json.*is not Lore's") as raised:
+        install("claude-code", root, command=["lore"])
+    assert "\n" not in str(raised.value) and "x s t r" not in str(raised.value)

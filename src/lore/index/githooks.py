@@ -71,8 +71,10 @@ _LOCK_FILE = "update.lock"
 _PENDING_FILE = "update.pending"
 
 
-def install(root: Path, command: list[str]) -> list[str]:
-    """Install (or update) Lore's block in each hook of :data:`HOOKS`.
+def install(root: Path, command: list[str], *, only_present: bool = False) -> list[str]:
+    """Install (or update) Lore's block in each hook of :data:`HOOKS`
+    (`only_present`: only update the hooks that hold the project's block, not
+    add it where someone took it out).
 
     Args:
         root: the work tree root. Hooks go where git looks for them: the
@@ -97,7 +99,8 @@ def install(root: Path, command: list[str]) -> list[str]:
             f"cannot create the hooks directory {directory}: {error}; "
             "check core.hooksPath (`git config core.hooksPath`)"
         ) from None
-    return [name for name in HOOKS if _install_hook(directory / name, name, command, project)]
+    names = [n for n in HOOKS if not only_present or _find_block(_read(directory / n), project) is not None]
+    return [name for name in names if _install_hook(directory / name, name, command, project)]
 
 
 def uninstall(root: Path) -> list[str]:

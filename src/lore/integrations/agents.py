@@ -142,8 +142,17 @@ def uninstall(agent: str, root: Path) -> list[str]:
     else:
         changes += _codex_uninstall(root)
     md = root / _instructions_file(agent)
-    other = {"codex": "cursor", "cursor": "codex"}.get(agent)
-    if other and _is_installed(other, root):
+    # Another agent installed here reading the same file (AGENTS.md for codex and
+    # cursor; CLAUDE.md linked to AGENTS.md, as docs/integrations.md suggests).
+    other = next(
+        (
+            a
+            for a in AGENTS
+            if a != agent and _same_file(root / _instructions_file(a), md) and _is_installed(a, root)
+        ),
+        None,
+    )
+    if other:
         if _has_block(md, MD_BEGIN):
             changes.append(_Change(None, None, f"kept the Lore block in {md.name}: {other} still uses it"))
     else:
@@ -182,11 +191,22 @@ def _instructions_file(agent: str) -> str:
     return "CLAUDE.md" if agent == "claude-code" else "AGENTS.md"
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two paths are one file (by name, or a link from one to the other)."""
+    if a == b:
+        return True
+    try:
+        return a.exists() and b.exists() and a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
 def _is_installed(agent: str, root: Path) -> bool:
     """Whether `agent` still has Lore's MCP server for this project (best effort)."""
     try:
-        if agent == "cursor":
-            doc = _load_json(_read(root / ".cursor" / "mcp.json"))
+        if agent in ("cursor", "claude-code"):
+            config = root / ".cursor" / "mcp.json" if agent == "cursor" else root / ".mcp.json"
+            doc = _load_json(_read(config))
             servers = doc.get("mcpServers") if isinstance(doc, dict) else None
             return isinstance(servers, dict) and SERVER_NAME in servers
         text = _read(codex_config_path()).text
@@ -303,11 +323,11 @@ def _apply(changes: list[_Change], root: Path, *, installing: bool) -> list[str]
                 entry = {"original": _b64(before), "written": None}
             entry["written"] = _digest(after)
             originals[key] = entry
-        elif entry is not None:
-            if after == _unb64(entry["original"]):
-                originals.pop(key)  # back as it was: nothing left to remember
-            else:
-                entry["written"] = _digest(after)  # Lore still has a part in it
+        else:
+            # Lore's part is out of the file: what it held before is no longer worth
+            # keeping (restored later, it would undo every edit made since; a merge
+            # already gave the user's edits back).
+            originals.pop(key, None)
     _save_originals(root, originals)
     return [change.line for change in changes]
 
@@ -339,6 +359,8 @@ def _restore_exactly(change: _Change, entry: _Original, current: bytes | None, r
     original = _unb64(entry["original"])
     if original is None:
         return  # Lore created it; the planned change deletes it when it held only Lore's
+    if TOML_BEGIN.encode() in original or MD_BEGIN.encode() in original:
+        return  # it held a block of Lore's already (another project's, Codex's one config): merge
     assert change.file is not None
     change.text, change.raw = None, original
     change.line = f"restored {_show(change.file.path, root)} as it was before Lore"
@@ -390,6 +412,13 @@ def _save_originals(root: Path, originals: dict[str, _Original]) -> None:
     path = root / ORIGINALS
     if not (root / ".lore").is_dir():
         return  # not a Lore project (the library used on a plain folder): nothing to keep them in
+    if path.is_symlink() or not atomic.contained(root, path.parent):
+        # A config's bytes (and a link's target, overwritten) never go outside the project.
+        raise ConfigError(
+            "is a link, or in a folder that leads out of the project; make .lore/local a folder "
+            "of the project and remove the link, then run the command again",
+            path=ORIGINALS,
+        )
     if not originals:
         if path.exists():
             path.unlink()
@@ -488,14 +517,36 @@ def _set_server(doc: JsonDoc, server: dict[str, Any]) -> JsonDoc:
     if entry is not None and not _runs_lore(entry):
         # A server of the user's own under Lore's name (a wrapper script...):
         # replacing it would lose it, and so would uninstalling later.
-        shown = " ".join(str(part) for part in [entry.get("command", ""), *(entry.get("args") or [])])
         raise _ShapeProblem(
-            f"its MCP server '{SERVER_NAME}' is not Lore's (it runs {shown.strip()[:120] or 'something else'}); "
+            f"its MCP server '{SERVER_NAME}' is not Lore's (it runs {_runs(entry)[:120] or 'something else'}); "
             f"rename or remove that entry, or add Lore under '{SERVER_NAME}' by hand"
         )
-    # Keep keys the user added to Lore's entry (env, type, ...); set only ours.
-    servers[SERVER_NAME] = {**entry, **server} if isinstance(entry, dict) else dict(server)
+    # Keep keys the user added to Lore's entry (env, type, ...), and the options
+    # they gave lore (`--agent reviewer`); set only ours.
+    if isinstance(entry, dict):
+        server = {**server, "args": [*server["args"][:-1], *_own_options(entry), "mcp"]}
+        servers[SERVER_NAME] = {**entry, **server}
+    else:
+        servers[SERVER_NAME] = dict(server)
     return doc
+
+
+def _runs(entry: object) -> str:
+    """What an MCP server entry runs, as one line (whatever its shape)."""
+    if not isinstance(entry, dict):
+        return json.dumps(entry)
+    args = entry.get("args")
+    parts = [entry.get("command", ""), *(args if isinstance(args, list) else [args] if args else [])]
+    return " ".join(str(part) for part in parts).strip()
+
+
+def _own_options(entry: dict[str, Any]) -> list[str]:
+    """The options a user gave lore in its entry, between how lore is run and
+    ``mcp`` (``lore --agent reviewer mcp``)."""
+    args = list(entry.get("args") or [])[:-1]
+    if Path(str(entry.get("command", ""))).name.lower().startswith("python") and args[:2] == ["-m", "lore"]:
+        args = args[2:]
+    return [str(a) for a in args]
 
 
 def _runs_lore(entry: object) -> bool:

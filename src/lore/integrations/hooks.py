@@ -37,9 +37,14 @@ if TYPE_CHECKING:
 Payload: TypeAlias = dict[str, Any]
 
 
-def run_hook(event: str, project: str, stdin: TextIO | None = None) -> int:
+def run_hook(event: str, project: str | None, stdin: TextIO | None = None) -> int:
+    """Handle one hook `event` for `project` (``--project``, else Claude Code's
+    ``CLAUDE_PROJECT_DIR``; None: the payload's ``cwd``, else the current
+    folder). The payload's ``cwd`` never wins over a project given: a hook's
+    input is the agent's, and it would record prompts in another project."""
     started = time.time()
     lore: Lore | None = None
+    where = project
     try:
         payload, unusable = _payload(stdin or sys.stdin)
         from lore.service import Lore
@@ -48,7 +53,8 @@ def run_hook(event: str, project: str, stdin: TextIO | None = None) -> int:
         if cwd is not None and not isinstance(cwd, str):  # then the project given, and a log line
             unusable = unusable or f"'cwd' is {type(cwd).__name__}, not a folder's path"
             cwd = None
-        lore = Lore.open(cwd or project, agent=os.environ.get("LORE_AGENT") or "claude-code")
+        where = project or cwd or "."
+        lore = Lore.open(where, agent=os.environ.get("LORE_AGENT") or "claude-code")
         if unusable is not None:  # logged, never handled as if it were an (empty) event
             _log(lore, f"skipped {event}: {unusable}; nothing done")
             return 0
@@ -57,7 +63,7 @@ def run_hook(event: str, project: str, stdin: TextIO | None = None) -> int:
     except Exception as err:
         if lore is not None:
             _log(lore, f"error {event}: {err}")
-        else:
+        elif not _log_in(where, f"error {event}: {err}"):  # a broken config.toml: said where hooks say
             print(f"lore hook {event}: {err}", file=sys.stderr)
     finally:
         if lore is not None:
@@ -205,12 +211,21 @@ def _payload(stream: TextIO) -> tuple[Payload, str | None]:
 
 
 def _log(lore: Lore, line: str) -> None:
+    _log_in(lore.project.root, line)
+
+
+def _log_in(root: str | os.PathLike[str] | None, line: str) -> bool:
+    """Append `line` to `root`'s ``.lore/local/hooks.log`` when `root` has a
+    ``.lore/`` (its Lore could not be opened: a broken config.toml); whether it was."""
     from lore.atomic import append_line
+    from lore.project import LORE_DIR
     from lore.secrets import redact
 
+    if root is None or not (Path(root) / LORE_DIR).is_dir():
+        return False
     # redacted: an error may name a transcript's path or an id the payload gave
-    append_line(
-        lore.project.root,
-        lore.project.local_dir / "hooks.log",
+    return append_line(
+        Path(root),
+        Path(root) / LORE_DIR / "local" / "hooks.log",
         f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {redact(line)[0]}",
     )

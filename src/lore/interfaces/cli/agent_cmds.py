@@ -117,7 +117,7 @@ def hook(ctx, event):
     """Claude Code hook entry point: reads the hook's JSON on stdin. Never fails the agent."""
     from lore.integrations.hooks import run_hook
 
-    sys.exit(run_hook(event, ctx.obj.get("project") or os.environ.get("CLAUDE_PROJECT_DIR") or "."))
+    sys.exit(run_hook(event, ctx.obj.get("project") or os.environ.get("CLAUDE_PROJECT_DIR") or None))
 
 
 @click.command()

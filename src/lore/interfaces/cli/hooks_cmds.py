@@ -182,12 +182,13 @@ def _log(root, log, line: str) -> None:
 
 def _renew_hooks(root) -> None:
     """Hooks installed by an older Lore ran `python -m lore` without -P: bring
-    their block up to date (nothing is written when it already is)."""
+    their block up to date (nothing is written when it already is). A hook
+    someone took Lore out of, or a hook manager wrote anew, stays as it is."""
     from lore.errors import LoreError
     from lore.index import githooks
 
     try:
-        githooks.install(root, hook_command(root))
+        githooks.install(root, hook_command(root), only_present=True)
     except (OSError, LoreError):
         pass  # a hook that can't be rewritten keeps working as it is
 
