@@ -724,3 +724,42 @@ def test_a_lore_entry_of_another_shape_is_one_line_naming_the_file(root, entry):
     with pytest.raises(ConfigError, match=r"\.mcp\.json.*is not Lore's") as raised:
         install("claude-code", root, command=["lore"])
     assert "\n" not in str(raised.value) and "x s t r" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('{"a": 1e400}', "too large to write back"),
+        ('{"a": NaN}', "holds NaN"),
+        ('{"dup": 1, "dup": 2}', 'gives the key "dup" twice'),
+    ],
+)
+def test_json_that_would_not_be_written_back_the_same_is_left_alone(root, text, said):
+    """Rewritten, 1e400 became Infinity (which Node's JSON.parse rejects) and a key
+    given twice lost one of its values."""
+    (root / ".claude").mkdir()
+    (root / ".claude/settings.json").write_text(text)
+    with pytest.raises(ConfigError, match=said):
+        install("claude-code", root, command=["lore"])
+    assert (root / ".claude/settings.json").read_text() == text
+
+
+def test_a_crlf_instructions_file_keeps_its_line_ends(project):
+    (project / "CLAUDE.md").write_bytes(b"# Rules\r\nBe brief here.")
+    install("claude-code", project, command=["lore"], instructions=True)
+    with (project / "CLAUDE.md").open("ab") as handle:
+        handle.write(b"\r\nMore rules.\r\n")
+    uninstall("claude-code", project)
+    data = (project / "CLAUDE.md").read_bytes()
+    assert b"More rules." in data and b"\n" not in data.replace(b"\r\n", b"")
+
+
+def test_folders_that_were_there_before_install_stay_after_uninstall(project):
+    (project / ".claude").mkdir()
+    (project / ".cursor").mkdir()
+    install("claude-code", project, command=["lore"])
+    install("cursor", project, command=["lore"])
+    uninstall("claude-code", project)
+    uninstall("cursor", project)
+    assert (project / ".claude").is_dir() and (project / ".cursor").is_dir()
+    assert not (project / ".mcp.json").exists()

@@ -40,7 +40,7 @@ import stat
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeAlias, TypedDict
+from typing import Any, NotRequired, TypeAlias, TypedDict
 
 from lore import atomic
 from lore.errors import ConfigError, LoreError, NotFound, UsageError, ValidationError
@@ -256,11 +256,12 @@ def _write(file: _TextFile, text: str, *, new_mode: int = 0o644) -> None:
     _write_bytes(file.path, (("\ufeff" if file.bom else "") + text).encode("utf-8"), new_mode=new_mode)
 
 
-def _delete(path: Path, root: Path) -> None:
-    """Delete a file Lore emptied, and its folder if that is now empty and inside the project."""
+def _delete(path: Path, root: Path, *, folder_too: bool = True) -> None:
+    """Delete a file Lore emptied, and its folder if that is now empty, inside the
+    project and (`folder_too`) made by Lore's install."""
     path.unlink()
     folder = path.parent
-    if folder != root and root in folder.parents:
+    if folder_too and folder != root and root in folder.parents:
         try:
             folder.rmdir()
         except OSError:
@@ -287,6 +288,7 @@ class _Original(TypedDict):
 
     original: str | None
     written: str | None
+    made_folder: NotRequired[bool]  # its folder did not exist before either (uninstall may remove it)
 
 
 def _apply(changes: list[_Change], root: Path, *, installing: bool) -> list[str]:
@@ -300,12 +302,13 @@ def _apply(changes: list[_Change], root: Path, *, installing: bool) -> list[str]
             continue
         key = str(change.file.path.absolute())
         before = _bytes(change.file.path)
+        had_folder = change.file.path.parent.is_dir()
         entry = originals.get(key)
         if not installing and entry is not None:
             _restore_exactly(change, entry, before, root)
         try:
             if change.text is None and change.raw is None:
-                _delete(change.file.path, root)
+                _delete(change.file.path, root, folder_too=entry is None or entry.get("made_folder", True))
             elif change.raw is not None:
                 _write_bytes(change.file.path, change.raw)
             else:
@@ -320,7 +323,7 @@ def _apply(changes: list[_Change], root: Path, *, installing: bool) -> list[str]
             if entry is None and _holds_secrets(before):
                 continue  # never copied anywhere: uninstall merges instead
             if entry is None:
-                entry = {"original": _b64(before), "written": None}
+                entry = {"original": _b64(before), "written": None, "made_folder": not had_folder}
             entry["written"] = _digest(after)
             originals[key] = entry
         else:
@@ -451,17 +454,45 @@ def _load_json(file: _TextFile) -> JsonDoc:
     if not file.exists:
         return {}
     try:
-        doc = json.loads(file.text)
+        doc = json.loads(file.text, parse_constant=_no_constant, parse_float=_finite, object_pairs_hook=_once)
     except json.JSONDecodeError as err:
         raise ConfigError(
             f"is not valid JSON (line {err.lineno}: {err.msg}); fix it, then run the command again",
             path=file.path,
         ) from None
+    except _Unwritable as err:  # rewritten, it would not be the JSON the agent read
+        raise ConfigError(f"{err}; fix it, then run the command again", path=file.path) from None
     if not isinstance(doc, dict):
         raise ConfigError(
             "must hold a JSON object ({...}); fix it, then run the command again", path=file.path
         )
     return doc
+
+
+class _Unwritable(ValueError):
+    """A JSON document Lore could read but not write back as the same JSON."""
+
+
+def _no_constant(name: str) -> float:
+    raise _Unwritable(f"holds {name}, which is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise _Unwritable(f"holds the number {text[:40]}, too large to write back")
+    return value
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Unwritable(
+                f"gives the key {json.dumps(key)[:80]} twice (which one counts depends on the reader)"
+            )
+        out[key] = value
+    return out
 
 
 def _dump_json(doc: JsonDoc, file: _TextFile) -> str:
@@ -679,12 +710,12 @@ def _find_block(text: str, begin: str, end: str, path: Path) -> tuple[int, int] 
     return None
 
 
-def _put_block(text: str, block: str, span: tuple[int, int] | None) -> str:
+def _put_block(text: str, block: str, span: tuple[int, int] | None, newline: str = "\n") -> str:
     if span is not None:
         return text[: span[0]] + block + text[span[1] :]
     if not text:
         return block
-    sep = "\n" if text.endswith("\n") else "\n\n"
+    sep = newline if text.endswith("\n") else newline * 2  # in the file's own line ends
     return text + sep + block
 
 
@@ -716,7 +747,7 @@ def _md_install(path: Path, root: Path) -> list[_Change]:
     block = (f"{MD_BEGIN}\n{INSTRUCTIONS.rstrip()}\n{MD_END}\n").replace("\n", file.newline)
     span = _find_block(file.text, MD_BEGIN, MD_END, path)
     text = _later_blocks_cut(file.text, span, path) if span else file.text
-    new = _put_block(text, block, span)
+    new = _put_block(text, block, span, file.newline)
     if file.exists and new == file.text:
         return []
     shown = _show(path, root)
