@@ -52,6 +52,9 @@ def test_init_in_a_subfolder_goes_to_the_git_root_and_says_why(repo):
     assert again["project"] == str(repo) and again["created"] == [] and "top folder" in again["reason"]
     here = cli.json("init", "--here")
     assert here["project"] == str(sub) and here["reason"] is None and (sub / ".lore/memory").is_dir()
+    # Every file it made is listed (docs/cli.md), the private folder's .gitignore too.
+    made = [".lore/", ".lore/memory/", ".lore/local/", ".lore/config.toml", ".lore/.gitignore"]
+    assert sorted(here["created"]) == sorted([*made, ".lore/local/.gitignore"])
     # Commands run in the subfolder now find the nearer project.
     assert cli.json("stats")["project"] == str(sub)
 

@@ -885,6 +885,11 @@ def test_recall_json_is_003s_context_result(work):
     subjects = [w["title"] for w in data["related_work_items"]]
     assert "Fix token refresh race in the session store" in subjects
     assert {"T-100", "T-101", "T-102"} & {w["id"] for w in data["related_work_items"]}
+    # One shape for both kinds (docs/cli.md): a task's item had no date and no files.
+    for w in data["related_work_items"]:
+        assert {"id", "title", "type", "status", "relevance", "date", "files", "level"} <= set(w), w
+        if w["type"] == "task":
+            assert w["date"].startswith("20") and isinstance(w["files"], list)
 
     # --markdown (the default) prints exactly the block the JSON carries; its ids open with `lore show`.
     md = work("recall", "Fix token refresh race", "--markdown").stdout

@@ -166,7 +166,11 @@ class Project:
                 write_atomic(target, text)
                 created.append(str(target.relative_to(root)))
         project = cls(root, load_settings(lore / "config.toml"))
+        marker = project.local_dir / ".gitignore"
+        had_marker = marker.exists()
         project.keep_private()
+        if not had_marker and marker.exists():
+            created.append(str(marker.relative_to(root)))
         return project, created
 
     def keep_private(self) -> None:

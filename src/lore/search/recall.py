@@ -146,9 +146,13 @@ def recall(
     if include_memories:
         hits, found = memory_part(searcher, memories, request)
         items += found
-        for hit in hits[: request.limit_per_type] if include_related_work else []:
-            if hit.task_id and hit.task_id not in tasks:
-                tasks[hit.task_id] = task_item(hit.task_id, hit.title, hit.score)
+        done = [h for h in hits[: request.limit_per_type] if h.task_id] if include_related_work else []
+        files_of = _files_of(memories.store, [h.id for h in done])
+        for hit in done:
+            if hit.task_id is not None and hit.task_id not in tasks:
+                tasks[hit.task_id] = task_item(
+                    hit.task_id, hit.title, hit.score, hit.occurred_at, files_of.get(hit.id, [])
+                )
     items += files
     if include_related_work:
         work = [work_item(c) for c in commits] + list(tasks.values())
@@ -520,14 +524,30 @@ def work_item(commit: CommitHit) -> Item:
     )
 
 
-def task_item(task: str, title: str, score: float) -> Item:
+def task_item(task: str, title: str, score: float, date: str = "", files: list[str] | None = None) -> Item:
     return Item(
         "work",
         f"task:{task}",
         0.7 * score,
         {"L1": f"- task `{task}`: {title}"},
-        {"id": task, "title": title, "type": "task", "status": "done", "relevance": round(score, 4)},
+        {
+            "id": task,
+            "title": title,
+            "type": "task",
+            "status": "done",
+            "relevance": round(score, 4),
+            "date": date,  # the task memory's, as a commit's is its own (one shape for both)
+            "files": list(files or []),
+        },
     )
+
+
+def _files_of(store: Store, memory_ids: list[str]) -> dict[str, list[str]]:
+    """{memory id: the files it names} of these (already visible) memories."""
+    if not memory_ids:
+        return {}
+    found = store.memories(MemoryFilter(ids=memory_ids, include_private=True), limit=len(memory_ids))
+    return {record.id: list(record.files) for record in found}
 
 
 def build(request: RecallRequest, items: list[Item]) -> RecallPack:
