@@ -763,3 +763,36 @@ def test_folders_that_were_there_before_install_stay_after_uninstall(project):
     uninstall("cursor", project)
     assert (project / ".claude").is_dir() and (project / ".cursor").is_dir()
     assert not (project / ".mcp.json").exists()
+
+
+def test_an_install_that_cannot_write_one_file_changes_none(project, monkeypatch):
+    """.mcp.json was rewritten, then .claude/settings.json could not be: the
+    command failed with the first file changed and no original remembered."""
+    before = dump({"mcpServers": {"x": {"command": "x"}}})
+    (project / ".mcp.json").write_text(before)
+    real = os.replace
+
+    def refuse_settings(src, dst):
+        if str(dst).endswith("settings.json"):
+            raise PermissionError(1, "Operation not permitted")
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", refuse_settings)
+    with pytest.raises(ConfigError, match="settings.json: cannot write.*nothing was changed"):
+        install("claude-code", project, command=["lore"])
+    assert (project / ".mcp.json").read_text() == before
+
+
+@pytest.mark.parametrize(
+    "server",
+    [
+        {"command": "x", "headers": {"x-api-key": "k_live_0123456789abcdefABCDEF"}},
+        {"command": "x", "args": ["--key", "Zx9Qp2Lm7Rt4Vb8Nc1Kd3Fg"]},
+    ],
+)
+def test_a_config_holding_a_credential_the_detector_misses_is_never_copied(project, server):
+    (project / ".mcp.json").write_text(dump({"mcpServers": {"x": server}}))
+    install("claude-code", project, command=["lore"])
+    # A file's bytes are remembered under its path (install-originals.json): not this one's.
+    originals = project / ".lore/local/install-originals.json"
+    assert not originals.exists() or str(project / ".mcp.json") not in originals.read_text()

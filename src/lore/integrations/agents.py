@@ -297,6 +297,7 @@ def _apply(changes: list[_Change], root: Path, *, installing: bool) -> list[str]
         if change.file is not None:
             _check_inside(change.file.path, root)
     originals = _load_originals(root)
+    done: list[tuple[Path, bytes | None]] = []  # what was written, and what it held before
     for change in changes:
         if change.file is None:
             continue
@@ -314,10 +315,13 @@ def _apply(changes: list[_Change], root: Path, *, installing: bool) -> list[str]
             else:
                 _write(change.file, change.text or "", new_mode=change.new_mode)
         except OSError as err:
+            _undo(done)  # all or nothing: the files written before this one get their bytes back
             raise ConfigError(
-                f"cannot write ({err.strerror or err}); check the permissions of the file and its folder",
+                f"cannot write ({err.strerror or err}); check the permissions of the file and its folder; "
+                "nothing was changed",
                 path=change.file.path,
             ) from None
+        done.append((change.file.path, before))
         after = _bytes(change.file.path)
         if installing:
             if entry is None and _holds_secrets(before):
@@ -333,6 +337,18 @@ def _apply(changes: list[_Change], root: Path, *, installing: bool) -> list[str]
             originals.pop(key, None)
     _save_originals(root, originals)
     return [change.line for change in changes]
+
+
+def _undo(done: list[tuple[Path, bytes | None]]) -> None:
+    """Put back what the files of a failed install or uninstall held (best effort)."""
+    for path, before in reversed(done):
+        try:
+            if before is None:
+                path.unlink(missing_ok=True)
+            else:
+                _write_bytes(path, before)
+        except OSError:
+            pass
 
 
 def _check_inside(path: Path, root: Path) -> None:
@@ -369,13 +385,42 @@ def _restore_exactly(change: _Change, entry: _Original, current: bytes | None, r
     change.line = f"restored {_show(change.file.path, root)} as it was before Lore"
 
 
+# A config's key, or a command-line flag, whose value is a credential whatever it looks like.
+_SECRET_NAME = re.compile(
+    r"(?i)(api[-_]?key|token|secret|passw(or)?d|credential|auth|private[-_]?key|^--?key$)"
+)
+
+
 def _holds_secrets(data: bytes | None) -> bool:
-    """Does a config file hold a credential? (Then its bytes are not remembered.)"""
+    """Does a config file hold a credential? (Then its bytes are not remembered.)
+    What the secret detector finds, and in JSON a value under a key named like
+    one (``"x-api-key": …``) or after such a flag in a server's args (``--key …``)."""
     if not data:
         return False
     from lore import secrets
 
-    return bool(secrets.redact(data.decode("utf-8", "replace"))[1])
+    text = data.decode("utf-8", "replace")
+    if secrets.redact(text)[1]:
+        return True
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return False
+    return _named_secret(doc)
+
+
+def _named_secret(value: object) -> bool:
+    if isinstance(value, dict):
+        return any(
+            (_SECRET_NAME.search(str(key)) and isinstance(item, str) and item.strip()) or _named_secret(item)
+            for key, item in value.items()
+        )
+    if isinstance(value, list):
+        flags = [
+            i for i, item in enumerate(value[:-1]) if isinstance(item, str) and _SECRET_NAME.search(item)
+        ]
+        return any(isinstance(value[i + 1], str) for i in flags) or any(_named_secret(item) for item in value)
+    return False
 
 
 def _bytes(path: Path) -> bytes | None:
