@@ -409,17 +409,24 @@ def _holds_secrets(data: bytes | None) -> bool:
     return _named_secret(doc)
 
 
+# A value that names where the secret is, not the secret: "${GITHUB_TOKEN}", "$API_KEY".
+_REFERENCE = re.compile(r"^\$\{?[A-Za-z_][A-Za-z0-9_]*\}?$")
+
+
 def _named_secret(value: object) -> bool:
+    def given(item: object) -> bool:
+        return isinstance(item, str) and bool(item.strip()) and not _REFERENCE.match(item.strip())
+
     if isinstance(value, dict):
         return any(
-            (_SECRET_NAME.search(str(key)) and isinstance(item, str) and item.strip()) or _named_secret(item)
+            (_SECRET_NAME.search(str(key)) and given(item)) or _named_secret(item)
             for key, item in value.items()
         )
     if isinstance(value, list):
         flags = [
             i for i, item in enumerate(value[:-1]) if isinstance(item, str) and _SECRET_NAME.search(item)
         ]
-        return any(isinstance(value[i + 1], str) for i in flags) or any(_named_secret(item) for item in value)
+        return any(given(value[i + 1]) for i in flags) or any(_named_secret(item) for item in value)
     return False
 
 
