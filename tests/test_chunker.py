@@ -496,8 +496,8 @@ SPLIT = {
     ],
     # Ruby's `end` lines join the unit above; `def self.empty` is a method too.
     "cart.rb": [
-        ("Shop", "module", 3, 4),
-        ("Shop.Cart", "class", 5, 5),
+        ("Shop", "module", 3, 3),
+        ("Shop.Cart", "class", 4, 5),  # its comment opens it
         ("Shop.Cart.initialize", "method", 6, 8),
         ("Shop.Cart.total", "method", 10, 13),
         ("Shop.Cart.empty", "method", 15, 19),
@@ -994,3 +994,34 @@ def test_a_long_run_of_blank_lines_between_two_lines_is_not_one_chunk():
         (1, 1, "first = 1"),
         (300_001, 300_001, "last = 2"),
     ]
+
+
+def test_a_divider_comment_opens_the_definition_below_it(tmp_path):
+    """`# -- anchors ----` a blank line above a method was a one-line chunk named
+    after the class: `lore code SQLiteStore` found three dividers before the class."""
+    body = "".join(f"        total += {n} * value\n" for n in range(12))
+    source = (
+        "import os\n\n\n"
+        "class Store:\n"
+        "    # -- reading --------------------------------\n\n"
+        f"    def read(self, value):\n        total = 0\n{body}        return total\n\n"
+        "    # -- writing --------------------------------\n\n"
+        f"    def write(self, value):\n        total = 1\n{body}        return total\n"
+    )
+    chunks = _chunks(tmp_path, "store.py", source, min_tokens=20, max_tokens=120)
+    assert not [
+        c
+        for c in chunks
+        if all(not line.strip() or line.strip().startswith("#") for line in c.text.splitlines())
+    ]
+    by_symbol = {c.symbol: c for c in chunks}
+    assert by_symbol["Store.read"].text.lstrip().startswith("# -- reading")
+    assert by_symbol["Store.write"].text.lstrip().startswith("# -- writing")
+    assert _covered(chunks) >= _non_blank(source)
+
+
+def test_a_preprocessor_line_is_no_comment_to_fold(tmp_path):
+    body = "".join(f"    total += {n};\n" for n in range(12))
+    source = f"#include <stdio.h>\n\nint add(int value) {{\n    int total = 0;\n{body}    return total;\n}}\n"
+    chunks = _chunks(tmp_path, "add.c", source, min_tokens=5, max_tokens=120)
+    assert not any(c.text.startswith("#include") and "int add" in c.text for c in chunks)

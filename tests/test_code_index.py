@@ -799,10 +799,19 @@ def test_files_of_languages_learned_since_they_were_indexed_are_chunked_again_on
             window = ChunkInput(CART_RB.rstrip(), 1, 11, section="lines", language="text")
             store.put_chunks(file_id, "code", [window])
             store.set_meta("chunker_version", "1")
-    assert index(repo)["files_processed"] == 1  # the Ruby file, not app.py
+    # The Ruby file, and app.py: version 3 chunks every file of a structured language again.
+    assert index(repo)["files_processed"] == 2
     hit = code(repo, "sum of the item prices", "--lang", "ruby")[0]
     assert (hit["file_path"], hit["symbol"], hit["language"]) == ("lib/cart.rb", "Cart", "ruby")
     assert index(repo)["files_processed"] == 0  # once
+    write(root, "README.md", "# Wombats\n\nThey eat grass.\n")
+    commit(root, "readme")
+    index(repo)
+    with lore.open(root) as project:  # an index of version 2: its dividers were chunks of their own
+        with project.store.transaction():
+            project.store.set_meta("chunker_version", "2")
+    assert index(repo)["files_processed"] == 2  # cart.rb and app.py, not README.md
+    assert index(repo)["files_processed"] == 0
 
 
 CART_C = "#include <stddef.h>\n\nint cart_total(const int *prices, size_t n) {\n  int sum = 0;\n  for (size_t i = 0; i < n; i++) sum += prices[i];\n  return sum;\n}\n"

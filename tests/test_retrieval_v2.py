@@ -312,6 +312,27 @@ def test_a_file_the_task_names_in_capitals_comes_first_whatever_its_role(repo):
     project.close()
 
 
+def test_a_test_file_the_task_names_is_ranked_with_source(repo):
+    """ "Fix the flaky test in tests/test_warm.py": the file was only listed
+    beside its source (tests stay in their tier), never as a likely file."""
+    write(repo, "src/warm.py", "def serve_warm(socket):\n    return socket.accept()\n")
+    write(repo, "src/cold.py", "def serve_cold(socket):\n    return socket.close()\n")
+    write(
+        repo,
+        "tests/test_warm.py",
+        "from warm import serve_warm\n\ndef test_serve_warm_times_out():\n    assert serve_warm\n",
+    )
+    commit(repo, "Warm server")
+    project = indexed(repo)
+    found = [
+        h.file_path for h in project.code_search("fix the flaky test in tests/test_warm.py", files_only=True)
+    ]
+    assert found[0] == "tests/test_warm.py", found
+    unnamed = [h.file_path for h in project.code_search("fix the flaky warm server test", files_only=True)]
+    assert unnamed.index("src/warm.py") < unnamed.index("tests/test_warm.py")  # unnamed, source first
+    project.close()
+
+
 @pytest.mark.storage_independent
 def test_which_files_a_document_name_in_capitals_names():
     from lore.search.files import _named_in_capitals

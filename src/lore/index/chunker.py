@@ -32,7 +32,7 @@ import importlib
 import re
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from lore.index.tokens import count_tokens
@@ -219,6 +219,8 @@ class _Unit:
 
 
 _COMMENT = re.compile(r"\s*(?:#|//|/\*|\*|--|;|%)")
+# A comment line in any of the chunked languages, `#include`, `#!` and `#[attr]` not counted.
+_REMARK = re.compile(r"\s*(?:#(?![A-Za-z!\[])|//|/\*|\*|--\s|<!--)")
 _DEEP = 1 << 20  # the depth of a line that starts no statement (inside a string, a `}`)
 # A node's counted ancestors, innermost first: (start row, how many, the rest).
 _Chain = tuple[int, int, "_Chain"] | None
@@ -287,7 +289,18 @@ class _Sizes:
         pieces: list[_Unit] = []
         cursor = lo
         for unit in units:
+            before = len(pieces)
             self._add_gap(pieces, cursor, unit.start - 1, scope, gap_kind)
+            first = self._remarks_from(pieces[-1]) if len(pieces) > before else None
+            if first is not None:
+                # A divider (`# -- anchors ----`) or remarks closing the gap above the
+                # unit, a blank line apart, open it: alone, a one-line chunk named
+                # after the class outranked the definitions in name lookups.
+                gap = pieces.pop()
+                start, end = self._trim(gap.start, first - 1)
+                if start <= end:
+                    pieces.append(replace(gap, start=start, end=end))
+                unit = replace(unit, start=first)
             pieces.append(unit)
             cursor = unit.end + 1
         self._add_gap(pieces, cursor, hi, scope, gap_kind)
@@ -319,6 +332,18 @@ class _Sizes:
             pieces[-1].end = end
         else:
             pieces.append(_Unit(start, end, scope, kind))
+
+    def _remarks_from(self, piece: _Unit) -> int | None:
+        """The first row of the comments that end `piece` (blank rows between them
+        allowed; a C preprocessor line is no comment), or None when it ends in code."""
+        first = None
+        for row in range(piece.end, piece.start - 1, -1):
+            line = self.lines[row]
+            if _REMARK.match(line):
+                first = row
+            elif line.strip():
+                break
+        return first
 
     def _split(self, piece: _Unit) -> list[CodeChunk]:
         members = piece.members() if piece.members else None

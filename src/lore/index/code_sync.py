@@ -28,7 +28,10 @@ from lore.storage import ChunkInput, Store
 
 # Bumped when the chunker learns languages: an index made by an older version
 # chunks the files of the languages that version did not know again, once.
-CHUNKER_VERSION = "2"
+# Version 3 chunks the same languages, with the comments that close a gap
+# opening the unit below them (a divider was a chunk of its own): every file of
+# a structured language is chunked again, once.
+CHUNKER_VERSION = "3"
 # The languages each version chunked as such (anything else was "text" windows).
 CHUNKER_LANGUAGES = {
     "1": frozenset({"python", "javascript", "typescript", "tsx", "go", "rust", "java", "markdown", "rst"}),
@@ -40,6 +43,8 @@ CHUNKER_LANGUAGES = {
         }
     ),
 }
+CHUNKER_LANGUAGES["3"] = CHUNKER_LANGUAGES["2"]
+_COMMENTS_FOLDED = "3"  # the first version that folds a gap's closing comments into the unit below
 KIND = "code"
 # Meta `prose_redaction`: prose and configuration chunks are redacted with the
 # memory rules (before, with code's machine-made-only masking); "2": secrets are
@@ -127,6 +132,8 @@ def sync_code(
     # Files of languages the chunker learned since they were indexed: chunked again once.
     version = store.get_meta("chunker_version") or "1"
     relabel = _new_languages(known, CHUNKER_LANGUAGES.get(version, frozenset())) if known else set()
+    if known and version.isdigit() and int(version) < int(_COMMENTS_FOLDED):
+        relabel |= _structured(known)
     if known and store.get_meta("prose_redaction") != PROSE_REDACTION:
         relabel |= {rel for rel in known if _is_prose(rel)}
         relabel |= _holding_keys(store)
@@ -231,6 +238,14 @@ def shown_text(rel: str, text: str) -> str:
     from lore.secrets import mask_code, redact
 
     return redact(text)[0] if _is_prose(rel) else mask_code(text)[0]
+
+
+def _structured(known: dict[str, Any]) -> set[str]:
+    """Indexed files the chunker cuts by their syntax (not Markdown, not plain windows)."""
+    from lore.index.chunker import language_for
+
+    syntax = CHUNKER_LANGUAGES[CHUNKER_VERSION] - {"markdown", "rst"}
+    return {rel for rel in known if language_for(rel) in syntax}
 
 
 def _new_languages(known: dict[str, Any], indexed: frozenset[str]) -> set[str]:

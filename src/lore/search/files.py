@@ -49,8 +49,10 @@ the MCP tools:
    at half its fused evidence. Tests stay in their tier, right after
    source, even when asked for: a source file lists its tests beside it,
    and "add tests" in a task describes the change more often than its
-   target. On five time-split repositories this strict order beat role
-   weights multiplied into the fused score.
+   target; a test file the task names by its name (``fix
+   tests/test_warm.py``) is ranked with source. On five time-split
+   repositories this strict order beat role weights multiplied into the
+   fused score.
 
 The score shown for a file is the relevance of its own evidence: its best
 chunk's (the score ``lore code`` shows that chunk with) or its best similar
@@ -399,7 +401,8 @@ def _ranked_files(
     scope = scope_words(code_query.text)
     # A file named in capitals ("update the README") is ranked as source is, whatever its role.
     capitals = _named_in_capitals(fused, code_query.text, lambda: store.paths("code"))
-    named_files = {**_named(fused, code_query.text), **dict.fromkeys(capitals, 1.0)}
+    by_name = _named(fused, code_query.text)
+    named_files = {**by_name, **dict.fromkeys(capitals, 1.0)}
     for named in (_in_scope(fused, scope) if scope else {}, named_files):
         for rank, path in enumerate(sorted(named, key=lambda p: (-named[p], -fused[p]))):
             fused[path] += 1.0 / (FILE_RRF_K + 1 + rank)
@@ -415,7 +418,9 @@ def _ranked_files(
         role = best.chunk.role if best is not None else roles.get(path)
         weight = ROLE_WEIGHT.get(role or "source", 1.0)
         tier = weight
-        if path in capitals and role != "test":  # a test still comes beside its source
+        # Named in capitals, ranked as source (a test still comes beside its source,
+        # unless the task names it by its name: "fix tests/test_warm.py").
+        if (path in capitals and role != "test") or (path in by_name and role == "test"):
             weight = tier = 1.0
         elif role in asked and role not in ("source", "test"):
             # a role the task asks for is ranked with source, below it at equal evidence
