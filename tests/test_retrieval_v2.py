@@ -946,6 +946,24 @@ def test_a_named_definition_or_file_comes_first_then_source(repo):
     project.close()
 
 
+def test_a_one_word_lookup_finds_the_definition_past_the_many_names_holding_the_word(repo):
+    """`lore code redact` on Lore's own code listed redact_fields, redact_values,
+    warn_redacted... and never `def redact`; `lore code MAX_LIMIT` put a test's
+    comment before the constant's assignment."""
+    names = ("fields", "values", "names", "tags", "paths", "links", "titles", "bodies", "notes", "keys")
+    helper = 'def redact_{0}(text):\n    """Redact the {0} parts: redact, redact, redact."""\n    return redact(text)\n\n\n'
+    write(repo, "src/kit/helpers.py", "".join(helper.format(n) for n in names) * 4)
+    write(repo, "src/kit/secrets.py", "import re\n\n\ndef redact(text):\n    return re.sub('x', '*', text)\n")
+    write(repo, "src/kit/limits.py", "import os\n\nMAX_LIMIT = 50\n")
+    write(repo, "tests/test_limits.py", "# MAX_LIMIT is fifty\nfrom kit.limits import MAX_LIMIT\n")
+    commit(repo, "Kit")
+    project = indexed(repo)
+    first = project.code_search("redact")[0]
+    assert (first.file_path, first.symbol) == ("src/kit/secrets.py", "redact")
+    assert project.code_search("MAX_LIMIT")[0].file_path == "src/kit/limits.py"
+    project.close()
+
+
 def test_a_task_foreign_to_the_project_packs_nothing_found_by_meaning_alone(repo):
     """Tasks of words the project never uses ("tuba kumquat nebula") filled
     click's pack with files, code and past commits found by meaning alone at

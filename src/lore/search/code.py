@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import field
 from datetime import UTC, datetime, timedelta
@@ -107,6 +108,15 @@ def search_code(
         return 1.0 if role in asked else ROLE_WEIGHT.get(role, 1.0)
 
     named = [token for token in query.exact if " " not in token]
+    word = query.text.strip()
+    if not named and _IDENTIFIER.fullmatch(word):  # one word names what it looks for (`lore code redact`)
+        named = [word.lower()]
+    if named and not any(named_by(hit.chunk, named) for hit in found):
+        # The definition is below the first candidates (`redact` is in many functions'
+        # names and bodies): read deeper for it, once.
+        deeper = hybrid.search(store, "code", query, limit=pool * 8, flt=flt, mode=mode, fusion_mode=fusion)
+        seen = {hit.chunk.chunk_id for hit in found}
+        found += [h for h in deeper if named_by(h.chunk, named) and h.chunk.chunk_id not in seen][:limit]
     lifting = 1 if is_lookup(query) else 2  # the exactness that goes above the tiers
     ranked = sorted(
         found,
@@ -122,6 +132,7 @@ def search_code(
 
 # Chunk results are read this deep before they are put in role order.
 TIERED_POOL = 30
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
 
 def search_files(

@@ -192,7 +192,10 @@ def _defines(name: str) -> re.Pattern[str]:
     """`name` (lower case) defined: after a defining word, with a Go receiver
     or up to two words of type between them (``public static Gson create``)."""
     return re.compile(
-        rf"\b(?:{_DEFINING})\s+(?:\([^()\n]*\)\s*|[\w<>\[\]?,.*&]+\s+){{0,2}}{re.escape(name)}\b", re.I
+        rf"\b(?:{_DEFINING})\s+(?:\([^()\n]*\)\s*|[\w<>\[\]?,.*&]+\s+){{0,2}}{re.escape(name)}\b"
+        # or assigned at the start of a line: a constant, a module-level name (`MAX_LIMIT = 50`)
+        rf"|^[ \t]*{re.escape(name)}[ \t]*(?::[^=\n]+)?=(?!=)",
+        re.I | re.M,
     )
 
 
