@@ -121,3 +121,35 @@ def test_vectors_damaged_into_nan_are_left_out_without_warnings(tmp_path):
     import json
 
     assert json.loads(proc.stdout)[0]["title"] == "Pets"
+
+
+@pytest.mark.skipif(ON_POSTGRES, reason="the process's matrix cache belongs to the SQLite backend")
+def test_another_writers_new_version_waits_a_moment(tmp_path, monkeypatch):
+    """A hook's `lore index` embedding batch after batch gave every batch a new
+    version, and an MCP server read the whole matrix again at each recall
+    (~1 s at 53k vectors instead of ~30 ms). Another writer's version may wait
+    STALE_SECONDS; what the store writes itself is read at once (it asks
+    without stale_ok: every in-process add-then-search test)."""
+    import numpy as np
+
+    reads = []
+
+    def rows(n):
+        def read():
+            reads.append(n)
+            return [(i, np.eye(4, dtype=np.float32)[i % 4].tobytes()) for i in range(n)]
+
+        return read
+
+    db = tmp_path / ".lore" / "index.db"
+    vectors._CACHE.clear()
+    first = vectors.vector_set(db, "id", "code", "m", 1, rows(2), 4)
+    assert vectors.vector_set(db, "id", "code", "m", 2, rows(3), 4, stale_ok=True) is first
+    assert vectors.held_vector_set(db, "code", "m", 2, 4, stale_ok=True) is first
+    assert reads == [2]
+    monkeypatch.setattr(vectors, "STALE_SECONDS", 0.0)
+    assert len(vectors.vector_set(db, "id", "code", "m", 2, rows(3), 4, stale_ok=True)) == 3
+    monkeypatch.setattr(vectors, "STALE_SECONDS", 1000.0)
+    assert len(vectors.vector_set(db, "id", "code", "m", 3, rows(4), 4)) == 4  # not stale_ok: read at once
+    assert reads == [2, 3, 4]
+    vectors._CACHE.clear()

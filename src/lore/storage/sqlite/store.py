@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from lore.errors import PAST_LIMITS
 from lore.storage.base import (
+    KINDS,
     AnchorRecord,
     AnyFilter,
     ChunkFilter,
@@ -143,6 +144,9 @@ class SQLiteStore:
         self._in_transaction = 0
         self._healed = False
         self._noted_dimensions = False
+        # Kinds whose vectors this store changed since it last read their matrix:
+        # read again at once (another process's changes may wait STALE_SECONDS).
+        self._wrote_vectors: set[str] = set()
         self._records = RecordCache()
         self.db = self._open()
 
@@ -328,6 +332,7 @@ class SQLiteStore:
         return int(self.get_meta("vectors_version", "0") or 0)
 
     def _vectors_changed(self) -> None:
+        self._wrote_vectors.update(KINDS)
         self.db.execute(
             "INSERT INTO meta(key, value) VALUES ('vectors_version', '1') "
             "ON CONFLICT(key) DO UPDATE SET value = value + 1"
@@ -893,10 +898,10 @@ class SQLiteStore:
         already (reading one is the searching thread's to do)."""
         from lore.storage.sqlite.vectors import held_vector_set
 
-        path, version = self.path, self.vectors_version()
+        path, version, stale_ok = self.path, self.vectors_version(), kind not in self._wrote_vectors
 
         def ahead(query: np.ndarray) -> None:
-            vectors = held_vector_set(path, kind, model, version, len(query))
+            vectors = held_vector_set(path, kind, model, version, len(query), stale_ok=stale_ok)
             if vectors is not None:
                 vectors.ahead(query)
 
@@ -930,7 +935,9 @@ class SQLiteStore:
             self.vectors_version(),
             lambda: self._vector_rows(kind, model),
             dim,
+            stale_ok=kind not in self._wrote_vectors,
         )
+        self._wrote_vectors.discard(kind)
         if (found.skipped or found.damaged) and not self._noted_dimensions:
             self._noted_dimensions = True
             what = []

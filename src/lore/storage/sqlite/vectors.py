@@ -23,6 +23,7 @@ import functools
 import hashlib
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import field
 from pathlib import Path
@@ -43,6 +44,14 @@ DISK_CACHE_MIN = 256
 
 # From this many vectors on, a 1-bit prefilter picks the rows scored exactly.
 APPROX_MIN = 25_000
+
+# While another process writes vectors (a hook's `lore index` embedding a
+# commit's chunks, batch after batch), a matrix read at most this many seconds
+# ago serves searches: read again at every batch's new version, a 53k-vector
+# matrix made each recall of an MCP server take ~1 s instead of ~30 ms. What it
+# may miss meanwhile is the vector side of chunks embedded since (their words
+# still find them); rows of chunks removed since are left out where read.
+STALE_SECONDS = 2.0
 
 
 # Searches usually want at most this many results (a files ranking's code
@@ -76,6 +85,7 @@ class VectorSet:
     # query's: the same model name served a different model (re-embed), or damage.
     skipped: int = 0
     damaged: int = 0  # vectors holding NaN or infinity (damage): left out too
+    loaded_at: float = field(default_factory=time.monotonic, repr=False)
     _order: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
     _product: _Product | None = field(default=None, repr=False)  # the last query's (see similarities)
     _claiming: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -247,6 +257,8 @@ def vector_set(
     version: int,
     rows: Callable[[], list[tuple[int, bytes]]],
     dim: int,
+    *,
+    stale_ok: bool = False,
 ) -> VectorSet:
     """The (cached) matrix of `kind`'s `dim`-dimensional vectors for `model` at `version`.
 
@@ -255,10 +267,12 @@ def vector_set(
             neither the process nor the disk cache has this version.
         dim: the query's dimension; vectors of another are left out (counted
             in ``skipped``), as PostgreSQL compares only vectors of the query's.
+        stale_ok: a matrix of an older version read less than
+            :data:`STALE_SECONDS` ago will do (another process is writing).
     """
     key = (str(db_path), kind, model)
     cached = _CACHE.get(key)
-    if cached is None or cached.version != version or cached.matrix.shape[1] != dim:
+    if cached is None or not _serves(cached, version, dim, stale_ok):
         folder = db_path.parent / "local" / "cache"
         # No disk cache through a link out of the index's folder (a cloned repository's `.lore/local`).
         cached = _load(
@@ -279,12 +293,22 @@ def _no_products_in_a_fork() -> None:
 os.register_at_fork(after_in_child=_no_products_in_a_fork)
 
 
-def held_vector_set(db_path: Path, kind: str, model: str, version: int, dim: int) -> VectorSet | None:
+def held_vector_set(
+    db_path: Path, kind: str, model: str, version: int, dim: int, *, stale_ok: bool = False
+) -> VectorSet | None:
     """The matrix :func:`vector_set` would give, if this process holds it already (else None)."""
     cached = _CACHE.get((str(db_path), kind, model))
-    if cached is None or cached.version != version or cached.matrix.shape[1] != dim:
+    if cached is None or not _serves(cached, version, dim, stale_ok):
         return None
     return cached
+
+
+def _serves(cached: VectorSet, version: int, dim: int, stale_ok: bool) -> bool:
+    if cached.matrix.shape[1] != dim:
+        return False
+    if cached.version == version:
+        return True
+    return stale_ok and time.monotonic() - cached.loaded_at < STALE_SECONDS
 
 
 def _load(
