@@ -655,3 +655,14 @@ def test_output_that_cannot_be_written_is_named_as_such(cli):
         timeout=120,
     )
     assert closed.returncode == 0 and "internal error" not in closed.stderr, closed.stderr
+
+
+def test_a_mistyped_command_or_a_json_before_it_says_what_was_meant(cli):
+    """`lore recal` said only "No such command"; `lore --json status` said
+    "Did you mean '--version'?"."""
+    typo = cli("recal", "x", ok=False)
+    assert typo.returncode == 2 and "did you mean 'recall'?" in typo.stderr
+    assert "did you mean" not in cli("zzzz", ok=False).stderr
+    early = cli("--json", "status", ok=False)
+    assert early.returncode == 2 and "--json goes after the command name" in early.stderr
+    assert "--version" not in early.stderr and len(early.stderr.strip().splitlines()) == 1

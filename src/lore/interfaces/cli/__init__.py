@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 
 import click
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except click.UsageError as err:
         where = err.ctx.command_path if err.ctx is not None else "lore"
-        _error(f"{where}: error: {err.format_message()} (see '{where} --help')")
+        _error(f"{where}: error: {_hinted(err.format_message(), where, err.ctx)} (see '{where} --help')")
         return 2
     except click.ClickException as err:
         _error(f"lore: error: {err.format_message()}")
@@ -132,6 +133,27 @@ def main(argv: list[str] | None = None) -> int:
         message = known.named(_flag) if isinstance(known, ArgumentError) else str(known)
         _error(f"lore: error: {message}")
         return known.exit_code
+
+
+def _hinted(message: str, where: str, ctx: click.Context | None) -> str:
+    """A usage error with what was probably meant: a command name mistyped
+    (`lore recal`), or `--json` given before the command name."""
+    if where == "lore" and message.startswith("No such option '--json'"):
+        return "--json goes after the command name: `lore status --json`, `lore list --json`"
+    unknown = re.match(r"No such command '([^']{1,60})'", message)
+    if (
+        unknown is not None
+        and "mean" not in message
+        and ctx is not None
+        and isinstance(ctx.command, click.Group)
+    ):
+        import difflib
+
+        names = ctx.command.list_commands(ctx)
+        close = difflib.get_close_matches(unknown.group(1), names, n=1, cutoff=0.6)
+        if close:
+            return f"{message.rstrip('.')}; did you mean '{close[0]}'?"
+    return message
 
 
 def _writing_output(err: BaseException) -> bool:
