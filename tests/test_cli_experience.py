@@ -666,3 +666,10 @@ def test_a_mistyped_command_or_a_json_before_it_says_what_was_meant(cli):
     early = cli("--json", "status", ok=False)
     assert early.returncode == 2 and "--json goes after the command name" in early.stderr
     assert "--version" not in early.stderr and len(early.stderr.strip().splitlines()) == 1
+
+
+def test_a_dir_filter_naming_no_folder_says_so(code_repo):
+    """`lore code foo --dir nonexistent/` printed "no matches", as if the code held none."""
+    proc = code_repo("code", "session", "--dir", "nonexistent/")
+    assert "no folder nonexistent/ in the project" in proc.stderr
+    assert "no folder" not in code_repo("code", "session", "--dir", "src").stderr

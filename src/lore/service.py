@@ -660,6 +660,9 @@ class Lore:
             for d in strings(directories, "directories", most=MAX_FILTER_VALUES, longest=MAX_PATH)
         ]
         flt = code_filter(languages, extensions, folders, None, roles)  # bad input fails here, first
+        for folder in flt.directories:  # a typo would read as "no matches"
+            if not any(ch in folder for ch in "*?[") and not (self.project.root / folder).is_dir():
+                self._notice(f"no folder {folder}/ in the project: --dir {folder} matches nothing")
         if fresh:
             self.code_index.refresh()
         paths = self.code_index.recent_paths(days) if days is not None else None
