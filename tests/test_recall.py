@@ -1437,3 +1437,11 @@ def test_a_code_match_without_a_name_says_where_it_is():
     assert rc._reasons(hit) == ["code match (lines 17-40)"]
     named = CodeHit("src/app.py", "run", "python", 1, 9, "def run", 0.5, "bm25")
     assert rc._reasons(named) == ["code match (run)"]
+
+
+def test_a_task_file_that_is_not_in_the_project_is_named(work):
+    """`lore recall x --files src/nonexist.py` was taken silently: a typo only
+    left the task without its files."""
+    proc = work("recall", "Fix token refresh race", "--files", "src/auth/nope.py")
+    assert "no file src/auth/nope.py in the project" in proc.stderr
+    assert "no file" not in work("recall", "Fix token refresh race", "--files", "src/auth/session.py").stderr

@@ -742,6 +742,9 @@ class Lore:
             agent=self.agent,
             include_sessions=include_sessions,
         )
+        for path in request.files:  # a typo would only leave the task without its files
+            if not (self.project.root / path).exists():
+                self._notice(f"no file {path} in the project: --files {path} names nothing")
         if fresh and (include_code or include_related_work):
             self.code_index.refresh()
         if include_memories:
