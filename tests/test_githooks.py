@@ -504,3 +504,29 @@ def test_run_coalesced_across_processes_never_overlaps_or_loses_a_trigger(tmp_pa
     assert "True" in outputs
     assert len(seen) < count  # bursts were coalesced
     assert not (state / "lock" / "update.pending").exists()
+
+
+def test_status_says_a_background_update_is_under_way(cli, tmp_path):
+    """Right after a commit `lore status` said "stale — run `lore index`" while
+    the hook's update was already running."""
+    from lore.locking import file_lock
+
+    local = cli.cwd / ".lore/local"
+    assert not githooks.update_running(local)
+    seen = {}
+
+    (cli.cwd / "app.py").write_text("def fresh():\n    return 1\n")  # not indexed yet: stale
+
+    def job():
+        seen["inside"] = githooks.update_running(local)
+        seen["json"] = cli.json("status")["updating"]
+        seen["said"] = cli("status").stdout
+
+    githooks.run_coalesced(local, job)
+    assert seen["inside"] and not githooks.update_running(local)
+    with file_lock(local / "update.pending"):  # a trigger waiting for its run
+        assert githooks.update_running(local)
+    (local / "update.pending").unlink()
+    assert not githooks.update_running(local)
+    assert seen["json"] is True and "being updated in the background" in seen["said"], seen["said"]
+    assert cli.json("status")["updating"] is False and "stale" in cli("status").stdout

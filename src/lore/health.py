@@ -75,6 +75,8 @@ def status(
     memories: Memories, code: CodeIndex, embedding: EmbeddingRuntime, *, notice: str | None = None
 ) -> dict[str, Any]:
     """How fresh the index is: indexed commit vs HEAD, changed files, pending vectors."""
+    from lore.index import githooks
+
     store = memories.store
     changes = code.changes()
     report = memories.sync()
@@ -87,6 +89,8 @@ def status(
         "commits": counts.commits,
         "memories": counts.memories,
         "broken_memory_files": [p for p, _ in report.errors],
+        # A git hook's update under way: "stale" right after a commit is being seen to.
+        "updating": githooks.update_running(memories.project.local_dir),
         **embedding.status(store),
     }
 

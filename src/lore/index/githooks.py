@@ -466,6 +466,27 @@ def run_coalesced(lock_dir: Path, job: Callable[[], None]) -> bool:
             return ran
 
 
+def update_running(lock_dir: Path) -> bool:
+    """Whether a background update (:func:`run_coalesced`, a git hook's) is running
+    or waiting to run; nothing is created to find out."""
+    import fcntl
+
+    lock_dir = Path(lock_dir)
+    if (lock_dir / _PENDING_FILE).exists():
+        return True
+    try:
+        descriptor = os.open(lock_dir / _LOCK_FILE, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(descriptor)  # (a shared lock taken is let go with it)
+    return False
+
+
 def _mark(pending: Path) -> None:
     os.close(os.open(pending, os.O_WRONLY | os.O_CREAT, 0o644))
 

@@ -197,7 +197,14 @@ def status(lore, as_json):
     short = lambda sha: sha[:10] if sha else "-"  # noqa: E731
     changes = len(data["changed_files"]) + len(data["new_files"]) + len(data["deleted_files"])
     rows = [
-        ["index", "up to date" if data["up_to_date"] else "stale — run `lore index`"],
+        [
+            "index",
+            "up to date"
+            if data["up_to_date"]
+            else "being updated in the background (a git hook's update)"
+            if data.get("updating")
+            else "stale — run `lore index`",
+        ],
         [
             "HEAD / indexed commit",
             f"{short(data['head'])} / {short(data['indexed_commit'])}" if data["git"] else "not a git repo",
