@@ -530,3 +530,22 @@ def test_status_says_a_background_update_is_under_way(cli, tmp_path):
     assert not githooks.update_running(local)
     assert seen["json"] is True and "being updated in the background" in seen["said"], seen["said"]
     assert cli.json("status")["updating"] is False and "stale" in cli("status").stdout
+
+
+def test_an_install_that_fails_at_one_hook_leaves_the_others_as_they_were(repo, recorder):
+    """A hook that could not be written (here a folder in its place) failed the
+    install with the hooks before it already changed."""
+    command, _ = recorder
+    hooks = hooks_path(repo)
+    hooks.mkdir(parents=True, exist_ok=True)
+    (hooks / "post-commit").write_text("#!/bin/sh\necho mine\n")
+    (hooks / "post-commit").chmod(0o755)
+    (hooks / "post-checkout").mkdir()
+
+    def files():
+        return {p.name: (p.read_bytes(), p.stat().st_mode) for p in sorted(hooks.iterdir()) if p.is_file()}
+
+    before = files()
+    with pytest.raises(LoreError, match="post-checkout is a directory"):
+        githooks.install(repo, command)
+    assert files() == before

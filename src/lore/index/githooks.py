@@ -100,7 +100,23 @@ def install(root: Path, command: list[str], *, only_present: bool = False) -> li
             "check core.hooksPath (`git config core.hooksPath`)"
         ) from None
     names = [n for n in HOOKS if not only_present or _find_block(_read(directory / n), project) is not None]
-    return [name for name in names if _install_hook(directory / name, name, command, project)]
+    done: list[tuple[str, bool]] = []  # hooks changed, and whether they held the block before
+    try:
+        for name in names:
+            had = _find_block(_read(directory / name), project) is not None
+            if _install_hook(directory / name, name, command, project):
+                done.append((name, had))
+    except (OSError, LoreError):
+        # All or nothing: the hooks this call added the block to get their bytes back
+        # (one it only renewed keeps the renewed block, a block as good as before).
+        for name, had in reversed(done):
+            if not had:
+                try:
+                    _uninstall_hook(directory / name, project)
+                except (OSError, LoreError):
+                    pass
+        raise
+    return [name for name, _ in done]
 
 
 def uninstall(root: Path) -> list[str]:
