@@ -117,16 +117,7 @@ def test_a_torn_ledger_line_neither_stops_the_replay_nor_swallows_the_next_one(p
 
 def test_proposals_never_touch_files_without_approval(proj, cli_in):
     root = proj.project.root
-    older = write_durable(
-        proj, "timeout-5.md", "OAuth timeout", "Set OAUTH_TIMEOUT=5 for the login call.", day=0
-    )
-    newer = write_durable(
-        proj,
-        "timeout-30.md",
-        "OAuth timeout raised",
-        "Set OAUTH_TIMEOUT=30 for the login call; 5 was too short behind the proxy.",
-        day=10,
-    )
+    older, newer = two_timeouts(proj, evidence=1)
     write_durable(proj, "a.md", "Use pnpm", "Use pnpm to install the frontend dependencies.", day=0)
     write_durable(
         proj, "b.md", "Not pnpm", "Don't use pnpm to install the frontend dependencies; npm only.", day=5
@@ -151,8 +142,9 @@ def test_proposals_never_touch_files_without_approval(proj, cli_in):
     assert snapshot(root) == before
 
 
-def two_timeouts(proj) -> tuple[str, str]:
-    """Two committed memories, the newer raising the older's value, with evidence enough to apply."""
+def two_timeouts(proj, evidence: int = 6) -> tuple[str, str]:
+    """Two committed memories, the newer raising the older's value (with `evidence`:
+    by default enough for the proposal to be applied)."""
     older = write_durable(
         proj, "timeout-5.md", "OAuth timeout", "Set OAUTH_TIMEOUT=5 for the login call.", day=0
     )
@@ -162,7 +154,7 @@ def two_timeouts(proj) -> tuple[str, str]:
         "OAuth timeout raised",
         "Set OAUTH_TIMEOUT=30 for the login call; 5 was too short behind the proxy.",
         day=10,
-        evidence=6,
+        evidence=evidence,
     )
     return older, newer
 
