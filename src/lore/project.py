@@ -166,20 +166,18 @@ class Project:
                 write_atomic(target, text)
                 created.append(str(target.relative_to(root)))
         project = cls(root, load_settings(lore / "config.toml"))
-        marker = project.local_dir / ".gitignore"
-        had_marker = marker.exists()
-        project.keep_private()
-        if not had_marker and marker.exists():
-            created.append(str(marker.relative_to(root)))
+        if project.keep_private():
+            created.append(str((project.local_dir / ".gitignore").relative_to(root)))
         return project, created
 
-    def keep_private(self) -> None:
+    def keep_private(self) -> bool:
         """Keep the private parts of `.lore/` out of git whatever branch is
         checked out: `.lore/local/.gitignore` ignores everything beside it
         (the service also names them in the repository's own exclude file,
         :func:`lore.index.gitrepo.exclude_locally`). `.lore/.gitignore` alone
         went away with a checkout of a branch from before Lore, and the next
-        `git add -A` committed private memories and the index."""
+        `git add -A` committed private memories and the index. Returns whether
+        it wrote the file now."""
         local = self.local_dir
         marker = local / ".gitignore"
         if local.is_dir() and not local.is_symlink() and not marker.exists():
@@ -187,8 +185,10 @@ class Project:
 
             try:
                 write_atomic(marker, PRIVATE_GITIGNORE, sync=False)
+                return True
             except OSError:
                 pass  # a read-only project: git is the user's to run there
+        return False
 
     def is_shared_place(self, path: Path) -> bool:
         """Whether a file at `path` would be in `.lore/` but not `.lore/local/`:

@@ -662,7 +662,7 @@ class Lore:
         flt = code_filter(languages, extensions, folders, None, roles)  # bad input fails here, first
         for folder in flt.directories:  # a typo would read as "no matches"
             if not any(ch in folder for ch in "*?[") and not (self.project.root / folder).is_dir():
-                self._notice(f"no folder {folder}/ in the project: --dir {folder} matches nothing")
+                self._notice(f"no folder {folder}/ in the project: that folder filter matches nothing")
         if fresh:
             self.code_index.refresh()
         paths = self.code_index.recent_paths(days) if days is not None else None
@@ -744,7 +744,7 @@ class Lore:
         )
         for path in request.files:  # a typo would only leave the task without its files
             if not (self.project.root / path).exists():
-                self._notice(f"no file {path} in the project: --files {path} names nothing")
+                self._notice(f"no file {path} in the project: the task's files name nothing there")
         if fresh and (include_code or include_related_work):
             self.code_index.refresh()
         if include_memories:

@@ -680,10 +680,11 @@ class Memories:
 
     def apply_changes(self, changes: Sequence[FileChange], *, what: str) -> None:
         """Write a set of prepared file changes, all checked first: each file must
-        still be what it was (``before_sha256``; None: a new file, written under a
-        free name near `path`), and visible to this agent. A change with ``after`` None moves the file to the
-        trash; one with ``keep`` is only checked. For approved proposals (``lore review``); `what` names the change
-        in the one-line Conflict.
+        still be what it was (``before_sha256``; None: a new file, written under
+        a free name near `path`), and visible to this agent. A change with
+        ``after`` None moves the file to the trash; one with ``keep`` is only
+        checked. For approved proposals (``lore review``); `what` names the
+        change in the one-line Conflict.
         """
         root = self.project.root
         with self.writing():

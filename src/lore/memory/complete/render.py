@@ -71,17 +71,12 @@ def kept_items(body: str) -> dict[str, list[str]]:
     (by bundle field), as :func:`render_body` wrote them: what a later
     completion of the task adds to rather than drops."""
     out: dict[str, list[str]] = {}
-    field: str | None = None
-    items: list[str] = []
-    for line in [*body.splitlines(), "## end"]:
-        if line.startswith("#"):
-            if field is not None:
-                out[field] = [item.strip() for item in items]
-            field, items = _KEPT_SECTIONS.get(line.strip()), []
-        elif field is not None and line.startswith("- "):
-            items.append(line[2:])
-        elif field is not None and line.startswith("  ") and items:
-            items[-1] += "\n" + line.strip()
+    for heading, lines in _sections(body):
+        field = _KEPT_SECTIONS.get((heading or "").strip())
+        if field is not None:
+            out[field] = [
+                "\n".join([item[0][2:], *(row.strip() for row in item[1:])]).strip() for item in _items(lines)
+            ]
     return out
 
 
