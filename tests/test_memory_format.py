@@ -270,3 +270,21 @@ def test_visible_length_leaves_out_format_characters_and_the_spaces_at_either_en
     import unicodedata
 
     assert visible_length(text) == len("".join(c for c in text if unicodedata.category(c) != "Cf").strip())
+
+
+def test_a_comma_separates_keywords_in_a_file_and_in_a_write(tmp_path):
+    """A keyword holding a comma ("a,b", through the JSON API or MCP) was stored
+    whole; the web form then saved it back as two and `?tag=a,b` found nothing."""
+    import lore
+
+    raw = (
+        b"---\nid: m1\nsubject: A memory\noccurred_at: 2024-01-01\nkeywords: ['x,y', 'Y', z]\n---\n\nBody.\n"
+    )
+    memory, _ = markdown.parse(raw, "x.md")
+    assert memory.tags == ["x", "y", "z"]
+    with lore.init(tmp_path / "p") as project:
+        added = project.add(title="Comma keywords", body="Tags with commas.", tags=["a,b", " c "])
+        assert project.load(added.path).tags == ["a", "b", "c"]
+        assert [h.title for h in project.search("commas", tags=["b"])] == ["Comma keywords"]
+        text = (tmp_path / "p" / added.path).read_text()
+    assert "- a\n- b\n- c\n" in text

@@ -86,6 +86,46 @@ def test_stats_count_only_the_memories_the_agent_may_see(two_agents):
     assert mine["memories"] == 3 and mine["by_visibility"] == {"shared": 2, "private": 1}
 
 
+def test_a_link_in_the_shared_folder_never_shows_a_private_memory(two_agents):
+    """A symlink in .lore/memory/ to another agent's private memory (committed
+    by anyone) was read as a shared memory: every agent saw it, and an edit
+    replaced the link with a shared copy of the private file."""
+    import os
+
+    root, secret, session, shared = two_agents
+    os.symlink(os.path.relpath(root / secret.path, root / ".lore/memory"), root / ".lore/memory/link.md")
+    os.symlink(os.path.relpath(root / session.path, root / ".lore/memory"), root / ".lore/memory/s.md")
+    with lore.open(root, agent="codex") as bob:
+        assert {h.title for h in bob.search("launch")} == {"Launch checklist"}
+        with pytest.raises(NotFound):
+            bob.show(secret.id)
+        broken = {p.where: p.message for p in bob.doctor() if p.level == "error"}
+        assert "symlink to " + secret.path in broken[".lore/memory/link.md"], broken
+        assert "remove the link" in broken[".lore/memory/s.md"], broken
+    assert os.path.islink(root / ".lore/memory/link.md")
+    with lore.open(root, agent="Claude Code") as alice:  # hers, once, where it is
+        found = [h for h in alice.search("launch date") if h.title == "Alice's secret plan"]
+        assert [h.path for h in found] == [secret.path]
+
+
+def test_status_counts_and_names_only_what_the_agent_may_see(two_agents):
+    """`lore status` (and /api/status) counted every agent's private memories and
+    named another agent's broken private files."""
+    root, secret, session, shared = two_agents
+    broken = root / ".lore/local/claude-code/alice-plans-to-quit.md"
+    broken.write_text("---\nid: [unclosed\n---\nbody\n")
+    with lore.open(root, agent="codex") as bob:
+        seen = bob.status()
+        assert bob.stats()["broken_files"] == 0
+    assert seen["memories"] == 1 and seen["broken_memory_files"] == [], seen
+    with lore.open(root, agent="Claude Code") as alice:
+        mine = alice.status()
+        assert alice.stats()["broken_files"] == 1
+    assert mine["memories"] == 3 and mine["broken_memory_files"] == [
+        ".lore/local/claude-code/alice-plans-to-quit.md"
+    ], mine
+
+
 def test_cli_hides_other_agents_memories(two_agents):
     import subprocess
 

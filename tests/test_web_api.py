@@ -780,6 +780,23 @@ async def test_half_a_surrogate_pair_in_json_is_a_422_naming_the_field(root):
         assert (await c.get("/api/memories")).json()["items"] == []  # nothing written
 
 
+async def test_a_long_body_is_shown_as_written_not_rendered(root):
+    """Markdown costs ~1 µs a character of prose and ~15 of hostile text: a
+    2 MB body of "![" held a CPU for 30 s on every view and preview."""
+    from lore.interfaces.web.render import MAX_MARKDOWN_CHARS
+
+    app = build_app(str(root))
+    headers = {"Content-Type": "application/json", "X-Lore-CSRF": "1"}
+    body = "![<b>x</b>" * (MAX_MARKDOWN_CHARS // 5)
+    async with client(app) as c:
+        r = await c.post("/api/preview", json={"body": body}, headers=headers)
+        html = r.json()["html"]
+        assert r.status_code == 200 and "Shown as written" in html and "<pre>" in html, html[:200]
+        assert "<b>" not in html and "&lt;b&gt;" in html
+        r = await c.post("/api/preview", json={"body": "**bold**"}, headers=headers)
+        assert "<strong>bold</strong>" in r.json()["html"]
+
+
 async def test_preview_does_not_wait_for_the_projects_lock(root):
     """Preview only renders text, but it held the project's lock: a large body
     (seconds of Markdown) kept every other request of the server waiting."""
@@ -930,7 +947,12 @@ async def test_unknown_routes_and_wrong_methods_under_api_are_json_errors(root):
             assert r.json()["error"]["code"] == "not_found" and r.json()["error"]["message"]
         r = await c.put("/api/memories", json={})
         assert r.status_code == 405 and r.headers["content-type"] == "application/json", r.text
-        assert r.json()["error"]["code"] == "method_not_allowed" and "GET" in r.headers["allow"]
+        assert r.json()["error"]["code"] == "method_not_allowed"
+        # Allow names every method the path takes (it named only the first route's GET, HEAD).
+        assert set(r.headers["allow"].split(", ")) == {"GET", "HEAD", "POST"}, r.headers["allow"]
+        assert "POST" in r.json()["error"]["message"]
+        r = await c.put("/api/memories/abc")
+        assert set(r.headers["allow"].split(", ")) >= {"GET", "PATCH", "DELETE"}, r.headers["allow"]
         r = await c.get("/update-index")
         assert r.status_code == 405 and r.json()["error"]["code"] == "method_not_allowed"
         assert (await c.get("/no-such-page")).status_code == 404  # pages keep their own answer
@@ -1217,3 +1239,31 @@ async def test_a_code_anchor_links_to_its_file_whatever_the_name(tmp_path):
         page = (await c.get(f"/memories/{key}")).text
         assert 'href="/files/src/a%3Fb%23c%2520d.py"' in page, page[page.find("/files/") - 40 :][:200]
         assert (await c.get("/files/src/a%3Fb%23c%2520d.py")).status_code == 200
+
+
+async def test_small_mistakes_get_the_status_that_says_what_to_do(root):
+    """Each answered a status that misled: a deleted code file 503 (storage), a
+    bulk apply without confirm 409 ("the selection changed"), an empty
+    expected_sha256 409 ("changed on disk"), a bulk id prefix selected nothing."""
+    key = add_memory(root, "Flaky test", "Test number one is flaky on CI.", tags=["flaky"])
+    CLI(root).json("index")
+    app = build_app(str(root))
+    async with client(app) as c:
+        assert (await c.get("/api/files/src/auth.py")).status_code == 200
+        (root / "src/auth.py").unlink()
+        r = await c.get("/api/files/src/auth.py")
+        assert r.status_code == 404 and "lore index" in r.json()["error"]["message"], r.text
+        asked = {"action": "retag", "add_tags": ["ci"], "ids": [key[:8]]}
+        preview = (await c.post("/api/memories/bulk", json=asked)).json()
+        assert preview["total"] == 1, preview
+        r = await c.post("/api/memories/bulk", json={**asked, "apply": True})
+        assert r.status_code == 400 and "confirm" in r.json()["error"]["message"], r.text
+        r = await c.post("/api/memories/bulk", json={**asked, "ids": ["ffffffff"]})
+        assert r.status_code == 404 and "ffffffff" in r.json()["error"]["message"], r.text
+        r = await c.patch(f"/api/memories/{key}", json={"expected_sha256": "", "title": "Flaky test again"})
+        assert r.status_code == 400 and "expected_sha256" in r.json()["error"]["message"], r.text
+        sha = (await c.get(f"/api/memories/{key}")).json()["sha256"]
+        r = await c.patch(
+            f"/api/memories/{key}", json={"expected_sha256": sha.upper(), "title": "Flaky again"}
+        )
+        assert r.status_code == 200, r.text

@@ -52,7 +52,7 @@ def stats(
         "project": str(memories.project.root),
         "backend": store.describe(),
         "memories": len(records),
-        "broken_files": counts.memory_files_with_errors,
+        "broken_files": len(memories.broken()),
         "chunks": counts.chunks,
         "code_files": counts.code_files,
         "code_chunks": counts.code_chunks,
@@ -87,8 +87,9 @@ def status(
         "code_files": counts.code_files,
         "code_chunks": counts.code_chunks,
         "commits": counts.commits,
-        "memories": counts.memories,
-        "broken_memory_files": [p for p, _ in report.errors],
+        # What this agent may see: neither another's private memories nor their broken files.
+        "memories": store.memory_page(memories.filter(), limit=0)[0],
+        "broken_memory_files": [p for p, _ in report.errors if memories.visible(p)],
         # A git hook's update under way: "stale" right after a commit is being seen to.
         "updating": githooks.update_running(memories.project.local_dir),
         **embedding.status(store),

@@ -12,7 +12,7 @@
       index.db      git-ignored: derived index, rebuilt from the files
       sessions/     git-ignored: recorded agent sessions (lore.sessions)
 
-Which folder holds which storage tier: :func:`lore.memory.sync.location_of`.
+Which folder holds which storage tier: :func:`lore.memory.files.location_of`.
 """
 
 from __future__ import annotations

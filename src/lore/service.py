@@ -1175,6 +1175,11 @@ class Lore:
         if action == "restore":
             rows = curation.trash_selection(self.memories, flt)
         else:
+            if flt.ids:  # an id prefix as everywhere else (it selected nothing); an unknown one is said
+                whole = {r.id for r in self.store.memories(self.memories.filter(ids=flt.ids))}
+                flt.ids = [
+                    k if k in whole else self.memories.id_of(self.memories.resolve(k)) for k in flt.ids
+                ]
             rows = [curation.Selected.of(r) for r in self.browser.select(flt)]
         result = curation.run_bulk(self.memories, params, rows, apply=apply, confirm=confirm)
         if result.applied:

@@ -184,7 +184,10 @@ class CodeIndex:
         rel = self.project.rel(self.project.inside(path, base=self.project.root))
         if rel not in self.paths():
             raise NotFound(f"{path} is not an indexed code file; see `lore status`")
-        raw = (self.project.root / rel).read_bytes()
+        try:
+            raw = (self.project.root / rel).read_bytes()
+        except FileNotFoundError:  # deleted since it was indexed
+            raise NotFound(f"{path} is no longer in the work tree; run `lore index`") from None
         return {"path": rel, "text": shown_text(rel, raw.decode("utf-8", "replace"))}
 
     def recent_paths(self, days: float) -> set[str]:

@@ -19,7 +19,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lore.errors import Conflict, UsageError, ValidationError, as_lore_error
+from lore.errors import ArgumentError, Conflict, UsageError, ValidationError, as_lore_error
 from lore.memory.model import MEMORY_TYPES
 from lore.memory.repository import MOVABLE_TIERS
 from lore.records import Record, datarecord, internal
@@ -206,6 +206,8 @@ def run_bulk(
     result = BulkResult(params.action, False, len(items), fingerprint, items)
     if not apply:
         return result
+    if not confirm:
+        raise ArgumentError("applying needs {0}: the digest its preview gave; preview first", "confirm")
     if confirm != fingerprint:
         raise Conflict(
             "the selection changed since the preview (memories were added, edited or removed); "

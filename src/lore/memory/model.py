@@ -27,7 +27,7 @@ import hashlib
 import re
 import uuid
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from dataclasses import field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, TypeAlias
@@ -527,7 +527,7 @@ def from_frontmatter(meta: Frontmatter, body: str, *, path: str | None = None) -
         title=title.strip(),
         body=body,
         type=kind,
-        tags=_unique(tags),
+        tags=keywords_of(tags),
         applies_to=_opt_str(data.pop("applies_to", None), "applies_to", path) or "global",
         occurred_at=_at(when, given_as.get("occurred_at", "occurred_at"), path),
         updated_at=_at(updated, "updated_at", path) if updated is not None else None,
@@ -621,9 +621,10 @@ def normalized(memory: Memory) -> Memory:
     """A copy of `memory` in the form it takes once written and read back.
 
     The documented normalisations (docs/memory-format.md): the title is
-    stripped; the body per :func:`normalize_body`; keywords stripped, empty
-    and case-insensitive duplicates dropped; empty optional fields absent;
-    times in canonical UTC form; confidence a float; extra field names text.
+    stripped; the body per :func:`normalize_body`; keywords split at commas,
+    stripped, empty and case-insensitive duplicates dropped; empty optional
+    fields absent; times in canonical UTC form; confidence a float; extra
+    field names text.
     Values of the wrong type are left for :meth:`Memory.validate` to report.
     """
     changes: dict[str, Any] = {}
@@ -632,7 +633,7 @@ def normalized(memory: Memory) -> Memory:
     if isinstance(memory.body, str):
         changes["body"] = normalize_body(memory.body)
     if isinstance(memory.tags, (list, tuple)) and all(isinstance(t, str) for t in memory.tags):
-        changes["tags"] = _unique(list(memory.tags))
+        changes["tags"] = keywords_of(memory.tags)
     for name in ("files", "labels"):
         value = getattr(memory, name)
         if isinstance(value, tuple):
@@ -701,6 +702,13 @@ def _section(lines: list[str], name: str) -> str:
 def _stem(path: str) -> str:
     name = path.rsplit("/", 1)[-1]
     return name[:-3] if name.endswith(".md") else name
+
+
+def keywords_of(tags: Iterable[str]) -> list[str]:
+    """Keywords as stored: a comma separates two (as in ``--tag a,b``, the web
+    form and ``?tag=``, so one holding a comma could not be written back or
+    asked for), stripped, empty and case-insensitive duplicates dropped."""
+    return _unique([part for tag in tags for part in tag.split(",")])
 
 
 def _unique(items: list[str]) -> list[str]:

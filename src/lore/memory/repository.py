@@ -16,6 +16,7 @@ import contextlib
 import copy
 import hashlib
 import os
+import re
 import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -25,6 +26,7 @@ from typing import Any
 
 from lore import secrets
 from lore.errors import (
+    ArgumentError,
     Conflict,
     NotFound,
     PermissionDenied,
@@ -38,6 +40,7 @@ from lore.filenames import MAX_PATH, display_path
 from lore.locking import file_lock
 from lore.memory import markdown, sync, trash
 from lore.memory.edits import BODY_OPERATIONS, Edit, MemoryText
+from lore.memory.files import location_of
 from lore.memory.graph import LinkedMemory, LinkGraph
 from lore.memory.links import Rename, name_key, rewrite_body, rewrite_relations, stem_of
 from lore.memory.model import Memory, derive_keywords, now_iso, parse_time
@@ -202,7 +205,7 @@ class Memories:
         found = self.store.memories(MemoryFilter(paths=[rel], include_private=True), limit=1)
         if found:
             return found[0].owner is None or found[0].owner == self.viewer
-        _visibility, _storage, folder = sync.location_of(rel)
+        _visibility, _storage, folder = location_of(rel)
         return folder is None or self.viewer == _key_or_none(folder)
 
     def project_path(self, path: str) -> str:
@@ -371,7 +374,7 @@ class Memories:
         from lore.memory.files import read_memory_file
 
         raw = read_memory_file(self.project.root, rel)
-        memory, _ = sync.load_memory(raw, rel, sync.location_of(rel))
+        memory, _ = sync.load_memory(raw, rel, location_of(rel))
         memory.path = rel
         return memory
 
@@ -644,7 +647,7 @@ class Memories:
             try:
                 with self.store.transaction():
                     memory = sync.index_memory(
-                        self.store, self.project, rel, path.read_bytes(), path.stat(), sync.location_of(rel)
+                        self.store, self.project, rel, path.read_bytes(), path.stat(), location_of(rel)
                     )
             except Exception as err:
                 # The file is the memory, and it is written: an index that is busy or
@@ -981,6 +984,15 @@ class Memories:
 
         from lore.memory.files import read_memory_file
 
+        if expected_sha256 is not None:
+            if not re.fullmatch(r"[0-9a-fA-F]{64}", expected_sha256):
+                # ("" from a client meaning none was a 409 "changed on disk": it never matches)
+                raise ArgumentError(
+                    "{0} must be a file's SHA-256, 64 hex characters (what reading it gave); "
+                    "leave it out to write whatever the file holds",
+                    "expected_sha256",
+                )
+            expected_sha256 = expected_sha256.lower()
         raw = read_memory_file(self.project.root, rel)
         if expected_sha256 is not None and hashlib.sha256(raw).hexdigest() != expected_sha256:
             raise Conflict(f"{rel} changed on disk since it was read; reload it and apply your edit again")
@@ -990,7 +1002,7 @@ class Memories:
             raise ValidationError("not valid UTF-8; fix the file first", path=rel) from None
 
     def _parse(self, text: str, rel: str) -> Memory:
-        memory, _ = sync.load_memory(text.encode("utf-8"), rel, sync.location_of(rel))
+        memory, _ = sync.load_memory(text.encode("utf-8"), rel, location_of(rel))
         memory.path = rel
         return memory
 
@@ -1147,7 +1159,7 @@ class Memories:
         if storage not in MOVABLE_TIERS:
             raise UsageError(f"unknown storage tier '{storage}'; use {', '.join(MOVABLE_TIERS)}")
         rel = self.resolve(key)
-        visibility, current, _folder = sync.location_of(rel)
+        visibility, current, _folder = location_of(rel)
         if visibility == "private":
             raise UsageError(f"{rel} is private: it stays in its agent's folder")
         if current == storage:
@@ -1200,7 +1212,7 @@ class Memories:
 
 def _where_it_lives_now(old: str, new: str) -> list[str]:
     """What a move changed of who sees a memory and whether git keeps it."""
-    (was_seen, was_tier, _), (seen, tier, agent) = sync.location_of(old), sync.location_of(new)
+    (was_seen, was_tier, _), (seen, tier, agent) = location_of(old), location_of(new)
     notes = []
     if seen != was_seen:
         notes.append(f"now private to {agent}" if seen == "private" else "now shared with every agent")

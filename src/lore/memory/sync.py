@@ -16,12 +16,12 @@ from collections import Counter
 from collections.abc import Collection, Iterator
 from dataclasses import field
 from pathlib import Path
-from typing import TypeAlias
 
 from lore import secrets
 from lore.errors import NotFound, UsageError, ValidationError
 from lore.index.sections import chunk_body
-from lore.memory.files import read_memory_file, walk_memory_files
+from lore.memory.files import LOCAL_TIERS as _LOCAL_TIERS
+from lore.memory.files import Location, location_of, read_memory_file, walk_memory_files
 from lore.memory.links import parse_links
 from lore.memory.markdown import parse
 from lore.memory.model import Memory
@@ -36,7 +36,6 @@ KIND = "memory"
 FORMAT = "4"
 
 # Where a memory file lives: (visibility, storage tier, owner agent folder); see :func:`location_of`.
-Location: TypeAlias = tuple[str, str, str | None]
 
 
 @datarecord
@@ -108,7 +107,8 @@ def memory_files(
 
 
 # Storage tiers (seed 001) and where their files live. `location_of` (folder →
-# tier) and `folder_of` (tier → folder) are the one place that maps the two.
+# tier, in lore.memory.files) and `folder_of` (tier → folder) are the one place
+# that maps the two.
 #
 #   .lore/memory/**                      durable, shared (committed)
 #   .lore/memory/{daily,session}/**      daily / session, shared, when
@@ -118,23 +118,7 @@ def memory_files(
 #   .lore/local/<agent>/{session,daily,archive}/   the same tiers, private
 #   .lore/sessions/<id>/summaries/*.md   session-summary (compacted sessions)
 STORAGE_TIERS = ("durable", "daily", "session", "archive", "session-summary")
-_LOCAL_TIERS = ("session", "daily", "archive")
 _COMMITTABLE = ("durable", "daily", "session")
-
-
-def location_of(rel: str) -> Location:
-    """(visibility, storage tier, owner agent folder) implied by where a memory file lives."""
-    parts = rel.split("/")
-    if parts[:2] == [".lore", "sessions"] and len(parts) == 5 and parts[3] == "summaries":
-        return ("shared", "session-summary", None)
-    if parts[:2] == [".lore", "local"] and len(parts) > 3:
-        if parts[2] in _LOCAL_TIERS:
-            return ("shared", parts[2], None)
-        tier = parts[3] if len(parts) > 4 and parts[3] in _LOCAL_TIERS else "durable"
-        return ("private", tier, parts[2])
-    if parts[:2] == [".lore", "memory"] and len(parts) > 3 and parts[2] in ("daily", "session"):
-        return ("shared", parts[2], None)
-    return ("shared", "durable", None)
 
 
 def folder_of(project: Project, storage: str, *, agent: str | None = None, private: bool = False) -> Path:

@@ -124,13 +124,18 @@ def build_app(
     backend = Backend(tools)
     mcp_app, session_manager = _mcp_app(project, agent, tools) if mcp else (None, None)
 
-    routes: list[Any] = []
+    # One route a path, taking each of its methods: a wrong method's 405 then
+    # names every method the path takes in `Allow` (a route a method named one).
+    by_path: dict[str, dict[str, Any]] = {}
     for ep in api.ENDPOINTS if web else ():
-        path = ep.path.replace("{path}", "{path:path}")
-        if ep.stream:
-            routes.append(Route(path, functools.partial(job_events, backend), methods=[ep.method]))
-            continue
-        routes.append(Route(path, functools.partial(api_call, backend, ep), methods=[ep.method]))
+        handler = (
+            functools.partial(job_events, backend) if ep.stream else functools.partial(api_call, backend, ep)
+        )
+        by_path.setdefault(ep.path.replace("{path}", "{path:path}"), {})[ep.method] = handler
+    routes: list[Any] = [
+        Route(path, functools.partial(by_method, handlers), methods=list(handlers))
+        for path, handlers in by_path.items()
+    ]
     if web:
         routes += pages.routes(backend, guard)
         routes += [
@@ -263,6 +268,12 @@ async def _refuse(err: LoreError, scope, receive, send, path: str) -> None:
 
 
 # -- API handlers --------------------------------------------------------------------------
+
+
+async def by_method(handlers: dict[str, Any], request):
+    """The handler of the request's method (HEAD: GET's, as Starlette answers it)."""
+    method = "GET" if request.method == "HEAD" else request.method
+    return await handlers[method](request)
 
 
 async def api_call(backend: Backend, ep: api.Endpoint, request):

@@ -102,8 +102,28 @@ def _demote_headings(state) -> None:
             token.tag = f"h{min(int(token.tag[1]) + 1, 6)}"
 
 
+# Text longer than this is shown as it is written, not rendered: markdown-it
+# takes ~1 µs a character of prose and up to ~15 of hostile text ("![" repeated),
+# so a 5 MB body tied a CPU for over a minute on every view.
+MAX_MARKDOWN_CHARS = 100_000
+
+
 def markdown_html(text: str) -> str:
-    return _markdown().render(text or "")
+    """`text` as HTML (escaped, safe links); over :data:`MAX_MARKDOWN_CHARS`,
+    as escaped preformatted text under a note."""
+    if len(text or "") > MAX_MARKDOWN_CHARS:
+        from markupsafe import escape
+
+        return (
+            f'<p class="muted">Shown as written: over {MAX_MARKDOWN_CHARS:,} characters, '
+            f"too long to render.</p>\n<pre>{escape(text)}</pre>\n"
+        )
+    return _rendered(text or "")
+
+
+@lru_cache(maxsize=64)  # a memory viewed again, a preview of the same text
+def _rendered(text: str) -> str:
+    return _markdown().render(text)
 
 
 # -- templates ----------------------------------------------------------------------

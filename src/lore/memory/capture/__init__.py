@@ -44,6 +44,7 @@ from lore.memory.capture.digest import (
     message_id,
 )
 from lore.memory.capture.parse import Candidate, from_stdout, from_transcript
+from lore.memory.files import location_of
 from lore.records import Record, datarecord
 from lore.secrets import redact
 from lore.storage import ErrorOccurrence, EvidenceRecord
@@ -388,7 +389,7 @@ def _gotchas_by_signature(lifecycle: Lifecycle) -> dict[str, str]:
             continue
         try:
             raw = entry.file.read_bytes()
-            signature = sync.load_memory(raw, entry.original, sync.location_of(entry.original))[0].extra.get(
+            signature = sync.load_memory(raw, entry.original, location_of(entry.original))[0].extra.get(
                 "error_signature"
             )
         except (LoreError, OSError, ValueError):
