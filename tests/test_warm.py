@@ -178,6 +178,41 @@ def test_interactive_and_long_running_commands_stay_in_their_own_process(repo, p
     assert {"edit", "mcp", "serve"} <= warm.IN_PROCESS
 
 
+@pytest.mark.skipif(not shutil.which("setpriv"), reason="needs setpriv (util-linux)")
+def test_a_client_under_a_sandbox_s_restrictions_is_refused(repo, place):
+    """A client with no new privileges (what Landlock and seccomp sandboxes set)
+    or fewer capabilities had its command run by the server's fork, outside its
+    sandbox: a file it could not read was indexed and shown."""
+    sandboxes = [["setpriv", "--no-new-privs"]]
+    if os.geteuid() == 0:  # dropping a capability takes CAP_SETPCAP
+        sandboxes.append(["setpriv", "--bounding-set", "-dac_read_search", "--inh-caps", "-dac_read_search"])
+    env = lore_env(place)
+    warm_up(repo, place, env)
+    for sandbox in sandboxes:
+        sleeper = subprocess.Popen([*sandbox, "sleep", "60"])
+        plain = subprocess.Popen(["sleep", "60"])
+        try:
+            for pid in (sleeper.pid, plain.pid):  # exec'd: its /proc shows sleep's credentials
+                until(
+                    lambda pid=pid: Path(f"/proc/{pid}/comm").read_text().strip() == "sleep", "sleep to start"
+                )
+            # the server's own check, on the pid a client's socket names
+            assert not warm._same_context(sleeper.pid, warm._context()), sandbox
+            assert warm._same_context(plain.pid, warm._context())
+        finally:
+            sleeper.kill()
+            plain.kill()
+        listed = subprocess.run(
+            [*sandbox, sys.executable, "-P", "-m", "lore", "list"],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert listed.returncode == 0 and "Store times in UTC" in listed.stdout, listed.stderr
+    assert served(place) == [], served(place)  # each ran in its own process
+
+
 def waiting_add(repo: Path, env: dict[str, str], title: str, **streams) -> subprocess.Popen:
     """`lore add --title TITLE` started with stdin a pipe left open: it waits for its body."""
     return subprocess.Popen(

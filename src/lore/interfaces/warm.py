@@ -33,7 +33,8 @@ private is not used, and the server answers only its own user.
 
 ``LORE_WARM=0`` runs every command in-process and starts no server; so does
 any system but Linux (numpy's and onnxruntime's libraries are not known to be
-safe to fork elsewhere).
+safe to fork elsewhere), and a sandboxed process (no new privileges, seccomp):
+the server's fork would not share its restrictions.
 Long-running and interactive commands (``mcp``, ``serve``, ``edit``) always
 run in-process.
 """
@@ -108,8 +109,55 @@ def run() -> None:
 
 def enabled() -> bool:
     """Warm start is on unless ``LORE_WARM=0``; on Linux only (elsewhere numpy's
-    and onnxruntime's libraries are not known to be safe to fork)."""
-    return sys.platform.startswith("linux") and os.environ.get("LORE_WARM", "1").strip().lower() not in _OFF
+    and onnxruntime's libraries are not known to be safe to fork); never in a
+    confined process (see :func:`_confined`)."""
+    return (
+        sys.platform.startswith("linux")
+        and os.environ.get("LORE_WARM", "1").strip().lower() not in _OFF
+        and not _confined(_credentials("self"))
+    )
+
+
+# Lines of /proc/<pid>/status that say what a process may do: its ids and
+# groups, capabilities, and the restrictions a sandbox adds.
+_CREDENTIALS = (
+    "Uid",
+    "Gid",
+    "Groups",
+    "CapInh",
+    "CapPrm",
+    "CapEff",
+    "CapBnd",
+    "CapAmb",
+    "NoNewPrivs",
+    "Seccomp",
+    "Seccomp_filters",
+)
+
+
+def _credentials(pid: int | str) -> dict[str, str] | None:
+    """The :data:`_CREDENTIALS` lines of a process's status (None: unreadable)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    found = {}
+    for line in lines:
+        name, _, value = line.partition(":")
+        if name in _CREDENTIALS:
+            found[name] = " ".join(value.split())
+    return found
+
+
+def _confined(credentials: dict[str, str] | None) -> bool:
+    """Whether a process runs under restrictions a fork of the server would
+    not have: no new privileges (what an unprivileged Landlock ruleset or a
+    seccomp filter requires; Landlock's rules themselves cannot be read from
+    outside) or a seccomp filter. Such a process runs its commands itself."""
+    if credentials is None:
+        return True
+    return credentials.get("NoNewPrivs", "0") != "0" or credentials.get("Seccomp", "0") != "0"
 
 
 def command_of(argv: list[str]) -> str | None:
@@ -599,10 +647,12 @@ def _peer(conn: socket.socket) -> tuple[int, int] | None:
 
 def _same_context(pid: int, request: dict[str, Any]) -> bool:
     """Whether the client runs where and as the server does: the same
-    namespaces (mounts, pids, network, users...), root, cgroup, CPUs, nice
-    value and resource limits. A sandboxed client (bubblewrap, `unshare`, a
-    chroot, `taskset`, `nice`, `prlimit`) would otherwise have its command
-    run outside its sandbox."""
+    namespaces (mounts, pids, network, users...), root, cgroup, ids, groups,
+    capabilities, security label, CPUs, nice value and resource limits, and
+    under no restriction of a sandbox (no new privileges, seccomp). A
+    sandboxed client (bubblewrap, `unshare`, a chroot, Landlock, seccomp,
+    dropped capabilities, `taskset`, `nice`, `prlimit`) would otherwise have
+    its command run outside its sandbox."""
 
     def seen(path: str) -> str:
         try:
@@ -616,7 +666,22 @@ def _same_context(pid: int, request: dict[str, Any]) -> bool:
     places = ["root", "cgroup", *(f"ns/{n}" for n in ("mnt", "pid", "net", "user", "ipc", "uts", "cgroup"))]
     if any(seen(f"/proc/{pid}/{place}") != seen(f"/proc/self/{place}") for place in places):
         return False
+    # The same ids, groups and capabilities, no sandbox's restrictions, the same security label.
+    theirs = _credentials(pid)
+    if _confined(theirs) or theirs != _credentials("self"):
+        return False
+    if _label(pid) != _label("self"):
+        return False
     return all(request.get(name) == value for name, value in _context().items())
+
+
+def _label(pid: int | str) -> str:
+    """A process's security module label (AppArmor, SELinux), "" without one."""
+    try:
+        with open(f"/proc/{pid}/attr/current", encoding="utf-8", errors="replace") as handle:
+            return handle.read().strip("\x00\n ")
+    except OSError:
+        return ""
 
 
 def _child(request: dict[str, Any], fds: list[int], conn: socket.socket) -> None:
