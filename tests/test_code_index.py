@@ -167,6 +167,26 @@ def repo(cli):
 # -- 1. `lore index`: what is indexed, what is skipped and why ----------------------------
 
 
+def test_a_file_binary_after_its_head_is_skipped_and_leaves_the_index(repo):
+    """Discovery sniffs a file's first 8 KB: a self-extracting script (a shell
+    header, then a tarball) was cut into a thousand chunks of NUL and control bytes."""
+    root = repo.cwd
+    header = "#!/bin/sh\n# installer for the zebrafish tool\n" + "echo unpacking\n" * 700
+    assert len(header) > 8192
+    write(root, "install.sh", header)
+    write(root, "tool.py", "def zebrafish():\n    return 1\n")
+    commit(root, "Initial import")
+    first = index(repo)
+    assert first["files_processed"] == 2, first
+    write(root, "install.sh", header.encode() + bytes(range(256)) * 40)
+    commit(root, "Bundle the payload")
+    again = index(repo)
+    assert {s["path"]: s["reason"] for s in again["skipped"]}.get("install.sh") == "binary", again
+    with lore.open(root) as project:
+        assert "install.sh" not in project.store.paths("code")
+        assert [h.file_path for h in project.code_search("zebrafish", files_only=True)] == ["tool.py"]
+
+
 def test_index_reports_counts_and_skips_binary_large_vendored_and_ignored_files(repo):
     root = repo.cwd
     configure(root, max_file_bytes=2000)
@@ -487,8 +507,14 @@ def test_deepening_a_shallow_clone_brings_its_older_commits_into_history(repo, t
     assert subjects(cli.json("history", "heron")) == ["Add heron queue"]
     assert cli.json("history", "walrus") == []
 
+    cli.json("index")
+    assert cli.json("status")["up_to_date"] is True
+
     git(clone, "fetch", "-q", "--deepen", "1")  # HEAD does not move
+    # status said "up to date" (it compared HEAD only) while history lacked what came
+    assert cli.json("status")["up_to_date"] is False
     assert subjects(cli.json("history", "pelican")) == ["Add pelican logger"]
+    assert cli.json("status")["up_to_date"] is True
     assert cli.json("history", "walrus") == []
 
     git(clone, "fetch", "-q", "--unshallow")

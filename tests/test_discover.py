@@ -463,3 +463,22 @@ def test_the_merged_glob_regex_matches_where_any_one_glob_does(globs, paths):
     singles = [re.compile(source) for _, source in translated]
     for path in paths:
         assert bool(merged.match(path)) == any(r.match(path) for r in singles), (path, globs)
+
+
+def test_a_git_dir_the_caller_exported_names_no_other_repository(tmp_path, monkeypatch):
+    """`git ls-files` ran with the caller's GIT_DIR (a dotfile manager, a
+    `git --git-dir` wrapper): it listed another repository's files, or none,
+    and what the project ignores was indexed."""
+    if not HAS_GIT:
+        pytest.skip("git is not installed")
+    root = tmp_path / "repo"
+    root.mkdir()
+    _git(root, "init", "-q")
+    _write(root, "svc/app.py")
+    _write(root, "svc/local_only.py")
+    (root / ".git/info/exclude").write_text("local_only.py\n")
+    other = tmp_path / "other"
+    other.mkdir()
+    _git(other, "init", "-q")
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    assert discover(root / "svc").files == ["app.py"]

@@ -101,7 +101,7 @@ def sync_code(
         deleted: paths known to be gone.
         cache: a folder for discovery's translated globs (`.lore/local/cache`).
     """
-    from lore.index.discover import BAD_NAME, discover
+    from lore.index.discover import BAD_NAME, SNIFF_BYTES, binary_kind, discover
 
     started = time.perf_counter()
     result = IndexResult()
@@ -170,6 +170,13 @@ def sync_code(
         except ValidationError as err:
             result.errors.append(f"{display_path(rel)}: skipped: {err.reason}")
             if rel in known:  # what it held is not what it holds: out of the index
+                gone.append(rel)
+            continue
+        binary = binary_kind(raw) if len(raw) > SNIFF_BYTES else None  # (discovery read the head)
+        if binary is not None:  # text at its head only: a self-extracting script, a blob after a header
+            result.skipped.append((rel, binary))
+            result.files_skipped += 1
+            if rel in known:
                 gone.append(rel)
             continue
         sha = hashlib.sha256(raw).hexdigest()

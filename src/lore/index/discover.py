@@ -228,7 +228,7 @@ DEFAULT_EXCLUDE: list[str] = [
 BAD_NAME = "bad name (not UTF-8, or control characters)"
 # A directory holding one of these is a Python or conda environment.
 _VENV_MARKERS = ("pyvenv.cfg", "conda-meta")
-_SNIFF_BYTES = 8192
+SNIFF_BYTES = 8192
 # JSON is code-like when small (configs, manifests) and data when large.
 _JSON_SHARE = 10
 
@@ -571,7 +571,7 @@ def _git_files(root: Path) -> tuple[list[str], set[str]] | None:
         GitError: git refuses the repository (owned by another user): walking
             it instead would ignore what git ignores and pass for no git.
     """
-    from lore.index.gitrepo import refusal
+    from lore.index.gitrepo import git_env, refusal
 
     try:
         proc = subprocess.run(
@@ -579,6 +579,7 @@ def _git_files(root: Path) -> tuple[list[str], set[str]] | None:
             cwd=root,
             capture_output=True,
             timeout=120,
+            env=git_env(),  # GIT_DIR and the like a caller exported name no other repository
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -706,17 +707,24 @@ def _sniff(path: str) -> str | None:
     of invalid UTF-8 (a file in another encoding mostly)."""
     try:
         with open(path, "rb") as f:
-            head = f.read(_SNIFF_BYTES)
+            head = f.read(SNIFF_BYTES)
     except OSError:
         return "unreadable"
-    if b"\0" in head:
+    return binary_kind(head, whole=len(head) < SNIFF_BYTES)
+
+
+def binary_kind(data: bytes, *, whole: bool = True) -> str | None:
+    """Why `data` is no text to index ('binary': a NUL byte; 'binary (not
+    UTF-8)': more than a few invalid bytes), or None. `whole`: `data` is the
+    whole file, not its head (whose last character may be cut)."""
+    if b"\0" in data:
         return "binary"
-    # An incremental decoder tolerates a character cut at the 8 KB boundary.
+    # An incremental decoder tolerates a character cut at the head's end.
     try:
-        codecs.getincrementaldecoder("utf-8")().decode(head, final=len(head) < _SNIFF_BYTES)
+        codecs.getincrementaldecoder("utf-8")().decode(data, final=whole)
     except UnicodeDecodeError:
-        bad = head.decode("utf-8", "replace").count("\ufffd")
-        if bad > _BAD_BYTES * len(head):
+        bad = data.decode("utf-8", "replace").count("\ufffd")
+        if bad > _BAD_BYTES * len(data):
             return "binary (not UTF-8)"
     return None
 

@@ -226,13 +226,17 @@ class CodeIndex:
         wanted = set(found.files)
         deleted = [p for p in known if p not in wanted]
         is_git = self.is_git()
-        head = gitrepo.head(root) if is_git else None
+        head, shallow = gitrepo.head_and_shallow(root) if is_git else (None, "")
         indexed = self.store.get_meta("indexed_commit") or None
+        # A shallow clone deepened (`git fetch --unshallow`) brings older commits; HEAD does not move.
+        deepened = bool(self.store.get_meta("history_head")) and shallow != (
+            self.store.get_meta("history_shallow") or ""
+        )
         return {
             "git": is_git,
             "head": head,
             "indexed_commit": indexed,
-            "up_to_date": not (changed or new or deleted) and (head == indexed or not is_git),
+            "up_to_date": not (changed or new or deleted or deepened) and (head == indexed or not is_git),
             "changed_files": sorted(changed),
             "new_files": sorted(new),
             "deleted_files": sorted(deleted),
