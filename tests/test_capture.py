@@ -743,3 +743,13 @@ def test_a_transcripts_own_ids_reach_no_file_or_index_row_in_clear(tmp_path):
     written += list(sqlite3.connect(root / ".lore/index.db").iterdump())
     for secret in (session, message, call):
         assert not [text for text in written if secret in text], secret
+
+
+def test_a_block_s_bad_value_is_named_redacted():
+    """An attribute's bad value was echoed in clear (every other error redacts its echo)."""
+    token = "ghp_" + "OhbVrpoiVgRV5IfLBcbfnoGMbJmTPSIAoCLr"
+    for attribute in ("confidence", "type", "occurred_at", "tier", "applies_to", "storage"):
+        text = f'<lore-memory {attribute}="{token}">A body long enough to be a memory.</lore-memory>'
+        found, problems = from_stdout(text, default_time="2025-01-01T00:00:00Z")
+        assert found == [] and len(problems) == 1, (attribute, problems)
+        assert token[:8] not in problems[0] and "[REDACTED:" in problems[0], problems[0]

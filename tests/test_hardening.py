@@ -1399,3 +1399,38 @@ def test_a_closed_lore_says_so_and_writes_nothing(tmp_path):
     assert project._store is None
     with lore.open(root) as again:
         assert [h.title for h in again.search("staging")] == ["Deploys"]
+
+
+def test_a_memory_file_named_with_a_secret_is_not_indexed_and_said_redacted(tmp_path):
+    """A hand-written .lore/memory/note-<token>.md put the token into the
+    index's file paths, listings and search results in clear."""
+    import lore
+
+    token = "ghp_" + "OhbVrpoiVgRV5IfLBcbfnoGMbJmTPSIAoCLr"
+    root = tmp_path / "p"
+    lore.init(root).close()
+    (root / f".lore/memory/note-{token}.md").write_text(GOOD.replace("id: m1", "id: m-secret-name"))
+    with lore.open(root) as project:
+        problems = [f"{p.where} {p.message}" for p in project.doctor()]
+        assert [p for p in problems if "looks like a secret" in p], problems
+        assert not [p for p in problems if token[:10] in p], problems
+        assert [r for r in project.list() if r["id"] == "m-secret-name"] == []
+    assert token[:10].encode() not in (root / ".lore/index.db").read_bytes()
+
+
+def test_every_text_field_of_a_hand_written_memory_is_redacted_in_the_index(tmp_path):
+    """`agent:` was never redacted, and a custom field's password (its key
+    makes it one) reached the index in clear."""
+    import lore
+
+    token = "sk-ant-api03-" + "Xq7Lm2Np9Rt4Vw6Yz8Bc1Df3Gh5Jk0Mn2Pq4Rs6Tu8Vw0Xy2Za4Bc6De8Fg0Hi2Jk"
+    root = tmp_path / "p"
+    lore.init(root).close()
+    (root / ".lore/memory/hand.md").write_text(
+        f"---\nid: m-hand\nsubject: Deploy notes\noccurred_at: 2024-01-01\nagent: ci-{token}\n"
+        "smtp_password: Tr0ub4dorMnTvnR\n---\n\nDeploys run from CI.\n"
+    )
+    with lore.open(root) as project:
+        assert [r["id"] for r in project.list()] == ["m-hand"]
+    index = (root / ".lore/index.db").read_bytes()
+    assert token[:20].encode() not in index and b"Tr0ub4dorMnTvnR" not in index

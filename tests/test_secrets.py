@@ -87,6 +87,29 @@ def test_committed_secrets_in_code_are_masked(snippet: str, secret: str):
     assert snippet.startswith(head) and len(head) > snippet.index("=")
 
 
+@pytest.mark.parametrize(
+    "template",
+    [
+        "$config = ['db_password' => '{s}', 'host' => 'db'];",  # PHP
+        "config = {{ :api_key => '{s}' }}",  # Ruby
+        "define('API_KEY', '{s}');",
+        'map.put("apiKey", "{s}");',
+        "os.environ.setdefault('SECRET_KEY', '{s}')",
+    ],
+)
+def test_secrets_assigned_by_arrow_or_as_a_call_s_arguments_are_masked_in_code(template):
+    """Code read only `=` and `:` as the separator of a key and its value:
+    PHP and Ruby arrays and define() calls reached the index in clear."""
+    secret = Gen(9).s("0123456789abcdef", 40)
+    masked, count = mask_code(template.format(s=secret))
+    assert count == 1 and secret not in masked, masked
+
+
+@pytest.mark.parametrize("text", ["log('token', count)", "t('password', 'Enter your password')"])
+def test_a_call_naming_a_secret_word_with_no_secret_is_left_alone(text):
+    assert mask_code(text) == (text, 0)
+
+
 def test_the_kinds_caught_before_are_still_reported_by_name():
     kinds: Counter = Counter()
     for sample in CORPUS:
@@ -208,6 +231,18 @@ def test_a_private_key_without_its_end_line_is_redacted_to_the_end_of_its_body()
     assert found == Counter({"private-key": 1})
 
 
+@pytest.mark.parametrize("prefix", ["- ", "* ", "// ", "-- ", " * ", "% ", "! ", "; ", "> ", "# ", "    "])
+def test_a_private_key_quoted_line_by_line_is_redacted_whole(prefix):
+    """A key pasted as a list, or commented out line by line in code: its body
+    lines after the BEGIN line stayed in clear (while the count said one key)."""
+    lines = Gen(5).pem_body(900)
+    block = ["-----BEGIN RSA PRIVATE KEY-----", *lines, "-----END RSA PRIVATE KEY-----"]
+    text = "The staging key:\n" + "".join(f"{prefix}{line}\n" for line in block) + "Rotate it yearly.\n"
+    for clean in (redact(text)[0], mask_code(text)[0]):
+        assert not [line for line in lines if line in clean], clean
+        assert "PRIVATE KEY" not in clean and clean.endswith("Rotate it yearly.\n"), clean
+
+
 def test_a_private_key_in_json_with_escaped_newlines_is_redacted():
     lines = Gen(4).pem_body(600)
     key = "-----BEGIN PRIVATE KEY-----\\n" + "\\n".join(lines) + "\\n-----END PRIVATE KEY-----\\n"
@@ -306,7 +341,12 @@ def test_a_secret_never_survives_redaction_wherever_it_is(before, sep1, secret, 
     before=_PROSE,
     secret=_SECRETS,
     at=st.integers(1, 200),
-    invisible=st.sampled_from(["\u200b", "\u200c", "\u200d", "\u2060", "\u00ad", "\ufeff"]),
+    invisible=st.sampled_from(
+        ["\u200b", "\u200c", "\u200d", "\u2060", "\u00ad", "\ufeff"]
+        # direction marks, bidi controls, invisible operators, CGJ, MVS, a variation selector
+        + ["\u200e", "\u200f", "\u202a", "\u202e", "\u2061", "\u2064", "\u2066", "\u2069"]
+        + ["\u034f", "\u180e", "\ufe0f"]
+    ),
 )
 def test_a_character_that_shows_as_nothing_hides_no_secret(before, secret, at, invisible):
     at = at % (len(secret) - 1) + 1
@@ -561,3 +601,63 @@ def test_a_telegram_token_whose_secret_holds_no_digit_is_redacted():
     for clean in (redact(f"bot {token} here")[0], mask_code(f'TOKEN = "{token}"')[0]):
         assert "AAdnZUkbTkDnHTEshODWtteflpODAouPSgW" not in clean and "[REDACTED:telegram-bot-token]" in clean
     assert redact("ratio 1234567:abcdefghij")[0] == "ratio 1234567:abcdefghij"  # not 35 characters
+
+
+def test_a_value_in_a_mapping_is_read_with_its_key():
+    """`{"password": "Tr0ub4dorMnTvnR"}` (a custom field, a tool call's args):
+    each string was read alone, and a password is a word like any other."""
+    from lore.secrets import redact_nested
+
+    hexkey = Gen(11).s("0123456789abcdef", 40)
+    value = {
+        "db_password": "Tr0ub4dorMnTvnR",
+        "creds": {"api_token": hexkey, "user": "admin"},
+        "steps": [{"password": "Xk9qh4gVJjrs!q"}],
+        "note": "Tr0ub4dorMnTvnR",  # a word under an ordinary key
+        "password_hint": "ask the admin",
+        "password_env": "${DB_PASSWORD}",
+    }
+    clean, found = redact_nested(value)
+    assert clean == {
+        "db_password": "[REDACTED:password]",
+        "creds": {"api_token": "[REDACTED:assigned-secret]", "user": "admin"},
+        "steps": [{"password": "[REDACTED:password]"}],
+        "note": "Tr0ub4dorMnTvnR",
+        "password_hint": "ask the admin",
+        "password_env": "${DB_PASSWORD}",
+    }
+    assert found == Counter({"password": 2, "assigned-secret": 1})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "**Password:** {pw}",
+        "**Password**: {pw}",
+        "- __password__: `{pw}`",
+        "Password (staging): {pw}",
+        "password for staging: {pw}",
+        "| user | password | notes |\n|------|----------|-------|\n| admin | {pw} | main |\n",
+        "| service | token |\n| --- | --- |\n| ci | {pw} |",
+    ],
+)
+def test_how_notes_write_a_password_in_markdown_is_redacted(text):
+    """Markdown emphasis around the key, a qualifier before the colon, a table
+    whose header names the column: all were stored in clear."""
+    pw = "Xk9qh4gVJjrs!q2" if "token" not in text else Gen(12).s("0123456789abcdef", 40)
+    clean, found = redact(text.format(pw=pw))
+    assert pw not in clean and sum(found.values()) == 1, clean
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The password: use the vault",
+        "password (optional): leave empty",
+        "Rotate the password in prod: see runbook",
+        "| name | password policy |\n|--|--|\n| length | at least 12 characters |",
+        "| user | password |\n|--|--|\n| ro | (ask ops) |\n| ci | ${CI_PASSWORD} |",
+    ],
+)
+def test_markdown_about_passwords_without_one_is_left_alone(text):
+    assert redact(text) == (text, Counter())

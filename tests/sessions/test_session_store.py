@@ -391,3 +391,24 @@ def test_a_live_event_dated_more_than_a_day_ahead_is_refused(store):
     with pytest.raises(ValidationError, match="timestamp.*is in the future"):
         store.append("s-1", message("user", "hello", timestamp="2099-01-01T00:00:00Z"), create=True)
     assert store.append("s-1", message("user", "hello", timestamp="2026-01-01T00:00:00Z"), create=True).events
+
+
+def test_a_secret_cut_through_is_redacted_before_the_cut():
+    """A hook's payload over the limit, and a transcript's over-long tool name
+    or call id, were cut first and redacted after: a token the cut went through
+    was no longer found, and 26 of its 36 characters were kept."""
+    from lore.sessions import events
+
+    token = "ghp_OhbVrpoiVgRV5IfLBcbfnoGMbJmTPSIAoCLr"
+    marker = " … [cut: 1,000,000 characters]"  # (its length)
+    words = "the output was long " * (events.MAX_PAYLOAD // 20)
+    prompt = words[: events.MAX_PAYLOAD - len(marker) - 20] + " " + token + " and more" * 10
+    cut = events.fitted(prompt)
+    assert token[:8] not in cut and "[REDACTED:github-to" in cut, cut[-200:]
+    assert cut.endswith(f" … [cut: {len(prompt):,} characters]"), cut[-200:]
+    name = "t" * (events.MAX_NAME - 30) + "_" + token
+    call = events.normalise(
+        {"type": "tool_call", "toolName": name, "toolCallId": name, "args": {}}, imported=True
+    )
+    for value in (call["toolName"], call["toolCallId"]):
+        assert token[:8] not in value and len(value) <= events.MAX_NAME, value

@@ -158,7 +158,22 @@ def walk_memory_files(
                             )
                         )
                     continue
+                if _secret_in_name(rel, problems):
+                    continue
                 info = entry_stat(entry)
                 if info is not None:
                     yield rel, info
         pending.extend(reversed(folders))
+
+
+def _secret_in_name(rel: str, problems: list[tuple[str, str]] | None) -> bool:
+    """Whether the file's path holds what looks like a secret: indexed, listed
+    and shown, the name would carry it in clear (said in `problems`, redacted)."""
+    from lore.secrets import describe, redact_name
+
+    shown, found = redact_name(rel)
+    if found and problems is not None:
+        problems.append(
+            (shown, f"{shown}: the name holds what looks like a secret ({describe(found)}); rename the file")
+        )
+    return bool(found)

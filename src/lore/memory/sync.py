@@ -249,7 +249,7 @@ def index_memory(
     return memory
 
 
-_TEXT_FIELDS = ("title", "body", "task", "project", "source", "risk", "task_type", "applies_to")
+_TEXT_FIELDS = ("title", "body", "agent", "task", "project", "source", "risk", "task_type", "applies_to")
 
 
 def redacted(memory: Memory) -> Counter[str]:

@@ -93,7 +93,11 @@ def redact_values(values: list[str]) -> tuple[list[str], Counter[str]]:
 
 def redact_nested(value: Any) -> tuple[Any, Counter[str]]:
     """:func:`redact` over every string in parsed YAML or JSON (text, lists,
-    tuples, mappings; mapping keys too), as a new value; and what was found."""
+    tuples, mappings; mapping keys too), as a new value; and what was found.
+
+    A mapping's text value is read with its key, as the line ``key: value``
+    it was written as: ``{"password": "Tr0ub4dor"}`` is a password, where
+    the value alone is a word like any other."""
     found: Counter[str] = Counter()
 
     def walk(item: Any, depth: int) -> Any:
@@ -106,8 +110,17 @@ def redact_nested(value: Any) -> tuple[Any, Counter[str]]:
         if isinstance(item, list | tuple):
             return [walk(child, depth + 1) for child in item]
         if isinstance(item, dict):
-            return {walk(key, depth + 1): walk(child, depth + 1) for key, child in item.items()}
+            return {walk(key, depth + 1): keyed(key, child, depth + 1) for key, child in item.items()}
         return item
+
+    def keyed(key: Any, child: Any, depth: int) -> Any:
+        if isinstance(key, str) and isinstance(child, str) and "\n" not in key and "\n" not in child:
+            line = f"{key}: "
+            clean, kinds = redact(line + child)
+            if clean.startswith(line):  # (a key that is a secret itself: the value alone, below)
+                found.update(kinds)
+                return clean[len(line) :]
+        return walk(child, depth)
 
     return walk(value, 0), found
 

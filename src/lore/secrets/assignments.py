@@ -16,14 +16,18 @@ from .findings import PRIORITY_ASSIGNED, PRIORITY_CONTEXT, Finding
 from .rules import RuleSet
 
 # An assignment after a key: closing quotes, an optional type annotation, the
-# separator, an optional opening quote (with string prefixes like b"" f"" @"").
+# separator (a comma before a quote: a call's arguments), an optional opening
+# quote (with string prefixes like b"" f"" @""). Prose writes a key in Markdown
+# emphasis (`**Password:** …`, `**Password**: …`) or qualified (`Password
+# (staging): …`, `password for staging: …`).
 # A no-break space (pasted from a web page or a chat) counts as a space; a Markdown
 # table's cell border as a separator (`| DB_PASSWORD | hunter2x9 |`, prose only).
 _ASSIGN = re.compile(
-    r"""(?P<kq>["'`]{0,2}\]?["'`]?)
+    r"""(?P<kq>(?:\*{1,2}|_{1,2})?["'`]{0,2}\]?["'`]?)
+        (?P<qual>[ \t]+\([^()\n]{1,40}\)|[ \t]+(?:for|on|in|of|at)[ \t]+[\w.\-]{1,40})?
         (?P<ann>[ \t]*:[ \t]*[A-Za-z_][\w\[\], .|]{0,60}?(?=[ \t]*=[^=>]))?
-        [ \t\u00a0]*(?P<sep>:=|=>|==|!=|=|:(?!//)|\uff1a|\|(?![|\-:]))
-        [ \t\u00a0]*(?P<vq>[@rRbBuUfF]{0,2}["'`])?""",
+        [ \t\u00a0]*(?P<sep>:=|=>|==|!=|=|:(?!//)|\uff1a|\|(?![|\-:])|,(?=[ \t]*[@rRbBuUfF]{0,2}["'`]))
+        (?:\*{1,2}|_{1,2})?[ \t\u00a0]*(?P<vq>[@rRbBuUfF]{0,2}["'`])?""",
     re.X,
 )
 # Unquoted values end at a space, a quote or a closing bracket; after '=' also at ';' '&' ','
@@ -58,7 +62,7 @@ _KEY_TAIL = re.compile(r"[\w.\-]*")
 # separator, an optional type annotation, the key's closing quote, the key.
 _KEY_BEFORE_REVERSED = re.compile(
     r"""(?:(?:["'`][@rRbBuUfF]{0,2})?
-           [ \t]*(?:=:|>=|==|=!|=|:|\uff1a)
+           [ \t]*(?:=:|>=|==|=!|=|:|\uff1a|,)
            (?:[ \t]*[\w\[\], .|]{0,60}?[A-Za-z_][ \t]*:)?
            [ \t]*["'`]?\]?["'`]{0,2}
            (?P<key>[\w.\-]*[A-Za-z_\-])
@@ -67,7 +71,9 @@ _KEY_BEFORE_REVERSED = re.compile(
 )
 _VALUE_SEPARATORS = frozenset("\"'`=:")
 QUOTES = frozenset("\"'`")
-_QUOTED_VALUE = re.compile(r"""[=:][ \t]*[@bBrRuUfF]{0,2}(?P<q>["'`])(?P<value>[^"'`\s\\]{12,200})(?P=q)""")
+_QUOTED_VALUE = re.compile(
+    r"""(?:[=:]>?|,)[ \t]*[@bBrRuUfF]{0,2}(?P<q>["'`])(?P<value>[^"'`\s\\]{12,200})(?P=q)"""
+)
 _ENV_LINE = re.compile(r"[ \t]*(?:export[ \t]+|-[ \t]+)?$")
 # Keys right after these are inside a connection string, a query or an .npmrc line.
 _INLINE_CONFIG = frozenset(";&?:")
@@ -138,6 +144,10 @@ def judge(
         return None
     assign = _ASSIGN.match(text, key_end)
     if assign is None or (strict and assign.group("sep") == "|"):
+        return None
+    # A quoted key, a comma, a quoted value: a call's arguments (`define('API_KEY', '…')`,
+    # `put("apiKey", "…")`), in code only (prose reads "the token, 'x'" as a sentence).
+    if assign.group("sep") == "," and not (strict and assign.group("kq")):
         return None
     quote = assign.group("vq") or ""
     own_line = not quote and _starts_line(text, key_start)
@@ -230,6 +240,68 @@ def in_prose(text: str, lowered: str, rules: RuleSet) -> Iterator[Finding]:
             key = f"{previous.group(1)}_{key}"  # "API key: ...", "secret key = ..."
         if (finding := judge(text, key_start, key_end, rules, strict=False, key=key)) is not None:
             yield finding
+
+
+# A Markdown table's delimiter row: `|---|:--:|`, `--- | ---`.
+_TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{2,}:?[ \t]*(?:\|[ \t]*:?-{2,}:?[ \t]*)+\|?[ \t]*$", re.M)
+
+
+def table_columns(text: str, rules: RuleSet) -> Iterator[Finding]:
+    """Prose mode: the cells under a Markdown table's header that names a
+    secret (``| user | password |``), each judged as that key's value."""
+    for rule in _TABLE_RULE.finditer(text):
+        header_end = rule.start() - 1
+        if header_end < 0:
+            continue
+        header_start = text.rfind("\n", 0, header_end) + 1
+        header = _cells(text, header_start, header_end)
+        secret = [
+            (i, key, cls) for i, (_, _, key) in enumerate(header) if (cls := keys.classify(key)) is not None
+        ]
+        if not secret:
+            continue
+        row_start = rule.end() + 1
+        while row_start < len(text):
+            row_end = text.find("\n", row_start)
+            row_end = len(text) if row_end < 0 else row_end
+            if "|" not in text[row_start:row_end]:
+                break
+            cells = _cells(text, row_start, row_end)
+            for column, key, key_class in secret:
+                if column >= len(cells):
+                    continue
+                start, end, value = cells[column]
+                quoted = len(value) > 1 and value[0] == value[-1] and value[0] in QUOTES
+                if quoted:
+                    start, end, value = start + 1, end - 1, value[1:-1]
+                plausible = (
+                    values.plausible_password(value, quoted=quoted, followed_by_text=False)
+                    if key_class is keys.KeyClass.PASSWORD
+                    else values.plausible_token(value)
+                )
+                if plausible and not values.is_marker(value) and not values.is_reference(value, key):
+                    yield Finding(start, end, kind_for_key(key, key_class, rules), PRIORITY_ASSIGNED)
+            row_start = row_end + 1
+
+
+def _cells(text: str, start: int, end: int) -> list[tuple[int, int, str]]:
+    """A table row's cells between `start` and `end`: (start, end, text), stripped."""
+    line = text[start:end]
+    inner_start = start + (len(line) - len(line.lstrip()))
+    line = line.strip()
+    if line.startswith("|"):
+        line, inner_start = line[1:], inner_start + 1
+    if line.endswith("|"):
+        line = line[:-1]
+    cells = []
+    position = 0
+    for part in line.split("|"):
+        lead = len(part) - len(part.lstrip())
+        cells.append(
+            (inner_start + position + lead, inner_start + position + len(part.rstrip()), part.strip())
+        )
+        position += len(part) + 1
+    return cells
 
 
 def quoted(text: str, rules: RuleSet) -> Iterator[Finding]:

@@ -4,7 +4,7 @@ A block runs from its BEGIN line over its headers and base64 body to the END
 line. Pasted keys are often cut short, so without an END line the block still
 runs to the end of the base64 body. Lines may be separated by real newlines or
 by ``\\n`` escapes (a key inside JSON, as in a GCP service-account file), and
-wrapped in quotes, ``+`` concatenations or comment marks.
+wrapped in quotes, ``+`` concatenations, comment marks or list items.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ import re
 from collections.abc import Iterator
 
 _BEGIN = re.compile(r"-----BEGIN[ A-Z0-9_\-]{0,40}PRIVATE KEY(?: BLOCK)?-----")
-_GLUE = r"(?:\\[rn]|\\|[ \t\r\n\"'+,#>;])*"
+# Between body lines: line breaks (or their escapes), quotes, concatenation, and
+# what quotes a line (`# `, `// `, `-- `, ` * `, `> `, `- `, `; `, `% `, `! `).
+_GLUE = r"(?:\\[rn]|\\|//|-+(?=[ \t])|[ \t\r\n\"'+,#>;*%!])*"
 _STEP = re.compile(
     _GLUE
     + r"""(?:

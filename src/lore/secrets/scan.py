@@ -30,7 +30,12 @@ _MARKER = re.compile(r"\[REDACTED:[a-z0-9\-]+\]")
 
 
 # Characters that show as nothing: inside a token they hide it from every rule.
-_INVISIBLE = re.compile("[\u00ad\u200b-\u200d\u2060\ufeff]")
+# Soft hyphen, combining grapheme joiner, Mongolian vowel separator, zero-width
+# and direction marks, bidi embeddings, overrides and isolates, invisible
+# operators, variation selectors, BOM.
+_INVISIBLE = re.compile(
+    "[\u00ad\u034f\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufe00-\ufe0f\ufeff]"
+)
 _ESCAPED_SLASH = re.compile(r"\\/")
 _PERCENT = re.compile(r"%[2-7][0-9A-Fa-f]")  # percent-encoded printable ASCII
 _ENCODED_URL = re.compile(r"%3A%2F%2F", re.I)  # "://", percent-encoded
@@ -107,4 +112,6 @@ def _find(text: str, strict: bool) -> list[Finding]:
         found.extend(context.find(text, lowered, rules, strict))
     if not strict:
         found.extend(assignments.in_prose(text, lowered, rules))
+        if "--" in text and "|" in text:
+            found.extend(assignments.table_columns(text, rules))
     return merge(found) if found else found

@@ -24,7 +24,7 @@ from lore.index.tokens import count_tokens
 from lore.memory.lifecycle.clock import system_now
 from lore.memory.model import ahead, now_iso, parse_time
 from lore.memory.values import quoted
-from lore.secrets import redact_nested
+from lore.secrets import redact, redact_nested
 from lore.sessions.records import SessionEvent
 
 EVENT_TYPES = ("message", "tool_call", "tool_result")
@@ -316,7 +316,8 @@ def _name(text: str, field: str, imported: bool) -> str:
     if imported:  # read, not typed: shortened, never refused (one line would stop every import)
         import hashlib
 
-        return f"{text[: MAX_NAME - 17]}#{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+        # redacted before the cut: a cut token is no longer found, and part of it would be kept
+        return f"{_clean(text)[: MAX_NAME - 17]}#{hashlib.sha256(text.encode()).hexdigest()[:16]}"
     raise ValidationError(f"is too long ({len(text):,} characters; at most {MAX_NAME})", field=field)
 
 
@@ -329,6 +330,8 @@ def fitted(value: Any) -> Any:
     if len(text) <= MAX_PAYLOAD:
         return value
     marker = f" … [cut: {len(text):,} characters]"
+    # Redacted before the cut: a token the cut goes through is no longer found whole.
+    text = redact(text)[0]
     return text[: MAX_PAYLOAD - len(marker)] + marker
 
 

@@ -48,6 +48,7 @@ from lore import secrets
 from lore.errors import ValidationError
 from lore.memory.lifecycle.clock import system_now
 from lore.memory.model import MEMORY_TYPES, SCOPE_RE, TYPE_OF_SECTOR, Frontmatter, ahead, now_iso, parse_time
+from lore.memory.values import quoted
 from lore.records import datarecord
 from lore.safe_read import json_loads
 
@@ -345,7 +346,7 @@ def _block(
             if canonical is None:
                 if str(name) not in _IGNORED:
                     notes.append(
-                        f"ignored unknown field '{name}' (known: type, tags, applies_to, title, "
+                        f"ignored unknown field {quoted(name)} (known: type, tags, applies_to, title, "
                         "occurred_at, confidence, tier, storage, private)"
                     )
             else:
@@ -353,10 +354,10 @@ def _block(
     kind = _one_string(fields.get("type", "summary"), "type").strip().lower()
     kind = TYPE_OF_SECTOR.get(kind, kind)  # 001 writes the sector in `type` (procedural, ...)
     if kind not in MEMORY_TYPES:
-        raise _BlockProblem(f"unknown type '{kind}'; use one of: {', '.join(MEMORY_TYPES)}")
+        raise _BlockProblem(f"unknown type {quoted(kind)}; use one of: {', '.join(MEMORY_TYPES)}")
     scope = _one_string(fields.get("applies_to", "global"), "applies_to").strip()
     if not SCOPE_RE.match(scope):
-        raise _BlockProblem(f"applies_to '{scope}' must be global, file:<path> or area:<name>")
+        raise _BlockProblem(f"applies_to {quoted(scope)} must be global, file:<path> or area:<name>")
     tags = _tags(fields.get("tags", []))
     title = _one_string(fields["title"], "title").strip() if "title" in fields else None
     when = fields.get("occurred_at")
@@ -365,23 +366,23 @@ def _block(
             occurred = parse_time(when)
         except ValidationError:
             raise _BlockProblem(
-                f"occurred_at '{when}' is not an ISO 8601 time, e.g. 2026-02-10T15:30:00Z"
+                f"occurred_at {quoted(when)} is not an ISO 8601 time, e.g. 2026-02-10T15:30:00Z"
             ) from None
         if ahead(occurred, system_now()):
             raise _BlockProblem(
-                f"occurred_at '{when}' is in the future; give when it happened (at most a day ahead)"
+                f"occurred_at {quoted(when)} is in the future; give when it happened (at most a day ahead)"
             )
     else:
         occurred = fallback or now_iso()
     private = _flag(fields.get("private", False), "private")
     storage = _one_string(fields.get("storage", "durable"), "storage").strip().lower()
     if storage not in ("durable", "session"):
-        raise _BlockProblem(f"storage '{storage}' must be durable or session")
+        raise _BlockProblem(f"storage {quoted(storage)} must be durable or session")
     tier = _one_string(fields.get("tier", ""), "tier").strip().lower() or None
     if tier in _ATTENTION_TIERS:
         tier = None  # 001's attention tier: decided by Lore, not by the block
     elif tier is not None and tier not in _STORAGE_TIERS:
-        raise _BlockProblem(f"tier '{tier}' must be one of: {', '.join(_STORAGE_TIERS)}")
+        raise _BlockProblem(f"tier {quoted(tier)} must be one of: {', '.join(_STORAGE_TIERS)}")
     if _is_instructions_example(body):
         return None, notes
     return Candidate(
@@ -413,7 +414,7 @@ def _confidence(value: object) -> float | None:
 
 
 def _bad_confidence(value: object) -> _BlockProblem:
-    return _BlockProblem(f"confidence '{value}' must be a number between 0 and 1")
+    return _BlockProblem(f"confidence {quoted(value)} must be a number between 0 and 1")
 
 
 def _attributes(text: str) -> dict[str, str]:
@@ -425,11 +426,11 @@ def _attributes(text: str) -> dict[str, str]:
         if match is None:
             rest = text[pos:].strip()
             raise _BlockProblem(
-                f"cannot read the tag's attributes at '{rest[:30]}'; write them as name=\"value\""
+                f'cannot read the tag\'s attributes at {quoted(rest, 30)}; write them as name="value"'
             )
         name = match.group(1)
         if name in attrs:
-            raise _BlockProblem(f"attribute '{name}' given twice")
+            raise _BlockProblem(f"attribute {quoted(name)} given twice")
         attrs[name] = match.group(2) if match.group(2) is not None else match.group(3)
         pos = match.end()
     return attrs
@@ -459,7 +460,7 @@ def _header(body: str) -> tuple[Frontmatter, str]:
 def _one_string(value: object, name: str) -> str:
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
         return str(value)
-    raise _BlockProblem(f"'{name}' must be a single value")
+    raise _BlockProblem(f"{quoted(name)} must be a single value")
 
 
 def _flag(value: object, name: str) -> bool:
@@ -467,7 +468,7 @@ def _flag(value: object, name: str) -> bool:
         return value
     flag = _YES.get(_one_string(value, name).strip().lower())
     if flag is None:
-        raise _BlockProblem(f"'{name}' must be true or false")
+        raise _BlockProblem(f"{quoted(name)} must be true or false")
     return flag
 
 
