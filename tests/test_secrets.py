@@ -359,6 +359,10 @@ def test_a_character_that_shows_as_nothing_hides_no_secret(before, secret, at, i
 
 GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 AWS_ID = "AKIA" + "2E0A8F3B244C9986"
+JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9."
+    + "eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
 
 
 @pytest.mark.parametrize(
@@ -372,6 +376,8 @@ AWS_ID = "AKIA" + "2E0A8F3B244C9986"
         (f"prod.{GITHUB}", GITHUB),
         (f"Ops <ops+{AWS_ID}@example.com>", AWS_ID),  # an email's plus address (a commit author)
         (f"ops+{GITHUB}@example.com", GITHUB),
+        (f"cookie session_{JWT} set", JWT),  # a JWT's usual header start is distinctive
+        (f"id-{JWT}", JWT),
     ],
 )
 def test_a_token_glued_to_a_word_is_redacted(text: str, secret: str):
