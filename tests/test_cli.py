@@ -548,9 +548,11 @@ def test_a_secret_in_a_hand_written_file_name_is_reported_and_never_printed(cli)
     )
     out = cli("doctor", "--json", ok=False).stdout
     assert token not in out
-    [warning] = [p for p in json.loads(out) if "file name" in p["message"]]
-    assert warning["where"] == ".lore/memory/deploy-[REDACTED:github-token].md"
-    assert "holds 1 github-token: rename it (`lore mv 6f1c2d3e <new-name>.md`)" in warning["message"]
+    # not indexed: the index would keep the name in clear (its paths, listings, results)
+    [error] = [p for p in json.loads(out) if "looks like a secret" in p["message"]]
+    assert error["where"] == ".lore/memory/deploy-[REDACTED:github-token].md"
+    assert "(1 github-token), so the file is not indexed; rename it (git mv)" in error["message"]
+    assert token not in cli("list", "--json").stdout
 
 
 def test_a_secret_in_a_custom_field_of_a_hand_written_memory_is_reported(cli):

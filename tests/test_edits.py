@@ -170,6 +170,12 @@ def test_set_changes_frontmatter_fields_and_refuses_bad_values(mem):
     ):
         proc = cli("edit", "mem-2026-02-12-001", "--set", value, ok=False)
         assert proc.returncode == 2 and "must be a list of strings" in proc.stderr, (value, proc.stderr)
+    # No keyword left (add refuses that), relations no link can be read from or added to: refused.
+    for value, said in (("keywords=", "at least one keyword"), ("tags=[]", "at least one keyword")):
+        proc = cli("edit", "mem-2026-02-12-001", "--set", value, ok=False)
+        assert proc.returncode == 2 and said in proc.stderr, (value, proc.stderr)
+    proc = cli("edit", "mem-2026-02-12-001", "--set", "relations=garbage", ok=False)
+    assert proc.returncode == 2 and "relations must be a mapping" in proc.stderr, proc.stderr
     assert path.read_bytes() == before
     cli("edit", "mem-2026-02-12-001", "--set", "owner=")
     assert "owner:" not in path.read_text()
@@ -251,7 +257,18 @@ def test_mv_renames_without_overwriting(mem):
     proc = cli("mv", "mem-2026-02-12-001", "../../outside.md", ok=False)
     assert proc.returncode == 2 and "not a memory location" in proc.stderr
     # A name a Windows checkout of the project could not hold (the file is shared through git).
-    for name in ("~/\\..\\..\\x.md", "a:b.md", "what?.md", "x|y"):
+    # Reserved device names and a dot or space ending a part too (NUL.md was moved to).
+    for name in (
+        "~/\\..\\..\\x.md",
+        "a:b.md",
+        "what?.md",
+        "x|y",
+        "NUL.md",
+        "aux/",
+        "com1.md",
+        "x./",
+        "y /z.md",
+    ):
         proc = cli("mv", "mem-2026-02-12-001", name, ok=False)
         assert proc.returncode == 2 and "Windows" in proc.stderr, (name, proc.stderr)
         assert len(proc.stderr.strip().splitlines()) == 1

@@ -1312,6 +1312,7 @@ def test_http_bearer_token_is_checked(root, http_server):
     server = http_server("--token", "s3cret")
     status, text = post_without_sdk(server.url)
     assert status == 401, text
+    assert "Bearer" in text and "/login" not in text  # lore mcp --http has no login page
     status, _ = post_without_sdk(server.url, {"Authorization": "Bearer wrong"})
     assert status == 401
     status, _ = post_without_sdk(server.url, {"Authorization": "s3cret"})

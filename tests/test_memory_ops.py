@@ -733,3 +733,19 @@ def test_a_broken_memory_files_error_never_shows_a_secret_it_quotes(cli):
     )
     assert "bad-type.md" in shown and "bad-tag.md" in shown
     assert TOKEN not in shown and "AKIA4Q7ZP2LMX9RT3KVB" not in shown
+
+
+def test_a_name_too_long_for_the_file_system_is_a_usage_error(tmp_path):
+    """ENAMETOOLONG was a storage error ("file system error", 503 over HTTP):
+    the request's fault, said as one."""
+    import lore
+    from lore.errors import UsageError
+
+    with lore.init(tmp_path / "p") as project:
+        added = project.add(title="A memory to move", body="Its body is long enough.")
+        for call in (
+            lambda: project.move(added.id, "y" * 300 + ".md"),
+            lambda: project.show("z" * 300 + ".md"),
+        ):
+            with pytest.raises(UsageError, match="too long for the file system"):
+                call()

@@ -23,6 +23,7 @@ ProviderError      provider        1          502
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -212,6 +213,10 @@ def as_lore_error(err: BaseException) -> LoreError | None:
             return DiskFull(f"the disk is full{where}; free some space and try again")
         if getattr(err, "errno", None) == 30:
             return PermissionDenied(f"read-only file system{where}; run where you can write")
+        if getattr(err, "errno", None) == errno.ENAMETOOLONG:  # a name given: the request's fault
+            name = str(err.filename or "")
+            name = name if len(name) <= 60 else f"{name[:40]}…{name[-16:]}"
+            return UsageError(f"a name is too long for the file system ({name}); give a shorter path")
         blocking = _file_in_the_way(err)
         if blocking is not None:
             return StorageError(

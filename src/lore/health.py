@@ -276,16 +276,6 @@ def doctor(memories: Memories) -> list[Problem]:
             memory = memories.load(path)
         except Exception:
             continue
-        named, kinds = redact(path)
-        if kinds:  # a file named by hand: the name is in every listing, and in git
-            problems.append(
-                Problem(
-                    "warning",
-                    named,
-                    f"its file name holds {describe(kinds)}: rename it (`lore mv {mid[:8]} <new-name>.md`) "
-                    "and rotate the secret",
-                )
-            )
         try:  # written by hand: `lore add` and edits refuse such a path
             memory.check_project_paths()
         except ValidationError as err:

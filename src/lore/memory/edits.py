@@ -294,6 +294,11 @@ def set_field(memory: Memory, name: str, value: str | None, *, clean: Callable[[
     text = "" if value is None else value.strip()  # fields stored as the text given
     canonical = _FIELD_NAMES.get(key)
     if canonical is None:
+        if key == "relations" and parsed is not None and not isinstance(parsed, dict | list):
+            # (a later --relate could not add to it, and no link was read from it)
+            raise UsageError(
+                "relations must be a mapping ({supersedes: ID}) or a list; or add one with --relate R=ID"
+            )
         if parsed is None:
             memory.extra.pop(key, None)
         else:
@@ -307,7 +312,10 @@ def set_field(memory: Memory, name: str, value: str | None, *, clean: Callable[[
                 items = string_list(parsed if isinstance(parsed, list | dict) else str(parsed), key, None)
             except ValidationError as err:
                 raise UsageError(f"{key} {err.reason}") from None
-        setattr(memory, canonical, [clean(i.strip()) for i in items if i.strip()])
+        kept = [clean(i.strip()) for i in items if i.strip()]
+        if canonical == "tags" and not kept:  # as add refuses a memory without one
+            raise UsageError(f"a memory needs at least one keyword; give {key}=[word, ...]")
+        setattr(memory, canonical, kept)
         if canonical == "files":
             memory.check_project_paths()
     elif canonical == "title":

@@ -174,6 +174,10 @@ def _secret_in_name(rel: str, problems: list[tuple[str, str]] | None) -> bool:
     shown, found = redact_name(rel)
     if found and problems is not None:
         problems.append(
-            (shown, f"{shown}: the name holds what looks like a secret ({describe(found)}); rename the file")
+            (
+                shown,
+                f"{shown}: the name holds what looks like a secret ({describe(found)}), so the file is "
+                "not indexed; rename it (git mv) and rotate the secret",
+            )
         )
     return bool(found)

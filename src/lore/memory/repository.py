@@ -1251,6 +1251,10 @@ def _redacted_name(destination: str) -> tuple[str, Counter[str]]:
 
 # Characters no file name may hold on Windows; "/" separates folders.
 _NOT_IN_WINDOWS_NAMES = frozenset('\\:*?"<>|')
+# Names Windows keeps for devices, with any extension (NUL.md, com1.txt).
+_RESERVED_ON_WINDOWS = frozenset(
+    ["CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10))]
+)
 
 
 def _check_destination(destination: str) -> None:
@@ -1271,6 +1275,15 @@ def _check_destination(destination: str) -> None:
             f"'{display_path(dest)}' holds {' '.join(unportable)}, which a Windows checkout can't put in a "
             "file name (memory files are shared through git); use letters, digits, '-', '_' or '.'"
         )
+    for part in dest.strip("/").split("/"):
+        if part not in (".", "..") and (
+            part.endswith((".", " ")) or part.split(".", 1)[0].upper() in _RESERVED_ON_WINDOWS
+        ):
+            raise UsageError(
+                f"'{display_path(dest)}': a Windows checkout can't name a file or folder '{part}' "
+                "(a reserved device name, or a dot or space at the end; memory files are shared "
+                "through git); choose another name"
+            )
     name = dest.rsplit("/", 1)[-1]
     if name in (".", "..") or (not name and dest.strip("/") in ("", ".", "..")):
         raise UsageError(

@@ -110,6 +110,7 @@ def build_app(
         table = UserTable.load(users)
     token_env = "LORE_TOKEN" if web else "LORE_MCP_TOKEN"  # what `lore serve` / `lore mcp` read
     guard = auth.Guard.for_bind(host, token, list(allowed_hosts), table, token_env=token_env)
+    guard.login_page = web
     tools = LoreTools(project, agent)
     render.SERVED_ROOTS.add(tools.own.project.root)
     if table is not None:

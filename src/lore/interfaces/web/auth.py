@@ -104,6 +104,7 @@ class Guard:
     users: UserTable | None = None
     sessions: OrderedDict[str, tuple[float, User | None]] = field(default_factory=OrderedDict)
     failures: OrderedDict[str, list[float]] = field(default_factory=OrderedDict)
+    login_page: bool = True  # `lore serve` has /login; `lore mcp --http` serves /mcp only
 
     @classmethod
     def for_bind(
@@ -212,7 +213,10 @@ class Guard:
                 return "session", user
         if self.open:
             return "open", None
-        raise Unauthorized("log in first: send 'Authorization: Bearer <token>' or sign in at /login")
+        raise Unauthorized(
+            "log in first: send 'Authorization: Bearer <token>'"
+            + (" or sign in at /login" if self.login_page else "")
+        )
 
     def identify(self, token: str) -> tuple[bool, User | None]:
         """(known, user): the shared token is known with no user; a per-user token is its user."""
