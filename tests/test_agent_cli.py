@@ -107,6 +107,14 @@ def hook(cli, event: str, payload, *, cwd: Path | None = None) -> tuple[subproce
     return proc, time.perf_counter() - started
 
 
+def until(condition, what: str, seconds: float = 120) -> None:
+    """Wait for `condition` (a background process's work), at most `seconds` (never a figure)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {seconds} s for {what}"
+        time.sleep(0.05)
+
+
 def log_lines(root: Path) -> list[str]:
     log = root / ".lore/local/hooks.log"
     return log.read_text().splitlines() if log.exists() else []
@@ -277,7 +285,11 @@ def test_installed_claude_code_entries_actually_run(repo):
             assert "RFC 7807" in context
         else:
             assert proc.stdout == ""
-    assert len(log_lines(root)) == 5
+    # one line an event, and the session start's consolidation, in the background
+    until(
+        lambda: any(" ok consolidate: " in line for line in log_lines(root)), "the background consolidation"
+    )
+    assert len([line for line in log_lines(root) if " consolidate: " not in line]) == 5
     # Without a transcript, the prompt and the tool call came from the hooks' payloads,
     # recorded as the hooks' agent's session (another agent, or none, would not see it).
     recorded = repo.json("session", "show", "s1", "--all", env={"LORE_AGENT": "claude-code"})
@@ -689,6 +701,29 @@ def test_broken_hook_payloads_exit_0_silently_and_are_logged(repo, payload, logg
     log = log_lines(root)
     assert len(log) == len(before_log) + 1 and log[-1].split(" ", 1)[1].startswith(logged), log[-1]
     assert all_memories(root) == before_memories
+
+
+def test_the_session_start_hook_leaves_consolidation_to_a_process_of_its_own(repo):
+    """The hook consolidated the project's recent memories before the agent got
+    its context: 8 s at 10,000 memories. It now prints the pack, then a detached
+    `lore hook consolidate` archives old daily memories (and the rest of 001's
+    session start), logged to hooks.log."""
+    root = repo.cwd
+    key = repo.json(
+        "add", "-t", "Old daily", "-b", "A daily memory past its time.", "--occurred-at", "2020-01-02"
+    )["id"]
+    rel = repo.json("mv", key[:8], ".lore/local/daily/old-daily.md")["path"]
+    payload = {"session_id": "s-bg", "cwd": str(root), "hook_event_name": "SessionStart", "source": "startup"}
+    proc, _ = hook(repo, "session-start", payload)
+    assert proc.returncode == 0 and proc.stderr == ""
+    (started,) = [line for line in log_lines(root) if " session-start: " in line]
+    assert "consolidating in the background" in started
+    until(
+        lambda: any(" ok consolidate: " in line for line in log_lines(root)), "the background consolidation"
+    )
+    (done,) = [line for line in log_lines(root) if " consolidate: " in line]
+    assert "1 archived" in done, done
+    assert not (root / rel).exists() and (root / ".lore/local/archive/old-daily.md").exists()
 
 
 @pytest.mark.parametrize("event", ["session-start", "user-prompt-submit", "stop"])

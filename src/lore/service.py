@@ -932,10 +932,22 @@ class Lore:
         self.session_started(info.id)
         return info
 
-    def session_started(self, session_id: str | None = None) -> SessionStartReport:
-        """The previous sessions' memories digested into the daily tier and cleaned,
-        daily memories older than 30 days archived, recent ones consolidated."""
-        report = self.lifecycle.session_started(session_id)
+    def session_started(
+        self, session_id: str | None = None, *, consolidating: bool = True
+    ) -> SessionStartReport:
+        """The previous sessions' memories digested into the daily tier and cleaned;
+        then (`consolidating`; else :meth:`consolidate_recent` later) daily
+        memories older than 30 days archived, recent ones consolidated."""
+        report = self.lifecycle.session_started(session_id, consolidating=consolidating)
+        return self._started(report)
+
+    def consolidate_recent(self) -> SessionStartReport:
+        """What a session start does after digesting: old daily memories
+        archived, recent ones consolidated, tiers decided (a SessionStart hook
+        runs it in a process of its own, after the agent has its context)."""
+        return self._started(self.lifecycle.consolidate_recent())
+
+    def _started(self, report: SessionStartReport) -> SessionStartReport:
         if report.cleaned or report.archived or report.merged:
             self._notice(
                 f"session start: {report.cleaned} session memories digested and cleaned, "

@@ -8,7 +8,10 @@ that can't be used (over 16 MiB, unreadable, not a JSON object) is logged as
 - SessionStart: the previous sessions' memories are digested into the daily
   tier and cleaned (seed 001), then the session-start pack (this project's
   memories worth reading now, the branch's task, the areas being changed) is
-  printed as additional context; nothing at all when nothing is relevant.
+  printed as additional context (nothing at all when nothing is relevant);
+  the rest of 001's session start (old daily memories archived, recent ones
+  consolidated, tiers decided) runs after, in a process of its own that the
+  agent does not wait for (`lore hook consolidate`, one run at a time).
 - UserPromptSubmit, PostToolUse, Stop: record the session as it happens
   (:mod:`lore.sessions`): the new part of the transcript is imported into
   ``.lore/sessions/<session_id>/`` (idempotent, reads only what was added);
@@ -73,9 +76,9 @@ def run_hook(event: str, project: str | None, stdin: TextIO | None = None) -> in
 
 def _session_start(lore: Lore, payload: Payload) -> str:
     started = ""
-    try:  # 001: the previous sessions' memories are digested and cleaned, old daily ones archived
-        report = lore.session_started(_session_id(payload))
-        started = f"; {report.cleaned} session memories digested and cleaned, {len(report.archived)} archived"
+    try:  # 001: the previous sessions' memories are digested and cleaned
+        report = lore.session_started(_session_id(payload), consolidating=False)
+        started = f"; {report.cleaned} session memories digested and cleaned"
     except Exception as err:  # the start pack below must still reach the agent
         _log(lore, f"error session-start lifecycle: {err}")
     pack = lore.start(fresh=False)
@@ -84,9 +87,54 @@ def _session_start(lore: Lore, payload: Payload) -> str:
         print(
             json.dumps(
                 {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
-            )
+            ),
+            flush=True,
         )
+    # Consolidating grows with the project's memories (seconds at 10,000): the
+    # agent does not wait for it. A process of its own, once at a time.
+    started += "; consolidating in the background" if _detached(lore, "consolidate") else ""
     return f"{len(pack.items)} items, {pack.tokens_used} tokens{started}"
+
+
+def _consolidate(lore: Lore, payload: Payload) -> str:
+    """Old daily memories archived, recent ones consolidated, tiers decided
+    (the part of a session start the agent does not wait for); one run at a
+    time, and a start meanwhile makes it run once more."""
+    from lore.index.githooks import run_coalesced
+
+    done: list[str] = []
+
+    def job() -> None:
+        report = lore.consolidate_recent()
+        done.append(
+            f"{len(report.archived)} archived, {report.merged} merged, {report.tiers_moved} tiers moved"
+        )
+
+    ran = run_coalesced(lore.project.local_dir / "consolidating", job)
+    return "; ".join(done) if ran else "another run is under way and will run again"
+
+
+def _detached(lore: Lore, event: str) -> bool:
+    """Start ``lore hook EVENT`` for this project in a process of its own
+    session, not waited for (its output goes to hooks.log)."""
+    import subprocess
+
+    try:
+        child = subprocess.Popen(  # (the same agent: LORE_AGENT or claude-code, as this hook's)
+            [sys.executable, "-m", "lore", "--project", str(lore.project.root), "hook", event],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+        )
+        assert child.stdin is not None
+        child.stdin.write(b"{}")
+        child.stdin.close()
+    except OSError as err:
+        _log(lore, f"error session-start: could not start the background {event}: {err}")
+        return False
+    return True
 
 
 def _pre_compact(lore: Lore, payload: Payload) -> str:
@@ -176,6 +224,7 @@ def _session_id(payload: Payload) -> str | None:
 
 _HANDLERS: dict[str, Callable[[Lore, Payload], str]] = {
     "session-start": _session_start,
+    "consolidate": _consolidate,  # started by session-start, in the background
     "user-prompt-submit": _user_prompt_submit,
     "post-tool-use": _post_tool_use,
     "pre-compact": _pre_compact,

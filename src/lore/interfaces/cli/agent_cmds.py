@@ -110,7 +110,9 @@ def uninstall(lore, agent, as_json):
 @click.command(hidden=True)
 @click.argument(
     "event",
-    type=click.Choice(["session-start", "user-prompt-submit", "post-tool-use", "pre-compact", "stop"]),
+    type=click.Choice(
+        ["session-start", "user-prompt-submit", "post-tool-use", "pre-compact", "stop", "consolidate"]
+    ),
 )
 @click.pass_context
 def hook(ctx, event):

@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -226,10 +226,19 @@ class Lifecycle:
         evidence.append_ledger(self.memories, [*lines, {"folded": new}])
 
     def near_duplicate(
-        self, title: str, body: str, *, exclude: Sequence[str] = (), vectors: bool = False
+        self,
+        title: str,
+        body: str,
+        *,
+        exclude: Sequence[str] = (),
+        vectors: bool = False,
+        body_of: Callable[[MemoryRecord], str] | None = None,
     ) -> tuple[MemoryRecord, float] | None:
         """The visible memory that says the same as `title` + `body` (word
-        shingles, or with `vectors` a cosine ≥ 0.92), with its similarity."""
+        shingles, or with `vectors` a cosine ≥ 0.92), with its similarity.
+        `body_of`: how to read a memory's body (a consolidation's, which keeps
+        what it read; else :meth:`body_of`)."""
+        body_of = body_of or self.body_of
         from lore.search.text import terms
 
         flt = self.memories.filter(exclude_storage=_FACT_TIERS, exclude_tiers=[tiers.ARCHIVE])
@@ -246,7 +255,7 @@ class Lifecycle:
                 break
         best: tuple[MemoryRecord, float] | None = None
         for record in seen.values():
-            theirs = self.body_of(record)
+            theirs = body_of(record)
             score = similarity.jaccard(mine, similarity.shingles(theirs))
             if score < similarity.NEAR_DUPLICATE or (best is not None and score <= best[1]):
                 continue
@@ -288,13 +297,24 @@ class Lifecycle:
 
     # -- the rest of the lifecycle ------------------------------------------------------------
 
-    def session_started(self, session_id: str | None = None) -> SessionStartReport:
+    def session_started(
+        self, session_id: str | None = None, *, consolidating: bool = True
+    ) -> SessionStartReport:
         """What runs when a session starts: the previous sessions' memories are
-        digested into the daily tier and cleaned, daily memories older than
-        30 days archived, recent local memories consolidated, tiers decided."""
+        digested into the daily tier and cleaned; then (`consolidating`) daily
+        memories older than 30 days archived, recent local memories
+        consolidated, tiers decided (:meth:`consolidate_recent`)."""
         from lore.memory.lifecycle.daily import session_started
 
-        return session_started(self, session_id)
+        return session_started(self, session_id, consolidating=consolidating)
+
+    def consolidate_recent(self) -> SessionStartReport:
+        """The second half of :meth:`session_started` on its own."""
+        from lore.memory.lifecycle.daily import SessionStartReport, consolidate_recent
+
+        report = SessionStartReport(None)
+        consolidate_recent(self, report)
+        return report
 
     def consolidate(self, *, recent_days: float | None = None) -> ConsolidationReport:
         """`lore consolidate`: see :mod:`lore.memory.lifecycle.consolidate`."""

@@ -124,7 +124,11 @@ class _Pass:
             if len(out) >= CANDIDATES:
                 break
         near = self.lc.near_duplicate(
-            record.title, self.body(record), exclude=[record.id, *self.gone], vectors=self.vectors
+            record.title,
+            self.body(record),
+            exclude=[record.id, *self.gone],
+            vectors=self.vectors,
+            body_of=self.body,
         )
         if near is not None and near[0].id in self.by_id:
             out.setdefault(near[0].id, self.by_id[near[0].id])

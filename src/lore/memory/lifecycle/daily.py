@@ -54,18 +54,28 @@ class SessionStartReport(Record):
     tiers_moved: int = 0
 
 
-def session_started(lifecycle: Lifecycle, session_id: str | None) -> SessionStartReport:
-    """Digest and clean the previous sessions' memories, archive old daily ones,
-    consolidate what is recent, decide the tiers."""
-    from lore.memory.lifecycle.consolidate import consolidate
-
+def session_started(
+    lifecycle: Lifecycle, session_id: str | None, *, consolidating: bool = True
+) -> SessionStartReport:
+    """Digest and clean the previous sessions' memories; then (`consolidating`)
+    archive old daily ones, consolidate what is recent, decide the tiers (what
+    :func:`consolidate_recent` does on its own: a SessionStart hook runs it in
+    the background, its cost growing with the project's memories)."""
     report = SessionStartReport(session_id)
     _digest_and_clean(lifecycle, session_id, report)
+    if consolidating:
+        consolidate_recent(lifecycle, report)
+    return report
+
+
+def consolidate_recent(lifecycle: Lifecycle, report: SessionStartReport) -> None:
+    """Archive old daily memories, consolidate the recent ones, decide the tiers."""
+    from lore.memory.lifecycle.consolidate import consolidate
+
     done = consolidate(lifecycle, recent_days=RECENT_DAYS)
     report.archived = done.archived
     report.merged = len(done.merged)
     report.tiers_moved = len(done.tiers_moved)
-    return report
 
 
 def session_of(record: MemoryRecord, source: str | None) -> str | None:

@@ -21,8 +21,10 @@ contradict when
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 NEAR_DUPLICATE = 0.6
@@ -74,19 +76,20 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.lower().replace("’", "'"))
 
 
-def shingles(text: str, size: int = SHINGLE) -> set[str]:
+@functools.lru_cache(maxsize=2048)  # a body is compared with many others in one consolidation
+def shingles(text: str, size: int = SHINGLE) -> frozenset[str]:
     """Runs of `size` words (the words themselves for shorter texts)."""
     found = words(text)
     if len(found) < size:
-        return set(found)
-    return {" ".join(found[i : i + size]) for i in range(len(found) - size + 1)}
+        return frozenset(found)
+    return frozenset(" ".join(found[i : i + size]) for i in range(len(found) - size + 1))
 
 
-def jaccard(a: set[str], b: set[str]) -> float:
+def jaccard(a: AbstractSet[str], b: AbstractSet[str]) -> float:
     return len(a & b) / len(a | b) if a and b else 0.0
 
 
-def containment(part: set[str], whole: set[str]) -> float:
+def containment(part: AbstractSet[str], whole: AbstractSet[str]) -> float:
     """How much of `part` is in `whole` (0-1)."""
     return len(part & whole) / len(part) if part else 0.0
 
@@ -123,15 +126,13 @@ def contradiction(newer: str, older: str) -> Conflict | None:
     if found is not None:
         return found
     best: Conflict | None = None
-    for a in _sentences(newer):
-        wa = set(words(a))
-        ca = content_words(a) - _ANTONYM_WORDS
-        for b in _sentences(older):
-            wb = set(words(b))
-            overlap = jaccard(ca, content_words(b) - _ANTONYM_WORDS)
+    for a, wa, ca in _analysed(newer):
+        negated_a = _negated(wa)
+        for b, wb, cb in _analysed(older):
+            overlap = jaccard(ca, cb)
             if overlap < SENTENCE_OVERLAP:
                 continue
-            negated_a, negated_b = _negated(wa), _negated(wb)
+            negated_b = _negated(wb)
             reason = None
             if negated_a != negated_b:
                 reason = "one says not, the other does"
@@ -151,6 +152,17 @@ def contradiction(newer: str, older: str) -> Conflict | None:
     return best
 
 
+@functools.lru_cache(maxsize=2048)
+def _analysed(text: str) -> tuple[tuple[str, frozenset[str], frozenset[str]], ...]:
+    """Each sentence of `text` with its words and its content words (but
+    antonyms): a body is compared with many others in one consolidation, and
+    splitting it again for every pair was most of the time spent."""
+    return tuple(
+        (sentence, frozenset(words(sentence)), frozenset(content_words(sentence) - _ANTONYM_WORDS))
+        for sentence in _sentences(text)
+    )
+
+
 def _setting_conflict(newer: str, older: str) -> Conflict | None:
     new_values = settings(newer)
     for key, (value, text) in settings(older).items():
@@ -161,6 +173,7 @@ def _setting_conflict(newer: str, older: str) -> Conflict | None:
     return None
 
 
+@functools.lru_cache(maxsize=2048)  # (read only: a body's settings, for each pair it is in)
 def settings(text: str) -> dict[str, tuple[str, str]]:
     """{setting name: (value, the text that set it)} — names that look like settings
     (UPPER_CASE, snake_case or dotted), so prose like "Note: ..." is not one."""
@@ -180,5 +193,5 @@ def _sentences(text: str) -> list[str]:
     return [s.strip(" -*>#") for s in _SENTENCE.split(text) if len(s.split()) >= 3]
 
 
-def _negated(sentence_words: set[str]) -> bool:
+def _negated(sentence_words: AbstractSet[str]) -> bool:
     return len(sentence_words & NEGATIONS) % 2 == 1
