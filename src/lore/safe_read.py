@@ -45,11 +45,18 @@ def read_inside(root: Path | str, rel: str, *, max_bytes: int) -> bytes:
         NotFound: the file does not exist (any more).
         ValidationError: anything else; the message names the file and what to do.
     """
+    return read_inside_at(root, rel, max_bytes=max_bytes)[0]
+
+
+def read_inside_at(root: Path | str, rel: str, *, max_bytes: int) -> tuple[bytes, str]:
+    """:func:`read_inside`, and the real path of what was read relative to
+    the project's real root (``rel`` itself unless a link was followed)."""
     root_real = os.path.realpath(root)
     full = os.path.join(root_real, rel)
     if os.path.isabs(rel) or ".." in Path(rel).parts:
         raise ValidationError("path leaves the project; give a path inside it", path=rel)
     target = _resolved_inside(root_real, full, rel)
+    real = rel if target == full else os.path.relpath(target, root_real).replace(os.sep, "/")
     try:
         fd = os.open(target, _OPEN_FLAGS | _NOFOLLOW)
     except FileNotFoundError:
@@ -70,7 +77,7 @@ def read_inside(root: Path | str, rel: str, *, max_bytes: int) -> bytes:
         os.close(fd)
     if len(data) > max_bytes:  # it grew while we read it
         raise ValidationError(_too_big(len(data), max_bytes), path=rel)
-    return data
+    return data, real
 
 
 def read_regular(path: Path | str, *, max_bytes: int, follow_links: bool = True) -> bytes:

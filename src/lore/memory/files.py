@@ -19,7 +19,7 @@ from typing import TypeAlias
 
 from lore.errors import NotFound, ValidationError
 from lore.filenames import display_path, unsafe_name
-from lore.safe_read import read_inside
+from lore.safe_read import read_inside_at
 
 # (visibility, storage tier, owner agent folder): what a memory file's folder makes it.
 Location: TypeAlias = tuple[str, str, str | None]
@@ -42,10 +42,18 @@ def read_memory_file(root: Path | str, rel: str, *, max_bytes: int = MAX_MEMORY_
         ValidationError: anything else; the message names the file and what to do.
     """
     try:
-        data = read_inside(root, rel, max_bytes=max_bytes)
+        data, real = read_inside_at(root, rel, max_bytes=max_bytes)
     except NotFound:
         raise NotFound(f"{rel}: no such memory file; run `lore list` to see what exists") from None
-    _same_location(root, rel)
+    if real != rel and real.startswith(".lore/") and location_of(real) != location_of(rel):
+        # A link to a memory in another of Lore's folders: in .lore/memory/ to an agent's
+        # private one, it would be read (and rewritten) as shared. A link to a note kept
+        # with the code is read as the memory its folder makes it.
+        raise ValidationError(
+            f"symlink to {real}, a memory kept in another of Lore's folders (it would be "
+            "read here as another visibility); remove the link",
+            path=rel,
+        )
     return data
 
 
@@ -62,32 +70,6 @@ def location_of(rel: str) -> Location:
     if parts[:2] == [".lore", "memory"] and len(parts) > 3 and parts[2] in ("daily", "session"):
         return ("shared", parts[2], None)
     return ("shared", "durable", None)
-
-
-def _same_location(root: Path | str, rel: str) -> None:
-    """Refuse a memory file that links to a file of Lore's own folder kept
-    elsewhere: a link in ``.lore/memory/`` to an agent's private memory (or
-    a local one) would show it to everyone as shared, and an edit would
-    write it there as a shared file. A link to a file outside ``.lore/``
-    (a note kept with the code) is read as the memory its folder makes it."""
-    full = os.path.join(root, rel)
-    if not os.path.islink(full) and not any(os.path.islink(p) for p in _parents(root, rel)):
-        return
-    real_root = os.path.realpath(root)
-    real = os.path.relpath(os.path.realpath(full), real_root).replace(os.sep, "/")
-    if real.startswith(".lore/") and location_of(real) != location_of(rel):
-        raise ValidationError(
-            f"symlink to {real}, a memory kept in another of Lore's folders (it would be "
-            "read here as another visibility); remove the link",
-            path=rel,
-        )
-
-
-def _parents(root: Path | str, rel: str) -> Iterator[str]:
-    """The folders between `root` and the file `rel`, as full paths."""
-    parts = rel.split("/")[:-1]
-    for end in range(1, len(parts) + 1):
-        yield os.path.join(root, *parts[:end])
 
 
 def entry_stat(entry: os.DirEntry[str]) -> os.stat_result | None:
