@@ -818,6 +818,28 @@ async def test_preview_does_not_wait_for_the_projects_lock(root):
             lock.release()
 
 
+async def test_doctor_does_not_hold_up_the_server(root):
+    """/api/doctor read every memory file holding the project's lock: at 10,000
+    memories every other request (and /mcp) waited 6.5 s. It runs in a Lore of
+    its own, and finds what the CLI finds."""
+    import asyncio
+
+    (root / ".lore/memory/broken.md").write_text("---\nid: [unclosed\n---\nbody\n")
+    app = build_app(str(root))
+    lock = app.tools.lock_of(app.tools.lore)
+    async with client(app) as c:
+        lock.acquire()  # another request at work on the project
+        try:
+            r = await asyncio.wait_for(c.get("/api/doctor"), timeout=60)
+        finally:
+            lock.release()
+        assert r.status_code == 200, r.text
+        cli = CLI(root)("doctor", "--json", ok=False)  # (exit 1: an error found)
+        assert r.json() == json.loads(cli.stdout) and any(
+            p["where"] == ".lore/memory/broken.md" for p in r.json()
+        )
+
+
 async def test_page_routes_check_their_path_like_the_api(root):
     """/memories/%00/edit answered "no memory '\\x00'" (the NUL in the page) where
     /memories/%00 and the API answer the 422 that names the field."""

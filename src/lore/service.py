@@ -1100,6 +1100,17 @@ class Lore:
 
         return health.doctor(self.memories)
 
+    def doctor_apart(self) -> builtins.list[Problem]:
+        """:meth:`doctor` in a Lore of its own (the same project, agent, database
+        and role): a server's other requests go on meanwhile (it reads every
+        memory file: 6.5 s at 10,000, during which the web UI and /mcp waited)."""
+        other = Lore(
+            self.project, agent=self.agent, database_url=self.database_url, database_role=self.database_role
+        )
+        other._own_private_only = self._own_private_only
+        with other:
+            return other.doctor()
+
     def embedding_status(self, *, load: bool = True) -> dict[str, Any]:
         """The embedding model, its coverage and pending vectors (`load`: load the model to check it)."""
         return dict(self.embedding.status(self.store, load=load))

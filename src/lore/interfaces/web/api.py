@@ -434,9 +434,10 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         "GET",
         "/api/doctor",
         "Every problem with a fix (the CLI's `lore doctor`).",
-        lambda lore: lore.doctor(),
+        lambda lore: lore.doctor_apart(),
         (),
         tag="index",
+        locked=False,  # in a Lore of its own: the server's other requests go on
     ),
     Endpoint(
         "POST",
