@@ -1100,7 +1100,7 @@ def test_prose_and_config_files_are_indexed_with_human_chosen_passwords_redacted
             )
             store.set_meta("prose_redaction", "")
     assert "Hunter2Staging" in stored_code_text(root)
-    assert index(repo)["files_processed"] == len(PROSE_SECRETS)
+    assert index(repo)["files_processed"] == len(PROSE_SECRETS) + 1  # every file (app.py too), once
     assert "Hunter2Staging" not in stored_code_text(root)
     assert index(repo)["files_processed"] == 0
 
@@ -1418,3 +1418,27 @@ def test_a_file_swapped_between_discovery_and_reading_is_skipped_without_blockin
     assert [e.split(":")[0] for e in result.errors] == ["b.py"]
     assert "skipped" in result.errors[0]
     assert sorted(paths(code(repo, "first third"))) == ["a.py", "c.py"]
+
+
+def test_an_index_masked_by_older_rules_chunks_every_file_again_once(repo):
+    """Code's rules now read `=>` and SQL: an index made before keeps those
+    values in clear unless its files are chunked again (once; unchanged
+    chunks keep their vectors)."""
+    root = repo.cwd
+    secret = "8f812d810a485ed03241b4d419b1b673bd4755d0"
+    php = f"<?php\n$config = ['db_host' => 'db', 'api_key' => '{secret}'];\n"
+    write(root, "config.php", php)
+    write(root, "app.py", "def main():\n    return 1\n")
+    assert index(repo)["files_processed"] == 2
+    with lore.open(root) as project:
+        store = project.store
+        assert secret not in "\n".join(c.text for c, _ in store.lexical_search("code", ["config"], None, 50))
+        state = store.file_states("code")["config.php"]
+        with store.transaction():  # what the rules of version 2 stored
+            store.put_chunks(state.id, "code", code_chunks_in_clear("config.php", php))
+            store.set_meta("prose_redaction", "2")
+    assert index(repo)["files_processed"] == 2
+    with lore.open(root) as project:
+        held = "\n".join(c.text for c, _ in project.store.lexical_search("code", ["config"], None, 50))
+    assert "api_key" in held and secret not in held
+    assert index(repo)["files_processed"] == 0

@@ -667,3 +667,27 @@ def test_how_notes_write_a_password_in_markdown_is_redacted(text):
 )
 def test_markdown_about_passwords_without_one_is_left_alone(text):
     assert redact(text) == (text, Counter())
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "mysql -u root -p{s} app",  # a shell script
+        "curl -u admin:{s} https://ci.example.com/api",
+        "CREATE USER app IDENTIFIED BY '{s}';",  # a migration
+        "ALTER ROLE app WITH PASSWORD '{s}';",
+    ],
+)
+def test_command_lines_and_sql_in_code_are_masked(template):
+    """Shell scripts and SQL migrations are code: the command-line and SQL
+    rules were applied to memories only, and these reached the index in clear."""
+    secret = Gen(13).s("0123456789abcdef", 40)
+    masked, count = mask_code(template.format(s=secret))
+    assert count == 1 and secret not in masked, masked
+
+
+@pytest.mark.parametrize(
+    "text", ['curl -u "$USER:$PASS" https://x', 'mysql -p"$DB_PASSWORD" app', 'cmd = f"mysql -u root -p{pw}"']
+)
+def test_command_lines_naming_variables_are_left_alone_in_code(text):
+    assert mask_code(text) == (text, 0)

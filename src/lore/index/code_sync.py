@@ -46,12 +46,15 @@ CHUNKER_LANGUAGES = {
 CHUNKER_LANGUAGES["3"] = CHUNKER_LANGUAGES["2"]
 _COMMENTS_FOLDED = "3"  # the first version that folds a gap's closing comments into the unit below
 KIND = "code"
-# Meta `prose_redaction`: prose and configuration chunks are redacted with the
-# memory rules (before, with code's machine-made-only masking); "2": secrets are
-# masked in the whole file before it is cut into chunks (a private key's lines
-# after its first chunk were kept in clear). An index older than that chunks
-# those files again, once: prose, and every file holding a masked key.
-PROSE_REDACTION = "2"
+# Meta `prose_redaction`: the version of what masking chunks get. "1": prose and
+# configuration chunks are redacted with the memory rules (before, with code's
+# machine-made-only masking); "2": secrets are masked in the whole file before
+# it is cut into chunks (a private key's lines after its first chunk were kept
+# in clear); "3": code's rules read command lines and SQL (`mysql -p…`,
+# `IDENTIFIED BY '…'`), `=>` and a call's quoted arguments (`define('API_KEY',
+# '…')`). An index of another version chunks every file again, once (a chunk
+# whose text is unchanged keeps its vector).
+PROSE_REDACTION = "3"
 ROLE_HEAD = 2000  # characters of a file its role may look at (generated-code markers)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _SPLIT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|_+")
@@ -135,8 +138,7 @@ def sync_code(
     if known and version.isdigit() and int(version) < int(_COMMENTS_FOLDED):
         relabel |= _structured(known)
     if known and store.get_meta("prose_redaction") != PROSE_REDACTION:
-        relabel |= {rel for rel in known if _is_prose(rel)}
-        relabel |= _holding_keys(store)
+        relabel |= set(known)
     changed: list[tuple[str, os.stat_result]] = []
     unchanged: set[str] = set()  # files as the index last saw them
     for rel in candidates:
@@ -223,13 +225,6 @@ def sync_code(
                     store.set_meta(key, value)
     result.duration_ms = int((time.perf_counter() - started) * 1000)
     return result
-
-
-def _holding_keys(store: Store) -> set[str]:
-    """The indexed files with a masked private key in a chunk: their chunks
-    before the key block's whole-file masking may hold its later lines."""
-    found = store.lexical_search(KIND, ["redacted"], None, 10_000)
-    return {chunk.path for chunk, _ in found if "[REDACTED:private-key]" in chunk.text}
 
 
 def _is_prose(rel: str) -> bool:

@@ -131,7 +131,8 @@ def mask_code(text: str) -> tuple[str, int]:
     For the code index (stored chunks and snippets). Stricter than
     :func:`redact`: token formats must have a random-looking body, assigned
     values must be quoted (or on an env/config line) and high in entropy, and
-    prose-only rules (headers in comments, command lines) are not applied.
+    prose-only rules (headers in comments) are not applied; command lines and
+    SQL (`mysql -p…`, `IDENTIFIED BY …`) are, for random-looking values.
     """
     scan = _scan()
     findings = scan.find(text, strict=True)
