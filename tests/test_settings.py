@@ -31,6 +31,12 @@ BAD = [
     ("[search]\nfusion = 3\n", '[search] fusion must be one of "adaptive"'),
     ("[recal]\nbudget = 100\n", "unknown section [recal]"),
     ("[recall]\nbudgt = 100\n", "unknown setting [recall] budgt; allowed: budget"),
+    # [sessions] was checked only by the session commands: a hook stopped recording in silence
+    ("[sessions]\nsof_limit_tokens = 5000\n", "unknown setting [sessions] sof_limit_tokens"),
+    ("[sessions]\nsoft_limit_tokens = 'x'\n", "[sessions] soft_limit_tokens must be a whole number"),
+    ("[sessions]\nsoft_limit_tokens = 10\n", "[sessions] needs protected_recent_tokens < soft_limit_tokens"),
+    # a database_url without backend = "postgres" was ignored: a local index, silently
+    ("[index]\ndatabase_url = 'postgresql://lore@db.invalid/lore'\n", 'needs [index] backend = "postgres"'),
 ]
 
 
@@ -106,3 +112,59 @@ def test_a_config_linked_to_a_shared_file_is_read(cli, tmp_path):
     assert "[recall] budget must be a number" in _one_line(cli("list", ok=False))
     shared.write_text(BASE)
     assert cli.json("list") == []
+
+
+def test_a_link_to_nothing_is_refused_and_a_byte_order_mark_is_read(cli):
+    """A config.toml linked to a missing file meant defaults, in silence; one a
+    Windows editor saved with a byte order mark was 'invalid TOML' at line 1."""
+    config = cli.cwd / ".lore/config.toml"
+    config.unlink()
+    config.symlink_to("/nonexistent/shared.toml")
+    line = _one_line(cli("list", ok=False))
+    assert ".lore/config.toml" in line and "/nonexistent/shared.toml, which does not exist" in line, line
+    config.unlink()
+    config.write_bytes(b"\xef\xbb\xbf" + ("[recall]\nbudget = 'x'\n" + BASE).encode())
+    assert "[recall] budget must be a number" in _one_line(cli("list", ok=False))
+    config.write_bytes(b"\xef\xbb\xbf" + BASE.encode())
+    assert cli.json("list") == []
+
+
+def test_lore_debug_0_is_off(cli):
+    _config(cli, "[recall]\nbudget = 'x'\n")
+    for value in ("0", "false", "off"):
+        _one_line(cli("list", ok=False, env={"LORE_DEBUG": value}))
+    assert "Traceback" in cli("list", ok=False, env={"LORE_DEBUG": "1"}).stderr
+
+
+def test_doctor_says_why_vector_search_is_off(cli):
+    """A provider that cannot load was said by every search command, not by doctor."""
+    (cli.cwd / ".lore/config.toml").write_text('[embedding]\nprovider = "nonexistent"\n')
+    problems = cli.json("doctor")
+    assert [p for p in problems if "vector search off, BM25 only" in p["message"]], problems
+    (cli.cwd / ".lore/config.toml").write_text(BASE)  # asked for: no problem
+    assert not [p for p in cli.json("doctor") if "vector search off" in p["message"]]
+
+
+def test_a_relative_cache_folder_is_not_used(monkeypatch, tmp_path):
+    """LORE_CACHE_DIR=relative/dir put 22 MB of model files into the folder a
+    command ran in (a project's work tree most often)."""
+    from lore.embed._files import cache_dir
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("LORE_CACHE_DIR", "relative/dir")
+    assert cache_dir() == tmp_path / ".cache/lore"
+    monkeypatch.setenv("XDG_CACHE_HOME", "also/relative")
+    assert cache_dir() == tmp_path / ".cache/lore"
+    monkeypatch.setenv("LORE_CACHE_DIR", str(tmp_path / "abs"))
+    assert cache_dir() == tmp_path / "abs"
+
+
+def test_an_agent_name_too_long_to_keep_apart_is_refused():
+    """Names were cut to 64 characters: two long names alike that far shared one private folder."""
+    from lore.errors import ValidationError
+    from lore.project import agent_key
+
+    assert agent_key("x" * 64) == "x" * 64
+    with pytest.raises(ValidationError, match="too long to name an agent"):
+        agent_key("x" * 64 + "-reviewer")

@@ -193,6 +193,11 @@ def _file_in_the_way(err: OSError) -> str | None:
     return None
 
 
+def debugging() -> bool:
+    """Whether ``LORE_DEBUG`` asks for tracebacks (``0``, ``false``, ``no`` and ``off`` do not)."""
+    return os.environ.get("LORE_DEBUG", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
 def as_lore_error(err: BaseException) -> LoreError | None:
     """The LoreError an unexpected library error means, or None if it is not one we know.
 

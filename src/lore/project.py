@@ -258,7 +258,12 @@ def agent_key(agent: str) -> str:
     if not isinstance(agent, str):
         raise ValidationError(f"an agent is named by text, not {type(agent).__name__}", field="agent")
     text = unicodedata.normalize("NFKD", agent).encode("ascii", "ignore").decode("ascii")
-    key = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:64].strip("-")
+    key = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    if len(key) > 64:  # cut, two long names alike in their first 64 would share one private folder
+        raise ValidationError(
+            f"'{agent[:60]}…' is too long to name an agent (at most 64 letters, digits and dashes)",
+            field="agent",
+        )
     if not key or key in RESERVED_LOCAL:
         raise ValidationError(
             f"'{agent[:60]}' can't name an agent; choose another agent name (letters, digits)", field="agent"
@@ -277,7 +282,15 @@ def load_settings(path: Path) -> dict[str, Any]:
     try:
         raw = read_regular(path, max_bytes=MAX_CONFIG_BYTES)
     except NotFound:
+        if os.path.islink(path):  # a link to nothing: meant to be read, and defaults are not it
+            raise ValidationError(
+                f"links to {os.readlink(path)}, which does not exist; restore it or replace the link "
+                "with the file",
+                path=str(path),
+            ) from None
         return {}
+    if raw.startswith(b"\xef\xbb\xbf"):  # a byte order mark (Windows editors write one): not TOML's
+        raw = raw[3:]
     try:
         settings = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:

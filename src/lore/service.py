@@ -1098,7 +1098,21 @@ class Lore:
         """Every problem with the memory files and the index, each with what to do (`lore doctor`)."""
         from lore import health
 
-        return health.doctor(self.memories)
+        problems = health.doctor(self.memories)
+        problem = self.embedding_problem()
+        if problem is not None:
+            problems.append(
+                Problem("warning", ".lore/config.toml", f"vector search off, BM25 only: {problem}")
+            )
+        return problems
+
+    def embedding_problem(self) -> str | None:
+        """Why vector search is off when the configuration asks for it (a
+        provider that cannot load, a setting it refuses), else None."""
+        if self.embedding.provider == "none":
+            return None  # asked for: no problem
+        status = self.embedding.status(self.store)
+        return None if status["search"] == "hybrid" else status["embedding_problem"]
 
     def doctor_apart(self) -> builtins.list[Problem]:
         """:meth:`doctor` in a Lore of its own (the same project, agent, database

@@ -28,7 +28,7 @@ class Key(NamedTuple):
 
 
 _DAYS = 100_000
-SECTIONS: dict[str, dict[str, Key] | None] = {
+SECTIONS: dict[str, dict[str, Key | None] | None] = {
     "project": {"id": Key("text"), "name": Key("text")},
     "memory": {"trash_retention_days": Key("number", 0, _DAYS)},
     "index": {
@@ -55,7 +55,18 @@ SECTIONS: dict[str, dict[str, Key] | None] = {
         "committed_tiers": Key("texts", choices=("durable", "daily", "session")),
         "daily_archive_days": Key("number", 0, _DAYS),
     },
-    "sessions": None,  # checked by lore.sessions.config
+    "sessions": {  # (their order is checked below; lore.sessions.config reads them)
+        "soft_limit_tokens": Key("whole", 1, 10**12),
+        "hard_limit_tokens": Key("whole", 1, 10**12),
+        "protected_recent_tokens": Key("whole", 1, 10**12),
+        "summary": None,  # a table of its own, checked where it is read (lore.sessions.summary)
+    },
+}
+# [sessions]' defaults, for the order its limits must keep (lore.sessions.config's).
+_SESSION_LIMITS = {
+    "protected_recent_tokens": 20_000,
+    "soft_limit_tokens": 100_000,
+    "hard_limit_tokens": 150_000,
 }
 
 _WHAT = {
@@ -88,6 +99,8 @@ def check(settings: dict[str, Any], path: str) -> dict[str, Any]:
         if keys is None:
             continue
         for name, item in value.items():
+            if name in keys and keys[name] is None:
+                continue  # checked where it is read
             key = keys.get(name)
             if key is None:
                 raise ValidationError(
@@ -100,6 +113,19 @@ def check(settings: dict[str, Any], path: str) -> dict[str, Any]:
                 raise ValidationError(
                     f"[{section}] {name} must be {problem} (got {_shown(item)}); "
                     "fix it or remove the line to use the default",
+                    path=path,
+                )
+        if section == "sessions":
+            limits = {**_SESSION_LIMITS, **{k: v for k, v in value.items() if k in _SESSION_LIMITS}}
+            if (
+                not limits["protected_recent_tokens"]
+                < limits["soft_limit_tokens"]
+                <= limits["hard_limit_tokens"]
+            ):
+                raise ValidationError(
+                    "[sessions] needs protected_recent_tokens < soft_limit_tokens <= hard_limit_tokens "
+                    f"(here {limits['protected_recent_tokens']}, {limits['soft_limit_tokens']}, "
+                    f"{limits['hard_limit_tokens']}); fix them or remove the lines to use the defaults",
                     path=path,
                 )
     return settings

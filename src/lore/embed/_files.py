@@ -21,12 +21,20 @@ _SHA256 = re.compile(rb"[0-9a-f]{64}")
 
 
 def cache_dir() -> Path:
-    """Lore's user cache: `$LORE_CACHE_DIR`, else `$XDG_CACHE_HOME/lore`, else `~/.cache/lore`."""
-    override = os.environ.get("LORE_CACHE_DIR")
-    if override:
-        return Path(override).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "lore"
+    """Lore's user cache: `$LORE_CACHE_DIR`, else `$XDG_CACHE_HOME/lore`, else
+    `~/.cache/lore`. A relative path in either is not used (as the XDG
+    specification says): it would put 22 MB of model files into whatever
+    folder a command runs in, a project's work tree most often."""
+    override = _absolute(os.environ.get("LORE_CACHE_DIR"))
+    if override is not None:
+        return override
+    xdg = _absolute(os.environ.get("XDG_CACHE_HOME"))
+    return (xdg if xdg is not None else Path.home() / ".cache") / "lore"
+
+
+def _absolute(value: str | None) -> Path | None:
+    path = Path(value).expanduser() if value else None
+    return path if path is not None and path.is_absolute() else None
 
 
 def file_sha256(path: Path) -> str:

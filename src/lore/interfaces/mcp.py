@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, WithJsonSchema
 
-from lore.errors import LoreError, NotFound, UsageError, as_lore_error, without_server_paths
+from lore.errors import LoreError, NotFound, UsageError, as_lore_error, debugging, without_server_paths
 from lore.memory.model import MAX_KEYWORD_LEN, MAX_KEYWORDS, MAX_SUBJECT, MEMORY_TYPES
 from lore.secrets import redact
 
@@ -162,8 +162,11 @@ class LoreTools:
         with self.lock_of(self.own):
             try:
                 self.own.warm_up(lists=0)
+                problem = self.own.embedding_problem()
             except LoreError:
                 return
+        if problem is not None:  # (the CLI says it once a command; an agent's calls say nothing)
+            logging.getLogger("lore.mcp").warning("vector search off, BM25 only: %s", problem)
         threading.Thread(target=self._warm_lists, name="lore-warm-lists", daemon=True).start()
 
     def _warm_lists(self) -> None:
@@ -519,14 +522,13 @@ def _log_in_one_line() -> None:
     everything, tracebacks included. Installed before the SDK's own set-up,
     which then leaves the root logger as it is; a program that set up logging
     itself (a host embedding the server, a test) keeps its own."""
-    import os
     import sys
 
     root = logging.getLogger()
     if root.handlers:
         return
     handler = logging.StreamHandler(sys.stderr)
-    if os.environ.get("LORE_DEBUG"):
+    if debugging():
         root.setLevel(logging.DEBUG)
     else:
         handler.setFormatter(_OneLine())

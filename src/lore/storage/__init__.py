@@ -75,6 +75,15 @@ def resolve_database_url(project: Any, override: str | None = None) -> str | Non
     from lore.errors import UsageError
 
     backend = str(project.setting("index", "backend", "sqlite"))
+    if backend != "postgres" and project.setting("index", "database_url"):
+        # (it was ignored: a user who meant a team's database wrote to a local index)
+        from lore.errors import ValidationError
+
+        raise ValidationError(
+            '[index] database_url needs [index] backend = "postgres"; '
+            "add that line, or remove database_url to keep the local SQLite index",
+            path=".lore/config.toml",
+        )
     url = override or os.environ.get("LORE_DATABASE_URL") or None
     if url is None and backend == "postgres":
         url = project.setting("index", "database_url") or None

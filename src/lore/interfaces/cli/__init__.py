@@ -10,14 +10,13 @@ start-up time matters), so :data:`COMMANDS` names each command's module;
 from __future__ import annotations
 
 import importlib
-import os
 import re
 import sys
 
 import click
 
 from lore import __version__
-from lore.errors import ArgumentError, as_lore_error
+from lore.errors import ArgumentError, as_lore_error, debugging
 from lore.interfaces.cli.decoding import require_utf8_text
 
 #: Every command, in the order `lore --help` lists them, and its module.
@@ -113,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         click.echo("lore: interrupted", err=True)
         return 130
     except Exception as err:
-        if os.environ.get("LORE_DEBUG"):
+        if debugging():
             raise
         if isinstance(err, OSError) and _writing_output(err):
             # Not "the disk is full": what the command did is done (a memory
