@@ -322,3 +322,42 @@ def test_read_only_project_answers_reads_and_refuses_writes_in_one_line():
             except OSError:
                 pass
         shutil.rmtree(base, ignore_errors=True)
+
+
+@sqlite_index_file
+def test_an_index_deleted_under_a_running_server_is_rebuilt_by_the_next_command(cli):
+    """`rm .lore/index.db` while `lore serve`/`lore mcp` ran left its write-ahead
+    log and shared memory behind, held by the server: SQLite took them for the
+    new file's, and every command (`lore index --force` too) failed with a disk
+    I/O error until the server stopped."""
+    path = build(cli)
+    holder = subprocess.Popen(  # a server's process: it wrote (its log holds frames), it stays open
+        [
+            sys.executable,
+            "-c",
+            "import sys, lore\n"
+            "p = lore.open(sys.argv[1])\n"
+            "p.add(title='Held open', body='A memory the server wrote.')\n"
+            "print('ready', flush=True)\n"
+            "sys.stdin.read()\n",
+            str(cli.cwd),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        held = {suffix: os.stat(f"{path}{suffix}").st_ino for suffix in ("-wal", "-shm")}
+        path.unlink()
+        # The new index gets a log and shared memory of its own: the deleted one's are set aside.
+        store = SQLiteStore(path)
+        try:
+            store.counts()
+            assert all(os.stat(f"{path}{suffix}").st_ino != inode for suffix, inode in held.items())
+        finally:
+            store.close()
+        healthy(cli)  # (whether SQLite failed on the deleted index's log depended on what it held)
+        assert cli.json("status")["memories"] == 2  # rebuilt from the files, the server's too
+    finally:
+        holder.communicate("", timeout=60)

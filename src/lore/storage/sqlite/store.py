@@ -15,7 +15,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -1810,6 +1810,13 @@ _BUSY_MS = 30_000
 def _connect(path: Path) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists():
+        # A write-ahead log and shared memory without their index are a deleted
+        # index's, maybe still held by a server running on it: SQLite would take
+        # them for the new file's (a disk I/O error for every command, `lore index
+        # --force` too, until that server stopped). The server keeps what it holds.
+        for suffix in ("-wal", "-shm"):
+            with suppress(FileNotFoundError):
+                os.unlink(f"{path}{suffix}")
         # Owner-only: the index holds memory text and code (issue: readable by everyone was a leak).
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
     db = sqlite3.connect(path, timeout=_BUSY_MS / 1000, isolation_level=None, check_same_thread=False)
