@@ -361,3 +361,35 @@ def test_an_index_deleted_under_a_running_server_is_rebuilt_by_the_next_command(
         assert cli.json("status")["memories"] == 2  # rebuilt from the files, the server's too
     finally:
         holder.communicate("", timeout=60)
+
+
+@sqlite_index_file
+def test_an_edit_written_on_a_disk_too_full_to_index_it_is_said_saved(tmp_path):
+    """The file was written, the index could not take it, and the edit said
+    "the disk is full... try again": tried again, `--append` appended twice."""
+    import lore
+
+    with small_disk(tmp_path / "disk", "14m") as disk:
+        root = disk / "p"
+        lore.init(root).close()
+        config = root / ".lore/config.toml"
+        config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
+        runner = CLI(root)
+        key = runner.json("add", "--title", "Greek letters", "--body", "The alpha module greets in greek.")[
+            "id"
+        ]
+        memory = next((root / ".lore/memory").glob("*.md"))
+        holder = sqlite3.connect(root / ".lore/index.db")  # a server holds the index open: -shm stays
+        try:
+            holder.execute("SELECT count(*) FROM meta").fetchone()
+            fill(disk)
+            with open(disk / "filler", "r+b") as filler:  # room for the file, not for the index
+                filler.truncate(max(0, filler.seek(0, 2) - 40_000))
+            proc = runner("edit", key[:8], "--append", "Also in latin letters.", ok=False)
+        finally:
+            holder.close()
+            (disk / "filler").unlink()
+        assert memory.read_text().count("Also in latin letters.") == 1
+        # the index could not take it: said, with nothing to try again
+        assert proc.returncode == 0 and "saved, but not searchable yet" in proc.stderr, proc.stderr
+        assert "latin" in runner("search", "latin", "letters", "--json").stdout  # space again: indexed

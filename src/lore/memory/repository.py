@@ -190,6 +190,21 @@ class Memories:
         finally:
             self._in_batch = False
 
+    def _reindex_written(self) -> str | None:
+        """:meth:`_reindex` after a memory file was written: the file is the
+        memory, so an index that cannot take it now (a full disk, a busy
+        index) is said as a note, not an error: an error made the caller try
+        again, and an edit tried again (`--append`) was made twice."""
+        try:
+            self._reindex()
+        except Exception as err:
+            problem = as_lore_error(err)
+            if not isinstance(problem, StorageError):
+                raise
+            cause = str(problem).split(";")[0]
+            return f"saved, but not searchable yet ({cause}); the next command indexes it"
+        return None
+
     def _reindex(self) -> None:
         """Index what was just written, now (whatever a file watcher says)."""
         self.last_sync = sync.sync_memories(self.project, self.store, private_agents=self._private_agents)
@@ -780,10 +795,11 @@ class Memories:
             text = markdown.render_checked(memory)
             incoming = self.graph.linking_to(before) if before and title is not None else []
             markdown.write_atomic(self.project.root / rel, text)
-            self._reindex()
-            self._follow(before, self.record(rel), incoming)
+            note = self._reindex_written()
+            if note is None:
+                self._follow(before, self.record(rel), incoming)
         saved = self.load(rel)
-        return AddResult(saved.id, rel, False, saved.title, saved.type, dict(redacted), None, saved)
+        return AddResult(saved.id, rel, False, saved.title, saved.type, dict(redacted), note, saved)
 
     def retag(self, key: str, add: Sequence[str] = (), remove: Sequence[str] = ()) -> AddResult | None:
         """Add `add` and take out `remove` (compared without case) from a memory's
@@ -868,9 +884,10 @@ class Memories:
             retitled = before is not None and name_key(before.title) != name_key(memory.title)
             incoming = self.graph.linking_to(before) if before and retitled else []
             markdown.write_atomic(self.project.root / rel, text)
-            self._reindex()
+            unindexed = self._reindex_written()
             after = self.record(rel)
-            updated = self._follow(before, after, incoming)
+            updated = self._follow(before, after, incoming) if unindexed is None else []
+            notes += [unindexed] if unindexed else []
         if related and after is not None:  # kept (the memory may come later), but said
             dangling = {link.target for link in self.graph.links_of(after) if link.id is None}
             notes += [
