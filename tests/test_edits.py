@@ -397,3 +397,46 @@ def test_relate_to_no_memory_is_kept_but_said(mem):
     cli("add", "--title", "Release calendar", "--body", "Releases go out on Tuesdays.")
     out = cli.json("edit", "mem-2026-02-12-001", "--relate", "depends_on=Release calendar")
     assert out["notes"] == []
+
+
+def test_a_move_stopped_part_way_is_finished_by_running_it_again(cli):
+    """`lore mv` moved the file, then rewrote the links to it one file at a time:
+    killed between, the links left named the old file, and running it again was
+    refused (the file had moved). The links now go first, the file last."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    memory = cli.cwd / ".lore/memory"
+    config = cli.cwd / ".lore/config.toml"
+    config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
+    (memory / "target.md").write_text(HAND_WRITTEN.replace("mem-2026-02-12-001", "mem-target"))
+    for i in range(150):
+        (memory / f"note-{i:03}.md").write_text(
+            HAND_WRITTEN.replace("mem-2026-02-12-001", f"mem-note-{i:03}")
+            + f"\nNote {i}: see [the target](target.md) for details.\n"
+        )
+    cli("index")
+    env = {k: v for k, v in os.environ.items() if k != "LORE_PROJECT"} | {"LORE_WARM": "0"}
+    mover = subprocess.Popen(
+        [sys.executable, "-m", "lore", "mv", "mem-target", "renamed.md"],
+        cwd=cli.cwd,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    notes = sorted(memory.glob("note-*.md"))
+    while mover.poll() is None and time.monotonic() < deadline:
+        if any("(renamed.md)" in note.read_text() for note in notes[::10]):
+            mover.send_signal(signal.SIGKILL)  # part-way through the links
+            break
+        time.sleep(0.005)
+    mover.wait(60)
+    if (memory / "target.md").exists():  # stopped before the file moved: run it again
+        cli("mv", "mem-target", "renamed.md")
+    assert (memory / "renamed.md").exists() and not (memory / "target.md").exists()
+    assert not [p for p in cli.json("doctor") if "names no memory" in p["message"]]
+    assert all("(renamed.md)" in note.read_text() for note in notes)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import hashlib
 import os
 import re
@@ -928,6 +929,11 @@ class Memories:
             raw = self._read_checked(rel, None)
             before = self.record(rel)
             incoming = self.graph.linking_to(before) if before else []
+            # The links to it first, the file last: a move stopped part-way (a
+            # kill) is finished by running it again, which finds the links not
+            # yet rewritten still naming the file where it still is.
+            planned = dataclasses.replace(before, path=target) if before else None
+            updated = self._follow(before, planned, incoming)
             names = {}
             if stem_of(rel) != stem_of(target):
                 names[name_key(stem_of(rel))] = stem_of(target)
@@ -938,10 +944,13 @@ class Memories:
                 (self.project.root / rel).unlink()
             except OSError as err:  # the old file stays: the new one must go, or one id has two files
                 written.unlink(missing_ok=True)
+                if planned is not None:  # and the links go back to it
+                    self._follow(planned, before, self._links_naming(planned))
                 raise unchanged(err, f"{rel} can't be moved") from None
             target = self.project.rel(written)
             self._reindex()
-            updated = self._follow(before, self.record(target), incoming)
+            if planned is not None and target != planned.path:  # its name was taken meanwhile
+                updated += self._follow(planned, self.record(target), self._links_naming(planned))
         memory = self.load(target)
         notes = [] if written == full else [f"{full.name} was taken; wrote {written.name}"]
         notes += _where_it_lives_now(rel, target)
@@ -1077,6 +1086,16 @@ class Memories:
                 memory.body = body
                 return markdown.render_checked(memory)
         return raw if body == parts.body else parts.render(body)
+
+    def _links_naming(self, record: MemoryRecord) -> list[LinkRecord]:
+        """The links in any memory file written to name `record` (its path,
+        file name, id or title), whether a memory is there now or not."""
+        from lore.memory.links import keys_of
+
+        flt = MemoryFilter(include_private=True)
+        return [
+            link for link in self.store.links(flt, target_keys=keys_of(record)) if link.source_id != record.id
+        ]
 
     def _follow(
         self, before: MemoryRecord | None, after: MemoryRecord | None, incoming: list[LinkRecord]
