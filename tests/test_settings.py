@@ -168,3 +168,14 @@ def test_an_agent_name_too_long_to_keep_apart_is_refused():
     assert agent_key("x" * 64) == "x" * 64
     with pytest.raises(ValidationError, match="too long to name an agent"):
         agent_key("x" * 64 + "-reviewer")
+
+
+@pytest.mark.parametrize(
+    "command", [("status",), ("code", "x"), ("doctor",), ("add", "-t", "T", "-b", "Body text.")]
+)
+def test_a_lore_now_lore_cannot_read_is_refused_by_every_command(cli, command):
+    """LORE_NOW=garbage was refused by the commands that read the lifecycle's
+    clock, and silently ignored by the others (status, code, add, doctor)."""
+    proc = cli(*command, ok=False, env={"LORE_NOW": "garbage"})
+    assert proc.returncode == 2 and "LORE_NOW='garbage' is not an ISO 8601 time" in proc.stderr, proc.stderr
+    assert not list((cli.cwd / ".lore/memory").glob("*.md"))
