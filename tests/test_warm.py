@@ -199,6 +199,12 @@ def test_a_client_under_a_sandbox_s_restrictions_is_refused(repo, place):
             # the server's own check, on the pid a client's socket names
             assert not warm._same_context(sleeper.pid, warm._context()), sandbox
             assert warm._same_context(plain.pid, warm._context())
+            # restrictions beyond the system's own: no warm start of its own either
+            if sandbox[1] == "--no-new-privs":
+                assert warm._confined(warm._credentials(sleeper.pid))
+            assert not warm._confined(warm._credentials(plain.pid)) or warm._confined(
+                warm._credentials("self")
+            )
         finally:
             sleeper.kill()
             plain.kill()

@@ -33,8 +33,11 @@ private is not used, and the server answers only its own user.
 
 ``LORE_WARM=0`` runs every command in-process and starts no server; so does
 any system but Linux (numpy's and onnxruntime's libraries are not known to be
-safe to fork elsewhere), and a sandboxed process (no new privileges, seccomp):
-the server's fork would not share its restrictions.
+safe to fork elsewhere), and a process under restrictions its system's
+processes do not have (no new privileges, more seccomp filters): a server's
+fork would not share them. In a container whose every process has them
+(Docker's seccomp profile), warm start works as elsewhere; there a client that
+adds Landlock rules without changing either cannot be told apart.
 Long-running and interactive commands (``mcp``, ``serve``, ``edit``) always
 run in-process.
 """
@@ -151,13 +154,26 @@ def _credentials(pid: int | str) -> dict[str, str] | None:
 
 
 def _confined(credentials: dict[str, str] | None) -> bool:
-    """Whether a process runs under restrictions a fork of the server would
-    not have: no new privileges (what an unprivileged Landlock ruleset or a
-    seccomp filter requires; Landlock's rules themselves cannot be read from
-    outside) or a seccomp filter. Such a process runs its commands itself."""
+    """Whether a process runs under restrictions beyond its system's own (its
+    pid namespace's first process: a container's seccomp profile applies to
+    every process in it): no new privileges (what an unprivileged Landlock
+    ruleset requires; Landlock's rules themselves cannot be read from
+    outside) or more seccomp filters. Such a process runs its commands
+    itself: a server it started would serve others under its restrictions."""
     if credentials is None:
         return True
-    return credentials.get("NoNewPrivs", "0") != "0" or credentials.get("Seccomp", "0") != "0"
+    system = _credentials(1) or {}
+    return any(
+        _number(credentials.get(name)) > _number(system.get(name))
+        for name in ("NoNewPrivs", "Seccomp", "Seccomp_filters")
+    )
+
+
+def _number(value: str | None) -> int:
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0
 
 
 def command_of(argv: list[str]) -> str | None:
@@ -666,9 +682,10 @@ def _same_context(pid: int, request: dict[str, Any]) -> bool:
     places = ["root", "cgroup", *(f"ns/{n}" for n in ("mnt", "pid", "net", "user", "ipc", "uts", "cgroup"))]
     if any(seen(f"/proc/{pid}/{place}") != seen(f"/proc/self/{place}") for place in places):
         return False
-    # The same ids, groups and capabilities, no sandbox's restrictions, the same security label.
+    # The same ids, groups, capabilities and sandbox restrictions (no new
+    # privileges, seccomp filters), the same security label.
     theirs = _credentials(pid)
-    if _confined(theirs) or theirs != _credentials("self"):
+    if theirs is None or theirs != _credentials("self"):
         return False
     if _label(pid) != _label("self"):
         return False
