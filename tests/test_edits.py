@@ -440,3 +440,19 @@ def test_a_move_stopped_part_way_is_finished_by_running_it_again(cli):
     assert (memory / "renamed.md").exists() and not (memory / "target.md").exists()
     assert not [p for p in cli.json("doctor") if "names no memory" in p["message"]]
     assert all("(renamed.md)" in note.read_text() for note in notes)
+
+
+def test_a_move_that_fails_puts_the_links_back(cli):
+    """The links go first: a move that then fails (a file where its folder
+    should be) left them naming a file that was never written."""
+    memory = cli.cwd / ".lore/memory"
+    (memory / "target.md").write_text(HAND_WRITTEN.replace("mem-2026-02-12-001", "mem-target"))
+    (memory / "linker.md").write_text(
+        HAND_WRITTEN.replace("mem-2026-02-12-001", "mem-linker") + "\nSee [the target](target.md).\n"
+    )
+    (memory / "sub").write_text("a file where a folder is wanted\n")
+    proc = cli("mv", "mem-target", "sub/", ok=False)
+    assert proc.returncode != 0 and (memory / "target.md").exists()
+    linker = (memory / "linker.md").read_text()
+    assert "[the target](target.md)" in linker and "sub/" not in linker, linker
+    assert not [p for p in cli.json("doctor") if "names no memory" in p["message"]]

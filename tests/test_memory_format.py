@@ -282,6 +282,12 @@ def test_a_comma_separates_keywords_in_a_file_and_in_a_write(tmp_path):
     )
     memory, _ = markdown.parse(raw, "x.md")
     assert memory.tags == ["x", "y", "z"]
+    # A file whose keywords, split, would pass the limit keeps them as written (valid before).
+    many = ", ".join(f"'k{i},x{i}'" for i in range(12))
+    many_raw = raw.replace(b"['x,y', 'Y', z]", f"[{many}]".encode()).replace(b"Body.", b"A body long enough.")
+    memory, _ = markdown.parse(many_raw, "x.md")
+    memory.validate()
+    assert memory.tags[:2] == ["k0,x0", "k1,x1"]
     with lore.init(tmp_path / "p") as project:
         added = project.add(title="Comma keywords", body="Tags with commas.", tags=["a,b", " c "])
         assert project.load(added.path).tags == ["a", "b", "c"]

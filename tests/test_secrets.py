@@ -105,7 +105,15 @@ def test_secrets_assigned_by_arrow_or_as_a_call_s_arguments_are_masked_in_code(t
     assert count == 1 and secret not in masked, masked
 
 
-@pytest.mark.parametrize("text", ["log('token', count)", "t('password', 'Enter your password')"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "log('token', count)",
+        "t('password', 'Enter your password')",
+        'keys = ("private_key", "public_key_fingerprint_sha256")',  # a list of names (found by a review)
+        'REQUIRED = ["api_key", "aws_region_eu_west_1"]',
+    ],
+)
 def test_a_call_naming_a_secret_word_with_no_secret_is_left_alone(text):
     assert mask_code(text) == (text, 0)
 
@@ -661,6 +669,8 @@ def test_how_notes_write_a_password_in_markdown_is_redacted(text):
         "The password: use the vault",
         "password (optional): leave empty",
         "Rotate the password in prod: see runbook",
+        "- Token in header: Authorization",  # only "(…)" and "for …" qualify a key
+        "token on login: refreshed",
         "| name | password policy |\n|--|--|\n| length | at least 12 characters |",
         "| user | password |\n|--|--|\n| ro | (ask ops) |\n| ci | ${CI_PASSWORD} |",
     ],

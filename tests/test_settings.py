@@ -160,16 +160,6 @@ def test_a_relative_cache_folder_is_not_used(monkeypatch, tmp_path):
     assert cache_dir() == tmp_path / "abs"
 
 
-def test_an_agent_name_too_long_to_keep_apart_is_refused():
-    """Names were cut to 64 characters: two long names alike that far shared one private folder."""
-    from lore.errors import ValidationError
-    from lore.project import agent_key
-
-    assert agent_key("x" * 64) == "x" * 64
-    with pytest.raises(ValidationError, match="too long to name an agent"):
-        agent_key("x" * 64 + "-reviewer")
-
-
 @pytest.mark.parametrize(
     "command", [("status",), ("code", "x"), ("doctor",), ("add", "-t", "T", "-b", "Body text.")]
 )

@@ -258,12 +258,9 @@ def agent_key(agent: str) -> str:
     if not isinstance(agent, str):
         raise ValidationError(f"an agent is named by text, not {type(agent).__name__}", field="agent")
     text = unicodedata.normalize("NFKD", agent).encode("ascii", "ignore").decode("ascii")
-    key = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    if len(key) > 64:  # cut, two long names alike in their first 64 would share one private folder
-        raise ValidationError(
-            f"'{agent[:60]}…' is too long to name an agent (at most 64 letters, digits and dashes)",
-            field="agent",
-        )
+    # (Cut at 64: a longer name refused would leave the memories it owns readable by no rule,
+    # and a team's users file naming one unusable.)
+    key = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:64].strip("-")
     if not key or key in RESERVED_LOCAL:
         raise ValidationError(
             f"'{agent[:60]}' can't name an agent; choose another agent name (letters, digits)", field="agent"

@@ -129,8 +129,11 @@ def _detached(lore: Lore, event: str) -> bool:
             close_fds=True,
         )
         assert child.stdin is not None
-        child.stdin.write(b"{}")
-        child.stdin.close()
+        try:
+            child.stdin.write(b"{}")
+            child.stdin.close()
+        except BrokenPipeError:  # it started, and ended already: its own log line says why
+            pass
     except OSError as err:
         _log(lore, f"error session-start: could not start the background {event}: {err}")
         return False

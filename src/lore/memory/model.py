@@ -527,7 +527,7 @@ def from_frontmatter(meta: Frontmatter, body: str, *, path: str | None = None) -
         title=title.strip(),
         body=body,
         type=kind,
-        tags=keywords_of(tags),
+        tags=_read_keywords(tags),
         applies_to=_opt_str(data.pop("applies_to", None), "applies_to", path) or "global",
         occurred_at=_at(when, given_as.get("occurred_at", "occurred_at"), path),
         updated_at=_at(updated, "updated_at", path) if updated is not None else None,
@@ -709,6 +709,14 @@ def keywords_of(tags: Iterable[str]) -> list[str]:
     form and ``?tag=``, so one holding a comma could not be written back or
     asked for), stripped, empty and case-insensitive duplicates dropped."""
     return _unique([part for tag in tags for part in tag.split(",")])
+
+
+def _read_keywords(tags: list[str]) -> list[str]:
+    """:func:`keywords_of` for a file as it is read; one whose keywords,
+    split at commas, would pass the limit keeps them as written (a file valid
+    before the split must not drop out of search)."""
+    split = keywords_of(tags)
+    return split if len(split) <= MAX_KEYWORDS else _unique(tags)
 
 
 def _unique(items: list[str]) -> list[str]:

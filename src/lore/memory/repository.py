@@ -938,14 +938,17 @@ class Memories:
             if stem_of(rel) != stem_of(target):
                 names[name_key(stem_of(rel))] = stem_of(target)
             rename = Rename(rel, target, names)
-            text = self._relinked(raw, rel, rename, new_source=target)
-            written = markdown.write_new(full.parent, full.name, text)
+            try:
+                text = self._relinked(raw, rel, rename, new_source=target)
+                written = markdown.write_new(full.parent, full.name, text)
+            except BaseException:  # not moved (a folder in the way, a full disk): the links go back
+                self._unfollow(before, planned)
+                raise
             try:
                 (self.project.root / rel).unlink()
             except OSError as err:  # the old file stays: the new one must go, or one id has two files
                 written.unlink(missing_ok=True)
-                if planned is not None:  # and the links go back to it
-                    self._follow(planned, before, self._links_naming(planned))
+                self._unfollow(before, planned)
                 raise unchanged(err, f"{rel} can't be moved") from None
             target = self.project.rel(written)
             self._reindex()
@@ -1086,6 +1089,11 @@ class Memories:
                 memory.body = body
                 return markdown.render_checked(memory)
         return raw if body == parts.body else parts.render(body)
+
+    def _unfollow(self, before: MemoryRecord | None, planned: MemoryRecord | None) -> None:
+        """Put back the links a move that did not happen had rewritten to `planned`."""
+        if before is not None and planned is not None:
+            self._follow(planned, before, self._links_naming(planned))
 
     def _links_naming(self, record: MemoryRecord) -> list[LinkRecord]:
         """The links in any memory file written to name `record` (its path,

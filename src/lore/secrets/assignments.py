@@ -24,7 +24,7 @@ from .rules import RuleSet
 # table's cell border as a separator (`| DB_PASSWORD | hunter2x9 |`, prose only).
 _ASSIGN = re.compile(
     r"""(?P<kq>(?:\*{1,2}|_{1,2})?["'`]{0,2}\]?["'`]?)
-        (?P<qual>[ \t]+\([^()\n]{1,40}\)|[ \t]+(?:for|on|in|of|at)[ \t]+[\w.\-]{1,40})?
+        (?P<qual>[ \t]+\([^()\n]{1,40}\)|[ \t]+for[ \t]+[\w.\-]{1,40})?
         (?P<ann>[ \t]*:[ \t]*[A-Za-z_][\w\[\], .|]{0,60}?(?=[ \t]*=[^=>]))?
         [ \t\u00a0]*(?P<sep>:=|=>|==|!=|=|:(?!//)|\uff1a|\|(?![|\-:])|,(?=[ \t]*[@rRbBuUfF]{0,2}["'`]))
         (?:\*{1,2}|_{1,2})?[ \t\u00a0]*(?P<vq>[@rRbBuUfF]{0,2}["'`])?""",
@@ -70,6 +70,8 @@ _KEY_BEFORE_REVERSED = re.compile(
     re.X,
 )
 _VALUE_SEPARATORS = frozenset("\"'`=:")
+# A snake_case or kebab-case name: what a list of keys holds next to a key.
+_NAME_LIKE = re.compile(r"[a-z][a-z0-9]*(?:[_\-][a-z0-9]+)+")
 QUOTES = frozenset("\"'`")
 _QUOTED_VALUE = re.compile(
     r"""(?:[=:]>?|,)[ \t]*[@bBrRuUfF]{0,2}(?P<q>["'`])(?P<value>[^"'`\s\\]{12,200})(?P=q)"""
@@ -157,6 +159,8 @@ def judge(
     literal = text[value.start : value.end]
     if values.is_marker(literal):
         return None
+    if assign.group("sep") == "," and _NAME_LIKE.fullmatch(literal):
+        return None  # a list of names (`("private_key", "public_key_sha256")`), not a key and its value
     if value.quoted:
         if "{" in literal and "}" in literal:  # a format template: f"{token}", "{password}"
             return None
@@ -249,11 +253,15 @@ _TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{2,}:?[ \t]*(?:\|[ \t]*:?-{2,}:?[ 
 def table_columns(text: str, rules: RuleSet) -> Iterator[Finding]:
     """Prose mode: the cells under a Markdown table's header that names a
     secret (``| user | password |``), each judged as that key's value."""
-    for rule in _TABLE_RULE.finditer(text):
+    rules_found = list(_TABLE_RULE.finditer(text))
+    # A table's rows end where the next table's header starts: each line is read once.
+    headers = [text.rfind("\n", 0, max(0, rule.start() - 1)) + 1 for rule in rules_found]
+    for number, rule in enumerate(rules_found):
         header_end = rule.start() - 1
         if header_end < 0:
             continue
-        header_start = text.rfind("\n", 0, header_end) + 1
+        header_start = headers[number]
+        rows_end = headers[number + 1] if number + 1 < len(rules_found) else len(text)
         header = _cells(text, header_start, header_end)
         secret = [
             (i, key, cls) for i, (_, _, key) in enumerate(header) if (cls := keys.classify(key)) is not None
@@ -261,9 +269,9 @@ def table_columns(text: str, rules: RuleSet) -> Iterator[Finding]:
         if not secret:
             continue
         row_start = rule.end() + 1
-        while row_start < len(text):
-            row_end = text.find("\n", row_start)
-            row_end = len(text) if row_end < 0 else row_end
+        while row_start < rows_end:
+            row_end = text.find("\n", row_start, rows_end)
+            row_end = rows_end if row_end < 0 else row_end
             if "|" not in text[row_start:row_end]:
                 break
             cells = _cells(text, row_start, row_end)

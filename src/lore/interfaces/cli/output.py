@@ -113,8 +113,8 @@ def plain_table(columns: list[str], rows: list[list[str]], width: int | None = N
 
     header = any(columns)
     lines = ([columns] if header else []) + rows
-    if any("\n" in cell or "\r" in cell for line in lines for cell in line):
-        return None
+    if any("\n" in cell or "\r" in cell or "\t" in cell for line in lines for cell in line):
+        return None  # (rich expands a tab; a line break folds the cell)
     widths = [max([0, *(cell_len(line[i]) for line in lines)]) for i in range(len(columns))]
     if not all(widths):
         return None  # an empty column: rich's own spacing

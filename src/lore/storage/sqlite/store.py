@@ -166,7 +166,7 @@ class SQLiteStore:
                 )
         db = None
         try:
-            db = _connect(self.path)
+            db = _connect_beside_orphans(self.path)
             version = _schema_version(db)
             if version > SCHEMA_VERSION:
                 db.close()
@@ -1805,18 +1805,44 @@ def _commit(row: Sequence[Any], at: int) -> CommitRecord:
 
 # How long a statement waits for another process's write lock.
 _BUSY_MS = 30_000
+# The most an index holding nothing takes: its header page (a live index has its schema).
+_EMPTY_INDEX = 4096
+
+
+def _connect_beside_orphans(path: Path) -> sqlite3.Connection:
+    """:func:`_connect`, its first read done; when it fails with a disk I/O
+    error on an empty index (a page at most) that has a write-ahead log or
+    shared memory beside it, those are a deleted index's, maybe still held by
+    a server running on it (SQLite took them for the new file's: every
+    command failed, `lore index --force` too, until that server stopped).
+    They are set aside with the empty file, once; the server keeps what it
+    holds. A live index's log gives no such error."""
+    db = _connect(path)
+    try:
+        _schema_version(db)
+        return db
+    except sqlite3.OperationalError as err:
+        db.close()
+        logs = [f"{path}{suffix}" for suffix in ("-wal", "-shm") if os.path.exists(f"{path}{suffix}")]
+        size = _size(path)
+        if "disk i/o error" not in str(err).lower() or not logs or size is None or size > _EMPTY_INDEX:
+            raise
+    for name in (*logs, str(path)):
+        with suppress(FileNotFoundError):
+            os.unlink(name)
+    return _connect(path)
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
 
 
 def _connect(path: Path) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists():
-        # A write-ahead log and shared memory without their index are a deleted
-        # index's, maybe still held by a server running on it: SQLite would take
-        # them for the new file's (a disk I/O error for every command, `lore index
-        # --force` too, until that server stopped). The server keeps what it holds.
-        for suffix in ("-wal", "-shm"):
-            with suppress(FileNotFoundError):
-                os.unlink(f"{path}{suffix}")
         # Owner-only: the index holds memory text and code (issue: readable by everyone was a leak).
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
     db = sqlite3.connect(path, timeout=_BUSY_MS / 1000, isolation_level=None, check_same_thread=False)
