@@ -233,6 +233,36 @@ def test_reading_on_a_full_disk_answers_from_the_index_as_it_stands(tmp_path):
         assert "many greek" in runner("search", "many", "greek", "--json").stdout  # space again: synced
 
 
+@sqlite_index_file
+def test_status_and_doctor_on_a_full_disk_answer_from_the_index_as_it_stands(tmp_path):
+    """search and list answered on a full disk; status and doctor failed ("the
+    disk is full"), though they need no new space either."""
+    import lore
+
+    with small_disk(tmp_path / "disk") as disk:
+        root = disk / "p"
+        lore.init(root).close()
+        config = root / ".lore/config.toml"
+        config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
+        runner = CLI(root)
+        runner("add", "--title", "Greek letters", "--body", "The alpha module greets in greek letters.")
+        memory = next((root / ".lore/memory").glob("*.md"))
+        holder = sqlite3.connect(root / ".lore/index.db")  # a server holds the index open: -shm stays
+        try:
+            holder.execute("SELECT count(*) FROM meta").fetchone()
+            fill(disk)
+            memory.write_text(memory.read_text().replace("in greek letters", "in many greek letters"))
+            status = runner("status", "--json", ok=False)
+            doctor = runner("doctor", "--json", ok=False)
+        finally:
+            holder.close()
+            (disk / "filler").unlink()
+        assert status.returncode == 0 and "the disk is full" in status.stderr, status.stderr
+        assert json.loads(status.stdout)["memories"] == 1
+        assert doctor.returncode == 0, doctor.stderr
+        assert [p for p in json.loads(doctor.stdout) if "the disk is full" in p["message"]], doctor.stdout
+
+
 def test_store_rebuilds_once_per_process_then_reports(tmp_path):
     store = SQLiteStore(tmp_path / "index.db")
     store.close()

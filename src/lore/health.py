@@ -72,14 +72,28 @@ def stats(
 
 
 def status(
-    memories: Memories, code: CodeIndex, embedding: EmbeddingRuntime, *, notice: str | None = None
+    memories: Memories,
+    code: CodeIndex,
+    embedding: EmbeddingRuntime,
+    *,
+    notice: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """How fresh the index is: indexed commit vs HEAD, changed files, pending vectors."""
+    from lore.errors import DiskFull, as_lore_error
     from lore.index import githooks
+    from lore.memory.sync import SyncReport
 
     store = memories.store
     changes = code.changes()
-    report = memories.sync()
+    try:
+        report = memories.sync()
+    except Exception as err:  # a full disk: status reads the index as it stands (a read needs no space)
+        problem = as_lore_error(err)
+        if not isinstance(problem, DiskFull):
+            raise
+        report = SyncReport(errors=store.file_errors("memory"))
+        if notice is not None:
+            notice(f"{str(problem).split(';')[0]}: memory files changed since the last sync are not counted")
     counts = store.counts()
     return {
         "project": str(memories.project.root),
@@ -233,7 +247,7 @@ def doctor(memories: Memories) -> list[Problem]:
     """Every problem with the files and the index, each with what to do."""
     import copy
 
-    from lore.errors import ValidationError, as_lore_error, is_busy
+    from lore.errors import DiskFull, ValidationError, as_lore_error, is_busy
     from lore.memory.model import UUID4_RE
     from lore.memory.sync import SyncReport, redacted, split_error
     from lore.secrets import describe, redact
@@ -254,8 +268,8 @@ def doctor(memories: Memories) -> list[Problem]:
     problems += unread_markdown(memories.project)
     try:
         report = memories.sync(recheck_broken=True)  # what this Lore says of them now
-    except Exception as err:  # busy: the files' latest changes are not read; say so, go on
-        if not is_busy(err):
+    except Exception as err:  # busy, or a full disk: the files' latest changes are not read; say so, go on
+        if not is_busy(err) and not isinstance(as_lore_error(err), DiskFull):
             raise
         problems.append(
             Problem("warning", store.describe(), f"memory files not read again: {as_lore_error(err)}")

@@ -1089,7 +1089,7 @@ class Lore:
         """How fresh the index is: `lore status --json`'s shape (docs/cli.md)."""
         from lore import health
 
-        return health.status(self.memories, self.code_index, self.embedding)
+        return health.status(self.memories, self.code_index, self.embedding, notice=self._notice)
 
     def _duplicate_ids(self) -> builtins.list[Problem]:
         """Memories whose id another file has too (what `lore index` reports; doctor too)."""
