@@ -110,19 +110,6 @@ def status(
     }
 
 
-def _may_hold_secrets(memories: Memories, rel: str) -> bool:
-    """Whether the memory file at `rel` holds anything the scanner would redact."""
-    from lore.errors import LoreError
-    from lore.memory.files import read_memory_file
-    from lore.secrets import redact
-
-    try:
-        text = read_memory_file(memories.project.root, rel).decode("utf-8", "replace")
-    except LoreError:
-        return True  # said otherwise; the fields are checked as before
-    return bool(redact(text)[1])
-
-
 def layout_problems(project: Project) -> list[Problem]:
     """Lore's folders that are something else (a file, a broken link): memories
     there can be neither read nor written."""
@@ -309,9 +296,7 @@ def doctor(memories: Memories) -> list[Problem]:
             problems.append(
                 Problem("warning", path, f"field '{err.field}': {err.reason}; nothing outside it is read")
             )
-        # What the index keeps instead; the file whole first (one scan of its
-        # `key: value` lines and body, where each field alone was ~7 scans).
-        found = redacted(copy.copy(memory)) if _may_hold_secrets(memories, path) else None
+        found = redacted(copy.copy(memory))  # what the index keeps instead
         if found:
             problems.append(
                 Problem(

@@ -55,15 +55,15 @@ SECTIONS: dict[str, dict[str, Key | None] | None] = {
         "committed_tiers": Key("texts", choices=("durable", "daily", "session")),
         "daily_archive_days": Key("number", 0, _DAYS),
     },
-    "sessions": {  # (their order is checked below; lore.sessions.config reads them)
+    "sessions": {  # (their order is checked below)
         "soft_limit_tokens": Key("whole", 1, 10**12),
         "hard_limit_tokens": Key("whole", 1, 10**12),
         "protected_recent_tokens": Key("whole", 1, 10**12),
         "summary": None,  # a table of its own, checked where it is read (lore.sessions.summary)
     },
 }
-# [sessions]' defaults, for the order its limits must keep (lore.sessions.config's).
-_SESSION_LIMITS = {
+# [sessions]' defaults (lore.sessions.config reads the table with them), in the order they must keep.
+SESSION_LIMITS = {
     "protected_recent_tokens": 20_000,
     "soft_limit_tokens": 100_000,
     "hard_limit_tokens": 150_000,
@@ -116,7 +116,7 @@ def check(settings: dict[str, Any], path: str) -> dict[str, Any]:
                     path=path,
                 )
         if section == "sessions":
-            limits = {**_SESSION_LIMITS, **{k: v for k, v in value.items() if k in _SESSION_LIMITS}}
+            limits = {**SESSION_LIMITS, **{k: v for k, v in value.items() if k in SESSION_LIMITS}}
             if (
                 not limits["protected_recent_tokens"]
                 < limits["soft_limit_tokens"]

@@ -21,42 +21,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lore.errors import ValidationError
-
-_WHERE = "check [sessions] in .lore/config.toml"
+from lore.settings import SESSION_LIMITS
 
 
 @dataclass(frozen=True)
 class SessionLimits:
-    soft_limit_tokens: int = 100_000
-    hard_limit_tokens: int = 150_000
-    protected_recent_tokens: int = 20_000
+    soft_limit_tokens: int = SESSION_LIMITS["soft_limit_tokens"]
+    hard_limit_tokens: int = SESSION_LIMITS["hard_limit_tokens"]
+    protected_recent_tokens: int = SESSION_LIMITS["protected_recent_tokens"]
 
     @classmethod
     def from_settings(cls, table: dict[str, Any] | None) -> SessionLimits:
-        """Read and check the `[sessions]` table (its `summary` sub-table is not read here).
-
-        Raises:
-            ValidationError: unknown key, not a positive whole number, or limits out of order.
-        """
-        table = {k: v for k, v in (table or {}).items() if k != "summary"}
-        names = set(cls.__dataclass_fields__)
-        unknown = sorted(set(table) - names)
-        if unknown:
-            raise ValidationError(
-                f"unknown [sessions] setting(s) {', '.join(unknown)}; allowed: "
-                f"{', '.join(sorted(names))}, and the [sessions.summary] table — {_WHERE}"
-            )
-        for name, value in table.items():
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValidationError(
-                    f"[sessions] {name} must be a positive whole number of tokens — {_WHERE}"
-                )
-        limits = cls(**table)
-        if not limits.protected_recent_tokens < limits.soft_limit_tokens <= limits.hard_limit_tokens:
-            raise ValidationError(
-                "[sessions] needs protected_recent_tokens < soft_limit_tokens <= hard_limit_tokens "
-                f"(got {limits.protected_recent_tokens}, {limits.soft_limit_tokens}, "
-                f"{limits.hard_limit_tokens}) — {_WHERE}"
-            )
-        return limits
+        """The `[sessions]` table's limits (its `summary` sub-table is not read
+        here). The table was checked when config.toml was read
+        (:func:`lore.settings.check`: names, whole numbers, their order)."""
+        return cls(**{k: v for k, v in (table or {}).items() if k in SESSION_LIMITS})
