@@ -203,29 +203,38 @@ def fill(folder: Path) -> None:
             pass
 
 
+@contextlib.contextmanager
+def full_disk_after_a_hand_edit(disk: Path):
+    """A project on `disk` with one memory, its index held open (a server's
+    -shm stays), the disk filled, then the memory edited by hand: yields
+    (runner, memory file) while the disk is full; frees the space after."""
+    import lore
+
+    root = disk / "p"
+    lore.init(root).close()
+    config = root / ".lore/config.toml"
+    config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
+    runner = CLI(root)
+    runner("add", "--title", "Greek letters", "--body", "The alpha module greets in greek letters.")
+    memory = next((root / ".lore/memory").glob("*.md"))
+    holder = sqlite3.connect(root / ".lore/index.db")
+    try:
+        holder.execute("SELECT count(*) FROM meta").fetchone()
+        fill(disk)
+        memory.write_text(memory.read_text().replace("in greek letters", "in many greek letters"))
+        yield runner, memory
+    finally:
+        holder.close()
+        (disk / "filler").unlink()
+
+
 @sqlite_index_file
 def test_reading_on_a_full_disk_answers_from_the_index_as_it_stands(tmp_path):
     # A read syncs the memory files first; on a full disk that write failed and
     # so did the read ("the disk is full"), though answering needs no new space.
-    import lore
-
     with small_disk(tmp_path / "disk") as disk:
-        root = disk / "p"
-        lore.init(root).close()
-        config = root / ".lore/config.toml"
-        config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
-        runner = CLI(root)
-        runner("add", "--title", "Greek letters", "--body", "The alpha module greets in greek letters.")
-        memory = next((root / ".lore/memory").glob("*.md"))
-        holder = sqlite3.connect(root / ".lore/index.db")  # a server holds the index open: -shm stays
-        try:
-            holder.execute("SELECT count(*) FROM meta").fetchone()
-            fill(disk)
-            memory.write_text(memory.read_text().replace("in greek letters", "in many greek letters"))
+        with full_disk_after_a_hand_edit(disk) as (runner, memory):
             proc = runner("search", "greek", "letters", "--json", ok=False)
-        finally:
-            holder.close()
-            (disk / "filler").unlink()
         assert proc.returncode == 0, proc.stderr
         assert [h["title"] for h in json.loads(proc.stdout)] == ["Greek letters"]
         assert "the disk is full" in proc.stderr and "not in these results" in proc.stderr
@@ -237,26 +246,10 @@ def test_reading_on_a_full_disk_answers_from_the_index_as_it_stands(tmp_path):
 def test_status_and_doctor_on_a_full_disk_answer_from_the_index_as_it_stands(tmp_path):
     """search and list answered on a full disk; status and doctor failed ("the
     disk is full"), though they need no new space either."""
-    import lore
-
     with small_disk(tmp_path / "disk") as disk:
-        root = disk / "p"
-        lore.init(root).close()
-        config = root / ".lore/config.toml"
-        config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
-        runner = CLI(root)
-        runner("add", "--title", "Greek letters", "--body", "The alpha module greets in greek letters.")
-        memory = next((root / ".lore/memory").glob("*.md"))
-        holder = sqlite3.connect(root / ".lore/index.db")  # a server holds the index open: -shm stays
-        try:
-            holder.execute("SELECT count(*) FROM meta").fetchone()
-            fill(disk)
-            memory.write_text(memory.read_text().replace("in greek letters", "in many greek letters"))
+        with full_disk_after_a_hand_edit(disk) as (runner, _memory):
             status = runner("status", "--json", ok=False)
             doctor = runner("doctor", "--json", ok=False)
-        finally:
-            holder.close()
-            (disk / "filler").unlink()
         assert status.returncode == 0 and "the disk is full" in status.stderr, status.stderr
         assert json.loads(status.stdout)["memories"] == 1
         assert doctor.returncode == 0, doctor.stderr
