@@ -15,6 +15,7 @@ import select
 import stat
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import click
@@ -714,3 +715,76 @@ def test_a_plain_table_is_what_rich_prints_without_a_terminal(columns, data):
         grid.add_row(*(escape(cell) for cell in row))
     Console(file=buffer, highlight=False, soft_wrap=True, width=80).print(grid)
     assert fast == buffer.getvalue()
+
+
+def _example_argv(line: str) -> list[str] | None:
+    """The `lore` arguments of one example line, or None when it runs no lore
+    (`id=$(lore session start)` names its command in a subshell: taken too)."""
+    import shlex
+
+    line = line.split("  #", maxsplit=1)[0].strip()
+    line = re.sub(r"^\w+=\$\((.*)\)$", r"\1", line)  # id=$(lore session start)
+    line = line.split("|")[-1]  # `codex exec ... | lore capture --stdin`
+    line = re.split(r"\s[<>]\s?", line)[0]  # redirections
+    words = shlex.split(line)
+    while words and re.fullmatch(r"[A-Z_]+=\S*", words[0]):  # LORE_X=... lore ...
+        words.pop(0)
+    return words[1:] if words[:1] == ["lore"] else None
+
+
+def test_every_command_help_shows_examples_that_parse():
+    """docs/cli.md promises examples in each command's help: each is there,
+    and each parses (its command, options and arguments exist)."""
+    from lore.interfaces.cli import cli as root
+
+    def parse(argv: list[str]) -> None:
+        context = root.make_context("lore", list(argv), resilient_parsing=False)
+        command: click.Command = root
+        while isinstance(command, click.Group):
+            with warnings.catch_warnings():  # click 8.2 deprecates protected_args; 8.1 needs it
+                warnings.simplefilter("ignore", DeprecationWarning)
+                rest = [*context.protected_args, *context.args]
+            name, sub, rest = command.resolve_command(context, rest)
+            assert sub is not None, argv
+            try:
+                command, context = sub, sub.make_context(name or "", rest, parent=context)
+            except click.BadParameter as error:  # an example's file need not exist here
+                assert "does not exist" in str(error), (argv, error)
+                return
+
+    tops = {name.split()[0] for name, _ in _commands(root)}
+    shown: set[str] = set()
+    for name, command in _commands(root):
+        help_text = command.help or ""
+        parent = root.get_command(click.Context(root), name.split()[0])
+        if " " in name and isinstance(parent, click.Group):
+            help_text += parent.help or ""
+        if "Example" not in help_text:
+            continue
+        shown.add(name.split()[0])
+        block = help_text.split("Example", 1)[1].splitlines()[1:]
+        for line in (raw.strip() for raw in block):
+            argv = _example_argv(line) if line.startswith(("lore ", "id=", "LORE_", "codex ")) else None
+            if argv:
+                parse(argv)
+    assert tops - shown <= {"mcp-hook", "hook"} and len(shown) > 30, sorted(tops - shown)
+
+
+def test_small_things_a_new_user_met(cli):
+    """Each of these once told a user less than the truth: a fifth tag left out
+    of `lore list` without a sign, an option user told to fix "the bundle",
+    an import of a daily memory reported as durable, `no matches` from a
+    history search where there is no git history at all, and a refused value
+    given on the command line exiting 1 like a failure rather than 2."""
+    cli("add", "-t", "Many tags", "-b", "A memory with five tags on it.", "--tag", "a1,b2,c3,d4,e5")
+    assert "a1, b2, c3, d4, +1" in cli("list").stdout
+    proc = cli("complete", "T-1", "-t", "Did it", ok=False)
+    assert proc.returncode == 2 and "give --summary" in proc.stderr and "the bundle has" not in proc.stderr
+    (cli.cwd / "AGENTS.md").write_text("# Agents\n\n## Testing\n\nRun pytest with -q before every commit.\n")
+    cli("import", "AGENTS.md", "--tier", "daily")
+    (item,) = cli.json("import", "AGENTS.md")["items"]
+    assert (item["status"], item["tier"]) == ("exists", "daily")
+    history = cli("history", "session timeout")
+    assert "is not in a git repository: there is no past work to search" in history.stderr
+    refused = cli("add", "-t", "Good title", "-b", "A body long enough to keep.", "--id", "123", ok=False)
+    assert refused.returncode == 2 and "field 'id'" in refused.stderr

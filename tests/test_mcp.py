@@ -31,6 +31,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 import forkserver
 from conftest import CLI
+from lore import __version__
 from web_helpers import MCP_INITIALIZE
 
 TOOLS = {
@@ -872,6 +873,7 @@ def test_stdout_carries_nothing_but_protocol(root):
             },
         )
         assert init["result"]["serverInfo"]["name"] == "lore"
+        assert init["result"]["serverInfo"]["version"] == __version__
         server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         assert len(server.request(2, "tools/list")["result"]["tools"]) == 13
         calls = [

@@ -698,7 +698,15 @@ class Lore:
         flt = code_filter(since=since, until=until)
         if fresh:
             self.code_index.sync_history()
-        return self.searcher.history(query, self._limit(limit), flt=flt, mode=mode, fusion=fusion)
+        hits = self.searcher.history(query, self._limit(limit), flt=flt, mode=mode, fusion=fusion)
+        if not hits:
+            from lore.index import gitrepo
+
+            if gitrepo.repo_root(self.project.root) is None:
+                self._notice(
+                    f"{self.project.root} is not in a git repository: there is no past work to search"
+                )
+        return hits
 
     def recall(
         self,

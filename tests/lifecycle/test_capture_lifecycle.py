@@ -668,3 +668,58 @@ def test_a_fold_half_done_before_the_index_was_rebuilt_counts_once(proj):
         record = next(r for r in again.store.memories(again.memories.filter()) if r.id == kept.id)
         evidence.record(again.memories, record, [EvidenceRecord("k2", kept.id, "test", None, at(2))])
         assert evidence.file_count(again.memories.load(path).extra) == count + 1
+
+
+# -- what counts as the same fact ----------------------------------------------------------------
+
+
+def block(text: str, title: str = "Orders database") -> str:
+    return f'<lore-memory type="decision" tier="daily" title="{title}">\n{text}\n</lore-memory>\n'
+
+
+def test_a_fact_naming_another_value_or_saying_more_is_kept_not_counted_as_the_same(proj):
+    """Six sessions choosing six databases made one memory, "Postgres, seen 6
+    times", proposed for promotion; and a fact saying one thing more was
+    folded into the shorter one, the extra sentence lost. A fact is the same
+    only when it names the same values and says nothing more."""
+    root = proj.project.root
+    said = "We decided to use {} as the primary database for the orders service in production."
+    first = proj.capture_stdout(block(said.format("Postgres")), source="s1", tier="daily")
+    again = proj.capture_stdout(block(said.format("Postgres") + "\n"), source="s2", tier="daily")
+    assert (first.created, again.created, again.evidence) == (1, 0, 1)  # the same fact, seen again
+    other = proj.capture_stdout(block(said.format("MySQL")), source="s3", tier="daily")
+    node = "The orders service runs on Node {} in production and in CI."
+    proj.capture_stdout(block(node.format(18), "Node"), source="s4", tier="daily")
+    newer_node = proj.capture_stdout(block(node.format(20), "Node"), source="s5", tier="daily")
+    more = proj.capture_stdout(
+        block(said.format("Postgres") + " Run its migrations before the service starts."),
+        source="s6",
+        tier="daily",
+    )
+    assert (other.created, newer_node.created, more.created) == (1, 1, 1)
+    bodies = " ".join(body for _, body in map(frontmatter, memory_files(root, ".lore/local/daily")))
+    assert "MySQL" in bodies and "Node 20" in bodies and "Run its migrations" in bodies
+    # Consolidation: a contradiction to review, not a merge of two different databases.
+    report = proj.consolidate()
+    reasons = [p.reason.split(":")[0] for p in proj.proposals() if p.kind == "contradiction"]
+    assert any({"'mysql'", "'postgres'"} <= set(r.split(" against ")) for r in reasons), reasons
+    assert "'20' against '18'" in reasons
+    assert "MySQL" in " ".join(body for _, body in map(frontmatter, memory_files(root, ".lore/local/daily")))
+    # The one saying more absorbs its shorter twin, keeping every sentence.
+    assert len(report.merged) == 1
+    assert "Run its migrations before the service starts." in bodies
+
+
+def test_two_gotchas_of_two_errors_are_never_merged(proj):
+    """Auto-captured gotchas share a template, so two of different errors from
+    one session reached the near-duplicate level: merged, the second one's
+    code block was flattened into a line and its later errors were dropped."""
+    root = proj.project.root
+    key, module = "KeyError: 'DATABASE_URL'", "ModuleNotFoundError: No module named 'psycopg2'"
+    for run in range(3):
+        proj.capture_stdout(f"run {run}, at 10:0{run}\n{key}\n{module}\n", source=f"run-{run}")
+    assert len(gotchas(root)) == 2
+    assert proj.consolidate().merged == []
+    assert len(gotchas(root)) == 2
+    later = proj.capture_stdout(f"later, at 11:00\n{module}\n", source="later")
+    assert later.evidence == 1

@@ -205,8 +205,11 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
     _log_in_one_line()
     tools = tools or LoreTools(project, agent)
     lore: Any = _ActingLore(tools)
+    from lore import __version__
+
     server = _server_class()(
         "lore",
+        version=__version__,
         instructions=(
             "Project memory. Search before exploring: search_memories / memory_search (summaries + ids), "
             "then memory_read for detail; search_codebase for code. Write lasting knowledge only "

@@ -16,7 +16,7 @@ import sys
 import click
 
 from lore import __version__
-from lore.errors import ArgumentError, as_lore_error, debugging
+from lore.errors import ArgumentError, UsageError, ValidationError, as_lore_error, debugging
 from lore.interfaces.cli.decoding import require_utf8_text
 
 #: Every command, in the order `lore --help` lists them, and its module.
@@ -37,11 +37,73 @@ COMMANDS: dict[str, str] = {
 }
 
 
+#: How `lore --help` lists the commands: by what a user is doing, each with a
+#: summary that fits a line (a command's own help can then say more; `lore
+#: --help` imports none of the commands' modules).
+SECTIONS: dict[str, dict[str, str]] = {
+    "Set up and check": {
+        "init": "Create .lore/ for this project",
+        "index": "Index memories, code and git history",
+        "status": "How fresh the index is",
+        "stats": "Memories by type and tier, links, index coverage",
+        "doctor": "Check every memory file and the index",
+        "hooks": "Git hooks that keep the index fresh",
+        "completion": "Shell completion for bash, zsh or fish",
+    },
+    "Memories": {
+        "add": "Add a memory",
+        "list": "List memories, newest first",
+        "show": "Show a memory",
+        "edit": "Edit a memory ($EDITOR, or precise edits)",
+        "mv": "Rename or move a memory file",
+        "tag": "Add or remove tags",
+        "graph": "The memories linked to a memory",
+        "rm": "Move memories to the trash",
+        "restore": "Bring back trashed memories",
+        "gc": "Purge old trash",
+    },
+    "Search and recall": {
+        "search": "Search memories",
+        "code": "Search the codebase",
+        "history": "Search past work (commits)",
+        "recall": "Everything relevant to a task, in one pack",
+        "start": "What to know when a session starts",
+    },
+    "Agents and sessions": {
+        "mcp": "Run the MCP server for agents",
+        "install": "Register Lore with an agent",
+        "uninstall": "Remove what `lore install` added",
+        "session": "Recorded agent sessions",
+        "capture": "Turn an agent's output into memories",
+        "complete": "Write a finished task's memory",
+    },
+    "Keeping memory true": {
+        "stale": "Memories whose code changed since",
+        "verify": "Mark a memory checked against the code",
+        "consolidate": "Merge duplicates, propose promotions",
+        "review": "Apply or reject proposed changes",
+        "import": "Import notes, AGENTS.md, ADRs",
+        "update-index": "Re-index just these files",
+    },
+    "Team and web": {
+        "serve": "Web UI, JSON API and MCP over HTTP",
+        "users": "The users of a team server",
+        "db": "The index database (PostgreSQL for teams)",
+    },
+}
+
+
 class _LazyGroup(click.Group):
     """A group that imports a command's module only when the command is used."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        widest = max(len(name) for commands in SECTIONS.values() for name in commands)
+        for title, commands in SECTIONS.items():
+            with formatter.section(title):
+                formatter.write_dl([(name.ljust(widest), summary) for name, summary in commands.items()])
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in COMMANDS:
@@ -131,6 +193,11 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         message = known.named(_flag) if isinstance(known, ArgumentError) else str(known)
         _error(f"lore: error: {message}")
+        # A value given on the command line that breaks the memory format
+        # (`--id 123`, a one-word body) is bad usage, as `--occurred-at
+        # tomorrow` is; a file that breaks it (it names the file) is an error.
+        if isinstance(known, ValidationError) and known.path is None:
+            return UsageError.exit_code
         return known.exit_code
 
 

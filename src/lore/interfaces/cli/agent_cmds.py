@@ -74,7 +74,13 @@ def _lore_command(agent: str) -> list[str]:
 @json_option
 @with_lore
 def install(lore, agent, instructions, as_json):
-    """Register Lore's MCP server (and hooks, for Claude Code) with an agent."""
+    """Register Lore's MCP server (and hooks, for Claude Code) with an agent.
+
+    \b
+    Examples:
+      lore install claude-code
+      lore install codex --instructions
+    """
     import shutil
 
     from lore.integrations import install as do_install
@@ -97,7 +103,12 @@ def install(lore, agent, instructions, as_json):
 @json_option
 @with_lore
 def uninstall(lore, agent, as_json):
-    """Remove exactly what `lore install` added."""
+    """Remove exactly what `lore install` added.
+
+    \b
+    Examples:
+      lore uninstall cursor
+    """
     from lore.integrations import uninstall as do_uninstall
 
     changes = do_uninstall(agent, lore.project.root)
@@ -146,7 +157,13 @@ def hook(ctx, event):
 @json_option
 @with_lore
 def capture(lore, transcript, stdout_file, from_stdin, tier, private, as_json):
-    """Turn an agent's session or output into memories (deduplicated, idempotent)."""
+    """Turn an agent's session or output into memories (deduplicated, idempotent).
+
+    \b
+    Examples:
+      lore capture --transcript ~/.claude/projects/myproj/3b1f.jsonl
+      codex exec "fix the login bug" | lore capture --stdin
+    """
     from lore.errors import UsageError
 
     if from_stdin:

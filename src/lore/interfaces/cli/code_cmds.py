@@ -189,7 +189,13 @@ def _paths(values: tuple[str, ...]) -> list[str]:
 @json_option
 @with_lore
 def status(lore, as_json):
-    """How fresh the index is: indexed commit vs HEAD, changed files, pending embeddings."""
+    """How fresh the index is: indexed commit vs HEAD, changed files, pending embeddings.
+
+    \b
+    Examples:
+      lore status
+      lore status --json
+    """
     data = lore.status()
     if as_json:
         emit_json(data)
@@ -199,7 +205,11 @@ def status(lore, as_json):
     rows = [
         [
             "index",
-            "up to date"
+            (
+                "up to date"
+                if not data["pending_embeddings"] or not data["embedding"]
+                else "up to date, but vectors pending (`lore index` makes them)"
+            )
             if data["up_to_date"]
             else "being updated in the background (a git hook's update)"
             if data.get("updating")

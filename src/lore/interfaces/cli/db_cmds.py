@@ -61,6 +61,12 @@ def db():
 
     SQLite (.lore/index.db) is the default; a team shares PostgreSQL with
     LORE_DATABASE_URL=postgresql://… or [index] backend = "postgres" (docs/postgres.md).
+
+    \b
+    Examples:
+      lore db status
+      LORE_DATABASE_URL=postgresql://alice@db/lore lore db upgrade
+      lore db export /tmp/project-index.json
     """
 
 

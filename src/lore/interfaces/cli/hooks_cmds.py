@@ -13,7 +13,14 @@ from lore.interfaces.cli.output import emit_json
 
 @click.group()
 def hooks():
-    """Keep the index fresh from git hooks (post-commit, -merge, -checkout, -rewrite)."""
+    """Keep the index fresh from git hooks (post-commit, -merge, -checkout, -rewrite).
+
+    \b
+    Examples:
+      lore hooks install
+      lore hooks status
+      lore hooks uninstall
+    """
 
 
 def _root(ctx) -> object:

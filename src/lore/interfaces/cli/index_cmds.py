@@ -28,6 +28,8 @@ def init(ctx, path, here, project_path, agent_name, as_json):
     Without PATH, inside a git repository .lore/ goes to the repository's top
     folder, so every folder of the repository shares one memory; --here puts
     it in the current folder instead.
+
+    \b
     Examples:
       lore init
       lore init --here
@@ -143,7 +145,13 @@ def index(lore, force, reembed, no_embed, no_code, as_json):
 @json_option
 @with_lore
 def stats(lore, as_json):
-    """A compact overview: memories by type and tier, links, index coverage, last update, stale count."""
+    """A compact overview: memories by type and tier, links, index coverage, last update, stale count.
+
+    \b
+    Examples:
+      lore stats
+      lore stats --json
+    """
     data = lore.stats()
     if as_json:
         emit_json(data)
@@ -186,7 +194,13 @@ def stats(lore, as_json):
 @json_option
 @with_lore
 def doctor(lore, as_json):
-    """Check every memory file and the index; list each problem with a fix."""
+    """Check every memory file and the index; list each problem with a fix.
+
+    \b
+    Examples:
+      lore doctor
+      lore doctor --json    # exit 1 when there are errors
+    """
     problems = lore.doctor()
     if as_json:
         emit_json([p.to_dict() for p in problems])
@@ -206,10 +220,11 @@ def completion(shell, as_json):
     """Print the shell completion script for bash, zsh or fish.
 
     \b
-    Install it once:
-      bash:  lore completion bash > ~/.local/share/bash-completion/completions/lore
-      zsh:   lore completion zsh > "${fpath[1]}/_lore"
-      fish:  lore completion fish > ~/.config/fish/completions/lore.fish
+    Examples (install it once):
+      lore completion bash > ~/.local/share/bash-completion/completions/lore
+      lore completion zsh > "${fpath[1]}/_lore"
+      lore completion fish > ~/.config/fish/completions/lore.fish
+
     With --json: {"shell", "script"}.
     """
     from click.shell_completion import get_completion_class

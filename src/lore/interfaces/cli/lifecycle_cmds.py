@@ -29,7 +29,13 @@ def _finite_days(ctx: click.Context, param: click.Parameter, value: float | None
 @json_option
 @with_lore
 def consolidate(lore, recent_days, as_json):
-    """Merge near-duplicates, find contradictions and supersession, propose promotions."""
+    """Merge near-duplicates, find contradictions and supersession, propose promotions.
+
+    \b
+    Examples:
+      lore consolidate
+      lore consolidate --recent 7
+    """
     report = lore.consolidate(recent_days=recent_days)
     if as_json:
         emit_json(report.to_dict())
@@ -53,7 +59,13 @@ def consolidate(lore, recent_days, as_json):
 @json_option
 @with_lore
 def review(lore, apply_id, reject_id, show_all, as_json):
-    """Show proposed changes as diffs; apply or reject them (interactive on a terminal)."""
+    """Show proposed changes as diffs; apply or reject them (interactive on a terminal).
+
+    \b
+    Examples:
+      lore review
+      lore review --apply 2b7c --json
+    """
     from lore.errors import UsageError
 
     if apply_id is not None and reject_id is not None:
@@ -126,7 +138,13 @@ def _show(proposal) -> None:
 @json_option
 @with_lore
 def import_(lore, path, dry_run, tier, as_json):
-    """Import Markdown notes, AGENTS.md/CLAUDE.md, ADRs, .chati/memories or memory/ (idempotent)."""
+    """Import Markdown notes, AGENTS.md/CLAUDE.md, ADRs, .chati/memories or memory/ (idempotent).
+
+    \b
+    Examples:
+      lore import AGENTS.md
+      lore import docs/adr --dry-run
+    """
     report = lore.import_notes(path, dry_run=dry_run, tier=tier)
     if as_json:
         emit_json(report.to_dict())

@@ -80,6 +80,12 @@ def add(
     """Add a memory (body from --body, --body-file or stdin).
 
     The same content stored already is not written twice: its id is printed instead.
+
+    \b
+    Examples:
+      lore add --type decision -t "Store times in UTC" --tag time -b "Convert only in the UI."
+      lore add --type gotcha -t "Flaky test_sync on CI" --file tests/test_sync.py < notes.md
+      lore add --private --agent codex -t "My scratch note" -b "Try the retry path next."
     """
     if body is not None and body_file is not None:
         raise UsageError("give the body once: --body or --body-file, not both")
@@ -119,7 +125,14 @@ def add(
 @json_option
 @with_lore
 def list_(lore, as_json, limit, **filters):
-    """List memories, newest first."""
+    """List memories, newest first.
+
+    \b
+    Examples:
+      lore list --type decision --tag auth
+      lore list --since "last week" --limit 20
+      lore list --tier daily --json
+    """
     rows = lore.list(limit=limit, **filters)
     if as_json:
         emit_json(rows)
@@ -130,10 +143,16 @@ def list_(lore, as_json, limit, **filters):
     table(
         ["id", "type", "title", "tags", "when"],
         [
-            [r["id"][:8], r["type"], r["title"], ", ".join(r["tags"][:4]), relative_time(r["occurred_at"])]
+            [r["id"][:8], r["type"], r["title"], _some_tags(r["tags"]), relative_time(r["occurred_at"])]
             for r in rows
         ],
     )
+
+
+def _some_tags(tags: list[str], shown: int = 4) -> str:
+    """A memory's first tags, and how many more it has (the table keeps a line per memory)."""
+    more = f", +{len(tags) - shown}" if len(tags) > shown else ""
+    return ", ".join(tags[:shown]) + more
 
 
 @click.command()
@@ -146,6 +165,11 @@ def show(lore, key, offset, limit, as_json):
     """Show a memory by id (or id prefix, file name, path), paginated by characters.
 
     In a terminal, the memories it links to and those linking to it follow the text.
+
+    \b
+    Examples:
+      lore show 3f2a9c1e
+      lore show utc-everywhere --offset 4000 --limit 4000
     """
     page = lore.show(key, offset=offset, limit=limit)
     if as_json:
@@ -313,6 +337,8 @@ def mv(lore, key, destination, as_json):
     \b
     DESTINATION is a new file name (same folder), a path under the memory
     folder (auth/ or auth/utc.md), or a project path (.lore/memory/...).
+
+    \b
     Examples:
       lore mv 3f2a9c1e utc-everywhere
       lore mv 3f2a9c1e auth/
@@ -370,6 +396,11 @@ def rm(lore, keys, as_json):
 
     KEYS: ids, id prefixes, file names or paths of memories. Every one is found
     before any memory moves.
+
+    \b
+    Examples:
+      lore rm 3f2a9c1e
+      lore rm 3f2a9c1e 7c1d0e22 old-note.md
     """
     # Every key is found before any memory moves: one that names nothing leaves all in place.
     # Each is then removed by the key given (a memory moved meanwhile, `lore mv` or a
@@ -433,7 +464,13 @@ def tag(lore, keys, add_tags, remove_tags, as_json):
 @json_option
 @with_lore
 def restore(lore, key, show_list, as_json):
-    """Restore a trashed memory (by id or file name)."""
+    """Restore a trashed memory (by id or file name).
+
+    \b
+    Examples:
+      lore restore --list
+      lore restore 3f2a9c1e
+    """
     if show_list or key is None:  # "" names nothing: an error, as `lore rm ''` is
         entries = lore.trash_entries()
         lost = len(lore.unrestorable_trash())
@@ -464,7 +501,13 @@ def restore(lore, key, show_list, as_json):
 @json_option
 @with_lore
 def gc(lore, days, as_json):
-    """Purge trashed memories older than the retention period."""
+    """Purge trashed memories older than the retention period.
+
+    \b
+    Examples:
+      lore gc
+      lore gc --days 7
+    """
     purged = lore.gc(retention_days=days)
     if as_json:
         emit_json({"purged": [e.to_dict() for e in purged]})

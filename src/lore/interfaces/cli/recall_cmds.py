@@ -218,7 +218,13 @@ def start(lore, task, title, budget, as_markdown, as_json):
 @json_option
 @with_lore
 def stale(lore, as_json):
-    """Memories whose anchored code changed since they were written (code is re-checked first)."""
+    """Memories whose anchored code changed since they were written (code is re-checked first).
+
+    \b
+    Examples:
+      lore stale
+      lore stale --json
+    """
     rows = lore.stale()
     if as_json:
         emit_json(rows)
@@ -233,7 +239,12 @@ def stale(lore, as_json):
 @json_option
 @with_lore
 def verify(lore, key, as_json):
-    """Mark a memory checked: re-anchor it to the current code (clears stale)."""
+    """Mark a memory checked: re-anchor it to the current code (clears stale).
+
+    \b
+    Examples:
+      lore verify 3f2a9c1e
+    """
     result = lore.verify(key)
     if as_json:
         emit_json(result)

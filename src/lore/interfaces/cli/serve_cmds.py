@@ -102,7 +102,13 @@ users_file_option = click.option(
 
 @click.group()
 def users():
-    """The users of a team server (`lore serve --users FILE`): tokens, agents, database roles."""
+    """The users of a team server (`lore serve --users FILE`): tokens, agents, database roles.
+
+    \b
+    Examples:
+      lore users add alice --role alice --users ~/.config/lore/users.toml
+      lore users list --users ~/.config/lore/users.toml
+    """
 
 
 @users.command("add")

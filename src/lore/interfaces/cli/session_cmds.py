@@ -19,7 +19,15 @@ from lore.interfaces.cli.output import emit_json, local_time, progress_bar, tabl
 
 @click.group()
 def session():
-    """Recorded agent sessions: the live context, compacted summaries, the raw archive."""
+    """Recorded agent sessions: the live context, compacted summaries, the raw archive.
+
+    \b
+    Examples:
+      id=$(lore session start)
+      lore session append "$id" --role user --content "Fix the flaky sync test"
+      lore session compact "$id"
+      lore session search "sync test"
+    """
 
 
 def _done(lore, data, as_json: bool, text: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lore.errors import UsageError
+from lore.errors import ArgumentError, UsageError
 from lore.memory.complete.bundle import CompletionBundle
 from lore.memory.complete.changes import TaskChanges
 from lore.memory.complete.decisions import strip_task_id
@@ -156,9 +156,10 @@ def _summary(bundle: CompletionBundle, changes: TaskChanges) -> list[str]:
         shown = ", ".join(f"`{p}`" for p in changes.files[:5])
         more = f" and {len(changes.files) - 5} more" if len(changes.files) > 5 else ""
         return [f"Changed {shown}{more} (uncommitted)"]
-    raise UsageError(
-        "nothing to summarise: the completion bundle has no summary and no "
-        'commits or changes were found for the task; add a "summary" to the bundle'
+    raise ArgumentError(
+        "nothing to summarise: no summary was given and no commits or changes were found "
+        'for the task; give {0} (or a "summary" in the bundle)',
+        "summary",
     )
 
 

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from lore.errors import NotFound, UsageError, ValidationError
 from lore.memory import markdown, sync
+from lore.memory.files import location_of
 from lore.memory.importer.sources import Source, discover, read_text, section_type
 from lore.memory.model import (
     ID_RE,
@@ -286,6 +287,7 @@ def _write(lifecycle: Lifecycle, plan: _Planned, dry_run: bool) -> ImportItem:
         _refuse_another_memorys_id(lifecycle, plan, *known)
         changed = _changed_at_source(lifecycle, plan, *known)
         item.status, item.id, item.path = "changed" if changed else "exists", known[0], known[1]
+        item.tier = location_of(known[1])[1]  # where it is, not where this import would put it
         return item
     if dry_run:
         return item

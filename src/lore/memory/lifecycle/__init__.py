@@ -183,6 +183,8 @@ class Lifecycle:
             # or archived since stays so.
             return Remembered(earlier, "", title or "", type, False, False, None)
         found = self.near_duplicate(title or "", clean_body)
+        if found is not None and similarity.says_more(clean_body, self.body_of(found[0])):
+            found = None  # not the same fact seen again: it says more, and that is kept
         if found is not None:
             record, score = found
             added = evidence.record(

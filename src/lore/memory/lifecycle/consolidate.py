@@ -27,7 +27,6 @@ Only local merges change files; everything else waits in ``lore review``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -98,6 +97,7 @@ class _Pass:
         self.bodies: dict[str, str] = {}
         self.compared: set[frozenset[str]] = set()
         self.gone: set[str] = set()  # merged away in this pass
+        self.signatures: dict[str, str | None] = {}
 
     def records(self) -> list[MemoryRecord]:
         self.lc.memories.sync()
@@ -109,6 +109,16 @@ class _Pass:
         if record.id not in self.bodies:
             self.bodies[record.id] = self.lc.body_of(record)
         return self.bodies[record.id]
+
+    def signature(self, record: MemoryRecord) -> str | None:
+        """The error an auto-captured gotcha is about (its file's `error_signature`), else None."""
+        if record.type != "gotcha":
+            return None
+        if record.id not in self.signatures:
+            memory = self._load(record)
+            found = memory.extra.get("error_signature") if memory is not None else None
+            self.signatures[record.id] = found if isinstance(found, str) else None
+        return self.signatures[record.id]
 
     def candidates(self, record: MemoryRecord) -> list[MemoryRecord]:
         """The memories most likely to say the same as `record` (sharing its words)."""
@@ -152,6 +162,10 @@ class _Pass:
         old_text, new_text = self.body(older), self.body(newer)
         if not old_text or not new_text:
             return
+        signatures = (self.signature(older), self.signature(newer))
+        if None not in signatures and signatures[0] != signatures[1]:
+            # Two gotchas of two errors: their bodies share a template, not a subject.
+            return
         old_runs, new_runs = similarity.shingles(old_text), similarity.shingles(new_text)
         score = similarity.jaccard(old_runs, new_runs)
         # A contradiction first: two texts that differ by a "not" share most of their words.
@@ -187,19 +201,22 @@ class _Pass:
         keep, drop = older, newer
         if sync.is_committed(newer.path) and not sync.is_committed(older.path):
             keep, drop = newer, older
-        if not sync.is_committed(drop.path):
-            added = _sentences_beyond(self.body(drop), self.body(keep))
-            if added and not sync.is_committed(keep.path):  # what only the other says is kept too
-                fuller = f"{self.body(keep).rstrip()} {' '.join(added)}"
+        added = similarity.beyond(self.body(drop), self.body(keep))
+        fuller = _appended(self.body(keep), added)  # what only the other says is kept too
+        if not sync.is_committed(drop.path) and not (added and sync.is_committed(keep.path)):
+            if added:
                 self.lc.memories.update(keep.path, body=fuller)
                 self.bodies[keep.id] = fuller
             absorb(self.lc, keep, drop)
             self.gone.add(drop.id)
             self.report.merged.append({"kept": keep.id, "merged": drop.id, "similarity": round(score, 3)})
             return
+        # A committed memory is a person's: the merge (with what only the other says) is proposed.
         memory = self._load(keep)
         if memory is None:
             return
+        if added:
+            memory.body = fuller
         memory.tags = _union(memory.tags, drop.tags)
         memory.extra["evidence_count"] = keep.evidence_count + drop.evidence_count
         self._propose(
@@ -308,18 +325,13 @@ def absorb(lifecycle: Lifecycle, keep: MemoryRecord, drop: MemoryRecord) -> None
     memories.remove(drop.path)
 
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
-
-
-def _sentences_beyond(text: str, kept: str) -> list[str]:
-    """The sentences of `text` that `kept` does not hold (compared by their words):
-    a near-duplicate merged away may still say one thing more ("Never on Fridays.")."""
-    have = " ".join(kept.lower().split())
-    out = []
-    for sentence in _SENTENCE.split(text.strip()):
-        words = " ".join(sentence.lower().split())
-        if words and words not in have:
-            out.append(" ".join(sentence.split()))
+def _appended(body: str, pieces: list[str]) -> str:
+    """`body` and then `pieces` (:func:`~.similarity.beyond`'s): a sentence goes on
+    at the end of the last paragraph, a code block or another paragraph after it."""
+    out = body.rstrip()
+    for i, piece in enumerate(pieces):
+        prose = not piece.startswith("```") and not out.endswith("```")
+        out += (" " if i == 0 and prose else "\n\n") + piece
     return out
 
 

@@ -16,7 +16,13 @@ contradict when
 - a sentence of one and a sentence of the other share most of their words
   but one is negated and the other not ("use X" / "don't use X", "never" /
   "always"), or they differ by an antonym (use/avoid, enable/disable,
-  true/false, sync/async, allow/deny, ...).
+  true/false, sync/async, allow/deny, ...), or
+- a sentence of one and a sentence of the other share most of their words
+  but each names a value the other does not, where a value is a name
+  (capitalised inside the sentence: "Postgres" / "MySQL", "Tuesdays" /
+  "Thursdays"), a number ("Node 18" / "Node 20") or an identifier
+  ("acme-invoices-prod" / "acme-invoices-staging"). Plain words that differ
+  ("chose" / "decided") are a paraphrase, not another value.
 """
 
 from __future__ import annotations
@@ -145,6 +151,10 @@ def contradiction(newer: str, older: str) -> Conflict | None:
                         reason = f"'{x}' against '{y}'"
                         break
             if reason is None:
+                only_a, only_b = _values(a) - _values(b), _values(b) - _values(a)
+                if only_a and only_b:
+                    reason = f"'{min(only_a)}' against '{min(only_b)}'"
+            if reason is None:
                 continue
             confidence = round(min(0.95, 0.6 + 0.4 * overlap), 3)
             if best is None or confidence > best.confidence:
@@ -189,9 +199,70 @@ def settings(text: str) -> dict[str, tuple[str, str]]:
     return out
 
 
+_TOKEN = re.compile(r"[A-Za-z0-9][\w'/.:-]*[A-Za-z0-9]|[A-Za-z0-9]")
+
+
+@functools.lru_cache(maxsize=4096)
+def _values(sentence: str) -> frozenset[str]:
+    """The values a sentence names, lower-cased: names capitalised inside it,
+    numbers and identifiers (a digit, or `_ - . / :` inside the word)."""
+    out = set()
+    for i, match in enumerate(_TOKEN.finditer(sentence)):
+        word = match.group()
+        if (
+            any(c.isdigit() for c in word)
+            or any(c in word for c in "_-./:")
+            or (i > 0 and word[0].isupper() and not word.isupper() and word.lower() not in _NOT_NAMES)
+            or (len(word) > 1 and word.isupper())
+        ):
+            out.add(word.lower())
+    return frozenset(out)
+
+
+# Capitalised inside a sentence without naming anything ("I", after a colon...).
+_NOT_NAMES = frozenset({"i", "we", "the", "a", "an", "it", "this", "that", "use", "do", "don't", "never"})
+
+
 def _sentences(text: str) -> list[str]:
     return [s.strip(" -*>#") for s in _SENTENCE.split(text) if len(s.split()) >= 3]
 
 
 def _negated(sentence_words: AbstractSet[str]) -> bool:
     return len(sentence_words & NEGATIONS) % 2 == 1
+
+
+def beyond(text: str, kept: str) -> list[str]:
+    """The paragraphs of `text` that `kept` does not hold, each with only its
+    sentences `kept` does not hold (compared by their words): a near-duplicate
+    merged away may still say one thing more ("Never on Fridays."). A code
+    block is one piece, kept whole, as written."""
+    have = f" {' '.join(words(kept))} "
+
+    def held(piece: str) -> bool:
+        said = " ".join(words(piece))
+        return not said or f" {said} " in have
+
+    out = []
+    for part in _FENCED.split(text.strip()):
+        if part.startswith("```"):
+            if not held(part):
+                out.append(part)
+            continue
+        for paragraph in re.split(r"\n\s*\n", part):
+            fresh = [
+                " ".join(sentence.split())
+                for sentence in _MERGE_SENTENCE.split(paragraph.strip())
+                if sentence.strip() and not held(sentence)
+            ]
+            if fresh:
+                out.append(" ".join(fresh))
+    return out
+
+
+_MERGE_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_FENCED = re.compile(r"(```.*?(?:```|$))", re.S)
+
+
+def says_more(text: str, kept: str) -> bool:
+    """Whether `text` holds a sentence (or code block) that `kept` does not."""
+    return bool(beyond(text, kept))
