@@ -549,3 +549,25 @@ def test_an_install_that_fails_at_one_hook_leaves_the_others_as_they_were(repo, 
     with pytest.raises(LoreError, match="post-checkout is a directory"):
         githooks.install(repo, command)
     assert files() == before
+
+
+def test_a_rebase_refreshes_the_index_once_at_its_end_not_at_each_commit(repo, recorder):
+    """git runs post-commit for every commit a rebase makes: sixty Pythons
+    started at once made a 0.8 s rebase take 5 s. Its post-rewrite covers them."""
+    command, log = recorder
+    githooks.install(repo, command)
+    git(repo, "checkout", "-q", "-b", "topic")
+    for i in range(4):
+        (repo / f"f{i}.txt").write_text(f"{i}\n")
+        git(repo, "add", f"f{i}.txt")
+        git(repo, "commit", "-q", "-m", f"topic {i}")
+    git(repo, "checkout", "-q", "main")
+    (repo / "m.txt").write_text("main\n")
+    git(repo, "add", "m.txt")
+    git(repo, "commit", "-q", "-m", "on main")
+    assert wait_for(lambda: sum(line.startswith("post-commit") for line in lines(log)) == 5)
+    git(repo, "checkout", "-q", "topic")
+    git(repo, "rebase", "-q", "main")
+    assert wait_for(lambda: any(line.startswith("post-rewrite rebase") for line in lines(log)))
+    time.sleep(0.5)  # a post-commit of the rebase would be logged by now
+    assert sum(line.startswith("post-commit") for line in lines(log)) == 5

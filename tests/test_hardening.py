@@ -1440,3 +1440,19 @@ def test_every_text_field_of_a_hand_written_memory_is_redacted_in_the_index(tmp_
     if not ON_POSTGRES:  # the SQLite file, every page of it
         index = (root / ".lore/index.db").read_bytes()
         assert token[:20].encode() not in index and b"Tr0ub4dorMnTvnR" not in index
+
+
+def test_a_thousand_memories_of_one_name_on_one_day_each_get_a_file(tmp_path):
+    """Session memories are named by their day and first line: once 999 of
+    one day began "Done.", every next one failed with "no free file name",
+    after probing all 999 names."""
+    from lore import atomic
+
+    source = tmp_path / "new.md"
+    source.write_text("Done.\n")
+    folder = tmp_path / "session"
+    folder.mkdir()
+    made = {atomic.link_free(source, folder, "2026-11-30-done.md") for _ in range(1200)}
+    assert len(made) == 1200 and all(
+        p.parent == folder and p.name.startswith("2026-11-30-done") for p in made
+    )

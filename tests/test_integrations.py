@@ -796,3 +796,65 @@ def test_a_config_holding_a_credential_the_detector_misses_is_never_copied(proje
     # A file's bytes are remembered under its path (install-originals.json): not this one's.
     originals = project / ".lore/local/install-originals.json"
     assert not originals.exists() or str(project / ".mcp.json") not in originals.read_text()
+
+
+def test_what_changed_after_an_install_is_never_undone_by_a_later_uninstall(root, codex_home):
+    """Lore kept the bytes a config held before its first install; after the
+    user took Lore's part out by hand and added a server (or deleted the
+    file), the next install kept those old bytes and the uninstall after it
+    "restored" them: the new server was lost, the deleted file came back."""
+    (root / ".lore" / "local").mkdir(parents=True)  # where a project keeps the originals
+    servers = root / ".cursor" / "mcp.json"
+    servers.parent.mkdir()
+    servers.write_text(dump({"mcpServers": {"a": {"command": "a-server"}}}))
+    install("cursor", root, command=["lore"])
+    mine = dump({"mcpServers": {"a": {"command": "a-server"}, "b": {"command": "b-server"}}})
+    servers.write_text(mine)  # Lore's part out by hand, a server of the user's in
+    install("cursor", root, command=["lore"])
+    uninstall("cursor", root)
+    assert json.loads(servers.read_text()) == json.loads(mine)
+    install("cursor", root, command=["lore"])
+    servers.unlink()  # the user drops the file altogether
+    install("cursor", root, command=["lore"])
+    uninstall("cursor", root)
+    assert not servers.exists()
+    config = codex_home / "config.toml"
+    config.write_text('model = "o3"\n')
+    install("codex", root, command=["lore"])
+    config.write_text('model = "o3"\n\n[mcp_servers.linear]\ncommand = "linear-mcp"\n')
+    install("codex", root, command=["lore"])
+    uninstall("codex", root)
+    assert tomllib.loads(config.read_text()) == {
+        "model": "o3",
+        "mcp_servers": {"linear": {"command": "linear-mcp"}},
+    }
+
+
+def test_hooks_that_only_look_like_lores_are_left_as_written(root):
+    """A hook of another tool named like Lore (`npx @acme/lore-notify hook
+    stop`) was rewritten to Lore's, and a user's own way of running Lore's
+    hook (an environment prefix, a timeout) lost its prefix; uninstall then
+    removed both."""
+    settings = root / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    theirs = [
+        {"hooks": [{"type": "command", "command": "npx @acme/lore-notify hook stop"}]},
+        {
+            "hooks": [
+                {
+                    "type": "command",
+                    "command": "LORE_AGENT=reviewer /opt/lore/bin/lore hook stop",
+                    "timeout": 30,
+                }
+            ]
+        },
+    ]
+    settings.write_text(dump({"hooks": {"Stop": theirs}}))
+    install("claude-code", root, command=["lore"])
+    hooks = json.loads(settings.read_text())["hooks"]
+    assert hooks["Stop"] == theirs  # the user's own run of Lore's hook stands for Lore's
+    assert hooks["SessionStart"][0]["hooks"][0]["command"] == hook_command(["lore"], "SessionStart")
+    data = json.loads(settings.read_text())
+    settings.write_text(dump({**data, "model": "opus"}))  # edited since: uninstall merges
+    uninstall("claude-code", root)
+    assert json.loads(settings.read_text()) == {"hooks": {"Stop": theirs}, "model": "opus"}

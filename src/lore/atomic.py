@@ -89,18 +89,27 @@ def naming(err: OSError, target: Path) -> OSError:
 
 
 def link_free(source: Path, directory: Path, name: str) -> Path:
-    """Hard-link `source` as `name` in `directory`, or as the first free ``stem-N.ext``."""
+    """Hard-link `source` as `name` in `directory`, or as the first free
+    ``stem-N.ext`` for N up to :data:`NUMBERED`, then as ``stem-<random>.ext``
+    (a thousand messages a day that start alike, "Done.", would otherwise
+    probe a thousand names each, and then find none)."""
+    import secrets
+
     stem, dot, ext = name.rpartition(".")
     if not dot:
         stem, ext = name, ""
-    for attempt in range(1, 1000):
-        candidate = directory / (name if attempt == 1 else f"{stem}-{attempt}{dot}{ext}")
+    for attempt in range(1, NUMBERED + 64):
+        suffix = str(attempt) if attempt <= NUMBERED else secrets.token_hex(4)
+        candidate = directory / (name if attempt == 1 else f"{stem}-{suffix}{dot}{ext}")
         try:
             os.link(source, candidate)
             return candidate
         except FileExistsError:
             continue
     raise FileExistsError(f"no free file name for {name} in {directory}")
+
+
+NUMBERED = 50
 
 
 def contained(top: Path | str, path: Path | str) -> bool:

@@ -305,6 +305,13 @@ def _apply(changes: list[_Change], root: Path, *, installing: bool) -> list[str]
         before = _bytes(change.file.path)
         had_folder = change.file.path.parent.is_dir()
         entry = originals.get(key)
+        stale = installing and entry is not None and entry.get("written") != _digest(before)
+        if stale:
+            # Changed since Lore wrote it (its part taken out by hand, servers added,
+            # the file deleted): the bytes kept from before are history now, and
+            # restoring them would undo all that. Uninstall merges instead.
+            originals.pop(key, None)
+            entry = None
         if not installing and entry is not None:
             _restore_exactly(change, entry, before, root)
         try:
@@ -324,7 +331,7 @@ def _apply(changes: list[_Change], root: Path, *, installing: bool) -> list[str]
         done.append((change.file.path, before))
         after = _bytes(change.file.path)
         if installing:
-            if entry is None and _holds_secrets(before):
+            if entry is None and (stale or _holds_secrets(before)):
                 continue  # never copied anywhere: uninstall merges instead
             if entry is None:
                 entry = {"original": _b64(before), "written": None, "made_folder": not had_folder}
@@ -653,14 +660,32 @@ def _drop_server(doc: JsonDoc) -> JsonDoc:
     return doc
 
 
-_LORE_HOOK = re.compile(r"\blore\b.*\shook\s+(" + "|".join(HOOK_EVENTS.values()) + r")\s*$")
-
-
-def _is_lore_hook(hook: object, sub: str) -> bool:
+def _hook_kind(hook: object, sub: str) -> str | None:
+    """Whose hook for `sub` this is: "lore" (as Lore writes it: `lore hook
+    stop`, a path to a `lore`, or `python -m lore hook stop`, of this install
+    or an earlier one), "own" (the user's own way to run Lore's hook: an
+    environment prefix, options: left as written), or None (not Lore's:
+    `npx @acme/lore-notify hook stop` merely looks like it)."""
     if not isinstance(hook, dict) or not isinstance(hook.get("command"), str):
-        return False
-    found = _LORE_HOOK.search(hook["command"])
-    return found is not None and found.group(1) == sub
+        return None
+    try:
+        words = shlex.split(hook["command"])
+    except ValueError:
+        return None
+    if words[-2:] != ["hook", sub]:
+        return None
+    runner = words[:-2]
+    if len(runner) == 1 and _is_lore(runner[0]):
+        return "lore"
+    if len(runner) == 3 and runner[1:] == ["-m", "lore"] and os.path.basename(runner[0]).startswith("python"):
+        return "lore"
+    if any(_is_lore(word) for word in runner) or runner[-2:] == ["-m", "lore"]:
+        return "own"
+    return None
+
+
+def _is_lore(word: str) -> bool:
+    return os.path.basename(word) in ("lore", "lore.exe")
 
 
 def _set_hooks(doc: JsonDoc, command: list[str]) -> JsonDoc:
@@ -685,8 +710,10 @@ def _place_hook(groups: list[Any], sub: str, command: str, with_matcher: bool) -
             continue
         kept = []
         for hook in group["hooks"]:
-            if not _is_lore_hook(hook, sub):
+            kind = _hook_kind(hook, sub)
+            if kind != "lore":
                 kept.append(hook)
+                placed = placed or kind == "own"  # the user runs Lore's hook their own way
             elif not placed:  # update in place, keeping keys the user added (timeout, ...)
                 kept.append({**hook, "type": "command", "command": command})
                 placed = True
@@ -712,7 +739,7 @@ def _drop_hooks(doc: JsonDoc) -> JsonDoc:
         removed = False
         for group in groups:
             if isinstance(group, dict) and isinstance(group.get("hooks"), list):
-                kept = [h for h in group["hooks"] if not _is_lore_hook(h, sub)]
+                kept = [h for h in group["hooks"] if _hook_kind(h, sub) != "lore"]
                 if len(kept) != len(group["hooks"]):
                     removed = True
                     if kept:

@@ -235,7 +235,7 @@ _HANDLERS: dict[str, Callable[[Lore, Payload], str]] = {
 }
 
 
-def _payload(stream: TextIO) -> tuple[Payload, str | None]:
+def _payload(stream: TextIO | None) -> tuple[Payload, str | None]:
     """The hook's JSON, and why it can't be used when it can't: input over the
     limit (an endless or huge stdin is given up there, never read forever),
     unreadable, not JSON or not a JSON object. No input at all (a terminal,
@@ -243,6 +243,8 @@ def _payload(stream: TextIO) -> tuple[Payload, str | None]:
     from lore.errors import UsageError
     from lore.safe_read import MAX_INPUT_BYTES, json_loads, read_stream
 
+    if stream is None:  # run with stdin closed (`<&-`): Python has no sys.stdin
+        return {}, "the hook's input can't be read (no stdin)"
     if stream.isatty():
         return {}, None
     try:

@@ -16,7 +16,7 @@ import sys
 import click
 
 from lore import __version__
-from lore.errors import ArgumentError, UsageError, ValidationError, as_lore_error, debugging
+from lore.errors import ArgumentError, as_lore_error, debugging
 from lore.interfaces.cli.decoding import require_utf8_text
 
 #: Every command, in the order `lore --help` lists them, and its module.
@@ -193,11 +193,6 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         message = known.named(_flag) if isinstance(known, ArgumentError) else str(known)
         _error(f"lore: error: {message}")
-        # A value given on the command line that breaks the memory format
-        # (`--id 123`, a one-word body) is bad usage, as `--occurred-at
-        # tomorrow` is; a file that breaks it (it names the file) is an error.
-        if isinstance(known, ValidationError) and known.path is None:
-            return UsageError.exit_code
         return known.exit_code
 
 

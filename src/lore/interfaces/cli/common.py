@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -148,3 +150,18 @@ def with_lore(func):
         return result
 
     return wrapper
+
+
+@contextlib.contextmanager
+def refused_as_usage() -> Iterator[None]:
+    """A value given on the command line that the memory format refuses
+    (`lore add --id 123`, a one-word body) is bad usage (exit 2), as
+    `--occurred-at tomorrow` is; a file that breaks the format stays an error."""
+    from lore.errors import UsageError, ValidationError
+
+    try:
+        yield
+    except ValidationError as err:
+        if err.path is not None:
+            raise
+        raise UsageError(str(err)) from None

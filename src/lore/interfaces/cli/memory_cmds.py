@@ -10,7 +10,7 @@ import sys
 import click
 
 from lore.errors import UsageError, ValidationError
-from lore.interfaces.cli.common import filter_options, json_option, with_lore
+from lore.interfaces.cli.common import filter_options, json_option, refused_as_usage, with_lore
 from lore.interfaces.cli.decoding import read_stdin, read_text
 from lore.interfaces.cli.output import echo, emit_json, is_terminal, relative_time, table, warn, warn_redacted
 from lore.memory.model import MEMORY_TYPES
@@ -95,22 +95,23 @@ def add(
         body = read_stdin()
     if not body or not body.strip():
         raise UsageError("no body given; use --body TEXT, --body-file PATH or pipe it on stdin")
-    result = lore.add(
-        body=body,
-        title=title,
-        type=kind,
-        tags=_split(tags),
-        applies_to=applies_to,
-        task=task,
-        files=list(files),
-        labels=_split(labels),
-        confidence=confidence,
-        occurred_at=occurred_at,
-        id=memory_id,
-        private=private,
-        session=session,
-        is_global=is_global,
-    )
+    with refused_as_usage():
+        result = lore.add(
+            body=body,
+            title=title,
+            type=kind,
+            tags=_split(tags),
+            applies_to=applies_to,
+            task=task,
+            files=list(files),
+            labels=_split(labels),
+            confidence=confidence,
+            occurred_at=occurred_at,
+            id=memory_id,
+            private=private,
+            session=session,
+            is_global=is_global,
+        )
     warn_redacted(result.redacted)
     if as_json:
         emit_json(result.to_dict())
