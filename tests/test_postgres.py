@@ -513,15 +513,17 @@ def test_db_upgrade_runs_concurrently_and_status_reports_each_source(database_ba
         )
         assert refused.returncode != 0 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
         assert "needs CREATE on the database" in refused.stderr and "lore_user" not in refused.stderr
+        # Outside any clone: the database named by --database, or by LORE_DATABASE_URL as docs/postgres.md sets it.
         procs = [
             subprocess.Popen(
-                [sys.executable, "-m", "lore", "db", "upgrade", "--database", url, "--json"],
+                [sys.executable, "-m", "lore", "db", "upgrade", *given, "--json"],
                 cwd=tmp_path,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
+                env={**os.environ, **env},
             )
-            for _ in range(2)
+            for given, env in ((["--database", url], {}), ([], {"LORE_DATABASE_URL": url}))
         ]
         reports = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
         assert all(p.returncode == 0 for p in procs)

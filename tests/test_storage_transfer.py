@@ -48,6 +48,30 @@ def test_project_identity_prefers_config_then_remote_then_folder(tmp_path, git_e
     )
     assert identify(root, {"project": {"id": "abc-123", "name": "Widgets"}}).id == "abc-123"
     assert identify(root, {"project": {"id": "abc-123", "name": "Widgets"}}).name == "Widgets"
+    # A CI clone's remote holds a token: the shared database (no row-level security
+    # on projects) keeps the URL without it; the project's id is the same.
+    token = "https://x-access-token:ghp_SuperSecretToken123@example.com/team/widgets.git"
+    subprocess.run(["git", "remote", "set-url", "origin", token], cwd=root, check=True)
+    found = identify(root, {})
+    assert (found.id, found.remote_url) == (
+        "git:example.com/team/widgets",
+        "https://example.com/team/widgets.git",
+    )
+
+
+@pytest.mark.storage_independent
+def test_a_keyword_connection_string_is_refused_without_echoing_its_password():
+    from lore.errors import UsageError
+    from lore.storage import resolve_database_url
+
+    class Defaults:  # a project whose config.toml sets nothing
+        @staticmethod
+        def setting(section, key, default=None):
+            return default
+
+    with pytest.raises(UsageError) as refused:
+        resolve_database_url(Defaults(), "host=/run/pg dbname=lore user=ada password=KwSecret")
+    assert "KwSecret" not in str(refused.value) and "keyword string" in str(refused.value)
 
 
 @pytest.mark.storage_independent

@@ -3,6 +3,7 @@ a server that has Lore imported print, read and exit as in their own process."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -404,3 +405,24 @@ def test_a_folder_others_may_enter_is_not_used(repo, tmp_path):
     proc = run(["list"], repo, lore_env(shared))
     assert proc.returncode == 0 and "Store times in UTC" in proc.stdout
     assert list(shared.iterdir()) == []  # no socket, lock or log: no server was started
+
+
+def test_one_server_serves_every_clock_and_agent_and_each_command_sees_its_own(repo, place):
+    """The server's key held every LORE_ variable: a replay moving LORE_NOW at
+    each command started a server of ~350 MB per value. What a command reads
+    when it runs is the client's own, in the forked child."""
+    env = lore_env(place)
+    warm_up(repo, place, env)
+    for day, agent in (("2025-01-02", "ada"), ("2025-01-03", "bob")):
+        forked = run(
+            ["add", "--private", "--title", f"Note of {agent}", "--body", f"Written by {agent} on {day}."],
+            repo,
+            {**env, "LORE_NOW": f"{day}T00:00:00Z", "LORE_AGENT": agent},
+        )
+        assert forked.returncode == 0, forked.stderr
+    assert served(place) == ["add", "add"]
+    assert len(list(place.glob("*.sock"))) == 1
+    mine = run(["list", "--json"], repo, {**env, "LORE_AGENT": "bob"})
+    assert [m["title"] for m in json.loads(mine.stdout) if m["title"].startswith("Note of")] == [
+        "Note of bob"
+    ]

@@ -320,9 +320,9 @@ def driver_reason(err: BaseException) -> str:
     the last line (libpq puts its hint there when a connection fails)."""
     primary = getattr(getattr(err, "diag", None), "message_primary", None)
     if primary:
-        return str(primary)
+        return str(primary).rstrip(".")
     lines = str(err).strip().splitlines()
-    return lines[-1].strip() if lines else type(err).__name__
+    return lines[-1].strip().rstrip(".") if lines else type(err).__name__
 
 
 def postgres_failure(err: BaseException) -> StorageError:

@@ -59,7 +59,21 @@ IN_PROCESS = frozenset({"mcp", "serve", "edit"})
 _VALUE_OPTIONS = frozenset({"--project", "--agent"})  # global options that take a value
 # Variables read when an interpreter or a module starts (not when a command runs).
 _KEY_PREFIXES = ("PYTHON", "LC_", "LANG", "LORE_", "OPENBLAS_", "OMP_", "ORT_", "MKL_", "TOKENIZERS_", "LD_")
-_KEY_IGNORED = ("LORE_WARM", "LORE_WARM_IDLE")
+# Not in the key: the server's own settings, and what a command reads when it
+# runs (the forked child takes the client's whole environment): a replay that
+# moves LORE_NOW at every command started a server of ~350 MB per value.
+_KEY_IGNORED = (
+    "LORE_WARM",
+    "LORE_WARM_IDLE",
+    "LORE_NOW",
+    "LORE_AGENT",
+    "LORE_DEBUG",
+    "LORE_PROJECT",
+    "LORE_DATABASE_URL",
+    "LORE_TOKEN",
+    "LORE_MCP_TOKEN",
+    "LORE_USERS",
+)
 _OFF = ("0", "off", "false", "no")
 # sys.flags that a command line sets (all but safe_path: -P changes nothing for Lore).
 _FLAGS = (

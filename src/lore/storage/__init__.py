@@ -9,6 +9,7 @@ wins over both. Nothing above this package knows which one runs.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +101,11 @@ def resolve_database_url(project: Any, override: str | None = None) -> str | Non
         return None
     url = str(url)
     if not url.startswith(URL_SCHEMES):
-        raise UsageError(f"the database URL must start with postgresql:// (got '{url.split(':', 1)[0]}:…')")
+        scheme = url.split(":", 1)[0] if re.fullmatch(r"[A-Za-z][\w+.-]{0,20}:.*", url, re.S) else None
+        got = (
+            f" (got '{scheme}:…')" if scheme else " (a keyword string such as 'host=… dbname=…' is not taken)"
+        )
+        raise UsageError(f"the database URL must start with postgresql://{got}")
     return url
 
 
@@ -148,12 +153,25 @@ def check_database_role(database_url: str, role: str) -> None:
 # -- administration (lore db …) -------------------------------------------------------------
 
 
+class _NoProject:
+    """Settings of no project: every default (a URL checked without one)."""
+
+    @staticmethod
+    def setting(section: str, key: str, default: Any = None) -> Any:
+        return default
+
+
+_NO_PROJECT = _NoProject()
+
+
 def upgrade_database(project: Any, database_url: str | None = None) -> dict[str, Any]:
     """Bring the schema of `project`'s database up to date (`lore db upgrade`).
 
     `project` may be None when `database_url` is given (a database with no
     project at hand). SQLite indexes migrate themselves when opened.
     """
+    if project is None and database_url is not None and not database_url.startswith(URL_SCHEMES):
+        resolve_database_url(_NO_PROJECT, database_url)  # refused, as any other URL is
     url = database_url if project is None else resolve_database_url(project, database_url)
     if url is None:
         from lore.storage.sqlite.migrations import SCHEMA_VERSION

@@ -74,10 +74,14 @@ def db():
 @_db_options
 def upgrade(ctx, database_url, project_path, as_json):
     """Create or upgrade the database schema (safe to run from two machines at once)."""
+    import os
+
     from lore.storage import upgrade_database
 
-    project = _project(ctx, project_path, required=database_url is None)
-    report = upgrade_database(project, database_url)
+    # An administrator with no clone at hand names the database by --database or LORE_DATABASE_URL.
+    given = database_url or os.environ.get("LORE_DATABASE_URL") or None
+    project = _project(ctx, project_path, required=given is None)
+    report = upgrade_database(project, database_url if project is not None else given)
     if as_json:
         emit_json(report)
     elif report["backend"] == "sqlite":

@@ -30,10 +30,12 @@ if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
 # The pool logs a warning per connection it drops or fails to open (the server
-# restarted); Lore reports the failure itself in one line. A handler of its own
-# keeps them off a command's stderr (Python's last-resort handler) while a
-# server that configured logging still gets them.
-logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
+# restarted), and psycopg one per pipeline it ends on a lost connection ("error
+# ignored terminating <psycopg.Pipeline [BAD] at 0x…>"); Lore reports the
+# failure itself in one line. A handler of their own keeps them off a command's
+# stderr (Python's last-resort handler) while a server that configured logging
+# still gets them.
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 SCHEMA = "lore"
 POOL_SIZE = 8

@@ -53,7 +53,26 @@ def identify(root: Path, settings: dict[str, Any]) -> ProjectIdentity:
     name = str(section.get("name") or "").strip() or (
         normalised.rsplit("/", 1)[-1] if normalised else storable(root.name)
     )
-    return ProjectIdentity(project_id, name, remote, host, folder)
+    return ProjectIdentity(project_id, name, without_credentials(remote) if remote else None, host, folder)
+
+
+_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][\w+.-]*://)(?P<user>[^/@]*)@(?P<rest>.*)$", re.S)
+
+
+def without_credentials(url: str) -> str:
+    """A remote's URL as the shared database may keep it: an HTTP(S) URL without
+    its user part (a CI clone's `https://x-access-token:ghp_…@github.com/…`, a
+    token given as the user name), any other without a password (`ssh://git@…`
+    stays)."""
+    found = _USERINFO.match(url)
+    if found is None:
+        return url
+    scheme, user = found["scheme"], found["user"]
+    if scheme.lower().startswith("http"):
+        return scheme + found["rest"]
+    if ":" in user:
+        return f"{scheme}{user.split(':', 1)[0]}@{found['rest']}"
+    return url
 
 
 def storable(path: str) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 from lore.storage.base import ChunkInput, FileDump, IndexCounts, LinkInput, MemoryFilter, SourceCounts
 from lore.storage.postgres import connection, convert, sql
 from lore.storage.postgres.core import StoreCore
+from lore.storage.postgres.identity import without_credentials
 from lore.storage.postgres.migrations import SCHEMA_VERSION, schema_version
 
 
@@ -184,7 +185,7 @@ class Reports(StoreCore):
             {
                 "id": r[0],
                 "name": r[1],
-                "remote_url": r[2],
+                "remote_url": without_credentials(r[2]) if r[2] else None,  # a row an older Lore wrote
                 "clones": int(r[3]),
                 "memories": int(r[4]),
                 "global_memories": int(r[5]),
