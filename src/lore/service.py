@@ -992,8 +992,18 @@ class Lore:
         return done
 
     def end_session(self, session_id: str) -> SessionInfo:
-        """Mark a session ended (appending to it is refused from then on)."""
-        return self.sessions.end(session_id)
+        """Mark a session ended (appending to it is refused from then on), and
+        capture what it said since its last compaction: the recent part a
+        compaction keeps live would otherwise never reach the daily tier."""
+        from lore.memory.capture import capture_events
+
+        info = self.sessions.end(session_id)
+        self._captured(session_id)
+        tail = self.sessions.uncaptured_tail(session_id)
+        if tail:
+            capture_events(self.lifecycle, tail, session_id=session_id)
+            self.sessions.mark_captured(session_id, int(tail[-1]["id"]))
+        return info
 
     def compact_session(
         self, session_id: str, *, force: bool = True, reason: str = "manual"

@@ -723,3 +723,64 @@ def test_two_gotchas_of_two_errors_are_never_merged(proj):
     assert len(gotchas(root)) == 2
     later = proj.capture_stdout(f"later, at 11:00\n{module}\n", source="later")
     assert later.evidence == 1
+
+
+def test_errors_a_shell_only_showed_or_the_assistant_only_mentioned_make_no_gotcha(proj, tmp_path):
+    """Three sessions reading one troubleshooting page through a shell (`cat`, as
+    Codex reads every file), a `git log` of "fix TimeoutError", and an assistant
+    musing on a possible error made three gotchas. What a command printed when it
+    failed still counts."""
+    root = proj.project.root
+
+    def session(n: int):
+        lines = []
+
+        def line(role, content, m):
+            message = {"role": role, "content": content}
+            lines.append(
+                {
+                    "type": role,
+                    "uuid": f"s{n}-{m:03d}",
+                    "sessionId": f"s{n}",
+                    "timestamp": at(n, minutes=m),
+                    "message": message,
+                }
+            )
+
+        steps = [
+            (
+                "cat docs/troubleshooting.md",
+                "If you see ConnectionRefusedError: [Errno 111] Connection refused, start the db.",
+                False,
+            ),
+            (
+                "cd src && git log -1 | head -5",
+                "commit abc123\n\n    fix: handle TimeoutError: read timed out",
+                False,
+            ),
+            ("pytest -q", "E   KeyError: 'DATABASE_URL'", True),
+        ]
+        for m, (command, text, failed) in enumerate(steps):
+            call = f"s{n}-t{m}"
+            line(
+                "assistant",
+                [{"type": "tool_use", "id": call, "name": "Bash", "input": {"command": command}}],
+                3 * m,
+            )
+            line(
+                "user",
+                [{"type": "tool_result", "tool_use_id": call, "content": text, "is_error": failed}],
+                3 * m + 1,
+            )
+        line(
+            "assistant",
+            [{"type": "text", "text": "The docs mention OSError: [Errno 28] No space left on device."}],
+            20,
+        )
+        path = tmp_path / f"s{n}.jsonl"
+        path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        return path
+
+    for n in range(3):
+        proj.capture_transcript(session(n))
+    assert [meta["subject"] for meta, _ in gotchas(root)] == ["Repeated error: KeyError: 'DATABASE_URL'"]

@@ -139,3 +139,22 @@ def test_an_import_by_the_cli_compacts_and_digests(proj, tmp_path, cli_in):
     assert any(r["type"] == "gotcha" for r in listed)
     shown = cli_in(root, "session", "show", "s3", "--json")
     assert shown["summaries"] >= 1
+
+
+def test_ending_a_session_captures_its_last_part_once(proj):
+    """Only what a compaction archived was captured, and a compaction keeps the
+    recent part live: with the default limits a whole session's decisions and
+    errors never reached the daily tier, not at its end, not ever."""
+    root = proj.project.root
+    with lore.open(root) as p:
+        p.start_session("s1")
+        p.record_events("s1", session_events()[:5])  # well under the default limits: nothing compacts
+        assert daily(p) == []
+        p.end_session("s1")
+        assert [r["summary"] for r in daily(p) if r["type"] == "decision"] == [DECISION]
+        assert list(patterns(p).values()) == [3]
+        before = {r["id"]: r["evidence_count"] for r in daily(p)}
+        p.compact_session("s1")  # compacting the ended session later takes nothing in twice
+        assert {r["id"]: r["evidence_count"] for r in daily(p)} == before and list(patterns(p).values()) == [
+            3
+        ]

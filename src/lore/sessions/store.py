@@ -314,6 +314,15 @@ class SessionStore:
             if last > (_captured_through(folder) or 0):
                 atomic.write_atomic(folder / CAPTURED, f"{last}\n", sync=False)
 
+    def uncaptured_tail(self, session_id: str) -> builtins.list[RawEvent]:
+        """The live events (004's on-disk shapes) that 001's capture has not taken
+        in: an ended session's last part, which no compaction will archive (the
+        recent part is kept live for the context view)."""
+        folder = self._existing(session_id)
+        ranges = archive.archived_ranges(folder)
+        done = max(_captured_through(folder) or 0, ranges[-1].last if ranges else 0)
+        return [line.event for line in log.read(folder / LOG).lines if line.event["id"] > done]
+
     def archived_events(self, session_id: str, first: int, last: int) -> builtins.list[RawEvent]:
         """The raw events (004's on-disk shapes) of the archived range `first`-`last`,
         as a compaction archived them ([] if there is no such range)."""

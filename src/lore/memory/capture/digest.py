@@ -167,24 +167,46 @@ def _validated(events: list[Event], messages: list[_Message]) -> list[DigestItem
 
 
 def error_events(events: list[Event]) -> list[bool]:
-    """Which events may report an error, by position: messages and tool results, but
-    not a tool call (a command that mentions "error" is not an error) nor what a tool
-    that shows content returned (a file read, a search, an edit's snippet: the
-    ``except ValueError:`` in a file is code), unless that tool itself failed."""
-    tools = {
-        event.get("toolCallId"): str(event.get("toolName") or "")
-        for event in events
-        if event.get("type") == "tool_call"
-    }
+    """Which events may report an error that happened, by position: tool
+    results and what the user says (a pasted traceback). Not a tool call (a
+    command that mentions "error" is not an error), not the assistant's own
+    words (it quotes what a tool said, or muses on what might go wrong), and
+    not what a tool that shows content returned, unless that tool itself
+    failed: a file read, a search, an edit's snippet (the ``except
+    ValueError:`` in a file is code), and a shell command that only shows
+    files or history (a `cat` of a troubleshooting page, a `git log` of "fix
+    TimeoutError")."""
+    calls = {event.get("toolCallId"): event for event in events if event.get("type") == "tool_call"}
+
+    def shows_content(result: Event) -> bool:
+        call = calls.get(result.get("toolCallId")) or {}
+        return bool(_CONTENT_TOOL.search(str(call.get("toolName") or ""))) or _viewing(call.get("args"))
+
     return [
-        event.get("type") != "tool_call"
-        and not (
-            event.get("type") == "tool_result"
-            and not event.get("isError")
-            and _CONTENT_TOOL.search(tools.get(event.get("toolCallId"), ""))
-        )
+        (bool(event.get("isError")) or not shows_content(event))
+        if event.get("type") == "tool_result"
+        else event.get("type") != "tool_call" and event.get("role") not in ("assistant", "system")
         for event in events
     ]
+
+
+def _viewing(args: object) -> bool:
+    """Whether a shell tool's command only shows files or history: every step of
+    it (`cd src && cat a.py | head`) is a viewer (:data:`_VIEWERS`)."""
+    command = args.get("command") or args.get("cmd") if isinstance(args, dict) else None
+    if isinstance(command, list):  # Codex: ["bash", "-lc", "cat x"]
+        command = command[-1] if command else None
+    if not isinstance(command, str) or not command.strip():
+        return False
+    steps = [step.split() for step in re.split(r"&&|\|\||[;|\n]", command) if step.strip()]
+    return bool(steps) and all(_VIEWERS.match(" ".join(words)) for words in steps)
+
+
+# Shell commands that show what is there: a file's text, a folder, history.
+_VIEWERS = re.compile(
+    r"(?:\w+=\S*\s+)*(?:cat|head|tail|less|more|bat|nl|wc|ls|tree|find|grep|egrep|rg|ag|sed\s+-n|awk|cd|pwd|echo"
+    r"|git\s+(?:log|show|diff|blame|grep|status))\b"
+)
 
 
 # Tools whose results show a file's or a page's content (Claude Code's Read, Grep,
