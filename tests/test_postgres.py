@@ -255,6 +255,32 @@ def test_clones_share_committed_memories_and_sync_three_way(pg_database, tmp_pat
     assert counts and all(n == 1 for _, n in counts)
 
 
+def test_a_dump_imported_in_one_clone_keeps_the_memories_only_another_clone_has(
+    pg_database, tmp_path, git_env
+):
+    """The importing clone took the dump's memories without a file here for files it
+    had deleted: its next command dropped them for every clone, and the clone that
+    had them saw its base unchanged and never pushed them again."""
+    _server, url = pg_database
+    env = url_env(url)
+    origin = tmp_path / "origin"
+    one = make_project(origin, url)
+    git(origin, "init", "-q", "-b", "main")
+    one("add", "--title", "Note from one", "--body", "Written in clone one about apples.", env=env)
+    git(origin, "add", "-A")
+    git(origin, "commit", "-qm", "memories")
+    git(tmp_path, "clone", "-q", str(origin), "second")
+    two = CLI(tmp_path / "second")
+    two("add", "--title", "Note from two", "--body", "Written in clone two about bananas.", env=env)
+    dump = origin / ".lore/local/index.jsonl.gz"
+    one("db", "export", str(dump), env=env)
+    imported = one("db", "import", str(dump), env=env)
+    assert "drops" not in imported.stderr
+    one("list", env=env)  # any command syncs clone one first
+    for runner in (one, two):
+        assert titles(runner.json("search", "bananas", "--mode", "bm25", env=env)) == ["Note from two"]
+
+
 def test_serve_with_database_answers_from_the_shared_index(pg_database, tmp_path, git_env):
     """`lore serve --database URL` (a team server) reads the shared index: a memory
     another clone wrote is found through the HTTP API before this clone pulls it."""

@@ -456,9 +456,10 @@ class Lore:
         report = import_index(self.store, Path(source))
         root = self.project.root
         broken = {path for path, _ in self.store.file_errors("memory")}  # files, not memories
-        report.memories_without_file = sum(
-            not (root / p).is_file() for p in self.store.paths("memory") if p not in broken
-        )
+        missing = [p for p in self.store.paths("memory") if p not in broken and not (root / p).is_file()]
+        # In a shared database they are other clones' (not pushed here yet): this clone
+        # must not take them for files it deleted. In a clone's own index they go.
+        report.memories_without_file = 0 if self.store.forget_synced(missing) else len(missing)
         return report
 
     def reindex(self, *, force: bool = False) -> SyncReport:

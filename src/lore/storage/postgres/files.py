@@ -116,6 +116,16 @@ class FileRows(StoreCore):
             (mtime_ns, size, file_id, self.clone_id),
         )
 
+    def forget_synced(self, paths: Iterable[str]) -> bool:
+        """This clone's base loses `paths`; the shared rows stay for the clones that have the files."""
+        wanted = list(paths)
+        if wanted:
+            with self._writing() as conn:
+                conn.execute(
+                    "DELETE FROM clone_files WHERE clone_id = %s AND path = ANY(%s)", (self.clone_id, wanted)
+                )
+        return True
+
     def delete_files(self, paths: Iterable[str]) -> int:
         """Forget files this clone no longer has. A committed memory's shared
         rows go only if they still hold what this clone had (no other clone

@@ -460,6 +460,9 @@ class SQLiteStore:
             self._vectors_changed()
         return count
 
+    def forget_synced(self, paths: Iterable[str]) -> bool:
+        return False  # one clone's own index: its rows are its files'
+
     def file_errors(self, kind: str) -> list[tuple[str, str]]:
         rows = self.db.execute(
             "SELECT path, error FROM files WHERE kind = ? AND error IS NOT NULL ORDER BY path", (kind,)
