@@ -204,6 +204,39 @@ def test_a_memory_is_made_global_from_the_cli_the_http_api_and_python(pg_databas
     assert all(hit["path"].startswith("@alpha/") for hit in found)
 
 
+def test_the_tables_owner_reindexing_a_clone_leaves_its_roles_private_memories_theirs(pg_database, tmp_path):
+    """The superuser's `lore index --force` in a clone holding a role's private
+    memory wrote a second row under its own name: the role was then refused by
+    every command in its own clone, and doctor called the file its own duplicate."""
+    server, url = pg_database
+    bob = f"bob_{uuid.uuid4().hex[:8]}"
+    database = urlsplit(url).path.lstrip("/")
+    server.sql(
+        f"CREATE ROLE {bob} LOGIN IN ROLE lore_user", f'GRANT CONNECT ON DATABASE "{database}" TO {bob}'
+    )
+    bob_url = server.url(database, user=bob)
+    project = make_project(tmp_path / "bob", bob_url)
+    project(
+        "add", "--title", "Shared note", "--body", "A shared note for the whole team.", env=url_env(bob_url)
+    )
+    project(
+        "add",
+        "--private",
+        "--agent",
+        "bob",
+        "--title",
+        "Bob secret",
+        "--body",
+        "Bob's walrus plan.",
+        env=url_env(bob_url),
+    )
+    project("index", "--force", "--no-code", "--no-embed", env=url_env(url))  # the administrator
+    counts = sql(url, "SELECT path, count(*) FROM lore.files WHERE kind = 'memory' GROUP BY path")
+    assert counts and all(n == 1 for _, n in counts), counts
+    assert titles(project.json("search", "walrus", "--agent", "bob", env=url_env(bob_url))) == ["Bob secret"]
+    assert "duplicate" not in project("doctor", env=url_env(url), ok=False).stdout
+
+
 def test_clones_share_committed_memories_and_sync_three_way(pg_database, tmp_path, git_env):
     _server, url = pg_database
     env = url_env(url)

@@ -78,6 +78,17 @@ class FileRows(StoreCore):
         shared = kind == "memory" and not is_local_memory(path)
         owner = self._owner_of(path) if kind == "memory" else ""
         with self._writing() as conn:
+            if owner:
+                # A local memory a role synced first stays that role's: a role that sees
+                # every row (the tables' owner re-indexing the clone) wrote a second row
+                # under its own name, and the first role was locked out of its clone.
+                # (A role that sees only its own rows finds none here.)
+                found = conn.execute(
+                    "SELECT owner_role FROM clone_files WHERE clone_id = %s AND path = %s",
+                    (self.clone_id, path),
+                ).fetchone()
+                if found is not None and found[0]:
+                    owner = str(found[0])
             conn.execute(
                 "INSERT INTO clone_files(clone_id, path, kind, sha256, mtime_ns, size, error, owner_role) "
                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (clone_id, path) DO UPDATE SET "
