@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import lore
 from lore.errors import LoreError
 from lore.index import githooks
 from lore.index.githooks import HOOKS
@@ -571,3 +572,19 @@ def test_a_rebase_refreshes_the_index_once_at_its_end_not_at_each_commit(repo, r
     assert wait_for(lambda: any(line.startswith("post-rewrite rebase") for line in lines(log)))
     time.sleep(0.5)  # a post-commit of the rebase would be logged by now
     assert sum(line.startswith("post-commit") for line in lines(log)) == 5
+
+
+def test_installing_into_a_committed_hooks_folder_says_what_that_shares(repo, tmp_path):
+    """With core.hooksPath at a team's committed `.githooks/`, the hooks were
+    edited in the work tree to name this machine's Python, without a word."""
+    from conftest import CLI
+
+    (repo / ".githooks").mkdir()
+    executable(repo / ".githooks" / "post-commit", "#!/bin/sh\necho team post-commit\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "team hooks")
+    git(repo, "config", "core.hooksPath", ".githooks")
+    lore.init(repo).close()
+    installed = CLI(repo)("hooks", "install")
+    assert "git reads hooks from .githooks/ (core.hooksPath), a folder of the repository" in installed.stderr
+    assert "git reads hooks" not in CLI(repo)("hooks", "install").stderr  # nothing changed: nothing to say

@@ -858,3 +858,21 @@ def test_hooks_that_only_look_like_lores_are_left_as_written(root):
     settings.write_text(dump({**data, "model": "opus"}))  # edited since: uninstall merges
     uninstall("claude-code", root)
     assert json.loads(settings.read_text()) == {"hooks": {"Stop": theirs}, "model": "opus"}
+
+
+def test_an_empty_config_is_filled_and_a_read_only_one_is_left_alone(root):
+    """`touch .cursor/mcp.json` was refused as invalid JSON; a 0444 config (its
+    owner's way of saying "do not change") was replaced anyway."""
+    servers = root / ".cursor" / "mcp.json"
+    servers.parent.mkdir()
+    servers.touch()
+    install("cursor", root, command=["lore"])
+    assert json.loads(servers.read_text()) == {"mcpServers": {"lore": {"command": "lore", "args": ["mcp"]}}}
+    uninstall("cursor", root)
+    settings = root / ".mcp.json"
+    settings.write_text(dump({"mcpServers": {"db": {"command": "uvx"}}}))
+    settings.chmod(0o444)
+    before = settings.read_bytes()
+    with pytest.raises(ConfigError, match="read-only"):
+        install("claude-code", root, command=["lore"])
+    assert settings.read_bytes() == before and not (root / ".claude").exists()

@@ -59,6 +59,27 @@ def test_project_identity_prefers_config_then_remote_then_folder(tmp_path, git_e
     )
 
 
+def test_a_dump_cut_at_a_line_end_is_refused_and_the_index_left_as_it_was(cli, tmp_path):
+    """A gzip holding a dump's first lines (`zcat | head | gzip`, a partial copy)
+    was imported as the whole: history and memories it lacked were gone."""
+    cli("add", "--title", "Walrus cache", "--body", "Keep the walrus cache small.")
+    cli("add", "--title", "Otter queue", "--body", "The otter queue drains nightly.")
+    dump, part = tmp_path / "dump.jsonl.gz", tmp_path / "part.jsonl.gz"
+    cli("db", "export", str(dump))
+    with gzip.open(dump, "rt") as handle:
+        lines = handle.readlines()
+    with gzip.open(part, "wt") as handle:
+        handle.writelines(lines[:2])
+    refused = cli("db", "import", str(part), ok=False)
+    assert refused.returncode == 1 and "is incomplete (no last line" in refused.stderr
+    assert len(cli.json("list")) == 2
+    with gzip.open(part, "wt") as handle:  # and a line after the last one
+        handle.writelines([*lines, lines[1]])
+    assert "follows the dump's last line" in cli("db", "import", str(part), ok=False).stderr
+    cli("db", "import", str(dump))
+    assert len(cli.json("list")) == 2
+
+
 @pytest.mark.storage_independent
 def test_a_keyword_connection_string_is_refused_without_echoing_its_password():
     from lore.errors import UsageError
@@ -173,6 +194,7 @@ def test_a_dump_without_history_leaves_the_history_to_be_indexed_again(cli, tmp_
         k: v for k, v in lines[0]["meta"].items() if k not in ("history_head", "indexed_commit")
     }
     kept = [line for line in lines if line.get("file", {}).get("kind") not in ("commit", "code")]
+    kept[-1] = {"end": {"records": len(kept) - 2}}  # as an index never indexed would write it
     with gzip.open(dump, "wt") as handle:
         handle.writelines(json.dumps(line) + "\n" for line in kept)
     cli("db", "import", str(dump))

@@ -296,6 +296,7 @@ def _apply(changes: list[_Change], root: Path, *, installing: bool) -> list[str]
     for change in changes:  # all checked before anything is written
         if change.file is not None:
             _check_inside(change.file.path, root)
+            _check_writable(change.file.path)
     originals = _load_originals(root)
     done: list[tuple[Path, bytes | None]] = []  # what was written, and what it held before
     for change in changes:
@@ -344,6 +345,21 @@ def _apply(changes: list[_Change], root: Path, *, installing: bool) -> list[str]
             originals.pop(key, None)
     _save_originals(root, originals)
     return [change.line for change in changes]
+
+
+def _check_writable(path: Path) -> None:
+    """A config its owner made read-only (no write bit for anyone) is not Lore's
+    to replace: writing a new file over it would ignore that, even as root."""
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return  # not there yet: made
+    if not mode & 0o222:
+        raise ConfigError(
+            f"is read-only (mode {mode:04o}); make it writable (chmod u+w) if Lore may change it, "
+            "then run the command again; nothing was changed",
+            path=path,
+        )
 
 
 def _undo(done: list[tuple[Path, bytes | None]]) -> None:
@@ -510,7 +526,7 @@ def _show(path: Path, root: Path) -> str:
 
 
 def _load_json(file: _TextFile) -> JsonDoc:
-    if not file.exists:
+    if not file.exists or not file.text.strip():  # an empty file (`touch .mcp.json`) holds nothing yet
         return {}
     try:
         doc = json.loads(file.text, parse_constant=_no_constant, parse_float=_finite, object_pairs_hook=_once)

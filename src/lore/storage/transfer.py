@@ -3,7 +3,9 @@
 A dump is gzip-compressed JSON lines, written through the :class:`Store`
 interface only, so any backend exports to any other (SQLite → PostgreSQL and
 back): a header line, then one line per file (with its memory or commit and
-its chunks), per vector, per code anchor and per access count. Vectors
+its chunks), per vector, per code anchor and per access count, and a last
+line that counts them (version 2: a dump cut at a line's end, a partial
+copy recompressed, is refused rather than taken for the whole). Vectors
 travel as float32 bytes (base64), so the imported index searches exactly
 like the exported one without embedding anything again.
 """
@@ -35,7 +37,7 @@ from lore.storage.base import (
 )
 
 FORMAT = "lore-index-dump"
-VERSION = 1
+VERSION = 2
 # Index state worth carrying over; counters and versions belong to the store.
 PORTABLE_META = ("embed_model", "history_head", "indexed_commit")
 # The commits the code and the history were indexed at: a dump without them
@@ -66,6 +68,14 @@ def records(store: Store) -> Iterator[dict[str, Any]]:
     """Everything `store` holds for this project, as dump records (header first)."""
     meta = {k: v for k, v in store.meta_items().items() if k in PORTABLE_META}
     yield {"format": FORMAT, "version": VERSION, "source": store.describe(), "meta": meta}
+    count = 0
+    for record in _body(store, meta):
+        count += 1
+        yield record
+    yield {"end": {"records": count}}
+
+
+def _body(store: Store, meta: dict[str, str]) -> Iterator[dict[str, Any]]:
     for kind in KINDS:
         for dump in store.dump_files(kind):
             yield {"file": asdict(dump)}
@@ -145,10 +155,18 @@ def load(store: Store, lines: Iterator[dict[str, Any]], origin: str) -> Transfer
     with store.transaction():
         for kind in KINDS:
             store.delete_files(list(store.file_states(kind)))
+        ended = None
         for number, record in enumerate(lines, 2):
+            if ended is not None:
+                raise ValidationError(
+                    f"{origin}: line {number} follows the dump's last line; the dump is damaged, "
+                    "the index was left as it was"
+                )
             try:
                 _count(report, record)
-                if "file" in record:
+                if "end" in record:
+                    ended = int(record["end"]["records"]), number - 2
+                elif "file" in record:
                     _put(store, _file(record["file"]))
                 elif "vector" in record:
                     data = base64.b64decode(record["vector"]["data"])
@@ -172,6 +190,11 @@ def load(store: Store, lines: Iterator[dict[str, Any]], origin: str) -> Transfer
                     f"{origin}: line {number} is not a record of a Lore dump ({type(err).__name__}: "
                     f"{str(err)[:80]}); the dump is damaged, the index was left as it was"
                 ) from None
+        if version >= 2 and (ended is None or ended[0] != ended[1]):
+            raise ValidationError(
+                f"{origin} is incomplete ({'no last line' if ended is None else f'{ended[1]} of {ended[0]} records'}: "
+                "cut short, or a part of a dump); export it again, the index was left as it was"
+            )
         flush()
         if model:  # the size the vectors have (searches check a query's against it)
             store.set_meta(embed_dim_key(model), str(width) if width else "")

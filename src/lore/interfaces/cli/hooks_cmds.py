@@ -56,6 +56,15 @@ def install(ctx, as_json):
             "every repository using that folder runs them, and `lore hooks uninstall` in any "
             "of them removes them"
         )
+    in_tree = _work_tree_hooks_dir(root)
+    if in_tree is not None and changed:
+        from lore.interfaces.cli.output import warn
+
+        warn(
+            f"note: git reads hooks from {in_tree}/ (core.hooksPath), a folder of the repository: "
+            "the hooks now name this machine's Lore, so commit them only if every clone runs Lore "
+            f"from the same place (`git diff {in_tree}` shows the change; `lore hooks uninstall` takes it out)"
+        )
     if as_json:
         emit_json({"installed": changed})
     else:
@@ -179,6 +188,26 @@ def _shared_hooks_dir(root):
     if any(directory == place or directory.startswith(place + os.sep) for place in owned):
         return None
     return directory
+
+
+def _work_tree_hooks_dir(root) -> str | None:
+    """The hooks folder, relative to the repository's top, when it is a folder of
+    the work tree (a team's committed `.githooks/`), not of git's own."""
+    import os
+
+    from lore.index import gitrepo
+
+    directory = os.path.realpath(gitrepo.hooks_dir(root))
+    top = gitrepo.repo_root(root)
+    common = gitrepo.run_git(root, "rev-parse", "--path-format=absolute", "--git-common-dir", check=False)
+    if top is None or common.returncode != 0:
+        return None
+    top_real, git_dir = os.path.realpath(str(top)), os.path.realpath(os.fsdecode(common.stdout.strip()))
+    if directory == git_dir or directory.startswith(git_dir + os.sep):
+        return None
+    if directory.startswith(top_real + os.sep):
+        return os.path.relpath(directory, top_real)
+    return None
 
 
 def _log(root, log, line: str) -> None:
