@@ -992,6 +992,10 @@ class Lore:
         self._captured(done.session_id)
         return done
 
+    def transcript_backlog(self, path: str | os.PathLike[str], session_id: str | None = None) -> int:
+        """Bytes of a transcript that :meth:`record_transcript` has not read yet."""
+        return self.sessions.backlog(path, session_id)
+
     def end_session(self, session_id: str) -> SessionInfo:
         """Mark a session ended (appending to it is refused from then on), and
         capture what it said since its last compaction: the recent part a

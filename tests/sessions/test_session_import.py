@@ -591,3 +591,34 @@ def test_a_transcripts_own_unusable_id_names_the_file_and_the_way_out(root, tmp_
     with pytest.raises(UsageError, match=r"t\.jsonl: invalid session id .*--session ID"):
         open_store(root).import_transcript(path)
     assert open_store(root).import_transcript(path, session_id="ok-1").appended == 1
+
+
+def test_a_long_transcript_backlog_is_recorded_in_the_background(root, tmp_path):
+    """Lore installed into a long conversation: the first hook read all of it
+    while the agent waited (17 MB: 51 s, past Claude Code's hook timeout). Past
+    a megabyte the hook hands the transcript to `lore hook record`, and returns."""
+    import time
+
+    transcript = tmp_path / f"{SESSION}.jsonl"
+    words = "Please look at the billing module and the retry logic once more. " * 12
+    lines = [
+        cc("user", f"u{n}", f"Step {n}: {words}", time=f"2026-03-01T10:{n // 60 % 60:02d}:{n % 60:02d}Z")
+        for n in range(1600)
+    ]
+    write_jsonl(transcript, lines)
+    assert transcript.stat().st_size > 1_000_000
+    base = {"session_id": SESSION, "transcript_path": str(transcript), "cwd": str(root)}
+    proc = hook(root, "user-prompt-submit", {**base, "hook_event_name": "UserPromptSubmit", "prompt": "x"})
+    assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
+    log = root / ".lore/local/hooks.log"
+    assert "recording in the background" in log.read_text().splitlines()[-1]
+    deadline = time.monotonic() + 120
+    while " ok record: " not in log.read_text():
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.2)
+    assert f"session {SESSION}: 1600 recorded" in log.read_text()
+    assert len(open_store(root).events(SESSION, include_archived=True)) == 1600
+    # Caught up: the next hook records what is new itself.
+    write_jsonl(transcript, [*lines, cc("user", "u-last", "One more thing.", time="2026-03-01T12:00:00Z")])
+    hook(root, "stop", {**base, "hook_event_name": "Stop"})
+    assert log.read_text().splitlines()[-1].split()[1:4] == ["ok", "stop:", "session"]

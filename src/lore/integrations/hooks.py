@@ -114,9 +114,9 @@ def _consolidate(lore: Lore, payload: Payload) -> str:
     return "; ".join(done) if ran else "another run is under way and will run again"
 
 
-def _detached(lore: Lore, event: str) -> bool:
+def _detached(lore: Lore, event: str, payload: Payload | None = None) -> bool:
     """Start ``lore hook EVENT`` for this project in a process of its own
-    session, not waited for (its output goes to hooks.log)."""
+    session, not waited for (its output goes to hooks.log), `payload` its input."""
     import subprocess
 
     try:
@@ -130,7 +130,7 @@ def _detached(lore: Lore, event: str) -> bool:
         )
         assert child.stdin is not None
         try:
-            child.stdin.write(b"{}")
+            child.stdin.write(json.dumps(payload or {}).encode())
             child.stdin.close()
         except BrokenPipeError:  # it started, and ended already: its own log line says why
             pass
@@ -204,10 +204,17 @@ def _stop(lore: Lore, payload: Payload) -> str:
 
 def _record(lore: Lore, payload: Payload, fallback: list[RawEvent] | None = None) -> str:
     """Bring the session up to date from the transcript, or from `fallback`
-    events (the hook's own payload) when there is no transcript to read."""
+    events (the hook's own payload) when there is no transcript to read. A
+    long backlog (Lore installed into a long conversation: 17 MB took 51 s
+    while the agent waited) is recorded in a process of its own."""
     session_id = _session_id(payload)
     path = payload.get("transcript_path")
     if isinstance(path, str) and Path(path).is_file():
+        backlog = lore.transcript_backlog(path, session_id)
+        if backlog > HOOK_BACKLOG:
+            wanted = {"session_id": session_id, "transcript_path": path}
+            if _detached(lore, "record", wanted):
+                return f"{backlog / 1e6:.1f} MB of transcript to record: recording in the background"
         result = lore.record_transcript(path, session_id=session_id)
         compacted = f", {len(result.compactions)} compactions" if result.compactions else ""
         return f"session {result.session_id}: {result.appended} recorded{compacted}"
@@ -215,6 +222,30 @@ def _record(lore: Lore, payload: Payload, fallback: list[RawEvent] | None = None
         return "no transcript, nothing to record"
     appended = lore.record_events(session_id, fallback, create=True)
     return f"session {session_id}: {len(appended.events)} recorded from the hook payload"
+
+
+# Transcript bytes a hook records while the agent waits (about 5 s of work);
+# beyond, `lore hook record` does it in the background.
+HOOK_BACKLOG = 1_000_000
+
+
+def _record_later(lore: Lore, payload: Payload) -> str:
+    """`lore hook record`: a long transcript recorded in the background, one run
+    per session at a time (a hook meanwhile makes it run once more)."""
+    from lore.index.githooks import run_coalesced
+
+    session_id = _session_id(payload)
+    path = payload.get("transcript_path")
+    if not isinstance(path, str) or not Path(path).is_file():
+        return "no transcript, nothing to record"
+    done: list[str] = []
+
+    def job() -> None:
+        result = lore.record_transcript(path, session_id=session_id)
+        done.append(f"session {result.session_id}: {result.appended} recorded")
+
+    ran = run_coalesced(lore.project.local_dir / f"recording-{session_id or 'transcript'}", job)
+    return "; ".join(done) if ran else "another run is under way and will run again"
 
 
 def _session_id(payload: Payload) -> str | None:
@@ -228,6 +259,7 @@ def _session_id(payload: Payload) -> str | None:
 _HANDLERS: dict[str, Callable[[Lore, Payload], str]] = {
     "session-start": _session_start,
     "consolidate": _consolidate,  # started by session-start, in the background
+    "record": _record_later,  # started by a hook whose transcript has a long backlog
     "user-prompt-submit": _user_prompt_submit,
     "post-tool-use": _post_tool_use,
     "pre-compact": _pre_compact,

@@ -481,6 +481,23 @@ class SessionStore:
                 )
         return seen
 
+    def backlog(self, path: str | os.PathLike[str], session_id: str | None) -> int:
+        """Bytes of the transcript at `path` that an import into `session_id` has
+        not read yet (all of it for a session not recorded so far)."""
+        source = Path(path).expanduser().resolve()
+        try:
+            size = source.stat().st_size
+        except OSError:
+            return 0
+        if session_id is None:
+            return size
+        try:
+            folder = self._folder(session_id)
+        except LoreError:
+            return size
+        cursor = self._cursor_for(folder, source) if folder.is_dir() else None
+        return size - int(cursor["offset"]) if cursor else size
+
     def _cursor_for(self, folder: Path, source: Path) -> Cursor | None:
         """Where the last import of this transcript stopped, if it is still the same file."""
         from lore.sessions.importers import head_digest

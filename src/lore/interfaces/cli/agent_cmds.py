@@ -122,7 +122,15 @@ def uninstall(lore, agent, as_json):
 @click.argument(
     "event",
     type=click.Choice(
-        ["session-start", "user-prompt-submit", "post-tool-use", "pre-compact", "stop", "consolidate"]
+        [
+            "session-start",
+            "user-prompt-submit",
+            "post-tool-use",
+            "pre-compact",
+            "stop",
+            "consolidate",
+            "record",
+        ]
     ),
 )
 @click.pass_context
