@@ -897,7 +897,7 @@ class Lore:
         if not source.is_file():
             raise NotFound(f"no transcript at {source}; give the path of a .jsonl transcript")
         transcript = read_transcript(source, whole=True)
-        if transcript.format is None and transcript.end_offset > 0:  # as `lore session import` says
+        if transcript.format is None and transcript.lines > 0:  # as `lore session import` says
             raise UsageError(
                 f"{source} is not a transcript: no Claude Code, Codex or Lore session line in it"
             )

@@ -622,3 +622,17 @@ def test_a_long_transcript_backlog_is_recorded_in_the_background(root, tmp_path)
     write_jsonl(transcript, [*lines, cc("user", "u-last", "One more thing.", time="2026-03-01T12:00:00Z")])
     hook(root, "stop", {**base, "hook_event_name": "Stop"})
     assert log.read_text().splitlines()[-1].split()[1:4] == ["ok", "stop:", "session"]
+
+
+def test_lines_that_are_not_json_are_counted_and_blank_files_import_nothing(root, tmp_path):
+    """Three unreadable lines among good ones were left out without a word, and
+    a file of blank lines was refused where an empty one was accepted."""
+    mixed = tmp_path / "mixed.jsonl"
+    good = json.dumps(cc("user", "u1", "Use ruff for linting.", time="2026-03-01T10:00:00Z"))
+    mixed.write_bytes(b'not json at all\n{"type":"assistant",\n\xff\xfe garbage\n' + good.encode() + b"\n")
+    proc = CLI(root)("session", "import", str(mixed), "--session", "mixed", "--json")
+    assert json.loads(proc.stdout)["unreadable"] == 3 and json.loads(proc.stdout)["appended"] == 1
+    assert "3 line(s) of" in proc.stderr and "not JSON objects" in proc.stderr
+    for name, text in (("empty.jsonl", ""), ("blank.jsonl", "\n\n   \n")):
+        (tmp_path / name).write_text(text)
+        assert CLI(root)("capture", "--transcript", str(tmp_path / name)).returncode == 0

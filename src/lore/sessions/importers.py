@@ -62,6 +62,8 @@ class Transcript:
     offsets: list[int] = field(default_factory=list)  # per event: where its line ends in the file
     end_offset: int = 0  # bytes of complete lines read
     head: str = ""  # digest of the file's first bytes: is it still the same file?
+    unreadable: int = 0  # lines that are not JSON objects (skipped)
+    lines: int = 0  # lines that are not blank
 
 
 def head_digest(path: Path) -> str:
@@ -89,7 +91,9 @@ def read_transcript(path: Path, *, offset: int = 0, whole: bool = False) -> Tran
         line = json_line(raw.decode("utf-8", errors="replace"))
         key = f"@{position}"
         position += len(raw) + 1
+        out.lines += bool(raw.strip())
         if line is None:
+            out.unreadable += bool(raw.strip())
             continue
         kind, found, session_id = _events_of(line, key)
         if kind is None:

@@ -114,3 +114,4 @@ class ImportResult(Record):
     appended: int
     skipped: int  # events already in the session
     compactions: list[CompactionResult] = field(default_factory=list)
+    unreadable: int = 0  # lines of this read that were not JSON objects, left out

@@ -204,7 +204,7 @@ class SessionStore:
             self._check_files(folder)  # before its metadata is read
         cursor = self._cursor_for(folder, source)
         transcript = importers.read_transcript(source, offset=cursor["offset"] if cursor else 0)
-        if cursor is None and transcript.format is None and transcript.end_offset > 0:
+        if cursor is None and transcript.format is None and transcript.lines > 0:
             # Lines, none of them a transcript's: refused before any session is made.
             raise UsageError(
                 f"{source} is not a transcript: no Claude Code, Codex or Lore session line in it"
@@ -234,6 +234,7 @@ class SessionStore:
             appended=len(written),
             skipped=len(normalised) - len(written),
             compactions=compactions,
+            unreadable=transcript.unreadable,
         )
 
     def compact(self, session_id: str, *, force: bool = True, reason: str = "manual") -> CompactionResult:

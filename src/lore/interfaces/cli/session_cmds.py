@@ -199,6 +199,10 @@ def import_(lore, path, session_id, as_json):
         f"{result.skipped} already there"
         + (f", {len(result.compactions)} compactions" if result.compactions else "")
     )
+    if result.unreadable:
+        from lore.interfaces.cli.output import warn
+
+        warn(f"{result.unreadable} line(s) of {path} are not JSON objects and were left out")
     _done(lore, result.to_dict(), as_json, line)
 
 
