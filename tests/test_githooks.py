@@ -588,3 +588,13 @@ def test_installing_into_a_committed_hooks_folder_says_what_that_shares(repo, tm
     installed = CLI(repo)("hooks", "install")
     assert "git reads hooks from .githooks/ (core.hooksPath), a folder of the repository" in installed.stderr
     assert "git reads hooks" not in CLI(repo)("hooks", "install").stderr  # nothing changed: nothing to say
+
+
+def test_a_hook_whose_python_cannot_run_lore_says_why_in_the_log(repo):
+    """The hooks' Python still there, Lore uninstalled from it: every commit
+    refreshed nothing, and the log said nothing."""
+    (repo / ".lore" / "local").mkdir(parents=True)
+    githooks.install(repo, [sys.executable, "-P", "-m", "no_such_lore_here", "hooks", "run"])
+    commit(repo, "second")
+    log = repo / ".lore" / "local" / "hooks.log"
+    assert wait_for(lambda: "No module named no_such_lore_here" in (log.read_text() if log.exists() else ""))

@@ -283,8 +283,12 @@ def _block(mode: str, name: str, command: list[str], project: str = "") -> bytes
         + f" {present}; then\n"
         "  (\n"
         f"    unset {_UNSET}\n"
-        f"    if command -v setsid >/dev/null 2>&1; then exec setsid {argv}; fi\n"
-        f"    exec nohup {argv}\n"
+        # What the command says before Lore runs ("No module named lore": the
+        # package uninstalled, its Python still there) goes to the log.
+        "    lore_log=/dev/null\n"
+        f"    {{ [ -d {local} ] && [ ! -L {local} ] && [ ! -L {local}/hooks.log ] && lore_log={local}/hooks.log; }} 2>/dev/null\n"
+        f'    if command -v setsid >/dev/null 2>&1; then exec setsid {argv} 2>>"$lore_log"; fi\n'
+        f'    exec nohup {argv} 2>>"$lore_log"\n'
         "  ) </dev/null >/dev/null 2>&1 &\n"
         "else\n"
         f"  {{ [ -d {local} ] && [ ! -L {local} ] && [ ! -L {local}/hooks.log ] && "
