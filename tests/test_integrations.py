@@ -876,3 +876,12 @@ def test_an_empty_config_is_filled_and_a_read_only_one_is_left_alone(root):
     with pytest.raises(ConfigError, match="read-only"):
         install("claude-code", root, command=["lore"])
     assert settings.read_bytes() == before and not (root / ".claude").exists()
+
+
+def test_codex_config_with_windows_line_ends_keeps_them(root, codex_home):
+    """A CRLF config.toml got LF line ends mixed in before Lore's table."""
+    config = codex_home / "config.toml"
+    config.write_bytes(b'model = "o3"\r\n[mcp_servers.a]\r\ncommand = "a"')
+    install("codex", root, command=["lore"])
+    data = config.read_bytes()
+    assert b"\n" not in data.replace(b"\r\n", b"") and tomllib.loads(data.decode())["model"] == "o3"

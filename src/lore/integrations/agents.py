@@ -933,7 +933,7 @@ def _codex_install(root: Path, command: list[str]) -> list[_Change]:
         )
     previous = _codex_project(file.text[span[0] : span[1]]) if span else None
     block = _codex_block(root, command).replace("\n", file.newline)
-    new = _put_block(file.text, block, span)
+    new = _put_block(file.text, block, span, file.newline)
     if file.exists and new == file.text:
         return []
     try:
