@@ -314,6 +314,27 @@ def test_a_dump_imported_in_one_clone_keeps_the_memories_only_another_clone_has(
         assert titles(runner.json("search", "bananas", "--mode", "bm25", env=env)) == ["Note from two"]
 
 
+def test_show_says_where_a_memory_listed_from_another_clone_is(pg_database, tmp_path, git_env):
+    """`lore list` in one clone lists what another clone wrote; `lore show` of it
+    said "no such memory file; run `lore list`", which lists it."""
+    _server, url = pg_database
+    env = url_env(url)
+    origin = tmp_path / "origin"
+    one = make_project(origin, url)
+    git(origin, "init", "-q", "-b", "main")
+    git(origin, "add", "-A")
+    git(origin, "commit", "-qm", "lore")
+    git(tmp_path, "clone", "-q", str(origin), "second")
+    two = CLI(tmp_path / "second")
+    added = one.json(
+        "add", "--title", "Freeze in December", "--body", "No deploys in the last week.", env=env
+    )
+    assert added["id"] in {m["id"] for m in two.json("list", env=env)}
+    shown = two("show", added["id"][:8], env=env, ok=False)
+    assert shown.returncode == 1 and "its file is not in this clone" in shown.stderr
+    assert "git pull" in shown.stderr
+
+
 def test_serve_with_database_answers_from_the_shared_index(pg_database, tmp_path, git_env):
     """`lore serve --database URL` (a team server) reads the shared index: a memory
     another clone wrote is found through the HTTP API before this clone pulls it."""

@@ -298,6 +298,11 @@ class Memories:
             raise UsageError("give a memory id, file name or path")
         if len(key) > MAX_PATH:  # no id, name or path is this long; the index's LIKE refuses 50 kB
             raise UsageError(f"a memory key of {len(key):,} characters; give its id, file name or path")
+        if key.startswith("@") and "/" in key:  # how search names another project's global memory
+            raise NotFound(
+                f"{clip(key, 120)} is a memory of project '{key[1:].split('/', 1)[0]}', shared with every "
+                "project of the database: its file is in that project's repository (`lore search` shows its text)"
+            )
         self.sync()
         elsewhere: UsageError | None = None
         if key.endswith(".md") or os.sep in key or "/" in key:
@@ -441,7 +446,17 @@ class Memories:
         from lore.memory.files import read_memory_file
         from lore.secrets import describe, redact
 
-        text, kinds = redact(read_memory_file(self.project.root, rel).decode("utf-8", "replace"))
+        try:
+            raw = read_memory_file(self.project.root, rel)
+        except NotFound:
+            if self.record(rel) is None:
+                raise
+            # Indexed, from a shared database: another clone of the project wrote it.
+            raise NotFound(
+                f"{rel}: its file is not in this clone (another clone of the project wrote it "
+                "to the shared index); pull that clone's commits (`git pull`) to read it here"
+            ) from None
+        text, kinds = redact(raw.decode("utf-8", "replace"))
         memory = self.view(rel)
         end = len(text) if limit is None else min(len(text), offset + limit)
         record = self.record(rel)
