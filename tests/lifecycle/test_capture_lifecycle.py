@@ -525,6 +525,14 @@ def test_a_new_session_digests_and_cleans_the_previous_sessions_memories(proj, t
     trashed = cli_in(root, "restore", "--list", "--agent", "claude-code", "--json")
     assert len(trashed) == 3  # cleaned = trashed: `lore restore` brings one back
     assert len(memory_files(root, ".lore/local/daily")) == daily_before  # the digest was taken already
+    # ...to keep: in the daily tier (in the session tier the next start cleaned it again).
+    back = cli_in(root, "restore", trashed[0]["id"][:8], "--agent", "claude-code", "--json")["restored"]
+    assert back.startswith(".lore/local/daily/")
+    kept = frontmatter(root / back)[1]
+    again = cli_in(root, "session", "start", "--agent", "claude-code", "--id", "s-after", raw=True)
+    assert "0 session memories digested and cleaned" in again.stderr or "digested" not in again.stderr
+    daily = " ".join(frontmatter(p)[1] for p in memory_files(root, ".lore/local/daily"))
+    assert all(line in daily for line in kept.splitlines() if line.strip())  # itself, or merged whole
 
 
 def test_a_session_note_of_one_decision_reaches_the_daily_tier_and_a_fresh_one_waits(proj, clock, cli_in):

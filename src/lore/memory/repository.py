@@ -29,6 +29,7 @@ from lore import secrets
 from lore.errors import (
     ArgumentError,
     Conflict,
+    LoreError,
     NotFound,
     PermissionDenied,
     StorageError,
@@ -1175,6 +1176,21 @@ class Memories:
             self._refuse_twin(entry)
             rel = trash.restore(self.project, entry)
         self.sync()
+        parts = rel.split("/")
+        if location_of(rel)[1] == "session" and "session" in parts[2:-1]:
+            # A session memory comes back to be kept: in the session tier the next
+            # session start would digest and clean it again. The daily tier keeps it
+            # (beside the digest of it, which often has its name).
+            at = parts.index("session", 2)
+            folder = "/".join([*parts[:at], "daily", *parts[at + 1 : -1]])
+            stem, _, ext = parts[-1].rpartition(".")
+            for n in range(1, 10):
+                daily = f"{folder}/{stem}{f'-{n}' if n > 1 else ''}.{ext}"
+                if not (self.project.root / daily).exists():
+                    try:
+                        return self.move(rel, daily).path
+                    except LoreError:
+                        break
         return rel
 
     def _refuse_twin(self, entry: trash.TrashEntry) -> None:
