@@ -305,6 +305,9 @@ def test_a_dump_imported_in_one_clone_keeps_the_memories_only_another_clone_has(
     git(tmp_path, "clone", "-q", str(origin), "second")
     two = CLI(tmp_path / "second")
     two("add", "--title", "Note from two", "--body", "Written in clone two about bananas.", env=env)
+    one(
+        "add", "--title", "Local kiwi", "--body", "Clone one's own daily note on kiwis.", "--session", env=env
+    )
     dump = origin / ".lore/local/index.jsonl.gz"
     one("db", "export", str(dump), env=env)
     imported = one("db", "import", str(dump), env=env)
@@ -312,6 +315,11 @@ def test_a_dump_imported_in_one_clone_keeps_the_memories_only_another_clone_has(
     one("list", env=env)  # any command syncs clone one first
     for runner in (one, two):
         assert titles(runner.json("search", "bananas", "--mode", "bm25", env=env)) == ["Note from two"]
+    # Imported in clone two, clone one's local memory has no file there: it goes (and is said).
+    assert "drops it" in two("db", "import", str(dump), env=env).stderr
+    two("list", env=env)
+    assert titles(two.json("search", "kiwis", "--mode", "bm25", env=env)) == []
+    assert titles(two.json("search", "bananas", "--mode", "bm25", env=env)) == ["Note from two"]
 
 
 def test_show_says_where_a_memory_listed_from_another_clone_is(pg_database, tmp_path, git_env):

@@ -456,10 +456,15 @@ class Lore:
         report = import_index(self.store, Path(source))
         root = self.project.root
         broken = {path for path, _ in self.store.file_errors("memory")}  # files, not memories
+        from lore.memory.sync import is_committed
+
         missing = [p for p in self.store.paths("memory") if p not in broken and not (root / p).is_file()]
-        # In a shared database they are other clones' (not pushed here yet): this clone
-        # must not take them for files it deleted. In a clone's own index they go.
-        report.memories_without_file = 0 if self.store.forget_synced(missing) else len(missing)
+        # Committed ones, in a shared database, are other clones' (not pulled here yet):
+        # this clone must not take them for files it deleted. Local ones, and every
+        # one in a clone's own index, go at the next command: the index follows the files.
+        shared = [p for p in missing if is_committed(p)]
+        kept = len(shared) if shared and self.store.forget_synced(shared) else 0
+        report.memories_without_file = len(missing) - kept
         return report
 
     def reindex(self, *, force: bool = False) -> SyncReport:

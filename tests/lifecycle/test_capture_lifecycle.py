@@ -792,3 +792,48 @@ def test_errors_a_shell_only_showed_or_the_assistant_only_mentioned_make_no_gotc
     for n in range(3):
         proj.capture_transcript(session(n))
     assert [meta["subject"] for meta, _ in gotchas(root)] == ["Repeated error: KeyError: 'DATABASE_URL'"]
+
+
+def test_a_fact_said_again_in_other_words_is_the_same_fact(proj):
+    """A sentence counted as new when one word differed ("before you push" for
+    "before pushing"): four rewordings of one fact made three memories, and a
+    merge stacked the paraphrases in one body."""
+    root = proj.project.root
+    said = [
+        "Always run make test before pushing to main. The integration suite needs the local database running.",
+        "Always run make test before you push to main. The integration suite needs the local database running.",
+        "Always run `make test` before pushing to main. The integration suite needs the local database running.",
+        "Always run make test before pushing to main! The integration suite needs the local database to be running.",
+    ]
+    for n, text in enumerate(said):
+        proj.capture_stdout(block(text, "Tests before pushing"), source=f"s{n}", tier="daily")
+    ((meta, body),) = [frontmatter(p) for p in memory_files(root, ".lore/local/daily")]
+    assert meta["evidence_count"] == 4 and body == said[0]
+
+
+@pytest.mark.parametrize(
+    ("newer", "older"),
+    [
+        ("Meetings are on Tuesdays at the office.", "Meetings are on Tuesday at the office."),
+        (
+            "The orders service uses Postgres 15 in production.",
+            "The orders service uses Postgres in production (see docs/db.md).",
+        ),
+        (
+            "Deploy the web app with make deploy on Fridays.",
+            "Deploy the web app with make deploy on Fridays, owned by Alice.",
+        ),
+        (
+            "Use the read-only replica for reporting queries.",
+            "Use the replica for reporting queries, see ADR-12.",
+        ),
+        (
+            "We use PostgreSQL for the orders service in production.",
+            "We use Postgres for the orders service in production.",
+        ),
+    ],
+)
+def test_an_added_detail_a_plural_or_a_longer_spelling_is_no_other_value(newer, older):
+    from lore.memory.lifecycle.similarity import contradiction
+
+    assert contradiction(newer, older) is None

@@ -151,9 +151,9 @@ def contradiction(newer: str, older: str) -> Conflict | None:
                         reason = f"'{x}' against '{y}'"
                         break
             if reason is None:
-                only_a, only_b = _values(a) - _values(b), _values(b) - _values(a)
-                if only_a and only_b:
-                    reason = f"'{min(only_a)}' against '{min(only_b)}'"
+                swapped = _swapped_value(a, b)
+                if swapped is not None:
+                    reason = f"'{swapped[0]}' against '{swapped[1]}'"
             if reason is None:
                 continue
             confidence = round(min(0.95, 0.6 + 0.4 * overlap), 3)
@@ -200,23 +200,54 @@ def settings(text: str) -> dict[str, tuple[str, str]]:
 
 
 _TOKEN = re.compile(r"[A-Za-z0-9][\w'/.:-]*[A-Za-z0-9]|[A-Za-z0-9]")
+_SWAP = 2  # words on each side of a swap at most: "Postgres" for "MySQL", "Node 18" for "Node 20"
+
+
+def _swapped_value(newer: str, older: str) -> tuple[str, str] | None:
+    """A value of one sentence put where the other has a value of the same kind
+    (a name for a name, a number for a number, an identifier for an
+    identifier): ("mysql", "postgres"), else None. Words the other sentence
+    lacks are an addition, not another value ("Postgres 15" / "Postgres (see
+    docs/db.md)"); a plural or a longer spelling is the same value ("Tuesday" /
+    "Tuesdays", "Postgres" / "PostgreSQL")."""
+    import difflib
+
+    a, b = _tokens(newer), _tokens(older)
+    matcher = difflib.SequenceMatcher(None, [w for w, _ in a], [w for w, _ in b], autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "replace" or i2 - i1 > _SWAP or j2 - j1 > _SWAP:
+            continue
+        for word_a, kind_a in a[i1:i2]:
+            for word_b, kind_b in b[j1:j2]:
+                if kind_a and kind_a == kind_b and not _same_value(word_a, word_b):
+                    return word_a, word_b
+    return None
 
 
 @functools.lru_cache(maxsize=4096)
-def _values(sentence: str) -> frozenset[str]:
-    """The values a sentence names, lower-cased: names capitalised inside it,
-    numbers and identifiers (a digit, or `_ - . / :` inside the word)."""
-    out = set()
+def _tokens(sentence: str) -> tuple[tuple[str, str | None], ...]:
+    """Each word of a sentence, lower-cased, with the kind of value it is: a
+    number (a digit in it), an identifier (`_ - . / :` inside it), a name
+    (capitalised inside the sentence, or all capitals), or None."""
+    out = []
     for i, match in enumerate(_TOKEN.finditer(sentence)):
         word = match.group()
-        if (
-            any(c.isdigit() for c in word)
-            or any(c in word for c in "_-./:")
-            or (i > 0 and word[0].isupper() and not word.isupper() and word.lower() not in _NOT_NAMES)
-            or (len(word) > 1 and word.isupper())
+        kind: str | None = None
+        if any(c.isdigit() for c in word):
+            kind = "number"
+        elif any(c in word for c in "_-./:"):
+            kind = "identifier"
+        elif (len(word) > 1 and word.isupper()) or (
+            i > 0 and word[0].isupper() and word.lower() not in _NOT_NAMES
         ):
-            out.add(word.lower())
-    return frozenset(out)
+            kind = "name"
+        out.append((word.lower(), kind))
+    return tuple(out)
+
+
+def _same_value(a: str, b: str) -> bool:
+    a, b = a.rstrip("s"), b.rstrip("s")
+    return a.startswith(b) or b.startswith(a)
 
 
 # Capitalised inside a sentence without naming anything ("I", after a colon...).
@@ -237,10 +268,19 @@ def beyond(text: str, kept: str) -> list[str]:
     merged away may still say one thing more ("Never on Fridays."). A code
     block is one piece, kept whole, as written."""
     have = f" {' '.join(words(kept))} "
+    known = {_stem(w) for w in content_words(kept)}
 
     def held(piece: str) -> bool:
+        """Said already: word for word, or (a sentence) in other words, three
+        quarters of its content words being the kept text's ("before you push" for
+        "before pushing"): a paraphrase adds nothing to keep."""
         said = " ".join(words(piece))
-        return not said or f" {said} " in have
+        if not said or f" {said} " in have:
+            return True
+        if piece.startswith("```"):
+            return False
+        mine = {_stem(w) for w in content_words(piece)}
+        return bool(mine) and len(mine & known) >= HELD * len(mine)
 
     out = []
     for part in _FENCED.split(text.strip()):
@@ -260,6 +300,17 @@ def beyond(text: str, kept: str) -> list[str]:
 
 
 _MERGE_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+HELD = 0.75  # share of a sentence's content words another text has for it to say nothing new
+
+
+def _stem(word: str) -> str:
+    """A word without its commonest endings (pushing, pushed, pushes → push)."""
+    for ending in ("ing", "ed", "es", "s"):
+        if len(word) > len(ending) + 3 and word.endswith(ending):
+            return word[: -len(ending)]
+    return word
+
+
 _FENCED = re.compile(r"(```.*?(?:```|$))", re.S)
 
 
