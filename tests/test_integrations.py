@@ -885,3 +885,31 @@ def test_codex_config_with_windows_line_ends_keeps_them(root, codex_home):
     install("codex", root, command=["lore"])
     data = config.read_bytes()
     assert b"\n" not in data.replace(b"\r\n", b"") and tomllib.loads(data.decode())["model"] == "o3"
+
+
+def test_after_a_changed_config_uninstall_merges_however_many_installs_follow(root):
+    """Once an install found the config changed since Lore wrote it, a later
+    install took a file already holding Lore's hooks for the original, and the
+    uninstall after "restored" it: four of Lore's hooks stayed."""
+    (root / ".lore" / "local").mkdir(parents=True)
+    settings = root / ".claude" / "settings.json"
+    install("claude-code", root, command=["lore"])
+    settings.unlink()
+    install("claude-code", root, command=["lore"])  # changed since (deleted): merge from now on
+    data = json.loads(settings.read_text())
+    del data["hooks"]["Stop"]
+    settings.write_text(dump(data))  # one hook taken out by hand
+    install("claude-code", root, command=["lore"])
+    uninstall("claude-code", root)
+    assert not settings.exists() or "lore hook" not in settings.read_text()
+
+
+def test_lores_hook_before_the_users_own_run_of_it_is_not_kept_twice(root):
+    settings = root / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    own = {"type": "command", "command": "LORE_AGENT=reviewer lore hook stop", "timeout": 30}
+    settings.write_text(
+        dump({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "lore hook stop"}, own]}]}})
+    )
+    install("claude-code", root, command=["lore"])
+    assert json.loads(settings.read_text())["hooks"]["Stop"] == [{"hooks": [own]}]

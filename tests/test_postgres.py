@@ -343,6 +343,30 @@ def test_show_says_where_a_memory_listed_from_another_clone_is(pg_database, tmp_
     assert "git pull" in shown.stderr
 
 
+def test_a_remotes_token_never_stays_in_the_shared_projects_table(pg_database, tmp_path, git_env):
+    """A CI clone's remote (`https://x-access-token:ghp_…@github.com/…`) was kept as
+    written in lore.projects, which every member of lore_user may read."""
+    _server, url = pg_database
+    env = url_env(url)
+    root = tmp_path / "ci"
+    runner = make_project(root, url, init=False)
+    git(root, "init", "-q", "-b", "main")
+    token = "ghp_" + "SuperSecretToken1234567890abcdefABCD"
+    git(root, "remote", "add", "origin", f"https://x-access-token:{token}@github.com/acme/tok.git")
+    runner("init", env=env)
+    runner("add", "--title", "Tok", "--body", "A memory of the tokened clone.", env=env)
+    rows = sql(url, "SELECT id, remote_url FROM lore.projects WHERE remote_url LIKE %s", ("%acme/tok%",))
+    assert rows == [(rows[0][0], "https://github.com/acme/tok.git")]
+    # A row an older Lore wrote with the token is rewritten when a clone opens it.
+    sql(
+        url,
+        "UPDATE lore.projects SET remote_url = %s WHERE id = %s",
+        (f"https://x-access-token:{token}@github.com/acme/tok.git", rows[0][0]),
+    )
+    runner("list", env=env)
+    assert token not in str(sql(url, "SELECT remote_url FROM lore.projects"))
+
+
 def test_serve_with_database_answers_from_the_shared_index(pg_database, tmp_path, git_env):
     """`lore serve --database URL` (a team server) reads the shared index: a memory
     another clone wrote is found through the HTTP API before this clone pulls it."""

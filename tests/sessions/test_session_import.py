@@ -636,3 +636,24 @@ def test_lines_that_are_not_json_are_counted_and_blank_files_import_nothing(root
     for name, text in (("empty.jsonl", ""), ("blank.jsonl", "\n\n   \n")):
         (tmp_path / name).write_text(text)
         assert CLI(root)("capture", "--transcript", str(tmp_path / name)).returncode == 0
+
+
+def test_pre_compact_records_a_long_backlog_itself_before_it_compacts(root, tmp_path):
+    """Handed to the background like the other hooks, the recording was not
+    there yet when PreCompact compacted: "no session", and no compaction."""
+    transcript = tmp_path / f"{SESSION}.jsonl"
+    words = "Please look at the billing module and the retry logic once more. " * 12
+    write_jsonl(
+        transcript,
+        [
+            cc("user", f"u{n}", f"Step {n}: {words}", time=f"2026-03-01T10:{n // 60 % 60:02d}:{n % 60:02d}Z")
+            for n in range(1600)
+        ],
+    )
+    base = {"session_id": SESSION, "transcript_path": str(transcript), "cwd": str(root)}
+    assert (
+        hook(root, "pre-compact", {**base, "hook_event_name": "PreCompact", "trigger": "auto"}).returncode
+        == 0
+    )
+    last = (root / ".lore/local/hooks.log").read_text().splitlines()[-1]
+    assert " ok pre-compact: " in last and "1600 recorded" in last and "compacted events " in last

@@ -284,11 +284,13 @@ ORIGINALS = ".lore/local/install-originals.json"
 
 class _Original(TypedDict):
     """What ORIGINALS remembers of one file: its bytes before Lore's first change
-    (base64; None: Lore created it) and the digest of what Lore last wrote."""
+    (base64; None: Lore created it) and the digest of what Lore last wrote; or
+    `merge`: the file changed since, uninstall merges (nothing to restore)."""
 
-    original: str | None
-    written: str | None
+    original: NotRequired[str | None]
+    written: NotRequired[str | None]
     made_folder: NotRequired[bool]  # its folder did not exist before either (uninstall may remove it)
+    merge: NotRequired[bool]
 
 
 def _apply(changes: list[_Change], root: Path, *, installing: bool) -> list[str]:
@@ -307,12 +309,15 @@ def _apply(changes: list[_Change], root: Path, *, installing: bool) -> list[str]
         had_folder = change.file.path.parent.is_dir()
         entry = originals.get(key)
         stale = installing and entry is not None and entry.get("written") != _digest(before)
-        if stale:
+        if stale or (entry is not None and entry.get("merge")):
             # Changed since Lore wrote it (its part taken out by hand, servers added,
             # the file deleted): the bytes kept from before are history now, and
-            # restoring them would undo all that. Uninstall merges instead.
-            originals.pop(key, None)
+            # restoring them would undo all that. Uninstall merges instead, and so
+            # does every later uninstall until then (a later install's "before"
+            # holds Lore's part: never an original).
+            originals[key] = {"merge": True}
             entry = None
+            stale = True
         if not installing and entry is not None:
             _restore_exactly(change, entry, before, root)
         try:
@@ -396,7 +401,7 @@ def _restore_exactly(change: _Change, entry: _Original, current: bytes | None, r
     wrote it: nobody edited it since, so the original is exactly what it held
     before Lore's part went in — including a ``lore`` entry the user had
     already, which merging Lore's part out would delete."""
-    if entry.get("written") != _digest(current):
+    if entry.get("merge") or entry.get("written") != _digest(current):
         return  # edited since Lore wrote it: merge, don't overwrite
     original = _unb64(entry["original"])
     if original is None:
@@ -719,7 +724,14 @@ def _set_hooks(doc: JsonDoc, command: list[str]) -> JsonDoc:
 def _place_hook(groups: list[Any], sub: str, command: str, with_matcher: bool) -> list[Any]:
     """Groups with Lore's hook set to `command`: updated where it is, else appended."""
     out: list[Any] = []
-    placed = False
+    hooks = [
+        hook
+        for group in groups
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list)
+        for hook in group["hooks"]
+    ]
+    # The user runs Lore's hook their own way (a prefix, options): that one stands for Lore's.
+    placed = any(_hook_kind(hook, sub) == "own" for hook in hooks)
     for group in groups:
         if not (isinstance(group, dict) and isinstance(group.get("hooks"), list)) or not group["hooks"]:
             out.append(group)
@@ -729,7 +741,6 @@ def _place_hook(groups: list[Any], sub: str, command: str, with_matcher: bool) -
             kind = _hook_kind(hook, sub)
             if kind != "lore":
                 kept.append(hook)
-                placed = placed or kind == "own"  # the user runs Lore's hook their own way
             elif not placed:  # update in place, keeping keys the user added (timeout, ...)
                 kept.append({**hook, "type": "command", "command": command})
                 placed = True

@@ -121,7 +121,8 @@ def _detached(lore: Lore, event: str, payload: Payload | None = None) -> bool:
 
     try:
         child = subprocess.Popen(  # (the same agent: LORE_AGENT or claude-code, as this hook's)
-            [sys.executable, "-m", "lore", "--project", str(lore.project.root), "hook", event],
+            # -P: the project's own lore.py or lore/ never shadows Lore (the child runs in its folder)
+            [sys.executable, "-P", "-m", "lore", "--project", str(lore.project.root), "hook", event],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -135,7 +136,7 @@ def _detached(lore: Lore, event: str, payload: Payload | None = None) -> bool:
         except BrokenPipeError:  # it started, and ended already: its own log line says why
             pass
     except OSError as err:
-        _log(lore, f"error session-start: could not start the background {event}: {err}")
+        _log(lore, f"error {event}: could not start it in the background: {err}")
         return False
     return True
 
@@ -152,7 +153,7 @@ def _pre_compact(lore: Lore, payload: Payload) -> str:
         f"{result.created} captured, {result.existing} known, {result.gotchas} gotchas, "
         f"{kept} in the digest, {result.evidence} seen again"
     )
-    recorded = _record(lore, payload)
+    recorded = _record(lore, payload, background=False)  # the compaction below needs it all
     session_id = _session_id(payload)
     if session_id is None:
         return f"{captured}; {recorded}"
@@ -202,7 +203,9 @@ def _stop(lore: Lore, payload: Payload) -> str:
     return _record(lore, payload)
 
 
-def _record(lore: Lore, payload: Payload, fallback: list[RawEvent] | None = None) -> str:
+def _record(
+    lore: Lore, payload: Payload, fallback: list[RawEvent] | None = None, *, background: bool = True
+) -> str:
     """Bring the session up to date from the transcript, or from `fallback`
     events (the hook's own payload) when there is no transcript to read. A
     long backlog (Lore installed into a long conversation: 17 MB took 51 s
@@ -210,7 +213,7 @@ def _record(lore: Lore, payload: Payload, fallback: list[RawEvent] | None = None
     session_id = _session_id(payload)
     path = payload.get("transcript_path")
     if isinstance(path, str) and Path(path).is_file():
-        backlog = lore.transcript_backlog(path, session_id)
+        backlog = lore.transcript_backlog(path, session_id) if background else 0
         if backlog > HOOK_BACKLOG:
             wanted = {"session_id": session_id, "transcript_path": path}
             if _detached(lore, "record", wanted):

@@ -490,8 +490,10 @@ class SessionStore:
             size = source.stat().st_size
         except OSError:
             return 0
-        if session_id is None:
-            return size
+        if session_id is None:  # the transcript's own, as an import takes it
+            from lore.sessions import importers
+
+            session_id = importers.peek_session_id(source) or _id_from_name(source.stem)
         try:
             folder = self._folder(session_id)
         except LoreError:

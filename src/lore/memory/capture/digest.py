@@ -198,8 +198,13 @@ def _viewing(args: object) -> bool:
         command = command[-1] if command else None
     if not isinstance(command, str) or not command.strip():
         return False
+    if _LOG_FILE.search(command):  # an app's log shows errors that happened, where they are read
+        return False
     steps = [step.split() for step in re.split(r"&&|\|\||[;|\n]", command) if step.strip()]
     return bool(steps) and all(_VIEWERS.match(" ".join(words)) for words in steps)
+
+
+_LOG_FILE = re.compile(r"\.log\b|(?:^|[\s/])logs?/|journalctl|docker\s+logs|kubectl\s+logs")
 
 
 # Shell commands that show what is there: a file's text, a folder, history.

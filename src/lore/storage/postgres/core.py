@@ -317,6 +317,13 @@ class StoreCore:
                 (who.id, who.host, who.repo_path),
             )
         assert row is not None
+        if who.remote_url is not None:
+            # A row an older Lore wrote kept a CI clone's token (`https://x-access-token:…@`):
+            # the projects table has no row-level security. It is rewritten without it.
+            self._exec(
+                "UPDATE projects SET remote_url = %s WHERE id = %s AND remote_url LIKE %s AND remote_url <> %s",
+                (who.remote_url, who.id, "%@%", who.remote_url),
+            )
         return int(row[0]), str(row[1])
 
     def close(self) -> None:
