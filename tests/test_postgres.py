@@ -367,6 +367,31 @@ def test_a_remotes_token_never_stays_in_the_shared_projects_table(pg_database, t
     assert token not in str(sql(url, "SELECT remote_url FROM lore.projects"))
 
 
+def test_a_copied_config_joining_another_repositorys_project_is_said(pg_database, tmp_path, git_env):
+    """A repository made from a template that commits `.lore/config.toml` joined
+    the template's project: it read and overwrote another team's memories, and
+    nothing said so. A fork (same name, another owner) is the same project."""
+    _server, url = pg_database
+    env = url_env(url)
+    first = tmp_path / "widgets"
+    runner = make_project(first, url, init=False)
+    git(first, "init", "-q", "-b", "main")
+    git(first, "remote", "add", "origin", "https://github.com/acme/widgets.git")
+    runner("init", env=env)
+    runner("add", "--title", "Widget rule", "--body", "Widgets are blue by default.", env=env)
+    for name, remote, said in (
+        ("gadgets", "https://github.com/evil/gadgets.git", True),
+        ("fork", "https://github.com/alice/widgets.git", False),
+    ):
+        other = tmp_path / name
+        (other / ".lore").mkdir(parents=True)
+        git(other, "init", "-q", "-b", "main")
+        git(other, "remote", "add", "origin", remote)
+        (other / ".lore/config.toml").write_text((first / ".lore/config.toml").read_text())
+        listed = CLI(other)("list", env=env)
+        assert ("is the repository github.com/acme/widgets" in listed.stderr) is said, listed.stderr
+
+
 def test_serve_with_database_answers_from_the_shared_index(pg_database, tmp_path, git_env):
     """`lore serve --database URL` (a team server) reads the shared index: a memory
     another clone wrote is found through the HTTP API before this clone pulls it."""

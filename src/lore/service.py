@@ -459,12 +459,12 @@ class Lore:
         from lore.memory.sync import is_committed
 
         missing = [p for p in self.store.paths("memory") if p not in broken and not (root / p).is_file()]
-        # Committed ones, in a shared database, are other clones' (not pulled here yet):
-        # this clone must not take them for files it deleted. Local ones, and every
-        # one in a clone's own index, go at the next command: the index follows the files.
-        shared = [p for p in missing if is_committed(p)]
-        kept = len(shared) if shared and self.store.forget_synced(shared) else 0
-        report.memories_without_file = len(missing) - kept
+        # Committed ones another clone of a shared database has (not pulled here yet):
+        # this clone must not take them for files it deleted. The rest (local ones,
+        # ones no clone has, every one in a clone's own index) go at the next command:
+        # the index follows the files.
+        kept = self.store.forget_synced([p for p in missing if is_committed(p)])
+        report.memories_without_file = len(missing) - len(kept)
         return report
 
     def reindex(self, *, force: bool = False) -> SyncReport:

@@ -489,11 +489,11 @@ class Store(Protocol):
     ) -> int: ...
     def touch_file(self, file_id: int, mtime_ns: int, size: int) -> None: ...
     def delete_files(self, paths: Iterable[str]) -> int: ...
-    def forget_synced(self, paths: Iterable[str]) -> bool:
-        """Forget that this clone synced `paths`, keeping their rows: files it
-        does not have, which other clones of a shared database do (an imported
-        dump's). False where the index is this clone's alone (SQLite): its
-        rows follow its files."""
+    def forget_synced(self, paths: Iterable[str]) -> list[str]:
+        """Of `paths` (files this clone does not have: an imported dump's), those
+        another clone of a shared database has: this clone forgets it synced
+        them and their rows stay, theirs. [] where the index is this clone's
+        alone (SQLite): its rows follow its files."""
         ...
 
     def file_errors(self, kind: str) -> list[tuple[str, str]]: ...

@@ -317,6 +317,7 @@ class StoreCore:
                 (who.id, who.host, who.repo_path),
             )
         assert row is not None
+        self._check_remote()
         if who.remote_url is not None:
             # A row an older Lore wrote kept a CI clone's token (`https://x-access-token:…@`):
             # the projects table has no row-level security. It is rewritten without it.
@@ -325,6 +326,25 @@ class StoreCore:
                 (who.remote_url, who.id, "%@%", who.remote_url),
             )
         return int(row[0]), str(row[1])
+
+    def _check_remote(self) -> None:
+        """Say so when the project this clone joins (by the [project] id of its
+        config) lives in a repository of another name: a template's committed
+        `.lore/config.toml` made an unrelated repository share, and overwrite,
+        another team's memories without a word."""
+        from lore.storage.postgres.identity import normalise_remote
+
+        mine = normalise_remote(self.who.remote_url) if self.who.remote_url else None
+        found = self._one("SELECT remote_url FROM projects WHERE id = %s", (self.who.id,))
+        theirs = normalise_remote(str(found[0])) if found and found[0] else None
+        # (A fork is the same repository under another owner: only the names are compared.)
+        if mine and theirs and mine.rsplit("/", 1)[-1].lower() != theirs.rsplit("/", 1)[-1].lower():
+            self.notices.append(
+                f"this clone's remote is {mine}, but project {self.who.id} (its [project] id in "
+                f".lore/config.toml) is the repository {theirs}: its memories are shared with that "
+                "one; if this is another project (a copied config), remove the [project] id and run "
+                "`lore index`"
+            )
 
     def close(self) -> None:
         """Nothing to release: connections go back to the pool after each use."""

@@ -127,15 +127,20 @@ class FileRows(StoreCore):
             (mtime_ns, size, file_id, self.clone_id),
         )
 
-    def forget_synced(self, paths: Iterable[str]) -> bool:
-        """This clone's base loses `paths`; the shared rows stay for the clones that have the files."""
+    def forget_synced(self, paths: Iterable[str]) -> list[str]:
+        """Those of `paths` another clone has synced too: this clone's base loses
+        them, the shared rows stay for the clones that have the files."""
         wanted = list(paths)
-        if wanted:
-            with self._writing() as conn:
-                conn.execute(
-                    "DELETE FROM clone_files WHERE clone_id = %s AND path = ANY(%s)", (self.clone_id, wanted)
-                )
-        return True
+        if not wanted:
+            return []
+        with self._writing() as conn:
+            rows = conn.execute(
+                "DELETE FROM clone_files cf WHERE cf.clone_id = %s AND cf.path = ANY(%s) AND EXISTS "
+                "(SELECT 1 FROM clone_files other WHERE other.path = cf.path AND other.clone_id <> cf.clone_id "
+                "AND other.clone_id IN (SELECT id FROM clones WHERE project_id = %s)) RETURNING cf.path",
+                (self.clone_id, wanted, self.project_id),
+            ).fetchall()
+        return [str(r[0]) for r in rows]
 
     def delete_files(self, paths: Iterable[str]) -> int:
         """Forget files this clone no longer has. A committed memory's shared

@@ -460,8 +460,8 @@ class SQLiteStore:
             self._vectors_changed()
         return count
 
-    def forget_synced(self, paths: Iterable[str]) -> bool:
-        return False  # one clone's own index: its rows are its files'
+    def forget_synced(self, paths: Iterable[str]) -> list[str]:
+        return []  # one clone's own index: its rows are its files'
 
     def file_errors(self, kind: str) -> list[tuple[str, str]]:
         rows = self.db.execute(
