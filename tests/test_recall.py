@@ -1445,3 +1445,94 @@ def test_a_task_file_that_is_not_in_the_project_is_named(work):
     proc = work("recall", "Fix token refresh race", "--files", "src/auth/nope.py")
     assert "no file src/auth/nope.py in the project" in proc.stderr
     assert "no file" not in work("recall", "Fix token refresh race", "--files", "src/auth/session.py").stderr
+
+
+def test_a_memory_about_a_file_in_a_dot_folder_is_anchored_to_it(repo):
+    """`.github/workflows/ci.yaml` lost its dot to a character strip: the memory was
+    anchored to `github/...`, nothing, so it never went stale nor was it lifted by
+    `recall --files .github/workflows/ci.yaml`."""
+    root = repo.cwd
+    (root / ".github/workflows").mkdir(parents=True)
+    (root / ".github/workflows/ci.yaml").write_text("jobs:\n  test:\n    runs-on: ubuntu-latest\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "CI")
+    repo("index")
+    added = repo.json(
+        "add",
+        "--type",
+        "gotcha",
+        "-t",
+        "CI pypy job needs no coverage",
+        "--file",
+        ".github/workflows/ci.yaml",
+        "-b",
+        "The pypy job segfaults with coverage enabled; run pytest without --cov there.",
+    )
+    assert repo.json("verify", added["id"][:8])["anchored"] == 1
+    packed = repo.json("recall", "speed up the test suite", "--files", "./.github/workflows/ci.yaml")
+    assert packed["memories"] and packed["memories"][0]["id"] == added["id"]
+
+
+def test_only_the_memories_a_pack_holds_as_relevant_count_as_read(cli):
+    """Every memory of a pack counted as read, filler too, and a read lifts
+    attention: an unrelated memory shown once as filler outranked, next time,
+    the right one that had never been shown."""
+    cli(
+        "add",
+        "--type",
+        "fact",
+        "-t",
+        "Docs are built with Sphinx and MyST",
+        "--occurred-at",
+        "2025-05-20",
+        "-b",
+        "Build the documentation locally with 'tox -e docs'; docs are MyST Markdown built by Sphinx.",
+    )
+    cli(
+        "add",
+        "--type",
+        "convention",
+        "-t",
+        "Lazy loading of subcommands",
+        "--occurred-at",
+        "2025-05-20",
+        "-b",
+        "Subcommands are loaded lazily so that the documentation of each command builds fast.",
+    )
+    task = ("recall", "build the documentation locally with sphinx")
+    first, second = ({m["title"]: m for m in cli.json(*task)["memories"]} for _ in range(2))
+    filler, right = "Lazy loading of subcommands", "Docs are built with Sphinx and MyST"
+    assert first[filler]["relevance"] < 0.5 <= first[right]["relevance"]
+    assert second[filler]["score"] == first[filler]["score"]  # shown, not read: no lift
+    assert second[right]["score"] > first[right]["score"]  # read: its recency starts again
+
+
+def test_a_memory_about_a_file_the_task_names_ranks_with_those_words_did_not_find(repo):
+    """Anchored to a file `--files` names, a memory the words found weakly kept its
+    weak score (0.21) while one they did not find at all got ABOUT_FILE (1.00)."""
+    root = repo.cwd
+    (root / "src").mkdir()
+    (root / "src/app.py").write_text("def handle(stream):\n    return stream.read()\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "app")
+    repo("index")
+    weak = repo.json(
+        "add",
+        "-t",
+        "Stream buffers are binary",
+        "--file",
+        "src/app.py",
+        "-b",
+        "Read the binary buffer of a text stream, never the text layer.",
+    )["id"]
+    unmatched = repo.json(
+        "add",
+        "-t",
+        "Keep app.py small",
+        "--file",
+        "src/app.py",
+        "-b",
+        "Move helpers out of it before it grows past 300 lines.",
+    )["id"]
+    found = by_id(repo.json("recall", "refactor stream handling", "--files", "src/app.py")["memories"])
+    assert found[weak]["score"] >= found[unmatched]["score"] * 0.9, found

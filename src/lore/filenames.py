@@ -27,3 +27,13 @@ def display_path(rel: str) -> str:
     characters shown as ``\\xNN`` escapes."""
     text = rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def plain_path(path: str) -> str:
+    """A project path as given (`./src/a.py`, `src/`) without its leading `./`
+    and trailing `/`, and nothing else: `.github/ci.yaml` keeps its dot (a
+    character strip took it: a memory about it was anchored to nothing)."""
+    path = path.strip()
+    while path.startswith("./"):
+        path = path[2:]
+    return path.rstrip("/")

@@ -775,7 +775,7 @@ class Lore:
             include_code=include_code,
             include_related_work=include_related_work,
         )
-        self._record_access([it.key for it in pack.items if it.kind == "memory"])
+        self._record_access(_read_in(pack))
         return pack
 
     def start(
@@ -857,7 +857,7 @@ class Lore:
             depth=depth,
             budget=token_budget(budget, self.project.setting("recall", "budget", 2000)),
         )
-        self._record_access([it.key for it in pack.items if it.kind == "memory"])
+        self._record_access(_read_in(pack))
         return pack
 
     # -- staleness ------------------------------------------------------------------------------
@@ -1427,3 +1427,19 @@ def _keep_out_of_git(project: Project) -> None:
 
     project.keep_private()
     exclude_locally(project.root, project.lore_dir, EXCLUDED)
+
+
+# A memory a pack shows counts as read at this relevance or more: what an agent
+# is likely to use. The filler that fills a pack below it counted too, and a read
+# lifts attention (its recency starts again): unrelated memories shown once
+# outranked the right one the next time, which had never been shown.
+READ_RELEVANCE = 0.5
+
+
+def _read_in(pack: RecallPack) -> builtins.list[str]:
+    """The memories of `pack` that count as read (:data:`READ_RELEVANCE`)."""
+    return [
+        it.key
+        for it in pack.items
+        if it.kind == "memory" and float(it.data.get("relevance", 1.0) or 0.0) >= READ_RELEVANCE
+    ]

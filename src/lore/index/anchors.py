@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Protocol, TypedDict
 
 from lore.errors import LoreError
+from lore.filenames import plain_path
 from lore.safe_read import read_inside
 from lore.storage import AnchorRecord, Store
 
@@ -58,9 +59,9 @@ def targets(memory: Anchored) -> list[Target]:
     """(path, first line, last line) named by a memory; lines may be None."""
     found: dict[Target, None] = {}
     for path in memory.files:
-        found[(path.strip().lstrip("./"), None, None)] = None
+        found[(plain_path(path), None, None)] = None
     if memory.applies_to.startswith("file:"):
-        found[(memory.applies_to[5:].strip().lstrip("./"), None, None)] = None
+        found[(plain_path(memory.applies_to[5:]), None, None)] = None
     in_key_files = False
     for line in memory.body.splitlines():
         if line.startswith("#"):
@@ -70,7 +71,7 @@ def targets(memory: Anchored) -> list[Target]:
             for path, start, end in _KEY_FILE.findall(line):
                 first = _line(start)
                 last = _line(end) or first
-                found[(path.lstrip("./"), first, last if first and last and last >= first else first)] = None
+                found[(plain_path(path), first, last if first and last and last >= first else first)] = None
     # A path named with lines supersedes the same path named without.
     with_lines = {p for p, s, _ in found if s is not None}
     return [t for t in found if t[1] is not None or t[0] not in with_lines]

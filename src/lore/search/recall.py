@@ -18,6 +18,7 @@ import re
 from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from lore.filenames import plain_path
 from lore.memory.values import clip, fold_line
 from lore.records import Record, datarecord
 from lore.search import attention as att
@@ -260,7 +261,7 @@ def hot_memories(
 def anchored_to(store: Store, files: list[str]) -> set[str]:
     """The memories anchored to any of `files` (their `files`, a `file:` scope,
     a Key Files line)."""
-    return {a.memory_id for path in files for a in store.anchors(path=path.strip("./"))}
+    return {a.memory_id for path in files for a in store.anchors(path=plain_path(path))}
 
 
 def file_memories(
@@ -292,13 +293,15 @@ def memory_items(
 ) -> list[Item]:
     """Items for memories found by search (plus HOT ones that apply, and those
     `about` a file the task names: boosted like a scope the task touches)."""
-    touched = {f.strip("./") for f in request.files}
+    touched = {plain_path(f) for f in request.files}
     text = f"{request.title} {request.description}".lower()
     items = []
     for hit in [*hits, *hot]:
         count, last = access.get(hit.id, (0, None))
+        # About a file the task names: at least as relevant as one the words did not find.
+        relevance = max(hit.score, ABOUT_FILE) if hit.id in about else hit.score
         score = att.attention(
-            hit.score,
+            relevance,
             occurred_at=hit.occurred_at,
             last_accessed=last,
             access_count=count,
@@ -622,7 +625,7 @@ def with_body(item: Item, body: str) -> Item:
 
 def _applies(scope: str, touched: set[str], text: str) -> bool:
     if scope.startswith("file:"):
-        path = scope[5:].strip("./")
+        path = plain_path(scope[5:])
         return any(t == path or t.startswith(path.rstrip("/") + "/") for t in touched) or path.lower() in text
     if scope.startswith("area:"):
         area = scope[5:].lower()
