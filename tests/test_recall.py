@@ -1536,3 +1536,63 @@ def test_a_memory_about_a_file_the_task_names_ranks_with_those_words_did_not_fin
     )["id"]
     found = by_id(repo.json("recall", "refactor stream handling", "--files", "src/app.py")["memories"])
     assert found[weak]["score"] >= found[unmatched]["score"] * 0.9, found
+
+
+def test_contradicting_memories_say_so_and_a_replacement_stays_in_the_period_asked(cli):
+    """Two memories linked by `contradicts` were listed side by side as both
+    current, one reached by the link was labelled "(contradicts of …)", and
+    `--until` returned the memory that superseded one after that date."""
+    never = cli.json(
+        "add",
+        "--type",
+        "convention",
+        "-t",
+        "Never call main() in tests",
+        "-b",
+        "Tests must use CliRunner.invoke; never call cli.main() directly.",
+    )["id"]
+    may = cli.json(
+        "add",
+        "--type",
+        "convention",
+        "-t",
+        "Tests may call main with standalone_mode False",
+        "-b",
+        "Calling cli.main(args, standalone_mode=False) in tests is fine for return values.",
+    )["id"]
+    cli("edit", may[:8], "--relate", f"contradicts={never[:8]}")
+    both = cli("recall", "calling main in tests", "--no-code", "--no-related-work", "--level", "L1").stdout
+    assert (
+        '⚠ contradicted by "Tests may call main' in both
+        and '⚠ contradicts "Never call main() in tests"' in both
+    )
+    assert "contradicts of" not in both
+    old = cli.json(
+        "add",
+        "--type",
+        "decision",
+        "-t",
+        "Quote completion values with shlex.quote",
+        "--occurred-at",
+        "2025-12-10",
+        "-b",
+        "We decided to quote completion values with shlex.quote.",
+    )["id"]
+    new = cli.json(
+        "add",
+        "--type",
+        "decision",
+        "-t",
+        "Escape colons in completion values instead of quoting",
+        "--occurred-at",
+        "2026-03-03",
+        "-b",
+        "shlex.quote showed literal quotes; escape colons instead.",
+    )["id"]
+    cli("edit", new[:8], "--relate", f"supersedes={old[:8]}")
+    then = cli.json(
+        "recall", "completion values quoting", "--until", "2026-01-01", "--no-code", "--no-related-work"
+    )
+    assert [m["id"] for m in then["memories"]] == [old]
+    now = cli.json("recall", "completion values quoting", "--no-code", "--no-related-work")
+    assert [m["id"] for m in now["memories"]][:1] == [new]

@@ -189,7 +189,7 @@ def memory_part(
     found = memory_items(hits, access, stale, request, searcher.half_life, hot, tiers, about)
     for item in found:  # the whole body only for the memories kept (read, parsed, redacted)
         with_body(item, memories.shown_body(item.data["path"]))
-    linked = follow_relations(found, searcher, memories, stale, request.limit_per_type)
+    linked = follow_relations(found, searcher, memories, stale, request.limit_per_type, period)
     return hits, flag_disputed(searcher.store, linked)
 
 
@@ -319,7 +319,12 @@ def memory_items(
 
 
 def follow_relations(
-    items: list[Item], searcher: Searcher, memories: Memories, stale: dict[str, list[str]], limit: int
+    items: list[Item],
+    searcher: Searcher,
+    memories: Memories,
+    stale: dict[str, list[str]],
+    limit: int,
+    period: ChunkFilter | None = None,
 ) -> list[Item]:
     """Memory items after following strong relations one hop.
 
@@ -332,8 +337,17 @@ def follow_relations(
 
     if not items:
         return items
+    from lore.memory.model import parse_time
+
     graph = memories.graph
-    newer = graph.superseded_by([it.key for it in items])
+    since, until = (period.since, period.until) if period is not None else (None, None)
+
+    def within(record: MemoryRecord) -> bool:  # the period asked for (--since/--until)
+        when = parse_time(record.occurred_at)
+        return (since is None or when >= since) and (until is None or when <= until)
+
+    # A memory superseded later than the period asked for is what was known then: it stays.
+    newer = {key: r for key, r in graph.superseded_by([it.key for it in items]).items() if within(r)}
     out: dict[str, Item] = {}
     for item in sorted(items, key=lambda it: -it.value):
         replacement = newer.get(item.key)
@@ -350,7 +364,11 @@ def follow_relations(
         out[replacement.id] = target
     relations = [r for r in STRONG if r != SUPERSEDES]
     linking = {link.source_id for link in graph.store.links(memories.filter(), relations=relations)}
-    best = [it for it in sorted(out.values(), key=lambda it: -it.value)[:limit] if it.key in linking]
+    best = [
+        it
+        for it in sorted(out.values(), key=lambda it: -it.value)[:limit]
+        if it.key in linking and float(it.data.get("relevance", 1.0) or 0.0) >= FOLLOW_FLOOR
+    ]
     extra: dict[str, Item] = {}
     if best:  # the resolver reads every visible memory: only when there are links to follow
         resolver = graph.resolver()
@@ -358,13 +376,29 @@ def follow_relations(
             record = resolver.get(item.key)
             for link in graph.strong_neighbours(record, relations) if record else []:
                 neighbour = resolver.get(link.id) if link.id else None
-                if neighbour is None or neighbour.id in out or neighbour.id in extra or neighbour.id in newer:
+                if neighbour is None or neighbour.id in extra or neighbour.id in newer or not within(neighbour):
+                    continue
+                title = item.data.get("title")
+                if link.relation == CONTRADICTS:  # two memories that disagree: both say so
+                    annotate(item, f' ⚠ contradicts "{neighbour.title}"')
+                    if neighbour.id in out:
+                        annotate(out[neighbour.id], f' ⚠ contradicted by "{title}"')
+                        continue
+                if neighbour.id in out:
                     continue
                 added = related_item(searcher, memories, neighbour, 0.6 * item.value, stale)
                 added.data["via"] = {"relation": link.relation, "id": item.key}
-                annotate(added, f' ({link.relation.replace("_", " ")} of "{item.data.get("title")}")')
+                annotate(added, f" ({_REACHED.get(link.relation, link.relation)} \"{title}\")")
                 extra[neighbour.id] = added
     return sorted([*out.values(), *extra.values()], key=lambda it: -it.value)
+
+
+CONTRADICTS = "contradicts"
+# How a memory a link reached stands to the memory that names it.
+_REACHED = {"depends_on": "a dependency of", "implements": "implemented by", CONTRADICTS: "⚠ contradicted by"}
+# Links are followed from the memories that match the task this well (a filler's
+# links brought its partner into unrelated packs).
+FOLLOW_FLOOR = 0.3
 
 
 def related_item(
