@@ -1596,3 +1596,31 @@ def test_contradicting_memories_say_so_and_a_replacement_stays_in_the_period_ask
     assert [m["id"] for m in then["memories"]] == [old]
     now = cli.json("recall", "completion values quoting", "--no-code", "--no-related-work")
     assert [m["id"] for m in now["memories"]][:1] == [new]
+
+
+def test_search_says_which_memory_replaced_a_superseded_one(cli):
+    """`lore search` showed a superseded decision first, at 96%, beside the one
+    that replaced it, with nothing in the text or the JSON to tell them apart."""
+    old = cli.json(
+        "add",
+        "--type",
+        "decision",
+        "-t",
+        "Quote completion values with shlex.quote",
+        "-b",
+        "We decided to quote completion values with shlex.quote.",
+    )["id"]
+    new = cli.json(
+        "add",
+        "--type",
+        "decision",
+        "-t",
+        "Escape colons in completion values instead of quoting",
+        "-b",
+        "shlex.quote showed literal quotes; escape colons with a backslash instead.",
+    )["id"]
+    cli("edit", new[:8], "--relate", f"supersedes={old[:8]}")
+    found = {h["id"]: h for h in cli.json("search", "quote completion values shlex")}
+    assert found[old]["superseded_by"] == new and found[new]["superseded_by"] is None
+    assert found[new]["score"] > found[old]["score"]
+    assert f"↳ superseded by {new[:8]}" in cli("search", "quote completion values shlex").stdout

@@ -601,7 +601,29 @@ class Lore:
         archived memories only with ``include_archived``)."""
         flt = memory_filter(filters, viewer=self.memories.viewer)
         self._fresh()
-        return self.searcher.memories(query, flt, self._limit(limit), mode=mode, fusion=fusion)
+        hits = self.searcher.memories(query, flt, self._limit(limit), mode=mode, fusion=fusion)
+        return self._flag_superseded(hits)
+
+    def _flag_superseded(self, hits: builtins.list[MemoryHit]) -> builtins.list[MemoryHit]:
+        """Superseded memories stay findable (an agent may ask what was decided
+        before), flagged with what replaced them, at half their score: first at
+        96% beside the memory that replaced it, nothing said the old one was."""
+        from lore.search.attention import STALE_FACTOR
+
+        if not hits:
+            return hits
+        newer = self.memories.graph.superseded_by([h.id for h in hits])
+        archived = {
+            r.id: r.superseded_by
+            for r in self.store.memories(self.memories.filter(ids=[h.id for h in hits]))
+            if r.superseded_by
+        }
+        flagged = False
+        for hit in hits:
+            replaced = newer[hit.id].id if hit.id in newer else archived.get(hit.id)
+            if replaced:
+                hit.superseded_by, hit.score, flagged = replaced, round(hit.score * STALE_FACTOR, 4), True
+        return sorted(hits, key=lambda h: -h.score) if flagged else hits
 
     def list(self, *, limit: int | None = None, **filters: Any) -> list[dict[str, Any]]:
         """Memories newest first, as dicts (id, path, title, type, tags, tier, evidence_count, ...)."""

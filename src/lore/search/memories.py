@@ -32,6 +32,8 @@ class MemoryHit(Record):
     occurred_at: str = ""
     summary: str = ""
     stale: list[str] | None = None
+    # The id of the memory that replaced it (a `supersedes` link, or its own `superseded_by`).
+    superseded_by: str | None = None
     confidence: float = internal(default=1.0)
     # Found by meaning alone and scored under hybrid.MEANING_FLOOR: a loose match.
     weak: bool = False

@@ -37,6 +37,8 @@ def _render(out, hit, root) -> None:
     from lore.interfaces.cli.output import citation, relative_time, score_bar
 
     stale = " [red]⚠ stale[/red]" if hit.stale else ""
+    if hit.superseded_by:
+        stale += f" [yellow]↳ superseded by {escape(hit.superseded_by[:8])}[/yellow]"
     out.print(f"[bold]{escape(hit.title)}[/bold]{stale}")
     out.print(
         f"  [green]{score_bar(hit.score)}[/green]  [dim]{hit.type} · {relative_time(hit.occurred_at)} · "
