@@ -1624,3 +1624,31 @@ def test_search_says_which_memory_replaced_a_superseded_one(cli):
     assert found[old]["superseded_by"] == new and found[new]["superseded_by"] is None
     assert found[new]["score"] > found[old]["score"]
     assert f"↳ superseded by {new[:8]}" in cli("search", "quote completion values shlex").stdout
+
+
+def test_a_stale_reason_names_where_the_change_is(repo):
+    """Every stale reason named HEAD at index time: a docs-only commit, for an
+    edit not even committed; `git show` of it showed nothing of the file."""
+    root = repo.cwd
+    (root / "src").mkdir()
+    (root / "src/app.py").write_text("def handle(stream):\n    return stream.read()\n")
+    (root / "src/db.py").write_text("def connect():\n    return None\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "code")
+    repo("index")
+    app = repo.json(
+        "add", "-t", "handle reads all", "--file", "src/app.py", "-b", "handle() reads the whole stream."
+    )["id"]
+    db = repo.json(
+        "add", "-t", "connect is lazy", "--file", "src/db.py", "-b", "connect() returns no connection yet."
+    )["id"]
+    (root / "src/db.py").write_text("def connect():\n    return object()\n")
+    git(root, "commit", "-qam", "connect for real")
+    made = git(root, "rev-parse", "HEAD").strip()
+    (root / "README.md").write_text("docs\n")
+    git(root, "add", "README.md")
+    git(root, "commit", "-qm", "docs only")
+    (root / "src/app.py").write_text("def handle(stream):\n    return stream.read(100)\n")  # not committed
+    stale = {m["id"]: " ".join(m["reasons"]) for m in repo.json("stale")}
+    assert "(not committed)" in stale[app]
+    assert f"(commit {made[:10]})" in stale[db]

@@ -139,10 +139,19 @@ def check(
     for old, new in renamed:
         store.move_anchors(old, new)
     newly: list[str] = []
-    where = f" (commit {commit[:10]})" if commit else ""
+    known: dict[str, tuple[str, str | None]] = {}
+
+    def where(path: str) -> tuple[str, str | None]:
+        """Where the change is: not committed yet, or the commit that made it (HEAD
+        at index time named a docs-only commit for an edit of the work tree)."""
+        if path not in known:
+            known[path] = _change_of(root, path) if commit else ("", None)
+        return known[path]
+
     for path in removed:
         for anchor in store.anchors(path=path, fresh_only=True):
-            store.mark_stale(anchor, f"{path} was deleted{where}", commit)
+            said, made = where(path)
+            store.mark_stale(anchor, f"{path} was deleted{said}", made)
             newly.append(anchor.memory_id)
     if added:  # a file deleted, then back (a branch switched back): its stale anchors are checked again
         stale_paths = {a.path for a in store.anchors() if a.stale_reason}
@@ -158,7 +167,8 @@ def check(
             if now is None or now.code_hash != anchor.code_hash:
                 what = f"{symbol} in {path}" if symbol else (f"{path}:{first}-{last}" if first else path)
                 verb = "was removed" if now is None or now.code_hash is None else "changed"
-                store.mark_stale(anchor, f"{what} {verb}{where}", commit)
+                said, made = where(path)
+                store.mark_stale(anchor, f"{what} {verb}{said}", made)
                 newly.append(anchor.memory_id)
     return sorted(set(newly))
 
@@ -261,3 +271,20 @@ def _line(text: str) -> int | None:
 
 def _hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _change_of(root: Path, path: str) -> tuple[str, str | None]:
+    """(" (not committed)", None) when `path` differs from HEAD in the work tree,
+    else (" (commit <sha>)", sha) of the last commit that changed it."""
+    from lore.errors import LoreError
+    from lore.index import gitrepo
+
+    try:
+        status = gitrepo.run_git(root, "status", "--porcelain", "--", path, check=False)
+        if status.returncode == 0 and status.stdout.strip():
+            return " (not committed)", None
+        last = gitrepo.run_git(root, "log", "-1", "--format=%H", "--", path, check=False)
+    except LoreError:
+        return "", None
+    sha = last.stdout.decode("ascii", "replace").strip() if last.returncode == 0 else ""
+    return (f" (commit {sha[:10]})", sha) if sha else ("", None)
