@@ -294,3 +294,17 @@ def test_a_comma_separates_keywords_in_a_file_and_in_a_write(tmp_path):
         assert [h.title for h in project.search("commas", tags=["b"])] == ["Comma keywords"]
         text = (tmp_path / "p" / added.path).read_text()
     assert "- a\n- b\n- c\n" in text
+
+
+def test_a_summary_stops_before_code_and_says_it_was_cut():
+    """A Decision section's code block was flattened into the summary, one line
+    of stray backticks, with no sign the body went on."""
+    from lore.memory.model import summarize
+
+    body = (
+        "## Context\nColours break.\n\n## Decision\nUse `less -R` through `PAGER`, else write directly.\n\n"
+        "```python\ndef _pipepager(generator, cmd, color):\n    c = subprocess.Popen(cmd)\n```\n\n## Consequences\nFine."
+    )
+    assert summarize(body) == "Use `less -R` through `PAGER`, else write directly. …"
+    assert summarize("First line of prose.\n```\ncode()\n```\n") == "First line of prose. …"
+    assert summarize("```\ncode()\n```\nThe prose after it.") == "The prose after it."

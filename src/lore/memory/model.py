@@ -668,7 +668,15 @@ def summarize(body: str, limit: int = 400) -> str:
             return clip(text, limit)
     para: list[str] = []
     first: list[str] = []  # when every paragraph is metadata, the first one still
+    fenced = False
     for line in [*lines, ""]:
+        if line.strip().startswith("```"):  # code is no summary: the prose before it is
+            if para and not fenced:
+                return clip(" ".join(para), limit - 2) + " …"
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
         if line.strip().startswith("#") and not para:
             continue
         if not line.strip():
@@ -691,11 +699,16 @@ def _section(lines: list[str], name: str) -> str:
     for i, line in enumerate(lines):
         if re.fullmatch(rf"#{{1,3}}\s*{name}\s*", line.strip(), re.I):
             section = []
+            cut = ""
             for rest in lines[i + 1 :]:
                 if rest.startswith("#"):
                     break
+                if rest.strip().startswith("```"):  # code, flattened on one line, is no summary
+                    cut = " …"
+                    break
                 section.append(rest)
-            return " ".join(s.strip() for s in section if s.strip())
+            text = " ".join(s.strip() for s in section if s.strip())
+            return text + cut if text else ""
     return ""
 
 

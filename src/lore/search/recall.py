@@ -376,7 +376,12 @@ def follow_relations(
             record = resolver.get(item.key)
             for link in graph.strong_neighbours(record, relations) if record else []:
                 neighbour = resolver.get(link.id) if link.id else None
-                if neighbour is None or neighbour.id in extra or neighbour.id in newer or not within(neighbour):
+                if (
+                    neighbour is None
+                    or neighbour.id in extra
+                    or neighbour.id in newer
+                    or not within(neighbour)
+                ):
                     continue
                 title = item.data.get("title")
                 if link.relation == CONTRADICTS:  # two memories that disagree: both say so
@@ -388,7 +393,7 @@ def follow_relations(
                     continue
                 added = related_item(searcher, memories, neighbour, 0.6 * item.value, stale)
                 added.data["via"] = {"relation": link.relation, "id": item.key}
-                annotate(added, f" ({_REACHED.get(link.relation, link.relation)} \"{title}\")")
+                annotate(added, f' ({_REACHED.get(link.relation, link.relation)} "{title}")')
                 extra[neighbour.id] = added
     return sorted([*out.values(), *extra.values()], key=lambda it: -it.value)
 
