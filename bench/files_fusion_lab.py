@@ -1,6 +1,7 @@
 """Issue 10 lab: how the evidence that ranks files is fused, on the time-split sets.
 
     python bench/files_fusion_lab.py [--sets flask,gin,...] [--field text|subject] [--grid]
+    python bench/files_fusion_lab.py --scales 1:1,0.5:1,0.67:1,0.5:0.5
 
 Runs the product's own `search_files` on each set's indexed snapshot (built by
 `python bench/timesplit.py [--set NAME]` first) with the code chunks and the
@@ -58,14 +59,82 @@ def score(project, queries: list[dict], qrels: dict[str, set[str]], field: str, 
     return statistics.fmean(r1), statistics.fmean(r10), statistics.fmean(mrr)
 
 
+def scaled(
+    project,
+    queries: list[dict],
+    qrels: dict[str, set[str]],
+    field: str,
+    code: float,
+    commits: float,
+    mode=None,
+):
+    """(hit@1, MRR@10) with the vector list's RRF weight scaled by `code` for code
+    chunks and `commits` for past commits (mode "bm25": BM25 mode throughout)."""
+    from lore.search import fusion
+    from lore.search.code import search_files
+    from lore.storage import ChunkFilter
+
+    base, scale = fusion.vector_weight, [1.0]
+    fusion.vector_weight = lambda n: base(n) * scale[0]  # type: ignore[assignment]
+    searcher = project.searcher
+    hit1, mrr = [], []
+    try:
+        for q in queries:
+            searcher._recent.clear()
+            query, run = searcher.query(q[field], "code", mode)
+            scale[0] = commits
+            found = searcher._commits(q[field], mode, "rrf", None)
+            scale[0] = code
+            hits = search_files(
+                searcher.store,
+                query,
+                found,
+                ChunkFilter(),
+                limit=10,
+                mode=run,
+                fusion="rrf",
+                tests=searcher.tests_of,
+            )
+            ranked, relevant = [h.file_path for h in hits], qrels.get(q["qid"], set())
+            hit1.append(float(bool(ranked[:1]) and ranked[0] in relevant))
+            mrr.append(next((1 / (i + 1) for i, p in enumerate(ranked[:10]) if p in relevant), 0.0))
+    finally:
+        fusion.vector_weight = base  # type: ignore[assignment]
+    return statistics.fmean(hit1), statistics.fmean(mrr)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sets", default=SETS)
     parser.add_argument("--field", default="text", choices=["text", "subject"])
     parser.add_argument("--grid", action="store_true", help="RRF's k and long-query point instead")
+    parser.add_argument("--scales", help="CODE:COMMITS,... vector-weight scales to compare (stop 49)")
     args = parser.parse_args()
     import lore
     from lore.search import fusion
+
+    if args.scales:
+        pairs = [tuple(float(x) for x in v.split(":")) for v in args.scales.split(",")]
+        table: dict[str, list[tuple[float, float]]] = {}
+        for name in args.sets.split(","):
+            data = data_dir(name)
+            queries = jsonl(data / "queries.jsonl")
+            qrels = {q["qid"]: set(q["relevant"]) for q in jsonl(data / "qrels.jsonl")}
+            with lore.open(OUTSIDE / name) as project:
+                cells = {"bm25": scaled(project, queries, qrels, args.field, 1, 1, "bm25")}
+                for code, commits in pairs:
+                    cells[f"{code:g}:{commits:g}"] = scaled(
+                        project, queries, qrels, args.field, code, commits
+                    )
+            for key, value in cells.items():
+                table.setdefault(key, []).append(value)
+            print(
+                f"{name:<11} " + " | ".join(f"{k}: {a:.3f} {b:.3f}" for k, (a, b) in cells.items()),
+                flush=True,
+            )
+        for key, values in table.items():
+            print(f"{key}: mean MRR@10 {statistics.fmean(v[1] for v in values):.4f}")
+        return
 
     variants = GRID if args.grid else SPLITS
     means: dict[tuple, list[float]] = {v: [] for v in variants}
