@@ -1652,3 +1652,28 @@ def test_a_stale_reason_names_where_the_change_is(repo):
     stale = {m["id"]: " ".join(m["reasons"]) for m in repo.json("stale")}
     assert "(not committed)" in stale[app]
     assert f"(commit {made[:10]})" in stale[db]
+
+
+def test_a_pack_leaves_out_memories_that_match_far_less_than_the_best(cli):
+    """Recall filled the pack with any memory one word matched: "exit code for
+    usage errors is wrong" carried a NO_COLOR memory at 0.07 beside the answer."""
+    cli(
+        "add",
+        "-t",
+        "Usage errors exit with code 2",
+        "-b",
+        "A usage error exits with code 2, other errors with 1.",
+    )
+    cli(
+        "add",
+        "-t",
+        "echo colour honours NO_COLOR",
+        "-b",
+        "echo strips colour codes when NO_COLOR is set; the code is in utils.",
+    )
+    found = cli.json("recall", "exit code for usage errors is wrong", "--no-code", "--no-related-work")[
+        "memories"
+    ]
+    best = max(m["relevance"] for m in found)
+    assert [m["title"] for m in found][0] == "Usage errors exit with code 2"
+    assert all(m["relevance"] >= 0.2 * best for m in found), found

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 MAX_QUERY_TERMS = 64
 FLOOR = 0.05  # items of less relevance are left out rather than padding the pack
+RELATIVE_FLOOR = 0.2  # memories under this share of the best memory's relevance too
 # Likely files whose ranking value (FileMatch.order: role-weighted evidence,
 # kept in rank order) is below this are left out, and so are code chunks of
 # less relevance: on six time-split sets no answer file ranked in a top 10
@@ -179,6 +180,9 @@ def memory_part(
         flag_stale=False,
     )
     hits = [h for h in hits if h.score >= _floor(h.source)]
+    if hits:  # what matches far less than the best match pads the pack (0.07 beside 0.86)
+        best = max(h.score for h in hits)
+        hits = [h for h in hits if h.score >= RELATIVE_FLOOR * best]
     stale = searcher.store.stale_reasons()
     hot = hot_memories(searcher, memories, request, exclude={h.id for h in hits})
     about = anchored_to(searcher.store, request.files)
