@@ -586,6 +586,11 @@ class Lore:
         """Purge trash entries older than `retention_days` (default ``[memory] trash_retention_days``)."""
         return self.memories.gc(retention_days=retention_days)
 
+    def prune_vectors(self) -> int:
+        """Delete the vectors no chunk uses any more (code of branches left, old
+        versions of files), giving the space back; how many (`lore gc`)."""
+        return self.store.prune_vectors()
+
     # -- reading ---------------------------------------------------------------------------------
 
     def search(

@@ -489,6 +489,13 @@ class Store(Protocol):
     ) -> int: ...
     def touch_file(self, file_id: int, mtime_ns: int, size: int) -> None: ...
     def delete_files(self, paths: Iterable[str]) -> int: ...
+    def prune_vectors(self) -> int:
+        """Delete the vectors no chunk of this index uses any more (kept until
+        then: a branch switched back to needs them again), and give the space
+        back; how many. 0 where vectors are shared beyond what this store
+        sees (PostgreSQL: every project's, and other roles' private chunks)."""
+        ...
+
     def forget_synced(self, paths: Iterable[str]) -> list[str]:
         """Of `paths` (files this clone does not have: an imported dump's), those
         another clone of a shared database has: this clone forgets it synced

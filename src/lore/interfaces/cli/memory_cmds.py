@@ -502,7 +502,7 @@ def restore(lore, key, show_list, as_json):
 @json_option
 @with_lore
 def gc(lore, days, as_json):
-    """Purge trashed memories older than the retention period.
+    """Purge trashed memories older than the retention period, and vectors no chunk uses.
 
     \b
     Examples:
@@ -510,10 +510,18 @@ def gc(lore, days, as_json):
       lore gc --days 7
     """
     purged = lore.gc(retention_days=days)
+    vectors = lore.prune_vectors()
     if as_json:
-        emit_json({"purged": [e.to_dict() for e in purged]})
+        emit_json({"purged": [e.to_dict() for e in purged], "vectors_removed": vectors})
     else:
-        echo(f"purged {len(purged)} trashed memor{'y' if len(purged) == 1 else 'ies'}")
+        echo(
+            f"purged {len(purged)} trashed memor{'y' if len(purged) == 1 else 'ies'}"
+            + (
+                f"; removed {vectors} vector{'' if vectors == 1 else 's'} no chunk uses any more"
+                if vectors
+                else ""
+            )
+        )
 
 
 COMMANDS = [add, list_, show, edit, mv, graph, tag, rm, restore, gc]

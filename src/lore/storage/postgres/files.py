@@ -127,6 +127,9 @@ class FileRows(StoreCore):
             (mtime_ns, size, file_id, self.clone_id),
         )
 
+    def prune_vectors(self) -> int:
+        return 0  # shared by every project and role of the database: not one clone's to drop
+
     def forget_synced(self, paths: Iterable[str]) -> list[str]:
         """Those of `paths` another clone has synced too: this clone's base loses
         them, the shared rows stay for the clones that have the files."""

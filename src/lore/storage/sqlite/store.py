@@ -460,6 +460,21 @@ class SQLiteStore:
             self._vectors_changed()
         return count
 
+    def prune_vectors(self) -> int:
+        with self.transaction():
+            gone = self.db.execute(
+                "DELETE FROM embeddings WHERE NOT EXISTS "
+                "(SELECT 1 FROM chunks WHERE chunks.text_hash = embeddings.text_hash)"
+            ).rowcount
+            if gone:
+                self._vectors_changed()
+        if gone:
+            try:  # the file gives the space back (outside a transaction)
+                self.db.execute("VACUUM")
+            except sqlite3.OperationalError:  # another process reading meanwhile: SQLite reuses the pages
+                pass
+        return int(gone)
+
     def forget_synced(self, paths: Iterable[str]) -> list[str]:
         return []  # one clone's own index: its rows are its files'
 
