@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import stat
@@ -598,3 +599,21 @@ def test_a_hook_whose_python_cannot_run_lore_says_why_in_the_log(repo):
     commit(repo, "second")
     log = repo / ".lore" / "local" / "hooks.log"
     assert wait_for(lambda: "No module named no_such_lore_here" in (log.read_text() if log.exists() else ""))
+
+
+def test_a_read_during_a_background_update_answers_from_the_index_and_says_so(cli):
+    """Right after a branch switch `lore code` re-indexed the same files the
+    hook's update was indexing (15 s); it now answers from the index as it
+    stands, with a notice, and picks up the files once the update is done."""
+    local = cli.cwd / ".lore/local"
+    (cli.cwd / "app.py").write_text("def kiwi_fresh():\n    return 1\n")  # not indexed yet
+    seen = {}
+
+    def job():
+        seen["proc"] = cli("code", "kiwi_fresh", "--json")
+
+    githooks.run_coalesced(local, job)
+    assert "being updated in the background" in seen["proc"].stderr
+    assert json.loads(seen["proc"].stdout) == []  # the index as it stood
+    after = cli("code", "kiwi_fresh", "--json")
+    assert "background" not in after.stderr and json.loads(after.stdout)[0]["symbol"] == "kiwi_fresh"

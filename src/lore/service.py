@@ -701,7 +701,7 @@ class Lore:
             if not any(ch in folder for ch in "*?[") and not (self.project.root / folder).is_dir():
                 self._notice(f"no folder {folder}/ in the project: that folder filter matches nothing")
         if fresh:
-            self.code_index.refresh()
+            self._refresh_code()
         paths = self.code_index.recent_paths(days) if days is not None else None
         if period.since or period.until:
             if not self.code_index.is_git():  # no commits to date the files by: nothing would match
@@ -791,7 +791,7 @@ class Lore:
             if not (self.project.root / path).exists():
                 self._notice(f"no file {path} in the project: the task's files name nothing there")
         if fresh and (include_code or include_related_work):
-            self.code_index.refresh()
+            self._refresh_code()
         if include_memories:
             self._fresh()
         pack = rc.recall(
@@ -846,7 +846,7 @@ class Lore:
                 request.changed = list(dict.fromkeys([*work.files, *recent]))
                 request.recent = True
         if fresh and request.title:
-            self.code_index.refresh()
+            self._refresh_code()
         self._fresh()
         # Shown unasked, not read: counting its own picks as reads kept what the
         # start pack showed warm for ever (001: decay when not accessed).
@@ -893,7 +893,7 @@ class Lore:
         """Memories whose anchored code changed, with the reasons (`fresh`: re-check
         the code first, so an edit made since the last index counts)."""
         if fresh:
-            self.code_index.refresh()
+            self._refresh_code()
         self.sync()
         reasons = self.store.stale_reasons()
         records = self.store.memories(self.memories.filter(), order="path") if reasons else []
@@ -1367,6 +1367,21 @@ class Lore:
 
         with unless_busy(), self.store.waiting_at_most(BOOKKEEPING_WAIT):
             yield
+
+    def _refresh_code(self) -> None:
+        """Changed files into the code index before a read, unless a git hook's
+        background update is at it now: the read answers from the index as it
+        stands, and says so (it re-indexed the same 450 files beside the hook:
+        15 s after a branch switch)."""
+        from lore.index import githooks
+
+        if githooks.update_holding(self.project.local_dir):
+            self._notice(
+                "the index is being updated in the background (a git hook's); these results may "
+                "miss the latest changes: `lore status` says when it is done"
+            )
+            return
+        self.code_index.refresh()
 
     def _fresh(self) -> None:
         """Before reading memories: the index in step with the files, tiers decided

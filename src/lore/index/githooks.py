@@ -497,6 +497,24 @@ def run_coalesced(lock_dir: Path, job: Callable[[], None]) -> bool:
             return ran
 
 
+def update_holding(lock_dir: Path) -> bool:
+    """Whether a background update holds its lock right now (a pending mark alone,
+    which a killed run may leave, does not count)."""
+    import fcntl
+
+    try:
+        descriptor = os.open(Path(lock_dir) / _LOCK_FILE, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(descriptor)
+    return False
+
+
 def update_running(lock_dir: Path) -> bool:
     """Whether a background update (:func:`run_coalesced`, a git hook's) is running
     or waiting to run; nothing is created to find out."""
