@@ -482,3 +482,19 @@ def test_a_git_dir_the_caller_exported_names_no_other_repository(tmp_path, monke
     _git(other, "init", "-q")
     monkeypatch.setenv("GIT_DIR", str(other / ".git"))
     assert discover(root / "svc").files == ["app.py"]
+
+
+@pytest.mark.skipif(not HAS_GIT, reason="git is not installed")
+def test_a_nested_build_folder_git_tracks_is_content_not_output(tmp_path):
+    """All of sqlalchemy's `doc/build/` (its docs and changelog, tracked in git)
+    was left out as build output; Go's `src/go/build/` would be too."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    _git(root, "init", "-q")
+    for rel in ["doc/build/index.rst", "src/go/build/build.go", "build/out.js", "web/dist/app.js", "app.py"]:
+        _write(root, rel)
+    _git(root, "add", "doc", "src", "app.py")  # tracked; build/ and web/dist/ are output
+    found = discover(root)
+    assert found.files == ["app.py", "doc/build/index.rst", "src/go/build/build.go"]
+    assert ("build/", "excluded dir") in found.skipped and ("web/dist/", "excluded dir") in found.skipped
+    assert discover(root, exclude=["doc/build/"]).files == ["app.py", "src/go/build/build.go"]

@@ -163,6 +163,9 @@ DEFAULT_INCLUDE: list[str] = [
     "Makefile.am",
 ]
 
+# Build output's folder names: deeper than the top, a folder of one whose files
+# git tracks is kept (:func:`_prune_dirs`).
+_OUTPUT_NAMES = frozenset({"build/", "dist/", "target/", "_build/"})
 DEFAULT_EXCLUDE: list[str] = [
     # Version control and Lore's own state.
     ".git/",
@@ -280,11 +283,11 @@ def discover(
     filters = _Filters(root, include, exclude, cache)
     result = Discovery()
     root_real = os.path.realpath(root)
-    tracked, sparse = _git_files(root) or ([], set())
+    tracked, sparse, committed = _git_files(root) or ([], set(), set())
     if not tracked:  # not a work tree, or one that ignores all of `root`
         candidates = _walk(root, filters, result.skipped)
     else:
-        candidates = _prune_dirs(tracked, filters, result.skipped)
+        candidates = _prune_dirs(tracked, filters, result.skipped, committed)
     for rel in candidates:
         if unsafe_name(rel):
             result.skipped.append((rel, BAD_NAME))
@@ -519,6 +522,8 @@ class _Filters:
         self.exclude = _Patterns(
             DEFAULT_EXCLUDE + list(exclude or []), strict=True, cache=cache, what=f"{config} exclude"
         )
+        self.own_exclude = _Patterns(list(exclude or []), strict=True, what=f"{config} exclude")
+        self.kept: list[str] = []  # build-output folders kept as content (:func:`_prune_dirs`)
         self.loreignore = _Patterns(_read_lines(root / ".loreignore"), cache=cache)
 
     def dir_reason(self, rel_dir: str) -> str | None:
@@ -534,13 +539,20 @@ class _Filters:
     def ignore_reason(self, rel: str) -> str | None:
         """Why a file is excluded or .loreignored, if it is."""
         if self.exclude.verdict(rel):
-            return "excluded"
+            kept = next((k for k in self.kept if rel.startswith(k)), None)
+            # In a build-output folder kept as content, the defaults read it from there.
+            if kept is None or self.own_exclude.verdict(rel) or self.exclude.verdict(rel[len(kept) :]):
+                return "excluded"
         if self.loreignore.verdict(rel):
             return "ignored by .loreignore"
         return None
 
     def include_reason(self, rel: str) -> str | None:
         return None if self.include.verdict(rel) else "not included"
+
+    def excluded_by_config(self, rel: str) -> bool:
+        """Whether the config's own `exclude` (not the defaults) leaves `rel` out."""
+        return bool(self.own_exclude.verdict(rel))
 
 
 def _read_lines(path: Path) -> list[str]:
@@ -562,10 +574,10 @@ def _read_lines(path: Path) -> list[str]:
         raise UsageError(str(err)) from None
 
 
-def _git_files(root: Path) -> tuple[list[str], set[str]] | None:
-    """Tracked and unignored untracked files, and those of them marked
-    skip-worktree (a sparse checkout leaves them out of the work tree); None
-    outside a git work tree.
+def _git_files(root: Path) -> tuple[list[str], set[str], set[str]] | None:
+    """Tracked and unignored untracked files, those of them marked
+    skip-worktree (a sparse checkout leaves them out of the work tree), and
+    those git tracks; None outside a git work tree.
 
     Raises:
         GitError: git refuses the repository (owned by another user): walking
@@ -592,12 +604,34 @@ def _git_files(root: Path) -> tuple[list[str], set[str]] | None:
     entries = [e for e in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if len(e) > 2]
     sparse = {e[2:] for e in entries if e[0] == "S"}
     # A conflicted file is listed once per stage; keep the first.
-    return list(dict.fromkeys(e[2:] for e in entries)), sparse
+    return list(dict.fromkeys(e[2:] for e in entries)), sparse, {e[2:] for e in entries if e[0] != "?"}
 
 
-def _prune_dirs(paths: list[str], filters: _Filters, skipped: list[tuple[str, str]]) -> Iterator[str]:
-    """Drop git's paths that lie in excluded directories, reporting each dir once."""
+def _prune_dirs(
+    paths: list[str],
+    filters: _Filters,
+    skipped: list[tuple[str, str]],
+    committed: set[str] | frozenset[str] = frozenset(),
+) -> Iterator[str]:
+    """Drop git's paths that lie in excluded directories, reporting each dir once.
+
+    A build-output name deeper than the top (`doc/build/`, Go's `src/go/build/`)
+    whose files git tracks is content someone committed, not output: the
+    defaults keep it (an `exclude` of the config's own still drops it). All of
+    sqlalchemy's `doc/build/`, 227 files and its changelog, was left out."""
     verdicts: dict[str, tuple[str, str] | None] = {}
+    holding: set[str] | None = None  # folders holding a tracked file (worked out once, if needed)
+
+    def tracked_in(rel_dir: str) -> bool:
+        nonlocal holding
+        if holding is None:
+            holding = set()
+            for path in committed:
+                slash = path.find("/")
+                while slash != -1:
+                    holding.add(path[: slash + 1])
+                    slash = path.find("/", slash + 1)
+        return rel_dir in holding
 
     def verdict(rel_dir: str) -> tuple[str, str] | None:
         if rel_dir not in verdicts:
@@ -605,6 +639,15 @@ def _prune_dirs(paths: list[str], filters: _Filters, skipped: list[tuple[str, st
             found = verdict(rel_dir[:cut]) if cut else None
             if found is None:
                 reason = filters.dir_reason(rel_dir)
+                if (
+                    reason == "excluded dir"
+                    and cut
+                    and rel_dir[cut:] in _OUTPUT_NAMES
+                    and not filters.excluded_by_config(rel_dir)
+                    and tracked_in(rel_dir)
+                ):
+                    reason = None
+                    filters.kept.append(rel_dir)
                 if reason:
                     found = (rel_dir, reason)
                     skipped.append(found)
