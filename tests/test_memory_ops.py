@@ -478,7 +478,7 @@ def test_a_trash_note_lore_did_not_write_is_left_alone(cli, tmp_path):
     extra = notes[2].with_name("extra.json")
     extra.write_text(json.dumps({**escaping, "original": "/tmp/escaped-abs.md"}))
     assert cli.json("restore", "--list") == []
-    assert cli.json("gc", "--days", "0") == {"purged": []}
+    assert cli.json("gc", "--days", "0") == {"purged": [], "vectors_removed": 0}
     proc = cli("restore", ids[2][:8], ok=False)
     assert proc.returncode == 1 and "nothing in the trash matches" in one_line(proc)
     assert not (cli.cwd.parent / "escaped.md").exists() and not Path("/tmp/escaped-abs.md").exists()

@@ -81,7 +81,7 @@ def test_the_written_defaults_and_documented_keys_are_accepted(cli):
         "[sessions]\nsoft_limit_tokens = 100000\n",
     )
     assert cli.json("list") == []
-    assert cli.json("gc") == {"purged": []}
+    assert cli.json("gc") == {"purged": [], "vectors_removed": 0}
 
 
 @pytest.mark.parametrize("kind", ["dev-zero", "fifo", "folder"])
