@@ -511,29 +511,14 @@ def update_holding(lock_dir: Path) -> bool:
     except BlockingIOError:
         return True
     finally:
-        os.close(descriptor)
+        os.close(descriptor)  # (a shared lock taken is let go with it)
     return False
 
 
 def update_running(lock_dir: Path) -> bool:
     """Whether a background update (:func:`run_coalesced`, a git hook's) is running
     or waiting to run; nothing is created to find out."""
-    import fcntl
-
-    lock_dir = Path(lock_dir)
-    if (lock_dir / _PENDING_FILE).exists():
-        return True
-    try:
-        descriptor = os.open(lock_dir / _LOCK_FILE, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(descriptor)  # (a shared lock taken is let go with it)
-    return False
+    return (Path(lock_dir) / _PENDING_FILE).exists() or update_holding(lock_dir)
 
 
 def _mark(pending: Path) -> None:
