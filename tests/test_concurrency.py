@@ -357,3 +357,23 @@ def test_threads_sharing_one_lore_take_turns(project):
 
 
 TOPICS = ("deploys", "caching", "logging", "billing")
+
+
+def test_a_second_embedder_waits_for_the_first_then_embeds_what_is_left(tmp_path):
+    """`lore index` beside a git hook's update embedded the same texts twice
+    (together 68 texts/s fell to 49): one process embeds at a time."""
+    import threading
+
+    import lore
+    from lore.locking import file_lock
+
+    with lore.init(tmp_path / "proj") as project:
+        lock = project.project.local_dir / "embedding.lock"
+        done = threading.Event()
+        with file_lock(lock):  # another process embedding
+            worker = threading.Thread(target=lambda: (project.embed(), done.set()))
+            worker.start()
+            assert not done.wait(1.0), "it went on beside the other embedder"
+        assert done.wait(30)
+        worker.join()
+        assert any("waiting for it" in m for m in project.notices)

@@ -498,3 +498,13 @@ def test_a_nested_build_folder_git_tracks_is_content_not_output(tmp_path):
     assert found.files == ["app.py", "doc/build/index.rst", "src/go/build/build.go"]
     assert ("build/", "excluded dir") in found.skipped and ("web/dist/", "excluded dir") in found.skipped
     assert discover(root, exclude=["doc/build/"]).files == ["app.py", "src/go/build/build.go"]
+
+
+def test_a_minified_script_not_named_so_is_left_out(tmp_path):
+    """A bundle not named *.min.js was indexed as 808 "source" chunks, all on line 1."""
+    root = tmp_path / "proj"
+    _write(root, "static/app.bundle2.js", "var a=1;" * 3000)  # 24 KB on one line
+    _write(root, "static/ok.js", "function ok() {\n  return 1;\n}\n" * 400)
+    found = discover(root)
+    assert found.files == ["static/ok.js"]
+    assert ("static/app.bundle2.js", "minified (no line break in its first 8 KB)") in found.skipped
