@@ -1677,3 +1677,15 @@ def test_a_pack_leaves_out_memories_that_match_far_less_than_the_best(cli):
     best = max(m["relevance"] for m in found)
     assert [m["title"] for m in found][0] == "Usage errors exit with code 2"
     assert all(m["relevance"] >= 0.2 * best for m in found), found
+
+
+def test_a_task_of_only_stop_words_or_letters_is_a_usage_error(cli):
+    """`lore recall "the a of"` packed 1,949 tokens of arbitrary memories at
+    0.74-1.00, while `???` was refused as having no words."""
+    cli("add", "-t", "Retry policy", "-b", "Retry three times with a backoff.")
+    for task in ("the a of", "x"):
+        refused = cli("recall", task, ok=False)
+        assert refused.returncode == 2 and "has nothing to recall by" in refused.stderr
+    assert (
+        cli("recall", "point.x", "--no-code", "--no-related-work").returncode == 0
+    )  # an identifier is a task

@@ -811,6 +811,16 @@ class Lore:
             agent=self.agent,
             include_sessions=include_sessions,
         )
+        said = f"{title} {description or ''}"
+        if not request.files and not task and _says_nothing(said):
+            from lore.memory.values import clip
+
+            # "the a of", "x": every memory matches it as well as any other, and a full
+            # pack of them at high scores would read as an answer.
+            raise UsageError(
+                f"the task '{clip(' '.join(title.split()), 60)}' has nothing to recall by (only stop words "
+                "or single letters); describe the task in a few words"
+            )
         for path in request.files:  # a typo would only leave the task without its files
             if not (self.project.root / path).exists():
                 self._notice(f"no file {path} in the project: the task's files name nothing there")
@@ -1509,3 +1519,16 @@ def _read_in(pack: RecallPack) -> builtins.list[str]:
         for it in pack.items
         if it.kind == "memory" and float(it.data.get("relevance", 1.0) or 0.0) >= READ_RELEVANCE
     ]
+
+
+def _says_nothing(text: str) -> bool:
+    """Whether a task has words, all of them stop words or single letters, and no
+    identifier (`point.x`, `AND_MASK`): nothing to tell memories apart by. (No
+    word at all is the search's own usage error.)"""
+    import re
+
+    from lore.search.text import STOPWORDS, terms
+
+    words = terms(text)
+    content = [t for t in words if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
+    return bool(words) and not content and not re.search(r"\w[._]\w|[a-z][A-Z]", text)
