@@ -341,6 +341,13 @@ def test_show_says_where_a_memory_listed_from_another_clone_is(pg_database, tmp_
     shown = two("show", added["id"][:8], env=env, ok=False)
     assert shown.returncode == 1 and "its file is not in this clone" in shown.stderr
     assert "git pull" in shown.stderr
+    # `db status` names the project as the database does, as `db projects` does (it gave
+    # this clone's own idea of the name: here a [project] name edited in this clone only).
+    config = tmp_path / "second/.lore/config.toml"
+    config.write_text(config.read_text().replace("[project]\n", '[project]\nname = "my-copy"\n', 1))
+    status = two.json("db", "status", env=env)["project"]
+    (listed,) = [p for p in two.json("db", "projects", env=env) if p["id"] == status["id"]]
+    assert status["name"] == listed["name"] != "my-copy"
 
 
 def test_a_remotes_token_never_stays_in_the_shared_projects_table(pg_database, tmp_path, git_env):

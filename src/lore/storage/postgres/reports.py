@@ -158,7 +158,7 @@ class Reports(StoreCore):
             "schema_version": version,
             "schema_version_expected": SCHEMA_VERSION,
             "user": self.role,
-            "project": {"id": self.project_id, "name": self.who.name, "remote_url": self.who.remote_url},
+            "project": self._project_row(),
             "clone_id": self.clone_id,
             "clones": [
                 {
@@ -172,6 +172,13 @@ class Reports(StoreCore):
                 for cid, host, path, user, seen in clones
             ],
         }
+
+    def _project_row(self) -> dict[str, Any]:
+        """This project as the database names it (`lore db projects` says the same):
+        the name its first clone gave it, not this clone's folder's."""
+        row = self._one("SELECT name, remote_url FROM projects WHERE id = %s", (self.project_id,))
+        name, remote = (row[0], row[1]) if row else (self.who.name, self.who.remote_url)
+        return {"id": self.project_id, "name": name, "remote_url": without_credentials(remote) if remote else None}
 
     def projects(self) -> list[dict[str, Any]]:
         """Every project of the database: id, name, remote, clones, memories (shared, global)."""
