@@ -178,7 +178,11 @@ class Reports(StoreCore):
         the name its first clone gave it, not this clone's folder's."""
         row = self._one("SELECT name, remote_url FROM projects WHERE id = %s", (self.project_id,))
         name, remote = (row[0], row[1]) if row else (self.who.name, self.who.remote_url)
-        return {"id": self.project_id, "name": name, "remote_url": without_credentials(remote) if remote else None}
+        return {
+            "id": self.project_id,
+            "name": name,
+            "remote_url": without_credentials(remote) if remote else None,
+        }
 
     def projects(self) -> list[dict[str, Any]]:
         """Every project of the database: id, name, remote, clones, memories (shared, global)."""
