@@ -1689,3 +1689,18 @@ def test_a_task_of_only_stop_words_or_letters_is_a_usage_error(cli):
     assert (
         cli("recall", "point.x", "--no-code", "--no-related-work").returncode == 0
     )  # an identifier is a task
+
+
+def test_a_pack_says_what_its_budget_left_out(cli):
+    """At a budget of 50 the pack was its heading alone, like a nonsense task's,
+    with nothing to say items were left out."""
+    for i in range(3):
+        cli(
+            "add", "-t", f"Completion quoting rule {i}", "-b", "Quote completion values with care. " * (4 + i)
+        )
+    small = cli(
+        "recall", "completion values quoting", "--budget", "60", "--no-code", "--no-related-work"
+    ).stdout
+    assert "more items did not fit the budget: raise --budget to see them" in small
+    whole = cli("recall", "completion values quoting", "--no-code", "--no-related-work").stdout
+    assert "did not fit the budget" not in whole

@@ -119,9 +119,11 @@ def render(
     used: int | None = None,
     sections: dict[str, str] | None = None,
     head: str | None = None,
+    left: int = 0,
 ) -> str:
     """The Markdown block injected into an agent's prompt (`head` replaces the
-    recall heading; `sections` as in :func:`pack`)."""
+    recall heading; `sections` as in :func:`pack`; `left`: items the budget
+    left out, said on a last line)."""
     if head is None:
         head = f"## Lore recall: {title}\n_query: {query_used}_"
         if used is not None:
@@ -132,4 +134,12 @@ def render(
         if mine:
             parts.append(f"\n### {section}")
             parts.extend(it.text(it.level or "L1") for it in mine)
+    if left:
+        parts.append(left_out(left))
     return "\n".join(parts) + "\n"
+
+
+def left_out(count: int) -> str:
+    """The last line of a pack whose budget left `count` items out."""
+    many = count > 1
+    return f"\n_{count} more item{'s' if many else ''} did not fit the budget: raise --budget to see {'them' if many else 'it'}_"

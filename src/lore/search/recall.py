@@ -23,7 +23,7 @@ from lore.memory.values import clip, fold_line
 from lore.records import Record, datarecord
 from lore.search import attention as att
 from lore.search import hybrid
-from lore.search.pack import Item, check_heading, pack, render
+from lore.search.pack import Item, check_heading, left_out, pack, render
 from lore.search.text import terms
 from lore.storage import ChunkFilter, MemoryFilter, Store
 
@@ -605,18 +605,28 @@ def build(request: RecallRequest, items: list[Item]) -> RecallPack:
     title, shown = clip(fold_line(request.title), HEADING_CHARS), clip(query, HEADING_CHARS)
     header = render(title, shown, [], request.budget, used=request.budget)
     check_heading(count_tokens(header), request.budget)
-    chosen = pack(items, request.budget, request.level, count_tokens(header) + 2)
+    start = count_tokens(header) + 2
+    chosen = pack(items, request.budget, request.level, start)
+    left = len(items) - len(chosen) if request.level is not None else 0
+    if left:  # the pack says what the budget left out, when that line costs it no item
+        room = count_tokens(left_out(left)) + 1
+        fits = start + room <= request.budget
+        roomy = pack(items, request.budget - room, request.level, start) if fits else []
+        if fits and [it.key for it in roomy] == [it.key for it in chosen]:
+            chosen = roomy
+        else:  # the first choice stands, its levels as they were, and says nothing
+            chosen, left = pack(items, request.budget, request.level, start), 0
     # The header states the tokens used, which changes the count: the body is
     # counted once, the one-line header until its number is stable.
     head = render(title, shown, [], request.budget).rstrip("\n")
-    rest = count_tokens(render(title, shown, chosen, request.budget)[len(head) :])
+    rest = count_tokens(render(title, shown, chosen, request.budget, left=left)[len(head) :])
     used = count_tokens(head) + rest
     for _ in range(3):
         total = count_tokens(render(title, shown, [], request.budget, used=used).rstrip("\n")) + rest
         if total == used:
             break
         used = total
-    markdown = render(title, shown, chosen, request.budget, used=used)
+    markdown = render(title, shown, chosen, request.budget, used=used, left=left)
     # The count is exact when no piece can straddle the seam: the heading ends
     # in a word ("tokens") and the rest starts a line (no word runs on over a
     # newline). Else count the whole pack again, and say that figure.
@@ -624,7 +634,7 @@ def build(request: RecallRequest, items: list[Item]) -> RecallPack:
     clean = markdown[seam - 1 : seam].isalpha() and markdown[seam : seam + 1] == "\n"
     exact = used if clean else count_tokens(markdown)
     if exact != used:
-        markdown = render(title, shown, chosen, request.budget, used=exact)
+        markdown = render(title, shown, chosen, request.budget, used=exact, left=left)
     return RecallPack(query, request.title, request.budget, request.level, chosen, markdown, exact)
 
 
