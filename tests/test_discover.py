@@ -491,11 +491,24 @@ def test_a_nested_build_folder_git_tracks_is_content_not_output(tmp_path):
     root = tmp_path / "repo"
     root.mkdir()
     _git(root, "init", "-q")
-    for rel in ["doc/build/index.rst", "src/go/build/build.go", "build/out.js", "web/dist/app.js", "app.py"]:
+    for rel in [
+        "doc/build/index.rst",
+        "doc/build/changelog/unreleased.rst",
+        "doc/build/node_modules/x.js",
+        "src/go/build/build.go",
+        "build/out.js",
+        "web/dist/app.js",
+        "app.py",
+    ]:
         _write(root, rel)
     _git(root, "add", "doc", "src", "app.py")  # tracked; build/ and web/dist/ are output
     found = discover(root)
-    assert found.files == ["app.py", "doc/build/index.rst", "src/go/build/build.go"]
+    assert found.files == [
+        "app.py",
+        "doc/build/changelog/unreleased.rst",
+        "doc/build/index.rst",
+        "src/go/build/build.go",
+    ]
     assert ("build/", "excluded dir") in found.skipped and ("web/dist/", "excluded dir") in found.skipped
     assert discover(root, exclude=["doc/build/"]).files == ["app.py", "src/go/build/build.go"]
 

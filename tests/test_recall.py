@@ -1536,6 +1536,7 @@ def test_a_memory_about_a_file_the_task_names_ranks_with_those_words_did_not_fin
     )["id"]
     found = by_id(repo.json("recall", "refactor stream handling", "--files", "src/app.py")["memories"])
     assert found[weak]["score"] >= found[unmatched]["score"] * 0.9, found
+    assert found[weak]["relevance"] >= 0.5  # what it is read and its links followed by, too
 
 
 def test_contradicting_memories_say_so_and_a_replacement_stays_in_the_period_asked(cli):

@@ -528,7 +528,11 @@ class _Filters:
 
     def dir_reason(self, rel_dir: str) -> str | None:
         """Why a whole directory (`rel_dir` ends in "/") is left out, if it is."""
-        if self.exclude.verdict(rel_dir):
+        kept = next((k for k in self.kept if rel_dir.startswith(k)), None)
+        if kept is not None:  # below a build-output folder kept as content: the defaults read from there
+            if self.own_exclude.verdict(rel_dir) or self.exclude.verdict(rel_dir[len(kept) :]):
+                return "excluded dir"
+        elif self.exclude.verdict(rel_dir):
             return "excluded dir"
         if any(os.path.exists(os.path.join(self.root, rel_dir, m)) for m in _VENV_MARKERS):
             return "virtualenv"

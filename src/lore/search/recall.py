@@ -304,6 +304,7 @@ def memory_items(
         count, last = access.get(hit.id, (0, None))
         # About a file the task names: at least as relevant as one the words did not find.
         relevance = max(hit.score, ABOUT_FILE) if hit.id in about else hit.score
+        hit.score = relevance  # (what the item says, and what reads and links are judged by)
         score = att.attention(
             relevance,
             occurred_at=hit.occurred_at,
