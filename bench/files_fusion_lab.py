@@ -31,45 +31,20 @@ def data_dir(name: str) -> Path:
     return BENCH_DATA / "timesplit-flask" if name == "flask" else WORK / "timesplit-sets" / name
 
 
-def score(project, queries: list[dict], qrels: dict[str, set[str]], field: str, code: str, commits: str):
-    """(R@1, R@10, MRR@10) of files ranked on code fused by `code` and commits by `commits`."""
-    from lore.search.code import search_files
-    from lore.storage import ChunkFilter
-
-    searcher = project.searcher
-    searcher._recent.clear()  # the commits of another fusion are not these
-    r1, r10, mrr = [], [], []
-    for q in queries:
-        query, run = searcher.query(q[field], "code", None)
-        found = searcher._commits(q[field], None, commits, None)
-        hits = search_files(
-            searcher.store,
-            query,
-            found,
-            ChunkFilter(),
-            limit=10,
-            mode=run,
-            fusion=code,
-            tests=searcher.tests_of,
-        )
-        ranked, relevant = [h.file_path for h in hits], qrels.get(q["qid"], set())
-        r1.append(float(bool(ranked[:1]) and ranked[0] in relevant))
-        r10.append(len(set(ranked[:10]) & relevant) / max(1, len(relevant)))
-        mrr.append(next((1 / (i + 1) for i, p in enumerate(ranked[:10]) if p in relevant), 0.0))
-    return statistics.fmean(r1), statistics.fmean(r10), statistics.fmean(mrr)
-
-
-def scaled(
+def score(
     project,
     queries: list[dict],
     qrels: dict[str, set[str]],
     field: str,
-    code: float,
-    commits: float,
-    mode=None,
-):
-    """(hit@1, MRR@10) with the vector list's RRF weight scaled by `code` for code
-    chunks and `commits` for past commits (mode "bm25": BM25 mode throughout)."""
+    code: str = "rrf",
+    commits: str = "rrf",
+    *,
+    scales: tuple[float, float] = (1.0, 1.0),
+    mode: str | None = None,
+) -> tuple[float, float, float]:
+    """(hit@1, R@10, MRR@10) of files ranked on code fused by `code` and commits
+    by `commits`, the vector list's RRF weight scaled by `scales` (code, commits);
+    `mode` "bm25": BM25 mode throughout."""
     from lore.search import fusion
     from lore.search.code import search_files
     from lore.storage import ChunkFilter
@@ -77,14 +52,14 @@ def scaled(
     base, scale = fusion.vector_weight, [1.0]
     fusion.vector_weight = lambda n: base(n) * scale[0]  # type: ignore[assignment]
     searcher = project.searcher
-    hit1, mrr = [], []
+    hit1, r10, mrr = [], [], []
     try:
         for q in queries:
-            searcher._recent.clear()
+            searcher._recent.clear()  # the commits of another fusion are not these
             query, run = searcher.query(q[field], "code", mode)
-            scale[0] = commits
-            found = searcher._commits(q[field], mode, "rrf", None)
-            scale[0] = code
+            scale[0] = scales[1]
+            found = searcher._commits(q[field], mode, commits, None)
+            scale[0] = scales[0]
             hits = search_files(
                 searcher.store,
                 query,
@@ -92,15 +67,16 @@ def scaled(
                 ChunkFilter(),
                 limit=10,
                 mode=run,
-                fusion="rrf",
+                fusion=code,
                 tests=searcher.tests_of,
             )
             ranked, relevant = [h.file_path for h in hits], qrels.get(q["qid"], set())
             hit1.append(float(bool(ranked[:1]) and ranked[0] in relevant))
+            r10.append(len(set(ranked[:10]) & relevant) / max(1, len(relevant)))
             mrr.append(next((1 / (i + 1) for i, p in enumerate(ranked[:10]) if p in relevant), 0.0))
     finally:
         fusion.vector_weight = base  # type: ignore[assignment]
-    return statistics.fmean(hit1), statistics.fmean(mrr)
+    return statistics.fmean(hit1), statistics.fmean(r10), statistics.fmean(mrr)
 
 
 def main() -> None:
@@ -121,11 +97,11 @@ def main() -> None:
             queries = jsonl(data / "queries.jsonl")
             qrels = {q["qid"]: set(q["relevant"]) for q in jsonl(data / "qrels.jsonl")}
             with lore.open(OUTSIDE / name) as project:
-                cells = {"bm25": scaled(project, queries, qrels, args.field, 1, 1, "bm25")}
+                cells = {"bm25": score(project, queries, qrels, args.field, mode="bm25")[::2]}
                 for code, commits in pairs:
-                    cells[f"{code:g}:{commits:g}"] = scaled(
-                        project, queries, qrels, args.field, code, commits
-                    )
+                    cells[f"{code:g}:{commits:g}"] = score(
+                        project, queries, qrels, args.field, scales=(code, commits)
+                    )[::2]
             for key, value in cells.items():
                 table.setdefault(key, []).append(value)
             print(

@@ -793,6 +793,7 @@ class Lore:
         """
         from lore.search import recall as rc
         from lore.search.pack import resolve_level
+        from lore.search.text import says_nothing
 
         if not isinstance(title, str) or not isinstance(description or "", str):
             raise UsageError("the task's title and description must be text; give the task in words")
@@ -812,7 +813,7 @@ class Lore:
             include_sessions=include_sessions,
         )
         said = f"{title} {description or ''}"
-        if not request.files and not task and _says_nothing(said):
+        if not request.files and not task and says_nothing(said):
             from lore.memory.values import clip
 
             # "the a of", "x": every memory matches it as well as any other, and a full
@@ -1519,16 +1520,3 @@ def _read_in(pack: RecallPack) -> builtins.list[str]:
         for it in pack.items
         if it.kind == "memory" and float(it.data.get("relevance", 1.0) or 0.0) >= READ_RELEVANCE
     ]
-
-
-def _says_nothing(text: str) -> bool:
-    """Whether a task has words, all of them stop words or single letters, and no
-    identifier (`point.x`, `AND_MASK`): nothing to tell memories apart by. (No
-    word at all is the search's own usage error.)"""
-    import re
-
-    from lore.search.text import STOPWORDS, terms
-
-    words = terms(text)
-    content = [t for t in words if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
-    return bool(words) and not content and not re.search(r"\w[._]\w|[a-z][A-Z]", text)

@@ -528,11 +528,7 @@ class _Filters:
 
     def dir_reason(self, rel_dir: str) -> str | None:
         """Why a whole directory (`rel_dir` ends in "/") is left out, if it is."""
-        kept = next((k for k in self.kept if rel_dir.startswith(k)), None)
-        if kept is not None:  # below a build-output folder kept as content: the defaults read from there
-            if self.own_exclude.verdict(rel_dir) or self.exclude.verdict(rel_dir[len(kept) :]):
-                return "excluded dir"
-        elif self.exclude.verdict(rel_dir):
+        if self._excluded(rel_dir):
             return "excluded dir"
         if any(os.path.exists(os.path.join(self.root, rel_dir, m)) for m in _VENV_MARKERS):
             return "virtualenv"
@@ -542,14 +538,23 @@ class _Filters:
 
     def ignore_reason(self, rel: str) -> str | None:
         """Why a file is excluded or .loreignored, if it is."""
-        if self.exclude.verdict(rel):
-            kept = next((k for k in self.kept if rel.startswith(k)), None)
-            # In a build-output folder kept as content, the defaults read it from there.
-            if kept is None or self.own_exclude.verdict(rel) or self.exclude.verdict(rel[len(kept) :]):
-                return "excluded"
+        if self._excluded(rel):
+            return "excluded"
         if self.loreignore.verdict(rel):
             return "ignored by .loreignore"
         return None
+
+    def _excluded(self, rel: str) -> bool:
+        """The exclude globs' verdict; below a build-output folder kept as content
+        (:func:`_prune_dirs`) the defaults read the path from there."""
+        if not self.exclude.verdict(rel):
+            return False
+        kept = next((k for k in self.kept if rel.startswith(k)), None)
+        return (
+            kept is None
+            or bool(self.own_exclude.verdict(rel))
+            or bool(self.exclude.verdict(rel[len(kept) :]))
+        )
 
     def include_reason(self, rel: str) -> str | None:
         return None if self.include.verdict(rel) else "not included"

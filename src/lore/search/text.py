@@ -45,11 +45,27 @@ def terms(text: str) -> list[str]:
         parts = [p for p in re.split(r"_+", _SPLIT_CAMEL.sub("_", word)) if p]
         for candidate in (word, *parts) if len(parts) > 1 else (word,):
             low = candidate.lower()
-            if low not in STOPWORDS and (len(low) > 1 or low.isdigit()):
+            if _telling(low):
                 out[low] = None
             else:
                 short[low] = None
     return list(out or short)
+
+
+def _telling(term: str) -> bool:
+    """A term that tells texts apart: no stop word, no single letter."""
+    return term not in STOPWORDS and (len(term) > 1 or term.isdigit())
+
+
+def says_nothing(text: str) -> bool:
+    """Whether `text` has words, all stop words or single letters, and no
+    identifier (`point.x`, `AND_MASK`): nothing to tell one text from another
+    by (:func:`terms` keeps them then, for a lookup of `AND` or `x`)."""
+    found = terms(text)
+    return bool(found) and not any(map(_telling, found)) and not _IDENTIFIER_IN.search(text)
+
+
+_IDENTIFIER_IN = re.compile(r"\w[._]\w|[a-z][A-Z]")
 
 
 MAX_FTS_TERMS = 16

@@ -318,29 +318,29 @@ class StoreCore:
             )
         assert row is not None
         self._check_remote()
-        if who.remote_url is not None:
-            # A row an older Lore wrote kept a CI clone's token (`https://x-access-token:…@`):
-            # the projects table has no row-level security. It is rewritten without it.
-            self._exec(
-                "UPDATE projects SET remote_url = %s WHERE id = %s AND remote_url LIKE %s AND remote_url <> %s",
-                (who.remote_url, who.id, "%@%", who.remote_url),
-            )
         return int(row[0]), str(row[1])
 
     def _check_remote(self) -> None:
-        """Say so when the project this clone joins (by the [project] id of its
-        config) lives in a repository of another name: a template's committed
-        `.lore/config.toml` made an unrelated repository share, and overwrite,
-        another team's memories without a word."""
-        from lore.storage.postgres.identity import normalise_remote
+        """The project row's remote, read once a process: kept without a token
+        (a row an older Lore wrote kept a CI clone's `https://x-access-token:…@`,
+        and the projects table has no row-level security), and said when it
+        names a repository of another name than this clone's: a template's
+        committed `.lore/config.toml` made an unrelated repository share, and
+        overwrite, another team's memories without a word."""
+        from lore.storage.postgres.identity import normalise_remote, without_credentials
 
-        mine = normalise_remote(self.who.remote_url) if self.who.remote_url else None
         found = self._one("SELECT remote_url FROM projects WHERE id = %s", (self.who.id,))
-        theirs = normalise_remote(str(found[0])) if found and found[0] else None
+        stored = str(found[0]) if found and found[0] else None
+        if stored and without_credentials(stored) != stored:
+            stored = without_credentials(stored)
+            self._exec("UPDATE projects SET remote_url = %s WHERE id = %s", (stored, self.who.id))
+        mine = self.who.remote_url
+        ours = normalise_remote(mine) if mine else None
+        theirs = normalise_remote(stored) if stored else None
         # (A fork is the same repository under another owner: only the names are compared.)
-        if mine and theirs and mine.rsplit("/", 1)[-1].lower() != theirs.rsplit("/", 1)[-1].lower():
+        if ours and theirs and ours.rsplit("/", 1)[-1].lower() != theirs.rsplit("/", 1)[-1].lower():
             self.notices.append(
-                f"this clone's remote is {mine}, but project {self.who.id} (its [project] id in "
+                f"this clone's remote is {ours}, but project {self.who.id} (its [project] id in "
                 f".lore/config.toml) is the repository {theirs}: its memories are shared with that "
                 "one; if this is another project (a copied config), remove the [project] id and run "
                 "`lore index`"
