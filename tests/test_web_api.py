@@ -97,6 +97,9 @@ async def test_create_get_update_delete_restore_purge(root):
         assert r.status_code == 200 and r.json()["purged"][0]["id"] == key
         assert (await c.get("/api/trash")).json() == []
         assert (await c.post(f"/api/trash/{key}/restore", json={})).status_code == 404
+        # The web's purge is `lore gc`: the trash past its time, then the vectors no chunk uses.
+        purged = await c.post("/api/trash/purge", json={})
+        assert purged.status_code == 200 and set(purged.json()) == {"purged", "vectors_removed"}
 
 
 async def test_list_filters_sort_pagination_and_cli_shapes(root):

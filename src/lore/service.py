@@ -612,8 +612,14 @@ class Lore:
 
     def prune_vectors(self) -> int:
         """Delete the vectors no chunk uses any more (code of branches left, old
-        versions of files), giving the space back; how many (`lore gc`)."""
+        versions of files), giving the space back; how many."""
         return self.store.prune_vectors()
+
+    def collect_garbage(self, *, retention_days: float | None = None) -> dict[str, Any]:
+        """`lore gc` (and the web's purge): the trash past its retention period,
+        then the vectors no chunk uses; ``{"purged": [TrashEntry], "vectors_removed": n}``."""
+        purged = self.gc(retention_days=retention_days)
+        return {"purged": purged, "vectors_removed": self.prune_vectors()}
 
     # -- reading ---------------------------------------------------------------------------------
 

@@ -509,8 +509,8 @@ def gc(lore, days, as_json):
       lore gc
       lore gc --days 7
     """
-    purged = lore.gc(retention_days=days)
-    vectors = lore.prune_vectors()
+    done = lore.collect_garbage(retention_days=days)
+    purged, vectors = done["purged"], done["vectors_removed"]
     if as_json:
         emit_json({"purged": [e.to_dict() for e in purged], "vectors_removed": vectors})
     else:

@@ -260,7 +260,7 @@ def trash_list(lore):
 
 
 def purge(lore, *, days=None):
-    return {"purged": lore.gc(retention_days=days)}
+    return lore.collect_garbage(retention_days=days)
 
 
 ENDPOINTS: tuple[Endpoint, ...] = (
