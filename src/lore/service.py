@@ -647,17 +647,13 @@ class Lore:
 
         if not hits:
             return hits
-        newer = self.memories.graph.superseded_by([h.id for h in hits])
-        archived = {
-            r.id: r.superseded_by
-            for r in self.store.memories(self.memories.filter(ids=[h.id for h in hits]))
-            if r.superseded_by
-        }
+        newer = self.memories.graph.superseded_by([h.id for h in hits])  # (its own superseded_by: on the hit)
         flagged = False
         for hit in hits:
-            replaced = newer[hit.id].id if hit.id in newer else archived.get(hit.id)
-            if replaced:
-                hit.superseded_by, hit.score, flagged = replaced, round(hit.score * STALE_FACTOR, 4), True
+            if hit.id in newer:
+                hit.superseded_by = newer[hit.id].id
+            if hit.superseded_by:
+                hit.score, flagged = round(hit.score * STALE_FACTOR, 4), True
         return sorted(hits, key=lambda h: -h.score) if flagged else hits
 
     def list(self, *, limit: int | None = None, **filters: Any) -> list[dict[str, Any]]:

@@ -134,6 +134,7 @@ def hit_of(chunk: ChunkRecord, snip: str, score: float, source: str) -> MemoryHi
         applies_to=memory.applies_to,
         occurred_at=memory.occurred_at,
         summary=memory.summary,
+        superseded_by=memory.superseded_by,
         confidence=memory.confidence,
         weak=hybrid.weak(source, score),
     )
