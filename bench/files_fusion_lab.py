@@ -2,6 +2,11 @@
 
     python bench/files_fusion_lab.py [--sets flask,gin,...] [--field text|subject] [--grid]
     python bench/files_fusion_lab.py --scales 1:1,0.5:1,0.67:1,0.5:0.5
+    python bench/files_fusion_lab.py --sets gitlog,flask,... --scales 1:1 --near
+
+`--near` scales the vector list's RRF weight by the relevance of its nearest
+hit, for each search (stop 50). `gitlog` is gitlog-flask's whole tree, as
+`python bench/gitlog_flask.py --tree all` built it (no history).
 
 Runs the product's own `search_files` on each set's indexed snapshot (built by
 `python bench/timesplit.py [--set NAME]` first) with the code chunks and the
@@ -28,7 +33,32 @@ GRID = [(5, 12), (2, 12), (10, 12), (20, 12), (5, 6), (5, 24)]
 
 
 def data_dir(name: str) -> Path:
+    if name == "gitlog":
+        return BENCH_DATA / "gitlog-flask"
     return BENCH_DATA / "timesplit-flask" if name == "flask" else WORK / "timesplit-sets" / name
+
+
+def root(name: str) -> Path:
+    return OUTSIDE.parent / "flask-all" / "flask-3.1.3" if name == "gitlog" else OUTSIDE / name
+
+
+def weigh_by_nearness() -> None:
+    """From now on, each RRF fusion scales the vector list's weight by its
+    nearest hit's relevance (0-1): distant neighbours vote less."""
+    from lore.search import fusion
+
+    fuse = fusion.fuse
+
+    def near_fuse(keyword, vector, mode="adaptive", n_terms=1, *args, **kwargs):
+        near = min(1.0, max(0.05, vector[0][1])) if vector else 1.0
+        weight = fusion.vector_weight
+        fusion.vector_weight = lambda n: weight(n) * near  # type: ignore[assignment]
+        try:
+            return fuse(keyword, vector, mode, n_terms, *args, **kwargs)
+        finally:
+            fusion.vector_weight = weight  # type: ignore[assignment]
+
+    fusion.fuse = near_fuse  # type: ignore[assignment]
 
 
 def score(
@@ -85,9 +115,13 @@ def main() -> None:
     parser.add_argument("--field", default="text", choices=["text", "subject"])
     parser.add_argument("--grid", action="store_true", help="RRF's k and long-query point instead")
     parser.add_argument("--scales", help="CODE:COMMITS,... vector-weight scales to compare (stop 49)")
+    parser.add_argument("--near", action="store_true", help="weigh vectors by their nearest hit (stop 50)")
     args = parser.parse_args()
     import lore
     from lore.search import fusion
+
+    if args.near:
+        weigh_by_nearness()
 
     if args.scales:
         pairs = [tuple(float(x) for x in v.split(":")) for v in args.scales.split(",")]
@@ -96,7 +130,7 @@ def main() -> None:
             data = data_dir(name)
             queries = jsonl(data / "queries.jsonl")
             qrels = {q["qid"]: set(q["relevant"]) for q in jsonl(data / "qrels.jsonl")}
-            with lore.open(OUTSIDE / name) as project:
+            with lore.open(root(name)) as project:
                 cells = {"bm25": score(project, queries, qrels, args.field, mode="bm25")[::2]}
                 for code, commits in pairs:
                     cells[f"{code:g}:{commits:g}"] = score(
@@ -118,7 +152,7 @@ def main() -> None:
         data = data_dir(name)
         queries = jsonl(data / "queries.jsonl")
         qrels = {q["qid"]: set(q["relevant"]) for q in jsonl(data / "qrels.jsonl")}
-        with lore.open(OUTSIDE / name) as project:
+        with lore.open(root(name)) as project:
             cells = []
             for variant in variants:
                 if args.grid:

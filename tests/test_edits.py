@@ -197,6 +197,21 @@ def test_edits_are_redacted_like_any_write(mem):
         assert key not in (cli.cwd / ".lore/index.db").read_bytes().decode("latin-1")
 
 
+def test_an_edit_that_completes_a_secret_is_redacted(mem):
+    """A replacement or a custom field is a secret only with what stands
+    before it ("password: TODO" → the value; `db_password=...`)."""
+    cli, path = mem
+    cli("edit", "mem-2026-02-12-001", "--append", "Staging DB password: TODO (ask ops).")
+    proc = cli("edit", "mem-2026-02-12-001", "--find", "TODO", "--replace", "Tr0bBzVun0Ry&3")
+    assert "redacted" in proc.stderr
+    proc = cli("edit", "mem-2026-02-12-001", "--set", "db_password=Qz9dOfWYj6nc!x8")
+    assert "redacted" in proc.stderr
+    text = path.read_text()
+    assert "Tr0bBzVun0Ry" not in text and "Qz9dOfWYj6nc" not in text
+    assert "db_password:" in text and "Staging DB password: [REDACTED" in text
+    no_hash_warning(cli)
+
+
 def test_expect_sha256_refuses_a_changed_file(mem):
     cli, path = mem
     stale = hashlib.sha256(path.read_bytes()).hexdigest()

@@ -587,6 +587,8 @@ def test_syntax_soup_never_breaks_redaction(text):
         ("9sk-" + "A" * 20 + "T3BlbkFJ") * 6000,
         "a-ghp_1" * 30000,
         "a-NRAK-1" * 25000,
+        "api_key: |\n" * 30000,
+        "the password is `" * 30000,
     ],
     ids=[
         "assignments",
@@ -600,11 +602,57 @@ def test_syntax_soup_never_breaks_redaction(text):
         "openai",
         "joins",
         "contains",
+        "block-scalars",
+        "quoted-prose",
     ],
 )
 def test_adversarial_inputs_finish(text: str):
     redact(text)
     mask_code(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("The grafana admin password is `Qz9dOfWYj6nc!x`.", "Qz9dOfWYj6nc!x"),
+        ('The staging password is "Hn2Lk9Qw7Zx4Pc!a".', "Hn2Lk9Qw7Zx4Pc!a"),
+        ('db pass is "Qz9dOfWYj6nc!x"', "Qz9dOfWYj6nc!x"),
+        ("the admin pass for grafana is Hn2Lk9Qw7Zx4Pc!a", "Hn2Lk9Qw7Zx4Pc!a"),
+        ("Change the password to Hn2Lk9!x now.", "Hn2Lk9!x"),
+        ("db:\n  password: |-\n    Qz9dOfWYj6nc!x\n", "Qz9dOfWYj6nc!x"),
+        ("smtp:\n  api_token: >\n    a8Fk2LmQ9zR4tY7uW3eS\n", "a8Fk2LmQ9zR4tY7uW3eS"),
+        # base64 with one '=' of padding ending its line: not `key: type =`
+        ("data:\n  password: WGs5I21RMiE=\n  username: YWRtaW4=\n", "WGs5I21RMiE="),
+    ],
+)
+def test_prose_and_yaml_forms_of_a_password_are_redacted(text, secret):
+    clean, found = redact(text)
+    assert secret not in clean and found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I forgot my password to gmail.",
+        "the tests pass is fine",
+        'the password is "hunter" said nobody',
+        "description: |\n  Explain the token flow\n",
+        "x: int = 5\nkey: str = value\n",
+    ],
+)
+def test_prose_about_passwords_is_left_alone(text):
+    assert redact(text) == (text, Counter())
+
+
+def test_a_commit_named_in_a_sentence_about_a_secret_is_kept_and_a_token_is_not():
+    sha = "4e909921f3c4a5b6d7e8f90123456789abcdef01"
+    for text in (
+        f"The password reset flow was fixed in {sha}.",
+        f"See PR #1234 (token refresh), sha {sha}",
+    ):
+        assert redact(text) == (text, Counter())
+    for text in (f"token: {sha}", f"the token is {sha}", f"GitHub token (old style) {sha}"):
+        assert sha not in redact(text)[0]
 
 
 def test_a_telegram_token_whose_secret_holds_no_digit_is_redacted():

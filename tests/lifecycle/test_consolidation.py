@@ -397,3 +397,19 @@ def test_review_is_interactive_on_a_terminal(proj):
     assert proc.returncode == 0, output.decode()
     assert f"applied {proposal['id']}" in output.decode()
     assert meta_of(root / ".lore/memory/a.md")["superseded_by"]
+
+
+def test_a_proposal_never_repeats_a_secret_written_into_a_memory_by_hand(proj):
+    """The file a proposal would write is redacted as any write is, and its
+    diff shows the file as it may be shown (the proposal is kept in the index)."""
+    root = proj.project.root
+    token = "ghp_" + "4HQb8GeavjTEQykdeLFkeJnjb7wXh9HjQtDc"
+    write_durable(proj, "a.md", "Timeout", f"Set API_TIMEOUT=5 for the client (token {token}).", day=0)
+    write_durable(proj, "b.md", "Timeout raised", "Set API_TIMEOUT=60 for the client.", day=2, evidence=6)
+    (proposal,) = proj.consolidate().proposals
+    (shown,) = proj.proposals()
+    assert "superseded_by" in shown.diff and token not in shown.diff
+    if not ON_POSTGRES:
+        assert token.encode() not in (root / ".lore/index.db").read_bytes()
+    proj.apply_proposal(proposal["id"])
+    assert token not in (root / ".lore/memory/a.md").read_text()

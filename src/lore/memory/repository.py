@@ -895,7 +895,11 @@ class Memories:
                     notes += [note] if note else []
                     related.append(target)
             self._check_relations(memory, self._parse(raw, rel))
-            if framed:
+            # What was typed may complete a secret only the whole says is one
+            # ("password: TODO" replaced by the value; `--set db_password=...`).
+            completed = sync.redacted(memory)
+            redacted += completed
+            if framed or completed:
                 memory.updated_at = stamp
                 text = markdown.render_checked(memory)
             retitled = before is not None and name_key(before.title) != name_key(memory.title)

@@ -26,6 +26,7 @@ says the opposite: the older is marked ``superseded_by``, with the reason).
 
 from __future__ import annotations
 
+import copy
 import difflib
 import hashlib
 from contextlib import AbstractContextManager
@@ -140,12 +141,21 @@ def rewrite_change(lifecycle: Lifecycle, record: MemoryRecord, memory: Memory) -
     return {
         "path": record.path,
         "before_sha256": file_sha(lifecycle, record.path),
-        "after": markdown.render(memory),
+        "after": _written(memory),
     }
 
 
 def create_change(rel: str, memory: Memory) -> dict[str, Any]:
-    return {"path": rel, "before_sha256": None, "after": markdown.render(memory)}
+    return {"path": rel, "before_sha256": None, "after": _written(memory)}
+
+
+def _written(memory: Memory) -> str:
+    """The file a proposal would write, redacted as any write is: a memory it
+    rests on may hold a secret written by hand, which neither the proposal
+    (kept in the index) nor the file it writes may repeat."""
+    memory = copy.copy(memory)
+    sync.redacted(memory)
+    return markdown.render(memory)
 
 
 def trash_change(lifecycle: Lifecycle, record: MemoryRecord) -> dict[str, Any]:
@@ -222,13 +232,15 @@ def public(lifecycle: Lifecycle, record: ProposalRecord) -> Proposal:
 
 def diff(lifecycle: Lifecycle, record: ProposalRecord) -> str:
     """The proposal as a unified diff against the files as they are now."""
+    from lore.secrets import redact
+
     parts = []
     for change in record.changes:
         path = change["path"]
         if change.get("keep"):
             continue
-        try:
-            before = (lifecycle.project.root / path).read_text(encoding="utf-8")
+        try:  # shown as it may be shown: a secret written in the file by hand is not
+            before = redact((lifecycle.project.root / path).read_text(encoding="utf-8"))[0]
         except (OSError, UnicodeDecodeError):
             before = ""
         if change["after"] is None:
