@@ -37,6 +37,7 @@ _INVISIBLE = re.compile(
     "[\u00ad\u034f\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufe00-\ufe0f\ufeff]"
 )
 _ESCAPED_SLASH = re.compile(r"\\/")
+_ESCAPED_QUOTE = re.compile(r"\\+(?=[\"'])")  # JSON in a JSON string (a log line): {\"password\":\"…\"}
 _PERCENT = re.compile(r"%[2-7][0-9A-Fa-f]")  # percent-encoded printable ASCII
 _ENCODED_URL = re.compile(r"%3A%2F%2F", re.I)  # "://", percent-encoded
 
@@ -49,7 +50,8 @@ def find(text: str, *, strict: bool) -> list[Finding]:
     a secret nor lend its words to a key: redacting twice changes nothing.
     The text is also read as a reader would see it, where it differs:
     JSON that escapes slashes (``https:\\/\\/hooks.slack.com\\/services\\/…``, as
-    PHP writes it) with them unescaped, characters that show as nothing (a
+    PHP writes it) with them unescaped, in prose JSON escaped inside a JSON
+    string (``{\\"password\\":\\"…\\"}``, a log line) with its quotes unescaped, characters that show as nothing (a
     zero-width space or soft hyphen inside a token) left out, and a
     percent-encoded URL (``https%3A%2F%2Fadmin%3Apass%40db``) decoded.
     """
@@ -59,6 +61,8 @@ def find(text: str, *, strict: bool) -> list[Finding]:
     readings = []
     if "\\/" in text:
         readings.append(_read_as(text, _ESCAPED_SLASH, lambda _match: "/", strict))
+    if not strict and '\\"' in text:  # prose and logs; code escapes quotes everywhere, for other reasons
+        readings.append(_read_as(text, _ESCAPED_QUOTE, lambda _match: "", strict))
     if _INVISIBLE.search(text):
         readings.append(_read_as(text, _INVISIBLE, lambda _match: "", strict))
     if _ENCODED_URL.search(text):
