@@ -664,6 +664,25 @@ def test_an_edit_cannot_point_a_memory_outside_the_project(cli):
     assert path.read_bytes() == before
 
 
+def test_a_memory_is_never_anchored_to_lores_own_folder(cli):
+    """Anchoring to another agent's private file told whether it exists (`lore
+    verify` anchored 1 or 0): Lore's folder is refused as a memory's file, and a
+    hand-written one is not anchored."""
+    private = cli.cwd / ".lore/local/bob/2026-12-01-bob-secret.md"
+    private.parent.mkdir(parents=True)
+    private.write_text("---\nsubject: Bob's\n---\nprivate\n")
+    proc = cli(
+        "add", "-t", "Pointing in", "-b", "Names a file of Lore's.", "--file", ".lore/local/x.md", ok=False
+    )
+    assert proc.returncode == 2 and "is in .lore/, Lore's own folder" in proc.stderr
+    added = cli.json("add", "-t", "Hand anchored", "-b", "Its files are written by hand below.")
+    path = cli.cwd / added["path"]
+    path.write_text(
+        path.read_text().replace("---\n\n", "files: [.lore/local/bob/2026-12-01-bob-secret.md]\n---\n\n", 1)
+    )
+    assert cli.json("verify", added["id"][:8])["anchored"] == 0
+
+
 @pytest.mark.parametrize("field", ["agent", "visibility", "storage", "id"])
 def test_an_edit_cannot_re_own_a_memory(cli, field):
     """Who a memory belongs to is Lore's to say (the writing agent, the folder):

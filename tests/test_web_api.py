@@ -374,6 +374,8 @@ async def test_bulk_preview_confirm_and_restore(root):
             and preview["total"] == 3
             and {i["change"] for i in preview["items"]} == {"+ci, −flaky"}
         )
+        r = await c.post("/api/memories/bulk", json={"action": "retag", "ids": [], "add_tags": ["z"]})
+        assert r.status_code == 400 and "ids is empty" in r.text  # not "every memory"
         r = await c.post(
             "/api/memories/bulk",
             json={
@@ -667,6 +669,31 @@ async def test_host_origin_and_open_mode_csrf(root):
         page = await c.get("/memories")
         assert page.headers["content-security-policy"].startswith("default-src 'self'")
         assert page.headers["x-frame-options"] == "DENY"
+
+
+async def test_another_site_cannot_make_a_browser_read_the_api_and_refusals_carry_the_headers(root):
+    """Reads of the API have effects (recall counts each memory's use): a page on
+    another site (or another port of this host) may not make a browser send them.
+    Programs send no Sec-Fetch-Site; the page itself sends "same-origin"."""
+    key = add_memory(root, "Alert runbook", "Page the on-call engineer when the alert fires.")
+    app = build_app(str(root))
+    async with client(app) as c:
+        before = (await c.get(f"/api/memories/{key}")).json()["access_count"]
+        for headers in (
+            {"Origin": "http://evil.example"},
+            {"Sec-Fetch-Site": "cross-site"},
+            {"Sec-Fetch-Site": "same-site"},
+        ):
+            r = await c.get("/api/recall", params={"title": "alert"}, headers=headers)
+            assert r.status_code == 403, headers
+            assert r.headers["x-frame-options"] == "DENY" and r.headers["x-content-type-options"] == "nosniff"
+        assert (await c.get(f"/api/memories/{key}")).json()["access_count"] == before
+        r = await c.get("/api/recall", params={"title": "alert"}, headers={"Sec-Fetch-Site": "same-origin"})
+        assert r.status_code == 200
+        r = await c.get("/api/memories", headers={"Host": "evil.example:8766"})
+        assert r.status_code == 421 and "content-security-policy" in r.headers
+        page = await c.get("/memories", headers={"Sec-Fetch-Site": "cross-site"})  # a link to a page is fine
+        assert page.status_code == 200
 
 
 async def test_the_undo_button_of_a_crafted_link_only_restores_from_the_trash(root):

@@ -37,3 +37,13 @@ def plain_path(path: str) -> str:
     while path.startswith("./"):
         path = path[2:]
     return path.rstrip("/")
+
+
+def in_lore_folder(path: str) -> bool:
+    """Whether `path` (relative to the project root) is in ``.lore/``: Lore's
+    own files (memories, another agent's private ones, the index), never code
+    a memory is anchored to."""
+    import posixpath
+
+    normal = posixpath.normpath(path.replace("\\", "/"))
+    return normal == ".lore" or normal.startswith(".lore/")

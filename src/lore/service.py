@@ -1304,6 +1304,8 @@ class Lore:
         params = curation.BulkParams(action, add, remove, new_type, new_tier)
         flt = memory_filter(filters, viewer=self.memories.viewer)
         flt.ids = strings(ids, "ids") or None
+        if ids is not None and not flt.ids:  # "these memories: none" is not "every memory"
+            raise UsageError("ids is empty; give the memories' ids, or leave ids out to act on the selection")
         self._fresh()
         if action == "restore":
             rows = curation.trash_selection(self.memories, flt)

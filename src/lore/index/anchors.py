@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Protocol, TypedDict
 
 from lore.errors import LoreError
-from lore.filenames import plain_path
+from lore.filenames import in_lore_folder, plain_path
 from lore.safe_read import read_inside
 from lore.storage import AnchorRecord, Store
 
@@ -72,9 +72,10 @@ def targets(memory: Anchored) -> list[Target]:
                 first = _line(start)
                 last = _line(end) or first
                 found[(plain_path(path), first, last if first and last and last >= first else first)] = None
-    # A path named with lines supersedes the same path named without.
+    # A path named with lines supersedes the same path named without. Lore's own
+    # folder is no code (and whether another agent's private file exists is not to be told).
     with_lines = {p for p, s, _ in found if s is not None}
-    return [t for t in found if t[1] is not None or t[0] not in with_lines]
+    return [t for t in found if (t[1] is not None or t[0] not in with_lines) and not in_lore_folder(t[0])]
 
 
 def record(store: Store, root: Path, memory: Anchored) -> int:

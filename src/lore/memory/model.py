@@ -33,6 +33,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, TypeAlias
 
 from lore.errors import ValidationError
+from lore.filenames import in_lore_folder
 from lore.memory.values import (
     check_int,
     check_line,
@@ -417,6 +418,13 @@ class Memory:
                     raise ValidationError(
                         f"{quoted(value)} is not a path inside the project; give it relative to the "
                         "project root (e.g. src/app.py)",
+                        field=name,
+                        path=self.path,
+                    )
+                if in_lore_folder(value):
+                    raise ValidationError(
+                        f"{quoted(value)} is in .lore/, Lore's own folder; a memory names the project's "
+                        "files (link another memory with a relation instead)",
                         field=name,
                         path=self.path,
                     )

@@ -197,10 +197,15 @@ class Gate:
         headers = Headers(scope=scope)
         path = scope["path"]
         is_mcp = path == "/mcp" or path.startswith("/mcp/")
+        send = _secured(send)  # refusals too
         try:
             self.guard.check_host(headers.get("host"))
-            if scope["method"] in auth.UNSAFE_METHODS:
+            if scope["method"] in auth.UNSAFE_METHODS or _programmatic(path):
+                # Reads of the API have effects too (recall counts each memory's use),
+                # and cost: another site's page may not make a browser send them.
                 self.guard.check_origin(headers.get("origin"), headers.get("host"))
+                if _programmatic(path):
+                    self.guard.check_fetch_site(headers.get("sec-fetch-site"))
             declared = headers.get("content-length", "")
             if declared.isdigit() and int(declared) > MAX_REQUEST_BYTES:
                 raise PayloadTooLarge(too_large_message(int(declared), MAX_REQUEST_BYTES))
@@ -236,14 +241,27 @@ class Gate:
         async def send_with_headers(message):
             if message["type"] == "http.response.start":
                 took = f"app;dur={(time.perf_counter() - started) * 1000:.2f}".encode()
-                message["headers"] = [
-                    *message.get("headers", []),
-                    *SECURITY_HEADERS,
-                    (b"server-timing", took),
-                ]
+                message["headers"] = [*message.get("headers", []), (b"server-timing", took)]
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+def _secured(send):
+    """`send` with the security headers added to the response's start."""
+
+    async def secured(message):
+        if message["type"] == "http.response.start":
+            message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+        await send(message)
+
+    return secured
+
+
+def _programmatic(path: str) -> bool:
+    """The API, MCP and the API's schema: called by programs and the page's
+    own scripts, never loaded by another site."""
+    return path.startswith(("/api/", "/mcp", "/openapi")) or path == "/api"
 
 
 def _public(path: str) -> bool:

@@ -181,6 +181,14 @@ class Guard:
         if origin == "null" or urlsplit(origin).netloc.lower() != (host_header or "").lower():
             raise Forbidden("cross-site request refused; use the Lore page itself")
 
+    def check_fetch_site(self, site: str | None) -> None:
+        """A browser says where a request comes from (``Sec-Fetch-Site``): only
+        the page itself ("same-origin") or the user ("none": typed, bookmarked)
+        may call the API; another site, or another port of this host
+        ("same-site"), may not. Programs send no such header."""
+        if site and site.lower() not in ("same-origin", "none"):
+            raise Forbidden(f"{site} request refused; use the Lore page itself")
+
     # -- credentials ----------------------------------------------------------------
 
     def authenticate(
