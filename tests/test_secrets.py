@@ -623,6 +623,11 @@ def test_adversarial_inputs_finish(text: str):
         ("smtp:\n  api_token: >\n    a8Fk2LmQ9zR4tY7uW3eS\n", "a8Fk2LmQ9zR4tY7uW3eS"),
         # base64 with one '=' of padding ending its line: not `key: type =`
         ("data:\n  password: WGs5I21RMiE=\n  username: YWRtaW4=\n", "WGs5I21RMiE="),
+        # base64 under a key that says nothing (a Kubernetes Secret's data)
+        (
+            "data:\n  DATABASE_URL: cG9zdGdyZXM6Ly9hcHA6Vng3a1EybSNxQGRiLnByb2Q6NTQzMi9hcHA=\n",
+            "cG9zdGdyZXM6Ly9hcHA6Vng3a1EybSNxQGRiLnByb2Q6NTQzMi9hcHA=",
+        ),
         # JSON inside a JSON string, as a log line carries it
         ('{"cfg":"{\\"db_password\\":\\"Qz9dOfWYj6nc!x\\"}"}', "Qz9dOfWYj6nc!x"),
         ('{"cfg":"{\\"api_key\\":\\"a8Fk2LmQ9zR4tY7uW3eS\\"}"}', "a8Fk2LmQ9zR4tY7uW3eS"),

@@ -38,6 +38,8 @@ _INVISIBLE = re.compile(
 )
 _ESCAPED_SLASH = re.compile(r"\\/")
 _ESCAPED_QUOTE = re.compile(r"\\+(?=[\"'])")  # JSON in a JSON string (a log line): {\"password\":\"…\"}
+# A base64 value after a key (a Kubernetes Secret's data, a CI variable): read decoded in prose.
+_BASE64 = re.compile(r"[:=][ \t]*[\"']?+(?P<value>[A-Za-z0-9+/]{16,1368}+={0,2}+)(?![\w+/=])")
 _PERCENT = re.compile(r"%[2-7][0-9A-Fa-f]")  # percent-encoded printable ASCII
 _ENCODED_URL = re.compile(r"%3A%2F%2F", re.I)  # "://", percent-encoded
 
@@ -67,6 +69,8 @@ def find(text: str, *, strict: bool) -> list[Finding]:
         readings.append(_read_as(text, _INVISIBLE, lambda _match: "", strict))
     if _ENCODED_URL.search(text):
         readings.append(_read_as(text, _PERCENT, lambda match: chr(int(match.group()[1:], 16)), strict))
+    if not strict:
+        readings.append(_decoded(text))
     if not readings:
         return found
     return merge([*found, *(finding for reading in readings for finding in reading)])
@@ -97,6 +101,29 @@ def _read_as(
         start, last = origin[f.start], origin[f.end - 1]
         findings.append(Finding(start, ends.get(last, last + 1), f.kind, f.priority))
     return findings
+
+
+def _decoded(text: str) -> list[Finding]:
+    """Base64 values whose decoded text holds a secret (``DATABASE_URL:
+    cG9zdGdyZXM6Ly9…`` is ``postgres://app:…@db``): the whole value is one."""
+    import base64
+    import binascii
+
+    found = []
+    for match in _BASE64.finditer(text):
+        value = match.group("value")
+        if len(value) % 4 or not any(c.isdigit() or c in "+/=" for c in value):
+            continue  # not base64's length; a long word or name, not an encoding
+        try:
+            plain = base64.b64decode(value, validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            continue
+        inside = _find(plain, strict=False) if plain.isprintable() else []
+        if inside:
+            found.append(
+                Finding(match.start("value"), match.end("value"), inside[0].kind, inside[0].priority)
+            )
+    return found
 
 
 def _find(text: str, strict: bool) -> list[Finding]:
