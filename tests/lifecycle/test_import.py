@@ -313,6 +313,21 @@ def test_import_of_a_single_instructions_file_and_of_nothing(proj, notes, cli_in
     assert proc.returncode != 0 and "Lore's own folder" in proc.stderr
 
 
+def test_a_file_of_the_project_that_links_out_of_it_is_not_imported(proj, tmp_path, cli_in):
+    """A cloned repository's AGENTS.md -> ~/.aws/credentials would copy that file
+    into a committed memory; naming the outside file itself is still an import."""
+    root = proj.project.root
+    outside = tmp_path / "credentials.md"
+    outside.write_text("# Credentials\n\nThe shadow line root:x:20228:0:99999 lives here.\n")
+    (root / "AGENTS.md").symlink_to(outside)
+    (root / "docs").symlink_to(tmp_path, target_is_directory=True)
+    for named in ("AGENTS.md", "docs/credentials.md", "docs"):
+        proc = cli_in(root, "import", named, ok=False)
+        assert proc.returncode == 2 and "outside the project" in proc.stderr, proc.stderr
+    assert not memory_files(root, ".lore")
+    assert cli_in(root, "import", str(outside), "--dry-run", "--json")["items"]
+
+
 def test_secrets_in_any_frontmatter_field_are_redacted_before_the_file_is_written(proj, tmp_path, cli_in):
     root = proj.project.root
     token, aws = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789", "AKIA" + "IOSFODNN7EXAMPLE"

@@ -129,6 +129,14 @@ def import_path(
     real = path.resolve()
     if real == project.lore_dir.resolve() or project.lore_dir.resolve() in real.parents:
         raise UsageError(f"{named} is Lore's own folder; import notes from elsewhere")
+    top, written = project.root.resolve(), Path(os.path.abspath(path))
+    inside = written == project.root.absolute() or project.root.absolute() in written.parents
+    if inside and real != top and top not in real.parents:
+        # A file of the project that is a link out of it (a cloned repository's
+        # AGENTS.md -> ~/.aws/credentials) would copy that file into a committed memory.
+        raise UsageError(
+            f"{named} is a link to {real}, outside the project; import that file by its own path if you mean it"
+        )
     report = ImportReport(str(named), dry_run)
     sources, report.problems = discover(path, project.root)
     with lifecycle.memories.batch():
