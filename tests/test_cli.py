@@ -683,6 +683,24 @@ def test_a_memory_is_never_anchored_to_lores_own_folder(cli):
     assert cli.json("verify", added["id"][:8])["anchored"] == 0
 
 
+def test_a_misspelt_field_or_an_unclosed_list_is_refused_not_kept(cli):
+    """`--set tpye=decision` wrote a field `tpye` and left `type` as it was;
+    `--set keywords=[a,b` stored the keywords '[a' and 'b'."""
+    added = cli.json("add", "-t", "Slips", "-b", "A memory edited with slips of the keyboard.")
+    path = cli.cwd / added["path"]
+    before = path.read_bytes()
+    for setting, says in (
+        ("tpye=decision", "did you mean 'type'"),
+        ("keyword=[a, b]", "did you mean 'keywords'"),
+        ("keywords=[a,b", "not a YAML list or mapping"),
+    ):
+        proc = cli("edit", added["id"][:8], "--set", setting, ok=False)
+        assert proc.returncode == 2 and says in proc.stderr, proc.stderr
+    assert path.read_bytes() == before
+    cli("edit", added["id"][:8], "--set", "owner=ops team")  # a field of one's own
+    assert "owner: ops team" in path.read_text()
+
+
 @pytest.mark.parametrize("field", ["agent", "visibility", "storage", "id"])
 def test_an_edit_cannot_re_own_a_memory(cli, field):
     """Who a memory belongs to is Lore's to say (the writing agent, the folder):

@@ -515,6 +515,16 @@ def test_edit_redacts_section_headings_and_relation_names(memory):
         assert TOKEN.casefold() not in (cli.cwd / ".lore/index.db").read_bytes().decode("latin-1").casefold()
 
 
+def test_a_relation_named_like_a_secret_keeps_its_target(memory):
+    """A relation's name is no config key: `rotates_token: <id>` read as the
+    line it is written as made the other memory's id a token, and the link broke."""
+    cli, key, path, _ = memory
+    other = cli.json("add", "-t", "Token rotation", "-b", "Rotate the deploy token monthly.")["id"]
+    proc = cli("edit", key[:8], "--relate", f"rotates_token={other[:8]}")
+    assert "redacted" not in proc.stderr
+    assert frontmatter(path)["relations"] == {"rotates_token": other}
+
+
 def test_set_parses_the_value_then_redacts_it(memory):
     cli, key, path, _ = memory
     cli("edit", key[:8], "--set", f"mycustom={TOKEN}", "--set", f"tags=[a, {TOKEN}]")

@@ -409,3 +409,43 @@ def test_an_edit_written_on_a_disk_too_full_to_index_it_is_said_saved(tmp_path):
         # the index could not take it: said, with nothing to try again
         assert proc.returncode == 0 and "saved, but not searchable yet" in proc.stderr, proc.stderr
         assert "latin" in runner("search", "latin", "letters", "--json").stdout  # space again: indexed
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv"),
+    reason="reading as root without its file rights needs root and util-linux's setpriv",
+)
+def test_a_memory_unreadable_since_it_was_indexed_costs_recall_its_body_only_and_doctor_names_it(tmp_path):
+    """A chmod keeps a file's time, so the index still lists the memory: recall
+    failed as a whole on reading its body, and doctor said nothing was wrong."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    lore = [sys.executable, "-m", "lore"]
+    env = {**os.environ, "LORE_WARM": "0", "NO_COLOR": "1"}
+
+    def run(*args: str, drop: bool = False) -> subprocess.CompletedProcess:
+        rights = ["setpriv", "--inh-caps=-dac_override,-dac_read_search"]
+        rights += ["--bounding-set=-dac_override,-dac_read_search"]
+        return subprocess.run(
+            [*(rights if drop else []), *lore, *args],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    assert run("init").returncode == 0
+    run("add", "-t", "Flaky sync test", "-b", "Retries are needed for sync.")
+    run("add", "-t", "Use pytest", "-b", "We run the tests with pytest.")
+    (flaky,) = (root / ".lore/memory").glob("*flaky*")
+    flaky.chmod(0)
+    recall = run("recall", "flaky sync tests pytest", drop=True)
+    assert recall.returncode == 0, recall.stderr
+    assert "Use pytest" in recall.stdout and "Flaky sync test" in recall.stdout
+    assert f"skipped the body of .lore/memory/{flaky.name}" in recall.stderr
+    assert "Traceback" not in recall.stderr
+    doctor = run("doctor", drop=True)
+    assert doctor.returncode == 1 and flaky.name in doctor.stdout + doctor.stderr
+    assert "permission denied" in doctor.stdout + doctor.stderr

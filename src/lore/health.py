@@ -288,6 +288,10 @@ def doctor(memories: Memories) -> list[Problem]:
             )
         try:
             memory = memories.load(path)
+        except ValidationError as err:  # unreadable since it was indexed (a chmod keeps its time)
+            if path not in laid_out and all(p.where != path for p in problems):
+                problems.append(Problem("error", path, err.reason))
+            continue
         except Exception:
             continue
         try:  # written by hand: `lore add` and edits refuse such a path

@@ -293,6 +293,10 @@ def set_field(memory: Memory, name: str, value: str | None, *, clean: Callable[[
     parsed = _yaml_value(value)
     text = "" if value is None else value.strip()  # fields stored as the text given
     canonical = _FIELD_NAMES.get(key)
+    if canonical is None and key not in memory.extra and (meant := _misspelt(key)) is not None:
+        raise UsageError(
+            f"unknown field '{key}'; did you mean '{meant}'? (`lore edit --help` lists the fields)"
+        )
     if canonical is None:
         if key == "relations" and parsed is not None and not isinstance(parsed, dict | list):
             # (a later --relate could not add to it, and no link was read from it)
@@ -346,6 +350,34 @@ def set_field(memory: Memory, name: str, value: str | None, *, clean: Callable[[
         memory.check_project_paths()
     else:
         setattr(memory, canonical, None if parsed is None else clean(text))
+
+
+def _misspelt(key: str) -> str | None:
+    """The field of Lore's that `key` is one slip away from (a letter missing,
+    added, changed or two swapped: ``tpye``, ``keyword``), if any; a field of
+    one's own is any other name."""
+    low = key.lower()
+    if len(low) < 4:
+        return None
+    for known in (*_FIELD_NAMES, *_FIXED, "relations", "superseded_by", "status"):
+        if known != low and _one_slip(low, known):
+            return known
+    return None
+
+
+def _one_slip(a: str, b: str) -> bool:
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (
+            len(diff) == 2
+            and diff[1] == diff[0] + 1
+            and a[diff[0]] == b[diff[1]]
+            and a[diff[1]] == b[diff[0]]
+        )
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    return any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
 
 
 def add_relation(memory: Memory, relation: str, target: str) -> str | None:
@@ -411,4 +443,9 @@ def _yaml_value(value: str | None) -> Any:
     try:
         return yaml.safe_load(value)
     except yaml.YAMLError:
+        if value.lstrip().startswith(("[", "{")):  # meant as a list or mapping: not read as text
+            raise UsageError(
+                f"'{value.strip()[:60]}' is not a YAML list or mapping (a bracket is not closed?); "
+                "write it as [a, b] or {key: value}"
+            ) from None
         return value

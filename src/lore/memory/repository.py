@@ -411,7 +411,8 @@ class Memories:
 
     def shown_body(self, rel: str) -> str:
         """The body :meth:`view` shows (secrets redacted), kept while the file is
-        unchanged (same inode, size, modification and change times).
+        unchanged (same inode, size, modification and change times); ""
+        with a notice for a file that can no longer be read.
 
         Recall shows the same memories again and again (the hot ones on every
         call of a long-running server), and reading, parsing and redacting
@@ -431,7 +432,14 @@ class Memories:
             key = None
         if key is not None and (body := self._bodies.get(key)) is not None:
             return body
-        body = secrets.redact(self.load(rel).body)[0]
+        try:
+            body = secrets.redact(self.load(rel).body)[0]
+        except (NotFound, ValidationError) as err:
+            # Unreadable since it was indexed (a chmod keeps its time): the rest of a pack stands.
+            note = f"skipped the body of {rel}: {err.reason if isinstance(err, ValidationError) else 'gone'}"
+            if note not in self.store.notices:
+                self.store.notices.append(note)
+            return ""
         if key is not None:
             if len(self._bodies) >= _SHOWN_BODIES:
                 self._bodies.pop(next(iter(self._bodies)))  # the oldest

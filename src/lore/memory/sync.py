@@ -273,9 +273,18 @@ def redacted(memory: Memory) -> Counter[str]:
                 setattr(memory, name, clean)
                 found.update(kinds)
     if memory.extra:
-        extra, kinds = redact_nested(memory.extra)
+        extra, kinds = redact_nested({k: v for k, v in memory.extra.items() if k != "relations"})
+        links = memory.extra.get("relations")
+        if isinstance(links, dict):  # a link's name is no config key: its target is read alone
+            named = [(redact(str(name)), redact_nested(target)) for name, target in links.items()]
+            extra["relations"] = {name: target for (name, _), (target, _) in named}
+            for (_, in_name), (_, in_target) in named:
+                kinds += in_name + in_target
+        elif links is not None:
+            extra["relations"], more = redact_nested(links)
+            kinds += more
         if kinds:
-            memory.extra = extra
+            memory.extra = {k: extra[k] for k in memory.extra}  # in the file's order
             found.update(kinds)
     return found
 
