@@ -411,32 +411,44 @@ def test_an_edit_written_on_a_disk_too_full_to_index_it_is_said_saved(tmp_path):
         assert "latin" in runner("search", "latin", "letters", "--json").stdout  # space again: indexed
 
 
-@pytest.mark.skipif(
+def _cli(root: Path, *args: str, drop: bool = False) -> subprocess.CompletedProcess:
+    """The CLI in `root`; `drop`: as root without its rights over files (as a user
+    the files' modes apply to, keeping the interpreter under /root readable)."""
+    rights = ["setpriv", "--inh-caps=-dac_override,-dac_read_search"]
+    rights += ["--bounding-set=-dac_override,-dac_read_search"]
+    return subprocess.run(
+        [*(rights if drop else []), sys.executable, "-m", "lore", *args],
+        cwd=root,
+        env={**os.environ, "LORE_WARM": "0", "NO_COLOR": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+WITHOUT_FILE_RIGHTS = pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("setpriv"),
-    reason="reading as root without its file rights needs root and util-linux's setpriv",
+    reason="root without its file rights needs root and util-linux's setpriv",
 )
-def test_a_memory_unreadable_since_it_was_indexed_costs_recall_its_body_only_and_doctor_names_it(tmp_path):
-    """A chmod keeps a file's time, so the index still lists the memory: recall
-    failed as a whole on reading its body, and doctor said nothing was wrong."""
+
+
+def _project(tmp_path: Path) -> Path:
     root = tmp_path / "proj"
     root.mkdir()
     subprocess.run(["git", "init", "-q", str(root)], check=True)
-    lore = [sys.executable, "-m", "lore"]
-    env = {**os.environ, "LORE_WARM": "0", "NO_COLOR": "1"}
+    assert _cli(root, "init").returncode == 0
+    return root
+
+
+@WITHOUT_FILE_RIGHTS
+def test_a_memory_unreadable_since_it_was_indexed_costs_recall_its_body_only_and_doctor_names_it(tmp_path):
+    """A chmod keeps a file's time, so the index still lists the memory: recall
+    failed as a whole on reading its body, and doctor said nothing was wrong."""
+    root = _project(tmp_path)
 
     def run(*args: str, drop: bool = False) -> subprocess.CompletedProcess:
-        rights = ["setpriv", "--inh-caps=-dac_override,-dac_read_search"]
-        rights += ["--bounding-set=-dac_override,-dac_read_search"]
-        return subprocess.run(
-            [*(rights if drop else []), *lore, *args],
-            cwd=root,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        return _cli(root, *args, drop=drop)
 
-    assert run("init").returncode == 0
     run("add", "-t", "Flaky sync test", "-b", "Retries are needed for sync.")
     run("add", "-t", "Use pytest", "-b", "We run the tests with pytest.")
     (flaky,) = (root / ".lore/memory").glob("*flaky*")
@@ -449,3 +461,26 @@ def test_a_memory_unreadable_since_it_was_indexed_costs_recall_its_body_only_and
     doctor = run("doctor", drop=True)
     assert doctor.returncode == 1 and flaky.name in doctor.stdout + doctor.stderr
     assert "permission denied" in doctor.stdout + doctor.stderr
+
+
+def test_a_full_or_read_only_disk_names_the_file_in_a_sentence():
+    """ "the disk is full /tmp/…/x.md:; free some space" was the message."""
+    from lore.errors import as_lore_error
+
+    full = as_lore_error(OSError(28, "No space left on device", "/tmp/p/.lore/memory/x.md"))
+    assert str(full) == "the disk is full (writing /tmp/p/.lore/memory/x.md); free some space and try again"
+    ro = as_lore_error(OSError(30, "Read-only file system", "/mnt/p/x.md"))
+    assert str(ro) == "read-only file system (writing /mnt/p/x.md); run where you can write"
+
+
+@WITHOUT_FILE_RIGHTS
+@pytest.mark.skipif(ON_POSTGRES, reason="the index is a database, not a file of the project")
+def test_a_read_only_index_file_alone_does_not_say_memory_writes_will_fail(tmp_path):
+    root = _project(tmp_path)
+    _cli(root, "add", "-t", "First", "-b", "A memory written while the index was writable.")
+    (root / ".lore/index.db").chmod(0o444)
+    added = _cli(root, "add", "-t", "Second", "-b", "A memory written beside a read-only index.", drop=True)
+    assert added.returncode == 0, added.stderr
+    assert ".lore/index.db is read-only: using a temporary index" in added.stderr
+    assert "writes to memories will fail" not in added.stderr
+    assert len(list((root / ".lore/memory").glob("*.md"))) == 2

@@ -213,11 +213,12 @@ def as_lore_error(err: BaseException) -> LoreError | None:
         )
     if isinstance(err, OSError):
         where = f" {err.filename}:" if err.filename else ""
+        writing = f" (writing {err.filename})" if err.filename else ""
         reason = err.strerror or str(err)
         if getattr(err, "errno", None) == 28:
-            return DiskFull(f"the disk is full{where}; free some space and try again")
+            return DiskFull(f"the disk is full{writing}; free some space and try again")
         if getattr(err, "errno", None) == 30:
-            return PermissionDenied(f"read-only file system{where}; run where you can write")
+            return PermissionDenied(f"read-only file system{writing}; run where you can write")
         if getattr(err, "errno", None) == errno.ENAMETOOLONG:  # a name given: the request's fault
             name = str(err.filename or "")
             name = name if len(name) <= 60 else f"{name[:40]}…{name[-16:]}"

@@ -236,9 +236,15 @@ def _writable_index(project: Any) -> tuple[Path, str | None]:
             os.chmod(spare, 0o600)
         except OSError:
             pass
+    if not folder_ok:
+        return (
+            spare,
+            f"{path.parent} is read-only: using a temporary index ({spare}); writes to memories will fail",
+        )
+    # Only the index file is read-only: memory files are written as ever.
     return (
         spare,
-        f"{path.parent} is read-only: using a temporary index ({spare}); writes to memories will fail",
+        f"{path} is read-only: using a temporary index ({spare}); make it writable to keep one index",
     )
 
 

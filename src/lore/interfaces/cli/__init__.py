@@ -165,7 +165,10 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as err:
         _error(f"lore: error: {err.format_message()}")
         return 1
-    except click.Abort:
+    except click.Abort as err:
+        if isinstance(err.__cause__, KeyboardInterrupt):  # Ctrl-C, as click reports it
+            click.echo("lore: interrupted", err=True)
+            return 130
         click.echo("lore: aborted", err=True)
         return 1
     except BrokenPipeError:
