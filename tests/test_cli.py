@@ -505,6 +505,23 @@ def test_doctor_names_markdown_files_lore_does_not_read(cli):
     assert all(p["level"] == "warning" for p in problems.values())
 
 
+def test_doctor_names_a_folder_named_like_a_memory_and_a_link_out_of_the_project(cli, tmp_path):
+    (cli.cwd / ".lore/memory/x.md").mkdir()
+    (cli.cwd / ".lore/memory/linked").symlink_to(tmp_path, target_is_directory=True)
+    (cli.cwd / ".lore/memory/inside").symlink_to(cli.cwd / "src", target_is_directory=True)
+    problems = {p["where"]: p["message"] for p in cli.json("doctor")}
+    assert "a folder named like a memory file" in problems[".lore/memory/x.md"]
+    assert "outside the project" in problems[".lore/memory/linked"]
+    assert ".lore/memory/inside" not in problems
+
+
+def test_the_file_a_command_fails_on_is_said_once(cli):
+    (cli.cwd / ".lore/memory/broken.md").write_text("---\nsubject: [broken\n---\nbody\n")
+    proc = cli("show", "broken.md", ok=False)
+    assert proc.returncode == 1 and proc.stderr.count("malformed YAML") == 1, proc.stderr
+    assert "lore: skipped .lore/memory/broken.md" in cli("list").stderr  # another command still says it
+
+
 def test_a_secret_in_a_hand_written_memory_is_kept_out_of_the_index_and_reported(cli):
     """A file written by hand (or in an editor) is indexed redacted, and `doctor` says what to do."""
     token, password = "ghp_" + "Zq8Xw2Lm4Np6Rt1Vy3Bc5Df7Gh9Jk0Ls2Qa4", "hunter2" + "secret"

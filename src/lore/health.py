@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import stat
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -188,16 +189,35 @@ _MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd")
 def unread_markdown(project: Project) -> list[Problem]:
     """Markdown files in the memory folders whose name does not end in `.md`
     (`NOTES.MD`, `auth.markdown`): Lore reads only `*.md`, so such a memory was
-    neither indexed nor reported anywhere."""
+    neither indexed nor reported anywhere; likewise a folder named ``x.md``
+    and a link to a folder outside the project."""
     problems = []
     for folder in (project.memory_dir, project.local_dir):
         if not folder.is_dir() or folder.is_symlink():
             continue
         for path in sorted(folder.rglob("*")):
             name = path.name
-            if name.startswith(".") or name.endswith(".md") or not name.lower().endswith(_MARKDOWN_SUFFIXES):
-                continue
             rel = path.relative_to(project.root).as_posix()
+            if rel.startswith(".lore/local/trash/") or name.startswith("."):
+                continue
+            if path.is_symlink() and path.is_dir():
+                real = os.path.realpath(path)
+                if not _inside(real, str(project.root)):
+                    problems.append(
+                        Problem(
+                            "warning",
+                            rel,
+                            f"not read: a link to {real}, outside the project; make it a folder",
+                        )
+                    )
+                continue
+            if name.endswith(".md") and path.is_dir() and not path.is_symlink():
+                problems.append(
+                    Problem("warning", rel, "not read: a folder named like a memory file; rename it")
+                )
+                continue
+            if name.endswith(".md") or not name.lower().endswith(_MARKDOWN_SUFFIXES):
+                continue
             if rel.startswith(".lore/local/trash/") or not path.is_file():
                 continue
             problems.append(
@@ -208,6 +228,11 @@ def unread_markdown(project: Project) -> list[Problem]:
                 )
             )
     return problems
+
+
+def _inside(path: str, root: str) -> bool:
+    real_root = os.path.realpath(root)
+    return path == real_root or path.startswith(real_root + os.sep)
 
 
 def duplicate_ids(records: list[MemoryRecord]) -> list[Problem]:

@@ -133,13 +133,18 @@ def with_lore(func):
         from lore.service import Lore
 
         lore = Lore.open(project_of(ctx, project_path), agent=agent_of(ctx, agent_name))
+        failed: str | None = None
         try:
             result = func(lore, *args, **kwargs)
+        except Exception as err:
+            failed = str(err)
+            raise
         finally:
             for notice in lore.notices:
                 warn(notice)
             if lore.last_sync and ctx.info_name not in ("doctor", "index"):
-                errors = lore.last_sync.errors
+                # The file the command itself fails on is said once, by its error.
+                errors = [e for e in lore.last_sync.errors if e[1] != failed]
                 for _, error in errors[:SKIPPED_SHOWN]:
                     warn(f"skipped {error}")
                 if len(errors) > SKIPPED_SHOWN:  # a folder of bad files is a summary, not a flood
