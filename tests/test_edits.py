@@ -290,6 +290,16 @@ def test_mv_renames_without_overwriting(mem):
     assert cli.json("show", "mem-2026-02-12-001")["path"] == ".lore/memory/ops/deploy-checklist.md"
 
 
+def test_a_move_leaves_no_empty_folders_behind(mem):
+    cli, path = mem
+    cli("mv", "mem-2026-02-12-001", "a/b/c/d/")
+    assert (cli.cwd / ".lore/memory/a/b/c/d").is_dir()
+    (cli.cwd / ".lore/memory/a/keep.txt").write_text("not Lore's")
+    cli("mv", "mem-2026-02-12-001", "ops/")
+    assert not (cli.cwd / ".lore/memory/a/b").exists()  # emptied by the move
+    assert (cli.cwd / ".lore/memory/a/keep.txt").exists() and (cli.cwd / ".lore/memory").is_dir()
+
+
 def test_a_move_that_changes_who_sees_a_memory_or_whether_git_keeps_it_says_so(mem):
     """`lore --agent A mv ID .lore/local/A/x.md` made a shared memory private, out
     of git, without a word."""

@@ -978,6 +978,7 @@ class Memories:
                 written.unlink(missing_ok=True)
                 self._unfollow(before, planned)
                 raise unchanged(err, f"{rel} can't be moved") from None
+            _prune_empty(self.project.root / rel, self.project.memory_dir)
             target = self.project.rel(written)
             self._reindex()
             if planned is not None and target != planned.path:  # its name was taken meanwhile
@@ -1295,6 +1296,18 @@ class Memories:
                 f"(got {str(days)[:40]}); give --days N or fix [memory] trash_retention_days"
             )
         return trash.purge(self.project, float(days), visible=self.visible)
+
+
+def _prune_empty(moved: Path, memory_dir: Path) -> None:
+    """Remove the folders of `.lore/memory/` a move left empty (`lore mv ID
+    a/b/c/` then elsewhere); the memory folder itself stays."""
+    folder = moved.parent
+    while memory_dir in folder.parents:
+        try:
+            folder.rmdir()  # only when empty
+        except OSError:
+            return
+        folder = folder.parent
 
 
 def _where_it_lives_now(old: str, new: str) -> list[str]:
