@@ -48,20 +48,13 @@ async def run(project: str, tools_only: bool = False, think: float = 0.0) -> Non
         await session.initialize()
         listed = await session.list_tools()
         row("server start + initialize", f"{(time.perf_counter() - start) * 1000:.0f} ms")
-        payload = json.dumps(
-            [
-                {"name": t.name, "description": t.description, "inputSchema": t.input_schema}
-                for t in listed.tools
-            ]
-        )
+        # Each tool whole, as the server sends it (an output schema too, if any).
+        sent = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed.tools]
+        payload = json.dumps(sent)
         count, how = tokens(payload)
         row(f"tool list ({len(listed.tools)} tools)", f"{count} tokens ({how}, JSON as sent)")
-        for tool in listed.tools:
-            one, _ = tokens(
-                json.dumps(
-                    {"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}
-                )
-            )
+        for tool, whole in zip(listed.tools, sent, strict=True):
+            one, _ = tokens(json.dumps(whole))
             row(f"  {tool.name}", f"{one} tokens")
         if tools_only:
             return

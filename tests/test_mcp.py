@@ -249,21 +249,20 @@ def test_docs_name_every_input_of_the_003_tools(root):
 
 
 def test_tool_list_fits_its_token_budget_and_still_says_what_values_may_be(root):
-    """Issue 6's budget (at most 1,500 cl100k tokens for the whole list, counted
-    as bench/mcp_server.py does), with the values an agent must choose from
+    """Issue 6's budget (at most 1,500 cl100k tokens for the whole list as
+    sent, counted as bench/mcp_server.py does), with the values an agent must choose from
     (memory types, edit operations) and the result caps still advertised."""
     bpe_openai = pytest.importorskip("bpe_openai")
 
     async def body():
         async with stdio_session(root) as s:
             listed = await s.session.list_tools()
-            payload = json.dumps(
-                [
-                    {"name": t.name, "description": t.description, "inputSchema": t.input_schema}
-                    for t in listed.tools
-                ]
-            )
-            assert len(bpe_openai.get_encoding("cl100k_base").encode(payload)) <= 1500
+            # Each tool whole, as sent: an output schema of {"result": string} once cost 560 tokens.
+            sent = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed.tools]
+            assert len(bpe_openai.get_encoding("cl100k_base").encode(json.dumps(sent))) <= 1500
+            assert all("outputSchema" not in tool for tool in sent)
+            answer = await s.session.call_tool("search_memories", {"query": "anything at all"})
+            assert answer.structured_content is None  # the JSON text once, not twice
             schema = {t.name: t.input_schema["properties"] for t in listed.tools}
             assert "gotcha" in schema["add_memory"]["type"]["enum"]
             assert "move" in schema["edit_memory"]["operation"]["enum"]

@@ -21,7 +21,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, WithJsonSchema
@@ -199,6 +199,13 @@ class _ActingLore:
         return getattr(self._tools.lore, name)
 
 
+def _tool(server: Any, description: str) -> Callable[[Any], Any]:
+    """Register a tool whose result is JSON text: an output schema of
+    ``{"result": string}`` says nothing, and its structured copy sent every
+    answer twice."""
+    return server.tool(description=description, structured_output=False)
+
+
 def build_server(project: str | None = None, *, agent: str | None = None, tools: LoreTools | None = None):
     """The MCP server and its :class:`LoreTools`; pass `tools` to share an open
     Lore and its lock with another interface (`lore serve`)."""
@@ -217,8 +224,9 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
         ),
     )
 
-    @server.tool(
-        description="Code search (meaning + words); files_only ranks files; since/until (inclusive): dates, phrases."
+    @_tool(
+        server,
+        description="Code search (meaning + words); files_only ranks files; since/until (inclusive): dates, phrases.",
     )
     def search_codebase(
         query: Query,
@@ -248,7 +256,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
             ]
         )
 
-    @server.tool(description="Index code, history, memories.")
+    @_tool(server, description="Index code, history, memories.")
     def index_project(incremental: bool = True) -> str:
         def run():
             lore.sync(force=not incremental)
@@ -259,7 +267,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
 
         return tools.call(run)
 
-    @server.tool(description="Store lasting knowledge. applies_to: global|file:<path>|area:<name>.")
+    @_tool(server, description="Store lasting knowledge. applies_to: global|file:<path>|area:<name>.")
     def add_memory(
         type: MemoryType,
         title: Title,
@@ -281,7 +289,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
             ).as_memory()
         )
 
-    @server.tool(description="A task's context: memories, likely files, code, past work, in budget tokens.")
+    @_tool(server, description="A task's context: memories, likely files, code, past work, in budget tokens.")
     def recall_context(
         title: TaskTitle,
         description: Text = "",
@@ -313,7 +321,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
             ).to_dict()
         )
 
-    @server.tool(description="Search memories (hits scored 0-1); types as add_memory's.")
+    @_tool(server, description="Search memories (hits scored 0-1); types as add_memory's.")
     def search_memories(
         query: Query,
         types: list[MemoryTypeName] | None = None,
@@ -336,11 +344,11 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
             ]
         )
 
-    @server.tool(description="Re-index changed/deleted files.")
+    @_tool(server, description="Re-index changed/deleted files.")
     def update_index(files: Paths, deleted_files: Paths | None = None) -> str:
         return tools.call(lambda: lore.update_index(files, deleted_files or []))
 
-    @server.tool(description="Step 1 of search, then read: summaries and ids.")
+    @_tool(server, description="Step 1 of search, then read: summaries and ids.")
     def memory_search(query: Query, limit: Limit = 5) -> str:
         return tools.call(
             lambda: [
@@ -355,13 +363,13 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
             ]
         )
 
-    @server.tool(description="Step 2: a memory's text (paged), links and backlinks.")
+    @_tool(server, description="Step 2: a memory's text (paged), links and backlinks.")
     def memory_read(
         id: str, offset: Annotated[int, Field(ge=0)] = 0, limit: Annotated[int, Field(ge=1, le=20000)] = 4000
     ) -> str:
         return tools.call(lambda: lore.show(id, offset=offset, limit=limit).to_dict())
 
-    @server.tool(description="Create a memory, or rewrite one by id.")
+    @_tool(server, description="Create a memory, or rewrite one by id.")
     def memory_write(
         content: Text,
         type: MemoryTypeName | None = None,
@@ -391,10 +399,11 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
 
         return tools.call(run)
 
-    @server.tool(
+    @_tool(
+        server,
         description="Edit a memory. append, prepend: text; replace_section: target=heading, text; "
         "find_replace: target=old, text, all; set: target=field, value; relate: target=relation, "
-        "value=memory; move: value=new name."
+        "value=memory; move: value=new name.",
     )
     def edit_memory(
         id: str,
@@ -424,7 +433,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
 
         return tools.call(run)
 
-    @server.tool(description="A memory and its links (both ways, depth hops) in budget tokens.")
+    @_tool(server, description="A memory and its links (both ways, depth hops) in budget tokens.")
     def build_context(
         id: str,
         depth: Annotated[int, Field(ge=0, le=5)] = 1,
@@ -452,9 +461,10 @@ def register_session_tools(server, tools: LoreTools) -> None:
     back the context view (summaries of compacted parts, then recent events)."""
     lore: Any = _ActingLore(tools)
 
-    @server.tool(
+    @_tool(
+        server,
         description="Record a session event (made on first use): role+content, tool_name+args, "
-        "or result+is_error; tool_call_id pairs call and result."
+        "or result+is_error; tool_call_id pairs call and result.",
     )
     def session_append(
         session_id: str,
@@ -485,8 +495,9 @@ def register_session_tools(server, tools: LoreTools) -> None:
 
         return tools.call(run)
 
-    @server.tool(
-        description="Session context: compacted parts' summaries, then recent events, in limit_tokens."
+    @_tool(
+        server,
+        description="Session context: compacted parts' summaries, then recent events, in limit_tokens.",
     )
     def session_context(
         session_id: str, limit_tokens: Annotated[int, Field(ge=100)] | None = None, events: bool = False
