@@ -277,6 +277,26 @@ def test_tool_list_fits_its_token_budget_and_still_says_what_values_may_be(root)
     run_async(body)
 
 
+def test_an_argument_a_tool_does_not_take_is_refused(root):
+    """`limt` (misspelt) and `types` (search_memories') did nothing: the agent believed a filter applied."""
+
+    async def body():
+        async with stdio_session(root) as s:
+            misspelt = await s.error("search_memories", query="pool size", limt=1)
+            assert "unknown argument 'limt'" in misspelt and "limit" in misspelt
+            borrowed = await s.error("memory_search", query="pool", types=["gotcha"])
+            assert "unknown argument 'types'" in borrowed
+            await s.ok("search_memories", query="pool size", limit=1)  # still serving
+            added = await s.ok("add_memory", type="fact", title="Log", content="Shared log for a field test.")
+            for blank in ("", " "):  # wrote `'': x` into the file
+                nameless = await s.error(
+                    "edit_memory", id=added["id"], operation="set", target=blank, value="x"
+                )
+                assert "name of the field" in nameless
+
+    run_async(body)
+
+
 def test_memory_tools_return_their_documented_shapes(root):
     async def body():
         async with stdio_session(root) as s:

@@ -28,6 +28,7 @@ from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from lore.errors import LoreError, NotFound, UsageError, as_lore_error, debugging, without_server_paths
 from lore.memory.model import MAX_KEYWORD_LEN, MAX_KEYWORDS, MAX_SUBJECT, MEMORY_TYPES
+from lore.memory.values import clip
 from lore.secrets import redact
 
 MAX_LIMIT = 50
@@ -562,6 +563,7 @@ def _server_class():
         async def call_tool(self, name, arguments, *args, **kwargs):
             self.calls_started += 1
             try:
+                self._known_arguments(name, arguments)
                 return await super().call_tool(name, arguments, *args, **kwargs)
             except ToolError as err:
                 if isinstance(err.__cause__, ValidationError):
@@ -570,6 +572,20 @@ def _server_class():
                 raise
             finally:
                 self.calls_answered += 1
+
+        def _known_arguments(self, name, arguments) -> None:
+            """An argument the tool does not take is refused: a misspelt `limt` or a
+            filter another tool has (`types`) did nothing, and the agent believed it had."""
+            tool = self._tool_manager.get_tool(name)
+            if tool is None or not isinstance(arguments, dict):
+                return
+            known = tool.parameters.get("properties", {})
+            unknown = [key for key in arguments if key not in known]
+            if unknown:
+                names = ", ".join(sorted(known))
+                raise ToolError(
+                    redact(f"{name}: unknown argument '{clip(str(unknown[0]), 40)}'; it takes {names}")[0]
+                )
 
     return LoreMCPServer
 

@@ -288,6 +288,8 @@ def set_field(memory: Memory, name: str, value: str | None, *, clean: Callable[[
             ``[REDACTED:kind]`` turn a word into a list.
     """
     key = name.strip()
+    if not key:
+        raise UsageError("give the name of the field to set, e.g. title or a field of your own")
     if key in _FIXED:
         raise UsageError(f"{key} is managed by Lore and cannot be set")
     parsed = _yaml_value(value)
