@@ -441,6 +441,7 @@ def _project(tmp_path: Path) -> Path:
 
 
 @WITHOUT_FILE_RIGHTS
+@pytest.mark.skipif(ON_POSTGRES, reason="without its file rights root cannot reach the test server's socket")
 def test_a_memory_unreadable_since_it_was_indexed_costs_recall_its_body_only_and_doctor_names_it(tmp_path):
     """A chmod keeps a file's time, so the index still lists the memory: recall
     failed as a whole on reading its body, and doctor said nothing was wrong."""
