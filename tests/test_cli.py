@@ -708,14 +708,16 @@ def test_a_misspelt_field_or_an_unclosed_list_is_refused_not_kept(cli):
     before = path.read_bytes()
     for setting, says in (
         ("tpye=decision", "did you mean 'type'"),
-        ("keyword=[a, b]", "did you mean 'keywords'"),
+        ("titel=Slips", "did you mean 'title'"),
         ("keywords=[a,b", "not a YAML list or mapping"),
     ):
         proc = cli("edit", added["id"][:8], "--set", setting, ok=False)
         assert proc.returncode == 2 and says in proc.stderr, proc.stderr
     assert path.read_bytes() == before
-    cli("edit", added["id"][:8], "--set", "owner=ops team")  # a field of one's own
-    assert "owner: ops team" in path.read_text()
+    cli("edit", added["id"][:8], "--set", "owner=ops team", "--set", "sources=[a, b]")  # fields of one's own
+    cli("edit", added["id"][:8], "--set", "title=[Draft] auth flow")  # text that starts with a bracket
+    text = path.read_text()
+    assert "owner: ops team" in text and "[Draft] auth flow" in text
 
 
 @pytest.mark.parametrize("field", ["agent", "visibility", "storage", "id"])

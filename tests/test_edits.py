@@ -212,6 +212,23 @@ def test_an_edit_that_completes_a_secret_is_redacted(mem):
     no_hash_warning(cli)
 
 
+def test_an_edit_that_adds_no_secret_changes_only_what_it_names(mem):
+    """Redacting the whole memory at every edit re-rendered a hand-written
+    frontmatter and rewrote its old text: an edit changes what it names."""
+    cli, path = mem
+    path.write_text(
+        path.read_text().replace("Run the migrations first.", "The staging password is hunter2x9.")
+    )
+    before = path.read_text()
+    cli("edit", "mem-2026-02-12-001", "--append", "Argon2 later.")
+    after = path.read_text()
+    assert "keywords: [deploy]   # a comment Lore keeps" in after
+    assert "The staging password is hunter2x9." in after  # the user's to fix (`lore doctor` says so)
+    assert after.split("---", 2)[2].rstrip().endswith("Argon2 later.")
+    kept = [line for line in before.splitlines() if not line.startswith(("content_hash:", "updated_at:"))]
+    assert all(line in after.splitlines() for line in kept)
+
+
 def test_expect_sha256_refuses_a_changed_file(mem):
     cli, path = mem
     stale = hashlib.sha256(path.read_bytes()).hexdigest()

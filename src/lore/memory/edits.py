@@ -292,7 +292,7 @@ def set_field(memory: Memory, name: str, value: str | None, *, clean: Callable[[
         raise UsageError("give the name of the field to set, e.g. title or a field of your own")
     if key in _FIXED:
         raise UsageError(f"{key} is managed by Lore and cannot be set")
-    parsed = _yaml_value(value)
+    parsed = _yaml_value(value, listed=_FIELD_NAMES.get(key) in ("tags", "files", "labels"))
     text = "" if value is None else value.strip()  # fields stored as the text given
     canonical = _FIELD_NAMES.get(key)
     if canonical is None and key not in memory.extra and (meant := _misspelt(key)) is not None:
@@ -362,8 +362,8 @@ def _misspelt(key: str) -> str | None:
     if len(low) < 4:
         return None
     for known in (*_FIELD_NAMES, *_FIXED, "relations", "superseded_by", "status"):
-        if known != low and _one_slip(low, known):
-            return known
+        if known != low and _one_slip(low, known) and low.rstrip("s") != known.rstrip("s"):
+            return known  # (a plural is a name of its own: `sources`, `tasks`)
     return None
 
 
@@ -437,7 +437,9 @@ def _clean_strings(value: Any, clean: Callable[[str], str]) -> Any:
     return walk(value)
 
 
-def _yaml_value(value: str | None) -> Any:
+def _yaml_value(value: str | None, *, listed: bool = False) -> Any:
+    """`value` read as YAML (text when it is none); `listed`: a field that holds
+    a list, where a bracket not closed (`[a, b`) is refused, not kept as text."""
     if value is None or not value.strip() or value.strip() in ("null", "~"):
         return None
     import yaml
@@ -445,7 +447,7 @@ def _yaml_value(value: str | None) -> Any:
     try:
         return yaml.safe_load(value)
     except yaml.YAMLError:
-        if value.lstrip().startswith(("[", "{")):  # meant as a list or mapping: not read as text
+        if listed and value.lstrip().startswith(("[", "{")):  # meant as a list: not read as text
             raise UsageError(
                 f"'{value.strip()[:60]}' is not a YAML list or mapping (a bracket is not closed?); "
                 "write it as [a, b] or {key: value}"

@@ -884,6 +884,10 @@ class Memories:
                     one = Edit(**{**one.__dict__, "text": clean(one.text), "heading": clean(one.heading)})
                     body, note = apply_to_body(body, one)
                     notes += [note] if note else []
+            # What was typed may complete a secret only the whole says is one
+            # ("password: TODO" replaced by the value): then the body is redacted.
+            if body != parts.body and secrets.redact(body)[1] - secrets.redact(parts.body)[1]:
+                body = clean(body) or ""
             stamp = now_iso()
             text = parts.render(body, now=stamp)
             memory = self._parse(text, rel)
@@ -892,6 +896,10 @@ class Memories:
                 if one.operation == "set":  # redacted once parsed: YAML must not read the marker
                     key = clean(one.field) or ""
                     set_field(memory, key, one.value, clean=lambda t: clean(t) or "")
+                    if key.strip() in memory.extra:  # a field of one's own is read with its name
+                        keyed, found = secrets.redact_nested({key.strip(): memory.extra[key.strip()]})
+                        memory.extra[key.strip()] = keyed[key.strip()]
+                        redacted += found
                     if key.strip() == "superseded_by" and memory.extra.get("superseded_by"):
                         memory.extra["superseded_by"] = self._other(
                             memory, str(memory.extra["superseded_by"]), key
@@ -903,11 +911,7 @@ class Memories:
                     notes += [note] if note else []
                     related.append(target)
             self._check_relations(memory, self._parse(raw, rel))
-            # What was typed may complete a secret only the whole says is one
-            # ("password: TODO" replaced by the value; `--set db_password=...`).
-            completed = sync.redacted(memory)
-            redacted += completed
-            if framed or completed:
+            if framed:
                 memory.updated_at = stamp
                 text = markdown.render_checked(memory)
             retitled = before is not None and name_key(before.title) != name_key(memory.title)

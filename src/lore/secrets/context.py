@@ -10,12 +10,15 @@ from . import assignments, keys, lines, values
 from .findings import PRIORITY_CONTEXT, PRIORITY_URL, Finding
 from .rules import ContextRule, RuleSet
 
-# A hex value (a commit, a digest) that a sentence places after a secret's keyword
-# names a change ("the password reset was fixed in 4e90…", "token refresh, sha 4e90…").
+# A hex value (a commit, a digest) that a sentence places right after a word
+# naming a change ("the password reset was fixed in 4e90…", "token refresh, sha
+# 4e90…") is that change; after a separator ("API key in prod: 9f86…", "= 9f86…")
+# or any other word ("token is 9f86…", "API key in .env 9f86…") it is a secret.
 _HEX = re.compile(r"[0-9a-fA-F]{20,}")
 _PROSE_GAP = re.compile(
-    r"(?i)\b(?:in|at|by|sha|commit|commits|revision|rev|fixed|merged|landed|reverted|see|since|from|after|before)\b"
+    r"(?i)^[^:=]*\b(?:in|at|by|sha|commit|revision|rev|fixed|merged|landed|reverted)[ \t(]*$"
 )
+
 _URL_CREDENTIALS = re.compile(r"://(?P<user>[^\s:/@'\"<>\0]*):(?P<secret>[^\s/'\"<>\0]+)@(?=[\w\[])")
 
 
@@ -47,7 +50,7 @@ def _context_ok(rule: ContextRule, match: re.Match[str], secret: str, strict: bo
     if rule.check == "password":
         return values.plausible_password(secret, quoted=True, followed_by_text=False)
     if rule.check == "machine_made":
-        if _HEX.fullmatch(secret.rstrip(".")) and _PROSE_GAP.search(match.group("gap") or ""):
+        if _HEX.fullmatch(secret.rstrip(".")) and _PROSE_GAP.match(match.group("gap") or ""):
             return False  # "the password reset was fixed in 4e90992…": a commit, named in a sentence
         return values.looks_random(secret, min_len=20)
     if rule.check == "prose_password":  # "the password is hunter2": only values with a digit or symbol

@@ -118,7 +118,9 @@ def _decoded(text: str) -> list[Finding]:
             plain = base64.b64decode(value, validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError, ValueError):
             continue
-        inside = _find(plain, strict=False) if plain.isprintable() else []
+        # `echo url | base64` ends with a newline; an .env file has several lines
+        readable = plain.replace("\n", "").replace("\r", "").replace("\t", "").isprintable()
+        inside = _find(plain, strict=False) if readable else []
         if inside:
             found.append(
                 Finding(match.start("value"), match.end("value"), inside[0].kind, inside[0].priority)
