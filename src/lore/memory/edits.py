@@ -210,7 +210,7 @@ def replace_section(body: str, heading: str, text: str) -> tuple[str, str | None
     missing section is added at the end as a level-2 heading."""
     wanted = _heading_text(heading)
     if not wanted:
-        raise UsageError("give the section's heading, e.g. --replace-section Decisions")
+        raise UsageError("give the section's heading, e.g. Decisions (--replace-section; over MCP, target)")
     lines = body.split("\n")
     found = None
     for index, level, title in headings(lines):
@@ -242,7 +242,7 @@ def find_replace(body: str, find: str, replacement: str, *, every: bool = False)
         raise UsageError(f"'{shown}' is not in the memory's text; check it with `lore show ID`")
     if count > 1 and not every:
         raise UsageError(
-            f"'{shown}' occurs {count} times; give more of the text to make it unique, or replace all (--all)"
+            f"'{shown}' occurs {count} times; give more of the text to make it unique, or replace all (--all; over MCP, all: true)"
         )
     return body.replace(find, replacement), (f"replaced {count} occurrences" if count > 1 else None)
 
