@@ -288,6 +288,12 @@ async def test_an_update_keeps_files_and_scope_inside_the_project_as_create_does
         assert r.status_code == 200, r.text
         now = (await c.get(f"/api/memories/{key}")).json()
         assert now["files"] == ["src/auth.py"] and now["applies_to"] == "file:src/auth.py"
+        r = await c.patch(f"/api/memories/{key}", json={"files": ["src/auth.py", "src/db.py"] * 250})
+        assert r.status_code == 200, r.text
+        assert (await c.get(f"/api/memories/{key}")).json()["files"] == [
+            "src/auth.py",
+            "src/db.py",
+        ]  # each once
 
 
 async def test_error_messages_do_not_show_the_servers_folders(root):

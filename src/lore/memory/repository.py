@@ -582,7 +582,7 @@ class Memories:
         extra, found = secrets.redact_nested(extra or {})  # a capture's session id, an error's signature
         clean["redacted"] += found
         derived_title = clean["title"] or derive_title(clean["body"])
-        clean["files"] = [self.project_path(f) for f in clean["files"]]
+        clean["files"] = list(dict.fromkeys(self.project_path(f) for f in clean["files"]))
         if clean["applies_to"] and clean["applies_to"].startswith("file:"):
             clean["applies_to"] = "file:" + self.project_path(clean["applies_to"][5:])
         memory = Memory(
@@ -804,8 +804,8 @@ class Memories:
             for name, value in fields.items():
                 if value is None:
                     continue
-                if isinstance(value, (list, tuple)):
-                    value, found = secrets.redact_values([str(v) for v in value])
+                if isinstance(value, (list, tuple)):  # each once, in the order given
+                    value, found = secrets.redact_values(list(dict.fromkeys(str(v) for v in value)))
                     redacted += found
                 elif isinstance(value, str):
                     value, found = secrets.redact(value)
