@@ -505,14 +505,23 @@ def test_doctor_names_markdown_files_lore_does_not_read(cli):
     assert all(p["level"] == "warning" for p in problems.values())
 
 
-def test_doctor_names_a_folder_named_like_a_memory_and_a_link_out_of_the_project(cli, tmp_path):
-    (cli.cwd / ".lore/memory/x.md").mkdir()
+def test_doctor_names_a_linked_folder_whose_memories_lore_does_not_read(cli, tmp_path):
+    """Lore follows no linked folder (inside the project or out of it): its memories
+    were neither listed nor reported. A folder named x.md holding memories is read."""
+    (cli.cwd / "src/notes").mkdir(parents=True)
     (cli.cwd / ".lore/memory/linked").symlink_to(tmp_path, target_is_directory=True)
-    (cli.cwd / ".lore/memory/inside").symlink_to(cli.cwd / "src", target_is_directory=True)
+    (cli.cwd / ".lore/memory/inside").symlink_to(cli.cwd / "src/notes", target_is_directory=True)
+    (cli.cwd / ".lore/memory/topic.md").mkdir()
+    (cli.cwd / ".lore/memory/.obsidian").mkdir()
+    (cli.cwd / ".lore/memory/.obsidian/plugins").symlink_to(tmp_path, target_is_directory=True)
+    (cli.cwd / ".lore/local").mkdir(exist_ok=True)
+    (cli.cwd / ".lore/local/cache").symlink_to(tmp_path, target_is_directory=True)
     problems = {p["where"]: p["message"] for p in cli.json("doctor")}
-    assert "a folder named like a memory file" in problems[".lore/memory/x.md"]
-    assert "outside the project" in problems[".lore/memory/linked"]
-    assert ".lore/memory/inside" not in problems
+    assert "Lore follows no linked folders" in problems[".lore/memory/linked"]
+    assert "Lore follows no linked folders" in problems[".lore/memory/inside"]
+    assert not {".lore/memory/topic.md", ".lore/memory/.obsidian/plugins", ".lore/local/cache"} & set(
+        problems
+    )
 
 
 def test_the_file_a_command_fails_on_is_said_once(cli):
@@ -709,6 +718,7 @@ def test_a_misspelt_field_or_an_unclosed_list_is_refused_not_kept(cli):
     for setting, says in (
         ("tpye=decision", "did you mean 'type'"),
         ("titel=Slips", "did you mean 'title'"),
+        ("keyword=[a, b]", "did you mean 'keywords'"),  # a field's singular is a slip; its plural, a name
         ("keywords=[a,b", "not a YAML list or mapping"),
     ):
         proc = cli("edit", added["id"][:8], "--set", setting, ok=False)

@@ -206,10 +206,18 @@ def test_an_edit_that_completes_a_secret_is_redacted(mem):
     assert "redacted" in proc.stderr
     proc = cli("edit", "mem-2026-02-12-001", "--set", "db_password=Qz9dOfWYj6nc!x8")
     assert "redacted" in proc.stderr
+    cli("edit", "mem-2026-02-12-001", "--set", "pin_password=839201746512")  # YAML reads a number
     text = path.read_text()
-    assert "Tr0bBzVun0Ry" not in text and "Qz9dOfWYj6nc" not in text
+    assert "Tr0bBzVun0Ry" not in text and "Qz9dOfWYj6nc" not in text and "839201746512" not in text
     assert "db_password:" in text and "Staging DB password: [REDACTED" in text
     no_hash_warning(cli)
+
+
+def test_a_password_written_by_hand_replaced_by_another_is_redacted(mem):
+    cli, path = mem
+    path.write_text(path.read_text().replace("Run the migrations first.", "Staging db password: OldSecr3t!x"))
+    cli("edit", "mem-2026-02-12-001", "--find", "OldSecr3t!x", "--replace", "NewSecr3t!y")
+    assert "NewSecr3t" not in path.read_text()
 
 
 def test_an_edit_that_adds_no_secret_changes_only_what_it_names(mem):

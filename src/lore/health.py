@@ -189,50 +189,51 @@ _MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd")
 def unread_markdown(project: Project) -> list[Problem]:
     """Markdown files in the memory folders whose name does not end in `.md`
     (`NOTES.MD`, `auth.markdown`): Lore reads only `*.md`, so such a memory was
-    neither indexed nor reported anywhere; likewise a folder named ``x.md``
-    and a link to a folder outside the project."""
+    neither indexed nor reported anywhere; likewise the memories under a link
+    to a folder (Lore follows none)."""
     problems = []
     for folder in (project.memory_dir, project.local_dir):
         if not folder.is_dir() or folder.is_symlink():
             continue
-        for path in sorted(folder.rglob("*")):
-            name = path.name
-            rel = path.relative_to(project.root).as_posix()
-            if rel.startswith(".lore/local/trash/") or name.startswith("."):
-                continue
-            if path.is_symlink() and path.is_dir():
-                real = os.path.realpath(path)
-                if not _inside(real, str(project.root)):
+        for here, dirs, files in os.walk(folder):  # links to folders are listed, never entered
+            top = here == str(folder)
+            dirs[:] = [d for d in dirs if not d.startswith(".") and not (top and d in _LORES_OWN)]
+            for name in sorted(dirs):
+                path = os.path.join(here, name)
+                if os.path.islink(path):
+                    rel = os.path.relpath(path, project.root).replace(os.sep, "/")
                     problems.append(
                         Problem(
                             "warning",
                             rel,
-                            f"not read: a link to {real}, outside the project; make it a folder",
+                            f"not read: a link to the folder {os.path.realpath(path)}; Lore follows no "
+                            "linked folders: move the memories here",
                         )
                     )
-                continue
-            if name.endswith(".md") and path.is_dir() and not path.is_symlink():
+            for name in sorted(files):
+                if (
+                    name.startswith(".")
+                    or name.endswith(".md")
+                    or not name.lower().endswith(_MARKDOWN_SUFFIXES)
+                ):
+                    continue
+                path = os.path.join(here, name)
+                if not os.path.isfile(path):
+                    continue
+                rel = os.path.relpath(path, project.root).replace(os.sep, "/")
+                stem = name.rsplit(".", 1)[0]
                 problems.append(
-                    Problem("warning", rel, "not read: a folder named like a memory file; rename it")
+                    Problem(
+                        "warning",
+                        rel,
+                        f"not read: Lore reads only files ending in .md; rename it to {stem}.md",
+                    )
                 )
-                continue
-            if name.endswith(".md") or not name.lower().endswith(_MARKDOWN_SUFFIXES):
-                continue
-            if rel.startswith(".lore/local/trash/") or not path.is_file():
-                continue
-            problems.append(
-                Problem(
-                    "warning",
-                    rel,
-                    f"not read: Lore reads only files ending in .md; rename it to {path.stem}.md",
-                )
-            )
     return problems
 
 
-def _inside(path: str, root: str) -> bool:
-    real_root = os.path.realpath(root)
-    return path == real_root or path.startswith(real_root + os.sep)
+# Folders of .lore/local/ that hold no memories to read (the trash, caches).
+_LORES_OWN = frozenset({"trash", "cache"})
 
 
 def duplicate_ids(records: list[MemoryRecord]) -> list[Problem]:

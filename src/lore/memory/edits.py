@@ -362,8 +362,8 @@ def _misspelt(key: str) -> str | None:
     if len(low) < 4:
         return None
     for known in (*_FIELD_NAMES, *_FIXED, "relations", "superseded_by", "status"):
-        if known != low and _one_slip(low, known) and low.rstrip("s") != known.rstrip("s"):
-            return known  # (a plural is a name of its own: `sources`, `tasks`)
+        if known != low and _one_slip(low, known) and low != known + "s":
+            return known  # (a plural of a field is a name of its own: `sources`, `tasks`)
     return None
 
 

@@ -885,8 +885,9 @@ class Memories:
                     body, note = apply_to_body(body, one)
                     notes += [note] if note else []
             # What was typed may complete a secret only the whole says is one
-            # ("password: TODO" replaced by the value): then the body is redacted.
-            if body != parts.body and secrets.redact(body)[1] - secrets.redact(parts.body)[1]:
+            # ("password: TODO" replaced by the value; a password written by hand
+            # replaced by another): a secret the body did not hold has it redacted.
+            if body != parts.body and secrets.secrets_in(body) - secrets.secrets_in(parts.body):
                 body = clean(body) or ""
             stamp = now_iso()
             text = parts.render(body, now=stamp)

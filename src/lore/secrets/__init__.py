@@ -32,6 +32,7 @@ __all__ = [
     "redact_nested",
     "redact_values",
     "refuse_as_name",
+    "secrets_in",
 ]
 
 _scan_module: ModuleType | None = None
@@ -57,6 +58,11 @@ def redact(text: str) -> tuple[str, Counter[str]]:
     scan = _scan()
     findings = scan.find(text, strict=False)
     return scan.replace(text, findings), Counter(f.kind for f in findings)
+
+
+def secrets_in(text: str) -> set[str]:
+    """The secrets :func:`redact` would replace in `text`, as written there."""
+    return {text[f.start : f.end] for f in _scan().find(text, strict=False)}
 
 
 # A token in a name (a file's, a commit author's) is a run of 16 letters and
@@ -114,6 +120,13 @@ def redact_nested(value: Any) -> tuple[Any, Counter[str]]:
         return item
 
     def keyed(key: Any, child: Any, depth: int) -> Any:
+        if isinstance(key, str) and isinstance(child, int | float) and not isinstance(child, bool):
+            # YAML reads `db_password: 839201746512` as a number: a secret all the same
+            clean, kinds = redact(f"{key}: {child}")
+            if kinds and clean.startswith(f"{key}: "):
+                found.update(kinds)
+                return clean[len(key) + 2 :]
+            return child
         if isinstance(key, str) and isinstance(child, str) and "\n" not in key and "\n" not in child:
             line = f"{key}: "
             clean, kinds = redact(line + child)
