@@ -194,9 +194,16 @@ def _emptied(conn: Any, name: str) -> bool:
         " WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
     )
     conn.commit()
+    # A process the test left behind (a hook's detached `lore hook consolidate`)
+    # may have connected and written meanwhile: between the DELETE and the
+    # sequences' reset, its row kept an id the next test's first insert gets.
+    again = conn.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", (name,)
+    ).fetchone()[0]
+    rows = any(conn.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone()[0] for (table,) in tables)
     shape = tuple(conn.execute(_SHAPE).fetchone())
     conn.rollback()  # no transaction (and no lock) held while the next test runs
-    return shape == _TEMPLATE_SHAPE[0]
+    return not again and not rows and shape == _TEMPLATE_SHAPE[0]
 
 
 @contextlib.contextmanager
