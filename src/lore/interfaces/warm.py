@@ -323,11 +323,15 @@ def _hand_over(argv: list[str], place: str) -> tuple[BinaryIO, int] | int | None
         conn.close()
         return None  # nothing was handed over: run it here
     # From here on the server may have forked the command: it never runs twice.
+    why = ""
     try:
         conn.sendall(payload[sent:])
-        first = json.loads(replies.readline() or b"{}")
+        line = replies.readline()
+        why = "it closed the connection" if not line else f"it said {line[:60]!r}"
+        first = json.loads(line or b"{}")
         conn.settimeout(None)  # the command takes as long as it takes
-    except (OSError, ValueError):
+    except (OSError, ValueError) as err:
+        why = why or f"{type(err).__name__}: {err}"
         first = {}
     if first.get("refused"):
         conn.close()
@@ -335,7 +339,7 @@ def _hand_over(argv: list[str], place: str) -> tuple[BinaryIO, int] | int | None
     pid = first.get("pid")
     if not isinstance(pid, int):
         print(
-            "lore: error: the warm server did not answer; run the command again "
+            f"lore: error: the warm server did not answer ({why or 'no pid'}); run the command again "
             "(LORE_WARM=0 runs commands without it)",
             file=sys.stderr,
         )
