@@ -642,6 +642,8 @@ def test_adversarial_inputs_finish(text: str):
         # a passphrase of a few words under a block scalar, whole
         ("db:\n  password: >-\n    correct horse battery staple\n", "horse battery staple"),
         ("Reset the admin password to Hn2Lk9!x.", "Hn2Lk9!x"),
+        # an `=` inside the value, glued to no annotation: the whole value (`Tr0b=` was kept)
+        ("password: Tr0b=Bz9Vun0\n", "Tr0b="),
         # JSON inside a JSON string, as a log line carries it
         ('{"cfg":"{\\"db_password\\":\\"Qz9dOfWYj6nc!x\\"}"}', "Qz9dOfWYj6nc!x"),
         ('{"cfg":"{\\"api_key\\":\\"a8Fk2LmQ9zR4tY7uW3eS\\"}"}', "a8Fk2LmQ9zR4tY7uW3eS"),

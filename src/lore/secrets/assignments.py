@@ -21,13 +21,14 @@ from .rules import RuleSet
 # emphasis (`**Password:** …`, `**Password**: …`) or qualified (`Password
 # (staging): …`, `password for staging: …`).
 # An annotation is followed by a value on its line: `password: WGs5I21RMiE=` ending
-# its line is base64 under a key (a Kubernetes Secret's data), not `key: type =`.
+# its line is base64 under a key (a Kubernetes Secret's data), not `key: type =`;
+# an `=` glued to it opens a literal (`key: str="…"`): `password: Tr0b=Bz9Vun0` is a value.
 # A no-break space (pasted from a web page or a chat) counts as a space; a Markdown
 # table's cell border as a separator (`| DB_PASSWORD | hunter2x9 |`, prose only).
 _ASSIGN = re.compile(
     r"""(?P<kq>(?:\*{1,2}|_{1,2})?["'`]{0,2}\]?["'`]?)
         (?P<qual>[ \t]+\([^()\n]{1,40}\)|[ \t]+for[ \t]+[\w.\-]{1,40})?
-        (?P<ann>[ \t]*:[ \t]*[A-Za-z_][\w\[\], .|]{0,60}?(?=[ \t]*=[ \t]*[^=>\s]))?
+        (?P<ann>[ \t]*:[ \t]*[A-Za-z_][\w\[\], .|]{0,60}?(?=[ \t]+=[ \t]*[^=>\s]|=[ \t]*[@rRbBuUfF]{0,2}["'`(\[{]))?
         [ \t\u00a0]*(?P<sep>:=|=>|==|!=|=|:(?!//)|\uff1a|\|(?![|\-:])|,(?=[ \t]*[@rRbBuUfF]{0,2}["'`]))
         (?:\*{1,2}|_{1,2})?[ \t\u00a0]*(?P<vq>[@rRbBuUfF]{0,2}["'`])?""",
     re.X,
