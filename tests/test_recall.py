@@ -1568,29 +1568,9 @@ def test_contradicting_memories_say_so_and_a_replacement_stays_in_the_period_ask
         and '⚠ contradicts "Never call main() in tests"' in both
     )
     assert "contradicts of" not in both
-    old = cli.json(
-        "add",
-        "--type",
-        "decision",
-        "-t",
-        "Quote completion values with shlex.quote",
-        "--occurred-at",
-        "2025-12-10",
-        "-b",
-        "We decided to quote completion values with shlex.quote.",
-    )["id"]
-    new = cli.json(
-        "add",
-        "--type",
-        "decision",
-        "-t",
-        "Escape colons in completion values instead of quoting",
-        "--occurred-at",
-        "2026-03-03",
-        "-b",
-        "shlex.quote showed literal quotes; escape colons instead.",
-    )["id"]
-    cli("edit", new[:8], "--relate", f"supersedes={old[:8]}")
+    old, new = quoting_superseded(
+        cli, ("--occurred-at", "2025-12-10"), ("--occurred-at", "2026-03-03"), "escape colons instead."
+    )
     then = cli.json(
         "recall", "completion values quoting", "--until", "2026-01-01", "--no-code", "--no-related-work"
     )
@@ -1599,28 +1579,31 @@ def test_contradicting_memories_say_so_and_a_replacement_stays_in_the_period_ask
     assert [m["id"] for m in now["memories"]][:1] == [new]
 
 
+def quoting_superseded(cli, old_args, new_args, how: str) -> tuple[str, str]:
+    """Two decisions, the newer superseding the older (ids: older, newer);
+    `old_args`/`new_args`: more `lore add` options; `how`: the newer's last words."""
+
+    def decision(title: str, body: str, more) -> str:
+        return cli.json("add", "--type", "decision", "-t", title, *more, "-b", body)["id"]
+
+    old = decision(
+        "Quote completion values with shlex.quote",
+        "We decided to quote completion values with shlex.quote.",
+        old_args,
+    )
+    new = decision(
+        "Escape colons in completion values instead of quoting",
+        f"shlex.quote showed literal quotes; {how}",
+        new_args,
+    )
+    cli("edit", new[:8], "--relate", f"supersedes={old[:8]}")
+    return old, new
+
+
 def test_search_says_which_memory_replaced_a_superseded_one(cli):
     """`lore search` showed a superseded decision first, at 96%, beside the one
     that replaced it, with nothing in the text or the JSON to tell them apart."""
-    old = cli.json(
-        "add",
-        "--type",
-        "decision",
-        "-t",
-        "Quote completion values with shlex.quote",
-        "-b",
-        "We decided to quote completion values with shlex.quote.",
-    )["id"]
-    new = cli.json(
-        "add",
-        "--type",
-        "decision",
-        "-t",
-        "Escape colons in completion values instead of quoting",
-        "-b",
-        "shlex.quote showed literal quotes; escape colons with a backslash instead.",
-    )["id"]
-    cli("edit", new[:8], "--relate", f"supersedes={old[:8]}")
+    old, new = quoting_superseded(cli, (), (), "escape colons with a backslash instead.")
     found = {h["id"]: h for h in cli.json("search", "quote completion values shlex")}
     assert found[old]["superseded_by"] == new and found[new]["superseded_by"] is None
     assert found[new]["score"] > found[old]["score"]
