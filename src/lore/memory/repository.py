@@ -895,13 +895,13 @@ class Memories:
             framed = [one for one in edits if one.operation not in BODY_OPERATIONS]
             for one in framed:
                 if one.operation == "set":  # redacted once parsed: YAML must not read the marker
-                    key = clean(one.field) or ""
+                    key = (clean(one.field) or "").strip()
                     set_field(memory, key, one.value, clean=lambda t: clean(t) or "")
-                    if key.strip() in memory.extra:  # a field of one's own is read with its name
-                        keyed, found = secrets.redact_nested({key.strip(): memory.extra[key.strip()]})
-                        memory.extra[key.strip()] = keyed[key.strip()]
+                    if key in memory.extra:  # a field of one's own is read with its name
+                        keyed, found = secrets.redact_nested({key: memory.extra[key]})
+                        memory.extra[key] = keyed[key]
                         redacted += found
-                    if key.strip() == "superseded_by" and memory.extra.get("superseded_by"):
+                    if key == "superseded_by" and memory.extra.get("superseded_by"):
                         memory.extra["superseded_by"] = self._other(
                             memory, str(memory.extra["superseded_by"]), key
                         )

@@ -276,9 +276,10 @@ def redacted(memory: Memory) -> Counter[str]:
         extra, kinds = redact_nested({k: v for k, v in memory.extra.items() if k != "relations"})
         links = memory.extra.get("relations")
         if isinstance(links, dict):  # a link's name is no config key: its target is read alone
-            named = [(redact(str(name)), redact_nested(target)) for name, target in links.items()]
-            extra["relations"] = {name: target for (name, _), (target, _) in named}
-            for (_, in_name), (_, in_target) in named:
+            extra["relations"] = {}
+            for name, target in links.items():
+                (clean_name, in_name), (clean_target, in_target) = redact(str(name)), redact_nested(target)
+                extra["relations"][clean_name] = clean_target
                 kinds += in_name + in_target
         elif links is not None:
             extra["relations"], more = redact_nested(links)

@@ -120,19 +120,14 @@ def redact_nested(value: Any) -> tuple[Any, Counter[str]]:
         return item
 
     def keyed(key: Any, child: Any, depth: int) -> Any:
-        if isinstance(key, str) and isinstance(child, int | float) and not isinstance(child, bool):
-            # YAML reads `db_password: 839201746512` as a number: a secret all the same
-            clean, kinds = redact(f"{key}: {child}")
-            if kinds and clean.startswith(f"{key}: "):
-                found.update(kinds)
-                return clean[len(key) + 2 :]
-            return child
-        if isinstance(key, str) and isinstance(child, str) and "\n" not in key and "\n" not in child:
+        # YAML reads `db_password: 839201746512` as a number: a secret all the same
+        number = isinstance(child, int | float) and not isinstance(child, bool)
+        if isinstance(key, str) and (number or isinstance(child, str)) and "\n" not in key + str(child):
             line = f"{key}: "
-            clean, kinds = redact(line + child)
+            clean, kinds = redact(line + str(child))
             if clean.startswith(line):  # (a key that is a secret itself: the value alone, below)
                 found.update(kinds)
-                return clean[len(line) :]
+                return clean[len(line) :] if kinds or not number else child
         return walk(child, depth)
 
     return walk(value, 0), found

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lore.atomic import contained
 from lore.errors import NotFound, UsageError, ValidationError
 from lore.memory import markdown, sync
 from lore.memory.files import location_of
@@ -129,9 +130,9 @@ def import_path(
     real = path.resolve()
     if real == project.lore_dir.resolve() or project.lore_dir.resolve() in real.parents:
         raise UsageError(f"{named} is Lore's own folder; import notes from elsewhere")
-    top, written = project.root.resolve(), Path(os.path.abspath(path))
+    written = Path(os.path.abspath(path))  # as named, links not followed
     inside = written == project.root.absolute() or project.root.absolute() in written.parents
-    if inside and real != top and top not in real.parents:
+    if inside and not contained(project.root, path):
         # A file of the project that is a link out of it (a cloned repository's
         # AGENTS.md -> ~/.aws/credentials) would copy that file into a committed memory.
         raise UsageError(
