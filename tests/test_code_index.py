@@ -613,7 +613,11 @@ def test_update_index_reports_updated_and_deleted(repo):
     write(root, "a.py", "def alphakangaroo():\n    return 1\n")
     (root / "b.py").unlink()
     assert code(repo, "alphakangaroo") == []  # not picked up without an update
-    assert repo.json("update-index", "--files", "a.py", "--deleted", "b.py") == {"updated": 1, "deleted": 1}
+    assert repo.json("update-index", "--files", "a.py", "--deleted", "b.py") == {
+        "updated": 1,
+        "deleted": 1,
+        "skipped": [],
+    }
     assert paths(code(repo, "alphakangaroo")) == ["a.py"]
     assert code(repo, "betawombat") == []
     assert repo("update-index", "--files", "a.py").stdout.strip() == "updated 0, deleted 0"
@@ -622,7 +626,7 @@ def test_update_index_reports_updated_and_deleted(repo):
     write(root, "a.py", "def alphakoalabea():\n    return 1\n")
     os.utime(root / "a.py", ns=(before.st_atime_ns, before.st_mtime_ns))
     assert (root / "a.py").stat().st_size == before.st_size
-    assert repo.json("update-index", "--files", "a.py") == {"updated": 1, "deleted": 0}
+    assert repo.json("update-index", "--files", "a.py") == {"updated": 1, "deleted": 0, "skipped": []}
     assert paths(code(repo, "alphakoalabea")) == ["a.py"]
 
 
@@ -658,12 +662,48 @@ def test_update_index_takes_file_names_with_spaces(repo):
     write(root, "my notes.py", "def alphakangaroo():\n    return 1\n")
     (root / "old file.py").unlink()
     out = repo.json("update-index", "--files", "my notes.py", "--deleted", "old file.py")
-    assert out == {"updated": 1, "deleted": 1}
+    assert out == {"updated": 1, "deleted": 1, "skipped": []}
     assert paths(code(repo, "alphakangaroo")) == ["my notes.py"]
     assert code(repo, "betawombat") == [] and paths(code(repo, "gammaotter")) == ["file.py"]
     write(root, "file.py", "def gammapuffin():\n    return 3\n")
     write(root, "a.py", "def deltaheron():\n    return 4\n")
-    assert repo.json("update-index", "--files", "file.py a.py") == {"updated": 2, "deleted": 0}
+    assert repo.json("update-index", "--files", "file.py a.py") == {"updated": 2, "deleted": 0, "skipped": []}
+
+
+def test_update_index_says_which_named_files_it_did_not_index_and_why(repo):
+    """A hook or an agent naming a file the index leaves out learned nothing:
+    `updated 0, deleted 0` for a typo, a git-ignored file or a binary alike."""
+    root = repo.cwd
+    configure(root, auto_sync=False)
+    write(root, ".gitignore", "local.py\n")
+    write(root, "a.py", "def alpha():\n    return 1\n")
+    commit(root, "one")
+    index(repo)
+    write(root, "local.py", "x = 1\n")
+    write(root, "node_modules/pkg/index.js", "module.exports = 1\n")
+    (root / "blob.py").write_bytes(bytes(range(256)) * 20)
+    (root / "src").mkdir()
+    out = repo.json(
+        "update-index",
+        *("--files", "a.py", "--files", "typo.py", "--files", "local.py"),
+        *("--files", "node_modules/pkg/index.js", "--files", "blob.py", "--files", "src"),
+    )
+    assert out["updated"] == 0 and out["deleted"] == 0
+    reasons = {s["path"]: s["reason"] for s in out["skipped"]}
+    assert reasons.keys() == {"typo.py", "local.py", "node_modules/pkg/index.js", "blob.py", "src"}
+    assert reasons["typo.py"] == "no such file" and reasons["local.py"] == "ignored by git"
+    assert "node_modules/" in reasons["node_modules/pkg/index.js"] and reasons["blob.py"] == "binary"
+    assert reasons["src"].startswith("a folder")
+    # In text, one line on stderr each; stdout keeps its one line of counts.
+    proc = repo("update-index", "--files", "typo.py", "--files", "a.py")
+    assert proc.stdout == "updated 0, deleted 0\n"
+    assert proc.stderr == "not indexed: typo.py (no such file)\n"
+    # A name with a space is one file, not its words; two names in one value are two files.
+    write(root, "my notes.py", "def gamma():\n    return 3\n")
+    assert repo.json("update-index", "--files", "my notes.py")["skipped"] == []
+    assert [s["path"] for s in repo.json("update-index", "--files", "a.py typo2.py")["skipped"]] == [
+        "typo2.py"
+    ]
 
 
 def test_update_index_refuses_paths_outside_the_project(repo, tmp_path):

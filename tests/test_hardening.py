@@ -1093,7 +1093,7 @@ def test_python_api_takes_one_name_where_it_takes_a_list(tmp_path):
     with _bm25_project(tmp_path / "p") as project:
         project.index_code()
         (tmp_path / "p" / "src" / "walrus.py").write_text("def walrus_feed():\n    pass\n")
-        assert project.update_index("src/walrus.py") == {"updated": 1, "deleted": 0}
+        assert project.update_index("src/walrus.py") == {"updated": 1, "deleted": 0, "skipped": []}
         # A Python date or datetime is taken as the CLI takes 2024-01-01.
         assert project.search("walrus", since=datetime.date(2000, 1, 1)) == project.search(
             "walrus", since="2000-01-01"

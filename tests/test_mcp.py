@@ -629,7 +629,7 @@ def apply_discount_coupon(total: float, percent: float) -> float:
             )
             (root / "src/auth.py").unlink()
             result = await s.ok("update_index", files=["src/billing.py"], deleted_files=["src/auth.py"])
-            assert result == {"updated": 1, "deleted": 1}
+            assert result == {"updated": 1, "deleted": 1, "skipped": []}
             coupon = await s.ok("search_codebase", query="apply discount coupon percentage")
             assert coupon and coupon[0]["file_path"] == "src/billing.py"
             gone = await s.ok("search_codebase", query="parse oauth bearer token from header")

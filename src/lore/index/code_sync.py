@@ -80,6 +80,8 @@ class IndexResult(Record):
     added_paths: list[str] = internal(default_factory=list)  # new to the index (a deleted file back)
     removed_paths: list[str] = internal(default_factory=list)
     renamed_paths: list[tuple[str, str]] = internal(default_factory=list)
+    # Paths named to re-check (update_index) that the index does not hold, and why.
+    unindexed: list[tuple[str, str]] = internal(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "skipped": [{"path": p, "reason": r} for p, r in self.skipped]}
@@ -129,6 +131,7 @@ def sync_code(
         check = {p for p in (_norm(x, root) for x in only) if p}
         candidates = [p for p in found.files if p in check]
         gone = [p for p in check | {_norm(x, root) for x in deleted or []} if p in known and p not in wanted]
+        result.unindexed = _unindexed(sorted(check - wanted - set(gone)), found.skipped, root)
     else:
         candidates = found.files
         gone = [p for p in known if p not in wanted]
@@ -171,12 +174,14 @@ def sync_code(
             continue  # deleted since discovery: the next sync forgets it
         except ValidationError as err:
             result.errors.append(f"{display_path(rel)}: skipped: {err.reason}")
+            result.unindexed.append((rel, err.reason))
             if rel in known:  # what it held is not what it holds: out of the index
                 gone.append(rel)
             continue
         binary = binary_kind(raw) if len(raw) > SNIFF_BYTES else None  # (discovery read the head)
         if binary is not None:  # text at its head only: a self-extracting script, a blob after a header
             result.skipped.append((rel, binary))
+            result.unindexed.append((rel, binary))
             result.files_skipped += 1
             if rel in known:
                 gone.append(rel)
@@ -329,6 +334,25 @@ def identifier_parts(text: str) -> str:
         if len(pieces) > 1:
             parts.update(dict.fromkeys(p.lower() for p in pieces))
     return " ".join(parts)
+
+
+def _unindexed(paths: list[str], skipped: list[tuple[str, str]], root: Path) -> list[tuple[str, str]]:
+    """Why each of `paths` (named to re-check, not among the files discovery
+    found) is not indexed: discovery's reason for it or a folder holding it,
+    else a folder, not in the work tree, or left out by git's ignore rules."""
+    reasons = dict(skipped)
+    folders = [(folder, reason) for folder, reason in skipped if folder.endswith("/")]
+    out = []
+    for rel in paths:
+        reason = reasons.get(display_path(rel)) or next(
+            (f"{why} ({folder})" for folder, why in folders if rel.startswith(folder)), None
+        )
+        if reason is None and os.path.isdir(root / rel):
+            reason = "a folder: name its files, or run `lore index`"
+        elif reason is None:
+            reason = "ignored by git" if os.path.lexists(root / rel) else "no such file"
+        out.append((rel, reason))
+    return out
 
 
 def _norm(path: str, root: Path) -> str | None:

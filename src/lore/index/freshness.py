@@ -159,12 +159,20 @@ class CodeIndex:
         if self._watcher is not None:
             self._watcher.close()
 
-    def update(self, files: list[str], deleted: list[str] | None = None) -> dict[str, int]:
-        """003's update_index: re-check these paths (for hooks and tools)."""
+    def update(self, files: list[str], deleted: list[str] | None = None) -> dict[str, Any]:
+        """003's update_index: re-check these paths (for hooks and tools). Besides
+        the counts, which of `files` the index does not hold and why (no such
+        file, ignored by git, excluded, binary, too large...): a tool that named
+        one learns it was not indexed."""
         for path in [*files, *(deleted or [])]:
             self.project.inside(path, base=self.project.root)
         result = self.run(only=list(files) + list(deleted or []), deleted=deleted)
-        return {"updated": result.files_processed + result.files_renamed, "deleted": result.files_removed}
+        named = {self.project.rel(self.project.inside(path, base=self.project.root)) for path in files}
+        return {
+            "updated": result.files_processed + result.files_renamed,
+            "deleted": result.files_removed,
+            "skipped": [{"path": p, "reason": r} for p, r in result.unindexed if p in named],
+        }
 
     def paths(self) -> set[str]:
         """The files in the code index now (cached until chunks change)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from lore.index.roles import ROLES
@@ -169,10 +171,13 @@ def update_index(lore, files, deleted, as_json):
       lore update-index --files "src/a.py src/b.py" --deleted src/old.py
     """
     result = lore.update_index(_paths(files), _paths(deleted))
+    result["skipped"] = _meant(files, result["skipped"])
     if as_json:
         emit_json(result)
-    else:
-        click.echo(f"updated {result['updated']}, deleted {result['deleted']}")
+        return
+    click.echo(f"updated {result['updated']}, deleted {result['deleted']}")
+    for skip in result["skipped"]:
+        click.echo(f"not indexed: {skip['path']} ({skip['reason']})", err=True)
 
 
 def _paths(values: tuple[str, ...]) -> list[str]:
@@ -183,6 +188,23 @@ def _paths(values: tuple[str, ...]) -> list[str]:
     for value in values:
         found.update(dict.fromkeys([value, *value.split()]))
     return list(found)
+
+
+def _meant(values: tuple[str, ...], skipped: list[dict[str, str]]) -> list[dict[str, str]]:
+    """`skipped` without the reading of a value that was not meant: of
+    "my notes.py", its words when the whole is a file, else the whole (its
+    words are reported in its place)."""
+    missing = {s["path"] for s in skipped if s["reason"] == "no such file"}
+    unmeant: set[str] = set()
+    for value in values:
+        whole, words = os.path.normpath(value), [os.path.normpath(w) for w in value.split()]
+        if len(words) < 2:
+            continue
+        if whole in missing:
+            unmeant.add(whole)
+        else:
+            unmeant.update(w for w in words if w in missing)
+    return [s for s in skipped if s["path"] not in unmeant]
 
 
 @click.command()
