@@ -13,7 +13,9 @@ the MCP tools:
    named today; files since deleted are not offered), divided by the number
    of files the commit touched (a sweep across 80 files says little about
    each), half for merges (their files are their merged commits' too);
-   commits touching more than ``MAX_COMMIT_FILES`` files are ignored.
+   commits touching more than ``MAX_COMMIT_FILES`` files are ignored. No
+   discount for age: every half-life tried (30 days to 1,000) lowered the
+   ten time-split sets' MRR@10 (docs/benchmarks.md, stop 51).
 3. The three file rankings (the code's fused evidence, what it says in
    words, what past work touched) are fused by reciprocal rank with a small
    k (``FILE_RRF_K`` = 2), so a file at the top of any list ranks high: a
