@@ -156,7 +156,7 @@ MAVEN = {
     "core/pom.xml": "config",
     "core/src/main/java/com/acme/core/Parser.java": "source",
     "core/src/main/java/com/acme/core/Digit.java": "source",
-    "core/src/main/resources/application.properties": "source",
+    "core/src/main/resources/application.properties": "config",
     "core/src/test/java/com/acme/core/ParserTest.java": "test",
     "core/src/test/java/com/acme/core/ParserIT.java": "test",
     "core/src/test/resources/sample.json": "test",
@@ -234,6 +234,28 @@ def test_roles_of_real_layouts(layout):
     got = {path: file_role(path) for path in layout}
     assert got == layout
     assert set(got.values()) <= set(ROLES)
+
+
+def test_settings_and_data_files_anywhere_are_config_and_a_docs_package_has_tests():
+    """An audit on cobra and a polyglot repository: `k8s/deploy.yaml` and
+    `config/limits.json` ranked with source for "payment order cart"; Go's
+    `doc/man_docs_test.go` (cobra's doc package) was docs, so `--role test`
+    never found it; `src/vendors/client.py` (a marketplace's vendors) was vendored."""
+    layout = {
+        "k8s/deploy.yaml": "config",
+        "config/settings.yaml": "config",
+        "config/limits.json": "config",
+        "src/app/defaults.toml": "config",
+        "conf/app.ini": "config",
+        "doc/man_docs_test.go": "test",
+        "doc/md_docs.go": "docs",
+        "docs/test_snippets.py": "test",
+        "docs/conf.py": "docs",
+        "examples/app/tests/test_x.py": "example",  # an example's own tests stay the example's
+        "src/vendors/client.py": "source",
+        "vendor/github.com/x/y.go": "vendored",
+    }
+    assert {path: file_role(path) for path in layout} == layout
 
 
 def test_generated_marker_in_the_text():

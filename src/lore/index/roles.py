@@ -40,7 +40,7 @@ role           examples
                ``Foo.Tests/`` projects, benchmarks ``bench/``, ``benches/``), or
                the name says test (``test_x.py``, ``x_test.go``,
                ``x.test.ts``, ``x.spec.js``, ``FooTest.java``, ``x_spec.rb``,
-               ``FooTests.cs``, ``conftest.py``...)
+               ``FooTests.cs``, ``conftest.py``...), in a docs folder too
 ``docs``       the outermost role folder is ``docs/``, ``doc/``,
                ``documentation/``, ``website/``, ``man/``; or a text document
                (``.md``, ``.rst``, ``.adoc``, ``.txt``...) anywhere else
@@ -52,7 +52,9 @@ role           examples
                ``build.gradle``, ``*.csproj``, ``Gemfile``, ``composer.json``,
                ``Makefile``, ``CMakeLists.txt``, ``Dockerfile``, CI files
                (``.github/workflows/``, ``.gitlab-ci.yml``, ...), tool configs
-               (``*.config.js``, ``.eslintrc``, ``mypy.ini``...), dotfiles
+               (``*.config.js``, ``.eslintrc``, ``mypy.ini``...), dotfiles;
+               settings and data files anywhere (``.yaml``, ``.json``,
+               ``.toml``, ``.ini``, ``.properties``, ``.xml``...)
 ``source``     everything else
 =============  ================================================================
 
@@ -80,7 +82,9 @@ __all__ = ["ROLES", "RULES_VERSION", "SourceTestIndex", "file_role", "tests_for"
 #    spec_x.rb inside a test folder.
 # 5: documentation generators' output (javadoc...), checksum lists, ci/ scripts,
 #    lint settings, issue templates and security policies anywhere.
-RULES_VERSION = 5
+# 6: settings and data files anywhere are config (YAML, JSON, TOML, INI, XML...);
+#    a test-named file in a docs folder is a test; vendors/ is a name of one's own.
+RULES_VERSION = 6
 
 ROLES = (
     "source",
@@ -98,7 +102,7 @@ ROLES = (
 
 _VENDORED_DIRS = frozenset(
     """
-    vendor vendors vendored _vendor third_party third-party thirdparty 3rdparty 3rd_party 3rd-party
+    vendor vendored _vendor third_party third-party thirdparty 3rdparty 3rd_party 3rd-party
     node_modules bower_components jspm_packages web_modules site-packages pods carthage
     """.split()
 )
@@ -146,6 +150,10 @@ _CHANGELOG_DIRS = frozenset(
 
 _TEXT_EXTENSIONS = {"", ".md", ".markdown", ".rst", ".txt", ".adoc", ".asciidoc", ".rdoc", ".org", ".textile"}
 _DOC_EXTENSIONS = _TEXT_EXTENSIONS - {""} | {".pod", ".tex", ".ipynb"}
+# Settings and data, wherever they are (k8s/deploy.yaml, config/limits.json): not code to change for a task.
+_DATA_EXTENSIONS = frozenset(
+    ".yaml .yml .json .jsonc .json5 .toml .ini .cfg .conf .properties .env .plist .xml".split()
+)
 _CHANGELOG_STEMS = frozenset(
     """
     changes changelog change_log change-log history news releases release_notes release-notes
@@ -301,11 +309,14 @@ def file_role(path: str, text: str | None = None) -> str:
     if _is_community(dirs, stem, folded):
         return "community"
     folder_role = _folder_role(parts[:-1])
+    named_test = folded == "conftest.py" or _test_subject(name) is not None
+    if folder_role == "docs" and named_test:  # a package named doc/ has its own tests (Go's doc/x_test.go)
+        return "test"
     if folder_role is not None:
         return folder_role
-    if folded == "conftest.py" or _test_subject(name) is not None:
+    if named_test:
         return "test"
-    if _is_config(dirs, folded):
+    if _is_config(dirs, folded) or extension in _DATA_EXTENSIONS:
         return "config"
     if extension in _DOC_EXTENSIONS:
         return "docs"
