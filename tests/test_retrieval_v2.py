@@ -964,6 +964,42 @@ def test_a_one_word_lookup_finds_the_definition_past_the_many_names_holding_the_
     project.close()
 
 
+def test_a_lookup_takes_declarations_only_in_the_case_written_first_from_the_signature(repo):
+    """An audit: `lore code configure` on Lore's own code listed 40 chunks
+    passing `configure=partial(...)` on a line of their own (and cobra's
+    comments, "// check for ...", for `check`) as definitions, so the pool was
+    never read deeper and `def configure` never came; `testPersistentHooks`
+    ranked Go's other `TestPersistentHooks` first; a long function's later
+    window came before its signature; and what came first depended on --limit."""
+    call = "def build_{0}(factory):\n    return factory(\n        name='{0}',\n        configure=lambda c: c,\n    )\n"
+    for n in range(40):
+        write(repo, f"src/kit/builders_{n}.py", call.format(n) + "\n\n# check for configure options\n")
+    write(
+        repo,
+        "src/kit/server.py",
+        "class LocalServer:\n    def configure(self, options):\n        return options\n",
+    )
+    go = 'package hooks\n\nfunc {0}(t *testing.T) {{\n\tt.Log("{1}")\n}}\n'
+    write(repo, "hooks/upper_test.go", go.format("TestPersistentHooks", "upper"))
+    write(repo, "hooks/lower_test.go", go.format("testPersistentHooks", "lower"))
+    body = "".join(f"    step_{k} = compute_step(options, {k}) + load_bundle_part({k})\n" for k in range(160))
+    write(repo, "src/kit/bundles.py", f"def load_bundle(options):\n{body}    return step_0\n")
+    commit(repo, "Kit")
+    project = indexed(repo)
+    for limit in (3, 10, 40):
+        assert project.code_search("configure", limit=limit)[0].file_path == "src/kit/server.py", limit
+    assert project.code_search("configure", files_only=True, limit=3)[0].file_path == "src/kit/server.py"
+    assert project.code_search("testPersistentHooks")[0].file_path == "hooks/lower_test.go"
+    assert project.code_search("TestPersistentHooks")[0].file_path == "hooks/upper_test.go"
+    windows = [h for h in project.code_search("load_bundle", limit=10) if h.file_path == "src/kit/bundles.py"]
+    assert len(windows) > 1 and windows[0].start_line == 1
+    # The first results do not depend on the limit.
+    short = [(h.file_path, h.start_line) for h in project.code_search("configure options", limit=5)]
+    long = [(h.file_path, h.start_line) for h in project.code_search("configure options", limit=45)]
+    assert long[:5] == short
+    project.close()
+
+
 def test_a_task_foreign_to_the_project_packs_nothing_found_by_meaning_alone(repo):
     """Tasks of words the project never uses ("tuba kumquat nebula") filled
     click's pack with files, code and past commits found by meaning alone at

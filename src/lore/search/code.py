@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import field
 from datetime import UTC, datetime, timedelta
@@ -97,42 +96,52 @@ def search_code(
     "add a flag to limit the number of matches per file" a changelog line
     holding them all, at 0.17, came before the source defining the flag, at
     0.89. Scores are each chunk's own relevance."""
-    from lore.search.files import ROLE_WEIGHT, is_lookup, named_by, roles_asked
+    from lore.search.files import ROLE_WEIGHT, is_lookup, lookup_match, lookup_names, roles_asked
 
-    pool = max(limit, TIERED_POOL)
-    found = hybrid.search(store, "code", query, limit=pool, flt=flt, mode=mode, fusion_mode=fusion)
     asked = (roles_asked(query.text) | set(flt.roles)) - {"test"}
+    named, written = lookup_names(query, tasks=True)
+    lookup = is_lookup(query)
+    lifting = 1 if lookup else 2  # the exactness that goes above the tiers
+    # What a pool must hold not to be read deeper: for a lookup of an identifier, its
+    # definition as written; else anything named so (a path has no definition).
+    wanted = 3 if lookup and any("/" not in w for w in written) else 1
 
     def tier(hit: hybrid.Scored) -> float:
         role = hit.chunk.role or "source"
         return 1.0 if role in asked else ROLE_WEIGHT.get(role, 1.0)
 
-    named = [token for token in query.exact if " " not in token]
-    word = query.text.strip()
-    if not named and _IDENTIFIER.fullmatch(word):  # one word names what it looks for (`lore code redact`)
-        named = [word.lower()]
-    if named and not any(named_by(hit.chunk, named) for hit in found):
-        # The definition is below the first candidates (`redact` is in many functions'
-        # names and bodies): read deeper for it, once.
-        deeper = hybrid.search(store, "code", query, limit=pool * 8, flt=flt, mode=mode, fusion_mode=fusion)
-        seen = {hit.chunk.chunk_id for hit in found}
-        found += [h for h in deeper if named_by(h.chunk, named) and h.chunk.chunk_id not in seen][:limit]
-    lifting = 1 if is_lookup(query) else 2  # the exactness that goes above the tiers
-    ranked = sorted(
-        found,
-        key=lambda hit: (
-            not named_by(hit.chunk, named),
-            -(hit.exact if hit.exact >= lifting else 0),
-            -tier(hit),
-            -max(hit.exact, 0),
-        ),
-    )
-    return [_code_hit(s, query) for s in ranked[:limit]]
+    def ranked(pool: int) -> list[hybrid.Scored]:
+        found = hybrid.search(store, "code", query, limit=pool, flt=flt, mode=mode, fusion_mode=fusion)
+        level = {h.chunk.chunk_id: lookup_match(h.chunk, named, written) for h in found}
+        if named and max(level.values(), default=0) < wanted:
+            # The definition is below the first candidates (`redact` is in many functions'
+            # names and bodies): read deeper for it, once.
+            deeper = hybrid.search(
+                store, "code", query, limit=pool * 8, flt=flt, mode=mode, fusion_mode=fusion
+            )
+            more = [h for h in deeper if h.chunk.chunk_id not in level]
+            level.update((h.chunk.chunk_id, lookup_match(h.chunk, named, written)) for h in more)
+            found += [h for h in more if level[h.chunk.chunk_id]][:limit]
+        return sorted(
+            found,
+            key=lambda hit: (
+                -level[hit.chunk.chunk_id],
+                -(hit.exact if hit.exact >= lifting else 0),
+                -tier(hit),
+                -max(hit.exact, 0),
+            ),
+        )
+
+    # The first TIERED_POOL results are the same whatever the limit: a longer list adds after them.
+    out = ranked(TIERED_POOL)[:limit]
+    if limit > TIERED_POOL:
+        shown = {hit.chunk.chunk_id for hit in out}
+        out += [hit for hit in ranked(limit) if hit.chunk.chunk_id not in shown][: limit - len(out)]
+    return [_code_hit(s, query) for s in out]
 
 
 # Chunk results are read this deep before they are put in role order.
 TIERED_POOL = 30
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
 
 def search_files(

@@ -166,38 +166,82 @@ def is_lookup(query: hybrid.Query) -> bool:
     return len(query.text.split()) <= LOOKUP_WORDS
 
 
+def lookup_names(query: hybrid.Query, *, tasks: bool = False) -> tuple[list[str], set[str]]:
+    """What a query names: its exact identifiers and paths, lower case, or its
+    one word when that is an identifier (``lore code redact``); and the same
+    as the query wrote them. Nothing for a task (not :func:`is_lookup`)
+    unless `tasks`."""
+    if not tasks and not is_lookup(query):
+        return [], set()
+    tokens = [token for token in query.exact if " " not in token]
+    word = query.text.strip()
+    if not tokens and _IDENTIFIER.fullmatch(word):
+        tokens = [word.lower()]
+    wanted = set(tokens)
+    return tokens, {w for w in re.split(r"[^\w./-]+", query.text) if w.lower() in wanted}
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+
+
 def named_by(chunk: ChunkRecord, tokens: list[str]) -> bool:
     """Whether `chunk` defines an identifier of `tokens` (what a query names
     exactly, lower case: ``CliRunner``, ``CliRunner.invoke``, ``get_user``) or
     is of a file it names by path (``click/termui.py``)."""
+    return lookup_match(chunk, tokens) > 0
+
+
+def lookup_match(chunk: ChunkRecord, tokens: list[str], written: Iterable[str] = ()) -> int:
+    """How `chunk` answers a lookup of `tokens` (lower case; `written`: the
+    identifiers as the query wrote them): 3, its text defines one as written
+    (``testPersistentHooks``, not Go's other ``TestPersistentHooks``); 2, in
+    another case; 1, its unit is named so without the definition in its text
+    (a later window of a long function) or its file is named by path; 0, no.
+
+    A definition is a declaration at the start of a line (``def``, ``func
+    (e *Engine) Name``, ``public static Gson create``, ``pub fn``, ``export
+    const``, ``#define``) or an assignment at a module's top level
+    (``MAX_LIMIT = 50``): not a keyword argument on a line of its own
+    (``configure=partial(...)``), a local variable, or a comment's words."""
     if not tokens:
-        return False
+        return 0
+    names = {t.rsplit(".", 1)[-1] for t in tokens if "/" not in t} - {""}
+    if names:
+        as_written = {w.rsplit(".", 1)[-1] for w in written}
+        found = 0
+        for match in _definitions(tuple(sorted(names))).finditer(chunk.text):
+            if (match.group("declared") or match.group("assigned")) in as_written:
+                return 3
+            found = 2
+        if found:
+            return found
     if path_named(chunk.path, tokens):
-        return True
-    for symbol in (chunk.symbol or "").lower().split(", "):
-        if symbol and (symbol in tokens or symbol.rsplit(".", 1)[-1] in tokens):
-            return True
-    # A definition inside the chunk's unit (a method in a class chunk): `def name`, `func (e *Engine) Name`...
-    names = [t.rsplit(".", 1)[-1] for t in tokens if "/" not in t]
-    return any(_defines(name).search(chunk.text) for name in names if name)
+        return 1
+    symbols = (chunk.symbol or "").lower().split(", ")
+    return int(any(s and (s in tokens or s.rsplit(".", 1)[-1] in tokens) for s in symbols))
 
 
-# Words that introduce a definition, across the chunker's languages.
-_DEFINING = (
-    r"def|class|func|fn|function|struct|interface|type|trait|enum|impl|module|macro|"
-    r"const|let|var|val|static|public|private|protected|override|async|export|object"
+# Words that declare something, across the chunker's languages (lower case in all of them).
+_DECLARING = (
+    r"def|class|func|fn|fun|function|struct|interface|type|trait|enum|impl|module|macro|"
+    r"const|let|var|val|static|public|private|protected|internal|override|async|export|default|"
+    r"object|abstract|final|open|sealed|inline|unsafe|extern|virtual|readonly|declare|pub(?:\([\w:]+\))?|"
+    r"\#[ \t]*define"
 )
 
 
 @functools.lru_cache(maxsize=256)
-def _defines(name: str) -> re.Pattern[str]:
-    """`name` (lower case) defined: after a defining word, with a Go receiver
-    or up to two words of type between them (``public static Gson create``)."""
+def _definitions(names: tuple[str, ...]) -> re.Pattern[str]:
+    """A declaration of one of `names` (lower case; matched in any case) at
+    the start of a line, after decorators and declaring words, with a Go
+    receiver or up to two words of type between them; or an assignment to
+    one at column 0."""
+    either = "|".join(re.escape(name) for name in names)
     return re.compile(
-        rf"\b(?:{_DEFINING})\s+(?:\([^()\n]*\)\s*|[\w<>\[\]?,.*&]+\s+){{0,2}}{re.escape(name)}\b"
-        # or assigned at the start of a line: a constant, a module-level name (`MAX_LIMIT = 50`)
-        rf"|^[ \t]*{re.escape(name)}[ \t]*(?::[^=\n]+)?=(?!=)",
-        re.I | re.M,
+        rf"^[ \t]*(?:@[\w.]+(?:\([^()\n]*\))?[ \t]+)*(?:(?:{_DECLARING})[ \t]+)+"
+        rf"(?:\([^()\n]*\)[ \t]*|[\w<>\[\]?,.*&]+[ \t]+){{0,2}}(?P<declared>(?i:{either}))\b"
+        rf"|^(?P<assigned>(?i:{either}))[ \t]*(?::[^=\n]+)?=(?!=)",
+        re.M,
     )
 
 
@@ -412,13 +456,15 @@ def _ranked_files(
         for rank, path in enumerate(sorted(named, key=lambda p: (-named[p], -fused[p]))):
             fused[path] += 1.0 / (FILE_RRF_K + 1 + rank)
     # A lookup of an identifier or path puts the file defining it, or named, first (as `lore code` does).
-    tokens = [t for t in code_query.exact if " " not in t] if is_lookup(code_query) else []
+    tokens, written = lookup_names(code_query)
     matches = []
     for path, value in fused.items():
         chunks = code[path].chunks if path in code else []
-        lookup = bool(tokens) and (
-            path_named(path, tokens) or any(named_by(hit.chunk, tokens) for hit, _ in chunks)
+        lookup = (
+            max((lookup_match(hit.chunk, tokens, written) for hit, _ in chunks), default=0) if tokens else 0
         )
+        if tokens and not lookup and path_named(path, tokens):
+            lookup = 1
         best = chunks[0][0] if chunks else None
         role = best.chunk.role if best is not None else roles.get(path)
         weight = ROLE_WEIGHT.get(role or "source", 1.0)
