@@ -126,6 +126,37 @@ def test_status_counts_and_names_only_what_the_agent_may_see(two_agents):
     ], mine
 
 
+def test_index_doctor_and_warnings_never_name_another_agents_private_files(two_agents):
+    """A review: `lore index --json`, doctor and the warning after every command
+    named another agent's broken private file (its name says what it is
+    about), and doctor's other checks (keywords, stale, links) named their
+    private and session memories; only `status` had been fixed."""
+    import subprocess
+
+    from conftest import CLI
+
+    root, secret, session, shared = two_agents
+    broken = ".lore/local/claude-code/alice-plans-to-quit.md"
+    (root / broken).write_text("---\nid: [unclosed\n---\nbody\n")
+    for path in (secret.path, session.path):  # no keywords: a doctor warning names the file
+        text = (root / path).read_text()
+        (root / path).write_text(text.replace("keywords:", "x_keywords:"))
+    with lore.open(root, agent="codex") as bob:
+        report = bob.reindex(force=True)
+        assert all(broken not in p and "claude-code" not in p for p, _ in report.errors), report.errors
+        named = [p.where + " " + p.message for p in bob.doctor()]
+        assert not [
+            line for line in named if "claude-code" in line or secret.path in line or session.path in line
+        ], named
+    cli = CLI(root)
+    for args in (("index", "--json"), ("doctor",), ("list",)):
+        proc: subprocess.CompletedProcess = cli("--agent", "codex", *args, ok=False)
+        assert "alice-plans-to-quit" not in proc.stdout + proc.stderr, (args, proc.stdout, proc.stderr)
+    with lore.open(root, agent="Claude Code") as alice:  # hers: named to her
+        assert broken in [p for p, _ in alice.reindex().errors]
+        assert broken in [p.where for p in alice.doctor()]
+
+
 def test_cli_hides_other_agents_memories(two_agents):
     import subprocess
 

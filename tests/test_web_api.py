@@ -469,14 +469,14 @@ async def test_update_index_on_a_real_git_repo(root):
         r = await c.post("/update-index", json={"files": ["src/billing.py"], "deleted_files": []})
         assert r.status_code == 202 and r.json()["status_url"] == f"/api/jobs/{r.json()['job_id']}"
         job = await wait_job(c, r.json()["job_id"])
-        assert job["kind"] == "files" and job["result"] == {"updated": 1, "deleted": 0}
+        assert job["kind"] == "files" and job["result"] == {"updated": 1, "deleted": 0, "skipped": []}
         hits = (await c.get("/api/code", params={"q": "invoice total", "files_only": "true"})).json()
         assert hits[0]["file_path"] == "src/billing.py"
 
         (root / "src/billing.py").unlink()
         r = await c.post("/update-index", json={"files": [], "deleted_files": ["src/billing.py"]})
         job = await wait_job(c, r.json()["job_id"])
-        assert job["result"] == {"updated": 0, "deleted": 1}
+        assert job["result"] == {"updated": 0, "deleted": 1, "skipped": []}
         assert all(
             h["file_path"] != "src/billing.py"
             for h in (await c.get("/api/code", params={"q": "invoice total"})).json()

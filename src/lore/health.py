@@ -264,7 +264,6 @@ def doctor(memories: Memories) -> list[Problem]:
     from lore.memory.model import UUID4_RE
     from lore.memory.sync import SyncReport, redacted, split_error
     from lore.secrets import describe, redact
-    from lore.storage import MemoryFilter
 
     store = memories.store
     problems: list[Problem] = layout_problems(memories.project)
@@ -294,7 +293,7 @@ def doctor(memories: Memories) -> list[Problem]:
             continue  # a folder that is a file: said once, above
         line, message = split_error(path, error)
         problems.append(Problem("error", path, f"line {line}: {message}" if line else message))
-    records = store.memories(MemoryFilter(include_private=True), order="path")
+    records = store.memories(memories.filter(), order="path")  # never another agent's private ones
     problems += duplicate_ids(records)
     for record in records:
         path, mid = record.path, record.id
@@ -381,7 +380,27 @@ def doctor(memories: Memories) -> list[Problem]:
                 Problem("error", store.describe(), f"index check failed ({ok}); run `lore index --force`")
             )
     # A file named by hand may hold a secret: every line names it redacted.
-    return [Problem(p.level, redact(p.where)[0], p.message) for p in problems]
+    return [Problem(p.level, redact(p.where)[0], p.message) for p in _seen_by(memories, problems)]
+
+
+def _seen_by(memories: Memories, problems: list[Problem]) -> list[Problem]:
+    """`problems` without those naming another agent's private memory files
+    (or a session memory another agent wrote): a file's name says what it is
+    about. Problems elsewhere (folders, the index, the trash) are kept."""
+
+    def memory_file(where: str) -> str | None:
+        path, _, line = where.rpartition(":")
+        path = path if line.isdigit() else where
+        memory_like = path.lower().endswith((".md", ".markdown"))
+        return (
+            path
+            if memory_like and path.startswith(".lore/") and not path.startswith(".lore/local/trash/")
+            else None
+        )
+
+    named = {path for p in problems if (path := memory_file(p.where))}
+    seen = memories.visible_paths(named)
+    return [p for p in problems if (path := memory_file(p.where)) is None or path in seen]
 
 
 def misspelt_relations(memories: Memories) -> list[Problem]:

@@ -1186,9 +1186,8 @@ class Lore:
     def _duplicate_ids(self) -> builtins.list[Problem]:
         """Memories whose id another file has too (what `lore index` reports; doctor too)."""
         from lore import health
-        from lore.storage import MemoryFilter
 
-        return health.duplicate_ids(self.store.memories(MemoryFilter(include_private=True), order="path"))
+        return health.duplicate_ids(self.store.memories(self.memories.filter(), order="path"))
 
     def doctor(self) -> builtins.list[Problem]:
         """Every problem with the memory files and the index, each with what to do (`lore doctor`)."""

@@ -20,7 +20,7 @@ import os
 import re
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import field
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ from lore.memory.files import location_of
 from lore.memory.graph import LinkedMemory, LinkGraph
 from lore.memory.links import Rename, name_key, rewrite_body, rewrite_relations, stem_of
 from lore.memory.model import Memory, derive_keywords, now_iso, parse_time
+from lore.memory.sync import SyncReport
 from lore.memory.values import check_line, clip, quoted
 from lore.project import Project, agent_key
 from lore.records import Record, datarecord, internal
@@ -171,12 +172,14 @@ class Memories:
             and (self._in_batch or (self._watcher is not None and not self._watcher.changed()))
         ):
             return self.last_sync
-        self.last_sync = sync.sync_memories(
-            self.project,
-            self.store,
-            force=force,
-            recheck_broken=recheck_broken,
-            private_agents=self._private_agents,
+        self.last_sync = self._seen(
+            sync.sync_memories(
+                self.project,
+                self.store,
+                force=force,
+                recheck_broken=recheck_broken,
+                private_agents=self._private_agents,
+            )
         )
         return self.last_sync
 
@@ -209,7 +212,9 @@ class Memories:
 
     def _reindex(self) -> None:
         """Index what was just written, now (whatever a file watcher says)."""
-        self.last_sync = sync.sync_memories(self.project, self.store, private_agents=self._private_agents)
+        self.last_sync = self._seen(
+            sync.sync_memories(self.project, self.store, private_agents=self._private_agents)
+        )
 
     # -- privacy, in one place ----------------------------------------------------------------
 
@@ -219,11 +224,45 @@ class Memories:
 
     def visible(self, rel: str) -> bool:
         """May this agent see the memory file at `rel`? (Unindexed files: by location.)"""
-        found = self.store.memories(MemoryFilter(paths=[rel], include_private=True), limit=1)
-        if found:
-            return found[0].owner is None or found[0].owner == self.viewer
-        _visibility, _storage, folder = location_of(rel)
-        return folder is None or self.viewer == _key_or_none(folder)
+        return rel in self.visible_paths([rel])
+
+    def visible_paths(self, paths: Collection[str]) -> set[str]:
+        """The memory files of `paths` this agent may see (one read of the index;
+        unindexed files, broken ones, by location)."""
+        if not paths:
+            return set()
+        listed = list(paths)
+        owners = {
+            record.path: record.owner
+            for start in range(0, len(listed), 500)  # (a first sync names every file)
+            for record in self.store.memories(
+                MemoryFilter(paths=listed[start : start + 500], include_private=True), limit=500
+            )
+        }
+        seen = set()
+        for rel in paths:
+            if rel in owners:
+                owner = owners[rel]
+            else:
+                folder = location_of(rel)[2]
+                owner = None if folder is None else _key_or_none(folder)
+            if owner is None or owner == self.viewer:
+                seen.add(rel)
+        return seen
+
+    def _seen(self, report: SyncReport) -> SyncReport:
+        """`report` as this agent may see it: another agent's private files are
+        not named (a file's name says what it is about), whoever asks: `lore
+        index`, doctor, the warnings after a command, a web job, status."""
+        seen = self.visible_paths(
+            {*report.added, *report.updated, *report.removed, *(p for p, _ in report.errors)}
+        )
+        return SyncReport(
+            [p for p in report.added if p in seen],
+            [p for p in report.updated if p in seen],
+            [p for p in report.removed if p in seen],
+            [e for e in report.errors if e[0] in seen],
+        )
 
     def project_path(self, path: str) -> str:
         """An absolute path inside the project as a relative one (``--file
