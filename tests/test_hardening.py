@@ -173,6 +173,30 @@ def test_a_fifo_is_refused_without_blocking(root):
         read_memory_file(root, ".lore/memory/y.md")  # nobody writes: a blocking open would hang here
 
 
+@pytest.mark.timeout(60)
+def test_an_indexed_code_file_replaced_by_a_fifo_is_refused_without_blocking(tmp_path):
+    """A review: `Lore.code_file` (the web's GET /api/files/PATH, a locked
+    endpoint) read an indexed file with a plain read: a FIFO put in its place
+    hung it, and every other request with it; a file grown to gigabytes was
+    read whole."""
+    import lore
+
+    proj = tmp_path / "p"
+    proj.mkdir()
+    (proj / "a.py").write_text("def alpha():\n    return 1\n")
+    (proj / "b.py").write_text("def beta():\n    return 2\n")
+    with lore.init(proj) as project:
+        project.index_code()
+        assert "alpha" in project.code_file("a.py")["text"]
+        (proj / "a.py").unlink()
+        os.mkfifo(proj / "a.py")
+        with pytest.raises(ValidationError, match="FIFO"):
+            project.code_file("a.py")
+        (proj / "b.py").write_text("x = 1\n" * 400_000)  # past max_file_bytes since it was indexed
+        with pytest.raises(ValidationError, match="MiB|too large|larger"):
+            project.code_file("b.py")
+
+
 @pytest.mark.timeout(20)
 def test_a_symlink_to_dev_zero_is_refused_without_reading(root):
     os.symlink("/dev/zero", root / ".lore/memory/x.md")

@@ -32,7 +32,7 @@ _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXE
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
-def read_inside(root: Path | str, rel: str, *, max_bytes: int) -> bytes:
+def read_inside(root: Path | str, rel: str, *, max_bytes: int, head: bool = False) -> bytes:
     """The bytes of the file ``rel`` (relative to the project ``root``).
 
     Only a regular file is read: FIFOs, devices, sockets and folders are
@@ -44,11 +44,13 @@ def read_inside(root: Path | str, rel: str, *, max_bytes: int) -> bytes:
     Raises:
         NotFound: the file does not exist (any more).
         ValidationError: anything else; the message names the file and what to do.
+
+    With `head`, a longer file is not refused: its first ``max_bytes`` are read.
     """
-    return read_inside_at(root, rel, max_bytes=max_bytes)[0]
+    return read_inside_at(root, rel, max_bytes=max_bytes, head=head)[0]
 
 
-def read_inside_at(root: Path | str, rel: str, *, max_bytes: int) -> tuple[bytes, str]:
+def read_inside_at(root: Path | str, rel: str, *, max_bytes: int, head: bool = False) -> tuple[bytes, str]:
     """:func:`read_inside`, and the real path of what was read relative to
     the project's real root (``rel`` itself unless a link was followed)."""
     root_real = os.path.realpath(root)
@@ -67,10 +69,10 @@ def read_inside_at(root: Path | str, rel: str, *, max_bytes: int) -> tuple[bytes
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise ValidationError(_not_regular(info.st_mode), path=rel)
-        if info.st_size > max_bytes:
+        if info.st_size > max_bytes and not head:
             raise ValidationError(_too_big(info.st_size, max_bytes), path=rel)
         os.set_blocking(fd, True)
-        data = _read_at_most(fd, max_bytes + 1)
+        data = _read_at_most(fd, max_bytes if head else max_bytes + 1)
     except OSError as err:
         raise ValidationError(f"cannot read ({err.strerror}); check the file", path=rel) from None
     finally:

@@ -273,14 +273,14 @@ def _reclassify(root: Path, store: Store, paths: set[str]) -> None:
     changed: dict[str, str | None] = {}
     unread = False
     for rel, role in current.items():
-        try:
-            with open(root / rel, "rb") as handle:
-                head = handle.read(4 * ROLE_HEAD).decode("utf-8", errors="replace")[:ROLE_HEAD]
-        except FileNotFoundError:
+        try:  # (never blocking on a FIFO put in a file's place)
+            raw = read_inside(root, rel, max_bytes=4 * ROLE_HEAD, head=True)
+        except NotFound:
             continue  # gone: the next sync forgets it
-        except OSError:
+        except ValidationError:
             unread = True  # tried again on the next sync
             continue
+        head = raw.decode("utf-8", errors="replace")[:ROLE_HEAD]
         new = file_role(rel, head)
         if new != role:
             changed[rel] = new
