@@ -87,6 +87,9 @@ def until(text: str, now: datetime = NOW) -> str:
         ("May 16", "2023-05-16T00:00:00Z", "2023-05-17T00:00:00Z"),  # not in the future
         ("2024/04/01", "2024-04-01T00:00:00Z", "2024-04-02T00:00:00Z"),
         ("2024/4/1", "2024-04-01T00:00:00Z", "2024-04-02T00:00:00Z"),
+        # "in" is dropped before a month, even one starting with "a" ("in a week" is to come)
+        ("in April", "2024-04-01T00:00:00Z", "2024-05-01T00:00:00Z"),
+        ("in August", "2023-08-01T00:00:00Z", "2023-09-01T00:00:00Z"),
     ],
 )
 def test_phrases(text, start, end):
@@ -212,7 +215,9 @@ def test_errors_name_the_argument_as_python_calls_it():
     assert caught.value.named(lambda name: f"--{name}").startswith("--until: cannot read")
 
 
-@pytest.mark.parametrize("text", ["in 2 days", "in an hour", "in 3w", "next week", "2 weeks from now"])
+@pytest.mark.parametrize(
+    "text", ["in 2 days", "in an hour", "in a week", "in one month", "in 3w", "next week", "2 weeks from now"]
+)
 def test_times_to_come_are_refused_not_read_as_past(text):
     """'in 2 days' was read as '2 days' (ago): a window silently the other way."""
     with pytest.raises(UsageError, match="is in the future; give a past time"):

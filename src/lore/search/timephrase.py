@@ -78,7 +78,7 @@ _PREFIX = re.compile(r"^(?:since|from|until|till|til|on|in)\s+", re.IGNORECASE)
 # "in 2 days", "2 weeks from now", "next week": times to come, which no window of
 # past work can start or end at (without this, "in" is dropped and "in 2 days"
 # would read as "2 days" ago).
-_FUTURE = re.compile(r"^(?:in\s+(?:\d+|an?|one)\s*[a-z]+|.*\bfrom\s+now|next\s+.*)$")
+_FUTURE = re.compile(r"^(?:in\s+(?:\d+\s*|(?:an?|one)\s+)[a-z]+|.*\bfrom\s+now|next\s+.*)$")
 _AMOUNT = re.compile(r"^(?:(?:last|past)\s+)?(?P<n>\d+|an?|one)\s*(?P<unit>[a-z]+)(?:\s+ago)?$")
 _MONTH_YEAR = re.compile(r"^(?P<month>[a-z]+)\.?(?:\s+(?P<year>\d{4}))?$")
 _YEAR = re.compile(r"^\d{4}$")
