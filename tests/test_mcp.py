@@ -556,8 +556,17 @@ def test_code_tools_index_search_recall_and_update(root):
                 "embedded",
             } <= set(indexed)
             assert "skipped" not in indexed
+            assert indexed["memories"]["errors"] == []
             again = await s.ok("index_project", incremental=True)
             assert again["files_processed"] == 0
+            # Broken memory files and duplicate ids are said, as `lore index` says them.
+            (root / ".lore/memory/broken.md").write_text("---\nid: [unclosed\n---\nbody\n")
+            made = await s.ok("add_memory", type="decision", title="Tokens expire", content="After an hour.")
+            (root / ".lore/memory/copy.md").write_text((root / made["path"]).read_text())
+            problems = (await s.ok("index_project", incremental=False))["memories"]["errors"]
+            assert {e["path"] for e in problems} == {".lore/memory/broken.md", ".lore/memory/copy.md"}, (
+                problems
+            )
 
             hits = await s.ok("search_codebase", query="parse oauth bearer token from header")
             assert hits and hits[0]["file_path"] == "src/auth.py"

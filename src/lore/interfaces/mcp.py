@@ -260,9 +260,15 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
     @_tool(server, description="Index code, history, memories.")
     def index_project(incremental: bool = True) -> str:
         def run():
-            lore.sync(force=not incremental)
+            report = lore.reindex(force=not incremental)  # as `lore index`: a forced run repairs the index
             data = lore.index_code(force=not incremental).to_dict()
             data.pop("skipped")
+            data["memories"] = {
+                "added": len(report.added),
+                "updated": len(report.updated),
+                "removed": len(report.removed),
+                "errors": [{"path": path, "error": error} for path, error in report.errors],
+            }
             data["embedded"] = lore.embed()
             return data
 
