@@ -2,7 +2,7 @@
 
     attention = relevance × recency × access × confidence × staleness
 
-- relevance: the search score (0-1); 1 when no query is involved (tiers).
+- relevance: the search score (0-1).
 - recency: exponential decay with a configurable half-life (``[recall]
   half_life_days``, default 90) since the memory was last accessed or
   written, floored at 0.3 so an old but still valid decision is demoted,
@@ -11,7 +11,9 @@
 - confidence: the memory's own 0-1 confidence.
 - staleness: × 0.5 when the code it is anchored to changed since.
 
-Tiers (001): HOT > 0.7, WARM 0.3-0.7, COLD < 0.3, on the query-free score.
+Recall and search rank memories by it. Tiers (hot, warm, cold) have a
+query-free score of their own, without the recency floor
+(:mod:`lore.memory.lifecycle.tiers`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from datetime import UTC, datetime
 
 RECENCY_FLOOR = 0.3
 STALE_FACTOR = 0.5
-HOT, WARM = 0.7, 0.3
 
 
 def recency(when: str | None, half_life_days: float, now: datetime | None = None) -> float:
@@ -60,7 +61,3 @@ def attention(
         * (STALE_FACTOR if stale else 1.0)
     )
     return min(1.0, score)
-
-
-def tier(score: float) -> str:
-    return "hot" if score > HOT else "warm" if score >= WARM else "cold"

@@ -81,14 +81,6 @@ def lexical_terms(words: list[str]) -> list[str]:
     return [w for w in words if w in keep][:MAX_FTS_TERMS]
 
 
-def coverage(query_terms: list[str], *texts: str) -> float:
-    """Share of query terms found (by their first five letters, a cheap stem) in `texts`."""
-    if not query_terms:
-        return 0.0
-    haystack = " ".join(texts).lower()
-    return sum(1 for t in query_terms if t[:5] in haystack) / len(query_terms)
-
-
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w.$/-]*[A-Za-z0-9_]")
 
 
@@ -114,7 +106,8 @@ def exact_tokens(query: str) -> list[str]:
 
 
 def match_features(query_terms: list[str], exact: list[str], *texts: str) -> tuple[float, int]:
-    """(:func:`coverage`, :func:`exactness`) of `texts` in one pass."""
+    """(coverage: the share of query terms found in `texts`, by their first
+    five letters, a cheap stem; :func:`exactness`) in one pass."""
     if not query_terms:
         return 0.0, 0
     haystack = " ".join(texts).lower()

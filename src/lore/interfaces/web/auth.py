@@ -280,9 +280,6 @@ class Guard:
         if session:
             self.sessions.pop(session, None)
 
-    def session_valid(self, session: str) -> bool:
-        return self.session_user(session)[0]
-
     def session_user(self, session: str) -> tuple[bool, User | None]:
         """(valid, the user who opened it: None for the shared token)."""
         found = self.sessions.get(session)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from lore.memory.lifecycle.clock import iso, parse
-from lore.search.attention import access_modifier
+from lore.search.attention import STALE_FACTOR, access_modifier
 from lore.storage import TierState
 
 HOT, WARM, COLD, ARCHIVE = "hot", "warm", "cold", "archive"
@@ -47,7 +47,6 @@ HOT_BAND = 0.7  # HOT: score > 0.7
 WARM_BAND = 0.3  # WARM: 0.3 <= score <= 0.7
 ARCHIVE_SCORE = 0.1
 ARCHIVE_DAYS = 90
-STALE_FACTOR = 0.5
 
 
 @dataclass(frozen=True)
