@@ -75,7 +75,7 @@ def recorder(tmp_path):
         textwrap.dedent(f"""\
         #!/bin/sh
         [ -n "$LORE_TEST_SLEEP" ] && sleep "$LORE_TEST_SLEEP"
-        echo "$* index=${{GIT_INDEX_FILE-unset}}" >> {shlex.quote(str(log))}
+        echo "$* index=${{GIT_INDEX_FILE-unset}} project=${{LORE_PROJECT-unset}}" >> {shlex.quote(str(log))}
         """),
     )
     return [str(script)], log
@@ -120,14 +120,26 @@ def test_install_fresh_hooks_run_the_command_on_git_events(repo, recorder):
     assert wait_for(lambda: any(line.startswith("post-merge 0") for line in lines(log)))
     # post-checkout gets git's three arguments (old, new, branch flag).
     checkout = next(line for line in lines(log) if line.startswith("post-checkout"))
-    assert len(checkout.split()) == 5 and checkout.split()[3] == "1"
+    assert len(checkout.split()) == 6 and checkout.split()[3] == "1"
     # The command does not inherit the hook's GIT_INDEX_FILE.
-    assert all(line.endswith("index=unset") for line in lines(log))
+    assert all("index=unset" in line for line in lines(log))
 
     assert githooks.uninstall(repo) == list(HOOKS)
     assert snapshot(hooks_path(repo)) == before
     assert githooks.installed(repo) == dict.fromkeys(HOOKS, False)
     assert githooks.uninstall(repo) == []
+
+
+def test_a_hook_refreshes_its_own_repository_whatever_lore_project_says(repo, recorder, monkeypatch):
+    """An audit: an agent's shell exports LORE_PROJECT (the integrations set
+    it); a commit made from it in another repository refreshed that project,
+    and this one stayed stale."""
+    command, log = recorder
+    githooks.install(repo, command)
+    monkeypatch.setenv("LORE_PROJECT", "/somewhere/else")
+    commit(repo, "from an agent's shell")
+    assert wait_for(lambda: any(line.startswith("post-commit") for line in lines(log)))
+    assert all(line.endswith("project=unset") for line in lines(log)), lines(log)
 
 
 def test_install_is_idempotent_and_updates_a_changed_command(repo, recorder, tmp_path):
@@ -189,7 +201,7 @@ def test_existing_shell_hook_keeps_running_and_its_status(repo, recorder, tmp_pa
     result = subprocess.run([str(hook), "a", "b", "1"], cwd=repo)
     assert result.returncode == 3
     assert lines(observed) == ["original a b 1"]
-    assert wait_for(lambda: "post-checkout a b 1 index=unset" in lines(log))
+    assert wait_for(lambda: "post-checkout a b 1 index=unset project=unset" in lines(log))
 
     # Run by git: `git checkout` fails when post-checkout fails (git reports
     # 1), so the original's status, not Lore's, reaches git.
@@ -258,7 +270,7 @@ def test_python_hook_is_chained_through_a_wrapper(repo, recorder, tmp_path):
     result = subprocess.run([str(hook), "amend"], input=b"old new\n", cwd=repo)
     assert result.returncode == 5
     assert lines(observed) == [repr((["amend"], "old new\n"))]
-    assert wait_for(lambda: "post-rewrite amend index=unset" in lines(log))
+    assert wait_for(lambda: "post-rewrite amend index=unset project=unset" in lines(log))
 
     # Through git: post-rewrite gets "<old> <new>" on stdin.
     old = git(repo, "rev-parse", "HEAD").stdout.strip()

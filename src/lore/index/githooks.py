@@ -65,7 +65,9 @@ _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ksh93", "mksh", "ash",
 # temporary index for `git commit <paths>`, a relative GIT_INDEX_FILE, the
 # caller's subdirectory). The background command finds the repository from
 # its working directory, the work tree root, like any git command would.
-_UNSET = "GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_PREFIX GIT_COMMON_DIR"
+# The hook's own git variables, and the project an agent's shell names (a commit made
+# from it in another repository refreshes this one's project, not that one).
+_UNSET = "GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_PREFIX GIT_COMMON_DIR LORE_PROJECT"
 
 _LOCK_FILE = "update.lock"
 _PENDING_FILE = "update.pending"
