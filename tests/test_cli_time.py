@@ -141,3 +141,23 @@ def test_an_index_dating_commits_by_author_walks_history_again(landed_late):
     with lore.open(cli.cwd) as project:  # dated in place, not written again
         assert project.store.file_states(history_sync.KIND)[path].id == file_id
         assert project.store.get_meta("history_format") == history_sync.FORMAT
+
+
+def test_yesterday_is_the_calendar_day_before_as_since_yesterday_reads_it(monkeypatch):
+    """An audit: a commit two calendar days old (38 h) was shown "yesterday",
+    while `--since yesterday` left it out."""
+    import time
+
+    from lore.interfaces.cli.output import relative_time
+
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    try:
+        now = datetime(2026, 12, 1, 7, 30, tzinfo=UTC)
+        assert relative_time("2026-11-29T17:00:00Z", now) == "2 days ago"  # 38 h, two calendar days
+        assert relative_time("2026-11-30T00:10:00Z", now) == "yesterday"  # 31 h, the day before
+        assert relative_time("2026-11-30T20:00:00Z", now) == "11 h ago"
+        assert relative_time("2026-11-21T09:00:00Z", now) == "10 days ago"
+    finally:
+        monkeypatch.undo()
+        time.tzset()

@@ -153,8 +153,9 @@ def relative_time(when: str | None, now: datetime | None = None) -> str:
         return f"{int(seconds // 60)} min ago"
     if seconds < 86400:
         return f"{int(seconds // 3600)} h ago"
-    days = int(seconds // 86400)
-    if days == 1:
+    # Calendar days in local time, as `--since yesterday` and `--since "3 days ago"` count them.
+    days = ((now or datetime.now(UTC)).astimezone().date() - then.astimezone().date()).days
+    if days <= 1:
         return "yesterday"
     if days < 60:
         return f"{days} days ago"
