@@ -190,6 +190,17 @@ def test_unknown_type_and_bad_limit_are_usage_errors(cli):
     assert proc.returncode == 2 and "since" in proc.stderr
 
 
+def test_tags_to_filter_by_are_split_at_commas_as_tags_to_add_are(cli):
+    """An audit: `lore add --tag time,utc` wrote two tags, but `lore list --tag
+    time,utc` looked for one tag named "time,utc" and said nothing matched."""
+    add(cli, "Use UTC", "Store every time in UTC.", "--tag", "time,utc")
+    add(cli, "Time zones", "Convert in the UI only.", "--tag", "time")
+    assert [m["title"] for m in cli.json("list", "--tag", "time,utc")] == ["Use UTC"]
+    assert [m["title"] for m in cli.json("list", "--tag", "time", "--tag", "utc")] == ["Use UTC"]
+    assert sorted(m["title"] for m in cli.json("list", "--tag", "time")) == ["Time zones", "Use UTC"]
+    assert [h["title"] for h in cli.json("search", "UTC", "--tag", "utc, time")] == ["Use UTC"]
+
+
 def test_search_limit_defaults_to_10_and_caps_at_50(cli):
     for i in range(12):
         add(cli, f"Widget note {i}", f"The widget number {i} is documented here.", "--tag", "widget")

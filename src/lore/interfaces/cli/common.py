@@ -46,6 +46,11 @@ def from_cwd(root: os.PathLike[str] | str, given: tuple[str, ...] | list[str], w
     return out
 
 
+def split_commas(values: tuple[str, ...] | list[str]) -> list[str]:
+    """--tag a --tag b,c → [a, b, c] (a tag never holds a comma: `lore add` splits there too)."""
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
 def filter_options(func=None, *, limit_help: str = "At most N results (default 10, max 50)."):
     """The memory filters shared by search and list (`limit_help`: what --limit means there)."""
     if func is None:
@@ -58,7 +63,13 @@ def filter_options(func=None, *, limit_help: str = "At most N results (default 1
             type=click.Choice(MEMORY_TYPES),
             help="Only these types (repeatable).",
         ),
-        click.option("--tag", "tags", multiple=True, help="Only memories with this tag (repeatable)."),
+        click.option(
+            "--tag",
+            "tags",
+            multiple=True,
+            callback=lambda _ctx, _param, values: tuple(split_commas(values)),
+            help="Only memories with this tag (repeatable or comma-separated: a memory must have every one).",
+        ),
         click.option("--author", "agent", help="Only memories written by this agent."),
         click.option("--task", help="Only memories of this task id."),
         click.option(

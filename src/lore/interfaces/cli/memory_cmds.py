@@ -10,15 +10,10 @@ import sys
 import click
 
 from lore.errors import UsageError, ValidationError
-from lore.interfaces.cli.common import filter_options, json_option, refused_as_usage, with_lore
+from lore.interfaces.cli.common import filter_options, json_option, refused_as_usage, split_commas, with_lore
 from lore.interfaces.cli.decoding import read_stdin, read_text
 from lore.interfaces.cli.output import echo, emit_json, is_terminal, relative_time, table, warn, warn_redacted
 from lore.memory.model import MEMORY_TYPES
-
-
-def _split(values: tuple[str, ...]) -> list[str]:
-    """--tag a --tag b,c → [a, b, c]"""
-    return [part.strip() for value in values for part in value.split(",") if part.strip()]
 
 
 @click.command()
@@ -100,11 +95,11 @@ def add(
             body=body,
             title=title,
             type=kind,
-            tags=_split(tags),
+            tags=split_commas(tags),
             applies_to=applies_to,
             task=task,
             files=list(files),
-            labels=_split(labels),
+            labels=split_commas(labels),
             confidence=confidence,
             occurred_at=occurred_at,
             id=memory_id,
@@ -441,7 +436,7 @@ def tag(lore, keys, add_tags, remove_tags, as_json):
       lore tag 3f2a9c1e --add billing,rounding
       lore tag 3f2a9c1e 7c1d0e22 --remove wip
     """
-    add, remove = _split(add_tags), _split(remove_tags)
+    add, remove = split_commas(add_tags), split_commas(remove_tags)
     # Every key is found before any memory changes: one that names nothing changes none.
     paths = list(dict.fromkeys(lore.resolve(key) for key in keys))
     rows = []

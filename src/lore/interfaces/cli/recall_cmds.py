@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from lore.interfaces.cli.common import from_cwd, json_option, with_lore
+from lore.interfaces.cli.common import from_cwd, json_option, split_commas, with_lore
 from lore.interfaces.cli.decoding import read_stdin
 from lore.interfaces.cli.output import echo, emit_json, is_terminal, table, warn_redacted
 
@@ -264,7 +264,7 @@ COMMANDS = [recall, start, stale, verify]
 @click.option("--lesson", "lessons", multiple=True, help="A non-obvious lesson (repeatable).")
 @click.option("--pattern", "patterns", multiple=True, help="A pattern for other agents (repeatable).")
 @click.option("--gotcha", "gotchas", multiple=True, help="A gotcha for other agents (repeatable).")
-@click.option("--tag", "tags", multiple=True, help="Tag (repeatable).")
+@click.option("--tag", "tags", multiple=True, help="Tag (repeatable or comma-separated).")
 @click.option(
     "--bundle",
     type=click.Path(exists=True, dir_okay=False),
@@ -297,7 +297,7 @@ def complete(
             lessons=list(lessons),
             patterns=list(patterns),
             gotchas=list(gotchas),
-            tags=[t for v in tags for t in v.split(",") if t.strip()],
+            tags=split_commas(tags),
         )
     result = lore.complete(task, title=title, bundle=data)
     warn_redacted(result.redacted)
