@@ -12,6 +12,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import stat
 import subprocess
 import sys
@@ -789,3 +790,32 @@ def test_small_things_a_new_user_met(cli):
     assert "is not in a git repository: there is no past work to search" in history.stderr
     refused = cli("add", "-t", "Good title", "-b", "A body long enough to keep.", "--id", "123", ok=False)
     assert refused.returncode == 2 and "field 'id'" in refused.stderr
+
+
+@pytest.mark.skipif(not shutil.which("script"), reason="needs script (util-linux) for a terminal")
+def test_a_narrow_terminal_never_folds_ids_or_paths(cli):
+    """An audit: at 40 columns `lore list` folded ids (`aaaa22` over `22`) and
+    `lore search` split a `path:line` citation over two lines, so neither could
+    be copied or clicked."""
+    import shlex
+
+    made = cli.json(
+        "add", "--title", "A long title " * 6, "--body", "Store every timestamp in UTC.", "--tag", "time"
+    )
+    env = {**os.environ, "COLUMNS": "40", "LORE_WARM": "0", "NO_COLOR": "1", "TERM": "xterm"}
+
+    def terminal(*args: str) -> str:
+        command = shlex.join([sys.executable, "-P", "-m", "lore", *args])
+        out = subprocess.run(
+            ["script", "-qec", command, "/dev/null"],
+            cwd=cli.cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert out.returncode == 0, out.stdout + out.stderr
+        return re.sub(r"\x1b\[[0-9;]*m|\x1b\]8;[^\x1b]*\x1b\\", "", out.stdout)
+
+    assert made["id"][:8] in terminal("list")
+    assert f"{made['path']}:" in terminal("search", "timestamp UTC")

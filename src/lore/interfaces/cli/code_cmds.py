@@ -99,11 +99,15 @@ def code(
         if files_only:
             role = f" [dim]{h.role}[/dim]" if h.role and h.role != "source" else ""
             tests = f"  [dim]tests: {escape(', '.join(h.tests[:2]))}[/dim]" if h.tests else ""
-            out.print(f"[green]{score_bar(h.similarity)}[/green]  {citation(root, h.file_path)}{role}{tests}")
+            out.print(
+                f"[green]{score_bar(h.similarity)}[/green]  {citation(root, h.file_path)}{role}{tests}",
+                soft_wrap=True,  # a narrow terminal wraps the line; a path is never folded
+            )
             return
         out.print(
             f"[green]{score_bar(h.similarity)}[/green]  {citation(root, h.file_path, h.start_line)}"
-            f"  [bold]{escape(h.symbol or f'lines {h.start_line}-{h.end_line}')}[/bold]  [dim]{h.language}[/dim]"
+            f"  [bold]{escape(h.symbol or f'lines {h.start_line}-{h.end_line}')}[/bold]  [dim]{h.language}[/dim]",
+            soft_wrap=True,
         )
         out.print(f"  {h.snippet}", markup=False)
 

@@ -97,8 +97,13 @@ def table(columns: list[str], rows: list[list[str]], *, title: str | None = None
             click.echo(plain, nl=False)
             return
     grid = Table(title=title, show_edge=False, header_style="bold", pad_edge=False, show_header=any(columns))
-    for name in columns:
-        grid.add_column(name, overflow="fold")
+    for i, name in enumerate(columns):
+        cells = [printable(row[i]) for row in rows if i < len(row)]
+        if cells and all(len(c) <= 16 and " " not in c for c in cells):
+            # Ids, types, dates: never folded (`aaaa22` over `22`); the titles take the squeeze.
+            grid.add_column(name, no_wrap=True, min_width=max(len(name), *map(len, cells)))
+        else:
+            grid.add_column(name, overflow="fold")
     for row in rows:
         grid.add_row(*(escape(printable(cell)) for cell in row))
     out.print(grid)

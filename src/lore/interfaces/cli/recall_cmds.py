@@ -142,7 +142,9 @@ def show_pack(pack, root) -> None:
                     f"[dim]{d['memory_type']} · {relative_time(d.get('created_at'))} · {d['id'][:8]}[/dim]"
                 )
                 path, _, line = d["citation"].rpartition(":")
-                out.print(f"      {citation(root, path, int(line) if line.isdigit() else None)}")
+                out.print(
+                    f"      {citation(root, path, int(line) if line.isdigit() else None)}", soft_wrap=True
+                )
                 if d.get("supersedes"):
                     out.print(
                         f"      [dim]supersedes: {escape(', '.join(s['title'] or s['id'] for s in d['supersedes']))}[/dim]"
@@ -152,12 +154,14 @@ def show_pack(pack, root) -> None:
             elif kind == "file":
                 out.print(
                     f"  [green]{score_bar(d['score'])}[/green]  {citation(root, d['path'])}  "
-                    f"[dim]{escape(', '.join(d['reasons']))}[/dim]"
+                    f"[dim]{escape(', '.join(d['reasons']))}[/dim]",
+                    soft_wrap=True,
                 )
             elif kind == "code":
                 out.print(
                     f"  {citation(root, d['file_path'], d['start_line'])}  "
-                    f"[bold]{escape(d.get('symbol') or '')}[/bold]"
+                    f"[bold]{escape(d.get('symbol') or '')}[/bold]",
+                    soft_wrap=True,
                 )
             elif kind == "work":
                 when = relative_time(d.get("date")) if d.get("date") else d.get("type", "")

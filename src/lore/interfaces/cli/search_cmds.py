@@ -44,7 +44,7 @@ def _render(out, hit, root) -> None:
         f"  [green]{score_bar(hit.score)}[/green]  [dim]{hit.type} · {relative_time(hit.occurred_at)} · "
         f"{hit.id[:8]}[/dim]"
     )
-    out.print(f"  {citation(root, hit.path, hit.start_line)}")
+    out.print(f"  {citation(root, hit.path, hit.start_line)}", soft_wrap=True)  # never folded mid-path
     out.print(f"  {hit.snippet}", markup=False)
     out.print("")
 
