@@ -677,6 +677,12 @@ def test_a_dir_filter_naming_no_folder_says_so(code_repo):
     proc = code_repo("code", "session", "--dir", "nonexistent/")
     assert "no folder nonexistent/ in the project" in proc.stderr
     assert "no folder" not in code_repo("code", "session", "--dir", "src").stderr
+    # A file names itself (docs/cli.md): filtered, and not said to be no folder.
+    named = code_repo("code", "retry", "--dir", "src/alpha.py", "--json")
+    assert "no folder" not in named.stderr
+    assert {h["file_path"] for h in json.loads(named.stdout)} == {"src/alpha.py"}
+    empty = code_repo("update-index", ok=False)  # nothing named: not "updated 0, deleted 0"
+    assert empty.returncode == 2 and "--files" in empty.stderr
 
 
 # (A backslash ending a cell rich shows doubled, its markup escape's: the plain table shows it once.)

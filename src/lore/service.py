@@ -724,7 +724,7 @@ class Lore:
         ]
         flt = code_filter(languages, extensions, folders, None, roles)  # bad input fails here, first
         for folder in flt.directories:  # a typo would read as "no matches"
-            if not any(ch in folder for ch in "*?[") and not (self.project.root / folder).is_dir():
+            if not any(ch in folder for ch in "*?[") and not (self.project.root / folder).exists():
                 self._notice(f"no folder {folder}/ in the project: that folder filter matches nothing")
         if fresh:
             self._refresh_code()

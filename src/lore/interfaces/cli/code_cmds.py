@@ -174,6 +174,8 @@ def update_index(lore, files, deleted, as_json):
     Example:
       lore update-index --files "src/a.py src/b.py" --deleted src/old.py
     """
+    if not files and not deleted:
+        raise click.UsageError("name the files to re-check: --files PATH (changed) or --deleted PATH")
     result = lore.update_index(_paths(files), _paths(deleted))
     result["skipped"] = _meant(files, result["skipped"])
     if as_json:
