@@ -157,7 +157,7 @@ def test_set_changes_frontmatter_fields_and_refuses_bad_values(mem):
     assert "confidence: 0.8" in text and "owner: platform" in text
     before = path.read_bytes()
     proc = cli("edit", "mem-2026-02-12-001", "--set", "type=nonsense", ok=False)
-    assert proc.returncode == 1 and "unknown type 'nonsense'" in proc.stderr
+    assert proc.returncode == 2 and "unknown type 'nonsense'" in proc.stderr
     proc = cli("edit", "mem-2026-02-12-001", "--set", "id=x", ok=False)
     assert proc.returncode == 2 and "managed by Lore" in proc.stderr
     # A nested list or mapping is refused as reading the file would refuse it (it was stored as Python text).
@@ -284,6 +284,24 @@ def test_a_secret_typed_in_the_editor_is_redacted_when_lore_edit_saves(mem, tmp_
     no_hash_warning(cli)
     if not ON_POSTGRES:
         assert key not in (cli.cwd / ".lore/index.db").read_bytes().decode("latin-1")
+
+
+def test_refused_values_name_the_option_given_and_are_usage_errors(mem):
+    """An audit: `lore edit ID --set type=bogus` exited 1 where `lore add --type
+    bogus` exits 2; `lore add --title <300 letters>` named the field 'subject';
+    an editor that is not there said "file system error", and one that failed
+    exited 2 as if the command line were wrong."""
+    cli, path = mem
+    before = path.read_text()
+    bad = cli("edit", "mem-2026-02-12-001", "--set", "type=bogus", ok=False)
+    assert bad.returncode == 2 and bad.stderr.startswith("lore: error: --set type: unknown type 'bogus'")
+    long = cli("add", "--title", "w" * 300, "--body", "A body long enough to keep.", ok=False)
+    assert long.returncode == 2 and "--title: must be 1-200 characters" in long.stderr
+    missing = cli("edit", "mem-2026-02-12-001", env={"EDITOR": "no-such-editor-here"}, ok=False)
+    assert missing.returncode == 1 and "set $VISUAL or $EDITOR" in missing.stderr
+    failing = cli("edit", "mem-2026-02-12-001", env={"EDITOR": "false"}, ok=False)
+    assert failing.returncode == 1 and "exited with 1" in failing.stderr
+    assert path.read_text() == before
 
 
 def test_mv_renames_without_overwriting(mem):

@@ -180,4 +180,10 @@ def refused_as_usage() -> Iterator[None]:
     except ValidationError as err:
         if err.path is not None:
             raise
-        raise UsageError(str(err)) from None
+        raise UsageError(f"{option_of(err.field)}: {err.reason}" if err.field else str(err)) from None
+
+
+def option_of(field: str) -> str:
+    """The option that gives a memory's frontmatter field (``subject`` is
+    ``--title``, ``keywords`` ``--tag``): what a refusal names on the command line."""
+    return "--" + {"subject": "title", "keywords": "tag"}.get(field, field).replace("_", "-")

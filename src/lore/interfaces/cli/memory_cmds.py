@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from lore.errors import UsageError, ValidationError
+from lore.errors import LoreError, UsageError, ValidationError
 from lore.interfaces.cli.common import filter_options, json_option, refused_as_usage, split_commas, with_lore
 from lore.interfaces.cli.decoding import read_stdin, read_text
 from lore.interfaces.cli.output import echo, emit_json, is_terminal, relative_time, table, warn, warn_redacted
@@ -272,7 +272,7 @@ def edit(
         if not sep or not name.strip() or not target.strip():
             raise UsageError(f"--relate {relation}: write RELATION=MEMORY, e.g. --relate supersedes=7c1d0e22")
         edits.append(Edit("relate", relation=name.strip(), value=target.strip()))
-    result = lore.edit(key, edits, expected_sha256=expect_sha256) if edits else _edit_by_hand(lore, key)
+    result = _edited(lore, key, edits, expect_sha256) if edits else _edit_by_hand(lore, key)
     warn_redacted(result.redacted)
     if as_json:
         emit_json(result.to_dict())
@@ -281,6 +281,19 @@ def edit(
         warn(note)
     echo(f"saved {result.path}")
     _say_links(result)
+
+
+def _edited(lore, key, edits, expected_sha256):
+    """`lore.edit`; a value given with --set that the format refuses is bad
+    usage (exit 2, as `lore add` with the same value), named as it was given."""
+    try:
+        return lore.edit(key, edits, expected_sha256=expected_sha256)
+    except ValidationError as err:
+        given = {e.field for e in edits if e.operation == "set"}
+        field = {"subject": "title", "keywords": "tags"}.get(err.field or "", err.field)
+        if field not in given and err.field not in given:
+            raise
+        raise UsageError(f"--set {field if field in given else err.field}: {err.reason}") from None
 
 
 def _edit_by_hand(lore, key):
@@ -309,9 +322,15 @@ def _edit_by_hand(lore, key):
 
 def _editor(path) -> None:
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
-    status = subprocess.call([*shlex.split(editor), str(path)])
+    try:
+        status = subprocess.call([*shlex.split(editor), str(path)])
+    except OSError as err:  # not there, not executable
+        raise LoreError(
+            f"cannot run the editor '{editor}' ({err.strerror}); set $VISUAL or $EDITOR to yours, "
+            "or edit precisely (`lore edit ID --set FIELD=VALUE`, `--append TEXT`)"
+        ) from None
     if status != 0:
-        raise UsageError(f"editor '{editor}' exited with {status}; the file is as you left it")
+        raise LoreError(f"editor '{editor}' exited with {status}; the file is as you left it")
 
 
 def _say_links(result) -> None:
