@@ -311,6 +311,15 @@ HAND_WRITTEN = [
     ("The secret for prod: {v}", _R(_B62, 32)),
     ("PuTTY-User-Key-File-2: ssh-rsa\nPrivate-Lines: 2\n{v}\nPrivate-MAC: 00ff", _R(_B62, 64)),
     ("contraseña: {v}", _G.letters(8, 10)),
+    # An audit: a French key of three words, typography's space before the colon,
+    # and "password is" in other languages (commit messages, notes).
+    ("Rotate the key, mot de passe : {v}", "motdepasse" + _R("0123456789", 2)),
+    ("Mot de passe = {v}", _G.letters(8, 10)),
+    ("mật khẩu: {v}", _G.letters(8, 10)),
+    ("Das Passwort ist {v}", "geheimWort" + _R("0123456789", 3)),
+    ("le mot de passe est {v}.", "motdepasse" + _R("0123456789", 2)),
+    ("la contraseña es {v}", "Secreto" + _R("0123456789", 2)),
+    ("het wachtwoord is {v}", "Welkom" + _R("0123456789", 3)),
 ]
 
 
@@ -668,6 +677,9 @@ def test_prose_and_yaml_forms_of_a_password_are_redacted(text, secret):
         "The render pass is O(n*m)",
         "The lint pass is ruff+black",
         "The final pass was #1234",
+        "Das Passwort ist zu kurz.",
+        "Le mot de passe est obligatoire.",
+        "le mot de passe : voir le wiki",
     ],
 )
 def test_prose_about_passwords_is_left_alone(text):

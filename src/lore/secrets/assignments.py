@@ -238,6 +238,9 @@ def in_prose(text: str, lowered: str, rules: RuleSet) -> Iterator[Finding]:
             key_start -= 1
         tail = _KEY_TAIL.match(text, hit)
         key_end = tail.end() if tail else hit + 1
+        phrase = next((p for p in keys.PHRASES if lowered.startswith(p, hit)), None)
+        if phrase is not None:  # a key of several words: "mot de passe : …"
+            key_end = hit + len(phrase)
         if _ASSIGN.match(text, key_end) is None:
             continue  # no separator after it: nothing assigned (judge would say so, after more work)
         if text.startswith("${", key_start - 2) and text.startswith((":?", "?"), key_end):

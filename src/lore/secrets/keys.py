@@ -47,6 +47,8 @@ FOREIGN_PASSWORD_WORDS = (
     "パスワード",
     "비밀번호",
 )
+# The names above of several words: one key, not the first word of a sentence.
+PHRASES = tuple(word for word in FOREIGN_PASSWORD_WORDS if " " in word)
 _TOKEN_WORDS = (
     "token",
     "secret",
