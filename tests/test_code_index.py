@@ -496,6 +496,27 @@ def test_rebase_drop_and_reword_resyncs_history(repo):
     assert not (root / "c.py").exists() and code(repo, "walrus") == []
 
 
+@pytest.mark.skipif(ON_POSTGRES, reason="the SQLite index file's bytes")
+def test_text_rewritten_out_of_history_is_gone_from_the_index_file_after_gc(repo):
+    """An audit: a credential in a commit message, scrubbed by `git reset
+    --hard` (or a rebase), stayed in index.db after `lore index` and `lore gc`:
+    the keyword index's old segments keep removed text until they merge."""
+    root = repo.cwd
+    write(root, "a.py", "a = 1\n")
+    commit(root, "Add alpha module")
+    write(root, "b.py", "b = 1\n")
+    commit(root, "Oops: the staging login is quetzalcoatl9871")
+    index(repo)
+    git(root, "reset", "-q", "--hard", "HEAD~1")
+    index(repo)
+    assert repo.json("history", "quetzalcoatl9871") == []
+    repo("gc")
+    for name in ("index.db", "index.db-wal"):
+        held = root / ".lore" / name
+        assert not held.exists() or b"quetzalcoatl9871" not in held.read_bytes(), name
+    assert subjects(repo.json("history", "alpha")) == ["Add alpha module"]
+
+
 def test_deepening_a_shallow_clone_brings_its_older_commits_into_history(repo, tmp_path):
     origin = repo.cwd
     for name, subject in (("a", "Add walrus cache"), ("b", "Add pelican logger"), ("c", "Add heron queue")):

@@ -493,7 +493,9 @@ class Store(Protocol):
         """Delete the vectors no chunk of this index uses any more (kept until
         then: a branch switched back to needs them again), and give the space
         back; how many. 0 where vectors are shared beyond what this store
-        sees (PostgreSQL: every project's, and other roles' private chunks)."""
+        sees (PostgreSQL: every project's, and other roles' private chunks).
+        A file of its own (SQLite) is rebuilt too, so text removed from the
+        index (a commit rewritten out of history) is gone from the file."""
         ...
 
     def forget_synced(self, paths: Iterable[str]) -> list[str]:

@@ -468,11 +468,15 @@ class SQLiteStore:
             ).rowcount
             if gone:
                 self._vectors_changed()
-        if gone:
-            try:  # the file gives the space back (outside a transaction)
-                self.db.execute("VACUUM")
-            except sqlite3.OperationalError:  # another process reading meanwhile: SQLite reuses the pages
-                pass
+            # Text removed from the index (a commit rewritten out of history, a file
+            # deleted) lingers in the keyword index's old segments until they merge:
+            # merged now, and the file rebuilt below, so it is gone from the file too.
+            for table in FTS_TABLES.values():
+                self.db.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+        try:  # the file gives the space back, and holds no removed text (outside a transaction)
+            self.db.execute("VACUUM")
+        except sqlite3.OperationalError:  # another process reading meanwhile: SQLite reuses the pages
+            pass
         return int(gone)
 
     def forget_synced(self, paths: Iterable[str]) -> list[str]:
