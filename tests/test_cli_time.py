@@ -161,3 +161,17 @@ def test_yesterday_is_the_calendar_day_before_as_since_yesterday_reads_it(monkey
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+def test_lore_now_is_the_present_time_phrases_are_read_from(cli):
+    """An audit: with LORE_NOW fixed (a replay), `--since "last week"` was read
+    from the real clock, so the same command listed other memories every day."""
+    for title, when in (
+        ("Old decision", "2024-02-20T12:00:00Z"),
+        ("Recent decision", "2024-03-01T12:00:00Z"),
+    ):
+        cli("add", "--title", title, "--body", f"{title}: a body long enough to keep.", "--occurred-at", when)
+    replay = {"LORE_NOW": "2024-03-05T12:00:00Z", "TZ": "UTC"}
+    listed = cli.json("list", "--since", "last week", env=replay)
+    assert [m["title"] for m in listed] == ["Recent decision"]
+    assert "4 days ago" in cli("list", env=replay).stdout

@@ -41,6 +41,7 @@ friday) follow the time zone of `now` (the local zone by default).
 from __future__ import annotations
 
 import calendar
+import os
 import re
 from datetime import UTC, date, datetime, timedelta, tzinfo
 
@@ -157,7 +158,13 @@ def check_order(since: object, start: str | None, until: object, stop: str | Non
 
 
 def _now(now: datetime | None) -> datetime:
+    """`now`, else the present: ``LORE_NOW`` when it is set (a replay reads
+    "last week" as the lifecycle does), in the local zone."""
     if now is None:
+        if os.environ.get("LORE_NOW"):
+            from lore.memory.lifecycle.clock import system_now
+
+            return system_now().astimezone()
         return datetime.now().astimezone()
     return now if now.tzinfo is not None else now.replace(tzinfo=UTC)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -149,7 +150,13 @@ def relative_time(when: str | None, now: datetime | None = None) -> str:
     then = _instant(when)
     if then is None:
         return (when or "-")[:10]
-    seconds = ((now or datetime.now(UTC)) - then).total_seconds()
+    if now is None:
+        now = datetime.now(UTC)
+        if os.environ.get("LORE_NOW"):  # a replay: as old as its --since phrases read it
+            from lore.memory.lifecycle.clock import system_now
+
+            now = system_now()
+    seconds = (now - then).total_seconds()
     if seconds < 0:
         return local_time(when)
     if seconds < 60:
@@ -159,7 +166,7 @@ def relative_time(when: str | None, now: datetime | None = None) -> str:
     if seconds < 86400:
         return f"{int(seconds // 3600)} h ago"
     # Calendar days in local time, as `--since yesterday` and `--since "3 days ago"` count them.
-    days = ((now or datetime.now(UTC)).astimezone().date() - then.astimezone().date()).days
+    days = (now.astimezone().date() - then.astimezone().date()).days
     if days <= 1:
         return "yesterday"
     if days < 60:
