@@ -497,6 +497,26 @@ def test_a_whole_id_in_two_files_is_never_ambiguous(cli):
     assert cli.json("show", uid)["path"] == f".lore/memory/{path.name}"
 
 
+def test_an_ambiguous_prefix_lists_the_ids_it_matches(cli):
+    """An audit: `lore show aaaa` said "matches 2 memories (paths…)": no ids to
+    give more of, and "…" though both were listed."""
+    made = [
+        cli.json(
+            "add",
+            "--id",
+            f"aaaa{n}aaa-bbbb-4ccc-8ddd-eeeeeeeeeeee",
+            "-t",
+            f"memory {n}",
+            "-b",
+            f"a body text number {n}",
+        )
+        for n in (1, 2)
+    ]
+    proc = cli("show", "aaaa", ok=False)
+    assert proc.returncode == 2 and "give more of the id" in one_line(proc)
+    assert all(m["id"][:12] in proc.stderr for m in made) and "…" not in proc.stderr
+
+
 # -- edits redact what they write ------------------------------------------------------------------------
 
 

@@ -369,14 +369,17 @@ class Memories:
                 raise elsewhere
             raise NotFound(f"no memory '{clip(key, 120)}'; see `lore list` or `lore search`")
         if len(paths) > 1:
-            ids = {r.id for r in self.store.memories(self.filter(paths=paths))}
+            records = {r.path: r for r in self.store.memories(self.filter(paths=paths))}
+            ids = {r.id for r in records.values()}
             if len(ids) == 1:  # one id in several files: more of the id can't tell them apart
                 raise Conflict(
                     f"{len(paths)} files have the id {ids.pop()} ({', '.join(paths[:3])}); "
                     "keep one: name it by its path, and `lore rm` the other by its path"
                 )
+            shown = [f"{records[p].id[:12]} {p}" if p in records else p for p in paths[:3]]
+            more = "…" if len(paths) > 3 else ""
             raise UsageError(
-                f"'{key}' matches {len(paths)} memories ({', '.join(paths[:3])}…); give more of the id"
+                f"'{key}' matches {len(paths)} memories ({', '.join(shown)}{more}); give more of the id"
             )
         return paths[0]
 
