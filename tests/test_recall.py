@@ -161,12 +161,6 @@ def test_attention_multiplies_relevance_recency_access_confidence_and_staleness(
     assert att.attention(1.0, **{**base, "occurred_at": at(0), "access_count": 50}) == 1.0
 
 
-def test_tier_thresholds():
-    assert att.tier(1.0) == att.tier(0.71) == "hot"
-    assert att.tier(0.7) == att.tier(0.5) == att.tier(0.3) == "warm"
-    assert att.tier(0.29) == att.tier(0.0) == "cold"
-
-
 # -- 1. Ranking through Lore.recall ------------------------------------------------------
 
 BODY = "Refresh tokens rotate on every use; the previous token is revoked at once."

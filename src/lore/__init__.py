@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         UsageError,
         ValidationError,
     )
+    from lore.memory.edits import Edit
     from lore.service import Lore  # imported on first use (`lore --help` stays fast)
 
 _ERRORS = frozenset(
@@ -62,6 +63,7 @@ __all__ = [
     "open",
     "init",
     "Lore",
+    "Edit",
     "LoreError",
     "UsageError",
     "NotFound",
@@ -95,11 +97,15 @@ def init(path: str | _os.PathLike[str] = ".", *, agent: str | None = None) -> Lo
 
 
 def __getattr__(name: str) -> type:
-    """`Lore` and the error classes, imported on first use."""
+    """`Lore`, `Edit` (for :meth:`Lore.edit`) and the error classes, imported on first use."""
     if name == "Lore":
         from lore.service import Lore
 
         return Lore
+    if name == "Edit":
+        from lore.memory.edits import Edit
+
+        return Edit
     if name in _ERRORS:
         import lore.errors
 

@@ -573,9 +573,7 @@ class Lore:
         """Precise edits (append, prepend, replace_section, find_replace, set,
         relate), atomic and re-indexed at once (see :meth:`Memories.edit`)."""
         if isinstance(edits, Edit) or not all(isinstance(e, Edit) for e in edits):
-            raise UsageError(
-                "edits must be a list of lore.memory.edits.Edit, e.g. [Edit('append', text='...')]"
-            )
+            raise UsageError("edits must be a list of lore.Edit, e.g. [lore.Edit('append', text='...')]")
         return self.memories.edit(key, edits, expected_sha256=expected_sha256)
 
     def move(self, key: str, destination: str) -> EditResult:
