@@ -50,17 +50,24 @@ def part_of(module: str) -> str:
     return parts[1] if len(parts) > 1 else parts[0]
 
 
+PACKAGES: set[str] = set()  # the modules that are packages (their __init__.py)
+
+
 def modules() -> dict[str, ast.Module]:
     found = {}
     for path in SRC.rglob("*.py"):
         rel = path.relative_to(SRC.parent).with_suffix("")
         name = ".".join(rel.parts).removesuffix(".__init__")
+        if path.name == "__init__.py":
+            PACKAGES.add(name)
         found[name] = ast.parse(path.read_text(encoding="utf-8"), str(path))
     return found
 
 
 def imports(tree: ast.Module, module: str) -> list[tuple[str, list[str]]]:
-    """(imported module, names) for every import in `tree`, relative ones resolved."""
+    """(imported module, names) for every import in `tree`: relative ones
+    resolved (from a package's __init__, `.` is the package itself), and a
+    module imported from a package (`from lore import service`) as that module."""
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -68,12 +75,34 @@ def imports(tree: ast.Module, module: str) -> list[tuple[str, list[str]]]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                package = (
-                    module.split(".")[: -node.level] if not module.endswith("__init__") else module.split(".")
-                )
+                parts = module.split(".")
+                package = parts[: len(parts) - node.level + (module in PACKAGES)]
                 base = ".".join([*package, base] if base else package)
-            out.append((base, [alias.name for alias in node.names]))
+            names = [alias.name for alias in node.names]
+            submodules = [
+                n
+                for n in names
+                if (SRC.parent / base.replace(".", "/") / n).with_suffix(".py").exists()
+                or (SRC.parent / base.replace(".", "/") / n / "__init__.py").exists()
+            ]
+            out += [(f"{base}.{n}", []) for n in submodules]
+            if len(submodules) < len(names):
+                out.append((base, [n for n in names if n not in submodules]))
     return out
+
+
+def test_imports_are_read_as_python_resolves_them():
+    """The checks below see `from lore import service` as lore.service, and a
+    package's relative imports from the package itself (a review found both
+    read wrongly: `from . import scan` in lore.secrets read as `lore`)."""
+    modules()
+    tree = ast.parse("from lore import service\nfrom . import scan\nfrom .keys import words\n")
+    assert imports(tree, "lore.secrets") == [
+        ("lore.service", []),
+        ("lore.secrets.scan", []),
+        ("lore.secrets.keys", ["words"]),
+    ]
+    assert imports(ast.parse("from . import keys\n"), "lore.secrets.scan") == [("lore.secrets.keys", [])]
 
 
 def test_layers_call_downward_only():
