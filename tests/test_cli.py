@@ -415,6 +415,19 @@ def test_doctor_warns_about_foreign_ids_and_stale_hashes(cli):
     assert "not a UUID v4" in messages and "content_hash" in messages
 
 
+def test_doctor_warns_of_a_hand_written_time_in_the_future(cli):
+    """An audit: `lore add` and edits refuse a time more than a day ahead, but a
+    file written by hand with `occurred_at: 2031-...` was indexed without a
+    word (it sorts first and never ages)."""
+    made = cli.json("add", "--title", "Clock skew", "--body", "A body long enough to keep.")
+    path = cli.cwd / made["path"]
+    text = path.read_text()
+    path.write_text(re.sub(r"occurred_at: \S+", "occurred_at: 2031-01-01T00:00:00Z", text))
+    problems = [p for p in cli.json("doctor") if p["where"] == made["path"]]
+    assert [p["level"] for p in problems] == ["warning"]
+    assert "in the future" in problems[0]["message"]
+
+
 def test_doctor_tells_a_copy_of_a_memory_from_two_memories_sharing_an_id(cli):
     """Two files with one id: a copy (a `lore mv` cut short, a `cp`) is fixed by
     deleting one; two different memories need a new id for one of them."""

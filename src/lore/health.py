@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 from lore.records import Record, datarecord
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from lore.embed.runtime import EmbeddingRuntime
     from lore.index.freshness import CodeIndex
     from lore.memory.repository import Memories
@@ -259,12 +261,14 @@ def duplicate_ids(records: list[MemoryRecord]) -> list[Problem]:
 def doctor(memories: Memories) -> list[Problem]:
     """Every problem with the files and the index, each with what to do."""
     import copy
+    from datetime import UTC, datetime
 
     from lore.errors import DiskFull, ValidationError, as_lore_error, is_busy
     from lore.memory.model import UUID4_RE
     from lore.memory.sync import SyncReport, redacted, split_error
     from lore.secrets import describe, redact
 
+    now = datetime.now(UTC)
     store = memories.store
     problems: list[Problem] = layout_problems(memories.project)
     problems += interrupted_writes(memories.project)
@@ -309,6 +313,15 @@ def doctor(memories: Memories) -> list[Problem]:
             problems.append(
                 Problem(
                     "warning", path, "no keywords; add `keywords: [...]` so search and recall can find it"
+                )
+            )
+        if _ahead(record.occurred_at, now):  # written by hand: `lore add` and edits refuse it
+            problems.append(
+                Problem(
+                    "warning",
+                    path,
+                    f"occurred_at {record.occurred_at} is in the future: it sorts first and never ages; "
+                    "give when it happened",
                 )
             )
         try:
@@ -381,6 +394,16 @@ def doctor(memories: Memories) -> list[Problem]:
             )
     # A file named by hand may hold a secret: every line names it redacted.
     return [Problem(p.level, redact(p.where)[0], p.message) for p in _seen_by(memories, problems)]
+
+
+def _ahead(stored: str, now: datetime) -> bool:
+    """A memory's time more than a day after `now` (False for one that cannot be read)."""
+    from lore.memory.model import ahead
+
+    try:
+        return ahead(stored, now)
+    except ValueError:
+        return False
 
 
 def _seen_by(memories: Memories, problems: list[Problem]) -> list[Problem]:
