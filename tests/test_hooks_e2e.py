@@ -264,6 +264,9 @@ def test_a_hook_run_that_cannot_open_the_project_says_why_in_the_log(hooked):
         f"error post-commit: {config}: invalid TOML"
     ), line
     assert line[0].endswith("; the index was not refreshed")
+    # Said once: not again as the command's own error, which the hook sends to the log too.
+    time.sleep(1)
+    assert "lore: error" not in (root / ".lore/local/hooks.log").read_text()
 
 
 def test_hooks_status_says_which_hooks_hold_the_block_and_which_are_outdated(hooked, tmp_path):

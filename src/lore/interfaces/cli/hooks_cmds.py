@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -150,7 +151,9 @@ def run(ctx, hook, args):
         # Nobody sees this process's output: say it where the hooks' lines go.
         log = Path(start) / LORE_DIR / "local" / "hooks.log"
         _log(Path(start), log, f"error {hook}: {err}; the index was not refreshed")
-        raise
+        if os.environ.get("LORE_DEBUG", "") not in ("", "0"):
+            raise
+        ctx.exit(1)  # said once, in the log (the hook sends this process's stderr there too)
     log = lore.project.local_dir / "hooks.log"
     _renew_hooks(lore.project.root)
 
