@@ -286,6 +286,11 @@ def test_hooks_status_says_which_hooks_hold_the_block_and_which_are_outdated(hoo
     assert "post-commit    outdated" in text and "run `lore hooks install`" in text
     hooked.json("hooks", "install")
     assert hooked.json("hooks", "status")["hooks"] == dict.fromkeys(names, "installed")
+    # --project after the subcommand too, as other commands take it (an audit: "No such option").
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    named = hooked("hooks", "status", "--project", str(root), "--json", cwd=elsewhere)
+    assert json.loads(named.stdout)["hooks"] == dict.fromkeys(names, "installed")
 
 
 def test_a_worktree_nested_in_the_project_without_its_own_lore_does_not_refresh_it(hooked):

@@ -8,7 +8,7 @@ import time
 
 import click
 
-from lore.interfaces.cli.common import json_option
+from lore.interfaces.cli.common import json_option, project_of
 from lore.interfaces.cli.output import emit_json
 
 
@@ -24,13 +24,22 @@ def hooks():
     """
 
 
-def _root(ctx) -> object:
+_PROJECT = click.option(
+    "--project",
+    "project_path",
+    metavar="PATH",
+    default=None,
+    help="Project folder (default: nearest folder with .lore/, like git).",
+)
+
+
+def _root(ctx, project_path: str | None = None) -> object:
     """The project's folder, which git hooks need to be in a repository."""
     from lore.errors import UsageError
     from lore.index import gitrepo
     from lore.project import Project
 
-    root = Project.find(ctx.obj.get("project") or ".").root
+    root = Project.find(project_of(ctx, project_path)).root
     if gitrepo.repo_root(root) is None:
         raise UsageError(
             f"{root} is not in a git repository, so it has no git hooks; for a repository in a "
@@ -40,13 +49,14 @@ def _root(ctx) -> object:
 
 
 @hooks.command()
+@_PROJECT
 @json_option
 @click.pass_context
-def install(ctx, as_json):
+def install(ctx, project_path, as_json):
     """Install the hooks (chained with any existing ones)."""
     from lore.index import githooks
 
-    root = _root(ctx)
+    root = _root(ctx, project_path)
     changed = githooks.install(root, hook_command(root))
     shared = _shared_hooks_dir(root)
     if shared is not None:
@@ -73,13 +83,14 @@ def install(ctx, as_json):
 
 
 @hooks.command()
+@_PROJECT
 @json_option
 @click.pass_context
-def uninstall(ctx, as_json):
+def uninstall(ctx, project_path, as_json):
     """Remove exactly what `lore hooks install` added."""
     from lore.index import githooks
 
-    removed = githooks.uninstall(_root(ctx))
+    removed = githooks.uninstall(_root(ctx, project_path))
     if as_json:
         emit_json({"removed": removed})
     else:
@@ -87,13 +98,14 @@ def uninstall(ctx, as_json):
 
 
 @hooks.command()
+@_PROJECT
 @json_option
 @click.pass_context
-def status(ctx, as_json):
+def status(ctx, project_path, as_json):
     """Whether each hook holds this project's block, and where git reads hooks."""
     from lore.index import githooks, gitrepo
 
-    root = _root(ctx)
+    root = _root(ctx, project_path)
     states = githooks.states(root, hook_command(root))
     directory = str(gitrepo.hooks_dir(root))
     if as_json:
