@@ -119,7 +119,16 @@ def append(
 def end(lore, session_id, as_json):
     """Mark a session ended (appending to it is refused from then on)."""
     info = lore.end_session(session_id)
-    _done(lore, info.to_dict(), as_json, f"ended {info.id} ({info.event_count} events)")
+    count = info.event_count
+    _done(lore, info.to_dict(), as_json, f"ended {info.id} ({count} event{'' if count == 1 else 's'})")
+
+
+# Why a compaction did nothing, as a person reads it.
+_NOT_COMPACTED = {
+    "nothing-to-compact": "every event is in the protected recent tail",
+    "under-soft-limit": "the live events are under the soft limit (without --if-over it compacts anyway)",
+    "busy": "another process is compacting it; try again in a moment",
+}
 
 
 @session.command(name="list")
@@ -220,7 +229,7 @@ def compact(lore, session_id, if_over, as_json):
         f"into {result.summary_path} ({result.summary_tokens} tokens, {result.summarizer}); "
         f"raw events in {result.archive}"
         if result.compacted
-        else f"nothing compacted ({result.reason})"
+        else f"nothing compacted: {_NOT_COMPACTED.get(result.reason, result.reason)}"
     )
     _done(lore, result.to_dict(), as_json, line)
 
