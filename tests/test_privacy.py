@@ -5,6 +5,7 @@ from a missing one — through the Python API, the CLI and the MCP server."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -141,6 +142,12 @@ def test_index_doctor_and_warnings_never_name_another_agents_private_files(two_a
     for path in (secret.path, session.path):  # no keywords: a doctor warning names the file
         text = (root / path).read_text()
         (root / path).write_text(text.replace("keywords:", "x_keywords:"))
+    # Not memories, but named by other checks: an interrupted write's file, a .mdown, a link.
+    stale = root / ".lore/local/claude-code/.layoffs-list.md.k3j2.tmp"
+    stale.write_text("draft")
+    os.utime(stale, (1_600_000_000, 1_600_000_000))
+    (root / ".lore/local/claude-code/fire-the-ceo.mdown").write_text("# draft\n")
+    os.symlink(root.parent, root / ".lore/local/claude-code/hr-complaints")
     with lore.open(root, agent="codex") as bob:
         report = bob.reindex(force=True)
         assert all(broken not in p and "claude-code" not in p for p, _ in report.errors), report.errors
@@ -148,13 +155,15 @@ def test_index_doctor_and_warnings_never_name_another_agents_private_files(two_a
         assert not [
             line for line in named if "claude-code" in line or secret.path in line or session.path in line
         ], named
+        assert any("in other agents' private memories not shown" in line for line in named), named
     cli = CLI(root)
     for args in (("index", "--json"), ("doctor",), ("list",)):
         proc: subprocess.CompletedProcess = cli("--agent", "codex", *args, ok=False)
         assert "alice-plans-to-quit" not in proc.stdout + proc.stderr, (args, proc.stdout, proc.stderr)
     with lore.open(root, agent="Claude Code") as alice:  # hers: named to her
         assert broken in [p for p, _ in alice.reindex().errors]
-        assert broken in [p.where for p in alice.doctor()]
+        hers = [p.where for p in alice.doctor()]
+        assert broken in hers and ".lore/local/claude-code/fire-the-ceo.mdown" in hers, hers
 
 
 def test_cli_hides_other_agents_memories(two_agents):

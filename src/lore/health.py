@@ -290,7 +290,7 @@ def doctor(memories: Memories) -> list[Problem]:
         problems.append(
             Problem("warning", store.describe(), f"memory files not read again: {as_lore_error(err)}")
         )
-        report = SyncReport(errors=store.file_errors("memory"))
+        report = memories.seen(SyncReport(errors=store.file_errors("memory")))
     laid_out = {p.where for p in problems}
     for path, error in report.errors:
         if path in laid_out:
@@ -407,23 +407,38 @@ def _ahead(stored: str, now: datetime) -> bool:
 
 
 def _seen_by(memories: Memories, problems: list[Problem]) -> list[Problem]:
-    """`problems` without those naming another agent's private memory files
-    (or a session memory another agent wrote): a file's name says what it is
-    about. Problems elsewhere (folders, the index, the trash) are kept."""
+    """`problems` without those naming a file of another agent's private
+    folder (a memory, a temporary file, a link, a `.mdown`) or a session
+    memory another agent wrote: a file's name says what it is about. How many
+    were left out is said (each agent sees its own with `--agent`). Problems
+    elsewhere (folders, the index, the trash, the cache) are kept."""
 
-    def memory_file(where: str) -> str | None:
+    def whose(where: str) -> str | None:
         path, _, line = where.rpartition(":")
         path = path if line.isdigit() else where
-        memory_like = path.lower().endswith((".md", ".markdown"))
-        return (
-            path
-            if memory_like and path.startswith(".lore/") and not path.startswith(".lore/local/trash/")
-            else None
-        )
+        parts = path.split("/")
+        if parts[:2] == [".lore", "local"]:
+            return path if len(parts) >= 4 and parts[2] not in _LORE_LOCAL else None
+        return path if parts[0] == ".lore" and path.lower().endswith((".md", ".markdown")) else None
 
-    named = {path for p in problems if (path := memory_file(p.where))}
+    named = {path for p in problems if (path := whose(p.where))}
     seen = memories.visible_paths(named)
-    return [p for p in problems if (path := memory_file(p.where)) is None or path in seen]
+    shown = [p for p in problems if (path := whose(p.where)) is None or path in seen]
+    if len(shown) < len(problems):
+        hidden = len(problems) - len(shown)
+        shown.append(
+            Problem(
+                "warning",
+                ".lore/local/",
+                f"{hidden} problem{'' if hidden == 1 else 's'} in other agents' private memories not shown "
+                "(an agent sees its own: `lore --agent NAME doctor`)",
+            )
+        )
+    return shown
+
+
+# Folders of .lore/local/ that are Lore's own, not an agent's.
+_LORE_LOCAL = frozenset({"trash", "cache"})
 
 
 def misspelt_relations(memories: Memories) -> list[Problem]:

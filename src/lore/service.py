@@ -375,7 +375,8 @@ class Lore:
     @property
     def last_sync(self) -> SyncReport | None:
         """What the last sync of memory files found (added, updated, removed, errors), if any ran."""
-        return self.memories.last_sync if "memories" in self._parts else None
+        last = self.memories.last_sync if "memories" in self._parts else None
+        return self.memories.seen(last) if last is not None else None
 
     def keep_to_own_private(self) -> None:
         """Index only the acting agent's private memories, not every agent's: a
@@ -472,7 +473,7 @@ class Lore:
         it if damaged, and re-read every file); embedding follows."""
         if force and self.store.repair():
             self._parts.clear()
-        report = self.memories.sync(force=force, recheck_broken=True)
+        report = self.memories.seen(self.memories.sync(force=force, recheck_broken=True))
         # Two files holding one memory's id: an error, as doctor says (every interface indexing reports it).
         report.errors += [(p.where, f"{p.where}: {p.message}") for p in self._duplicate_ids()]
         return report

@@ -172,14 +172,12 @@ class Memories:
             and (self._in_batch or (self._watcher is not None and not self._watcher.changed()))
         ):
             return self.last_sync
-        self.last_sync = self._seen(
-            sync.sync_memories(
-                self.project,
-                self.store,
-                force=force,
-                recheck_broken=recheck_broken,
-                private_agents=self._private_agents,
-            )
+        self.last_sync = sync.sync_memories(
+            self.project,
+            self.store,
+            force=force,
+            recheck_broken=recheck_broken,
+            private_agents=self._private_agents,
         )
         return self.last_sync
 
@@ -212,9 +210,7 @@ class Memories:
 
     def _reindex(self) -> None:
         """Index what was just written, now (whatever a file watcher says)."""
-        self.last_sync = self._seen(
-            sync.sync_memories(self.project, self.store, private_agents=self._private_agents)
-        )
+        self.last_sync = sync.sync_memories(self.project, self.store, private_agents=self._private_agents)
 
     # -- privacy, in one place ----------------------------------------------------------------
 
@@ -250,10 +246,12 @@ class Memories:
                 seen.add(rel)
         return seen
 
-    def _seen(self, report: SyncReport) -> SyncReport:
+    def seen(self, report: SyncReport) -> SyncReport:
         """`report` as this agent may see it: another agent's private files are
-        not named (a file's name says what it is about), whoever asks: `lore
-        index`, doctor, the warnings after a command, a web job, status."""
+        not named (a file's name says what it is about). What is shown (`lore
+        index`, doctor, the warnings after a command, a web job, status) is
+        this; the lifecycle reads the whole report (another agent's edit
+        picked up here still moves its tiers)."""
         seen = self.visible_paths(
             {*report.added, *report.updated, *report.removed, *(p for p, _ in report.errors)}
         )
