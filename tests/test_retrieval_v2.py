@@ -993,6 +993,13 @@ def test_a_lookup_takes_declarations_only_in_the_case_written_first_from_the_sig
     assert project.code_search("TestPersistentHooks")[0].file_path == "hooks/upper_test.go"
     windows = [h for h in project.code_search("load_bundle", limit=10) if h.file_path == "src/kit/bundles.py"]
     assert len(windows) > 1 and windows[0].start_line == 1
+    # A file named by name comes before code assigning its extension's word (`json = ...`).
+    write(repo, "package.json", '{"name": "kit", "version": "1.0.0"}\n')
+    write(repo, "src/kit/fetch.py", "import json\n\njson = json.loads('{}')\n")
+    commit(repo, "Package")
+    project.index_code()
+    assert project.code_search("package.json")[0].file_path == "package.json"
+    assert project.code_search("package.json", files_only=True)[0].file_path == "package.json"
     # The first results do not depend on the limit.
     short = [(h.file_path, h.start_line) for h in project.code_search("configure options", limit=5)]
     long = [(h.file_path, h.start_line) for h in project.code_search("configure options", limit=45)]

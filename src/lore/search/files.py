@@ -193,10 +193,10 @@ def named_by(chunk: ChunkRecord, tokens: list[str]) -> bool:
 
 def lookup_match(chunk: ChunkRecord, tokens: list[str], written: Iterable[str] = ()) -> int:
     """How `chunk` answers a lookup of `tokens` (lower case; `written`: the
-    identifiers as the query wrote them): 3, its text defines one as written
-    (``testPersistentHooks``, not Go's other ``TestPersistentHooks``); 2, in
-    another case; 1, its unit is named so without the definition in its text
-    (a later window of a long function) or its file is named by path; 0, no.
+    identifiers as the query wrote them): 3, its file is named by path, or its
+    text defines one as written (``testPersistentHooks``, not Go's other
+    ``TestPersistentHooks``); 2, in another case; 1, its unit is named so
+    without the definition in its text (a later window of a long function); 0, no.
 
     A definition is a declaration at the start of a line (``def``, ``func
     (e *Engine) Name``, ``public static Gson create``, ``pub fn``, ``export
@@ -205,7 +205,10 @@ def lookup_match(chunk: ChunkRecord, tokens: list[str], written: Iterable[str] =
     (``configure=partial(...)``), a local variable, or a comment's words."""
     if not tokens:
         return 0
-    names = {t.rsplit(".", 1)[-1] for t in tokens if "/" not in t} - {""}
+    if path_named(chunk.path, tokens):  # `lore code package.json`: the file itself, first
+        return 3
+    # A token's last dotted part is a name (`CliRunner.invoke`), unless it is a file's extension (`utils.py`).
+    names = {t.rsplit(".", 1)[-1] for t in tokens if "/" not in t and not _file_name(t)} - {""}
     if names:
         as_written = {w.rsplit(".", 1)[-1] for w in written}
         found = 0
@@ -215,11 +218,20 @@ def lookup_match(chunk: ChunkRecord, tokens: list[str], written: Iterable[str] =
             found = 2
         if found:
             return found
-    if path_named(chunk.path, tokens):
-        return 1
     symbols = (chunk.symbol or "").lower().split(", ")
     return int(any(s and (s in tokens or s.rsplit(".", 1)[-1] in tokens) for s in symbols))
 
+
+def _file_name(token: str) -> bool:
+    """Whether a dotted token names a file (``package.json``, ``utils.py``): its
+    last part is an extension the indexer knows, or one of settings and data."""
+    from lore.index.chunker import language_for
+
+    last = token.rsplit(".", 1)[-1]
+    return "." in token and (language_for(token) is not None or last in _DATA_EXTENSIONS)
+
+
+_DATA_EXTENSIONS = frozenset("json jsonc yaml yml toml ini cfg conf lock txt md rst xml csv env".split())
 
 # Words that declare something, across the chunker's languages (lower case in all of them).
 _DECLARING = (
@@ -463,8 +475,8 @@ def _ranked_files(
         lookup = (
             max((lookup_match(hit.chunk, tokens, written) for hit, _ in chunks), default=0) if tokens else 0
         )
-        if tokens and not lookup and path_named(path, tokens):
-            lookup = 1
+        if tokens and path_named(path, tokens):  # (a file with no chunk among the candidates too)
+            lookup = 3
         best = chunks[0][0] if chunks else None
         role = best.chunk.role if best is not None else roles.get(path)
         weight = ROLE_WEIGHT.get(role or "source", 1.0)
