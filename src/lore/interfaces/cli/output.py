@@ -98,11 +98,19 @@ def table(columns: list[str], rows: list[list[str]], *, title: str | None = None
             click.echo(plain, nl=False)
             return
     grid = Table(title=title, show_edge=False, header_style="bold", pad_edge=False, show_header=any(columns))
+    # Ids, types, dates (short cells of one word): never folded (`aaaa22` over `22`), from
+    # the first column on, as long as every other column keeps 3 characters to fold in.
+    pinned: dict[int, int] = {}
     for i, name in enumerate(columns):
         cells = [printable(row[i]) for row in rows if i < len(row)]
         if cells and all(len(c) <= 16 and " " not in c for c in cells):
-            # Ids, types, dates: never folded (`aaaa22` over `22`); the titles take the squeeze.
-            grid.add_column(name, no_wrap=True, min_width=max(len(name), *map(len, cells)))
+            width = max(len(name), *map(len, cells))
+            others = len(columns) - len(pinned) - 1
+            if sum(pinned.values()) + width + 3 * len(columns) + 3 * others <= out.width:
+                pinned[i] = width
+    for i, name in enumerate(columns):
+        if i in pinned:
+            grid.add_column(name, no_wrap=True, min_width=pinned[i])
         else:
             grid.add_column(name, overflow="fold")
     for row in rows:
