@@ -722,9 +722,24 @@ def test_update_index_says_which_named_files_it_did_not_index_and_why(repo):
     # A name with a space is one file, not its words; two names in one value are two files.
     write(root, "my notes.py", "def gamma():\n    return 3\n")
     assert repo.json("update-index", "--files", "my notes.py")["skipped"] == []
+    assert repo.json("update-index", "--files", str(root / "my notes.py"))["skipped"] == []
     assert [s["path"] for s in repo.json("update-index", "--files", "a.py typo2.py")["skipped"]] == [
         "typo2.py"
     ]
+    # git's own files, a FIFO: said as what they are.
+    os.mkfifo(root / "pipe.py")
+    said = repo.json("update-index", "--files", ".git/config", "--files", "pipe.py")["skipped"]
+    assert {s["path"]: s["reason"] for s in said} == {
+        ".git/config": "git's own files",
+        "pipe.py": "not a regular file",
+    }, said
+    # An absolute path through a link to the project is the file inside it (a review: skipped silently).
+    link = root.parent / "link-to-repo"
+    link.symlink_to(root)
+    write(root, "a.py", "def alphaplatypus():\n    return 1\n")
+    out = repo.json("update-index", "--files", str(link / "a.py"))
+    assert out == {"updated": 1, "deleted": 0, "skipped": []}
+    assert paths(code(repo, "alphaplatypus")) == ["a.py"]
 
 
 def test_update_index_refuses_paths_outside_the_project(repo, tmp_path):

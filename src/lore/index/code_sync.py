@@ -131,7 +131,10 @@ def sync_code(
         check = {p for p in (_norm(x, root) for x in only) if p}
         candidates = [p for p in found.files if p in check]
         gone = [p for p in check | {_norm(x, root) for x in deleted or []} if p in known and p not in wanted]
-        result.unindexed = _unindexed(sorted(check - wanted - set(gone)), found.skipped, root)
+        # (A file indexed until now and left out since, too large or excluded: removed, and said why.)
+        result.unindexed = _unindexed(
+            sorted(check - wanted - {p for p in gone if p not in dict(found.skipped)}), found.skipped, root
+        )
     else:
         candidates = found.files
         gone = [p for p in known if p not in wanted]
@@ -347,10 +350,18 @@ def _unindexed(paths: list[str], skipped: list[tuple[str, str]], root: Path) -> 
         reason = reasons.get(display_path(rel)) or next(
             (f"{why} ({folder})" for folder, why in folders if rel.startswith(folder)), None
         )
-        if reason is None and os.path.isdir(root / rel):
+        if reason is not None:
+            pass
+        elif rel == ".git" or rel.startswith(".git/"):
+            reason = "git's own files"
+        elif os.path.isdir(root / rel):
             reason = "a folder: name its files, or run `lore index`"
-        elif reason is None:
-            reason = "ignored by git" if os.path.lexists(root / rel) else "no such file"
+        elif not os.path.lexists(root / rel):
+            reason = "no such file"
+        elif not os.path.isfile(root / rel):
+            reason = "not a regular file"
+        else:
+            reason = "ignored by git"
         out.append((rel, reason))
     return out
 

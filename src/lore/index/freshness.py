@@ -164,10 +164,13 @@ class CodeIndex:
         the counts, which of `files` the index does not hold and why (no such
         file, ignored by git, excluded, binary, too large...): a tool that named
         one learns it was not indexed."""
-        for path in [*files, *(deleted or [])]:
-            self.project.inside(path, base=self.project.root)
-        result = self.run(only=list(files) + list(deleted or []), deleted=deleted)
-        named = {self.project.rel(self.project.inside(path, base=self.project.root)) for path in files}
+        # As the project names them (an absolute path through a link to the project: its path inside).
+        changed, gone = (
+            [self.project.rel(self.project.inside(path, base=self.project.root)) for path in paths]
+            for paths in (files, deleted or [])
+        )
+        result = self.run(only=changed + gone, deleted=gone)
+        named = set(changed)
         return {
             "updated": result.files_processed + result.files_renamed,
             "deleted": result.files_removed,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 
 from lore.index.roles import ROLES
@@ -177,7 +175,7 @@ def update_index(lore, files, deleted, as_json):
     if not files and not deleted:
         raise click.UsageError("name the files to re-check: --files PATH (changed) or --deleted PATH")
     result = lore.update_index(_paths(files), _paths(deleted))
-    result["skipped"] = _meant(files, result["skipped"])
+    result["skipped"] = _meant(lore, files, result["skipped"])
     if as_json:
         emit_json(result)
         return
@@ -196,20 +194,26 @@ def _paths(values: tuple[str, ...]) -> list[str]:
     return list(found)
 
 
-def _meant(values: tuple[str, ...], skipped: list[dict[str, str]]) -> list[dict[str, str]]:
+def _meant(lore, values: tuple[str, ...], skipped: list[dict[str, str]]) -> list[dict[str, str]]:
     """`skipped` without the reading of a value that was not meant: of
     "my notes.py", its words when the whole is a file, else the whole (its
     words are reported in its place)."""
+    project = lore.project
+
+    def named(value: str) -> str:  # as the index names it (an absolute path, ./a.py)
+        return project.rel(project.inside(value, base=project.root))
+
     missing = {s["path"] for s in skipped if s["reason"] == "no such file"}
     unmeant: set[str] = set()
     for value in values:
-        whole, words = os.path.normpath(value), [os.path.normpath(w) for w in value.split()]
+        words = value.split()
         if len(words) < 2:
             continue
+        whole = named(value)
         if whole in missing:
             unmeant.add(whole)
         else:
-            unmeant.update(w for w in words if w in missing)
+            unmeant.update(named(w) for w in words)
     return [s for s in skipped if s["path"] not in unmeant]
 
 
