@@ -680,6 +680,10 @@ def test_prose_and_yaml_forms_of_a_password_are_redacted(text, secret):
         "Das Passwort ist zu kurz.",
         "Le mot de passe est obligatoire.",
         "le mot de passe : voir le wiki",
+        "The password is SHA-256 hashed.",
+        "Das Passwort ist bcrypt-gehasht.",
+        "Passwort ist UTF-8 kodiert",
+        "la contraseña es SHA-256 hasheada",
     ],
 )
 def test_prose_about_passwords_is_left_alone(text):

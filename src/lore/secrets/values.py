@@ -125,13 +125,23 @@ def wordiness(value: str) -> float:
 
 
 def not_a_secret_shape(value: str) -> bool:
-    """Paths, URLs, e-mail addresses, host names and versions: literal, but not secrets."""
+    """Paths, URLs, e-mail addresses, host names, versions and the names of
+    hashes and encodings ("the password is SHA-256 hashed", "Passwort ist
+    bcrypt-gehasht"): literal, but not secrets."""
     return bool(
         _PATH.match(value)
         or _EMAIL.fullmatch(value)
         or _VERSIONISH.fullmatch(value)
         or _HOSTNAME.fullmatch(value)
+        or _ALGORITHM.fullmatch(value)
     )
+
+
+# A hash, key derivation or encoding named in prose, with a suffix of the language's own.
+_ALGORITHM = re.compile(
+    r"(?i)(?:sha-?(?:1|224|256|384|512)|sha3-?\d{3}|md5|bcrypt|scrypt|argon2(?:id|i|d)?|pbkdf2|"
+    r"utf-?(?:8|16|32)|base64|hmac|aes-?\d{3})(?:[-_][a-zäöüéèàç]+)*[.,;:]?"
+)
 
 
 def looks_random(

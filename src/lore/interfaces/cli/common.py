@@ -186,4 +186,5 @@ def refused_as_usage() -> Iterator[None]:
 def option_of(field: str) -> str:
     """The option that gives a memory's frontmatter field (``subject`` is
     ``--title``, ``keywords`` ``--tag``): what a refusal names on the command line."""
-    return "--" + {"subject": "title", "keywords": "tag"}.get(field, field).replace("_", "-")
+    names = {"subject": "title", "keywords": "tag", "labels": "label", "files": "file"}
+    return "--" + names.get(field, field).replace("_", "-")

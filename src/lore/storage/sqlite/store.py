@@ -475,7 +475,8 @@ class SQLiteStore:
                 self.db.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
         try:  # the file gives the space back, and holds no removed text (outside a transaction)
             self.db.execute("VACUUM")
-        except sqlite3.OperationalError:  # another process reading meanwhile: SQLite reuses the pages
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the old pages out of the write-ahead log too
+        except sqlite3.OperationalError:  # another process writing meanwhile: SQLite reuses the pages
             pass
         return int(gone)
 
