@@ -991,6 +991,7 @@ def test_a_lookup_takes_declarations_only_in_the_case_written_first_from_the_sig
     assert project.code_search("configure", files_only=True, limit=3)[0].file_path == "src/kit/server.py"
     assert project.code_search("testPersistentHooks")[0].file_path == "hooks/lower_test.go"
     assert project.code_search("TestPersistentHooks")[0].file_path == "hooks/upper_test.go"
+    assert project.code_search("upper testPersistentHooks.")[0].file_path == "hooks/lower_test.go"
     windows = [h for h in project.code_search("load_bundle", limit=10) if h.file_path == "src/kit/bundles.py"]
     assert len(windows) > 1 and windows[0].start_line == 1
     # A file named by name comes before code assigning its extension's word (`json = ...`).

@@ -81,7 +81,7 @@ from typing import NamedTuple
 
 from lore.records import datarecord
 from lore.search import hybrid
-from lore.search.text import MAX_EXACT_SCAN
+from lore.search.text import MAX_EXACT_SCAN, identifiers
 from lore.storage import ChunkFilter, ChunkRecord, Store
 
 LOOKUP_WORDS = 3
@@ -178,7 +178,7 @@ def lookup_names(query: hybrid.Query, *, tasks: bool = False) -> tuple[list[str]
     if not tokens and _IDENTIFIER.fullmatch(word):
         tokens = [word.lower()]
     wanted = set(tokens)
-    return tokens, {w for w in re.split(r"[^\w./-]+", query.text) if w.lower() in wanted}
+    return tokens, {w for w in identifiers(query.text) if w.lower() in wanted}
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")

@@ -89,6 +89,12 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][\w.$/-]*[A-Za-z0-9_]")
 MAX_EXACT_SCAN = 20_000
 
 
+def identifiers(query: str) -> list[str]:
+    """The identifiers and paths of `query` as written (``CliRunner`` of "fix
+    CliRunner.", ``src/app.py``): what :func:`exact_tokens` reads, in case."""
+    return _IDENTIFIER.findall(query, 0, MAX_EXACT_SCAN)
+
+
 def exact_tokens(query: str) -> list[str]:
     """What a query names exactly: identifiers (``snake_case``, ``CamelCase``,
     ``dotted.name``, ``path/to/file.py``) and, for a query of several words,
