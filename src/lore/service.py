@@ -475,8 +475,8 @@ class Lore:
             self._parts.clear()
         report = self.memories.seen(self.memories.sync(force=force, recheck_broken=True))
         # Two files holding one memory's id: an error, as doctor says (every interface indexing reports it).
-        report.errors += [(p.where, f"{p.where}: {p.message}") for p in self._duplicate_ids()]
-        return report
+        duplicates = [(p.where, f"{p.where}: {p.message}") for p in self._duplicate_ids()]
+        return SyncReport(report.added, report.updated, report.removed, report.errors + duplicates)
 
     def index_code(
         self,

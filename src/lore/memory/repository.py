@@ -252,9 +252,10 @@ class Memories:
         index`, doctor, the warnings after a command, a web job, status) is
         this; the lifecycle reads the whole report (another agent's edit
         picked up here still moves its tiers)."""
-        seen = self.visible_paths(
-            {*report.added, *report.updated, *report.removed, *(p for p, _ in report.errors)}
-        )
+        named = {*report.added, *report.updated, *report.removed, *(p for p, _ in report.errors)}
+        seen = self.visible_paths(named)
+        if len(seen) == len(named):
+            return report  # nothing to leave out: the report itself (it is compared by identity)
         return SyncReport(
             [p for p in report.added if p in seen],
             [p for p in report.updated if p in seen],
