@@ -236,6 +236,35 @@ def test_text_output_of_index_summarises_code(repo):
     ), out
 
 
+def test_a_script_named_without_an_extension_is_indexed_in_its_language(repo):
+    """An audit: `scripts/rotate-logs` (a Python script with a `#!` line and no
+    extension) was "not included", so `lore code` never found its functions;
+    rack's `bin/rackup` too. Other files without an extension stay out."""
+    root = repo.cwd
+    write(
+        root,
+        "scripts/rotate-logs",
+        "#!/usr/bin/env python3\n\n\ndef rotate_the_logs(days):\n    return days\n",
+    )
+    write(root, "bin/rackup", "#!/usr/bin/env ruby\n\ndef start_the_rack_server\n  1\nend\n")
+    write(root, "notes", "plain notes without a first line of a script\n")
+    os.mkfifo(root / "run")  # not a script, and never opened blocking
+    commit(root, "Scripts")
+    out = index(repo)
+    reasons = {s["path"]: s["reason"] for s in out["skipped"]}
+    assert reasons.get("notes") == "not included" and "scripts/rotate-logs" not in reasons
+    hit = code(repo, "rotate_the_logs")[0]
+    assert (hit["file_path"], hit["language"], hit["symbol"]) == (
+        "scripts/rotate-logs",
+        "python",
+        "rotate_the_logs",
+    )
+    assert code(repo, "start_the_rack_server")[0]["language"] == "ruby"
+    # A config's own include list replaces the defaults: scripts are then what it says.
+    configure(root, include=["*.py"])
+    assert code(repo, "rotate_the_logs") == []
+
+
 def test_a_file_name_that_is_not_utf8_is_skipped_and_everything_else_indexed(repo):
     root = repo.cwd
     write(root, "ok.py", "def okapi_total():\n    return 1\n")

@@ -166,6 +166,17 @@ def language_for(path: str) -> str | None:
     return _EXTENSIONS.get(path[dot:].lower())
 
 
+# Interpreters a script without an extension names on its first line (`#!/usr/bin/env python3`).
+_INTERPRETERS = {"python": "python", "node": "javascript", "ruby": "ruby"}
+_SHEBANG = re.compile(r"#![ \t]*\S*?/(?:env[ \t]+(?:-\S+[ \t]+)*)?(?P<name>[A-Za-z]+)[\d.]*(?=\s|$)")
+
+
+def _interpreted(text: str) -> str | None:
+    """The language of a script by its `#!` line (``bin/rackup``: ruby), or None."""
+    found = _SHEBANG.match(text[:200])
+    return _INTERPRETERS.get(found.group("name")) if found else None
+
+
 def chunk_file(
     path: str, text: str, *, max_tokens: int = 500, overlap_tokens: int = 50, min_tokens: int = 100
 ) -> list[CodeChunk]:
@@ -183,7 +194,7 @@ def chunk_file(
     """
     if not text.strip():
         return []
-    language = language_for(path) or "text"
+    language = language_for(path) or _interpreted(text) or "text"
     if "\r" in text and "\n" not in text:
         # Classic Mac line ends: as one "\n" line, the whole file was cut at random
         # characters under its first unit's name. Editors number these lines too.

@@ -523,6 +523,7 @@ class _Filters:
             DEFAULT_EXCLUDE + list(exclude or []), strict=True, cache=cache, what=f"{config} exclude"
         )
         self.own_exclude = _Patterns(list(exclude or []), strict=True, what=f"{config} exclude")
+        self.defaults = include is None  # (then a script named without an extension counts too)
         self.kept: list[str] = []  # build-output folders kept as content (:func:`_prune_dirs`)
         self.loreignore = _Patterns(_read_lines(root / ".loreignore"), cache=cache)
 
@@ -557,7 +558,12 @@ class _Filters:
         )
 
     def include_reason(self, rel: str) -> str | None:
-        return None if self.include.verdict(rel) else "not included"
+        if self.include.verdict(rel):
+            return None
+        name = rel.rsplit("/", 1)[-1]
+        if self.defaults and "." not in name and _is_script(os.path.join(self.root, rel)):
+            return None  # bin/rackup, scripts/deploy: a script named without an extension
+        return "not included"
 
     def excluded_by_config(self, rel: str) -> bool:
         """Whether the config's own `exclude` (not the defaults) leaves `rel` out."""
@@ -725,6 +731,18 @@ def _link_reason(path: str, root_real: str) -> str | None:
         return "symlink outside repo"
     inside = Path(os.path.relpath(target, root_real)).as_posix()
     return f"symlink to {inside}{'/' if os.path.isdir(target) else ''}"
+
+
+def _is_script(path: str) -> bool:
+    """Whether `path` is a regular file starting with `#!` (read without
+    blocking: a FIFO or a device is no script)."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False
+        with open(path, "rb") as handle:
+            return handle.read(2) == b"#!"
+    except OSError:
+        return False
 
 
 def _content_reason(path: str, rel: str, max_bytes: int, seen: tuple[int, int] | None = None) -> str | None:
