@@ -106,7 +106,7 @@ def status(
         "commits": counts.commits,
         # What this agent may see: neither another's private memories nor their broken files.
         "memories": store.memory_page(memories.filter(), limit=0)[0],
-        "broken_memory_files": [p for p, _ in report.errors if memories.visible(p)],
+        "broken_memory_files": [p for p, _ in memories.seen(report).errors],
         # A git hook's update under way: "stale" right after a commit is being seen to.
         "updating": githooks.update_running(memories.project.local_dir),
         **embedding.status(store),

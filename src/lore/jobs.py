@@ -226,9 +226,8 @@ def _run(job: IndexJob, lore: Lore, progress: JobProgress) -> dict[str, Any]:
         return result
     force = job.kind == "rebuild"
     step("memories")
-    report = lore.reindex(force=force)
-    visible = lore.memories.visible  # another agent's private files stay out of the job's report
-    job.failed_files.extend({"path": path, "error": error} for path, error in report.errors if visible(path))
+    report = lore.reindex(force=force)  # as this agent may see it: no other agent's private files
+    job.failed_files.extend({"path": path, "error": error} for path, error in report.errors)
     done("memories", len(report.added) + len(report.updated) + len(report.removed))
     code = lore.index_code(force=force, progress=step("code"))
     job.failed_files.extend(_split_error(e) for e in code.errors)
@@ -237,11 +236,7 @@ def _run(job: IndexJob, lore: Lore, progress: JobProgress) -> dict[str, Any]:
     embedded = lore.embed(progress=advance)  # vectors are keyed by content: unchanged text keeps its own
     done("embeddings", embedded)
     return {
-        "memories": {
-            "added": [p for p in report.added if visible(p)],
-            "updated": [p for p in report.updated if visible(p)],
-            "removed": [p for p in report.removed if visible(p)],
-        },
+        "memories": {"added": report.added, "updated": report.updated, "removed": report.removed},
         "code": code.to_dict(),
         "embedded": embedded,
     }

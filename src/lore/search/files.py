@@ -184,13 +184,6 @@ def lookup_names(query: hybrid.Query, *, tasks: bool = False) -> tuple[list[str]
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
 
-def named_by(chunk: ChunkRecord, tokens: list[str]) -> bool:
-    """Whether `chunk` defines an identifier of `tokens` (what a query names
-    exactly, lower case: ``CliRunner``, ``CliRunner.invoke``, ``get_user``) or
-    is of a file it names by path (``click/termui.py``)."""
-    return lookup_match(chunk, tokens) > 0
-
-
 def lookup_match(chunk: ChunkRecord, tokens: list[str], written: Iterable[str] = ()) -> int:
     """How `chunk` answers a lookup of `tokens` (lower case; `written`: the
     identifiers as the query wrote them): 3, its file is named by path, or its
