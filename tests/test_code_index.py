@@ -771,16 +771,69 @@ def test_update_index_says_which_named_files_it_did_not_index_and_why(repo):
     assert paths(code(repo, "alphaplatypus")) == ["a.py"]
 
 
-def test_update_index_refuses_paths_outside_the_project(repo, tmp_path):
-    write(repo.cwd, "a.py", "a = 1\n")
-    outside = write(tmp_path, "elsewhere.py", "x = 1\n")
-    for arg in ("../elsewhere.py", str(outside)):
-        proc = repo("update-index", "--files", arg, "--json", ok=False)
-        assert proc.returncode == 2, proc.stderr
-        assert proc.stdout == ""
-        assert proc.stderr.count("\n") == 1 and "outside the project" in proc.stderr
-    proc = repo("update-index", "--files", "a.py", "--deleted", "../gone.py", ok=False)
-    assert proc.returncode == 2 and "outside the project" in proc.stderr
+def test_update_index_names_paths_outside_the_project_as_not_indexed(repo, tmp_path):
+    """Never read, and one more file not indexed rather than an error for the
+    batch: a hook naming every file an agent edited (~/.bashrc among them), or
+    an HTTP/MCP batch, still indexes the project's own (an audit: one path
+    outside failed the whole batch)."""
+    root = repo.cwd
+    configure(root, auto_sync=False)
+    write(root, "a.py", "def alpha():\n    return 1\n")
+    commit(root, "one")
+    index(repo)
+    outside = write(tmp_path, "elsewhere.py", "def wombatouter():\n    return 1\n")
+    write(root, "a.py", "def alphaquokka():\n    return 1\n")
+    out = repo.json(
+        "update-index",
+        "--files",
+        "../elsewhere.py",
+        "--files",
+        str(outside),
+        "--files",
+        "a.py",
+        "--deleted",
+        "../gone.py",
+    )
+    assert out["updated"] == 1 and out["deleted"] == 0
+    assert out["skipped"] == [  # the same file twice is one path, and each is named absolute
+        {"path": p, "reason": "outside the project"} for p in (str(outside), str(root.parent / "gone.py"))
+    ]
+    assert paths(code(repo, "alphaquokka")) == ["a.py"] and code(repo, "wombatouter") == []
+    proc = repo("update-index", "--files", str(outside))
+    assert proc.stdout == "updated 0, deleted 0\n"
+    assert proc.stderr == f"not indexed: {outside} (outside the project)\n"
+    # The service names them as given, for HTTP and MCP.
+    with lore.open(root) as service:
+        said = service.update_index(["../elsewhere.py", "a.py"])
+    assert said["skipped"] == [{"path": "../elsewhere.py", "reason": "outside the project"}]
+
+
+def test_update_index_reads_paths_from_the_current_folder_and_names_them_as_given(repo):
+    """An editor hook runs in a folder of the project and names files as its
+    shell sees them (an audit: `lore update-index --files b.py` in `src/`
+    looked for `b.py` at the root and indexed nothing). A file named through
+    a linked folder is indexed as its real path, but reported as it was named."""
+    root = repo.cwd
+    configure(root, auto_sync=False)
+    write(root, "src/b.py", "def beta():\n    return 1\n")
+    commit(root, "one")
+    index(repo)
+    write(root, "src/b.py", "def betanumbat():\n    return 1\n")
+    write(root, "b.py", "def rootbeta():\n    return 1\n")
+    out = repo.json("update-index", "--files", "b.py", "--files", "typo.py", cwd=root / "src")
+    assert out == {"updated": 1, "deleted": 0, "skipped": [{"path": "src/typo.py", "reason": "no such file"}]}
+    assert paths(code(repo, "betanumbat")) == ["src/b.py"] and code(repo, "rootbeta") == []
+    # `..` from a folder stays inside the project: the root's file.
+    assert repo.json("update-index", "--files", "../b.py", cwd=root / "src")["updated"] == 1
+    assert paths(code(repo, "rootbeta")) == ["b.py"]
+    # Deleted, from the folder: its words and the whole are both tried.
+    (root / "src/b.py").unlink()
+    assert repo.json("update-index", "--deleted", "b.py", cwd=root / "src")["deleted"] == 1
+    # Through a link to a folder: `skipped` names the path given, not where the link leads.
+    write(root, "real/c.py", "c = 1\n")
+    (root / "linked").symlink_to(root / "real", target_is_directory=True)
+    said = repo.json("update-index", "--files", "linked/missing.py")["skipped"]
+    assert said == [{"path": "linked/missing.py", "reason": "no such file"}]
 
 
 # -- 5. `lore code` -------------------------------------------------------------------------

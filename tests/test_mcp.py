@@ -699,7 +699,7 @@ def test_bad_inputs_are_tool_errors_and_the_server_keeps_working(root):
             assert "content" in message
             message = await s.error("memory_read", id="x", offset=-1)
             assert "offset" in message
-            message = await s.error("update_index", files=["../outside.py"])
+            message = await s.error("recall_context", title="x", files=["../outside.py"])
             assert "outside.py" in message
             # The server's own layout is not shown: paths are relative to the project.
             assert str(root) not in message and "(<project>)" in message, message
@@ -776,7 +776,9 @@ def test_oversized_arguments_are_tool_errors_and_never_touch_the_index(root):
 
 def test_a_nul_character_in_a_path_is_a_one_line_tool_error(root):
     """A path no file system can name is refused like any other bad path (it was an
-    internal error: "Error executing tool update_index", a traceback on stderr)."""
+    internal error: "Error executing tool update_index", a traceback on stderr).
+    A path outside the project, in update_index's batch, is one more file not
+    indexed: the batch's other files are indexed all the same."""
 
     async def body():
         async with stdio_session(root) as s:
@@ -787,7 +789,12 @@ def test_a_nul_character_in_a_path_is_a_one_line_tool_error(root):
             ):
                 message = await s.error(tool, **args)
                 assert "NUL character" in message and "\\x00" in message, (tool, message)
-            assert (await s.ok("update_index", files=["src/auth.py"]))["updated"] == 1
+            result = await s.ok("update_index", files=["../out.py", "src/auth.py"])
+            assert result == {
+                "updated": 1,
+                "deleted": 0,
+                "skipped": [{"path": "../out.py", "reason": "outside the project"}],
+            }, result
 
     run_async(body)
 

@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 import time
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import anyio
 import pytest
@@ -304,7 +304,7 @@ async def test_error_messages_do_not_show_the_servers_folders(root):
     async with client(app) as c:
         answers = [
             await c.patch(f"/api/memories/{key}", json={"files": ["/etc/passwd"]}),
-            await c.post("/update-index", json={"files": ["../outside.py"]}),
+            await c.get("/api/files/" + quote(str(root.parent / "outside.py"), safe="")),
         ]
     for r in answers:
         message = r.json()["error"]["message"]
@@ -492,10 +492,15 @@ async def test_update_index_on_a_real_git_repo(root):
                     events.append(json.loads(line[6:]))
         assert events[-1]["state"] == "done" and events[-1]["id"] == r.json()["job_id"]
 
-        r = await c.post("/update-index", json={"files": ["../outside.py"]})
-        assert r.status_code == 422 and r.json()["error"]["field"] == "files"
+        # A path outside the project is never read, and does not fail the batch it came in.
+        r = await c.post("/update-index", json={"files": ["../outside.py", "src/billing.py"]})
+        job = await wait_job(c, r.json()["job_id"])
+        assert job["state"] == "done" and job["result"]["skipped"] == [
+            {"path": "../outside.py", "reason": "outside the project"},
+            {"path": "src/billing.py", "reason": "no such file"},
+        ]
         assert (await c.get("/api/jobs/nope")).status_code == 404
-        assert len((await c.get("/api/jobs")).json()["jobs"]) == 4
+        assert len((await c.get("/api/jobs")).json()["jobs"]) == 5
 
         overview = (await c.get("/api/index")).json()
         names = {s["name"]: s for s in overview["sources"]}

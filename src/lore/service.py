@@ -1359,15 +1359,10 @@ class Lore:
     ) -> IndexJob:
         """Queue a background index run and return its job at once. `kind`: files
         (003's update_index with `files`/`deleted_files`), update (everything,
-        incremental) or rebuild (re-read every file)."""
+        incremental) or rebuild (re-read every file). A path outside the project
+        is never read: the job's result lists it as not indexed, as `update_index` does."""
         files = strings(files, "files", most=MAX_UPDATE_PATHS, longest=MAX_PATH)
         deleted_files = strings(deleted_files, "deleted_files", most=MAX_UPDATE_PATHS, longest=MAX_PATH)
-        for name, paths in (("files", files), ("deleted_files", deleted_files)):
-            for path in paths:
-                try:
-                    self.project.inside(path, base=self.project.root)
-                except UsageError as err:
-                    raise ValidationError(str(err), field=name) from None
         return self.jobs.submit(kind, list(files), list(deleted_files))
 
     def index_jobs(self) -> builtins.list[IndexJob]:

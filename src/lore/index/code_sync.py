@@ -351,7 +351,7 @@ def _unindexed(paths: list[str], skipped: list[tuple[str, str]], root: Path) -> 
             (f"{why} ({folder})" for folder, why in folders if rel.startswith(folder)), None
         )
         if reason is not None:
-            pass
+            reason = "no such file" if reason == "missing" else reason  # tracked, gone from the work tree
         elif rel == ".git" or rel.startswith(".git/"):
             reason = "git's own files"
         elif os.path.isdir(root / rel):

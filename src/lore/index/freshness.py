@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lore.atomic import contained
@@ -38,6 +39,13 @@ DEFAULT_HISTORY_COMMITS = 200_000
 
 # Folders of dependencies and build output: many folders, much churn, no sources of the project's own.
 UNWATCHED = frozenset({"node_modules", "__pycache__", "target", "dist", "venv", "site-packages"})
+
+
+def _as_given(root: Path, path: str) -> str | None:
+    """`path` relative to `root` as written (`./a/../b.py` → `b.py`, links
+    not followed), or None when it is absolute elsewhere or climbs out."""
+    rel = os.path.relpath(os.path.normpath(os.path.join(root, path)), root)
+    return None if rel == os.pardir or rel.startswith(os.pardir + os.sep) else Path(rel).as_posix()
 
 
 def _unwatched(name: str) -> bool:
@@ -164,17 +172,30 @@ class CodeIndex:
         the counts, which of `files` the index does not hold and why (no such
         file, ignored by git, excluded, binary, too large...): a tool that named
         one learns it was not indexed."""
-        # As the project names them (an absolute path through a link to the project: its path inside).
-        changed, gone = (
-            [self.project.rel(self.project.inside(path, base=self.project.root)) for path in paths]
-            for paths in (files, deleted or [])
-        )
+        # Each path as the project names it, resolved (the file a link names is
+        # the one indexed); a report names it as it was given. A path outside
+        # the project is one more file not indexed, not an error for the batch.
+        given: dict[str, str] = {}
+        refused: list[dict[str, str]] = []
+
+        def named(path: str) -> str | None:
+            try:
+                rel = self.project.rel(self.project.inside(path, base=self.project.root))
+            except UsageError:  # outside (a NUL no file system can name is refused before)
+                refused.append({"path": path, "reason": "outside the project"})
+                return None
+            given.setdefault(rel, _as_given(self.project.root, path) or rel)
+            return rel
+
+        changed = [rel for path in files if (rel := named(path)) is not None]
+        gone = [rel for path in deleted or [] if (rel := named(path)) is not None]
         result = self.run(only=changed + gone, deleted=gone)
-        named = set(changed)
+        wanted = set(changed)
         return {
             "updated": result.files_processed + result.files_renamed,
             "deleted": result.files_removed,
-            "skipped": [{"path": p, "reason": r} for p, r in result.unindexed if p in named],
+            "skipped": refused
+            + [{"path": given.get(p, p), "reason": r} for p, r in result.unindexed if p in wanted],
         }
 
     def paths(self) -> set[str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from lore.index.roles import ROLES
@@ -174,8 +176,8 @@ def update_index(lore, files, deleted, as_json):
     """
     if not files and not deleted:
         raise click.UsageError("name the files to re-check: --files PATH (changed) or --deleted PATH")
-    result = lore.update_index(_paths(files), _paths(deleted))
-    result["skipped"] = _meant(lore, files, result["skipped"])
+    base = _base(lore.project.root)
+    result = lore.update_index(_paths(files, base, exist=True), _paths(deleted, base, exist=False))
     if as_json:
         emit_json(result)
         return
@@ -184,37 +186,30 @@ def update_index(lore, files, deleted, as_json):
         click.echo(f"not indexed: {skip['path']} ({skip['reason']})", err=True)
 
 
-def _paths(values: tuple[str, ...]) -> list[str]:
-    """Each value as a path and, when it holds spaces, its words as paths too:
-    `--files "a.py b.py"` names two files, but a file's name may hold a space.
-    A path that names no file is simply not found."""
+def _base(root) -> str:
+    """Where relative paths start: the current folder when it is one of the
+    project's (an editor hook run there names files as its shell sees them),
+    else the project's root."""
+    from lore.atomic import contained
+
+    here = os.getcwd()
+    return here if contained(root, here) else os.fspath(root)
+
+
+def _paths(values: tuple[str, ...], base: str, *, exist: bool) -> list[str]:
+    """Each value as a path from `base`, or its words when it holds spaces:
+    `--files "a.py b.py"` names two files, but a file's name may hold a space,
+    so a value naming a file (`exist`) is kept whole. A deleted file is gone:
+    both readings are passed, and the one that names nothing indexed does nothing."""
     found: dict[str, None] = {}
     for value in values:
-        found.update(dict.fromkeys([value, *value.split()]))
-    return list(found)
-
-
-def _meant(lore, values: tuple[str, ...], skipped: list[dict[str, str]]) -> list[dict[str, str]]:
-    """`skipped` without the reading of a value that was not meant: of
-    "my notes.py", its words when the whole is a file, else the whole (its
-    words are reported in its place)."""
-    project = lore.project
-
-    def named(value: str) -> str:  # as the index names it (an absolute path, ./a.py)
-        return project.rel(project.inside(value, base=project.root))
-
-    missing = {s["path"] for s in skipped if s["reason"] == "no such file"}
-    unmeant: set[str] = set()
-    for value in values:
-        words = value.split()
-        if len(words) < 2:
-            continue
-        whole = named(value)
-        if whole in missing:
-            unmeant.add(whole)
+        whole = os.path.normpath(os.path.join(base, value))  # an absolute value stays itself
+        words = [os.path.normpath(os.path.join(base, word)) for word in value.split()]
+        if len(words) < 2 or (exist and os.path.lexists(whole)):
+            found[whole] = None
         else:
-            unmeant.update(named(w) for w in words)
-    return [s for s in skipped if s["path"] not in unmeant]
+            found.update(dict.fromkeys(words if exist else [whole, *words]))
+    return list(found)
 
 
 @click.command()
