@@ -166,6 +166,35 @@ def test_index_doctor_and_warnings_never_name_another_agents_private_files(two_a
         assert broken in hers and ".lore/local/claude-code/fire-the-ceo.mdown" in hers, hers
 
 
+def test_doctor_counts_and_never_names_a_duplicate_id_in_another_agents_private_folder(two_agents):
+    """An audit: doctor checked duplicate ids among the memories the agent sees
+    only, so two copies of one private memory went uncounted among the problems
+    not shown, and a shared memory reusing a private one's id went unsaid."""
+    root, secret, session, shared = two_agents
+    text = (root / secret.path).read_text()
+    (root / ".lore/local/claude-code/plan-copy.md").write_text(text)
+    with lore.open(root, agent="codex") as bob:
+        bob.reindex()
+        said = [(p.where, p.message) for p in bob.doctor()]
+    assert not [s for s in said if "plan" in s[0] + s[1] or "claude-code" in s[1]], said
+    hidden = (".lore/local/", "1 problem in other agents' private memories not shown")
+    assert hidden in [(w, m.split(" (")[0]) for w, m in said], said
+    (root / ".lore/memory/reused.md").write_text(text.replace("Alice's secret plan", "Reused"))
+    with lore.open(root, agent="codex") as bob:
+        bob.reindex()
+        said = [(p.where, p.message) for p in bob.doctor()]
+    assert not [s for s in said if "plan" in s[0] + s[1] or "claude-code" in s[1]], said
+    mine = [m for w, m in said if w == ".lore/memory/reused.md"]
+    assert mine == [
+        f"id {secret.id} is also used by a memory in another agent's private folder; "
+        "give this one a new id (e.g. `uuidgen`)"
+    ], said
+    with lore.open(root, agent="Claude Code") as alice:  # hers are named to her
+        alice.reindex()
+        hers = [p.where for p in alice.doctor() if "is also used by" in p.message]
+    assert sorted(hers) == [".lore/local/claude-code/plan-copy.md", ".lore/memory/reused.md"], hers
+
+
 def test_cli_hides_other_agents_memories(two_agents):
     import subprocess
 

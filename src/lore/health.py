@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from lore.records import Record, datarecord
@@ -238,23 +238,29 @@ def unread_markdown(project: Project) -> list[Problem]:
 _LORES_OWN = frozenset({"trash", "cache"})
 
 
-def duplicate_ids(records: list[MemoryRecord]) -> list[Problem]:
+def duplicate_ids(records: list[MemoryRecord], shown: Collection[str] | None = None) -> list[Problem]:
     """The memories (in path order) whose id an earlier one has already: two copies
     of one memory (a copied file, a `lore mv` cut short), or two memories sharing
-    an id; each an error saying which to delete or renumber."""
+    an id; each an error saying which to delete or renumber. An earlier one not
+    in `shown` (another agent's private memory) is not named."""
     problems: list[Problem] = []
     seen: dict[str, MemoryRecord] = {}
     for record in records:
         first = seen.setdefault(record.id, record)
         if first is not record:
-            fix = (
-                f"both hold the same memory: delete one (`rm {record.path}`)"
-                if first.content_hash == record.content_hash
-                else "give one of them a new id (e.g. `uuidgen`)"
-            )
-            problems.append(
-                Problem("error", record.path, f"id {record.id} is also used by {first.path}; {fix}")
-            )
+            if shown is not None and first.path not in shown:
+                other, fix = (
+                    "a memory in another agent's private folder",
+                    "give this one a new id (e.g. `uuidgen`)",
+                )
+            else:
+                other = first.path
+                fix = (
+                    f"both hold the same memory: delete one (`rm {record.path}`)"
+                    if first.content_hash == record.content_hash
+                    else "give one of them a new id (e.g. `uuidgen`)"
+                )
+            problems.append(Problem("error", record.path, f"id {record.id} is also used by {other}; {fix}"))
     return problems
 
 
@@ -267,6 +273,7 @@ def doctor(memories: Memories) -> list[Problem]:
     from lore.memory.model import UUID4_RE
     from lore.memory.sync import SyncReport, redacted, split_error
     from lore.secrets import describe, redact
+    from lore.storage import MemoryFilter
 
     now = datetime.now(UTC)
     store = memories.store
@@ -298,7 +305,10 @@ def doctor(memories: Memories) -> list[Problem]:
         line, message = split_error(path, error)
         problems.append(Problem("error", path, f"line {line}: {message}" if line else message))
     records = store.memories(memories.filter(), order="path")  # never another agent's private ones
-    problems += duplicate_ids(records)
+    # An id shared with another agent's private memory is a problem too: counted
+    # among those not shown when the private one is the later, unnamed otherwise.
+    everyone = store.memories(MemoryFilter(include_private=True), order="path")
+    problems += duplicate_ids(everyone, shown={record.path for record in records})
     for record in records:
         path, mid = record.path, record.id
         if not UUID4_RE.match(mid):

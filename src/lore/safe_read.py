@@ -32,7 +32,12 @@ _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXE
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
-def read_inside(root: Path | str, rel: str, *, max_bytes: int, head: bool = False) -> bytes:
+CODE_TOO_BIG = "raise max_file_bytes in .lore/config.toml's [index] to index it, or exclude it"
+
+
+def read_inside(
+    root: Path | str, rel: str, *, max_bytes: int, head: bool = False, too_big: str = CODE_TOO_BIG
+) -> bytes:
     """The bytes of the file ``rel`` (relative to the project ``root``).
 
     Only a regular file is read: FIFOs, devices, sockets and folders are
@@ -46,11 +51,14 @@ def read_inside(root: Path | str, rel: str, *, max_bytes: int, head: bool = Fals
         ValidationError: anything else; the message names the file and what to do.
 
     With `head`, a longer file is not refused: its first ``max_bytes`` are read.
+    `too_big`: what to do about a larger file (a code file's advice by default).
     """
-    return read_inside_at(root, rel, max_bytes=max_bytes, head=head)[0]
+    return read_inside_at(root, rel, max_bytes=max_bytes, head=head, too_big=too_big)[0]
 
 
-def read_inside_at(root: Path | str, rel: str, *, max_bytes: int, head: bool = False) -> tuple[bytes, str]:
+def read_inside_at(
+    root: Path | str, rel: str, *, max_bytes: int, too_big: str, head: bool = False
+) -> tuple[bytes, str]:
     """:func:`read_inside`, and the real path of what was read relative to
     the project's real root (``rel`` itself unless a link was followed)."""
     root_real = os.path.realpath(root)
@@ -70,7 +78,7 @@ def read_inside_at(root: Path | str, rel: str, *, max_bytes: int, head: bool = F
         if not stat.S_ISREG(info.st_mode):
             raise ValidationError(_not_regular(info.st_mode), path=rel)
         if info.st_size > max_bytes and not head:
-            raise ValidationError(_too_big(info.st_size, max_bytes), path=rel)
+            raise ValidationError(_too_big(info.st_size, max_bytes, too_big), path=rel)
         os.set_blocking(fd, True)
         data = _read_at_most(fd, max_bytes if head else max_bytes + 1)
     except OSError as err:
@@ -78,7 +86,7 @@ def read_inside_at(root: Path | str, rel: str, *, max_bytes: int, head: bool = F
     finally:
         os.close(fd)
     if len(data) > max_bytes:  # it grew while we read it
-        raise ValidationError(_too_big(len(data), max_bytes), path=rel)
+        raise ValidationError(_too_big(len(data), max_bytes, too_big), path=rel)
     return data, real
 
 
@@ -196,11 +204,8 @@ def _not_regular(mode: int) -> str:
     return f"is {kind}, not a regular file; Lore reads only regular files, remove it"
 
 
-def _too_big(size: int, limit: int) -> str:
-    return (
-        f"is {_mib(size)}, over the {_mib(limit)} limit for this file; "
-        "make it smaller (split a memory into several) or move it out of the project"
-    )
+def _too_big(size: int, limit: int, advice: str) -> str:
+    return f"is {_mib(size)}, over the {_mib(limit)} limit for this file; {advice}"
 
 
 def _mib(size: int) -> str:

@@ -42,7 +42,12 @@ def read_memory_file(root: Path | str, rel: str, *, max_bytes: int = MAX_MEMORY_
         ValidationError: anything else; the message names the file and what to do.
     """
     try:
-        data, real = read_inside_at(root, rel, max_bytes=max_bytes)
+        data, real = read_inside_at(
+            root,
+            rel,
+            max_bytes=max_bytes,
+            too_big="split it into several memories, or move it out of the project",
+        )
     except NotFound:
         raise NotFound(f"{rel}: no such memory file; run `lore list` to see what exists") from None
     if real != rel and real.startswith(".lore/") and location_of(real) != location_of(rel):
