@@ -924,7 +924,7 @@ def test_every_language_the_chunker_knows_is_in_the_current_chunker_version():
     files again) and listing what the new version knows."""
     from lore.index.code_sync import CHUNKER_LANGUAGES, CHUNKER_VERSION
 
-    assert set(chunker._EXTENSIONS.values()) == CHUNKER_LANGUAGES[CHUNKER_VERSION]
+    assert set(chunker._EXTENSIONS.values()) | {"notebook"} == CHUNKER_LANGUAGES[CHUNKER_VERSION]
 
 
 def test_a_declarator_chain_names_c_functions(tmp_path):
@@ -1025,3 +1025,77 @@ def test_a_preprocessor_line_is_no_comment_to_fold(tmp_path):
     source = f"#include <stdio.h>\n\nint add(int value) {{\n    int total = 0;\n{body}    return total;\n}}\n"
     chunks = _chunks(tmp_path, "add.c", source, min_tokens=5, max_tokens=120)
     assert not any(c.text.startswith("#include") and "int add" in c.text for c in chunks)
+
+
+def _notebook(cells: list[dict], metadata: dict | None = None, indent: int | None = 1) -> str:
+    import json
+
+    full = [{"metadata": {}, **cell} for cell in cells]
+    for cell in full:
+        if cell["cell_type"] == "code":
+            cell.setdefault("outputs", [])
+            cell.setdefault("execution_count", None)
+    meta = {"kernelspec": {"language": "python", "name": "python3"}} if metadata is None else metadata
+    return json.dumps({"cells": full, "metadata": meta, "nbformat": 4, "nbformat_minor": 5}, indent=indent)
+
+
+def test_a_notebook_is_chunked_by_its_cells_in_its_kernels_language_at_the_notebooks_lines():
+    """A notebook was left out (or, named by `include`, JSON cut into line
+    windows: its code's words split across escaped strings, its plots' base64
+    indexed). Its cells' source is chunked as code and Markdown, and each
+    chunk cites the lines of the .ipynb holding it, so an agent opening
+    `analysis.ipynb:36` lands on that code."""
+    plot = {"output_type": "display_data", "data": {"image/png": "iVBORw0KGgo" * 500}, "metadata": {}}
+    text = _notebook(
+        [
+            {"cell_type": "markdown", "source": ["# Churn model\n", "\n", "We predict churn from usage."]},
+            {
+                "cell_type": "code",
+                "outputs": [{"output_type": "stream", "name": "stdout", "text": ['"source": [\n']}, plot],
+                "source": ["import pandas as pd\n", 'df = pd.read_csv("usage.csv")'],
+            },
+            {
+                "cell_type": "code",
+                "source": [
+                    "def churn_score(row):\n",
+                    '    """Score one customer."""\n',
+                    "    return row.logins / (row.days + 1)\n",
+                ],
+            },
+            {"cell_type": "code", "source": "df['score'] = df.apply(churn_score, axis=1)"},
+        ]
+    )
+    lines = text.split("\n")
+    chunks = chunk_file("analysis.ipynb", text, min_tokens=5)
+    assert [(c.kind, c.language, c.symbol) for c in chunks] == [
+        ("section", "markdown", "Churn model"),
+        ("module", "python", None),
+        ("function", "python", "churn_score"),
+        ("module", "python", None),
+    ]
+    assert all("iVBOR" not in c.text and '"outputs"' not in c.text for c in chunks)
+    score = chunks[2]
+    assert score.text.startswith("def churn_score(row):") and score.text.endswith("(row.days + 1)")
+    assert lines[score.start_line - 1].strip() == '"def churn_score(row):\\n",'
+    assert lines[score.end_line - 1].strip() == '"    return row.logins / (row.days + 1)\\n"'
+    # A source written as one string is cited at its key's line.
+    assert lines[chunks[3].start_line - 1].strip().startswith('"source": "df')
+    # Small cells in a row are one module to the chunker: merged into a chunk of a useful size.
+    merged = chunk_file("analysis.ipynb", text)
+    assert len(merged) == 2 and "import pandas" in merged[1].text and "churn_score(row)" in merged[1].text
+
+
+def test_a_notebooks_kernel_language_and_odd_notebooks():
+    r_cells = [{"cell_type": "code", "source": ["score <- function(x) {\n", "  x * 2\n", "}\n"]}]
+    r_kernel = {"kernelspec": {"language": "R", "name": "ir"}}
+    assert {c.language for c in chunk_file("a.ipynb", _notebook(r_cells, r_kernel))} == {"text"}
+    js = {"language_info": {"name": "javascript"}}
+    js_cells = [{"cell_type": "code", "source": ["function add(a, b) {\n", "  return a + b;\n", "}\n"]}]
+    assert [c.symbol for c in chunk_file("a.ipynb", _notebook(js_cells, js), min_tokens=1)] == ["add"]
+    # Written on one line (no indent): every chunk is cited at line 1, the only line.
+    flat = chunk_file("a.ipynb", _notebook(js_cells, js, indent=None), min_tokens=1)
+    assert [(c.start_line, c.end_line) for c in flat] == [(1, 1)]
+    # Not a notebook after all: chunked as the text it is, never an error.
+    for text in ("{not json", '{"cells": 3}', "[1, 2]"):
+        assert chunk_file("a.ipynb", text) == chunk_file("a.txt", text) != []
+    assert chunk_file("a.ipynb", '{"cells": [{"source": [1, 2]}, 7, {"cell_type": "code"}]}') == []

@@ -8,6 +8,7 @@ Real files in real git repositories made in temp dirs; every command is the
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -263,6 +264,49 @@ def test_a_script_named_without_an_extension_is_indexed_in_its_language(repo):
     # A config's own include list replaces the defaults: scripts are then what it says.
     configure(root, include=["*.py"])
     assert code(repo, "rotate_the_logs") == []
+
+
+def test_notebooks_are_indexed_by_their_cells_as_source_and_cited_at_their_lines(repo):
+    """A data project's code lives in notebooks; they were not indexed at all.
+    Their cells' source is searchable, a hit cites the notebook's own lines,
+    a notebook outside docs and examples is source, and the outputs that make
+    a notebook large (plots) count less against the size limit."""
+    root = repo.cwd
+    configure(root, max_file_bytes=20_000)
+    plot = {"output_type": "display_data", "data": {"image/png": "iVBORw0KGgo" * 6_000}, "metadata": {}}
+    notebook = {
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": ["# Churn model\n", "Predict churn."]},
+            {
+                "cell_type": "code",
+                "execution_count": 1,
+                "metadata": {},
+                "outputs": [plot],
+                "source": ["def wombat_churn_score(row):\n", "    return row.logins / (row.days + 1)\n"],
+            },
+        ],
+        "metadata": {"kernelspec": {"language": "python", "name": "python3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    text = json.dumps(notebook, indent=1)
+    assert 20_000 < len(text) < 100_000  # over max_file_bytes, under a notebook's five times
+    write(root, "analysis/churn.ipynb", text)
+    write(root, "docs/tour.ipynb", text.replace("wombat_churn", "docs_tour"))
+    write(root, "huge.ipynb", text.replace("iVBORw0KGgo" * 6_000, "iVBORw0KGgo" * 12_000))
+    commit(root, "notebooks")
+    out = index(repo)
+    assert {s["path"]: s["reason"] for s in out["skipped"]}["huge.ipynb"].startswith("too large")
+    hits = code(repo, "wombat_churn_score")
+    assert hits[0]["file_path"] == "analysis/churn.ipynb" and hits[0]["language"] == "python", hits[0]
+    assert "iVBOR" not in json.dumps(code(repo, "churn"))
+    line = text.split("\n")[hits[0]["start_line"] - 1]
+    assert line.strip() == '"def wombat_churn_score(row):\\n",', line
+    roles = {
+        h["file_path"]: h["role"]
+        for h in code(repo, "churn score", "--files-only", "--role", "source", "--role", "docs")
+    }
+    assert roles == {"analysis/churn.ipynb": "source", "docs/tour.ipynb": "docs"}, roles
 
 
 def test_a_file_name_that_is_not_utf8_is_skipped_and_everything_else_indexed(repo):
@@ -995,6 +1039,25 @@ def test_files_of_languages_learned_since_they_were_indexed_are_chunked_again_on
         with project.store.transaction():
             project.store.set_meta("chunker_version", "2")
     assert index(repo)["files_processed"] == 2  # cart.rb and app.py, not README.md
+    assert index(repo)["files_processed"] == 0
+    # Version 3 cut a notebook (named by `include`) into JSON windows: version 4 reads its cells, once.
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}
+    cells = [{**cell, "source": ["def notebook_wombat():\n", "    return 1\n"]}]
+    write(root, "nb.ipynb", json.dumps({"cells": cells, "metadata": {}, "nbformat": 4}, indent=1))
+    commit(root, "notebook")
+    index(repo)
+    with lore.open(root) as project:
+        store = project.store
+        state = store.file_states("code")["nb.ipynb"]
+        with store.transaction():
+            file_id = store.put_file("nb.ipynb", "code", state.sha256, state.mtime_ns, state.size)
+            store.put_chunks(
+                file_id, "code", [ChunkInput("{ json }", 1, 9, section="lines", language="text")]
+            )
+            store.set_meta("chunker_version", "3")
+    assert index(repo)["files_processed"] == 1  # the notebook only
+    hit = code(repo, "notebook_wombat")[0]
+    assert (hit["file_path"], hit["symbol"], hit["language"]) == ("nb.ipynb", "notebook_wombat", "python")
     assert index(repo)["files_processed"] == 0
 
 

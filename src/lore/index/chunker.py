@@ -194,7 +194,25 @@ def chunk_file(
     """
     if not text.strip():
         return []
-    language = language_for(path) or _interpreted(text) or "text"
+    sizes = {"max_tokens": max_tokens, "overlap_tokens": overlap_tokens, "min_tokens": min_tokens}
+    if path.lower().endswith(".ipynb"):  # its cells' source, at the notebook's lines
+        from lore.index.notebook import chunk_notebook
+
+        try:
+            cells = chunk_notebook(text, lambda body, language: chunk_text(body, language, **sizes))
+        except Exception:  # a notebook written oddly is chunked as the text it is
+            cells = None
+        if cells is not None:
+            return cells
+    return chunk_text(text, language_for(path) or _interpreted(text) or "text", **sizes)
+
+
+def chunk_text(
+    text: str, language: str, *, max_tokens: int = 500, overlap_tokens: int = 50, min_tokens: int = 100
+) -> list[CodeChunk]:
+    """:func:`chunk_file` for `text` in `language` (the chunker's name for it, or "text")."""
+    if not text.strip():
+        return []
     if "\r" in text and "\n" not in text:
         # Classic Mac line ends: as one "\n" line, the whole file was cut at random
         # characters under its first unit's name. Editors number these lines too.

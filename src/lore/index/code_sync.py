@@ -31,7 +31,7 @@ from lore.storage import ChunkInput, Store
 # Version 3 chunks the same languages, with the comments that close a gap
 # opening the unit below them (a divider was a chunk of its own): every file of
 # a structured language is chunked again, once.
-CHUNKER_VERSION = "3"
+CHUNKER_VERSION = "4"
 # The languages each version chunked as such (anything else was "text" windows).
 CHUNKER_LANGUAGES = {
     "1": frozenset({"python", "javascript", "typescript", "tsx", "go", "rust", "java", "markdown", "rst"}),
@@ -44,6 +44,8 @@ CHUNKER_LANGUAGES = {
     ),
 }
 CHUNKER_LANGUAGES["3"] = CHUNKER_LANGUAGES["2"]
+# Version 4 chunks notebooks by their cells (they were JSON in line windows when named by `include`).
+CHUNKER_LANGUAGES["4"] = CHUNKER_LANGUAGES["3"] | {"notebook"}
 _COMMENTS_FOLDED = "3"  # the first version that folds a gap's closing comments into the unit below
 KIND = "code"
 # Meta `prose_redaction`: the version of what masking chunks get. "1": prose and
@@ -106,7 +108,7 @@ def sync_code(
         deleted: paths known to be gone.
         cache: a folder for discovery's translated globs (`.lore/local/cache`).
     """
-    from lore.index.discover import BAD_NAME, SNIFF_BYTES, binary_kind, discover
+    from lore.index.discover import BAD_NAME, SNIFF_BYTES, binary_kind, discover, size_limit
 
     started = time.perf_counter()
     result = IndexResult()
@@ -172,7 +174,7 @@ def sync_code(
         try:
             # Read as discovery saw it, or not at all: a file replaced meanwhile by a
             # FIFO (a read would block), a link to /dev/zero, or grown past the limit.
-            raw = read_inside(root, rel, max_bytes=max_bytes)
+            raw = read_inside(root, rel, max_bytes=max(max_bytes, size_limit(rel, max_bytes)))
         except NotFound:
             continue  # deleted since discovery: the next sync forgets it
         except ValidationError as err:
@@ -265,7 +267,10 @@ def _new_languages(known: dict[str, Any], indexed: frozenset[str]) -> set[str]:
         return set()  # the usual case: a cold CLI need not import the chunker to know
     from lore.index.chunker import language_for
 
-    return {rel for rel in known if (language := language_for(rel)) and language not in indexed}
+    def language(rel: str) -> str | None:
+        return "notebook" if rel.lower().endswith(".ipynb") else language_for(rel)
+
+    return {rel for rel in known if (named := language(rel)) and named not in indexed}
 
 
 def _reclassify(root: Path, store: Store, paths: set[str]) -> None:

@@ -109,6 +109,7 @@ DEFAULT_INCLUDE: list[str] = [
     "*.rake",
     "*.ru",
     "*.gemspec",
+    "*.ipynb",  # Jupyter notebooks: their cells' source is indexed (notebook.py)
     # Docs (also in capitals: INTEGRATIONS.MD).
     "*.md",
     "*.MD",
@@ -234,6 +235,16 @@ _VENV_MARKERS = ("pyvenv.cfg", "conda-meta")
 SNIFF_BYTES = 8192
 # JSON is code-like when small (configs, manifests) and data when large.
 _JSON_SHARE = 10
+# Most of a notebook's bytes are its cells' outputs (plots in base64), never indexed.
+_NOTEBOOK_TIMES = 5
+
+
+def size_limit(rel: str, max_bytes: int) -> int:
+    """The largest file at `rel` indexed, for `[index] max_file_bytes` = `max_bytes`."""
+    lowered = rel.lower()
+    if lowered.endswith(".json"):
+        return max_bytes // _JSON_SHARE
+    return max_bytes * _NOTEBOOK_TIMES if lowered.endswith(".ipynb") else max_bytes
 
 
 @datarecord
@@ -756,7 +767,7 @@ def _content_reason(path: str, rel: str, max_bytes: int, seen: tuple[int, int] |
         return "submodule or nested repository"
     if not stat.S_ISREG(info.st_mode):
         return "not a regular file"
-    limit = max_bytes // _JSON_SHARE if rel.endswith(".json") else max_bytes
+    limit = size_limit(rel, max_bytes)
     if info.st_size > limit:
         size, most = _human_size(info.st_size), _human_size(limit)
         if size == most:  # 1,000,001 bytes is "1 MB" too: show the bytes

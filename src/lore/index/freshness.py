@@ -212,15 +212,15 @@ class CodeIndex:
         out in clear what code search redacts."""
         from lore.errors import NotFound
         from lore.index.code_sync import shown_text
+        from lore.index.discover import size_limit
         from lore.safe_read import read_inside
 
         rel = self.project.rel(self.project.inside(path, base=self.project.root))
         if rel not in self.paths():
             raise NotFound(f"{path} is not an indexed code file; see `lore status`")
+        most = int(self.settings.get("max_file_bytes", 1_000_000))
         try:  # a regular file inside the project, of at most the size indexed (never a FIFO put in its place)
-            raw = read_inside(
-                self.project.root, rel, max_bytes=int(self.settings.get("max_file_bytes", 1_000_000))
-            )
+            raw = read_inside(self.project.root, rel, max_bytes=max(most, size_limit(rel, most)))
         except NotFound:  # deleted since it was indexed
             raise NotFound(f"{path} is no longer in the work tree; run `lore index`") from None
         return {"path": rel, "text": shown_text(rel, raw.decode("utf-8", "replace"))}

@@ -84,7 +84,8 @@ __all__ = ["ROLES", "RULES_VERSION", "SourceTestIndex", "file_role", "tests_for"
 #    lint settings, issue templates and security policies anywhere.
 # 6: settings and data files anywhere are config (YAML, JSON, TOML, INI, XML...);
 #    a test-named file in a docs folder is a test; vendors/ is a name of one's own.
-RULES_VERSION = 6
+# 7: a Jupyter notebook is source, outside docs and example folders (its cells are indexed).
+RULES_VERSION = 7
 
 ROLES = (
     "source",
@@ -149,7 +150,7 @@ _CHANGELOG_DIRS = frozenset(
 # -- file names ------------------------------------------------------------------
 
 _TEXT_EXTENSIONS = {"", ".md", ".markdown", ".rst", ".txt", ".adoc", ".asciidoc", ".rdoc", ".org", ".textile"}
-_DOC_EXTENSIONS = _TEXT_EXTENSIONS - {""} | {".pod", ".tex", ".ipynb"}
+_DOC_EXTENSIONS = _TEXT_EXTENSIONS - {""} | {".pod", ".tex"}
 # Settings and data, wherever they are (k8s/deploy.yaml, config/limits.json): not code to change for a task.
 _DATA_EXTENSIONS = frozenset(
     ".yaml .yml .json .jsonc .json5 .toml .ini .cfg .conf .properties .env .plist .xml".split()
