@@ -307,6 +307,29 @@ def test_notebooks_are_indexed_by_their_cells_as_source_and_cited_at_their_lines
         for h in code(repo, "churn score", "--files-only", "--role", "source", "--role", "docs")
     }
     assert roles == {"analysis/churn.ipynb": "source", "docs/tour.ipynb": "docs"}, roles
+    # Secrets in a cell: masked as in code (a token) and in prose (a password said in words),
+    # in search and in the file's view.
+    notebook["cells"] += [
+        {
+            "cell_type": "markdown",
+            "metadata": {},
+            "source": ["The staging password is: Tr0ub4dor-zebra-77\n"],
+        },
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": [f'GH = "{TOKEN}"\n'],
+        },
+    ]
+    write(root, "analysis/churn.ipynb", json.dumps(notebook, indent=1))
+    repo("update-index", "--files", "analysis/churn.ipynb")
+    found = json.dumps(code(repo, "staging password GH"))
+    assert "analysis/churn.ipynb" in found and "Tr0ub4dor" not in found and TOKEN not in found
+    with lore.open(root) as project:
+        shown = project.code_file("analysis/churn.ipynb")["text"]
+    assert "wombat_churn_score" in shown and "Tr0ub4dor" not in shown and TOKEN not in shown
 
 
 def test_a_file_name_that_is_not_utf8_is_skipped_and_everything_else_indexed(repo):

@@ -630,6 +630,9 @@ def test_adversarial_inputs_finish(text: str):
     ("text", "secret"),
     [
         ("The grafana admin password is `Qz9dOfWYj6nc!x`.", "Qz9dOfWYj6nc!x"),
+        # "is:" (a notebook's Markdown cell: it went through)
+        ("The staging password is: Tr0ub4dor-zebra-77", "Tr0ub4dor-zebra-77"),
+        ("Das Passwort ist: geheimWort123", "geheimWort123"),
         ('The staging password is "Hn2Lk9Qw7Zx4Pc!a".', "Hn2Lk9Qw7Zx4Pc!a"),
         ('db pass is "Qz9dOfWYj6nc!x"', "Qz9dOfWYj6nc!x"),
         ("the admin pass for grafana is Hn2Lk9Qw7Zx4Pc!a", "Hn2Lk9Qw7Zx4Pc!a"),
@@ -681,6 +684,8 @@ def test_prose_and_yaml_forms_of_a_password_are_redacted(text, secret):
         "Le mot de passe est obligatoire.",
         "le mot de passe : voir le wiki",
         "The password is SHA-256 hashed.",
+        "The password is: required",
+        "The password is: stored in the vault.",
         "Das Passwort ist bcrypt-gehasht.",
         "Passwort ist UTF-8 kodiert",
         "la contraseña es SHA-256 hasheada",

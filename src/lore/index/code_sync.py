@@ -238,9 +238,11 @@ def sync_code(
 
 
 def _is_prose(rel: str) -> bool:
+    """Whether the file is prose to mask as a whole (a notebook is code: its
+    Markdown cells' chunks get prose's rules one by one)."""
     from lore.index.chunker import language_for
 
-    return (language_for(rel) or "text") in _PROSE
+    return (language_for(rel) or "text") in _PROSE and not rel.lower().endswith(".ipynb")
 
 
 def shown_text(rel: str, text: str) -> str:
@@ -249,6 +251,10 @@ def shown_text(rel: str, text: str) -> str:
     clear what code search redacts (a README's "the staging password is …")."""
     from lore.secrets import mask_code, redact
 
+    if rel.lower().endswith(".ipynb"):  # its cells' lines as written, then the file (prose cells too)
+        from lore.index.notebook import mask_strings
+
+        return redact(mask_strings(text, lambda value: redact(value)[0]))[0]
     return redact(text)[0] if _is_prose(rel) else mask_code(text)[0]
 
 

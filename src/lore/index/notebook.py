@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -125,3 +126,29 @@ def chunk_notebook(text: str, chunk: Any) -> list[CodeChunk] | None:
                 )
             )
     return out
+
+
+# A line holding one JSON string and nothing else (a comma after it): how nbformat writes a source line.
+_STRING_LINE = re.compile(r'(?P<indent>\s*)(?P<string>"(?:[^"\\]|\\.)*")(?P<comma>,?)\s*')
+
+
+_LONGEST = 20_000  # longer: an output's base64 (a plot), no source line
+
+
+def mask_strings(text: str, mask: Callable[[str], str]) -> str:
+    """`text` (a notebook's JSON) with each line that holds a single string
+    rewritten as `mask` makes of its decoded value: a secret written in a
+    cell hides behind JSON's escapes (``\\n"`` after it) from rules that
+    read the file as it is."""
+    out = []
+    for line in text.split("\n"):
+        found = _STRING_LINE.fullmatch(line.rstrip("\r")) if len(line) <= _LONGEST else None
+        if found is not None:
+            try:
+                value = json.loads(found["string"])
+            except ValueError:
+                value = None
+            if isinstance(value, str) and (masked := mask(value)) != value:
+                line = f"{found['indent']}{json.dumps(masked)}{found['comma']}"
+        out.append(line)
+    return "\n".join(out)
