@@ -980,6 +980,12 @@ def test_code_filters_by_language_extension_and_directory(repo):
         "lib/util.go",
         "src/web/page.ts",
     }
+    # Written with commas, as `--tag a,b` is (they were refused, or matched nothing).
+    assert set(paths(code(repo, "wombat", "--lang", "go,typescript"))) == {"lib/util.go", "src/web/page.ts"}
+    assert set(paths(code(repo, "wombat", "--ext", "go, ts"))) == {"lib/util.go", "src/web/page.ts"}
+    assert paths(code(repo, "wombat", "--files-only", "--role", "source,test")) != []
+    proc = repo("code", "wombat", "--role", "source,bogus", ok=False)
+    assert proc.returncode == 2 and "unknown role 'bogus'" in proc.stderr and "Traceback" not in proc.stderr
     # A prefix is a directory, not a string prefix: srcx/ is not under src/.
     assert set(paths(code(repo, "wombat", "--dir", "src"))) == {
         "src/v1/api/routes.py",

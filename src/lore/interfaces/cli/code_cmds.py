@@ -7,14 +7,16 @@ import os
 import click
 
 from lore.index.roles import ROLES
-from lore.interfaces.cli.common import from_cwd, json_option, with_lore
+from lore.interfaces.cli.common import from_cwd, json_option, split_commas, with_lore
 from lore.interfaces.cli.output import emit_json, emit_results, table
 
 
 @click.command()
 @click.argument("query", nargs=-1, required=True)
-@click.option("--lang", "languages", multiple=True, help="Language (python, typescript, go…; repeatable).")
-@click.option("--ext", "extensions", multiple=True, help="File extension (ts, py…; repeatable).")
+@click.option(
+    "--lang", "languages", multiple=True, help="Language (python, typescript, go…; repeatable, or a,b)."
+)
+@click.option("--ext", "extensions", multiple=True, help="File extension (ts, py…; repeatable, or a,b).")
 @click.option(
     "--dir",
     "directories",
@@ -25,8 +27,7 @@ from lore.interfaces.cli.output import emit_json, emit_results, table
     "--role",
     "roles",
     multiple=True,
-    type=click.Choice(ROLES),
-    help="Only files of this role (repeatable); default: all, source first.",
+    help=f"Only files of this role: {', '.join(ROLES)} (repeatable, or a,b); default: all, source first.",
 )
 @click.option("--changed-within", "days", type=float, help="Only files changed in the last N days (git).")
 @click.option(
@@ -78,10 +79,10 @@ def code(
     hits = lore.code_search(
         " ".join(query),
         limit=limit,
-        languages=languages,
-        extensions=extensions,
+        languages=split_commas(languages),
+        extensions=split_commas(extensions),
         directories=from_cwd(lore.project.root, directories, "--dir"),
-        roles=roles,
+        roles=split_commas(roles),
         changed_within_days=days,
         since=since,
         until=until,
