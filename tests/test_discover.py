@@ -175,6 +175,33 @@ def test_binary_content_is_skipped_whatever_the_extension(repo):
     assert _reasons(found) == {"blob.py": "binary", "cp1252.py": "binary (not UTF-8)"}
 
 
+def test_text_in_a_declared_marked_or_legacy_encoding_is_indexed_in_it(repo):
+    """Files in another encoding than UTF-8 were skipped as binary: UTF-16 (a
+    Windows resource, NUL bytes everywhere), a Python file declaring
+    Shift JIS, an old Java file whose German comments are Windows-1252 (more
+    than 2% of its bytes invalid UTF-8). Each is read in its encoding."""
+    from lore.index.encoding import decode_text
+
+    german = "// Überprüfe die Größe, bevor die Datei geöffnet wird: Änderungen später.\n"
+    sources = {
+        "Legacy.java": (german * 3 + "class Legacy {}\n").encode("cp1252"),
+        "jp.py": "# -*- coding: shift_jis -*-\nGREETING = 'こんにちは'\n".encode("shift_jis"),
+        "app.rc": 'STRINGTABLE\nBEGIN\n  1 "Größe"\nEND\n'.encode("utf-16"),
+        "page.xml": '<?xml version="1.0" encoding="ISO-8859-15"?>\n<p>€uro Größe</p>\n'.encode("iso-8859-15"),
+    }
+    for name, data in sources.items():
+        _write(repo, name, data)
+    _write(repo, "random.py", bytes(range(128, 256)) * 40)  # no text in any encoding
+    found = discover(repo, include=["*.java", "*.py", "*.rc", "*.xml"])
+    assert found.files == sorted(sources) and _reasons(found) == {"random.py": "binary (not UTF-8)"}
+    texts = {name: decode_text((repo / name).read_bytes()) for name in sources}
+    assert texts["Legacy.java"].startswith(german) and "こんにちは" in texts["jp.py"]
+    assert "Größe" in texts["app.rc"] and "€uro Größe" in texts["page.xml"]
+    # UTF-8 with a stray Latin-1 byte stays UTF-8: its other characters are not misread.
+    mixed = ("# naïve — “quoted”\n" * 20).encode() + b"# caf\xe9\n"
+    assert decode_text(mixed).startswith("# naïve — “quoted”")
+
+
 def test_files_known_as_text_are_not_read_again_until_they_change(repo):
     path = _write(repo, "mod.py", "x = 1\n")
     info = path.stat()

@@ -22,6 +22,7 @@ from typing import Protocol, TypedDict
 
 from lore.errors import LoreError
 from lore.filenames import in_lore_folder, plain_path
+from lore.index.encoding import decode_text, text_encoding
 from lore.safe_read import read_inside
 from lore.storage import AnchorRecord, Store
 
@@ -225,9 +226,9 @@ def _anchor(
         raw = read_inside(root, path, max_bytes=MAX_ANCHORED_BYTES)
     except LoreError:
         return None
-    if b"\0" in raw[:8192]:
-        return None
-    text = raw.decode("utf-8", errors="replace")
+    if b"\0" in raw[:8192] and text_encoding(raw[:8192], whole=len(raw) <= 8192) is None:
+        return None  # binary (UTF-16, marked, is text)
+    text = decode_text(raw)
     if symbol is None and first is None:
         return AnchorRecord("", path, None, None, None, _hash(text))
     units = _units(path, text)

@@ -21,6 +21,7 @@ from typing import Any
 from lore.errors import NotFound, ValidationError
 from lore.filenames import display_path
 from lore.index import anchors
+from lore.index.encoding import decode_text
 from lore.index.roles import RULES_VERSION, file_role
 from lore.records import Record, datarecord, internal
 from lore.safe_read import read_inside
@@ -205,7 +206,7 @@ def sync_code(
                     gone.remove(renamed_from)
                     result.files_renamed += 1
                     result.renamed_paths.append((renamed_from, rel))
-                text = raw.decode("utf-8", errors="replace")
+                text = decode_text(raw)
                 chunks = code_chunks(rel, text)
                 file_id = store.put_file(
                     rel, KIND, sha, st.st_mtime_ns, st.st_size, role=file_role(rel, text[:ROLE_HEAD])
@@ -294,7 +295,7 @@ def _reclassify(root: Path, store: Store, paths: set[str]) -> None:
         except ValidationError:
             unread = True  # tried again on the next sync
             continue
-        head = raw.decode("utf-8", errors="replace")[:ROLE_HEAD]
+        head = decode_text(raw)[:ROLE_HEAD]
         new = file_role(rel, head)
         if new != role:
             changed[rel] = new

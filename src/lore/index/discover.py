@@ -26,7 +26,6 @@ directory can neither leak files from elsewhere nor cause a loop.
 
 from __future__ import annotations
 
-import codecs
 import functools
 import hashlib
 import json
@@ -778,11 +777,6 @@ def _content_reason(path: str, rel: str, max_bytes: int, seen: tuple[int, int] |
     return _sniff(path, minifiable=rel.endswith(_MINIFIABLE))
 
 
-# Of a head that is not valid UTF-8, the share of bad bytes a text file may have:
-# a Latin-1 "café" in a comment (indexed, the byte shown as U+FFFD), not a blob.
-_BAD_BYTES = 0.02
-
-
 def _sniff(path: str, *, minifiable: bool = False) -> str | None:
     """'binary' when the first 8 KB hold a NUL byte, or more than a few bytes
     of invalid UTF-8 (a file in another encoding mostly); with `minifiable`
@@ -803,18 +797,14 @@ _MINIFIABLE = (".js", ".mjs", ".cjs", ".css")
 
 def binary_kind(data: bytes, *, whole: bool = True) -> str | None:
     """Why `data` is no text to index ('binary': a NUL byte; 'binary (not
-    UTF-8)': more than a few invalid bytes), or None. `whole`: `data` is the
-    whole file, not its head (whose last character may be cut)."""
-    if b"\0" in data:
-        return "binary"
-    # An incremental decoder tolerates a character cut at the head's end.
-    try:
-        codecs.getincrementaldecoder("utf-8")().decode(data, final=whole)
-    except UnicodeDecodeError:
-        bad = data.decode("utf-8", "replace").count("\ufffd")
-        if bad > _BAD_BYTES * len(data):
-            return "binary (not UTF-8)"
-    return None
+    UTF-8)': not text in UTF-8, in the encoding it declares or marks, or in a
+    legacy single-byte one: see :mod:`lore.index.encoding`), or None.
+    `whole`: `data` is the whole file, not its head (whose last character may be cut)."""
+    from lore.index.encoding import text_encoding
+
+    if text_encoding(data, whole=whole) is not None:
+        return None
+    return "binary" if b"\0" in data else "binary (not UTF-8)"
 
 
 def _human_size(n: int) -> str:

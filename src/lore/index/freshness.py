@@ -213,6 +213,7 @@ class CodeIndex:
         from lore.errors import NotFound
         from lore.index.code_sync import shown_text
         from lore.index.discover import size_limit
+        from lore.index.encoding import decode_text
         from lore.safe_read import read_inside
 
         rel = self.project.rel(self.project.inside(path, base=self.project.root))
@@ -223,7 +224,7 @@ class CodeIndex:
             raw = read_inside(self.project.root, rel, max_bytes=max(most, size_limit(rel, most)))
         except NotFound:  # deleted since it was indexed
             raise NotFound(f"{path} is no longer in the work tree; run `lore index`") from None
-        return {"path": rel, "text": shown_text(rel, raw.decode("utf-8", "replace"))}
+        return {"path": rel, "text": shown_text(rel, decode_text(raw))}
 
     def recent_paths(self, days: float) -> set[str]:
         """Files changed by commits in the last `days` days."""
