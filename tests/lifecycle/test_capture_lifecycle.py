@@ -302,6 +302,43 @@ This agent writes terse, imperative commit messages.
 """
 
 
+def test_a_captured_fact_is_evidence_only_for_a_memory_of_the_same_owner(proj, cli_in):
+    """An audit: a private fact captured by one agent became evidence for a
+    shared memory that said the same (or a shared fact, for another agent's
+    private copy, which the others then never saw)."""
+    root = proj.project.root
+    fact = "The deploy script for the billing service needs the AWS profile set to prod first."
+    # (Each run's output differs: the same output captured twice counts once, whoever hands it over.)
+    block = '{}\n<lore-memory type="fact" title="Deploy note" tier="daily"{}>\n' + fact + "\n</lore-memory>\n"
+    out = cli_in(root, "capture", "--stdin", "--agent", "bob", "--json", input=block.format("run 1", ""))
+    assert out["created"] == 1
+    out = cli_in(
+        root,
+        "capture",
+        "--stdin",
+        "--agent",
+        "alice",
+        "--json",
+        input=block.format("run 2", ' private="true"'),
+    )
+    assert (out["created"], out["existing"]) == (1, 0), out  # hers, not evidence for bob's
+    assert len(memory_files(root, ".lore/local/alice")) == 1
+    out = cli_in(root, "capture", "--stdin", "--agent", "carol", "--json", input=block.format("run 3", ""))
+    assert (out["created"], out["existing"]) == (0, 1), out  # the shared one, seen again
+    shared = {r["title"]: r for r in cli_in(root, "list", "--agent", "bob", "--json")}
+    assert shared["Deploy note"]["evidence_count"] == 2
+    out = cli_in(
+        root,
+        "capture",
+        "--stdin",
+        "--agent",
+        "alice",
+        "--json",
+        input=block.format("run 4", ' private="true"'),
+    )
+    assert (out["created"], out["existing"]) == (0, 1), out  # her own, seen again
+
+
 def test_chati_memory_blocks_are_parsed_and_stored_by_tier_and_privacy(proj, cli_in):
     root = proj.project.root
     out = cli_in(root, "capture", "--stdin", "--agent", "architect", "--json", input=CHATI_OUTPUT)

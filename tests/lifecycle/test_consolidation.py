@@ -55,6 +55,40 @@ def test_local_near_duplicates_merge_with_their_evidence(proj, clock):
     assert proj.list(tier="warm")[0]["id"] == kept.id  # evidence 2: COLD → WARM
 
 
+def test_a_private_memory_is_never_merged_with_one_others_see(proj, tmp_path):
+    """An audit: consolidation merged an agent's private memory into a shared
+    daily one (its text then in every agent's search) or, the other way, sent
+    the shared one to the trash for a private copy others cannot see. A
+    pair of different owners is not compared at all: no merge, no proposal."""
+    import lore
+
+    root = proj.project.root
+    proj.close()
+    with lore.open(root, agent="bob") as bob:
+        shared = bob.add(title="Deploy note", body=BODY, tier="daily", occurred_at=at(0))
+    with lore.open(root, agent="alice") as alice:
+        mine = alice.add(
+            title="Deploy note",
+            body=BODY + " My token is in the tangerine notebook.",
+            private=True,
+            tier="daily",
+        )
+        report = alice.consolidate()
+        assert report.merged == [] and report.proposals == [], report
+    with lore.open(root, agent="bob") as bob:
+        assert [h.id for h in bob.search("tangerine")] == []
+        assert {m["id"] for m in bob.list()} == {shared.id}
+        bob.consolidate()
+    with lore.open(root, agent="alice") as alice:
+        assert {m["id"] for m in alice.list()} == {shared.id, mine.id}
+        assert alice.trash_entries() == []
+        # Two copies of her own private memory still merge.
+        alice.add(
+            title="Deploy note again", body=BODY + " My token is in the tangerine notebook!", private=True
+        )
+        assert [m["kept"] for m in alice.consolidate().merged] == [mine.id]
+
+
 def test_a_local_copy_of_a_committed_memory_becomes_its_evidence_without_touching_it(proj):
     root = proj.project.root
     durable = write_durable(proj, "migrations.md", "Migrations before seeding", BODY, day=0)

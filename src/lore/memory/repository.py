@@ -698,6 +698,11 @@ class Memories:
                 same = [r for r in same if r.occurred_at == memory.occurred_at]
             # Another task's memory is not this one, whatever its text (`complete T-80` after T-77).
             same = [r for r in same if (r.task or None) == (memory.task or None)]
+            # A private memory is not one others see, whatever its text: neither
+            # stands for the other (a shared fact was never written for an agent's
+            # private copy of it, which the others cannot see).
+            private = location_of(self.project.rel(folder / "x.md"))[0] == "private"
+            same = [r for r in same if (r.visibility == "private") == private]
             by_id = not same
             if by_id:  # the same id (an import, a promotion) that this agent can see
                 same = self.store.memories(self.filter(ids=[memory.id]), limit=1)

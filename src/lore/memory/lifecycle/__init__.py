@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import field
 from datetime import datetime
+from types import EllipsisType
 from typing import TYPE_CHECKING, Any
 
 from lore.memory.lifecycle import evidence, similarity, tiers
@@ -182,7 +183,10 @@ class Lifecycle:
             # over again at every compaction): nothing new, and a memory removed
             # or archived since stays so.
             return Remembered(earlier, "", title or "", type, False, False, None)
-        found = self.near_duplicate(title or "", clean_body)
+        # Only a memory of the same owner: a private fact is no evidence for one others see
+        # (nor a shared one for another's private copy, which they would never see).
+        owner = self.memories.viewer if private else None
+        found = self.near_duplicate(title or "", clean_body, owner=owner)
         if found is not None and similarity.says_more(clean_body, self.body_of(found[0])):
             found = None  # not the same fact seen again: it says more, and that is kept
         if found is not None:
@@ -235,11 +239,20 @@ class Lifecycle:
         exclude: Sequence[str] = (),
         vectors: bool = False,
         body_of: Callable[[MemoryRecord], str] | None = None,
+        owner: str | None | EllipsisType = ...,
     ) -> tuple[MemoryRecord, float] | None:
         """The visible memory that says the same as `title` + `body` (word
         shingles, or with `vectors` a cosine ≥ 0.92), with its similarity.
         `body_of`: how to read a memory's body (a consolidation's, which keeps
-        what it read; else :meth:`body_of`)."""
+        what it read; else :meth:`body_of`). `owner`: only memories of that
+        owner (None: those every agent sees); any by default."""
+        left_out = set(exclude)
+
+        def wanted(memory: MemoryRecord | None) -> bool:
+            return (
+                memory is not None and memory.id not in left_out and (owner is ... or memory.owner == owner)
+            )
+
         body_of = body_of or self.body_of
         from lore.search.text import terms
 
@@ -251,7 +264,7 @@ class Lifecycle:
         seen: dict[str, MemoryRecord] = {}
         for chunk, _score in self.store.lexical_search("memory", words, flt, 40):
             memory = chunk.memory
-            if memory is not None and memory.id not in exclude and memory.id not in seen:
+            if memory is not None and wanted(memory) and memory.id not in seen:
                 seen[memory.id] = memory
             if len(seen) >= 10:
                 break
@@ -264,11 +277,11 @@ class Lifecycle:
             if similarity.contradiction(body, theirs) is None:  # "don't use X" is no evidence for "use X"
                 best = (record, round(score, 3))
         if best is None and vectors:
-            best = self._vector_duplicate(title, body, flt, exclude)
+            best = self._vector_duplicate(title, body, flt, wanted)
         return best
 
     def _vector_duplicate(
-        self, title: str, body: str, flt: MemoryFilter, exclude: Sequence[str]
+        self, title: str, body: str, flt: MemoryFilter, wanted: Callable[[MemoryRecord | None], bool]
     ) -> tuple[MemoryRecord, float] | None:
         if self.embedding is None:
             return None
@@ -279,7 +292,7 @@ class Lifecycle:
         chunks = {c.chunk_id: c for c in self.store.chunks("memory", [i for i, _ in hits], flt)}
         for chunk_id, cosine in hits:
             chunk = chunks.get(chunk_id)
-            if chunk is None or chunk.memory is None or chunk.memory.id in exclude:
+            if chunk is None or chunk.memory is None or not wanted(chunk.memory):
                 continue
             if (
                 cosine >= similarity.VECTOR_NEAR_DUPLICATE

@@ -158,6 +158,11 @@ class _Pass:
         if pair in self.compared or a.id in self.gone or b.id in self.gone:
             return
         self.compared.add(pair)
+        if a.owner != b.owner:
+            # One agent's private memory and a memory others see (or another agent's):
+            # merged, its text would reach them; proposed, its title would; and a
+            # shared memory would go to the trash for a copy they cannot see.
+            return
         older, newer = sorted((a, b), key=self.age)
         old_text, new_text = self.body(older), self.body(newer)
         if not old_text or not new_text:
