@@ -335,3 +335,17 @@ def test_a_redacted_secret_gives_a_memory_no_keywords(cli):
     (listed,) = [m for m in cli.json("list") if m["id"] == added["id"]]
     assert not {"redacted", "aws", "access", "secret"} & set(listed["tags"]), listed["tags"]
     assert {"upload", "credentials", "staging"} <= set(listed["tags"]), listed["tags"]
+
+
+def test_a_session_belongs_to_its_agent_however_the_agent_is_spelt(two_agents):
+    """An audit: `--agent "Claude Code"` started a session that `--agent
+    claude-code` could not see ("no session"), where private memories treat
+    the two as one agent. Another agent still cannot see it."""
+    root, *_ = two_agents
+    with lore.open(root, agent="Claude Code") as alice:
+        alice.start_session("cc1")
+    for spelling in ("claude-code", "claude_code", "CLAUDE CODE"):
+        with lore.open(root, agent=spelling) as same:
+            assert same.session_info("cc1").id == "cc1"
+    with lore.open(root, agent="codex") as bob, pytest.raises(NotFound):
+        bob.session_info("cc1")

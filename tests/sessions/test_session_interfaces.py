@@ -245,3 +245,17 @@ def test_an_ended_session_stays_ended_when_its_metadata_is_damaged(cli):
     assert listed["s-done"]["status"] == "ended", listed
     assert listed["s-done"]["ended_at"] == ended["ended_at"]
     assert json.loads((folder / "metadata.json").read_text())["status"] == "ended"
+
+
+def test_session_show_never_sends_a_control_character_to_the_terminal(cli):
+    """An audit: a transcript's escapes (coloured tool output, a title set by
+    `\\x1b]0;`) reached the terminal raw through `session show`."""
+    cli("session", "start", "--id", "esc1")
+    cli("session", "append", "esc1", "--role", "user", input="before \x1b[2J\x1b]0;pwned\x07 after\n")
+    for args in (("session", "show", "esc1"), ("session", "show", "esc1", "--all")):
+        proc = cli(*args, ok=False)
+        assert proc.returncode == 0, proc.stderr
+        assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout, (args, proc.stdout)
+        assert "before \\x1b[2J\\x1b]0;pwned\\x07 after" in proc.stdout, proc.stdout
+    # JSON stays exact.
+    assert "\x1b[2J" in cli("session", "show", "esc1", "--json").stdout.encode().decode("unicode_escape")

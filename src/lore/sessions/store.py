@@ -711,7 +711,7 @@ class SessionStore:
         owner = self._owner(folder)
         if owner is _UNKNOWN:  # damaged metadata, no owner on record: a person's view only
             return self.agent is None
-        return owner is None or owner == self.agent
+        return owner is None or (self.agent is not None and _same_agent(str(owner), self.agent))
 
     def _owner(self, folder: Path, meta: Meta | None = None) -> object:
         """The session's agent (None: shared), from its metadata, else from its
@@ -1001,3 +1001,15 @@ def _cursor_path(source: Path) -> str:
     """The transcript's path as an import cursor keeps it: redacted like every
     text a session holds (the head digest tells two files of one redacted name apart)."""
     return redact(str(source))[0]
+
+
+def _same_agent(recorded: str, acting: str) -> bool:
+    """Whether the agent a session records is the acting one, as every other
+    rule reads agents (``Claude Code``, ``claude-code`` and ``claude_code`` are one)."""
+    from lore.errors import ValidationError
+    from lore.project import agent_key
+
+    try:
+        return agent_key(recorded) == agent_key(acting)
+    except ValidationError:
+        return recorded == acting

@@ -8,7 +8,7 @@ import click
 
 from lore.index.roles import ROLES
 from lore.interfaces.cli.common import from_cwd, json_option, split_commas, with_lore
-from lore.interfaces.cli.output import emit_json, emit_results, table
+from lore.interfaces.cli.output import emit_json, emit_results, printable, table
 
 
 @click.command()
@@ -184,7 +184,7 @@ def update_index(lore, files, deleted, as_json):
         return
     click.echo(f"updated {result['updated']}, deleted {result['deleted']}")
     for skip in result["skipped"]:
-        click.echo(f"not indexed: {skip['path']} ({skip['reason']})", err=True)
+        click.echo(printable(f"not indexed: {skip['path']} ({skip['reason']})"), err=True)
 
 
 def _base(root) -> str:

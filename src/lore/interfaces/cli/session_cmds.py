@@ -14,7 +14,7 @@ import click
 from lore.errors import UsageError
 from lore.interfaces.cli.common import json_option, with_lore
 from lore.interfaces.cli.decoding import read_stdin
-from lore.interfaces.cli.output import emit_json, local_time, progress_bar, table, warn
+from lore.interfaces.cli.output import echo, emit_json, local_time, progress_bar, table, warn
 
 
 @click.group()
@@ -35,7 +35,7 @@ def _done(lore, data, as_json: bool, text: str) -> None:
     if as_json:
         emit_json(data)
     else:
-        click.echo(text)
+        echo(text)
 
 
 @session.command()
@@ -181,7 +181,7 @@ def show(lore, session_id, include_archived, limit_tokens, as_json):
         else:
             from lore.sessions.events import render_event
 
-            click.echo("\n\n".join(render_event(e) for e in events) or "no events")
+            echo("\n\n".join(render_event(e) for e in events) or "no events")
         return
     view = lore.session_context(session_id, limit_tokens=limit_tokens)
     if as_json:
@@ -191,7 +191,7 @@ def show(lore, session_id, include_archived, limit_tokens, as_json):
     warn(
         f"session {session_id}: {len(view.events)} items, {view.tokens} tokens, {view.summaries} summaries{note}"
     )
-    click.echo(view.render() or "no events")
+    echo(view.render() or "no events")  # a transcript's text: no control character reaches the terminal
 
 
 @session.command(name="import")
