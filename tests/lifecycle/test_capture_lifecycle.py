@@ -572,6 +572,33 @@ def test_a_new_session_digests_and_cleans_the_previous_sessions_memories(proj, t
     assert all(line in daily for line in kept.splitlines() if line.strip())  # itself, or merged whole
 
 
+def test_a_session_still_running_in_another_window_keeps_its_notes(proj, tmp_path, clock, cli_in):
+    """An audit: a second window's session start digested and cleaned the notes
+    of a session still running (recorded, not ended, written to minutes ago).
+    Once it has been quiet for a while (an agent's hooks may never end it), or
+    it ended, its notes are digested as before."""
+    from datetime import UTC, datetime, timedelta
+
+    root = proj.project.root
+    transcript = tmp_path / "win-a.jsonl"
+    claude_transcript(transcript, "win-a")
+    # The session store writes the system clock's time: the lifecycle reads the same present.
+    real = datetime.now(UTC)
+    clock.monkeypatch.setenv("LORE_NOW", real.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    cli_in(root, "session", "start", "--id", "win-a", "--agent", "claude-code", raw=True)
+    cli_in(root, "capture", "--transcript", str(transcript), "--agent", "claude-code", "--json")
+    assert len(memory_files(root, ".lore/local/session")) == 3
+    proc = cli_in(root, "session", "start", "--agent", "claude-code", "--id", "win-b", raw=True)
+    assert (
+        " 0 session memories digested" in proc.stderr and len(memory_files(root, ".lore/local/session")) == 3
+    )
+    later = real + timedelta(hours=1)  # an hour without a word from it
+    clock.monkeypatch.setenv("LORE_NOW", later.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    proc = cli_in(root, "session", "start", "--agent", "claude-code", "--id", "win-c", raw=True)
+    assert "3 session memories digested and cleaned" in proc.stderr, proc.stderr
+    assert memory_files(root, ".lore/local/session") == []
+
+
 def test_a_session_note_of_one_decision_reaches_the_daily_tier_and_a_fresh_one_waits(proj, clock, cli_in):
     """A session memory whose whole body was one decision was taken for the
     digest's own copy (same time, same text): nothing reached the daily tier

@@ -38,6 +38,9 @@ RECENT_DAYS = 2  # what the cheap consolidation at session start looks at
 # session still running beside the new one (another terminal, another window):
 # it is left to a later session start until it is this old.
 UNNAMED_SESSION_HOURS = 12
+# A recorded session written to this recently, not ended, may be running beside
+# a new one (another window): its notes are not digested and cleaned yet.
+RUNNING_MINUTES = 30
 
 
 @datarecord
@@ -115,6 +118,8 @@ def _digest_and_clean(lifecycle: Lifecycle, current: str | None, report: Session
             "sourceId": (memory.source or "").split(":")[-1] or record.id,
         }
         old.setdefault(session, []).append((record, event))
+    for session in [s for s in old if s is not None and _may_be_running(lifecycle, s, now)]:
+        del old[session]  # another window's session, still going: its notes are its own until it ends
     for session, items in old.items():
         found = digest(
             [event for _, event in items], session_id=session or "unnamed", root=memories.project.root
@@ -132,6 +137,23 @@ def _digest_and_clean(lifecycle: Lifecycle, current: str | None, report: Session
         report.daily_created += created
         report.evidence += added
         report.digested += len(items)
+
+
+def _may_be_running(lifecycle: Lifecycle, session: str, now: datetime) -> bool:
+    """Whether `session` may still be running beside the one starting (another
+    window): recorded in the session store, not ended, and written to in the
+    last ``RUNNING_MINUTES``. A session the store does not know (a transcript's
+    notes), or one quiet since, is over (an agent's hooks may never end it)."""
+    from lore.errors import LoreError
+    from lore.sessions.store import SessionStore
+
+    try:
+        info = SessionStore(lifecycle.memories.project).get(session)
+    except LoreError:
+        return False
+    updated = parse(info.updated_at)
+    # (abs: a store written by the system clock, a lifecycle read at LORE_NOW's)
+    return info.status != "ended" and updated is not None and abs(days(now, updated)) * 24 * 60 < RUNNING_MINUTES
 
 
 def archive_old_daily(lifecycle: Lifecycle) -> list[str]:
