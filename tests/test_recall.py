@@ -1602,6 +1602,10 @@ def test_search_says_which_memory_replaced_a_superseded_one(cli):
     assert found[old]["superseded_by"] == new and found[new]["superseded_by"] is None
     assert found[new]["score"] > found[old]["score"]
     assert f"↳ superseded by {new[:8]}" in cli("search", "quote completion values shlex").stdout
+    # Halved before the cut, not after: `--limit 1` gave the superseded one (an audit).
+    for limit in ("1", "2"):
+        top = cli.json("search", "quote completion values shlex", "--limit", limit)
+        assert top[0]["id"] == new and len(top) == int(limit), top
 
 
 def test_a_stale_reason_names_where_the_change_is(repo):

@@ -108,6 +108,9 @@ _Class = TypeVar("_Class", bound=type)
 # makes them (`graph(key, depth="two")`, `move(key, None)`): a UsageError naming the call.
 _MISUSE = (TypeError, ValueError, OverflowError, AttributeError)
 MAX_UPDATE_PATHS = 20_000  # paths one update_index call re-checks; more: a full scan (`lore index`)
+# How many more memories a search ranks than it returns, so that one halved as
+# stale or superseded gives its place to the next (see `search`).
+DOWN_RANKED_POOL = 20
 MESSAGE_CHARS = 1000  # an error's message is cut here (a 2 MB value echoed back is no message)
 # How long a read's bookkeeping (access counts, the hourly tier pass) waits for
 # another process's write lock before leaving it for a later read: not the 30 s
@@ -635,8 +638,11 @@ class Lore:
         archived memories only with ``include_archived``)."""
         flt = memory_filter(filters, viewer=self.memories.viewer)
         self._fresh()
-        hits = self.searcher.memories(query, flt, self._limit(limit), mode=mode, fusion=fusion)
-        return self._flag_superseded(hits)
+        wanted = self._limit(limit)
+        # Stale and superseded memories fall to half their score: ranked among a
+        # wider pool, then cut, or `--limit 1` gave the halved one and not the best.
+        hits = self.searcher.memories(query, flt, wanted + DOWN_RANKED_POOL, mode=mode, fusion=fusion)
+        return self._flag_superseded(hits)[:wanted]
 
     def _flag_superseded(self, hits: builtins.list[MemoryHit]) -> builtins.list[MemoryHit]:
         """Superseded memories stay findable (an agent may ask what was decided
