@@ -12,6 +12,7 @@ from the `bpe-openai` package).
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from functools import lru_cache
 
 _SHORT = 6  # a letter run up to this long is one token
@@ -103,8 +104,49 @@ def _counted(text: str) -> int:
     return sum(map(_PIECE_COSTS.__getitem__, _PIECES.findall(text)))
 
 
+# Tokens a character outside ASCII costs, by the first code point of its block
+# (cl100k's vocabulary is mostly English: a Cyrillic word is a few tokens, a
+# Japanese or Hebrew letter about one, an emoji two or three). Measured with
+# bench/token_scripts.py against cl100k on sentences in 14 scripts.
+_WIDE_COSTS = (
+    (0x0080, 0.5),  # accented Latin (on top of the word's own cost)
+    (0x0250, 1.0),  # IPA, spacing modifiers, combining marks
+    (0x0370, 1.0),  # Greek
+    (0x0400, 0.4),  # Cyrillic (Russian's common words are a token or two; Ukrainian costs more)
+    (0x0530, 1.0),  # Armenian
+    (0x0590, 1.2),  # Hebrew
+    (0x0600, 0.85),  # Arabic, Syriac, Thaana...
+    (0x0900, 1.1),  # Indic scripts
+    (0x0E00, 0.95),  # Thai, Lao, Tibetan, Georgian...
+    (0x1E00, 1.5),  # Latin Extended Additional (Vietnamese)
+    (0x1F00, 1.0),  # Greek Extended
+    (0x2000, 1.0),  # punctuation, symbols, arrows...
+    (0x3000, 1.0),  # CJK punctuation, kana, ideographs
+    (0xAC00, 1.1),  # Hangul syllables
+    (0xD7B0, 1.0),  # private use, compatibility forms
+    (0x1F000, 3.0),  # emoji and pictographs
+)
+_WIDE_STARTS = [start for start, _ in _WIDE_COSTS]
+
+
+def _wide_cost(piece: str) -> float:
+    """What the characters of `piece` beyond ASCII add to its cost."""
+    return sum(_WIDE_COSTS[bisect_right(_WIDE_STARTS, ord(ch)) - 1][1] for ch in piece if ch > "\x7f")
+
+
 def _piece_cost(piece: str) -> int:
     """Tokens of one pre-tokeniser piece."""
+    if not piece.isascii():
+        latin = all(ch < "\u0250" for ch in piece)
+        if not latin:  # its ASCII part as usual (if any), each other character by its script
+            ascii_part = "".join(ch for ch in piece if ch <= "\x7f").strip()
+            return max(1, round(_wide_cost(piece) + (_ascii_cost(ascii_part) if ascii_part else 0)))
+        return max(1, round(_ascii_cost(piece) + _wide_cost(piece)))
+    return _ascii_cost(piece)
+
+
+def _ascii_cost(piece: str) -> int:
+    """Tokens of one piece by its letters' and marks' counts (the rules of ASCII text)."""
     total = 0
     n = len(piece)
     if piece[0] in _OPENERS and n > 1:

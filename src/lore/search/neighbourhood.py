@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lore.memory.links import INVERSE
-from lore.memory.values import clip
-from lore.search.pack import Item, check_heading, pack, render
+from lore.search.pack import Item, check_heading, heading_text, pack, render
 from lore.search.recall import HEADING_CHARS, RecallPack, annotate, related_item
 
 if TYPE_CHECKING:
@@ -52,7 +51,7 @@ def neighbourhood(searcher: Searcher, memories: Memories, key: str, *, depth: in
                 )
         items.append(item)
     root_title = titles.get(graph.root, key)
-    head = f"## Lore context: {clip(root_title, HEADING_CHARS)}"
+    head = f"## Lore context: {heading_text(root_title, HEADING_CHARS, budget)}"
     check_heading(count_tokens(head) + 2, budget)
     chosen = pack(items, budget, "auto", count_tokens(head) + 2, SECTIONS)
     if items and not any(it is items[0] for it in chosen):  # too big whole: its summary instead

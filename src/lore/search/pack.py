@@ -56,6 +56,19 @@ def resolve_level(level: str | None, bracket: str | None) -> str | None:
     return level
 
 
+def heading_text(text: str, chars: int, budget: int) -> str:
+    """`text` as a pack's heading shows it: at most `chars` characters and a
+    third of `budget` tokens, an ellipsis marking a cut (160 characters of
+    Japanese are ~160 tokens: a title filled a budget of 100 alone)."""
+    from lore.memory.values import clip
+
+    shown = clip(text, chars)
+    most = max(8, budget // 3)
+    while len(shown) > 8 and count_tokens(shown) > most:
+        shown = clip(text, len(shown) * 4 // 5)
+    return shown
+
+
 def check_heading(tokens: int, budget: int) -> None:
     """Refuse a budget that cannot hold even a pack's heading of `tokens`: the
     pack would go over it, saying so (``17/10 tokens``).

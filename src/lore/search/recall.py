@@ -23,7 +23,7 @@ from lore.memory.values import clip, fold_line
 from lore.records import Record, datarecord
 from lore.search import attention as att
 from lore.search import hybrid
-from lore.search.pack import Item, check_heading, left_out, pack, render
+from lore.search.pack import Item, check_heading, heading_text, left_out, pack, render
 from lore.search.text import terms
 from lore.storage import ChunkFilter, MemoryFilter, Store
 
@@ -603,7 +603,8 @@ def build(request: RecallRequest, items: list[Item]) -> RecallPack:
     query = request.query()
     # The heading names the task and the terms searched; a whole ticket pasted
     # as the title would otherwise fill the budget before any item.
-    title, shown = clip(fold_line(request.title), HEADING_CHARS), clip(query, HEADING_CHARS)
+    title = heading_text(fold_line(request.title), HEADING_CHARS, request.budget)
+    shown = heading_text(query, HEADING_CHARS, request.budget)
     header = render(title, shown, [], request.budget, used=request.budget)
     check_heading(count_tokens(header), request.budget)
     start = count_tokens(header) + 2

@@ -153,7 +153,9 @@ def _may_be_running(lifecycle: Lifecycle, session: str, now: datetime) -> bool:
         return False
     updated = parse(info.updated_at)
     # (abs: a store written by the system clock, a lifecycle read at LORE_NOW's)
-    return info.status != "ended" and updated is not None and abs(days(now, updated)) * 24 * 60 < RUNNING_MINUTES
+    return (
+        info.status != "ended" and updated is not None and abs(days(now, updated)) * 24 * 60 < RUNNING_MINUTES
+    )
 
 
 def archive_old_daily(lifecycle: Lifecycle) -> list[str]:
