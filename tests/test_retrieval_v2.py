@@ -1363,3 +1363,28 @@ def test_results_found_by_meaning_alone_and_scored_low_are_marked_weak(cli):
     shown = cli("code", "money owed by customers", "--dir", weak[0]).stdout
     assert shown.startswith("no close match") and weak[0] in shown
     assert "no close match" not in cli("code", "billing amounts").stdout
+
+
+def test_the_first_files_are_the_same_whatever_the_limit(tmp_path):
+    """An audit: `lore code "convert value type" --files-only --limit 1` gave
+    __init__.py where `--limit 10` put types.py first: a smaller limit ranked
+    among smaller candidate pools. On a real package (click, as installed)."""
+    import shutil
+    import subprocess
+
+    import click
+
+    root = tmp_path / "ck"
+    shutil.copytree(Path(click.__file__).parent, root / "src_click", ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    project = lore.init(root)
+    config = root / ".lore/config.toml"
+    config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
+    project.close()
+    with lore.open(root) as project:
+        project.index_code()
+        for query in ("convert value type", "make_context", "format help text", "parse options"):
+            ten = [h.file_path for h in project.code_search(query, files_only=True, limit=10)]
+            for k in (1, 3, 5):
+                got = [h.file_path for h in project.code_search(query, files_only=True, limit=k)]
+                assert got == ten[:k], (query, k, got, ten)

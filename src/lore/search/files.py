@@ -407,7 +407,7 @@ def likely_files(
     def rank(wanted: int) -> list[FileMatch]:
         return _ranked_files(store, code_query, past, flt, wanted, mode, fusion)
 
-    ranked = rank(min(limit, STABLE_FILES))
+    ranked = rank(STABLE_FILES)  # (its candidate pools too: `--limit 3` ranked among fewer, differently)
     if STABLE_FILES < len(ranked) < limit:  # (at most STABLE_FILES: no more files have evidence)
         top = ranked[:STABLE_FILES]
         shown = {m.path for m in top}
