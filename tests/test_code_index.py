@@ -983,6 +983,11 @@ def test_code_filters_by_language_extension_and_directory(repo):
     # Written with commas, as `--tag a,b` is (they were refused, or matched nothing).
     assert set(paths(code(repo, "wombat", "--lang", "go,typescript"))) == {"lib/util.go", "src/web/page.ts"}
     assert set(paths(code(repo, "wombat", "--ext", "go, ts"))) == {"lib/util.go", "src/web/page.ts"}
+    # A language named as a file type (MCP's file_types=["python"]) is its extensions (it matched nothing).
+    assert set(paths(code(repo, "wombat", "--ext", "python"))) == set(
+        paths(code(repo, "wombat", "--ext", "py"))
+    )
+    assert set(paths(code(repo, "wombat", "--ext", "typescript"))) == {"src/web/page.ts"}
     assert paths(code(repo, "wombat", "--files-only", "--role", "source,test")) != []
     proc = repo("code", "wombat", "--role", "source,bogus", ok=False)
     assert proc.returncode == 2 and "unknown role 'bogus'" in proc.stderr and "Traceback" not in proc.stderr

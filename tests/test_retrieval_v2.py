@@ -1375,7 +1375,9 @@ def test_the_first_files_are_the_same_whatever_the_limit(tmp_path):
     import click
 
     root = tmp_path / "ck"
-    shutil.copytree(Path(click.__file__).parent, root / "src_click", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        Path(click.__file__).parent, root / "src_click", ignore=shutil.ignore_patterns("__pycache__")
+    )
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     project = lore.init(root)
     config = root / ".lore/config.toml"

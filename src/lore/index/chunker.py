@@ -122,6 +122,11 @@ def language_name(given: str) -> str | None:
     return name if name in _EXTENSIONS.values() or name == "text" else None
 
 
+def extensions_of(language: str) -> list[str]:
+    """The extensions (without their dot) of the files chunked as `language`."""
+    return [ext[1:] for ext, name in _EXTENSIONS.items() if name in language_family(language)]
+
+
 def language_family(name: str) -> list[str]:
     """The stored languages a language filter takes in: TypeScript includes TSX."""
     return [name, "tsx"] if name == "typescript" else [name]

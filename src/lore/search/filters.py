@@ -123,7 +123,7 @@ def code_filter(
     start, stop = _period(since, until)
     return ChunkFilter(
         languages=[stored for name in _names(languages, "languages") for stored in _languages(name)],
-        extensions=[_extension(e) for e in _names(extensions, "extensions")],
+        extensions=[x for e in _names(extensions, "extensions") for x in _extensions(e)],
         directories=dirs,
         paths=paths,
         roles=_roles(roles),
@@ -146,13 +146,19 @@ def _roles(given: Iterable[str]) -> list[str]:
     return names
 
 
-def _extension(given: str) -> str:
-    """A `--ext` value as stored (``*.go`` and ``.go`` are ``go``); one naming
-    no extension (``""``, ``.``) is a usage error, not a filter that is ignored."""
+def _extensions(given: str) -> list[str]:
+    """A `--ext` value as stored (``*.go`` and ``.go`` are ``go``); a language's
+    name that is no extension of its own (``python``: MCP's `file_types`, where
+    an agent writes the language) is its extensions; one naming no extension
+    (``""``, ``.``) is a usage error, not a filter that is ignored."""
+    from lore.index.chunker import extensions_of, language_for, language_name
+
     extension = given.strip().lstrip("*.")
     if not extension or "/" in extension:
         raise UsageError(f"extension filter '{clip(given, 60)}' names no extension; give one like py or ts")
-    return extension
+    if language_for(f"x.{extension}") is None and (language := language_name(extension)) is not None:
+        return extensions_of(language) or [extension]
+    return [extension]
 
 
 def _languages(given: str) -> list[str]:
