@@ -1390,3 +1390,38 @@ def test_the_first_files_are_the_same_whatever_the_limit(tmp_path):
             for k in (1, 3, 5):
                 got = [h.file_path for h in project.code_search(query, files_only=True, limit=k)]
                 assert got == ten[:k], (query, k, got, ten)
+
+
+def test_a_lookup_written_as_a_declaration_finds_the_definition_first(tmp_path):
+    """An audit: `lore code "def echo"` put `echo_via_pager` first and `class
+    Option` `OptionHelpExtra`, where `echo` alone found the definition: the
+    keyword in front hid the name from the lookup rules."""
+    import subprocess
+
+    root = tmp_path / "decl"
+    (root / "pkg").mkdir(parents=True)
+    pager = "".join(f"    echo_line({n})  # echo echo via pager\n" for n in range(30))
+    (root / "pkg/termui.py").write_text(
+        f"def echo_via_pager(lines):\n    '''Echo through a pager, echo.'''\n{pager}\n"
+        "class OptionHelpExtra:\n    '''Option option help extra option.'''\n"
+    )
+    (root / "pkg/utils.py").write_text(
+        "import os\n\n\ndef helper():\n    return os.sep\n\n\ndef echo(message=None):\n    return message\n\n\n"
+        "class Option:\n    pass\n"
+    )
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    project = lore.init(root)
+    config = root / ".lore/config.toml"
+    config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
+    project.close()
+    with lore.open(root) as project:
+        project.index_code()
+        for query, symbol in (
+            ("def echo", "echo"),
+            ("def echo():", "echo"),
+            ("class Option", "Option"),
+            ("pub fn echo", "echo"),
+        ):
+            first = project.code_search(query, limit=5)[0]
+            assert first.file_path == "pkg/utils.py" and symbol in first.symbol.split(", "), (query, first)
+            assert project.code_search(query, files_only=True, limit=5)[0].file_path == "pkg/utils.py", query

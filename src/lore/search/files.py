@@ -175,6 +175,8 @@ def lookup_names(query: hybrid.Query, *, tasks: bool = False) -> tuple[list[str]
         return [], set()
     tokens = [token for token in query.exact if " " not in token]
     word = query.text.strip()
+    if (declared := _DECLARATION.fullmatch(word)) is not None:  # `def echo`, `class Option`: the name
+        word = declared["name"]
     if not tokens and _IDENTIFIER.fullmatch(word):
         tokens = [word.lower()]
     wanted = set(tokens)
@@ -182,6 +184,13 @@ def lookup_names(query: hybrid.Query, *, tasks: bool = False) -> tuple[list[str]
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+# A lookup written as the declaration it looks for (`def echo`, `pub fn parse()`, `class Option:`).
+_DECLARATION = re.compile(
+    r"(?:(?:async|export|pub|public|private|static|abstract)\s+)*"
+    r"(?:def|class|func|fn|function|struct|interface|type|enum|trait|impl|module|const|let|var|val|macro)"
+    r"\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*(?:\(\s*\)?)?\s*:?",
+    re.IGNORECASE,
+)
 
 
 def lookup_match(chunk: ChunkRecord, tokens: list[str], written: Iterable[str] = ()) -> int:
