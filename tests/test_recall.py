@@ -1729,3 +1729,14 @@ def test_a_pack_says_what_its_budget_left_out(cli):
     assert "more items did not fit the budget: raise --budget to see them" in small
     whole = cli("recall", "completion values quoting", "--no-code", "--no-related-work").stdout
     assert "did not fit the budget" not in whole
+    # The line costs at most the least valuable item packed (an audit: it was said in 2
+    # of 17 packs that left items out, only when making room for it changed nothing),
+    # and the JSON always counts what was left out.
+    for budget in ("90", "120", "150"):
+        args = ("recall", "completion values quoting", "--budget", budget, "--no-code", "--no-related-work")
+        pack = cli.json(*args)
+        assert pack["left_out"] == 3 - len(pack["memories"]), pack
+        assert (f"{pack['left_out']} more item" in pack["markdown"]) == (pack["left_out"] > 0), pack[
+            "markdown"
+        ]
+    assert cli.json("recall", "completion values quoting", "--no-code", "--no-related-work")["left_out"] == 0

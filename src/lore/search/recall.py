@@ -95,6 +95,7 @@ class RecallPack(Record):
     items: list[Item]
     markdown: str
     tokens_used: int
+    left_out: int = 0  # items found that the budget left out (the pack's last line says so)
 
     def of(self, kind: str) -> list[dict[str, Any]]:
         return [{**it.data, "level": it.level} for it in self.items if it.kind == kind]
@@ -109,6 +110,7 @@ class RecallPack(Record):
             "budget": self.budget,
             "level": self.level,
             "tokens_used": self.tokens_used,
+            "left_out": self.left_out,
             "markdown": self.markdown,
         }
 
@@ -597,6 +599,16 @@ def _files_of(store: Store, memory_ids: list[str]) -> dict[str, list[str]]:
     return {record.id: list(record.files) for record in found}
 
 
+def _costs_at_most_the_least(chosen: list[Item], roomy: list[Item]) -> bool:
+    """Whether packing `roomy` instead of `chosen` (to make room for the line
+    saying what was left out) gives up at most the least valuable of the
+    items chosen, never another (the top memory for two lesser ones)."""
+    kept, before = {it.key for it in roomy}, {it.key for it in chosen}
+    if not kept <= before or len(kept) < len(before) - 1:
+        return False
+    return not chosen or len(kept) == len(before) or min(chosen, key=lambda it: it.value).key not in kept
+
+
 def build(request: RecallRequest, items: list[Item]) -> RecallPack:
     from lore.index.tokens import count_tokens
 
@@ -610,25 +622,27 @@ def build(request: RecallRequest, items: list[Item]) -> RecallPack:
     start = count_tokens(header) + 2
     chosen = pack(items, request.budget, request.level, start)
     left = len(items) - len(chosen) if request.level is not None else 0
-    if left:  # the pack says what the budget left out, when that line costs it no item
-        room = count_tokens(left_out(left)) + 1
+    said = 0  # the items the pack's last line says were left out
+    if left:  # the pack says what the budget left out: room is made for that line
+        room = count_tokens(left_out(left + 1)) + 1
         fits = start + room <= request.budget
         roomy = pack(items, request.budget - room, request.level, start) if fits else []
-        if fits and [it.key for it in roomy] == [it.key for it in chosen]:
+        if fits and _costs_at_most_the_least(chosen, roomy):
             chosen = roomy
-        else:  # the first choice stands, its levels as they were, and says nothing
-            chosen, left = pack(items, request.budget, request.level, start), 0
+            said = left = len(items) - len(roomy)
+        else:  # the line would cost more: the first choice stands (the count is in the JSON)
+            chosen = pack(items, request.budget, request.level, start)
     # The header states the tokens used, which changes the count: the body is
     # counted once, the one-line header until its number is stable.
     head = render(title, shown, [], request.budget).rstrip("\n")
-    rest = count_tokens(render(title, shown, chosen, request.budget, left=left)[len(head) :])
+    rest = count_tokens(render(title, shown, chosen, request.budget, left=said)[len(head) :])
     used = count_tokens(head) + rest
     for _ in range(3):
         total = count_tokens(render(title, shown, [], request.budget, used=used).rstrip("\n")) + rest
         if total == used:
             break
         used = total
-    markdown = render(title, shown, chosen, request.budget, used=used, left=left)
+    markdown = render(title, shown, chosen, request.budget, used=used, left=said)
     # The count is exact when no piece can straddle the seam: the heading ends
     # in a word ("tokens") and the rest starts a line (no word runs on over a
     # newline). Else count the whole pack again, and say that figure.
@@ -636,8 +650,8 @@ def build(request: RecallRequest, items: list[Item]) -> RecallPack:
     clean = markdown[seam - 1 : seam].isalpha() and markdown[seam : seam + 1] == "\n"
     exact = used if clean else count_tokens(markdown)
     if exact != used:
-        markdown = render(title, shown, chosen, request.budget, used=exact, left=left)
-    return RecallPack(query, request.title, request.budget, request.level, chosen, markdown, exact)
+        markdown = render(title, shown, chosen, request.budget, used=exact, left=said)
+    return RecallPack(query, request.title, request.budget, request.level, chosen, markdown, exact, left)
 
 
 def _memory_item(hit: MemoryHit, score: float, stale: list[str] | None, tier: str = "cold") -> Item:

@@ -121,7 +121,9 @@ def start_pack(searcher: Searcher, memories: Memories, request: StartRequest) ->
     items = start_memories(searcher, memories, request, changed)
     task = task_item(request) if request.title or request.branch and request.base else None
     if task is None and not items:
-        return StartPack(_query(request), request.title, request.budget, "auto", [], "", 0, request.branch)
+        return StartPack(
+            _query(request), request.title, request.budget, "auto", [], "", 0, branch=request.branch
+        )
     if task is not None:
         items.append(task)
     if request.title:
@@ -251,7 +253,9 @@ def build(request: StartRequest, items: list[Item]) -> StartPack:
 
     chosen = pack(items, request.budget, "auto", count_tokens(HEAD) + 2, SECTIONS)
     if not any(it.kind in ("memory", "task") for it in chosen):
-        return StartPack(_query(request), request.title, request.budget, "auto", [], "", 0, request.branch)
+        return StartPack(
+            _query(request), request.title, request.budget, "auto", [], "", 0, branch=request.branch
+        )
     markdown = render(request.title, request.title, chosen, request.budget, sections=SECTIONS, head=HEAD)
     return StartPack(
         _query(request),
@@ -261,7 +265,7 @@ def build(request: StartRequest, items: list[Item]) -> StartPack:
         chosen,
         markdown,
         count_tokens(markdown),
-        request.branch,
+        branch=request.branch,
     )
 
 
