@@ -529,6 +529,9 @@ def test_nonsense_and_empty_queries(tmp_path):
     )
     project.add(title="Pets", body="Dogs are welcome in the office on Fridays.", tags=["office"])
     assert project.search("zxqv blorptangle wumfrizzle") == []
+    # An explicit vector search as well: it listed every memory, scored 0 (an audit).
+    assert all(h.score >= 0.01 for h in project.search("zxqv blorptangle wumfrizzle", mode="vector"))
+    assert project.search("dogs in the office", mode="vector")[0].title == "Pets"
     with pytest.raises(lore.UsageError):
         project.search("   ")
     pack = project.recall("zxqv blorptangle wumfrizzle")

@@ -155,7 +155,7 @@ def search(
         key: groups chunks (e.g. by memory path); the best chunk of each group
             stands for it. None: every chunk is its own result.
         mode: hybrid, bm25 or vector (vector needs ``query.vector``).
-        floor: in hybrid mode, results with a lower relevance are left out.
+        floor: results with a lower relevance are left out (a keyword match never is).
     """
     found = search_each(
         store, kind, query, limit=limit, flt=flt, mode=mode, fusions=(fusion_mode,), key=key, floor=floor
@@ -193,14 +193,12 @@ def search_each(
         out = {}
         for fusion_mode in dict.fromkeys(fusions):
             results = _fuse(store, kind, query, lexical, vector, mode, fusion_mode, key, words)
-            if mode == "hybrid":  # an explicit vector search shows the nearest, however far
+            if mode != "bm25":  # (an explicit vector search too: it listed everything at 0%)
                 results = [r for r in results if _relevant(r, floor, query.levels)]
             out[fusion_mode] = results
         # Widen only where more candidates could still count: every lexical
         # match does, a nearer-first vector list only while its last is above the floor.
-        full = len(lexical) >= pool or (
-            len(vector) >= pool and (mode != "hybrid" or _relevant(vector[-1], floor, query.levels))
-        )
+        full = len(lexical) >= pool or (len(vector) >= pool and _relevant(vector[-1], floor, query.levels))
         if all(len(results) >= limit for results in out.values()) or not full or pool >= MAX_POOL:
             return {fusion_mode: results[:limit] for fusion_mode, results in out.items()}
         pool *= 4
