@@ -201,6 +201,16 @@ def test_tags_to_filter_by_are_split_at_commas_as_tags_to_add_are(cli):
     assert [h["title"] for h in cli.json("search", "UTC", "--tag", "utc, time")] == ["Use UTC"]
 
 
+def test_types_and_modes_are_read_without_case_as_tags_are(cli):
+    """An audit: `--tag WINDOWS` matched without case, `--type Gotcha` was refused."""
+    added = cli.json("add", "--type", "Gotcha", "-t", "Flaky socket", "-b", "Retry the socket test once.")
+    assert cli.json("show", added["id"])["type"] == "gotcha"
+    assert [h["title"] for h in cli.json("search", "socket", "--type", "GOTCHA", "--mode", "BM25")] == [
+        "Flaky socket"
+    ]
+    assert [m["title"] for m in cli.json("list", "--type", "Gotcha")] == ["Flaky socket"]
+
+
 def test_search_limit_defaults_to_10_and_caps_at_50(cli):
     for i in range(12):
         add(cli, f"Widget note {i}", f"The widget number {i} is documented here.", "--tag", "widget")

@@ -69,6 +69,9 @@ def test_date_errors_name_the_flag(cli):
     for args, says in [
         (("list", "--until", "blah"), "lore: error: --until: cannot read the time 'blah'; use a date"),
         (("list", "--since", "in 2 days"), "lore: error: --since: 'in 2 days' is in the future"),
+        # A period that begins after now matched nothing, silently (an audit): `--until tomorrow` is fine.
+        (("search", "x", "--since", "tomorrow"), "lore: error: --since 'tomorrow' begins after now"),
+        (("code", "x", "--since", "3000-01-01"), "lore: error: --since '3000-01-01' begins after now"),
         (
             ("search", "x", "--since", "١٢٣٤"),
             "lore: error: --since: cannot read the time '١٢٣٤': write its digits",

@@ -264,7 +264,7 @@ def _period(since: When, until: When) -> tuple[str | None, str | None]:
     refused (it would silently match nothing). The time phrases are imported
     only for a period given: most commands have none."""
     start, stop = _when(since, "since"), _when(until, "until", end=True)
-    if start is not None and stop is not None:
+    if start is not None:
         from lore.search.timephrase import check_order
 
         check_order(since, start, until, stop)

@@ -131,7 +131,7 @@ def time_range(
     now = _now(now)
     start = read_when(since, "since", now=now) if since else None
     stop = read_when(until, "until", now=now, end=True) if until else None
-    check_order(since, start, until, stop)
+    check_order(since, start, until, stop, now=now)
     return start, stop
 
 
@@ -143,8 +143,16 @@ def read_when(text: str, name: str, *, now: datetime | None = None, end: bool = 
         raise ArgumentError("{0}: " + literal(str(err)), name) from None
 
 
-def check_order(since: object, start: str | None, until: object, stop: str | None) -> None:
-    """Refuse a period that ends before it begins (it would silently match nothing)."""
+def check_order(
+    since: object, start: str | None, until: object, stop: str | None, *, now: datetime | None = None
+) -> None:
+    """Refuse a period that ends before it begins, or begins after now
+    (`--since tomorrow`): either would silently match nothing."""
+    if start is not None and start > _iso(_now(now)):
+        raise ArgumentError(
+            f"{{0}} {literal(repr(since))} begins after now ({start}); give a past time, e.g. 'today'",
+            "since",
+        )
     if start is not None and stop is not None and start >= stop:
         raise ArgumentError(
             f"{{0}} {literal(repr(since))} ({start}) is not before {{1}} {literal(repr(until))} ({stop}); "

@@ -43,7 +43,7 @@ from lore.interfaces.cli.output import emit_json, emit_results, printable, table
 )
 @click.option(
     "--mode",
-    type=click.Choice(["hybrid", "bm25", "vector"]),
+    type=click.Choice(["hybrid", "bm25", "vector"], case_sensitive=False),
     default=None,
     help="Default: hybrid when an embedding model is available, else bm25 (keywords).",
 )
@@ -122,7 +122,7 @@ def code(
 )
 @click.option(
     "--mode",
-    type=click.Choice(["hybrid", "bm25", "vector"]),
+    type=click.Choice(["hybrid", "bm25", "vector"], case_sensitive=False),
     default=None,
     help="Default: hybrid when an embedding model is available, else bm25 (keywords).",
 )

@@ -60,7 +60,7 @@ def filter_options(func=None, *, limit_help: str = "At most N results (default 1
             "--type",
             "types",
             multiple=True,
-            type=click.Choice(MEMORY_TYPES),
+            type=click.Choice(MEMORY_TYPES, case_sensitive=False),
             help="Only these types (repeatable).",
         ),
         click.option(

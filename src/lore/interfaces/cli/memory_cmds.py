@@ -23,7 +23,7 @@ from lore.memory.model import MEMORY_TYPES
 @click.option(
     "--type",
     "kind",
-    type=click.Choice(MEMORY_TYPES),
+    type=click.Choice(MEMORY_TYPES, case_sensitive=False),
     default="fact",
     show_default=True,
     help="Kind of memory.",

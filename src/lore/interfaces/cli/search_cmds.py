@@ -12,7 +12,7 @@ from lore.interfaces.cli.output import emit_results
 @click.argument("query", nargs=-1, required=True)
 @click.option(
     "--mode",
-    type=click.Choice(["hybrid", "bm25", "vector"]),
+    type=click.Choice(["hybrid", "bm25", "vector"], case_sensitive=False),
     default=None,
     help="Default: hybrid when an embedding model is available, else bm25.",
 )
