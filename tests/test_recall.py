@@ -1740,3 +1740,24 @@ def test_a_pack_says_what_its_budget_left_out(cli):
             "markdown"
         ]
     assert cli.json("recall", "completion values quoting", "--no-code", "--no-related-work")["left_out"] == 0
+
+
+def test_past_work_leaves_out_commits_of_memory_files_alone(repo):
+    """An audit: "Related past work" listed the commit that added a memory
+    (found by the memory's own words), so the pack said the memory twice."""
+    root = repo.cwd
+    (root / "src").mkdir()
+    (root / "src/retry.py").write_text("def retry(call):\n    return call()\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "Retry payment calls with exponential backoff")
+    repo(
+        "add", "-t", "Payment retry policy", "-b", "Retry payment calls three times with exponential backoff."
+    )
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "Remember the payment retry policy with exponential backoff")
+    repo("index")
+    pack = repo.json("recall", "payment retry exponential backoff")
+    subjects = [w["title"] for w in pack["related_work_items"]]
+    assert "Retry payment calls with exponential backoff" in subjects, subjects
+    assert not [s for s in subjects if s.startswith("Remember the payment")], subjects
+    assert [m["title"] for m in pack["memories"]] == ["Payment retry policy"]

@@ -143,7 +143,7 @@ def recall(
         commits = [
             c
             for c in searcher.history(request.text, limit=20, flt=request.period)
-            if c.relevance >= _floor(c.source)
+            if c.relevance >= _floor(c.source) and not _memories_only(c)
         ]
     items: list[Item] = []
     tasks: dict[str, Item] = {}
@@ -551,6 +551,13 @@ def commit_files(commit: CommitHit, lead: str, most: int = 5) -> str:
     if not files:
         return ""
     return lead + note + ", ".join(files[:most]) + (" …" if len(files) > most else "") + gone
+
+
+def _memories_only(commit: CommitHit) -> bool:
+    """A commit that changed memory files and nothing else: found by the words
+    of the memories it holds, it would repeat them in the pack as past work."""
+    paths = [*commit.files, *commit.gone_files]
+    return bool(paths) and all(path.startswith(".lore/") for path in paths)
 
 
 def work_item(commit: CommitHit) -> Item:
