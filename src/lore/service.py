@@ -1123,6 +1123,7 @@ class Lore:
         self._fresh()
         flt = self.memories.filter(storage=["session-summary"])
         if session is not None:
+            self.sessions.get(check_session_id(session))  # NotFound: a typo answered "no matches"
             prefix = f"{self.project.rel(self.sessions.path_of(check_session_id(session)))}/summaries/"
             records = self.store.memories(flt)
             flt.ids = [r.id for r in records if r.path.startswith(prefix)]

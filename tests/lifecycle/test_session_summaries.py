@@ -39,9 +39,9 @@ def test_summaries_are_found_by_search_and_session_search_for_their_agent_only(p
     found = cli_in(root, "session", "search", "RabbitMQ", "--agent", "alice", "--json")
     assert [h["path"] for h in found] == [path]
     assert cli_in(root, "session", "search", "RabbitMQ", "--agent", "alice", "--session", "s1", "--json")
-    assert (
-        cli_in(root, "session", "search", "RabbitMQ", "--agent", "alice", "--session", "s2", "--json") == []
-    )
+    # A session that does not exist is said, not answered with no matches.
+    missing = cli_in(root, "session", "search", "RabbitMQ", "--agent", "alice", "--session", "s2", ok=False)
+    assert missing.returncode == 1 and "no session s2" in missing.stderr
     text = cli_in(root, "session", "search", "RabbitMQ", "--agent", "alice", raw=True).stdout
     assert "Session s1 events" in text
 

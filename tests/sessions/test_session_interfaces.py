@@ -259,3 +259,37 @@ def test_session_show_never_sends_a_control_character_to_the_terminal(cli):
         assert "before \\x1b[2J\\x1b]0;pwned\\x07 after" in proc.stdout, proc.stdout
     # JSON stays exact.
     assert "\x1b[2J" in cli("session", "show", "esc1", "--json").stdout.encode().decode("unicode_escape")
+
+
+def test_a_timestamp_given_by_hand_follows_the_one_rule_for_times(cli):
+    """An audit: `session append --timestamp 2026-01-01T10:00` was stored as
+    10:00 UTC where `lore add --occurred-at` reads local time (09:00 UTC in
+    Paris), and the year 0001 was taken (a daily decision dated 0001-01-01
+    was archived at once)."""
+    paris = {"env": {"TZ": "Europe/Paris"}}
+    cli("session", "start", "--id", "tz1")
+    out = cli.json(
+        "session", "append", "tz1", "--content", "hello", "--timestamp", "2026-01-01T10:00", **paris
+    )
+    assert out["events"][0]["timestamp"] == "2026-01-01T09:00:00Z"
+    utc = cli.json(
+        "session", "append", "tz1", "--content", "again", "--timestamp", "2026-01-01T10:00Z", **paris
+    )
+    assert utc["events"][0]["timestamp"] == "2026-01-01T10:00:00Z"
+    for bad, says in (("0001-01-01T00:00:00Z", "before 1970"), ("3000-01-01", "in the future")):
+        proc = cli("session", "append", "tz1", "--content", "x", "--timestamp", bad, ok=False)
+        assert proc.returncode == 2 and says in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    proc = cli("add", "-t", "Old", "-b", "A very old memory.", "--occurred-at", "0001-01-01", ok=False)
+    assert proc.returncode == 2 and "before 1970" in proc.stderr
+
+
+def test_an_empty_transcript_and_an_unknown_session_are_said(cli, tmp_path):
+    """An audit: importing an empty file made an empty session named after it,
+    and `session search --session nosuch` answered "no matches"."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    proc = cli("session", "import", str(empty), ok=False)
+    assert proc.returncode == 2 and "holds no events" in proc.stderr
+    assert cli.json("session", "list") == []
+    proc = cli("session", "search", "x", "--session", "nosuch", ok=False)
+    assert proc.returncode == 1 and "no session nosuch" in proc.stderr

@@ -22,7 +22,7 @@ from typing import Any, TypeGuard
 from lore.errors import UsageError, ValidationError
 from lore.index.tokens import count_tokens
 from lore.memory.lifecycle.clock import system_now
-from lore.memory.model import ahead, now_iso, parse_time
+from lore.memory.model import now_iso, parse_given_time, parse_time
 from lore.memory.values import quoted
 from lore.secrets import redact, redact_nested
 from lore.sessions.records import SessionEvent
@@ -199,12 +199,12 @@ def normalise(event: object, *, imported: bool = False) -> RawEvent:
         )
         if data.get("isError"):
             out["isError"] = True
-    out["timestamp"] = parse_time(when, field_name="timestamp") if when is not None else now_iso()
-    if when is not None and not imported and ahead(out["timestamp"], system_now()):
-        raise ValidationError(
-            f"'{out['timestamp']}' is in the future; give when it happened (at most a day ahead)",
-            field="timestamp",
-        )
+    if when is None:
+        out["timestamp"] = now_iso()
+    elif imported:  # a transcript's own times, as it wrote them
+        out["timestamp"] = parse_time(when, field_name="timestamp")
+    else:  # a person's: local time without an offset, never ahead, as `lore add --occurred-at`
+        out["timestamp"] = parse_given_time(when, field_name="timestamp", now=system_now())
     if data.get("sourceId") is not None:
         out["sourceId"] = _clean(_name(str(data["sourceId"]), "sourceId", imported))
     out["tokens"] = count_tokens(event_text(out))

@@ -209,6 +209,9 @@ class SessionStore:
             raise UsageError(
                 f"{source} is not a transcript: no Claude Code, Codex or Lore session line in it"
             )
+        if cursor is None and not transcript.events and not folder.exists():
+            # An empty file made an empty session named after it (an audit).
+            raise UsageError(f"{source} holds no events; nothing imported (give a transcript with some)")
         fmt = transcript.format or (cursor or {}).get("format") or "lore"
         normalised = [ev.normalise(event, imported=True) for event in transcript.events]
         new_cursor = {

@@ -12,7 +12,7 @@ import sys
 import click
 
 from lore.errors import UsageError
-from lore.interfaces.cli.common import json_option, with_lore
+from lore.interfaces.cli.common import json_option, refused_as_usage, with_lore
 from lore.interfaces.cli.decoding import read_stdin
 from lore.interfaces.cli.output import echo, emit_json, local_time, progress_bar, table, warn
 
@@ -93,17 +93,18 @@ def append(
         and not sys.stdin.isatty()
     ):
         content = read_stdin().rstrip("\n")  # the newline a pipe adds
-    events = one_append(
-        role=role,
-        content=content,
-        tool_name=tool_name,
-        args=_json_arg(tool_args) if tool_args is not None else None,
-        call_id=call_id,
-        result=result,
-        is_error=is_error,
-        timestamp=timestamp,
-    )
-    appended = lore.record_events(session_id, events, create=create)
+    with refused_as_usage():  # a value given here that an event refuses: bad usage (exit 2)
+        events = one_append(
+            role=role,
+            content=content,
+            tool_name=tool_name,
+            args=_json_arg(tool_args) if tool_args is not None else None,
+            call_id=call_id,
+            result=result,
+            is_error=is_error,
+            timestamp=timestamp,
+        )
+        appended = lore.record_events(session_id, events, create=create)
     ids = ", ".join(str(e.id) for e in appended.events)
     line = f"appended {ids} to {session_id} ({appended.token_count} tokens in context)"
     if appended.compaction:
