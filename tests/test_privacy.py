@@ -349,3 +349,25 @@ def test_a_session_belongs_to_its_agent_however_the_agent_is_spelt(two_agents):
             assert same.session_info("cc1").id == "cc1"
     with lore.open(root, agent="codex") as bob, pytest.raises(NotFound):
         bob.session_info("cc1")
+
+
+def test_expired_private_trash_is_purged_by_a_persons_gc_and_not_listed(two_agents, monkeypatch):
+    """An audit: `lore gc` without an agent never purged an agent's private
+    trash, so an agent that never ran gc kept it forever; and `rm` and `gc`
+    read the system clock where the lifecycle reads LORE_NOW."""
+    root, secret, session, shared = two_agents
+    monkeypatch.setenv("LORE_NOW", "2026-03-01T12:00:00Z")
+    with lore.open(root, agent="Claude Code") as alice:
+        alice.remove(secret.id)
+        (entry,) = [e for e in alice.trash_entries() if e.id == secret.id]
+        assert entry.deleted_at.startswith("2026-03-01")
+    monkeypatch.setenv("LORE_NOW", "2026-04-15T12:00:00Z")  # past the 30 days kept
+    with lore.open(root, agent="codex") as bob:
+        assert all(e.id != secret.id for e in bob.gc())
+    with lore.open(root, agent="Claude Code") as alice:
+        assert [e.id for e in alice.trash_entries()] == [secret.id]  # bob's gc left it
+    with lore.open(root) as person:
+        purged = person.gc()
+        assert all(e.id != secret.id and "alice" not in e.original for e in purged), purged
+    with lore.open(root, agent="Claude Code") as alice:
+        assert alice.trash_entries() == []

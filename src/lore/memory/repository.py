@@ -1332,8 +1332,9 @@ class Memories:
         }
 
     def gc(self, *, retention_days: float | None = None) -> list[trash.TrashEntry]:
-        """Purge trash entries past the retention period (only those this agent may see:
-        another agent's private trash waits for that agent's gc)."""
+        """Purge trash entries past the retention period: those this agent may
+        see, or (a person's gc, no agent acting) every agent's too, listed
+        without them (an agent that never runs gc kept its trash forever)."""
         days = retention_days
         if days is None:
             days = self.project.setting("memory", "trash_retention_days", 30)
@@ -1346,7 +1347,10 @@ class Memories:
                 f"trash retention must be a number of days from 0 to {MAX_RETENTION_DAYS} "
                 f"(got {str(days)[:40]}); give --days N or fix [memory] trash_retention_days"
             )
-        return trash.purge(self.project, float(days), visible=self.visible)
+        if self.viewer is not None:  # another agent's private trash waits for that agent's gc
+            return trash.purge(self.project, float(days), visible=self.visible)
+        shown = {entry.file for entry in trash.entries(self.project) if self.visible(entry.original)}
+        return [entry for entry in trash.purge(self.project, float(days)) if entry.file in shown]
 
 
 def _prune_empty(moved: Path, memory_dir: Path) -> None:

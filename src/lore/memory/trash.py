@@ -41,8 +41,10 @@ class TrashEntry(Record):
 
 
 def trash(project: Project, rel: str, memory_id: str) -> TrashEntry:
-    now = datetime.now(UTC)
-    stamp = now.strftime("%Y%m%dT%H%M%S%f")
+    from lore.memory.lifecycle.clock import system_now
+
+    now = system_now()  # (LORE_NOW in a replay, as the lifecycle and `gc` read time)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")  # a name unique on disk
     name = f"{stamp}-{Path(rel).name}"
     target = project.trash_dir / name
     note = {"id": memory_id, "original": rel, "deleted_at": format_time(now.replace(microsecond=0))}
@@ -154,7 +156,9 @@ def purge(
 ) -> list[TrashEntry]:
     """Delete trash entries older than the retention period (those whose
     original place `visible` accepts)."""
-    cutoff = (now or datetime.now(UTC)) - timedelta(days=retention_days)
+    from lore.memory.lifecycle.clock import system_now
+
+    cutoff = (now or system_now()) - timedelta(days=retention_days)
     purged = []
     for entry in entries(project):
         if visible is not None and not visible(entry.original):
