@@ -108,6 +108,8 @@ _Class = TypeVar("_Class", bound=type)
 # makes them (`graph(key, depth="two")`, `move(key, None)`): a UsageError naming the call.
 _MISUSE = (TypeError, ValueError, OverflowError, AttributeError)
 MAX_UPDATE_PATHS = 20_000  # paths one update_index call re-checks; more: a full scan (`lore index`)
+# The most recently updated sessions a session start looks at for what they said uncaptured.
+QUIET_SESSIONS = 50
 # How many more memories a search ranks than it returns, so that one halved as
 # stale or superseded gives its place to the next (see `search`).
 DOWN_RANKED_POOL = 20
@@ -1025,8 +1027,38 @@ class Lore:
         """The previous sessions' memories digested into the daily tier and cleaned;
         then (`consolidating`; else :meth:`consolidate_recent` later) daily
         memories older than 30 days archived, recent ones consolidated."""
+        self._capture_quiet_sessions(session_id)
         report = self.lifecycle.session_started(session_id, consolidating=consolidating)
         return self._started(report)
+
+    def _capture_quiet_sessions(self, current: str | None) -> None:
+        """Capture what this agent's other recorded sessions said since their
+        last capture, those quiet for a while: an agent's hooks may never end
+        a session, and one that never compacted reached neither the daily
+        tier nor the error counts (its repeated errors never became gotchas).
+        They are not ended (an agent may resume one); a later start captures
+        what came after. Idempotent."""
+        from lore.memory.capture import capture_events
+        from lore.memory.lifecycle.clock import parse
+        from lore.memory.lifecycle.daily import RUNNING_MINUTES
+
+        now = self.lifecycle.now()
+        for info in self.sessions.list(status="active", limit=QUIET_SESSIONS):
+            updated = parse(info.updated_at)
+            if (
+                info.id == current
+                or updated is None
+                or abs((now - updated).total_seconds()) < RUNNING_MINUTES * 60
+            ):
+                continue
+            try:
+                self._captured(info.id)
+                tail = self.sessions.uncaptured_tail(info.id)
+                if tail:
+                    capture_events(self.lifecycle, tail, session_id=info.id)
+                    self.sessions.mark_captured(info.id, int(tail[-1]["id"]))
+            except LoreError as err:  # one unreadable session: said, the others captured
+                self._notice(f"session {info.id} not captured: {err}")
 
     def consolidate_recent(self) -> SessionStartReport:
         """What a session start does after digesting: old daily memories

@@ -8,7 +8,7 @@ import json
 import pytest
 import yaml
 
-from conftest import ON_POSTGRES
+from conftest import CLI, ON_POSTGRES
 
 from .conftest import at, memory_files, snapshot
 
@@ -597,6 +597,47 @@ def test_a_session_still_running_in_another_window_keeps_its_notes(proj, tmp_pat
     proc = cli_in(root, "session", "start", "--agent", "claude-code", "--id", "win-c", raw=True)
     assert "3 session memories digested and cleaned" in proc.stderr, proc.stderr
     assert memory_files(root, ".lore/local/session") == []
+
+
+def test_sessions_that_never_compacted_are_captured_when_quiet(proj, cli_in):
+    """An audit: a session recorded by an agent's hooks, never compacted and
+    never ended (no SessionEnd), reached neither the daily tier nor the
+    error counts: the same error in three such sessions made no gotcha. A
+    session start captures what quiet sessions said since their last capture."""
+    from datetime import UTC, datetime, timedelta
+
+    import lore as lore_api
+    from lore.sessions import message, tool_call, tool_result
+
+    root = proj.project.root
+    real = datetime.now(UTC)
+    error = "Traceback (most recent call last):\nModuleNotFoundError: No module named 'wombatlib'"
+    for n, name in enumerate(("qa", "qb", "qc")):
+        with lore_api.open(root, agent="claude-code") as agent:
+            agent.record_events(
+                name,
+                [
+                    message("user", "Run the tests please."),
+                    tool_call("Bash", {"command": "pytest"}, call_id=f"c{n}"),
+                    tool_result(f"c{n}", error, is_error=True),
+                    message("assistant", "We decided to pin wombatlib to 2.1 in requirements.txt."),
+                ],
+                create=True,
+            )
+    assert gotchas(root) == []
+    later = (real + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    proc = CLI(root)("--agent", "claude-code", "session", "start", "--id", "qd", env={"LORE_NOW": later})
+    assert proc.returncode == 0, proc.stderr
+    ((meta, body),) = gotchas(root)
+    assert "wombatlib" in meta["subject"] and meta["evidence_count"] == 3, meta
+    daily = " ".join(frontmatter(p)[1] for p in memory_files(root, ".lore/local/daily"))
+    assert "pin wombatlib to 2.1" in daily
+    # Idempotent: another start captures nothing more; the sessions are not ended.
+    CLI(root)("--agent", "claude-code", "session", "start", "--id", "qe", env={"LORE_NOW": later})
+    ((meta, _),) = gotchas(root)
+    assert meta["evidence_count"] == 3
+    with lore_api.open(root, agent="claude-code") as agent:
+        assert agent.session_info("qa").status == "active"
 
 
 def test_a_session_note_of_one_decision_reaches_the_daily_tier_and_a_fresh_one_waits(proj, clock, cli_in):
