@@ -89,6 +89,21 @@ def test_a_private_memory_is_never_merged_with_one_others_see(proj, tmp_path):
         assert [m["kept"] for m in alice.consolidate().merged] == [mine.id]
 
 
+def test_the_steps_of_a_series_are_not_contradictions_of_each_other(proj):
+    """An audit: eight memories "Step N: we decided to run migration script N
+    before the deploy" made 28 contradiction proposals, one per pair: their
+    texts differ by their numbers, read as one fact said eight ways. A real
+    change of value between two memories of one title is still found."""
+    for n in range(1, 6):
+        body = f"Step {n}: we decided to run the migration script number {n} before the deploy."
+        write_durable(proj, f"step-{n}.md", f"Step {n}", body, day=n)
+    assert proj.consolidate().proposals == []
+    write_durable(proj, "py-a.md", "Python version", "The service runs on Python 3.10 in production.", day=6)
+    write_durable(proj, "py-b.md", "Python version", "The service runs on Python 3.11 in production.", day=7)
+    kinds = [p["kind"] for p in proj.consolidate().proposals]
+    assert kinds == ["contradiction"], kinds
+
+
 def test_a_local_copy_of_a_committed_memory_becomes_its_evidence_without_touching_it(proj):
     root = proj.project.root
     durable = write_durable(proj, "migrations.md", "Migrations before seeding", BODY, day=0)

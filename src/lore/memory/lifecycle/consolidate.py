@@ -27,6 +27,7 @@ Only local merges change files; everything else waits in ``lore review``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -162,6 +163,10 @@ class _Pass:
             # One agent's private memory and a memory others see (or another agent's):
             # merged, its text would reach them; proposed, its title would; and a
             # shared memory would go to the trash for a copy they cannot see.
+            return
+        if _series(a.title, b.title):
+            # "Step 1" and "Step 2": two items of a series, whose texts differ by their
+            # numbers. Read as one fact, each pair was a contradiction (8 steps: 28 proposals).
             return
         older, newer = sorted((a, b), key=self.age)
         old_text, new_text = self.body(older), self.body(newer)
@@ -309,6 +314,16 @@ class _Pass:
             return self.lc.memories.load(record.path)
         except LoreError:
             return None
+
+
+# A small whole number standing alone (Step 2, Part 10): not a version (3.11), a port or a year.
+_NUMBER = re.compile(r"(?<![\d.])\d{1,3}(?![\d.])")
+
+
+def _series(a: str, b: str) -> bool:
+    """Whether two titles name two items of one series: the same but for their
+    small numbers ("Step 1", "Step 2"; "Python 3.10" and "Python 3.11" are not)."""
+    return a != b and _NUMBER.search(a) is not None and _NUMBER.sub("#", a) == _NUMBER.sub("#", b)
 
 
 def absorb(lifecycle: Lifecycle, keep: MemoryRecord, drop: MemoryRecord) -> None:
