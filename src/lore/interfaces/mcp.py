@@ -305,7 +305,7 @@ def build_server(project: str | None = None, *, agent: str | None = None, tools:
         include_code: bool = True,
         include_memories: bool = True,
         include_related_work: bool = True,
-        limit_per_type: Annotated[int, Field(ge=1, le=20)] = 5,
+        limit_per_type: Annotated[int, Field(ge=1, le=50)] = 5,
         budget: Annotated[int, Field(ge=100, le=32000)] | None = None,
         since: str | None = None,
         until: str | None = None,
