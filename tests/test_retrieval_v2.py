@@ -1373,7 +1373,6 @@ def test_the_first_files_are_the_same_whatever_the_limit(tmp_path):
     __init__.py where `--limit 10` put types.py first: a smaller limit ranked
     among smaller candidate pools. On a real package (click, as installed)."""
     import shutil
-    import subprocess
 
     import click
 
@@ -1381,13 +1380,8 @@ def test_the_first_files_are_the_same_whatever_the_limit(tmp_path):
     shutil.copytree(
         Path(click.__file__).parent, root / "src_click", ignore=shutil.ignore_patterns("__pycache__")
     )
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    project = lore.init(root)
-    config = root / ".lore/config.toml"
-    config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
-    project.close()
-    with lore.open(root) as project:
-        project.index_code()
+    git(root, "init", "-q")
+    with indexed(root) as project:
         for query in ("convert value type", "make_context", "format help text", "parse options"):
             ten = [h.file_path for h in project.code_search(query, files_only=True, limit=10)]
             for k in (1, 3, 5):
@@ -1399,7 +1393,6 @@ def test_a_lookup_written_as_a_declaration_finds_the_definition_first(tmp_path):
     """An audit: `lore code "def echo"` put `echo_via_pager` first and `class
     Option` `OptionHelpExtra`, where `echo` alone found the definition: the
     keyword in front hid the name from the lookup rules."""
-    import subprocess
 
     root = tmp_path / "decl"
     (root / "pkg").mkdir(parents=True)
@@ -1412,13 +1405,8 @@ def test_a_lookup_written_as_a_declaration_finds_the_definition_first(tmp_path):
         "import os\n\n\ndef helper():\n    return os.sep\n\n\ndef echo(message=None):\n    return message\n\n\n"
         "class Option:\n    pass\n"
     )
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    project = lore.init(root)
-    config = root / ".lore/config.toml"
-    config.write_text(config.read_text().replace('provider = "local"', 'provider = "none"'))
-    project.close()
-    with lore.open(root) as project:
-        project.index_code()
+    git(root, "init", "-q")
+    with indexed(root) as project:
         for query, symbol in (
             ("def echo", "echo"),
             ("def echo():", "echo"),

@@ -310,32 +310,20 @@ def test_a_captured_fact_is_evidence_only_for_a_memory_of_the_same_owner(proj, c
     fact = "The deploy script for the billing service needs the AWS profile set to prod first."
     # (Each run's output differs: the same output captured twice counts once, whoever hands it over.)
     block = '{}\n<lore-memory type="fact" title="Deploy note" tier="daily"{}>\n' + fact + "\n</lore-memory>\n"
-    out = cli_in(root, "capture", "--stdin", "--agent", "bob", "--json", input=block.format("run 1", ""))
-    assert out["created"] == 1
-    out = cli_in(
-        root,
-        "capture",
-        "--stdin",
-        "--agent",
-        "alice",
-        "--json",
-        input=block.format("run 2", ' private="true"'),
-    )
+
+    def capture(agent: str, run: str, private: bool = False) -> dict:
+        said = block.format(run, ' private="true"' if private else "")
+        return cli_in(root, "capture", "--stdin", "--agent", agent, "--json", input=said)
+
+    assert capture("bob", "run 1")["created"] == 1
+    out = capture("alice", "run 2", private=True)
     assert (out["created"], out["existing"]) == (1, 0), out  # hers, not evidence for bob's
     assert len(memory_files(root, ".lore/local/alice")) == 1
-    out = cli_in(root, "capture", "--stdin", "--agent", "carol", "--json", input=block.format("run 3", ""))
+    out = capture("carol", "run 3")
     assert (out["created"], out["existing"]) == (0, 1), out  # the shared one, seen again
     shared = {r["title"]: r for r in cli_in(root, "list", "--agent", "bob", "--json")}
     assert shared["Deploy note"]["evidence_count"] == 2
-    out = cli_in(
-        root,
-        "capture",
-        "--stdin",
-        "--agent",
-        "alice",
-        "--json",
-        input=block.format("run 4", ' private="true"'),
-    )
+    out = capture("alice", "run 4", private=True)
     assert (out["created"], out["existing"]) == (0, 1), out  # her own, seen again
 
 
