@@ -154,7 +154,7 @@ def test_install_claude_code_merges_is_idempotent_and_uninstall_restores_bytes(c
     out = cli("install", "claude-code").stdout.splitlines()
     assert out == [
         "updated .mcp.json: set MCP server 'lore'",
-        "updated .claude/settings.json: set hooks SessionStart, UserPromptSubmit, PostToolUse, PreCompact, Stop",
+        "updated .claude/settings.json: set hooks SessionStart, UserPromptSubmit, PostToolUse, PreCompact, Stop, SessionEnd",
     ]
 
     mcp = json.loads((root / ".mcp.json").read_text())
@@ -183,6 +183,7 @@ def test_install_claude_code_merges_is_idempotent_and_uninstall_restores_bytes(c
         {"matcher": "", "hooks": [{"type": "command", "command": lore_hook("pre-compact")}]}
     ]
     assert hooks["Stop"] == [{"hooks": [{"type": "command", "command": lore_hook("stop")}]}]
+    assert hooks["SessionEnd"] == [{"hooks": [{"type": "command", "command": lore_hook("session-end")}]}]
 
     installed = snapshot(root)
     again = cli("install", "claude-code")
@@ -204,7 +205,7 @@ def test_install_claude_code_into_a_bare_project_and_uninstall_leaves_nothing(cl
     changes = cli.json("install", "claude-code")["changes"]
     assert changes == [
         "created .mcp.json: MCP server 'lore'",
-        "created .claude/settings.json: hooks SessionStart, UserPromptSubmit, PostToolUse, PreCompact, Stop",
+        "created .claude/settings.json: hooks SessionStart, UserPromptSubmit, PostToolUse, PreCompact, Stop, SessionEnd",
     ]
     cli("uninstall", "claude-code")
     assert snapshot(root) == {} and not (root / ".claude").exists()
@@ -267,6 +268,7 @@ def test_installed_claude_code_entries_actually_run(repo):
         ),
         ("PreCompact", {"hook_event_name": "PreCompact", "trigger": "auto"}),
         ("Stop", {"hook_event_name": "Stop"}),
+        ("SessionEnd", {"hook_event_name": "SessionEnd", "reason": "prompt_input_exit"}),
     ):
         command = settings["hooks"][event][-1]["hooks"][0]["command"]
         env = {k: v for k, v in os.environ.items() if k != "LORE_PROJECT"} | {"CLAUDE_PROJECT_DIR": str(root)}
@@ -289,7 +291,7 @@ def test_installed_claude_code_entries_actually_run(repo):
     until(
         lambda: any(" ok consolidate: " in line for line in log_lines(root)), "the background consolidation"
     )
-    assert len([line for line in log_lines(root) if " consolidate: " not in line]) == 5
+    assert len([line for line in log_lines(root) if " consolidate: " not in line]) == 6
     # Without a transcript, the prompt and the tool call came from the hooks' payloads,
     # recorded as the hooks' agent's session (another agent, or none, would not see it).
     recorded = repo.json("session", "show", "s1", "--all", env={"LORE_AGENT": "claude-code"})

@@ -52,7 +52,7 @@ def test_claude_code_into_empty_project(root):
 
     assert lines == [
         "created .mcp.json: MCP server 'lore'",
-        "created .claude/settings.json: hooks SessionStart, UserPromptSubmit, PostToolUse, PreCompact, Stop",
+        "created .claude/settings.json: hooks SessionStart, UserPromptSubmit, PostToolUse, PreCompact, Stop, SessionEnd",
     ]
     assert (root / ".mcp.json").read_text() == dump(
         {"mcpServers": {"lore": {"command": "/opt/venv/bin/python", "args": ["-m", "lore", "mcp"]}}}
@@ -96,6 +96,13 @@ def test_claude_code_into_empty_project(root):
                 ],
                 "Stop": [
                     {"hooks": [{"type": "command", "command": "/opt/venv/bin/python -m lore hook stop"}]}
+                ],
+                "SessionEnd": [
+                    {
+                        "hooks": [
+                            {"type": "command", "command": "/opt/venv/bin/python -m lore hook session-end"}
+                        ]
+                    }
                 ],
             }
         }
@@ -146,7 +153,7 @@ def test_claude_code_merges_into_existing_files_and_uninstall_restores_bytes(roo
     lines = install("claude-code", root, command=PY)
     assert lines == [
         "updated .mcp.json: set MCP server 'lore'",
-        "updated .claude/settings.json: set hooks SessionStart, UserPromptSubmit, PostToolUse, PreCompact, Stop",
+        "updated .claude/settings.json: set hooks SessionStart, UserPromptSubmit, PostToolUse, PreCompact, Stop, SessionEnd",
     ]
     mcp = json.loads((root / ".mcp.json").read_text())
     assert mcp["mcpServers"]["github"] == EXISTING_MCP["mcpServers"]["github"]
@@ -180,7 +187,7 @@ def test_claude_code_merges_into_existing_files_and_uninstall_restores_bytes(roo
 
     assert uninstall("claude-code", root) == [
         "updated .mcp.json: removed MCP server 'lore'",
-        "updated .claude/settings.json: removed hooks SessionStart, UserPromptSubmit, PostToolUse, PreCompact, Stop",
+        "updated .claude/settings.json: removed hooks SessionStart, UserPromptSubmit, PostToolUse, PreCompact, Stop, SessionEnd",
     ]
     assert snapshot(root) == before
 
@@ -196,7 +203,7 @@ def test_new_command_updates_lore_entries_in_place(root):
 
     assert install("claude-code", root, command=PY) == [
         "updated .mcp.json: set MCP server 'lore'",
-        "updated .claude/settings.json: set hooks SessionStart, UserPromptSubmit, PostToolUse, PreCompact, Stop",
+        "updated .claude/settings.json: set hooks SessionStart, UserPromptSubmit, PostToolUse, PreCompact, Stop, SessionEnd",
     ]
     groups = json.loads(settings.read_text())["hooks"]["SessionStart"]
     assert groups == [

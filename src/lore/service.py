@@ -1038,7 +1038,6 @@ class Lore:
         tier nor the error counts (its repeated errors never became gotchas).
         They are not ended (an agent may resume one); a later start captures
         what came after. Idempotent."""
-        from lore.memory.capture import capture_events
         from lore.memory.lifecycle.clock import parse
         from lore.memory.lifecycle.daily import RUNNING_MINUTES
 
@@ -1052,13 +1051,22 @@ class Lore:
             ):
                 continue
             try:
-                self._captured(info.id)
-                tail = self.sessions.uncaptured_tail(info.id)
-                if tail:
-                    capture_events(self.lifecycle, tail, session_id=info.id)
-                    self.sessions.mark_captured(info.id, int(tail[-1]["id"]))
+                self.capture_session(info.id)
             except LoreError as err:  # one unreadable session: said, the others captured
                 self._notice(f"session {info.id} not captured: {err}")
+
+    def capture_session(self, session_id: str) -> None:
+        """001's capture of what a recorded session said since its last capture
+        (its archived ranges, then its live tail), without ending it: Claude
+        Code's SessionEnd hook (a session may be resumed), and a session start
+        for the quiet ones. Idempotent."""
+        from lore.memory.capture import capture_events
+
+        self._captured(session_id)
+        tail = self.sessions.uncaptured_tail(session_id)
+        if tail:
+            capture_events(self.lifecycle, tail, session_id=session_id)
+            self.sessions.mark_captured(session_id, int(tail[-1]["id"]))
 
     def consolidate_recent(self) -> SessionStartReport:
         """What a session start does after digesting: old daily memories
@@ -1106,14 +1114,8 @@ class Lore:
         """Mark a session ended (appending to it is refused from then on), and
         capture what it said since its last compaction: the recent part a
         compaction keeps live would otherwise never reach the daily tier."""
-        from lore.memory.capture import capture_events
-
         info = self.sessions.end(session_id)
-        self._captured(session_id)
-        tail = self.sessions.uncaptured_tail(session_id)
-        if tail:
-            capture_events(self.lifecycle, tail, session_id=session_id)
-            self.sessions.mark_captured(session_id, int(tail[-1]["id"]))
+        self.capture_session(session_id)
         return info
 
     def compact_session(

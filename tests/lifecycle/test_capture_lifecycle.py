@@ -628,6 +628,29 @@ def test_sessions_that_never_compacted_are_captured_when_quiet(proj, cli_in):
         assert agent.session_info("qa").status == "active"
 
 
+def test_claude_codes_session_end_captures_the_session_without_ending_it(proj):
+    """SessionEnd (Claude Code's last hook of a session): what the session
+    said since its last capture reaches the daily tier at once, and the
+    session stays open (Claude Code may resume it)."""
+    import json
+
+    import lore as lore_api
+    from lore.sessions import message
+
+    root = proj.project.root
+    with lore_api.open(root, agent="claude-code") as agent:
+        said = "We decided to pin wombatlib to 2.1 in requirements.txt."
+        agent.record_events("se1", [message("user", "Pin it."), message("assistant", said)], create=True)
+    payload = json.dumps({"session_id": "se1", "hook_event_name": "SessionEnd", "reason": "exit"})
+    env = {"CLAUDE_PROJECT_DIR": str(root)}
+    proc = CLI(root)("hook", "session-end", input=payload, env=env, unset=("LORE_PROJECT",))
+    assert proc.returncode == 0 and proc.stdout == "", proc.stderr
+    daily = " ".join(frontmatter(p)[1] for p in memory_files(root, ".lore/local/daily"))
+    assert "pin wombatlib to 2.1" in daily
+    with lore_api.open(root, agent="claude-code") as agent:
+        assert agent.session_info("se1").status == "active"
+
+
 def test_a_session_note_of_one_decision_reaches_the_daily_tier_and_a_fresh_one_waits(proj, clock, cli_in):
     """A session memory whose whole body was one decision was taken for the
     digest's own copy (same time, same text): nothing reached the daily tier

@@ -5,7 +5,7 @@ What each agent gets (``command`` is how to run lore, e.g. ``["lore"]``):
 ===============  ==========================================================
 ``claude-code``  ``.mcp.json``: ``mcpServers.lore`` = ``{command, args: [..., "mcp"]}``;
                  ``.claude/settings.json``: SessionStart, UserPromptSubmit,
-                 PostToolUse, PreCompact and Stop hooks running ``<lore> hook
+                 PostToolUse, PreCompact, Stop and SessionEnd hooks running ``<lore> hook
                  session-start|user-prompt-submit|post-tool-use|pre-compact|stop``;
                  ``CLAUDE.md`` block with ``instructions=True``.
 ``codex``        ``$CODEX_HOME/config.toml`` (default ``~/.codex``): a delimited
@@ -60,6 +60,7 @@ HOOK_EVENTS = {
     "PostToolUse": "post-tool-use",
     "PreCompact": "pre-compact",
     "Stop": "stop",
+    "SessionEnd": "session-end",  # the last of it recorded, and captured (not ended: it may be resumed)
 }
 # Events whose hooks take a matcher ("" = every source: startup/resume/clear/compact,
 # manual/auto; every tool). UserPromptSubmit and Stop have none, so the field is left

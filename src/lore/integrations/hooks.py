@@ -203,6 +203,23 @@ def _stop(lore: Lore, payload: Payload) -> str:
     return _record(lore, payload)
 
 
+def _session_end(lore: Lore, payload: Payload) -> str:
+    """The session's last turns recorded, then what it said since its last
+    compaction captured (the daily tier, the error counts): a session that
+    never compacted reached neither. Not ended: Claude Code may resume it."""
+    from lore.errors import NotFound
+
+    said = _record(lore, payload, background=False)
+    session_id = _session_id(payload)
+    if session_id is not None:
+        try:
+            lore.capture_session(session_id)
+        except NotFound:  # nothing recorded for it (no transcript)
+            return said
+        said += "; captured"
+    return said
+
+
 def _record(
     lore: Lore, payload: Payload, fallback: list[RawEvent] | None = None, *, background: bool = True
 ) -> str:
@@ -267,6 +284,7 @@ _HANDLERS: dict[str, Callable[[Lore, Payload], str]] = {
     "post-tool-use": _post_tool_use,
     "pre-compact": _pre_compact,
     "stop": _stop,
+    "session-end": _session_end,
 }
 
 

@@ -128,6 +128,7 @@ def uninstall(lore, agent, as_json):
             "post-tool-use",
             "pre-compact",
             "stop",
+            "session-end",
             "consolidate",
             "record",
         ]
