@@ -232,9 +232,6 @@ def ahead(stored: str, now: datetime) -> bool:
     return datetime.fromisoformat(stored.replace("Z", "+00:00")) > now + FUTURE_SLACK
 
 
-EARLIEST = "1970-01-01T00:00:00Z"  # the first time a person may give (git's own first instant)
-
-
 def parse_given_time(value: object, *, field_name: str = "occurred_at", now: datetime | None = None) -> str:
     """A time a person gives (``lore add --occurred-at``, the Python and HTTP
     APIs) as stored: UTC ``...Z``. Without an offset it is the user's local
@@ -267,8 +264,6 @@ def parse_given_time(value: object, *, field_name: str = "occurred_at", now: dat
             f"{quoted(stored)} is in the future; give when it happened (at most a day ahead)",
             field=field_name,
         )
-    if stored < EARLIEST:  # 0001-01-01: a typo or a placeholder (a daily memory of it was archived at once)
-        raise ValidationError(f"{quoted(stored)} is before 1970; give when it happened", field=field_name)
     return stored
 
 

@@ -611,8 +611,8 @@ def _costs_at_most_the_least(chosen: list[Item], roomy: list[Item]) -> bool:
     saying what was left out) gives up at most the least valuable of the
     items chosen, never another (the top memory for two lesser ones)."""
     kept, before = {it.key for it in roomy}, {it.key for it in chosen}
-    if not kept <= before or len(kept) < len(before) - 1:
-        return False
+    if not kept <= before or len(kept) < len(before) - 1 or (before and not kept):
+        return False  # (never the pack's only item: the line would be all it says)
     return not chosen or len(kept) == len(before) or min(chosen, key=lambda it: it.value).key not in kept
 
 
